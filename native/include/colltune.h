@@ -1,0 +1,94 @@
+/*
+ * colltune: the C core's shared declarations.
+ *
+ * Visibility: `colltune_` = public API (variants, applicability, arena), `ct_` = internal to the
+ * C core. Every function that can fail returns an MPI error code (MPI_SUCCESS on success).
+ *
+ * Generated parts (enums of collectives and variants, the variant table) come from
+ * native/spec/collectives.toml through native/gen/: see ct_catalog.h.
+ */
+#ifndef COLLTUNE_H
+#define COLLTUNE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The catalog, generated from native/spec/collectives.toml into ct_catalog.{h,c}:
+ *   enum ct_coll_id  { CT_COLL_ALLGATHER, ..., CT_NUM_COLLECTIVES };
+ *   enum ct_var_id   { CT_VAR_ALLGATHER_AS_GATHER_BCAST, ..., CT_NUM_VARIANTS };
+ * Lookups by name return -1 when the name is unknown. */
+int colltune_collective_index(const char *name);     /* "allgather" -> CT_COLL_ALLGATHER */
+const char *colltune_collective_name(int coll);
+int colltune_variant_index(const char *name);        /* "bcast_as_allgatherv" -> CT_VAR_... */
+const char *colltune_variant_name(int variant);
+int colltune_variant_collective(int variant);
+
+/* One collective call, described by argument role. Filled by the generated wrappers (and by the
+ * benchmark/selftest drivers) so that applicability checks and decisions are written once. */
+typedef struct ct_call {
+    int coll;                    /* ct_coll_id from ct_catalog.h */
+    const void *sendbuf;
+    void *recvbuf;               /* also the `buffer` of Bcast */
+    int sendcount;
+    int recvcount;               /* also `count` of Allreduce/Bcast/Reduce/Scan */
+    const int *recvcounts;       /* Reduce_scatter only */
+    MPI_Datatype sendtype;
+    MPI_Datatype recvtype;       /* also `datatype` of reductions and Bcast */
+    MPI_Op op;                   /* MPI_OP_NULL where the collective has none */
+    int root;                    /* -1 where the collective has none */
+    MPI_Comm comm;
+} ct_call;
+
+/* Why a variant cannot serve a call. Order matters only for printing. */
+typedef enum colltune_reason {
+    COLLTUNE_APPLICABLE = 0,
+    COLLTUNE_NA_INTERCOMM,        /* inter-communicator */
+    COLLTUNE_NA_DATATYPE,         /* datatype with gaps / unsupported */
+    COLLTUNE_NA_NONCOMMUTATIVE,   /* variant reorders the reduction */
+    COLLTUNE_NA_OP,               /* op unusable by the variant (e.g. needs predefined op) */
+    COLLTUNE_NA_OVERFLOW,         /* an inner count would overflow int */
+    COLLTUNE_NA_IN_PLACE,         /* MPI_IN_PLACE the variant cannot honour */
+    COLLTUNE_NA_SCRATCH,          /* needs more scratch than COLLTUNE_SCRATCH_BYTES */
+    COLLTUNE_NA_SIZE,             /* communicator size / message size not supported */
+    COLLTUNE_NA_ERROR,            /* an MPI query failed: play safe */
+    COLLTUNE_REASON_COUNT
+} colltune_reason;
+
+/* Short stable names ("applicable", "intercomm", ...) used in counting tables and tests. */
+const char *colltune_reason_name(colltune_reason reason);
+
+/* Message size in bytes used for decisions, from uniform arguments only (see collectives.toml).
+ * Returns -1 if it cannot be computed (then the call goes to the library). */
+int64_t colltune_call_bytes(const ct_call *call);
+
+/* Is `variant` (index into the generated variant table) able to give the library's exact result
+ * for `call`? Uses only arguments identical on all ranks, so all ranks agree. */
+colltune_reason colltune_applicable(int variant, const ct_call *call);
+
+/* Invoke variant `variant` for `call` (dispatches to the mock-up with the MPI signature). */
+int colltune_invoke(int variant, const ct_call *call);
+
+/* Invoke the library's own collective (PMPI_*) for `call`. */
+int colltune_invoke_library(const ct_call *call);
+
+/* Chunk size C (bytes) of GL7/GL16; from COLLTUNE_CHUNK_BYTES, default 64. */
+size_t colltune_chunk_bytes(void);
+
+/* Scratch arena of a communicator (kept in an MPI keyval attribute, grown on demand up to the
+ * cap COLLTUNE_SCRATCH_BYTES, reused across calls, freed when the communicator is freed).
+ * Returns MPI_SUCCESS and a buffer of at least `bytes`, or MPI_ERR_NO_MEM over the cap. */
+int colltune_scratch(MPI_Comm comm, size_t bytes, void **buffer);
+
+/* The scratch cap in bytes (COLLTUNE_SCRATCH_BYTES, default 256 MiB). */
+size_t colltune_scratch_cap(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLTUNE_H */
