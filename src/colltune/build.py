@@ -1,0 +1,168 @@
+"""Build the C core for one MPI library into a cache keyed by the library's identity.
+
+The C core must be compiled against the MPI it runs with (an interposer built against MPICH does
+not work under Open MPI), so one colltune installation keeps one build per library:
+`<cache>/<family>-<name>-<hash>/` holding libcolltune.so, colltune-bench, colltune-selftest and
+build.json. A build is redone when the sources change (hash of native/).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from colltune.mpi import MpiError, MpiLibrary
+from colltune.paths import cache_dir, native_dir
+
+CFLAGS = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-D_GNU_SOURCE"]
+
+# Which source directories go into which product. Files are found by glob, so a new source file
+# needs no change here. The interposer's MPI_* wrappers (runtime/, generated/ct_wrappers*.c) are
+# only in the shared library: the drivers call variants and the library directly.
+_COMMON = ("core", "variants")
+_PRODUCTS = {
+    "libcolltune.so": (*_COMMON, "runtime", "generated"),
+    "colltune-bench": (*_COMMON, "generated-nowrap", "bench"),
+    "colltune-selftest": (*_COMMON, "generated-nowrap", "selftest"),
+}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    dir: Path
+    libcolltune: Path
+    bench: Path
+    selftest: Path
+    family: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"dir": str(self.dir), "libcolltune": str(self.libcolltune),
+                "bench": str(self.bench), "selftest": str(self.selftest), "family": self.family}
+
+
+class BuildError(MpiError):
+    """Compiling the C core failed; the message holds the compiler's output."""
+
+
+def _sources(group: str) -> list[Path]:
+    root = native_dir()
+    if group == "generated-nowrap":
+        return sorted(p for p in (root / "generated").glob("*.c") if not p.name.startswith("ct_wrappers"))
+    return sorted((root / group).glob("*.c"))
+
+
+def source_hash() -> str:
+    """Hash of everything the build reads: a change to any C file, header or table rebuilds."""
+    root = native_dir()
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in (".c", ".h", ".toml") and "fuzz" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    digest.update(" ".join(CFLAGS).encode())
+    return digest.hexdigest()[:16]
+
+
+def build_dir(lib: MpiLibrary) -> Path:
+    return cache_dir() / lib.identity
+
+
+def _artifacts(directory: Path, family: str) -> Artifacts:
+    return Artifacts(directory, directory / "libcolltune.so", directory / "colltune-bench",
+                     directory / "colltune-selftest", family)
+
+
+def _compile_env(lib: MpiLibrary) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(lib.env)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+def _run_compiler(argv: list[str], env: dict[str, str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"compiling the C core failed:\n$ {' '.join(argv)}\n{proc.stderr.strip()}")
+
+
+def _build_into(lib: MpiLibrary, out: Path) -> None:
+    root = native_dir()
+    env = _compile_env(lib)
+    flags = [*CFLAGS, f"-DCOLLTUNE_ABI_FAMILY_{lib.family.upper()}",
+             f"-I{root / 'include'}", f"-I{root / 'generated'}", f"-I{root / 'core'}",
+             f"-I{root / 'runtime'}"]
+    groups = {g for groups in _PRODUCTS.values() for g in groups}
+    sources = sorted({src for g in groups for src in _sources(g)})
+    if not sources:
+        raise BuildError(f"no C sources under {root}")
+    objects = {src: out / "obj" / (str(src.relative_to(root)).replace(os.sep, "__") + ".o") for src in sources}
+    (out / "obj").mkdir(parents=True)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        jobs = [pool.submit(_run_compiler, [str(lib.mpicc), *flags, "-c", str(s), "-o", str(o)], env)
+                for s, o in objects.items()]
+        for job in jobs:
+            job.result()
+    for product, product_groups in _PRODUCTS.items():
+        if not _sources(product_groups[-1]):
+            continue  # e.g. a checkout without the drivers' sources
+        objs = [str(objects[s]) for g in product_groups for s in _sources(g)]
+        target = out / product
+        if product.endswith(".so"):
+            argv = [str(lib.mpicc), "-shared", "-o", str(target), *objs, "-ldl", "-lpthread", "-lm"]
+        else:
+            argv = [str(lib.mpicc), "-o", str(target), *objs, "-lpthread", "-lm"]
+        _run_compiler(argv, env)
+
+
+def ensure_built(lib: MpiLibrary, force: bool = False) -> Artifacts:
+    """Build the C core for `lib` unless a current build is cached; return its products."""
+    directory = build_dir(lib)
+    wanted = source_hash()
+    info = directory / "build.json"
+    if not force and info.exists():
+        try:
+            if json.loads(info.read_text()).get("source_hash") == wanted:
+                return _artifacts(directory, lib.family)
+        except ValueError:
+            pass
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    # One builder at a time per library (parallel test sessions share the cache).
+    with open(directory.parent / f".{lib.identity}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and info.exists() and json.loads(info.read_text()).get("source_hash") == wanted:
+            return _artifacts(directory, lib.family)
+        staging = Path(tempfile.mkdtemp(prefix=f".{lib.identity}-", dir=directory.parent))
+        try:
+            _build_into(lib, staging)
+            (staging / "build.json").write_text(json.dumps(
+                {"source_hash": wanted, "library": lib.as_dict(), "family": lib.family}, indent=2))
+            if directory.exists():
+                shutil.rmtree(directory)
+            staging.rename(directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return _artifacts(directory, lib.family)
+
+
+def compile_program(lib: MpiLibrary, sources: list[Path], output: Path, extra: list[str] | None = None) -> Path:
+    """Compile a plain MPI program (tests, examples) with the library's mpicc."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    _run_compiler([str(lib.mpicc), "-std=c11", "-O2", "-Wall", *(extra or []),
+                   *map(str, sources), "-o", str(output), "-lpthread", "-lm"], _compile_env(lib))
+    return output
+
+
+def built_family(artifacts_dir: Path) -> str | None:
+    """The ABI family a cached build was made for (None when unknown)."""
+    try:
+        return str(json.loads((artifacts_dir / "build.json").read_text())["family"])
+    except (OSError, ValueError, KeyError):
+        return None

@@ -1,0 +1,61 @@
+"""The `colltune` command: one click group, one module per subcommand (colltune.commands.*).
+
+Exit codes shared by every subcommand: 0 success (for `check`: no violation), 1 the thing
+checked failed (violations, selftest mismatches), 2 usage or environment error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+from rich.console import Console
+
+from colltune import __version__
+from colltune.mpi import MpiError
+
+# Subcommands in the order `--help` lists them: the main workflow first.
+SUBCOMMANDS = (
+    "check", "bench", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
+)
+
+err_console = Console(stderr=True)
+
+
+class ColltuneGroup(click.Group):
+    """Turns the expected failures (no MPI, bad input) into one clear message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except MpiError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            sys.exit(2)
+
+
+@click.group(cls=ColltuneGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="colltune")
+def main() -> None:
+    """Measure, verify and tune MPI collective operations.
+
+    \b
+    Typical workflow on a machine:
+      colltune check -n 4          measure collectives, report guideline violations
+      colltune tune --out my.prf   write a tuning profile from the check
+      colltune run --profile my.prf -- mpiexec -n 4 ./app
+    """
+
+
+def _register() -> None:
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"colltune.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"colltune.commands.{name}":
+                continue  # not part of this installation
+            raise
+        main.add_command(module.command, name=name)
+
+
+_register()

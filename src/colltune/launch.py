@@ -1,0 +1,121 @@
+"""Command lines that start MPI programs, per MPI library (and srun on Slurm clusters).
+
+Settings meant for the ranks (LD_PRELOAD, COLLTUNE_*) are given to the ranks only: a global
+LD_PRELOAD would load the interposer into the launcher and every helper process too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+
+from colltune.mpi import MpiLibrary
+
+
+def use_srun() -> bool:
+    """Launch with srun inside a Slurm allocation unless COLLTUNE_LAUNCHER says otherwise."""
+    choice = os.environ.get("COLLTUNE_LAUNCHER", "auto")
+    if choice in ("srun", "mpiexec"):
+        return choice == "srun"
+    return "SLURM_JOB_ID" in os.environ and shutil.which("srun") is not None
+
+
+def rank_env_flags(lib: MpiLibrary, rank_env: Mapping[str, str]) -> list[str]:
+    """mpiexec flags that set `rank_env` in the ranks only."""
+    flags: list[str] = []
+    for key, value in rank_env.items():
+        if lib.family == "openmpi":
+            flags += ["-x", f"{key}={value}"]
+        else:  # MPICH and Intel MPI (Hydra)
+            flags += ["-genv", key, str(value)]
+    return flags
+
+
+def placement_flags(lib: MpiLibrary, nprocs: int) -> list[str]:
+    """Let more ranks than cores run, and do not pin them: this is a measuring tool, the
+    user's own mapping goes in through COLLTUNE_MPIEXEC_FLAGS."""
+    if lib.family == "openmpi":
+        return ["--oversubscribe", "--bind-to", "none"]
+    if lib.name == "mpich":
+        return ["-bind-to", "none"]
+    return []
+
+
+def mpiexec_argv(
+    lib: MpiLibrary,
+    nprocs: int,
+    argv: Sequence[str],
+    rank_env: Mapping[str, str] | None = None,
+    extra_flags: Sequence[str] = (),
+) -> list[str]:
+    """The full command line starting `argv` on `nprocs` ranks with `rank_env` in the ranks."""
+    rank_env = dict(rank_env or {})
+    user_flags = os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").split()
+    if use_srun():
+        exports = ",".join(["ALL", *(f"{k}={v}" for k, v in rank_env.items())])
+        return ["srun", "-n", str(nprocs), f"--export={exports}", *user_flags, *extra_flags, *argv]
+    return [
+        str(lib.mpiexec),
+        "-n", str(nprocs),
+        *placement_flags(lib, nprocs),
+        *rank_env_flags(lib, rank_env),
+        *user_flags,
+        *extra_flags,
+        *argv,
+    ]
+
+
+def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment of the launcher process itself."""
+    env = dict(os.environ if base is None else base)
+    env.update(lib.env)
+    env.pop("LD_PRELOAD", None)  # never into the launcher
+    if lib.family == "openmpi":
+        # Containers and CI run as root; Open MPI refuses that unless told it is intended.
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        # Ranks outnumbering cores must yield the CPU rather than spin.
+        env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    return env
+
+
+def run(
+    lib: MpiLibrary,
+    nprocs: int,
+    argv: Sequence[str],
+    rank_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    extra_flags: Sequence[str] = (),
+    capture: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run an MPI program and wait for it (stdin closed so a rank never waits on a terminal)."""
+    return subprocess.run(
+        mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
+        env=launcher_env(lib),
+        capture_output=capture,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def popen(
+    lib: MpiLibrary,
+    nprocs: int,
+    argv: Sequence[str],
+    rank_env: Mapping[str, str] | None = None,
+    extra_flags: Sequence[str] = (),
+) -> subprocess.Popen[str]:
+    """Start an MPI program whose stdout is read as it streams (the benchmark's records)."""
+    return subprocess.Popen(
+        mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
+        env=launcher_env(lib),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches us first; we stop the launch ourselves
+    )
