@@ -1,0 +1,38 @@
+"""Shared fixtures: the MPI libraries under test and their builds of the C core.
+
+Open MPI (embedded) is required. MPICH is installed by `make test` (`make setup-mpich`); tests
+marked `mpich` are skipped only when it is absent, which CI never is.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from colltune import build, mpi
+
+
+def _library(name: str) -> mpi.MpiLibrary:
+    try:
+        return mpi.resolve(name)
+    except mpi.MpiError as exc:
+        pytest.skip(f"{name} not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def openmpi() -> mpi.MpiLibrary:
+    return mpi.resolve("openmpi")
+
+
+@pytest.fixture(scope="session")
+def mpich() -> mpi.MpiLibrary:
+    return _library("mpich")
+
+
+@pytest.fixture(scope="session")
+def openmpi_build(openmpi: mpi.MpiLibrary) -> build.Artifacts:
+    return build.ensure_built(openmpi)
+
+
+@pytest.fixture(scope="session")
+def mpich_build(mpich: mpi.MpiLibrary) -> build.Artifacts:
+    return build.ensure_built(mpich)
