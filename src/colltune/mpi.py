@@ -42,7 +42,7 @@ class MpiLibrary:
     @property
     def short_version(self) -> str:
         """"Open MPI v5.0.11" rather than the whole banner."""
-        return self.version.split(",")[0].replace("Version:", "").strip()
+        return " ".join(self.version.split(",")[0].replace("Version:", "").split())
 
     @property
     def identity(self) -> str:
