@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Generate the C catalog of collectives and variants from native/spec/collectives.toml.
+
+Writes
+  native/generated/ct_catalog.h   enums CT_COLL_* / CT_VAR_*, `needs` flags, the tables' types
+  native/generated/ct_catalog.c   the tables, name lookups, scratch formulas, colltune_call_bytes,
+                                  colltune_invoke (-> mock-up) and colltune_invoke_library (-> PMPI)
+  native/include/ct_variants.h    the prototypes of the 24 mock-ups (exact MPI signatures)
+
+Usage: gen_catalog.py [--check]   (--check: write nothing, exit 1 if a file is stale)
+Stdlib only: the generators must run before any dependency is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import table as tbl  # noqa: E402
+
+GENERATOR = "gen_catalog.py"
+SOURCE = "native/spec/collectives.toml"
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+
+# Argument role -> field of struct ct_call (colltune.h). Bcast's `buffer` and the `count`/`datatype`
+# of reductions share the receive-side fields so that every collective fits one struct.
+FIELD = {
+    "sendbuf": "sendbuf",
+    "recvbuf": "recvbuf",
+    "buffer": "recvbuf",
+    "sendcount": "sendcount",
+    "recvcount": "recvcount",
+    "count": "recvcount",
+    "recvcounts": "recvcounts",
+    "sendtype": "sendtype",
+    "recvtype": "recvtype",
+    "datatype": "recvtype",
+    "op": "op",
+    "root": "root",
+    "comm": "comm",
+}
+
+NEEDS = {
+    "intra": ("CT_NEED_INTRA", "an intra-communicator"),
+    "contiguous": ("CT_NEED_CONTIGUOUS", "every significant datatype is contiguous (no gaps, lb 0)"),
+    "commutative": ("CT_NEED_COMMUTATIVE", "a commutative op (the variant reorders the reduction)"),
+    "bitwise_or": ("CT_NEED_BITWISE_OR", "reduces raw bytes with MPI_BOR (informational)"),
+}
+
+IN_PLACE = {
+    None: "CT_IN_PLACE_NONE",
+    "sendbuf": "CT_IN_PLACE_SENDBUF",
+    "sendbuf@root": "CT_IN_PLACE_SENDBUF_AT_ROOT",
+    "recvbuf@root": "CT_IN_PLACE_RECVBUF_AT_ROOT",
+}
+
+# Variables a `scratch` expression may use (all int64_t, bytes unless said otherwise).
+SCRATCH_VARS = {
+    "n": "message bytes (colltune_call_bytes)",
+    "p": "communicator size",
+    "I": "sizeof(int)",
+    "e": "element bytes (size of the uniform datatype, 1 for gather/scatter)",
+    "C": "chunk bytes: COLLTUNE_CHUNK_BYTES rounded down to whole elements (at least one)",
+    "c": "padding bytes that make n a multiple of p*e",
+}
+
+
+class SpecError(Exception):
+    pass
+
+
+def ident(name: str) -> str:
+    return name.upper()
+
+
+def coll_enum(name: str) -> str:
+    return f"CT_COLL_{ident(name)}"
+
+
+def var_enum(name: str) -> str:
+    return f"CT_VAR_{ident(name)}"
+
+
+def validate(t: tbl.Table) -> None:
+    names = [c.name for c in t.collectives]
+    if len(set(names)) != len(names):
+        raise SpecError("duplicate collective name")
+    vnames = [v.name for v in t.variants]
+    if len(set(vnames)) != len(vnames):
+        raise SpecError("duplicate variant name")
+    for c in t.collectives:
+        for a in c.args:
+            if a.role not in FIELD:
+                raise SpecError(f"{c.name}: unknown role {a.role!r}")
+        if c.in_place not in IN_PLACE:
+            raise SpecError(f"{c.name}: unknown in_place {c.in_place!r}")
+        roles = {a.role for a in c.args}
+        for u in c.uniform:
+            if u not in roles:
+                raise SpecError(f"{c.name}: uniform names unknown argument {u!r}")
+    for v in t.variants:
+        if v.collective not in names:
+            raise SpecError(f"{v.name}: unknown collective {v.collective!r}")
+        if not v.name.startswith(v.collective.replace("_", "") + "_as_"):
+            raise SpecError(f"{v.name}: variant names are <collective without _>_as_<rhs>")
+        for need in v.needs:
+            if need not in NEEDS:
+                raise SpecError(f"{v.name}: unknown need {need!r}")
+        for var in re.findall(r"[A-Za-z_]\w*", v.scratch):
+            if var not in SCRATCH_VARS:
+                raise SpecError(f"{v.name}: scratch uses unknown variable {var!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# colltune_call_bytes: translate the `bytes` text of a collective into C.
+
+
+def bytes_parts(c: tbl.Collective) -> tuple[str, str | None]:
+    m = re.fullmatch(r"\s*(.*?)\s*(?:\[root with MPI_IN_PLACE:\s*(.*?)\s*\])?\s*", c.bytes)
+    if not m:
+        raise SpecError(f"{c.name}: cannot parse bytes {c.bytes!r}")
+    return m.group(1), m.group(2)
+
+
+def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
+    """(statements computing the operands, the C expression) for one `bytes` expression."""
+    roles = {a.role for a in c.args}
+    stmts: list[str] = []
+    factors = [f.strip() for f in expr.split("*")]
+    out: list[str] = []
+    for f in factors:
+        if m := re.fullmatch(r"size\((\w+)\)", f):
+            role = m.group(1)
+            if role not in roles:
+                raise SpecError(f"{c.name}: bytes uses unknown {role!r}")
+            var = f"size_{role}"
+            stmts.append(f"int64_t {var};")
+            stmts.append(f"if (ct_size_of(call->{FIELD[role]}, &{var}) != MPI_SUCCESS) return -1;")
+            out.append(var)
+        elif m := re.fullmatch(r"sum\((\w+)\)", f):
+            role = m.group(1)
+            stmts.append("int64_t sum;")
+            stmts.append(f"if (ct_sum_counts(call->{FIELD[role]}, call->comm, &sum) != MPI_SUCCESS) return -1;")
+            out.append("sum")
+        elif f == "p":
+            stmts.append("int p;")
+            stmts.append("if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;")
+            out.append("(int64_t)p")
+        elif f in roles:
+            out.append(f"(int64_t)call->{FIELD[f]}")
+        else:
+            raise SpecError(f"{c.name}: cannot translate bytes factor {f!r}")
+    return stmts, " * ".join(out)
+
+
+def gen_bytes_fn(c: tbl.Collective) -> str:
+    main, alt = bytes_parts(c)
+    lines = [f"static int64_t ct_bytes_{c.name}(const ct_call *call)", "{"]
+    if alt is not None:
+        field = {"sendbuf@root": "sendbuf", "recvbuf@root": "recvbuf"}.get(c.in_place or "")
+        if field is None:
+            raise SpecError(f"{c.name}: bytes has an MPI_IN_PLACE form but in_place is {c.in_place!r}")
+        stmts, expr = bytes_expr_c(c, alt)
+        lines.append(f"    if (call->{field} == MPI_IN_PLACE) {{")
+        lines += [f"        {s}" for s in stmts]
+        lines.append(f"        return {expr};")
+        lines.append("    }")
+    stmts, expr = bytes_expr_c(c, main)
+    lines += [f"    {s}" for s in stmts]
+    lines.append(f"    return {expr};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Scratch formulas.
+
+
+def gen_scratch_fn(v: tbl.Variant) -> str:
+    used = set(re.findall(r"[A-Za-z_]\w*", v.scratch))
+    lines = [
+        f"/* {v.guideline} {v.name}: {v.scratch} */",
+        f"static int64_t ct_scratch_{v.name}(const ct_scratch_args *a)",
+        "{",
+    ]
+    if not used:
+        lines.append("    (void)a;")
+    for var in ("n", "p", "e", "C", "c"):
+        if var in used:
+            lines.append(f"    const int64_t {var} = a->{var};")
+    if "I" in used:
+        lines.append("    const int64_t I = (int64_t)sizeof(int);")
+    lines.append(f"    return {v.scratch};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Prototypes and dispatch.
+
+
+def params(c: tbl.Collective) -> str:
+    out = []
+    for a in c.args:
+        ctype = a.ctype
+        sep = "" if ctype.endswith("*") else " "
+        out.append(f"{ctype}{sep}{a.name}")
+    return ", ".join(out)
+
+
+def call_args(c: tbl.Collective) -> str:
+    return ", ".join(f"call->{FIELD[a.role]}" for a in c.args)
+
+
+def pmpi_name(c: tbl.Collective) -> str:
+    if not c.mpi.startswith("MPI_"):
+        raise SpecError(f"{c.name}: mpi name {c.mpi!r} must start with MPI_")
+    return "P" + c.mpi
+
+
+def elem_kind(c: tbl.Collective) -> str:
+    for role in ("datatype", "recvtype"):
+        if role in c.uniform:
+            return "CT_ELEM_UNIFORM_TYPE"
+    return "CT_ELEM_BYTES"
+
+
+def gen_header(t: tbl.Table) -> str:
+    L: list[str] = [tbl.banner(GENERATOR, source=SOURCE).rstrip("\n"), ""]
+    L += [
+        "/* The catalog of collectives and variants (native/spec/collectives.toml) for the C core. */",
+        "#ifndef CT_CATALOG_H",
+        "#define CT_CATALOG_H",
+        "",
+        '#include "colltune.h"',
+        "",
+        "enum ct_coll_id {",
+    ]
+    L += [f"    {coll_enum(c.name)} = {i}," for i, c in enumerate(t.collectives)]
+    L += [f"    CT_NUM_COLLECTIVES = {len(t.collectives)}", "};", "", "enum ct_var_id {"]
+    for i, v in enumerate(t.variants):
+        L.append(f"    {var_enum(v.name)} = {i}, /* {v.guideline}: {v.rhs} */")
+    L += [f"    CT_NUM_VARIANTS = {len(t.variants)}", "};", ""]
+    L.append("/* What a variant needs to give the library's exact result (`needs` in the table). */")
+    L.append("enum ct_need {")
+    for i, (_, (macro, text)) in enumerate(NEEDS.items()):
+        L.append(f"    {macro} = 1u << {i}, /* {text} */")
+    L += ["};", ""]
+    L += [
+        "/* Where MPI_IN_PLACE is allowed. */",
+        "enum ct_in_place {",
+        "    CT_IN_PLACE_NONE,",
+        "    CT_IN_PLACE_SENDBUF,         /* as sendbuf, on all ranks */",
+        "    CT_IN_PLACE_SENDBUF_AT_ROOT, /* as sendbuf, on the root only */",
+        "    CT_IN_PLACE_RECVBUF_AT_ROOT, /* as recvbuf, on the root only */",
+        "};",
+        "",
+        "/* What `e` (element bytes) of the scratch formulas is. */",
+        "enum ct_elem_kind {",
+        "    CT_ELEM_UNIFORM_TYPE, /* size of the datatype that is uniform (datatype / recvtype) */",
+        "    CT_ELEM_BYTES,        /* no uniform datatype (gather, scatter): 1 */",
+        "};",
+        "",
+        "typedef struct ct_collective_info {",
+        "    const char *name;          /* \"allgather\" */",
+        "    const char *mpi;           /* \"MPI_Allgather\" */",
+        "    enum ct_in_place in_place;",
+        "    enum ct_elem_kind elem;",
+        "    int has_root;",
+        "    int has_op;",
+        "} ct_collective_info;",
+        "",
+        "/* Inputs of a scratch formula, all int64_t bytes except p (see gen_catalog.py). */",
+        "typedef struct ct_scratch_args {",
+    ]
+    for var in ("n", "p", "e", "C", "c"):
+        L.append(f"    int64_t {var}; /* {SCRATCH_VARS[var]} */")
+    L += [
+        "} ct_scratch_args;",
+        "",
+        "typedef struct ct_variant_info {",
+        "    const char *name;          /* \"allgather_as_gather_bcast\" */",
+        "    int coll;                  /* enum ct_coll_id */",
+        "    const char *guideline;     /* \"GL1\" (seed 000) or \"RS1\" (seed 002) */",
+        "    const char *rhs;           /* \"MPI_Gather + MPI_Bcast\" */",
+        "    unsigned needs;            /* enum ct_need bits */",
+        "    const char *scratch_expr;  /* the formula as written in the table */",
+        "    int64_t (*scratch)(const ct_scratch_args *args); /* bytes, most demanding rank */",
+        "} ct_variant_info;",
+        "",
+        "extern const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES];",
+        "extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];",
+        "",
+        "#endif /* CT_CATALOG_H */",
+        "",
+    ]
+    return "\n".join(L)
+
+
+def gen_source(t: tbl.Table) -> str:
+    L: list[str] = [tbl.banner(GENERATOR, source=SOURCE).rstrip("\n"), ""]
+    L += [
+        '#include "ct_catalog.h"',
+        '#include "ct_variants.h"',
+        "",
+        "#include <string.h>",
+        "",
+        "const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {",
+    ]
+    for c in t.collectives:
+        roles = {a.role for a in c.args}
+        L.append(
+            f'    [{coll_enum(c.name)}] = {{"{c.name}", "{c.mpi}", {IN_PLACE[c.in_place]}, '
+            f'{elem_kind(c)}, {int("root" in roles)}, {int("op" in roles)}}},'
+        )
+    L += ["};", ""]
+    for v in t.variants:
+        L += [gen_scratch_fn(v), ""]
+    L.append("const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {")
+    for v in t.variants:
+        needs = " | ".join(NEEDS[n][0] for n in v.needs) or "0u"
+        L.append(
+            f'    [{var_enum(v.name)}] = {{"{v.name}", {coll_enum(v.collective)}, "{v.guideline}", '
+            f'"{v.rhs}", {needs}, "{v.scratch}", ct_scratch_{v.name}}},'
+        )
+    L += ["};", ""]
+    L += [
+        "int colltune_collective_index(const char *name)",
+        "{",
+        "    if (name == NULL) return -1;",
+        "    for (int i = 0; i < CT_NUM_COLLECTIVES; i++)",
+        "        if (strcmp(ct_collectives[i].name, name) == 0) return i;",
+        "    return -1;",
+        "}",
+        "",
+        "const char *colltune_collective_name(int coll)",
+        "{",
+        "    return coll >= 0 && coll < CT_NUM_COLLECTIVES ? ct_collectives[coll].name : NULL;",
+        "}",
+        "",
+        "int colltune_variant_index(const char *name)",
+        "{",
+        "    if (name == NULL) return -1;",
+        "    for (int i = 0; i < CT_NUM_VARIANTS; i++)",
+        "        if (strcmp(ct_variants[i].name, name) == 0) return i;",
+        "    return -1;",
+        "}",
+        "",
+        "const char *colltune_variant_name(int variant)",
+        "{",
+        "    return variant >= 0 && variant < CT_NUM_VARIANTS ? ct_variants[variant].name : NULL;",
+        "}",
+        "",
+        "int colltune_variant_collective(int variant)",
+        "{",
+        "    return variant >= 0 && variant < CT_NUM_VARIANTS ? ct_variants[variant].coll : -1;",
+        "}",
+        "",
+        "static int ct_size_of(MPI_Datatype type, int64_t *bytes)",
+        "{",
+        "    int size;",
+        "    int err = PMPI_Type_size(type, &size);",
+        "    *bytes = size;",
+        "    return err;",
+        "}",
+        "",
+    ]
+    if any("sum(" in c.bytes for c in t.collectives):
+        L += [
+            "static int ct_sum_counts(const int *counts, MPI_Comm comm, int64_t *sum)",
+            "{",
+            "    int p;",
+            "    int err = PMPI_Comm_size(comm, &p);",
+            "    if (err != MPI_SUCCESS) return err;",
+            "    *sum = 0;",
+            "    for (int i = 0; i < p; i++) *sum += counts[i];",
+            "    return MPI_SUCCESS;",
+            "}",
+            "",
+        ]
+    for c in t.collectives:
+        L += [gen_bytes_fn(c), ""]
+    L += ["int64_t colltune_call_bytes(const ct_call *call)", "{", "    switch (call->coll) {"]
+    for c in t.collectives:
+        L.append(f"    case {coll_enum(c.name)}: return ct_bytes_{c.name}(call);")
+    L += ["    default: return -1;", "    }", "}", ""]
+    L += ["int colltune_invoke(int variant, const ct_call *call)", "{", "    switch (variant) {"]
+    for v in t.variants:
+        c = t.collective(v.collective)
+        L.append(f"    case {var_enum(v.name)}:")
+        L.append(f"        return colltune_{v.name}({call_args(c)});")
+    L += ["    default: return MPI_ERR_ARG;", "    }", "}", ""]
+    L += ["int colltune_invoke_library(const ct_call *call)", "{", "    switch (call->coll) {"]
+    for c in t.collectives:
+        L.append(f"    case {coll_enum(c.name)}:")
+        L.append(f"        return {pmpi_name(c)}({call_args(c)});")
+    L += ["    default: return MPI_ERR_ARG;", "    }", "}", ""]
+    return "\n".join(L)
+
+
+def gen_variants_header(t: tbl.Table) -> str:
+    L: list[str] = [tbl.banner(GENERATOR, source=SOURCE).rstrip("\n"), ""]
+    L += [
+        "/* The mock-ups: each has exactly the signature of the MPI function it replaces and calls",
+        " * the library only through PMPI_*. Implementations: native/variants/<collective>.c. */",
+        "#ifndef CT_VARIANTS_H",
+        "#define CT_VARIANTS_H",
+        "",
+        "#include <mpi.h>",
+        "",
+    ]
+    for c in t.collectives:
+        vs = [v for v in t.variants if v.collective == c.name]
+        if not vs:
+            continue
+        L.append(f"/* {c.mpi} */")
+        for v in vs:
+            L.append(f"int colltune_{v.name}({params(c)}); /* {v.guideline}: {v.rhs} */")
+        L.append("")
+    L += ["#endif /* CT_VARIANTS_H */", ""]
+    return "\n".join(L)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
+    args = ap.parse_args(argv)
+    try:
+        t = tbl.load()
+        validate(t)
+        outputs = {
+            tbl.GENERATED_DIR / "ct_catalog.h": gen_header(t),
+            tbl.GENERATED_DIR / "ct_catalog.c": gen_source(t),
+            INCLUDE_DIR / "ct_variants.h": gen_variants_header(t),
+        }
+    except (SpecError, KeyError, StopIteration) as exc:
+        print(f"gen_catalog: native/spec/collectives.toml: {exc}", file=sys.stderr)
+        return 2
+    stale = [p for p, text in outputs.items() if not tbl.write_or_check(p, text, args.check)]
+    for p in stale:
+        print(f"gen_catalog: {p} is stale: run `make generate`", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
