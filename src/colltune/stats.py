@@ -1,0 +1,302 @@
+"""Statistics for guideline verdicts: pure functions on numpy arrays, no I/O.
+
+Conventions used throughout (docs/statistics.md has the reasoning):
+
+* A comparison has a *reference* side ``ref`` (the side a guideline says should be at least as
+  fast: the library's default collective, or the smaller message size for monotony) and a
+  *candidate* side ``alt`` (the mock-up, the library algorithm, the larger size, the k-split).
+  A guideline is violated when ``ref`` is significantly *slower* than ``alt`` by more than a
+  practical tolerance.
+* The samples compared are per-launch medians (seed 002: the launch, i.e. one mpiexec, is the
+  experimental unit, because run-to-run variation dominates within-run variation).
+* slowdown = median(ref) / median(alt) (seed 003); rel_diff = 1 - median(alt) / median(ref),
+  the share of the reference's time the candidate saves.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class Test(enum.StrEnum):
+    """One-sided two-sample tests of "ref is stochastically slower than alt"."""
+
+    MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum), seed 002's test
+    KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (seed 002)
+    WELCH = "welch"  # Welch's t on means, for comparison with pgchecker's t-test
+
+
+class Correction(enum.StrEnum):
+    HOLM = "holm"  # family-wise error rate, valid under any dependence
+    BH = "bh"  # Benjamini-Hochberg false discovery rate
+
+
+@dataclass(frozen=True)
+class TestResult:
+    statistic: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+
+# ---------------------------------------------------------------------------------------------
+# Reducing raw repetitions to the experimental unit
+
+
+def per_launch_medians(launch: npt.ArrayLike, runtime: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], FloatArray]:
+    """Median runtime of each launch, launches in ascending order.
+
+    ``launch`` and ``runtime`` are parallel arrays (one entry per valid repetition). NaN runtimes
+    are ignored; a launch whose runtimes are all NaN is dropped.
+    """
+    launch_arr = np.asarray(launch, dtype=np.int64)
+    rt = np.asarray(runtime, dtype=np.float64)
+    if launch_arr.shape != rt.shape:
+        raise ValueError(f"launch and runtime differ in shape: {launch_arr.shape} vs {rt.shape}")
+    keep = ~np.isnan(rt)
+    launch_arr, rt = launch_arr[keep], rt[keep]
+    ids = np.unique(launch_arr)
+    medians = np.array([np.median(rt[launch_arr == i]) for i in ids], dtype=np.float64)
+    return ids, medians
+
+
+# ---------------------------------------------------------------------------------------------
+# Two-sample tests
+
+
+def one_sided_test(ref: npt.ArrayLike, alt: npt.ArrayLike, test: Test = Test.MWU) -> TestResult:
+    """Test H1: ``ref`` tends to take longer than ``alt``. Returns the p-value of that test.
+
+    NaN when either side has fewer than two values (no test is possible).
+    """
+    x = np.asarray(ref, dtype=np.float64)
+    y = np.asarray(alt, dtype=np.float64)
+    if x.size < 2 or y.size < 2:
+        return TestResult(math.nan, math.nan)
+    match Test(test):
+        case Test.MWU:
+            r = stats.mannwhitneyu(x, y, alternative="greater", method="auto")
+            return TestResult(float(r.statistic), float(r.pvalue))
+        case Test.KS:
+            # scipy: alternative "less" means the CDF of the first sample lies below the second
+            # somewhere, i.e. ref has more mass at large runtimes.
+            r = stats.ks_2samp(x, y, alternative="less", method="auto")
+            return TestResult(float(r.statistic), float(r.pvalue))
+        case Test.WELCH:
+            if np.ptp(x) == 0 and np.ptp(y) == 0:
+                # Zero variance on both sides: t is undefined; the medians decide.
+                p = 0.0 if x[0] > y[0] else 1.0
+                return TestResult(math.inf if p == 0.0 else -math.inf, p)
+            r = stats.ttest_ind(x, y, equal_var=False, alternative="greater")
+            return TestResult(float(r.statistic), float(r.pvalue))
+    raise ValueError(f"unknown test {test!r}")
+
+
+def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU) -> float:
+    """Smallest p-value the exact one-sided rank test can give with these sample sizes.
+
+    With few launches no outcome can be significant after a multiple-comparison correction;
+    check.py uses this to tell the user to measure more launches.
+    """
+    if n_ref < 1 or n_alt < 1:
+        return 1.0
+    if Test(test) is Test.WELCH:
+        return 0.0
+    return 1.0 / math.comb(n_ref + n_alt, n_ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiple comparisons
+
+
+def holm(p_values: npt.ArrayLike) -> FloatArray:
+    """Holm's step-down adjusted p-values (NaN entries stay NaN and are not counted)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = ~np.isnan(p)
+    ps = p[finite]
+    m = ps.size
+    if m == 0:
+        return out
+    order = np.argsort(ps, kind="stable")
+    scaled = (m - np.arange(m)) * ps[order]
+    adjusted_sorted = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    adjusted = np.empty(m)
+    adjusted[order] = adjusted_sorted
+    out[finite] = adjusted
+    return out
+
+
+def benjamini_hochberg(p_values: npt.ArrayLike) -> FloatArray:
+    """Benjamini-Hochberg adjusted p-values (scipy), NaN entries stay NaN and are not counted."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = ~np.isnan(p)
+    if finite.any():
+        out[finite] = stats.false_discovery_control(p[finite], method="bh")
+    return out
+
+
+def adjust(p_values: npt.ArrayLike, correction: Correction = Correction.HOLM) -> FloatArray:
+    match Correction(correction):
+        case Correction.HOLM:
+            return holm(p_values)
+        case Correction.BH:
+            return benjamini_hochberg(p_values)
+    raise ValueError(f"unknown correction {correction!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Effect sizes
+
+
+def slowdown(ref_median: float, alt_median: float) -> float:
+    """Seed 003's slowdown: how many times longer the reference takes than the candidate."""
+    if not (alt_median > 0):
+        return math.nan
+    return ref_median / alt_median
+
+
+def relative_difference(ref_median: float, alt_median: float) -> float:
+    """Share of the reference's time the candidate saves: 1 - alt/ref (negative: alt slower)."""
+    if not (ref_median > 0):
+        return math.nan
+    return 1.0 - alt_median / ref_median
+
+
+def _rel_diff_statistic(ref: FloatArray, alt: FloatArray, axis: int = -1) -> FloatArray:
+    return 1.0 - np.median(alt, axis=axis) / np.median(ref, axis=axis)
+
+
+def relative_difference_ci(
+    ref: npt.ArrayLike,
+    alt: npt.ArrayLike,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Interval:
+    """Percentile bootstrap interval of the relative difference of medians (scipy.bootstrap).
+
+    Resampling is per side (the sides are independent samples of launches). The percentile
+    method is used because BCa's jackknife is degenerate for the 3-10 launches we typically
+    have. A fixed seed makes verdicts reproducible from the same data.
+    """
+    x = np.asarray(ref, dtype=np.float64)
+    y = np.asarray(alt, dtype=np.float64)
+    if x.size < 2 or y.size < 2:
+        return Interval(math.nan, math.nan)
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        value = float(_rel_diff_statistic(x, y))
+        return Interval(value, value)
+    res = stats.bootstrap(
+        (x, y),
+        _rel_diff_statistic,
+        vectorized=True,
+        paired=False,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+
+
+def is_violation(p_adjusted: float, rel_diff: float, alpha: float, tolerance: float) -> bool:
+    """A violation needs both: significance after correction and a practical effect."""
+    if math.isnan(p_adjusted) or math.isnan(rel_diff):
+        return False
+    return p_adjusted <= alpha and rel_diff > tolerance
+
+
+def barrier_warning(ref_median: float, alt_median: float, barrier_median: float) -> bool:
+    """Seed 003's MPI_Barrier warning, extended to the size of the effect.
+
+    The benchmark synchronizes every repetition; processes leave a barrier at different times,
+    so one barrier's duration bounds the synchronization error of a single measurement. We warn
+    when the faster side runs shorter than one barrier (pgchecker's rule) or when the measured
+    gain ``ref - alt`` is smaller than one barrier (the gain could be synchronization noise).
+    NaN barrier (not measured): no warning can be given.
+    """
+    if math.isnan(barrier_median):
+        return False
+    return alt_median < barrier_median or 0.0 < (ref_median - alt_median) < barrier_median
+
+
+def split_factor(small_bytes: int, large_bytes: int) -> int:
+    """Seed 002: the smallest k with k * small >= large (k >= 1)."""
+    if small_bytes <= 0:
+        raise ValueError("split-robustness needs a positive smaller size")
+    return max(1, -(-large_bytes // small_bytes))
+
+
+def calibration_p_value(n_violations: int, n_comparisons: int, alpha: float) -> float:
+    """One-sided binomial p-value of seeing this many A/A violations if the rate were alpha.
+
+    A small value means the check reports false violations more often than it claims.
+    """
+    if n_comparisons == 0:
+        return math.nan
+    return float(stats.binomtest(n_violations, n_comparisons, alpha, alternative="greater").pvalue)
+
+
+# ---------------------------------------------------------------------------------------------
+# Severity (quality score, report colours)
+
+# Seed 003 (Fig. 4.12) classes of the default's slowdown against the best alternative.
+SEVERITY_CLASSES: tuple[tuple[float, str, float], ...] = (
+    # (upper bound of slowdown, label, penalty in the quality score)
+    (1.0, "very good", 0.0),
+    (1.1, "good", 0.1),
+    (1.5, "tolerable", 0.25),
+    (2.0, "critical", 0.5),
+    (5.0, "very critical", 0.75),
+    (math.inf, "severe", 1.0),
+)
+
+
+def severity(slowdown_value: float) -> tuple[str, float]:
+    """Label and penalty of a violation's slowdown (NaN or <= 1: no penalty)."""
+    if math.isnan(slowdown_value):
+        return SEVERITY_CLASSES[0][1], 0.0
+    for bound, label, penalty in SEVERITY_CLASSES:
+        if slowdown_value <= bound:
+            return label, penalty
+    raise AssertionError("unreachable: the last class is unbounded")
+
+
+def monotony_pairs(sizes: npt.ArrayLike) -> list[tuple[int, int]]:
+    """Adjacent pairs of distinct measured sizes, ascending (seed 002's monotony rule)."""
+    s = sorted({int(v) for v in np.asarray(sizes).ravel()})
+    return list(zip(s[:-1], s[1:], strict=True))
+
+
+def split_pairs(sizes: npt.ArrayLike, max_k: int) -> list[tuple[int, int, int]]:
+    """(small, large, k) for every pair of measured sizes small < large with k <= max_k.
+
+    Sizes of 0 bytes cannot be split into; pairs are ordered by large, then by small descending
+    (so the first violating pair of a large size is the smallest k, the one seed 002 reports).
+    """
+    s = sorted({int(v) for v in np.asarray(sizes).ravel() if int(v) > 0})
+    out: list[tuple[int, int, int]] = []
+    for j, large in enumerate(s):
+        for small in reversed(s[:j]):
+            k = split_factor(small, large)
+            if k <= max_k:
+                out.append((small, large, k))
+    return out
