@@ -29,4 +29,7 @@ uint64_t ct_profile_hash(const ct_profile *profile);
  * a message of `bytes` bytes, or -1 if the profile says "use the library". */
 int ct_profile_lookup(const ct_profile *profile, int coll, int comm_size, int64_t bytes);
 
+/* Number of `bytes` rules in the profile (for the interposer's start-up message and tests). */
+size_t ct_profile_rule_count(const ct_profile *profile);
+
 #endif /* CT_PROFILE_H */

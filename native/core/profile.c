@@ -1,0 +1,639 @@
+/*
+ * Tuning profiles (docs/profile.md): parser, content hash, lookup.
+ *
+ * The parser is the only code of the C core that reads untrusted bytes, and it runs inside every
+ * rank of an application, so it bounds everything (line length, file size, rule counts), never
+ * reads past `len`, and reports the first problem as "file:line: what; how to fix" instead of
+ * guessing. The Python reader (colltune.profile) implements the same grammar with the same
+ * messages; tests feed both the same files.
+ *
+ * Pure C11 and no MPI calls: the fuzz harness and the unit test link this file with the generated
+ * catalog only.
+ */
+#include "ct_profile.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_catalog.h"
+
+#define CT_PROFILE_VERSION "1"
+#define CT_PROFILE_MAX_LINE 1023
+#define CT_PROFILE_MAX_BYTES (16u * 1024u * 1024u)
+#define CT_PROFILE_MAX_RULES 65536u
+#define CT_PROFILE_MAX_BLOCKS 4096u
+#define CT_PROFILE_MAX_FIELDS 8
+#define CT_PROFILE_MAX_PROCS INT64_C(2147483647)
+#define CT_PROFILE_SHOW 40 /* characters of an offending word quoted in a message */
+
+/* The message-size rules of one communicator-size block: ranges[first .. first+count). */
+typedef struct ct_pblock {
+    int lo, hi;
+    uint32_t first, count;
+} ct_pblock;
+
+typedef struct ct_prange {
+    int64_t lo, hi;
+    int variant;
+} ct_prange;
+
+/* The blocks of one collective: blocks[first .. first+count). Sections are contiguous because
+ * each collective appears once in a file. */
+typedef struct ct_pcoll {
+    uint32_t first, count;
+} ct_pcoll;
+
+struct ct_profile {
+    ct_pcoll colls[CT_NUM_COLLECTIVES];
+    ct_pblock *blocks;
+    ct_prange *ranges;
+    uint32_t nblocks, nranges;
+    uint64_t hash;
+};
+
+static const char *const ct_provenance_keys[] = {
+    "generator", "source", "mpi", "mpi-version", "machine", "nprocs",
+    "date", "check-run", "min-gain", "scratch-cap", "extension",
+};
+#define CT_NUM_PROVENANCE (sizeof ct_provenance_keys / sizeof ct_provenance_keys[0])
+
+enum ct_pstate {
+    CT_EXPECT_HEADER, /* nothing but comments so far */
+    CT_PROVENANCE,    /* after the header, before the first collective */
+    CT_IN_COLL,       /* after `collective`, before its first `procs` */
+    CT_IN_BLOCK,      /* after `procs`, before its first `bytes` */
+    CT_IN_RULES,      /* after at least one `bytes` */
+    CT_AFTER_END
+};
+
+/* A word of a line: not NUL-terminated, the line lives in the caller's buffer. */
+typedef struct ct_word {
+    const char *s;
+    size_t n;
+} ct_word;
+
+typedef struct ct_parser {
+    const char *name;
+    char *err;
+    size_t errlen;
+    long line;
+    enum ct_pstate state;
+    unsigned provenance_seen; /* bit i: ct_provenance_keys[i] */
+    int coll;                 /* collective of the open section */
+    long coll_line;           /* its `collective` line, for "has no procs" */
+    long block_line;          /* line of the open `procs`, for "has no bytes" */
+    unsigned char coll_seen[CT_NUM_COLLECTIVES];
+    ct_profile *p;
+    uint32_t cap_blocks, cap_ranges;
+} ct_parser;
+
+static int ct_fail(ct_parser *ps, long line, const char *fmt, ...)
+{
+    if (ps->err != NULL && ps->errlen > 0) {
+        int used = snprintf(ps->err, ps->errlen, "%s:%ld: ", ps->name, line);
+        if (used >= 0 && (size_t)used < ps->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(ps->err + used, ps->errlen - (size_t)used, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static int ct_word_is(ct_word w, const char *s)
+{
+    size_t n = strlen(s);
+    return w.n == n && memcmp(w.s, s, n) == 0;
+}
+
+/* Quoted in messages with "%.*s": at most CT_PROFILE_SHOW bytes of a word. */
+static int ct_show(ct_word w)
+{
+    return (int)(w.n < CT_PROFILE_SHOW ? w.n : CT_PROFILE_SHOW);
+}
+
+static int ct_is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* 1 to 19 decimal digits: fits in uint64_t without overflow checks (10^19 - 1 < 2^64). */
+static int ct_number(ct_word w, uint64_t *value)
+{
+    uint64_t v = 0;
+    if (w.n < 1 || w.n > 19)
+        return -1;
+    for (size_t i = 0; i < w.n; i++) {
+        if (w.s[i] < '0' || w.s[i] > '9')
+            return -1;
+        v = v * 10u + (uint64_t)(w.s[i] - '0');
+    }
+    *value = v;
+    return 0;
+}
+
+static int ct_numbers(ct_parser *ps, const ct_word *w, uint64_t *a, uint64_t *b)
+{
+    if (ct_number(w[0], a) != 0)
+        return ct_fail(ps, ps->line, "'%.*s' is not a number (1 to 19 decimal digits)",
+                       ct_show(w[0]), w[0].s);
+    if (ct_number(w[1], b) != 0)
+        return ct_fail(ps, ps->line, "'%.*s' is not a number (1 to 19 decimal digits)",
+                       ct_show(w[1]), w[1].s);
+    return 0;
+}
+
+/* Split at blanks; returns the number of words, or CT_PROFILE_MAX_FIELDS + 1 if there are more. */
+static int ct_split(const char *s, size_t n, ct_word *words)
+{
+    int count = 0;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && ct_is_blank(s[i]))
+            i++;
+        if (i == n)
+            break;
+        size_t start = i;
+        while (i < n && !ct_is_blank(s[i]))
+            i++;
+        if (count == CT_PROFILE_MAX_FIELDS)
+            return CT_PROFILE_MAX_FIELDS + 1;
+        words[count].s = s + start;
+        words[count].n = i - start;
+        count++;
+    }
+    return count;
+}
+
+static int ct_grow(void **array, uint32_t *cap, uint32_t need, uint32_t max, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t cap2 = *cap ? *cap : 16u;
+    while (cap2 < need)
+        cap2 *= 2u;
+    if (cap2 > max)
+        cap2 = max;
+    void *grown = realloc(*array, (size_t)cap2 * elem);
+    if (grown == NULL)
+        return -1;
+    *array = grown;
+    *cap = cap2;
+    return 0;
+}
+
+static const char *ct_coll_name(int coll)
+{
+    const char *name = colltune_collective_name(coll);
+    return name != NULL ? name : "?";
+}
+
+/* A section (`whole`) or block left empty when the next one (or `end`) starts is an error. */
+static int ct_close_open(ct_parser *ps, int whole)
+{
+    if (whole && ps->state == CT_IN_COLL)
+        return ct_fail(ps, ps->coll_line,
+                       "collective %s has no 'procs' block; add 'procs LO HI' with rules or "
+                       "remove it", ct_coll_name(ps->coll));
+    if (ps->state == CT_IN_BLOCK) {
+        const ct_pblock *b = &ps->p->blocks[ps->p->nblocks - 1];
+        return ct_fail(ps, ps->block_line,
+                       "procs %d..%d of %s has no 'bytes' rules; add 'bytes LO HI VARIANT' "
+                       "lines or remove the block", b->lo, b->hi, ct_coll_name(ps->coll));
+    }
+    return 0;
+}
+
+static int ct_header(ct_parser *ps, const ct_word *w, int nw)
+{
+    if (!ct_word_is(w[0], "colltune-profile"))
+        return ct_fail(ps, ps->line,
+                       "not a colltune profile (the first line must be 'colltune-profile "
+                       CT_PROFILE_VERSION "'); write one with colltune tune or convert a .prf "
+                       "with colltune profile import");
+    if (nw != 2)
+        return ct_fail(ps, ps->line,
+                       "the header takes one version: 'colltune-profile " CT_PROFILE_VERSION
+                       "'");
+    if (!ct_word_is(w[1], CT_PROFILE_VERSION))
+        return ct_fail(ps, ps->line,
+                       "unsupported profile version '%.*s' (this colltune reads version "
+                       CT_PROFILE_VERSION "); regenerate the profile with this colltune",
+                       ct_show(w[1]), w[1].s);
+    ps->state = CT_PROVENANCE;
+    return 0;
+}
+
+static int ct_provenance(ct_parser *ps, unsigned key, int nw)
+{
+    const char *name = ct_provenance_keys[key];
+    if (ps->state != CT_PROVENANCE)
+        return ct_fail(ps, ps->line,
+                       "provenance '%s' after the first collective; move it above the first "
+                       "'collective' line", name);
+    if (ps->provenance_seen & (1u << key))
+        return ct_fail(ps, ps->line, "duplicate '%s' line; keep one", name);
+    if (nw < 2)
+        return ct_fail(ps, ps->line, "'%s' needs a value: '%s VALUE'", name, name);
+    ps->provenance_seen |= 1u << key;
+    return 0;
+}
+
+static int ct_collective(ct_parser *ps, const ct_word *w, int nw)
+{
+    if (ct_close_open(ps, 1) != 0)
+        return -1;
+    if (nw != 2)
+        return ct_fail(ps, ps->line, "'collective' takes one name: 'collective NAME'");
+    char name[CT_PROFILE_SHOW + 1];
+    int coll = -1;
+    if (w[1].n <= CT_PROFILE_SHOW) {
+        memcpy(name, w[1].s, w[1].n);
+        name[w[1].n] = '\0';
+        coll = colltune_collective_index(name);
+    }
+    if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
+        return ct_fail(ps, ps->line,
+                       "unknown collective '%.*s'; use a collective of collectives.toml "
+                       "(colltune profile show --variants)", ct_show(w[1]), w[1].s);
+    if (ps->coll_seen[coll])
+        return ct_fail(ps, ps->line, "collective %s appears twice; merge its sections",
+                       ct_coll_name(coll));
+    ps->coll_seen[coll] = 1;
+    ps->coll = coll;
+    ps->coll_line = ps->line;
+    ps->p->colls[coll].first = ps->p->nblocks;
+    ps->p->colls[coll].count = 0;
+    ps->state = CT_IN_COLL;
+    return 0;
+}
+
+static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
+{
+    ct_profile *p = ps->p;
+    if (ps->state != CT_IN_COLL && ps->state != CT_IN_RULES && ps->state != CT_IN_BLOCK)
+        return ct_fail(ps, ps->line,
+                       "'procs' before any 'collective'; start a section with 'collective NAME'");
+    if (ct_close_open(ps, 0) != 0)
+        return -1;
+    if (nw != 3)
+        return ct_fail(ps, ps->line, "'procs' takes two numbers: 'procs LO HI'");
+    uint64_t lo, hi;
+    if (ct_numbers(ps, w + 1, &lo, &hi) != 0)
+        return -1;
+    if (lo < 1 || lo > hi || hi > (uint64_t)CT_PROFILE_MAX_PROCS)
+        return ct_fail(ps, ps->line,
+                       "procs %.*s..%.*s invalid: need 1 <= LO <= HI <= 2147483647",
+                       ct_show(w[1]), w[1].s, ct_show(w[2]), w[2].s);
+    ct_pcoll *c = &p->colls[ps->coll];
+    if (c->count > 0) {
+        const ct_pblock *prev = &p->blocks[p->nblocks - 1];
+        if (lo < (uint64_t)prev->lo)
+            return ct_fail(ps, ps->line,
+                           "procs %d..%d of %s comes after procs %d..%d; sort the blocks by "
+                           "communicator size", (int)lo, (int)hi, ct_coll_name(ps->coll),
+                           prev->lo, prev->hi);
+        if (lo <= (uint64_t)prev->hi)
+            return ct_fail(ps, ps->line,
+                           "procs %d..%d overlaps the previous block %d..%d of %s; make the "
+                           "blocks disjoint", (int)lo, (int)hi, prev->lo, prev->hi,
+                           ct_coll_name(ps->coll));
+    }
+    if (p->nblocks >= CT_PROFILE_MAX_BLOCKS)
+        return ct_fail(ps, ps->line, "more than %u procs blocks; merge communicator-size ranges",
+                       CT_PROFILE_MAX_BLOCKS);
+    if (ct_grow((void **)&p->blocks, &ps->cap_blocks, p->nblocks + 1u, CT_PROFILE_MAX_BLOCKS,
+                sizeof *p->blocks) != 0)
+        return ct_fail(ps, ps->line, "out of memory");
+    ct_pblock *b = &p->blocks[p->nblocks++];
+    b->lo = (int)lo;
+    b->hi = (int)hi;
+    b->first = p->nranges;
+    b->count = 0;
+    c->count++;
+    ps->block_line = ps->line;
+    ps->state = CT_IN_BLOCK;
+    return 0;
+}
+
+static int ct_variant(ct_parser *ps, ct_word w)
+{
+    char name[CT_PROFILE_MAX_LINE + 1];
+    memcpy(name, w.s, w.n);
+    name[w.n] = '\0';
+    if (strcmp(name, "default") == 0)
+        return ct_fail(ps, ps->line,
+                       "'default' cannot be a rule (sizes without a rule use the library); "
+                       "remove the line");
+    if (strncmp(name, "lib:", 4) == 0)
+        return ct_fail(ps, ps->line,
+                       "library algorithm '%.*s' cannot be applied by the interposer; remove "
+                       "the line and use colltune export --native for library algorithms",
+                       ct_show(w), w.s);
+    int v = colltune_variant_index(name);
+    if (v < 0)
+        return ct_fail(ps, ps->line,
+                       "unknown variant '%.*s'; use a variant of %s (colltune profile show "
+                       "--variants)", ct_show(w), w.s, ct_coll_name(ps->coll));
+    int owner = colltune_variant_collective(v);
+    if (owner != ps->coll)
+        return ct_fail(ps, ps->line,
+                       "variant '%s' belongs to collective %s, not %s; use a variant of %s",
+                       name, ct_coll_name(owner), ct_coll_name(ps->coll),
+                       ct_coll_name(ps->coll));
+    return v;
+}
+
+static int ct_bytes(ct_parser *ps, const ct_word *w, int nw)
+{
+    ct_profile *p = ps->p;
+    if (ps->state != CT_IN_BLOCK && ps->state != CT_IN_RULES)
+        return ct_fail(ps, ps->line, "'bytes' outside a 'procs' block; put it after 'procs LO HI'");
+    if (nw != 4)
+        return ct_fail(ps, ps->line, "'bytes' takes LO HI VARIANT: 'bytes 0 1024 NAME'");
+    uint64_t lo, hi;
+    if (ct_numbers(ps, w + 1, &lo, &hi) != 0)
+        return -1;
+    if (lo > hi || hi > (uint64_t)INT64_MAX)
+        return ct_fail(ps, ps->line,
+                       "bytes %.*s..%.*s invalid: need LO <= HI <= 9223372036854775807",
+                       ct_show(w[1]), w[1].s, ct_show(w[2]), w[2].s);
+    ct_pblock *b = &p->blocks[p->nblocks - 1];
+    if (b->count > 0) {
+        const ct_prange *prev = &p->ranges[p->nranges - 1];
+        if (lo < (uint64_t)prev->lo)
+            return ct_fail(ps, ps->line,
+                           "bytes %llu..%llu of %s procs %d..%d comes after bytes %lld..%lld; "
+                           "sort the rules by size", (unsigned long long)lo,
+                           (unsigned long long)hi, ct_coll_name(ps->coll), b->lo, b->hi,
+                           (long long)prev->lo, (long long)prev->hi);
+        if (lo <= (uint64_t)prev->hi)
+            return ct_fail(ps, ps->line,
+                           "bytes %llu..%llu overlaps the previous rule %lld..%lld of %s procs "
+                           "%d..%d; make the ranges disjoint", (unsigned long long)lo,
+                           (unsigned long long)hi, (long long)prev->lo, (long long)prev->hi,
+                           ct_coll_name(ps->coll), b->lo, b->hi);
+    }
+    int v = ct_variant(ps, w[3]);
+    if (v < 0)
+        return -1;
+    if (p->nranges >= CT_PROFILE_MAX_RULES)
+        return ct_fail(ps, ps->line, "more than %u bytes rules; merge message-size ranges",
+                       CT_PROFILE_MAX_RULES);
+    if (ct_grow((void **)&p->ranges, &ps->cap_ranges, p->nranges + 1u, CT_PROFILE_MAX_RULES,
+                sizeof *p->ranges) != 0)
+        return ct_fail(ps, ps->line, "out of memory");
+    ct_prange *r = &p->ranges[p->nranges++];
+    r->lo = (int64_t)lo;
+    r->hi = (int64_t)hi;
+    r->variant = v;
+    b->count++;
+    ps->state = CT_IN_RULES;
+    return 0;
+}
+
+static int ct_end(ct_parser *ps, int nw)
+{
+    if (ct_close_open(ps, 1) != 0)
+        return -1;
+    if (nw != 1)
+        return ct_fail(ps, ps->line, "'end' takes no arguments");
+    ps->state = CT_AFTER_END;
+    return 0;
+}
+
+static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
+{
+    if (ps->state == CT_EXPECT_HEADER)
+        return ct_header(ps, w, nw);
+    if (ps->state == CT_AFTER_END)
+        return ct_fail(ps, ps->line,
+                       "'%.*s' after 'end'; remove it or move it before 'end'", ct_show(w[0]),
+                       w[0].s);
+    if (ct_word_is(w[0], "collective"))
+        return ct_collective(ps, w, nw);
+    if (ct_word_is(w[0], "procs"))
+        return ct_procs(ps, w, nw);
+    if (ct_word_is(w[0], "bytes"))
+        return ct_bytes(ps, w, nw);
+    if (ct_word_is(w[0], "end"))
+        return ct_end(ps, nw);
+    for (unsigned k = 0; k < CT_NUM_PROVENANCE; k++)
+        if (ct_word_is(w[0], ct_provenance_keys[k]))
+            return ct_provenance(ps, k, nw);
+    return ct_fail(ps, ps->line,
+                   "unknown keyword '%.*s'; expected collective, procs, bytes, end or a "
+                   "provenance key (docs/profile.md)", ct_show(w[0]), w[0].s);
+}
+
+/* One line without its '\n' (and without a '\r' before it). */
+static int ct_line(ct_parser *ps, const char *s, size_t n)
+{
+    if (n > CT_PROFILE_MAX_LINE)
+        return ct_fail(ps, ps->line, "line longer than %d bytes; shorten it",
+                       CT_PROFILE_MAX_LINE);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return ct_fail(ps, ps->line,
+                           "control character 0x%02x; remove it (a profile is text)", c);
+    }
+    size_t i = 0;
+    while (i < n && ct_is_blank(s[i]))
+        i++;
+    if (i == n || s[i] == '#')
+        return 0;
+    ct_word w[CT_PROFILE_MAX_FIELDS];
+    int nw = ct_split(s, n, w);
+    return ct_statement(ps, w, nw);
+}
+
+static void ct_fnv(uint64_t *h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        *h ^= (unsigned char)s[i];
+        *h *= UINT64_C(1099511628211);
+    }
+}
+
+/* FNV-1a 64 over "COLL PLO PHI BLO BHI VARIANT\n" per rule, collectives in strcmp order of their
+ * names so that the hash does not depend on the generated enum's order. */
+static uint64_t ct_hash(const ct_profile *p)
+{
+    int order[CT_NUM_COLLECTIVES];
+    for (int i = 0; i < CT_NUM_COLLECTIVES; i++) {
+        int j = i;
+        while (j > 0 && strcmp(ct_coll_name(order[j - 1]), ct_coll_name(i)) > 0) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    uint64_t h = UINT64_C(14695981039346656037);
+    char line[256];
+    for (int k = 0; k < CT_NUM_COLLECTIVES; k++) {
+        const ct_pcoll *c = &p->colls[order[k]];
+        for (uint32_t bi = c->first; bi < c->first + c->count; bi++) {
+            const ct_pblock *b = &p->blocks[bi];
+            for (uint32_t ri = b->first; ri < b->first + b->count; ri++) {
+                const ct_prange *r = &p->ranges[ri];
+                const char *vname = colltune_variant_name(r->variant);
+                int n = snprintf(line, sizeof line, "%s %d %d %lld %lld %s\n",
+                                 ct_coll_name(order[k]), b->lo, b->hi, (long long)r->lo,
+                                 (long long)r->hi, vname != NULL ? vname : "?");
+                if (n > 0)
+                    ct_fnv(&h, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            }
+        }
+    }
+    return h;
+}
+
+int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile **profile,
+                     char *err, size_t errlen)
+{
+    ct_parser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.name = name != NULL ? name : "<profile>";
+    ps.err = err;
+    ps.errlen = errlen;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (profile == NULL)
+        return ct_fail(&ps, 0, "no output pointer");
+    *profile = NULL;
+    if (text == NULL && len > 0)
+        return ct_fail(&ps, 0, "no text");
+    if (len > CT_PROFILE_MAX_BYTES)
+        return ct_fail(&ps, 1, "larger than %u bytes; a profile is never that big (wrong file?)",
+                       CT_PROFILE_MAX_BYTES);
+    ps.p = calloc(1, sizeof *ps.p);
+    if (ps.p == NULL)
+        return ct_fail(&ps, 0, "out of memory");
+
+    int rc = 0;
+    size_t pos = 0;
+    while (rc == 0 && pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        size_t n = end - pos;
+        if (nl != NULL && n > 0 && text[end - 1] == '\r')
+            n--;
+        ps.line++;
+        rc = ct_line(&ps, text + pos, n);
+        pos = end + 1;
+    }
+    if (rc == 0 && ps.state == CT_EXPECT_HEADER)
+        rc = ct_fail(&ps, ps.line > 0 ? ps.line : 1,
+                     "no 'colltune-profile " CT_PROFILE_VERSION "' header (empty file?); write a "
+                     "profile with colltune tune");
+    else if (rc == 0 && ps.state != CT_AFTER_END)
+        rc = ct_fail(&ps, ps.line,
+                     "file ends without the 'end' line (truncated?); regenerate it with colltune "
+                     "tune or add 'end'");
+    if (rc != 0) {
+        ct_profile_free(ps.p);
+        return -1;
+    }
+    ps.p->hash = ct_hash(ps.p);
+    *profile = ps.p;
+    return 0;
+}
+
+int ct_profile_load(const char *path, ct_profile **profile, char *err, size_t errlen)
+{
+    if (profile != NULL)
+        *profile = NULL;
+    if (path == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "(null): no profile path given");
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: cannot open: %s; point COLLTUNE_PROFILE to a readable "
+                     "profile", path, strerror(errno));
+        return -1;
+    }
+    /* One byte more than allowed, so that an oversized file is detected without stat(). */
+    size_t cap = CT_PROFILE_MAX_BYTES + 1u, len = 0;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        fclose(f);
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: out of memory", path);
+        return -1;
+    }
+    size_t got;
+    while (len < cap && (got = fread(text + len, 1, cap - len, f)) > 0)
+        len += got;
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(text);
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: read error; check the file", path);
+        return -1;
+    }
+    int rc = ct_profile_parse(text, len, path, profile, err, errlen);
+    free(text);
+    return rc;
+}
+
+void ct_profile_free(ct_profile *profile)
+{
+    if (profile == NULL)
+        return;
+    free(profile->blocks);
+    free(profile->ranges);
+    free(profile);
+}
+
+uint64_t ct_profile_hash(const ct_profile *profile)
+{
+    return profile != NULL ? profile->hash : 0;
+}
+
+size_t ct_profile_rule_count(const ct_profile *profile)
+{
+    return profile != NULL ? profile->nranges : 0;
+}
+
+int ct_profile_lookup(const ct_profile *profile, int coll, int comm_size, int64_t bytes)
+{
+    if (profile == NULL || coll < 0 || coll >= CT_NUM_COLLECTIVES || bytes < 0)
+        return -1;
+    const ct_pcoll *c = &profile->colls[coll];
+    /* Last block with lo <= comm_size. */
+    uint32_t lo = c->first, hi = c->first + c->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (profile->blocks[mid].lo <= comm_size)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    if (lo == c->first)
+        return -1;
+    const ct_pblock *b = &profile->blocks[lo - 1u];
+    if (comm_size > b->hi)
+        return -1;
+    lo = b->first;
+    hi = b->first + b->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (profile->ranges[mid].lo <= bytes)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    if (lo == b->first)
+        return -1;
+    const ct_prange *r = &profile->ranges[lo - 1u];
+    return bytes <= r->hi ? r->variant : -1;
+}

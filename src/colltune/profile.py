@@ -1,0 +1,663 @@
+"""Tuning profiles (docs/profile.md): the model, our format's reader and writer, the reader of
+PGMPITuneLib `.prf` files, and a pretty printer.
+
+The reader accepts exactly what the C core's parser (native/core/profile.c) accepts and reports
+the same message for the same file; tests hold both to the same accept/reject files. Keep the two
+in step: a rule added here is a rule added there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from colltune import catalog
+
+FORMAT_VERSION = 1
+HEADER_WORD = "colltune-profile"
+MAX_LINE = 1023
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_RULES = 65536
+MAX_BLOCKS = 4096
+MAX_FIELDS = 8
+MAX_PROCS = 2**31 - 1
+MAX_BYTES = 2**63 - 1
+_SHOW = 40  # bytes of an offending word quoted in a message (C: CT_PROFILE_SHOW)
+
+# Order is the order in which the writer emits them.
+PROVENANCE_KEYS: tuple[str, ...] = (
+    "generator",
+    "source",
+    "mpi",
+    "mpi-version",
+    "machine",
+    "nprocs",
+    "date",
+    "check-run",
+    "min-gain",
+    "scratch-cap",
+    "extension",
+)
+
+_NUMBER = re.compile(rb"[0-9]{1,19}")
+_BLANKS = re.compile(rb"[ \t]+")
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+class ProfileError(ValueError):
+    """A profile is unusable; str() is "FILE:LINE: what is wrong; how to fix it"."""
+
+
+class Rule(BaseModel):
+    """Message sizes lo..hi (inclusive, bytes) use `variant`."""
+
+    model_config = ConfigDict(frozen=True)
+    lo: int = Field(ge=0, le=MAX_BYTES)
+    hi: int = Field(ge=0, le=MAX_BYTES)
+    variant: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Rule:
+        if self.lo > self.hi:
+            raise ValueError(f"bytes {self.lo}..{self.hi}: lo > hi")
+        return self
+
+
+class Block(BaseModel):
+    """Communicator sizes procs_lo..procs_hi (inclusive) and their sorted, disjoint rules."""
+
+    model_config = ConfigDict(frozen=True)
+    procs_lo: int = Field(ge=1, le=MAX_PROCS)
+    procs_hi: int = Field(ge=1, le=MAX_PROCS)
+    rules: tuple[Rule, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sorted(self) -> Block:
+        if self.procs_lo > self.procs_hi:
+            raise ValueError(f"procs {self.procs_lo}..{self.procs_hi}: lo > hi")
+        for prev, cur in zip(self.rules, self.rules[1:]):
+            if cur.lo <= prev.hi:
+                raise ValueError(
+                    f"bytes {cur.lo}..{cur.hi} not after {prev.lo}..{prev.hi} "
+                    f"(procs {self.procs_lo}..{self.procs_hi})"
+                )
+        return self
+
+
+class Section(BaseModel):
+    """The rules of one collective."""
+
+    model_config = ConfigDict(frozen=True)
+    collective: str
+    blocks: tuple[Block, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Section:
+        cat = catalog.load()
+        if self.collective not in cat.collective_names():
+            raise ValueError(f"unknown collective {self.collective!r}")
+        own = {v.name for v in cat.variants_of(self.collective)}
+        for prev, cur in zip(self.blocks, self.blocks[1:]):
+            if cur.procs_lo <= prev.procs_hi:
+                raise ValueError(
+                    f"{self.collective}: procs {cur.procs_lo}..{cur.procs_hi} not after "
+                    f"{prev.procs_lo}..{prev.procs_hi}"
+                )
+        for block in self.blocks:
+            for rule in block.rules:
+                if rule.variant not in own:
+                    raise ValueError(f"variant {rule.variant!r} is not a variant of {self.collective}")
+        return self
+
+
+class Profile(BaseModel):
+    """A tuning profile: provenance (informative) and rules (what the interposer applies)."""
+
+    model_config = ConfigDict(frozen=True)
+    provenance: dict[str, str] = Field(default_factory=dict)
+    sections: tuple[Section, ...] = ()
+
+    @model_validator(mode="after")
+    def _valid(self) -> Profile:
+        for key, value in self.provenance.items():
+            if key not in PROVENANCE_KEYS:
+                raise ValueError(f"unknown provenance key {key!r}; known: {', '.join(PROVENANCE_KEYS)}")
+            if not _clean(value):
+                raise ValueError(f"provenance {key!r} has no value")
+        names = [s.collective for s in self.sections]
+        if len(names) != len(set(names)):
+            raise ValueError("a collective appears in two sections")
+        if sum(len(s.blocks) for s in self.sections) > MAX_BLOCKS:
+            raise ValueError(f"more than {MAX_BLOCKS} procs blocks")
+        if self.rule_count() > MAX_RULES:
+            raise ValueError(f"more than {MAX_RULES} bytes rules")
+        return self
+
+    def rule_count(self) -> int:
+        return sum(len(b.rules) for s in self.sections for b in s.blocks)
+
+    def section(self, collective: str) -> Section | None:
+        return next((s for s in self.sections if s.collective == collective), None)
+
+    def lookup(self, collective: str, nprocs: int, msg_bytes: int) -> str | None:
+        """The variant for a call, or None for "the library" (same answer as ct_profile_lookup)."""
+        section = self.section(collective)
+        if section is None or msg_bytes < 0:
+            return None
+        for block in section.blocks:
+            if block.procs_lo <= nprocs <= block.procs_hi:
+                for rule in block.rules:
+                    if rule.lo <= msg_bytes <= rule.hi:
+                        return rule.variant
+        return None
+
+    def canonical_lines(self) -> list[str]:
+        """The rules as hashed by ct_profile_hash (collectives in byte order of their names)."""
+        lines = []
+        for section in sorted(self.sections, key=lambda s: s.collective.encode()):
+            for b in section.blocks:
+                for r in b.rules:
+                    lines.append(f"{section.collective} {b.procs_lo} {b.procs_hi} {r.lo} {r.hi} {r.variant}\n")
+        return lines
+
+    def content_hash(self) -> int:
+        """FNV-1a 64 over the canonical rules: equal to the C core's ct_profile_hash."""
+        h = 14695981039346656037
+        for line in self.canonical_lines():
+            for byte in line.encode():
+                h ^= byte
+                h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        return h
+
+
+def _clean(value: str) -> str:
+    """A provenance value as one line of text the parser accepts."""
+    text = re.sub(r"[\x00-\x1f\x7f]+", " ", value).strip(" \t")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Writer
+
+
+def format_profile(profile: Profile) -> str:
+    """The profile as text in format version 1 (parses back to an equal profile)."""
+    out = [f"{HEADER_WORD} {FORMAT_VERSION}", "# colltune tuning profile: docs/profile.md"]
+    for key in PROVENANCE_KEYS:
+        if key in profile.provenance:
+            value = _clean(profile.provenance[key])
+            room = MAX_LINE - len(key) - 1
+            encoded = value.encode()
+            if len(encoded) > room:
+                value = encoded[:room].decode(errors="ignore").rstrip(" \t")
+            out.append(f"{key} {value}")
+    for section in profile.sections:
+        out.append(f"collective {section.collective}")
+        for block in section.blocks:
+            out.append(f"  procs {block.procs_lo} {block.procs_hi}")
+            for rule in block.rules:
+                out.append(f"    bytes {rule.lo} {rule.hi} {rule.variant}")
+    out.append("end")
+    return "\n".join(out) + "\n"
+
+
+def write_profile(profile: Profile, path: str | Path) -> Path:
+    """Write atomically (a reader never sees a half-written profile)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(format_profile(profile), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Reader (mirror of native/core/profile.c; same states, same checks in the same order)
+
+
+def _show(word: bytes) -> str:
+    return word[:_SHOW].decode("utf-8", errors="replace")
+
+
+class _Parser:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.line = 0
+        self.state = "header"  # header, provenance, coll, block, rules, end
+        self.provenance: dict[str, str] = {}
+        self.sections: list[tuple[str, list[tuple[int, int, list[Rule]]]]] = []
+        self.coll_line = 0
+        self.block_line = 0
+        self.nblocks = 0
+        self.nrules = 0
+
+    def fail(self, line: int, message: str) -> ProfileError:
+        return ProfileError(f"{self.name}:{line}: {message}")
+
+    @property
+    def coll(self) -> str:
+        return self.sections[-1][0]
+
+    def close_open(self, whole: bool) -> None:
+        if whole and self.state == "coll":
+            raise self.fail(
+                self.coll_line,
+                f"collective {self.coll} has no 'procs' block; add 'procs LO HI' with rules or remove it",
+            )
+        if self.state == "block":
+            lo, hi, _ = self.sections[-1][1][-1]
+            raise self.fail(
+                self.block_line,
+                f"procs {lo}..{hi} of {self.coll} has no 'bytes' rules; add 'bytes LO HI VARIANT' "
+                "lines or remove the block",
+            )
+
+    def numbers(self, words: Sequence[bytes]) -> tuple[int, int]:
+        for w in words:
+            if not _NUMBER.fullmatch(w):
+                raise self.fail(self.line, f"'{_show(w)}' is not a number (1 to 19 decimal digits)")
+        return int(words[0]), int(words[1])
+
+    def header(self, words: list[bytes], nw: int) -> None:
+        v = str(FORMAT_VERSION)
+        if words[0] != HEADER_WORD.encode():
+            raise self.fail(
+                self.line,
+                f"not a colltune profile (the first line must be '{HEADER_WORD} {v}'); write one "
+                "with colltune tune or convert a .prf with colltune profile import",
+            )
+        if nw != 2:
+            raise self.fail(self.line, f"the header takes one version: '{HEADER_WORD} {v}'")
+        if words[1] != v.encode():
+            raise self.fail(
+                self.line,
+                f"unsupported profile version '{_show(words[1])}' (this colltune reads version {v}); "
+                "regenerate the profile with this colltune",
+            )
+        self.state = "provenance"
+
+    def provenance_line(self, key: str, nw: int, text: bytes) -> None:
+        if self.state != "provenance":
+            raise self.fail(
+                self.line,
+                f"provenance '{key}' after the first collective; move it above the first 'collective' line",
+            )
+        if key in self.provenance:
+            raise self.fail(self.line, f"duplicate '{key}' line; keep one")
+        if nw < 2:
+            raise self.fail(self.line, f"'{key}' needs a value: '{key} VALUE'")
+        value = text.strip(b" \t")[len(key) :].strip(b" \t")
+        self.provenance[key] = value.decode("utf-8", errors="replace")
+
+    def collective(self, words: list[bytes], nw: int) -> None:
+        self.close_open(True)
+        if nw != 2:
+            raise self.fail(self.line, "'collective' takes one name: 'collective NAME'")
+        name = words[1].decode("utf-8", errors="replace")
+        if len(words[1]) > _SHOW or name not in catalog.load().collective_names():
+            raise self.fail(
+                self.line,
+                f"unknown collective '{_show(words[1])}'; use a collective of collectives.toml "
+                "(colltune profile show --variants)",
+            )
+        if any(s[0] == name for s in self.sections):
+            raise self.fail(self.line, f"collective {name} appears twice; merge its sections")
+        self.sections.append((name, []))
+        self.coll_line = self.line
+        self.state = "coll"
+
+    def procs(self, words: list[bytes], nw: int) -> None:
+        if self.state not in ("coll", "block", "rules"):
+            raise self.fail(self.line, "'procs' before any 'collective'; start a section with 'collective NAME'")
+        self.close_open(False)
+        if nw != 3:
+            raise self.fail(self.line, "'procs' takes two numbers: 'procs LO HI'")
+        lo, hi = self.numbers(words[1:3])
+        if lo < 1 or lo > hi or hi > MAX_PROCS:
+            raise self.fail(
+                self.line,
+                f"procs {_show(words[1])}..{_show(words[2])} invalid: need 1 <= LO <= HI <= {MAX_PROCS}",
+            )
+        blocks = self.sections[-1][1]
+        if blocks:
+            plo, phi, _ = blocks[-1]
+            if lo < plo:
+                raise self.fail(
+                    self.line,
+                    f"procs {lo}..{hi} of {self.coll} comes after procs {plo}..{phi}; sort the "
+                    "blocks by communicator size",
+                )
+            if lo <= phi:
+                raise self.fail(
+                    self.line,
+                    f"procs {lo}..{hi} overlaps the previous block {plo}..{phi} of {self.coll}; "
+                    "make the blocks disjoint",
+                )
+        if self.nblocks >= MAX_BLOCKS:
+            raise self.fail(self.line, f"more than {MAX_BLOCKS} procs blocks; merge communicator-size ranges")
+        self.nblocks += 1
+        blocks.append((lo, hi, []))
+        self.block_line = self.line
+        self.state = "block"
+
+    def variant(self, word: bytes) -> str:
+        name = word.decode("utf-8", errors="replace")
+        if word == b"default":
+            raise self.fail(
+                self.line, "'default' cannot be a rule (sizes without a rule use the library); remove the line"
+            )
+        if word.startswith(b"lib:"):
+            raise self.fail(
+                self.line,
+                f"library algorithm '{_show(word)}' cannot be applied by the interposer; remove the "
+                "line and use colltune export --native for library algorithms",
+            )
+        cat = catalog.load()
+        owner = next((v.collective for v in cat.variants if v.name.encode() == word), None)
+        if owner is None:
+            raise self.fail(
+                self.line,
+                f"unknown variant '{_show(word)}'; use a variant of {self.coll} (colltune profile show --variants)",
+            )
+        if owner != self.coll:
+            raise self.fail(
+                self.line,
+                f"variant '{name}' belongs to collective {owner}, not {self.coll}; use a variant of {self.coll}",
+            )
+        return name
+
+    def bytes_rule(self, words: list[bytes], nw: int) -> None:
+        if self.state not in ("block", "rules"):
+            raise self.fail(self.line, "'bytes' outside a 'procs' block; put it after 'procs LO HI'")
+        if nw != 4:
+            raise self.fail(self.line, "'bytes' takes LO HI VARIANT: 'bytes 0 1024 NAME'")
+        lo, hi = self.numbers(words[1:3])
+        if lo > hi or hi > MAX_BYTES:
+            raise self.fail(
+                self.line,
+                f"bytes {_show(words[1])}..{_show(words[2])} invalid: need LO <= HI <= {MAX_BYTES}",
+            )
+        plo, phi, rules = self.sections[-1][1][-1]
+        if rules:
+            prev = rules[-1]
+            if lo < prev.lo:
+                raise self.fail(
+                    self.line,
+                    f"bytes {lo}..{hi} of {self.coll} procs {plo}..{phi} comes after bytes "
+                    f"{prev.lo}..{prev.hi}; sort the rules by size",
+                )
+            if lo <= prev.hi:
+                raise self.fail(
+                    self.line,
+                    f"bytes {lo}..{hi} overlaps the previous rule {prev.lo}..{prev.hi} of {self.coll} "
+                    f"procs {plo}..{phi}; make the ranges disjoint",
+                )
+        variant = self.variant(words[3])
+        if self.nrules >= MAX_RULES:
+            raise self.fail(self.line, f"more than {MAX_RULES} bytes rules; merge message-size ranges")
+        self.nrules += 1
+        rules.append(Rule(lo=lo, hi=hi, variant=variant))
+        self.state = "rules"
+
+    def end(self, nw: int) -> None:
+        self.close_open(True)
+        if nw != 1:
+            raise self.fail(self.line, "'end' takes no arguments")
+        self.state = "end"
+
+    def statement(self, words: list[bytes], nw: int, text: bytes) -> None:
+        if self.state == "header":
+            return self.header(words, nw)
+        if self.state == "end":
+            raise self.fail(self.line, f"'{_show(words[0])}' after 'end'; remove it or move it before 'end'")
+        keyword = words[0]
+        if keyword == b"collective":
+            return self.collective(words, nw)
+        if keyword == b"procs":
+            return self.procs(words, nw)
+        if keyword == b"bytes":
+            return self.bytes_rule(words, nw)
+        if keyword == b"end":
+            return self.end(nw)
+        for key in PROVENANCE_KEYS:
+            if keyword == key.encode():
+                return self.provenance_line(key, nw, text)
+        raise self.fail(
+            self.line,
+            f"unknown keyword '{_show(keyword)}'; expected collective, procs, bytes, end or a "
+            "provenance key (docs/profile.md)",
+        )
+
+    def one_line(self, text: bytes) -> None:
+        if len(text) > MAX_LINE:
+            raise self.fail(self.line, f"line longer than {MAX_LINE} bytes; shorten it")
+        bad = _CONTROL.search(text)
+        if bad:
+            raise self.fail(self.line, f"control character 0x{bad.group()[0]:02x}; remove it (a profile is text)")
+        stripped = text.lstrip(b" \t")
+        if not stripped or stripped.startswith(b"#"):
+            return
+        words = [w for w in _BLANKS.split(text) if w]
+        self.statement(words, min(len(words), MAX_FIELDS + 1), text)
+
+    def run(self, data: bytes) -> Profile:
+        if len(data) > MAX_FILE_BYTES:
+            raise self.fail(1, f"larger than {MAX_FILE_BYTES} bytes; a profile is never that big (wrong file?)")
+        pieces = data.split(b"\n")
+        terminated = [True] * (len(pieces) - 1) + [False]
+        if pieces[-1] == b"":
+            pieces.pop()
+            terminated.pop()
+        for piece, has_newline in zip(pieces, terminated):
+            if has_newline and piece.endswith(b"\r"):
+                piece = piece[:-1]
+            self.line += 1
+            self.one_line(piece)
+        if self.state == "header":
+            raise self.fail(
+                max(self.line, 1),
+                f"no '{HEADER_WORD} {FORMAT_VERSION}' header (empty file?); write a profile with colltune tune",
+            )
+        if self.state != "end":
+            raise self.fail(
+                self.line,
+                "file ends without the 'end' line (truncated?); regenerate it with colltune tune or add 'end'",
+            )
+        sections = tuple(
+            Section(
+                collective=name,
+                blocks=tuple(Block(procs_lo=lo, procs_hi=hi, rules=tuple(rules)) for lo, hi, rules in blocks),
+            )
+            for name, blocks in self.sections
+        )
+        return Profile(provenance=self.provenance, sections=sections)
+
+
+def parse_profile(data: bytes | str, name: str = "<profile>") -> Profile:
+    """Parse profile text; raises ProfileError("name:line: ...") exactly where the C parser fails."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return _Parser(name).run(data)
+
+
+def read_profile(path: str | Path) -> Profile:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ProfileError(
+            f"{path}:0: cannot open: {exc.strerror}; point COLLTUNE_PROFILE to a readable profile"
+        ) from exc
+    return parse_profile(data, str(path))
+
+
+# --------------------------------------------------------------------------------------------
+# PGMPITuneLib .prf (seed 000, Listing 1)
+
+
+def _prf_lines(text: str) -> Iterable[tuple[int, list[str]]]:
+    """Non-empty lines without comments; PGMPITuneLib reads values with sscanf, so anything after
+    the expected fields (typically "# nb. of processes") is a comment."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        content = raw.split("#", 1)[0].split()
+        if content:
+            yield number, content
+
+
+def read_prf(text: str, name: str = "<prf>") -> tuple[str, int, list[Rule]]:
+    """One PGMPITuneLib profile -> (collective, nprocs, sorted rules). Ranges that select the
+    mock-up `default` (PGMPITuneLib's id 0) are the library: they produce no rule."""
+    cat = catalog.load()
+    by_mpi = {c.mpi.lower(): c.name for c in cat.collectives}
+    lines = iter(_prf_lines(text))
+
+    def take(what: str) -> tuple[int, list[str]]:
+        try:
+            return next(lines)
+        except StopIteration:
+            raise ProfileError(f"{name}: ends before {what} (truncated?); check the file") from None
+
+    def integer(line: int, word: str, what: str, minimum: int) -> int:
+        if not re.fullmatch(r"[0-9]{1,19}", word) or int(word) < minimum:
+            raise ProfileError(f"{name}:{line}: {what} must be an integer >= {minimum}, not {word!r}")
+        return int(word)
+
+    line, words = take("the MPI function name")
+    collective = by_mpi.get(words[0].lower())
+    if collective is None:
+        raise ProfileError(
+            f"{name}:{line}: {words[0]!r} is not a collective colltune can tune; expected one of "
+            + ", ".join(c.mpi for c in cat.collectives)
+        )
+    line, words = take("the number of processes")
+    nprocs = integer(line, words[0], "the number of processes", 1)
+    if nprocs > MAX_PROCS:
+        raise ProfileError(f"{name}:{line}: number of processes {nprocs} is too large")
+    line, words = take("the number of mock-ups")
+    nalgs = integer(line, words[0], "the number of mock-ups", 0)
+    own = {v.name for v in cat.variants_of(collective)}
+    algs: dict[int, str | None] = {}
+    for _ in range(nalgs):
+        line, words = take("a mock-up line 'id name'")
+        if len(words) < 2:
+            raise ProfileError(f"{name}:{line}: a mock-up line is 'ID NAME', got {' '.join(words)!r}")
+        alg_id = integer(line, words[0], "a mock-up id", 0)
+        if words[1] == "default":
+            algs[alg_id] = None
+        elif words[1] in own:
+            algs[alg_id] = words[1]
+        else:
+            raise ProfileError(
+                f"{name}:{line}: mock-up {words[1]!r} is not a colltune variant of {collective}; "
+                f"known: {', '.join(sorted(own))}; remove its ranges from the .prf"
+            )
+    line, words = take("the number of ranges")
+    nranges = integer(line, words[0], "the number of ranges", 0)
+    rules: list[tuple[int, Rule]] = []
+    for _ in range(nranges):
+        line, words = take("a range line 'start end id'")
+        if len(words) < 3:
+            raise ProfileError(f"{name}:{line}: a range line is 'START END ID', got {' '.join(words)!r}")
+        lo = integer(line, words[0], "a range start", 0)
+        hi = integer(line, words[1], "a range end", lo)
+        alg_id = integer(line, words[2], "an algorithm id", 0)
+        if hi > MAX_BYTES:
+            raise ProfileError(f"{name}:{line}: range end {hi} is too large")
+        if alg_id not in algs:
+            raise ProfileError(
+                f"{name}:{line}: algorithm id {alg_id} is not among the mock-ups listed above "
+                f"({', '.join(map(str, sorted(algs))) or 'none'}); add it or fix the id"
+            )
+        variant = algs[alg_id]
+        if variant is not None:
+            rules.append((line, Rule(lo=lo, hi=hi, variant=variant)))
+    rest = next(lines, None)
+    if rest is not None:
+        raise ProfileError(f"{name}:{rest[0]}: unexpected content after the {nranges} ranges; remove it")
+    # PGMPITuneLib sorts ranges when it loads them; we sort too but refuse overlaps, which it
+    # would resolve by whichever range its binary search meets first.
+    rules.sort(key=lambda lr: lr[1].lo)
+    for (_, prev), (line, cur) in zip(rules, rules[1:]):
+        if cur.lo <= prev.hi:
+            raise ProfileError(
+                f"{name}:{line}: range {cur.lo}..{cur.hi} overlaps {prev.lo}..{prev.hi}; make the ranges disjoint"
+            )
+    return collective, nprocs, [r for _, r in rules]
+
+
+def import_prf(paths: Sequence[str | Path], provenance: dict[str, str] | None = None) -> Profile:
+    """Several `.prf` files (one collective and process count each) -> one profile."""
+    found: dict[str, dict[int, tuple[Path, list[Rule]]]] = {}
+    for p in paths:
+        path = Path(p)
+        collective, nprocs, rules = read_prf(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        per = found.setdefault(collective, {})
+        if nprocs in per:
+            raise ProfileError(
+                f"{path}: {collective} for {nprocs} processes also comes from {per[nprocs][0]}; import one of them"
+            )
+        per[nprocs] = (path, rules)
+    sections = []
+    for collective in catalog.load().collective_names():
+        blocks = tuple(
+            Block(procs_lo=n, procs_hi=n, rules=tuple(rules))
+            for n, (_, rules) in sorted(found.get(collective, {}).items())
+            if rules
+        )
+        if blocks:
+            sections.append(Section(collective=collective, blocks=blocks))
+    prov = {"source": "pgmpitunelib " + " ".join(Path(p).name for p in paths)}
+    prov.update(provenance or {})
+    return Profile(provenance=prov, sections=tuple(sections))
+
+
+# --------------------------------------------------------------------------------------------
+# Pretty printer
+
+
+def human_bytes(n: int) -> str:
+    """1024 -> '1 KiB', 1536 -> '1536 B': exact values only (a profile is about exact bounds)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def render(profile: Profile):  # -> rich.console.RenderableType
+    """Provenance table and one rules table per collective, for `colltune profile show`."""
+    from rich.console import Group
+    from rich.table import Table
+
+    cat = catalog.load()
+    head = Table(title="profile", show_header=False, box=None)
+    head.add_column(style="bold")
+    head.add_column()
+    for key in PROVENANCE_KEYS:
+        if key in profile.provenance:
+            head.add_row(key, profile.provenance[key])
+    head.add_row("rules", str(profile.rule_count()))
+    head.add_row("hash", f"{profile.content_hash():016x}")
+    parts: list = [head]
+    if not profile.sections:
+        parts.append("no rules: every call goes to the MPI library")
+    for section in profile.sections:
+        table = Table(title=f"{section.collective} ({cat_mpi(section.collective)})", title_justify="left")
+        table.add_column("procs", justify="right")
+        table.add_column("from", justify="right")
+        table.add_column("to", justify="right")
+        table.add_column("variant")
+        table.add_column("guideline")
+        table.add_column("replaced by")
+        for block in section.blocks:
+            procs = str(block.procs_lo) if block.procs_lo == block.procs_hi else f"{block.procs_lo}-{block.procs_hi}"
+            for rule in block.rules:
+                v = cat.variant(rule.variant)
+                table.add_row(procs, human_bytes(rule.lo), human_bytes(rule.hi), rule.variant, v.guideline, v.rhs)
+        parts.append(table)
+    return Group(*parts)
+
+
+def cat_mpi(collective: str) -> str:
+    return next(c.mpi for c in catalog.load().collectives if c.name == collective)
