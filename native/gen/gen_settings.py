@@ -24,7 +24,7 @@ from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
 ROOT = SPEC_DIR.parent.parent
 BEGIN = "<!-- settings:begin -->"
 END = "<!-- settings:end -->"
-TYPES = ("bool", "bytes", "path", "assignments")
+TYPES = ("bool", "bytes", "path", "assignments", "string")
 SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -74,7 +74,7 @@ def c_string(text: str) -> str:
 
 
 def header(settings: list[Setting]) -> str:
-    lines = [banner("gen_settings.py").rstrip("\n"), ""]
+    lines = [banner("gen_settings.py", source="native/spec/settings.toml").rstrip("\n"), ""]
     lines += [
         "/* The COLLTUNE_* environment variables: names, types and defaults (one place). */",
         "#ifndef CT_SETTINGS_H",

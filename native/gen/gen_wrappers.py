@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Generate the PMPI wrappers of libcolltune from native/spec/collectives.toml.
+
+Output: native/generated/ct_wrappers.c, for every collective of the table
+  - MPI_<Coll>: one predictable branch on ct_active[coll] (pass-through straight to PMPI_<Coll>),
+    else the arguments fill a ct_call by role and the decision point (ct_dispatch) runs;
+  - MPI_<Coll>_c (MPI-4 large count, under `#if MPI_VERSION >= 4`): served like MPI_<Coll> when
+    every significant count times its datatype size fits an int (a condition that is the same on
+    all ranks, see `fit_conditions`), else passed to PMPI_<Coll>_c unchanged.
+
+`--check` writes nothing and exits 1 if the committed file is stale (the test suite runs it).
+Stdlib only, like every generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from table import GENERATED_DIR, Collective, banner, load, write_or_check
+
+# Argument role -> the ct_call field it fills (colltune.h documents the mapping).
+FIELD = {
+    "sendbuf": "sendbuf",
+    "recvbuf": "recvbuf",
+    "buffer": "recvbuf",
+    "sendcount": "sendcount",
+    "recvcount": "recvcount",
+    "count": "recvcount",
+    "recvcounts": "recvcounts",
+    "sendtype": "sendtype",
+    "recvtype": "recvtype",
+    "datatype": "recvtype",
+    "op": "op",
+    "root": "root",
+    "comm": "comm",
+}
+# Fields a collective does not have get a value no variant mistakes for a real argument.
+UNSET = {
+    "sendbuf": "NULL",
+    "recvbuf": "NULL",
+    "sendcount": "0",
+    "recvcount": "0",
+    "recvcounts": "NULL",
+    "sendtype": "MPI_DATATYPE_NULL",
+    "recvtype": "MPI_DATATYPE_NULL",
+    "op": "MPI_OP_NULL",
+    "root": "-1",
+}
+FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendtype",
+               "recvtype", "op", "root", "comm"]
+COUNT_TYPE = {"sendcount": "sendtype", "recvcount": "recvtype", "count": "datatype"}
+# Reduce_scatter_c converts its count array on the stack, up to this communicator size.
+MAX_STACK_COUNTS = 512
+
+
+def enum(coll: Collective) -> str:
+    return f"CT_COLL_{coll.name.upper()}"
+
+
+def role_arg(coll: Collective) -> dict[str, str]:
+    return {a.role: a.name for a in coll.args}
+
+
+def params(coll: Collective, large: bool) -> str:
+    out = []
+    for a in coll.args:
+        ctype = a.ctype
+        if large and a.role in COUNT_TYPE:
+            ctype = "MPI_Count"
+        if large and a.role == "recvcounts":
+            ctype = "const MPI_Count *"
+        sep = "" if ctype.endswith("*") else " "
+        out.append(f"{ctype}{sep}{a.name}")
+    return ", ".join(out)
+
+
+def call_args(coll: Collective) -> str:
+    return ", ".join(a.name for a in coll.args)
+
+
+def fill_call(coll: Collective, value: dict[str, str], indent: str) -> list[str]:
+    """Designated initializer of the ct_call; `value` maps a ct_call field to its expression."""
+    lines = [f"{indent}const ct_call call = {{", f"{indent}    .coll = {enum(coll)},"]
+    for fld in FIELD_ORDER:
+        lines.append(f"{indent}    .{fld} = {value.get(fld, UNSET.get(fld, '0'))},")
+    lines.append(f"{indent}}};")
+    return lines
+
+
+def wrapper(coll: Collective) -> list[str]:
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    return [
+        f"int {coll.mpi}({params(coll, False)})",
+        "{",
+        f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
+        f"        return P{coll.mpi}({call_args(coll)});",
+        *fill_call(coll, value, "    "),
+        "    return ct_dispatch(&call);",
+        "}",
+        "",
+    ]
+
+
+def ignored(coll: Collective, role: str) -> str | None:
+    """C condition under which a count argument is ignored on the calling rank (None: never).
+    Derived from `in_place`: "X" means X's count is ignored when X is MPI_IN_PLACE; "X@root"
+    also means the root alone sends (scatter) or receives (gather) the p blocks."""
+    side = {"sendcount": "send", "recvcount": "recv"}.get(role)
+    if side is None or coll.in_place is None:
+        return None
+    buf, _, where = coll.in_place.partition("@")
+    place_side = "send" if buf == "sendbuf" else "recv"
+    in_place = f"{buf} == MPI_IN_PLACE"
+    if side == place_side:
+        return f"(rank == root && {in_place})" if where == "root" else in_place
+    return "rank != root" if where == "root" else None
+
+
+def fit_conditions(coll: Collective) -> list[str]:
+    """Every significant count, times its datatype's size, must be in 1..INT_MAX. By the type
+    matching rules each such product equals the block size in bytes, the same on all ranks, so
+    the conjunction is true on all ranks or on none: serving or passing through is uniform.
+    Then each count <= its product fits an int."""
+    args = role_arg(coll)
+    conds = []
+    for role, type_role in COUNT_TYPE.items():
+        if role not in args:
+            continue
+        dtype = args.get(type_role, args.get("datatype"))  # Reduce_scatter_block: recvcount
+        fit = f"ct_fits({args[role]}, {dtype})"
+        cond = ignored(coll, role)
+        conds.append(fit if cond is None else f"({cond} || {fit})")
+    return conds
+
+
+def large_wrapper(coll: Collective) -> list[str]:
+    args = role_arg(coll)
+    name = f"{coll.mpi}_c"
+    head = [
+        f"int {name}({params(coll, True)})",
+        "{",
+        f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
+        f"        return P{name}({call_args(coll)});",
+    ]
+    if "recvcounts" in args:
+        return head + large_vector_body(coll)
+    needs_rank = "root" in args
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    for role in COUNT_TYPE:
+        if role in args:
+            value[FIELD[role]] = f"ct_narrow({args[role]})"
+    conds = fit_conditions(coll)
+    body = [
+        "    int rank;",
+        "    colltune_reason why = ct_large_comm(comm, &rank);",
+    ]
+    if not needs_rank:
+        body.append("    (void)rank;")
+    body += [
+        "    if (why == COLLTUNE_APPLICABLE",
+        "        && !(" + "\n             && ".join(conds) + "))",
+        "        why = COLLTUNE_NA_OVERFLOW;",
+        "    if (why != COLLTUNE_APPLICABLE) {",
+        f"        ct_count_passthrough({enum(coll)}, why);",
+        f"        return P{name}({call_args(coll)});",
+        "    }",
+        *fill_call(coll, value, "    "),
+        "    return ct_dispatch(&call);",
+        "}",
+        "",
+    ]
+    return head + body
+
+
+def large_vector_body(coll: Collective) -> list[str]:
+    """Reduce_scatter_c: the counts array is converted to int on the stack."""
+    args = role_arg(coll)
+    counts, dtype = args["recvcounts"], args["datatype"]
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    value["recvcounts"] = "small"
+    return [
+        "    int rank, size, small[CT_MAX_STACK_COUNTS];",
+        "    colltune_reason why = ct_large_comm(comm, &rank);",
+        "    (void)rank;",
+        "    if (why == COLLTUNE_APPLICABLE && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)",
+        "        why = COLLTUNE_NA_ERROR;",
+        "    if (why == COLLTUNE_APPLICABLE && size > CT_MAX_STACK_COUNTS)",
+        "        why = COLLTUNE_NA_SIZE;",
+        "    /* recvcounts is identical on all ranks: so is its sum and whether it fits. */",
+        f"    if (why == COLLTUNE_APPLICABLE && !ct_fits_counts({counts}, size, {dtype}, small))",
+        "        why = COLLTUNE_NA_OVERFLOW;",
+        "    if (why != COLLTUNE_APPLICABLE) {",
+        f"        ct_count_passthrough({enum(coll)}, why);",
+        f"        return P{coll.mpi}_c({call_args(coll)});",
+        "    }",
+        *fill_call(coll, value, "    "),
+        "    return ct_dispatch(&call);",
+        "}",
+        "",
+    ]
+
+
+def generate() -> str:
+    table = load()
+    lines = [banner("gen_wrappers.py", source="native/spec/collectives.toml").rstrip("\n"), ""]
+    lines += [
+        "/* The MPI_* collectives of libcolltune.so: pass-through or ct_dispatch (runtime/). */",
+        "#include <mpi.h>",
+        "",
+        '#include "../runtime/ct_runtime.h"',
+        "",
+    ]
+    for coll in table.collectives:
+        lines += wrapper(coll)
+    lines += [
+        "#if MPI_VERSION >= 4",
+        "/* MPI-4 large-count bindings. */",
+        f"#define CT_MAX_STACK_COUNTS {MAX_STACK_COUNTS}",
+        "",
+    ]
+    for coll in table.collectives:
+        lines += large_wrapper(coll)
+    lines.append("#endif /* MPI_VERSION >= 4 */")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
+    args = parser.parse_args(argv)
+    path = GENERATED_DIR / "ct_wrappers.c"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not write_or_check(path, generate(), args.check):
+        print(f"stale: {path} (run native/gen/gen_wrappers.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+/*
+ * The interposer's runtime: modes, decision point, counting (libcolltune.so only).
+ *
+ * The generated wrappers (ct_wrappers.c) test one byte per collective, `ct_active[coll]`, and
+ * call PMPI_* directly when it is 0: that is the whole pass-through cost. The byte is written
+ * only inside MPI_Init/MPI_Init_thread (before the application can call a collective) and read
+ * afterwards, so it needs no atomics; that is why it is process-global.
+ */
+#ifndef CT_RUNTIME_H
+#define CT_RUNTIME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "colltune.h"
+#include "ct_catalog.h"
+
+#define CT_HIDDEN __attribute__((visibility("hidden")))
+#define CT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Who took a decision, in the order the decision point asks them. */
+typedef enum ct_mode {
+    CT_MODE_NONE = 0,   /* no mode had an opinion: the library serves the call */
+    CT_MODE_FORCE,      /* COLLTUNE_FORCE */
+    CT_MODE_PROFILE,    /* COLLTUNE_PROFILE */
+    CT_MODE_COUNT
+} ct_mode;
+
+/* The outcome of the decision point for one call. */
+typedef struct ct_decision {
+    int variant;              /* ct_var_id to invoke, or -1: the library serves the call */
+    int chosen;               /* the variant the mode asked for (-1: none or "library") */
+    ct_mode mode;             /* which mode decided */
+    colltune_reason reason;   /* why `chosen` could not serve, or COLLTUNE_APPLICABLE */
+} ct_decision;
+
+/* 1 where some mode (or counting) wants to see calls of that collective. */
+extern CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
+
+/* Decide who serves `call`. Pure function of the call's uniform arguments, the communicator
+ * size and the settings (identical on all ranks, checked at MPI_Init): every rank of the
+ * communicator gets the same answer. */
+CT_HIDDEN ct_decision ct_decide(const ct_call *call);
+
+/* Decide, run the variant or the library, count; returns the MPI error code of whoever ran. */
+CT_HIDDEN int ct_dispatch(const ct_call *call);
+
+/* Count a call that the wrapper sent to the library without a decision (e.g. a large-count call
+ * whose counts do not fit an int). */
+CT_HIDDEN void ct_count_passthrough(int coll, colltune_reason reason);
+
+#if MPI_VERSION >= 4
+/* Large-count bindings (large.c). Whether a _c call is served is decided from counts times
+ * datatype sizes, which the type matching rules make identical on all ranks. */
+/* 1 if 0 < count * size(type) <= INT_MAX. */
+CT_HIDDEN int ct_fits(MPI_Count count, MPI_Datatype type);
+/* `count` as an int where it fits, else 0 (only ignored arguments can be out of range). */
+CT_HIDDEN int ct_narrow(MPI_Count count);
+/* COLLTUNE_APPLICABLE and the caller's rank on an intra-communicator, else why not. */
+CT_HIDDEN colltune_reason ct_large_comm(MPI_Comm comm, int *rank);
+/* 1 if 0 < sum(counts) * size(type) <= INT_MAX; then copies the n counts into `small`. */
+CT_HIDDEN int ct_fits_counts(const MPI_Count *counts, int n, MPI_Datatype type, int *small);
+#endif
+
+/* Settings and modes (modes.c). */
+typedef struct ct_settings_state {
+    int verbose;
+    int force[CT_NUM_COLLECTIVES];   /* CT_FORCE_UNSET, CT_FORCE_LIBRARY or a ct_var_id */
+    const char *profile_path;        /* NULL when unset */
+} ct_settings_state;
+
+#define CT_FORCE_UNSET (-2)
+#define CT_FORCE_LIBRARY (-1)
+
+/* Parse COLLTUNE_FORCE. Returns 0, or -1 with a message naming the valid choices. */
+CT_HIDDEN int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err,
+                             size_t errlen);
+
+/* Read a bool setting ("1", "yes", "true", "on" / "0", "no", "false", "off", empty). Returns 0,
+ * or -1 if the value is none of these. */
+CT_HIDDEN int ct_env_bool(const char *name, int fallback, int *value);
+
+/* Rank 0: warn once about COLLTUNE_* variables that settings.toml does not declare. */
+CT_HIDDEN void ct_warn_unknown_settings(void);
+
+/* Install the modes (called once at MPI_Init, after the cross-rank checks). */
+CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], void *profile,
+                                int counting);
+CT_HIDDEN void ct_modes_clear(void);
+
+/* Counting table (count.c). */
+CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);
+CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
+
+/* Messages: every line starts with "colltune: " so that users and tests can find them. */
+CT_HIDDEN void ct_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* CT_RUNTIME_H */

@@ -1,0 +1,190 @@
+/*
+ * MPI_Init, MPI_Init_thread and MPI_Finalize: the only hand-written MPI_* entry points.
+ *
+ * At init every rank reads the settings, then one PMPI_Allreduce over MPI_COMM_WORLD checks that
+ * all ranks read the same ones (the decision point relies on it: a rank that forced a variant
+ * while another did not would hang the application). The outcome is identical on every rank:
+ *   - COLLTUNE_FORCE invalid on some rank   -> error on rank 0, PMPI_Abort on all ranks;
+ *   - force/scratch/chunk settings differ   -> one warning, every mode off (pass-through);
+ *   - profile unreadable or differing       -> one warning, profile mode off.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_profile.h"
+#include "ct_runtime.h"
+#include "ct_settings.h"
+
+/* Identity of this process and the verbose flag, for MPI_Finalize; written in MPI_Init. */
+static int ct_rank = -1;
+static int ct_nprocs;
+static int ct_verbose;
+static ct_profile *ct_loaded;
+
+enum { CT_PROFILE_NONE = 0, CT_PROFILE_BAD = 1, CT_PROFILE_OK = 2 };
+
+/* What the ranks compare, packed for one PMPI_Allreduce with MPI_MAX: a value x and its
+ * complement ~x give max(x) and ~min(x), so equal extremes mean all ranks agree. */
+enum { CT_V_FORCE_BAD, CT_V_CFG, CT_V_CFG_NOT, CT_V_PSTATE, CT_V_PSTATE_NOT, CT_V_PHASH,
+       CT_V_PHASH_NOT, CT_V_COUNT };
+
+static uint64_t ct_fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The settings that change decisions (not COLLTUNE_VERBOSE: counting decides nothing). */
+static uint64_t ct_config_hash(const int force[CT_NUM_COLLECTIVES])
+{
+    uint64_t h = 14695981039346656037ull;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        int64_t f = force[c];
+        h = ct_fnv1a(h, &f, sizeof f);
+    }
+    uint64_t cap = colltune_scratch_cap(), chunk = colltune_chunk_bytes();
+    h = ct_fnv1a(h, &cap, sizeof cap);
+    return ct_fnv1a(h, &chunk, sizeof chunk);
+}
+
+static const char *ct_profile_path(void)
+{
+    const char *path = getenv(CT_ENV_PROFILE);
+    return path != NULL && path[0] != '\0' ? path : NULL;
+}
+
+static int ct_agree(const uint64_t *v, int lo, int not)
+{
+    return v[lo] == ~v[not];
+}
+
+static void ct_profile_verdict(const uint64_t *v, int state, const char *path, const char *err)
+{
+    if (ct_rank != 0)
+        return;
+    if (state == CT_PROFILE_BAD)
+        ct_message("warning: COLLTUNE_PROFILE ignored, every call goes to the library: %s", err);
+    else if (!ct_agree(v, CT_V_PSTATE, CT_V_PSTATE_NOT))
+        ct_message("warning: COLLTUNE_PROFILE=%s ignored, every call goes to the library: it is "
+                   "unset or unreadable on some ranks (give it to all ranks, e.g. with "
+                   "`colltune run --profile`)", path ? path : "(unset on rank 0)");
+    else
+        ct_message("warning: COLLTUNE_PROFILE=%s ignored, every call goes to the library: the "
+                   "ranks read profiles with different rules (content hash differs); use one "
+                   "file visible to all ranks", path);
+}
+
+static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *path)
+{
+    ct_message("libcolltune active on %d ranks (built for %s)", ct_nprocs,
+#ifdef COLLTUNE_ABI_FAMILY_OPENMPI
+               "Open MPI"
+#else
+               "MPICH family"
+#endif
+    );
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        if (force[c] != CT_FORCE_UNSET)
+            ct_message("force %s=%s", colltune_collective_name(c),
+                       force[c] == CT_FORCE_LIBRARY ? "library" : colltune_variant_name(force[c]));
+    if (ct_loaded != NULL)
+        ct_message("profile %s (content hash %016llx)", path,
+                   (unsigned long long)ct_profile_hash(ct_loaded));
+    ct_message("scratch cap %zu bytes, chunk %zu bytes", colltune_scratch_cap(),
+               colltune_chunk_bytes());
+}
+
+/* Everything MPI_Init and MPI_Init_thread do after the library is up. */
+static void ct_runtime_start(void)
+{
+    char force_err[1536] = "", profile_err[1024] = "";
+    int force[CT_NUM_COLLECTIVES];
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &ct_nprocs);
+    int verbose_bad = ct_env_bool(CT_ENV_VERBOSE, CT_DEFAULT_VERBOSE, &ct_verbose) != 0;
+    int force_bad = ct_force_parse(getenv(CT_ENV_FORCE), force, force_err, sizeof force_err) != 0;
+    if (force_bad && ct_rank == 0)   /* printed before the abort below can kill rank 0 */
+        ct_message("error: %s (aborting: fix or unset COLLTUNE_FORCE)", force_err);
+
+    const char *path = ct_profile_path();
+    int state = CT_PROFILE_NONE;
+    if (path != NULL)
+        state = ct_profile_load(path, &ct_loaded, profile_err, sizeof profile_err) == 0
+                    ? CT_PROFILE_OK : CT_PROFILE_BAD;
+
+    uint64_t cfg = ct_config_hash(force);
+    uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
+    uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
+                              ~(uint64_t)state, phash, ~phash};
+    if (PMPI_Allreduce(MPI_IN_PLACE, v, CT_V_COUNT, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD)
+        != MPI_SUCCESS) {
+        if (ct_rank == 0)
+            ct_message("warning: could not compare settings across ranks; libcolltune is off");
+        ct_profile_free(ct_loaded);
+        ct_loaded = NULL;
+        return;
+    }
+    if (v[CT_V_FORCE_BAD]) {
+        if (ct_rank == 0 && !force_bad)
+            ct_message("error: COLLTUNE_FORCE is invalid on some ranks (aborting: give all "
+                       "ranks the same valid setting, e.g. with `colltune run --force`)");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    int profile_ok = v[CT_V_PSTATE] == CT_PROFILE_OK && ct_agree(v, CT_V_PSTATE, CT_V_PSTATE_NOT)
+                     && ct_agree(v, CT_V_PHASH, CT_V_PHASH_NOT);
+    if (v[CT_V_PSTATE] != CT_PROFILE_NONE && !profile_ok) {
+        ct_profile_verdict(v, state, path, profile_err);
+        ct_profile_free(ct_loaded);
+        ct_loaded = NULL;
+    }
+    if (!ct_agree(v, CT_V_CFG, CT_V_CFG_NOT)) {
+        if (ct_rank == 0)
+            ct_message("warning: COLLTUNE_FORCE, COLLTUNE_SCRATCH_BYTES or COLLTUNE_CHUNK_BYTES "
+                       "differ across ranks; libcolltune is off, every call goes to the "
+                       "library (give all ranks the same settings, e.g. with `colltune run`)");
+        ct_profile_free(ct_loaded);
+        ct_loaded = NULL;
+        for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+            force[c] = CT_FORCE_UNSET;
+    }
+
+    ct_modes_install(force, ct_loaded, ct_verbose);
+    if (ct_rank == 0) {
+        if (verbose_bad)
+            ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",
+                       getenv(CT_ENV_VERBOSE));
+        ct_warn_unknown_settings();
+        if (ct_verbose)
+            ct_print_settings(force, path);
+    }
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS)
+        ct_runtime_start();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        ct_runtime_start();
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    if (ct_verbose && ct_rank == 0)
+        ct_count_print(stderr, ct_rank, ct_nprocs);
+    ct_modes_clear();
+    ct_profile_free(ct_loaded);
+    ct_loaded = NULL;
+    return PMPI_Finalize();
+}

@@ -1,0 +1,251 @@
+/*
+ * The decision point and the settings of the modes.
+ *
+ * Modes are asked in a fixed order (force, then profile; the online mode of a later issue slots
+ * in after the profile): the first mode that has an opinion about a collective decides, and if
+ * the variant it names cannot serve the call exactly, the library serves it (and the counting
+ * table says why). A mode may also name "library": that is an opinion too, so
+ * `COLLTUNE_FORCE=bcast=library` shields MPI_Bcast from the profile.
+ *
+ * Process-global state here is written once in MPI_Init (ct_modes_install) and only read
+ * afterwards; MPI_Init happens before any collective, so threads see it without atomics.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ct_profile.h"
+#include "ct_runtime.h"
+#include "ct_settings.h"
+
+CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
+
+static int ct_force[CT_NUM_COLLECTIVES];
+static ct_profile *ct_prof;
+static int ct_counting;
+
+void ct_message(const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* One fprintf per message so that lines of different ranks do not interleave mid-line. */
+    fprintf(stderr, "colltune: %s\n", line);
+    fflush(stderr);
+}
+
+static ct_decision ct_ask_profile(const ct_call *call)
+{
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    int size;
+    if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
+        return d;
+    int64_t bytes = colltune_call_bytes(call);
+    if (bytes < 0)
+        return d;
+    d.mode = CT_MODE_PROFILE;
+    d.chosen = ct_profile_lookup(ct_prof, call->coll, size, bytes);
+    return d;
+}
+
+ct_decision ct_decide(const ct_call *call)
+{
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    int forced = ct_force[call->coll];
+    if (forced != CT_FORCE_UNSET) {
+        d.mode = CT_MODE_FORCE;
+        d.chosen = forced;
+    } else if (ct_prof != NULL) {
+        d = ct_ask_profile(call);
+    }
+    if (d.chosen >= 0) {
+        d.reason = colltune_applicable(d.chosen, call);
+        if (d.reason == COLLTUNE_APPLICABLE)
+            d.variant = d.chosen;
+    }
+    return d;
+}
+
+int ct_dispatch(const ct_call *call)
+{
+    ct_decision d = ct_decide(call);
+    if (ct_counting)
+        ct_count_decision(call->coll, &d);
+    if (d.variant >= 0)
+        return colltune_invoke(d.variant, call);
+    return colltune_invoke_library(call);
+}
+
+void ct_count_passthrough(int coll, colltune_reason reason)
+{
+    if (!ct_counting)
+        return;
+    ct_decision d = {-1, -1, CT_MODE_NONE, reason};
+    ct_count_decision(coll, &d);
+}
+
+void ct_modes_install(const int force[CT_NUM_COLLECTIVES], void *profile, int counting)
+{
+    ct_prof = profile;
+    ct_counting = counting;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        ct_force[c] = force[c];
+        /* The profile may name any collective; counting wants to see all of them. */
+        ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || counting);
+    }
+}
+
+void ct_modes_clear(void)
+{
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        ct_active[c] = 0;
+        ct_force[c] = CT_FORCE_UNSET;
+    }
+    ct_prof = NULL;
+    ct_counting = 0;
+}
+
+/* ---- COLLTUNE_FORCE ------------------------------------------------------------------------ */
+
+static void ct_trim(char **begin, char **end)
+{
+    while (*begin < *end && isspace((unsigned char)**begin))
+        (*begin)++;
+    while (*end > *begin && isspace((unsigned char)(*end)[-1]))
+        (*end)--;
+}
+
+static void ct_list_collectives(char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int c = 0; c < CT_NUM_COLLECTIVES && used < len; c++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", c ? ", " : "",
+                                 colltune_collective_name(c));
+}
+
+static void ct_list_variants(int coll, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int v = 0; v < CT_NUM_VARIANTS && used < len; v++)
+        if (colltune_variant_collective(v) == coll)
+            used += (size_t)snprintf(out + used, len - used, "%s, ", colltune_variant_name(v));
+    if (used < len)
+        snprintf(out + used, len - used, "library");
+}
+
+/* One `key=value` entry, [b, e) without blanks around it. */
+static int ct_force_entry(char *b, char *e, int force[CT_NUM_COLLECTIVES], char *err,
+                          size_t errlen)
+{
+    char choices[1024];
+    char *eq = memchr(b, '=', (size_t)(e - b));
+    if (eq == NULL) {
+        snprintf(err, errlen, "COLLTUNE_FORCE: entry '%.*s' is not collective=variant", (int)(e - b), b);
+        return -1;
+    }
+    char *kb = b, *ke = eq, *vb = eq + 1, *ve = e;
+    ct_trim(&kb, &ke);
+    ct_trim(&vb, &ve);
+    *ke = '\0';
+    *ve = '\0';
+    int coll = colltune_collective_index(kb);
+    if (coll < 0) {
+        ct_list_collectives(choices, sizeof choices);
+        snprintf(err, errlen, "COLLTUNE_FORCE: unknown collective '%s'; valid collectives: %s",
+                 kb, choices);
+        return -1;
+    }
+    if (force[coll] != CT_FORCE_UNSET) {
+        snprintf(err, errlen, "COLLTUNE_FORCE: collective '%s' is given twice", kb);
+        return -1;
+    }
+    if (strcmp(vb, "library") == 0) {
+        force[coll] = CT_FORCE_LIBRARY;
+        return 0;
+    }
+    int var = colltune_variant_index(vb);
+    if (var < 0 || colltune_variant_collective(var) != coll) {
+        ct_list_variants(coll, choices, sizeof choices);
+        snprintf(err, errlen, "COLLTUNE_FORCE: %s '%s' for %s; valid choices for %s: %s",
+                 var < 0 ? "unknown variant" : "variant of another collective", vb, kb, kb,
+                 choices);
+        return -1;
+    }
+    force[coll] = var;
+    return 0;
+}
+
+int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err, size_t errlen)
+{
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        force[c] = CT_FORCE_UNSET;
+    if (text == NULL)
+        return 0;
+    char *copy = strdup(text);
+    if (copy == NULL) {
+        snprintf(err, errlen, "COLLTUNE_FORCE: out of memory");
+        return -1;
+    }
+    int rc = 0;
+    char *entry = copy;
+    while (rc == 0 && entry != NULL) {
+        char *comma = strchr(entry, ',');
+        char *end = comma ? comma : entry + strlen(entry);
+        char *b = entry;
+        ct_trim(&b, &end);
+        if (b < end)        /* empty entries (a trailing comma) are harmless */
+            rc = ct_force_entry(b, end, force, err, errlen);
+        entry = comma ? comma + 1 : NULL;
+    }
+    free(copy);
+    return rc;
+}
+
+/* ---- other settings ------------------------------------------------------------------------ */
+
+int ct_env_bool(const char *name, int fallback, int *value)
+{
+    static const char *const yes[] = {"1", "yes", "true", "on"};
+    static const char *const no[] = {"0", "no", "false", "off", ""};
+    const char *text = getenv(name);
+    *value = fallback;
+    if (text == NULL)
+        return 0;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (strcasecmp(text, yes[i]) == 0)
+            return *value = 1, 0;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (strcasecmp(text, no[i]) == 0)
+            return *value = 0, 0;
+    return -1;
+}
+
+extern char **environ;
+
+void ct_warn_unknown_settings(void)
+{
+#define CT_SETTING_NAME(ident, name, type, dflt, c_core) name,
+    static const char *const known[] = {CT_SETTINGS(CT_SETTING_NAME)};
+#undef CT_SETTING_NAME
+    for (char **env = environ; env != NULL && *env != NULL; env++) {
+        if (strncmp(*env, "COLLTUNE_", 9) != 0)
+            continue;
+        size_t len = strcspn(*env, "=");
+        int found = 0;
+        for (size_t i = 0; i < sizeof known / sizeof known[0] && !found; i++)
+            found = strlen(known[i]) == len && strncmp(known[i], *env, len) == 0;
+        if (!found)
+            ct_message("warning: unknown setting %.*s ignored (the settings are listed in "
+                       "README.md, 'Runtime settings')", (int)len, *env);
+    }
+}
