@@ -1,0 +1,173 @@
+/*
+ * Applicability: can a variant give the library's exact result for a call?
+ *
+ * Every input to the decision is identical on all ranks of the communicator: the uniform
+ * arguments of the table, the message bytes n (uniform by the type-signature rules), the
+ * communicator size, the op and the settings. The one exception is the layout of the datatypes
+ * (`contiguous`), which is evaluated on each rank: see docs/variants.md, "Datatypes".
+ *
+ * The checks run in a fixed order, so that a call that fails several rules always reports the
+ * same reason: intercomm, datatype, noncommutative, overflow, scratch.
+ */
+#include "ct_core.h"
+
+static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
+    [COLLTUNE_APPLICABLE] = "applicable",
+    [COLLTUNE_NA_INTERCOMM] = "intercomm",
+    [COLLTUNE_NA_DATATYPE] = "datatype",
+    [COLLTUNE_NA_NONCOMMUTATIVE] = "noncommutative",
+    [COLLTUNE_NA_OP] = "op",
+    [COLLTUNE_NA_OVERFLOW] = "overflow",
+    [COLLTUNE_NA_IN_PLACE] = "in_place",
+    [COLLTUNE_NA_SCRATCH] = "scratch",
+    [COLLTUNE_NA_SIZE] = "size",
+    [COLLTUNE_NA_ERROR] = "error",
+};
+
+const char *colltune_reason_name(colltune_reason reason)
+{
+    if ((int)reason < 0 || reason >= COLLTUNE_REASON_COUNT) return "unknown";
+    return ct_reason_names[reason];
+}
+
+/* The datatypes significant on this rank (at most two). */
+static int ct_significant_types(const ct_call *call, MPI_Datatype types[2], int *ntypes)
+{
+    *ntypes = 0;
+    int rank = 0, size;
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER:
+    case CT_COLL_ALLTOALL:
+        types[(*ntypes)++] = call->recvtype;
+        if (call->sendbuf != MPI_IN_PLACE) types[(*ntypes)++] = call->sendtype;
+        return MPI_SUCCESS;
+    case CT_COLL_GATHER: {
+        int err = ct_comm_size_rank(call->comm, &size, &rank);
+        if (err != MPI_SUCCESS) return err;
+        if (rank == call->root) types[(*ntypes)++] = call->recvtype;
+        if (call->sendbuf != MPI_IN_PLACE) types[(*ntypes)++] = call->sendtype;
+        return MPI_SUCCESS;
+    }
+    case CT_COLL_SCATTER: {
+        int err = ct_comm_size_rank(call->comm, &size, &rank);
+        if (err != MPI_SUCCESS) return err;
+        if (rank == call->root) types[(*ntypes)++] = call->sendtype;
+        if (call->recvbuf != MPI_IN_PLACE) types[(*ntypes)++] = call->recvtype;
+        return MPI_SUCCESS;
+    }
+    default: /* one datatype: Bcast's and the reductions' */
+        types[(*ntypes)++] = call->recvtype;
+        return MPI_SUCCESS;
+    }
+}
+
+static colltune_reason ct_check_contiguous(const ct_call *call)
+{
+    MPI_Datatype types[2];
+    int ntypes;
+    if (ct_significant_types(call, types, &ntypes) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+    for (int i = 0; i < ntypes; i++) {
+        int contiguous;
+        if (ct_type_contiguous(types[i], &contiguous) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+        if (!contiguous) return COLLTUNE_NA_DATATYPE;
+    }
+    return COLLTUNE_APPLICABLE;
+}
+
+static int ct_fits_int(int64_t value)
+{
+    return value >= 0 && value <= INT_MAX;
+}
+
+static int64_t ct_max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Padded element count of GL6/GL10/GL15: count rounded up to a multiple of p. */
+static int64_t ct_padded(int64_t count, int64_t p)
+{
+    return (count + p - 1) / p * p;
+}
+
+static int64_t ct_sum_recvcounts(const ct_call *call, int64_t p)
+{
+    int64_t sum = 0;
+    for (int64_t i = 0; i < p; i++) sum += call->recvcounts[i];
+    return sum;
+}
+
+/* Does an int count the mock-up computes from uniform arguments fit? Counts the mock-up takes
+ * from non-uniform arguments (sendcount of Gather, ...) are bounded through n: a count of a
+ * datatype of at least one byte is at most n. */
+static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args *a)
+{
+    int64_t p = a->p, n = a->n, count = call->recvcount;
+    switch ((enum ct_var_id)variant) {
+    case CT_VAR_ALLGATHER_AS_GATHER_BCAST: /* Bcast of p blocks */
+    case CT_VAR_REDUCESCATTERBLOCK_AS_REDUCE_SCATTER: /* Reduce of p blocks */
+    case CT_VAR_REDUCESCATTERBLOCK_AS_ALLREDUCE:
+        return ct_fits_int(p * count);
+    case CT_VAR_ALLGATHER_AS_ALLGATHERV: /* displacements */
+        return ct_fits_int((p - 1) * count);
+    case CT_VAR_ALLTOALL_AS_ALLTOALLV: /* send displacements count sendtype elements */
+        return ct_fits_int((p - 1) * ct_max64(count, n));
+    case CT_VAR_GATHER_AS_GATHERV: /* the root's displacements */
+    case CT_VAR_SCATTER_AS_SCATTERV:
+        return ct_fits_int((p - 1) * n);
+    case CT_VAR_ALLGATHER_AS_ALLREDUCE: /* p*n bytes reduced as MPI_BYTE */
+    case CT_VAR_GATHER_AS_REDUCE:
+    case CT_VAR_SCATTER_AS_BCAST: /* Bcast of p blocks, counted in send- or recvtype */
+        return ct_fits_int(p * n);
+    case CT_VAR_ALLREDUCE_AS_REDUCESCATTERBLOCK_ALLGATHER: /* padded vector */
+    case CT_VAR_BCAST_AS_SCATTER_ALLGATHER:
+    case CT_VAR_REDUCE_AS_REDUCESCATTERBLOCK_GATHER:
+        return ct_fits_int(ct_padded(count, p));
+    case CT_VAR_REDUCESCATTER_AS_ALLREDUCE: /* the whole vector and displacements */
+    case CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV:
+        return ct_fits_int(ct_sum_recvcounts(call, p));
+    case CT_VAR_ALLGATHER_AS_ALLTOALL:
+    case CT_VAR_ALLREDUCE_AS_REDUCE_BCAST:
+    case CT_VAR_ALLREDUCE_AS_REDUCESCATTER_ALLGATHERV:
+    case CT_VAR_BCAST_AS_ALLGATHERV:
+    case CT_VAR_GATHER_AS_ALLGATHER:
+    case CT_VAR_REDUCE_AS_ALLREDUCE:
+    case CT_VAR_REDUCE_AS_REDUCESCATTER_GATHERV:
+    case CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER:
+    case CT_VAR_SCAN_AS_EXSCAN_REDUCELOCAL:
+    case CT_NUM_VARIANTS:
+        return 1;
+    }
+    return 1;
+}
+
+colltune_reason colltune_applicable(int variant, const ct_call *call)
+{
+    if (variant < 0 || variant >= CT_NUM_VARIANTS || call == NULL) return COLLTUNE_NA_ERROR;
+    const ct_variant_info *v = &ct_variants[variant];
+    if (v->coll != call->coll) return COLLTUNE_NA_ERROR;
+
+    /* Inter-communicators first: sizes, roots and buffers mean something else there. */
+    int inter;
+    if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+    if (inter) return COLLTUNE_NA_INTERCOMM;
+
+    if (v->needs & CT_NEED_CONTIGUOUS) {
+        colltune_reason reason = ct_check_contiguous(call);
+        if (reason != COLLTUNE_APPLICABLE) return reason;
+    }
+    if (v->needs & CT_NEED_COMMUTATIVE) {
+        int commutative;
+        if (PMPI_Op_commutative(call->op, &commutative) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+        if (!commutative) return COLLTUNE_NA_NONCOMMUTATIVE;
+    }
+
+    ct_scratch_args args;
+    if (ct_scratch_args_of(call, &args) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+    if (!ct_counts_fit(variant, call, &args)) return COLLTUNE_NA_OVERFLOW;
+
+    int64_t need = v->scratch(&args);
+    if (need > 0 && need + CT_SCRATCH_SLACK > (int64_t)colltune_scratch_cap())
+        return COLLTUNE_NA_SCRATCH;
+    return COLLTUNE_APPLICABLE;
+}

@@ -1,0 +1,67 @@
+/*
+ * Internal helpers of the C core shared by core/ and variants/ (not part of the public API).
+ */
+#ifndef CT_CORE_H
+#define CT_CORE_H
+
+#include "colltune.h"
+#include "ct_catalog.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Scratch regions are carved from one arena block at this alignment; the applicability check
+ * adds CT_SCRATCH_SLACK to a formula so that the carving never exceeds what it compared to the
+ * cap (a mock-up carves at most three regions). */
+#define CT_SCRATCH_ALIGN ((size_t)64)
+#define CT_SCRATCH_SLACK ((int64_t)(4 * 64))
+
+static inline size_t ct_align_up(size_t bytes)
+{
+    return (bytes + CT_SCRATCH_ALIGN - 1) & ~(CT_SCRATCH_ALIGN - 1);
+}
+
+static inline void *ct_offset(void *base, int64_t bytes)
+{
+    return (char *)base + bytes;
+}
+
+static inline const void *ct_coffset(const void *base, int64_t bytes)
+{
+    return (const char *)base + bytes;
+}
+
+/* An element count computed by a mock-up, as the int an MPI call takes. The applicability
+ * checks rule these overflows out; this keeps a mock-up memory-safe if called anyway. */
+static inline int ct_to_int(int64_t count, int *out)
+{
+    if (count < 0 || count > INT_MAX) return MPI_ERR_COUNT;
+    *out = (int)count;
+    return MPI_SUCCESS;
+}
+
+/* Size (bytes of data, no gaps) of one element of `type`. */
+int ct_type_size(MPI_Datatype type, int64_t *bytes);
+
+/* Does an array of `type` elements occupy exactly count*size bytes starting at the buffer
+ * address (lb 0, true lb 0, extent == true extent == size)? Then raw memcpy is exact. */
+int ct_type_contiguous(MPI_Datatype type, int *contiguous);
+
+/* Communicator size and rank in one call. */
+int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank);
+
+/* A byte count from a COLLTUNE_* variable: digits with an optional binary suffix K, M or G
+ * (64K = 65536). Returns 0 and the value, or -1 if `text` is not such a count. */
+int ct_parse_bytes(const char *text, size_t *bytes);
+
+/* Split the chunked vector of GL7/GL16: `count` elements of `elem` bytes in chunks of
+ * colltune_chunk_bytes() (whole elements, at least one); rank i gets a contiguous run of
+ * chunks, the first (chunks % p) ranks one more. counts/displs: p ints each. Returns the
+ * largest count. */
+int ct_chunk_split(int count, int64_t elem, int p, int *counts, int *displs);
+
+/* The arguments of a variant's scratch formula for `call` (uniform arguments only). */
+int ct_scratch_args_of(const ct_call *call, ct_scratch_args *args);
+
+#endif /* CT_CORE_H */

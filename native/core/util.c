@@ -1,0 +1,76 @@
+/*
+ * Small MPI queries and the arithmetic shared by the applicability checks and the mock-ups.
+ */
+#include "ct_core.h"
+
+int ct_type_size(MPI_Datatype type, int64_t *bytes)
+{
+    int size = 0;
+    int err = PMPI_Type_size(type, &size);
+    *bytes = size;
+    return err;
+}
+
+int ct_type_contiguous(MPI_Datatype type, int *contiguous)
+{
+    int size;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int err = PMPI_Type_size(type, &size);
+    if (err == MPI_SUCCESS) err = PMPI_Type_get_extent(type, &lb, &extent);
+    if (err == MPI_SUCCESS) err = PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+    if (err != MPI_SUCCESS) return err;
+    *contiguous = lb == 0 && true_lb == 0 && extent == size && true_extent == size;
+    return MPI_SUCCESS;
+}
+
+int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank)
+{
+    int err = PMPI_Comm_size(comm, size);
+    return err == MPI_SUCCESS ? PMPI_Comm_rank(comm, rank) : err;
+}
+
+static int64_t ct_chunk_elems(int64_t elem)
+{
+    int64_t chunk = (int64_t)colltune_chunk_bytes();
+    if (elem <= 0) return chunk > 0 ? chunk : 1;
+    return chunk / elem > 0 ? chunk / elem : 1;
+}
+
+int ct_chunk_split(int count, int64_t elem, int p, int *counts, int *displs)
+{
+    int64_t per = ct_chunk_elems(elem);
+    int64_t chunks = (count + per - 1) / per;
+    int64_t q = chunks / p, rem = chunks % p;
+    int largest = 0;
+    for (int i = 0; i < p; i++) {
+        int64_t first = i * q + (i < rem ? i : rem);
+        int64_t last = first + q + (i < rem ? 1 : 0);
+        int64_t begin = first * per < count ? first * per : count;
+        int64_t end = last * per < count ? last * per : count;
+        displs[i] = (int)begin;
+        counts[i] = (int)(end - begin);
+        if (counts[i] > largest) largest = counts[i];
+    }
+    return largest;
+}
+
+int ct_scratch_args_of(const ct_call *call, ct_scratch_args *args)
+{
+    int p;
+    int err = PMPI_Comm_size(call->comm, &p);
+    if (err != MPI_SUCCESS) return err;
+    int64_t n = colltune_call_bytes(call);
+    if (n < 0) return MPI_ERR_TYPE;
+    int64_t e = 1;
+    if (ct_collectives[call->coll].elem == CT_ELEM_UNIFORM_TYPE) {
+        err = ct_type_size(call->recvtype, &e);
+        if (err != MPI_SUCCESS) return err;
+    }
+    args->n = n;
+    args->p = p;
+    args->e = e;
+    args->C = e > 0 ? ct_chunk_elems(e) * e : ct_chunk_elems(1);
+    int64_t unit = (int64_t)p * e;
+    args->c = unit > 0 ? (unit - n % unit) % unit : 0;
+    return MPI_SUCCESS;
+}
