@@ -1,0 +1,298 @@
+/*
+ * The library's own collective algorithms as variants, selected through MPI_T control variables:
+ *  - MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM is read on every call, so it is written before
+ *    each repetition of the variant (and MPIR_CVAR_DEVICE_COLLECTIVES set to `none`, or device
+ *    collectives override the choice), and the library's values restored for other variants.
+ *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
+ *    the variant gets its own communicator duplicated while the value is set.
+ * Intel MPI accepts MPI_T writes without effect: there the front end uses I_MPI_ADJUST_* per
+ * launch instead.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static int cvar_find(const char *name, int *index)
+{
+#if MPI_VERSION >= 4
+    return MPI_T_cvar_get_index(name, index) == MPI_SUCCESS ? 0 : -1;
+#else
+    int n;
+    if (MPI_T_cvar_get_num(&n) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char buf[256];
+        int len = sizeof buf, verb, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
+            == MPI_SUCCESS && strcmp(buf, name) == 0) {
+            *index = i;
+            return 0;
+        }
+    }
+    return -1;
+#endif
+}
+
+/* MPICH documents its enumerations in the description: lines "name - text" in value order
+ * (other lines are prose). */
+static int value_from_description(const char *desc, const char *wanted)
+{
+    int position = 0;
+    for (const char *line = desc; line && *line; line = strchr(line, '\n')) {
+        if (*line == '\n')
+            line++;
+        while (*line == ' ' || *line == '\t')
+            line++;
+        size_t len = 0;
+        while (line[len] && !isspace((unsigned char)line[len]))
+            len++;
+        size_t gap = len;
+        while (line[gap] == ' ' || line[gap] == '\t')
+            gap++;
+        if (len == 0 || gap == len || line[gap] != '-')
+            continue;
+        if (strlen(wanted) == len && strncmp(line, wanted, len) == 0)
+            return position;
+        position++;
+    }
+    return -1;
+}
+
+/* The integer value of `wanted` (a name, or a number) for control variable `cvar`. */
+static int cvar_value(int cvar, const char *wanted, int *value)
+{
+    char name[256], *desc;
+    int name_len = sizeof name, desc_len = 8192, verb, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum en;
+    char *end;
+    long number = strtol(wanted, &end, 10);
+    if (*wanted && *end == '\0') {
+        *value = (int)number;
+        return 0;
+    }
+    desc = malloc((size_t)desc_len);
+    if (!desc)
+        return -1;
+    int rc = MPI_T_cvar_get_info(cvar, name, &name_len, &verb, &dt, &en, desc, &desc_len, &bind,
+                                 &scope);
+    int found = -1;
+    if (rc == MPI_SUCCESS && en != MPI_T_ENUM_NULL) {
+        int items;
+        char enum_name[256];
+        int enum_len = sizeof enum_name;
+        if (MPI_T_enum_get_info(en, &items, enum_name, &enum_len) == MPI_SUCCESS) {
+            for (int i = 0; i < items && found < 0; i++) {
+                char item[256];
+                int item_len = sizeof item, v;
+                if (MPI_T_enum_get_item(en, i, &v, item, &item_len) == MPI_SUCCESS
+                    && strcmp(item, wanted) == 0) {
+                    *value = v;
+                    found = 0;
+                }
+            }
+        }
+    } else if (rc == MPI_SUCCESS && dt == MPI_INT) {
+        int v = value_from_description(desc, wanted);
+        if (v >= 0) {
+            *value = v;
+            found = 0;
+        }
+    }
+    free(desc);
+    return found;
+}
+
+static int handle_for(int cvar, MPI_T_cvar_handle *handle)
+{
+    int count;
+    return MPI_T_cvar_handle_alloc(cvar, NULL, handle, &count);
+}
+
+static void upper(char *dst, const char *src, size_t len)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < len; i++)
+        dst[i] = (char)toupper((unsigned char)src[i]);
+    dst[i] = '\0';
+}
+
+static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
+                      size_t errlen)
+{
+    char ucoll[64], name[160];
+    upper(ucoll, coll, sizeof ucoll);
+    snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
+    if (cvar_find(name, &alg->cvar) != 0)
+        return -1;
+    alg->kind = CT_LIBALG_MPICH;
+    if (cvar_value(alg->cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `mpivars`)", name, algorithm);
+        return MPI_ERR_ARG;
+    }
+    int rc = handle_for(alg->cvar, &alg->handle);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_T_cvar_read(alg->handle, &alg->original);
+    if (rc == MPI_SUCCESS && cvar_find("MPIR_CVAR_DEVICE_COLLECTIVES", &alg->device_cvar) == 0) {
+        rc = handle_for(alg->device_cvar, &alg->device_handle);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_T_cvar_read(alg->device_handle, &alg->device_original);
+        if (rc == MPI_SUCCESS && cvar_value(alg->device_cvar, "none", &alg->device_none) != 0)
+            alg->device_cvar = -1;
+    }
+    if (rc != MPI_SUCCESS)
+        snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
+    return rc;
+}
+
+static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                        char *err, size_t errlen)
+{
+    char name[160];
+    int rc, dynamic_cvar, dynamic_on = 1, dynamic_old = 0;
+    MPI_T_cvar_handle dynamic = MPI_T_CVAR_HANDLE_NULL;
+    snprintf(name, sizeof name, "coll_tuned_%s_algorithm", coll);
+    if (cvar_find(name, &alg->cvar) != 0)
+        return -1;
+    alg->kind = CT_LIBALG_OPENMPI;
+    if (cvar_value(alg->cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll tuned "
+                 "--level 9`)", name, algorithm);
+        return MPI_ERR_ARG;
+    }
+    if ((rc = handle_for(alg->cvar, &alg->handle)) != MPI_SUCCESS
+        || (rc = MPI_T_cvar_read(alg->handle, &alg->original)) != MPI_SUCCESS)
+        goto fail;
+    /* Forced algorithms are honoured only with dynamic rules, also read at creation. */
+    if (cvar_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
+        if ((rc = handle_for(dynamic_cvar, &dynamic)) != MPI_SUCCESS
+            || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS
+            || (rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS)
+            goto fail;
+    }
+    if ((rc = MPI_T_cvar_write(alg->handle, &alg->value)) != MPI_SUCCESS)
+        goto fail;
+    rc = PMPI_Comm_dup(comm, &alg->comm);
+    int restore = MPI_T_cvar_write(alg->handle, &alg->original);
+    if (dynamic != MPI_T_CVAR_HANDLE_NULL) {
+        if (restore == MPI_SUCCESS)
+            restore = MPI_T_cvar_write(dynamic, &dynamic_old);
+        MPI_T_cvar_handle_free(&dynamic);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = restore;
+    if (rc == MPI_SUCCESS)
+        return MPI_SUCCESS;
+fail:
+    snprintf(err, errlen, "MPI_T write of %s failed (error %d); is it writable here?", name, rc);
+    return rc;
+}
+
+int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                   char *err, size_t errlen)
+{
+    memset(alg, 0, sizeof *alg);
+    alg->comm = MPI_COMM_NULL;
+    alg->device_cvar = -1;
+    alg->handle = MPI_T_CVAR_HANDLE_NULL;
+    alg->device_handle = MPI_T_CVAR_HANDLE_NULL;
+    int rc = open_mpich(collective, algorithm, alg, err, errlen);
+    if (rc == -1)
+        rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
+    if (rc == -1) {
+        snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for %s "
+                 "through MPI_T (Intel MPI: the front end sets I_MPI_ADJUST_* per launch)",
+                 collective);
+        return MPI_ERR_ARG;
+    }
+    return rc;
+}
+
+int ct_libalg_select(const ct_libalg *alg)
+{
+    if (alg->kind != CT_LIBALG_MPICH)
+        return MPI_SUCCESS;
+    int rc = MPI_T_cvar_write(alg->handle, &alg->value);
+    if (rc == MPI_SUCCESS && alg->device_cvar >= 0)
+        rc = MPI_T_cvar_write(alg->device_handle, &alg->device_none);
+    return rc;
+}
+
+int ct_libalg_restore(const ct_libalg *alg)
+{
+    if (alg->kind != CT_LIBALG_MPICH)
+        return MPI_SUCCESS;
+    int rc = MPI_T_cvar_write(alg->handle, &alg->original);
+    if (rc == MPI_SUCCESS && alg->device_cvar >= 0)
+        rc = MPI_T_cvar_write(alg->device_handle, &alg->device_original);
+    return rc;
+}
+
+void ct_libalg_close(ct_libalg *alg)
+{
+    if (alg->comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&alg->comm);
+    if (alg->handle != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&alg->handle);
+    if (alg->device_handle != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&alg->device_handle);
+}
+
+static int matches(const char *name, const char *const *needles, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strstr(name, needles[i]))
+            return 1;
+    return 0;
+}
+
+/* One JSON line per scalar control variable: {"type":"cvar","name":...,"value":...}. */
+int ct_libalg_dump_cvars(FILE *out, const char *const *needles, size_t count)
+{
+    int n;
+    int rc = MPI_T_cvar_get_num(&n);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        int len = sizeof name, verb, bind, scope, elements;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_cvar_handle handle;
+        if (MPI_T_cvar_get_info(i, name, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
+                != MPI_SUCCESS
+            || bind != MPI_T_BIND_NO_OBJECT || !matches(name, needles, count))
+            continue;
+        if (MPI_T_cvar_handle_alloc(i, NULL, &handle, &elements) != MPI_SUCCESS)
+            continue;
+        char text[512] = "";
+        if (dt == MPI_INT && elements == 1) {
+            int v;
+            if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)
+                snprintf(text, sizeof text, "%d", v);
+        } else if (dt == MPI_UNSIGNED && elements == 1) {
+            unsigned v;
+            if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)
+                snprintf(text, sizeof text, "%u", v);
+        } else if (dt == MPI_DOUBLE && elements == 1) {
+            double v;
+            if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)
+                snprintf(text, sizeof text, "%.17g", v);
+        } else if (dt == MPI_CHAR && elements > 0 && (size_t)elements < sizeof text) {
+            if (MPI_T_cvar_read(handle, text) != MPI_SUCCESS)
+                text[0] = '\0';
+            text[sizeof text - 1] = '\0';
+        }
+        MPI_T_cvar_handle_free(&handle);
+        fputs("{\"type\":\"cvar\",\"name\":", out);
+        ct_out_json_string(out, name);
+        fputs(",\"value\":", out);
+        ct_out_json_string(out, text);
+        fputs("}\n", out);
+    }
+    return MPI_SUCCESS;
+}
