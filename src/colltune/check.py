@@ -1,0 +1,648 @@
+"""Guideline verdicts from a measurement run in the results database.
+
+load_run() reads one run (raw repetitions, launches, environment) from DuckDB, judge() turns it
+into verdicts with the statistics of colltune.stats, save_verdicts()/load_verdicts() keep them
+in the database's `verdicts` table. docs/statistics.md explains every rule used here.
+
+Comparisons (every one is "ref should not be slower than alt"):
+
+  kind      ref                         alt                              guideline
+  pattern   default(n)                  mock-up(n)                       GL1..GL22, RS1, RS2
+  library   default(n)                  lib:<coll>:<alg>(n)              "library"
+  monotony  default(m_i)                default(m_j), m_j next size      "monotony"
+  split     default(m_j)                k * default(m_i), k=ceil(mj/mi)  "split"
+  aa        default(n)                  default#aa(n)                    "A/A" (calibration)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from colltune import catalog as catalog_mod
+from colltune import stats
+
+DEFAULT = "default"
+AA = "default#aa"
+BARRIER = "barrier"
+LIB_PREFIX = "lib:"
+
+KINDS = ("pattern", "library", "monotony", "split", "aa")
+
+# Column order of the `verdicts` table and of load_verdicts(); docs/statistics.md defines each.
+VERDICT_COLUMNS: dict[str, str] = {
+    "run_id": "VARCHAR",
+    "nprocs": "INTEGER",
+    "collective": "VARCHAR",
+    "variant": "VARCHAR",
+    "kind": "VARCHAR",
+    "guideline": "VARCHAR",
+    "msg_bytes": "BIGINT",
+    "ref_bytes": "BIGINT",
+    "k": "INTEGER",
+    "lhs": "VARCHAR",
+    "rhs": "VARCHAR",
+    "default_median_s": "DOUBLE",
+    "variant_median_s": "DOUBLE",
+    "slowdown": "DOUBLE",
+    "rel_diff": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "statistic": "DOUBLE",
+    "p_value": "DOUBLE",
+    "p_adjusted": "DOUBLE",
+    "significant": "BOOLEAN",
+    "violation": "BOOLEAN",
+    "barrier_warning": "BOOLEAN",
+    "barrier_median_s": "DOUBLE",
+    "n_launches": "INTEGER",
+    "n_launches_default": "INTEGER",
+    "n_launches_variant": "INTEGER",
+    "raw_default_median_s": "DOUBLE",
+    "raw_variant_median_s": "DOUBLE",
+    "raw_p_value": "DOUBLE",
+    "partial": "BOOLEAN",
+    "note": "VARCHAR",
+    "test": "VARCHAR",
+    "correction": "VARCHAR",
+    "alpha": "DOUBLE",
+    "tolerance": "DOUBLE",
+    "judged_at": "TIMESTAMP",
+}
+
+SUMMARY_COLUMNS = (
+    "nprocs", "collective", "variant", "kind", "msg_bytes", "n_launches", "n_samples",
+    "median_s", "mean_s", "raw_median_s",
+)
+
+
+class CheckError(Exception):
+    """A database that cannot be judged at all (missing, not DuckDB, no run, no data)."""
+
+
+class CheckSettings(BaseModel):
+    """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    test: stats.Test = stats.Test.MWU
+    correction: stats.Correction = stats.Correction.HOLM
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    tolerance: float = Field(0.05, ge=0.0, lt=1.0)
+    min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
+    max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    n_resamples: int = Field(2000, ge=100)
+    seed: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a run
+
+
+@dataclass
+class RunData:
+    """One measurement run as stored by bench: raw valid repetitions plus context."""
+
+    db_path: Path
+    run_id: str
+    info: dict[str, Any]
+    environment: dict[str, str]
+    launches: pd.DataFrame
+    variants: pd.DataFrame
+    measurements: pd.DataFrame  # nprocs, collective, variant, msg_bytes, launch_idx, runtime_s
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.info.get("status") == "complete" and not self.problems
+
+
+def _connect(db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if not db_path.exists():
+        raise CheckError(f"no results database at {db_path}: measure first with `colltune check --db {db_path}` "
+                         f"(or `colltune bench --db {db_path}`)")
+    try:
+        return duckdb.connect(str(db_path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise CheckError(f"cannot open {db_path} as a DuckDB results database: {exc}") from exc
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+_NEEDED_MEASUREMENT_COLUMNS = {"run_id", "launch_idx", "nprocs", "collective", "variant", "msg_bytes", "runtime_s"}
+
+
+def latest_run_id(con: duckdb.DuckDBPyConnection) -> str:
+    tables = _tables(con)
+    if "measurements" not in tables:
+        raise CheckError("the database has no `measurements` table: it was not written by `colltune bench`")
+    if "runs" in tables:
+        row = con.execute(
+            "SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = r.run_id) "
+            "ORDER BY r.created DESC NULLS LAST LIMIT 1"
+        ).fetchone()
+        if row:
+            return str(row[0])
+    row = con.execute("SELECT run_id FROM measurements LIMIT 1").fetchone()
+    if not row:
+        raise CheckError("the database holds no measurements: the bench was interrupted before its first "
+                         "result; measure again")
+    return str(row[0])
+
+
+def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
+    """Read one run (the latest with measurements if run_id is None)."""
+    db_path = Path(db_path)
+    con = _connect(db_path, read_only=True)
+    try:
+        return _load_run(con, db_path, run_id)
+    except duckdb.Error as exc:
+        raise CheckError(f"{db_path} is not a readable colltune results database: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _load_run(con: duckdb.DuckDBPyConnection, db_path: Path, run_id: str | None) -> RunData:
+    tables = _tables(con)
+    problems: list[str] = []
+    if "measurements" not in tables:
+        raise CheckError(f"{db_path} has no `measurements` table: it was not written by `colltune bench`")
+    missing = _NEEDED_MEASUREMENT_COLUMNS - _columns(con, "measurements")
+    if missing:
+        raise CheckError(f"{db_path}: table `measurements` lacks column(s) {', '.join(sorted(missing))}; "
+                         "the database is from an incompatible colltune version")
+    if run_id is None:
+        run_id = latest_run_id(con)
+
+    info: dict[str, Any] = {"run_id": run_id}
+    if "runs" in tables:
+        cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        row = cur.fetchone()
+        if row is None:
+            known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY created").fetchall()]
+            raise CheckError(f"no run {run_id!r} in {db_path}; runs there: {', '.join(map(str, known)) or 'none'}")
+        info = dict(zip([d[0] for d in cur.description], row, strict=True))
+        if isinstance(info.get("settings"), str):
+            try:
+                info["settings"] = json.loads(info["settings"])
+            except json.JSONDecodeError:
+                pass
+        status = info.get("status")
+        if status != "complete":
+            problems.append(f"run {run_id} is {status or 'of unknown status'} (not complete): verdicts use the "
+                            f"launches that finished and are marked partial; resume the bench to complete it")
+    else:
+        problems.append("no `runs` table: run settings and status unknown")
+
+    launches = pd.DataFrame()
+    if "launches" in tables:
+        launches = con.execute("SELECT * FROM launches WHERE run_id = ? ORDER BY launch_idx", [run_id]).fetchdf()
+        if "status" in launches.columns:
+            bad = launches[launches["status"] != "ok"]
+            for _, r in bad.iterrows():
+                msg = r.get("message") or ""
+                problems.append(f"launch {r['launch_idx']} ({r.get('nprocs', '?')} processes) is {r['status']}"
+                                + (f": {msg}" if msg else ""))
+
+    environment: dict[str, str] = {}
+    if "environment" in tables:
+        for key, value in con.execute(
+            "SELECT key, value FROM environment WHERE run_id = ? ORDER BY launch_idx, key", [run_id]
+        ).fetchall():
+            environment.setdefault(str(key), str(value))
+
+    variants = pd.DataFrame(columns=["collective", "variant", "kind", "guideline"])
+    if "variants" in tables:
+        variants = con.execute("SELECT * FROM variants WHERE run_id = ?", [run_id]).fetchdf()
+
+    cols = _columns(con, "measurements")
+    where = ["run_id = ?", "runtime_s IS NOT NULL", "isfinite(runtime_s)"]
+    if "valid" in cols:
+        where.append("coalesce(valid, TRUE)")
+    if "warmup" in cols:
+        where.append("NOT coalesce(warmup, FALSE)")
+    measurements = con.execute(
+        "SELECT nprocs, collective, variant, msg_bytes, launch_idx, runtime_s FROM measurements WHERE "
+        + " AND ".join(where),
+        [run_id],
+    ).fetchdf()
+    if measurements.empty:
+        raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
+                         "result, or every repetition was invalid); measure again")
+    return RunData(db_path, run_id, info, environment, launches, variants, measurements, problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging
+
+
+@dataclass(frozen=True)
+class _Side:
+    launch_medians: np.ndarray
+    raw: np.ndarray
+
+
+@dataclass
+class CheckResult:
+    """Everything a check produced: verdicts, per-variant summary, calibration, messages."""
+
+    run: RunData
+    settings: CheckSettings
+    verdicts: pd.DataFrame
+    summary: pd.DataFrame
+    messages: list[str]
+
+    @property
+    def partial(self) -> bool:
+        if self.verdicts.empty:
+            return True
+        return (not self.run.complete) or bool(self.verdicts["partial"].any())
+
+    def judged(self) -> pd.DataFrame:
+        """Verdicts of the guideline comparisons (A/A calibration excluded)."""
+        return self.verdicts[self.verdicts["kind"] != "aa"]
+
+    def violations(self) -> pd.DataFrame:
+        v = self.judged()
+        return v[v["violation"]]
+
+    def calibration(self) -> dict[str, Any]:
+        return calibration_summary(self.verdicts, self.settings.alpha)
+
+
+def human_bytes(n: int) -> str:
+    """8 B, 64 KiB, 1 MiB: exact binary units only, else bytes."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def variant_kind(variant: str) -> str:
+    if variant == DEFAULT:
+        return "default"
+    if variant == AA:
+        return "aa"
+    if variant.startswith(LIB_PREFIX):
+        return "library"
+    return "mockup"
+
+
+def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None = None) -> str:
+    """Human name: MPI function for the default, the guideline's right-hand side for a mock-up."""
+    cat = cat or catalog_mod.load()
+    mpi_name = next((c.mpi for c in cat.collectives if c.name == collective), collective)
+    if variant == DEFAULT:
+        return mpi_name
+    if variant == AA:
+        return f"{mpi_name} (A/A copy)"
+    if variant.startswith(LIB_PREFIX):
+        alg = variant.split(":", 2)[-1]
+        return f"{mpi_name} algorithm {alg}"
+    try:
+        return cat.variant(variant).rhs
+    except KeyError:
+        return variant
+
+
+def _guideline(collective: str, variant: str, variants: pd.DataFrame, cat: catalog_mod.Catalog) -> str:
+    if "guideline" in variants.columns:
+        hit = variants[(variants["collective"] == collective) & (variants["variant"] == variant)]
+        if len(hit) and isinstance(hit.iloc[0]["guideline"], str) and hit.iloc[0]["guideline"]:
+            return str(hit.iloc[0]["guideline"])
+    if variant.startswith(LIB_PREFIX):
+        return "library"
+    try:
+        return cat.variant(variant).guideline
+    except KeyError:
+        return "?"
+
+
+def _sides(measurements: pd.DataFrame) -> dict[tuple[int, str, str, int], _Side]:
+    out: dict[tuple[int, str, str, int], _Side] = {}
+    keys = ["nprocs", "collective", "variant", "msg_bytes"]
+    for key, grp in measurements.groupby(keys, sort=True):
+        _, med = stats.per_launch_medians(grp["launch_idx"].to_numpy(), grp["runtime_s"].to_numpy())
+        out[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = _Side(med, grp["runtime_s"].to_numpy(dtype=float))
+    return out
+
+
+def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Per (nprocs, collective, variant, size): launches, samples, median of per-launch medians."""
+    rows = []
+    for (p, coll, var, n), side in _sides(measurements).items():
+        rows.append({
+            "nprocs": p, "collective": coll, "variant": var, "kind": variant_kind(var), "msg_bytes": n,
+            "n_launches": int(side.launch_medians.size), "n_samples": int(side.raw.size),
+            "median_s": float(np.median(side.launch_medians)), "mean_s": float(np.mean(side.raw)),
+            "raw_median_s": float(np.median(side.raw)),
+        })
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+@dataclass
+class _Comparison:
+    nprocs: int
+    collective: str
+    variant: str
+    kind: str
+    guideline: str
+    msg_bytes: int
+    ref_bytes: int | None
+    k: int | None
+    lhs: str
+    rhs: str
+    ref: _Side
+    alt: _Side
+    note: str = ""
+
+
+def _comparisons(run: RunData, sides: dict[tuple[int, str, str, int], _Side], settings: CheckSettings,
+                 messages: list[str]) -> list[_Comparison]:
+    cat = catalog_mod.load()
+    out: list[_Comparison] = []
+    by_coll: dict[tuple[int, str], dict[str, dict[int, _Side]]] = {}
+    for (p, coll, var, n), side in sides.items():
+        by_coll.setdefault((p, coll), {}).setdefault(var, {})[n] = side
+
+    for (p, coll), per_variant in sorted(by_coll.items()):
+        if coll == BARRIER:
+            continue
+        mpi_name = variant_label(coll, DEFAULT, cat)
+        default = per_variant.get(DEFAULT, {})
+        if not default:
+            messages.append(f"{mpi_name} at {p} processes: the default was not measured, so none of its "
+                            f"{len(per_variant)} variant(s) can be judged")
+            continue
+        for var, per_size in sorted(per_variant.items()):
+            if var == DEFAULT:
+                continue
+            kind = {"aa": "aa", "library": "library", "mockup": "pattern"}[variant_kind(var)]
+            guideline = "A/A" if kind == "aa" else _guideline(coll, var, run.variants, cat)
+            for n, alt in sorted(per_size.items()):
+                ref = default.get(n)
+                if ref is None:
+                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without the default; "
+                                    "not judged")
+                    continue
+                out.append(_Comparison(p, coll, var, kind, guideline, n, None, None,
+                                       f"{mpi_name}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
+        sizes = sorted(default)
+        for small, large in stats.monotony_pairs(sizes):
+            out.append(_Comparison(p, coll, DEFAULT, "monotony", "monotony", small, large, None,
+                                   f"{mpi_name}({human_bytes(small)})", f"{mpi_name}({human_bytes(large)})",
+                                   default[small], default[large]))
+        adjacent = set(stats.monotony_pairs([s for s in sizes if s > 0]))
+        for small, large, k in stats.split_pairs(sizes, max_k=max(settings.max_split, max(sizes) + 1)):
+            if k > settings.max_split and (small, large) not in adjacent:
+                continue
+            scaled = _Side(k * default[small].launch_medians, k * default[small].raw)
+            out.append(_Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
+                                   f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
+                                   default[large], scaled))
+    return out
+
+
+def _barrier_medians(sides: dict[tuple[int, str, str, int], _Side]) -> dict[int, float]:
+    per_p: dict[int, list[np.ndarray]] = {}
+    for (p, coll, _var, _n), side in sides.items():
+        if coll == BARRIER:
+            per_p.setdefault(p, []).append(side.launch_medians)
+    return {p: float(np.median(np.concatenate(v))) for p, v in per_p.items()}
+
+
+def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
+    """All verdicts of a run. Never raises on thin data: such comparisons are marked partial."""
+    settings = settings or CheckSettings()
+    messages = list(run.problems)
+    sides = _sides(run.measurements)
+    comps = _comparisons(run, sides, settings, messages)
+    barrier = _barrier_medians(sides)
+    if not barrier:
+        messages.append("no barrier measured in this run: barrier warnings cannot be given and the cautious "
+                        "count equals the brave count")
+    ok_launches = _ok_launches_per_nprocs(run)
+
+    rows = []
+    for c in comps:
+        n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
+        ref_med = float(np.median(c.ref.launch_medians))
+        alt_med = float(np.median(c.alt.launch_medians))
+        testable = min(n_ref, n_alt) >= settings.min_launches
+        note = c.note
+        if testable:
+            res = stats.one_sided_test(c.ref.launch_medians, c.alt.launch_medians, settings.test)
+            ci = stats.relative_difference_ci(c.ref.launch_medians, c.alt.launch_medians, settings.confidence,
+                                              settings.n_resamples, settings.seed)
+            raw_p = stats.one_sided_test(c.ref.raw, c.alt.raw, settings.test).p_value
+        else:
+            res, ci, raw_p = stats.TestResult(math.nan, math.nan), stats.Interval(math.nan, math.nan), math.nan
+            note = f"too few launches ({min(n_ref, n_alt)} < {settings.min_launches}): not tested"
+        expected = ok_launches.get(c.nprocs)
+        partial = (not testable) or (expected is not None and min(n_ref, n_alt) < expected)
+        if partial and testable:
+            note = f"measured in {min(n_ref, n_alt)} of {expected} launches"
+        b = barrier.get(c.nprocs, math.nan)
+        rows.append({
+            "run_id": run.run_id, "nprocs": c.nprocs, "collective": c.collective, "variant": c.variant,
+            "kind": c.kind, "guideline": c.guideline, "msg_bytes": c.msg_bytes, "ref_bytes": c.ref_bytes,
+            "k": c.k, "lhs": c.lhs, "rhs": c.rhs,
+            "default_median_s": ref_med, "variant_median_s": alt_med,
+            "slowdown": stats.slowdown(ref_med, alt_med), "rel_diff": stats.relative_difference(ref_med, alt_med),
+            "ci_low": ci.low, "ci_high": ci.high, "statistic": res.statistic, "p_value": res.p_value,
+            "barrier_warning": stats.barrier_warning(ref_med, alt_med, b), "barrier_median_s": b,
+            "n_launches": int(min(n_ref, n_alt)), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
+            "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
+            "raw_p_value": raw_p, "partial": bool(partial or not run.complete), "note": note,
+        })
+    verdicts = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in
+                                           ("p_adjusted", "significant", "violation", "test", "correction",
+                                            "alpha", "tolerance", "judged_at")])
+    verdicts = _decide(verdicts, settings)
+    verdicts = _collapse_split(verdicts)
+    verdicts["test"] = str(settings.test)
+    verdicts["correction"] = str(settings.correction)
+    verdicts["alpha"] = settings.alpha
+    verdicts["tolerance"] = settings.tolerance
+    verdicts["judged_at"] = pd.Timestamp(_dt.datetime.now(_dt.UTC).replace(tzinfo=None))
+    verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
+
+    _power_message(verdicts, settings, messages)
+    return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
+
+
+def _ok_launches_per_nprocs(run: RunData) -> dict[int, int]:
+    if run.launches.empty or "nprocs" not in run.launches.columns:
+        return {}
+    ok = run.launches
+    if "status" in ok.columns:
+        ok = ok[ok["status"] == "ok"]
+    return {int(p): int(n) for p, n in ok.groupby("nprocs")["launch_idx"].nunique().items()}
+
+
+def _decide(verdicts: pd.DataFrame, settings: CheckSettings) -> pd.DataFrame:
+    """Corrections per family (guideline comparisons; A/A calibration separately), then decisions."""
+    v = verdicts.copy()
+    v["p_adjusted"] = np.nan
+    for is_aa in (False, True):
+        mask = (v["kind"] == "aa") == is_aa
+        if mask.any():
+            v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), settings.correction)
+    v["significant"] = (v["p_adjusted"] <= settings.alpha).fillna(False).astype(bool)
+    v["violation"] = [
+        stats.is_violation(pa, rd, settings.alpha, settings.tolerance)
+        for pa, rd in zip(v["p_adjusted"], v["rel_diff"], strict=True)
+    ]
+    return v
+
+
+def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Seed 002: per large size report only the smallest k that violates (else the smallest k)."""
+    split = verdicts[verdicts["kind"] == "split"]
+    if split.empty:
+        return verdicts
+    keep = []
+    for _, grp in split.groupby(["nprocs", "collective", "msg_bytes"], sort=False):
+        ordered = grp.sort_values("k", kind="stable")
+        hits = ordered[ordered["violation"]]
+        keep.append((hits if len(hits) else ordered).index[0])
+    return pd.concat([verdicts[verdicts["kind"] != "split"], verdicts.loc[keep]]).sort_index()
+
+
+def _power_message(verdicts: pd.DataFrame, settings: CheckSettings, messages: list[str]) -> None:
+    tested = verdicts[(verdicts["kind"] != "aa") & verdicts["p_value"].notna()]
+    if tested.empty:
+        messages.append("no comparison had enough launches to be tested: measure at least "
+                        f"{settings.min_launches} launches (bench --launches)")
+        return
+    m = len(tested)
+    n = int(tested["n_launches"].median())
+    best = stats.min_attainable_p(n, n, settings.test)
+    # Holm rejects nothing unless the smallest p is <= alpha/m; BH at best needs p <= alpha.
+    needed = settings.alpha / m if settings.correction == stats.Correction.HOLM else settings.alpha
+    if best > needed:
+        messages.append(f"with {n} launches per side the smallest attainable p-value is {best:.2g}, above the "
+                        f"{needed:.2g} that the first of {m} comparisons needs after the {settings.correction} "
+                        f"correction: no violation can be significant; measure more launches")
+
+
+def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
+    """The A/A result: how often the check flags a variant that is identical to the default."""
+    aa = verdicts[(verdicts["kind"] == "aa") & verdicts["p_value"].notna()]
+    n = int(len(aa))
+    violations = int(aa["violation"].sum()) if n else 0
+    raw_sig = int((aa["p_value"] <= alpha).sum()) if n else 0
+    pooled_sig = int((aa["raw_p_value"] <= alpha).sum()) if n else 0
+    p_cal = stats.calibration_p_value(raw_sig, n, alpha)
+    return {
+        "comparisons": n,
+        "violations": violations,
+        "uncorrected_significant": raw_sig,
+        "uncorrected_rate": raw_sig / n if n else math.nan,
+        "pooled_raw_significant": pooled_sig,
+        "pooled_raw_rate": pooled_sig / n if n else math.nan,
+        "binomial_p": p_cal,
+        "alpha": alpha,
+        # Fails when false positives are significantly (1%) more frequent than alpha.
+        "passed": (n > 0 and violations == 0 and not (p_cal < 0.01)) if n else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Storing and loading verdicts
+
+
+def save_verdicts(db_path: str | Path, verdicts: pd.DataFrame) -> None:
+    """Replace the verdicts of the run(s) in `verdicts` by these (derived data: recomputable)."""
+    db_path = Path(db_path)
+    con = _connect(db_path, read_only=False)
+    try:
+        _ensure_verdicts_table(con)
+        con.register("new_verdicts", verdicts[list(VERDICT_COLUMNS)])
+        con.execute("BEGIN TRANSACTION")
+        for run_id in verdicts["run_id"].unique():
+            con.execute("DELETE FROM verdicts WHERE run_id = ?", [str(run_id)])
+        con.execute(f"INSERT INTO verdicts SELECT {', '.join(VERDICT_COLUMNS)} FROM new_verdicts")
+        con.execute("COMMIT")
+        con.unregister("new_verdicts")
+    except duckdb.Error as exc:
+        raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _ensure_verdicts_table(con: duckdb.DuckDBPyConnection) -> None:
+    ddl = ", ".join(f"{name} {typ}" for name, typ in VERDICT_COLUMNS.items())
+    if "verdicts" in _tables(con) and _columns(con, "verdicts") != set(VERDICT_COLUMNS):
+        # Written by another colltune version: verdicts are derived from measurements, so the
+        # table is rebuilt rather than migrated.
+        con.execute("DROP TABLE verdicts")
+    con.execute(f"CREATE TABLE IF NOT EXISTS verdicts ({ddl})")
+
+
+def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
+    """Stored verdicts of one run (default: the most recently judged run), columns VERDICT_COLUMNS.
+
+    Empty DataFrame (same columns) when the database holds no verdicts yet.
+    """
+    db_path = Path(db_path)
+    con = _connect(db_path, read_only=True)
+    try:
+        if "verdicts" not in _tables(con):
+            return pd.DataFrame({c: pd.Series(dtype=_pandas_dtype(t)) for c, t in VERDICT_COLUMNS.items()})
+        if run_id is None:
+            row = con.execute("SELECT run_id FROM verdicts ORDER BY judged_at DESC LIMIT 1").fetchone()
+            if row is None:
+                return pd.DataFrame({c: pd.Series(dtype=_pandas_dtype(t)) for c, t in VERDICT_COLUMNS.items()})
+            run_id = str(row[0])
+        cols = ", ".join(c for c in VERDICT_COLUMNS if c in _columns(con, "verdicts"))
+        return con.execute(
+            f"SELECT {cols} FROM verdicts WHERE run_id = ? ORDER BY kind, collective, nprocs, msg_bytes, variant",
+            [run_id],
+        ).fetchdf()
+    except duckdb.Error as exc:
+        raise CheckError(f"cannot read verdicts from {db_path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _pandas_dtype(sql: str) -> str:
+    return {"VARCHAR": "object", "INTEGER": "Int64", "BIGINT": "Int64", "DOUBLE": "float64",
+            "BOOLEAN": "bool", "TIMESTAMP": "datetime64[us]"}[sql]
+
+
+def check_db(db_path: str | Path, run_id: str | None = None, settings: CheckSettings | None = None,
+             store: bool = True) -> CheckResult:
+    """Load, judge and (by default) store: what `colltune check --no-measure` does."""
+    result = judge(load_run(db_path, run_id), settings)
+    if store:
+        save_verdicts(db_path, result.verdicts)
+    return result
+
+
+def iter_violations(verdicts: pd.DataFrame, cautious: bool = False) -> Iterable[pd.Series]:
+    v = verdicts[(verdicts["kind"] != "aa") & verdicts["violation"]]
+    if cautious:
+        v = v[~v["barrier_warning"]]
+    for _, row in v.iterrows():
+        yield row

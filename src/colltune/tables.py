@@ -1,0 +1,380 @@
+"""pgchecker's comparers (seed 003, 3.3) as tables, rendered with rich and written to CSV/Parquet.
+
+Each builder is a pure function of the verdicts (and, for the runtime comparers, the per-variant
+summary of check.summarize) returning a DataFrame whose columns are the file format. Times are
+seconds in the files and formatted (ns/us/ms/s) only in the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from colltune import catalog as catalog_mod
+from colltune.check import CheckResult, human_bytes, variant_label
+from colltune.quality import quality_score
+
+GUIDELINE_KINDS = ("pattern", "library")
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def fmt_bytes(n: float | int | None) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return ""
+    return human_bytes(int(n))
+
+
+def fmt_time(s: float | None) -> str:
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(s) >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "-"
+    return f"{p:.2g}"
+
+
+def fmt_float(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return f"{x:.{digits}f}"
+
+
+def fmt_pct(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return f"{100 * x:+.1f}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# Table builders
+
+
+def _labels(df: pd.DataFrame, var_col: str = "variant") -> list[str]:
+    cat = catalog_mod.load()
+    return [variant_label(c, v, cat) for c, v in zip(df["collective"], df[var_col], strict=True)]
+
+
+def absolute_runtimes(summary: pd.DataFrame) -> pd.DataFrame:
+    """AbsRuntimeComparer: the median (of per-launch medians) of every measured variant."""
+    s = summary.sort_values(["nprocs", "collective", "msg_bytes", "kind", "variant"]).copy()
+    s["label"] = _labels(s)
+    return s[["nprocs", "collective", "msg_bytes", "variant", "label", "n_launches", "n_samples",
+              "median_s", "mean_s"]].reset_index(drop=True)
+
+
+def relative_runtimes(summary: pd.DataFrame) -> pd.DataFrame:
+    """RelRuntimeComparer: default median / variant median (seed 003's slowdown; default = 1)."""
+    s = absolute_runtimes(summary)
+    base = s[s["variant"] == "default"].set_index(["nprocs", "collective", "msg_bytes"])["median_s"]
+    key = pd.MultiIndex.from_frame(s[["nprocs", "collective", "msg_bytes"]])
+    s["relative_runtime"] = base.reindex(key).to_numpy() / s["median_s"].to_numpy()
+    return s[["nprocs", "collective", "msg_bytes", "variant", "label", "median_s", "relative_runtime"]]
+
+
+def violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """ViolationComparer: per variant and size, test statistic, p-values and the verdict."""
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS + ("aa",))].copy()
+    v = v.sort_values(["nprocs", "collective", "variant", "msg_bytes"])
+    return v[["nprocs", "collective", "variant", "rhs", "guideline", "msg_bytes", "n_launches", "variant_median_s",
+              "statistic", "p_value", "p_adjusted", "violation", "barrier_warning"]].reset_index(drop=True)
+
+
+def detailed_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """DetailedViolationComparer: both medians, slowdown, relative difference with CI, every kind."""
+    v = verdicts.sort_values(["kind", "nprocs", "collective", "msg_bytes", "variant"])
+    return v[["nprocs", "kind", "guideline", "collective", "msg_bytes", "ref_bytes", "k", "lhs", "rhs",
+              "n_launches", "default_median_s", "variant_median_s", "slowdown", "rel_diff", "ci_low", "ci_high",
+              "p_value", "p_adjusted", "violation", "barrier_warning", "raw_default_median_s",
+              "raw_variant_median_s", "raw_p_value", "partial", "note"]].reset_index(drop=True)
+
+
+def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """GroupedViolationComparer: one row per (collective, size), the fastest violating variant."""
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
+    rows = []
+    for (p, coll, n), grp in v.groupby(["nprocs", "collective", "msg_bytes"], sort=True):
+        bad = grp[grp["violation"]].sort_values("variant_median_s", kind="stable")
+        row = {"nprocs": p, "collective": coll, "msg_bytes": n, "n_launches": int(grp["n_launches_default"].max()),
+               "default_median_s": float(grp["default_median_s"].iloc[0]), "violations": int(len(bad)),
+               "slowdown": math.nan, "variant": "", "label": "", "guideline": "", "variant_median_s": math.nan,
+               "barrier_warning": False, "partial": bool(grp["partial"].any())}
+        if len(bad):
+            best = bad.iloc[0]
+            row.update(slowdown=float(best["slowdown"]), variant=best["variant"], label=best["rhs"],
+                       guideline=best["guideline"], variant_median_s=float(best["variant_median_s"]),
+                       barrier_warning=bool(best["barrier_warning"]))
+        rows.append(row)
+    cols = ["nprocs", "collective", "msg_bytes", "n_launches", "default_median_s", "violations", "slowdown",
+            "variant", "label", "guideline", "variant_median_s", "barrier_warning", "partial"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Counts per guideline kind: tested comparisons, violations brave (all) and cautious."""
+    rows = []
+    judged = verdicts[verdicts["kind"] != "aa"]
+    for kind in ("pattern", "library", "monotony", "split"):
+        k = judged[judged["kind"] == kind]
+        rows.append(_count_row(kind, k))
+    g = grouped_violation_table(verdicts)
+    rows.append({"scope": "points (collective, size)", "tested": int(len(g)),
+                 "brave": int((g["violations"] > 0).sum()),
+                 "cautious": int(((g["violations"] > 0) & ~g["barrier_warning"]).sum()),
+                 "untested": 0})
+    rows.append(_count_row("all comparisons", judged))
+    return pd.DataFrame(rows, columns=["scope", "tested", "brave", "cautious", "untested"])
+
+
+def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
+    tested = v[v["p_value"].notna()]
+    vio = tested[tested["violation"]]
+    return {"scope": scope, "tested": int(len(tested)), "brave": int(len(vio)),
+            "cautious": int((~vio["barrier_warning"]).sum()), "untested": int(len(v) - len(tested))}
+
+
+def per_collective_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    judged = verdicts[(verdicts["kind"] != "aa")]
+    rows = []
+    for (p, coll), grp in judged.groupby(["nprocs", "collective"], sort=True):
+        tested = grp[grp["p_value"].notna()]
+        vio = tested[tested["violation"]]
+        rows.append({"nprocs": p, "collective": coll, "tested": int(len(tested)), "brave": int(len(vio)),
+                     "cautious": int((~vio["barrier_warning"]).sum()),
+                     "pattern": int((vio["kind"] == "pattern").sum()), "library": int((vio["kind"] == "library").sum()),
+                     "monotony": int((vio["kind"] == "monotony").sum()), "split": int((vio["kind"] == "split").sum()),
+                     "worst_slowdown": float(vio["slowdown"].max()) if len(vio) else math.nan})
+    return pd.DataFrame(rows, columns=["nprocs", "collective", "tested", "brave", "cautious", "pattern", "library",
+                                       "monotony", "split", "worst_slowdown"])
+
+
+def worst_slowdowns_table(verdicts: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+    v = verdicts[(verdicts["kind"] != "aa") & verdicts["violation"]]
+    v = v.sort_values("slowdown", ascending=False).head(top)
+    return v[["nprocs", "kind", "guideline", "collective", "msg_bytes", "lhs", "rhs", "slowdown", "rel_diff",
+              "ci_low", "ci_high", "p_adjusted", "barrier_warning"]].reset_index(drop=True)
+
+
+def calibration_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    v = verdicts[verdicts["kind"] == "aa"].sort_values(["nprocs", "collective", "msg_bytes"])
+    return v[["nprocs", "collective", "msg_bytes", "n_launches", "default_median_s", "variant_median_s", "rel_diff",
+              "p_value", "p_adjusted", "violation", "raw_p_value"]].reset_index(drop=True)
+
+
+def quality_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for mode, cautious in (("cautious", True), ("brave", False)):
+        q = quality_score(verdicts, cautious)
+        rows.append({"mode": mode, "score": q.score, "points": q.points, "violated_points": q.violated_points,
+                     **{f"points_{k.replace(' ', '_')}": n for k, n in q.by_class.items()}})
+    return pd.DataFrame(rows)
+
+
+def all_tables(result: CheckResult) -> dict[str, pd.DataFrame]:
+    """Every table of a check, by file stem."""
+    v = result.verdicts
+    return {
+        "absolute_runtimes": absolute_runtimes(result.summary),
+        "relative_runtimes": relative_runtimes(result.summary),
+        "violations": violation_table(v),
+        "detailed_violations": detailed_violation_table(v),
+        "grouped_violations": grouped_violation_table(v),
+        "totals": totals_table(v),
+        "per_collective": per_collective_table(v),
+        "worst_slowdowns": worst_slowdowns_table(v),
+        "calibration": calibration_table(v),
+        "quality": quality_table(v),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers
+
+
+def write_csv(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, df in tables.items():
+        path = out_dir / f"{name}.csv"
+        df.to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def write_parquet(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, df in tables.items():
+        path = out_dir / f"{name}.parquet"
+        # Object columns mixing str and NaN are stored as strings so every reader agrees.
+        clean = df.copy()
+        for col in clean.columns:
+            if clean[col].dtype == object:
+                clean[col] = clean[col].map(lambda x: None if x is None or (isinstance(x, float) and math.isnan(x))
+                                            else str(x))
+        clean.to_parquet(path, index=False)
+        paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal rendering
+
+
+def _table(title: str, columns: list[tuple[str, str]], caption: str | None = None) -> Table:
+    t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left",
+              title_style="bold")
+    for name, justify in columns:
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    return t
+
+
+def _add_row(t: Table, *cells: str, style: str | None = None) -> None:
+    """Cells are data, never markup (variant names may contain brackets)."""
+    t.add_row(*(escape(c) for c in cells), style=style)
+
+
+def render_grouped(verdicts: pd.DataFrame, only_violations: bool = False) -> Table:
+    g = grouped_violation_table(verdicts)
+    if only_violations:
+        g = g[g["violations"] > 0]
+    t = _table("Grouped violations (fastest violating variant per collective and size)",
+               [("procs", "right"), ("collective", "left"), ("size", "right"), ("launches", "right"),
+                ("default", "right"), ("slowdown", "right"), ("fastest violating variant", "left"),
+                ("guideline", "left"), ("its median", "right")],
+               caption="* barrier warning: the difference is within one MPI_Barrier (counted brave, not cautious)")
+    for _, r in g.iterrows():
+        name = r["label"] + ("*" if r["barrier_warning"] else "") if r["violations"] else ""
+        style = ("yellow" if r["barrier_warning"] else "red") if r["violations"] else None
+        _add_row(t, str(r["nprocs"]), r["collective"], fmt_bytes(r["msg_bytes"]),
+                  str(r["n_launches"]) + (" (partial)" if r["partial"] else ""), fmt_time(r["default_median_s"]),
+                  fmt_float(r["slowdown"], 2), name, r["guideline"], fmt_time(r["variant_median_s"]), style=style)
+    return t
+
+
+def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] = ("monotony", "split")) -> Table:
+    d = detailed_violation_table(verdicts)
+    d = d[d["kind"].isin(kinds) & d["violation"]]
+    t = _table(f"{' and '.join(kinds).capitalize()} violations",
+               [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"), ("than", "left"),
+                ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right")])
+    for _, r in d.iterrows():
+        _add_row(t, str(r["nprocs"]), r["kind"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
+                  fmt_float(r["slowdown"], 2),
+                  f"{fmt_pct(r['rel_diff'])} [{fmt_pct(r['ci_low'])}, {fmt_pct(r['ci_high'])}]", fmt_p(r["p_adjusted"]))
+    return t
+
+
+def render_totals(verdicts: pd.DataFrame) -> Table:
+    tt = totals_table(verdicts)
+    t = _table("Totals", [("", "left"), ("tested", "right"), ("violations (brave)", "right"),
+                          ("cautious", "right"), ("untested", "right")])
+    for _, r in tt.iterrows():
+        _add_row(t, r["scope"], str(r["tested"]), str(r["brave"]), str(r["cautious"]), str(r["untested"]))
+    return t
+
+
+def render_per_collective(verdicts: pd.DataFrame) -> Table:
+    pc = per_collective_table(verdicts)
+    t = _table("Per collective", [("procs", "right"), ("collective", "left"), ("tested", "right"), ("brave", "right"),
+                                  ("cautious", "right"), ("pattern", "right"), ("library", "right"),
+                                  ("monotony", "right"), ("split", "right"), ("worst slowdown", "right")])
+    for _, r in pc.iterrows():
+        _add_row(t, *(str(r[c]) for c in ("nprocs", "collective", "tested", "brave", "cautious", "pattern",
+                                         "library", "monotony", "split")), fmt_float(r["worst_slowdown"], 2))
+    return t
+
+
+def render_worst(verdicts: pd.DataFrame, top: int = 10) -> Table:
+    w = worst_slowdowns_table(verdicts, top)
+    t = _table(f"Worst slowdowns (top {top})", [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"),
+                                                ("than", "left"), ("size", "right"), ("slowdown", "right"),
+                                                ("95% CI of rel. diff", "right")])
+    for _, r in w.iterrows():
+        _add_row(t, str(r["nprocs"]), r["guideline"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
+                  fmt_bytes(r["msg_bytes"]), fmt_float(r["slowdown"], 2),
+                  f"[{fmt_pct(r['ci_low'])}, {fmt_pct(r['ci_high'])}]")
+    return t
+
+
+def render_runtimes(summary: pd.DataFrame, relative: bool = False) -> Table:
+    if relative:
+        r = relative_runtimes(summary)
+        t = _table("Relative runtimes (default median / variant median)",
+                   [("procs", "right"), ("collective", "left"), ("size", "right"), ("variant", "left"),
+                    ("relative", "right")])
+        for _, x in r.iterrows():
+            _add_row(t, str(x["nprocs"]), x["collective"], fmt_bytes(x["msg_bytes"]), x["label"],
+                      fmt_float(x["relative_runtime"], 3))
+        return t
+    a = absolute_runtimes(summary)
+    t = _table("Absolute runtimes (median of per-launch medians)",
+               [("procs", "right"), ("collective", "left"), ("size", "right"), ("variant", "left"),
+                ("launches", "right"), ("samples", "right"), ("median", "right"), ("mean", "right")])
+    for _, x in a.iterrows():
+        _add_row(t, str(x["nprocs"]), x["collective"], fmt_bytes(x["msg_bytes"]), x["label"], str(x["n_launches"]),
+                  str(x["n_samples"]), fmt_time(x["median_s"]), fmt_time(x["mean_s"]))
+    return t
+
+
+def render_calibration(result: CheckResult) -> str:
+    c = result.calibration()
+    if c["comparisons"] == 0:
+        return "A/A calibration: not measured (no default#aa variant in this run)"
+    state = {True: "[green]passed[/]", False: "[red]FAILED[/]", None: "n/a"}[c["passed"]]
+    return (f"A/A calibration {state}: {c['violations']} of {c['comparisons']} identical-copy comparisons flagged "
+            f"(uncorrected p <= {c['alpha']:g}: {c['uncorrected_significant']}, "
+            f"rate {c['uncorrected_rate']:.1%}; stated error rate {c['alpha']:.0%})")
+
+
+COMPARERS: dict[str, Callable[[CheckResult], Table]] = {
+    "absolute": lambda r: render_runtimes(r.summary, relative=False),
+    "relative": lambda r: render_runtimes(r.summary, relative=True),
+    "violation": lambda r: _render_violation(r.verdicts),
+    "detailed": lambda r: render_detailed(r.verdicts, ("pattern", "library", "monotony", "split")),
+    "grouped": lambda r: render_grouped(r.verdicts),
+}
+
+
+def _render_violation(verdicts: pd.DataFrame) -> Table:
+    v = violation_table(verdicts)
+    t = _table("Violations per variant", [("procs", "right"), ("collective", "left"), ("variant", "left"),
+                                          ("guideline", "left"), ("size", "right"), ("launches", "right"),
+                                          ("median", "right"), ("p", "right"), ("p adj.", "right"),
+                                          ("vio", "right")])
+    for _, r in v.iterrows():
+        _add_row(t, str(r["nprocs"]), r["collective"], r["rhs"] + ("*" if r["barrier_warning"] else ""), r["guideline"],
+                  fmt_bytes(r["msg_bytes"]), str(r["n_launches"]), fmt_time(r["variant_median_s"]),
+                  fmt_p(r["p_value"]), fmt_p(r["p_adjusted"]), "1" if r["violation"] else "0",
+                  style="red" if r["violation"] else None)
+    return t
+
+
+def print_check(result: CheckResult, console: Console, comparer: str = "grouped") -> None:
+    """The terminal output of `colltune check`: the chosen comparer, then totals and quality."""
+    v = result.verdicts
+    console.print(COMPARERS[comparer](result))
+    if comparer == "grouped" and ((v["kind"].isin(["monotony", "split"])) & v["violation"]).any():
+        console.print(render_detailed(v))
+    console.print(render_totals(v))
+    if v["violation"].any():
+        console.print(render_per_collective(v))
+        console.print(render_worst(v))
+    console.print(render_calibration(result))
+    qc, qb = quality_score(v, cautious=True), quality_score(v, cautious=False)
+    console.print(f"Quality score: [bold]{qc.describe()}[/] cautious; brave {qb.score:.1f}/100")
