@@ -1,0 +1,89 @@
+"""`colltune tune`: write a tuning profile from a check's verdicts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from colltune import profile as prof
+from colltune import tune as tune_mod
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _bytes_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int:
+    try:
+        return tune_mod.scratch_cap_from_env() if value is None else tune_mod.parse_bytes(value)
+    except tune_mod.TuneError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command(name="tune")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Results database with a check's verdicts (colltune check --db DB).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Profile file to write (docs/profile.md).")
+@click.option("--run-id", default=None, help="Check run to use (default: the most recently judged).")
+@click.option("--min-gain", default=0.10, show_default=True, type=click.FloatRange(0.0, 10.0),
+              help="Replace only where default median / variant median >= 1 + MIN_GAIN.")
+@click.option("--scratch-cap", default=None, callback=_bytes_option,
+              help="Largest scratch memory a variant may need (bytes, K/M/G suffix). "
+                   "[default: $COLLTUNE_SCRATCH_BYTES or 256M]")
+@click.option("--extension", type=click.Choice(["between", "none"]), default="between", show_default=True,
+              help="between: a rule spans consecutive measured sizes with the same choice; "
+                   "none: one rule per measured size. Never past the measured interval.")
+@click.option("--cautious", is_flag=True, help="Ignore gains that carry a barrier warning (may be sync noise).")
+@click.option("--show-decisions", is_flag=True, help="Print the decision for every measured size.")
+def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scratch_cap: int, extension: str,
+            cautious: bool, show_decisions: bool) -> None:
+    """Write a tuning profile from the verdicts of `colltune check`.
+
+    A mock-up replaces the library's collective for a (process count, message size) only where
+    the check found it significantly faster, at least MIN_GAIN faster, and its scratch memory
+    (seed 000 Table 1) fits under the cap. Library algorithms (lib:...) are listed, not written:
+    use `colltune export --native` for them.
+
+    \b
+    Example:
+      colltune check -n 4 --db results.duckdb
+      colltune tune --db results.duckdb --out tuned.prof
+      colltune validate --profile tuned.prof --db results.duckdb -n 4
+      COLLTUNE_PROFILE=tuned.prof  (or: colltune run --profile tuned.prof -- mpiexec -n 4 ./app)
+    """
+    settings = tune_mod.TuneSettings(min_gain=min_gain, scratch_cap=scratch_cap, extension=extension,
+                                     cautious=cautious)
+    try:
+        profile, decisions = tune_mod.tune_db(db_path, out, settings, run_id)
+    except tune_mod.TuneError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+
+    if show_decisions:
+        table = Table(title="decision per measured size", title_justify="left")
+        for col in ("procs", "collective", "bytes", "choice", "why", "rejected"):
+            table.add_column(col)
+        for r in decisions.itertuples():
+            table.add_row(str(r.nprocs), r.collective, prof.human_bytes(int(r.msg_bytes)),
+                          r.variant if isinstance(r.variant, str) else "library", r.reason, r.candidates)
+        console.print(table)
+    console.print(prof.render(profile))
+
+    from colltune.check import load_verdicts
+
+    lib = tune_mod.library_choices(load_verdicts(db_path, profile.provenance.get("check-run")), settings)
+    if not lib.empty:
+        console.print(f"{len(lib)} (collective, size) points where a library algorithm is >= "
+                      f"{1 + min_gain:.2f}x faster: not in the profile (the interposer cannot select them); "
+                      f"write the library's own tuning file with `colltune export --native <mpi> --db {db_path}`",
+                      highlight=False)
+    replaced = int(decisions["variant"].notna().sum())
+    console.print(f"wrote {out}: {profile.rule_count()} rules from {replaced} of {len(decisions)} measured "
+                  f"(procs, collective, size) points (hash {profile.content_hash():016x})", highlight=False)
+    console.print(f"apply it: COLLTUNE_PROFILE={out} with libcolltune.so preloaded, or "
+                  f"`colltune run --profile {out} -- mpiexec -n N ./app`; "
+                  f"check it: `colltune validate --profile {out} --db {db_path}`", highlight=False)

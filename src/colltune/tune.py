@@ -1,0 +1,286 @@
+"""From a check's verdicts to a tuning profile (docs/profile.md, "How colltune tune fills the
+ranges").
+
+Per (process count, collective, measured message size) the decision is the mock-up with the
+largest speedup (default median / mock-up median) among those that are
+
+  1. significantly faster than the default (the check's `significant`, after its correction for
+     multiple comparisons, and faster: slowdown > 1),
+  2. at least `min_gain` faster (speedup >= 1 + min_gain; seed 000 replaces at >= 10%),
+  3. within the scratch cap (the variant's `scratch` formula of collectives.toml, seed 000
+     Table 1, evaluated at that size and process count),
+  4. optionally (cautious) free of a barrier warning,
+
+or "library". Runs of consecutive measured sizes with the same decision become one rule; what
+lies between two sizes with different decisions, and outside the measured interval, stays with
+the library (extension "between"), or every rule covers one measured size (extension "none").
+
+Library algorithms (`lib:<coll>:<alg>`) are reported but never written into a profile: the
+interposer cannot select them. `colltune export --native` writes them into the library's own
+tuning file (colltune.native_export).
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import math
+import operator
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from colltune import __version__, catalog
+from colltune import profile as prof
+
+DEFAULT_SCRATCH_CAP = 256 * 1024 * 1024
+DEFAULT_CHUNK_BYTES = 64
+INT_BYTES = 4
+# The element size `e` of the scratch formulas is not in the verdicts; 8 (double, the widest
+# common reduction type) gives the largest padding `c`, so the cap check stays an upper bound.
+DEFAULT_ELEMENT_BYTES = 8
+
+DECISION_COLUMNS = (
+    "nprocs", "collective", "msg_bytes", "variant", "speedup", "scratch_bytes", "reason", "candidates",
+)
+
+
+class TuneError(Exception):
+    """Verdicts that cannot be turned into a profile; the message says what to run first."""
+
+
+class TuneSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    min_gain: float = Field(0.10, ge=0.0, lt=10.0, description="speedup >= 1 + min_gain to replace")
+    scratch_cap: int = Field(DEFAULT_SCRATCH_CAP, ge=0, description="bytes of scratch a variant may use")
+    extension: Literal["between", "none"] = "between"
+    cautious: bool = Field(False, description="ignore gains that carry a barrier warning")
+    chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, ge=1)
+    element_bytes: int = Field(DEFAULT_ELEMENT_BYTES, ge=1)
+
+
+def scratch_cap_from_env(env: Mapping[str, str] | None = None) -> int:
+    """COLLTUNE_SCRATCH_BYTES as the interposer reads it: bytes with an optional K/M/G suffix."""
+    raw = (env if env is not None else os.environ).get("COLLTUNE_SCRATCH_BYTES")
+    if raw is None or raw.strip() == "":
+        return DEFAULT_SCRATCH_CAP
+    return parse_bytes(raw)
+
+
+def parse_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgGtT]?)(i?[bB])?\s*", text)
+    if not m:
+        raise TuneError(f"{text!r} is not a byte count; write e.g. 268435456, 256M or 1G")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
+    return int(m.group(1)) * scale
+
+
+# ---------------------------------------------------------------------------------------------
+# Scratch formulas (the same integer arithmetic as the generated C: + - * / on int64)
+
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.floordiv,  # C division of non-negative integers
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+def scratch_bytes(formula: str, n: int, p: int, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                  element_bytes: int = DEFAULT_ELEMENT_BYTES) -> int:
+    """Evaluate a `scratch` formula of collectives.toml (variables n, p, I, e, C, c)."""
+    e = element_bytes
+    block = p * e
+    values = {
+        "n": n,
+        "p": p,
+        "I": INT_BYTES,
+        "e": e,
+        "C": max(e, chunk_bytes // e * e),
+        "c": (block - n % block) % block,
+    }
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in values:
+            return values[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            right = ev(node.right)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)) and right == 0:
+                raise TuneError(f"scratch formula {formula!r} divides by zero at n={n}, p={p}")
+            return _OPS[type(node.op)](ev(node.left), right)
+        raise TuneError(f"scratch formula {formula!r} uses something other than + - * / and n, p, I, e, C, c")
+
+    return ev(ast.parse(formula, mode="eval"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+
+
+def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.DataFrame:
+    """One row per (nprocs, collective, measured size) with the chosen variant (None: library)
+    and why; columns DECISION_COLUMNS."""
+    settings = settings or TuneSettings()
+    cat = catalog.load()
+    pattern = verdicts[verdicts["kind"] == "pattern"]
+    rows = []
+    for (nprocs, coll, nbytes), group in pattern.groupby(["nprocs", "collective", "msg_bytes"], sort=True):
+        best: tuple[float, str, int] | None = None
+        reasons: list[str] = []
+        for _, v in group.sort_values("variant").iterrows():
+            name = str(v["variant"])
+            speedup = float(v["slowdown"])
+            if name.startswith("lib:") or name not in {x.name for x in cat.variants_of(str(coll))}:
+                continue
+            scratch = scratch_bytes(cat.variant(name).scratch, int(nbytes), int(nprocs),
+                                    settings.chunk_bytes, settings.element_bytes)
+            if not (bool(v["significant"]) and speedup > 1.0):
+                reasons.append(f"{name}: not significantly faster")
+            elif speedup < 1.0 + settings.min_gain:
+                reasons.append(f"{name}: {speedup:.3f}x < {1 + settings.min_gain:.2f}x")
+            elif scratch > settings.scratch_cap:
+                reasons.append(f"{name}: scratch {scratch} B > cap {settings.scratch_cap} B")
+            elif settings.cautious and bool(v.get("barrier_warning", False)):
+                reasons.append(f"{name}: barrier warning (cautious)")
+            elif best is None or speedup > best[0]:
+                best = (speedup, name, scratch)
+        if best is None:
+            rows.append((int(nprocs), str(coll), int(nbytes), None, math.nan, 0, "library", "; ".join(reasons)))
+        else:
+            rows.append((int(nprocs), str(coll), int(nbytes), best[1], best[0], best[2],
+                         f"{best[0]:.2f}x faster", "; ".join(reasons)))
+    return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+
+
+def rules_from_decisions(sizes_and_choices: list[tuple[int, str | None]],
+                         extension: Literal["between", "none"] = "between") -> list[prof.Rule]:
+    """The range-extension rule: measured sizes (ascending) with their decisions -> rules."""
+    rules: list[prof.Rule] = []
+    run: list[int] = []
+    current: str | None = None
+    for size, choice in sorted(sizes_and_choices) + [(-1, None)]:
+        if extension == "between" and choice is not None and choice == current:
+            run.append(size)
+            continue
+        if current is not None and run:
+            rules.append(prof.Rule(lo=run[0], hi=run[-1], variant=current))
+        current, run = choice, [size]
+    return rules
+
+
+def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
+                  extension: Literal["between", "none"] = "between") -> prof.Profile:
+    sections = []
+    for coll in catalog.load().collective_names():
+        d = decisions[decisions["collective"] == coll]
+        blocks = []
+        for nprocs, group in d.groupby("nprocs", sort=True):
+            pairs = [(int(r.msg_bytes), r.variant if isinstance(r.variant, str) else None)
+                     for r in group.itertuples()]
+            rules = rules_from_decisions(pairs, extension)
+            if rules:
+                blocks.append(prof.Block(procs_lo=int(nprocs), procs_hi=int(nprocs), rules=tuple(rules)))
+        if blocks:
+            sections.append(prof.Section(collective=coll, blocks=tuple(blocks)))
+    return prof.Profile(provenance=provenance, sections=tuple(sections))
+
+
+def library_choices(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.DataFrame:
+    """Library algorithms that beat the default by min_gain (for the report and native export)."""
+    settings = settings or TuneSettings()
+    lib = verdicts[(verdicts["kind"] == "library") & verdicts["significant"].astype(bool)
+                   & (verdicts["slowdown"] >= 1.0 + settings.min_gain)]
+    return lib[["nprocs", "collective", "msg_bytes", "variant", "slowdown"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Provenance from the results database
+
+
+def run_provenance(db_path: str | Path, run_id: str) -> dict[str, str]:
+    """MPI library, version and machine of a run, from the `runs` and `environment` tables."""
+    out: dict[str, str] = {}
+    try:
+        con = duckdb.connect(str(db_path), read_only=True)
+    except duckdb.Error:
+        return out
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "runs" in tables:
+            cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+            row = cur.fetchone()
+            if row is not None:
+                info = dict(zip([d[0] for d in cur.description], row, strict=True))
+                if info.get("mpi_name"):
+                    out["mpi"] = str(info["mpi_name"])
+                if info.get("mpi_version"):
+                    out["mpi-version"] = str(info["mpi_version"]).splitlines()[0]
+        if "environment" in tables:
+            env = dict(con.execute(
+                "SELECT key, any_value(value) FROM environment WHERE run_id = ? GROUP BY key", [run_id]
+            ).fetchall())
+            host = next((env[k] for k in ("hostname", "host", "node", "machine") if env.get(k)), None)
+            arch = next((env[k] for k in ("arch", "machine_arch", "cpu_arch", "platform") if env.get(k)), None)
+            if host or arch:
+                out["machine"] = " ".join(str(x) for x in (host, arch) if x)
+    except duckdb.Error:
+        pass
+    finally:
+        con.close()
+    return out
+
+
+def tune(verdicts: pd.DataFrame, settings: TuneSettings, provenance: dict[str, str] | None = None,
+         now: _dt.datetime | None = None) -> tuple[prof.Profile, pd.DataFrame]:
+    """Verdicts of one check run -> (profile, decisions)."""
+    if verdicts.empty:
+        raise TuneError("no verdicts: run `colltune check --db DB` first (tune reads its verdicts)")
+    run_ids = sorted({str(r) for r in verdicts["run_id"].unique()})
+    if len(run_ids) != 1:
+        raise TuneError(f"verdicts of several runs ({', '.join(run_ids)}); pass --run-id")
+    if (verdicts["kind"] == "pattern").sum() == 0:
+        raise TuneError(f"run {run_ids[0]} has no pattern verdicts (default vs mock-ups): measure the mock-ups "
+                        "with `colltune check` (not only library algorithms)")
+    decisions = decide(verdicts, settings)
+    when = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    prov = {
+        "generator": f"colltune {__version__}",
+        "nprocs": " ".join(str(n) for n in sorted({int(n) for n in verdicts["nprocs"].unique()})),
+        "date": when,
+        "check-run": run_ids[0],
+        "min-gain": f"{settings.min_gain:g}",
+        "scratch-cap": str(settings.scratch_cap),
+        "extension": settings.extension,
+    }
+    prov.update(provenance or {})
+    return build_profile(decisions, prov, settings.extension), decisions
+
+
+def tune_db(db_path: str | Path, out: str | Path, settings: TuneSettings | None = None,
+            run_id: str | None = None) -> tuple[prof.Profile, pd.DataFrame]:
+    """Load verdicts (colltune.check.load_verdicts), tune, write the profile to `out`."""
+    from colltune.check import CheckError, load_verdicts
+
+    settings = settings or TuneSettings()
+    try:
+        verdicts = load_verdicts(db_path, run_id)
+    except CheckError as exc:
+        raise TuneError(str(exc)) from exc
+    if verdicts.empty:
+        raise TuneError(f"{db_path} holds no verdicts{f' for run {run_id}' if run_id else ''}: run "
+                        f"`colltune check --db {db_path}` first")
+    rid = str(verdicts["run_id"].iloc[0])
+    profile, decisions = tune(verdicts, settings, run_provenance(db_path, rid))
+    prof.write_profile(profile, out)
+    return profile, decisions

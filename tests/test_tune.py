@@ -1,0 +1,205 @@
+"""`colltune tune` on synthetic verdicts: significance, min-gain, scratch cap, range extension,
+library algorithms kept out, provenance."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from colltune import check
+from colltune import profile as prof
+from colltune import tune
+from colltune.commands.tune import command as tune_cmd
+
+A = "allreduce_as_reduce_bcast"  # scratch 0
+B = "allreduce_as_reducescatterblock_allgather"  # scratch n + c
+C = "allreduce_as_reducescatter_allgatherv"  # scratch 2pI
+
+
+def row(nprocs: int, variant: str, nbytes: int, slowdown: float, significant: bool = True,
+        kind: str = "pattern", barrier: bool = False, collective: str = "allreduce") -> dict:
+    values = {c: None for c in check.VERDICT_COLUMNS}
+    values.update(
+        run_id="run-1", nprocs=nprocs, collective=collective, variant=variant, kind=kind, guideline="GL",
+        msg_bytes=nbytes, default_median_s=1e-5 * slowdown, variant_median_s=1e-5, slowdown=slowdown,
+        rel_diff=1 - 1 / slowdown, significant=significant, violation=significant and slowdown > 1.05,
+        barrier_warning=barrier, p_value=0.001 if significant else 0.5, judged_at=dt.datetime(2026, 11, 22, 5, 0),
+    )
+    return values
+
+
+def verdicts() -> pd.DataFrame:
+    rows = []
+    for n in (8, 64, 512, 4096, 32768, 262144):
+        rows.append(row(4, A, n, {8: 1.5, 64: 1.6, 512: 1.4, 4096: 1.05}.get(n, 0.8)))
+        rows.append(row(4, B, n, {8: 1.3, 32768: 1.2, 262144: 1.25}.get(n, 0.9)))
+        # A big but insignificant gain never counts.
+        rows.append(row(4, C, n, 2.0 if n == 4096 else 0.7, significant=n != 4096))
+        rows.append(row(4, "lib:allreduce:ring", n, 3.0, kind="library"))
+        rows.append(row(4, "default#aa", n, 1.0, significant=False, kind="aa"))
+    for n in (8, 64):
+        rows.append(row(8, A, n, 1.2, barrier=n == 64))
+    rows.append(row(4, "bcast_as_allgatherv", 16, 1.3, collective="bcast"))
+    return pd.DataFrame(rows)
+
+
+def rules(p: prof.Profile, coll: str, nprocs: int) -> list[tuple[int, int, str]]:
+    section = p.section(coll)
+    assert section is not None
+    block = next(b for b in section.blocks if b.procs_lo == nprocs)
+    assert block.procs_hi == nprocs  # a profile never claims a process count it did not measure
+    return [(r.lo, r.hi, r.variant) for r in block.rules]
+
+
+NOW = dt.datetime(2026, 11, 22, 5, 10, 3, tzinfo=dt.UTC)
+
+
+def test_default_rules_extension_between() -> None:
+    p, decisions = tune.tune(verdicts(), tune.TuneSettings(), {"mpi": "openmpi"}, now=NOW)
+    # 8: A (1.5x) beats B (1.3x); 4096: A 1.05x < 1.10x and C not significant -> library, which
+    # also cuts the A run; 32768..262144: B.
+    assert rules(p, "allreduce", 4) == [(8, 512, A), (32768, 262144, B)]
+    assert rules(p, "allreduce", 8) == [(8, 64, A)]
+    assert rules(p, "bcast", 4) == [(16, 16, "bcast_as_allgatherv")]
+    assert [s.collective for s in p.sections] == ["allreduce", "bcast"]
+    d = decisions.set_index(["nprocs", "collective", "msg_bytes"])
+    assert d.loc[(4, "allreduce", 4096), "reason"] == "library"
+    assert d.loc[(4, "allreduce", 4096), "candidates"] == (
+        f"{A}: 1.050x < 1.10x; {C}: not significantly faster; {B}: not significantly faster")
+    assert d.loc[(4, "allreduce", 8), "speedup"] == 1.5
+    # Between measured sizes with the same choice the rule interpolates; elsewhere the library.
+    assert p.lookup("allreduce", 4, 300) == A
+    assert p.lookup("allreduce", 4, 513) is None
+    assert p.lookup("allreduce", 4, 7) is None
+    assert p.lookup("allreduce", 4, 262145) is None
+    assert p.lookup("allreduce", 5, 8) is None
+    assert p.provenance == {
+        "generator": f"colltune {tune.__version__}", "mpi": "openmpi", "nprocs": "4 8",
+        "date": "2026-11-22T05:10:03Z", "check-run": "run-1", "min-gain": "0.1", "scratch-cap": "268435456",
+        "extension": "between",
+    }
+
+
+def test_extension_none_gives_one_rule_per_measured_size() -> None:
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(extension="none"), now=NOW)
+    assert rules(p, "allreduce", 4) == [(8, 8, A), (64, 64, A), (512, 512, A), (32768, 32768, B),
+                                        (262144, 262144, B)]
+    assert p.lookup("allreduce", 4, 300) is None
+
+
+def test_min_gain() -> None:
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(min_gain=0.45), now=NOW)
+    assert rules(p, "allreduce", 4) == [(8, 64, A)]  # 1.5 and 1.6 >= 1.45; 1.4 not
+    assert p.section("bcast") is None
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(min_gain=0.0), now=NOW)
+    assert rules(p, "allreduce", 4) == [(8, 4096, A), (32768, 262144, B)]  # 1.05x counts now
+
+
+def test_scratch_cap_excludes_variants_whose_memory_does_not_fit() -> None:
+    # B needs n + c bytes: 32768 fits under 100000, 262144 does not; A and C need (almost) none.
+    p, d = tune.tune(verdicts(), tune.TuneSettings(scratch_cap=100_000), now=NOW)
+    assert rules(p, "allreduce", 4) == [(8, 512, A), (32768, 32768, B)]
+    reason = d.set_index(["nprocs", "collective", "msg_bytes"]).loc[(4, "allreduce", 262144), "candidates"]
+    assert f"{B}: scratch 262144 B > cap 100000 B" in reason
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(scratch_cap=0), now=NOW)
+    assert rules(p, "allreduce", 4) == [(8, 512, A)]  # A needs 0 bytes
+
+
+def test_cautious_drops_gains_under_a_barrier_warning() -> None:
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(cautious=True), now=NOW)
+    assert rules(p, "allreduce", 8) == [(8, 8, A)]
+
+
+def test_library_algorithms_stay_out_of_the_profile_but_are_listed() -> None:
+    p, _ = tune.tune(verdicts(), tune.TuneSettings(), now=NOW)
+    assert all(not r.variant.startswith("lib:") for s in p.sections for b in s.blocks for r in b.rules)
+    lib = tune.library_choices(verdicts())
+    assert list(lib["msg_bytes"]) == [8, 64, 512, 4096, 32768, 262144]
+    assert set(lib["variant"]) == {"lib:allreduce:ring"}
+
+
+@pytest.mark.parametrize(
+    ("formula", "n", "p", "expected"),
+    [
+        ("0", 100, 4, 0),
+        ("p * n", 100, 4, 400),
+        ("2 * p * I", 100, 4, 32),
+        ("n + c", 100, 4, 128),  # padded to a multiple of p*e = 32
+        ("n + c", 96, 4, 96),
+        ("(n / (C * p) + 1) * C + 2 * p * I", 1000, 4, 288),  # (3 + 1) * 64 + 32
+        ("n + p * I", 10, 3, 22),
+    ],
+)
+def test_scratch_formulas(formula: str, n: int, p: int, expected: int) -> None:
+    assert tune.scratch_bytes(formula, n, p) == expected
+
+
+def test_every_catalog_formula_evaluates() -> None:
+    from colltune import catalog
+
+    for v in catalog.load().variants:
+        assert tune.scratch_bytes(v.scratch, 1 << 20, 16) >= 0
+
+
+def test_parse_bytes_and_env() -> None:
+    assert tune.parse_bytes("256M") == 268435456
+    assert tune.parse_bytes("1GiB") == 1 << 30
+    assert tune.parse_bytes("4096") == 4096
+    assert tune.scratch_cap_from_env({}) == 268435456
+    assert tune.scratch_cap_from_env({"COLLTUNE_SCRATCH_BYTES": "64K"}) == 65536
+    with pytest.raises(tune.TuneError, match="not a byte count"):
+        tune.parse_bytes("lots")
+
+
+def test_no_pattern_verdicts_is_a_clear_error() -> None:
+    v = verdicts()
+    with pytest.raises(tune.TuneError, match="no pattern verdicts"):
+        tune.tune(v[v["kind"] != "pattern"], tune.TuneSettings())
+    with pytest.raises(tune.TuneError, match="no verdicts"):
+        tune.tune(v.iloc[0:0], tune.TuneSettings())
+
+
+def _db_with_verdicts(path: Path) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE runs (run_id VARCHAR, created TIMESTAMP, kind VARCHAR, command VARCHAR, "
+                "mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, settings JSON, status VARCHAR)")
+    con.execute("INSERT INTO runs VALUES ('run-1', now(), 'check', 'colltune check', 'openmpi', "
+                "'Open MPI v5.0.11, package: Open MPI pip\nmore', 'openmpi', '{}', 'complete')")
+    con.execute("CREATE TABLE environment (run_id VARCHAR, launch_idx INT, key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO environment VALUES ('run-1', 0, 'hostname', 'node17'), ('run-1', 0, 'arch', 'x86_64')")
+    con.close()
+    check.save_verdicts(path, verdicts())
+    return path
+
+
+def test_cli_writes_a_profile_from_the_database(tmp_path: Path) -> None:
+    db = _db_with_verdicts(tmp_path / "r.duckdb")
+    out = tmp_path / "tuned.prof"
+    res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(out), "--show-decisions"],
+                             env={"COLLTUNE_SCRATCH_BYTES": "100000"})
+    assert res.exit_code == 0, res.output
+    p = prof.read_profile(out)
+    assert rules(p, "allreduce", 4) == [(8, 512, A), (32768, 32768, B)]
+    assert p.provenance["mpi"] == "openmpi"
+    assert p.provenance["mpi-version"] == "Open MPI v5.0.11, package: Open MPI pip"
+    assert p.provenance["machine"] == "node17 x86_64"
+    assert p.provenance["scratch-cap"] == "100000"
+    assert p.provenance["check-run"] == "run-1"
+    assert "colltune export --native" in res.output
+    text = out.read_text().splitlines()
+    assert text[0] == "colltune-profile 1" and text[-1] == "end"
+
+
+def test_cli_without_verdicts_says_what_to_run(tmp_path: Path) -> None:
+    db = tmp_path / "empty.duckdb"
+    duckdb.connect(str(db)).close()
+    res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(tmp_path / "x.prof")])
+    assert res.exit_code == 2
+    assert "colltune check --db" in res.output
+
