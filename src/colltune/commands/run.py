@@ -1,0 +1,54 @@
+"""`colltune run`: launch an unmodified MPI application with the interposer in its ranks."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import click
+from rich.console import Console
+
+from colltune import build as build_mod
+from colltune import launch
+from colltune import mpi as mpi_mod
+from colltune import runenv
+
+err = Console(stderr=True)
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--mpi", "mpi_spec", metavar="NAME|MPICC",
+              help="MPI library the application runs with: openmpi, mpich, intel or an mpicc path "
+                   "[default: the embedded Open MPI]")
+@click.option("--force", "force_spec", metavar="SPEC",
+              help="Use these variants wherever applicable, e.g. "
+                   "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast")
+@click.option("--profile", type=click.Path(exists=True, dir_okay=False),
+              help="Tuning profile (colltune tune) for the collectives --force does not name.")
+@click.option("--verbose", is_flag=True,
+              help="Rank 0 prints the active settings and, at MPI_Finalize, calls per variant.")
+@click.option("--dry-run", is_flag=True, help="Print the rewritten command line and exit.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, verbose: bool,
+            dry_run: bool, command: tuple[str, ...]) -> None:
+    """Run COMMAND (an mpiexec/mpirun/srun line) with the interposer in the ranks.
+
+    \b
+      colltune run --force bcast=bcast_as_scatter_allgather -- mpiexec -n 4 ./app args
+      colltune run --mpi mpich --profile my.prf --verbose -- mpiexec -n 2 ./app
+
+    The settings go to the ranks only (Open MPI `-x`, MPICH/Intel `-genv`, srun `--export`),
+    inserted right after the launcher; everything else is passed through. The exit status is
+    the launcher's.
+    """
+    lib = mpi_mod.resolve(mpi_spec)
+    with err.status(f"building the C core for {lib.name} ..."):
+        art = build_mod.ensure_built(lib)
+    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
+    argv = runenv.inject(lib, list(command), env)
+    if dry_run:
+        click.echo(shlex.join(argv))
+        return
+    proc = subprocess.run(argv, env=launch.launcher_env(lib), check=False)
+    sys.exit(proc.returncode)

@@ -1,0 +1,145 @@
+"""Settings that put the interposer into the ranks of an MPI program.
+
+`rank_environment` says what the ranks need (LD_PRELOAD and COLLTUNE_*), `inject` rewrites a
+user's launcher command line so that the ranks, and only they, get it (Open MPI `-x`,
+MPICH/Intel Hydra `-genv`, Slurm `srun --export`), `print_env` prints it for hand launches.
+Names given to `--force` are checked here against the table before anything starts, with the
+same rules as the C runtime, which checks again at MPI_Init.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from colltune import catalog
+from colltune.build import Artifacts
+from colltune.mpi import MpiError, MpiLibrary
+
+LAUNCHERS_OPENMPI_FLAG = "-x"
+SRUN_NAMES = ("srun",)
+
+
+def parse_force(spec: str) -> dict[str, str]:
+    """`bcast=bcast_as_allgatherv,allreduce=library` -> {collective: variant or "library"}.
+
+    Raises MpiError naming the valid choices, like the C runtime does at MPI_Init."""
+    cat = catalog.load()
+    names = cat.collective_names()
+    chosen: dict[str, str] = {}
+    for entry in (e.strip() for e in spec.split(",")):
+        if not entry:
+            continue
+        key, sep, value = (s.strip() for s in entry.partition("="))
+        if not sep:
+            raise MpiError(f"--force: entry {entry!r} is not collective=variant")
+        if key not in names:
+            raise MpiError(f"--force: unknown collective {key!r}; valid collectives: {', '.join(names)}")
+        if key in chosen:
+            raise MpiError(f"--force: collective {key!r} is given twice")
+        valid = [v.name for v in cat.variants_of(key)] + ["library"]
+        if value not in valid:
+            raise MpiError(f"--force: unknown variant {value!r} for {key}; valid choices for "
+                           f"{key}: {', '.join(valid)}")
+        chosen[key] = value
+    return chosen
+
+
+def rank_environment(
+    lib: MpiLibrary,
+    artifacts: Artifacts,
+    force: str | None = None,
+    profile: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment variables the ranks need to run under the interposer built for `lib`."""
+    if artifacts.family != lib.family:
+        raise MpiError(f"the build in {artifacts.dir} is for the {artifacts.family} ABI family, "
+                       f"not {lib.family} ({lib.name}); build it with `colltune mpi build --mpi {lib.name}`")
+    if not artifacts.libcolltune.exists():
+        raise MpiError(f"{artifacts.libcolltune} is missing; run `colltune mpi build --mpi {lib.name}`")
+    preload = [str(artifacts.libcolltune.resolve())]
+    if inherited := os.environ.get("LD_PRELOAD", "").strip():
+        preload.append(inherited)  # the user's own preloads stay, after ours
+    env = {"LD_PRELOAD": " ".join(preload)}
+    if force:
+        env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in parse_force(force).items())
+    if profile is not None:
+        path = Path(profile).expanduser().resolve()
+        if not path.is_file():
+            raise MpiError(f"--profile: {path} is not a file")
+        env["COLLTUNE_PROFILE"] = str(path)
+    if verbose:
+        env["COLLTUNE_VERBOSE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+@lru_cache(maxsize=16)
+def launcher_family(launcher: str) -> str:
+    """ABI family of an mpiexec/mpirun from its --version banner: openmpi | mpich | unknown."""
+    try:
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30,
+                             stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    text = out.stdout + out.stderr
+    if re.search(r"Open MPI|OpenRTE|PRRTE|prterun", text):
+        return "openmpi"
+    if re.search(r"HYDRA|Intel\(R\) MPI|MPICH", text):
+        return "mpich"
+    return "unknown"
+
+
+def _resolve(program: str) -> str | None:
+    return shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+
+
+def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The user's launcher command with `env` given to the ranks (flags right after the launcher).
+
+    Refuses a launcher of the other ABI family than `lib`: the interposer would refuse to load."""
+    if not argv:
+        raise MpiError("give the launch command after `--`, e.g. `colltune run -- mpiexec -n 4 ./app`")
+    launcher = argv[0]
+    name = Path(launcher).name
+    if name in SRUN_NAMES:
+        exports = ",".join(["ALL", *(f"{k}={v}" for k, v in env.items())])
+        return [launcher, f"--export={exports}", *argv[1:]]
+    path = _resolve(launcher)
+    if path is None:
+        raise MpiError(f"launcher {launcher!r} not found; give mpiexec, mpirun or srun with its path")
+    if not re.match(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)", name):
+        raise MpiError(f"{launcher!r} is not an MPI launcher; the command after `--` must start with "
+                       f"mpiexec, mpirun or srun (e.g. `{lib.mpiexec} -n 4 ./app`)")
+    family = launcher_family(path)
+    if family not in (lib.family, "unknown"):
+        raise MpiError(
+            f"{path} launches {family} programs but the interposer is for {lib.name} ({lib.family} "
+            f"ABI); use `--mpi` with the library of this launcher, or launch with {lib.mpiexec}")
+    flags: list[str] = []
+    for key, value in env.items():
+        flags += [LAUNCHERS_OPENMPI_FLAG, f"{key}={value}"] if lib.family == "openmpi" else ["-genv", key, value]
+    return [launcher, *flags, *argv[1:]]
+
+
+def print_env(env: Mapping[str, str], lib: MpiLibrary) -> str:
+    """Shell lines for users who launch by hand or with srun: `export` lines plus the flags."""
+    lines = [f"# colltune interposer for {lib.name} ({lib.family} ABI). Give these to the ranks only,",
+             "# not to the launcher: a global LD_PRELOAD would load it into mpiexec itself."]
+    lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
+    exports = ",".join(["ALL", *env])
+    lines.append(f"# srun:    srun --export={exports} ./app")
+    if lib.family == "openmpi":
+        flags = " ".join(f"-x {key}" for key in env)
+    else:
+        flags = " ".join(f'-genv {key} "${key}"' for key in env)
+    lines.append(f"# mpiexec: {lib.mpiexec} {flags} -n 4 ./app")
+    return "\n".join(lines)
