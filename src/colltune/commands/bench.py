@@ -1,0 +1,78 @@
+"""`colltune bench`: measure collectives and their variants into the results database."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from colltune import bench
+from colltune.store import Store, StoreError
+
+
+@click.command(context_settings={"max_content_width": 100})
+@bench.bench_options
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database")
+@click.option("--resume", "resume", default=None, metavar="RUN_ID",
+              help="complete an interrupted run (`latest`: the newest interrupted one); its stored "
+                   "settings are used")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+def command(db_path: Path, resume: str | None, quiet: bool, **options: Any) -> None:
+    """Measure the latency of collectives and their variants, R launches per process count,
+    every variant of a job interleaved in random order within each launch; raw repetitions go
+    into a DuckDB database (query it with plain SQL, export with `colltune export`).
+
+    \b
+    Examples:
+      colltune bench --preset quick -n 4
+      colltune bench -c allreduce,bcast -s 8,1KiB,64KiB -n 2,4 -R 10 --sync window
+      colltune bench --mpi mpich -n 2 --preset quick --library-algorithms
+      colltune bench --resume latest
+    """
+    console = Console(stderr=True)
+    if resume is not None:
+        given = [k for k, v in options.items() if v not in (None, (), [], False)]
+        if given:
+            raise click.UsageError(f"--resume uses the run's stored settings; drop "
+                                   f"{', '.join('--' + g.replace('_', '-') for g in given)}")
+        if resume == "latest":
+            try:
+                with Store(db_path, read_only=True) as store:
+                    resume = store.latest_run_id(status="interrupted")
+            except StoreError as exc:
+                raise click.UsageError(str(exc)) from None
+            if resume is None:
+                raise click.UsageError(f"no interrupted run in {db_path}")
+        settings = None
+    else:
+        settings = bench.settings_from_options(options)
+    try:
+        run_id = bench.run(settings if settings is not None else bench.BenchSettings(),
+                           db_path, resume_run_id=resume, progress=not quiet, console=console,
+                           command=shlex.join(["colltune", "bench", *sys.argv[2:]]))
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; "
+                      f"complete the run with `colltune bench --db {db_path} --resume latest`")
+        sys.exit(130)
+    except StoreError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except bench.BenchError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=False)
+        sys.exit(1)
+    with Store(db_path, read_only=True) as store:
+        m = store.con.execute("SELECT count(*), count(DISTINCT launch_idx) FROM measurements "
+                              "WHERE run_id = ?", [run_id]).fetchone()
+        skipped = store.con.execute("SELECT count(*) FROM jobs WHERE run_id = ? AND "
+                                    "stop_reason = 'skipped'", [run_id]).fetchone()
+        budget = store.con.execute("SELECT count(*) FROM jobs WHERE run_id = ? AND "
+                                   "stop_reason = 'time_budget'", [run_id]).fetchone()
+    console.print(f"run [bold]{run_id}[/]: {m[0]} repetitions from {m[1]} launches in {db_path}"
+                  + (f"; {skipped[0]} variant/job pairs not applicable" if skipped[0] else "")
+                  + (f"; {budget[0]} jobs stopped by the time budget" if budget[0] else ""))
+    click.echo(run_id)

@@ -1,0 +1,54 @@
+"""`colltune export`: the results database as Parquet or CSV files (one per table)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from colltune.store import Store, StoreError
+
+
+def _native_exporter() -> object | None:
+    """The tuning module's exporter of library tuning files, where installed."""
+    try:
+        return importlib.import_module("colltune.native_export")
+    except ModuleNotFoundError as exc:
+        if exc.name == "colltune.native_export":
+            return None
+        raise
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet",
+              show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="directory for one file per table")
+@click.option("--run", "run_id", default=None, help="only this run (default: every run)")
+@click.option("--native", type=click.Choice(["openmpi", "mpich", "intel"]), default=None,
+              help="also write the library's own tuning file from the chosen library algorithms")
+def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: str | None) -> None:
+    """Write every table of the results database (runs, launches, environment, variants, jobs,
+    measurements, verdicts, ...) to OUT as Parquet or CSV."""
+    try:
+        with Store(db_path, read_only=True) as store:
+            if run_id is not None:
+                store.run_info(run_id)
+            written = store.export(out_dir, fmt, run_id)  # type: ignore[arg-type]
+    except StoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    for path in written:
+        click.echo(str(path))
+    if native is not None:
+        exporter = _native_exporter()
+        if exporter is None:
+            click.echo("error: --native needs colltune.native_export, not in this installation", err=True)
+            sys.exit(2)
+        for path in exporter.export(db_path=db_path, library=native, out_dir=out_dir,  # type: ignore[attr-defined]
+                                    run_id=run_id):
+            click.echo(str(path))

@@ -1,0 +1,277 @@
+"""The results database (DuckDB): runs, launches, environment, variants, jobs, measurements.
+
+Schema and meaning: docs/architecture.md ("Results database"), the contract with every reader.
+Writers: `colltune bench` (through `colltune.bench.run`) writes each launch in one transaction,
+so an interrupted run keeps every finished launch. Readers return pandas DataFrames.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+
+SCHEMA_VERSION = 1
+
+# Column order is the contract (docs/architecture.md); new columns go at the end.
+_SCHEMA: dict[str, str] = {
+    "meta": "key VARCHAR PRIMARY KEY, value VARCHAR",
+    "runs": (
+        "run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, command VARCHAR, "
+        "mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, settings JSON, status VARCHAR, "
+        "finished TIMESTAMP"
+    ),
+    "launches": (
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, started TIMESTAMP, finished TIMESTAMP, "
+        "status VARCHAR, message VARCHAR, repetition INTEGER, seed UBIGINT, "
+        "PRIMARY KEY (run_id, launch_idx)"
+    ),
+    "environment": "run_id VARCHAR, launch_idx INTEGER, key VARCHAR, value VARCHAR",
+    "variants": (
+        "run_id VARCHAR, collective VARCHAR, variant VARCHAR, kind VARCHAR, guideline VARCHAR, "
+        "PRIMARY KEY (run_id, collective, variant)"
+    ),
+    "jobs": (
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
+        "msg_bytes BIGINT, datatype VARCHAR, op VARCHAR, root INTEGER, nrep INTEGER, "
+        "stop_reason VARCHAR, rse DOUBLE, valid_reps INTEGER, cov_mean DOUBLE, cov_median DOUBLE, "
+        "nrep_target INTEGER, window_s DOUBLE, resyncs INTEGER, skip_reason VARCHAR"
+    ),
+    "measurements": (
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
+        "msg_bytes BIGINT, rep INTEGER, warmup BOOLEAN, valid BOOLEAN, runtime_s DOUBLE, "
+        "makespan_s DOUBLE, sync VARCHAR"
+    ),
+}
+
+RunStatus = Literal["running", "complete", "interrupted"]
+LaunchStatus = Literal["ok", "failed", "interrupted"]
+
+MEASUREMENT_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes rep warmup valid "
+                       "runtime_s makespan_s sync").split()
+JOB_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes datatype op root nrep "
+               "stop_reason rse valid_reps cov_mean cov_median nrep_target window_s resyncs "
+               "skip_reason").split()
+
+
+class StoreError(RuntimeError):
+    """The results database cannot be used; the message names the file and the fix."""
+
+
+@dataclass
+class LaunchData:
+    """Everything one finished launch produced, ready to be written in one transaction."""
+
+    launch_idx: int
+    nprocs: int
+    repetition: int
+    seed: int
+    started: datetime
+    finished: datetime
+    status: LaunchStatus = "ok"
+    message: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+    jobs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=JOB_COLUMNS[1:]))
+    measurements: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=MEASUREMENT_COLUMNS[1:]))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Store:
+    """One results database file. Use as a context manager, or call close()."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        if read_only and not self.path.exists():
+            raise StoreError(f"no results database at {self.path}: measure first with "
+                             f"`colltune bench --db {self.path}`")
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open {self.path} as a DuckDB database ({exc}); is another "
+                             "colltune process writing it?") from exc
+        if not read_only:
+            self._create()
+        self._check_version()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _create(self) -> None:
+        for table, columns in _SCHEMA.items():
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+        self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+    def _check_version(self) -> None:
+        try:
+            row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except duckdb.CatalogException:
+            raise StoreError(f"{self.path} is not a colltune results database (no `meta` table)") from None
+        if row is None or int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} has results schema {row and row[0]}, this colltune reads "
+                             f"up to {SCHEMA_VERSION}: upgrade colltune")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    # -- writers ---------------------------------------------------------------------------
+
+    def create_run(self, *, kind: str, command: str, mpi_name: str, mpi_version: str,
+                   abi_family: str, settings: Mapping[str, Any],
+                   variants: Iterable[tuple[str, str, str, str | None]]) -> str:
+        """A new run in status `running`; `variants` are (collective, variant, kind, guideline)."""
+        run_id = f"{_now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        with self._transaction():
+            self.con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL)",
+                [run_id, _now(), kind, command, mpi_name, mpi_version, abi_family,
+                 json.dumps(dict(settings), default=str)])
+            rows = [(run_id, c, v, k, g) for c, v, k, g in variants]
+            if rows:
+                self.con.executemany("INSERT OR IGNORE INTO variants VALUES (?, ?, ?, ?, ?)", rows)
+        return run_id
+
+    def set_run_status(self, run_id: str, status: RunStatus) -> None:
+        finished = _now() if status == "complete" else None
+        self.con.execute("UPDATE runs SET status = ?, finished = ? WHERE run_id = ?",
+                         [status, finished, run_id])
+
+    def write_launch(self, run_id: str, launch: LaunchData) -> None:
+        """Replace whatever an earlier attempt left for this launch, all or nothing."""
+        with self._transaction():
+            self._delete_launch(run_id, launch.launch_idx)
+            self.con.execute(
+                "INSERT INTO launches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, launch.launch_idx, launch.nprocs, launch.started, launch.finished,
+                 launch.status, launch.message, launch.repetition, launch.seed])
+            env = [(run_id, launch.launch_idx, k, str(v)) for k, v in sorted(launch.environment.items())]
+            if env:
+                self.con.executemany("INSERT INTO environment VALUES (?, ?, ?, ?)", env)
+            self._insert_frame("jobs", JOB_COLUMNS, run_id, launch.jobs)
+            self._insert_frame("measurements", MEASUREMENT_COLUMNS, run_id, launch.measurements)
+
+    def _insert_frame(self, table: str, columns: list[str], run_id: str, frame: pd.DataFrame) -> None:
+        if frame.empty:
+            return
+        frame = frame.assign(run_id=run_id)[columns]
+        self.con.register("ct_incoming", frame)
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ct_incoming")
+        finally:
+            self.con.unregister("ct_incoming")
+
+    def _delete_launch(self, run_id: str, launch_idx: int) -> None:
+        for table in ("launches", "environment", "jobs", "measurements"):
+            self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND launch_idx = ?", [run_id, launch_idx])
+
+    # -- readers ---------------------------------------------------------------------------
+
+    def _frame(self, table: str, run_id: str | None, order: str) -> pd.DataFrame:
+        where, params = ("WHERE run_id = ?", [run_id]) if run_id else ("", [])
+        return self.con.execute(f"SELECT * FROM {table} {where} ORDER BY {order}", params).fetchdf()
+
+    def runs(self) -> pd.DataFrame:
+        return self._frame("runs", None, "created")
+
+    def run_info(self, run_id: str) -> dict[str, Any]:
+        cur = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        row = cur.fetchone()
+        if row is None:
+            known = ", ".join(self.runs()["run_id"]) or "none"
+            raise StoreError(f"no run {run_id!r} in {self.path}; runs there: {known}")
+        info = dict(zip([d[0] for d in cur.description], row, strict=True))
+        info["settings"] = json.loads(info["settings"]) if info["settings"] else {}
+        return info
+
+    def latest_run_id(self, *, status: RunStatus | None = None) -> str | None:
+        where, params = ("WHERE status = ?", [status]) if status else ("", [])
+        row = self.con.execute(f"SELECT run_id FROM runs {where} ORDER BY created DESC LIMIT 1",
+                               params).fetchone()
+        return None if row is None else str(row[0])
+
+    def launches(self, run_id: str | None = None) -> pd.DataFrame:
+        return self._frame("launches", run_id, "run_id, launch_idx")
+
+    def finished_launches(self, run_id: str) -> set[int]:
+        rows = self.con.execute("SELECT launch_idx FROM launches WHERE run_id = ? AND status = 'ok'",
+                                [run_id]).fetchall()
+        return {int(r[0]) for r in rows}
+
+    def environment(self, run_id: str | None = None) -> pd.DataFrame:
+        return self._frame("environment", run_id, "run_id, launch_idx, key")
+
+    def variants(self, run_id: str | None = None) -> pd.DataFrame:
+        return self._frame("variants", run_id, "run_id, collective, variant")
+
+    def jobs(self, run_id: str | None = None) -> pd.DataFrame:
+        return self._frame("jobs", run_id, "run_id, launch_idx, collective, msg_bytes, variant")
+
+    def measurements(self, run_id: str | None = None, *, valid_only: bool = False,
+                     include_warmup: bool = True) -> pd.DataFrame:
+        where, params = [], []
+        if run_id:
+            where.append("run_id = ?")
+            params.append(run_id)
+        if valid_only:
+            where.append("valid")
+        if not include_warmup:
+            where.append("NOT warmup")
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        return self.con.execute(
+            f"SELECT * FROM measurements {clause} "
+            "ORDER BY run_id, launch_idx, collective, msg_bytes, variant, rep", params).fetchdf()
+
+    def tables(self) -> list[str]:
+        return [t for t in _SCHEMA if t != "meta"] + self._other_tables()
+
+    def _other_tables(self) -> list[str]:
+        rows = self.con.execute("SELECT table_name FROM information_schema.tables "
+                                "WHERE table_schema = 'main' ORDER BY table_name").fetchall()
+        return [r[0] for r in rows if r[0] not in _SCHEMA]
+
+    # -- export ----------------------------------------------------------------------------
+
+    def export(self, out_dir: str | Path, fmt: Literal["parquet", "csv"],
+               run_id: str | None = None) -> list[Path]:
+        """Every table (also those other commands added, e.g. verdicts) to one file each."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for table in self.tables():
+            cols = {r[0] for r in self.con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+            where, params = ("WHERE run_id = ?", [run_id]) if run_id and "run_id" in cols else ("", [])
+            frame = self.con.execute(f"SELECT * FROM {table} {where}", params).fetchdf()
+            path = out / f"{table}.{fmt}"
+            if fmt == "parquet":
+                frame.to_parquet(path, index=False)
+            else:
+                frame.to_csv(path, index=False)
+            written.append(path)
+        return written
