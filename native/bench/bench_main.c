@@ -6,6 +6,7 @@
  *   colltune-bench clocktest [options]       clock offset estimates vs the truth (one host)
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,14 @@ static int parse_args(int argc, char **argv, int first, ct_bench_settings *st, i
     return 0;
 }
 
+static void print_stat(const char *name, double value)
+{
+    if (isnan(value))
+        printf(",\"%s\":null", name);
+    else
+        printf(",\"%s\":%.17g", name, value);
+}
+
 /* Feed samples from stdin one by one, check after every `check_every` samples like the driver,
  * print where it stopped and the statistics there (JSON line). No MPI. */
 static int stoprule(const ct_bench_settings *st)
@@ -166,9 +175,11 @@ static int stoprule(const ct_bench_settings *st)
     }
     if (state == CT_STOP_RUNNING)
         ct_stop_satisfied(&st->stop, &s, &stats);
-    printf("{\"n\":%ld,\"state\":\"%s\",\"rse\":%.12g,\"cov_mean\":%.12g,\"cov_median\":%.12g,"
-           "\"nrep_target\":%ld}\n", n, ct_stop_state_name(state), stats.rse, stats.cov_mean,
-           stats.cov_median, stats.nrep_target);
+    printf("{\"n\":%ld,\"state\":\"%s\"", n, ct_stop_state_name(state));
+    print_stat("rse", stats.rse);
+    print_stat("cov_mean", stats.cov_mean);
+    print_stat("cov_median", stats.cov_median);
+    printf(",\"nrep_target\":%ld}\n", stats.nrep_target);
     ct_series_free(&s);
     return 0;
 }

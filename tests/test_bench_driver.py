@@ -1,0 +1,184 @@
+"""The measurement driver's protocol on the embedded Open MPI: records, warm-up, interleaving,
+skips, time budget, window synchronization, clock offsets, and that library algorithms really run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from colltune import build, launch, mpi
+from colltune.bench import DriverOutput, read_driver_output
+
+
+def drive(lib: mpi.MpiLibrary, art: build.Artifacts, tmp_path: Path, nprocs: int, jobs: str,
+          *args: str, rank_env: dict[str, str] | None = None) -> DriverOutput:
+    job_file = tmp_path / "jobs.txt"
+    job_file.write_text(jobs)
+    out = tmp_path / "out.txt"
+    proc = launch.run(lib, nprocs, [str(art.bench), "run", str(job_file), "--out", str(out), *args],
+                      rank_env=rank_env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return read_driver_output(out.read_text())
+
+
+FIXED = ("--stop", "fixed", "--max-reps", "20", "--warmup", "3", "--check-every", "5")
+VARIANTS = ["default", "default#aa", "allreduce_as_reduce_bcast", "lib:allreduce:ring"]
+
+
+def test_records_warmup_and_interleaving(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                         tmp_path: Path) -> None:
+    out = drive(openmpi, openmpi_build, tmp_path, 3,
+                f"allreduce 1024 int sum - {','.join(VARIANTS)}\n", *FIXED, "--seed", "7")
+    assert out.ended
+    assert out.jobs[0]["variants"] == VARIANTS
+    assert out.jobs[0]["count"] == 256
+    rec = out.records
+    assert len(rec) == 4 * 23
+    for vi in range(4):
+        mine = rec[rec.variant_idx == vi]
+        assert list(mine.rep) == list(range(23))
+        assert list(mine.warmup) == [1] * 3 + [0] * 20
+        assert mine.valid.all()
+        assert (mine.runtime_s > 0).all() and (mine.makespan_s > 0).all()
+    # every round of 4 records holds each variant once, in an order that changes between rounds
+    rounds = [tuple(rec.variant_idx[i:i + 4]) for i in range(0, len(rec), 4)]
+    assert all(sorted(r) == [0, 1, 2, 3] for r in rounds)
+    assert len(set(rounds)) > 1
+    assert [s["nrep"] for s in out.summaries] == [20] * 4
+    assert {s["stop"] for s in out.summaries} <= {"max_reps", "converged"}
+
+
+def test_order_depends_on_the_seed_only(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                        tmp_path: Path) -> None:
+    job = "bcast 64 byte - 0 default,default#aa,bcast_as_allgatherv\n"
+    a = drive(openmpi, openmpi_build, tmp_path, 2, job, *FIXED, "--seed", "11").records
+    b = drive(openmpi, openmpi_build, tmp_path, 2, job, *FIXED, "--seed", "11").records
+    c = drive(openmpi, openmpi_build, tmp_path, 2, job, *FIXED, "--seed", "12").records
+    assert list(a.variant_idx) == list(b.variant_idx)
+    assert list(a.variant_idx) != list(c.variant_idx)
+
+
+def test_skips_are_reported(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts, tmp_path: Path) -> None:
+    jobs = ("allreduce 1024 int prod - default,no_such_variant,bcast_as_allgatherv,tuned,lib:allreduce:nope\n"
+            "reduce_scatter_block 6 unsigned_char sum - default\n"
+            "barrier 0 - - - default,default#aa,bcast_as_allgatherv\n")
+    out = drive(openmpi, openmpi_build, tmp_path, 4, jobs, *FIXED)
+    reasons = {(s["job"], s["variant"]): s["reason"] for s in out.skips}
+    assert reasons[(0, "no_such_variant")] == "unknown variant"
+    assert reasons[(0, "bcast_as_allgatherv")] == "a variant of bcast, not of allreduce"
+    assert reasons[(0, "tuned")] == "`tuned` needs --profile FILE"
+    assert "has no algorithm 'nope'" in reasons[(0, "lib:allreduce:nope")]
+    assert reasons[(2, "bcast_as_allgatherv")].startswith("barrier is measured as `default`")
+    assert out.job_skips == [{"type": "job_skip", "job": 1,
+                              "reason": "6 bytes is not a multiple of 4 (unsigned_char times p)"}]
+    assert out.jobs[0]["variants"] == ["default"]
+    assert out.jobs[2]["variants"] == ["default", "default#aa"]
+    assert len(out.records) == 23 + 2 * 23
+
+
+def test_inapplicable_mockup_is_skipped_with_its_reason(openmpi: mpi.MpiLibrary,
+                                                        openmpi_build: build.Artifacts,
+                                                        tmp_path: Path) -> None:
+    # allgather_as_alltoall needs p*n bytes of scratch: 2*4096 B is over a 1 KiB cap
+    out = drive(openmpi, openmpi_build, tmp_path, 2,
+                "allgather 4096 byte - - default,allgather_as_alltoall,allgather_as_gather_bcast\n",
+                *FIXED, rank_env={"COLLTUNE_SCRATCH_BYTES": "1024"})
+    assert out.jobs[0]["variants"] == ["default", "allgather_as_gather_bcast"]
+    assert out.skips == [{"type": "skip", "job": 0, "variant": "allgather_as_alltoall",
+                          "reason": "scratch"}]
+
+
+def test_time_budget_stops_a_job(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                 tmp_path: Path) -> None:
+    out = drive(openmpi, openmpi_build, tmp_path, 2, "allreduce 8 unsigned_char sum - default,default#aa\n",
+                "--stop", "rse", "--rse", "1e-9", "--max-reps", "100000", "--time-budget", "0.2",
+                "--check-every", "10", "--warmup", "0")
+    assert [s["stop"] for s in out.summaries] == ["time_budget", "time_budget"]
+    n = out.summaries[0]["nrep"]
+    assert n % 10 == 0 and 10 <= n < 100000
+    assert len(out.records) == 2 * n
+
+
+def test_window_sync_records_validity_and_makespan(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                   tmp_path: Path) -> None:
+    out = drive(openmpi, openmpi_build, tmp_path, 2, "bcast 1024 byte - 0 default,default#aa\n",
+                "--sync", "window", *FIXED)
+    assert out.launch["sync"] == "window"
+    measured = out.records[out.records.warmup == 0]
+    assert len(measured) == 40
+    assert set(measured.valid) <= {0, 1}
+    assert measured.makespan_s.notna().all()
+    for s in out.summaries:
+        assert s["window_s"] > 0
+        assert s["valid"] == int(measured[measured.variant_idx == out.jobs[0]["variants"].index(s["variant"])].valid.sum())
+    valid = measured[measured.valid == 1]
+    # a valid start is on time on every rank, so the makespan covers the slowest local duration
+    assert (valid.makespan_s >= valid.runtime_s - 1e-6).all()
+
+
+def test_bad_job_file_names_the_line(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                     tmp_path: Path) -> None:
+    job_file = tmp_path / "jobs.txt"
+    job_file.write_text("# comment\nallreduce 8 unsigned_char sum - default\nbcst 8 byte - 0 default\n")
+    proc = launch.run(openmpi, 2, [str(openmpi_build.bench), "run", str(job_file)], timeout=60)
+    assert proc.returncode != 0
+    assert f"{job_file}:3: unknown collective 'bcst'" in proc.stderr
+
+
+def test_clock_offsets_within_half_round_trip(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts) -> None:
+    proc = launch.run(openmpi, 3, [str(openmpi_build.bench), "clocktest", "--rounds", "3",
+                                   "--pingpongs", "30"], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 3 * 2
+    for row in rows:
+        # the root's reading lies inside our send..receive interval: |error| <= rtt/2, plus the
+        # two back-to-back clock reads that define the truth
+        assert abs(row["error"]) <= row["rtt"] / 2 + 2e-6, row
+
+
+def test_openmpi_algorithms_really_run(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                       tmp_path: Path) -> None:
+    """A double sum whose bits depend on the summation order: Open MPI 5 at 6 ranks gives the
+    classes {basic_linear, nonoverlapping}, {recursive_doubling, rabenseifner, default},
+    {ring, segmented_ring}; a forced algorithm that did not run would land in the default's."""
+    algs = ["basic_linear", "nonoverlapping", "recursive_doubling", "rabenseifner", "ring", "segmented_ring"]
+    variants = ",".join(["default", *(f"lib:allreduce:{a}" for a in algs)])
+    out = drive(openmpi, openmpi_build, tmp_path, 6, f"allreduce 8000 double sum - {variants}\n", "--probe")
+    h = {p["variant"].split(":")[-1]: p["hash"] for p in out.probes}
+    assert len(h) == 7
+    assert h["basic_linear"] == h["nonoverlapping"]
+    assert h["recursive_doubling"] == h["rabenseifner"] == h["default"]
+    assert h["ring"] == h["segmented_ring"]
+    assert len({h["basic_linear"], h["default"], h["ring"]}) == 3
+
+
+@pytest.mark.mpich
+def test_mpich_algorithms_really_run(mpich: mpi.MpiLibrary, mpich_build: build.Artifacts,
+                                     tmp_path: Path) -> None:
+    variants = "default,lib:allreduce:recursive_doubling,lib:allreduce:ring,lib:allreduce:tree"
+    out = drive(mpich, mpich_build, tmp_path, 3, f"allreduce 8000 double sum - {variants}\n", "--probe")
+    h = {p["variant"]: p["hash"] for p in out.probes}
+    assert h["default"] == h["lib:allreduce:recursive_doubling"]
+    assert len({h["default"], h["lib:allreduce:ring"], h["lib:allreduce:tree"]}) == 3
+
+
+@pytest.mark.mpich
+def test_mpich_forced_algorithm_is_honoured(mpich: mpi.MpiLibrary, mpich_build: build.Artifacts,
+                                            tmp_path: Path) -> None:
+    """With MPIR_CVAR_COLLECTIVE_FALLBACK=error MPICH refuses, instead of silently replacing, a
+    forced algorithm that cannot serve the call: allgather's recursive doubling needs a
+    power-of-two number of processes. At 3 ranks the forced choice must fail; at 2 it runs."""
+    job_file = tmp_path / "jobs.txt"
+    job_file.write_text("allgather 64 byte - - lib:allgather:recursive_doubling\n")
+    argv = [str(mpich_build.bench), "run", str(job_file), "--stop", "fixed", "--max-reps", "2", "--warmup", "0"]
+    env = {"MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
+    failing = launch.run(mpich, 3, argv, rank_env=env, timeout=60)
+    assert failing.returncode != 0
+    assert "User set collective algorithm is not usable" in failing.stderr
+    assert launch.run(mpich, 2, argv, rank_env=env, timeout=60).returncode == 0
+    job_file.write_text("allgather 64 byte - - default\n")
+    assert launch.run(mpich, 3, argv, rank_env=env, timeout=60).returncode == 0
