@@ -1,0 +1,259 @@
+"""`colltune export --native`: the library's own tuning files, checked file by file and then
+loaded into the real library, proving that the chosen algorithm runs.
+
+The proof uses a floating-point sum whose rounded bits depend on the order of the additions:
+each algorithm class of MPI_Allreduce gives its own bits. A run with the exported file must give
+the bits of the chosen algorithm (forced through the library's own switch) inside the exported
+range, and the default's bits outside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from colltune import build, check, launch, mpi
+from colltune import native_export as ne
+
+SUMBITS = r"""
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* MPI_Allreduce(MPI_SUM) of doubles spread over 40 decades: the rounded result depends on the
+ * order of the additions, i.e. on the algorithm. Rank 0 prints an FNV-1a hash of the result. */
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, count = argc > 1 ? atoi(argv[1]) : 128;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double *in = malloc(sizeof(double) * (size_t)count), *out = malloc(sizeof(double) * (size_t)count);
+    uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1);
+    for (int i = 0; i < count; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        double scale = 1.0;
+        for (int e = (int)(s % 40) - 20; e > 0; e--) scale *= 10.0;
+        for (int e = (int)(s % 40) - 20; e < 0; e++) scale /= 10.0;
+        in[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * scale;
+    }
+    int rc = MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)out;
+    for (size_t i = 0; i < sizeof(double) * (size_t)count; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    if (rank == 0) printf("sumbits %d %016llx\n", rc, (unsigned long long)h);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def verdict(nprocs: int, coll: str, variant: str, nbytes: int, slowdown: float, significant: bool = True,
+            kind: str = "library") -> dict:
+    v = {c: None for c in check.VERDICT_COLUMNS}
+    v.update(run_id="r1", nprocs=nprocs, collective=coll, variant=variant, kind=kind, guideline="library",
+             msg_bytes=nbytes, default_median_s=1e-5 * slowdown, variant_median_s=1e-5, slowdown=slowdown,
+             rel_diff=1 - 1 / slowdown, significant=significant, violation=significant, barrier_warning=False,
+             judged_at=dt.datetime(2026, 11, 22, 5))
+    return v
+
+
+def make_db(path: Path, rows: list[dict]) -> Path:
+    duckdb.connect(str(path)).close()
+    check.save_verdicts(path, pd.DataFrame(rows))
+    return path
+
+
+def allreduce_rows(nprocs: int, alg: str, other: str) -> list[dict]:
+    """alg wins at 64 and 1024 B, nothing at 8192 B, `other` at 65536 B; a pattern row is ignored."""
+    rows = []
+    for n in (64, 1024, 8192, 65536):
+        rows.append(verdict(nprocs, "allreduce", f"lib:allreduce:{alg}", n, 1.5 if n in (64, 1024) else 0.9))
+        rows.append(verdict(nprocs, "allreduce", f"lib:allreduce:{other}", n, 1.2 if n == 65536 else 0.5))
+        rows.append(verdict(nprocs, "allreduce", "allreduce_as_reduce_bcast", n, 3.0, kind="pattern"))
+    rows.append(verdict(nprocs, "allreduce", f"lib:allreduce:{other}", 128, 1.05))  # below min-gain
+    rows.append(verdict(nprocs, "allreduce", f"lib:allreduce:{other}", 256, 2.0, significant=False))
+    return rows
+
+
+def test_choices_merge_consecutive_sizes_only() -> None:
+    choices = ne.choices_from_verdicts(pd.DataFrame(allreduce_rows(4, "ring", "basic_linear")))
+    # Measured sizes: 64, 128, 256, 1024, 8192, 65536; ring wins at 64 and 1024 but 128 and 256
+    # (measured, nothing wins there) lie between them: two segments, not one.
+    assert choices == {("allreduce", 4): [ne.Segment(64, 64, "ring"), ne.Segment(1024, 1024, "ring"),
+                                          ne.Segment(65536, 65536, "basic_linear")]}
+    rows = [verdict(4, "bcast", "lib:bcast:binomial", n, 1.3) for n in (8, 16, 32)]
+    assert ne.choices_from_verdicts(pd.DataFrame(rows)) == {("bcast", 4): [ne.Segment(8, 32, "binomial")]}
+
+
+PARAMS = ne.OmpiParams(
+    algorithms={"allreduce": {"basic_linear": 1, "ring": 4}, "allgather": {"ring": 4}, "scan": {"linear": 1}},
+    values={"coll_tuned_allreduce_algorithm_tree_fanout": 4, "coll_tuned_allreduce_algorithm_segmentsize": 0},
+)
+
+
+def test_openmpi_rules_file_exact() -> None:
+    choices = {("allreduce", 4): [ne.Segment(64, 1024, "ring"), ne.Segment(65536, 65536, "basic_linear")],
+               ("allgather", 2): [ne.Segment(16, 16, "ring")]}
+    text = ne.openmpi_rules(choices, PARAMS)
+    numbers = [line.split("#")[0].split() for line in text.splitlines()]
+    numbers = [n for n in numbers if n]
+    assert numbers == [
+        ["2"],
+        ["0"], ["3"],  # allgather: 3 communicator sizes
+        ["1"], ["1"], ["0", "0", "0", "0"],
+        ["2"], ["3"], ["0", "0", "0", "0"], ["32", "4", "4", "0"], ["33", "0", "0", "0"],  # 16 B * p=2
+        ["3"], ["1"], ["0", "0", "0", "0"],
+        ["2"], ["3"],  # allreduce
+        ["1"], ["1"], ["0", "0", "0", "0"],
+        ["4"], ["5"], ["0", "0", "0", "0"], ["64", "4", "4", "0"], ["1025", "0", "0", "0"],
+        ["65536", "1", "4", "0"], ["65537", "0", "0", "0"],
+        ["5"], ["1"], ["0", "0", "0", "0"],
+    ]
+
+
+def test_openmpi_scan_is_exported_only_when_size_independent() -> None:
+    same = {("scan", 4): [ne.Segment(8, 8, "linear"), ne.Segment(64, 64, "linear")]}
+    assert "14 # scan" in ne.openmpi_rules(same, PARAMS)
+    mixed = {("scan", 4): [ne.Segment(8, 8, "linear"), ne.Segment(64, 64, "recursive_doubling")]}
+    assert ne.openmpi_rules(mixed, PARAMS).splitlines()[2] == "0 # number of collectives"
+
+
+def test_openmpi_unknown_algorithm_names_the_fix() -> None:
+    with pytest.raises(ne.ExportError, match="Open MPI has no allreduce algorithm 'warp'"):
+        ne.openmpi_rules({("allreduce", 4): [ne.Segment(1, 1, "warp")]}, PARAMS)
+
+
+def test_mpich_tree_keeps_the_default_around_the_choice() -> None:
+    default = {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}}
+    base = {"collective=allreduce": {"comm_type=intra": default, "comm_type=inter": {"x": {}}},
+            "collective=barrier": {"y": {}}}
+    tree = ne.mpich_tree({("allreduce", 3): [ne.Segment(64, 1024, "ring")]}, base)
+    assert tree["collective=barrier"] == {"y": {}}
+    assert tree["collective=allreduce"]["comm_type=inter"] == {"x": {}}
+    assert tree["collective=allreduce"]["comm_type=intra"] == {
+        "comm_size<=2": default,
+        "comm_size<=3": {
+            "avg_msg_size<=63": default,
+            "avg_msg_size<=1024": {"algorithm=MPIR_Allreduce_intra_ring": {}},
+            "avg_msg_size=any": default,
+        },
+        "comm_size=any": default,
+    }
+    assert list(tree["collective=allreduce"]["comm_type=intra"]) == ["comm_size<=2", "comm_size<=3", "comm_size=any"]
+
+
+def test_mpich_total_size_and_parameterised_algorithms() -> None:
+    base = {"collective=allgather": {"comm_type=intra": {"d": {}}}}
+    tree = ne.mpich_tree({("allgather", 2): [ne.Segment(16, 16, "brucks")]}, base)
+    node = tree["collective=allgather"]["comm_type=intra"]["comm_size<=2"]
+    assert list(node) == ["total_msg_size<=31", "total_msg_size<=32", "total_msg_size=any"]
+    with pytest.raises(ne.ExportError, match="MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree"):
+        ne.mpich_container("bcast", "tree")
+    assert ne.mpich_container("bcast", "nb") == "algorithm=MPIR_Bcast_allcomm_nb"
+
+
+def test_intel_settings_exact() -> None:
+    choices = {("allreduce", 4): [ne.Segment(0, 1024, "3"), ne.Segment(65536, 65536, "2")],
+               ("reduce_scatter_block", 4): [ne.Segment(4096, 8192, "1")]}
+    assert ne.intel_settings(choices) == {
+        "I_MPI_ADJUST_ALLREDUCE": "3:0-1024@4-4;2:65536-65536@4-4",
+        "I_MPI_ADJUST_REDUCE_SCATTER_BLOCK": "1:1024-2048@4-4",
+    }
+    with pytest.raises(ne.ExportError, match="numbers"):
+        ne.intel_settings({("allreduce", 4): [ne.Segment(0, 1, "ring")]})
+
+
+def test_export_without_library_verdicts_says_what_to_measure(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "p.duckdb", [verdict(4, "allreduce", "allreduce_as_reduce_bcast", 8, 2.0, kind="pattern")])
+    with pytest.raises(ne.ExportError, match="no verdicts on library algorithms"):
+        ne.export(db, "openmpi", tmp_path / "rules.txt")
+    with pytest.raises(ne.ExportError, match="unknown library"):
+        ne.export(db, "lam", tmp_path / "rules.txt")
+
+
+def _sumbits(lib: mpi.MpiLibrary, exe: Path, nprocs: int, count: int, env: dict[str, str]) -> str:
+    res = launch.run(lib, nprocs, [str(exe), str(count)], rank_env=env, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    line = next(x for x in res.stdout.splitlines() if x.startswith("sumbits "))
+    rc, bits = line.split()[1:]
+    assert rc == "0"
+    return bits
+
+
+def _program(lib: mpi.MpiLibrary, tmp_path: Path) -> Path:
+    src = tmp_path / "sumbits.c"
+    src.write_text(SUMBITS)
+    return build.compile_program(lib, [src], tmp_path / f"sumbits-{lib.name}")
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("export "):
+            key, value = line[len("export "):].split("=", 1)
+            out[key] = value.strip("'")
+    return out
+
+
+def test_openmpi_rules_file_selects_the_algorithm(openmpi: mpi.MpiLibrary, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "r.duckdb", allreduce_rows(4, "ring", "basic_linear"))
+    rules = ne.export(db, "openmpi", tmp_path / "rules.txt", mpi=openmpi)
+    env = _env_file(tmp_path / "rules.txt.env")
+    assert env == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                   "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(rules.resolve())}
+    exe = _program(openmpi, tmp_path)
+
+    def forced(alg: int, count: int) -> str:
+        return _sumbits(openmpi, exe, 4, count, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                                 "OMPI_MCA_coll_tuned_allreduce_algorithm": str(alg)})
+
+    # 128 doubles = 1024 B: ring (4) from the file; the default's bits differ, so this can fail.
+    tuned = _sumbits(openmpi, exe, 4, 128, env)
+    assert tuned == forced(4, 128)
+    assert tuned != _sumbits(openmpi, exe, 4, 128, {})
+    # 8192 doubles = 65536 B: basic_linear (1).
+    assert _sumbits(openmpi, exe, 4, 8192, env) == forced(1, 8192) != forced(4, 8192)
+    # 1024 doubles = 8192 B: no rule (ring lost there), the library decides as without the file.
+    assert _sumbits(openmpi, exe, 4, 1024, env) == _sumbits(openmpi, exe, 4, 1024, {}) != forced(4, 1024)
+
+
+@pytest.mark.mpich
+def test_mpich_selection_file_selects_the_algorithm(mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "m.duckdb", allreduce_rows(3, "ring", "recursive_doubling"))
+    sel = ne.export(db, "mpich", tmp_path / "selection.json", mpi=mpich)
+    tree = json.loads(sel.read_text())
+    assert "collective=ibcast" in tree  # the library's own tree is kept for everything else
+    env = _env_file(tmp_path / "selection.json.env")
+    assert env == {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(sel.resolve()),
+                   "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    exe = _program(mpich, tmp_path)
+    ring = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+    tuned = _sumbits(mpich, exe, 3, 128, env)
+    assert tuned == _sumbits(mpich, exe, 3, 128, ring)
+    assert tuned != _sumbits(mpich, exe, 3, 128, {})
+    assert _sumbits(mpich, exe, 3, 1024, env) == _sumbits(mpich, exe, 3, 1024, {}) != _sumbits(mpich, exe, 3, 1024, ring)
+
+
+def test_intel_settings_file(tmp_path: Path) -> None:
+    rows = [verdict(4, "allreduce", "lib:allreduce:3", n, 1.4) for n in (8, 64)]
+    db = make_db(tmp_path / "i.duckdb", rows)
+    out = ne.export(db, "intel", tmp_path / "intel.env")
+    assert _env_file(out) == {"I_MPI_ADJUST_ALLREDUCE": "3:8-64@4-4"}
+
+
+def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
+    try:
+        intel = mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
+    rows = [verdict(4, "allreduce", "lib:allreduce:8", n, 1.4) for n in (8, 1024)]
+    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env")
+    exe = _program(intel, tmp_path)
+    tuned = _sumbits(intel, exe, 4, 128, _env_file(out))
+    assert tuned == _sumbits(intel, exe, 4, 128, {"I_MPI_ADJUST_ALLREDUCE": "8"})
