@@ -241,3 +241,68 @@ def test_power_for_a_25_percent_faster_candidate() -> None:
         # Holm over a family of 100 comparisons makes the threshold alpha/100 for the first one.
         detected += stats.is_violation(p * 100, rd, 0.05, 0.05)
     assert detected / trials >= 0.95
+
+
+# --- paired tests (the default: variants of a launch are measured interleaved) --------------------
+
+def test_paired_t_matches_hand_formula() -> None:
+    ref = np.array([9.3, 22.9, 20.2, 20.2, 25.8])
+    alt = np.array([5.1, 12.0, 10.6, 10.4, 12.1])
+    d = np.log(ref / alt)
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(d.size))
+    r = stats.one_sided_test(ref, alt, stats.Test.PAIRED_T)
+    assert r.statistic == pytest.approx(t, rel=1e-12)
+    assert r.p_value == pytest.approx(sps.t.sf(t, d.size - 1), rel=1e-9)
+
+
+def test_signed_rank_exact_hand_value() -> None:
+    # every launch favours alt: W+ = 1+2+3+4+5 = 15, the single most extreme of 2^5 sign patterns
+    r = stats.one_sided_test([2.0, 3.0, 4.5, 6.0, 9.0], [1.9, 2.7, 4.0, 5.0, 7.0], stats.Test.SIGNED_RANK)
+    assert r.statistic == 15.0 and r.p_value == pytest.approx(1 / 32)
+    assert stats.min_attainable_p(5, 5, stats.Test.SIGNED_RANK) == pytest.approx(1 / 32)
+
+
+def test_paired_degenerate_ratios() -> None:
+    assert stats.one_sided_test([2.0, 4.0], [1.0, 2.0], stats.Test.PAIRED_T).p_value == 0.0
+    assert stats.one_sided_test([2.0, 4.0], [2.0, 4.0], stats.Test.PAIRED_T).p_value == 1.0
+    assert stats.one_sided_test([2.0, 4.0], [2.0, 4.0], stats.Test.SIGNED_RANK).p_value == 1.0
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.one_sided_test([1.0, 2.0, 3.0], [1.0, 2.0], stats.Test.PAIRED_T)
+
+
+def test_paired_slowdown_and_ci() -> None:
+    ref = [10.0, 40.0, 20.0]
+    alt = [5.0, 25.0, 8.0]  # ratios 2.0, 1.6, 2.5 -> median 2.0
+    assert stats.paired_slowdown(ref, alt) == pytest.approx(2.0)
+    ci = stats.paired_relative_difference_ci([4.0, 8.0], [2.0, 4.0])
+    assert (ci.low, ci.high) == pytest.approx((0.5, 0.5), abs=1e-12)
+    ci = stats.paired_relative_difference_ci(ref, alt)
+    assert 1 - 1 / 1.6 - 1e-12 <= ci.low <= 0.5 <= ci.high <= 1 - 1 / 2.5 + 1e-12
+
+
+def _paired_launches(rng: np.random.Generator, factor: float, launches: int) -> tuple[np.ndarray, np.ndarray]:
+    # A launch effect of 60% (lognormal) shared by both sides, 5% independent noise per side.
+    effect = np.exp(rng.normal(0.0, 0.6, launches))
+    ref = effect * np.exp(rng.normal(0.0, 0.05, launches))
+    alt = factor * effect * np.exp(rng.normal(0.0, 0.05, launches))
+    return ref, alt
+
+
+@pytest.mark.parametrize("test", [stats.Test.PAIRED_T, stats.Test.SIGNED_RANK])
+def test_paired_false_positive_rate_at_most_alpha(test: stats.Test) -> None:
+    rng = np.random.default_rng(2028)
+    trials, alpha = 2000, 0.05
+    hits = sum(stats.one_sided_test(*_paired_launches(rng, 1.0, 10), test).p_value <= alpha for _ in range(trials))
+    assert 0.02 <= hits / trials <= alpha
+
+
+def test_paired_sees_what_unpaired_cannot_under_launch_noise() -> None:
+    rng = np.random.default_rng(2029)
+    trials = 500
+    paired = unpaired = 0
+    for _ in range(trials):
+        ref, alt = _paired_launches(rng, 0.75, 10)  # 25% faster in every launch
+        paired += stats.one_sided_test(ref, alt, stats.Test.PAIRED_T).p_value * 100 <= 0.05
+        unpaired += stats.one_sided_test(ref, alt, stats.Test.MWU).p_value * 100 <= 0.05
+    assert paired / trials >= 0.99  # Holm over 100 comparisons, worst case
+    assert unpaired / trials <= 0.05

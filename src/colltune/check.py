@@ -37,7 +37,11 @@ AA = "default#aa"
 BARRIER = "barrier"
 LIB_PREFIX = "lib:"
 
-KINDS = ("pattern", "library", "monotony", "split", "aa")
+# Guideline kinds are judged together (one correction family, counted as violations); the A/A
+# calibration and tuned-vs-default comparisons are separate families and never count.
+GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
+KINDS = (*GUIDELINE_KINDS, "aa", "tuned")
+TUNED = "tuned"
 
 # Column order of the `verdicts` table and of load_verdicts(); docs/statistics.md defines each.
 VERDICT_COLUMNS: dict[str, str] = {
@@ -95,7 +99,7 @@ class CheckSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    test: stats.Test = stats.Test.MWU
+    test: stats.Test = stats.Test.PAIRED_T
     correction: stats.Correction = stats.Correction.HOLM
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tolerance: float = Field(0.05, ge=0.0, lt=1.0)
@@ -258,6 +262,7 @@ def _load_run(con: duckdb.DuckDBPyConnection, db_path: Path, run_id: str | None)
 
 @dataclass(frozen=True)
 class _Side:
+    launch_ids: np.ndarray  # ascending
     launch_medians: np.ndarray
     raw: np.ndarray
 
@@ -280,7 +285,7 @@ class CheckResult:
 
     def judged(self) -> pd.DataFrame:
         """Verdicts of the guideline comparisons (A/A calibration excluded)."""
-        return self.verdicts[self.verdicts["kind"] != "aa"]
+        return self.verdicts[self.verdicts["kind"].isin(GUIDELINE_KINDS)]
 
     def violations(self) -> pd.DataFrame:
         v = self.judged()
@@ -303,6 +308,8 @@ def variant_kind(variant: str) -> str:
         return "default"
     if variant == AA:
         return "aa"
+    if variant == TUNED:
+        return "tuned"
     if variant.startswith(LIB_PREFIX):
         return "library"
     return "mockup"
@@ -342,8 +349,9 @@ def _sides(measurements: pd.DataFrame) -> dict[tuple[int, str, str, int], _Side]
     out: dict[tuple[int, str, str, int], _Side] = {}
     keys = ["nprocs", "collective", "variant", "msg_bytes"]
     for key, grp in measurements.groupby(keys, sort=True):
-        _, med = stats.per_launch_medians(grp["launch_idx"].to_numpy(), grp["runtime_s"].to_numpy())
-        out[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = _Side(med, grp["runtime_s"].to_numpy(dtype=float))
+        ids, med = stats.per_launch_medians(grp["launch_idx"].to_numpy(), grp["runtime_s"].to_numpy())
+        out[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = _Side(
+            ids, med, grp["runtime_s"].to_numpy(dtype=float))
     return out
 
 
@@ -397,8 +405,8 @@ def _comparisons(run: RunData, sides: dict[tuple[int, str, str, int], _Side], se
         for var, per_size in sorted(per_variant.items()):
             if var == DEFAULT:
                 continue
-            kind = {"aa": "aa", "library": "library", "mockup": "pattern"}[variant_kind(var)]
-            guideline = "A/A" if kind == "aa" else _guideline(coll, var, run.variants, cat)
+            kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
+            guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, run.variants, cat)
             for n, alt in sorted(per_size.items()):
                 ref = default.get(n)
                 if ref is None:
@@ -416,7 +424,7 @@ def _comparisons(run: RunData, sides: dict[tuple[int, str, str, int], _Side], se
         for small, large, k in stats.split_pairs(sizes, max_k=max(settings.max_split, max(sizes) + 1)):
             if k > settings.max_split and (small, large) not in adjacent:
                 continue
-            scaled = _Side(k * default[small].launch_medians, k * default[small].raw)
+            scaled = _Side(default[small].launch_ids, k * default[small].launch_medians, k * default[small].raw)
             out.append(_Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
                                    f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
                                    default[large], scaled))
@@ -448,32 +456,32 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
         n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
         ref_med = float(np.median(c.ref.launch_medians))
         alt_med = float(np.median(c.alt.launch_medians))
-        testable = min(n_ref, n_alt) >= settings.min_launches
+        e = _effect(c.ref, c.alt, settings)
+        testable = e.n >= settings.min_launches
         note = c.note
-        if testable:
-            res = stats.one_sided_test(c.ref.launch_medians, c.alt.launch_medians, settings.test)
-            ci = stats.relative_difference_ci(c.ref.launch_medians, c.alt.launch_medians, settings.confidence,
-                                              settings.n_resamples, settings.seed)
-            raw_p = stats.one_sided_test(c.ref.raw, c.alt.raw, settings.test).p_value
-        else:
-            res, ci, raw_p = stats.TestResult(math.nan, math.nan), stats.Interval(math.nan, math.nan), math.nan
-            note = f"too few launches ({min(n_ref, n_alt)} < {settings.min_launches}): not tested"
+        if not testable:
+            note = (f"too few launches ({e.n} < {settings.min_launches})"
+                    + (" measured on both sides" if settings.test.paired else "") + ": not tested")
         expected = ok_launches.get(c.nprocs)
-        partial = (not testable) or (expected is not None and min(n_ref, n_alt) < expected)
+        partial = (not testable) or (expected is not None and e.n < expected)
         if partial and testable:
-            note = f"measured in {min(n_ref, n_alt)} of {expected} launches"
+            note = f"measured in {e.n} of {expected} launches"
         b = barrier.get(c.nprocs, math.nan)
         rows.append({
             "run_id": run.run_id, "nprocs": c.nprocs, "collective": c.collective, "variant": c.variant,
             "kind": c.kind, "guideline": c.guideline, "msg_bytes": c.msg_bytes, "ref_bytes": c.ref_bytes,
             "k": c.k, "lhs": c.lhs, "rhs": c.rhs,
             "default_median_s": ref_med, "variant_median_s": alt_med,
-            "slowdown": stats.slowdown(ref_med, alt_med), "rel_diff": stats.relative_difference(ref_med, alt_med),
-            "ci_low": ci.low, "ci_high": ci.high, "statistic": res.statistic, "p_value": res.p_value,
-            "barrier_warning": stats.barrier_warning(ref_med, alt_med, b), "barrier_median_s": b,
-            "n_launches": int(min(n_ref, n_alt)), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
+            "slowdown": e.slowdown, "rel_diff": e.rel_diff,
+            "ci_low": e.ci.low if testable else math.nan, "ci_high": e.ci.high if testable else math.nan,
+            "statistic": e.test.statistic if testable else math.nan,
+            "p_value": e.test.p_value if testable else math.nan,
+            "barrier_warning": stats.barrier_warning(ref_med, ref_med / e.slowdown if e.slowdown > 0 else alt_med, b),
+            "barrier_median_s": b,
+            "n_launches": int(e.n), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
             "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
-            "raw_p_value": raw_p, "partial": bool(partial or not run.complete), "note": note,
+            "raw_p_value": e.raw_p if testable else math.nan, "partial": bool(partial or not run.complete),
+            "note": note,
         })
     verdicts = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in
                                            ("p_adjusted", "significant", "violation", "test", "correction",
@@ -491,6 +499,37 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
     return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
 
 
+@dataclass(frozen=True)
+class _Effect:
+    n: int  # launches used (paired: measured on both sides)
+    slowdown: float
+    rel_diff: float
+    ci: stats.Interval
+    test: stats.TestResult
+    raw_p: float
+
+
+def _effect(ref: _Side, alt: _Side, settings: CheckSettings) -> _Effect:
+    """Test, slowdown and CI of one comparison, paired by launch or not as the test requires."""
+    # The pooled view ignores launches on purpose: it is the naive analysis, shown for contrast.
+    raw_p = stats.one_sided_test(ref.raw, alt.raw, stats.Test.MWU).p_value
+    if settings.test.paired:
+        common = np.intersect1d(ref.launch_ids, alt.launch_ids)
+        x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
+        y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
+        if common.size == 0:
+            return _Effect(0, math.nan, math.nan, stats.Interval(math.nan, math.nan),
+                           stats.TestResult(math.nan, math.nan), raw_p)
+        sd = stats.paired_slowdown(x, y)
+        ci = stats.paired_relative_difference_ci(x, y, settings.confidence, settings.n_resamples, settings.seed)
+        return _Effect(int(common.size), sd, 1.0 - 1.0 / sd, ci, stats.one_sided_test(x, y, settings.test), raw_p)
+    x, y = ref.launch_medians, alt.launch_medians
+    rm, am = float(np.median(x)), float(np.median(y))
+    ci = stats.relative_difference_ci(x, y, settings.confidence, settings.n_resamples, settings.seed)
+    return _Effect(int(min(x.size, y.size)), stats.slowdown(rm, am), stats.relative_difference(rm, am), ci,
+                   stats.one_sided_test(x, y, settings.test), raw_p)
+
+
 def _ok_launches_per_nprocs(run: RunData) -> dict[int, int]:
     if run.launches.empty or "nprocs" not in run.launches.columns:
         return {}
@@ -504,8 +543,8 @@ def _decide(verdicts: pd.DataFrame, settings: CheckSettings) -> pd.DataFrame:
     """Corrections per family (guideline comparisons; A/A calibration separately), then decisions."""
     v = verdicts.copy()
     v["p_adjusted"] = np.nan
-    for is_aa in (False, True):
-        mask = (v["kind"] == "aa") == is_aa
+    families = [v["kind"].isin(GUIDELINE_KINDS), v["kind"] == "aa", v["kind"] == TUNED]
+    for mask in families:
         if mask.any():
             v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), settings.correction)
     v["significant"] = (v["p_adjusted"] <= settings.alpha).fillna(False).astype(bool)
@@ -530,7 +569,7 @@ def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _power_message(verdicts: pd.DataFrame, settings: CheckSettings, messages: list[str]) -> None:
-    tested = verdicts[(verdicts["kind"] != "aa") & verdicts["p_value"].notna()]
+    tested = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["p_value"].notna()]
     if tested.empty:
         messages.append("no comparison had enough launches to be tested: measure at least "
                         f"{settings.min_launches} launches (bench --launches)")
@@ -641,7 +680,7 @@ def check_db(db_path: str | Path, run_id: str | None = None, settings: CheckSett
 
 
 def iter_violations(verdicts: pd.DataFrame, cautious: bool = False) -> Iterable[pd.Series]:
-    v = verdicts[(verdicts["kind"] != "aa") & verdicts["violation"]]
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["violation"]]
     if cautious:
         v = v[~v["barrier_warning"]]
     for _, row in v.iterrows():

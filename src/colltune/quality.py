@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from colltune import stats
+from colltune.check import GUIDELINE_KINDS
 
 POINT = ["nprocs", "collective", "msg_bytes"]
 
@@ -34,7 +35,7 @@ class QualityScore:
 
 def point_penalties(verdicts: pd.DataFrame, cautious: bool) -> pd.DataFrame:
     """One row per tested point: worst violating slowdown, severity label and penalty."""
-    v = verdicts[(verdicts["kind"] != "aa") & verdicts["p_value"].notna()].copy()
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["p_value"].notna()].copy()
     if v.empty:
         return pd.DataFrame(columns=[*POINT, "worst_slowdown", "severity", "penalty"])
     counted = v["violation"].astype(bool)

@@ -11,6 +11,10 @@ Conventions used throughout (docs/statistics.md has the reasoning):
   experimental unit, because run-to-run variation dominates within-run variation).
 * slowdown = median(ref) / median(alt) (seed 003); rel_diff = 1 - median(alt) / median(ref),
   the share of the reference's time the candidate saves.
+* Paired tests (the default): the benchmark measures every variant of a job interleaved within
+  the same launch, so per-launch medians of the two sides are paired by launch. The launch effect
+  (8x on an oversubscribed node) is shared and cancels in the per-launch ratio ref_i / alt_i;
+  the tests run on the log-ratios, the slowdown is the median per-launch ratio.
 """
 
 from __future__ import annotations
@@ -27,11 +31,17 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class Test(enum.StrEnum):
-    """One-sided two-sample tests of "ref is stochastically slower than alt"."""
+    """One-sided tests of "ref is slower than alt"."""
 
-    MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum), seed 002's test
-    KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (seed 002)
-    WELCH = "welch"  # Welch's t on means, for comparison with pgchecker's t-test
+    PAIRED_T = "paired-t"  # t-test on per-launch log-ratios (paired by launch)
+    SIGNED_RANK = "signed-rank"  # Wilcoxon signed-rank on per-launch log-ratios (paired)
+    MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum) on unpaired samples, seed 002's test
+    KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (seed 002), unpaired
+    WELCH = "welch"  # Welch's t on means, unpaired, for comparison with pgchecker's t-test
+
+    @property
+    def paired(self) -> bool:
+        return self in (Test.PAIRED_T, Test.SIGNED_RANK)
 
 
 class Correction(enum.StrEnum):
@@ -76,16 +86,41 @@ def per_launch_medians(launch: npt.ArrayLike, runtime: npt.ArrayLike) -> tuple[n
 # Two-sample tests
 
 
+def log_ratios(ref: npt.ArrayLike, alt: npt.ArrayLike) -> FloatArray:
+    """Per-launch log(ref_i / alt_i) of paired values (same launch at the same position)."""
+    x = np.asarray(ref, dtype=np.float64)
+    y = np.asarray(alt, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("runtimes must be positive for log-ratios")
+    return np.log(x) - np.log(y)
+
+
 def one_sided_test(ref: npt.ArrayLike, alt: npt.ArrayLike, test: Test = Test.MWU) -> TestResult:
     """Test H1: ``ref`` tends to take longer than ``alt``. Returns the p-value of that test.
 
-    NaN when either side has fewer than two values (no test is possible).
+    Paired tests need ``ref[i]`` and ``alt[i]`` from the same launch. NaN when either side has
+    fewer than two values (no test is possible).
     """
     x = np.asarray(ref, dtype=np.float64)
     y = np.asarray(alt, dtype=np.float64)
     if x.size < 2 or y.size < 2:
         return TestResult(math.nan, math.nan)
     match Test(test):
+        case Test.PAIRED_T:
+            d = log_ratios(x, y)
+            if np.ptp(d) == 0:
+                # Identical ratio in every launch: t is undefined; its sign decides.
+                return TestResult(math.copysign(math.inf, d[0]) if d[0] else 0.0, 0.0 if d[0] > 0 else 1.0)
+            r = stats.ttest_1samp(d, 0.0, alternative="greater")
+            return TestResult(float(r.statistic), float(r.pvalue))
+        case Test.SIGNED_RANK:
+            d = log_ratios(x, y)
+            if not d.any():
+                return TestResult(0.0, 1.0)
+            r = stats.wilcoxon(d, alternative="greater", zero_method="wilcox")
+            return TestResult(float(r.statistic), float(r.pvalue))
         case Test.MWU:
             r = stats.mannwhitneyu(x, y, alternative="greater", method="auto")
             return TestResult(float(r.statistic), float(r.pvalue))
@@ -112,8 +147,11 @@ def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU) -> float:
     """
     if n_ref < 1 or n_alt < 1:
         return 1.0
-    if Test(test) is Test.WELCH:
+    t = Test(test)
+    if t in (Test.WELCH, Test.PAIRED_T):
         return 0.0
+    if t is Test.SIGNED_RANK:
+        return 0.5 ** min(n_ref, n_alt)
     return 1.0 / math.comb(n_ref + n_alt, n_ref)
 
 
@@ -205,6 +243,45 @@ def relative_difference_ci(
         _rel_diff_statistic,
         vectorized=True,
         paired=False,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def paired_slowdown(ref: npt.ArrayLike, alt: npt.ArrayLike) -> float:
+    """Median over launches of the per-launch slowdown ref_i / alt_i."""
+    d = log_ratios(ref, alt)
+    if d.size == 0:
+        return math.nan
+    return float(np.median(np.exp(d)))
+
+
+def _paired_rel_diff_statistic(ratios: FloatArray, axis: int = -1) -> FloatArray:
+    return 1.0 - 1.0 / np.median(ratios, axis=axis)
+
+
+def paired_relative_difference_ci(
+    ref: npt.ArrayLike,
+    alt: npt.ArrayLike,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Interval:
+    """Percentile bootstrap interval of 1 - 1/median(ref_i/alt_i), resampling whole launches."""
+    d = log_ratios(ref, alt)
+    if d.size < 2:
+        return Interval(math.nan, math.nan)
+    ratios = np.exp(d)
+    if np.ptp(ratios) == 0:
+        value = float(1.0 - 1.0 / ratios[0])
+        return Interval(value, value)
+    res = stats.bootstrap(
+        (ratios,),
+        _paired_rel_diff_statistic,
+        vectorized=True,
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="percentile",

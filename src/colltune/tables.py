@@ -18,10 +18,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from colltune import catalog as catalog_mod
-from colltune.check import CheckResult, human_bytes, variant_label
+from colltune.check import GUIDELINE_KINDS, CheckResult, human_bytes, variant_label
 from colltune.quality import quality_score
 
-GUIDELINE_KINDS = ("pattern", "library")
+PATTERN_KINDS = ("pattern", "library")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def relative_runtimes(summary: pd.DataFrame) -> pd.DataFrame:
 
 def violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """ViolationComparer: per variant and size, test statistic, p-values and the verdict."""
-    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS + ("aa",))].copy()
+    v = verdicts[verdicts["kind"].isin(PATTERN_KINDS + ("aa",))].copy()
     v = v.sort_values(["nprocs", "collective", "variant", "msg_bytes"])
     return v[["nprocs", "collective", "variant", "rhs", "guideline", "msg_bytes", "n_launches", "variant_median_s",
               "statistic", "p_value", "p_adjusted", "violation", "barrier_warning"]].reset_index(drop=True)
@@ -106,7 +106,7 @@ def detailed_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """GroupedViolationComparer: one row per (collective, size), the fastest violating variant."""
-    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
+    v = verdicts[verdicts["kind"].isin(PATTERN_KINDS)]
     rows = []
     for (p, coll, n), grp in v.groupby(["nprocs", "collective", "msg_bytes"], sort=True):
         bad = grp[grp["violation"]].sort_values("variant_median_s", kind="stable")
@@ -128,7 +128,7 @@ def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Counts per guideline kind: tested comparisons, violations brave (all) and cautious."""
     rows = []
-    judged = verdicts[verdicts["kind"] != "aa"]
+    judged = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
     for kind in ("pattern", "library", "monotony", "split"):
         k = judged[judged["kind"] == kind]
         rows.append(_count_row(kind, k))
@@ -149,7 +149,7 @@ def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
 
 
 def per_collective_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    judged = verdicts[(verdicts["kind"] != "aa")]
+    judged = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
     rows = []
     for (p, coll), grp in judged.groupby(["nprocs", "collective"], sort=True):
         tested = grp[grp["p_value"].notna()]
@@ -164,7 +164,7 @@ def per_collective_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def worst_slowdowns_table(verdicts: pd.DataFrame, top: int = 10) -> pd.DataFrame:
-    v = verdicts[(verdicts["kind"] != "aa") & verdicts["violation"]]
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["violation"]]
     v = v.sort_values("slowdown", ascending=False).head(top)
     return v[["nprocs", "kind", "guideline", "collective", "msg_bytes", "lhs", "rhs", "slowdown", "rel_diff",
               "ci_low", "ci_high", "p_adjusted", "barrier_warning"]].reset_index(drop=True)
