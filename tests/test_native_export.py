@@ -255,5 +255,8 @@ def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
     rows = [verdict(4, "allreduce", "lib:allreduce:8", n, 1.4) for n in (8, 1024)]
     out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env")
     exe = _program(intel, tmp_path)
-    tuned = _sumbits(intel, exe, 4, 128, _env_file(out))
-    assert tuned == _sumbits(intel, exe, 4, 128, {"I_MPI_ADJUST_ALLREDUCE": "8"})
+    ring = {"I_MPI_ADJUST_ALLREDUCE": "8"}
+    tuned = _sumbits(intel, exe, 4, 128, _env_file(out))  # 1024 B: inside 8-1024
+    assert tuned == _sumbits(intel, exe, 4, 128, ring) != _sumbits(intel, exe, 4, 128, {})
+    # 8192 B: outside the range, the library decides
+    assert _sumbits(intel, exe, 4, 1024, _env_file(out)) == _sumbits(intel, exe, 4, 1024, {})
