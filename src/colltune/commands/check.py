@@ -1,0 +1,127 @@
+"""`colltune check`: measure, then judge the performance guidelines; exit 0 clean, 1 violations, 2 error."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from colltune import bench, check, stats, tables
+from colltune.store import StoreError
+
+console = Console()
+err_console = Console(stderr=True)
+
+# A rank test needs enough launches to be significant after correcting for ~100 comparisons;
+# bench's own default (5) suits measurements, not verdicts (docs/statistics.md, "Power").
+CHECK_DEFAULT_LAUNCHES = 10
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    sys.exit(2)
+
+
+@click.command(context_settings={"max_content_width": 100})
+@bench.bench_options
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
+              show_default=True, help="Results database (measurements are added, verdicts stored).")
+@click.option("--no-measure", is_flag=True, help="Judge what the database already holds; measure nothing.")
+@click.option("--run", "run_id", metavar="RUN_ID",
+              help="With --no-measure: the run to judge [default: the latest with measurements].")
+@click.option("--test", type=click.Choice([t.value for t in stats.Test]), default=stats.Test.PAIRED_T.value,
+              show_default=True,
+              help="One-sided test on per-launch medians: paired by launch (paired-t, signed-rank) or "
+                   "unpaired (mwu = Wilcoxon rank-sum as seed 002, ks, welch).")
+@click.option("--correction", type=click.Choice([c.value for c in stats.Correction]),
+              default=stats.Correction.HOLM.value, show_default=True,
+              help="Multiple-comparison correction over all comparisons of the check.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Error rate: family-wise (holm) or false discovery rate (bh).")
+@click.option("--tolerance", type=click.FloatRange(0, 1, max_open=True), default=0.05, show_default=True,
+              help="Smallest relative difference of medians (1 - variant/default) that counts as a violation.")
+@click.option("--comparer", type=click.Choice(list(tables.COMPARERS)), default="grouped", show_default=True,
+              help="Main table printed (pgchecker's comparers); totals always follow.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write every table as CSV and Parquet and report.html into this directory.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, correction: str, alpha: float,
+            tolerance: float, comparer: str, out_dir: Path | None, quiet: bool, **options: Any) -> None:
+    """Check an MPI library against the self-consistent performance guidelines.
+
+    Measures every collective with its mock-ups (and, with --library-algorithms, the library's
+    own algorithms), R launches per process count (default here: 10), then judges pattern,
+    library, monotony and split-robustness guidelines with per-launch statistics, a correction
+    for multiple comparisons and a practical tolerance. An A/A copy of each default calibrates
+    the error rate. Exit code: 0 no violation, 1 violations found, 2 error.
+
+    \b
+    Examples:
+      colltune check --preset quick -n 4 --out check-report
+      colltune check --mpi mpich -n 2 --preset quick --library-algorithms
+      colltune check --no-measure --db colltune.duckdb --test mwu --correction bh
+      colltune check --preset full -n 4     (about 1-2 hours here: 11 collectives x 12 sizes)
+    """
+    settings = check.CheckSettings(test=stats.Test(test), correction=stats.Correction(correction), alpha=alpha,
+                                   tolerance=tolerance)
+    if no_measure:
+        given = [k for k, v in options.items() if v not in (None, (), [], False)]
+        if given:
+            raise click.UsageError(f"--no-measure judges stored measurements; drop "
+                                   f"{', '.join('--' + g.replace('_', '-') for g in given)}")
+    else:
+        if run_id is not None:
+            raise click.UsageError("--run selects a stored run: use it with --no-measure")
+        if options.get("launches") is None:
+            options["launches"] = CHECK_DEFAULT_LAUNCHES
+        bench_settings = bench.settings_from_options(options)
+        try:
+            run_id = bench.run(bench_settings, db_path, progress=not quiet, console=err_console,
+                               command=shlex.join(["colltune", "check", *sys.argv[2:]]), kind="check")
+        except KeyboardInterrupt:
+            err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
+                              f"with `colltune bench --db {db_path} --resume latest`, or judge them now with "
+                              f"`colltune check --no-measure --db {db_path}`")
+            sys.exit(130)
+        except StoreError as exc:
+            _fail(str(exc))
+        except bench.BenchError as exc:
+            _fail(f"{exc}\nmeasurements finished so far are stored; judge them with "
+                  f"`colltune check --no-measure --db {db_path}`")
+
+    try:
+        with console.status("judging ...") if not quiet else _null():
+            result = check.check_db(db_path, run_id, settings)
+    except check.CheckError as exc:
+        _fail(str(exc))
+        return
+
+    tables.print_check(result, console, comparer)
+    for note in result.messages:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if result.partial:
+        err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the tables)")
+
+    if out_dir is not None:
+        from colltune import report
+
+        all_tables = tables.all_tables(result)
+        tables.write_csv(all_tables, out_dir)
+        tables.write_parquet(all_tables, out_dir)
+        ctx = report.ReportContext(db_path, result, stored=True)
+        path = report.write_report_for(ctx, out_dir)
+        console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)
+
+    sys.exit(1 if len(result.violations()) else 0)
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

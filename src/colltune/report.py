@@ -1,0 +1,516 @@
+"""Self-contained HTML report of a check: one file, plots embedded as base64 PNG, no server.
+
+The page is a list of sections. Built-in sections live here; other modules add theirs without
+editing this file: put a module in the package `colltune.report_sections` that defines
+
+    SECTIONS = [Section(id="tuned", title="Tuned vs default", render=my_render, order=55)]
+
+where ``my_render(ctx: ReportContext) -> str | None`` returns an HTML fragment (None: skip the
+section). ``ctx.figure(fig, alt)`` embeds a matplotlib figure, ``ctx.table(df)`` renders a
+DataFrame, ``ctx.db_path``/``ctx.run_id`` locate the data. Built-in orders are multiples of 10.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib
+import io
+import json
+import math
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
+
+from colltune import __version__, check, stats, tables  # noqa: E402
+from colltune.advice import advice, library_family  # noqa: E402
+from colltune.quality import point_penalties, quality_score  # noqa: E402
+
+
+@dataclass
+class ReportContext:
+    db_path: Path
+    result: check.CheckResult
+    stored: bool  # verdicts came from the database (else judged now with default settings)
+    figures: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return self.result.run.run_id
+
+    @property
+    def verdicts(self) -> pd.DataFrame:
+        return self.result.verdicts
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return self.result.summary
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.result.run.info
+
+    def figure(self, fig: Any, alt: str) -> str:
+        """Embed a matplotlib figure as a PNG data URI and close it."""
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures += 1
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+    def table(self, df: pd.DataFrame, formats: dict[str, Callable[[Any], str]] | None = None,
+              row_class: Callable[[pd.Series], str] | None = None) -> str:
+        formats = formats or {}
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+        body = []
+        for _, r in df.iterrows():
+            cells = "".join(
+                f"<td>{html.escape(formats[c](r[c]) if c in formats else _cell(r[c]))}</td>" for c in df.columns
+            )
+            cls = f' class="{row_class(r)}"' if row_class else ""
+            body.append(f"<tr{cls}>{cells}</tr>")
+        return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _cell(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else ""
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    render: Callable[[ReportContext], str | None]
+    order: int = 100
+
+
+SECTIONS: list[Section] = []
+
+
+def register_section(section: Section) -> Section:
+    SECTIONS[:] = [s for s in SECTIONS if s.id != section.id] + [section]
+    return section
+
+
+def _section(id_: str, title: str, order: int) -> Callable[[Callable[[ReportContext], str | None]],
+                                                             Callable[[ReportContext], str | None]]:
+    def deco(fn: Callable[[ReportContext], str | None]) -> Callable[[ReportContext], str | None]:
+        register_section(Section(id_, title, fn, order))
+        return fn
+    return deco
+
+
+def discover_sections() -> list[Section]:
+    """Built-in sections plus those of every module in colltune.report_sections."""
+    try:
+        pkg = importlib.import_module("colltune.report_sections")
+    except ModuleNotFoundError:
+        return sorted(SECTIONS, key=lambda s: s.order)
+    for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+        module = importlib.import_module(mod.name)
+        for s in getattr(module, "SECTIONS", []):
+            register_section(s)
+    return sorted(SECTIONS, key=lambda s: s.order)
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in sections
+
+T = tables
+
+
+@_section("summary", "Summary", 10)
+def _summary(ctx: ReportContext) -> str:
+    v = ctx.verdicts
+    tot = T.totals_table(v).set_index("scope")
+    q = quality_score(v, cautious=True)
+    qb = quality_score(v, cautious=False)
+    cal = ctx.result.calibration()
+    pts = tot.loc["points (collective, size)"]
+    parts = []
+    if ctx.result.partial:
+        parts.append('<p class="warn"><b>Partial results.</b> Some comparisons lack launches or the run did not '
+                     "complete; the affected verdicts are marked partial below.</p>")
+    if v["violation"][v["kind"].isin(check.GUIDELINE_KINDS)].any():
+        lead = (f"<b>{int(tot.loc['all comparisons', 'brave'])}</b> guideline violations "
+                f"(<b>{int(tot.loc['all comparisons', 'cautious'])}</b> without barrier warning) in "
+                f"{int(tot.loc['all comparisons', 'tested'])} tested comparisons; "
+                f"{int(pts['brave'])} of {int(pts['tested'])} (collective, size) points have a faster "
+                f"mock-up or library algorithm.")
+    else:
+        lead = (f"No guideline violation in {int(tot.loc['all comparisons', 'tested'])} tested comparisons: "
+                "at the measured sizes the library is self-consistent.")
+    parts.append(f"<p class=lead>{lead}</p>")
+    parts.append(f'<div class="cards"><div class="card"><div class="big">{_score(q.score)}</div>quality score '
+                 f'(cautious)<br><small>brave {_score(qb.score)}</small></div>'
+                 f'<div class="card"><div class="big">{int(tot.loc["all comparisons", "brave"])}</div>violations '
+                 f'(brave)<br><small>cautious {int(tot.loc["all comparisons", "cautious"])}</small></div>'
+                 f'<div class="card"><div class="big">{_cal_badge(cal)}</div>A/A calibration<br><small>'
+                 f'{cal["violations"]} of {cal["comparisons"]} identical copies flagged</small></div></div>')
+    if ctx.result.messages:
+        items = "".join(f"<li>{html.escape(m)}</li>" for m in ctx.result.messages)
+        parts.append(f'<details class="notes"><summary>{len(ctx.result.messages)} note(s) on the data</summary>'
+                     f"<ul>{items}</ul></details>")
+    return "".join(parts)
+
+
+def _score(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.0f}"
+
+
+def _cal_badge(cal: dict[str, Any]) -> str:
+    return {True: '<span class="ok">passed</span>', False: '<span class="bad">failed</span>',
+            None: '<span class="na">n/a</span>'}[cal["passed"]]
+
+
+@_section("environment", "Environment", 20)
+def _environment(ctx: ReportContext) -> str:
+    info = ctx.info
+    keep = ["run_id", "created", "kind", "command", "mpi_name", "mpi_version", "abi_family", "status"]
+    rows = [(k, info[k]) for k in keep if k in info and info[k] is not None]
+    settings = info.get("settings")
+    if settings:
+        rows.append(("bench settings", json.dumps(settings, default=str) if not isinstance(settings, str) else settings))
+    procs = sorted(ctx.verdicts["nprocs"].unique().tolist()) if len(ctx.verdicts) else []
+    rows.append(("process counts", ", ".join(map(str, procs))))
+    launches = ctx.result.run.launches
+    if not launches.empty and "status" in launches.columns:
+        rows.append(("launches", ", ".join(f"{n} {s}" for s, n in launches["status"].value_counts().items())))
+    rows += sorted(ctx.result.run.environment.items())
+    df = pd.DataFrame(rows, columns=["", "value"])
+    return ctx.table(df)
+
+
+@_section("method", "Method", 30)
+def _method(ctx: ReportContext) -> str:
+    s = ctx.result.settings
+    test = {
+        "paired-t": "one-sided t-test on the per-launch log-ratios log(default/variant), paired by launch",
+        "signed-rank": "one-sided Wilcoxon signed-rank test on the per-launch log-ratios, paired by launch",
+        "mwu": "one-sided Mann-Whitney U (Wilcoxon rank-sum) on the per-launch medians, unpaired (seed 002)",
+        "ks": "one-sided Kolmogorov-Smirnov on the per-launch medians, unpaired",
+        "welch": "one-sided Welch t-test on the per-launch medians, unpaired",
+    }[str(s.test)]
+    slowdown = ("the median over launches of the per-launch slowdown (default median / variant median within "
+                "the launch)" if s.test.paired else "median of the default's per-launch medians / median of the "
+                "variant's")
+    corr = {"holm": "Holm (family-wise error rate)", "bh": "Benjamini-Hochberg (false discovery rate)"}[str(s.correction)]
+    src = ("the verdicts stored by <code>colltune check</code>" if ctx.stored
+           else "verdicts computed now with the default settings (none were stored)")
+    n = int(ctx.verdicts["n_launches"].median()) if len(ctx.verdicts) else 0
+    return f"""
+<p>This report shows {src}. Every variant of a collective is measured interleaved, in random order,
+within the same launches (one launch = one <code>mpiexec</code>). The launch is the experimental unit
+(seed 002): each (variant, size) is reduced to its median in each launch, here typically {n} launches.
+Because all variants share each launch, a launch that runs slow (another job, a bad process placement)
+slows every variant alike; comparing the variants launch by launch removes that noise.</p>
+<ul>
+<li><b>Pattern</b> guidelines: the library's collective should not be slower than its mock-up
+(GL1-GL22, RS1-RS2). <b>Library</b>: the default should not be slower than one of the library's own
+algorithms. <b>Monotony</b>: a size should not be slower than the next larger measured size.
+<b>Split</b>: a size should not be slower than k calls with a smaller size (k = smallest multiple
+covering it, estimated as k times the smaller size's time; only the smallest violating k is shown).</li>
+<li>Test: {test}; H1 "the default is slower". Correction across all comparisons of the check
+(every split pair tested counts; the A/A copies form their own family): {corr}, alpha = {s.alpha:g}.</li>
+<li>A violation needs significance <i>and</i> a relative difference (1 - 1/slowdown) above the tolerance
+of {s.tolerance:.0%}; its bootstrap {s.confidence:.0%} interval (resampling launches) is shown with it.
+Slowdown = {slowdown}.</li>
+<li>Barrier warning (*): the faster side runs shorter than one MPI_Barrier, or the gain is smaller than
+one barrier. <i>Brave</i> counts include them, <i>cautious</i> counts do not (seed 003).</li>
+<li>Calibration: the default is measured twice (<code>default#aa</code>) and judged like a variant;
+with a sound method it is flagged at most at the stated rate.</li>
+</ul>"""
+
+
+@_section("grouped", "Violations by collective and size", 40)
+def _grouped(ctx: ReportContext) -> str:
+    g = T.grouped_violation_table(ctx.verdicts)
+    if g.empty:
+        return "<p>No pattern or library comparison in this run.</p>"
+    g = g.copy()
+    g["fastest violating variant"] = [f"{lab}{'*' if bw else ''}" for lab, bw in zip(g["label"], g["barrier_warning"], strict=True)]
+    out = g[["nprocs", "collective", "msg_bytes", "n_launches", "default_median_s", "slowdown",
+             "fastest violating variant", "guideline", "variant_median_s", "partial"]].rename(columns={
+        "nprocs": "procs", "msg_bytes": "size", "n_launches": "launches", "default_median_s": "default median",
+        "variant_median_s": "its median"})
+    fmt = {"size": T.fmt_bytes, "default median": T.fmt_time, "its median": T.fmt_time,
+           "slowdown": lambda x: T.fmt_float(x, 2)}
+    def cls(r: pd.Series) -> str:
+        if not r["fastest violating variant"]:
+            return ""
+        return "warnrow" if r["fastest violating variant"].endswith("*") else "violation"
+    mono = ctx.verdicts[ctx.verdicts["kind"].isin(["monotony", "split"]) & ctx.verdicts["violation"]]
+    extra = ""
+    if len(mono):
+        m = mono[["nprocs", "kind", "lhs", "rhs", "slowdown", "rel_diff", "ci_low", "ci_high", "p_adjusted",
+                  "barrier_warning"]].rename(columns={"nprocs": "procs", "lhs": "should not be slower",
+                                                      "rhs": "than", "p_adjusted": "p (adj.)",
+                                                      "barrier_warning": "barrier warning"})
+        extra = ("<h3>Monotony and split-robustness violations</h3>" +
+                 ctx.table(m, {"slowdown": lambda x: T.fmt_float(x, 2), "rel_diff": T.fmt_pct, "ci_low": T.fmt_pct,
+                               "ci_high": T.fmt_pct, "p (adj.)": T.fmt_p}))
+    return ("<p>One row per collective and size; where mock-ups or library algorithms are significantly "
+            "faster, the fastest of them. * = barrier warning.</p>" + ctx.table(out, fmt, cls) + extra)
+
+
+@_section("advice", "What to do", 50)
+def _advice(ctx: ReportContext) -> str:
+    v = ctx.verdicts
+    family = library_family(ctx.info)
+    items = []
+    g = T.grouped_violation_table(v)
+    for _, r in g[g["violations"] > 0].iterrows():
+        hit = v[(v["nprocs"] == r["nprocs"]) & (v["collective"] == r["collective"]) &
+                (v["msg_bytes"] == r["msg_bytes"]) & (v["variant"] == r["variant"]) & v["kind"].isin(["pattern", "library"])]
+        items.append((r["nprocs"], r["collective"], r["msg_bytes"], hit.iloc[0]))
+    for _, row in v[v["kind"].isin(["monotony", "split"]) & v["violation"]].iterrows():
+        items.append((row["nprocs"], row["collective"], row["msg_bytes"], row))
+    if not items:
+        return "<p>Nothing to do: no violation was found.</p>"
+    items.sort(key=lambda t: (t[0], t[1], t[2]))
+    lis = []
+    for p, coll, n, row in items:
+        text = html.escape(advice(row, family, str(ctx.db_path.name)))
+        text = _code_spans(text)
+        lis.append(f"<li><b>{html.escape(coll)} {T.fmt_bytes(n)}, {p} processes.</b> {text}</li>")
+    return f"<ul class=advice>{''.join(lis)}</ul>"
+
+
+def _code_spans(text: str) -> str:
+    parts = text.split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+@_section("slowdown", "Slowdown per collective", 60)
+def _slowdown_plots(ctx: ReportContext) -> str:
+    v = ctx.verdicts[ctx.verdicts["kind"].isin(["pattern", "library"])]
+    if v.empty:
+        return None  # type: ignore[return-value]
+    tol = ctx.result.settings.tolerance
+    limit = 1.0 / (1.0 - tol)
+    blocks = []
+    for (p, coll), grp in v.groupby(["nprocs", "collective"], sort=True):
+        fig, ax = plt.subplots(figsize=(7.2, 3.4))
+        sizes = sorted(grp["msg_bytes"].unique())
+        x_of = {n: i for i, n in enumerate(sizes)}
+        top = max(2.0, float(np.nanmax(grp["slowdown"])) * 1.15)
+        ax.axhspan(0, limit, color="#2e7d32", alpha=0.10, lw=0)
+        ax.axhspan(limit, top, color="#c62828", alpha=0.10, lw=0)
+        ax.axhline(1.0, color="#555", lw=0.8)
+        for (var, label), vg in grp.groupby(["variant", "rhs"], sort=True):
+            vg = vg.sort_values("msg_bytes")
+            xs = [x_of[n] for n in vg["msg_bytes"]]
+            line, = ax.plot(xs, vg["slowdown"], "-", lw=1.2, label=label)
+            vio = vg["violation"].to_numpy(bool)
+            warn = vg["barrier_warning"].to_numpy(bool)
+            ys = vg["slowdown"].to_numpy()
+            xs_a = np.array(xs)
+            ax.plot(xs_a[vio & ~warn], ys[vio & ~warn], "o", color=line.get_color(), ms=7)
+            ax.plot(xs_a[vio & warn], ys[vio & warn], "o", color=line.get_color(), ms=7, mfc="white", mew=1.8)
+            ax.plot(xs_a[~vio], ys[~vio], ".", color=line.get_color(), ms=5)
+        ax.set_xticks(range(len(sizes)), [T.fmt_bytes(n) for n in sizes], rotation=0, fontsize=8)
+        ax.set_ylim(0, top)
+        ax.set_xlim(-0.3, len(sizes) - 0.7)
+        ax.set_ylabel("slowdown of the default")
+        ax.set_xlabel("message size")
+        ax.set_title(f"{check.variant_label(coll, 'default')}, {p} processes", fontsize=10, loc="left")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.grid(axis="y", alpha=0.3)
+        blocks.append(ctx.figure(fig, f"slowdown of {coll} at {p} processes"))
+    return ("<p>Slowdown = default median / variant median. Red zone: the variant is more than "
+            f"{tol:.0%} faster than the default (a violation if also significant: large dots; hollow = barrier "
+            "warning; small dots = not significant). Green zone: no violation.</p>"
+            f'<div class="plots">{"".join(blocks)}</div>')
+
+
+SEVERITY_COLORS = ["#e8f5e9", "#c5e1a5", "#ffe082", "#ffb74d", "#ef5350", "#8e0000"]
+
+
+@_section("heatmap", "Heat map of slowdowns", 70)
+def _heatmap(ctx: ReportContext) -> str | None:
+    pts = point_penalties(ctx.verdicts, cautious=False)
+    if pts.empty:
+        return None
+    v = ctx.verdicts
+    warned = v[v["violation"] & v["barrier_warning"] & v["kind"].isin(check.GUIDELINE_KINDS)]
+    blocks = []
+    bounds = [0.0] + [b for b, _, _ in stats.SEVERITY_CLASSES[:-1]] + [1e9]
+    cmap = ListedColormap(SEVERITY_COLORS)
+    norm = BoundaryNorm(bounds, cmap.N)
+    for p, grp in pts.groupby("nprocs", sort=True):
+        colls = sorted(grp["collective"].unique())
+        sizes = sorted(grp["msg_bytes"].unique())
+        mat = np.full((len(colls), len(sizes)), np.nan)
+        for _, r in grp.iterrows():
+            mat[colls.index(r["collective"]), sizes.index(r["msg_bytes"])] = (
+                r["worst_slowdown"] if not math.isnan(r["worst_slowdown"]) else 0.5)
+        fig, ax = plt.subplots(figsize=(1.2 + 0.75 * len(sizes), 0.9 + 0.42 * len(colls)))
+        ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, norm=norm, aspect="auto")
+        for i, coll in enumerate(colls):
+            for j, n in enumerate(sizes):
+                val = mat[i, j]
+                if np.isnan(val):
+                    txt = ""
+                elif val <= 1.0:
+                    txt = "ok"
+                else:
+                    star = "*" if ((warned["nprocs"] == p) & (warned["collective"] == coll) &
+                                   (warned["msg_bytes"] == n)).any() else ""
+                    txt = f"{val:.2f}{star}"
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7,
+                        color="white" if (not np.isnan(val) and val > 2.0) else "#222")
+        ax.set_xticks(range(len(sizes)), [T.fmt_bytes(n) for n in sizes], fontsize=7, rotation=45, ha="right")
+        ax.set_yticks(range(len(colls)), colls, fontsize=8)
+        ax.set_title(f"{p} processes: worst violating slowdown per point", fontsize=9, loc="left")
+        blocks.append(ctx.figure(fig, f"heat map of slowdowns at {p} processes"))
+    legend = "".join(f'<span class="sev" style="background:{c};color:{"#fff" if i >= 4 else "#222"}">'
+                     f'{html.escape(label)}'
+                     f'{"" if math.isinf(b) else f" &le; {b:g}x"}</span>'
+                     for i, (c, (b, label, _)) in enumerate(zip(SEVERITY_COLORS, stats.SEVERITY_CLASSES, strict=True)))
+    return ("<p>Each cell: the largest slowdown of any violated guideline (pattern, library, monotony, split) "
+            "at that collective and size; <i>ok</i> = no violation; * = barrier warning. Colours are seed 003's "
+            f"severity classes: {legend}</p>" + "".join(blocks))
+
+
+@_section("calibration", "A/A calibration", 80)
+def _calibration(ctx: ReportContext) -> str:
+    cal = ctx.result.calibration()
+    if cal["comparisons"] == 0:
+        return ("<p>Not measured: this run has no <code>default#aa</code> variant, so the error rate of the "
+                "check on this machine was not verified.</p>")
+    aa = ctx.verdicts[ctx.verdicts["kind"] == "aa"].sort_values(["nprocs", "collective", "msg_bytes"])
+    fig, ax = plt.subplots(figsize=(7.2, 0.6 + 0.16 * len(aa)))
+    y = np.arange(len(aa))
+    tol = ctx.result.settings.tolerance
+    ax.axvspan(-tol, tol, color="#2e7d32", alpha=0.12, lw=0)
+    ax.axvline(0, color="#555", lw=0.8)
+    rd, lo, hi = aa["rel_diff"].to_numpy(), aa["ci_low"].to_numpy(), aa["ci_high"].to_numpy()
+    ax.errorbar(rd, y, xerr=[np.nan_to_num(rd - lo), np.nan_to_num(hi - rd)], fmt="o", ms=3, color="#1565c0",
+                ecolor="#90caf9", elinewidth=2)
+    ax.set_yticks(y, [f"{c} {T.fmt_bytes(n)} ({p})" for c, n, p in zip(aa["collective"], aa["msg_bytes"],
+                                                                         aa["nprocs"], strict=True)], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("relative difference default vs identical copy (1 - copy/default), 95% CI")
+    img = ctx.figure(fig, "A/A calibration")
+    verdict = ("passed: the check does not see differences that are not there"
+               if cal["passed"] else "FAILED: the check flags identical code; treat its violations with suspicion "
+               "(noisy machine? too few launches?)")
+    return (f"<p>The default was measured twice within the same launches and the copy judged like a variant. "
+            f"Result: <b>{verdict}</b>. {cal['violations']} of {cal['comparisons']} comparisons flagged as "
+            f"violations (stated error rate {cal['alpha']:.0%}); before correction {cal['uncorrected_significant']} "
+            f"had p &le; {cal['alpha']:g} (rate {cal['uncorrected_rate']:.1%}; binomial p against alpha "
+            f"{cal['binomial_p']:.2g}). On pooled raw repetitions instead of per-launch medians: "
+            f"{cal['pooled_raw_significant']} (rate {cal['pooled_raw_rate']:.1%}).</p>" + img)
+
+
+@_section("quality", "Quality score", 90)
+def _quality(ctx: ReportContext) -> str:
+    qt = T.quality_table(ctx.verdicts)
+    return ("<p>100 &times; (1 &minus; mean penalty) over every tested (processes, collective, size) point; a "
+            "point's penalty is that of its worst violation's severity class (good 0.1, tolerable 0.25, critical "
+            "0.5, very critical 0.75, severe 1). Cautious ignores barrier-warned violations. See "
+            "docs/statistics.md.</p>" + ctx.table(qt, {"score": lambda x: f"{x:.1f}" if not math.isnan(x) else ""}))
+
+
+@_section("details", "All verdicts", 200)
+def _details(ctx: ReportContext) -> str:
+    d = T.detailed_violation_table(ctx.verdicts)
+    fmt = {"msg_bytes": T.fmt_bytes, "ref_bytes": T.fmt_bytes, "default_median_s": T.fmt_time,
+           "variant_median_s": T.fmt_time, "raw_default_median_s": T.fmt_time, "raw_variant_median_s": T.fmt_time,
+           "slowdown": lambda x: T.fmt_float(x, 3), "rel_diff": T.fmt_pct, "ci_low": T.fmt_pct, "ci_high": T.fmt_pct,
+           "p_value": T.fmt_p, "p_adjusted": T.fmt_p, "raw_p_value": T.fmt_p,
+           "k": lambda x: "" if pd.isna(x) else str(int(x))}
+    return (f"<details><summary>{len(d)} comparisons (raw = pooled repetitions, for reference)</summary>"
+            f'<div class="scroll">{ctx.table(d, fmt, lambda r: "violation" if r["violation"] else "")}</div></details>')
+
+
+# ---------------------------------------------------------------------------------------------
+# Page
+
+CSS = """
+body{font:15px/1.5 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d1d1f;margin:0;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px 32px 64px;background:#fff;min-height:100vh}
+h1{font-size:26px;margin:8px 0 2px} h2{font-size:20px;margin:36px 0 10px;border-bottom:2px solid #e3e6ea;padding-bottom:4px}
+h3{font-size:16px;margin:20px 0 6px}
+.sub{color:#666;margin:0 0 12px} nav a{margin-right:14px;color:#1565c0;text-decoration:none;font-size:14px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid #eceff1;text-align:left;vertical-align:top}
+th{background:#f1f3f5;font-weight:600;position:sticky;top:0}
+tr.violation td{background:#ffebee} tr.warnrow td{background:#fff8e1}
+.cards{display:flex;gap:16px;flex-wrap:wrap;margin:12px 0}
+.card{border:1px solid #e0e3e7;border-radius:10px;padding:12px 20px;min-width:180px;text-align:center;color:#555}
+.big{font-size:34px;font-weight:700;color:#1d1d1f} .ok{color:#2e7d32} .bad{color:#c62828} .na{color:#888}
+.lead{font-size:17px} .warn{background:#fff8e1;border-left:4px solid #f9a825;padding:8px 12px}
+code{background:#f1f3f5;padding:1px 5px;border-radius:4px;font-size:13px}
+.advice li{margin-bottom:8px} img.plot{max-width:100%;margin:6px 0 14px;display:block}
+.sev{display:inline-block;padding:0 6px;margin:0 3px;border-radius:3px;font-size:12px}
+.scroll{overflow-x:auto;max-height:640px} details summary{cursor:pointer;color:#1565c0}
+footer{margin-top:48px;color:#888;font-size:12px}
+"""
+
+
+def render_html(ctx: ReportContext, sections: Sequence[Section] | None = None) -> str:
+    sections = list(sections) if sections is not None else discover_sections()
+    body, nav = [], []
+    for s in sections:
+        fragment = s.render(ctx)
+        if fragment is None:
+            continue
+        nav.append(f'<a href="#{s.id}">{html.escape(s.title)}</a>')
+        body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2>{fragment}</section>')
+    info = ctx.info
+    lib = " ".join(str(info.get(k) or "") for k in ("mpi_name", "mpi_version")).strip() or "unknown MPI library"
+    procs = ", ".join(map(str, sorted(ctx.verdicts["nprocs"].unique()))) if len(ctx.verdicts) else "?"
+    title = f"colltune check: {lib}, {procs} processes"
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><main><h1>{html.escape(title)}</h1>"
+            f'<p class=sub>run {html.escape(ctx.run_id)} &middot; {html.escape(str(info.get("created", "")))} '
+            f"&middot; {html.escape(str(ctx.db_path))}</p><nav>{''.join(nav)}</nav>{''.join(body)}"
+            f"<footer>colltune {__version__}</footer></main></body></html>")
+
+
+def build_context(db_path: str | Path, run_id: str | None = None) -> ReportContext:
+    """Stored verdicts when the run was judged, else judge now (not stored) with default settings."""
+    db_path = Path(db_path)
+    run = check.load_run(db_path, run_id)
+    stored = check.load_verdicts(db_path, run.run_id)
+    if stored.empty:
+        return ReportContext(db_path, check.judge(run), stored=False)
+    first = stored.iloc[0]
+    settings = check.CheckSettings(test=first["test"], correction=first["correction"], alpha=float(first["alpha"]),
+                                   tolerance=float(first["tolerance"]))
+    # Judging is deterministic (seeded bootstrap): re-judging with the stored settings gives the
+    # stored verdicts back, plus the notes on the data that are not stored.
+    return ReportContext(db_path, check.judge(run, settings), stored=True)
+
+
+def write_report(db_path: str | Path, out_dir: str | Path, run_id: str | None = None,
+                 sections: Sequence[Section] | None = None) -> Path:
+    ctx = build_context(db_path, run_id)
+    return write_report_for(ctx, out_dir, sections)
+
+
+def write_report_for(ctx: ReportContext, out_dir: str | Path, sections: Sequence[Section] | None = None) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "report.html"
+    path.write_text(render_html(ctx, sections), encoding="utf-8")
+    return path
