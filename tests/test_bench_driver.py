@@ -182,3 +182,20 @@ def test_mpich_forced_algorithm_is_honoured(mpich: mpi.MpiLibrary, mpich_build: 
     assert launch.run(mpich, 2, argv, rank_env=env, timeout=60).returncode == 0
     job_file.write_text("allgather 64 byte - - default\n")
     assert launch.run(mpich, 3, argv, rank_env=env, timeout=60).returncode == 0
+
+
+def test_tuned_follows_the_profile(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                   tmp_path: Path) -> None:
+    """`tuned` takes the interposer's decision per call: the profile's variant at 8000 bytes
+    (same result bits as that mock-up), the library at 16000 bytes (same bits as default)."""
+    profile = tmp_path / "p.prf"
+    profile.write_text("colltune-profile 1\ncollective allreduce\n  procs 4 4\n"
+                       "    bytes 8000 8000 allreduce_as_reduce_bcast\nend\n")
+    jobs = ("allreduce 8000 double sum - default,allreduce_as_reduce_bcast,tuned\n"
+            "allreduce 16000 double sum - default,allreduce_as_reduce_bcast,tuned\n")
+    out = drive(openmpi, openmpi_build, tmp_path, 4, jobs, "--probe", "--profile", str(profile))
+    h = {(p["job"], p["variant"]): p["hash"] for p in out.probes}
+    for job in (0, 1):
+        assert h[(job, "default")] != h[(job, "allreduce_as_reduce_bcast")]
+    assert h[(0, "tuned")] == h[(0, "allreduce_as_reduce_bcast")]
+    assert h[(1, "tuned")] == h[(1, "default")]

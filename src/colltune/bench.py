@@ -143,7 +143,9 @@ class StopSettings(BaseModel):
     @model_validator(mode="after")
     def _reps(self) -> StopSettings:
         if self.min_reps > self.max_reps:
-            raise ValueError(f"min_reps {self.min_reps} > max_reps {self.max_reps}")
+            if "min_reps" in self.model_fields_set:
+                raise ValueError(f"min_reps {self.min_reps} > max_reps {self.max_reps}")
+            self.min_reps = self.max_reps  # only max_reps was given: it wins over the default
         return self
 
     def driver_args(self) -> list[str]:

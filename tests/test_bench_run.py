@@ -1,0 +1,267 @@
+"""`colltune bench` front end: settings and their errors, job plans, the launch command lines,
+a real run into the database, a killed launch and its resume, MPICH."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from colltune import bench, launch, mpi
+from colltune.build import Artifacts
+from colltune.commands.bench import command as bench_command
+from colltune.store import Store
+
+OMPI = mpi.MpiLibrary(name="openmpi", family="openmpi", version="Open MPI v5.0.11",
+                      mpicc=Path("/o/bin/mpicc"), mpiexec=Path("/o/bin/mpiexec"))
+MPICH = mpi.MpiLibrary(name="mpich", family="mpich", version="MPICH Version: 5.0.2",
+                       mpicc=Path("/m/bin/mpicc"), mpiexec=Path("/m/bin/mpiexec"))
+INTEL = mpi.MpiLibrary(name="intel", family="mpich", version="Intel(R) MPI Library 2021.18",
+                       mpicc=Path("/i/bin/mpicc"), mpiexec=Path("/i/bin/mpiexec"))
+ART = Artifacts(Path("/c"), Path("/c/libcolltune.so"), Path("/c/colltune-bench"), Path("/c/st"), "openmpi")
+
+
+@pytest.fixture(autouse=True)
+def _no_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("SLURM_JOB_ID", "COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS", "SLURM_NTASKS"):
+        monkeypatch.delenv(var, raising=False)
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def test_defaults_and_presets() -> None:
+    s = bench.BenchSettings()
+    assert s.launches == 5 and s.nprocs == [4] and s.sync == "dissemination"
+    assert s.sizes_for("allgather") == [1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384]
+    assert s.sizes_for("bcast")[-3:] == [131072, 1048576, 8388608]
+    q = bench.BenchSettings.from_preset("quick", nprocs=[2])
+    assert q.sizes == [8, 1024, 32768] and q.stop.max_reps == 100 and q.nprocs == [2]
+    f = bench.BenchSettings.from_preset("full", stop={"max_reps": 300})
+    assert f.sizes is None and f.stop.max_reps == 300 and f.stop.time_budget_s == 3.0
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"collectives": ["allreduce", "bcst"]}, "unknown collective(s) bcst"),
+    ({"sizes": [8, -1]}, "message sizes must be >= 0"),
+    ({"sizes": []}, "empty size list"),
+    ({"nprocs": [0]}, "process counts must be >= 1"),
+    ({"variants": ["default", "bcast_as_everything"]}, "unknown variant 'bcast_as_everything'"),
+    ({"variants": ["lib:allreduce"]}, "write lib:<collective>:<algorithm>"),
+    ({"variants": ["tuned"]}, "variant `tuned` needs a profile"),
+    ({"datatype": "quad"}, "unknown datatype 'quad'"),
+    ({"stop": {"min_reps": 50, "max_reps": 10}}, "min_reps 50 > max_reps 10"),
+    ({"launches": 0}, "greater than or equal to 1"),
+])
+def test_bad_settings_are_clear_errors(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        bench.BenchSettings(**values)
+
+
+def test_too_many_ranks_for_mpich_is_refused_before_launching(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "_cores", lambda: 2)
+    with pytest.raises(bench.BenchError, match="busy-polls: 3 ranks on 2 cores.*-n 2"):
+        bench.check_nprocs(bench.BenchSettings(nprocs=[2, 3]), MPICH)
+    bench.check_nprocs(bench.BenchSettings(nprocs=[2, 3], allow_oversubscribe=True), MPICH)
+    bench.check_nprocs(bench.BenchSettings(nprocs=[8]), OMPI)
+    with pytest.raises(bench.BenchError, match="not a measurement"):
+        bench.check_nprocs(bench.BenchSettings(nprocs=[64]), OMPI)
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
+    monkeypatch.setenv("SLURM_NTASKS", "16")
+    with pytest.raises(bench.BenchError, match="allocation has 16 tasks"):
+        bench.check_nprocs(bench.BenchSettings(nprocs=[32]), OMPI)
+
+
+def test_cli_option_errors_name_the_option() -> None:
+    result = CliRunner().invoke(bench_command, ["-c", "allreduce,nope", "--db", "x.duckdb"])
+    assert result.exit_code == 2
+    assert "unknown collective(s) nope" in result.output
+    result = CliRunner().invoke(bench_command, ["-s", "8,1Q"])
+    assert result.exit_code == 2 and "expected integers like 8,1024,64KiB" in result.output
+
+
+def test_options_become_settings() -> None:
+    seen: dict[str, bench.BenchSettings] = {}
+
+    @click.command()
+    @bench.bench_options
+    def probe(**kwargs: object) -> None:
+        seen["s"] = bench.settings_from_options(kwargs)  # type: ignore[arg-type]
+        assert kwargs == {}
+
+    result = CliRunner().invoke(probe, ["--preset", "quick", "-c", "allreduce", "-s", "8,1KiB", "-n", "2,4",
+                                        "-R", "3", "--sync", "window", "--stop", "rse,cov_median",
+                                        "--max-reps", "50", "--no-aa", "--variants", "default,lib:allreduce:ring"])
+    assert result.exit_code == 0, result.output
+    s = seen["s"]
+    assert s.collectives == ["allreduce"] and s.sizes == [8, 1024] and s.nprocs == [2, 4]
+    assert s.launches == 3 and s.sync == "window" and s.stop.methods == ["rse", "cov_median"]
+    assert s.stop.max_reps == 50 and s.stop.time_budget_s == 0.2  # the rest from the preset
+    assert s.aa is False and s.variants == ["default", "lib:allreduce:ring"]
+
+
+# -- plans and command lines -----------------------------------------------------------------
+
+
+def test_plan_jobs() -> None:
+    s = bench.BenchSettings(collectives=["reduce_scatter_block", "bcast"], sizes=[2, 8], datatype=None)
+    plan = bench.plan_jobs(s, 4, "openmpi")
+    lines = [j.line() for j in plan.jobs]
+    assert lines == [
+        "reduce_scatter_block 8 unsigned_char sum - default,reducescatterblock_as_reduce_scatter,"
+        "reducescatterblock_as_reducescatter,reducescatterblock_as_allreduce,default#aa",
+        "bcast 2 byte - 0 default,bcast_as_allgatherv,bcast_as_scatter_allgather,default#aa",
+        "bcast 8 byte - 0 default,bcast_as_allgatherv,bcast_as_scatter_allgather,default#aa",
+        "barrier 0 byte - - default,default#aa",
+    ]
+    assert plan.left_out == ["reduce_scatter_block 2 B: not a multiple of 4 B (unsigned_char x p)"]
+    lib_plan = bench.plan_jobs(bench.BenchSettings(collectives=["scan"], sizes=[8], variants=["default"],
+                                                   library_algorithms=True, barrier=False), 2, "mpich")
+    assert [j.variants for j in lib_plan.jobs] == [("default", "lib:scan:recursive_doubling")]
+
+
+def test_launch_plan_alternates_process_counts() -> None:
+    s = bench.BenchSettings(nprocs=[2, 4], launches=2)
+    assert bench.launch_plan(s) == [(0, 2, 0), (1, 4, 0), (2, 2, 1), (3, 4, 1)]
+    assert len({bench.launch_seed(s, i) for i in range(4)}) == 4
+
+
+@pytest.mark.parametrize(("lib", "head"), [
+    (OMPI, ["/o/bin/mpiexec", "-n", "4", "--oversubscribe", "--bind-to", "none"]),
+    (MPICH, ["/m/bin/mpiexec", "-n", "4", "-bind-to", "none"]),
+    (INTEL, ["/i/bin/mpiexec", "-n", "4"]),
+])
+def test_launch_command_lines(lib: mpi.MpiLibrary, head: list[str]) -> None:
+    s = bench.BenchSettings(sync="window", stop={"methods": ["rse", "cov_mean"], "max_reps": 50})
+    argv = bench.driver_argv(s, ART, Path("/t/jobs.txt"), Path("/t/out.txt"), 77)
+    full = launch.mpiexec_argv(lib, 4, argv)
+    assert full[:len(head)] == head
+    assert full[len(head):len(head) + 11] == ["/c/colltune-bench", "run", "/t/jobs.txt", "--out", "/t/out.txt",
+                                               "--sync", "window", "--metric", "max", "--seed", "77"]
+    stop = full[full.index("--stop"):]
+    assert stop[:2] == ["--stop", "rse,cov_mean"]
+    assert stop[stop.index("--max-reps") + 1] == "50"
+    assert "--ref-time" not in stop
+
+
+def test_srun_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
+    argv = bench.driver_argv(bench.BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)
+    assert launch.mpiexec_argv(OMPI, 8, argv)[:4] == ["srun", "-n", "8", "--export=ALL"]
+
+
+# -- real runs -------------------------------------------------------------------------------
+
+SMALL = {"collectives": ["bcast", "allreduce"], "sizes": [64], "nprocs": [2], "launches": 3,
+         "stop": {"methods": [], "max_reps": 12, "warmup": 2, "check_every": 4}}
+
+
+def _expected_rows(db: Path, run_id: str) -> None:
+    with Store(db, read_only=True) as store:
+        m = store.measurements(run_id)
+        jobs = store.jobs(run_id)
+        launches = store.launches(run_id)
+    assert sorted(launches.launch_idx) == [0, 1, 2] and set(launches.status) == {"ok"}
+    # fixed stopping: 12 measured + 2 warm-up repetitions per variant, job and launch
+    per = m.groupby(["launch_idx", "collective", "variant"]).size()
+    assert set(per) == {14}
+    assert len(per) == 3 * (4 + 5 + 2)  # bcast: 2 mock-ups, allreduce: 3, + default, aa; barrier
+    assert set(m[m.warmup].rep) == {0, 1}
+    assert set(jobs.nrep) == {12} and set(jobs.stop_reason) == {"max_reps"}
+
+
+def test_run_stores_every_repetition(tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    run_id = bench.run(bench.BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    _expected_rows(db, run_id)
+    with Store(db, read_only=True) as store:
+        info = store.run_info(run_id)
+        env = dict(store.environment(run_id).query("launch_idx == 0")[["key", "value"]].values)
+        variants = store.variants(run_id)
+    assert info["status"] == "complete" and info["mpi_name"] == "openmpi"
+    assert env["nodes"] == "1" and env["ranks_per_node"] == "2" and env["mpi_name"] == "openmpi"
+    assert "cvar:coll_tuned_use_dynamic_rules" in env
+    assert set(variants.kind) == {"default", "aa", "mockup"}
+
+
+def test_killed_launch_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kill the second launch's processes while it runs: the run is interrupted with launch 0
+    stored and launch 1 failed; --resume measures launches 1 and 2 and completes the run."""
+    db = tmp_path / "b.duckdb"
+    real_popen = launch.popen
+    started: list[int] = []
+
+    def popen_then_kill(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        proc = real_popen(*args, **kwargs)  # type: ignore[arg-type]
+        started.append(proc.pid)
+        if len(started) == 2:
+            threading.Timer(0.3, bench._stop_process, [proc]).start()
+        return proc
+
+    monkeypatch.setattr(launch, "popen", popen_then_kill)
+    settings = bench.BenchSettings(**{**SMALL, "stop": {**SMALL["stop"], "max_reps": 100000,  # type: ignore[dict-item]
+                                                         "time_budget_s": 0.4}})
+    # launch 0 finishes (about 1.2 s of budgets); launch 1 dies 0.3 s in
+    with pytest.raises(bench.BenchError, match=r"(?s)launch 1 \(2 processes\) failed.*--resume"):
+        bench.run(settings, db, progress=False)
+    with Store(db, read_only=True) as store:
+        run_id = store.latest_run_id()
+        assert run_id is not None
+        assert store.run_info(run_id)["status"] == "interrupted"
+        assert store.finished_launches(run_id) == {0}
+        launches = store.launches(run_id)
+        assert launches.status.tolist() == ["ok", "failed"]
+        assert set(store.measurements(run_id).launch_idx) == {0}
+    monkeypatch.setattr(launch, "popen", real_popen)
+    result = CliRunner().invoke(bench_command, ["--db", str(db), "--resume", "latest", "--quiet"])
+    assert result.exit_code == 0, result.output
+    with Store(db, read_only=True) as store:
+        assert store.run_info(run_id)["status"] == "complete"
+        assert store.finished_launches(run_id) == {0, 1, 2}
+        assert store.launches(run_id).status.tolist() == ["ok", "ok", "ok"]
+        assert set(store.measurements(run_id).launch_idx) == {0, 1, 2}
+
+
+def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "b.duckdb"
+    real = bench._run_launch
+    calls: list[int] = []
+
+    def interrupt_second(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "_run_launch", interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        bench.run(bench.BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(bench, "_run_launch", real)
+    with Store(db, read_only=True) as store:
+        run_id = store.latest_run_id(status="interrupted")
+        assert run_id is not None and store.finished_launches(run_id) == {0}
+    assert bench.run(bench.BenchSettings(), db, resume_run_id=run_id, progress=False) == run_id
+    _expected_rows(db, run_id)
+
+
+@pytest.mark.mpich
+def test_bench_on_mpich(tmp_path: Path) -> None:
+    db = tmp_path / "m.duckdb"
+    s = bench.BenchSettings(mpi="mpich", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
+                            variants=["default", "lib:allreduce:ring", "lib:allreduce:nope"], barrier=False,
+                            stop={"methods": [], "max_reps": 10, "warmup": 1, "check_every": 5})
+    run_id = bench.run(s, db, progress=False)
+    with Store(db, read_only=True) as store:
+        m = store.measurements(run_id)
+        jobs = store.jobs(run_id)
+        env = dict(store.environment(run_id)[["key", "value"]].values)
+    assert sorted(m.variant.unique()) == ["default", "lib:allreduce:ring"]
+    assert len(m) == 2 * 2 * 11
+    skipped = jobs[jobs.stop_reason == "skipped"]
+    assert skipped.variant.tolist() == ["lib:allreduce:nope"] * 2
+    assert "has no algorithm 'nope'" in skipped.skip_reason.iloc[0]
+    assert env["mpi_name"] == "mpich" and "cvar:MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in env

@@ -1,0 +1,119 @@
+"""The results database: schema, one transaction per launch, readers, export."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store, StoreError
+
+T0 = datetime(2026, 11, 22, 5, 0, 0)
+
+
+def _launch(idx: int, reps: int = 4, status: str = "ok") -> LaunchData:
+    meas = pd.DataFrame({
+        "launch_idx": idx, "nprocs": 4, "collective": "bcast",
+        "variant": ["default", "bcast_as_allgatherv"] * reps,
+        "msg_bytes": 8, "rep": [i // 2 for i in range(2 * reps)],
+        "warmup": [i < 2 for i in range(2 * reps)], "valid": True,
+        "runtime_s": [1e-6 * (i + 1) for i in range(2 * reps)], "makespan_s": None,
+        "sync": "dissemination"})
+    jobs = pd.DataFrame([{"launch_idx": idx, "nprocs": 4, "collective": "bcast", "variant": v,
+                          "msg_bytes": 8, "datatype": "byte", "op": None, "root": 0, "nrep": reps - 1,
+                          "stop_reason": "max_reps", "rse": 0.01, "valid_reps": reps - 1,
+                          "cov_mean": None, "cov_median": None, "nrep_target": None,
+                          "window_s": None, "resyncs": 0, "skip_reason": None}
+                         for v in ("default", "bcast_as_allgatherv")], columns=JOB_COLUMNS[1:])
+    return LaunchData(launch_idx=idx, nprocs=4, repetition=idx, seed=99 + idx, started=T0,
+                      finished=T0, status=status, environment={"cpu_model": "x", "nodes": "1"},  # type: ignore[arg-type]
+                      jobs=jobs, measurements=meas[MEASUREMENT_COLUMNS[1:]])
+
+
+def _run(store: Store) -> str:
+    return store.create_run(kind="bench", command="colltune bench -n 4", mpi_name="openmpi",
+                            mpi_version="Open MPI v5.0.11", abi_family="openmpi",
+                            settings={"launches": 2, "nprocs": [4]},
+                            variants=[("bcast", "default", "default", None),
+                                      ("bcast", "bcast_as_allgatherv", "mockup", "GL9")])
+
+
+def test_roundtrip_and_plain_sql(tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    with Store(db) as store:
+        run_id = _run(store)
+        store.write_launch(run_id, _launch(0))
+        store.write_launch(run_id, _launch(1))
+        store.set_run_status(run_id, "complete")
+        assert store.finished_launches(run_id) == {0, 1}
+        info = store.run_info(run_id)
+        assert info["status"] == "complete" and info["settings"] == {"launches": 2, "nprocs": [4]}
+        m = store.measurements(run_id)
+        assert len(m) == 16 and list(m.columns) == MEASUREMENT_COLUMNS
+        assert len(store.measurements(run_id, include_warmup=False)) == 12
+        assert list(store.jobs(run_id).columns) == JOB_COLUMNS
+        assert set(store.variants(run_id).kind) == {"default", "mockup"}
+        env = store.environment(run_id)
+        assert sorted(env.key.unique()) == ["cpu_model", "nodes"] and len(env) == 4
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT variant, count(*) FROM measurements WHERE NOT warmup GROUP BY 1 ORDER BY 1"
+                       ).fetchall() == [("bcast_as_allgatherv", 6), ("default", 6)]
+    con.close()
+
+
+def test_a_failed_write_leaves_nothing_of_that_launch(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.duckdb") as store:
+        run_id = _run(store)
+        store.write_launch(run_id, _launch(0))
+        bad = _launch(1)
+        bad.measurements = bad.measurements.assign(rep="not a number")
+        with pytest.raises(duckdb.Error):
+            store.write_launch(run_id, bad)
+        assert store.finished_launches(run_id) == {0}
+        assert set(store.measurements(run_id).launch_idx) == {0}
+        assert set(store.environment(run_id).launch_idx) == {0}
+        assert set(store.jobs(run_id).launch_idx) == {0}
+
+
+def test_rewriting_a_launch_replaces_it(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.duckdb") as store:
+        run_id = _run(store)
+        store.write_launch(run_id, LaunchData(launch_idx=0, nprocs=4, repetition=0, seed=1, started=T0,
+                                              finished=T0, status="failed", message="exit code 1"))
+        assert store.finished_launches(run_id) == set()
+        assert store.launches(run_id).message.tolist() == ["exit code 1"]
+        store.write_launch(run_id, _launch(0, reps=5))
+        assert store.finished_launches(run_id) == {0}
+        assert len(store.measurements(run_id)) == 10
+
+
+def test_export_every_table(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.duckdb") as store:
+        run_id = _run(store)
+        store.write_launch(run_id, _launch(0))
+        store.con.execute("CREATE TABLE verdicts (run_id VARCHAR, guideline VARCHAR)")
+        store.con.execute("INSERT INTO verdicts VALUES (?, 'GL9')", [run_id])
+        for fmt in ("parquet", "csv"):
+            files = store.export(tmp_path / fmt, fmt)  # type: ignore[arg-type]
+            assert sorted(f.name for f in files) == sorted(
+                f"{t}.{fmt}" for t in ("runs", "launches", "environment", "variants", "jobs",
+                                       "measurements", "verdicts"))
+        back = pd.read_parquet(tmp_path / "parquet" / "measurements.parquet")
+        assert len(back) == 8 and sorted(back.runtime_s) == sorted(store.measurements(run_id).runtime_s)
+        assert len(pd.read_csv(tmp_path / "csv" / "verdicts.csv")) == 1
+
+
+def test_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no results database at .*colltune bench --db"):
+        Store(tmp_path / "missing.duckdb", read_only=True)
+    other = tmp_path / "other.duckdb"
+    duckdb.connect(str(other)).close()
+    with pytest.raises(StoreError, match="not a colltune results database"):
+        Store(other, read_only=True)
+    with Store(tmp_path / "r.duckdb") as store:
+        _run(store)
+        with pytest.raises(StoreError, match="no run 'nope'"):
+            store.run_info("nope")
