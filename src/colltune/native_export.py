@@ -410,9 +410,12 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         settings = mpich_settings(out_path)
     else:
         settings = intel_settings(choices)
-    settings_path(out_path, library).write_text(
-        _env_text(settings, f"colltune export --native {library}: {sum(len(s) for s in choices.values())} "
-                            f"algorithm ranges from {db_path}"))
+    header = (f"colltune export --native {library}: {sum(len(s) for s in choices.values())} "
+              f"algorithm ranges from {db_path}")
+    if library == "intel":
+        header += ("\n# note: outside the listed ranges Intel MPI applies the last listed algorithm (measured "
+                   "with 2021.18),\n# not its own default: these settings reach past the measured sizes")
+    settings_path(out_path, library).write_text(_env_text(settings, header))
     return out_path
 
 
