@@ -50,30 +50,39 @@ def library_setting(family: str, collective: str, algorithm: str) -> str:
     return f"the library's setting that selects the {algorithm} algorithm of {collective}"
 
 
-def advice(row: pd.Series, family: str, db_hint: str = "results.duckdb") -> str:
-    """One paragraph (plain text, may contain `code`) for one violating verdict."""
-    size = human_bytes(int(row["msg_bytes"]))
+KIND_INTRO = {
+    "pattern": ("Mock-ups faster than the library's collective",
+                "Fix it without touching the application: `colltune tune --db {db} --out tuned.prf`, then "
+                "`colltune run --profile tuned.prf -- mpiexec ...`. The interposer replaces each call by the "
+                "mock-up only at the sizes where it won. Worth reporting to the library's developers too."),
+    "library": ("The library's default algorithm choice is wrong",
+                "Force the better algorithm with the library's own setting (shown per case, it applies to every "
+                "size), or let `colltune tune` then `colltune export` write the library's tuning file for just "
+                "these size ranges (Open MPI dynamic rules, MPICH JSON selection, Intel I_MPI_ADJUST)."),
+    "monotony": ("A larger message is faster (monotony)",
+                 "The library switches algorithms badly between these sizes; padding the message up to the "
+                 "larger size is faster today, moving the switch point in the library's tuning fixes it."),
+    "split": ("Splitting a message is faster (split-robustness)",
+              "Sending the message in k smaller calls would be faster (estimated from the smaller size): the "
+              "large-message algorithm or its segment size is poorly tuned for this machine."),
+}
+
+
+def advice(row: pd.Series, family: str) -> str:
+    """One sentence for one violating verdict (plain text, `code` in backticks)."""
     s = float(row["slowdown"])
-    prefix = ("Uncertain (the difference is within one MPI_Barrier, re-measure with more repetitions "
-              "before acting): " if bool(row["barrier_warning"]) else "")
+    doubt = (" Uncertain: the gain is within one MPI_Barrier; re-measure with more repetitions before acting."
+             if bool(row["barrier_warning"]) else "")
     kind = row["kind"]
     if kind == "pattern":
-        return (f"{prefix}{row['lhs']} takes {s:.2f}x as long as its mock-up {row['rhs']} ({row['guideline']}). "
-                f"Fix it without touching the application: `colltune tune --db {db_hint} --out tuned.prf`, then "
-                f"`colltune run --profile tuned.prf -- mpiexec ...`; the interposer replaces the call by the "
-                f"mock-up at this size only. Worth reporting to the library's developers.")
+        return f"{row['lhs']} takes {s:.2f}x as long as {row['rhs']} ({row['guideline']}).{doubt}"
     if kind == "library":
         alg = str(row["variant"]).split(":", 2)[-1]
-        return (f"{prefix}{row['lhs']} takes {s:.2f}x as long as the library's own {alg} algorithm at {size}: the "
-                f"library's default choice is wrong here. For every size: `{library_setting(family, row['collective'], alg)}`. "
-                f"For this size range only: `colltune tune` then `colltune export` writes the library's own tuning "
-                f"file (Open MPI dynamic rules, MPICH JSON selection, Intel I_MPI_ADJUST ranges).")
+        return (f"{row['lhs']} takes {s:.2f}x as long as the library's {alg} algorithm: "
+                f"`{library_setting(family, row['collective'], alg)}`.{doubt}")
     if kind == "monotony":
-        return (f"{prefix}{row['lhs']} is {s:.2f}x slower than the larger {row['rhs']}: the library switches "
-                f"algorithm badly between these sizes. Padding the message up to {human_bytes(int(row['ref_bytes']))} "
-                f"would be faster; tuning the switch point (library tuning file) fixes it for everyone.")
+        return (f"{row['lhs']} takes {s:.2f}x as long as {row['rhs']}; pad to "
+                f"{human_bytes(int(row['ref_bytes']))}.{doubt}")
     if kind == "split":
-        return (f"{prefix}{row['lhs']} is {s:.2f}x slower than {row['rhs']} (estimated from the smaller size): "
-                f"splitting the message into {int(row['k'])} calls would be faster, a sign that the large-message "
-                f"algorithm or its segment size is poorly tuned for this machine.")
-    return f"{prefix}{row['lhs']} vs {row['rhs']}: slowdown {s:.2f}."
+        return f"{row['lhs']} takes {s:.2f}x as long as {row['rhs']}.{doubt}"
+    return f"{row['lhs']} vs {row['rhs']}: slowdown {s:.2f}.{doubt}"

@@ -19,6 +19,7 @@ import io
 import json
 import math
 import pkgutil
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
 from colltune import __version__, check, stats, tables  # noqa: E402
-from colltune.advice import advice, library_family  # noqa: E402
+from colltune.advice import KIND_INTRO, advice, library_family  # noqa: E402
 from colltune.quality import point_penalties, quality_score  # noqa: E402
 
 
@@ -194,9 +195,14 @@ def _environment(ctx: ReportContext) -> str:
     launches = ctx.result.run.launches
     if not launches.empty and "status" in launches.columns:
         rows.append(("launches", ", ".join(f"{n} {s}" for s, n in launches["status"].value_counts().items())))
-    rows += sorted(ctx.result.run.environment.items())
-    df = pd.DataFrame(rows, columns=["", "value"])
-    return ctx.table(df)
+    env = ctx.result.run.environment
+    rows += sorted((k, v) for k, v in env.items() if not k.startswith("cvar:"))
+    out = ctx.table(pd.DataFrame(rows, columns=["", "value"]))
+    cvars = sorted((k.removeprefix("cvar:"), v) for k, v in env.items() if k.startswith("cvar:"))
+    if cvars:
+        out += (f"<details><summary>{len(cvars)} MPI_T control variables of the library at the first launch"
+                f"</summary>{ctx.table(pd.DataFrame(cvars, columns=['control variable', 'value']))}</details>")
+    return out
 
 
 @_section("method", "Method", 30)
@@ -275,23 +281,29 @@ def _grouped(ctx: ReportContext) -> str:
 def _advice(ctx: ReportContext) -> str:
     v = ctx.verdicts
     family = library_family(ctx.info)
-    items = []
+    # Pattern/library: one item per (collective, size), the fastest violating variant (grouped view).
+    picked = []
     g = T.grouped_violation_table(v)
     for _, r in g[g["violations"] > 0].iterrows():
         hit = v[(v["nprocs"] == r["nprocs"]) & (v["collective"] == r["collective"]) &
-                (v["msg_bytes"] == r["msg_bytes"]) & (v["variant"] == r["variant"]) & v["kind"].isin(["pattern", "library"])]
-        items.append((r["nprocs"], r["collective"], r["msg_bytes"], hit.iloc[0]))
-    for _, row in v[v["kind"].isin(["monotony", "split"]) & v["violation"]].iterrows():
-        items.append((row["nprocs"], row["collective"], row["msg_bytes"], row))
-    if not items:
+                (v["msg_bytes"] == r["msg_bytes"]) & (v["variant"] == r["variant"]) &
+                v["kind"].isin(["pattern", "library"])]
+        picked.append(hit.iloc[0])
+    picked += [row for _, row in v[v["kind"].isin(["monotony", "split"]) & v["violation"]].iterrows()]
+    if not picked:
         return "<p>Nothing to do: no violation was found.</p>"
-    items.sort(key=lambda t: (t[0], t[1], t[2]))
-    lis = []
-    for p, coll, n, row in items:
-        text = html.escape(advice(row, family, str(ctx.db_path.name)))
-        text = _code_spans(text)
-        lis.append(f"<li><b>{html.escape(coll)} {T.fmt_bytes(n)}, {p} processes.</b> {text}</li>")
-    return f"<ul class=advice>{''.join(lis)}</ul>"
+    out = []
+    for kind in ("pattern", "library", "monotony", "split"):
+        rows = sorted((r for r in picked if r["kind"] == kind), key=lambda r: (r["nprocs"], r["collective"], r["msg_bytes"]))
+        if not rows:
+            continue
+        title, intro = KIND_INTRO[kind]
+        items = "".join(
+            f"<li><b>{html.escape(r['collective'])} {T.fmt_bytes(r['msg_bytes'])}, {r['nprocs']} processes:</b> "
+            f"{_code_spans(html.escape(advice(r, family)))}</li>" for r in rows)
+        out.append(f"<h3>{html.escape(title)} ({len(rows)})</h3>"
+                   f"<p>{_code_spans(html.escape(intro.format(db=ctx.db_path.name)))}</p><ul class=advice>{items}</ul>")
+    return "".join(out)
 
 
 def _code_spans(text: str) -> str:
@@ -477,7 +489,7 @@ def render_html(ctx: ReportContext, sections: Sequence[Section] | None = None) -
         nav.append(f'<a href="#{s.id}">{html.escape(s.title)}</a>')
         body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2>{fragment}</section>')
     info = ctx.info
-    lib = " ".join(str(info.get(k) or "") for k in ("mpi_name", "mpi_version")).strip() or "unknown MPI library"
+    lib = short_library_name(info)
     procs = ", ".join(map(str, sorted(ctx.verdicts["nprocs"].unique()))) if len(ctx.verdicts) else "?"
     title = f"colltune check: {lib}, {procs} processes"
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
@@ -485,6 +497,15 @@ def render_html(ctx: ReportContext, sections: Sequence[Section] | None = None) -
             f'<p class=sub>run {html.escape(ctx.run_id)} &middot; {html.escape(str(info.get("created", "")))} '
             f"&middot; {html.escape(str(ctx.db_path))}</p><nav>{''.join(nav)}</nav>{''.join(body)}"
             f"<footer>colltune {__version__}</footer></main></body></html>")
+
+
+def short_library_name(info: dict[str, Any]) -> str:
+    """'Open MPI 5.0.11' from the long version strings MPI_Get_library_version gives."""
+    name = str(info.get("mpi_name") or "").strip()
+    version = str(info.get("mpi_version") or "")
+    m = re.search(r"v?(\d+\.\d+(?:\.\d+)?)", version)
+    pretty = {"openmpi": "Open MPI", "mpich": "MPICH", "intel": "Intel MPI"}.get(name, name)
+    return f"{pretty} {m.group(1)}".strip() if m else (pretty or "unknown MPI library")
 
 
 def build_context(db_path: str | Path, run_id: str | None = None) -> ReportContext:

@@ -13,7 +13,8 @@ from rich.console import Console
 from colltune import bench, check, stats, tables
 from colltune.store import StoreError
 
-console = Console()
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 # A rank test needs enough launches to be significant after correcting for ~100 comparisons;
