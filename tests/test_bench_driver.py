@@ -48,6 +48,10 @@ def test_records_warmup_and_interleaving(openmpi: mpi.MpiLibrary, openmpi_build:
     assert all(sorted(r) == [0, 1, 2, 3] for r in rounds)
     assert len(set(rounds)) > 1
     assert [s["nrep"] for s in out.summaries] == [20] * 4
+    # global times on synchronized clocks: the makespan spans first start to last end, and a
+    # repetition starts (after the barrier) only when the previous one ended everywhere
+    assert ((rec.end_s - rec.start_s) - rec.makespan_s).abs().max() < 5e-9
+    assert (rec.start_s.to_numpy()[1:] >= rec.end_s.to_numpy()[:-1] - 1e-5).all()
     assert {s["stop"] for s in out.summaries} <= {"max_reps", "converged"}
 
 

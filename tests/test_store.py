@@ -21,7 +21,8 @@ def _launch(idx: int, reps: int = 4, status: str = "ok") -> LaunchData:
         "msg_bytes": 8, "rep": [i // 2 for i in range(2 * reps)],
         "warmup": [i < 2 for i in range(2 * reps)], "valid": True,
         "runtime_s": [1e-6 * (i + 1) for i in range(2 * reps)], "makespan_s": None,
-        "sync": "dissemination"})
+        "sync": "dissemination", "start_s": [0.1 * i for i in range(2 * reps)],
+        "end_s": [0.1 * i + 1e-6 for i in range(2 * reps)]})
     jobs = pd.DataFrame([{"launch_idx": idx, "nprocs": 4, "collective": "bcast", "variant": v,
                           "msg_bytes": 8, "datatype": "byte", "op": None, "root": 0, "nrep": reps - 1,
                           "stop_reason": "max_reps", "rse": 0.01, "valid_reps": reps - 1,
@@ -117,3 +118,18 @@ def test_clear_errors(tmp_path: Path) -> None:
         _run(store)
         with pytest.raises(StoreError, match="no run 'nope'"):
             store.run_info("nope")
+
+
+def test_older_database_gets_new_columns(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute("CREATE TABLE measurements (run_id VARCHAR, launch_idx INTEGER, runtime_s DOUBLE)")
+    con.execute("INSERT INTO measurements VALUES ('old', 0, 1e-6)")
+    con.close()
+    with Store(db) as store:
+        m = store.measurements("old")
+        assert list(m.columns) == ["run_id", "launch_idx", "runtime_s", *MEASUREMENT_COLUMNS[2:9],
+                                   *MEASUREMENT_COLUMNS[10:]]
+        assert m.runtime_s.tolist() == [1e-6] and m.start_s.isna().all()

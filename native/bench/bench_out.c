@@ -1,6 +1,7 @@
 /*
  * Output of the driver (rank 0 only): JSON lines for metadata (`{"type": ...}`) and compact CSV
- * lines for repetitions (`R,job,variant,rep,warmup,valid,runtime_s,makespan_s`), flushed after
+ * lines for repetitions
+ * (`R,job,variant,rep,warmup,valid,runtime_s,makespan_s,start_s,end_s`), flushed after
  * every chunk of repetitions so that a crash keeps what was measured. docs/measurement.md.
  */
 #include "bench.h"

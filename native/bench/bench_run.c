@@ -298,8 +298,8 @@ static int absorb_chunk(run_ctx *ctx, const ct_job *job, const chunk *c, int war
             *max_runtime = runtime;
         invalid += !valid;
         if (emit)
-            fprintf(ctx->out, "R,%d,%d,%ld,%d,%d,%.9e,%.9e\n", job->id, vi, rep, warmup, valid,
-                    runtime, makespan);
+            fprintf(ctx->out, "R,%d,%d,%ld,%d,%d,%.9e,%.9e,%.9f,%.9f\n", job->id, vi, rep, warmup,
+                    valid, runtime, makespan, begin, end);
         if (warmup)
             continue;
         res->measured[vi]++;

@@ -439,7 +439,8 @@ class DriverOutput:
     ended: bool = False
 
 
-_RECORD_COLUMNS = ["job", "variant_idx", "rep", "warmup", "valid", "runtime_s", "makespan_s"]
+_RECORD_COLUMNS = ["job", "variant_idx", "rep", "warmup", "valid", "runtime_s", "makespan_s",
+                   "start_s", "end_s"]
 
 
 def read_driver_output(text: str) -> DriverOutput:
@@ -448,7 +449,7 @@ def read_driver_output(text: str) -> DriverOutput:
     rec_lines: list[str] = []
     for line in text.splitlines():
         if line.startswith("R,"):
-            if line.count(",") == 7:
+            if line.count(",") == len(_RECORD_COLUMNS):
                 rec_lines.append(line[2:])
             continue
         if not line.startswith("{"):
@@ -559,6 +560,7 @@ def to_launch_data(out: DriverOutput, plan: Plan, *, launch_idx: int, repetition
             "rep": rec["rep"].astype("int32"), "warmup": rec["warmup"].astype(bool),
             "valid": rec["valid"].astype(bool), "runtime_s": rec["runtime_s"].astype(float),
             "makespan_s": rec["makespan_s"].astype(float), "sync": sync,
+            "start_s": rec["start_s"].astype(float), "end_s": rec["end_s"].astype(float),
         })
     return LaunchData(launch_idx=launch_idx, nprocs=plan.nprocs, repetition=repetition, seed=seed,
                       started=started, finished=finished, environment=environment, jobs=jobs,

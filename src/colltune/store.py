@@ -48,7 +48,7 @@ _SCHEMA: dict[str, str] = {
     "measurements": (
         "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
         "msg_bytes BIGINT, rep INTEGER, warmup BOOLEAN, valid BOOLEAN, runtime_s DOUBLE, "
-        "makespan_s DOUBLE, sync VARCHAR"
+        "makespan_s DOUBLE, sync VARCHAR, start_s DOUBLE, end_s DOUBLE"
     ),
 }
 
@@ -56,7 +56,7 @@ RunStatus = Literal["running", "complete", "interrupted"]
 LaunchStatus = Literal["ok", "failed", "interrupted"]
 
 MEASUREMENT_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes rep warmup valid "
-                       "runtime_s makespan_s sync").split()
+                       "runtime_s makespan_s sync start_s end_s").split()
 JOB_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes datatype op root nrep "
                "stop_reason rse valid_reps cov_mean cov_median nrep_target window_s resyncs "
                "skip_reason").split()
@@ -86,6 +86,20 @@ class LaunchData:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _column_definitions(columns: str) -> list[str]:
+    """`a INT, b VARCHAR, PRIMARY KEY (a, b)` -> ["a INT", "b VARCHAR"] (constraints dropped)."""
+    parts, depth, current = [], 0, ""
+    for ch in columns:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return [p for p in parts if not p.upper().startswith("PRIMARY KEY")]
 
 
 class Store:
@@ -119,7 +133,17 @@ class Store:
     def _create(self) -> None:
         for table, columns in _SCHEMA.items():
             self.con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+            self._add_missing_columns(table, columns)
         self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+    def _add_missing_columns(self, table: str, columns: str) -> None:
+        """A database of an older colltune gets the columns added since (NULL in old rows)."""
+        have = {r[0] for r in self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+        for definition in _column_definitions(columns):
+            name = definition.split()[0]
+            if name not in have:
+                self.con.execute(f"ALTER TABLE {table} ADD COLUMN {definition}")
 
     def _check_version(self) -> None:
         try:
@@ -182,7 +206,8 @@ class Store:
         frame = frame.assign(run_id=run_id)[columns]
         self.con.register("ct_incoming", frame)
         try:
-            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(columns)} FROM ct_incoming")
+            names = ", ".join(columns)
+            self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
         finally:
             self.con.unregister("ct_incoming")
 

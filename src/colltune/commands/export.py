@@ -30,7 +30,8 @@ def _native_exporter() -> object | None:
               help="directory for one file per table")
 @click.option("--run", "run_id", default=None, help="only this run (default: every run)")
 @click.option("--native", type=click.Choice(["openmpi", "mpich", "intel"]), default=None,
-              help="also write the library's own tuning file from the chosen library algorithms")
+              help="also write the library's own tuning file from a check's verdicts on library "
+                   "algorithms (colltune.native_export)")
 def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: str | None) -> None:
     """Write every table of the results database (runs, launches, environment, variants, jobs,
     measurements, verdicts, ...) to OUT as Parquet or CSV."""
@@ -49,6 +50,12 @@ def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: 
         if exporter is None:
             click.echo("error: --native needs colltune.native_export, not in this installation", err=True)
             sys.exit(2)
-        for path in exporter.export(db_path=db_path, library=native, out_dir=out_dir,  # type: ignore[attr-defined]
-                                    run_id=run_id):
-            click.echo(str(path))
+        names = {"openmpi": "openmpi-dynamic-rules.conf", "mpich": "mpich-selection.json",
+                 "intel": "intel-mpi.env"}
+        try:
+            path = exporter.export(db_path, native, out_dir / names[native],  # type: ignore[attr-defined]
+                                   run_id=run_id)
+        except exporter.ExportError as exc:  # type: ignore[attr-defined]
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        click.echo(str(path))
