@@ -53,10 +53,10 @@ def build_cmd(mpi_spec: str | None, force: bool) -> None:
     lib = mpi_mod.resolve(mpi_spec)
     with console.status(f"building the C core for {lib.name} ({lib.version[:40]}) ..."):
         art = build_mod.ensure_built(lib, force=force)
-    console.print(f"built for [bold]{lib.name}[/] ({lib.family} ABI) in {art.dir}")
+    console.print(f"built for [bold]{lib.name}[/] ({lib.family} ABI) in {art.dir}", soft_wrap=True)
     for label, path in (("interposer", art.libcolltune), ("benchmark", art.bench), ("selftest", art.selftest)):
         state = "" if path.exists() else "  [yellow](not built: sources missing)[/]"
-        console.print(f"  {label:<11} {path}{state}", highlight=False)
+        console.print(f"  {label:<11} {path}{state}", highlight=False, soft_wrap=True)
 
 
 @command.command("env")
