@@ -244,6 +244,7 @@ def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.Monk
     with Store(db, read_only=True) as store:
         run_id = store.latest_run_id(status="interrupted")
         assert run_id is not None and store.finished_launches(run_id) == {0}
+        assert store.launches(run_id).status.tolist() == ["ok", "interrupted"]
     assert bench.run(bench.BenchSettings(), db, resume_run_id=run_id, progress=False) == run_id
     _expected_rows(db, run_id)
 

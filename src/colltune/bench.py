@@ -714,9 +714,15 @@ def _run_launches(store: Store, run_id: str, settings: BenchSettings, lib: mpi.M
                 bar.update(jobs_task, total=len(plan.jobs), completed=0,
                            description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
             started = _now()
-            code, stderr = _run_launch(
-                lib, nprocs, argv, out_file, settings.launch_timeout_s,
-                lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
+            try:
+                code, stderr = _run_launch(
+                    lib, nprocs, argv, out_file, settings.launch_timeout_s,
+                    lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
+            except KeyboardInterrupt:
+                store.write_launch(run_id, LaunchData(
+                    launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+                    started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
+                raise
             finished = _now()
             text = out_file.read_text(errors="replace") if out_file.exists() else ""
             out = read_driver_output(text)
