@@ -1,0 +1,85 @@
+"""`colltune check`: exit codes, files, messages; one real run on the embedded Open MPI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from check_synth import Truth, simulate, write_db
+from click.testing import CliRunner
+
+from colltune import check
+from colltune.cli import main
+
+
+def _db(tmp_path: Path, factor: float) -> Path:
+    truth = Truth(factors={("bcast", "bcast_as_scatter_allgather"): factor})
+    return write_db(tmp_path / "c.duckdb", simulate(
+        truth, {"bcast": ["default", "default#aa", "bcast_as_scatter_allgather"]}, [8, 1024], seed=12))
+
+
+def test_exit_1_with_violations_and_files(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.6)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db), "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    assert "Grouped violations" in r.output and "Totals" in r.output and "A/A calibration passed" in r.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{t}.{ext}" for t in ("absolute_runtimes", "relative_runtimes", "violations", "detailed_violations",
+                                "grouped_violations", "totals", "per_collective", "worst_slowdowns", "calibration",
+                                "quality") for ext in ("csv", "parquet")] + ["report.html"])
+    g = pd.read_parquet(out / "grouped_violations.parquet")
+    assert g["variant"].tolist() == ["bcast_as_scatter_allgather"] * 2
+    assert len(check.load_verdicts(db)) == 2 * 2 + 1 + 1  # 2 sizes x (mock-up, A/A) + monotony + split
+
+
+def test_exit_0_without_violations(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(_db(tmp_path, 1.3))])
+    assert r.exit_code == 0, r.output
+
+
+def test_settings_reach_the_verdicts(tmp_path: Path) -> None:
+    db = _db(tmp_path, 0.6)
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db), "--test", "mwu", "--correction", "bh",
+                                  "--alpha", "0.01", "--tolerance", "0.5", "--comparer", "detailed"])
+    assert r.exit_code == 0, r.output  # a 40% gain is below the 50% tolerance
+    v = check.load_verdicts(db)
+    assert set(v["test"]) == {"mwu"} and set(v["correction"]) == {"bh"}
+    assert set(v["alpha"]) == {0.01} and set(v["tolerance"]) == {0.5}
+
+
+def test_errors_exit_2_or_usage(tmp_path: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(main, ["check", "--no-measure", "--db", str(tmp_path / "missing.duckdb")])
+    assert r.exit_code == 2 and "no results database at" in r.output
+    r = runner.invoke(main, ["check", "--no-measure", "--db", str(_db(tmp_path, 1.0)), "-n", "4"])
+    assert r.exit_code == 2 and "--no-measure judges stored measurements; drop --nprocs" in r.output
+    r = runner.invoke(main, ["check", "--no-measure", "--db", str(tmp_path / "c.duckdb"), "--run", "nope"])
+    assert r.exit_code == 2 and "no run 'nope'" in r.output
+
+
+def test_partial_run_is_judged_and_flagged(tmp_path: Path) -> None:
+    m = simulate(Truth(), {"bcast": ["default", "default#aa"]}, [8, 64], launches=4, seed=13)
+    db = write_db(tmp_path / "p.duckdb", m[m["launch_idx"] < 3], status="interrupted")
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert "partial:" in r.output and "is interrupted" in r.output
+
+
+@pytest.mark.slow
+def test_real_check_on_embedded_openmpi(tmp_path: Path) -> None:
+    db = tmp_path / "real.duckdb"
+    r = CliRunner().invoke(main, ["check", "-c", "bcast", "-s", "8,1024", "-n", "2", "-R", "3", "--min-reps", "5",
+                                  "--max-reps", "20", "--time-budget", "0.05", "--db", str(db), "--quiet",
+                                  "--out", str(tmp_path / "out")])
+    assert r.exit_code in (0, 1), r.output
+    v = check.load_verdicts(db)
+    with duckdb.connect(str(db), read_only=True) as con:
+        status, kind = con.execute("SELECT status, kind FROM runs").fetchone()
+    assert (status, kind) == ("complete", "check")
+    # bcast: 2 mock-ups + A/A at 2 sizes, 1 monotony pair, 1 split pair
+    assert sorted(v["kind"].value_counts().items()) == [("aa", 2), ("monotony", 1), ("pattern", 4), ("split", 1)]
+    assert set(v["n_launches"]) == {3}
+    assert (tmp_path / "out" / "report.html").is_file()

@@ -1,0 +1,134 @@
+"""The HTML report: every section, embedded plots, no external resources, the section hook."""
+
+from __future__ import annotations
+
+import base64
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from check_synth import Truth, simulate, write_db
+from click.testing import CliRunner
+
+import colltune.report_sections
+from colltune import advice, check, report
+from colltune.cli import main
+
+BUILTIN = ["summary", "environment", "method", "grouped", "advice", "slowdown", "heatmap", "calibration",
+           "quality", "details"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    truth = Truth(base={"gather": 3e-6}, factors={
+        ("bcast", "bcast_as_scatter_allgather"): {65536: 0.75, 1048576: 0.4},
+        ("allreduce", "lib:allreduce:ring"): {1024: 0.6},
+        ("gather", "gather_as_allgather"): 0.8,  # at 3 us: within one 2 us barrier at small sizes
+        ("gather", "default"): {1048576: 3.0}, ("gather", "default#aa"): {1048576: 3.0},
+    })
+    plan = {"bcast": ["default", "default#aa", "bcast_as_scatter_allgather", "bcast_as_allgatherv"],
+            "allreduce": ["default", "default#aa", "lib:allreduce:ring"],
+            "gather": ["default", "default#aa", "gather_as_allgather"]}
+    path = write_db(tmp_path_factory.mktemp("rep") / "r.duckdb",
+                    simulate(truth, plan, [8, 1024, 65536, 1048576], launches=8, reps=20, seed=3))
+    check.check_db(path)
+    return path
+
+
+def _sections(html: str) -> list[str]:
+    return re.findall(r'<section id="([^"]+)">', html)
+
+
+def test_report_has_every_section_and_embedded_plots(db: Path, tmp_path: Path) -> None:
+    path = report.write_report(db, tmp_path / "out")
+    html = path.read_text()
+    assert _sections(html) == BUILTIN
+    images = re.findall(r'<img class="plot" alt="([^"]+)" src="data:image/png;base64,([^"]+)"', html)
+    alts = [a for a, _ in images]
+    # one slowdown plot per collective, one heat map, one A/A plot
+    assert alts == ["slowdown of allreduce at 4 processes", "slowdown of bcast at 4 processes",
+                    "slowdown of gather at 4 processes", "heat map of slowdowns at 4 processes", "A/A calibration"]
+    for _, data in images:
+        assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
+    # self-contained: nothing fetched from anywhere
+    assert not re.search(r'<(script|link|iframe)\b', html)
+    assert not re.search(r'src="(?!data:)', html)
+    assert "<title>colltune check: Open MPI 5.0.11, 4 processes</title>" in html
+
+
+def test_report_content_reflects_the_verdicts(db: Path, tmp_path: Path) -> None:
+    html = report.write_report(db, tmp_path / "o").read_text()
+    assert "the verdicts stored by <code>colltune check</code>" in html
+    # advice per kind, with the library's own setting for the lib: algorithm
+    assert "Mock-ups faster than the library&#x27;s collective" in html
+    assert "coll_tuned_allreduce_algorithm 4" in html
+    assert "Splitting a message is faster (split-robustness) (1)" in html
+    assert "MPI_Gather(1 MiB) takes" in html
+    assert "Uncertain: the gain is within one MPI_Barrier" in html  # gather at small sizes
+    assert "passed: the check does not see differences that are not there" in html
+
+
+def test_report_of_an_unchecked_run_judges_it_now(tmp_path: Path) -> None:
+    path = write_db(tmp_path / "u.duckdb", simulate(Truth(), {"bcast": ["default", "default#aa"]}, [8, 64]))
+    html = report.write_report(path, tmp_path / "o").read_text()
+    assert "verdicts computed now with the default settings (none were stored)" in html
+    assert "Nothing to do: no violation was found." in html
+    assert check.load_verdicts(path).empty  # the report never writes to the database
+
+
+def test_report_without_aa_says_calibration_is_missing(tmp_path: Path) -> None:
+    path = write_db(tmp_path / "n.duckdb", simulate(Truth(), {"bcast": ["default", "bcast_as_allgatherv"]}, [8]))
+    html = report.write_report(path, tmp_path / "o").read_text()
+    assert "this run has no <code>default#aa</code> variant" in html
+
+
+def test_extra_sections_from_the_package_are_rendered_in_order(db: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    (plugin_dir / "tuned_demo.py").write_text(
+        "from colltune.report import Section\n"
+        "def render(ctx):\n"
+        "    return '<p>tuned rows: ' + str(len(ctx.verdicts)) + '</p>'\n"
+        "SECTIONS = [Section(id='tuned', title='Tuned vs default', render=render, order=55),\n"
+        "            Section(id='skipped', title='Skipped', render=lambda ctx: None, order=56)]\n")
+    monkeypatch.setattr(colltune.report_sections, "__path__", [str(plugin_dir)])
+    monkeypatch.setattr(report, "SECTIONS", list(report.SECTIONS))
+    monkeypatch.delitem(sys.modules, "colltune.report_sections.tuned_demo", raising=False)
+    html = report.write_report(db, tmp_path / "o").read_text()
+    assert _sections(html) == BUILTIN[:5] + ["tuned"] + BUILTIN[5:]
+    n = len(check.load_verdicts(db))
+    assert f"<p>tuned rows: {n}</p>" in html
+    assert 'href="#tuned">Tuned vs default</a>' in html and "Skipped" not in html
+
+
+def test_report_cli(db: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "r")])
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "r" / "report.html").is_file()
+    missing = runner.invoke(main, ["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "r")])
+    assert missing.exit_code == 2
+    assert "no results database at" in missing.output
+
+
+def test_library_settings_per_family() -> None:
+    assert advice.library_setting("openmpi", "bcast", "binomial") == (
+        "mpiexec --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm 6 ...")
+    assert advice.library_setting("mpich", "allreduce", "ring") == (
+        "export MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring MPIR_CVAR_DEVICE_COLLECTIVES=none")
+    assert advice.library_setting("intel", "reduce", "x") == "export I_MPI_ADJUST_REDUCE=<id of x: impi_info -a>"
+    assert advice.library_family({"mpi_name": "mpich", "abi_family": "mpich"}) == "mpich"
+    assert advice.library_family({"mpi_name": "intel", "abi_family": "mpich"}) == "intel"
+    assert report.short_library_name({"mpi_name": "mpich", "mpi_version": "MPICH Version: 5.0.2 ..."}) == "MPICH 5.0.2"
+
+
+def test_heatmap_cells_follow_severity(db: Path) -> None:
+    ctx = report.build_context(db)
+    pts = report.point_penalties(ctx.verdicts, cautious=False).set_index(["collective", "msg_bytes"])
+    assert pts.loc[("bcast", 1048576), "severity"] == "very critical"  # 2.5x
+    assert pts.loc[("bcast", 65536), "severity"] == "tolerable"  # 1.33x
+    assert pts.loc[("bcast", 8), "severity"] == "very good"
+    assert pd.isna(pts.loc[("bcast", 8), "worst_slowdown"])
