@@ -203,3 +203,27 @@ def test_tuned_follows_the_profile(openmpi: mpi.MpiLibrary, openmpi_build: build
         assert h[(job, "default")] != h[(job, "allreduce_as_reduce_bcast")]
     assert h[(0, "tuned")] == h[(0, "allreduce_as_reduce_bcast")]
     assert h[(1, "tuned")] == h[(1, "default")]
+
+
+def test_nrep1_rule_from_the_one_element_reference(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                   tmp_path: Path) -> None:
+    """Seed 000: t1 from the 1-element job (once per collective), then per job and variant
+    nrep = max(ceil(t1 / min latency), k), capped by max_reps."""
+    jobs = ("allreduce 1024 unsigned_char sum - default,allreduce_as_reduce_bcast\n"
+            "reduce_scatter_block 64 int sum - default\n")
+    out = drive(openmpi, openmpi_build, tmp_path, 2, jobs, "--stop", "nrep1", "--max-reps", "3000",
+                "--time-budget", "0", "--k", "12", "--check-every", "1", "--warmup", "1")
+    refs = {r["collective"]: r for r in out.references}
+    assert sorted(refs) == ["allreduce", "reduce_scatter_block"]
+    assert refs["allreduce"]["msg_bytes"] == 1 and refs["reduce_scatter_block"]["msg_bytes"] == 8
+    for s in out.summaries:
+        assert s["stop"] in ("converged", "max_reps")
+        assert 12 <= s["nrep_target"] <= 3000
+        job_records = out.records[(out.records.job == s["job"]) & (out.records.warmup == 0)]
+        vi = out.jobs[s["job"]]["variants"].index(s["variant"])
+        times = job_records[job_records.variant_idx == vi].runtime_s
+        # every variant ran at least its own target; the target follows from t1 and the
+        # pilot's minimum (the first b1 + b2 = 16 samples at most, hence >= the overall min)
+        assert s["nrep"] >= s["nrep_target"]
+        t1 = refs[out.jobs[s["job"]]["collective"]]["t1_s"]
+        assert s["nrep_target"] <= max(min(-(-t1 // times.min()), 3000), 12)

@@ -54,7 +54,6 @@ typedef struct job_result {
     long valid[CT_MAX_VARIANTS];
     double window;
     int resyncs;
-    double converged_after_s;        /* measuring time until every variant converged */
 } job_result;
 
 static void json_number(FILE *out, double value)
@@ -364,7 +363,7 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
         goto done;
     if ((rc = clock_sync(ctx)) != MPI_SUCCESS)
         goto done;
-    double t_begin = MPI_Wtime(), t_measure = t_begin, max_runtime = 0.0;
+    double t_begin = MPI_Wtime(), max_runtime = 0.0;
     /* Warm-up rounds also size the window: no window exists yet, so they use the
      * dissemination barrier under window synchronization. */
     ct_sync_method warm_sync = st->sync == CT_SYNC_WINDOW ? CT_SYNC_DISSEMINATION : st->sync;
@@ -380,7 +379,6 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
     long rounds = 0;
     if (ctx->rank == 0) {
         msg[2] = window0 = 2.0 * max_runtime + 4.0 * ctx->max_rtt + 1e-6;
-        t_measure = MPI_Wtime();
         msg[1] = ct_global_time(&ctx->clock) + msg[2] + 10.0 * ctx->max_rtt + 1e-4;
     }
     for (;;) {
@@ -418,8 +416,6 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
             fflush(ctx->out);
         double now = MPI_Wtime();
         int stop_now = decide(ctx, stop, nv, res, rounds, now - t_begin);
-        if (stop_now && res->state[0] == CT_STOP_CONVERGED)
-            res->converged_after_s = now - t_measure;
         msg[0] = stop_now ? 0.0 : 1.0;
         msg[3] = 0.0;
         if (st->sync == CT_SYNC_WINDOW) {
@@ -531,13 +527,10 @@ static int reference_time(run_ctx *ctx, const ct_job *job, double *t1)
     ct_stop_settings rse = *stop;
     rse.methods = CT_STOP_RSE;
     rc = measure(ctx, &ref, &v, 1, &rse, res, 0);
-    double t = res->converged_after_s > 0 ? res->converged_after_s : 0.0;
-    if (rc == MPI_SUCCESS && ctx->rank == 0 && res->state[0] != CT_STOP_CONVERGED) {
-        /* never converged: the whole measuring time is the best bound we have */
-        t = 0.0;
-        for (size_t i = 0; i < res->series[0].n; i++)
-            t += res->series[0].sorted[i];
-    }
+    /* t1 is measured latency, not wall time: nrep = t1 / latency must not count the
+     * synchronization between repetitions. If the RSE never dropped below the threshold, the
+     * whole measurement is the best bound we have. */
+    double t = res->series[0].mean * (double)res->series[0].n;
     if (rc == MPI_SUCCESS)
         rc = PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, ctx->comm);
     if (rc == MPI_SUCCESS && ctx->out) {
