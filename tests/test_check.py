@@ -302,3 +302,11 @@ def test_error_rates_of_the_full_check() -> None:
     assert aa_runs_flagged / trials <= 0.05
     assert null_runs_flagged / trials <= 0.05
     assert detected / (trials * len(SIZES)) >= 0.95
+
+
+def test_zero_runtimes_do_not_crash_the_paired_test(tmp_path: Path) -> None:
+    m = simulate(Truth(), {"bcast": ["default", "default#aa"]}, [8], launches=5, seed=14)
+    m.loc[(m["launch_idx"] == 0) & (m["variant"] == "default"), "runtime_s"] = 0.0  # below timer resolution
+    v = check.check_db(write_db(tmp_path / "z.duckdb", m)).verdicts
+    aa = v[v["kind"] == "aa"].iloc[0]
+    assert aa["n_launches"] == 4 and aa["partial"] and aa["note"] == "measured in 4 of 5 launches"

@@ -517,6 +517,9 @@ def _effect(ref: _Side, alt: _Side, settings: CheckSettings) -> _Effect:
         common = np.intersect1d(ref.launch_ids, alt.launch_ids)
         x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
         y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
+        # A zero median (below the timer's resolution) has no log-ratio: that launch is dropped.
+        positive = (x > 0) & (y > 0)
+        x, y, common = x[positive], y[positive], common[positive]
         if common.size == 0:
             return _Effect(0, math.nan, math.nan, stats.Interval(math.nan, math.nan),
                            stats.TestResult(math.nan, math.nan), raw_p)
