@@ -12,7 +12,7 @@ from rich.table import Table
 from colltune import catalog
 from colltune import profile as prof
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from colltune import profile as prof
 from colltune import tune as tune_mod
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 
