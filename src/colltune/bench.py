@@ -406,8 +406,12 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
     """Everything that can be checked without launching; returns the MPI library to use."""
     lib = mpi.resolve(settings.mpi)
     check_nprocs(settings, lib)
-    if settings.profile is not None and not settings.profile.is_file():
-        raise BenchError(f"profile {settings.profile} does not exist")
+    if settings.profile is not None:
+        from colltune.profile import ProfileError, read_profile
+        try:
+            read_profile(settings.profile)
+        except (OSError, ProfileError) as exc:
+            raise BenchError(f"profile {settings.profile}: {exc}") from None
     if lib.name == "intel" and any(v.startswith("lib:") for c in settings.collectives
                                    for v in settings.variants_for(c, lib.family)):
         raise BenchError("library algorithms of Intel MPI are chosen with I_MPI_ADJUST_* at launch; "
@@ -658,45 +662,53 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
 
     With `resume_run_id`, the run's stored settings are used and only its missing launches are
     measured. Ctrl-C (KeyboardInterrupt) or a failed launch leaves the run `interrupted` with
-    every finished launch stored, and re-raises (BenchError for a failed launch)."""
-    store = Store(db_path)
-    try:
+    every finished launch stored, and re-raises (BenchError for a failed launch). The database
+    is opened only to write, so it can be queried while a run is in progress."""
+    db_path = Path(db_path)
+    with Store(db_path) as store:
         if resume_run_id is not None:
             info = store.run_info(resume_run_id)
             if info["status"] == "complete":
                 return resume_run_id
             settings = BenchSettings(**info["settings"])
-        lib = validate(settings)
-        artifacts = build.ensure_built(lib)
+            done = store.finished_launches(resume_run_id)
+    lib = validate(settings)
+    artifacts = build.ensure_built(lib)
+    with Store(db_path) as store:
         if resume_run_id is None:
             run_id = store.create_run(
                 kind=kind, command=command or "colltune bench", mpi_name=lib.name,
                 mpi_version=lib.version, abi_family=lib.family,
                 settings=json.loads(settings.model_dump_json()),
                 variants=all_variants(settings, lib.family))
+            done = set()
         else:
             run_id = resume_run_id
             store.set_run_status(run_id, "running")
-        done = store.finished_launches(run_id)
-        todo = [p for p in launch_plan(settings) if p[0] not in done]
-        plans = {n: plan_jobs(settings, n, lib.family) for n in settings.nprocs}
-        if console is not None and progress:
-            for plan in plans.values():
-                for note in sorted(set(plan.left_out)):
-                    console.print(f"[yellow]left out at {plan.nprocs} processes:[/] {note}")
-        try:
-            _run_launches(store, run_id, settings, lib, artifacts, plans, todo, len(done),
-                          progress, console)
-        except BaseException:
+    todo = [p for p in launch_plan(settings) if p[0] not in done]
+    plans = {n: plan_jobs(settings, n, lib.family) for n in settings.nprocs}
+    if console is not None and progress:
+        for plan in plans.values():
+            for note in sorted(set(plan.left_out)):
+                console.print(f"[yellow]left out at {plan.nprocs} processes:[/] {note}")
+    try:
+        _run_launches(db_path, run_id, settings, lib, artifacts, plans, todo, len(done),
+                      progress, console)
+    except BaseException:
+        with Store(db_path) as store:
             store.set_run_status(run_id, "interrupted")
-            raise
+        raise
+    with Store(db_path) as store:
         store.set_run_status(run_id, "complete")
-        return run_id
-    finally:
-        store.close()
+    return run_id
 
 
-def _run_launches(store: Store, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
+def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
+    with Store(db_path) as store:
+        store.write_launch(run_id, launch)
+
+
+def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                   artifacts: build.Artifacts, plans: dict[int, Plan], todo: list[tuple[int, int, int]],
                   already: int, show: bool, console: Console | None) -> None:
     total = len(launch_plan(settings))
@@ -719,7 +731,7 @@ def _run_launches(store: Store, run_id: str, settings: BenchSettings, lib: mpi.M
                     lib, nprocs, argv, out_file, settings.launch_timeout_s,
                     lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
             except KeyboardInterrupt:
-                store.write_launch(run_id, LaunchData(
+                _store_launch(db_path, run_id, LaunchData(
                     launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                     started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
                 raise
@@ -729,16 +741,16 @@ def _run_launches(store: Store, run_id: str, settings: BenchSettings, lib: mpi.M
             if code != 0 or not out.ended:
                 # Keep the failed launch's trace, not its partial data (it would bias verdicts).
                 message = _describe_failure(code, stderr)
-                store.write_launch(run_id, LaunchData(
+                _store_launch(db_path, run_id, LaunchData(
                     launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                     started=started, finished=finished, status="failed", message=message))
                 raise BenchError(
                     f"launch {launch_idx} ({nprocs} processes) failed, {message}\n"
                     f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv))}\n"
                     f"finished launches are stored; complete the run with "
-                    f"`colltune bench --db {store.path} --resume {run_id}`")
+                    f"`colltune bench --db {db_path} --resume {run_id}`")
             env = _environment(out, lib, {}, artifacts)
-            store.write_launch(run_id, to_launch_data(
+            _store_launch(db_path, run_id, to_launch_data(
                 out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
                 finished=finished, sync=settings.sync, environment=env))
             if bar is not None:
