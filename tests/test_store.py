@@ -133,3 +133,24 @@ def test_older_database_gets_new_columns(tmp_path: Path) -> None:
         assert list(m.columns) == ["run_id", "launch_idx", "runtime_s", *MEASUREMENT_COLUMNS[2:9],
                                    *MEASUREMENT_COLUMNS[10:]]
         assert m.runtime_s.tolist() == [1e-6] and m.start_s.isna().all()
+
+
+def test_export_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from colltune.commands.export import command
+
+    db = tmp_path / "r.duckdb"
+    with Store(db) as store:
+        run_id = _run(store)
+        store.write_launch(run_id, _launch(0))
+        other = _run(store)
+        store.write_launch(other, _launch(0, reps=6))
+    result = CliRunner().invoke(command, ["--db", str(db), "--format", "csv", "--out", str(tmp_path / "x"),
+                                          "--run", run_id])
+    assert result.exit_code == 0, result.output
+    assert len(pd.read_csv(tmp_path / "x" / "measurements.csv")) == 8
+    result = CliRunner().invoke(command, ["--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "y")])
+    assert result.exit_code == 2 and "no results database" in result.output
+    result = CliRunner().invoke(command, ["--db", str(db), "--out", str(tmp_path / "y"), "--run", "nope"])
+    assert result.exit_code == 2 and "no run 'nope'" in result.output

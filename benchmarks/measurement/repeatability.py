@@ -62,7 +62,14 @@ def main() -> None:
     pd.set_option("display.width", 200)
     print(table.to_markdown(index=False, floatfmt=".3f") if _has_tabulate() else table.to_string(index=False))
     diff = table["A vs B"].abs()
-    print(f"\n{len(table)} (collective, size, variant); |A vs B| median {diff.median():.3f}, "
+    # the A/A pair inside one run: the same call under two names, interleaved in every launch
+    aa = []
+    for run in (a, b):
+        med = run.groupby(["collective", "msg_bytes", "variant"]).runtime_s.median().unstack("variant")
+        aa.extend(((med["default"] - med["default#aa"]) / med["default"]).abs().tolist())
+    print(f"\ndefault vs default#aa within a run (same call, interleaved): |rel. diff| median "
+          f"{pd.Series(aa).median():.3f}, max {max(aa):.3f}")
+    print(f"{len(table)} (collective, size, variant); |A vs B| median {diff.median():.3f}, "
           f"max {diff.max():.3f}; within-run IQR/median median "
           f"{pd.concat([table['IQR/median A'], table['IQR/median B']]).median():.3f}; "
           f"{elapsed:.0f} s for both runs; load average before/after {load0:.1f}/{os.getloadavg()[0]:.1f}")
