@@ -183,6 +183,7 @@ def test_mpich_forced_algorithm_is_honoured(mpich: mpi.MpiLibrary, mpich_build: 
     failing = launch.run(mpich, 3, argv, rank_env=env, timeout=60)
     assert failing.returncode != 0
     assert "User set collective algorithm is not usable" in failing.stderr
+    assert "variant lib:allgather:recursive_doubling of job 0 (allgather, 64 bytes) failed" in failing.stderr
     assert launch.run(mpich, 2, argv, rank_env=env, timeout=60).returncode == 0
     job_file.write_text("allgather 64 byte - - default\n")
     assert launch.run(mpich, 3, argv, rank_env=env, timeout=60).returncode == 0

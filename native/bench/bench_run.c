@@ -42,6 +42,7 @@ typedef struct run_ctx {
     int selected;            /* library algorithm currently selected (MPICH), -1 none */
     struct { char coll[CT_NAME_LEN]; double t1; } refs[CT_MAX_REFS];
     int nrefs;
+    const ct_job *job;       /* the job being measured, for error messages */
 } run_ctx;
 
 /* What one job's measurement produced, per variant. */
@@ -249,6 +250,18 @@ static void chunk_order(chunk *c, int rounds, int nv, uint64_t *rng)
     }
 }
 
+/* Which call failed, on the ranks where it did (the library's own text follows from main). */
+static void report_failure(const run_ctx *ctx, const ct_variant *v, int rc)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "MPI error %d", rc);
+    fprintf(stderr, "colltune-bench: rank %d: variant %s of job %d (%s, %lld bytes) failed: %s\n",
+            ctx->rank, v->name, ctx->job->id, ctx->job->collective, (long long)ctx->job->msg_bytes,
+            text);
+}
+
 static int run_chunk(run_ctx *ctx, const ct_variant *vars, chunk *c, ct_sync_method sync,
                      double start, double window)
 {
@@ -271,6 +284,10 @@ static int run_chunk(run_ctx *ctx, const ct_variant *vars, chunk *c, ct_sync_met
         double t0 = MPI_Wtime();
         rc = invoke(ctx, v);
         double t1 = MPI_Wtime();
+        if (rc != MPI_SUCCESS) {
+            report_failure(ctx, v, rc);
+            break;
+        }
         rec[0] = t1 - t0;
         rec[1] = t1 + ctx->clock.offset;
         rec[2] = -(t0 + ctx->clock.offset);
@@ -558,8 +575,12 @@ static int probe_job(run_ctx *ctx, const ct_job *job, ct_variant *vars, int nv, 
     int rc = MPI_SUCCESS;
     for (int v = 0; v < nv && rc == MPI_SUCCESS; v++) {
         ct_buffers_fill(&vars[v].call, b, ctx->rank);
-        if ((rc = prepare(ctx, &vars[v])) != MPI_SUCCESS || (rc = invoke(ctx, &vars[v])))
+        if ((rc = prepare(ctx, &vars[v])) != MPI_SUCCESS)
             break;
+        if ((rc = invoke(ctx, &vars[v])) != MPI_SUCCESS) {
+            report_failure(ctx, &vars[v], rc);
+            break;
+        }
         uint64_t h = ct_buffers_hash(b);
         if ((rc = PMPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, ctx->comm)))
             break;
@@ -579,6 +600,7 @@ static int probe_job(run_ctx *ctx, const ct_job *job, ct_variant *vars, int nv, 
 
 static int run_job(run_ctx *ctx, const ct_job *job)
 {
+    ctx->job = job;
     ct_call call;
     ct_buffers buffers;
     char err[256];
