@@ -630,16 +630,22 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], out_file: Pat
     """Start one launch, report finished jobs as the records stream in; (returncode, stderr)."""
     proc = launch.popen(lib, nprocs, argv)
     start = time.monotonic()
-    seen = 0
+    seen, offset, tail = 0, 0, b""
     try:
         while proc.poll() is None:
             time.sleep(0.2)
-            if out_file.exists():
-                text = out_file.read_bytes().decode(errors="replace")
-                done = text.count('"type":"job"') + text.count('"type":"job_skip"')
-                if done != seen:
-                    seen = done
-                    on_jobs(done)
+            if not out_file.exists():
+                continue
+            with open(out_file, "rb") as f:  # only what was added since the last look
+                f.seek(offset)
+                chunk = f.read()
+            offset += len(chunk)
+            lines = (tail + chunk).split(b"\n")
+            tail = lines.pop()
+            done = seen + sum(line.startswith((b'{"type":"job"', b'{"type":"job_skip"')) for line in lines)
+            if done != seen:
+                seen = done
+                on_jobs(done)
             if timeout is not None and time.monotonic() - start > timeout:
                 _stop_process(proc)
                 return -1, f"launch timed out after {timeout:.0f} s"
