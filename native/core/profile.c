@@ -88,6 +88,7 @@ typedef struct ct_parser {
     unsigned char coll_seen[CT_NUM_COLLECTIVES];
     ct_profile *p;
     uint32_t cap_blocks, cap_ranges;
+    char quote[2][CT_PROFILE_SHOW * 4 + 1];
 } ct_parser;
 
 static int ct_fail(ct_parser *ps, long line, const char *fmt, ...)
@@ -110,10 +111,27 @@ static int ct_word_is(ct_word w, const char *s)
     return w.n == n && memcmp(w.s, s, n) == 0;
 }
 
-/* Quoted in messages with "%.*s": at most CT_PROFILE_SHOW bytes of a word. */
-static int ct_show(ct_word w)
+/* A word as quoted in messages: its first CT_PROFILE_SHOW bytes, printable ASCII as is, any
+ * other byte as \xNN (messages go to terminals and logs; the Python reader quotes the same way).
+ * `slot` selects one of two buffers, for messages that quote two words. */
+static const char *ct_q(ct_parser *ps, int slot, ct_word w)
 {
-    return (int)(w.n < CT_PROFILE_SHOW ? w.n : CT_PROFILE_SHOW);
+    static const char hex[] = "0123456789abcdef";
+    char *out = ps->quote[slot];
+    size_t n = w.n < CT_PROFILE_SHOW ? w.n : CT_PROFILE_SHOW, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)w.s[i];
+        if (c >= 0x20 && c < 0x7f) {
+            out[k++] = (char)c;
+        } else {
+            out[k++] = '\\';
+            out[k++] = 'x';
+            out[k++] = hex[c >> 4];
+            out[k++] = hex[c & 15];
+        }
+    }
+    out[k] = '\0';
+    return out;
 }
 
 static int ct_is_blank(char c)
@@ -139,11 +157,11 @@ static int ct_number(ct_word w, uint64_t *value)
 static int ct_numbers(ct_parser *ps, const ct_word *w, uint64_t *a, uint64_t *b)
 {
     if (ct_number(w[0], a) != 0)
-        return ct_fail(ps, ps->line, "'%.*s' is not a number (1 to 19 decimal digits)",
-                       ct_show(w[0]), w[0].s);
+        return ct_fail(ps, ps->line, "'%s' is not a number (1 to 19 decimal digits)",
+                       ct_q(ps, 0, w[0]));
     if (ct_number(w[1], b) != 0)
-        return ct_fail(ps, ps->line, "'%.*s' is not a number (1 to 19 decimal digits)",
-                       ct_show(w[1]), w[1].s);
+        return ct_fail(ps, ps->line, "'%s' is not a number (1 to 19 decimal digits)",
+                       ct_q(ps, 0, w[1]));
     return 0;
 }
 
@@ -221,9 +239,9 @@ static int ct_header(ct_parser *ps, const ct_word *w, int nw)
                        "'");
     if (!ct_word_is(w[1], CT_PROFILE_VERSION))
         return ct_fail(ps, ps->line,
-                       "unsupported profile version '%.*s' (this colltune reads version "
+                       "unsupported profile version '%s' (this colltune reads version "
                        CT_PROFILE_VERSION "); regenerate the profile with this colltune",
-                       ct_show(w[1]), w[1].s);
+                       ct_q(ps, 0, w[1]));
     ps->state = CT_PROVENANCE;
     return 0;
 }
@@ -258,8 +276,8 @@ static int ct_collective(ct_parser *ps, const ct_word *w, int nw)
     }
     if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
         return ct_fail(ps, ps->line,
-                       "unknown collective '%.*s'; use a collective of collectives.toml "
-                       "(colltune profile show --variants)", ct_show(w[1]), w[1].s);
+                       "unknown collective '%s'; use a collective of collectives.toml "
+                       "(colltune profile show --variants)", ct_q(ps, 0, w[1]));
     if (ps->coll_seen[coll])
         return ct_fail(ps, ps->line, "collective %s appears twice; merge its sections",
                        ct_coll_name(coll));
@@ -287,8 +305,8 @@ static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
         return -1;
     if (lo < 1 || lo > hi || hi > (uint64_t)CT_PROFILE_MAX_PROCS)
         return ct_fail(ps, ps->line,
-                       "procs %.*s..%.*s invalid: need 1 <= LO <= HI <= 2147483647",
-                       ct_show(w[1]), w[1].s, ct_show(w[2]), w[2].s);
+                       "procs %s..%s invalid: need 1 <= LO <= HI <= 2147483647",
+                       ct_q(ps, 0, w[1]), ct_q(ps, 1, w[2]));
     ct_pcoll *c = &p->colls[ps->coll];
     if (c->count > 0) {
         const ct_pblock *prev = &p->blocks[p->nblocks - 1];
@@ -331,14 +349,14 @@ static int ct_variant(ct_parser *ps, ct_word w)
                        "remove the line");
     if (strncmp(name, "lib:", 4) == 0)
         return ct_fail(ps, ps->line,
-                       "library algorithm '%.*s' cannot be applied by the interposer; remove "
+                       "library algorithm '%s' cannot be applied by the interposer; remove "
                        "the line and use colltune export --native for library algorithms",
-                       ct_show(w), w.s);
+                       ct_q(ps, 0, w));
     int v = colltune_variant_index(name);
     if (v < 0)
         return ct_fail(ps, ps->line,
-                       "unknown variant '%.*s'; use a variant of %s (colltune profile show "
-                       "--variants)", ct_show(w), w.s, ct_coll_name(ps->coll));
+                       "unknown variant '%s'; use a variant of %s (colltune profile show "
+                       "--variants)", ct_q(ps, 0, w), ct_coll_name(ps->coll));
     int owner = colltune_variant_collective(v);
     if (owner != ps->coll)
         return ct_fail(ps, ps->line,
@@ -360,8 +378,8 @@ static int ct_bytes(ct_parser *ps, const ct_word *w, int nw)
         return -1;
     if (lo > hi || hi > (uint64_t)INT64_MAX)
         return ct_fail(ps, ps->line,
-                       "bytes %.*s..%.*s invalid: need LO <= HI <= 9223372036854775807",
-                       ct_show(w[1]), w[1].s, ct_show(w[2]), w[2].s);
+                       "bytes %s..%s invalid: need LO <= HI <= 9223372036854775807",
+                       ct_q(ps, 0, w[1]), ct_q(ps, 1, w[2]));
     ct_pblock *b = &p->blocks[p->nblocks - 1];
     if (b->count > 0) {
         const ct_prange *prev = &p->ranges[p->nranges - 1];
@@ -412,8 +430,7 @@ static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
         return ct_header(ps, w, nw);
     if (ps->state == CT_AFTER_END)
         return ct_fail(ps, ps->line,
-                       "'%.*s' after 'end'; remove it or move it before 'end'", ct_show(w[0]),
-                       w[0].s);
+                       "'%s' after 'end'; remove it or move it before 'end'", ct_q(ps, 0, w[0]));
     if (ct_word_is(w[0], "collective"))
         return ct_collective(ps, w, nw);
     if (ct_word_is(w[0], "procs"))
@@ -426,8 +443,8 @@ static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
         if (ct_word_is(w[0], ct_provenance_keys[k]))
             return ct_provenance(ps, k, nw);
     return ct_fail(ps, ps->line,
-                   "unknown keyword '%.*s'; expected collective, procs, bytes, end or a "
-                   "provenance key (docs/profile.md)", ct_show(w[0]), w[0].s);
+                   "unknown keyword '%s'; expected collective, procs, bytes, end or a "
+                   "provenance key (docs/profile.md)", ct_q(ps, 0, w[0]));
 }
 
 /* One line without its '\n' (and without a '\r' before it). */

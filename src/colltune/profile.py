@@ -218,7 +218,8 @@ def write_profile(profile: Profile, path: str | Path) -> Path:
 
 
 def _show(word: bytes) -> str:
-    return word[:_SHOW].decode("utf-8", errors="replace")
+    """A word as the C parser quotes it: first 40 bytes, printable ASCII as is, others as \\xNN."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in word[:_SHOW])
 
 
 class _Parser:
