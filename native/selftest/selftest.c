@@ -1,0 +1,679 @@
+/*
+ * colltune-selftest: runs every variant against the library's own collective on identical
+ * inputs over a matrix of cases and reports, as JSON lines on stdout:
+ *
+ *   {"type":"start", ...}                      rank 0, once
+ *   {"type":"failure", ...}                    any rank, per mismatch (details)
+ *   {"type":"variant", ...}                    rank 0, per variant: cases, failures,
+ *                                              not_applicable by reason, reason mismatches
+ *   {"type":"summary", ...}                    rank 0, last line
+ *
+ * Results must be bit-identical (receive buffers including the gaps of the vector datatype,
+ * send buffers untouched), except MPI_SUM on MPI_DOUBLE, where any two summation orders of p
+ * terms may differ by at most 2 * gamma(p-1) * sum|x_i| per element (gamma(m) = m*u/(1-m*u),
+ * u = 2^-53: the worst-case error bound of recursive summation in any order, Higham, Accuracy
+ * and Stability of Numerical Algorithms, 2002, eq. 4.4, counted once for each side).
+ *
+ * Outcomes are gathered without a collective per case: every rank logs its outcome per case,
+ * one MPI_Allreduce per communicator at the end merges them (a mismatch on any rank fails the
+ * case; a reason that differs between ranks is reported as `nonuniform`).
+ *
+ * Usage: colltune-selftest [--no-big] [--collective NAME]
+ */
+#include "st.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ST_BIG_BYTES (1 << 20)
+#define ST_MAX_FAILURE_LINES 20
+
+typedef struct st_record {
+    int variant;
+    int reason;      /* colltune_reason */
+    int wrong;       /* reason differs from the rules */
+    int mismatch;    /* result differs from the library's */
+    int error;       /* an MPI error (variant or library) */
+    int probe;       /* applicability-only case */
+} st_record;
+
+typedef struct st_log {
+    st_record *records;
+    size_t len, cap;
+} st_log;
+
+typedef struct st_layout {
+    int64_t send_bytes, recv_bytes;   /* buffer sizes on this rank (0: pass NULL) */
+    int64_t out_begin, out_bytes;     /* region of recv compared with the library's */
+    int64_t first_slot;               /* input slot of out_begin (tolerance of MPI_DOUBLE sums) */
+} st_layout;
+
+typedef struct st_buffers {
+    unsigned char *send, *recv, *lib_recv, *pristine;
+    size_t send_cap, recv_cap;
+} st_buffers;
+
+typedef struct st_tally {
+    long long cases, failures, nonuniform, wrong, probes;
+    long long na[COLLTUNE_REASON_COUNT];
+} st_tally;
+
+#define ST_TALLY_LONGS ((int)(sizeof(st_tally) / sizeof(long long)))
+
+static int st_world_rank;
+static int st_failure_lines;
+static int st_recvcounts_buf[4096];
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logs and buffers */
+
+static void st_log_add(st_log *log, st_record rec)
+{
+    if (log->len == log->cap) {
+        log->cap = log->cap ? 2 * log->cap : 1024;
+        log->records = realloc(log->records, log->cap * sizeof *log->records);
+        if (log->records == NULL) {
+            fprintf(stderr, "colltune-selftest: out of memory\n");
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    log->records[log->len++] = rec;
+}
+
+static void *st_grow(unsigned char **buf, size_t bytes)
+{
+    free(*buf);
+    *buf = malloc(bytes ? bytes : 1);
+    if (*buf == NULL) {
+        fprintf(stderr, "colltune-selftest: out of memory (%zu bytes)\n", bytes);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return *buf;
+}
+
+static void st_reserve(st_buffers *b, const st_layout *L)
+{
+    if ((size_t)L->send_bytes > b->send_cap) {
+        st_grow(&b->send, (size_t)L->send_bytes);
+        st_grow(&b->pristine, (size_t)L->send_bytes);
+        b->send_cap = (size_t)L->send_bytes;
+    }
+    if ((size_t)L->recv_bytes > b->recv_cap) {
+        st_grow(&b->recv, (size_t)L->recv_bytes);
+        st_grow(&b->lib_recv, (size_t)L->recv_bytes);
+        b->recv_cap = (size_t)L->recv_bytes;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Case geometry */
+
+static int st_has_in_place(int coll)
+{
+    return ct_collectives[coll].in_place != CT_IN_PLACE_NONE;
+}
+
+/* Irregular counts (count+1, count, count-1, ...). Each block starts at or after its own
+ * length: MPICH 5.0.2's MPI_Reduce_scatter with MPI_IN_PLACE moves a block to the buffer start
+ * with memcpy and aborts when the two overlap (e.g. counts 262143, 262144 on 2 ranks). */
+static const int *st_recvcounts(const st_case *c)
+{
+    if (c->coll != CT_COLL_REDUCE_SCATTER) return NULL;
+    int p = c->comm->size;
+    for (int i = 0; i < p && i < 4096; i++)
+        st_recvcounts_buf[i] = c->count == 0 ? 0 : c->count + 1 - (i % 3);
+    return st_recvcounts_buf;
+}
+
+static int64_t st_sum_below(const int *counts, int upto)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < upto; i++) sum += counts[i];
+    return sum;
+}
+
+static int64_t st_slot_bytes(const st_type *t)
+{
+    return t->kind == ST_BYTE ? 1 : t->kind == ST_DOUBLE ? 8 : 4;
+}
+
+/* Message bytes of the case as the table defines them. */
+static int64_t st_case_bytes(const st_case *c, const int *recvcounts)
+{
+    int64_t p = c->comm->size;
+    if (c->coll == CT_COLL_REDUCE_SCATTER_BLOCK) return p * c->count * c->type->size;
+    if (c->coll == CT_COLL_REDUCE_SCATTER) return st_sum_below(recvcounts, (int)p) * c->type->size;
+    return (int64_t)c->count * c->type->size;
+}
+
+static st_layout st_layout_of(const st_case *c, const int *rc)
+{
+    int64_t p = c->comm->size, r = c->comm->rank, x = c->type->extent;
+    int64_t blk = c->count * x;
+    int is_root = r == c->root, ip = c->in_place;
+    st_layout L = {0, 0, 0, 0, 0};
+    switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_ALLGATHER:
+        L.send_bytes = ip ? 0 : blk, L.recv_bytes = p * blk;
+        break;
+    case CT_COLL_ALLREDUCE:
+    case CT_COLL_SCAN:
+        L.send_bytes = ip ? 0 : blk, L.recv_bytes = blk;
+        break;
+    case CT_COLL_ALLTOALL:
+        L.send_bytes = ip ? 0 : p * blk, L.recv_bytes = p * blk;
+        break;
+    case CT_COLL_BCAST:
+        L.recv_bytes = blk;
+        break;
+    case CT_COLL_GATHER:
+        L.send_bytes = is_root && ip ? 0 : blk, L.recv_bytes = is_root ? p * blk : 0;
+        break;
+    case CT_COLL_REDUCE:
+        L.send_bytes = is_root && ip ? 0 : blk, L.recv_bytes = is_root ? blk : 0;
+        break;
+    case CT_COLL_REDUCE_SCATTER_BLOCK:
+        L.send_bytes = ip ? 0 : p * blk, L.recv_bytes = ip ? p * blk : blk;
+        L.out_bytes = blk, L.first_slot = r * blk / st_slot_bytes(c->type);
+        return L;
+    case CT_COLL_REDUCE_SCATTER: {
+        int64_t total = st_sum_below(rc, (int)p) * x, below = st_sum_below(rc, (int)r) * x;
+        L.send_bytes = ip ? 0 : total, L.recv_bytes = ip ? total : rc[r] * x;
+        L.out_bytes = rc[r] * x, L.first_slot = below / st_slot_bytes(c->type);
+        return L;
+    }
+    case CT_COLL_SCATTER:
+        L.send_bytes = is_root ? p * blk : 0, L.recv_bytes = is_root && ip ? 0 : blk;
+        break;
+    case CT_NUM_COLLECTIVES:
+        break;
+    }
+    L.out_bytes = L.recv_bytes;
+    return L;
+}
+
+/* Fill the buffers with this rank's input (identical for the library's and the variant's run)
+ * and describe the call. */
+static void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned char *send,
+                       unsigned char *recv, ct_call *call)
+{
+    int r = c->comm->rank, p = c->comm->size, is_root = r == c->root;
+    enum st_kind kind = c->type->kind;
+    int64_t blk = c->count * c->type->extent, slot = st_slot_bytes(c->type);
+    st_fill(send, L->send_bytes, kind, r, 0);
+    memset(recv, ST_SENTINEL, (size_t)L->recv_bytes);
+    *call = (ct_call){.coll = c->coll, .sendbuf = send, .recvbuf = recv, .sendcount = c->count,
+                      .recvcount = c->count, .recvcounts = rc, .sendtype = c->type->type,
+                      .recvtype = c->type->type, .op = c->op ? c->op->op : MPI_OP_NULL,
+                      .root = c->root, .comm = c->comm->comm};
+    if (L->send_bytes == 0) call->sendbuf = NULL;
+    if (L->recv_bytes == 0) call->recvbuf = NULL;
+    int ip = c->in_place;
+    switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_ALLGATHER:
+        if (ip) st_fill(recv + r * blk, blk, kind, r, r * blk / slot);
+        break;
+    case CT_COLL_BCAST:
+        if (is_root) st_fill(recv, blk, kind, r, 0);
+        call->sendbuf = NULL;
+        break;
+    case CT_COLL_GATHER:
+        if (!is_root) call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
+        if (is_root && ip) {
+            st_fill(recv + r * blk, blk, kind, r, r * blk / slot);
+            call->sendcount = 0, call->sendtype = MPI_DATATYPE_NULL;
+        }
+        ip = ip && is_root;
+        break;
+    case CT_COLL_SCATTER:
+        if (!is_root) call->sendcount = 0, call->sendtype = MPI_DATATYPE_NULL;
+        if (is_root && ip) {
+            call->recvbuf = MPI_IN_PLACE;
+            call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
+        }
+        ip = 0;
+        break;
+    case CT_COLL_REDUCE:
+        if (is_root && ip) st_fill(recv, L->recv_bytes, kind, r, 0);
+        ip = ip && is_root;
+        break;
+    default:
+        if (ip) st_fill(recv, L->recv_bytes, kind, r, 0);
+        break;
+    }
+    (void)p;
+    if (ip) call->sendbuf = MPI_IN_PLACE;
+    if (call->sendbuf == MPI_IN_PLACE && c->coll != CT_COLL_GATHER) {
+        call->sendcount = 0;
+        call->sendtype = MPI_DATATYPE_NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reporting */
+
+static void st_case_json(const st_case *c, char *out, size_t len)
+{
+    snprintf(out, len,
+             "{\"collective\":\"%s\",\"comm\":\"%s\",\"nprocs\":%d,\"datatype\":\"%s\","
+             "\"op\":\"%s\",\"count\":%d,\"root\":%d,\"in_place\":%s}",
+             colltune_collective_name(c->coll), c->comm->name, c->comm->size, c->type->name,
+             c->op ? c->op->name : "", c->count, c->root, c->in_place ? "true" : "false");
+}
+
+static void st_report(const st_case *c, int variant, const char *what, const char *detail)
+{
+    if (st_failure_lines++ >= ST_MAX_FAILURE_LINES) return;
+    char desc[512];
+    st_case_json(c, desc, sizeof desc);
+    printf("{\"type\":\"failure\",\"variant\":\"%s\",\"rank\":%d,\"comm_rank\":%d,\"case\":%s,"
+           "\"what\":\"%s\",\"detail\":\"%s\"}\n",
+           variant >= 0 ? colltune_variant_name(variant) : "library", st_world_rank,
+           c->comm->rank, desc, what, detail);
+    fflush(stdout);
+}
+
+static void st_error_text(int err, char *out, size_t len)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (PMPI_Error_string(err, text, &n) != MPI_SUCCESS) snprintf(text, sizeof text, "?");
+    for (char *s = text; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) *s = ' ';
+    snprintf(out, len, "MPI error %d: %.200s", err, text);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Comparison */
+
+static double st_gamma(int m)
+{
+    const double u = ldexp(1.0, -53);
+    return m * u / (1.0 - m * u);
+}
+
+static int st_within_tolerance(const st_case *c, const st_layout *L, const unsigned char *lib,
+                               const unsigned char *var, char *detail, size_t len)
+{
+    int p = c->comm->size;
+    int64_t n = L->out_bytes / 8;
+    for (int64_t k = 0; k < n; k++) {
+        double a, b;
+        memcpy(&a, lib + L->out_begin + 8 * k, 8);
+        memcpy(&b, var + L->out_begin + 8 * k, 8);
+        if (memcmp(&a, &b, 8) == 0) continue;
+        double abs_sum = 0.0;
+        for (int j = 0; j < p; j++) abs_sum += fabs(st_double_value(j, L->first_slot + k));
+        double tolerance = 2.0 * st_gamma(p - 1) * abs_sum * (1.0 + 1e-12);
+        if (!(fabs(a - b) <= tolerance)) {
+            snprintf(detail, len, "element %lld: library %.17g, variant %.17g, |diff| %.3g > %.3g",
+                     (long long)k, a, b, fabs(a - b), tolerance);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int st_same(const st_case *c, const st_layout *L, const unsigned char *lib,
+                   const unsigned char *var, char *detail, size_t len)
+{
+    if (memcmp(lib + L->out_begin, var + L->out_begin, (size_t)L->out_bytes) == 0) return 1;
+    if (c->type->kind == ST_DOUBLE && c->op != NULL && c->op->kind == ST_SUM)
+        return st_within_tolerance(c, L, lib, var, detail, len);
+    for (int64_t i = 0; i < L->out_bytes; i++)
+        if (lib[L->out_begin + i] != var[L->out_begin + i]) {
+            snprintf(detail, len, "receive buffer differs first at byte %lld of %lld (library 0x%02x, "
+                     "variant 0x%02x)", (long long)i, (long long)L->out_bytes,
+                     lib[L->out_begin + i], var[L->out_begin + i]);
+            break;
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Running cases */
+
+static int st_run_library(const st_case *c, const st_layout *L, const int *rc, st_buffers *b)
+{
+    ct_call call;
+    st_prepare(c, L, rc, b->send, b->lib_recv, &call);
+    return colltune_invoke_library(&call);
+}
+
+static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, st_buffers *b,
+                           int variant, int lib_err, st_log *log)
+{
+    ct_call call;
+    st_prepare(c, L, rc, b->send, b->recv, &call);
+    memcpy(b->pristine, b->send, (size_t)L->send_bytes);
+    st_record rec = {variant, colltune_applicable(variant, &call), 0, 0, 0, 0};
+    colltune_reason expected = st_expected_reason(variant, c, st_case_bytes(c, rc), rc);
+    char detail[512] = "";
+    if ((int)expected != rec.reason) {
+        rec.wrong = 1;
+        snprintf(detail, sizeof detail, "colltune_applicable says %s, the rules say %s",
+                 colltune_reason_name((colltune_reason)rec.reason), colltune_reason_name(expected));
+        st_report(c, variant, "reason", detail);
+    }
+    if (rec.reason == COLLTUNE_APPLICABLE) {
+        int err = colltune_invoke(variant, &call);
+        if (err != MPI_SUCCESS || lib_err != MPI_SUCCESS) {
+            rec.error = 1;
+            st_error_text(err != MPI_SUCCESS ? err : lib_err, detail, sizeof detail);
+            st_report(c, err != MPI_SUCCESS ? variant : -1, "error", detail);
+        } else if (!st_same(c, L, b->lib_recv, b->recv, detail, sizeof detail)) {
+            rec.mismatch = 1;
+            st_report(c, variant, "result", detail);
+        } else if (memcmp(b->pristine, b->send, (size_t)L->send_bytes) != 0) {
+            rec.mismatch = 1;
+            st_report(c, variant, "sendbuf", "the variant modified the send buffer");
+        }
+    }
+    st_log_add(log, rec);
+}
+
+static void st_run_case(const st_case *c, st_buffers *b, st_log *log)
+{
+    const int *rc = st_recvcounts(c);
+    st_layout L = st_layout_of(c, rc);
+    st_reserve(b, &L);
+    int lib_err = st_run_library(c, &L, rc, b);
+    for (int v = 0; v < CT_NUM_VARIANTS; v++)
+        if (ct_variants[v].coll == c->coll) st_run_variant(c, &L, rc, b, v, lib_err, log);
+}
+
+static int st_roots(int coll, int p, int roots[3])
+{
+    if (!ct_collectives[coll].has_root) {
+        roots[0] = -1;
+        return 1;
+    }
+    int n = 0;
+    int candidates[3] = {0, p - 1, p / 2};
+    for (int i = 0; i < 3; i++) {
+        int dup = 0;
+        for (int j = 0; j < n; j++) dup |= roots[j] == candidates[i];
+        if (!dup) roots[n++] = candidates[i];
+    }
+    return n;
+}
+
+static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, const st_op *ops,
+                          st_buffers *b, st_log *log)
+{
+    static const int counts[] = {0, 1, 7, 1000};
+    int roots[3];
+    int nroots = st_roots(coll, comm->size, roots);
+    int has_op = ct_collectives[coll].has_op;
+    for (int t = 0; t < ST_NUM_TYPES; t++)
+        for (int o = 0; o < (has_op ? ST_NUM_OPS : 1); o++) {
+            if (has_op && !st_op_valid(&ops[o], &types[t])) continue;
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+                for (int ri = 0; ri < nroots; ri++)
+                    for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
+                        st_case c = {coll, comm, &types[t], has_op ? &ops[o] : NULL, counts[k],
+                                     roots[ri], ip};
+                        st_run_case(&c, b, log);
+                    }
+        }
+}
+
+/* At least 1 MiB per block: every variant sees a large message, on MPI_COMM_WORLD, both with
+ * and without MPI_IN_PLACE, with an exact (MPI_INT) and a rounding (MPI_DOUBLE) sum. */
+static void st_run_big(const st_comm *comm, int coll, const st_type *types, const st_op *ops,
+                       st_buffers *b, st_log *log)
+{
+    int has_op = ct_collectives[coll].has_op;
+    int root = ct_collectives[coll].has_root ? comm->size - 1 : -1;
+    for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
+        st_case c = {coll, comm, &types[ST_INT], has_op ? &ops[ST_SUM] : NULL,
+                     ST_BIG_BYTES / 4, root, ip};
+        st_run_case(&c, b, log);
+    }
+    if (has_op) {
+        st_case c = {coll, comm, &types[ST_DOUBLE], &ops[ST_SUM], ST_BIG_BYTES / 8, root, 0};
+        st_run_case(&c, b, log);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Applicability probes: calls that are never run, only asked whether a variant applies. */
+
+static void st_probe(const st_case *c, st_log *log)
+{
+    static char dummy_send[64], dummy_recv[64];
+    const int *rc = NULL;
+    if (c->coll == CT_COLL_REDUCE_SCATTER) {
+        for (int i = 0; i < c->comm->size && i < 4096; i++) st_recvcounts_buf[i] = c->count;
+        rc = st_recvcounts_buf;
+    }
+    ct_call call = {.coll = c->coll, .sendbuf = dummy_send, .recvbuf = dummy_recv,
+                    .sendcount = c->count, .recvcount = c->count, .recvcounts = rc,
+                    .sendtype = c->type->type, .recvtype = c->type->type,
+                    .op = c->op ? c->op->op : MPI_OP_NULL, .root = c->root,
+                    .comm = c->comm->comm};
+    int64_t n = st_case_bytes(c, rc);
+    for (int v = 0; v < CT_NUM_VARIANTS; v++) {
+        if (ct_variants[v].coll != c->coll) continue;
+        st_record rec = {v, colltune_applicable(v, &call), 0, 0, 0, 1};
+        colltune_reason expected = st_expected_reason(v, c, n, rc);
+        if ((int)expected != rec.reason) {
+            char detail[256];
+            rec.wrong = 1;
+            snprintf(detail, sizeof detail, "probe: colltune_applicable says %s, the rules say %s",
+                     colltune_reason_name((colltune_reason)rec.reason),
+                     colltune_reason_name(expected));
+            st_report(c, v, "reason", detail);
+        }
+        st_log_add(log, rec);
+    }
+}
+
+static void st_run_probes(const st_comm *world, const st_comm *inter, const st_type *types,
+                          const st_op *ops, st_log *log)
+{
+    int p = world->size;
+    int64_t cap = (int64_t)colltune_scratch_cap();
+    for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
+        const st_op *op = ct_collectives[coll].has_op ? &ops[ST_SUM] : NULL;
+        int root = ct_collectives[coll].has_root ? 0 : -1;
+        int per_rank = coll == CT_COLL_REDUCE_SCATTER_BLOCK || coll == CT_COLL_REDUCE_SCATTER;
+        /* n around the cap: the variants whose scratch grows with n no longer fit. */
+        int64_t at_cap = cap / 4 / (per_rank ? p : 1);
+        int64_t counts[] = {1 << 30, at_cap < INT_MAX ? at_cap : INT_MAX};
+        for (int k = 0; k < 2; k++) {
+            st_case c = {coll, world, &types[ST_INT], op, (int)counts[k], root, 0};
+            st_probe(&c, log);
+        }
+        if (inter != NULL) {
+            st_case c = {coll, inter, &types[ST_INT], op, 7, root, 0};
+            st_probe(&c, log);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Merging the logs */
+
+static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *tally)
+{
+    size_t n = log->len;
+    int *v = malloc((5 * n + 1) * sizeof *v);
+    if (v == NULL) return MPI_ERR_NO_MEM;
+    for (size_t i = 0; i < n; i++) {
+        const st_record *r = &log->records[i];
+        v[5 * i] = r->reason, v[5 * i + 1] = -r->reason, v[5 * i + 2] = r->wrong;
+        v[5 * i + 3] = r->mismatch, v[5 * i + 4] = r->error;
+    }
+    int err = PMPI_Allreduce(MPI_IN_PLACE, v, (int)(5 * n), MPI_INT, MPI_MAX, comm);
+    for (size_t i = 0; err == MPI_SUCCESS && count_here && i < n; i++) {
+        const st_record *r = &log->records[i];
+        st_tally *t = &tally[r->variant];
+        int reason_max = v[5 * i], reason_min = -v[5 * i + 1];
+        if (r->probe) {
+            t->probes++;
+        } else {
+            t->cases++;
+            if (reason_max == COLLTUNE_APPLICABLE && (v[5 * i + 3] || v[5 * i + 4]))
+                t->failures++;
+            else if (reason_max != COLLTUNE_APPLICABLE && reason_min == reason_max)
+                t->na[reason_max]++;
+        }
+        if (reason_min != reason_max) t->nonuniform++;
+        if (v[5 * i + 2]) t->wrong++;
+    }
+    free(v);
+    return err;
+}
+
+static void st_print_results(const st_tally *tally, int p, double seconds, const char *library)
+{
+    long long cases = 0, failures = 0, wrong = 0, nonuniform = 0, probes = 0;
+    for (int v = 0; v < CT_NUM_VARIANTS; v++) {
+        const st_tally *t = &tally[v];
+        printf("{\"type\":\"variant\",\"collective\":\"%s\",\"variant\":\"%s\",\"guideline\":\"%s\","
+               "\"cases\":%lld,\"failures\":%lld,\"not_applicable\":{",
+               colltune_collective_name(ct_variants[v].coll), ct_variants[v].name,
+               ct_variants[v].guideline, t->cases, t->failures);
+        int first = 1;
+        for (int r = 1; r < COLLTUNE_REASON_COUNT; r++)
+            if (t->na[r]) {
+                printf("%s\"%s\":%lld", first ? "" : ",", colltune_reason_name((colltune_reason)r),
+                       t->na[r]);
+                first = 0;
+            }
+        printf("},\"reason_mismatches\":%lld,\"nonuniform\":%lld,\"probes\":%lld}\n", t->wrong,
+               t->nonuniform, t->probes);
+        cases += t->cases, failures += t->failures, wrong += t->wrong;
+        nonuniform += t->nonuniform, probes += t->probes;
+    }
+    printf("{\"type\":\"summary\",\"nprocs\":%d,\"library\":\"%s\",\"cases\":%lld,\"failures\":%lld,"
+           "\"reason_mismatches\":%lld,\"nonuniform\":%lld,\"probes\":%lld,\"seconds\":%.3f,"
+           "\"scratch_cap\":%zu,\"chunk_bytes\":%zu}\n",
+           p, library, cases, failures, wrong, nonuniform, probes, seconds, colltune_scratch_cap(),
+           colltune_chunk_bytes());
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void st_library_version(char *out)
+{
+    int len = 0;
+    PMPI_Get_library_version(out, &len);
+    out[len] = '\0';
+    char *nl = strpbrk(out, "\r\n");
+    if (nl) *nl = '\0';
+    for (char *s = out; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) *s = ' ';
+}
+
+static int st_usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [--no-big] [--collective NAME]\n", argv0);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int big = 1, only = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-big") == 0) {
+            big = 0;
+        } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
+            only = colltune_collective_index(argv[++i]);
+            if (only < 0) {
+                fprintf(stderr, "colltune-selftest: unknown collective '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            return st_usage(argv[0]);
+        }
+    }
+    PMPI_Init(&argc, &argv);
+    double start = PMPI_Wtime();
+    char err[256];
+    if (st_rules_check_catalog(err, sizeof err) != 0) {
+        fprintf(stderr, "colltune-selftest: %s\n", err);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    st_comm comms[3];
+    int p, rank;
+    PMPI_Comm_size(MPI_COMM_WORLD, &p);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    st_world_rank = rank;
+    MPI_Comm split, dup, inter = MPI_COMM_NULL;
+    PMPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &split); /* reversed order inside */
+    PMPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    if (p >= 2) {
+        /* Local rank 0 of each half is its highest world rank (keys are -rank). */
+        int top_even = (p - 1) % 2 == 0 ? p - 1 : p - 2, top_odd = (p - 1) % 2 ? p - 1 : p - 2;
+        PMPI_Intercomm_create(split, 0, MPI_COMM_WORLD, rank % 2 == 0 ? top_odd : top_even, 77,
+                              &inter);
+    }
+    MPI_Comm handles[3] = {MPI_COMM_WORLD, split, dup};
+    const char *names[3] = {"world", "split", "dup"};
+    for (int i = 0; i < 3; i++) {
+        PMPI_Comm_set_errhandler(handles[i], MPI_ERRORS_RETURN);
+        comms[i] = (st_comm){names[i], handles[i], 0, 0, 0};
+        PMPI_Comm_size(handles[i], &comms[i].size);
+        PMPI_Comm_rank(handles[i], &comms[i].rank);
+    }
+    st_comm intercomm = {"intercomm", inter, 0, 0, 1};
+    if (inter != MPI_COMM_NULL) {
+        PMPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        PMPI_Comm_size(inter, &intercomm.size);
+        PMPI_Comm_rank(inter, &intercomm.rank);
+    }
+    st_type types[ST_NUM_TYPES];
+    st_op ops[ST_NUM_OPS];
+    st_types_init(types);
+    st_ops_init(ops);
+    char library[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    st_library_version(library);
+    if (rank == 0) {
+        printf("{\"type\":\"start\",\"nprocs\":%d,\"library\":\"%s\",\"variants\":%d}\n", p,
+               library, CT_NUM_VARIANTS);
+        fflush(stdout);
+    }
+
+    st_buffers buffers = {0};
+    st_log logs[3] = {{0}}, probe_log = {0};
+    for (int i = 0; i < 3; i++)
+        for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
+            if (only >= 0 && coll != only) continue;
+            st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i]);
+            if (big && i == 0) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i]);
+        }
+    st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
+
+    st_tally tally[CT_NUM_VARIANTS];
+    memset(tally, 0, sizeof tally);
+    int status = MPI_SUCCESS;
+    for (int i = 0; i < 3 && status == MPI_SUCCESS; i++)
+        status = st_merge(&logs[i], comms[i].comm, comms[i].rank == 0, tally);
+    if (status == MPI_SUCCESS) status = st_merge(&probe_log, MPI_COMM_WORLD, rank == 0, tally);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : tally, tally,
+                             ST_TALLY_LONGS * CT_NUM_VARIANTS, MPI_LONG_LONG, MPI_SUM, 0,
+                             MPI_COMM_WORLD);
+    if (status != MPI_SUCCESS) {
+        st_error_text(status, err, sizeof err);
+        fprintf(stderr, "colltune-selftest: merging the results failed: %s\n", err);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    double seconds = PMPI_Wtime() - start;
+    if (rank == 0) st_print_results(tally, p, seconds, library);
+
+    for (int i = 0; i < 3; i++) free(logs[i].records);
+    free(probe_log.records);
+    free(buffers.send), free(buffers.recv), free(buffers.lib_recv), free(buffers.pristine);
+    if (inter != MPI_COMM_NULL) PMPI_Comm_free(&inter);
+    PMPI_Comm_free(&split);
+    PMPI_Comm_free(&dup);
+    PMPI_Finalize();
+    return 0;
+}

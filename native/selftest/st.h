@@ -1,0 +1,69 @@
+/*
+ * colltune-selftest: every variant against the library's own result over a matrix of cases.
+ * Shared declarations of the driver's files.
+ */
+#ifndef ST_H
+#define ST_H
+
+#include "colltune.h"
+#include "ct_catalog.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_NUM_TYPES };
+
+typedef struct st_type {
+    const char *name;
+    enum st_kind kind;
+    MPI_Datatype type;
+    int64_t size;        /* bytes of data per element */
+    int64_t extent;      /* bytes per element in a buffer (gaps included) */
+    int contiguous;      /* no gaps: what the rules call a contiguous datatype */
+} st_type;
+
+enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_NUM_OPS };
+
+typedef struct st_op {
+    const char *name;
+    enum st_op_kind kind;
+    MPI_Op op;
+    int commutative;
+} st_op;
+
+typedef struct st_comm {
+    const char *name;    /* world, split, dup, intercomm */
+    MPI_Comm comm;
+    int size, rank;
+    int inter;
+} st_comm;
+
+typedef struct st_case {
+    int coll;            /* enum ct_coll_id */
+    const st_comm *comm;
+    const st_type *type;
+    const st_op *op;     /* NULL for collectives without an op */
+    int count;           /* elements per block (Reduce_scatter: base of the irregular counts) */
+    int root;            /* -1 for collectives without a root */
+    int in_place;
+} st_case;
+
+/* st_data.c: datatypes, ops and deterministic contents. */
+void st_types_init(st_type types[ST_NUM_TYPES]);
+void st_ops_init(st_op ops[ST_NUM_OPS]);
+int st_op_valid(const st_op *op, const st_type *type);
+/* Input of comm rank `rank` for buffer slot `slot` (slot = index of the base element:
+ * byte, int or double). */
+int32_t st_int_value(int rank, int64_t slot);
+double st_double_value(int rank, int64_t slot);
+unsigned char st_byte_value(int rank, int64_t slot);
+/* Fill `bytes` bytes of `buf` (slot 0 at `buf`) with rank `rank`'s input of type `kind`. */
+void st_fill(void *buf, int64_t bytes, enum st_kind kind, int rank, int64_t first_slot);
+#define ST_SENTINEL 0x5a
+
+/* st_expect.c: the rules, written independently of the core, that say which reason
+ * colltune_applicable must give. */
+int st_rules_check_catalog(char *err, size_t errlen);
+colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, const int *recvcounts);
+
+#endif /* ST_H */

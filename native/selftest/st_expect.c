@@ -1,0 +1,152 @@
+/*
+ * The applicability rules as the documentation states them (docs/variants.md), written here a
+ * second time and independently of native/core/applicable.c: the selftest checks that the core
+ * gives exactly these reasons. Only the variant names come from the catalog.
+ */
+#include "st.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+enum st_overflow {
+    OV_NONE,
+    OV_P_COUNT,    /* p * count elements in one inner call */
+    OV_PM1_COUNT,  /* displacement (p-1) * count */
+    OV_PM1_MAX,    /* displacements of both sides: (p-1) * max(count, n) */
+    OV_PM1_BYTES,  /* root-only counts, bounded through n: (p-1) * n */
+    OV_P_BYTES,    /* p * n bytes (MPI_BYTE reductions, Bcast of p blocks) */
+    OV_PADDED,     /* count rounded up to a multiple of p */
+    OV_SUM,        /* sum of recvcounts */
+};
+
+enum st_scratch {
+    SC_ZERO,       /* no scratch */
+    SC_INTS,       /* a few arrays of p ints */
+    SC_N,          /* n bytes */
+    SC_N_INTS,     /* n bytes + p ints */
+    SC_PN,         /* p * n bytes */
+    SC_PADDED,     /* n rounded up to p equal blocks */
+    SC_CHUNKS,     /* a share of the chunks + 2 arrays of p ints */
+};
+
+typedef struct st_rule {
+    const char *name;
+    int contiguous;
+    int commutative;
+    enum st_overflow overflow;
+    enum st_scratch scratch;
+} st_rule;
+
+static const st_rule st_rules[] = {
+    {"allgather_as_gather_bcast", 0, 0, OV_P_COUNT, SC_ZERO},
+    {"allgather_as_alltoall", 1, 0, OV_NONE, SC_PN},
+    {"allgather_as_allreduce", 1, 0, OV_P_BYTES, SC_ZERO},
+    {"allgather_as_allgatherv", 0, 0, OV_PM1_COUNT, SC_INTS},
+    {"allreduce_as_reduce_bcast", 0, 0, OV_NONE, SC_ZERO},
+    {"allreduce_as_reducescatterblock_allgather", 1, 0, OV_PADDED, SC_PADDED},
+    {"allreduce_as_reducescatter_allgatherv", 1, 0, OV_NONE, SC_INTS},
+    {"alltoall_as_alltoallv", 0, 0, OV_PM1_MAX, SC_INTS},
+    {"bcast_as_allgatherv", 0, 0, OV_NONE, SC_INTS},
+    {"bcast_as_scatter_allgather", 1, 0, OV_PADDED, SC_PADDED},
+    {"gather_as_allgather", 1, 0, OV_NONE, SC_PN},
+    {"gather_as_gatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"gather_as_reduce", 1, 0, OV_P_BYTES, SC_PN},
+    {"reduce_as_allreduce", 1, 0, OV_NONE, SC_N},
+    {"reduce_as_reducescatterblock_gather", 1, 0, OV_PADDED, SC_PADDED},
+    {"reduce_as_reducescatter_gatherv", 1, 0, OV_NONE, SC_CHUNKS},
+    {"reducescatterblock_as_reduce_scatter", 1, 0, OV_P_COUNT, SC_N},
+    {"reducescatterblock_as_reducescatter", 0, 0, OV_NONE, SC_INTS},
+    {"reducescatterblock_as_allreduce", 1, 0, OV_P_COUNT, SC_N},
+    {"scan_as_exscan_reducelocal", 1, 0, OV_NONE, SC_N},
+    {"scatter_as_bcast", 1, 0, OV_P_BYTES, SC_PN},
+    {"scatter_as_scatterv", 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"reducescatter_as_allreduce", 1, 0, OV_SUM, SC_N},
+    {"reducescatter_as_reduce_scatterv", 1, 0, OV_SUM, SC_N_INTS},
+};
+
+#define ST_NUM_RULES ((int)(sizeof st_rules / sizeof st_rules[0]))
+
+static const st_rule *st_rule_of(int variant)
+{
+    const char *name = colltune_variant_name(variant);
+    for (int i = 0; name != NULL && i < ST_NUM_RULES; i++)
+        if (strcmp(st_rules[i].name, name) == 0) return &st_rules[i];
+    return NULL;
+}
+
+int st_rules_check_catalog(char *err, size_t errlen)
+{
+    if (ST_NUM_RULES != CT_NUM_VARIANTS) {
+        snprintf(err, errlen, "the selftest knows %d variants, the catalog has %d", ST_NUM_RULES,
+                 CT_NUM_VARIANTS);
+        return -1;
+    }
+    for (int v = 0; v < CT_NUM_VARIANTS; v++)
+        if (st_rule_of(v) == NULL) {
+            snprintf(err, errlen, "the selftest has no rule for variant %s",
+                     colltune_variant_name(v));
+            return -1;
+        }
+    return 0;
+}
+
+static int st_overflows(enum st_overflow rule, int64_t p, int64_t count, int64_t n, int64_t sum)
+{
+    int64_t value = 0;
+    switch (rule) {
+    case OV_NONE: return 0;
+    case OV_P_COUNT: value = p * count; break;
+    case OV_PM1_COUNT: value = (p - 1) * count; break;
+    case OV_PM1_MAX: value = (p - 1) * (count > n ? count : n); break;
+    case OV_PM1_BYTES: value = (p - 1) * n; break;
+    case OV_P_BYTES: value = p * n; break;
+    case OV_PADDED: value = (count + p - 1) / p * p; break;
+    case OV_SUM: value = sum; break;
+    }
+    return value > INT_MAX;
+}
+
+static int64_t st_scratch_bytes(enum st_scratch rule, int64_t p, int64_t count, int64_t elem,
+                                int64_t n)
+{
+    int64_t ints = (int64_t)sizeof(int) * p;
+    switch (rule) {
+    case SC_ZERO: return 0;
+    case SC_INTS: return 4 * ints;
+    case SC_N: return n;
+    case SC_N_INTS: return n + ints;
+    case SC_PN: return p * n;
+    case SC_PADDED: return (count + p - 1) / p * p * elem;
+    case SC_CHUNKS: {
+        int64_t chunk = (int64_t)colltune_chunk_bytes() / (elem > 0 ? elem : 1);
+        if (chunk < 1) chunk = 1;
+        int64_t chunks = (count + chunk - 1) / chunk;
+        return (chunks + p - 1) / p * chunk * elem + 2 * ints;
+    }
+    }
+    return 0;
+}
+
+/* n: the call's message bytes as the table defines them (computed by the caller from the case).
+ * The core may add up to 256 bytes of alignment slack to its scratch formulas: probes stay
+ * clear of that margin. */
+colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, const int *recvcounts)
+{
+    const st_rule *rule = st_rule_of(variant);
+    if (rule == NULL) return COLLTUNE_NA_ERROR;
+    if (c->comm->inter) return COLLTUNE_NA_INTERCOMM;
+    if (rule->contiguous && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
+    if (rule->commutative && c->op != NULL && !c->op->commutative)
+        return COLLTUNE_NA_NONCOMMUTATIVE;
+    int64_t p = c->comm->size, sum = 0;
+    if (recvcounts != NULL)
+        for (int i = 0; i < p; i++) sum += recvcounts[i];
+    if (st_overflows(rule->overflow, p, c->count, n, sum)) return COLLTUNE_NA_OVERFLOW;
+    int64_t count = c->count;
+    if (c->coll == CT_COLL_REDUCE_SCATTER_BLOCK) count = p * c->count;
+    if (c->coll == CT_COLL_REDUCE_SCATTER) count = sum;
+    int64_t need = st_scratch_bytes(rule->scratch, p, count, c->type->size, n);
+    if (need > 0 && need + 256 > (int64_t)colltune_scratch_cap()) return COLLTUNE_NA_SCRATCH;
+    return COLLTUNE_APPLICABLE;
+}
