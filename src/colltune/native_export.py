@@ -64,7 +64,7 @@ def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10) -> Cho
     for (coll, nprocs), group in lib.groupby(["collective", "nprocs"], sort=True):
         points: list[tuple[int, str | None]] = []
         for nbytes, at in group.groupby("msg_bytes", sort=True):
-            ok = at[at["significant"].astype(bool) & (at["slowdown"] > 1.0) & (at["slowdown"] >= 1.0 + min_gain)]
+            ok = at[at["significant"].fillna(False).astype(bool) & (at["slowdown"] > 1.0) & (at["slowdown"] >= 1.0 + min_gain)]
             best = None if ok.empty else str(ok.sort_values(["slowdown", "variant"], ascending=[False, True])
                                                 .iloc[0]["variant"])
             points.append((int(nbytes), None if best is None else _algorithm(best)))

@@ -145,13 +145,13 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
                 continue
             scratch = scratch_bytes(cat.variant(name).scratch, int(nbytes), int(nprocs),
                                     settings.chunk_bytes, settings.element_bytes)
-            if not (bool(v["significant"]) and speedup > 1.0):
+            if not (_flag(v["significant"]) and speedup > 1.0):
                 reasons.append(f"{name}: not significantly faster")
             elif speedup < 1.0 + settings.min_gain:
                 reasons.append(f"{name}: {speedup:.3f}x < {1 + settings.min_gain:.2f}x")
             elif scratch > settings.scratch_cap:
                 reasons.append(f"{name}: scratch {scratch} B > cap {settings.scratch_cap} B")
-            elif settings.cautious and bool(v.get("barrier_warning", False)):
+            elif settings.cautious and _flag(v.get("barrier_warning", False)):
                 reasons.append(f"{name}: barrier warning (cautious)")
             elif best is None or speedup > best[0]:
                 best = (speedup, name, scratch)
@@ -161,6 +161,11 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
             rows.append((int(nprocs), str(coll), int(nbytes), best[1], best[0], best[2],
                          f"{best[0]:.2f}x faster", "; ".join(reasons)))
     return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+
+
+def _flag(value: object) -> bool:
+    """A boolean verdict column; NULL (no test was possible) counts as False."""
+    return bool(value) if pd.notna(value) else False
 
 
 def rules_from_decisions(sizes_and_choices: list[tuple[int, str | None]],
@@ -199,7 +204,7 @@ def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
 def library_choices(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.DataFrame:
     """Library algorithms that beat the default by min_gain (for the report and native export)."""
     settings = settings or TuneSettings()
-    lib = verdicts[(verdicts["kind"] == "library") & verdicts["significant"].astype(bool)
+    lib = verdicts[(verdicts["kind"] == "library") & verdicts["significant"].fillna(False).astype(bool)
                    & (verdicts["slowdown"] >= 1.0 + settings.min_gain)]
     return lib[["nprocs", "collective", "msg_bytes", "variant", "slowdown"]].reset_index(drop=True)
 
