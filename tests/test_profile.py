@@ -353,3 +353,10 @@ def test_c_and_python_agree_on_mutated_profiles(cbin: dict[str, Path], tmp_path:
         accepted += c[0].startswith("ok ")
     # Both outcomes occur, so the comparison covers accepting and rejecting paths.
     assert 10 < accepted < 290
+
+
+def test_prf_reduce_scatter_block_block_sizes_become_vector_sizes() -> None:
+    text = ("MPI_Reduce_scatter_block\n4\n1\n1 reducescatterblock_as_allreduce\n1\n16 32 1\n")
+    coll, nprocs, rules = prof.read_prf(text, "rsb.prf")
+    assert (coll, nprocs) == ("reduce_scatter_block", 4)
+    assert rules == [prof.Rule(lo=64, hi=128, variant="reducescatterblock_as_allreduce")]

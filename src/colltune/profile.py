@@ -572,8 +572,14 @@ def read_prf(text: str, name: str = "<prf>") -> tuple[str, int, list[Rule]]:
                 f"({', '.join(map(str, sorted(algs))) or 'none'}); add it or fix the id"
             )
         variant = algs[alg_id]
+        # PGMPITuneLib sizes Reduce_scatter_block by one block (recvcount * type size); our
+        # `bytes` is the whole vector, p blocks. Its Alltoall sizes are send counts in elements,
+        # equal to bytes for the MPI_BYTE/MPI_CHAR buffers ReproMPI measures with.
+        scale = nprocs if collective == "reduce_scatter_block" else 1
+        if hi * scale > MAX_BYTES:
+            raise ProfileError(f"{name}:{line}: range end {hi} is too large")
         if variant is not None:
-            rules.append((line, Rule(lo=lo, hi=hi, variant=variant)))
+            rules.append((line, Rule(lo=lo * scale, hi=hi * scale, variant=variant)))
     rest = next(lines, None)
     if rest is not None:
         raise ProfileError(f"{name}:{rest[0]}: unexpected content after the {nranges} ranges; remove it")
