@@ -228,3 +228,27 @@ def test_nrep1_rule_from_the_one_element_reference(openmpi: mpi.MpiLibrary, open
         assert s["nrep"] >= s["nrep_target"]
         t1 = refs[out.jobs[s["job"]]["collective"]]["t1_s"]
         assert s["nrep_target"] <= max(min(-(-t1 // times.min()), 3000), 12)
+
+
+@pytest.fixture(scope="module")
+def intel() -> mpi.MpiLibrary:
+    try:
+        return mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not available: {exc}")
+
+
+def test_intel_algorithm_only_in_its_own_launch(intel: mpi.MpiLibrary, tmp_path: Path) -> None:
+    """Intel MPI fixes algorithms per launch: lib:allreduce:N is measured only where the launch
+    has I_MPI_ADJUST_ALLREDUCE=N, and then it is really that algorithm (result bits)."""
+    art = build.ensure_built(intel)
+    job = "allreduce 8000 double sum - lib:allreduce:1,lib:allreduce:8\n"
+    hashes = {}
+    for alg in ("1", "8"):
+        out = drive(intel, art, tmp_path, 4, job, "--probe", rank_env={"I_MPI_ADJUST_ALLREDUCE": alg})
+        assert [p["variant"] for p in out.probes] == [f"lib:allreduce:{alg}"]
+        other = "8" if alg == "1" else "1"
+        assert [s["variant"] for s in out.skips] == [f"lib:allreduce:{other}"]
+        assert "I_MPI_ADJUST_ALLREDUCE=" + other in out.skips[0]["reason"]
+        hashes[alg] = out.probes[0]["hash"]
+    assert hashes["1"] != hashes["8"]

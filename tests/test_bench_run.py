@@ -126,8 +126,27 @@ def test_plan_jobs() -> None:
 
 def test_launch_plan_alternates_process_counts() -> None:
     s = bench.BenchSettings(nprocs=[2, 4], launches=2)
-    assert bench.launch_plan(s) == [(0, 2, 0), (1, 4, 0), (2, 2, 1), (3, 4, 1)]
+    assert [(p.idx, p.nprocs, p.repetition, p.adjust) for p in bench.launch_plan(s)] == [
+        (0, 2, 0, None), (1, 4, 0, None), (2, 2, 1, None), (3, 4, 1, None)]
     assert len({bench.launch_seed(s, i) for i in range(4)}) == 4
+
+
+def test_intel_measures_each_algorithm_in_a_launch_of_its_own() -> None:
+    s = bench.BenchSettings(collectives=["allreduce", "bcast"], sizes=[8], nprocs=[4], launches=2,
+                            variants=["default", "lib:allreduce:1", "lib:allreduce:8", "lib:bcast:3"])
+    specs = bench.launch_plan(s, "intel")
+    assert [(p.idx, p.repetition, p.adjust) for p in specs] == [
+        (0, 0, None), (1, 0, ("allreduce", "1")), (2, 0, ("allreduce", "8")), (3, 0, ("bcast", "3")),
+        (4, 1, None), (5, 1, ("allreduce", "1")), (6, 1, ("allreduce", "8")), (7, 1, ("bcast", "3"))]
+    assert specs[2].rank_env() == {"I_MPI_ADJUST_ALLREDUCE": "8"}
+    assert [j.line() for j in bench.plan_jobs(s, 4, "intel").jobs] == [
+        "allreduce 8 unsigned_char sum - default", "bcast 8 byte - 0 default",
+        "barrier 0 byte - - default,default#aa"]
+    assert [j.line() for j in bench.plan_jobs(s, 4, "intel", ("allreduce", "8")).jobs] == [
+        "allreduce 8 unsigned_char sum - lib:allreduce:8"]
+    # elsewhere library algorithms are interleaved with everything else in every launch
+    assert len(bench.launch_plan(s, "mpich")) == 2
+    assert bench.plan_jobs(s, 4, "mpich").jobs[0].variants == ("default", "lib:allreduce:1", "lib:allreduce:8")
 
 
 @pytest.mark.parametrize(("lib", "head"), [
@@ -266,3 +285,26 @@ def test_bench_on_mpich(tmp_path: Path) -> None:
     assert skipped.variant.tolist() == ["lib:allreduce:nope"] * 2
     assert "has no algorithm 'nope'" in skipped.skip_reason.iloc[0]
     assert env["mpi_name"] == "mpich" and "cvar:MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in env
+
+
+def test_bench_on_intel_one_launch_per_algorithm(tmp_path: Path) -> None:
+    try:
+        mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not available: {exc}")
+    db = tmp_path / "i.duckdb"
+    s = bench.BenchSettings(mpi="intel", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
+                            variants=["default", "lib:allreduce:1", "lib:allreduce:8"], barrier=False,
+                            stop={"methods": [], "max_reps": 10, "warmup": 1, "check_every": 5})
+    run_id = bench.run(s, db, progress=False)
+    with Store(db, read_only=True) as store:
+        m = store.measurements(run_id)
+        launches = store.launches(run_id)
+        env = store.environment(run_id)
+    assert launches.repetition.tolist() == [0, 0, 0, 1, 1, 1]
+    by_launch = m.groupby("launch_idx").variant.unique().map(list).to_dict()
+    assert by_launch == {0: ["default"], 1: ["lib:allreduce:1"], 2: ["lib:allreduce:8"],
+                         3: ["default"], 4: ["lib:allreduce:1"], 5: ["lib:allreduce:8"]}
+    assert len(m) == 6 * 11
+    adjust = env[env.key == "env:I_MPI_ADJUST_ALLREDUCE"].set_index("launch_idx").value.to_dict()
+    assert adjust == {1: "1", 2: "8", 4: "1", 5: "8"}

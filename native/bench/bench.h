@@ -116,7 +116,12 @@ int ct_wait_until(const ct_clock *clock, double target);
 /* ---------------------------------------------------------------------------------------------
  * Library algorithms as variants (`lib:<collective>:<algorithm>`), chosen through MPI_T. */
 
-typedef enum ct_libalg_kind { CT_LIBALG_NONE = 0, CT_LIBALG_MPICH, CT_LIBALG_OPENMPI } ct_libalg_kind;
+typedef enum ct_libalg_kind {
+    CT_LIBALG_NONE = 0,
+    CT_LIBALG_MPICH,    /* MPI_T write before each call */
+    CT_LIBALG_OPENMPI,  /* MPI_T write, then a communicator of its own */
+    CT_LIBALG_LAUNCH    /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
+} ct_libalg_kind;
 
 typedef struct ct_libalg {
     ct_libalg_kind kind;

@@ -5,8 +5,8 @@
  *    collectives override the choice), and the library's values restored for other variants.
  *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
  *    the variant gets its own communicator duplicated while the value is set.
- * Intel MPI accepts MPI_T writes without effect: there the front end uses I_MPI_ADJUST_* per
- * launch instead.
+ * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
+ * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -192,6 +192,39 @@ fail:
     return rc;
 }
 
+static int is_intel_mpi(void)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    return MPI_Get_library_version(version, &len) == MPI_SUCCESS && strstr(version, "Intel(R) MPI");
+}
+
+/* Intel MPI: the algorithm is fixed for the whole launch by I_MPI_ADJUST_<COLL>. The variant is
+ * measured only in a launch started for it (all ranks must agree), so that its name never
+ * labels the library's own choice. */
+static int open_at_launch(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                          char *err, size_t errlen)
+{
+    if (!is_intel_mpi())
+        return -1;
+    char ucoll[64], name[96];
+    upper(ucoll, coll, sizeof ucoll);
+    snprintf(name, sizeof name, "I_MPI_ADJUST_%s", ucoll);
+    const char *value = getenv(name);
+    int mine = value && strcmp(value, algorithm) == 0, all = 0;
+    int rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!all) {
+        snprintf(err, errlen, "Intel MPI fixes algorithms at launch: measure this variant in a "
+                 "launch with %s=%s on every rank (colltune bench does so by itself)", name,
+                 algorithm);
+        return MPI_ERR_ARG;
+    }
+    alg->kind = CT_LIBALG_LAUNCH;
+    return MPI_SUCCESS;
+}
+
 int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
                    char *err, size_t errlen)
 {
@@ -203,6 +236,8 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
     int rc = open_mpich(collective, algorithm, alg, err, errlen);
     if (rc == -1)
         rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
+    if (rc == -1)
+        rc = open_at_launch(collective, algorithm, comm, alg, err, errlen);
     if (rc == -1) {
         snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for %s "
                  "through MPI_T (Intel MPI: the front end sets I_MPI_ADJUST_* per launch)",

@@ -92,7 +92,30 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 
+# Intel MPI: I_MPI_ADJUST_<COLL>=<id> (impi_info -a; Developer Reference), fixed per launch.
+# Ids without the topology-aware presets that need several nodes to differ.
+LIBRARY_ALGORITHMS["intel"] = {
+    "allreduce": ("1", "2", "3", "5", "7", "8", "9"),
+    "bcast": ("1", "2", "3", "7", "8"),
+    "allgather": ("1", "2", "3", "5"),
+    "alltoall": ("1", "2", "3", "4"),
+    "gather": ("1", "3"),
+    "reduce": ("1", "2", "5", "7"),
+    "reduce_scatter": ("1", "2", "3", "4"),
+    "reduce_scatter_block": ("1", "2", "3", "4"),
+    "scan": ("1",),
+    "scatter": ("1", "3"),
+}
+
+# Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
+ALGORITHMS_AT_LAUNCH = frozenset({"intel"})
+
 PSEUDO_VARIANTS = ("default", "default#aa", "tuned")
+
+
+def algorithm_key(lib: mpi.MpiLibrary) -> str:
+    """Which LIBRARY_ALGORITHMS table a library uses (Intel MPI is of the MPICH family)."""
+    return lib.name if lib.name in LIBRARY_ALGORITHMS else lib.family
 
 
 class BenchError(mpi.MpiError):
@@ -339,10 +362,21 @@ class Plan:
     left_out: list[str] = field(default_factory=list)
 
 
-def plan_jobs(settings: BenchSettings, nprocs: int, family: str) -> Plan:
+def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
+              adjust: tuple[str, str] | None = None) -> Plan:
+    """The jobs of one launch. `library` keys LIBRARY_ALGORITHMS. Where algorithms are fixed at
+    launch (Intel MPI), the ordinary launches leave library variants out and `adjust` =
+    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`."""
     plan = Plan(nprocs, [])
+    at_launch = library in ALGORITHMS_AT_LAUNCH
     for coll in settings.collectives:
-        variants = tuple(settings.variants_for(coll, family))
+        if adjust is not None and coll != adjust[0]:
+            continue
+        names = settings.variants_for(coll, library)
+        if adjust is not None:
+            variants: tuple[str, ...] = (f"lib:{adjust[0]}:{adjust[1]}",)
+        else:
+            variants = tuple(v for v in names if not (at_launch and v.startswith("lib:")))
         if not variants:
             plan.left_out.append(f"{coll}: none of the requested variants belongs to it")
             continue
@@ -354,19 +388,19 @@ def plan_jobs(settings: BenchSettings, nprocs: int, family: str) -> Plan:
                                      f"({dtype}{' x p' if coll == 'reduce_scatter_block' else ''})")
                 continue
             plan.jobs.append(Job(coll, size, dtype, settings.op, settings.root, variants))
-    if settings.barrier:
+    if settings.barrier and adjust is None:
         plan.jobs.append(Job("barrier", 0, "byte", "-", 0,
                              ("default", "default#aa") if settings.aa else ("default",)))
     return plan
 
 
-def all_variants(settings: BenchSettings, family: str) -> list[tuple[str, str, str, str | None]]:
+def all_variants(settings: BenchSettings, library: str) -> list[tuple[str, str, str, str | None]]:
     """(collective, variant, kind, guideline) rows of the run's variants table."""
     cat = catalog.load()
     guideline = {v.name: v.guideline for v in cat.variants}
     rows = []
     for coll in settings.collectives:
-        for name in settings.variants_for(coll, family):
+        for name in settings.variants_for(coll, library):
             rows.append((coll, name, variant_kind(name), guideline.get(name)))
     if settings.barrier:
         rows.append(("barrier", "default", "default", None))
@@ -393,7 +427,8 @@ def check_nprocs(settings: BenchSettings, lib: mpi.MpiLibrary) -> None:
         return
     cores = _cores()
     biggest = max(settings.nprocs)
-    if lib.family == "mpich" and biggest > cores and not settings.allow_oversubscribe:
+    # MPICH polls; Open MPI and Intel MPI yield the core when they wait (MPI-NOTES.md)
+    if lib.family == "mpich" and lib.name != "intel" and biggest > cores and not settings.allow_oversubscribe:
         raise BenchError(f"{lib.name} busy-polls: {biggest} ranks on {cores} cores make every "
                          f"collective take milliseconds; use at most -n {cores} here, or pass "
                          "--allow-oversubscribe to measure anyway")
@@ -412,13 +447,15 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
             read_profile(settings.profile)
         except (OSError, ProfileError) as exc:
             raise BenchError(f"profile {settings.profile}: {exc}") from None
-    if lib.name == "intel" and any(v.startswith("lib:") for c in settings.collectives
-                                   for v in settings.variants_for(c, lib.family)):
-        raise BenchError("library algorithms of Intel MPI are chosen with I_MPI_ADJUST_* at launch; "
-                         "colltune bench cannot interleave them yet: set I_MPI_ADJUST_<COLL> in the "
-                         "environment and measure `default` in separate runs")
+    key = algorithm_key(lib)
+    if key in ALGORITHMS_AT_LAUNCH:
+        bad = [v for c in settings.collectives for v in settings.variants_for(c, key)
+               if v.startswith("lib:") and not v.split(":")[2].isdigit()]
+        if bad:
+            raise BenchError(f"{', '.join(bad)}: Intel MPI algorithms are numbers, e.g. lib:allreduce:3 "
+                             "(I_MPI_ADJUST_ALLREDUCE=3; `impi_info -a` lists them)")
     for n in settings.nprocs:
-        if not plan_jobs(settings, n, lib.family).jobs:
+        if not plan_jobs(settings, n, key).jobs:
             raise BenchError(f"nothing to measure at {n} processes: every size was left out")
     return lib
 
@@ -590,11 +627,35 @@ def launch_seed(settings: BenchSettings, launch_idx: int) -> int:
     return (settings.seed * 1_000_003 + launch_idx * 7_919 + 1) % (2**63)
 
 
-def launch_plan(settings: BenchSettings) -> list[tuple[int, int, int]]:
-    """(launch_idx, nprocs, repetition): process counts alternate, so that an interrupted run
-    has launches of every process count."""
-    return [(r * len(settings.nprocs) + i, n, r) for r in range(settings.launches)
-            for i, n in enumerate(settings.nprocs)]
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One mpiexec of a run."""
+
+    idx: int
+    nprocs: int
+    repetition: int  # 0..R-1 for its process count
+    adjust: tuple[str, str] | None = None  # (collective, algorithm) fixed for this launch (Intel)
+
+    def rank_env(self) -> dict[str, str]:
+        if self.adjust is None:
+            return {}
+        return {f"I_MPI_ADJUST_{self.adjust[0].upper()}": self.adjust[1]}
+
+
+def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[LaunchSpec]:
+    """Process counts alternate, so that an interrupted run has launches of every process
+    count. Where algorithms are fixed at launch, each repetition adds one launch per
+    (collective, algorithm) right after the ordinary one."""
+    adjusts: list[tuple[str, str]] = []
+    if library in ALGORITHMS_AT_LAUNCH:
+        adjusts = [(c, v.split(":")[2]) for c in settings.collectives
+                   for v in settings.variants_for(c, library) if v.startswith("lib:")]
+    specs: list[LaunchSpec] = []
+    for r in range(settings.launches):
+        for n in settings.nprocs:
+            for adjust in (None, *adjusts):
+                specs.append(LaunchSpec(len(specs), n, r, adjust))
+    return specs
 
 
 def _now() -> datetime:
@@ -625,10 +686,11 @@ def _stop_process(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], out_file: Path,
-                timeout: float | None, on_jobs: Callable[[int], None]) -> tuple[int, str]:
+def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str],
+                out_file: Path, timeout: float | None,
+                on_jobs: Callable[[int], None]) -> tuple[int, str]:
     """Start one launch, report finished jobs as the records stream in; (returncode, stderr)."""
-    proc = launch.popen(lib, nprocs, argv)
+    proc = launch.popen(lib, nprocs, argv, rank_env)
     start = time.monotonic()
     seen, offset, tail = 0, 0, b""
     try:
@@ -686,19 +748,20 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
                 kind=kind, command=command or "colltune bench", mpi_name=lib.name,
                 mpi_version=lib.version, abi_family=lib.family,
                 settings=json.loads(settings.model_dump_json()),
-                variants=all_variants(settings, lib.family))
+                variants=all_variants(settings, algorithm_key(lib)))
             done = set()
         else:
             run_id = resume_run_id
             store.set_run_status(run_id, "running")
-    todo = [p for p in launch_plan(settings) if p[0] not in done]
-    plans = {n: plan_jobs(settings, n, lib.family) for n in settings.nprocs}
+    key = algorithm_key(lib)
+    specs = launch_plan(settings, key)
+    todo = [spec for spec in specs if spec.idx not in done]
     if console is not None and progress:
-        for plan in plans.values():
-            for note in sorted(set(plan.left_out)):
-                console.print(f"[yellow]left out at {plan.nprocs} processes:[/] {note}")
+        for n in settings.nprocs:
+            for note in sorted(set(plan_jobs(settings, n, key).left_out)):
+                console.print(f"[yellow]left out at {n} processes:[/] {note}")
     try:
-        _run_launches(db_path, run_id, settings, lib, artifacts, plans, todo, len(done),
+        _run_launches(db_path, run_id, settings, lib, artifacts, todo, len(specs), len(done),
                       progress, console)
     except BaseException:
         with Store(db_path) as store:
@@ -715,26 +778,28 @@ def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
 
 
 def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
-                  artifacts: build.Artifacts, plans: dict[int, Plan], todo: list[tuple[int, int, int]],
-                  already: int, show: bool, console: Console | None) -> None:
-    total = len(launch_plan(settings))
+                  artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
+                  show: bool, console: Console | None) -> None:
+    key = algorithm_key(lib)
     with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp, _progress(show, console) as bar:
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
-        for launch_idx, nprocs, repetition in todo:
-            plan = plans[nprocs]
-            job_file = Path(tmp) / f"jobs-{nprocs}.txt"
+        for spec in todo:
+            launch_idx, nprocs, repetition = spec.idx, spec.nprocs, spec.repetition
+            plan = plan_jobs(settings, nprocs, key, spec.adjust)
+            job_file = Path(tmp) / f"jobs-{launch_idx}.txt"
             job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
             out_file = Path(tmp) / f"launch-{launch_idx}.out"
             seed = launch_seed(settings, launch_idx)
             argv = driver_argv(settings, artifacts, job_file, out_file, seed)
+            rank_env = spec.rank_env()
             if bar is not None:
                 bar.update(jobs_task, total=len(plan.jobs), completed=0,
                            description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
             started = _now()
             try:
                 code, stderr = _run_launch(
-                    lib, nprocs, argv, out_file, settings.launch_timeout_s,
+                    lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
                     lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
             except KeyboardInterrupt:
                 _store_launch(db_path, run_id, LaunchData(
@@ -752,10 +817,10 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
                     started=started, finished=finished, status="failed", message=message))
                 raise BenchError(
                     f"launch {launch_idx} ({nprocs} processes) failed, {message}\n"
-                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv))}\n"
+                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
                     f"finished launches are stored; complete the run with "
                     f"`colltune bench --db {db_path} --resume {run_id}`")
-            env = _environment(out, lib, {}, artifacts)
+            env = _environment(out, lib, rank_env, artifacts)
             _store_launch(db_path, run_id, to_launch_data(
                 out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
                 finished=finished, sync=settings.sync, environment=env))
