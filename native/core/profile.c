@@ -621,36 +621,40 @@ size_t ct_profile_rule_count(const ct_profile *profile)
     return profile != NULL ? profile->nranges : 0;
 }
 
+/* Branch-free binary searches (the comparison becomes a conditional move): random message sizes
+ * would otherwise mispredict about every second step. Both return the last element whose lower
+ * bound is <= the key, or the first element when there is none; the caller checks the bounds. */
+static const ct_pblock *ct_find_block(const ct_pblock *base, uint32_t n, int comm_size)
+{
+    while (n > 1) {
+        uint32_t half = n / 2u;
+        base = base[half].lo <= comm_size ? base + half : base;
+        n -= half;
+    }
+    return base;
+}
+
+static const ct_prange *ct_find_range(const ct_prange *base, uint32_t n, int64_t bytes)
+{
+    while (n > 1) {
+        uint32_t half = n / 2u;
+        base = base[half].lo <= bytes ? base + half : base;
+        n -= half;
+    }
+    return base;
+}
+
 int ct_profile_lookup(const ct_profile *profile, int coll, int comm_size, int64_t bytes)
 {
     if (profile == NULL || coll < 0 || coll >= CT_NUM_COLLECTIVES || bytes < 0)
         return -1;
     const ct_pcoll *c = &profile->colls[coll];
-    /* Last block with lo <= comm_size. */
-    uint32_t lo = c->first, hi = c->first + c->count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (profile->blocks[mid].lo <= comm_size)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    if (lo == c->first)
+    if (c->count == 0)
         return -1;
-    const ct_pblock *b = &profile->blocks[lo - 1u];
-    if (comm_size > b->hi)
+    const ct_pblock *b = ct_find_block(profile->blocks + c->first, c->count, comm_size);
+    if (comm_size < b->lo || comm_size > b->hi)
         return -1;
-    lo = b->first;
-    hi = b->first + b->count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (profile->ranges[mid].lo <= bytes)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    if (lo == b->first)
-        return -1;
-    const ct_prange *r = &profile->ranges[lo - 1u];
-    return bytes <= r->hi ? r->variant : -1;
+    /* Every block has at least one rule (the parser refuses empty blocks). */
+    const ct_prange *r = ct_find_range(profile->ranges + b->first, b->count, bytes);
+    return bytes >= r->lo && bytes <= r->hi ? r->variant : -1;
 }
