@@ -4,7 +4,6 @@ library algorithms kept out, provenance."""
 from __future__ import annotations
 
 import datetime as dt
-
 from pathlib import Path
 
 import duckdb
@@ -202,4 +201,3 @@ def test_cli_without_verdicts_says_what_to_run(tmp_path: Path) -> None:
     res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(tmp_path / "x.prof")])
     assert res.exit_code == 2
     assert "colltune check --db" in res.output
-
