@@ -308,3 +308,15 @@ def test_bench_on_intel_one_launch_per_algorithm(tmp_path: Path) -> None:
     assert len(m) == 6 * 11
     adjust = env[env.key == "env:I_MPI_ADJUST_ALLREDUCE"].set_index("launch_idx").value.to_dict()
     assert adjust == {1: "1", 2: "8", 4: "1", 5: "8"}
+
+
+def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(launch, "popen", lambda *a, **k: pytest.fail("dry run launched"))  # type: ignore[arg-type]
+    result = CliRunner().invoke(bench_command, ["--dry-run", "-c", "bcast", "-s", "8", "-n", "2", "-R", "3",
+                                                "--no-aa", "--db", str(tmp_path / "d.duckdb")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == "3 launches: R=3 x process counts [2]"
+    assert "  bcast 8 byte - 0 default,bcast_as_allgatherv,bcast_as_scatter_allgather" in lines
+    assert "  barrier 0 byte - - default" in lines
+    assert not (tmp_path / "d.duckdb").exists()

@@ -772,6 +772,34 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
     return run_id
 
 
+def describe(settings: BenchSettings) -> list[str]:
+    """What `run` would do, line by line, without launching (validates like `run`)."""
+    lib = validate(settings)
+    key = algorithm_key(lib)
+    specs = launch_plan(settings, key)
+    lines = [f"MPI: {lib.short_version} ({lib.mpiexec})",
+             f"{len(specs)} launches: R={settings.launches} x process counts {settings.nprocs}"
+             + (" x (1 + one per library algorithm)" if key in ALGORITHMS_AT_LAUNCH
+                and len(specs) > settings.launches * len(settings.nprocs) else ""),
+             f"sync {settings.sync}, metric {settings.metric}, stop {','.join(settings.stop.methods) or 'fixed'} "
+             f"(min {settings.stop.min_reps}, max {settings.stop.max_reps} reps, "
+             f"{settings.stop.time_budget_s:g} s per job, {settings.stop.warmup} warm-up)"]
+    for n in settings.nprocs:
+        plan = plan_jobs(settings, n, key)
+        pairs = sum(len(j.variants) for j in plan.jobs)
+        budget = settings.stop.time_budget_s * len(plan.jobs)
+        lines.append(f"{n} processes: {len(plan.jobs)} jobs, {pairs} (job, variant) pairs"
+                     + (f", at most {budget:.0f} s of measuring per launch" if budget else ""))
+        lines += [f"  {j.line()}" for j in plan.jobs]
+        lines += [f"  left out: {note}" for note in sorted(set(plan.left_out))]
+        for spec in specs:
+            if spec.adjust is not None and spec.repetition == 0 and spec.nprocs == n:
+                env = " ".join(f"{k}={v}" for k, v in spec.rank_env().items())
+                lines.append(f"  and in a launch of its own with {env}:")
+                lines += [f"    {j.line()}" for j in plan_jobs(settings, n, key, spec.adjust).jobs]
+    return lines
+
+
 def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
     with Store(db_path) as store:
         store.write_launch(run_id, launch)

@@ -22,7 +22,8 @@ from colltune.store import Store, StoreError
               help="complete an interrupted run (`latest`: the newest interrupted one); its stored "
                    "settings are used")
 @click.option("--quiet", is_flag=True, help="no progress bar")
-def command(db_path: Path, resume: str | None, quiet: bool, **options: Any) -> None:
+@click.option("--dry-run", is_flag=True, help="print the launches and jobs, measure nothing")
+def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **options: Any) -> None:
     """Measure the latency of collectives and their variants, R launches per process count,
     every variant of a job interleaved in random order within each launch; raw repetitions go
     into a DuckDB database (query it with plain SQL, export with `colltune export`).
@@ -51,6 +52,13 @@ def command(db_path: Path, resume: str | None, quiet: bool, **options: Any) -> N
         settings = None
     else:
         settings = bench.settings_from_options(options)
+    if dry_run:
+        if settings is None:
+            with Store(db_path, read_only=True) as store:
+                settings = bench.BenchSettings(**store.run_info(resume)["settings"])  # type: ignore[arg-type]
+        for line in bench.describe(settings):
+            click.echo(line)
+        return
     try:
         run_id = bench.run(settings if settings is not None else bench.BenchSettings(),
                            db_path, resume_run_id=resume, progress=not quiet, console=console,
