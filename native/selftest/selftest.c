@@ -18,7 +18,9 @@
  * one MPI_Allreduce per communicator at the end merges them (a mismatch on any rank fails the
  * case; a reason that differs between ranks is reported as `nonuniform`).
  *
- * Usage: colltune-selftest [--no-big] [--collective NAME]
+ *   {"type":"progress", ...}                   rank 0, after each (communicator, collective)
+ *
+ * Usage: colltune-selftest [--no-big] [--quick] [--collective NAME]
  */
 #include "st.h"
 
@@ -58,7 +60,8 @@ typedef struct st_buffers {
 
 typedef struct st_tally {
     long long cases, failures, nonuniform, wrong, probes;
-    long long na[COLLTUNE_REASON_COUNT];
+    long long na[COLLTUNE_REASON_COUNT];        /* matrix cases not applicable, by reason */
+    long long probe_reasons[COLLTUNE_REASON_COUNT]; /* probes, by reason (0: applicable) */
 } st_tally;
 
 #define ST_TALLY_LONGS ((int)(sizeof(st_tally) / sizeof(long long)))
@@ -401,17 +404,23 @@ static int st_roots(int coll, int p, int roots[3])
     return n;
 }
 
+/* Quick mode (for oversubscribed busy-polling libraries): counts 0 and 7 only, on the split and
+ * duplicated communicators only MPI_INT and the vector datatype, one 1 MiB case per collective. */
 static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, const st_op *ops,
-                          st_buffers *b, st_log *log)
+                          st_buffers *b, st_log *log, int quick)
 {
-    static const int counts[] = {0, 1, 7, 1000};
+    static const int all_counts[] = {0, 1, 7, 1000}, quick_counts[] = {0, 7};
+    const int *counts = quick ? quick_counts : all_counts;
+    size_t ncounts = quick ? 2 : 4;
+    int world = strcmp(comm->name, "world") == 0;
     int roots[3];
     int nroots = st_roots(coll, comm->size, roots);
     int has_op = ct_collectives[coll].has_op;
     for (int t = 0; t < ST_NUM_TYPES; t++)
         for (int o = 0; o < (has_op ? ST_NUM_OPS : 1); o++) {
             if (has_op && !st_op_valid(&ops[o], &types[t])) continue;
-            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+            if (quick && !world && t != ST_INT && t != ST_VECTOR) continue;
+            for (size_t k = 0; k < ncounts; k++)
                 for (int ri = 0; ri < nroots; ri++)
                     for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
                         st_case c = {coll, comm, &types[t], has_op ? &ops[o] : NULL, counts[k],
@@ -424,16 +433,16 @@ static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, c
 /* At least 1 MiB per block: every variant sees a large message, on MPI_COMM_WORLD, both with
  * and without MPI_IN_PLACE, with an exact (MPI_INT) and a rounding (MPI_DOUBLE) sum. */
 static void st_run_big(const st_comm *comm, int coll, const st_type *types, const st_op *ops,
-                       st_buffers *b, st_log *log)
+                       st_buffers *b, st_log *log, int quick)
 {
     int has_op = ct_collectives[coll].has_op;
     int root = ct_collectives[coll].has_root ? comm->size - 1 : -1;
-    for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
+    for (int ip = 0; ip <= (quick ? 0 : st_has_in_place(coll)); ip++) {
         st_case c = {coll, comm, &types[ST_INT], has_op ? &ops[ST_SUM] : NULL,
                      ST_BIG_BYTES / 4, root, ip};
         st_run_case(&c, b, log);
     }
-    if (has_op) {
+    if (has_op && !quick) {
         st_case c = {coll, comm, &types[ST_DOUBLE], &ops[ST_SUM], ST_BIG_BYTES / 8, root, 0};
         st_run_case(&c, b, log);
     }
@@ -515,6 +524,7 @@ static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *
         int reason_max = v[5 * i], reason_min = -v[5 * i + 1];
         if (r->probe) {
             t->probes++;
+            if (reason_min == reason_max) t->probe_reasons[reason_max]++;
         } else {
             t->cases++;
             if (reason_max == COLLTUNE_APPLICABLE && (v[5 * i + 3] || v[5 * i + 4]))
@@ -545,8 +555,16 @@ static void st_print_results(const st_tally *tally, int p, double seconds, const
                        t->na[r]);
                 first = 0;
             }
-        printf("},\"reason_mismatches\":%lld,\"nonuniform\":%lld,\"probes\":%lld}\n", t->wrong,
-               t->nonuniform, t->probes);
+        printf("},\"reason_mismatches\":%lld,\"nonuniform\":%lld,\"probes\":%lld,"
+               "\"probe_reasons\":{", t->wrong, t->nonuniform, t->probes);
+        first = 1;
+        for (int r = 0; r < COLLTUNE_REASON_COUNT; r++)
+            if (t->probe_reasons[r]) {
+                printf("%s\"%s\":%lld", first ? "" : ",",
+                       colltune_reason_name((colltune_reason)r), t->probe_reasons[r]);
+                first = 0;
+            }
+        printf("}}\n");
         cases += t->cases, failures += t->failures, wrong += t->wrong;
         nonuniform += t->nonuniform, probes += t->probes;
     }
@@ -573,16 +591,18 @@ static void st_library_version(char *out)
 
 static int st_usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--no-big] [--collective NAME]\n", argv0);
+    fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME]\n", argv0);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    int big = 1, only = -1;
+    int big = 1, only = -1, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-big") == 0) {
             big = 0;
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
             only = colltune_collective_index(argv[++i]);
             if (only < 0) {
@@ -642,11 +662,18 @@ int main(int argc, char **argv)
 
     st_buffers buffers = {0};
     st_log logs[3] = {{0}}, probe_log = {0};
+    int steps = 3 * (only >= 0 ? 1 : CT_NUM_COLLECTIVES), done = 0;
     for (int i = 0; i < 3; i++)
         for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
             if (only >= 0 && coll != only) continue;
-            st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i]);
-            if (big && i == 0) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i]);
+            st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
+            if (big && i == 0) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
+            if (rank == 0) {
+                printf("{\"type\":\"progress\",\"done\":%d,\"total\":%d,\"comm\":\"%s\","
+                       "\"collective\":\"%s\"}\n", ++done, steps, comms[i].name,
+                       colltune_collective_name(coll));
+                fflush(stdout);
+            }
         }
     st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
 
