@@ -8,7 +8,8 @@ as its own run in one database. A verdict is the violation flag of one guideline
 (pattern, library, monotony, split) identified by process count, collective, variant and size.
 For every pair of runs we report the share of verdicts that agree, and over all runs how many
 verdicts flipped at least once. The same runs are also judged with the unpaired Mann-Whitney U
-(seed 002's literal method) for comparison. Writes results.json and agreement.png here.
+(seed 002's literal method) for comparison. Writes results[_TAG].json and agreement[_TAG].png here. Extra arguments go to `colltune check`
+(e.g. `-R 10`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def measure(db: Path, runs: int, extra: list[str]) -> None:
 
 def run_ids(db: Path) -> list[str]:
     with duckdb.connect(str(db), read_only=True) as con:
-        return [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created")]
+        return [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
 
 
 def verdict_table(db: Path, ids: list[str], settings: check.CheckSettings) -> pd.DataFrame:
@@ -63,6 +64,12 @@ def agreement(table: pd.DataFrame) -> dict[str, object]:
     table = table.dropna()
     pairs = [float((table[a] == table[b]).mean()) for a, b in itertools.combinations(table.columns, 2)]
     flipped = int((table.nunique(axis=1) > 1).sum())
+    # Agreement is inflated by the many clean comparisons; the overlap of the violation sets
+    # (|A and B| / |A or B|) looks at the violations alone.
+    jac = []
+    for a, b in itertools.combinations(table.columns, 2):
+        union = int((table[a] | table[b]).sum())
+        jac.append(float((table[a] & table[b]).sum() / union) if union else 1.0)
     return {
         "verdicts_per_run": int(len(table)),
         "violations_per_run": [int(table[c].sum()) for c in table.columns],
@@ -70,6 +77,7 @@ def agreement(table: pd.DataFrame) -> dict[str, object]:
         "pair_agreement_min": min(pairs), "pair_agreement_mean": sum(pairs) / len(pairs),
         "pair_agreement_max": max(pairs),
         "pair_agreement": pairs,
+        "violation_overlap_mean": sum(jac) / len(jac),
         "flipped_at_least_once": flipped,
         "always_violation": int(table.all(axis=1).sum()),
         "flipped": [" ".join(map(str, k)) for k in table.index[table.nunique(axis=1) > 1]],
@@ -81,6 +89,7 @@ def main() -> None:
     ap.add_argument("--db", type=Path, default=Path("/tmp/colltune-repro.duckdb"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
+    ap.add_argument("--tag", default="", help="suffix of the output files, e.g. R20")
     args, extra = ap.parse_known_args()
     if not args.reuse:
         measure(args.db, args.runs, extra)
@@ -95,8 +104,9 @@ def main() -> None:
         print(f"{name}: {r['verdicts_per_run']} verdicts/run, violations per run {r['violations_per_run']}; "
               f"pairwise agreement {r['pair_agreement_min']:.1%} .. {r['pair_agreement_max']:.1%} "
               f"(mean {r['pair_agreement_mean']:.1%}) over {r['pairs']} pairs; "
-              f"{r['flipped_at_least_once']} verdicts flipped at least once, {r['always_violation']} always violated")
-    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+              f"{r['flipped_at_least_once']} verdicts flipped at least once, {r['always_violation']} always violated; "
+              f"violation sets overlap {r['violation_overlap_mean']:.0%} on average")
+    (HERE / f"results{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(results, indent=2) + "\n")
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     for name in ("paired-t (default)", "mwu (unpaired, seed 002)"):
         ax.hist([100 * a for a in results[name]["pair_agreement"]], bins=20, range=(80, 100), alpha=0.6, label=name)
@@ -104,7 +114,7 @@ def main() -> None:
     ax.set_xlabel("verdicts agreeing between two runs (%)")
     ax.set_ylabel("pairs of runs")
     ax.legend(fontsize=8)
-    fig.savefig(HERE / "agreement.png", dpi=110, bbox_inches="tight")
+    fig.savefig(HERE / f"agreement{'_' + args.tag if args.tag else ''}.png", dpi=110, bbox_inches="tight")
 
 
 if __name__ == "__main__":

@@ -323,6 +323,8 @@ def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None
         return mpi_name
     if variant == AA:
         return f"{mpi_name} (A/A copy)"
+    if variant == TUNED:
+        return f"{mpi_name} (tuned profile)"
     if variant.startswith(LIB_PREFIX):
         alg = variant.split(":", 2)[-1]
         return f"{mpi_name} algorithm {alg}"
