@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Pass-through overhead of libcolltune: 8-byte MPI_Allreduce on 2 ranks, with and without the
+preload, in interleaved launches; plus the instruction count of the wrapper with callgrind.
+
+    .venv/bin/python benchmarks/passthrough/run.py [--mpi openmpi] [--rounds 20]
+
+Two estimates of the per-call cost of the pass-through path:
+  across launches  each round runs one launch without and one with LD_PRELOAD (order alternating
+                   between rounds); per launch the median per-call time of MPI_Allreduce blocks;
+                   figure = median over rounds of (with - without). Honest but noisy: launches
+                   differ by far more than nanoseconds on a shared machine.
+  within a launch  every launch alternates blocks of MPI_Allreduce and PMPI_Allreduce calls; with
+                   the preload the first is the wrapper and the second the library, so the median
+                   over blocks of (MPI - PMPI) is the wrapper's cost, moments apart in the same
+                   process; without the preload the same difference is an A/A control (~0).
+Intervals are bootstrap 95% intervals of the median (scipy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from colltune import build, launch, mpi, runenv
+
+HERE = Path(__file__).resolve().parent
+
+
+def launch_once(lib, exe: Path, env: dict[str, str], calls: int, blocks: int) -> list[tuple[float, float]]:
+    """(MPI_Allreduce ns, PMPI_Allreduce ns) per call, for each block of one launch."""
+    proc = launch.run(lib, 2, [str(exe), str(calls), str(blocks)], rank_env=env, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"launch failed:\n{proc.stderr[-2000:]}")
+    return [(float(a), float(b)) for a, b in
+            re.findall(r"mpi_ns ([\d.]+) pmpi_ns ([\d.]+)", proc.stdout)]
+
+
+def ci(values: list[float]) -> tuple[float, float, float]:
+    """Median and its bootstrap 95% interval."""
+    res = stats.bootstrap((np.array(values),), np.median, confidence_level=0.95,
+                          random_state=np.random.default_rng(1)).confidence_interval
+    return statistics.median(values), res.low, res.high
+
+
+def callgrind(lib, art, exe: Path, calls: int) -> dict[str, float]:
+    """Instructions per call executed in libcolltune.so (the wrapper, including its PLT hop to
+    PMPI_Allreduce), on rank 0 under valgrind (rank 1 runs natively)."""
+    if shutil.which("valgrind") is None:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        env = runenv.rank_environment(lib, art)
+        rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(calls), "1"]
+        argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
+                "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
+                "-n", "1", *launch.rank_env_flags(lib, env), str(exe), str(calls), "1"]
+        subprocess.run(argv, env=launch.launcher_env(lib), capture_output=True, text=True,
+                       timeout=900, check=True, stdin=subprocess.DEVNULL)
+        ann = subprocess.run(["callgrind_annotate", "--threshold=100", str(out)], capture_output=True,
+                             text=True, check=True).stdout
+    costs: dict[str, float] = {}  # one block: `calls` calls of MPI_Allreduce (the wrapper)
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+)\s.*\s(\S+)\s*(?:\[(.*)\])?$", line)
+        if not m:
+            continue
+        ir, func, obj = int(m.group(1).replace(",", "")), m.group(2), m.group(3) or ""
+        where = func.split(":")[-1]
+        if "libcolltune" in obj and ir / calls >= 0.5:  # per-call code, not MPI_Init's one-offs
+            costs[where] = costs.get(where, 0) + ir / calls
+        if where == "PMPI_Allreduce" and "libmpi" in obj:
+            # warm-up, the PMPI half of the block and the wrapper half all reach it: 3 x calls
+            costs["(library) PMPI_Allreduce, its own code"] = ir / (3 * calls)
+    return costs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mpi", default=None)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--calls", type=int, default=2000, help="calls per block")
+    ap.add_argument("--blocks", type=int, default=100, help="blocks per launch")
+    args = ap.parse_args()
+    lib = mpi.resolve(args.mpi)
+    art = build.ensure_built(lib)
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = build.compile_program(lib, [HERE / "allreduce_loop.c"], Path(tmp) / "allreduce_loop")
+        on_env = runenv.rank_environment(lib, art)
+        across, within_on, within_off = [], [], []
+        for r in range(args.rounds):
+            order = [("off", {}), ("on", on_env)] if r % 2 == 0 else [("on", on_env), ("off", {})]
+            med = {}
+            for name, env in order:
+                blocks = launch_once(lib, exe, env, args.calls, args.blocks)
+                med[name] = statistics.median(m for m, _ in blocks)
+                (within_on if name == "on" else within_off).extend(m - p for m, p in blocks)
+            across.append(med["on"] - med["off"])
+            print(f"round {r:2d}: MPI_Allreduce off {med['off']:8.1f} ns  on {med['on']:8.1f} ns  "
+                  f"diff {across[-1]:+8.1f} ns", flush=True)
+        print(f"\n{lib.name} ({lib.short_version}), 2 ranks, {args.rounds} rounds x 2 launches x "
+              f"{args.blocks} blocks x {args.calls} calls")
+        for label, values in (("across launches (with - without preload)", across),
+                              ("within launches, preload: MPI - PMPI  (wrapper)", within_on),
+                              ("within launches, no preload: MPI - PMPI (A/A)", within_off)):
+            m, lo, hi = ci(values)
+            print(f"{label:50s} median {m:+8.2f} ns/call  95% CI {lo:+.2f} .. {hi:+.2f}  (n={len(values)})")
+        costs = callgrind(lib, art, exe, 20_000)
+        if costs:
+            print("callgrind, instructions per MPI_Allreduce call executed in libcolltune.so (rank 0):")
+            for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
+                print(f"  {ir:8.2f}  {func}")
+
+
+if __name__ == "__main__":
+    main()
