@@ -1,0 +1,150 @@
+"""`colltune selftest`: prove that every variant gives the library's own result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from colltune import mpi
+from colltune import selftest as st
+
+MAX_FAILURES_SHOWN = 20
+
+
+def _nprocs(values: tuple[str, ...]) -> list[int]:
+    counts: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if not part.isdigit() or int(part) < 1:
+                raise click.BadParameter(f"{part!r} is not a process count (a positive integer)",
+                                         param_hint="-n")
+            counts.append(int(part))
+    return counts
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+
+
+def _table(report: st.Report) -> Table:
+    ranks = ",".join(str(r.nprocs) for r in report.launches)
+    table = Table(title=f"colltune selftest: {report.library.short_version}, ranks {ranks}",
+                  title_justify="left")
+    table.add_column("collective", no_wrap=True)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("GL", no_wrap=True)
+    table.add_column("cases", justify="right")
+    table.add_column("failures", justify="right")
+    table.add_column("not applicable")
+    table.add_column("reasons vs rules")
+    for v in report.variants:
+        failures = f"[bold red]{v.failures}[/]" if v.failures else "0"
+        rules = f"ok ({v.cases + v.probes} checked)"
+        if v.reason_mismatches or v.nonuniform:
+            rules = f"[bold red]{v.reason_mismatches} wrong, {v.nonuniform} nonuniform[/]"
+        table.add_row(v.collective, v.variant, v.guideline, str(v.cases), failures,
+                      _reasons(v.not_applicable), rules)
+    return table
+
+
+def _print_failures(console: Console, report: st.Report) -> None:
+    failures = [f for r in report.launches for f in r.failures]
+    for f in failures[:MAX_FAILURES_SHOWN]:
+        case = ", ".join(f"{k}={v}" for k, v in f.case.items())
+        console.print(f"[red]{f.what}[/] {f.variant} (rank {f.rank} of {f.nprocs}): {f.detail}\n"
+                      f"    case: {case}", highlight=False)
+    if len(failures) > MAX_FAILURES_SHOWN:
+        console.print(f"... {len(failures) - MAX_FAILURES_SHOWN} more failure lines (see --json)")
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.option("--mpi", "mpi_spec", default=None, metavar="MPI",
+              help="MPI library: openmpi (embedded, default), mpich, intel, or a path to an mpicc")
+@click.option("-n", "--nprocs", "nprocs", multiple=True, metavar="RANKS",
+              help="process counts, repeatable or comma-separated (default 4; for the MPICH "
+                   "family at most the number of cores, as it busy-polls)")
+@click.option("--quick", is_flag=True,
+              help="smaller matrix (counts 0 and 7, fewer datatypes on the split and duplicated "
+                   "communicators, one 1 MiB case per collective)")
+@click.option("--no-big", "no_big", is_flag=True, help="skip the 1 MiB cases")
+@click.option("-c", "--collective", default=None, metavar="NAME",
+              help="only the variants of one collective (e.g. allreduce)")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write the results (counts per variant, failure details) as JSON")
+@click.option("--timeout", type=float, default=1800.0, show_default=True,
+              help="seconds per launch before the driver is stopped (a hang is a failure)")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: bool,
+            collective: str | None, json_path: Path | None, timeout: float, quiet: bool) -> None:
+    """Run every variant against the MPI library's own collective and compare the results.
+
+    Cases: MPI_BYTE, MPI_INT, MPI_DOUBLE, a contiguous and a vector derived datatype; counts 0,
+    1, 7, 1000 and 1 MiB; roots 0, middle and last; MPI_IN_PLACE wherever the standard allows
+    it; MPI_SUM, MPI_MAX, MPI_BOR and user-defined commutative and non-commutative ops;
+    MPI_COMM_WORLD, a split and a duplicated communicator. Results must be bit-identical, except
+    sums of doubles, which may differ by the worst-case rounding of two summation orders
+    (docs/variants.md). Every "not applicable" is checked against the documented rules, also on
+    an inter-communicator and for count overflow and the scratch cap.
+
+    Exit code 0: no mismatch; 1: a mismatch, a wrong reason, or a failed launch.
+
+    \b
+    Examples:
+      colltune selftest                     4 ranks of the embedded Open MPI
+      colltune selftest -n 1,2,3,4,5,8
+      colltune selftest --mpi mpich -n 2
+      colltune selftest -c allreduce --json allreduce.json
+    """
+    console = Console()
+    errors = Console(stderr=True)
+    lib = mpi.resolve(mpi_spec)
+    counts = _nprocs(nprocs) or [st.default_nprocs(lib)]
+    if collective is not None and collective not in _collectives():
+        raise click.BadParameter(f"unknown collective {collective!r}; choose from "
+                                 f"{', '.join(_collectives())}", param_hint="--collective")
+    try:
+        if quiet:
+            report = st.run(lib, counts, quick=quick, big=not no_big, collective=collective,
+                            timeout=timeout)
+        else:
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=errors, transient=True) as progress:
+                tasks = [progress.add_task(f"{n} ranks", total=None) for n in counts]
+
+                def advance(idx: int, done: int, total: int, what: str) -> None:
+                    progress.update(tasks[idx], completed=done, total=total,
+                                    description=f"{counts[idx]} ranks: {what}")
+
+                report = st.run(lib, counts, quick=quick, big=not no_big, collective=collective,
+                                on_progress=advance, timeout=timeout)
+    except st.SelftestError as exc:
+        errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=False)
+        sys.exit(1)
+    console.print(_table(report))
+    if json_path is not None:
+        json_path.write_text(st.report_json(report))
+    _print_failures(errors, report)
+    variants = report.variants
+    cases = sum(v.cases for v in variants)
+    bad = [v for v in variants if not v.ok]
+    seconds = sum(r.seconds for r in report.launches)
+    if bad:
+        console.print(f"[bold red]FAILED:[/] {len(bad)} of {len(variants)} variants: "
+                      f"{', '.join(v.variant for v in bad)} ({cases} cases, {seconds:.1f} s)")
+        sys.exit(1)
+    console.print(f"[bold green]OK:[/] {len(variants)} variants, {cases} cases, no mismatch, every "
+                  f"not-applicable as the rules say ({seconds:.1f} s in the drivers)")
+
+
+def _collectives() -> list[str]:
+    from colltune import catalog
+
+    return catalog.load().collective_names()

@@ -1,0 +1,262 @@
+"""Correctness of the variants: run the `colltune-selftest` driver and aggregate its results.
+
+The driver (native/selftest/) runs every variant against the library's own collective on
+identical inputs over a matrix of cases and prints JSON lines (see native/selftest/selftest.c).
+This module launches it for a list of process counts, parses the lines into one data model and
+sums them per variant. No I/O in the parsing and aggregation functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from colltune import build, launch
+from colltune.mpi import MpiError, MpiLibrary
+
+# Settings of the C core the driver honours; passed on to the ranks when set.
+RANK_SETTINGS = ("COLLTUNE_SCRATCH_BYTES", "COLLTUNE_CHUNK_BYTES")
+
+
+class SelftestError(MpiError):
+    """The driver did not finish (crash, hang, MPI failure); the message says how it ended."""
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One variant in one launch (or summed over launches)."""
+
+    collective: str
+    variant: str
+    guideline: str
+    cases: int
+    failures: int
+    not_applicable: dict[str, int]
+    reason_mismatches: int
+    nonuniform: int
+    probes: int
+    probe_reasons: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return self.failures == 0 and self.reason_mismatches == 0 and self.nonuniform == 0
+
+    @property
+    def not_applicable_total(self) -> int:
+        return sum(self.not_applicable.values())
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One mismatch as a rank reported it: the case, what differed and how."""
+
+    nprocs: int
+    variant: str
+    rank: int
+    case: dict[str, object]
+    what: str  # result | sendbuf | error | reason
+    detail: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    nprocs: int
+    library: str
+    seconds: float
+    variants: tuple[VariantResult, ...]
+    failures: tuple[Failure, ...]
+    summary: dict[str, object] = field(hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Report:
+    library: MpiLibrary
+    launches: tuple[Launch, ...]
+
+    @property
+    def variants(self) -> list[VariantResult]:
+        return aggregate(self.launches)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.variants)
+
+
+def _add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+def _variant_from(record: dict[str, object]) -> VariantResult:
+    return VariantResult(
+        collective=str(record["collective"]),
+        variant=str(record["variant"]),
+        guideline=str(record["guideline"]),
+        cases=int(record["cases"]),  # type: ignore[arg-type]
+        failures=int(record["failures"]),  # type: ignore[arg-type]
+        not_applicable={str(k): int(v) for k, v in dict(record["not_applicable"]).items()},  # type: ignore[call-overload]
+        reason_mismatches=int(record["reason_mismatches"]),  # type: ignore[arg-type]
+        nonuniform=int(record["nonuniform"]),  # type: ignore[arg-type]
+        probes=int(record.get("probes", 0)),  # type: ignore[arg-type]
+        probe_reasons={str(k): int(v) for k, v in dict(record.get("probe_reasons", {})).items()},  # type: ignore[call-overload]
+    )
+
+
+def parse(lines: Iterable[str], nprocs: int) -> Launch:
+    """The driver's output of one launch. Raises ValueError if it has no summary line."""
+    variants: list[VariantResult] = []
+    failures: list[Failure] = []
+    summary: dict[str, object] | None = None
+    library = ""
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue  # MPI libraries may print their own notices on stdout
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = record.get("type")
+        if kind == "start":
+            library = str(record.get("library", ""))
+        elif kind == "variant":
+            variants.append(_variant_from(record))
+        elif kind == "failure":
+            failures.append(Failure(nprocs, str(record["variant"]), int(record["rank"]),
+                                    dict(record["case"]), str(record["what"]),
+                                    str(record["detail"])))
+        elif kind == "summary":
+            summary = record
+    if summary is None:
+        raise ValueError("the driver printed no summary line")
+    return Launch(nprocs, library or str(summary.get("library", "")),
+                  float(summary.get("seconds", 0.0)),  # type: ignore[arg-type]
+                  tuple(variants), tuple(failures), summary)
+
+
+def aggregate(launches: Iterable[Launch]) -> list[VariantResult]:
+    """Sum every variant's counts over launches, in catalog order of first appearance."""
+    totals: dict[str, VariantResult] = {}
+    for run in launches:
+        for v in run.variants:
+            t = totals.get(v.variant)
+            if t is None:
+                totals[v.variant] = v
+                continue
+            totals[v.variant] = VariantResult(
+                t.collective, t.variant, t.guideline, t.cases + v.cases, t.failures + v.failures,
+                _add_counts(t.not_applicable, v.not_applicable),
+                t.reason_mismatches + v.reason_mismatches, t.nonuniform + v.nonuniform,
+                t.probes + v.probes, _add_counts(t.probe_reasons, v.probe_reasons))
+    return list(totals.values())
+
+
+def driver_argv(artifacts: build.Artifacts, quick: bool = False, big: bool = True,
+                collective: str | None = None) -> list[str]:
+    argv = [str(artifacts.selftest)]
+    if quick:
+        argv.append("--quick")
+    if not big:
+        argv.append("--no-big")
+    if collective:
+        argv += ["--collective", collective]
+    return argv
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_launch(lib: MpiLibrary, nprocs: int, argv: Sequence[str],
+               on_progress: Callable[[int, int, str], None] | None = None,
+               timeout: float | None = None) -> Launch:
+    """Run the driver on `nprocs` ranks; stream its progress; parse its results."""
+    rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)}
+    proc = launch.popen(lib, nprocs, argv, rank_env=rank_env)
+    stderr_chunks: list[str] = []
+    drain = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read() if proc.stderr else ""),
+                             daemon=True)
+    drain.start()
+    timer = None
+    if timeout is not None:
+        # The driver is started in its own session: stop the whole launch, not only mpiexec.
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGTERM))
+        timer.start()
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if on_progress is not None and line.startswith('{"type":"progress"'):
+                record = json.loads(line)
+                on_progress(int(record["done"]), int(record["total"]),
+                            f"{record['comm']}: {record['collective']}")
+        proc.wait()
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    drain.join(timeout=5)
+    stderr = "".join(stderr_chunks)
+    command = " ".join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))
+    if proc.returncode != 0:
+        how = ("was stopped after the time limit" if proc.returncode in (-signal.SIGTERM, 143)
+               and timeout is not None else f"exited with code {proc.returncode}")
+        raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version} {how}:\n"
+                            f"$ {command}\n{_tail(stderr) or _tail(''.join(lines))}")
+    try:
+        return parse(lines, nprocs)
+    except ValueError as exc:
+        raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version}: {exc}"
+                            f"\n$ {command}\n{_tail(stderr)}") from None
+
+
+def run(lib: MpiLibrary, nprocs: Sequence[int], quick: bool = False, big: bool = True,
+        collective: str | None = None,
+        on_progress: Callable[[int, int, int, str], None] | None = None,
+        timeout: float | None = None) -> Report:
+    """Build the C core for `lib` if needed and run the selftest once per process count.
+
+    on_progress(launch_index, done, total, what) is called as the driver advances."""
+    artifacts = build.ensure_built(lib)
+    argv = driver_argv(artifacts, quick=quick, big=big, collective=collective)
+    launches = []
+    for i, n in enumerate(nprocs):
+        callback = None
+        if on_progress is not None:
+            callback = (lambda idx: lambda done, total, what: on_progress(idx, done, total, what))(i)
+        launches.append(run_launch(lib, n, argv, callback, timeout))
+    return Report(lib, tuple(launches))
+
+
+def default_nprocs(lib: MpiLibrary) -> int:
+    """4 ranks; libraries of the MPICH family busy-poll, so never more ranks than cores there."""
+    if lib.family == "mpich":
+        return max(2, min(4, os.cpu_count() or 2))
+    return 4
+
+
+def report_json(report: Report) -> str:
+    """The aggregated results as one JSON document (for --json)."""
+    return json.dumps({
+        "library": report.library.as_dict(),
+        "ok": report.ok,
+        "launches": [{"nprocs": r.nprocs, "seconds": r.seconds, "summary": r.summary}
+                     for r in report.launches],
+        "variants": [v.__dict__ for v in report.variants],
+        "failures": [f.__dict__ for r in report.launches for f in r.failures],
+    }, indent=2)
+
+
+__all__ = ["Failure", "Launch", "Report", "SelftestError", "VariantResult", "aggregate",
+           "default_nprocs", "driver_argv", "parse", "report_json", "run", "run_launch"]
