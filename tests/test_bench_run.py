@@ -320,3 +320,13 @@ def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path: Path, monkeypatc
     assert "  bcast 8 byte - 0 default,bcast_as_allgatherv,bcast_as_scatter_allgather" in lines
     assert "  barrier 0 byte - - default" in lines
     assert not (tmp_path / "d.duckdb").exists()
+
+
+def test_algorithms_bound_to_a_process_count_are_left_out_elsewhere() -> None:
+    s = bench.BenchSettings(collectives=["alltoall"], sizes=[64], barrier=False,
+                            variants=["default", "lib:alltoall:pairwise", "lib:alltoall:two_proc"])
+    assert bench.plan_jobs(s, 2, "openmpi").jobs[0].variants == ("default", "lib:alltoall:pairwise",
+                                                                   "lib:alltoall:two_proc")
+    four = bench.plan_jobs(s, 4, "openmpi")
+    assert four.jobs[0].variants == ("default", "lib:alltoall:pairwise")
+    assert four.left_out == ["lib:alltoall:two_proc: openmpi runs it on 2 processes only"]

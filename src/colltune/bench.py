@@ -107,6 +107,10 @@ LIBRARY_ALGORITHMS["intel"] = {
     "scatter": ("1", "3"),
 }
 
+# Algorithms that refuse other process counts with an error instead of falling back:
+# (library, algorithm) -> the only process count they serve.
+ALGORITHM_NPROCS = {("openmpi", "two_proc"): 2}
+
 # Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
 ALGORITHMS_AT_LAUNCH = frozenset({"intel"})
 
@@ -377,6 +381,12 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
             variants: tuple[str, ...] = (f"lib:{adjust[0]}:{adjust[1]}",)
         else:
             variants = tuple(v for v in names if not (at_launch and v.startswith("lib:")))
+        for v in variants:
+            only = ALGORITHM_NPROCS.get((library, v.split(":")[-1])) if v.startswith("lib:") else None
+            if only is not None and only != nprocs:
+                plan.left_out.append(f"{v}: {library} runs it on {only} processes only")
+        variants = tuple(v for v in variants if not (
+            v.startswith("lib:") and ALGORITHM_NPROCS.get((library, v.split(":")[-1]), nprocs) != nprocs))
         if not variants:
             plan.left_out.append(f"{coll}: none of the requested variants belongs to it")
             continue

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from colltune import bench
 from colltune.store import Store, StoreError
@@ -71,7 +72,7 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
         console.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(2)
     except bench.BenchError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=False)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(1)
     with Store(db_path, read_only=True) as store:
         m = store.con.execute("SELECT count(*), count(DISTINCT launch_idx) FROM measurements "
