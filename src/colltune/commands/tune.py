@@ -24,8 +24,8 @@ def _bytes_option(ctx: click.Context, param: click.Parameter, value: str | None)
 
 
 @click.command(name="tune")
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Results database with a check's verdicts (colltune check --db DB).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
+              show_default=True, help="Results database with a check's verdicts (colltune check --db DB).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Profile file to write (docs/profile.md).")
 @click.option("--run-id", default=None, help="Check run to use (default: the most recently judged).")
