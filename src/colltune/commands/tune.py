@@ -75,7 +75,12 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
 
     from colltune.check import load_verdicts
 
-    lib = tune_mod.library_choices(load_verdicts(db_path, profile.provenance.get("check-run")), settings)
+    verdicts = load_verdicts(db_path, profile.provenance.get("check-run"))
+    if "partial" in verdicts.columns and verdicts["partial"].fillna(False).astype(bool).any():
+        err_console.print("[yellow]note:[/] some verdicts rest on an incomplete run (marked partial by the check); "
+                          "complete it with `colltune bench --resume latest` and check again before relying on "
+                          "the profile", highlight=False)
+    lib = tune_mod.library_choices(verdicts, settings)
     if not lib.empty:
         console.print(f"{len(lib)} (collective, size) points where a library algorithm is >= "
                       f"{1 + min_gain:.2f}x faster: not in the profile (the interposer cannot select them); "
