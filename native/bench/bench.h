@@ -123,15 +123,24 @@ typedef enum ct_libalg_kind {
     CT_LIBALG_LAUNCH    /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
 } ct_libalg_kind;
 
+/* An integer control variable forced to a value while a variant runs (MPICH). */
+typedef struct ct_forced_cvar {
+    int cvar;            /* MPI_T index, -1: the library has no such variable */
+    int forced;          /* value while the variant runs */
+    int original;        /* value before we touched it (the library's default) */
+    MPI_T_cvar_handle handle;
+} ct_forced_cvar;
+
 typedef struct ct_libalg {
     ct_libalg_kind kind;
     int cvar;            /* MPI_T index of the algorithm control variable */
     int value;           /* the algorithm's value */
     int original;        /* value before we touched it (the library's default) */
     MPI_T_cvar_handle handle;
-    /* MPICH only: MPIR_CVAR_DEVICE_COLLECTIVES, forced to `none` while the variant runs */
-    int device_cvar, device_none, device_original;
-    MPI_T_cvar_handle device_handle;
+    /* MPICH only: MPIR_CVAR_DEVICE_COLLECTIVES=none (or device collectives override the
+     * choice) and MPIR_CVAR_COLLECTIVE_FALLBACK=error (or an algorithm that cannot serve a
+     * call is silently replaced, and the library's choice measured under the variant's name) */
+    ct_forced_cvar device, fallback;
     MPI_Comm comm;       /* Open MPI: a communicator created while the value was set */
 } ct_libalg;
 

@@ -2,7 +2,9 @@
  * The library's own collective algorithms as variants, selected through MPI_T control variables:
  *  - MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM is read on every call, so it is written before
  *    each repetition of the variant (and MPIR_CVAR_DEVICE_COLLECTIVES set to `none`, or device
- *    collectives override the choice), and the library's values restored for other variants.
+ *    collectives override the choice, and MPIR_CVAR_COLLECTIVE_FALLBACK to `error`, so that an
+ *    algorithm unusable for a call fails instead of being silently replaced), and the library's
+ *    values restored for other variants.
  *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
  *    the variant gets its own communicator duplicated while the value is set.
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
@@ -121,6 +123,36 @@ static void upper(char *dst, const char *src, size_t len)
     dst[i] = '\0';
 }
 
+/* A companion variable absent from this version is fine (cvar = -1), an MPI_T failure not. */
+static int forced_open(ct_forced_cvar *f, const char *name, const char *value)
+{
+    f->cvar = -1;
+    f->handle = MPI_T_CVAR_HANDLE_NULL;
+    int index, rc;
+    if (cvar_find(name, &index) != 0 || cvar_value(index, value, &f->forced) != 0)
+        return MPI_SUCCESS;
+    if ((rc = handle_for(index, &f->handle)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_T_cvar_read(f->handle, &f->original)) != MPI_SUCCESS)
+        return rc;
+    f->cvar = index;
+    return MPI_SUCCESS;
+}
+
+static int forced_write(const ct_forced_cvar *f, int forced)
+{
+    if (f->cvar < 0)
+        return MPI_SUCCESS;
+    return MPI_T_cvar_write(f->handle, forced ? &f->forced : &f->original);
+}
+
+static void forced_close(ct_forced_cvar *f)
+{
+    if (f->handle != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&f->handle);
+    f->cvar = -1;
+}
+
 static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
                       size_t errlen)
 {
@@ -137,13 +169,10 @@ static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, c
     int rc = handle_for(alg->cvar, &alg->handle);
     if (rc == MPI_SUCCESS)
         rc = MPI_T_cvar_read(alg->handle, &alg->original);
-    if (rc == MPI_SUCCESS && cvar_find("MPIR_CVAR_DEVICE_COLLECTIVES", &alg->device_cvar) == 0) {
-        rc = handle_for(alg->device_cvar, &alg->device_handle);
-        if (rc == MPI_SUCCESS)
-            rc = MPI_T_cvar_read(alg->device_handle, &alg->device_original);
-        if (rc == MPI_SUCCESS && cvar_value(alg->device_cvar, "none", &alg->device_none) != 0)
-            alg->device_cvar = -1;
-    }
+    if (rc == MPI_SUCCESS)
+        rc = forced_open(&alg->device, "MPIR_CVAR_DEVICE_COLLECTIVES", "none");
+    if (rc == MPI_SUCCESS)
+        rc = forced_open(&alg->fallback, "MPIR_CVAR_COLLECTIVE_FALLBACK", "error");
     if (rc != MPI_SUCCESS)
         snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
     return rc;
@@ -230,9 +259,9 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
 {
     memset(alg, 0, sizeof *alg);
     alg->comm = MPI_COMM_NULL;
-    alg->device_cvar = -1;
     alg->handle = MPI_T_CVAR_HANDLE_NULL;
-    alg->device_handle = MPI_T_CVAR_HANDLE_NULL;
+    alg->device = (ct_forced_cvar){.cvar = -1, .handle = MPI_T_CVAR_HANDLE_NULL};
+    alg->fallback = alg->device;
     int rc = open_mpich(collective, algorithm, alg, err, errlen);
     if (rc == -1)
         rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
@@ -252,8 +281,10 @@ int ct_libalg_select(const ct_libalg *alg)
     if (alg->kind != CT_LIBALG_MPICH)
         return MPI_SUCCESS;
     int rc = MPI_T_cvar_write(alg->handle, &alg->value);
-    if (rc == MPI_SUCCESS && alg->device_cvar >= 0)
-        rc = MPI_T_cvar_write(alg->device_handle, &alg->device_none);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->device, 1);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->fallback, 1);
     return rc;
 }
 
@@ -262,8 +293,10 @@ int ct_libalg_restore(const ct_libalg *alg)
     if (alg->kind != CT_LIBALG_MPICH)
         return MPI_SUCCESS;
     int rc = MPI_T_cvar_write(alg->handle, &alg->original);
-    if (rc == MPI_SUCCESS && alg->device_cvar >= 0)
-        rc = MPI_T_cvar_write(alg->device_handle, &alg->device_original);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->device, 0);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->fallback, 0);
     return rc;
 }
 
@@ -273,8 +306,8 @@ void ct_libalg_close(ct_libalg *alg)
         PMPI_Comm_free(&alg->comm);
     if (alg->handle != MPI_T_CVAR_HANDLE_NULL)
         MPI_T_cvar_handle_free(&alg->handle);
-    if (alg->device_handle != MPI_T_CVAR_HANDLE_NULL)
-        MPI_T_cvar_handle_free(&alg->device_handle);
+    forced_close(&alg->device);
+    forced_close(&alg->fallback);
 }
 
 static int matches(const char *name, const char *const *needles, size_t count)

@@ -95,6 +95,42 @@ static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll,
     return slot;
 }
 
+static int prepare(run_ctx *ctx, const ct_variant *v);
+static int invoke(const run_ctx *ctx, const ct_variant *v);
+
+/* One call before measuring: a library that refuses the forced algorithm for this call (MPICH
+ * with fallback=error, Open MPI's two_proc on more processes) says so with an error code on
+ * every rank (its checks use uniform arguments), and the variant is skipped rather than
+ * aborting the launch. Returns 1 if the algorithm ran everywhere. */
+static int library_trial(run_ctx *ctx, const ct_variant *v, char *why, size_t whylen)
+{
+    int rc = prepare(ctx, v);
+    if (rc == MPI_SUCCESS)
+        rc = invoke(ctx, v);
+    /* Back to the library's values at once: the next library variant reads them as its
+     * originals when it is opened. */
+    int restored = prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1});
+    if (rc == MPI_SUCCESS)
+        rc = restored;
+    int ok = rc == MPI_SUCCESS, all = 0;
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        all = 0;
+    if (!all) {
+        char text[MPI_MAX_ERROR_STRING] = "failed on another rank";
+        int len;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_string(rc, text, &len);
+        /* MPICH's error text is a stack; its last line is the specific reason */
+        size_t end = strlen(text);
+        while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' '))
+            text[--end] = '\0';
+        const char *last = strrchr(text, '\n');
+        snprintf(why, whylen, "the library refused this algorithm for this call: %.190s",
+                 last ? last + 1 : text);
+    }
+    return all;
+}
+
 /* Decide how to run `name` for this job, or why it cannot run (returns 0 and fills why). */
 static int resolve_variant(run_ctx *ctx, const ct_job *job, const ct_call *call,
                            const char *name, ct_variant *v, char *why, size_t whylen)
@@ -135,6 +171,11 @@ static int resolve_variant(run_ctx *ctx, const ct_job *job, const ct_call *call,
             snprintf(why, whylen, "an algorithm of %s, not of %s", coll, job->collective);
             return 0;
         }
+        /* opening reads the library's current values as the ones to restore */
+        if (prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1}) != MPI_SUCCESS) {
+            snprintf(why, whylen, "cannot restore the library's algorithm settings");
+            return 0;
+        }
         libalg_slot *slot = libalg_get(ctx, name, coll, sep + 1);
         if (!slot) {
             snprintf(why, whylen, "more than %d library algorithms in one launch", CT_MAX_LIBALGS);
@@ -148,7 +189,7 @@ static int resolve_variant(run_ctx *ctx, const ct_job *job, const ct_call *call,
         v->libalg = (int)(slot - ctx->libalgs);
         if (slot->alg.comm != MPI_COMM_NULL)
             v->call.comm = slot->alg.comm;
-        return 1;
+        return library_trial(ctx, v, why, whylen);
     }
     v->kind = CT_VK_MOCKUP;
     v->index = colltune_variant_index(name);
