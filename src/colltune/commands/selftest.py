@@ -34,7 +34,7 @@ def _reasons(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
 
 
-def _table(report: st.Report) -> Table:
+def _table(report: st.Report, variants: list[st.VariantResult]) -> Table:
     ranks = ",".join(str(r.nprocs) for r in report.launches)
     table = Table(title=f"colltune selftest: {report.library.short_version}, ranks {ranks}",
                   title_justify="left")
@@ -45,7 +45,7 @@ def _table(report: st.Report) -> Table:
     table.add_column("failures", justify="right")
     table.add_column("not applicable")
     table.add_column("reasons vs rules")
-    for v in report.variants:
+    for v in variants:
         failures = f"[bold red]{v.failures}[/]" if v.failures else "0"
         rules = f"ok ({v.cases + v.probes} checked)"
         if v.reason_mismatches or v.nonuniform:
@@ -128,13 +128,14 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     except st.SelftestError as exc:
         errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=False)
         sys.exit(1)
-    console.print(_table(report))
+    # With --collective the driver still probes every variant's rules: show only that one's.
+    variants = [v for v in report.variants if collective is None or v.collective == collective]
+    console.print(_table(report, variants))
     if json_path is not None:
         json_path.write_text(st.report_json(report))
     _print_failures(errors, report)
-    variants = report.variants
     cases = sum(v.cases for v in variants)
-    bad = [v for v in variants if not v.ok]
+    bad = [v for v in report.variants if not v.ok]
     seconds = sum(r.seconds for r in report.launches)
     if bad:
         console.print(f"[bold red]FAILED:[/] {len(bad)} of {len(variants)} variants: "

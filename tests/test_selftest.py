@@ -1,0 +1,168 @@
+"""Correctness of the variants: the selftest driver on Open MPI and MPICH.
+
+The expected case counts and not-applicable counts are computed here from the matrix as
+docs/variants.md describes it and from the `needs` of native/spec/collectives.toml: a third,
+independent statement of the rules (the core and the driver's own rules are the other two).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from colltune import catalog, mpi
+from colltune import selftest as st
+from colltune.build import Artifacts
+from colltune.cli import main
+from colltune.paths import native_dir
+
+OPS_PER_TYPE = {"MPI_BYTE": 1, "MPI_INT": 5, "MPI_DOUBLE": 2, "contiguous": 2, "vector": 2}
+ROOTED = {"bcast", "gather", "reduce", "scatter"}
+WITH_OP = {"allreduce", "reduce", "reduce_scatter_block", "reduce_scatter", "scan"}
+
+
+def _comm_sizes(p: int) -> list[tuple[str, int]]:
+    halves = [("split", (p + 1) // 2)] + ([("split", p // 2)] if p // 2 else [])
+    return [("world", p), *halves, ("dup", p)]
+
+
+def _cases(coll: str, p: int, quick: bool, big: bool, only_type: str | None = None) -> int:
+    in_place = 2 if catalog.load().collectives[_index(coll)].in_place else 1
+    counts = 2 if quick else 4
+    total = 0
+    for name, size in _comm_sizes(p):
+        roots = len({0, size - 1, size // 2}) if coll in ROOTED else 1
+        for t, ops in OPS_PER_TYPE.items():
+            if only_type is not None and t != only_type:
+                continue
+            if quick and name != "world" and t not in ("MPI_INT", "vector"):
+                continue
+            total += (ops if coll in WITH_OP else 1) * counts * roots * in_place
+    if big and only_type is None:
+        total += 1 if quick else in_place + (1 if coll in WITH_OP else 0)
+    return total
+
+
+def _index(coll: str) -> int:
+    return catalog.load().collective_names().index(coll)
+
+
+def _check(report: st.Report, quick: bool = False, big: bool = True) -> None:
+    cat = catalog.load()
+    results = {v.variant: v for v in report.variants}
+    assert sorted(results) == sorted(v.name for v in cat.variants)
+    nprocs = [r.nprocs for r in report.launches]
+    for v in cat.variants:
+        r = results[v.name]
+        assert r.failures == 0, [f for x in report.launches for f in x.failures][:5]
+        assert r.reason_mismatches == 0 and r.nonuniform == 0, v.name
+        assert r.cases == sum(_cases(v.collective, p, quick, big) for p in nprocs), v.name
+        # The vector datatype (gaps) is exactly what contiguity-needing variants refuse; nothing
+        # else in the matrix is refused (no variant reorders a reduction: the non-commutative
+        # user op is applicable everywhere).
+        expected_na = ({"datatype": sum(_cases(v.collective, p, quick, big, "vector")
+                                        for p in nprocs)} if "contiguous" in v.needs else {})
+        assert r.not_applicable == expected_na, v.name
+        # One intercommunicator probe per launch with at least 2 ranks.
+        assert r.probe_reasons.get("intercomm", 0) == sum(1 for p in nprocs if p >= 2), v.name
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4, 5, 8])
+def test_selftest_openmpi(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts, nprocs: int) -> None:
+    report = st.run(openmpi, [nprocs], timeout=300)
+    _check(report)
+    assert report.ok
+
+
+@pytest.mark.mpich
+def test_selftest_mpich_2(mpich: mpi.MpiLibrary, mpich_build: Artifacts) -> None:
+    report = st.run(mpich, [2], timeout=300)
+    _check(report)
+
+
+@pytest.mark.mpich
+def test_selftest_mpich_3_quick(mpich: mpi.MpiLibrary, mpich_build: Artifacts) -> None:
+    # MPICH busy-polls: 3 ranks on 2 cores make every collective slow; the quick matrix without
+    # the 1 MiB cases keeps this under 10 s (`colltune selftest --mpi mpich -n 3` runs it all).
+    report = st.run(mpich, [3], quick=True, big=False, timeout=300)
+    _check(report, quick=True, big=False)
+
+
+def test_probe_reasons_openmpi(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts) -> None:
+    """Overflow and scratch probes at 4 ranks (count 2^30 ints, and n = the scratch cap)."""
+    report = st.run(openmpi, [4], collective="allgather", big=False, timeout=120)
+    got = {v.variant: v.probe_reasons for v in report.variants}
+    assert got["allgather_as_gather_bcast"] == {"overflow": 1, "applicable": 1, "intercomm": 1}
+    assert got["allgather_as_alltoall"] == {"scratch": 2, "intercomm": 1}
+    # p*n bytes reduced as MPI_BYTE: 4 * 2^32 overflows int, 4 * 2^28 does not.
+    assert got["allgather_as_allreduce"] == {"overflow": 1, "applicable": 1, "intercomm": 1}
+    assert got["allgather_as_allgatherv"] == {"overflow": 1, "applicable": 1, "intercomm": 1}
+    assert got["reduce_as_reducescatter_gatherv"] == {"scratch": 1, "applicable": 1,
+                                                       "intercomm": 1}
+
+
+def test_small_cap_and_chunk(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16 KiB scratch cap refuses the larger cases (and the rules predict exactly which);
+    1-byte chunks make GL7/GL16 split into single elements."""
+    monkeypatch.setenv("COLLTUNE_SCRATCH_BYTES", "16K")
+    monkeypatch.setenv("COLLTUNE_CHUNK_BYTES", "1")
+    report = st.run(openmpi, [3], big=False, timeout=120)
+    results = {v.variant: v for v in report.variants}
+    assert report.launches[0].summary["scratch_cap"] == 16384
+    assert report.launches[0].summary["chunk_bytes"] == 1
+    for v in report.variants:
+        assert v.failures == 0 and v.reason_mismatches == 0 and v.nonuniform == 0, v.variant
+    # p*n bytes with n = 1000 doubles: over the cap; arrays of p ints never are.
+    assert results["allgather_as_alltoall"].not_applicable.get("scratch", 0) > 0
+    assert "scratch" not in results["allgather_as_allgatherv"].not_applicable
+    assert "scratch" not in results["allreduce_as_reducescatter_allgatherv"].not_applicable
+
+
+def test_parse_and_aggregate() -> None:
+    lines = [
+        '{"type":"start","nprocs":2,"library":"X 1.0","variants":1}',
+        "some library notice",
+        '{"type":"failure","variant":"v","rank":1,"comm_rank":1,"case":{"count":7},'
+        '"what":"result","detail":"byte 3"}',
+        '{"type":"variant","collective":"c","variant":"v","guideline":"GL1","cases":10,'
+        '"failures":1,"not_applicable":{"datatype":2},"reason_mismatches":0,"nonuniform":0,'
+        '"probes":3,"probe_reasons":{"intercomm":1}}',
+        '{"type":"summary","nprocs":2,"cases":10,"failures":1,"seconds":0.5}',
+    ]
+    launch_ = st.parse(lines, 2)
+    assert launch_.library == "X 1.0" and launch_.seconds == 0.5
+    assert launch_.failures == (st.Failure(2, "v", 1, {"count": 7}, "result", "byte 3"),)
+    total = st.aggregate([launch_, launch_])
+    assert len(total) == 1
+    assert (total[0].cases, total[0].failures, total[0].not_applicable, total[0].probe_reasons) == (
+        20, 2, {"datatype": 4}, {"intercomm": 2})
+    assert not total[0].ok
+    with pytest.raises(ValueError, match="no summary"):
+        st.parse(lines[:-1], 2)
+
+
+def test_cli_selftest(openmpi_build: Artifacts) -> None:
+    result = CliRunner().invoke(main, ["selftest", "-n", "2", "--quick", "--no-big", "--quiet",
+                                       "-c", "bcast"])
+    assert result.exit_code == 0, result.output
+    assert "bcast_as_scatter_allgather" in result.output
+    assert "OK: 2 variants" in result.output
+    bad = CliRunner().invoke(main, ["selftest", "-n", "0"])
+    assert bad.exit_code == 2 and "not a process count" in bad.output
+    bad = CliRunner().invoke(main, ["selftest", "-c", "allgatherv"])
+    assert bad.exit_code == 2 and "unknown collective" in bad.output
+
+
+def test_driver_crash_is_an_error(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts) -> None:
+    with pytest.raises(st.SelftestError, match="exited with code"):
+        st.run_launch(openmpi, 2, [str(openmpi_build.selftest), "--bogus-option"], timeout=60)
+
+
+def test_gen_catalog_check() -> None:
+    proc = subprocess.run([sys.executable, str(native_dir() / "gen" / "gen_catalog.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
