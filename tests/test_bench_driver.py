@@ -267,3 +267,20 @@ def test_intel_algorithm_only_in_its_own_launch(intel: mpi.MpiLibrary, tmp_path:
         assert "I_MPI_ADJUST_ALLREDUCE=" + other in out.skips[0]["reason"]
         hashes[alg] = out.probes[0]["hash"]
     assert hashes["1"] != hashes["8"]
+
+
+@pytest.mark.parametrize(("sync", "metric"), [("barrier", "max"), ("dissemination", "makespan")])
+def test_summary_statistics_follow_the_chosen_metric(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                     tmp_path: Path, sync: str, metric: str) -> None:
+    """The stopping statistics rank 0 reports are those of the records it wrote, on the metric
+    asked for: recomputed here from the raw records."""
+    out = drive(openmpi, openmpi_build, tmp_path, 2, "scan 256 int sum - default,scan_as_exscan_reducelocal\n",
+                "--sync", sync, "--metric", metric, *FIXED)
+    assert out.launch["sync"] == sync and out.launch["metric"] == metric
+    column = "runtime_s" if metric == "max" else "makespan_s"
+    for vi, name in enumerate(out.jobs[0]["variants"]):
+        s = next(s for s in out.summaries if s["variant"] == name)
+        x = out.records[(out.records.variant_idx == vi) & (out.records.warmup == 0) & (out.records.valid == 1)][column]
+        assert s["valid"] == len(x) == 20
+        # records carry 10 significant digits, the driver computed on full doubles
+        assert s["rse"] == pytest.approx(x.std(ddof=1) / len(x) ** 0.5 / x.mean(), rel=1e-6)
