@@ -290,7 +290,7 @@ def _trial(seed: int, launches: int = 10) -> pd.DataFrame:
 
 def test_error_rates_of_the_full_check() -> None:
     """A/A and a null mock-up (same truth as default) must stay at or below alpha; a 25% faster
-    mock-up must be found. Rates measured over 60 runs here (400 in docs/statistics.md)."""
+    mock-up must be found. Rates measured over 60 runs here (200 per configuration in docs/statistics.md)."""
     trials = 60
     aa_runs_flagged = null_runs_flagged = detected = 0
     for seed in range(trials):

@@ -1,6 +1,6 @@
 """Error rates of the whole check procedure on synthetic runs with known truth.
 
-    python benchmarks/verification/error_rates.py --trials 400
+    python benchmarks/verification/error_rates.py --trials 200
 
 Each trial is one synthetic run judged by colltune.check.judge exactly as `colltune check`
 judges a real one: MPI_Bcast at 4 sizes with default, default#aa (A/A), a mock-up identical to
@@ -45,10 +45,10 @@ def trial(seed: int, launches: int, launch_sigma: float, settings: check.CheckSe
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, default=400)
+    ap.add_argument("--trials", type=int, default=200)
     args = ap.parse_args()
     rows = []
-    for launches in (5, 10):
+    for launches in (10, 20):
         for sigma in (0.05, 0.3):
             for test in (stats.Test.PAIRED_T, stats.Test.SIGNED_RANK, stats.Test.MWU):
                 settings = check.CheckSettings(test=test, n_resamples=200)
