@@ -68,7 +68,7 @@ def callgrind(lib, art, exe: Path, calls: int) -> dict[str, float]:
                              text=True, check=True).stdout
     costs: dict[str, float] = {}  # one block: `calls` calls of MPI_Allreduce (the wrapper)
     for line in ann.splitlines():
-        m = re.match(r"\s*([\d,]+)\s.*\s(\S+)\s*(?:\[(.*)\])?$", line)
+        m = re.match(r"^\s*([\d,]+)\s+\([^)]*\)\s+(\S+)(?:\s+\[(.*)\])?\s*$", line)
         if not m:
             continue
         ir, func, obj = int(m.group(1).replace(",", "")), m.group(2), m.group(3) or ""

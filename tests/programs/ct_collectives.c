@@ -3,7 +3,10 @@
  * reports how many calls of each kind it made, so that a test can compare them with the
  * interposer's counting table.
  *
- *   ct_collectives [-r REPEAT] [COLLECTIVE ...]      (default: all ten)
+ *   ct_collectives [-r REPEAT] [-t] [COLLECTIVE ...]      (default: all ten)
+ *
+ * -t also checks that an in-place Reduce_scatter(_block) leaves the receive buffer past the
+ * caller's block untouched, as every MPI library does (mpi4py's test suite relies on it).
  *
  * Kinds of calls (rank 0 prints "calls COLL plain=N inplace=N noncontig=N noncommutative=N"):
  *   plain           contiguous MPI_INT, MPI_SUM where there is an op, every root tried
@@ -27,6 +30,7 @@ static int rank, size;
 static long calls[KINDS];
 static MPI_Datatype vec;  /* one "element" = 2 ints, the second is a gap */
 static MPI_Op keep_left;  /* non-commutative: a o b = a */
+static int check_tail;    /* -t */
 
 static void fail(const char *coll, const char *what, int n, int root, int i, long got, long want)
 {
@@ -268,6 +272,9 @@ static void t_reduce_scatter_block(void)
             for (int i = 0; i < n; i++)
                 if (r[i] != reduced(kind, size - 1, rank * n + i))
                     fail("reduce_scatter_block", kind_names[kind], n, -1, i, r[i], reduced(kind, size - 1, rank * n + i));
+            for (int j = n; check_tail && kind == INPLACE && j < size * n; j++)
+                if (r[j] != val(rank, j))
+                    fail("reduce_scatter_block", "in-place tail overwritten", n, -1, j, r[j], val(rank, j));
         }
     }
     free(r); free(s);
@@ -295,6 +302,9 @@ static void t_reduce_scatter(void)
             for (int i = 0; i < rc[rank]; i++)
                 if (r[i] != reduced(kind, size - 1, mine + i))
                     fail("reduce_scatter", kind_names[kind], counts[c], -1, i, r[i], reduced(kind, size - 1, mine + i));
+            for (int j = rc[rank]; check_tail && kind == INPLACE && j < total; j++)
+                if (r[j] != val(rank, j))
+                    fail("reduce_scatter", "in-place tail overwritten", counts[c], -1, j, r[j], val(rank, j));
         }
     }
     free(r); free(s); free(rc);
@@ -329,9 +339,13 @@ int main(int argc, char **argv)
     MPI_Op_create(keep_left_fn, 0, &keep_left);
 
     int repeat = 1, first = 1, any = 0;
-    if (argc > 2 && strcmp(argv[1], "-r") == 0) {
-        repeat = atoi(argv[2]);
-        first = 3;
+    if (argc > first + 1 && strcmp(argv[first], "-r") == 0) {
+        repeat = atoi(argv[first + 1]);
+        first += 2;
+    }
+    if (argc > first && strcmp(argv[first], "-t") == 0) {
+        check_tail = 1;
+        first++;
     }
     for (int a = first; a < argc; a++) {
         int t = 0;
