@@ -404,6 +404,20 @@ static int clock_sync(run_ctx *ctx)
     return rc;
 }
 
+/* Rounds in the next chunk: up to the next check, but no further than the time budget is
+ * expected to reach (a chunk of 8 MiB all-to-alls must not overrun it tenfold). */
+static int chunk_rounds(const ct_stop_settings *stop, int check, long rounds, double round_time,
+                        double elapsed)
+{
+    long todo = stop->max_reps - rounds < check ? stop->max_reps - rounds : check;
+    if (stop->time_budget_s > 0 && round_time > 0) {
+        double fit = (stop->time_budget_s - elapsed) / round_time;
+        if (fit < (double)todo)
+            todo = fit < 1.0 ? 1 : (long)fit;
+    }
+    return (int)todo;
+}
+
 /* Measure the variants of one job until the stopping rules say so. */
 static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int nv,
                    const ct_stop_settings *stop, job_result *res, int emit)
@@ -432,15 +446,18 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
         if (ctx->rank == 0 && absorb_chunk(ctx, job, &c, 1, warm_sync, res, &max_runtime, emit) < 0)
             rc = MPI_ERR_NO_MEM;
     }
-    /* decision: continue, next window start, window length, resync */
-    double msg[4] = {1.0, 0.0, 0.0, 0.0}, window0 = 0.0;
+    /* decision: continue, next window start, window length, resync, rounds in the next chunk */
+    double msg[5] = {1.0, 0.0, 0.0, 0.0, 0.0}, window0 = 0.0, round_time = 0.0;
     long rounds = 0;
     if (ctx->rank == 0) {
         msg[2] = window0 = 2.0 * max_runtime + 4.0 * ctx->max_rtt + 1e-6;
         msg[1] = ct_global_time(&ctx->clock) + msg[2] + 10.0 * ctx->max_rtt + 1e-4;
+        if (warm_rounds > 0)
+            round_time = (MPI_Wtime() - t_begin) / warm_rounds;
+        msg[4] = chunk_rounds(stop, check, rounds, round_time, MPI_Wtime() - t_begin);
     }
     for (;;) {
-        int bc = PMPI_Bcast(msg, 4, MPI_DOUBLE, 0, ctx->comm);
+        int bc = PMPI_Bcast(msg, 5, MPI_DOUBLE, 0, ctx->comm);
         if (rc == MPI_SUCCESS)
             rc = bc;
         if (rc != MPI_SUCCESS || msg[0] == 0.0)
@@ -457,7 +474,8 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
                 break;
         }
         res->window = msg[2];
-        int todo = (int)(stop->max_reps - rounds < check ? stop->max_reps - rounds : check);
+        int todo = (int)msg[4];
+        double t_chunk = MPI_Wtime();
         chunk_order(&c, todo, nv, &rng);
         if ((rc = run_chunk(ctx, vars, &c, st->sync, msg[1], msg[2])) != MPI_SUCCESS)
             break;
@@ -474,8 +492,10 @@ static int measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int 
             fflush(ctx->out);
         double now = MPI_Wtime();
         int stop_now = decide(ctx, stop, nv, res, rounds, now - t_begin);
+        round_time = (now - t_chunk) / todo;
         msg[0] = stop_now ? 0.0 : 1.0;
         msg[3] = 0.0;
+        msg[4] = chunk_rounds(stop, check, rounds, round_time, now - t_begin);
         if (st->sync == CT_SYNC_WINDOW) {
             /* Late starts: the window is too short for this job (or the clocks drifted). */
             if (invalid * 10 > c.nreps)
