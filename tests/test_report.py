@@ -132,3 +132,15 @@ def test_heatmap_cells_follow_severity(db: Path) -> None:
     assert pts.loc[("bcast", 65536), "severity"] == "tolerable"  # 1.33x
     assert pts.loc[("bcast", 8), "severity"] == "very good"
     assert pd.isna(pts.loc[("bcast", 8), "worst_slowdown"])
+
+
+def test_failed_calibration_is_shown_first(tmp_path: Path) -> None:
+    # a broken A/A copy (it is 30% faster than the default it copies) must fail the calibration
+    m = simulate(Truth(factors={("bcast", "default#aa"): 0.7}), {"bcast": ["default", "default#aa"]}, [8, 64],
+                 seed=15)
+    path = write_db(tmp_path / "f.duckdb", m)
+    res = check.check_db(path)
+    assert res.calibration()["passed"] is False and res.calibration()["violations"] == 2
+    html = report.write_report(path, tmp_path / "o").read_text()
+    assert "The A/A calibration failed:" in html
+    assert html.index("The A/A calibration failed:") < html.index('<section id="environment">')

@@ -139,7 +139,9 @@ def _connect(db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(str(db_path), read_only=read_only)
     except duckdb.Error as exc:
-        raise CheckError(f"cannot open {db_path} as a DuckDB results database: {exc}") from exc
+        hint = ("another colltune process is writing it: wait for it to finish, or judge a copy"
+                if "lock" in str(exc).lower() else "is it a colltune results database?")
+        raise CheckError(f"cannot open {db_path} as a DuckDB results database ({hint}): {exc}") from exc
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -150,6 +150,10 @@ def _summary(ctx: ReportContext) -> str:
     if ctx.result.partial:
         parts.append('<p class="warn"><b>Partial results.</b> Some comparisons lack launches or the run did not '
                      "complete; the affected verdicts are marked partial below.</p>")
+    if cal["passed"] is False:
+        parts.append('<p class="warn"><b>The A/A calibration failed:</b> the check flagged an identical copy of '
+                     "the default as different. Treat the violations below with suspicion: the machine was "
+                     "probably too noisy or the launches too few (see A/A calibration).</p>")
     if v["violation"][v["kind"].isin(check.GUIDELINE_KINDS)].any():
         lead = (f"<b>{int(tot.loc['all comparisons', 'brave'])}</b> guideline violations "
                 f"(<b>{int(tot.loc['all comparisons', 'cautious'])}</b> without barrier warning) in "
