@@ -53,6 +53,7 @@ def _index(coll: str) -> int:
 def _check(report: st.Report, quick: bool = False, big: bool = True) -> None:
     cat = catalog.load()
     results = {v.variant: v for v in report.variants}
+    assert all(r.summary["arena_ok"] is True for r in report.launches)
     assert sorted(results) == sorted(v.name for v in cat.variants)
     nprocs = [r.nprocs for r in report.launches]
     for v in cat.variants:
@@ -120,6 +121,26 @@ def test_small_cap_and_chunk(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts,
     assert results["allgather_as_alltoall"].not_applicable.get("scratch", 0) > 0
     assert "scratch" not in results["allgather_as_allgatherv"].not_applicable
     assert "scratch" not in results["allreduce_as_reducescatter_allgatherv"].not_applicable
+
+
+def test_invalid_setting_falls_back(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A malformed byte count warns once and uses the default; cap 0 refuses every variant that
+    needs scratch, exactly as the rules say."""
+    monkeypatch.setenv("COLLTUNE_CHUNK_BYTES", "64 bytes")
+    monkeypatch.setenv("COLLTUNE_SCRATCH_BYTES", "0")
+    report = st.run(openmpi, [2], collective="bcast", big=False, timeout=120)
+    summary = report.launches[0].summary
+    assert (summary["chunk_bytes"], summary["scratch_cap"]) == (64, 0)
+    got = {v.variant: v for v in report.variants if v.collective == "bcast"}
+    cases = _cases("bcast", 2, quick=False, big=False)
+    vector = _cases("bcast", 2, quick=False, big=False, only_type="vector")
+    # GL9 always needs 2pI bytes; GL10 needs n + c, which is 0 for count 0 (a quarter of the
+    # cases of the other four datatypes).
+    assert got["bcast_as_allgatherv"].not_applicable == {"scratch": cases}
+    assert got["bcast_as_scatter_allgather"].not_applicable == {
+        "datatype": vector, "scratch": (cases - vector) * 3 // 4}
+    assert all(v.failures == 0 and v.reason_mismatches == 0 for v in got.values())
 
 
 def test_parse_and_aggregate() -> None:

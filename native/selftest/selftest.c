@@ -539,7 +539,8 @@ static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *
     return err;
 }
 
-static void st_print_results(const st_tally *tally, int p, double seconds, const char *library)
+static void st_print_results(const st_tally *tally, int p, double seconds, const char *library,
+                             int arena_ok)
 {
     long long cases = 0, failures = 0, wrong = 0, nonuniform = 0, probes = 0;
     for (int v = 0; v < CT_NUM_VARIANTS; v++) {
@@ -570,10 +571,46 @@ static void st_print_results(const st_tally *tally, int p, double seconds, const
     }
     printf("{\"type\":\"summary\",\"nprocs\":%d,\"library\":\"%s\",\"cases\":%lld,\"failures\":%lld,"
            "\"reason_mismatches\":%lld,\"nonuniform\":%lld,\"probes\":%lld,\"seconds\":%.3f,"
-           "\"scratch_cap\":%zu,\"chunk_bytes\":%zu}\n",
+           "\"scratch_cap\":%zu,\"chunk_bytes\":%zu,\"arena_ok\":%s}\n",
            p, library, cases, failures, wrong, nonuniform, probes, seconds, colltune_scratch_cap(),
-           colltune_chunk_bytes());
+           colltune_chunk_bytes(), arena_ok ? "true" : "false");
     fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The scratch arena: reused without reallocation, grown on demand, capped, per communicator. */
+
+static int st_check_arena(const st_comm *world, char *detail, size_t len)
+{
+    size_t cap = colltune_scratch_cap();
+    size_t small = cap < 4096 ? cap : 4096;
+    MPI_Comm comm;
+    void *a = NULL, *b = NULL, *c = NULL, *other = NULL;
+    int err = PMPI_Comm_dup(world->comm, &comm);
+    if (err == MPI_SUCCESS) err = colltune_scratch(comm, small, &a);
+    if (err == MPI_SUCCESS) err = colltune_scratch(comm, small / 2, &b);
+    if (err == MPI_SUCCESS) err = colltune_scratch(comm, small, &c);
+    if (err != MPI_SUCCESS) {
+        snprintf(detail, len, "colltune_scratch failed below the cap");
+        return 0;
+    }
+    if (a != b || b != c) {
+        snprintf(detail, len, "a request the arena already covers moved it (%p, %p, %p)", a, b, c);
+        return 0;
+    }
+    void *over = &over;
+    if (colltune_scratch(comm, cap + 1, &over) != MPI_ERR_NO_MEM || over != NULL) {
+        snprintf(detail, len, "a request over the cap (%zu bytes) did not fail with MPI_ERR_NO_MEM",
+                 cap + 1);
+        return 0;
+    }
+    if (colltune_scratch(world->comm, small, &other) != MPI_SUCCESS || other == a) {
+        snprintf(detail, len, "two communicators share one arena");
+        return 0;
+    }
+    /* The delete callback frees the block; a leak or double free shows under valgrind/ASan. */
+    PMPI_Comm_free(&comm);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -676,6 +713,11 @@ int main(int argc, char **argv)
             }
         }
     st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
+    char arena_detail[256] = "";
+    int arena_ok = st_check_arena(&comms[0], arena_detail, sizeof arena_detail);
+    PMPI_Allreduce(MPI_IN_PLACE, &arena_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!arena_ok && arena_detail[0] != '\0')
+        fprintf(stderr, "colltune-selftest: rank %d: arena: %s\n", rank, arena_detail);
 
     st_tally tally[CT_NUM_VARIANTS];
     memset(tally, 0, sizeof tally);
@@ -693,7 +735,7 @@ int main(int argc, char **argv)
         PMPI_Abort(MPI_COMM_WORLD, 2);
     }
     double seconds = PMPI_Wtime() - start;
-    if (rank == 0) st_print_results(tally, p, seconds, library);
+    if (rank == 0) st_print_results(tally, p, seconds, library, arena_ok);
 
     for (int i = 0; i < 3; i++) free(logs[i].records);
     free(probe_log.records);
