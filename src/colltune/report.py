@@ -200,7 +200,10 @@ def _environment(ctx: ReportContext) -> str:
     if not launches.empty and "status" in launches.columns:
         rows.append(("launches", ", ".join(f"{n} {s}" for s, n in launches["status"].value_counts().items())))
     env = ctx.result.run.environment
-    rows += sorted((k, v) for k, v in env.items() if not k.startswith("cvar:"))
+    shown = {str(v) for _, v in rows}
+    # The bench records some run facts per launch too; show each fact once.
+    rows += sorted((k, v) for k, v in env.items()
+                   if not k.startswith("cvar:") and not (k in info and str(v) in shown))
     out = ctx.table(pd.DataFrame(rows, columns=["", "value"]))
     cvars = sorted((k.removeprefix("cvar:"), v) for k, v in env.items() if k.startswith("cvar:"))
     if cvars:
@@ -440,6 +443,7 @@ def _calibration(ctx: ReportContext) -> str:
 @_section("quality", "Quality score", 90)
 def _quality(ctx: ReportContext) -> str:
     qt = T.quality_table(ctx.verdicts)
+    qt.columns = [c.removeprefix("points_").replace("_", " ") for c in qt.columns]
     return ("<p>100 &times; (1 &minus; mean penalty) over every tested (processes, collective, size) point; a "
             "point's penalty is that of its worst violation's severity class (good 0.1, tolerable 0.25, critical "
             "0.5, very critical 0.75, severe 1). Cautious ignores barrier-warned violations. See "
