@@ -7,9 +7,6 @@ independent statement of the rules (the core and the driver's own rules are the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from click.testing import CliRunner
 
@@ -17,7 +14,6 @@ from colltune import catalog, mpi
 from colltune import selftest as st
 from colltune.build import Artifacts
 from colltune.cli import main
-from colltune.paths import native_dir
 
 OPS_PER_TYPE = {"MPI_BYTE": 1, "MPI_INT": 5, "MPI_DOUBLE": 2, "contiguous": 2, "vector": 2}
 ROOTED = {"bcast", "gather", "reduce", "scatter"}
@@ -181,9 +177,3 @@ def test_cli_selftest(openmpi_build: Artifacts) -> None:
 def test_driver_crash_is_an_error(openmpi: mpi.MpiLibrary, openmpi_build: Artifacts) -> None:
     with pytest.raises(st.SelftestError, match="exited with code"):
         st.run_launch(openmpi, 2, [str(openmpi_build.selftest), "--bogus-option"], timeout=60)
-
-
-def test_gen_catalog_check() -> None:
-    proc = subprocess.run([sys.executable, str(native_dir() / "gen" / "gen_catalog.py"), "--check"],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
