@@ -69,7 +69,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
       colltune check --preset quick -n 4 --out check-report
       colltune check --mpi mpich -n 2 --preset quick --library-algorithms
       colltune check --no-measure --db colltune.duckdb --test mwu --correction bh
-      colltune check --preset full -n 4     (about 1-2 hours here: 11 collectives x 12 sizes)
+      colltune check --preset full -n 4     (up to ~70 min here: 132 jobs x <= 3 s x 10 launches)
     """
     settings = check.CheckSettings(test=stats.Test(test), correction=stats.Correction(correction), alpha=alpha,
                                    tolerance=tolerance)
