@@ -384,3 +384,33 @@ def test_abi_family_refusal(openmpi, openmpi_build, mpich, mpich_build, ompi_pro
         assert run.returncode != 0 and not run.timed_out, run.describe()
         assert message in run.stderr and "colltune mpi build --mpi" in run.stderr, run.describe()
         assert "calls bcast" not in run.stdout
+
+
+# ---- launcher command lines (no launch) -------------------------------------------------------
+
+def test_inject_srun_and_refusals(openmpi, openmpi_build):
+    env = {"LD_PRELOAD": "/x/libcolltune.so", "COLLTUNE_FORCE": "bcast=library,scan=library"}
+    assert runenv.inject(openmpi, ["srun", "-n", "4", "./app"], env) == [
+        "srun", "--export=ALL,LD_PRELOAD=/x/libcolltune.so,COLLTUNE_FORCE=bcast=library,scan=library",
+        "-n", "4", "./app"]
+    with pytest.raises(MpiError, match="not an MPI launcher"):
+        runenv.inject(openmpi, ["/bin/true", "-n", "2"], env)
+    with pytest.raises(MpiError, match="give the launch command"):
+        runenv.inject(openmpi, [], env)
+
+
+@pytest.mark.mpich
+def test_inject_hydra_uses_genv(mpich, mpich_build):
+    env = runenv.rank_environment(mpich, mpich_build, force="bcast=library", verbose=True)
+    argv = runenv.inject(mpich, [str(mpich.mpiexec), "-n", "2", "./app", "-v"], env)
+    assert argv == [str(mpich.mpiexec), "-genv", "LD_PRELOAD", str(mpich_build.libcolltune.resolve()),
+                    "-genv", "COLLTUNE_FORCE", "bcast=library", "-genv", "COLLTUNE_VERBOSE", "1",
+                    "-n", "2", "./app", "-v"]
+
+
+def test_print_env_keeps_ld_preload_out_of_the_shell(openmpi, openmpi_build):
+    text = runenv.print_env(runenv.rank_environment(openmpi, openmpi_build, force="scan=library"), openmpi)
+    exports = [line for line in text.splitlines() if line.startswith("export ")]
+    assert exports == ["export COLLTUNE_FORCE=scan=library"]
+    assert f"colltune_lib={openmpi_build.libcolltune.resolve()}" in text
+    assert '-x LD_PRELOAD="$colltune_lib" -x COLLTUNE_FORCE' in text

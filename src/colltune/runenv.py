@@ -131,15 +131,21 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> list
 
 
 def print_env(env: Mapping[str, str], lib: MpiLibrary) -> str:
-    """Shell lines for users who launch by hand or with srun: `export` lines plus the flags."""
-    lines = [f"# colltune interposer for {lib.name} ({lib.family} ABI). Give these to the ranks only,",
-             "# not to the launcher: a global LD_PRELOAD would load it into mpiexec itself."]
-    lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
-    exports = ",".join(["ALL", *env])
-    lines.append(f"# srun:    srun --export={exports} ./app")
+    """Shell lines for users who launch by hand or with srun.
+
+    The COLLTUNE_* settings are exported (harmless to other programs); LD_PRELOAD is not: in a
+    shell it would load the interposer (and its MPI library) into every command, the launcher
+    included. It goes on the launcher's command line for the ranks only."""
+    preload = env.get("LD_PRELOAD", "")
+    settings = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    lines = [f"# colltune interposer for {lib.name} ({lib.family} ABI)"]
+    lines += [f"export {key}={shlex.quote(value)}" for key, value in settings.items()]
+    lines.append(f"colltune_lib={shlex.quote(preload)}")
+    lines.append("# then give LD_PRELOAD to the ranks only, e.g.")
+    lines.append('#   srun --export=ALL,LD_PRELOAD="$colltune_lib" ./app')
     if lib.family == "openmpi":
-        flags = " ".join(f"-x {key}" for key in env)
+        flags = " ".join(["-x LD_PRELOAD=\"$colltune_lib\"", *(f"-x {key}" for key in settings)])
     else:
-        flags = " ".join(f'-genv {key} "${key}"' for key in env)
-    lines.append(f"# mpiexec: {lib.mpiexec} {flags} -n 4 ./app")
+        flags = " ".join(['-genv LD_PRELOAD "$colltune_lib"', *(f'-genv {key} "${key}"' for key in settings)])
+    lines.append(f"#   {lib.mpiexec} {flags} -n 4 ./app")
     return "\n".join(lines)
