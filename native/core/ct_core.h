@@ -32,13 +32,30 @@ static inline const void *ct_coffset(const void *base, int64_t bytes)
     return (const char *)base + bytes;
 }
 
+/* An error colltune itself detects in a mock-up (no scratch, a count that does not fit): raised
+ * on the communicator's error handler like the library's own errors, so that the default
+ * MPI_ERRORS_ARE_FATAL stops the job with a message instead of leaving the other ranks waiting
+ * in a collective this rank never entered. Returns `err`. */
+static inline int ct_raise(MPI_Comm comm, int err)
+{
+    PMPI_Comm_call_errhandler(comm, err);
+    return err;
+}
+
 /* An element count computed by a mock-up, as the int an MPI call takes. The applicability
  * checks rule these overflows out; this keeps a mock-up memory-safe if called anyway. */
-static inline int ct_to_int(int64_t count, int *out)
+static inline int ct_to_int(MPI_Comm comm, int64_t count, int *out)
 {
-    if (count < 0 || count > INT_MAX) return MPI_ERR_COUNT;
+    if (count < 0 || count > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     *out = (int)count;
     return MPI_SUCCESS;
+}
+
+/* colltune_scratch for a mock-up: a failure is raised on the communicator (see ct_raise). */
+static inline int ct_scratch(MPI_Comm comm, size_t bytes, void **buffer)
+{
+    int err = colltune_scratch(comm, bytes, buffer);
+    return err == MPI_SUCCESS ? err : ct_raise(comm, err);
 }
 
 /* Size (bytes of data, no gaps) of one element of `type`. */

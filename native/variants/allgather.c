@@ -16,7 +16,7 @@ int colltune_allgather_as_gather_bcast(const void *sendbuf, int sendcount, MPI_D
     MPI_Aint lb, extent;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err == MPI_SUCCESS) err = PMPI_Type_get_extent(recvtype, &lb, &extent);
-    if (err == MPI_SUCCESS) err = ct_to_int((int64_t)p * recvcount, &total);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
     if (err != MPI_SUCCESS) return err;
     if (sendbuf == MPI_IN_PLACE && rank != 0) {
         sendbuf = ct_offset(recvbuf, (int64_t)rank * recvcount * extent);
@@ -45,7 +45,7 @@ int colltune_allgather_as_alltoall(const void *sendbuf, int sendcount, MPI_Datat
     int64_t block = elem * sendcount;
     const void *own = sendbuf == MPI_IN_PLACE ? ct_offset(recvbuf, rank * block) : sendbuf;
     void *copies;
-    if ((err = colltune_scratch(comm, (size_t)(p * block), &copies)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(p * block), &copies)) != MPI_SUCCESS) return err;
     for (int i = 0; i < p; i++) memcpy(ct_offset(copies, i * block), own, (size_t)block);
     return PMPI_Alltoall(copies, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -63,7 +63,7 @@ int colltune_allgather_as_allreduce(const void *sendbuf, int sendcount, MPI_Data
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err == MPI_SUCCESS) err = ct_type_size(recvtype, &elem);
     int64_t block = elem * recvcount;
-    if (err == MPI_SUCCESS) err = ct_to_int(p * block, &total);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * block, &total);
     if (err != MPI_SUCCESS) return err;
     void *own = ct_offset(recvbuf, rank * block);
     if (sendbuf != MPI_IN_PLACE) memcpy(own, sendbuf, (size_t)block);
@@ -79,9 +79,9 @@ int colltune_allgather_as_allgatherv(const void *sendbuf, int sendcount, MPI_Dat
 {
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
-    if ((int64_t)(p - 1) * recvcount > INT_MAX) return MPI_ERR_COUNT;
+    if ((int64_t)(p - 1) * recvcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     int *counts;
-    err = colltune_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
     if (err != MPI_SUCCESS) return err;
     int *displs = counts + p;
     for (int i = 0; i < p; i++) {

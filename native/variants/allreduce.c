@@ -39,11 +39,11 @@ int colltune_allreduce_as_reducescatterblock_allgather(const void *sendbuf, void
     if (err != MPI_SUCCESS) return err;
     int64_t block = ((int64_t)count + p - 1) / p;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return MPI_ERR_COUNT;
+    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     void *vector = recvbuf;
     if (block * p != count) {
-        err = colltune_scratch(comm, (size_t)(block_bytes * p), &vector);
+        err = ct_scratch(comm, (size_t)(block_bytes * p), &vector);
         if (err != MPI_SUCCESS) return err;
         memcpy(vector, input, (size_t)bytes);
         memset(ct_offset(vector, bytes), 0, (size_t)(block_bytes * p - bytes));
@@ -78,7 +78,7 @@ int colltune_allreduce_as_reducescatter_allgatherv(const void *sendbuf, void *re
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
     if (err != MPI_SUCCESS) return err;
     int *counts;
-    err = colltune_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
     if (err != MPI_SUCCESS) return err;
     int *displs = counts + p;
     ct_chunk_split(count, elem, p, counts, displs);

@@ -22,11 +22,11 @@ int colltune_alltoall_as_alltoallv(const void *sendbuf, int sendcount, MPI_Datat
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
     int in_place = sendbuf == MPI_IN_PLACE;
-    if ((int64_t)(p - 1) * recvcount > INT_MAX) return MPI_ERR_COUNT;
-    if (!in_place && (int64_t)(p - 1) * sendcount > INT_MAX) return MPI_ERR_COUNT;
+    if ((int64_t)(p - 1) * recvcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+    if (!in_place && (int64_t)(p - 1) * sendcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     int shared = in_place || sendcount == recvcount;
     int *rcounts;
-    err = colltune_scratch(comm, (shared ? 2 : 4) * (size_t)p * sizeof(int), (void **)&rcounts);
+    err = ct_scratch(comm, (shared ? 2 : 4) * (size_t)p * sizeof(int), (void **)&rcounts);
     if (err != MPI_SUCCESS) return err;
     int *rdispls = rcounts + p;
     ct_regular(p, recvcount, rcounts, rdispls);

@@ -14,7 +14,7 @@ int colltune_bcast_as_allgatherv(void *buffer, int count, MPI_Datatype datatype,
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
     int *counts;
-    err = colltune_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
     if (err != MPI_SUCCESS) return err;
     int *displs = counts + p;
     for (int i = 0; i < p; i++) {
@@ -37,10 +37,10 @@ int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype da
     if (err != MPI_SUCCESS) return err;
     int64_t block = ((int64_t)count + p - 1) / p;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return MPI_ERR_COUNT;
+    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     void *vector = buffer;
     if (block * p != count) {
-        err = colltune_scratch(comm, (size_t)(block_bytes * p), &vector);
+        err = ct_scratch(comm, (size_t)(block_bytes * p), &vector);
         if (err != MPI_SUCCESS) return err;
         if (rank == root) {
             memcpy(vector, buffer, (size_t)bytes);

@@ -30,7 +30,7 @@ int colltune_gather_as_allgather(const void *sendbuf, int sendcount, MPI_Datatyp
     if ((err = ct_type_size(sendtype, &elem)) != MPI_SUCCESS) return err;
     int64_t block = elem * sendcount;
     void *all;
-    if ((err = colltune_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
     memcpy(ct_offset(all, rank * block), sendbuf, (size_t)block);
     return PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, sendcount, sendtype, comm);
 }
@@ -45,8 +45,8 @@ int colltune_gather_as_gatherv(const void *sendbuf, int sendcount, MPI_Datatype 
     if (err != MPI_SUCCESS) return err;
     int *counts = NULL, *displs = NULL;
     if (rank == root) {
-        if ((int64_t)(p - 1) * recvcount > INT_MAX) return MPI_ERR_COUNT;
-        err = colltune_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+        if ((int64_t)(p - 1) * recvcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+        err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
         if (err != MPI_SUCCESS) return err;
         displs = counts + p;
         for (int i = 0; i < p; i++) {
@@ -71,7 +71,7 @@ int colltune_gather_as_reduce(const void *sendbuf, int sendcount, MPI_Datatype s
     err = rank == root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
     if (err != MPI_SUCCESS) return err;
     int64_t block = elem * (rank == root ? recvcount : sendcount);
-    if ((err = ct_to_int(p * block, &total)) != MPI_SUCCESS) return err;
+    if ((err = ct_to_int(comm, p * block, &total)) != MPI_SUCCESS) return err;
     if (rank == root) {
         void *own = ct_offset(recvbuf, rank * block);
         if (sendbuf != MPI_IN_PLACE) memcpy(own, sendbuf, (size_t)block);
@@ -80,7 +80,7 @@ int colltune_gather_as_reduce(const void *sendbuf, int sendcount, MPI_Datatype s
         return PMPI_Reduce(MPI_IN_PLACE, recvbuf, total, MPI_BYTE, MPI_BOR, root, comm);
     }
     void *all;
-    if ((err = colltune_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
     memset(all, 0, (size_t)(p * block));
     memcpy(ct_offset(all, rank * block), sendbuf, (size_t)block);
     return PMPI_Reduce(all, NULL, total, MPI_BYTE, MPI_BOR, root, comm);

@@ -19,7 +19,7 @@ int colltune_reduce_as_allreduce(const void *sendbuf, void *recvbuf, int count,
     int64_t bytes = elem * count;
     void *result = recvbuf;
     if (rank != root) {
-        if ((err = colltune_scratch(comm, (size_t)bytes, &result)) != MPI_SUCCESS) return err;
+        if ((err = ct_scratch(comm, (size_t)bytes, &result)) != MPI_SUCCESS) return err;
     }
     if (sendbuf != MPI_IN_PLACE) memcpy(result, sendbuf, (size_t)bytes);
     return PMPI_Allreduce(MPI_IN_PLACE, result, count, datatype, op, comm);
@@ -38,9 +38,9 @@ int colltune_reduce_as_reducescatterblock_gather(const void *sendbuf, void *recv
     if (err != MPI_SUCCESS) return err;
     int64_t block = ((int64_t)count + p - 1) / p;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return MPI_ERR_COUNT;
+    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     void *vector;
-    if ((err = colltune_scratch(comm, (size_t)(block_bytes * p), &vector)) != MPI_SUCCESS)
+    if ((err = ct_scratch(comm, (size_t)(block_bytes * p), &vector)) != MPI_SUCCESS)
         return err;
     const void *input = rank == root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     memcpy(vector, input, (size_t)bytes);
@@ -74,7 +74,7 @@ int colltune_reduce_as_reducescatter_gatherv(const void *sendbuf, void *recvbuf,
     int64_t most = (((int64_t)count + chunk - 1) / chunk + p - 1) / p * chunk;
     size_t arrays = ct_align_up(2 * (size_t)p * sizeof(int));
     void *scratch;
-    err = colltune_scratch(comm, arrays + (size_t)(most * elem), &scratch);
+    err = ct_scratch(comm, arrays + (size_t)(most * elem), &scratch);
     if (err != MPI_SUCCESS) return err;
     int *counts = scratch, *displs = counts + p;
     void *part = ct_offset(scratch, (int64_t)arrays);

@@ -28,7 +28,7 @@ int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
-    if ((err = ct_to_int(sum, &total)) != MPI_SUCCESS) return err;
+    if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
     size_t own = (size_t)(elem * recvcounts[rank]);
     if (sendbuf == MPI_IN_PLACE) {
         err = PMPI_Allreduce(MPI_IN_PLACE, recvbuf, total, datatype, op, comm);
@@ -36,7 +36,7 @@ int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
         return err;
     }
     void *vector;
-    if ((err = colltune_scratch(comm, (size_t)(elem * sum), &vector)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(elem * sum), &vector)) != MPI_SUCCESS) return err;
     err = PMPI_Allreduce(sendbuf, vector, total, datatype, op, comm);
     if (err == MPI_SUCCESS) memcpy(recvbuf, ct_offset(vector, elem * below), own);
     return err;
@@ -53,7 +53,7 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
-    if ((err = ct_to_int(sum, &total)) != MPI_SUCCESS) return err;
+    if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
     int in_place = sendbuf == MPI_IN_PLACE;
     if (rank != 0) {
         err = PMPI_Reduce(in_place ? recvbuf : sendbuf, NULL, total, datatype, op, 0, comm);
@@ -63,7 +63,7 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
     }
     size_t arrays = ct_align_up((size_t)p * sizeof(int));
     void *scratch;
-    err = colltune_scratch(comm, arrays + (in_place ? 0 : (size_t)(elem * sum)), &scratch);
+    err = ct_scratch(comm, arrays + (in_place ? 0 : (size_t)(elem * sum)), &scratch);
     if (err != MPI_SUCCESS) return err;
     int *displs = scratch;
     for (int i = 0, at = 0; i < p; at += recvcounts[i], i++) displs[i] = at;

@@ -16,7 +16,7 @@ int colltune_reducescatterblock_as_reduce_scatter(const void *sendbuf, void *rec
     int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
-    if (err == MPI_SUCCESS) err = ct_to_int((int64_t)p * recvcount, &total);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
     if (err != MPI_SUCCESS) return err;
     int in_place = sendbuf == MPI_IN_PLACE;
     if (rank != 0) {
@@ -32,7 +32,7 @@ int colltune_reducescatterblock_as_reduce_scatter(const void *sendbuf, void *rec
                             comm);
     }
     void *vector;
-    if ((err = colltune_scratch(comm, (size_t)(elem * total), &vector)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(elem * total), &vector)) != MPI_SUCCESS) return err;
     err = PMPI_Reduce(sendbuf, vector, total, datatype, op, 0, comm);
     if (err != MPI_SUCCESS) return err;
     return PMPI_Scatter(vector, recvcount, datatype, recvbuf, recvcount, datatype, 0, comm);
@@ -46,7 +46,7 @@ int colltune_reducescatterblock_as_reducescatter(const void *sendbuf, void *recv
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
     int *counts;
-    if ((err = colltune_scratch(comm, (size_t)p * sizeof(int), (void **)&counts)) != MPI_SUCCESS)
+    if ((err = ct_scratch(comm, (size_t)p * sizeof(int), (void **)&counts)) != MPI_SUCCESS)
         return err;
     for (int i = 0; i < p; i++) counts[i] = recvcount;
     return PMPI_Reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm);
@@ -60,7 +60,7 @@ int colltune_reducescatterblock_as_allreduce(const void *sendbuf, void *recvbuf,
     int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
-    if (err == MPI_SUCCESS) err = ct_to_int((int64_t)p * recvcount, &total);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
     if (err != MPI_SUCCESS) return err;
     int64_t block_bytes = elem * recvcount;
     if (sendbuf == MPI_IN_PLACE) {
@@ -70,7 +70,7 @@ int colltune_reducescatterblock_as_allreduce(const void *sendbuf, void *recvbuf,
         return err;
     }
     void *vector;
-    if ((err = colltune_scratch(comm, (size_t)(elem * total), &vector)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(elem * total), &vector)) != MPI_SUCCESS) return err;
     err = PMPI_Allreduce(sendbuf, vector, total, datatype, op, comm);
     if (err == MPI_SUCCESS)
         memcpy(recvbuf, ct_offset(vector, rank * block_bytes), (size_t)block_bytes);

@@ -31,7 +31,7 @@ int colltune_scan_as_exscan_reducelocal(const void *sendbuf, void *recvbuf, int 
         return PMPI_Reduce_local(sendbuf, recvbuf, count, datatype, op);
     }
     void *saved;
-    if ((err = colltune_scratch(comm, bytes, &saved)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, bytes, &saved)) != MPI_SUCCESS) return err;
     if (sendbuf == MPI_IN_PLACE) {
         memcpy(saved, recvbuf, bytes); /* own input */
         err = PMPI_Exscan(MPI_IN_PLACE, recvbuf, count, datatype, op, comm);

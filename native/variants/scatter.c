@@ -18,7 +18,7 @@ int colltune_scatter_as_bcast(const void *sendbuf, int sendcount, MPI_Datatype s
     if (err != MPI_SUCCESS) return err;
     if (rank == root) {
         if ((err = ct_type_size(sendtype, &elem)) != MPI_SUCCESS) return err;
-        if ((err = ct_to_int((int64_t)p * sendcount, &total)) != MPI_SUCCESS) return err;
+        if ((err = ct_to_int(comm, (int64_t)p * sendcount, &total)) != MPI_SUCCESS) return err;
         /* MPI_Bcast only reads the root's buffer. */
         err = PMPI_Bcast((void *)sendbuf, total, sendtype, root, comm);
         if (err == MPI_SUCCESS && recvbuf != MPI_IN_PLACE)
@@ -27,10 +27,10 @@ int colltune_scatter_as_bcast(const void *sendbuf, int sendcount, MPI_Datatype s
         return err;
     }
     if ((err = ct_type_size(recvtype, &elem)) != MPI_SUCCESS) return err;
-    if ((err = ct_to_int((int64_t)p * recvcount, &total)) != MPI_SUCCESS) return err;
+    if ((err = ct_to_int(comm, (int64_t)p * recvcount, &total)) != MPI_SUCCESS) return err;
     int64_t block = elem * recvcount;
     void *all;
-    if ((err = colltune_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
     err = PMPI_Bcast(all, total, recvtype, root, comm);
     if (err == MPI_SUCCESS) memcpy(recvbuf, ct_offset(all, rank * block), (size_t)block);
     return err;
@@ -46,8 +46,8 @@ int colltune_scatter_as_scatterv(const void *sendbuf, int sendcount, MPI_Datatyp
     if (err != MPI_SUCCESS) return err;
     int *counts = NULL, *displs = NULL;
     if (rank == root) {
-        if ((int64_t)(p - 1) * sendcount > INT_MAX) return MPI_ERR_COUNT;
-        err = colltune_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+        if ((int64_t)(p - 1) * sendcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+        err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
         if (err != MPI_SUCCESS) return err;
         displs = counts + p;
         for (int i = 0; i < p; i++) {
