@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -684,11 +683,3 @@ def check_db(db_path: str | Path, run_id: str | None = None, settings: CheckSett
     if store:
         save_verdicts(db_path, result.verdicts)
     return result
-
-
-def iter_violations(verdicts: pd.DataFrame, cautious: bool = False) -> Iterable[pd.Series]:
-    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["violation"]]
-    if cautious:
-        v = v[~v["barrier_warning"]]
-    for _, row in v.iterrows():
-        yield row

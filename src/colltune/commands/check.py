@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 from pathlib import Path
@@ -99,7 +100,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
                   f"`colltune check --no-measure --db {db_path}`")
 
     try:
-        with console.status("judging ...") if not quiet else _null():
+        with console.status("judging ...") if not quiet else contextlib.nullcontext():
             result = check.check_db(db_path, run_id, settings)
     except check.CheckError as exc:
         _fail(str(exc))
@@ -122,11 +123,3 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)
 
     sys.exit(1 if len(result.violations()) else 0)
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
