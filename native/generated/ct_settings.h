@@ -51,6 +51,10 @@ enum ct_setting_type {
 #define CT_ENV_MPIEXEC_FLAGS "COLLTUNE_MPIEXEC_FLAGS"
 #define CT_DEFAULT_MPIEXEC_FLAGS ""
 
+/* COLLTUNE_MPI (string, mode front end, read by colltune) */
+#define CT_ENV_MPI "COLLTUNE_MPI"
+#define CT_DEFAULT_MPI ""
+
 /* X(ident, name, type, default text, read by the C core) for tables and loops. */
 #define CT_SETTINGS(X) \
     X(FORCE, "COLLTUNE_FORCE", CT_SETTING_ASSIGNMENTS, "", 1) \
@@ -62,7 +66,8 @@ enum ct_setting_type {
     X(MPI_PATH, "COLLTUNE_MPI_PATH", CT_SETTING_PATH, "", 0) \
     X(LAUNCHER, "COLLTUNE_LAUNCHER", CT_SETTING_STRING, "auto", 0) \
     X(MPIEXEC_FLAGS, "COLLTUNE_MPIEXEC_FLAGS", CT_SETTING_STRING, "", 0) \
+    X(MPI, "COLLTUNE_MPI", CT_SETTING_STRING, "", 0) \
 
-#define CT_NUM_SETTINGS 9
+#define CT_NUM_SETTINGS 10
 
 #endif /* CT_SETTINGS_H */

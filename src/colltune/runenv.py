@@ -20,7 +20,7 @@ from pathlib import Path
 
 from colltune import catalog
 from colltune.build import Artifacts
-from colltune.mpi import MpiError, MpiLibrary
+from colltune.mpi import MpiError, MpiLibrary, discover
 
 LAUNCHERS_OPENMPI_FLAG = "-x"
 SRUN_NAMES = ("srun",)
@@ -100,6 +100,19 @@ def launcher_family(launcher: str) -> str:
 
 def _resolve(program: str) -> str | None:
     return shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+
+
+def library_for_launcher(launcher: str) -> MpiLibrary | None:
+    """The known MPI library whose mpiexec is `launcher` (so `colltune run -- /path/mpiexec ...`
+    needs no --mpi), or None."""
+    path = _resolve(launcher)
+    if path is None:
+        return None
+    real = Path(path).resolve()
+    for lib in discover()[0]:
+        if lib.mpiexec.resolve() == real:
+            return lib
+    return None
 
 
 def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:

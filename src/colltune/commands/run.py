@@ -20,7 +20,7 @@ err = Console(stderr=True)
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--mpi", "mpi_spec", metavar="NAME|MPICC",
               help="MPI library the application runs with: openmpi, mpich, intel or an mpicc path "
-                   "[default: the embedded Open MPI]")
+                   "[default: the library the launcher belongs to, else the embedded Open MPI]")
 @click.option("--force", "force_spec", metavar="SPEC",
               help="Use these variants wherever applicable, e.g. "
                    "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast")
@@ -42,7 +42,8 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, v
     inserted right after the launcher; everything else is passed through. The exit status is
     the launcher's.
     """
-    lib = mpi_mod.resolve(mpi_spec)
+    lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
+        runenv.library_for_launcher(command[0]) or mpi_mod.resolve(None))
     with err.status(f"building the C core for {lib.name} ..."):
         art = build_mod.ensure_built(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
