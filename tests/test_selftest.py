@@ -152,7 +152,8 @@ def test_parse_and_aggregate() -> None:
     ]
     launch_ = st.parse(lines, 2)
     assert launch_.library == "X 1.0" and launch_.seconds == 0.5
-    assert launch_.failures == (st.Failure(2, "v", 1, {"count": 7}, "result", "byte 3"),)
+    assert launch_.failures == (st.Failure(nprocs=2, variant="v", rank=1, case={"count": 7},
+                                           what="result", detail="byte 3"),)
     total = st.aggregate([launch_, launch_])
     assert len(total) == 1
     assert (total[0].cases, total[0].failures, total[0].not_applicable, total[0].probe_reasons) == (

@@ -8,13 +8,15 @@ sums them per variant. No I/O in the parsing and aggregation functions.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
 
 from colltune import build, launch
 from colltune.mpi import MpiError, MpiLibrary
@@ -27,10 +29,10 @@ class SelftestError(MpiError):
     """The driver did not finish (crash, hang, MPI failure); the message says how it ended."""
 
 
-@dataclass(frozen=True)
-class VariantResult:
-    """One variant in one launch (or summed over launches)."""
+class VariantResult(BaseModel):
+    """One variant in one launch (or summed over launches): a `variant` line of the driver."""
 
+    model_config = ConfigDict(frozen=True)
     collective: str
     variant: str
     guideline: str
@@ -39,8 +41,8 @@ class VariantResult:
     not_applicable: dict[str, int]
     reason_mismatches: int
     nonuniform: int
-    probes: int
-    probe_reasons: dict[str, int]
+    probes: int = 0
+    probe_reasons: dict[str, int] = {}
 
     @property
     def ok(self) -> bool:
@@ -51,10 +53,10 @@ class VariantResult:
         return sum(self.not_applicable.values())
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(BaseModel):
     """One mismatch as a rank reported it: the case, what differed and how."""
 
+    model_config = ConfigDict(frozen=True)
     nprocs: int
     variant: str
     rank: int
@@ -94,21 +96,6 @@ def _add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _variant_from(record: dict[str, object]) -> VariantResult:
-    return VariantResult(
-        collective=str(record["collective"]),
-        variant=str(record["variant"]),
-        guideline=str(record["guideline"]),
-        cases=int(record["cases"]),  # type: ignore[arg-type]
-        failures=int(record["failures"]),  # type: ignore[arg-type]
-        not_applicable={str(k): int(v) for k, v in dict(record["not_applicable"]).items()},  # type: ignore[call-overload]
-        reason_mismatches=int(record["reason_mismatches"]),  # type: ignore[arg-type]
-        nonuniform=int(record["nonuniform"]),  # type: ignore[arg-type]
-        probes=int(record.get("probes", 0)),  # type: ignore[arg-type]
-        probe_reasons={str(k): int(v) for k, v in dict(record.get("probe_reasons", {})).items()},  # type: ignore[call-overload]
-    )
-
-
 def parse(lines: Iterable[str], nprocs: int) -> Launch:
     """The driver's output of one launch. Raises ValueError if it has no summary line."""
     variants: list[VariantResult] = []
@@ -127,11 +114,9 @@ def parse(lines: Iterable[str], nprocs: int) -> Launch:
         if kind == "start":
             library = str(record.get("library", ""))
         elif kind == "variant":
-            variants.append(_variant_from(record))
+            variants.append(VariantResult.model_validate(record))
         elif kind == "failure":
-            failures.append(Failure(nprocs, str(record["variant"]), int(record["rank"]),
-                                    dict(record["case"]), str(record["what"]),
-                                    str(record["detail"])))
+            failures.append(Failure.model_validate({**record, "nprocs": nprocs}))
         elif kind == "summary":
             summary = record
     if summary is None:
@@ -150,11 +135,15 @@ def aggregate(launches: Iterable[Launch]) -> list[VariantResult]:
             if t is None:
                 totals[v.variant] = v
                 continue
-            totals[v.variant] = VariantResult(
-                t.collective, t.variant, t.guideline, t.cases + v.cases, t.failures + v.failures,
-                _add_counts(t.not_applicable, v.not_applicable),
-                t.reason_mismatches + v.reason_mismatches, t.nonuniform + v.nonuniform,
-                t.probes + v.probes, _add_counts(t.probe_reasons, v.probe_reasons))
+            totals[v.variant] = t.model_copy(update={
+                "cases": t.cases + v.cases,
+                "failures": t.failures + v.failures,
+                "not_applicable": _add_counts(t.not_applicable, v.not_applicable),
+                "reason_mismatches": t.reason_mismatches + v.reason_mismatches,
+                "nonuniform": t.nonuniform + v.nonuniform,
+                "probes": t.probes + v.probes,
+                "probe_reasons": _add_counts(t.probe_reasons, v.probe_reasons),
+            })
     return list(totals.values())
 
 
@@ -181,8 +170,11 @@ def run_launch(lib: MpiLibrary, nprocs: int, argv: Sequence[str],
     rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)}
     proc = launch.popen(lib, nprocs, argv, rank_env=rank_env)
     stderr_chunks: list[str] = []
-    drain = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read() if proc.stderr else ""),
-                             daemon=True)
+
+    def drain_stderr() -> None:  # a full stderr pipe would block the launch
+        stderr_chunks.append(proc.stderr.read() if proc.stderr else "")
+
+    drain = threading.Thread(target=drain_stderr, daemon=True)
     drain.start()
     timer = None
     if timeout is not None:
@@ -232,9 +224,7 @@ def run(lib: MpiLibrary, nprocs: Sequence[int], quick: bool = False, big: bool =
     argv = driver_argv(artifacts, quick=quick, big=big, collective=collective)
     launches = []
     for i, n in enumerate(nprocs):
-        callback = None
-        if on_progress is not None:
-            callback = (lambda idx: lambda done, total, what: on_progress(idx, done, total, what))(i)
+        callback = None if on_progress is None else functools.partial(on_progress, i)
         launches.append(run_launch(lib, n, argv, callback, timeout))
     return Report(lib, tuple(launches))
 
@@ -253,8 +243,8 @@ def report_json(report: Report) -> str:
         "ok": report.ok,
         "launches": [{"nprocs": r.nprocs, "seconds": r.seconds, "summary": r.summary}
                      for r in report.launches],
-        "variants": [v.__dict__ for v in report.variants],
-        "failures": [f.__dict__ for r in report.launches for f in r.failures],
+        "variants": [v.model_dump() for v in report.variants],
+        "failures": [f.model_dump() for r in report.launches for f in r.failures],
     }, indent=2)
 
 
