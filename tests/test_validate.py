@@ -127,12 +127,13 @@ def test_real_validation_with_the_benchmark(tmp_path: Path, openmpi_build: objec
     profile.write_text("colltune-profile 1\nnprocs 2\ncollective allreduce\nprocs 2 2\n"
                        "bytes 8 64 allreduce_as_reduce_bcast\nend\n")
     db = tmp_path / "v.duckdb"
-    res = CliRunner().invoke(command, ["--profile", str(profile), "--db", str(db), "-s", "8,64,1024", "-R", "3",
+    # No -s: the quick preset's sizes (8, 1 KiB, 32 KiB) plus the rule's bounds (8, 64).
+    res = CliRunner().invoke(command, ["--profile", str(profile), "--db", str(db), "--preset", "quick", "-R", "3",
                                        "--max-reps", "60", "--time-budget", "0.3", "--quiet"])
     assert res.exit_code in (0, 1), res.output  # 1 = flagged slower: allowed, the numbers are real
     t = val.load(db)
-    assert list(t["msg_bytes"]) == [8, 64, 1024]
-    assert list(t["profile_variant"].fillna("library")) == ["allreduce_as_reduce_bcast"] * 2 + ["library"]
+    assert list(t["msg_bytes"]) == [8, 64, 1024, 32768]
+    assert list(t["profile_variant"].fillna("library")) == ["allreduce_as_reduce_bcast"] * 2 + ["library"] * 2
     assert (t["n_launches"] == 3).all()
     assert (t["ci_low"] <= t["speedup"]).all() and (t["speedup"] <= t["ci_high"]).all()
     assert ("SLOWER" in res.output) == bool(t["slower"].any())
@@ -147,3 +148,11 @@ def _check_result(db: Path):  # noqa: ANN202
     from colltune import check
 
     return check.judge(check.load_run(db))
+
+
+def test_default_sizes_add_every_rule_bound() -> None:
+    p = prof.parse_profile("colltune-profile 1\ncollective bcast\nprocs 4 4\nbytes 8 64 bcast_as_allgatherv\n"
+                           "bytes 100000 100000 bcast_as_allgatherv\ncollective scan\nprocs 4 4\n"
+                           "bytes 3 5 scan_as_exscan_reducelocal\nend\n")
+    assert val.default_sizes(p, ["bcast"], [8, 1024, 32768]) == [8, 64, 1024, 32768, 100000]
+    assert val.default_sizes(p, ["bcast", "scan"], [1024]) == [3, 5, 8, 64, 1024, 100000]

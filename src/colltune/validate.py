@@ -213,6 +213,14 @@ def default_scope(profile: prof.Profile) -> tuple[list[str], list[int]]:
     return collectives, counts or [4]
 
 
+def default_sizes(profile: prof.Profile, collectives: list[str], base: list[int]) -> list[int]:
+    """The sizes to measure when the user names none: the benchmark's (`base`) plus both bounds of
+    every rule of these collectives, so that each rule is measured where it starts and ends."""
+    bounds = {n for s in profile.sections if s.collective in collectives
+              for b in s.blocks for r in b.rules for n in (r.lo, r.hi)}
+    return sorted(set(base) | bounds)
+
+
 def summary(table: pd.DataFrame) -> dict[str, object]:
     """Headline numbers of a validation."""
     replaced = table[table["profile_variant"].notna()]

@@ -59,8 +59,8 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
     (tuned = exactly what the interposer does with the profile), then reports per (process
     count, collective, size) the speedup default/tuned with a bootstrap confidence interval and
     flags every point where tuned is significantly slower. By default it measures the
-    collectives and process counts the profile was made for, at the benchmark's sizes, so
-    sizes the profile leaves to the library serve as an A/A control. Results go to the table
+    collectives and process counts the profile was made for, at the benchmark's sizes plus the
+    bounds of every rule; sizes the profile leaves to the library serve as an A/A control. Results go to the table
     `validations` of the database and into `colltune report`. Exit code 1 if any point is
     flagged slower.
 
@@ -87,6 +87,11 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
             return
         options["collectives"] = options.get("collectives") or collectives
         options["nprocs"] = options.get("nprocs") or nprocs
+        if not options.get("sizes"):
+            preset = bench.PRESETS.get(options.get("preset") or "", {}).get("sizes")
+            base = preset or sorted({n for c in options["collectives"]
+                                     for n in (bench.SIZES_SCALED if c in bench.SCALED else bench.SIZES_UNSCALED)})
+            options["sizes"] = val.default_sizes(profile, options["collectives"], base)
         extra = [v for v in (options.get("variants") or []) if v not in ("default", "tuned")]
         options["variants"] = ["default", "tuned", *extra]
         if options.get("aa") is None:
