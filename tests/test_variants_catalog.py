@@ -35,7 +35,7 @@ def test_generated_files_are_current() -> None:
 
 def test_check_detects_a_stale_catalog(native_copy: Path) -> None:
     toml = native_copy / "spec" / "collectives.toml"
-    toml.write_text(toml.read_text().replace('scratch = "p * I"', 'scratch = "2 * p * I"'))
+    toml.write_text(toml.read_text().replace('scratch = "p * I + n / p"', 'scratch = "2 * p * I"'))
     proc = _gen(native_copy, "--check")
     assert proc.returncode == 1
     assert "ct_catalog.c is stale" in proc.stderr
@@ -47,7 +47,7 @@ def test_check_detects_a_stale_catalog(native_copy: Path) -> None:
 
 def test_unknown_scratch_variable_is_rejected(native_copy: Path) -> None:
     toml = native_copy / "spec" / "collectives.toml"
-    toml.write_text(toml.read_text().replace('scratch = "p * I"', 'scratch = "q * I"'))
+    toml.write_text(toml.read_text().replace('scratch = "p * I + n / p"', 'scratch = "q * I"'))
     proc = _gen(native_copy, "--check")
     assert proc.returncode == 2
     assert "reducescatterblock_as_reducescatter: scratch uses unknown variable 'q'" in proc.stderr

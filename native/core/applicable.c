@@ -79,11 +79,6 @@ static int ct_fits_int(int64_t value)
     return value >= 0 && value <= INT_MAX;
 }
 
-static int64_t ct_max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
-}
-
 /* Padded element count of GL6/GL10/GL15: count rounded up to a multiple of p. */
 static int64_t ct_padded(int64_t count, int64_t p)
 {
@@ -97,30 +92,29 @@ static int64_t ct_sum_recvcounts(const ct_call *call, int64_t p)
     return sum;
 }
 
-/* Does an int count the mock-up computes from uniform arguments fit? Counts the mock-up takes
- * from non-uniform arguments (sendcount of Gather, ...) are bounded through n: a count of a
- * datatype of at least one byte is at most n. */
+/* Does every int count the mock-up computes fit? Only reductions have uniform counts (count and
+ * datatype must be equal on all ranks); elsewhere only type signatures must match, so counts are
+ * bounded through the uniform n: a count of a datatype of at least one byte is at most n. */
 static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args *a)
 {
     int64_t p = a->p, n = a->n, count = call->recvcount;
     switch ((enum ct_var_id)variant) {
-    case CT_VAR_ALLGATHER_AS_GATHER_BCAST: /* Bcast of p blocks */
     case CT_VAR_REDUCESCATTERBLOCK_AS_REDUCE_SCATTER: /* Reduce of p blocks */
     case CT_VAR_REDUCESCATTERBLOCK_AS_ALLREDUCE:
         return ct_fits_int(p * count);
-    case CT_VAR_ALLGATHER_AS_ALLGATHERV: /* displacements */
-        return ct_fits_int((p - 1) * count);
-    case CT_VAR_ALLTOALL_AS_ALLTOALLV: /* send displacements count sendtype elements */
-        return ct_fits_int((p - 1) * ct_max64(count, n));
-    case CT_VAR_GATHER_AS_GATHERV: /* the root's displacements */
-    case CT_VAR_SCATTER_AS_SCATTERV:
-        return ct_fits_int((p - 1) * n);
+    case CT_VAR_ALLGATHER_AS_GATHER_BCAST: /* Bcast of p blocks */
     case CT_VAR_ALLGATHER_AS_ALLREDUCE: /* p*n bytes reduced as MPI_BYTE */
     case CT_VAR_GATHER_AS_REDUCE:
-    case CT_VAR_SCATTER_AS_BCAST: /* Bcast of p blocks, counted in send- or recvtype */
+    case CT_VAR_SCATTER_AS_BCAST: /* Bcast of p blocks */
         return ct_fits_int(p * n);
+    case CT_VAR_ALLGATHER_AS_ALLGATHERV: /* displacements */
+    case CT_VAR_ALLTOALL_AS_ALLTOALLV:
+    case CT_VAR_GATHER_AS_GATHERV:
+    case CT_VAR_SCATTER_AS_SCATTERV:
+        return ct_fits_int((p - 1) * n);
+    case CT_VAR_BCAST_AS_SCATTER_ALLGATHER: /* padded bytes */
+        return ct_fits_int(ct_padded(n, p));
     case CT_VAR_ALLREDUCE_AS_REDUCESCATTERBLOCK_ALLGATHER: /* padded vector */
-    case CT_VAR_BCAST_AS_SCATTER_ALLGATHER:
     case CT_VAR_REDUCE_AS_REDUCESCATTERBLOCK_GATHER:
         return ct_fits_int(ct_padded(count, p));
     case CT_VAR_REDUCESCATTER_AS_ALLREDUCE: /* the whole vector and displacements */
@@ -153,6 +147,12 @@ colltune_reason colltune_applicable(int variant, const ct_call *call)
     if (inter) return COLLTUNE_NA_INTERCOMM;
 
     if (v->needs & CT_NEED_CONTIGUOUS) {
+        colltune_reason reason = ct_check_contiguous(call);
+        if (reason != COLLTUNE_APPLICABLE) return reason;
+    }
+    /* GL18 in place copies its block out of scratch: raw bytes (MPI_IN_PLACE of
+     * Reduce_scatter_block is given on all ranks or none, so this is uniform). */
+    if (variant == CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER && call->sendbuf == MPI_IN_PLACE) {
         colltune_reason reason = ct_check_contiguous(call);
         if (reason != COLLTUNE_APPLICABLE) return reason;
     }

@@ -63,7 +63,7 @@ SCRATCH_VARS = {
     "n": "message bytes (colltune_call_bytes)",
     "p": "communicator size",
     "I": "sizeof(int)",
-    "e": "element bytes (size of the uniform datatype, 1 for gather/scatter)",
+    "e": "element bytes (size of the datatype of a reduction, 1 for the other collectives)",
     "C": "chunk bytes: COLLTUNE_CHUNK_BYTES rounded down to whole elements (at least one)",
     "c": "padding bytes that make n a multiple of p*e",
 }
@@ -223,9 +223,10 @@ def pmpi_name(c: tbl.Collective) -> str:
 
 
 def elem_kind(c: tbl.Collective) -> str:
-    for role in ("datatype", "recvtype"):
-        if role in c.uniform:
-            return "CT_ELEM_UNIFORM_TYPE"
+    """Only reductions have a datatype equal on all ranks (the op needs it); the others move
+    bytes whose datatypes may differ between ranks as long as type signatures match."""
+    if "op" in {a.role for a in c.args}:
+        return "CT_ELEM_UNIFORM_TYPE"
     return "CT_ELEM_BYTES"
 
 
@@ -261,8 +262,8 @@ def gen_header(t: tbl.Table) -> str:
         "",
         "/* What `e` (element bytes) of the scratch formulas is. */",
         "enum ct_elem_kind {",
-        "    CT_ELEM_UNIFORM_TYPE, /* size of the datatype that is uniform (datatype / recvtype) */",
-        "    CT_ELEM_BYTES,        /* no uniform datatype (gather, scatter): 1 */",
+        "    CT_ELEM_UNIFORM_TYPE, /* size of the datatype of a reduction (uniform) */",
+        "    CT_ELEM_BYTES,        /* data movement (datatypes may differ by rank): 1 */",
         "};",
         "",
         "typedef struct ct_collective_info {",

@@ -7,10 +7,10 @@
 #include <string.h>
 
 const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {
-    [CT_COLL_ALLGATHER] = {"allgather", "MPI_Allgather", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 0},
+    [CT_COLL_ALLGATHER] = {"allgather", "MPI_Allgather", CT_IN_PLACE_SENDBUF, CT_ELEM_BYTES, 0, 0},
     [CT_COLL_ALLREDUCE] = {"allreduce", "MPI_Allreduce", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 1},
-    [CT_COLL_ALLTOALL] = {"alltoall", "MPI_Alltoall", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 0},
-    [CT_COLL_BCAST] = {"bcast", "MPI_Bcast", CT_IN_PLACE_NONE, CT_ELEM_UNIFORM_TYPE, 1, 0},
+    [CT_COLL_ALLTOALL] = {"alltoall", "MPI_Alltoall", CT_IN_PLACE_SENDBUF, CT_ELEM_BYTES, 0, 0},
+    [CT_COLL_BCAST] = {"bcast", "MPI_Bcast", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 1, 0},
     [CT_COLL_GATHER] = {"gather", "MPI_Gather", CT_IN_PLACE_SENDBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0},
     [CT_COLL_REDUCE] = {"reduce", "MPI_Reduce", CT_IN_PLACE_SENDBUF_AT_ROOT, CT_ELEM_UNIFORM_TYPE, 1, 1},
     [CT_COLL_REDUCE_SCATTER_BLOCK] = {"reduce_scatter_block", "MPI_Reduce_scatter_block", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 1},
@@ -152,12 +152,13 @@ static int64_t ct_scratch_reducescatterblock_as_reduce_scatter(const ct_scratch_
     return n;
 }
 
-/* GL18 reducescatterblock_as_reducescatter: p * I */
+/* GL18 reducescatterblock_as_reducescatter: p * I + n / p */
 static int64_t ct_scratch_reducescatterblock_as_reducescatter(const ct_scratch_args *a)
 {
+    const int64_t n = a->n;
     const int64_t p = a->p;
     const int64_t I = (int64_t)sizeof(int);
-    return p * I;
+    return p * I + n / p;
 }
 
 /* GL19 reducescatterblock_as_allreduce: n */
@@ -224,7 +225,7 @@ const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {
     [CT_VAR_REDUCE_AS_REDUCESCATTERBLOCK_GATHER] = {"reduce_as_reducescatterblock_gather", CT_COLL_REDUCE, "GL15", "MPI_Reduce_scatter_block + MPI_Gather", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + c", ct_scratch_reduce_as_reducescatterblock_gather},
     [CT_VAR_REDUCE_AS_REDUCESCATTER_GATHERV] = {"reduce_as_reducescatter_gatherv", CT_COLL_REDUCE, "GL16", "MPI_Reduce_scatter + MPI_Gatherv", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "(n / (C * p) + 1) * C + 2 * p * I", ct_scratch_reduce_as_reducescatter_gatherv},
     [CT_VAR_REDUCESCATTERBLOCK_AS_REDUCE_SCATTER] = {"reducescatterblock_as_reduce_scatter", CT_COLL_REDUCE_SCATTER_BLOCK, "GL17", "MPI_Reduce + MPI_Scatter", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reducescatterblock_as_reduce_scatter},
-    [CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER] = {"reducescatterblock_as_reducescatter", CT_COLL_REDUCE_SCATTER_BLOCK, "GL18", "MPI_Reduce_scatter", CT_NEED_INTRA, "p * I", ct_scratch_reducescatterblock_as_reducescatter},
+    [CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER] = {"reducescatterblock_as_reducescatter", CT_COLL_REDUCE_SCATTER_BLOCK, "GL18", "MPI_Reduce_scatter", CT_NEED_INTRA, "p * I + n / p", ct_scratch_reducescatterblock_as_reducescatter},
     [CT_VAR_REDUCESCATTERBLOCK_AS_ALLREDUCE] = {"reducescatterblock_as_allreduce", CT_COLL_REDUCE_SCATTER_BLOCK, "GL19", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reducescatterblock_as_allreduce},
     [CT_VAR_SCAN_AS_EXSCAN_REDUCELOCAL] = {"scan_as_exscan_reducelocal", CT_COLL_SCAN, "GL20", "MPI_Exscan + MPI_Reduce_local", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_scan_as_exscan_reducelocal},
     [CT_VAR_SCATTER_AS_BCAST] = {"scatter_as_bcast", CT_COLL_SCATTER, "GL21", "MPI_Bcast", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "p * n", ct_scratch_scatter_as_bcast},

@@ -67,8 +67,8 @@ enum ct_in_place {
 
 /* What `e` (element bytes) of the scratch formulas is. */
 enum ct_elem_kind {
-    CT_ELEM_UNIFORM_TYPE, /* size of the datatype that is uniform (datatype / recvtype) */
-    CT_ELEM_BYTES,        /* no uniform datatype (gather, scatter): 1 */
+    CT_ELEM_UNIFORM_TYPE, /* size of the datatype of a reduction (uniform) */
+    CT_ELEM_BYTES,        /* data movement (datatypes may differ by rank): 1 */
 };
 
 typedef struct ct_collective_info {
@@ -84,7 +84,7 @@ typedef struct ct_collective_info {
 typedef struct ct_scratch_args {
     int64_t n; /* message bytes (colltune_call_bytes) */
     int64_t p; /* communicator size */
-    int64_t e; /* element bytes (size of the uniform datatype, 1 for gather/scatter) */
+    int64_t e; /* element bytes (size of the datatype of a reduction, 1 for the other collectives) */
     int64_t C; /* chunk bytes: COLLTUNE_CHUNK_BYTES rounded down to whole elements (at least one) */
     int64_t c; /* padding bytes that make n a multiple of p*e */
 } ct_scratch_args;

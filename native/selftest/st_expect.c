@@ -11,44 +11,45 @@
 
 enum st_overflow {
     OV_NONE,
-    OV_P_COUNT,    /* p * count elements in one inner call */
-    OV_PM1_COUNT,  /* displacement (p-1) * count */
-    OV_PM1_MAX,    /* displacements of both sides: (p-1) * max(count, n) */
-    OV_PM1_BYTES,  /* root-only counts, bounded through n: (p-1) * n */
-    OV_P_BYTES,    /* p * n bytes (MPI_BYTE reductions, Bcast of p blocks) */
-    OV_PADDED,     /* count rounded up to a multiple of p */
+    OV_P_COUNT,    /* p * count elements in one inner call (reductions: uniform count) */
+    OV_PM1_BYTES,  /* displacements; counts of data movement are bounded through n: (p-1) * n */
+    OV_P_BYTES,    /* p * n (MPI_BYTE reductions, Bcast of p blocks) */
+    OV_PADDED,     /* count rounded up to a multiple of p (reductions: uniform count) */
+    OV_PADDED_BYTES, /* n rounded up to a multiple of p */
     OV_SUM,        /* sum of recvcounts */
 };
 
 enum st_scratch {
     SC_ZERO,       /* no scratch */
     SC_INTS,       /* a few arrays of p ints */
+    SC_INTS_BLOCK, /* p ints and one block of n / p bytes */
     SC_N,          /* n bytes */
     SC_N_INTS,     /* n bytes + p ints */
     SC_PN,         /* p * n bytes */
-    SC_PADDED,     /* n rounded up to p equal blocks */
+    SC_PADDED,     /* count rounded up to p equal blocks, in bytes */
+    SC_PADDED_BYTES, /* n rounded up to a multiple of p */
     SC_CHUNKS,     /* a share of the chunks + 2 arrays of p ints */
 };
 
 typedef struct st_rule {
     const char *name;
-    int contiguous;
+    int contiguous;            /* 2: only with MPI_IN_PLACE */
     int commutative;
     enum st_overflow overflow;
     enum st_scratch scratch;
 } st_rule;
 
 static const st_rule st_rules[] = {
-    {"allgather_as_gather_bcast", 0, 0, OV_P_COUNT, SC_ZERO},
+    {"allgather_as_gather_bcast", 0, 0, OV_P_BYTES, SC_ZERO},
     {"allgather_as_alltoall", 1, 0, OV_NONE, SC_PN},
     {"allgather_as_allreduce", 1, 0, OV_P_BYTES, SC_ZERO},
-    {"allgather_as_allgatherv", 0, 0, OV_PM1_COUNT, SC_INTS},
+    {"allgather_as_allgatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"allreduce_as_reduce_bcast", 0, 0, OV_NONE, SC_ZERO},
     {"allreduce_as_reducescatterblock_allgather", 1, 0, OV_PADDED, SC_PADDED},
     {"allreduce_as_reducescatter_allgatherv", 1, 0, OV_NONE, SC_INTS},
-    {"alltoall_as_alltoallv", 0, 0, OV_PM1_MAX, SC_INTS},
+    {"alltoall_as_alltoallv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"bcast_as_allgatherv", 0, 0, OV_NONE, SC_INTS},
-    {"bcast_as_scatter_allgather", 1, 0, OV_PADDED, SC_PADDED},
+    {"bcast_as_scatter_allgather", 1, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
     {"gather_as_allgather", 1, 0, OV_NONE, SC_PN},
     {"gather_as_gatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"gather_as_reduce", 1, 0, OV_P_BYTES, SC_PN},
@@ -56,7 +57,7 @@ static const st_rule st_rules[] = {
     {"reduce_as_reducescatterblock_gather", 1, 0, OV_PADDED, SC_PADDED},
     {"reduce_as_reducescatter_gatherv", 1, 0, OV_NONE, SC_CHUNKS},
     {"reducescatterblock_as_reduce_scatter", 1, 0, OV_P_COUNT, SC_N},
-    {"reducescatterblock_as_reducescatter", 0, 0, OV_NONE, SC_INTS},
+    {"reducescatterblock_as_reducescatter", 2, 0, OV_NONE, SC_INTS_BLOCK},
     {"reducescatterblock_as_allreduce", 1, 0, OV_P_COUNT, SC_N},
     {"scan_as_exscan_reducelocal", 1, 0, OV_NONE, SC_N},
     {"scatter_as_bcast", 1, 0, OV_P_BYTES, SC_PN},
@@ -97,11 +98,10 @@ static int st_overflows(enum st_overflow rule, int64_t p, int64_t count, int64_t
     switch (rule) {
     case OV_NONE: return 0;
     case OV_P_COUNT: value = p * count; break;
-    case OV_PM1_COUNT: value = (p - 1) * count; break;
-    case OV_PM1_MAX: value = (p - 1) * (count > n ? count : n); break;
     case OV_PM1_BYTES: value = (p - 1) * n; break;
     case OV_P_BYTES: value = p * n; break;
     case OV_PADDED: value = (count + p - 1) / p * p; break;
+    case OV_PADDED_BYTES: value = (n + p - 1) / p * p; break;
     case OV_SUM: value = sum; break;
     }
     return value > INT_MAX;
@@ -114,10 +114,12 @@ static int64_t st_scratch_bytes(enum st_scratch rule, int64_t p, int64_t count, 
     switch (rule) {
     case SC_ZERO: return 0;
     case SC_INTS: return 4 * ints;
+    case SC_INTS_BLOCK: return ints + n / p;
     case SC_N: return n;
     case SC_N_INTS: return n + ints;
     case SC_PN: return p * n;
     case SC_PADDED: return (count + p - 1) / p * p * elem;
+    case SC_PADDED_BYTES: return (n + p - 1) / p * p;
     case SC_CHUNKS: {
         int64_t chunk = (int64_t)colltune_chunk_bytes() / (elem > 0 ? elem : 1);
         if (chunk < 1) chunk = 1;
@@ -136,7 +138,8 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     const st_rule *rule = st_rule_of(variant);
     if (rule == NULL) return COLLTUNE_NA_ERROR;
     if (c->comm->inter) return COLLTUNE_NA_INTERCOMM;
-    if (rule->contiguous && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
+    if (rule->contiguous == 1 && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
+    if (rule->contiguous == 2 && c->in_place && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
     if (rule->commutative && c->op != NULL && !c->op->commutative)
         return COLLTUNE_NA_NONCOMMUTATIVE;
     int64_t p = c->comm->size, sum = 0;

@@ -25,36 +25,36 @@ int colltune_bcast_as_allgatherv(void *buffer, int count, MPI_Datatype datatype,
                            comm);
 }
 
-/* GL10: van de Geijn: scatter p equal blocks, allgather them, both in place. When p does not
- * divide the count, the vector is padded in scratch; otherwise the buffer itself is used. */
+/* GL10: van de Geijn: scatter p equal blocks, allgather them, both in place. Blocks are cut in
+ * bytes (MPI_BYTE on every rank): the message bytes n are the same everywhere, while count and
+ * datatype may differ between ranks (only type signatures must match). When p does not divide n,
+ * the vector is padded in scratch; otherwise the buffer itself is used. */
 int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype datatype, int root,
                                         MPI_Comm comm)
 {
-    int p, rank;
+    int p, rank, block;
     int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
     if (err != MPI_SUCCESS) return err;
-    int64_t block = ((int64_t)count + p - 1) / p;
-    int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+    int64_t bytes = elem * count, padded = (bytes + p - 1) / p * p;
+    if ((err = ct_to_int(comm, padded, &block)) != MPI_SUCCESS) return err;
+    block /= p;
     void *vector = buffer;
-    if (block * p != count) {
-        err = ct_scratch(comm, (size_t)(block_bytes * p), &vector);
-        if (err != MPI_SUCCESS) return err;
+    if (padded != bytes) {
+        if ((err = ct_scratch(comm, (size_t)padded, &vector)) != MPI_SUCCESS) return err;
         if (rank == root) {
             memcpy(vector, buffer, (size_t)bytes);
-            memset(ct_offset(vector, bytes), 0, (size_t)(block_bytes * p - bytes));
+            memset(ct_offset(vector, bytes), 0, (size_t)(padded - bytes));
         }
     }
     if (rank == root)
-        err = PMPI_Scatter(vector, (int)block, datatype, MPI_IN_PLACE, (int)block, datatype, root,
-                           comm);
+        err = PMPI_Scatter(vector, block, MPI_BYTE, MPI_IN_PLACE, block, MPI_BYTE, root, comm);
     else
-        err = PMPI_Scatter(NULL, (int)block, datatype, ct_offset(vector, rank * block_bytes),
-                           (int)block, datatype, root, comm);
+        err = PMPI_Scatter(NULL, block, MPI_BYTE, ct_offset(vector, (int64_t)rank * block), block,
+                           MPI_BYTE, root, comm);
     if (err != MPI_SUCCESS) return err;
-    err = PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, vector, (int)block, datatype, comm);
+    err = PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, vector, block, MPI_BYTE, comm);
     if (err != MPI_SUCCESS) return err;
     if (vector != buffer && rank != root) memcpy(buffer, vector, (size_t)bytes);
     return MPI_SUCCESS;

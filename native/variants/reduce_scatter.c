@@ -1,6 +1,7 @@
 /*
  * MPI_Reduce_scatter mock-ups (seed 002: RS1 <= MPI_Allreduce, RS2 <= MPI_Reduce +
- * MPI_Scatterv). With MPI_IN_PLACE the input is in recvbuf and the own block goes to its start.
+ * MPI_Scatterv). With MPI_IN_PLACE the input is in recvbuf and the own block goes to its start;
+ * the rest of recvbuf stays as it was, so both reduce into scratch.
  */
 #include "../core/ct_core.h"
 #include "ct_variants.h"
@@ -17,7 +18,7 @@ static void ct_prefix(const int *counts, int p, int upto, int64_t *below, int64_
     }
 }
 
-/* RS1: MPI_Allreduce of the whole vector, keep the own block. */
+/* RS1: MPI_Allreduce of the whole vector into scratch, keep the own block. */
 int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
                                         const int *recvcounts, MPI_Datatype datatype, MPI_Op op,
                                         MPI_Comm comm)
@@ -29,20 +30,16 @@ int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
     if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
-    size_t own = (size_t)(elem * recvcounts[rank]);
-    if (sendbuf == MPI_IN_PLACE) {
-        err = PMPI_Allreduce(MPI_IN_PLACE, recvbuf, total, datatype, op, comm);
-        if (err == MPI_SUCCESS) memmove(recvbuf, ct_offset(recvbuf, elem * below), own);
-        return err;
-    }
     void *vector;
     if ((err = ct_scratch(comm, (size_t)(elem * sum), &vector)) != MPI_SUCCESS) return err;
-    err = PMPI_Allreduce(sendbuf, vector, total, datatype, op, comm);
-    if (err == MPI_SUCCESS) memcpy(recvbuf, ct_offset(vector, elem * below), own);
+    const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    err = PMPI_Allreduce(input, vector, total, datatype, op, comm);
+    if (err == MPI_SUCCESS)
+        memcpy(recvbuf, ct_offset(vector, elem * below), (size_t)(elem * recvcounts[rank]));
     return err;
 }
 
-/* RS2: MPI_Reduce of the whole vector to rank 0, MPI_Scatterv of the blocks. */
+/* RS2: MPI_Reduce of the whole vector to rank 0 (into scratch), MPI_Scatterv of the blocks. */
 int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf,
                                               const int *recvcounts, MPI_Datatype datatype,
                                               MPI_Op op, MPI_Comm comm)
@@ -54,28 +51,21 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
     if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
-    int in_place = sendbuf == MPI_IN_PLACE;
+    const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank != 0) {
-        err = PMPI_Reduce(in_place ? recvbuf : sendbuf, NULL, total, datatype, op, 0, comm);
+        err = PMPI_Reduce(input, NULL, total, datatype, op, 0, comm);
         if (err != MPI_SUCCESS) return err;
         return PMPI_Scatterv(NULL, NULL, NULL, datatype, recvbuf, recvcounts[rank], datatype, 0,
                              comm);
     }
     size_t arrays = ct_align_up((size_t)p * sizeof(int));
     void *scratch;
-    err = ct_scratch(comm, arrays + (in_place ? 0 : (size_t)(elem * sum)), &scratch);
+    err = ct_scratch(comm, arrays + (size_t)(elem * sum), &scratch);
     if (err != MPI_SUCCESS) return err;
     int *displs = scratch;
     for (int i = 0, at = 0; i < p; at += recvcounts[i], i++) displs[i] = at;
-    if (in_place) {
-        /* Rank 0's block is the first one: already in place after the reduction. */
-        err = PMPI_Reduce(MPI_IN_PLACE, recvbuf, total, datatype, op, 0, comm);
-        if (err != MPI_SUCCESS) return err;
-        return PMPI_Scatterv(recvbuf, recvcounts, displs, datatype, MPI_IN_PLACE, recvcounts[0],
-                             datatype, 0, comm);
-    }
     void *vector = ct_offset(scratch, (int64_t)arrays);
-    err = PMPI_Reduce(sendbuf, vector, total, datatype, op, 0, comm);
+    err = PMPI_Reduce(input, vector, total, datatype, op, 0, comm);
     if (err != MPI_SUCCESS) return err;
     return PMPI_Scatterv(vector, recvcounts, displs, datatype, recvbuf, recvcounts[0], datatype, 0,
                          comm);
