@@ -330,3 +330,36 @@ def test_algorithms_bound_to_a_process_count_are_left_out_elsewhere() -> None:
     four = bench.plan_jobs(s, 4, "openmpi")
     assert four.jobs[0].variants == ("default", "lib:alltoall:pairwise")
     assert four.left_out == ["lib:alltoall:two_proc: openmpi runs it on 2 processes only"]
+
+
+def test_overview_table_medians_of_launch_medians(tmp_path: Path) -> None:
+    import io
+    from datetime import datetime
+
+    import pandas as pd
+    from rich.console import Console
+
+    from colltune.commands.bench import _print_overview
+    from colltune.store import MEASUREMENT_COLUMNS, LaunchData
+
+    db = tmp_path / "o.duckdb"
+    with Store(db) as store:
+        run_id = store.create_run(kind="bench", command="t", mpi_name="openmpi", mpi_version="v", abi_family="openmpi",
+                                  settings={}, variants=[])
+        # launch medians: default 4, 6, 10 us -> 6 us; mock-up 2, 3, 9 us -> 3 us; aa is ignored
+        for idx, (d, v) in enumerate([(4, 2), (6, 3), (10, 9)]):
+            # the mock-up's one slow repetition per launch does not move its launch median
+            rows = [("default", d * 1e-6), ("default", d * 1e-6), ("default#aa", 1e-9),
+                    ("bcast_as_allgatherv", v * 1e-6), ("bcast_as_allgatherv", v * 1e-6),
+                    ("bcast_as_allgatherv", 1.0)]
+            meas = pd.DataFrame({"launch_idx": idx, "nprocs": 2, "collective": "bcast",
+                                 "variant": [r[0] for r in rows], "msg_bytes": 8, "rep": range(len(rows)),
+                                 "warmup": False, "valid": True, "runtime_s": [r[1] for r in rows],
+                                 "makespan_s": None, "sync": "barrier", "start_s": None, "end_s": None})
+            store.write_launch(run_id, LaunchData(launch_idx=idx, nprocs=2, repetition=idx, seed=0,
+                                                  started=datetime(2026, 1, 1), finished=datetime(2026, 1, 1),
+                                                  measurements=meas[MEASUREMENT_COLUMNS[1:]]))
+        out = io.StringIO()
+        _print_overview(store, run_id, Console(file=out, width=120))
+    line = [x for x in out.getvalue().splitlines() if "bcast" in x][0].split()
+    assert line == ["2", "bcast", "8", "6.00", "3", "bcast_as_allgatherv", "3.00", "2.00"]

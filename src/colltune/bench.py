@@ -231,7 +231,8 @@ class BenchSettings(BaseModel):
         known = catalog.load().collective_names()
         bad = [c for c in value if c not in known]
         if bad:
-            raise ValueError(f"unknown collective(s) {', '.join(bad)}; known: {', '.join(known)}")
+            raise ValueError(f"unknown collective(s) {', '.join(bad)}; known: {', '.join(known)} "
+                             "(the barrier is measured by default, see --barrier/--no-barrier)")
         if not value:
             raise ValueError("no collective selected")
         return list(dict.fromkeys(value))
@@ -982,8 +983,8 @@ def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
             profile=o["profile"], seed=o["seed"], launch_timeout_s=o["launch_timeout"],
             allow_oversubscribe=o["allow_oversubscribe"])
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
-                             for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
+                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
         raise click.UsageError(problems) from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

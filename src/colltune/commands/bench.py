@@ -10,9 +10,44 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from colltune import bench
 from colltune.store import Store, StoreError
+
+
+def _print_overview(store: Store, run_id: str, console: Console) -> None:
+    """Descriptive only: median over launches of the per-launch median, default vs the fastest
+    other variant. Whether a difference is real is `colltune check`'s question."""
+    rows = store.con.execute(
+        """
+        WITH per_launch AS (
+            SELECT nprocs, collective, msg_bytes, variant, launch_idx, median(runtime_s) AS med
+            FROM measurements WHERE run_id = ? AND valid AND NOT warmup GROUP BY ALL),
+        per_variant AS (
+            SELECT nprocs, collective, msg_bytes, variant, median(med) AS med, count(*) AS launches
+            FROM per_launch GROUP BY ALL),
+        best AS (
+            SELECT nprocs, collective, msg_bytes, arg_min(variant, med) AS variant, min(med) AS med
+            FROM per_variant WHERE variant NOT IN ('default', 'default#aa') GROUP BY ALL)
+        SELECT d.nprocs, d.collective, d.msg_bytes, d.med, d.launches, b.variant, b.med
+        FROM per_variant d LEFT JOIN best b USING (nprocs, collective, msg_bytes)
+        WHERE d.variant = 'default' AND d.collective <> 'barrier'
+        ORDER BY d.nprocs, d.collective, d.msg_bytes
+        """, [run_id]).fetchall()
+    if not rows:
+        return
+    table = Table(title="median of per-launch medians (descriptive; verdicts: colltune check)",
+                  title_justify="left", box=None, header_style="bold")
+    for name, justify in (("procs", "right"), ("collective", "left"), ("bytes", "right"),
+                          ("default us", "right"), ("launches", "right"),
+                          ("fastest other variant", "left"), ("us", "right"), ("default/it", "right")):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for nprocs, coll, size, med, launches, best, best_med in rows:
+        ratio = f"{med / best_med:.2f}" if best_med else ""
+        table.add_row(str(nprocs), coll, str(size), f"{med * 1e6:.2f}", str(launches), best or "",
+                      f"{best_med * 1e6:.2f}" if best_med else "", ratio)
+    console.print(table)
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -75,6 +110,8 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
         console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(1)
     with Store(db_path, read_only=True) as store:
+        if not quiet:
+            _print_overview(store, run_id, console)
         m = store.con.execute("SELECT count(*), count(DISTINCT launch_idx) FROM measurements "
                               "WHERE run_id = ?", [run_id]).fetchone()
         skipped = store.con.execute("SELECT count(*) FROM jobs WHERE run_id = ? AND "
