@@ -70,7 +70,8 @@ def test_every_variant_is_implemented_with_the_mpi_signature() -> None:
         source = (native_dir() / "variants" / f"{v.collective}.c").read_text()
         assert re.search(rf"^int colltune_{v.name}\(", source, re.M), v.name
         coll = next(c for c in cat.collectives if c.name == v.collective)
-        params = ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in coll.args)
+        params = ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}"
+                           for a in coll.args)
         assert f"int colltune_{v.name}({params});" in header, v.name
 
 

@@ -46,7 +46,7 @@ FIELD = {
 
 NEEDS = {
     "intra": ("CT_NEED_INTRA", "an intra-communicator"),
-    "contiguous": ("CT_NEED_CONTIGUOUS", "every significant datatype is contiguous (no gaps, lb 0)"),
+    "contiguous": ("CT_NEED_CONTIGUOUS", "every significant datatype has no gaps and lb 0"),
     "commutative": ("CT_NEED_COMMUTATIVE", "a commutative op (the variant reorders the reduction)"),
     "bitwise_or": ("CT_NEED_BITWISE_OR", "reduces raw bytes with MPI_BOR (informational)"),
 }
@@ -144,7 +144,8 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
         elif m := re.fullmatch(r"sum\((\w+)\)", f):
             role = m.group(1)
             stmts.append("int64_t sum;")
-            stmts.append(f"if (ct_sum_counts(call->{FIELD[role]}, call->comm, &sum) != MPI_SUCCESS) return -1;")
+            stmts.append(f"if (ct_sum_counts(call->{FIELD[role]}, call->comm, &sum) != MPI_SUCCESS)")
+            stmts.append("    return -1;")
             out.append("sum")
         elif f == "p":
             stmts.append("int p;")
@@ -163,7 +164,7 @@ def gen_bytes_fn(c: tbl.Collective) -> str:
     if alt is not None:
         field = {"sendbuf@root": "sendbuf", "recvbuf@root": "recvbuf"}.get(c.in_place or "")
         if field is None:
-            raise SpecError(f"{c.name}: bytes has an MPI_IN_PLACE form but in_place is {c.in_place!r}")
+            raise SpecError(f"{c.name}: bytes has an MPI_IN_PLACE form, in_place is {c.in_place!r}")
         stmts, expr = bytes_expr_c(c, alt)
         lines.append(f"    if (call->{field} == MPI_IN_PLACE) {{")
         lines += [f"        {s}" for s in stmts]
@@ -233,7 +234,7 @@ def elem_kind(c: tbl.Collective) -> str:
 def gen_header(t: tbl.Table) -> str:
     L: list[str] = [tbl.banner(GENERATOR, source=SOURCE).rstrip("\n"), ""]
     L += [
-        "/* The catalog of collectives and variants (native/spec/collectives.toml) for the C core. */",
+        "/* The catalog of collectives and variants (native/spec/collectives.toml) for C. */",
         "#ifndef CT_CATALOG_H",
         "#define CT_CATALOG_H",
         "",
@@ -246,7 +247,7 @@ def gen_header(t: tbl.Table) -> str:
     for i, v in enumerate(t.variants):
         L.append(f"    {var_enum(v.name)} = {i}, /* {v.guideline}: {v.rhs} */")
     L += [f"    CT_NUM_VARIANTS = {len(t.variants)}", "};", ""]
-    L.append("/* What a variant needs to give the library's exact result (`needs` in the table). */")
+    L.append("/* What a variant needs to give the library's exact result (`needs`). */")
     L.append("enum ct_need {")
     for i, (_, (macro, text)) in enumerate(NEEDS.items()):
         L.append(f"    {macro} = 1u << {i}, /* {text} */")

@@ -342,7 +342,8 @@ static int64_t ct_bytes_reduce_scatter_block(const ct_call *call)
 static int64_t ct_bytes_reduce_scatter(const ct_call *call)
 {
     int64_t sum;
-    if (ct_sum_counts(call->recvcounts, call->comm, &sum) != MPI_SUCCESS) return -1;
+    if (ct_sum_counts(call->recvcounts, call->comm, &sum) != MPI_SUCCESS)
+        return -1;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return sum * size_datatype;

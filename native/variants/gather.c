@@ -23,7 +23,8 @@ int colltune_gather_as_allgather(const void *sendbuf, int sendcount, MPI_Datatyp
     if (rank == root) {
         if ((err = ct_type_size(recvtype, &elem)) != MPI_SUCCESS) return err;
         int64_t block = elem * recvcount;
-        if (sendbuf != MPI_IN_PLACE) memcpy(ct_offset(recvbuf, root * block), sendbuf, (size_t)block);
+        if (sendbuf != MPI_IN_PLACE)
+            memcpy(ct_offset(recvbuf, root * block), sendbuf, (size_t)block);
         return PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, recvcount, recvtype,
                               comm);
     }
