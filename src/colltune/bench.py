@@ -36,7 +36,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from colltune import __version__, build, catalog, launch, mpi
-from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store
+from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store, StoreError
 
 # ---------------------------------------------------------------------------------------------
 # What can be measured
@@ -811,9 +811,20 @@ def describe(settings: BenchSettings) -> list[str]:
     return lines
 
 
-def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
-    with Store(db_path) as store:
-        store.write_launch(run_id, launch)
+def _store_launch(db_path: Path, run_id: str, launch: LaunchData, attempts: int = 20) -> None:
+    """Another process may hold the database for a moment (a reader during the run): wait
+    for it rather than lose the launch."""
+    for attempt in range(attempts):
+        try:
+            store = Store(db_path)
+        except StoreError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+            continue
+        with store:
+            store.write_launch(run_id, launch)
+        return
 
 
 def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
