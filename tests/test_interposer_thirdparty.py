@@ -3,6 +3,7 @@
 Every variant is forced at least once (the rounds of `force_rounds`: one variant per collective
 per launch, all ten collectives at once), on Open MPI and on MPICH with 2 ranks, and the suite
 must pass exactly as without the interposer, while the counting table proves the variants ran.
+(It found the in-place Reduce_scatter(_block) bug of four variants, now fixed.)
 
 Needs mpi4py (declare it in the test extras) and its test sources, which only the sdist ships:
 they are fetched once with `pip download mpi4py==<installed version> --no-binary :all:` into the
@@ -25,12 +26,6 @@ mpi4py = pytest.importorskip("mpi4py")
 pytestmark = pytest.mark.slow
 
 TESTS = ["test_cco_buf", "test_cco_obj", "test_cco_vec", "test_cco_buf_inter", "test_cco_obj_inter"]
-# Variants that break mpi4py's in-place Reduce_scatter(_block) tests (they overwrite the receive
-# buffer past the caller's block); docs/interposer.md, "Known gaps". Forced in their own test.
-KNOWN_BAD = {"reducescatterblock_as_reduce_scatter", "reducescatterblock_as_allreduce",
-             "reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv"}
-
-
 @pytest.fixture(scope="session")
 def mpi4py_tests() -> Path:
     version = mpi4py.__version__
@@ -48,13 +43,6 @@ def mpi4py_tests() -> Path:
     return root / "test"
 
 
-def rounds_without_known_bad() -> list[dict[str, str]]:
-    out = []
-    for choice in force_rounds():
-        out.append({c: v for c, v in choice.items() if v not in KNOWN_BAD})
-    return out
-
-
 def mpi4py_run(lib, tests_dir: Path, force: str | None, timeout: float = 300) -> Run:
     colltune = Path(sys.executable).parent / "colltune"
     argv = [str(colltune), "run", "--mpi", lib.name, "--verbose"]
@@ -69,8 +57,9 @@ def mpi4py_run(lib, tests_dir: Path, force: str | None, timeout: float = 300) ->
 def assert_suite_passed(run: Run) -> None:
     text = run.stdout + run.stderr
     assert run.returncode == 0, run.describe()
-    verdicts = [line for line in text.splitlines() if line.startswith(("OK", "FAILED"))]
-    assert verdicts and all(v.startswith("OK") for v in verdicts) and len(verdicts) == 2, run.describe()
+    # mpi4py's runner aborts the job when a test fails (rc != 0); both ranks' "OK" lines may
+    # come out interleaved on one line.
+    assert "FAILED" not in text and text.count("OK") >= 2, run.describe()
 
 
 @pytest.mark.parametrize("library", ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)])
@@ -78,16 +67,9 @@ def assert_suite_passed(run: Run) -> None:
 def test_mpi4py_collective_suite_under_force(request, library, round_, mpi4py_tests):
     lib = request.getfixturevalue(library)
     request.getfixturevalue(f"{library}_build")
-    choice = {} if round_ is None else rounds_without_known_bad()[round_]
+    choice = {} if round_ is None else force_rounds()[round_]
     run = mpi4py_run(lib, mpi4py_tests, force_spec(choice) if choice else None)
     assert_suite_passed(run)
     applied = {(c, v) for (c, mode, v, outcome) in run.counts if mode == "force" and outcome == "applied"}
     for coll, variant in choice.items():
         assert (coll, variant) in applied, f"{variant} never applied\n{run.describe()}"
-
-
-@pytest.mark.xfail(strict=True, reason="variants bug: in-place Reduce_scatter(_block) tail, docs/interposer.md")
-@pytest.mark.parametrize("variant", sorted(KNOWN_BAD))
-def test_mpi4py_known_bad_variants(openmpi, openmpi_build, mpi4py_tests, variant):
-    coll = "reduce_scatter_block" if variant.startswith("reducescatterblock") else "reduce_scatter"
-    assert_suite_passed(mpi4py_run(openmpi, mpi4py_tests, f"{coll}={variant}", timeout=120))
