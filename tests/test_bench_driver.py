@@ -295,3 +295,31 @@ def test_summary_statistics_follow_the_chosen_metric(openmpi: mpi.MpiLibrary, op
         assert s["valid"] == len(x) == 20
         # records carry 10 significant digits, the driver computed on full doubles
         assert s["rse"] == pytest.approx(x.std(ddof=1) / len(x) ** 0.5 / x.mean(), rel=1e-6)
+
+
+def test_records_are_streamed_before_a_crash(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                             tmp_path: Path) -> None:
+    """Killed mid-job, the driver leaves every finished chunk on disk, and no `end` line."""
+    import os
+    import signal
+    import time
+
+    job_file = tmp_path / "jobs.txt"
+    job_file.write_text("allreduce 64 unsigned_char sum - default,default#aa\n")
+    out = tmp_path / "out.txt"
+    proc = launch.popen(openmpi, 2, [str(openmpi_build.bench), "run", str(job_file), "--out", str(out),
+                                     "--stop", "fixed", "--max-reps", "100000000", "--time-budget", "0",
+                                     "--check-every", "10"])
+    deadline = time.monotonic() + 60
+    while (not out.exists() or out.read_text().count("\nR,") < 100) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    text = out.read_text()
+    parsed = read_driver_output(text)
+    assert not parsed.ended and parsed.summaries == []
+    assert len(parsed.records) >= 100
+    # written a chunk at a time (one write of < 4 KiB): warm-up with the first chunk, then
+    # whole chunks of 10 rounds of 2 variants
+    assert text.endswith("\n")
+    assert (len(parsed.records) - 2 * 3) % 20 == 0
