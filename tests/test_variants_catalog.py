@@ -83,6 +83,15 @@ def test_variants_call_the_library_only_through_pmpi() -> None:
             assert not call.findall(text), f"{path.name}: {call.findall(text)}"
 
 
+def test_only_reductions_need_contiguous_datatypes() -> None:
+    # Data movement must not depend on rank-local layouts (docs/variants.md, "Datatypes").
+    cat = catalog.load()
+    with_op = {c.name for c in cat.collectives if any(a.role == "op" for a in c.args)}
+    for v in cat.variants:
+        if "contiguous" in v.needs:
+            assert v.collective in with_op, v.name
+
+
 def test_no_variant_claims_to_reorder_a_reduction() -> None:
     # docs/variants.md: every variant keeps rank order; the selftest runs a non-commutative op.
     assert all("commutative" not in v.needs for v in catalog.load().variants)

@@ -103,6 +103,8 @@ static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args
     case CT_VAR_REDUCESCATTERBLOCK_AS_ALLREDUCE:
         return ct_fits_int(p * count);
     case CT_VAR_ALLGATHER_AS_GATHER_BCAST: /* Bcast of p blocks */
+    case CT_VAR_ALLGATHER_AS_ALLTOALL: /* p*n bytes (un)packed, blocks of n bytes */
+    case CT_VAR_GATHER_AS_ALLGATHER:
     case CT_VAR_ALLGATHER_AS_ALLREDUCE: /* p*n bytes reduced as MPI_BYTE */
     case CT_VAR_GATHER_AS_REDUCE:
     case CT_VAR_SCATTER_AS_BCAST: /* Bcast of p blocks */
@@ -120,11 +122,9 @@ static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args
     case CT_VAR_REDUCESCATTER_AS_ALLREDUCE: /* the whole vector and displacements */
     case CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV:
         return ct_fits_int(ct_sum_recvcounts(call, p));
-    case CT_VAR_ALLGATHER_AS_ALLTOALL:
     case CT_VAR_ALLREDUCE_AS_REDUCE_BCAST:
     case CT_VAR_ALLREDUCE_AS_REDUCESCATTER_ALLGATHERV:
     case CT_VAR_BCAST_AS_ALLGATHERV:
-    case CT_VAR_GATHER_AS_ALLGATHER:
     case CT_VAR_REDUCE_AS_ALLREDUCE:
     case CT_VAR_REDUCE_AS_REDUCESCATTER_GATHERV:
     case CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER:

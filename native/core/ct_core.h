@@ -65,6 +65,16 @@ int ct_type_size(MPI_Datatype type, int64_t *bytes);
  * address (lb 0, true lb 0, extent == true extent == size)? Then raw memcpy is exact. */
 int ct_type_contiguous(MPI_Datatype type, int *contiguous);
 
+/* Typed buffer <-> raw bytes, for the mock-ups that move data as MPI_BYTE (every rank then
+ * agrees on counts derived from the uniform n, whatever datatypes the ranks passed). A
+ * contiguous datatype is copied with memcpy, others go through PMPI_Pack/PMPI_Unpack, whose
+ * format on a homogeneous system is the data bytes in order (checked: a pack size other than
+ * `bytes` is an error, MPI_ERR_TYPE, raised on `comm`). */
+int ct_pack(const void *buf, int count, MPI_Datatype type, void *raw, int64_t bytes,
+            MPI_Comm comm);
+int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype type,
+              MPI_Comm comm);
+
 /* Communicator size and rank in one call. */
 int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank);
 

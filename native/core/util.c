@@ -23,6 +23,46 @@ int ct_type_contiguous(MPI_Datatype type, int *contiguous)
     return MPI_SUCCESS;
 }
 
+#include <string.h>
+
+static int ct_pack_size_is(int count, MPI_Datatype type, int64_t bytes, MPI_Comm comm)
+{
+    int size;
+    int err = PMPI_Pack_size(count, type, comm, &size);
+    if (err != MPI_SUCCESS) return err;
+    return size == bytes ? MPI_SUCCESS : ct_raise(comm, MPI_ERR_TYPE);
+}
+
+int ct_pack(const void *buf, int count, MPI_Datatype type, void *raw, int64_t bytes,
+            MPI_Comm comm)
+{
+    int contiguous, position = 0;
+    int err = ct_type_contiguous(type, &contiguous);
+    if (err != MPI_SUCCESS) return err;
+    if (contiguous) {
+        memcpy(raw, buf, (size_t)bytes);
+        return MPI_SUCCESS;
+    }
+    if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+    if ((err = ct_pack_size_is(count, type, bytes, comm)) != MPI_SUCCESS) return err;
+    return PMPI_Pack(buf, count, type, raw, (int)bytes, &position, comm);
+}
+
+int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype type,
+              MPI_Comm comm)
+{
+    int contiguous, position = 0;
+    int err = ct_type_contiguous(type, &contiguous);
+    if (err != MPI_SUCCESS) return err;
+    if (contiguous) {
+        memcpy(buf, raw, (size_t)bytes);
+        return MPI_SUCCESS;
+    }
+    if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+    if ((err = ct_pack_size_is(count, type, bytes, comm)) != MPI_SUCCESS) return err;
+    return PMPI_Unpack(raw, (int)bytes, &position, buf, count, type, comm);
+}
+
 int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank)
 {
     int err = PMPI_Comm_size(comm, size);

@@ -26,19 +26,20 @@ static int64_t ct_scratch_allgather_as_gather_bcast(const ct_scratch_args *a)
     return 0;
 }
 
-/* GL2 allgather_as_alltoall: p * n */
+/* GL2 allgather_as_alltoall: 2 * p * n */
 static int64_t ct_scratch_allgather_as_alltoall(const ct_scratch_args *a)
 {
     const int64_t n = a->n;
     const int64_t p = a->p;
-    return p * n;
+    return 2 * p * n;
 }
 
-/* GL3 allgather_as_allreduce: 0 */
+/* GL3 allgather_as_allreduce: p * n */
 static int64_t ct_scratch_allgather_as_allreduce(const ct_scratch_args *a)
 {
-    (void)a;
-    return 0;
+    const int64_t n = a->n;
+    const int64_t p = a->p;
+    return p * n;
 }
 
 /* GL4 allgather_as_allgatherv: 2 * p * I */
@@ -209,18 +210,18 @@ static int64_t ct_scratch_reducescatter_as_reduce_scatterv(const ct_scratch_args
 
 const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {
     [CT_VAR_ALLGATHER_AS_GATHER_BCAST] = {"allgather_as_gather_bcast", CT_COLL_ALLGATHER, "GL1", "MPI_Gather + MPI_Bcast", CT_NEED_INTRA, "0", ct_scratch_allgather_as_gather_bcast},
-    [CT_VAR_ALLGATHER_AS_ALLTOALL] = {"allgather_as_alltoall", CT_COLL_ALLGATHER, "GL2", "MPI_Alltoall", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "p * n", ct_scratch_allgather_as_alltoall},
-    [CT_VAR_ALLGATHER_AS_ALLREDUCE] = {"allgather_as_allreduce", CT_COLL_ALLGATHER, "GL3", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS | CT_NEED_BITWISE_OR, "0", ct_scratch_allgather_as_allreduce},
+    [CT_VAR_ALLGATHER_AS_ALLTOALL] = {"allgather_as_alltoall", CT_COLL_ALLGATHER, "GL2", "MPI_Alltoall", CT_NEED_INTRA, "2 * p * n", ct_scratch_allgather_as_alltoall},
+    [CT_VAR_ALLGATHER_AS_ALLREDUCE] = {"allgather_as_allreduce", CT_COLL_ALLGATHER, "GL3", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_BITWISE_OR, "p * n", ct_scratch_allgather_as_allreduce},
     [CT_VAR_ALLGATHER_AS_ALLGATHERV] = {"allgather_as_allgatherv", CT_COLL_ALLGATHER, "GL4", "MPI_Allgatherv", CT_NEED_INTRA, "2 * p * I", ct_scratch_allgather_as_allgatherv},
     [CT_VAR_ALLREDUCE_AS_REDUCE_BCAST] = {"allreduce_as_reduce_bcast", CT_COLL_ALLREDUCE, "GL5", "MPI_Reduce + MPI_Bcast", CT_NEED_INTRA, "0", ct_scratch_allreduce_as_reduce_bcast},
     [CT_VAR_ALLREDUCE_AS_REDUCESCATTERBLOCK_ALLGATHER] = {"allreduce_as_reducescatterblock_allgather", CT_COLL_ALLREDUCE, "GL6", "MPI_Reduce_scatter_block + MPI_Allgather", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + c", ct_scratch_allreduce_as_reducescatterblock_allgather},
     [CT_VAR_ALLREDUCE_AS_REDUCESCATTER_ALLGATHERV] = {"allreduce_as_reducescatter_allgatherv", CT_COLL_ALLREDUCE, "GL7", "MPI_Reduce_scatter + MPI_Allgatherv", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "2 * p * I", ct_scratch_allreduce_as_reducescatter_allgatherv},
     [CT_VAR_ALLTOALL_AS_ALLTOALLV] = {"alltoall_as_alltoallv", CT_COLL_ALLTOALL, "GL8", "MPI_Alltoallv", CT_NEED_INTRA, "4 * p * I", ct_scratch_alltoall_as_alltoallv},
     [CT_VAR_BCAST_AS_ALLGATHERV] = {"bcast_as_allgatherv", CT_COLL_BCAST, "GL9", "MPI_Allgatherv", CT_NEED_INTRA, "2 * p * I", ct_scratch_bcast_as_allgatherv},
-    [CT_VAR_BCAST_AS_SCATTER_ALLGATHER] = {"bcast_as_scatter_allgather", CT_COLL_BCAST, "GL10", "MPI_Scatter + MPI_Allgather", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + c", ct_scratch_bcast_as_scatter_allgather},
-    [CT_VAR_GATHER_AS_ALLGATHER] = {"gather_as_allgather", CT_COLL_GATHER, "GL11", "MPI_Allgather", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "p * n", ct_scratch_gather_as_allgather},
+    [CT_VAR_BCAST_AS_SCATTER_ALLGATHER] = {"bcast_as_scatter_allgather", CT_COLL_BCAST, "GL10", "MPI_Scatter + MPI_Allgather", CT_NEED_INTRA, "n + c", ct_scratch_bcast_as_scatter_allgather},
+    [CT_VAR_GATHER_AS_ALLGATHER] = {"gather_as_allgather", CT_COLL_GATHER, "GL11", "MPI_Allgather", CT_NEED_INTRA, "p * n", ct_scratch_gather_as_allgather},
     [CT_VAR_GATHER_AS_GATHERV] = {"gather_as_gatherv", CT_COLL_GATHER, "GL12", "MPI_Gatherv", CT_NEED_INTRA, "2 * p * I", ct_scratch_gather_as_gatherv},
-    [CT_VAR_GATHER_AS_REDUCE] = {"gather_as_reduce", CT_COLL_GATHER, "GL13", "MPI_Reduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS | CT_NEED_BITWISE_OR, "p * n", ct_scratch_gather_as_reduce},
+    [CT_VAR_GATHER_AS_REDUCE] = {"gather_as_reduce", CT_COLL_GATHER, "GL13", "MPI_Reduce", CT_NEED_INTRA | CT_NEED_BITWISE_OR, "p * n", ct_scratch_gather_as_reduce},
     [CT_VAR_REDUCE_AS_ALLREDUCE] = {"reduce_as_allreduce", CT_COLL_REDUCE, "GL14", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reduce_as_allreduce},
     [CT_VAR_REDUCE_AS_REDUCESCATTERBLOCK_GATHER] = {"reduce_as_reducescatterblock_gather", CT_COLL_REDUCE, "GL15", "MPI_Reduce_scatter_block + MPI_Gather", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + c", ct_scratch_reduce_as_reducescatterblock_gather},
     [CT_VAR_REDUCE_AS_REDUCESCATTER_GATHERV] = {"reduce_as_reducescatter_gatherv", CT_COLL_REDUCE, "GL16", "MPI_Reduce_scatter + MPI_Gatherv", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "(n / (C * p) + 1) * C + 2 * p * I", ct_scratch_reduce_as_reducescatter_gatherv},
@@ -228,7 +229,7 @@ const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {
     [CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER] = {"reducescatterblock_as_reducescatter", CT_COLL_REDUCE_SCATTER_BLOCK, "GL18", "MPI_Reduce_scatter", CT_NEED_INTRA, "p * I + n / p", ct_scratch_reducescatterblock_as_reducescatter},
     [CT_VAR_REDUCESCATTERBLOCK_AS_ALLREDUCE] = {"reducescatterblock_as_allreduce", CT_COLL_REDUCE_SCATTER_BLOCK, "GL19", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reducescatterblock_as_allreduce},
     [CT_VAR_SCAN_AS_EXSCAN_REDUCELOCAL] = {"scan_as_exscan_reducelocal", CT_COLL_SCAN, "GL20", "MPI_Exscan + MPI_Reduce_local", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_scan_as_exscan_reducelocal},
-    [CT_VAR_SCATTER_AS_BCAST] = {"scatter_as_bcast", CT_COLL_SCATTER, "GL21", "MPI_Bcast", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "p * n", ct_scratch_scatter_as_bcast},
+    [CT_VAR_SCATTER_AS_BCAST] = {"scatter_as_bcast", CT_COLL_SCATTER, "GL21", "MPI_Bcast", CT_NEED_INTRA, "p * n", ct_scratch_scatter_as_bcast},
     [CT_VAR_SCATTER_AS_SCATTERV] = {"scatter_as_scatterv", CT_COLL_SCATTER, "GL22", "MPI_Scatterv", CT_NEED_INTRA, "2 * p * I", ct_scratch_scatter_as_scatterv},
     [CT_VAR_REDUCESCATTER_AS_ALLREDUCE] = {"reducescatter_as_allreduce", CT_COLL_REDUCE_SCATTER, "RS1", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reducescatter_as_allreduce},
     [CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV] = {"reducescatter_as_reduce_scatterv", CT_COLL_REDUCE_SCATTER, "RS2", "MPI_Reduce + MPI_Scatterv", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + p * I", ct_scratch_reducescatter_as_reduce_scatterv},

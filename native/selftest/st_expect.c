@@ -26,6 +26,7 @@ enum st_scratch {
     SC_N,          /* n bytes */
     SC_N_INTS,     /* n bytes + p ints */
     SC_PN,         /* p * n bytes */
+    SC_2PN,        /* 2 * p * n bytes */
     SC_PADDED,     /* count rounded up to p equal blocks, in bytes */
     SC_PADDED_BYTES, /* n rounded up to a multiple of p */
     SC_CHUNKS,     /* a share of the chunks + 2 arrays of p ints */
@@ -41,18 +42,18 @@ typedef struct st_rule {
 
 static const st_rule st_rules[] = {
     {"allgather_as_gather_bcast", 0, 0, OV_P_BYTES, SC_ZERO},
-    {"allgather_as_alltoall", 1, 0, OV_NONE, SC_PN},
-    {"allgather_as_allreduce", 1, 0, OV_P_BYTES, SC_ZERO},
+    {"allgather_as_alltoall", 0, 0, OV_P_BYTES, SC_2PN},
+    {"allgather_as_allreduce", 0, 0, OV_P_BYTES, SC_PN},
     {"allgather_as_allgatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"allreduce_as_reduce_bcast", 0, 0, OV_NONE, SC_ZERO},
     {"allreduce_as_reducescatterblock_allgather", 1, 0, OV_PADDED, SC_PADDED},
     {"allreduce_as_reducescatter_allgatherv", 1, 0, OV_NONE, SC_INTS},
     {"alltoall_as_alltoallv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"bcast_as_allgatherv", 0, 0, OV_NONE, SC_INTS},
-    {"bcast_as_scatter_allgather", 1, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
-    {"gather_as_allgather", 1, 0, OV_NONE, SC_PN},
+    {"bcast_as_scatter_allgather", 0, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
+    {"gather_as_allgather", 0, 0, OV_P_BYTES, SC_PN},
     {"gather_as_gatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"gather_as_reduce", 1, 0, OV_P_BYTES, SC_PN},
+    {"gather_as_reduce", 0, 0, OV_P_BYTES, SC_PN},
     {"reduce_as_allreduce", 1, 0, OV_NONE, SC_N},
     {"reduce_as_reducescatterblock_gather", 1, 0, OV_PADDED, SC_PADDED},
     {"reduce_as_reducescatter_gatherv", 1, 0, OV_NONE, SC_CHUNKS},
@@ -60,7 +61,7 @@ static const st_rule st_rules[] = {
     {"reducescatterblock_as_reducescatter", 2, 0, OV_NONE, SC_INTS_BLOCK},
     {"reducescatterblock_as_allreduce", 1, 0, OV_P_COUNT, SC_N},
     {"scan_as_exscan_reducelocal", 1, 0, OV_NONE, SC_N},
-    {"scatter_as_bcast", 1, 0, OV_P_BYTES, SC_PN},
+    {"scatter_as_bcast", 0, 0, OV_P_BYTES, SC_PN},
     {"scatter_as_scatterv", 0, 0, OV_PM1_BYTES, SC_INTS},
     {"reducescatter_as_allreduce", 1, 0, OV_SUM, SC_N},
     {"reducescatter_as_reduce_scatterv", 1, 0, OV_SUM, SC_N_INTS},
@@ -118,6 +119,7 @@ static int64_t st_scratch_bytes(enum st_scratch rule, int64_t p, int64_t count, 
     case SC_N: return n;
     case SC_N_INTS: return n + ints;
     case SC_PN: return p * n;
+    case SC_2PN: return 2 * p * n;
     case SC_PADDED: return (count + p - 1) / p * p * elem;
     case SC_PADDED_BYTES: return (n + p - 1) / p * p;
     case SC_CHUNKS: {

@@ -27,8 +27,9 @@ int colltune_bcast_as_allgatherv(void *buffer, int count, MPI_Datatype datatype,
 
 /* GL10: van de Geijn: scatter p equal blocks, allgather them, both in place. Blocks are cut in
  * bytes (MPI_BYTE on every rank): the message bytes n are the same everywhere, while count and
- * datatype may differ between ranks (only type signatures must match). When p does not divide n,
- * the vector is padded in scratch; otherwise the buffer itself is used. */
+ * datatype may differ between ranks (only type signatures must match). When p does not divide n
+ * or the datatype has gaps, the vector is staged (padded, packed) in scratch; otherwise the
+ * buffer itself is used. */
 int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype datatype, int root,
                                         MPI_Comm comm)
 {
@@ -40,11 +41,14 @@ int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype da
     int64_t bytes = elem * count, padded = (bytes + p - 1) / p * p;
     if ((err = ct_to_int(comm, padded, &block)) != MPI_SUCCESS) return err;
     block /= p;
+    int contiguous;
+    if ((err = ct_type_contiguous(datatype, &contiguous)) != MPI_SUCCESS) return err;
     void *vector = buffer;
-    if (padded != bytes) {
+    if (padded != bytes || !contiguous) {
         if ((err = ct_scratch(comm, (size_t)padded, &vector)) != MPI_SUCCESS) return err;
         if (rank == root) {
-            memcpy(vector, buffer, (size_t)bytes);
+            if ((err = ct_pack(buffer, count, datatype, vector, bytes, comm)) != MPI_SUCCESS)
+                return err;
             memset(ct_offset(vector, bytes), 0, (size_t)(padded - bytes));
         }
     }
@@ -56,6 +60,7 @@ int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype da
     if (err != MPI_SUCCESS) return err;
     err = PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, vector, block, MPI_BYTE, comm);
     if (err != MPI_SUCCESS) return err;
-    if (vector != buffer && rank != root) memcpy(buffer, vector, (size_t)bytes);
+    if (vector != buffer && rank != root)
+        return ct_unpack(vector, bytes, buffer, count, datatype, comm);
     return MPI_SUCCESS;
 }

@@ -10,30 +10,40 @@
 #include <string.h>
 
 /* GL11: MPI_Allgather in place on every rank (MPI_IN_PLACE of Allgather must be all or none,
- * and the root's choice is unknown elsewhere): the root into recvbuf, the others into p*n bytes
- * of scratch that they then drop. */
+ * and the root's choice is unknown elsewhere), as MPI_BYTE (n bytes per rank: the layouts may
+ * differ between ranks): the root into recvbuf (into scratch and unpacked if its datatype has
+ * gaps), the others into p*n bytes of scratch that they then drop. */
 int colltune_gather_as_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                                  MPI_Comm comm)
 {
-    int p, rank;
+    int p, rank, block, contiguous = 0, count = 0;
+    int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
-    int64_t elem;
-    if (rank == root) {
-        if ((err = ct_type_size(recvtype, &elem)) != MPI_SUCCESS) return err;
-        int64_t block = elem * recvcount;
-        if (sendbuf != MPI_IN_PLACE)
-            memcpy(ct_offset(recvbuf, root * block), sendbuf, (size_t)block);
-        return PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, recvcount, recvtype,
-                              comm);
+    int is_root = rank == root;
+    err = is_root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, elem * (is_root ? recvcount : sendcount), &block);
+    if (err == MPI_SUCCESS && is_root) err = ct_type_contiguous(recvtype, &contiguous);
+    if (err == MPI_SUCCESS && is_root) err = ct_to_int(comm, (int64_t)p * recvcount, &count);
+    if (err != MPI_SUCCESS) return err;
+    int64_t all = (int64_t)p * block;
+    void *stage = recvbuf;
+    if (!contiguous && (err = ct_scratch(comm, (size_t)all, &stage)) != MPI_SUCCESS) return err;
+    void *own = ct_offset(stage, (int64_t)rank * block);
+    if (sendbuf != MPI_IN_PLACE) {
+        err = ct_pack(sendbuf, sendcount, sendtype, own, block, comm);
+    } else if (!contiguous) { /* the root's own block, in place in its recvbuf */
+        MPI_Aint lb, extent;
+        err = PMPI_Type_get_extent(recvtype, &lb, &extent);
+        if (err == MPI_SUCCESS)
+            err = ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount,
+                          recvtype, own, block, comm);
     }
-    if ((err = ct_type_size(sendtype, &elem)) != MPI_SUCCESS) return err;
-    int64_t block = elem * sendcount;
-    void *all;
-    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
-    memcpy(ct_offset(all, rank * block), sendbuf, (size_t)block);
-    return PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, sendcount, sendtype, comm);
+    if (err != MPI_SUCCESS) return err;
+    err = PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, stage, block, MPI_BYTE, comm);
+    if (err != MPI_SUCCESS || !is_root || contiguous) return err;
+    return ct_unpack(stage, all, recvbuf, count, recvtype, comm);
 }
 
 /* GL12: MPI_Gatherv with equal counts (arrays on the root only). */
@@ -60,29 +70,40 @@ int colltune_gather_as_gatherv(const void *sendbuf, int sendcount, MPI_Datatype 
 }
 
 /* GL13: every rank places its block into p zeroed blocks; MPI_Reduce with MPI_BOR over the
- * bytes assembles them at the root, which reduces in its receive buffer. */
+ * bytes assembles them at the root, which reduces in its receive buffer (in scratch and unpacks
+ * if its datatype has gaps). */
 int colltune_gather_as_reduce(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                               MPI_Comm comm)
 {
-    int p, rank, total;
+    int p, rank, total, contiguous = 0, count = 0;
+    int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
-    int64_t elem;
-    err = rank == root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
+    int is_root = rank == root;
+    err = is_root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
+    int64_t block = elem * (is_root ? recvcount : sendcount);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * block, &total);
+    if (err == MPI_SUCCESS && is_root) err = ct_type_contiguous(recvtype, &contiguous);
+    if (err == MPI_SUCCESS && is_root) err = ct_to_int(comm, (int64_t)p * recvcount, &count);
     if (err != MPI_SUCCESS) return err;
-    int64_t block = elem * (rank == root ? recvcount : sendcount);
-    if ((err = ct_to_int(comm, p * block, &total)) != MPI_SUCCESS) return err;
-    if (rank == root) {
-        void *own = ct_offset(recvbuf, rank * block);
-        if (sendbuf != MPI_IN_PLACE) memcpy(own, sendbuf, (size_t)block);
-        memset(recvbuf, 0, (size_t)(rank * block));
-        memset(ct_offset(own, block), 0, (size_t)((p - rank - 1) * block));
-        return PMPI_Reduce(MPI_IN_PLACE, recvbuf, total, MPI_BYTE, MPI_BOR, root, comm);
+    void *all = recvbuf;
+    if (!contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
+    void *own = ct_offset(all, rank * block);
+    if (sendbuf != MPI_IN_PLACE) {
+        err = ct_pack(sendbuf, sendcount, sendtype, own, block, comm);
+    } else if (!contiguous) { /* the root's own block, in place in its recvbuf */
+        MPI_Aint lb, extent;
+        err = PMPI_Type_get_extent(recvtype, &lb, &extent);
+        if (err == MPI_SUCCESS)
+            err = ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount,
+                          recvtype, own, block, comm);
     }
-    void *all;
-    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
-    memset(all, 0, (size_t)(p * block));
-    memcpy(ct_offset(all, rank * block), sendbuf, (size_t)block);
-    return PMPI_Reduce(all, NULL, total, MPI_BYTE, MPI_BOR, root, comm);
+    if (err != MPI_SUCCESS) return err;
+    memset(all, 0, (size_t)(rank * block));
+    memset(ct_offset(own, block), 0, (size_t)((p - rank - 1) * block));
+    if (!is_root) return PMPI_Reduce(all, NULL, total, MPI_BYTE, MPI_BOR, root, comm);
+    err = PMPI_Reduce(MPI_IN_PLACE, all, total, MPI_BYTE, MPI_BOR, root, comm);
+    if (err != MPI_SUCCESS || contiguous) return err;
+    return ct_unpack(all, total, recvbuf, count, recvtype, comm);
 }

@@ -7,33 +7,33 @@
 
 #include <string.h>
 
-/* GL21: broadcast the whole send buffer (p blocks), keep the own block. */
+/* GL21: broadcast the whole send buffer (p blocks) as MPI_BYTE, keep the own block. The root
+ * packs its send buffer into scratch if its datatype has gaps; the others receive into scratch
+ * and unpack their block. */
 int colltune_scatter_as_bcast(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                               MPI_Comm comm)
 {
-    int p, rank, total;
+    int p, rank, total, contiguous = 1, count;
     int64_t elem;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
-    if (rank == root) {
-        if ((err = ct_type_size(sendtype, &elem)) != MPI_SUCCESS) return err;
-        if ((err = ct_to_int(comm, (int64_t)p * sendcount, &total)) != MPI_SUCCESS) return err;
-        /* MPI_Bcast only reads the root's buffer. */
-        err = PMPI_Bcast((void *)sendbuf, total, sendtype, root, comm);
-        if (err == MPI_SUCCESS && recvbuf != MPI_IN_PLACE)
-            memcpy(recvbuf, ct_coffset(sendbuf, elem * sendcount * root),
-                   (size_t)(elem * sendcount));
-        return err;
+    int is_root = rank == root;
+    err = is_root ? ct_type_size(sendtype, &elem) : ct_type_size(recvtype, &elem);
+    int64_t block = elem * (is_root ? sendcount : recvcount);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * block, &total);
+    if (err == MPI_SUCCESS && is_root) err = ct_type_contiguous(sendtype, &contiguous);
+    if (err == MPI_SUCCESS && is_root) err = ct_to_int(comm, (int64_t)p * sendcount, &count);
+    if (err != MPI_SUCCESS) return err;
+    void *all = (void *)sendbuf; /* MPI_Bcast only reads the root's buffer */
+    if (!is_root || !contiguous) {
+        if ((err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
+        if (is_root && (err = ct_pack(sendbuf, count, sendtype, all, total, comm)) != MPI_SUCCESS)
+            return err;
     }
-    if ((err = ct_type_size(recvtype, &elem)) != MPI_SUCCESS) return err;
-    if ((err = ct_to_int(comm, (int64_t)p * recvcount, &total)) != MPI_SUCCESS) return err;
-    int64_t block = elem * recvcount;
-    void *all;
-    if ((err = ct_scratch(comm, (size_t)(p * block), &all)) != MPI_SUCCESS) return err;
-    err = PMPI_Bcast(all, total, recvtype, root, comm);
-    if (err == MPI_SUCCESS) memcpy(recvbuf, ct_offset(all, rank * block), (size_t)block);
-    return err;
+    err = PMPI_Bcast(all, total, MPI_BYTE, root, comm);
+    if (err != MPI_SUCCESS || recvbuf == MPI_IN_PLACE) return err;
+    return ct_unpack(ct_offset(all, rank * block), block, recvbuf, recvcount, recvtype, comm);
 }
 
 /* GL22: MPI_Scatterv with equal counts (arrays on the root only). */
