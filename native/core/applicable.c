@@ -3,8 +3,9 @@
  *
  * Every input to the decision is identical on all ranks of the communicator: the uniform
  * arguments of the table, the message bytes n (uniform by the type-signature rules), the
- * communicator size, the op and the settings. The one exception is the layout of the datatypes
- * (`contiguous`), which is evaluated on each rank: see docs/variants.md, "Datatypes".
+ * communicator size, the op and the settings. The layout of a datatype (`contiguous`) is looked
+ * at only for reductions, whose datatype the standard requires to be the same on all ranks; the
+ * data-movement variants work with any layout (docs/variants.md, "Datatypes").
  *
  * The checks run in a fixed order, so that a call that fails several rules always reports the
  * same reason: intercomm, datatype, noncommutative, overflow, scratch.
