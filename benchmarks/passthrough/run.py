@@ -50,14 +50,17 @@ def ci(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), res.low, res.high
 
 
-def callgrind(lib, art, exe: Path, calls: int) -> dict[str, float]:
-    """Instructions per call executed in libcolltune.so (the wrapper, including its PLT hop to
-    PMPI_Allreduce), on rank 0 under valgrind (rank 1 runs natively)."""
-    if shutil.which("valgrind") is None:
-        return {}
+QUERY = re.compile(r"^P?MPI_(Comm_size|Comm_rank|Comm_test_inter|Op_commutative|Type_\w+)$")
+
+
+def callgrind(lib, art, exe: Path, calls: int, extra: dict[str, str]) -> dict[str, float]:
+    """Instructions per MPI_Allreduce call executed in libcolltune.so (the wrapper, its PLT hop,
+    the decision path when a mode is on) and in the MPI queries the decision path makes, on rank 0
+    under valgrind (rank 1 runs natively). Exclusive costs: the library's own Allreduce work (a
+    timing-dependent polling loop) is not part of it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
-        env = runenv.rank_environment(lib, art)
+        env = runenv.rank_environment(lib, art, extra=extra)
         rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(calls), "1"]
         argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
                 "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
@@ -73,12 +76,25 @@ def callgrind(lib, art, exe: Path, calls: int) -> dict[str, float]:
             continue
         ir, func, obj = int(m.group(1).replace(",", "")), m.group(2), m.group(3) or ""
         where = func.split(":")[-1]
-        if "libcolltune" in obj and ir / calls >= 0.5:  # per-call code, not MPI_Init's one-offs
-            costs[where] = costs.get(where, 0) + ir / calls
-        if where == "PMPI_Allreduce" and "libmpi" in obj:
-            # warm-up, the PMPI half of the block and the wrapper half all reach it: 3 x calls
-            costs["(library) PMPI_Allreduce, its own code"] = ir / (3 * calls)
+        per_call = ir / calls
+        if per_call < 0.5:  # MPI_Init's one-off work
+            continue
+        if "libcolltune" in obj:
+            costs[where] = costs.get(where, 0) + per_call
+        elif QUERY.match(where):
+            costs[f"(MPI query) {where}"] = costs.get(f"(MPI query) {where}", 0) + per_call
     return costs
+
+
+CALLGRIND_CASES = {
+    "pass-through (nothing set)": {},
+    "counting only (COLLTUNE_VERBOSE=1)": {"COLLTUNE_VERBOSE": "1"},
+    "force allreduce=library": {"COLLTUNE_FORCE": "allreduce=library"},
+    "profile, no rule for this size": {"COLLTUNE_PROFILE": "@profile"},
+}
+PROFILE = ("colltune-profile 1\ncollective allreduce\n  procs 2 2\n"
+           "    bytes 16 64 allreduce_as_reduce_bcast\n    bytes 1024 4096 allreduce_as_reduce_bcast\n"
+           "collective bcast\n  procs 2 2\n    bytes 8 8 bcast_as_allgatherv\nend\n")
 
 
 def main() -> None:
@@ -111,11 +127,19 @@ def main() -> None:
                               ("within launches, no preload: MPI - PMPI (A/A)", within_off)):
             m, lo, hi = ci(values)
             print(f"{label:50s} median {m:+8.2f} ns/call  95% CI {lo:+.2f} .. {hi:+.2f}  (n={len(values)})")
-        costs = callgrind(lib, art, exe, 20_000)
-        if costs:
-            print("callgrind, instructions per MPI_Allreduce call executed in libcolltune.so (rank 0):")
+        if shutil.which("valgrind") is None:
+            print("valgrind not found: no instruction counts (apt-get install valgrind)")
+            return
+        profile = Path(tmp) / "bench.prf"
+        profile.write_text(PROFILE)
+        print("\ncallgrind: instructions per 8-byte MPI_Allreduce call (rank 0, exclusive costs)")
+        for label, extra in CALLGRIND_CASES.items():
+            extra = {k: (str(profile) if v == "@profile" else v) for k, v in extra.items()}
+            costs = callgrind(lib, art, exe, 20_000, extra)
+            total = sum(costs.values())
+            print(f"  {label}: {total:.1f} instructions")
             for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
-                print(f"  {ir:8.2f}  {func}")
+                print(f"    {ir:8.2f}  {func}")
 
 
 if __name__ == "__main__":
