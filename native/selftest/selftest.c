@@ -145,6 +145,16 @@ static int64_t st_slot_bytes(const st_type *t)
     return t->kind == ST_BYTE ? 1 : t->kind == ST_DOUBLE ? 8 : 4;
 }
 
+/* This rank's datatype, element count and extent for the case (ST_MIXED differs by rank). */
+static void st_local(const st_case *c, MPI_Datatype *type, int *count, int64_t *extent)
+{
+    const st_type *t = c->type;
+    int odd = t->kind == ST_MIXED && c->comm->rank % 2 == 1;
+    *type = odd ? t->odd_type : t->type;
+    *count = odd ? t->odd_factor * c->count : c->count;
+    *extent = odd ? t->odd_extent : t->extent;
+}
+
 /* Message bytes of the case as the table defines them. */
 static int64_t st_case_bytes(const st_case *c, const int *recvcounts)
 {
@@ -156,8 +166,11 @@ static int64_t st_case_bytes(const st_case *c, const int *recvcounts)
 
 static st_layout st_layout_of(const st_case *c, const int *rc)
 {
-    int64_t p = c->comm->size, r = c->comm->rank, x = c->type->extent;
-    int64_t blk = c->count * x;
+    int64_t p = c->comm->size, r = c->comm->rank, x;
+    MPI_Datatype type;
+    int count;
+    st_local(c, &type, &count, &x);
+    int64_t blk = count * x;
     int is_root = r == c->root, ip = c->in_place;
     st_layout L = {0, 0, 0, 0, 0, 0};
     switch ((enum ct_coll_id)c->coll) {
@@ -209,12 +222,16 @@ static void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsi
 {
     int r = c->comm->rank, p = c->comm->size, is_root = r == c->root;
     enum st_kind kind = c->type->kind;
-    int64_t blk = c->count * c->type->extent, slot = st_slot_bytes(c->type);
+    MPI_Datatype type;
+    int count;
+    int64_t extent;
+    st_local(c, &type, &count, &extent);
+    int64_t blk = count * extent, slot = st_slot_bytes(c->type);
     st_fill(send, L->send_bytes, kind, r, 0);
     memset(recv, ST_SENTINEL, (size_t)L->recv_bytes);
-    *call = (ct_call){.coll = c->coll, .sendbuf = send, .recvbuf = recv, .sendcount = c->count,
-                      .recvcount = c->count, .recvcounts = rc, .sendtype = c->type->type,
-                      .recvtype = c->type->type, .op = c->op ? c->op->op : MPI_OP_NULL,
+    *call = (ct_call){.coll = c->coll, .sendbuf = send, .recvbuf = recv, .sendcount = count,
+                      .recvcount = count, .recvcounts = rc, .sendtype = type,
+                      .recvtype = type, .op = c->op ? c->op->op : MPI_OP_NULL,
                       .root = c->root, .comm = c->comm->comm};
     if (L->send_bytes == 0) call->sendbuf = NULL;
     if (L->recv_bytes == 0) call->recvbuf = NULL;

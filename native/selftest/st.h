@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_NUM_TYPES };
+/* ST_MIXED: layouts that differ between ranks with one type signature (the standard allows it
+ * outside reductions): the vector on even ranks, twice as many MPI_INT on odd ranks. */
+enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_MIXED, ST_NUM_TYPES };
 
 typedef struct st_type {
     const char *name;
@@ -20,6 +22,9 @@ typedef struct st_type {
     int64_t size;        /* bytes of data per element */
     int64_t extent;      /* bytes per element in a buffer (gaps included) */
     int contiguous;      /* no gaps: what the rules call a contiguous datatype */
+    MPI_Datatype odd_type; /* ST_MIXED on odd ranks: odd_factor elements of odd_type each */
+    int odd_factor;
+    int64_t odd_extent;
 } st_type;
 
 enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_NUM_OPS };

@@ -139,6 +139,7 @@ static void st_describe(st_type *t, const char *name, enum st_kind kind, MPI_Dat
     t->size = size;
     t->extent = extent;
     t->contiguous = lb == 0 && true_lb == 0 && extent == size && true_extent == size;
+    t->odd_type = type, t->odd_factor = 1, t->odd_extent = extent;
 }
 
 void st_types_init(st_type types[ST_NUM_TYPES])
@@ -152,6 +153,9 @@ void st_types_init(st_type types[ST_NUM_TYPES])
     st_describe(&types[ST_DOUBLE], "MPI_DOUBLE", ST_DOUBLE, MPI_DOUBLE);
     st_describe(&types[ST_CONTIG], "contiguous(3,MPI_INT)", ST_CONTIG, st_contig_type);
     st_describe(&types[ST_VECTOR], "vector(2,1,2,MPI_INT)", ST_VECTOR, st_vector_type);
+    st_describe(&types[ST_MIXED], "vector(2,1,2,MPI_INT)|2xMPI_INT", ST_MIXED, st_vector_type);
+    types[ST_MIXED].odd_type = MPI_INT, types[ST_MIXED].odd_factor = 2;
+    types[ST_MIXED].odd_extent = 4;
 }
 
 void st_ops_init(st_op ops[ST_NUM_OPS])
@@ -166,7 +170,7 @@ void st_ops_init(st_op ops[ST_NUM_OPS])
 }
 
 /* Which (op, datatype) pairs MPI defines: MPI_BYTE only with bitwise ops, MPI_DOUBLE not with
- * them, derived datatypes only with user-defined ops. */
+ * them, derived datatypes only with user-defined ops, no per-rank datatypes. */
 int st_op_valid(const st_op *op, const st_type *type)
 {
     switch (type->kind) {
@@ -175,6 +179,7 @@ int st_op_valid(const st_op *op, const st_type *type)
     case ST_DOUBLE: return op->kind == ST_SUM || op->kind == ST_MAX;
     case ST_CONTIG:
     case ST_VECTOR: return op->kind == ST_USER_COMM || op->kind == ST_USER_NONCOMM;
+    case ST_MIXED: return 0; /* reductions take one datatype on all ranks */
     case ST_NUM_TYPES: break;
     }
     return 0;
