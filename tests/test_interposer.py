@@ -135,6 +135,30 @@ def test_force_library_counts_as_an_opinion(openmpi, openmpi_build, ompi_program
     assert run.counts == Counter({("scan", "force", "library", "library"): 9}), run.describe()
 
 
+ERROR_FORCE = ("bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast,"
+               "reduce=reduce_as_allreduce,allgather=allgather_as_gather_bcast")
+
+
+@pytest.mark.parametrize("library", ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)])
+def test_library_error_codes_reach_the_caller(request, library):
+    """MPI_ERRORS_RETURN: erroneous calls return the library's error class, and a correct call
+    after them is served by the forced variant."""
+    lib = request.getfixturevalue(library)
+    art = request.getfixturevalue(f"{library}_build")
+    prog = request.getfixturevalue("ompi_programs" if library == "openmpi" else "mpich_programs")["ct_errors"]
+    cases = ["bcast_root_out_of_range", "bcast_negative_count", "allreduce_null_op",
+             "reduce_root_out_of_range", "allgather_null_type", "ok_allreduce"]
+    if library == "openmpi":  # MPICH 5.0.2 itself dies on it (yaksa assertion), with or without us
+        cases.insert(2, "allreduce_negative_count")
+    plain = ok(run_mpi(lib, 2, [prog, *cases], {}))
+    tuned = ok(run_mpi(lib, 2, [prog, *cases], env_for(lib, art, force=ERROR_FORCE, verbose=True)))
+    lines = [line for line in plain.stdout.splitlines() if line.startswith("error ")]
+    assert len(lines) == len(cases) and lines[-1] == "error ok_allreduce class 0", plain.describe()
+    assert [line for line in tuned.stdout.splitlines() if line.startswith("error ")] == lines, tuned.describe()
+    assert tuned.counts[("allreduce", "force", "allreduce_as_reduce_bcast", "applied")] == 1, tuned.describe()
+    assert sum(n for k, n in tuned.counts.items() if k[3] == "library:error") == len(cases) - 1, tuned.describe()
+
+
 # ---- threads, uniform decisions ---------------------------------------------------------------
 
 def test_thread_multiple_concurrent_collectives(openmpi, openmpi_build, ompi_programs):

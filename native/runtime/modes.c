@@ -74,8 +74,67 @@ ct_decision ct_decide(const ct_call *call)
     return d;
 }
 
+/* The null handles, negative counts and out-of-range roots that the library reports as errors
+ * (MPI_ERR_TYPE, MPI_ERR_COUNT, ...). Such calls go to the library untouched so that the caller gets
+ * the library's error through the communicator's error handler: the decision path's own queries
+ * (PMPI_Type_size of MPI_DATATYPE_NULL, ...) would raise it on MPI_COMM_WORLD's handler
+ * instead, which aborts even where the application asked for MPI_ERRORS_RETURN. Only arguments
+ * significant on this rank are checked (a non-root may pass MPI_DATATYPE_NULL as Gather's
+ * recvtype). Invalid non-null handles cannot be detected in MPI. */
+static int ct_erroneous(const ct_call *call)
+{
+    const ct_collective_info *info = &ct_collectives[call->coll];
+    if (call->comm == MPI_COMM_NULL)
+        return 1;
+    if (info->has_op && call->op == MPI_OP_NULL)
+        return 1;
+    int rank = 0, is_root = 0;
+    if (info->has_root) {
+        int inter, size;
+        if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS || inter)
+            return inter ? 0 : 1;  /* roots mean something else on inter-communicators */
+        if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS
+            || PMPI_Comm_rank(call->comm, &rank) != MPI_SUCCESS)
+            return 1;
+        if (call->root < 0 || call->root >= size)
+            return 1;
+        is_root = rank == call->root;
+    }
+    int send = 0, recv = 1;   /* which (count, type) pairs are significant on this rank */
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER:
+    case CT_COLL_ALLTOALL:
+        send = call->sendbuf != MPI_IN_PLACE;
+        break;
+    case CT_COLL_GATHER:
+        send = !(is_root && call->sendbuf == MPI_IN_PLACE);
+        recv = is_root;
+        break;
+    case CT_COLL_SCATTER:
+        send = is_root;
+        recv = !(is_root && call->recvbuf == MPI_IN_PLACE);
+        break;
+    case CT_COLL_REDUCE_SCATTER:
+        recv = 0;   /* recvcounts: the datatype is checked below */
+        if (call->recvtype == MPI_DATATYPE_NULL || call->recvcounts == NULL)
+            return 1;
+        break;
+    default:
+        break;
+    }
+    if (send && (call->sendtype == MPI_DATATYPE_NULL || call->sendcount < 0))
+        return 1;
+    if (recv && (call->recvtype == MPI_DATATYPE_NULL || call->recvcount < 0))
+        return 1;
+    return 0;
+}
+
 int ct_dispatch(const ct_call *call)
 {
+    if (CT_UNLIKELY(ct_erroneous(call))) {
+        ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
+        return colltune_invoke_library(call);
+    }
     ct_decision d = ct_decide(call);
     if (ct_counting)
         ct_count_decision(call->coll, &d);
