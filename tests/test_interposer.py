@@ -397,6 +397,17 @@ def test_mpich_profile_and_threads(mpich, mpich_build, mpich_programs, tmp_path)
     }), run.describe()
 
 
+@pytest.mark.mpich
+def test_mpich_root_only_arguments_and_layouts(mpich, mpich_build, mpich_programs):
+    force = "gather=gather_as_reduce,scatter=scatter_as_bcast,bcast=bcast_as_scatter_allgather"
+    for args in (["256"], ["256", "gaps"]):
+        run = ok(run_mpi(mpich, 2, [mpich_programs["ct_rootonly"], *args],
+                         env_for(mpich, mpich_build, force=force, verbose=True), timeout=60))
+        assert "rootonly calls gather=2 scatter=2 bcast=2" in run.stdout, run.describe()
+        assert run.counts == Counter({(e.split("=")[0], "force", e.split("=")[1], "applied"): 2
+                                      for e in force.split(",")}), run.describe()
+
+
 # ---- ABI family -------------------------------------------------------------------------------
 
 @pytest.mark.mpich
