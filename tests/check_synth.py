@@ -61,8 +61,13 @@ def simulate(
     rep_sigma: float = 0.1,
     seed: int = 0,
     barrier_s: float | None = 2e-6,
+    variant_launch_sigma: float = 0.0,
 ) -> pd.DataFrame:
-    """Raw measurement rows for every collective -> variants of `plan`, every size, every launch."""
+    """Raw measurement rows for every collective -> variants of `plan`, every size, every launch.
+
+    `variant_launch_sigma` adds a lognormal effect per (launch, variant, size) that is *not*
+    shared: the per-launch ratio between variants then scatters as on a real oversubscribed node.
+    """
     rng = np.random.default_rng(seed)
     frames = []
     for launch in range(launches):
@@ -72,7 +77,8 @@ def simulate(
             items.append(("barrier", "default", 0))
         for coll, var, n in items:
             med = barrier_s if coll == "barrier" else truth.median(coll, var, n)
-            rt = med * effect * np.exp(rng.normal(0.0, rep_sigma, reps))
+            own = float(np.exp(rng.normal(0.0, variant_launch_sigma))) if variant_launch_sigma else 1.0
+            rt = med * effect * own * np.exp(rng.normal(0.0, rep_sigma, reps))
             frames.append(pd.DataFrame({
                 "launch_idx": launch, "nprocs": nprocs, "collective": coll, "variant": var, "msg_bytes": n,
                 "rep": np.arange(reps), "warmup": False, "valid": True, "runtime_s": rt,

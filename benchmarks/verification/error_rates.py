@@ -33,8 +33,10 @@ PLAN = {"bcast": ["default", "default#aa", "bcast_as_allgatherv", "bcast_as_scat
 TRUTH = Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.75})
 
 
-def trial(seed: int, launches: int, launch_sigma: float, settings: check.CheckSettings) -> tuple[bool, bool, int]:
-    m = simulate(TRUTH, PLAN, SIZES, launches=launches, reps=5, launch_sigma=launch_sigma, seed=seed, barrier_s=None)
+def trial(seed: int, launches: int, launch_sigma: float, settings: check.CheckSettings,
+          ratio_sigma: float = 0.0) -> tuple[bool, bool, int]:
+    m = simulate(TRUTH, PLAN, SIZES, launches=launches, reps=5, launch_sigma=launch_sigma, seed=seed, barrier_s=None,
+                 variant_launch_sigma=ratio_sigma)
     run = check.RunData(Path("memory"), f"t{seed}", {"status": "complete"}, {}, pd.DataFrame(), pd.DataFrame(), m)
     v = check.judge(run, settings).verdicts
     aa = bool(v[v["kind"] == "aa"]["violation"].any())
@@ -46,25 +48,31 @@ def trial(seed: int, launches: int, launch_sigma: float, settings: check.CheckSe
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--ratio-noise", type=float, default=0.0,
+                    help="per-(launch, variant) noise not shared within a launch (0.25 ~ this machine)")
     args = ap.parse_args()
     rows = []
+    tests = (stats.Test.PAIRED_T, stats.Test.SIGNED_RANK, stats.Test.MWU) if not args.ratio_noise else (
+        stats.Test.PAIRED_T, stats.Test.MWU)
     for launches in (10, 20):
         for sigma in (0.05, 0.3):
-            for test in (stats.Test.PAIRED_T, stats.Test.SIGNED_RANK, stats.Test.MWU):
+            for test in tests:
                 settings = check.CheckSettings(test=test, n_resamples=200)
                 t0 = time.time()
                 aa = null = hits = 0
                 for seed in range(args.trials):
-                    a, n, h = trial(seed, launches, sigma, settings)
+                    a, n, h = trial(seed, launches, sigma, settings, args.ratio_noise)
                     aa, null, hits = aa + a, null + n, hits + h
-                row = {"launches": launches, "launch_noise": sigma, "test": str(test), "trials": args.trials,
+                row = {"launches": launches, "launch_noise": sigma, "ratio_noise": args.ratio_noise,
+                       "test": str(test), "trials": args.trials,
                        "aa_runs_flagged": aa / args.trials, "null_runs_flagged": null / args.trials,
                        "power_25pct": hits / (args.trials * len(SIZES))}
                 rows.append(row)
                 print(f"R={launches:2d} launch noise {sigma:.2f} {test!s:12s} A/A {row['aa_runs_flagged']:.3f} "
                       f"null {row['null_runs_flagged']:.3f} power {row['power_25pct']:.3f} "
                       f"({time.time() - t0:.0f} s)", flush=True)
-    (HERE / "error_rates.json").write_text(json.dumps(rows, indent=2) + "\n")
+    name = f"error_rates_ratio{args.ratio_noise:g}.json" if args.ratio_noise else "error_rates.json"
+    (HERE / name).write_text(json.dumps(rows, indent=2) + "\n")
 
 
 if __name__ == "__main__":
