@@ -425,9 +425,10 @@ def test_abi_family_refusal(openmpi, openmpi_build, mpich, mpich_build, ompi_pro
 
 def test_inject_srun_and_refusals(openmpi, openmpi_build):
     env = {"LD_PRELOAD": "/x/libcolltune.so", "COLLTUNE_FORCE": "bcast=library,scan=library"}
-    assert runenv.inject(openmpi, ["srun", "-n", "4", "./app"], env) == [
-        "srun", "--export=ALL,LD_PRELOAD=/x/libcolltune.so,COLLTUNE_FORCE=bcast=library,scan=library",
-        "-n", "4", "./app"]
+    # srun --export splits at commas: such values travel in srun's environment (--export=ALL)
+    assert runenv.inject(openmpi, ["srun", "-n", "4", "./app"], {**env, "COLLTUNE_VERBOSE": "1"}) == (
+        ["srun", "--export=ALL,LD_PRELOAD=/x/libcolltune.so,COLLTUNE_VERBOSE=1", "-n", "4", "./app"],
+        {"COLLTUNE_FORCE": "bcast=library,scan=library"})
     with pytest.raises(MpiError, match="not an MPI launcher"):
         runenv.inject(openmpi, ["/bin/true", "-n", "2"], env)
     with pytest.raises(MpiError, match="give the launch command"):
@@ -437,7 +438,8 @@ def test_inject_srun_and_refusals(openmpi, openmpi_build):
 @pytest.mark.mpich
 def test_inject_hydra_uses_genv(mpich, mpich_build):
     env = runenv.rank_environment(mpich, mpich_build, force="bcast=library", verbose=True)
-    argv = runenv.inject(mpich, [str(mpich.mpiexec), "-n", "2", "./app", "-v"], env)
+    argv, launcher_extra = runenv.inject(mpich, [str(mpich.mpiexec), "-n", "2", "./app", "-v"], env)
+    assert launcher_extra == {}
     assert argv == [str(mpich.mpiexec), "-genv", "LD_PRELOAD", str(mpich_build.libcolltune.resolve()),
                     "-genv", "COLLTUNE_FORCE", "bcast=library", "-genv", "COLLTUNE_VERBOSE", "1",
                     "-n", "2", "./app", "-v"]

@@ -280,12 +280,18 @@ int ct_env_bool(const char *name, int fallback, int *value)
     *value = fallback;
     if (text == NULL)
         return 0;
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (strcasecmp(text, yes[i]) == 0)
-            return *value = 1, 0;
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        if (strcasecmp(text, no[i]) == 0)
-            return *value = 0, 0;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *value = 1;
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        if (strcasecmp(text, no[i]) == 0) {
+            *value = 0;
+            return 0;
+        }
+    }
     return -1;
 }
 

@@ -22,8 +22,8 @@ from colltune import catalog
 from colltune.build import Artifacts
 from colltune.mpi import MpiError, MpiLibrary, discover
 
-LAUNCHERS_OPENMPI_FLAG = "-x"
 SRUN_NAMES = ("srun",)
+LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")
 
 
 def parse_force(spec: str) -> dict[str, str]:
@@ -115,21 +115,28 @@ def library_for_launcher(launcher: str) -> MpiLibrary | None:
     return None
 
 
-def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """The user's launcher command with `env` given to the ranks (flags right after the launcher).
+def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The user's launcher command with `env` given to the ranks (flags right after the launcher),
+    and variables to add to the launcher's own environment.
 
+    The second part is for srun only: `--export` separates variables with commas, so values that
+    contain one (COLLTUNE_FORCE) travel in srun's environment, which `--export=ALL` hands to the
+    tasks; LD_PRELOAD never goes there (it would load the interposer into srun itself).
     Refuses a launcher of the other ABI family than `lib`: the interposer would refuse to load."""
     if not argv:
         raise MpiError("give the launch command after `--`, e.g. `colltune run -- mpiexec -n 4 ./app`")
     launcher = argv[0]
     name = Path(launcher).name
     if name in SRUN_NAMES:
-        exports = ",".join(["ALL", *(f"{k}={v}" for k, v in env.items())])
-        return [launcher, f"--export={exports}", *argv[1:]]
+        if "," in env.get("LD_PRELOAD", ""):
+            raise MpiError(f"LD_PRELOAD {env['LD_PRELOAD']!r} contains a comma, which srun --export cannot pass")
+        inline = {k: v for k, v in env.items() if k == "LD_PRELOAD" or "," not in v}
+        exports = ",".join(["ALL", *(f"{k}={v}" for k, v in inline.items())])
+        return [launcher, f"--export={exports}", *argv[1:]], {k: v for k, v in env.items() if k not in inline}
     path = _resolve(launcher)
     if path is None:
         raise MpiError(f"launcher {launcher!r} not found; give mpiexec, mpirun or srun with its path")
-    if not re.match(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)", name):
+    if not LAUNCHER_NAME.match(name):
         raise MpiError(f"{launcher!r} is not an MPI launcher; the command after `--` must start with "
                        f"mpiexec, mpirun or srun (e.g. `{lib.mpiexec} -n 4 ./app`)")
     family = launcher_family(path)
@@ -139,8 +146,8 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> list
             f"ABI); use `--mpi` with the library of this launcher, or launch with {lib.mpiexec}")
     flags: list[str] = []
     for key, value in env.items():
-        flags += [LAUNCHERS_OPENMPI_FLAG, f"{key}={value}"] if lib.family == "openmpi" else ["-genv", key, value]
-    return [launcher, *flags, *argv[1:]]
+        flags += ["-x", f"{key}={value}"] if lib.family == "openmpi" else ["-genv", key, value]
+    return [launcher, *flags, *argv[1:]], {}
 
 
 def print_env(env: Mapping[str, str], lib: MpiLibrary) -> str:

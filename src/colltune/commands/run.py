@@ -47,9 +47,10 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, v
     with err.status(f"building the C core for {lib.name} ..."):
         art = build_mod.ensure_built(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
-    argv = runenv.inject(lib, list(command), env)
+    argv, launcher_extra = runenv.inject(lib, list(command), env)
     if dry_run:
-        click.echo(shlex.join(argv))
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in launcher_extra.items())
+        click.echo(f"{prefix} {shlex.join(argv)}".strip())
         return
-    proc = subprocess.run(argv, env=launch.launcher_env(lib), check=False)
+    proc = subprocess.run(argv, env={**launch.launcher_env(lib), **launcher_extra}, check=False)
     sys.exit(proc.returncode)
