@@ -408,6 +408,26 @@ def test_mpich_root_only_arguments_and_layouts(mpich, mpich_build, mpich_program
                                       for e in force.split(",")}), run.describe()
 
 
+# ---- Intel MPI (when installed: make setup-intel) -----------------------------------------------
+
+@pytest.fixture(scope="session")
+def intel_setup(tmp_path_factory):
+    from colltune import build, mpi
+    try:
+        lib = mpi.resolve("intel")
+    except MpiError as exc:
+        pytest.skip(f"Intel MPI not available: {exc}")
+    return lib, build.ensure_built(lib), compile_programs(lib, tmp_path_factory.mktemp("intel"))
+
+
+@pytest.mark.parametrize("round_", range(len(force_rounds())))
+def test_intel_force_every_variant(intel_setup, round_):
+    lib, art, progs = intel_setup
+    choice = force_rounds()[round_]
+    run = ok(run_mpi(lib, 2, [progs["ct_collectives"]], env_for(lib, art, force=force_spec(choice), verbose=True)))
+    assert_forced(run, choice)
+
+
 # ---- ABI family -------------------------------------------------------------------------------
 
 @pytest.mark.mpich
