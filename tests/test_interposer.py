@@ -288,12 +288,18 @@ def test_profile_communicator_size_and_force_precedence(openmpi, openmpi_build, 
 ])
 def test_bad_profile_warns_once_and_passes_through(openmpi, openmpi_build, ompi_programs, tmp_path,
                                                    text, where):
-    prof = write(tmp_path, "t.prf", text)
+    prof = write(tmp_path, "t.prf", text)  # by hand: colltune run would refuse it before launch
     run = ok(run_mpi(openmpi, 4, [ompi_programs["ct_collectives"], "allreduce"],
-                     env_for(openmpi, openmpi_build, profile=prof, verbose=True)))
+                     env_for(openmpi, openmpi_build, verbose=True, extra={"COLLTUNE_PROFILE": str(prof)})))
     warnings = run.messages("warning: COLLTUNE_PROFILE ignored")
     assert len(warnings) == 1 and where in warnings[0], run.describe()
     assert run.counts == Counter({("allreduce", "none", "library", "library"): 9}), run.describe()
+
+
+def test_bad_profile_is_refused_by_colltune_run_before_launch(openmpi, openmpi_build, tmp_path):
+    prof = write(tmp_path, "t.prf", PROFILE.replace("end\n", ""))
+    with pytest.raises(MpiError, match="t.prf:12: file ends without the 'end' line"):
+        runenv.rank_environment(openmpi, openmpi_build, profile=prof)
 
 
 def test_missing_profile_warns_once(openmpi, openmpi_build, ompi_programs, tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 from colltune import catalog
 from colltune.build import Artifacts
 from colltune.mpi import MpiError, MpiLibrary, discover
+from colltune.profile import ProfileError, read_profile
 
 SRUN_NAMES = ("srun",)
 LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")
@@ -73,8 +74,10 @@ def rank_environment(
         env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in parse_force(force).items())
     if profile is not None:
         path = Path(profile).expanduser().resolve()
-        if not path.is_file():
-            raise MpiError(f"--profile: {path} is not a file")
+        try:  # the same grammar as the C parser: refuse now rather than warn in every rank
+            read_profile(path)
+        except ProfileError as exc:
+            raise MpiError(f"--profile: {exc}") from exc
         env["COLLTUNE_PROFILE"] = str(path)
     if verbose:
         env["COLLTUNE_VERBOSE"] = "1"
