@@ -63,13 +63,8 @@ CT_HIDDEN colltune_reason ct_large_comm(MPI_Comm comm, int *rank);
 CT_HIDDEN int ct_fits_counts(const MPI_Count *counts, int n, MPI_Datatype type, int *small);
 #endif
 
-/* Settings and modes (modes.c). */
-typedef struct ct_settings_state {
-    int verbose;
-    int force[CT_NUM_COLLECTIVES];   /* CT_FORCE_UNSET, CT_FORCE_LIBRARY or a ct_var_id */
-    const char *profile_path;        /* NULL when unset */
-} ct_settings_state;
-
+/* Settings and modes (modes.c). The forced choice of a collective: CT_FORCE_UNSET (none),
+ * CT_FORCE_LIBRARY or a ct_var_id. */
 #define CT_FORCE_UNSET (-2)
 #define CT_FORCE_LIBRARY (-1)
 
@@ -85,7 +80,8 @@ CT_HIDDEN int ct_env_bool(const char *name, int fallback, int *value);
 CT_HIDDEN void ct_warn_unknown_settings(void);
 
 /* Install the modes (called once at MPI_Init, after the cross-rank checks). */
-CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], void *profile,
+struct ct_profile;
+CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], struct ct_profile *profile,
                                 int counting);
 CT_HIDDEN void ct_modes_clear(void);
 

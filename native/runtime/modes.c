@@ -151,7 +151,7 @@ void ct_count_passthrough(int coll, colltune_reason reason)
     ct_count_decision(coll, &d);
 }
 
-void ct_modes_install(const int force[CT_NUM_COLLECTIVES], void *profile, int counting)
+void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, int counting)
 {
     ct_prof = profile;
     ct_counting = counting;
