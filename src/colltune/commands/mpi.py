@@ -71,7 +71,4 @@ def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, v
     lib = mpi_mod.resolve(mpi_spec)
     art = build_mod.ensure_built(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
-    click.echo(f"# colltune for {lib.name} ({lib.family} ABI): give these to the ranks only,")
-    click.echo("# e.g. `srun --export=ALL,LD_PRELOAD=...` or `mpiexec -x` / `-genv`; not to the launcher.")
-    for key, value in env.items():
-        click.echo(f"export {key}={value}")
+    click.echo(runenv.print_env(env, lib))
