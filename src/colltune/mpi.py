@@ -242,7 +242,7 @@ def resolve(spec: str | None = None) -> MpiLibrary:
     """The library a command should use: None = the embedded default (else the first found),
     a name (openmpi, mpich, intel) = the first library of that name, or a path to an mpicc."""
     spec = spec or os.environ.get("COLLTUNE_MPI") or None
-    if spec and (os.sep in spec or Path(spec).exists()):
+    if spec and spec not in NAMES and (os.sep in spec or Path(spec).exists()):
         path = Path(spec)
         if path.is_dir():
             path = path / "bin" / "mpicc"
