@@ -26,23 +26,7 @@ GENERATOR = "gen_catalog.py"
 SOURCE = "native/spec/collectives.toml"
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 
-# Argument role -> field of struct ct_call (colltune.h). Bcast's `buffer` and the `count`/`datatype`
-# of reductions share the receive-side fields so that every collective fits one struct.
-FIELD = {
-    "sendbuf": "sendbuf",
-    "recvbuf": "recvbuf",
-    "buffer": "recvbuf",
-    "sendcount": "sendcount",
-    "recvcount": "recvcount",
-    "count": "recvcount",
-    "recvcounts": "recvcounts",
-    "sendtype": "sendtype",
-    "recvtype": "recvtype",
-    "datatype": "recvtype",
-    "op": "op",
-    "root": "root",
-    "comm": "comm",
-}
+FIELD = tbl.CALL_FIELD
 
 NEEDS = {
     "intra": ("CT_NEED_INTRA", "an intra-communicator"),

@@ -17,24 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from table import GENERATED_DIR, Collective, banner, load, write_or_check
+from table import CALL_FIELD, GENERATED_DIR, Collective, banner, load, write_or_check
 
-# Argument role -> the ct_call field it fills (colltune.h documents the mapping).
-FIELD = {
-    "sendbuf": "sendbuf",
-    "recvbuf": "recvbuf",
-    "buffer": "recvbuf",
-    "sendcount": "sendcount",
-    "recvcount": "recvcount",
-    "count": "recvcount",
-    "recvcounts": "recvcounts",
-    "sendtype": "sendtype",
-    "recvtype": "recvtype",
-    "datatype": "recvtype",
-    "op": "op",
-    "root": "root",
-    "comm": "comm",
-}
+FIELD = CALL_FIELD
 # Fields a collective does not have get a value no variant mistakes for a real argument.
 UNSET = {
     "sendbuf": "NULL",

@@ -10,6 +10,25 @@ SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
 
 
+# Argument role -> the field of struct ct_call (colltune.h) it fills. Bcast's `buffer` and the
+# `count`/`datatype` of reductions share the receive-side fields so every collective fits one struct.
+CALL_FIELD = {
+    "sendbuf": "sendbuf",
+    "recvbuf": "recvbuf",
+    "buffer": "recvbuf",
+    "sendcount": "sendcount",
+    "recvcount": "recvcount",
+    "count": "recvcount",
+    "recvcounts": "recvcounts",
+    "sendtype": "sendtype",
+    "recvtype": "recvtype",
+    "datatype": "recvtype",
+    "op": "op",
+    "root": "root",
+    "comm": "comm",
+}
+
+
 @dataclass(frozen=True)
 class Arg:
     name: str
