@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from colltune import build, mpi
+from colltune.mpi import build
+
+from colltune.mpi import libraries as mpi
 
 
 def _library(name: str) -> mpi.MpiLibrary:

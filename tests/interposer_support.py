@@ -11,8 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from colltune import build, catalog, launch
-from colltune.mpi import MpiLibrary
+from colltune import catalog
+
+from colltune.mpi import build
+
+from colltune.mpi import launch
+from colltune.mpi.libraries import MpiLibrary
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 COUNT_ROW = re.compile(r"^colltune:\s+(\S+)\s+(none|force|profile)\s+(\S+)\s+(\S+)\s+(\d+)$")

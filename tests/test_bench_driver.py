@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from colltune import build, launch, mpi
-from colltune.bench import DriverOutput, read_driver_output
+from colltune.mpi import build
+
+from colltune.mpi import launch
+
+from colltune.mpi import libraries as mpi
+from colltune.measure.bench import DriverOutput, read_driver_output
 
 
 def drive(lib: mpi.MpiLibrary, art: build.Artifacts, tmp_path: Path, nprocs: int, jobs: str,

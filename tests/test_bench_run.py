@@ -11,8 +11,12 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from colltune import bench, launch, mpi
-from colltune.build import Artifacts
+from colltune.measure import bench
+
+from colltune.mpi import launch
+
+from colltune.mpi import libraries as mpi
+from colltune.mpi.build import Artifacts
 from colltune.commands.bench import command as bench_command
 from colltune.store import Store
 

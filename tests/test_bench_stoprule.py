@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from colltune import build
+from colltune.mpi import build
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""colltune.check, tables and quality on synthetic databases with known truth."""
+"""colltune.verify.check, tables and quality on synthetic databases with known truth."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 from check_synth import Truth, simulate, write_db
 
-from colltune import check, quality, stats, tables
+from colltune.verify import check
+
+from colltune.verify import quality
+
+from colltune.verify import stats
+
+from colltune.verify import tables
 
 SIZES = [8, 1024, 65536, 1048576]
 PLAN = {

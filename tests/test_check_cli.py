@@ -10,7 +10,7 @@ import pytest
 from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
 
-from colltune import check
+from colltune.verify import check
 from colltune.cli import main
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from colltune import catalog, runenv
-from colltune.mpi import MpiError
+from colltune import catalog
+
+from colltune.mpi import runenv
+from colltune.mpi.libraries import MpiError
 from interposer_support import (Run, compile_programs, expected_force_counts, force_rounds,
                                 force_spec, mpmd_argv, run_argv, run_mpi)
 
@@ -418,7 +420,8 @@ def test_mpich_root_only_arguments_and_layouts(mpich, mpich_build, mpich_program
 
 @pytest.fixture(scope="session")
 def intel_setup(tmp_path_factory):
-    from colltune import build, mpi
+    from colltune.mpi import build
+    from colltune.mpi import libraries as mpi
     try:
         lib = mpi.resolve("intel")
     except MpiError as exc:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from colltune import launch
-from colltune.mpi import MpiLibrary
+from colltune.mpi import launch
+from colltune.mpi.libraries import MpiLibrary
 
 OMPI = MpiLibrary(name="openmpi", family="openmpi", version="Open MPI v5.0.11",
                   mpicc=Path("/o/bin/mpicc"), mpiexec=Path("/o/bin/mpiexec"))

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from colltune import build, mpi
+from colltune.mpi import build
+
+from colltune.mpi import libraries as mpi
 
 
 def test_embedded_openmpi_is_identified(openmpi: mpi.MpiLibrary) -> None:

@@ -17,8 +17,14 @@ import duckdb
 import pandas as pd
 import pytest
 
-from colltune import build, check, launch, mpi
-from colltune import native_export as ne
+from colltune.mpi import build
+
+from colltune.verify import check
+
+from colltune.mpi import launch
+
+from colltune.mpi import libraries as mpi
+from colltune.tune import native_export as ne
 
 SUMBITS = r"""
 #include <mpi.h>

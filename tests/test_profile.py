@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from colltune import catalog
-from colltune import profile as prof
+from colltune.tune import profile as prof
 from colltune.commands.profile import command as profile_cmd
 
 ROOT = Path(__file__).resolve().parent.parent

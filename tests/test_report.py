@@ -12,8 +12,10 @@ import pytest
 from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
 
-import colltune.report_sections
-from colltune import advice, check, report
+import colltune.report.sections
+from colltune.verify import advice
+from colltune.verify import check
+from colltune.report import html as report
 from colltune.cli import main
 
 BUILTIN = ["summary", "environment", "method", "grouped", "advice", "slowdown", "heatmap", "calibration",
@@ -89,14 +91,14 @@ def test_extra_sections_from_the_package_are_rendered_in_order(db: Path, tmp_pat
     plugin_dir = tmp_path / "plugins"
     plugin_dir.mkdir()
     (plugin_dir / "tuned_demo.py").write_text(
-        "from colltune.report import Section\n"
+        "from colltune.report.html import Section\n"
         "def render(ctx):\n"
         "    return '<p>tuned rows: ' + str(len(ctx.verdicts)) + '</p>'\n"
         "SECTIONS = [Section(id='demo', title='Demo section', render=render, order=55),\n"
         "            Section(id='skipped', title='Skipped', render=lambda ctx: None, order=56)]\n")
-    monkeypatch.setattr(colltune.report_sections, "__path__", [str(plugin_dir)])
+    monkeypatch.setattr(colltune.report.sections, "__path__", [str(plugin_dir)])
     monkeypatch.setattr(report, "SECTIONS", [s for s in report.SECTIONS if s.id in BUILTIN])
-    monkeypatch.delitem(sys.modules, "colltune.report_sections.tuned_demo", raising=False)
+    monkeypatch.delitem(sys.modules, "colltune.report.sections.tuned_demo", raising=False)
     html = report.write_report(db, tmp_path / "o").read_text()
     assert _sections(html) == BUILTIN[:5] + ["demo"] + BUILTIN[5:]
     n = len(check.load_verdicts(db))

@@ -10,9 +10,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from colltune import catalog, mpi
-from colltune import selftest as st
-from colltune.build import Artifacts
+from colltune import catalog
+
+from colltune.mpi import libraries as mpi
+from colltune.measure import selftest as st
+from colltune.mpi.build import Artifacts
 from colltune.cli import main
 
 # (op, datatype) pairs per datatype for reductions; "mixed" (the vector on even ranks, twice as

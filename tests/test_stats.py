@@ -1,4 +1,4 @@
-"""colltune.stats against hand-computed values and independent reimplementations."""
+"""colltune.verify.stats against hand-computed values and independent reimplementations."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from colltune import stats
+from colltune.verify import stats
 
 
 # --- per-launch medians --------------------------------------------------------------------------

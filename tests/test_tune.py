@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from colltune import check
-from colltune import profile as prof
-from colltune import tune
+from colltune.verify import check
+from colltune.tune import profile as prof
+from colltune.tune import tuner as tune
 from colltune.commands.tune import command as tune_cmd
 
 A = "allreduce_as_reduce_bcast"  # scratch 0

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from colltune import profile as prof
-from colltune import validate as val
+from colltune.tune import profile as prof
+from colltune.tune import validate as val
 
 PROFILE = prof.parse_profile(
     "colltune-profile 1\nnprocs 4\ncollective bcast\nprocs 4 4\nbytes 8 64 bcast_as_allgatherv\nend\n")
@@ -138,14 +138,14 @@ def test_real_validation_with_the_benchmark(tmp_path: Path, openmpi_build: objec
     assert (t["ci_low"] <= t["speedup"]).all() and (t["speedup"] <= t["ci_high"]).all()
     assert ("SLOWER" in res.output) == bool(t["slower"].any())
 
-    from colltune import report
+    from colltune.report import html as report
 
     html = report.render_html(report.ReportContext(db, _check_result(db), stored=False))
     assert "Tuned vs default" in html and "allreduce_as_reduce_bcast" in html
 
 
 def _check_result(db: Path):  # noqa: ANN202
-    from colltune import check
+    from colltune.verify import check
 
     return check.judge(check.load_run(db))
 

@@ -18,8 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from colltune import build, launch, mpi
-from colltune.bench import read_driver_output
+from colltune.mpi import build
+
+from colltune.mpi import launch
+
+from colltune.mpi import libraries as mpi
+from colltune.measure.bench import read_driver_output
 
 REPS = 2000
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from colltune import bench
+from colltune.measure import bench
 from colltune.store import Store
 
 JOBS = {"collectives": ["allreduce", "bcast"], "sizes": [8, 1024, 65536],

@@ -2,7 +2,7 @@
 
     python benchmarks/verification/error_rates.py --trials 200
 
-Each trial is one synthetic run judged by colltune.check.judge exactly as `colltune check`
+Each trial is one synthetic run judged by colltune.verify.check.judge exactly as `colltune check`
 judges a real one: MPI_Bcast at 4 sizes with default, default#aa (A/A), a mock-up identical to
 the default (null), a mock-up 25% faster at every size, R launches, a multiplicative launch effect
 shared by all variants of a launch (lognormal, sigma = launch noise) and 10% per-repetition noise.
@@ -26,7 +26,9 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from check_synth import Truth, simulate  # noqa: E402
 
-from colltune import check, stats  # noqa: E402
+from colltune.verify import check  # noqa: E402
+
+from colltune.verify import stats  # noqa: E402
 
 SIZES = [8, 1024, 65536, 1048576]
 PLAN = {"bcast": ["default", "default#aa", "bcast_as_allgatherv", "bcast_as_scatter_allgather"]}

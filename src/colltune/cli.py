@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from colltune import __version__
-from colltune.mpi import MpiError
+from colltune.mpi.libraries import MpiError
 
 # Subcommands in the order `--help` lists them: the main workflow first.
 SUBCOMMANDS = (

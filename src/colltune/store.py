@@ -1,7 +1,7 @@
 """The results database (DuckDB): runs, launches, environment, variants, jobs, measurements.
 
 Schema and meaning: docs/architecture.md ("Results database"), the contract with every reader.
-Writers: `colltune bench` (through `colltune.bench.run`) writes each launch in one transaction,
+Writers: `colltune bench` (through `colltune.measure.bench.run`) writes each launch in one transaction,
 so an interrupted run keeps every finished launch. Readers return pandas DataFrames.
 """
 

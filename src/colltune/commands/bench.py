@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from colltune import bench
+from colltune.measure import bench
 from colltune.store import Store, StoreError
 
 

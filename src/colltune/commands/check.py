@@ -11,7 +11,13 @@ from typing import Any
 import click
 from rich.console import Console
 
-from colltune import bench, check, stats, tables
+from colltune.measure import bench
+
+from colltune.verify import check
+
+from colltune.verify import stats
+
+from colltune.verify import tables
 from colltune.store import StoreError
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
@@ -113,7 +119,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the tables)")
 
     if out_dir is not None:
-        from colltune import report
+        from colltune.report import html as report
 
         all_tables = tables.all_tables(result)
         tables.write_csv(all_tables, out_dir)

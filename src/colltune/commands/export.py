@@ -14,9 +14,9 @@ from colltune.store import Store, StoreError
 def _native_exporter() -> object | None:
     """The tuning module's exporter of library tuning files, where installed."""
     try:
-        return importlib.import_module("colltune.native_export")
+        return importlib.import_module("colltune.tune.native_export")
     except ModuleNotFoundError as exc:
-        if exc.name == "colltune.native_export":
+        if exc.name == "colltune.tune.native_export":
             return None
         raise
 
@@ -31,7 +31,7 @@ def _native_exporter() -> object | None:
 @click.option("--run", "run_id", default=None, help="only this run (default: every run)")
 @click.option("--native", type=click.Choice(["openmpi", "mpich", "intel"]), default=None,
               help="also write the library's own tuning file from a check's verdicts on library "
-                   "algorithms (colltune.native_export)")
+                   "algorithms (colltune.tune.native_export)")
 def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: str | None) -> None:
     """Write every table of the results database (runs, launches, environment, variants, jobs,
     measurements, verdicts, ...) to OUT as Parquet or CSV."""
@@ -48,7 +48,7 @@ def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: 
     if native is not None:
         exporter = _native_exporter()
         if exporter is None:
-            click.echo("error: --native needs colltune.native_export, not in this installation", err=True)
+            click.echo("error: --native needs colltune.tune.native_export, not in this installation", err=True)
             sys.exit(2)
         names = {"openmpi": "openmpi-dynamic-rules.conf", "mpich": "mpich-selection.json",
                  "intel": "intel-mpi.env"}

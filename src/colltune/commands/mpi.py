@@ -8,8 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune import build as build_mod
-from colltune import mpi as mpi_mod
+from colltune.mpi import build as build_mod
+from colltune.mpi import libraries as mpi_mod
 
 console = Console()
 
@@ -66,7 +66,7 @@ def build_cmd(mpi_spec: str | None, force: bool) -> None:
 @click.option("--verbose", is_flag=True, help="Print the counting table at MPI_Finalize.")
 def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, verbose: bool) -> None:
     """Print the settings for launching by hand or through srun (`export ...` lines)."""
-    from colltune import runenv
+    from colltune.mpi import runenv
 
     lib = mpi_mod.resolve(mpi_spec)
     art = build_mod.ensure_built(lib)

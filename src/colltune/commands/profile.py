@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from colltune import catalog
-from colltune import profile as prof
+from colltune.tune import profile as prof
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)

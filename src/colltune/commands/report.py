@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from colltune.check import CheckError
+from colltune.verify.check import CheckError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -27,7 +27,7 @@ def command(db_path: Path, out_dir: Path, run_id: str | None) -> None:
     The page is one file (plots embedded) that opens from disk. It uses the verdicts stored by
     `colltune check`; a run that was never checked is judged with the default settings.
     """
-    from colltune import report
+    from colltune.report import html as report
 
     try:
         with console.status("rendering the report ..."):

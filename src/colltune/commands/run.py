@@ -9,10 +9,10 @@ import sys
 import click
 from rich.console import Console
 
-from colltune import build as build_mod
-from colltune import launch
-from colltune import mpi as mpi_mod
-from colltune import runenv
+from colltune.mpi import build as build_mod
+from colltune.mpi import launch
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import runenv
 
 err = Console(stderr=True)
 

@@ -9,8 +9,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune import profile as prof
-from colltune import tune as tune_mod
+from colltune.tune import profile as prof
+from colltune.tune import tuner as tune_mod
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
@@ -73,7 +73,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
         console.print(table)
     console.print(prof.render(profile))
 
-    from colltune.check import load_verdicts
+    from colltune.verify.check import load_verdicts
 
     verdicts = load_verdicts(db_path, profile.provenance.get("check-run"))
     if "partial" in verdicts.columns and verdicts["partial"].fillna(False).astype(bool).any():

@@ -11,9 +11,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench, stats
-from colltune import profile as prof
-from colltune import validate as val
+from colltune.measure import bench
+
+from colltune.verify import stats
+from colltune.tune import profile as prof
+from colltune.tune import validate as val
 from colltune.store import StoreError
 
 console = Console(width=None if sys.stdout.isatty() else 160)

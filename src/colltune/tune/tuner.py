@@ -17,7 +17,7 @@ the library (extension "between"), or every rule covers one measured size (exten
 
 Library algorithms (`lib:<coll>:<alg>`) are reported but never written into a profile: the
 interposer cannot select them. `colltune export --native` writes them into the library's own
-tuning file (colltune.native_export).
+tuning file (colltune.tune.native_export).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import __version__, catalog
-from colltune import profile as prof
+from colltune.tune import profile as prof
 
 DEFAULT_SCRATCH_CAP = 256 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 64
@@ -274,8 +274,8 @@ def tune(verdicts: pd.DataFrame, settings: TuneSettings, provenance: dict[str, s
 
 def tune_db(db_path: str | Path, out: str | Path, settings: TuneSettings | None = None,
             run_id: str | None = None) -> tuple[prof.Profile, pd.DataFrame]:
-    """Load verdicts (colltune.check.load_verdicts), tune, write the profile to `out`."""
-    from colltune.check import CheckError, load_verdicts
+    """Load verdicts (colltune.verify.check.load_verdicts), tune, write the profile to `out`."""
+    from colltune.verify.check import CheckError, load_verdicts
 
     settings = settings or TuneSettings()
     try:

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from colltune.mpi import MpiLibrary
+from colltune.mpi.libraries import MpiLibrary
 
 
 def use_srun() -> bool:

@@ -1,7 +1,7 @@
 """Self-contained HTML report of a check: one file, plots embedded as base64 PNG, no server.
 
 The page is a list of sections. Built-in sections live here; other modules add theirs without
-editing this file: put a module in the package `colltune.report_sections` that defines
+editing this file: put a module in the package `colltune.report.sections` that defines
 
     SECTIONS = [Section(id="tuned", title="Tuned vs default", render=my_render, order=55)]
 
@@ -34,9 +34,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
-from colltune import __version__, check, stats, tables  # noqa: E402
-from colltune.advice import KIND_INTRO, advice, library_family  # noqa: E402
-from colltune.quality import point_penalties, quality_score  # noqa: E402
+from colltune import __version__  # noqa: E402
+
+from colltune.verify import check  # noqa: E402
+
+from colltune.verify import stats  # noqa: E402
+
+from colltune.verify import tables  # noqa: E402
+from colltune.verify.advice import KIND_INTRO, advice, library_family  # noqa: E402
+from colltune.verify.quality import point_penalties, quality_score  # noqa: E402
 
 
 @dataclass
@@ -120,9 +126,9 @@ def _section(id_: str, title: str, order: int) -> Callable[[Callable[[ReportCont
 
 
 def discover_sections() -> list[Section]:
-    """Built-in sections plus those of every module in colltune.report_sections."""
+    """Built-in sections plus those of every module in colltune.report.sections."""
     try:
-        pkg = importlib.import_module("colltune.report_sections")
+        pkg = importlib.import_module("colltune.report.sections")
     except ModuleNotFoundError:
         return sorted(SECTIONS, key=lambda s: s.order)
     for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):

@@ -5,7 +5,7 @@ interval, and where it is significantly slower.
 The benchmark measures the variants `default` and `tuned` in the same launches, interleaved in
 random order (the driver's `tuned` makes exactly the interposer's decision: profile lookup,
 applicability, else the library). So the per-launch medians of the two sides are paired by
-launch, and the statistics are those of the check (colltune.stats):
+launch, and the statistics are those of the check (colltune.verify.stats):
 
   speedup      median over launches of default_i / tuned_i  (> 1: tuned is faster)
   CI           percentile bootstrap over launches (stats.paired_relative_difference_ci),
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from colltune import profile as prof
-from colltune import stats
+from colltune.tune import profile as prof
+from colltune.verify import stats
 
 VALIDATION_TABLE = "validations"
 VALIDATION_COLUMNS: dict[str, str] = {
@@ -189,7 +189,7 @@ def load(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
 
 
 def measurements_of(db_path: str | Path, run_id: str) -> pd.DataFrame:
-    from colltune.check import CheckError, load_run
+    from colltune.verify.check import CheckError, load_run
 
     try:
         return load_run(db_path, run_id).measurements

@@ -1,7 +1,7 @@
 """Guideline verdicts from a measurement run in the results database.
 
 load_run() reads one run (raw repetitions, launches, environment) from DuckDB, judge() turns it
-into verdicts with the statistics of colltune.stats, save_verdicts()/load_verdicts() keep them
+into verdicts with the statistics of colltune.verify.stats, save_verdicts()/load_verdicts() keep them
 in the database's `verdicts` table. docs/statistics.md explains every rule used here.
 
 Comparisons (every one is "ref should not be slower than alt"):
@@ -29,7 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import catalog as catalog_mod
-from colltune import stats
+from colltune.verify import stats
 
 DEFAULT = "default"
 AA = "default#aa"

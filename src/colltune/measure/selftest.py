@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from colltune import build, launch
-from colltune.mpi import MpiError, MpiLibrary
+from colltune.mpi import build
+
+from colltune.mpi import launch
+from colltune.mpi.libraries import MpiError, MpiLibrary
 
 # Settings of the C core the driver honours; passed on to the ranks when set.
 RANK_SETTINGS = ("COLLTUNE_SCRATCH_BYTES", "COLLTUNE_CHUNK_BYTES")

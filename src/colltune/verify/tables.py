@@ -18,8 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from colltune import catalog as catalog_mod
-from colltune.check import GUIDELINE_KINDS, CheckResult, human_bytes, variant_label
-from colltune.quality import quality_score
+from colltune.verify.check import GUIDELINE_KINDS, CheckResult, human_bytes, variant_label
+from colltune.verify.quality import quality_score
 
 PATTERN_KINDS = ("pattern", "library")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from colltune.check import human_bytes
+from colltune.verify.check import human_bytes
 
 # Open MPI coll/tuned algorithm ids (4.1/5.0, docs/MPI-NOTES), for the MCA command line.
 OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from colltune import mpi as mpi_mod
+from colltune.mpi import libraries as mpi_mod
 
 LIBRARIES = ("openmpi", "mpich", "intel")
 
@@ -384,7 +384,7 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
     Returns `out_path`. For Open MPI and MPICH the environment settings that make the library
     read it are written next to it as `<out_path>.env`; for Intel MPI `out_path` is that file.
     """
-    from colltune.check import CheckError, load_verdicts
+    from colltune.verify.check import CheckError, load_verdicts
 
     if library not in LIBRARIES:
         raise ExportError(f"unknown library {library!r}: choose one of {', '.join(LIBRARIES)}")

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from colltune.mpi import MpiError, MpiLibrary
+from colltune.mpi.libraries import MpiError, MpiLibrary
 from colltune.paths import cache_dir, native_dir
 
 CFLAGS = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-D_GNU_SOURCE"]

@@ -19,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from colltune import catalog
-from colltune.build import Artifacts
-from colltune.mpi import MpiError, MpiLibrary, discover
-from colltune.profile import ProfileError, read_profile
+from colltune.mpi.build import Artifacts
+from colltune.mpi.libraries import MpiError, MpiLibrary, discover
+from colltune.tune.profile import ProfileError, read_profile
 
 SRUN_NAMES = ("srun",)
 LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from colltune import stats
-from colltune.check import GUIDELINE_KINDS
+from colltune.verify import stats
+from colltune.verify.check import GUIDELINE_KINDS
 
 POINT = ["nprocs", "collective", "msg_bytes"]
 

@@ -35,7 +35,13 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from colltune import __version__, build, catalog, launch, mpi
+from colltune import __version__, catalog
+
+from colltune.mpi import build
+
+from colltune.mpi import launch
+
+from colltune.mpi import libraries as mpi
 from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store, StoreError
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +459,7 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
     lib = mpi.resolve(settings.mpi)
     check_nprocs(settings, lib)
     if settings.profile is not None:
-        from colltune.profile import ProfileError, read_profile
+        from colltune.tune.profile import ProfileError, read_profile
         try:
             read_profile(settings.profile)
         except (OSError, ProfileError) as exc:

@@ -1,0 +1,1 @@
+"""Reports: the self-contained HTML report (html) and its pluggable sections (sections/)."""

@@ -1,0 +1,1 @@
+"""Stage 2, verify: statistics (stats), guideline verdicts (check), quality score, terminal tables, advice per violation."""
