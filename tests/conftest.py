@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from colltune.mpi import build
-
 from colltune.mpi import libraries as mpi
 
 

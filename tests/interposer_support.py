@@ -12,10 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colltune import catalog
-
-from colltune.mpi import build
-
-from colltune.mpi import launch
+from colltune.mpi import build, launch
 from colltune.mpi.libraries import MpiLibrary
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"

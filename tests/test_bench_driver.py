@@ -9,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from colltune.mpi import build
-
-from colltune.mpi import launch
-
+from colltune.measure.protocol import DriverOutput, read_driver_output
+from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
-from colltune.measure.bench import DriverOutput, read_driver_output
 
 
 def drive(lib: mpi.MpiLibrary, art: build.Artifacts, tmp_path: Path, nprocs: int, jobs: str,

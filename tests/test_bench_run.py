@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from colltune.measure import bench
-
+from colltune.commands import bench_options
+from colltune.commands.bench import command as bench_command
+from colltune.measure import planning, protocol, runner
+from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import launch
-
 from colltune.mpi import libraries as mpi
 from colltune.mpi.build import Artifacts
-from colltune.commands.bench import command as bench_command
 from colltune.store import Store
 
 OMPI = mpi.MpiLibrary(name="openmpi", family="openmpi", version="Open MPI v5.0.11",
@@ -39,13 +39,13 @@ def _no_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_defaults_and_presets() -> None:
-    s = bench.BenchSettings()
+    s = BenchSettings()
     assert s.launches == 5 and s.nprocs == [4] and s.sync == "dissemination"
     assert s.sizes_for("allgather") == [1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384]
     assert s.sizes_for("bcast")[-3:] == [131072, 1048576, 8388608]
-    q = bench.BenchSettings.from_preset("quick", nprocs=[2])
+    q = BenchSettings.from_preset("quick", nprocs=[2])
     assert q.sizes == [8, 1024, 32768] and q.stop.max_reps == 100 and q.nprocs == [2]
-    f = bench.BenchSettings.from_preset("full", stop={"max_reps": 300})
+    f = BenchSettings.from_preset("full", stop={"max_reps": 300})
     assert f.sizes is None and f.stop.max_reps == 300 and f.stop.time_budget_s == 3.0
 
 
@@ -63,21 +63,21 @@ def test_defaults_and_presets() -> None:
 ])
 def test_bad_settings_are_clear_errors(values: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        bench.BenchSettings(**values)
+        BenchSettings(**values)
 
 
 def test_too_many_ranks_for_mpich_is_refused_before_launching(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "_cores", lambda: 2)
-    with pytest.raises(bench.BenchError, match="busy-polls: 3 ranks on 2 cores.*-n 2"):
-        bench.check_nprocs(bench.BenchSettings(nprocs=[2, 3]), MPICH)
-    bench.check_nprocs(bench.BenchSettings(nprocs=[2, 3], allow_oversubscribe=True), MPICH)
-    bench.check_nprocs(bench.BenchSettings(nprocs=[8]), OMPI)
-    with pytest.raises(bench.BenchError, match="not a measurement"):
-        bench.check_nprocs(bench.BenchSettings(nprocs=[64]), OMPI)
+    monkeypatch.setattr(planning, "_cores", lambda: 2)
+    with pytest.raises(BenchError, match="busy-polls: 3 ranks on 2 cores.*-n 2"):
+        planning.check_nprocs(BenchSettings(nprocs=[2, 3]), MPICH)
+    planning.check_nprocs(BenchSettings(nprocs=[2, 3], allow_oversubscribe=True), MPICH)
+    planning.check_nprocs(BenchSettings(nprocs=[8]), OMPI)
+    with pytest.raises(BenchError, match="not a measurement"):
+        planning.check_nprocs(BenchSettings(nprocs=[64]), OMPI)
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
     monkeypatch.setenv("SLURM_NTASKS", "16")
-    with pytest.raises(bench.BenchError, match="allocation has 16 tasks"):
-        bench.check_nprocs(bench.BenchSettings(nprocs=[32]), OMPI)
+    with pytest.raises(BenchError, match="allocation has 16 tasks"):
+        planning.check_nprocs(BenchSettings(nprocs=[32]), OMPI)
 
 
 def test_cli_option_errors_name_the_option() -> None:
@@ -89,12 +89,12 @@ def test_cli_option_errors_name_the_option() -> None:
 
 
 def test_options_become_settings() -> None:
-    seen: dict[str, bench.BenchSettings] = {}
+    seen: dict[str, BenchSettings] = {}
 
     @click.command()
-    @bench.bench_options
+    @bench_options.bench_options
     def probe(**kwargs: object) -> None:
-        seen["s"] = bench.settings_from_options(kwargs)  # type: ignore[arg-type]
+        seen["s"] = bench_options.settings_from_options(kwargs)  # type: ignore[arg-type]
         assert kwargs == {}
 
     result = CliRunner().invoke(probe, ["--preset", "quick", "-c", "allreduce", "-s", "8,1KiB", "-n", "2,4",
@@ -112,8 +112,8 @@ def test_options_become_settings() -> None:
 
 
 def test_plan_jobs() -> None:
-    s = bench.BenchSettings(collectives=["reduce_scatter_block", "bcast"], sizes=[2, 8], datatype=None)
-    plan = bench.plan_jobs(s, 4, "openmpi")
+    s = BenchSettings(collectives=["reduce_scatter_block", "bcast"], sizes=[2, 8], datatype=None)
+    plan = planning.plan_jobs(s, 4, "openmpi")
     lines = [j.line() for j in plan.jobs]
     assert lines == [
         "reduce_scatter_block 8 unsigned_char sum - default,reducescatterblock_as_reduce_scatter,"
@@ -123,34 +123,34 @@ def test_plan_jobs() -> None:
         "barrier 0 byte - - default,default#aa",
     ]
     assert plan.left_out == ["reduce_scatter_block 2 B: not a multiple of 4 B (unsigned_char x p)"]
-    lib_plan = bench.plan_jobs(bench.BenchSettings(collectives=["scan"], sizes=[8], variants=["default"],
+    lib_plan = planning.plan_jobs(BenchSettings(collectives=["scan"], sizes=[8], variants=["default"],
                                                    library_algorithms=True, barrier=False), 2, "mpich")
     assert [j.variants for j in lib_plan.jobs] == [("default", "lib:scan:recursive_doubling")]
 
 
 def test_launch_plan_alternates_process_counts() -> None:
-    s = bench.BenchSettings(nprocs=[2, 4], launches=2)
-    assert [(p.idx, p.nprocs, p.repetition, p.adjust) for p in bench.launch_plan(s)] == [
+    s = BenchSettings(nprocs=[2, 4], launches=2)
+    assert [(p.idx, p.nprocs, p.repetition, p.adjust) for p in planning.launch_plan(s)] == [
         (0, 2, 0, None), (1, 4, 0, None), (2, 2, 1, None), (3, 4, 1, None)]
-    assert len({bench.launch_seed(s, i) for i in range(4)}) == 4
+    assert len({planning.launch_seed(s, i) for i in range(4)}) == 4
 
 
 def test_intel_measures_each_algorithm_in_a_launch_of_its_own() -> None:
-    s = bench.BenchSettings(collectives=["allreduce", "bcast"], sizes=[8], nprocs=[4], launches=2,
+    s = BenchSettings(collectives=["allreduce", "bcast"], sizes=[8], nprocs=[4], launches=2,
                             variants=["default", "lib:allreduce:1", "lib:allreduce:8", "lib:bcast:3"])
-    specs = bench.launch_plan(s, "intel")
+    specs = planning.launch_plan(s, "intel")
     assert [(p.idx, p.repetition, p.adjust) for p in specs] == [
         (0, 0, None), (1, 0, ("allreduce", "1")), (2, 0, ("allreduce", "8")), (3, 0, ("bcast", "3")),
         (4, 1, None), (5, 1, ("allreduce", "1")), (6, 1, ("allreduce", "8")), (7, 1, ("bcast", "3"))]
     assert specs[2].rank_env() == {"I_MPI_ADJUST_ALLREDUCE": "8"}
-    assert [j.line() for j in bench.plan_jobs(s, 4, "intel").jobs] == [
+    assert [j.line() for j in planning.plan_jobs(s, 4, "intel").jobs] == [
         "allreduce 8 unsigned_char sum - default", "bcast 8 byte - 0 default",
         "barrier 0 byte - - default,default#aa"]
-    assert [j.line() for j in bench.plan_jobs(s, 4, "intel", ("allreduce", "8")).jobs] == [
+    assert [j.line() for j in planning.plan_jobs(s, 4, "intel", ("allreduce", "8")).jobs] == [
         "allreduce 8 unsigned_char sum - lib:allreduce:8"]
     # elsewhere library algorithms are interleaved with everything else in every launch
-    assert len(bench.launch_plan(s, "mpich")) == 2
-    assert bench.plan_jobs(s, 4, "mpich").jobs[0].variants == ("default", "lib:allreduce:1", "lib:allreduce:8")
+    assert len(planning.launch_plan(s, "mpich")) == 2
+    assert planning.plan_jobs(s, 4, "mpich").jobs[0].variants == ("default", "lib:allreduce:1", "lib:allreduce:8")
 
 
 @pytest.mark.parametrize(("lib", "head"), [
@@ -159,8 +159,8 @@ def test_intel_measures_each_algorithm_in_a_launch_of_its_own() -> None:
     (INTEL, ["/i/bin/mpiexec", "-n", "4"]),
 ])
 def test_launch_command_lines(lib: mpi.MpiLibrary, head: list[str]) -> None:
-    s = bench.BenchSettings(sync="window", stop={"methods": ["rse", "cov_mean"], "max_reps": 50})
-    argv = bench.driver_argv(s, ART, Path("/t/jobs.txt"), Path("/t/out.txt"), 77)
+    s = BenchSettings(sync="window", stop={"methods": ["rse", "cov_mean"], "max_reps": 50})
+    argv = protocol.driver_argv(s, ART, Path("/t/jobs.txt"), Path("/t/out.txt"), 77)
     full = launch.mpiexec_argv(lib, 4, argv)
     assert full[:len(head)] == head
     assert full[len(head):len(head) + 11] == ["/c/colltune-bench", "run", "/t/jobs.txt", "--out", "/t/out.txt",
@@ -173,7 +173,7 @@ def test_launch_command_lines(lib: mpi.MpiLibrary, head: list[str]) -> None:
 
 def test_srun_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
-    argv = bench.driver_argv(bench.BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)
+    argv = protocol.driver_argv(BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)
     assert launch.mpiexec_argv(OMPI, 8, argv)[:4] == ["srun", "-n", "8", "--export=ALL"]
 
 
@@ -199,7 +199,7 @@ def _expected_rows(db: Path, run_id: str) -> None:
 
 def test_run_stores_every_repetition(tmp_path: Path) -> None:
     db = tmp_path / "b.duckdb"
-    run_id = bench.run(bench.BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    run_id = runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
     _expected_rows(db, run_id)
     with Store(db, read_only=True) as store:
         info = store.run_info(run_id)
@@ -222,15 +222,15 @@ def test_killed_launch_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         proc = real_popen(*args, **kwargs)  # type: ignore[arg-type]
         started.append(proc.pid)
         if len(started) == 2:
-            threading.Timer(0.3, bench._stop_process, [proc]).start()
+            threading.Timer(0.3, runner._stop_process, [proc]).start()
         return proc
 
     monkeypatch.setattr(launch, "popen", popen_then_kill)
-    settings = bench.BenchSettings(**{**SMALL, "stop": {**SMALL["stop"], "max_reps": 100000,  # type: ignore[dict-item]
+    settings = BenchSettings(**{**SMALL, "stop": {**SMALL["stop"], "max_reps": 100000,  # type: ignore[dict-item]
                                                          "time_budget_s": 0.4}})
     # launch 0 finishes (about 1.2 s of budgets); launch 1 dies 0.3 s in
-    with pytest.raises(bench.BenchError, match=r"(?s)launch 1 \(2 processes\) failed.*--resume"):
-        bench.run(settings, db, progress=False)
+    with pytest.raises(BenchError, match=r"(?s)launch 1 \(2 processes\) failed.*--resume"):
+        runner.run(settings, db, progress=False)
     with Store(db, read_only=True) as store:
         run_id = store.latest_run_id()
         assert run_id is not None
@@ -251,7 +251,7 @@ def test_killed_launch_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "b.duckdb"
-    real = bench._run_launch
+    real = runner._run_launch
     calls: list[int] = []
 
     def interrupt_second(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -260,25 +260,25 @@ def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.Monk
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bench, "_run_launch", interrupt_second)
+    monkeypatch.setattr(runner, "_run_launch", interrupt_second)
     with pytest.raises(KeyboardInterrupt):
-        bench.run(bench.BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
-    monkeypatch.setattr(bench, "_run_launch", real)
+        runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(runner, "_run_launch", real)
     with Store(db, read_only=True) as store:
         run_id = store.latest_run_id(status="interrupted")
         assert run_id is not None and store.finished_launches(run_id) == {0}
         assert store.launches(run_id).status.tolist() == ["ok", "interrupted"]
-    assert bench.run(bench.BenchSettings(), db, resume_run_id=run_id, progress=False) == run_id
+    assert runner.run(BenchSettings(), db, resume_run_id=run_id, progress=False) == run_id
     _expected_rows(db, run_id)
 
 
 @pytest.mark.mpich
 def test_bench_on_mpich(tmp_path: Path) -> None:
     db = tmp_path / "m.duckdb"
-    s = bench.BenchSettings(mpi="mpich", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
+    s = BenchSettings(mpi="mpich", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
                             variants=["default", "lib:allreduce:ring", "lib:allreduce:nope"], barrier=False,
                             stop={"methods": [], "max_reps": 10, "warmup": 1, "check_every": 5})
-    run_id = bench.run(s, db, progress=False)
+    run_id = runner.run(s, db, progress=False)
     with Store(db, read_only=True) as store:
         m = store.measurements(run_id)
         jobs = store.jobs(run_id)
@@ -297,10 +297,10 @@ def test_bench_on_intel_one_launch_per_algorithm(tmp_path: Path) -> None:
     except mpi.MpiError as exc:
         pytest.skip(f"Intel MPI not available: {exc}")
     db = tmp_path / "i.duckdb"
-    s = bench.BenchSettings(mpi="intel", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
+    s = BenchSettings(mpi="intel", collectives=["allreduce"], sizes=[1024], nprocs=[2], launches=2,
                             variants=["default", "lib:allreduce:1", "lib:allreduce:8"], barrier=False,
                             stop={"methods": [], "max_reps": 10, "warmup": 1, "check_every": 5})
-    run_id = bench.run(s, db, progress=False)
+    run_id = runner.run(s, db, progress=False)
     with Store(db, read_only=True) as store:
         m = store.measurements(run_id)
         launches = store.launches(run_id)
@@ -327,11 +327,11 @@ def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path: Path, monkeypatc
 
 
 def test_algorithms_bound_to_a_process_count_are_left_out_elsewhere() -> None:
-    s = bench.BenchSettings(collectives=["alltoall"], sizes=[64], barrier=False,
+    s = BenchSettings(collectives=["alltoall"], sizes=[64], barrier=False,
                             variants=["default", "lib:alltoall:pairwise", "lib:alltoall:two_proc"])
-    assert bench.plan_jobs(s, 2, "openmpi").jobs[0].variants == ("default", "lib:alltoall:pairwise",
+    assert planning.plan_jobs(s, 2, "openmpi").jobs[0].variants == ("default", "lib:alltoall:pairwise",
                                                                    "lib:alltoall:two_proc")
-    four = bench.plan_jobs(s, 4, "openmpi")
+    four = planning.plan_jobs(s, 4, "openmpi")
     assert four.jobs[0].variants == ("default", "lib:alltoall:pairwise")
     assert four.left_out == ["lib:alltoall:two_proc: openmpi runs it on 2 processes only"]
 

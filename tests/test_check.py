@@ -10,13 +10,7 @@ import pandas as pd
 import pytest
 from check_synth import Truth, simulate, write_db
 
-from colltune.verify import check
-
-from colltune.verify import quality
-
-from colltune.verify import stats
-
-from colltune.verify import tables
+from colltune.verify import check, quality, stats, tables
 
 SIZES = [8, 1024, 65536, 1048576]
 PLAN = {

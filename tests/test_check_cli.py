@@ -10,8 +10,8 @@ import pytest
 from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
 
-from colltune.verify import check
 from colltune.cli import main
+from colltune.verify import check
 
 
 def _db(tmp_path: Path, factor: float) -> Path:

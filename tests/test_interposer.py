@@ -12,13 +12,20 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from interposer_support import (
+    Run,
+    compile_programs,
+    expected_force_counts,
+    force_rounds,
+    force_spec,
+    mpmd_argv,
+    run_argv,
+    run_mpi,
+)
 
 from colltune import catalog
-
 from colltune.mpi import runenv
 from colltune.mpi.libraries import MpiError
-from interposer_support import (Run, compile_programs, expected_force_counts, force_rounds,
-                                force_spec, mpmd_argv, run_argv, run_mpi)
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTIVES = catalog.load().collective_names()

@@ -18,9 +18,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from interposer_support import Run, force_rounds, force_spec
 
 from colltune.paths import cache_dir
-from interposer_support import Run, force_rounds, force_spec
 
 mpi4py = pytest.importorskip("mpi4py")
 pytestmark = pytest.mark.slow

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from colltune.mpi import build
-
 from colltune.mpi import libraries as mpi
 
 

@@ -17,14 +17,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from colltune.mpi import build
-
-from colltune.verify import check
-
-from colltune.mpi import launch
-
+from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.tune import native_export as ne
+from colltune.verify import check
 
 SUMBITS = r"""
 #include <mpi.h>

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from colltune import catalog
-from colltune.tune import profile as prof
 from colltune.commands.profile import command as profile_cmd
+from colltune.tune import profile as prof
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "native" / "fuzz"

@@ -13,10 +13,9 @@ from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
 
 import colltune.report.sections
-from colltune.verify import advice
-from colltune.verify import check
-from colltune.report import html as report
 from colltune.cli import main
+from colltune.report import html as report
+from colltune.verify import advice, check
 
 BUILTIN = ["summary", "environment", "method", "grouped", "advice", "slowdown", "heatmap", "calibration",
            "quality", "details"]

@@ -11,11 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from colltune import catalog
-
-from colltune.mpi import libraries as mpi
-from colltune.measure import selftest as st
-from colltune.mpi.build import Artifacts
 from colltune.cli import main
+from colltune.measure import selftest as st
+from colltune.mpi import libraries as mpi
+from colltune.mpi.build import Artifacts
 
 # (op, datatype) pairs per datatype for reductions; "mixed" (the vector on even ranks, twice as
 # many ints on odd ranks) only for data movement, as reductions take one datatype everywhere.

@@ -11,7 +11,6 @@ from scipy import stats as sps
 
 from colltune.verify import stats
 
-
 # --- per-launch medians --------------------------------------------------------------------------
 
 def test_per_launch_medians_groups_sorts_and_ignores_nan() -> None:

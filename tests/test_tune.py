@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from colltune.verify import check
+from colltune.commands.tune import command as tune_cmd
 from colltune.tune import profile as prof
 from colltune.tune import tuner as tune
-from colltune.commands.tune import command as tune_cmd
+from colltune.verify import check
 
 A = "allreduce_as_reduce_bcast"  # scratch 0
 B = "allreduce_as_reducescatterblock_allgather"  # scratch n + c

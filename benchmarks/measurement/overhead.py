@@ -18,12 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from colltune.mpi import build
-
-from colltune.mpi import launch
-
+from colltune.measure.protocol import read_driver_output
+from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
-from colltune.measure.bench import read_driver_output
 
 REPS = 2000
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from colltune.measure import bench
+from colltune.measure import runner
+from colltune.measure.settings import BenchSettings
 from colltune.store import Store
 
 JOBS = {"collectives": ["allreduce", "bcast"], "sizes": [8, 1024, 65536],
@@ -25,9 +26,9 @@ JOBS = {"collectives": ["allreduce", "bcast"], "sizes": [8, 1024, 65536],
 
 
 def measure(db: Path, nprocs: int, launches: int, seed: int, sync: str) -> pd.DataFrame:
-    settings = bench.BenchSettings(**JOBS, nprocs=[nprocs], launches=launches, seed=seed, sync=sync,
+    settings = BenchSettings(**JOBS, nprocs=[nprocs], launches=launches, seed=seed, sync=sync,
                                    barrier=False, stop={"max_reps": 300, "time_budget_s": 0.3})
-    run_id = bench.run(settings, db, progress=False)
+    run_id = runner.run(settings, db, progress=False)
     with Store(db, read_only=True) as store:
         m = store.measurements(run_id, valid_only=True, include_warmup=False)
     return m.groupby(["collective", "msg_bytes", "variant", "launch_idx"]).runtime_s.median().reset_index()

@@ -29,13 +29,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from colltune.mpi import build
-
-from colltune.mpi import launch
-
+from colltune.mpi import build, launch, runenv
 from colltune.mpi import libraries as mpi
-
-from colltune.mpi import runenv
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,9 +29,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from colltune.verify import check  # noqa: E402
-
-from colltune.verify import stats  # noqa: E402
+from colltune.verify import (
+    check,  # noqa: E402
+    stats,  # noqa: E402
+)
 
 HERE = Path(__file__).resolve().parent
 KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes"]

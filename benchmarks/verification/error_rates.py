@@ -26,9 +26,10 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from check_synth import Truth, simulate  # noqa: E402
 
-from colltune.verify import check  # noqa: E402
-
-from colltune.verify import stats  # noqa: E402
+from colltune.verify import (
+    check,  # noqa: E402
+    stats,  # noqa: E402
+)
 
 SIZES = [8, 1024, 65536, 1048576]
 PLAN = {"bcast": ["default", "default#aa", "bcast_as_allgatherv", "bcast_as_scatter_allgather"]}

@@ -1,40 +1,24 @@
 """The `colltune` command: one click group, one module per subcommand (colltune.commands.*).
 
 Exit codes shared by every subcommand: 0 success (for `check`: no violation), 1 the thing
-checked failed (violations, selftest mismatches), 2 usage or environment error.
+checked failed (violations, selftest mismatches, a failed launch), 2 usage or environment error,
+130 interrupted. Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
-from rich.console import Console
 
 from colltune import __version__
-from colltune.mpi.libraries import MpiError
 
 # Subcommands in the order `--help` lists them: the main workflow first.
 SUBCOMMANDS = (
     "check", "bench", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
 )
 
-err_console = Console(stderr=True)
-
-
-class ColltuneGroup(click.Group):
-    """Turns the expected failures (no MPI, bad input) into one clear message and exit code 2."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except MpiError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
-            sys.exit(2)
-
-
-@click.group(cls=ColltuneGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="colltune")
 def main() -> None:
     """Measure, verify and tune MPI collective operations.

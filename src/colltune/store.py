@@ -1,13 +1,14 @@
 """The results database (DuckDB): runs, launches, environment, variants, jobs, measurements.
 
 Schema and meaning: docs/architecture.md ("Results database"), the contract with every reader.
-Writers: `colltune bench` (through `colltune.measure.bench.run`) writes each launch in one transaction,
+Writers: `colltune bench` (through `colltune.measure.runner.run`) writes each launch in one transaction,
 so an interrupted run keeps every finished launch. Readers return pandas DataFrames.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,6 +19,9 @@ from typing import Any, Literal
 
 import duckdb
 import pandas as pd
+
+from colltune.errors import ColltuneError
+from colltune.paths import writable_file
 
 SCHEMA_VERSION = 1
 
@@ -62,7 +66,7 @@ JOB_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes datatype o
                "skip_reason").split()
 
 
-class StoreError(RuntimeError):
+class StoreError(ColltuneError):
     """The results database cannot be used; the message names the file and the fix."""
 
 
@@ -102,6 +106,17 @@ def _column_definitions(columns: str) -> list[str]:
     return [p for p in parts if not p.upper().startswith("PRIMARY KEY")]
 
 
+def _open_failure(path: Path, exc: duckdb.Error) -> str:
+    """Why DuckDB refused the file, in the user's terms."""
+    text = str(exc)
+    if pid := re.search(r"PID (\d+)", text):
+        return (f"{path} is locked by another process (PID {pid.group(1)}), e.g. a colltune run still "
+                "writing it; wait for it to finish or use another --db")
+    if "not a valid DuckDB database" in text or "file is not a" in text.lower():
+        return f"{path} is not a DuckDB database ({text}); give a new file name with --db"
+    return f"cannot open {path} as a DuckDB database: {text}"
+
+
 class Store:
     """One results database file. Use as a context manager, or call close()."""
 
@@ -110,11 +125,12 @@ class Store:
         if read_only and not self.path.exists():
             raise StoreError(f"no results database at {self.path}: measure first with "
                              f"`colltune bench --db {self.path}`")
+        if not read_only:
+            writable_file(self.path, "results database")
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open {self.path} as a DuckDB database ({exc}); is another "
-                             "colltune process writing it?") from exc
+            raise StoreError(_open_failure(self.path, exc)) from exc
         if not read_only:
             self._create()
         self._check_version()

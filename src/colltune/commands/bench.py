@@ -9,10 +9,11 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from colltune.measure import bench
+from colltune.commands import bench_options
+from colltune.measure import runner
+from colltune.measure.settings import BenchSettings
 from colltune.store import Store, StoreError
 
 
@@ -51,7 +52,7 @@ def _print_overview(store: Store, run_id: str, console: Console) -> None:
 
 
 @click.command(context_settings={"max_content_width": 100})
-@bench.bench_options
+@bench_options.bench_options
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("colltune.duckdb"), show_default=True, help="results database")
 @click.option("--resume", "resume", default=None, metavar="RUN_ID",
@@ -87,28 +88,22 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
                 raise click.UsageError(f"no interrupted run in {db_path}")
         settings = None
     else:
-        settings = bench.settings_from_options(options)
+        settings = bench_options.settings_from_options(options)
     if dry_run:
         if settings is None:
             with Store(db_path, read_only=True) as store:
-                settings = bench.BenchSettings(**store.run_info(resume)["settings"])  # type: ignore[arg-type]
-        for line in bench.describe(settings):
+                settings = BenchSettings(**store.run_info(resume)["settings"])  # type: ignore[arg-type]
+        for line in runner.describe(settings):
             click.echo(line)
         return
     try:
-        run_id = bench.run(settings if settings is not None else bench.BenchSettings(),
+        run_id = runner.run(settings if settings is not None else BenchSettings(),
                            db_path, resume_run_id=resume, progress=not quiet, console=console,
                            command=shlex.join(["colltune", "bench", *sys.argv[2:]]))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; "
                       f"complete the run with `colltune bench --db {db_path} --resume latest`")
         sys.exit(130)
-    except StoreError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
-    except bench.BenchError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        sys.exit(1)
     with Store(db_path, read_only=True) as store:
         if not quiet:
             _print_overview(store, run_id, console)

@@ -11,14 +11,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from colltune.measure import bench
-
-from colltune.verify import check
-
-from colltune.verify import stats
-
-from colltune.verify import tables
-from colltune.store import StoreError
+from colltune.commands import bench_options
+from colltune.measure import runner
+from colltune.measure.settings import BenchError
+from colltune.verify import check, stats, tables
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -32,13 +28,9 @@ err_console = Console(stderr=True)
 CHECK_DEFAULT_LAUNCHES = {"quick": 20, "full": 10, None: 20}
 
 
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
-    sys.exit(2)
-
 
 @click.command(context_settings={"max_content_width": 100})
-@bench.bench_options
+@bench_options.bench_options
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
               show_default=True, help="Results database (measurements are added, verdicts stored).")
 @click.option("--no-measure", is_flag=True, help="Judge what the database already holds; measure nothing.")
@@ -90,27 +82,21 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
             raise click.UsageError("--run selects a stored run: use it with --no-measure")
         if options.get("launches") is None:
             options["launches"] = CHECK_DEFAULT_LAUNCHES[options.get("preset")]
-        bench_settings = bench.settings_from_options(options)
+        bench_settings = bench_options.settings_from_options(options)
         try:
-            run_id = bench.run(bench_settings, db_path, progress=not quiet, console=err_console,
+            run_id = runner.run(bench_settings, db_path, progress=not quiet, console=err_console,
                                command=shlex.join(["colltune", "check", *sys.argv[2:]]), kind="check")
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
                               f"with `colltune bench --db {db_path} --resume latest`, or judge them now with "
                               f"`colltune check --no-measure --db {db_path}`")
             sys.exit(130)
-        except StoreError as exc:
-            _fail(str(exc))
-        except bench.BenchError as exc:
-            _fail(f"{exc}\nmeasurements finished so far are stored; judge them with "
+        except BenchError as exc:
+            raise BenchError(f"{exc}\nmeasurements finished so far are stored; judge them with "
                   f"`colltune check --no-measure --db {db_path}`")
 
-    try:
-        with console.status("judging ...") if not quiet else contextlib.nullcontext():
-            result = check.check_db(db_path, run_id, settings)
-    except check.CheckError as exc:
-        _fail(str(exc))
-        return
+    with console.status("judging ...") if not quiet else contextlib.nullcontext():
+        result = check.check_db(db_path, run_id, settings)
 
     tables.print_check(result, console, comparer)
     for note in result.messages:

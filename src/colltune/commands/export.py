@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 
 import click
 
-from colltune.store import Store, StoreError
+from colltune.errors import ColltuneError
+from colltune.store import Store
 
 
 def _native_exporter() -> object | None:
@@ -35,27 +35,18 @@ def _native_exporter() -> object | None:
 def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: str | None) -> None:
     """Write every table of the results database (runs, launches, environment, variants, jobs,
     measurements, verdicts, ...) to OUT as Parquet or CSV."""
-    try:
-        with Store(db_path, read_only=True) as store:
-            if run_id is not None:
-                store.run_info(run_id)
-            written = store.export(out_dir, fmt, run_id)  # type: ignore[arg-type]
-    except StoreError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    with Store(db_path, read_only=True) as store:
+        if run_id is not None:
+            store.run_info(run_id)
+        written = store.export(out_dir, fmt, run_id)  # type: ignore[arg-type]
     for path in written:
         click.echo(str(path))
     if native is not None:
         exporter = _native_exporter()
         if exporter is None:
-            click.echo("error: --native needs colltune.tune.native_export, not in this installation", err=True)
-            sys.exit(2)
+            raise ColltuneError("--native needs colltune.tune.native_export, not in this installation")
         names = {"openmpi": "openmpi-dynamic-rules.conf", "mpich": "mpich-selection.json",
                  "intel": "intel-mpi.env"}
-        try:
-            path = exporter.export(db_path, native, out_dir / names[native],  # type: ignore[attr-defined]
-                                   run_id=run_id)
-        except exporter.ExportError as exc:  # type: ignore[attr-defined]
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+        path = exporter.export(db_path, native, out_dir / names[native],  # type: ignore[attr-defined]
+                               run_id=run_id)
         click.echo(str(path))

@@ -16,10 +16,6 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    sys.exit(2)
-
 
 @click.group(name="profile")
 def command() -> None:
@@ -75,10 +71,7 @@ def import_(prf: tuple[Path, ...], out: Path, mpi_name: str | None, machine: str
       colltune profile import scatter_1024.prf allgather_4.prf --out tuned.prof
     """
     extra = {k: v for k, v in (("mpi", mpi_name), ("machine", machine)) if v}
-    try:
-        p = prof.import_prf(list(prf), provenance=extra)
-    except prof.ProfileError as exc:
-        _fail(str(exc))
+    p = prof.import_prf(list(prf), provenance=extra)
     prof.write_profile(p, out)
     console.print(
         f"wrote {out}: {p.rule_count()} rules for {len(p.sections)} collectives "

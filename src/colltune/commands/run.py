@@ -10,9 +10,8 @@ import click
 from rich.console import Console
 
 from colltune.mpi import build as build_mod
-from colltune.mpi import launch
+from colltune.mpi import launch, runenv
 from colltune.mpi import libraries as mpi_mod
-from colltune.mpi import runenv
 
 err = Console(stderr=True)
 

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from colltune.mpi import libraries as mpi
 from colltune.measure import selftest as st
+from colltune.mpi import libraries as mpi
 
 MAX_FAILURES_SHOWN = 20
 

@@ -57,11 +57,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
     """
     settings = tune_mod.TuneSettings(min_gain=min_gain, scratch_cap=scratch_cap, extension=extension,
                                      cautious=cautious)
-    try:
-        profile, decisions = tune_mod.tune_db(db_path, out, settings, run_id)
-    except tune_mod.TuneError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+    profile, decisions = tune_mod.tune_db(db_path, out, settings, run_id)
 
     if show_decisions:
         table = Table(title="decision per measured size", title_justify="left")

@@ -11,20 +11,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune.measure import bench
-
-from colltune.verify import stats
+from colltune.commands import bench_options
+from colltune.errors import ColltuneError
+from colltune.measure import runner
+from colltune.measure.settings import PRESETS, SCALED, SIZES_SCALED, SIZES_UNSCALED
 from colltune.tune import profile as prof
 from colltune.tune import validate as val
-from colltune.store import StoreError
+from colltune.verify import stats
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    sys.exit(2)
 
 
 def print_table(table, title: str) -> None:  # noqa: ANN001 - a DataFrame
@@ -41,7 +38,7 @@ def print_table(table, title: str) -> None:  # noqa: ANN001 - a DataFrame
 
 
 @click.command(name="validate", context_settings={"max_content_width": 100})
-@bench.bench_options
+@bench_options.bench_options
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
               show_default=True, help="Results database (the measurements and the validation are stored).")
 @click.option("--run", "run_id", metavar="RUN_ID", default=None,
@@ -77,43 +74,32 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
     try:
         profile = prof.read_profile(profile_path)
     except prof.ProfileError as exc:
-        _fail(f"invalid profile: {exc}")
-        return
+        raise ColltuneError(f"invalid profile: {exc}")
     settings = val.ValidateSettings(test=stats.Test(test), alpha=alpha, tolerance=tolerance)
 
     if run_id is None:
-        try:
-            collectives, nprocs = val.default_scope(profile)
-        except val.ValidateError as exc:
-            _fail(str(exc))
-            return
+        collectives, nprocs = val.default_scope(profile)
         options["collectives"] = options.get("collectives") or collectives
         options["nprocs"] = options.get("nprocs") or nprocs
         if not options.get("sizes"):
-            preset = bench.PRESETS.get(options.get("preset") or "", {}).get("sizes")
+            preset = PRESETS.get(options.get("preset") or "", {}).get("sizes")
             base = preset or sorted({n for c in options["collectives"]
-                                     for n in (bench.SIZES_SCALED if c in bench.SCALED else bench.SIZES_UNSCALED)})
+                                     for n in (SIZES_SCALED if c in SCALED else SIZES_UNSCALED)})
             options["sizes"] = val.default_sizes(profile, options["collectives"], base)
         extra = [v for v in (options.get("variants") or []) if v not in ("default", "tuned")]
         options["variants"] = ["default", "tuned", *extra]
         if options.get("aa") is None:
             options["aa"] = False
-        bench_settings = bench.settings_from_options(options)
+        bench_settings = bench_options.settings_from_options(options)
         try:
-            run_id = bench.run(bench_settings, db_path, progress=not quiet, console=err_console,
+            run_id = runner.run(bench_settings, db_path, progress=not quiet, console=err_console,
                                command=shlex.join(["colltune", "validate", *sys.argv[2:]]), kind="validate")
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
                               f"with `colltune bench --db {db_path} --resume latest`")
             sys.exit(130)
-        except (StoreError, bench.BenchError) as exc:
-            _fail(str(exc))
-    try:
-        table = val.judge(val.measurements_of(db_path, run_id), profile, settings, run_id=run_id,
-                          profile_path=str(Path(profile_path).resolve()))
-    except val.ValidateError as exc:
-        _fail(str(exc))
-        return
+    table = val.judge(val.measurements_of(db_path, run_id), profile, settings, run_id=run_id,
+                      profile_path=str(Path(profile_path).resolve()))
     val.save(db_path, table)
     print_table(table, f"tuned vs default (run {run_id}, profile {profile.content_hash():016x})")
     s = val.summary(table)

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from colltune.mpi import build
-
-from colltune.mpi import launch
+from colltune.mpi import build, launch
 from colltune.mpi.libraries import MpiError, MpiLibrary
 
 # Settings of the C core the driver honours; passed on to the ranks when set.
@@ -29,6 +27,8 @@ RANK_SETTINGS = ("COLLTUNE_SCRATCH_BYTES", "COLLTUNE_CHUNK_BYTES")
 
 class SelftestError(MpiError):
     """The driver did not finish (crash, hang, MPI failure); the message says how it ended."""
+
+    exit_code = 1
 
 
 class VariantResult(BaseModel):

@@ -18,13 +18,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colltune.errors import ColltuneError
 from colltune.paths import cache_dir, repo_root
 
 FAMILIES = ("openmpi", "mpich")
 NAMES = ("openmpi", "mpich", "intel")
 
 
-class MpiError(RuntimeError):
+class MpiError(ColltuneError):
     """An MPI library is missing or unusable; the message says what to install or pass."""
 
 

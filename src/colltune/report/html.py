@@ -35,12 +35,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
 from colltune import __version__  # noqa: E402
-
-from colltune.verify import check  # noqa: E402
-
-from colltune.verify import stats  # noqa: E402
-
-from colltune.verify import tables  # noqa: E402
+from colltune.paths import writable_dir
+from colltune.verify import (
+    check,  # noqa: E402
+    stats,  # noqa: E402
+    tables,  # noqa: E402
+)
 from colltune.verify.advice import KIND_INTRO, advice, library_family  # noqa: E402
 from colltune.verify.quality import point_penalties, quality_score  # noqa: E402
 
@@ -544,8 +544,6 @@ def write_report(db_path: str | Path, out_dir: str | Path, run_id: str | None = 
 
 
 def write_report_for(ctx: ReportContext, out_dir: str | Path, sections: Sequence[Section] | None = None) -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "report.html"
+    path = writable_dir(out_dir, "report") / "report.html"
     path.write_text(render_html(ctx, sections), encoding="utf-8")
     return path

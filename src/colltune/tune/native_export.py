@@ -28,12 +28,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from colltune.errors import ColltuneError
 from colltune.mpi import libraries as mpi_mod
+from colltune.paths import writable_file
 
 LIBRARIES = ("openmpi", "mpich", "intel")
 
 
-class ExportError(Exception):
+class ExportError(ColltuneError):
     """Nothing (or nothing valid) to export; the message says why and what to measure."""
 
 
@@ -388,7 +390,7 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
 
     if library not in LIBRARIES:
         raise ExportError(f"unknown library {library!r}: choose one of {', '.join(LIBRARIES)}")
-    out_path = Path(out_path)
+    out_path = writable_file(out_path, f"{library} tuning file")
     try:
         verdicts = load_verdicts(db_path, run_id)
     except CheckError as exc:

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colltune import catalog
+from colltune.errors import ColltuneError
+from colltune.paths import writable_file
 
 FORMAT_VERSION = 1
 HEADER_WORD = "colltune-profile"
@@ -47,7 +49,7 @@ _BLANKS = re.compile(rb"[ \t]+")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-class ProfileError(ValueError):
+class ProfileError(ColltuneError, ValueError):
     """A profile is unusable; str() is "FILE:LINE: what is wrong; how to fix it"."""
 
 
@@ -206,7 +208,7 @@ def format_profile(profile: Profile) -> str:
 
 def write_profile(profile: Profile, path: str | Path) -> Path:
     """Write atomically (a reader never sees a half-written profile)."""
-    path = Path(path)
+    path = writable_file(path, "profile")
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(format_profile(profile), encoding="utf-8")
     tmp.replace(path)

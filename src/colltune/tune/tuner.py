@@ -37,6 +37,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import __version__, catalog
+from colltune.errors import ColltuneError
 from colltune.tune import profile as prof
 
 DEFAULT_SCRATCH_CAP = 256 * 1024 * 1024
@@ -51,7 +52,7 @@ DECISION_COLUMNS = (
 )
 
 
-class TuneError(Exception):
+class TuneError(ColltuneError):
     """Verdicts that cannot be turned into a profile; the message says what to run first."""
 
 

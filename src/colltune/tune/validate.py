@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from colltune.errors import ColltuneError
 from colltune.tune import profile as prof
 from colltune.verify import stats
 
@@ -61,7 +62,7 @@ VALIDATION_COLUMNS: dict[str, str] = {
 }
 
 
-class ValidateError(Exception):
+class ValidateError(ColltuneError):
     """Nothing to validate, or measurements without both sides; the message says what to run."""
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import catalog as catalog_mod
+from colltune.errors import ColltuneError
 from colltune.verify import stats
 
 DEFAULT = "default"
@@ -89,7 +90,7 @@ SUMMARY_COLUMNS = (
 )
 
 
-class CheckError(Exception):
+class CheckError(ColltuneError):
     """A database that cannot be judged at all (missing, not DuckDB, no run, no data)."""
 
 

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from colltune import catalog as catalog_mod
+from colltune.paths import writable_dir
 from colltune.verify.check import GUIDELINE_KINDS, CheckResult, human_bytes, variant_label
 from colltune.verify.quality import quality_score
 
@@ -207,7 +208,7 @@ def all_tables(result: CheckResult) -> dict[str, pd.DataFrame]:
 
 
 def write_csv(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_dir(out_dir, "tables")
     paths = []
     for name, df in tables.items():
         path = out_dir / f"{name}.csv"
@@ -217,7 +218,7 @@ def write_csv(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
 
 
 def write_parquet(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_dir(out_dir, "tables")
     paths = []
     for name, df in tables.items():
         path = out_dir / f"{name}.parquet"

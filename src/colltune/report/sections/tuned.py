@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from colltune.report.html import ReportContext, Section
 from colltune.tune import profile as prof
 from colltune.tune import validate as val
-from colltune.report.html import ReportContext, Section
 
 
 def _table_for(ctx: ReportContext) -> pd.DataFrame:

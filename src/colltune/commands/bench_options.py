@@ -1,0 +1,131 @@
+"""The measurement options shared by `colltune bench`, `check`, `validate` and `compare`,
+and their translation into BenchSettings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from colltune.measure.settings import PRESETS, BenchSettings
+
+
+def _int_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] | None) -> list[int] | None:
+    if not value:
+        return None
+    out: list[int] = []
+    for chunk in value:
+        for item in chunk.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            mult = 1
+            for suffix, factor in (("kib", 1024), ("mib", 1024**2), ("k", 1024), ("m", 1024**2), ("b", 1)):
+                if item.endswith(suffix):
+                    item, mult = item[: -len(suffix)], factor
+                    break
+            try:
+                out.append(int(item) * mult)
+            except ValueError:
+                raise click.BadParameter(f"{chunk!r}: expected integers like 8,1024,64KiB") from None
+    return out
+
+
+def _str_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] | None) -> list[str] | None:
+    if not value:
+        return None
+    return [s.strip() for chunk in value for s in chunk.split(",") if s.strip()]
+
+
+_BENCH_OPTIONS = [
+    click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+                 help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: seed 003's size lists, "
+                      "up to 5000 repetitions / 3 s per job"),
+    click.option("--mpi", "mpi_spec", default=None, metavar="LIB",
+                 help="openmpi | mpich | intel | path to an mpicc (default: embedded Open MPI)"),
+    click.option("-c", "--collectives", multiple=True, callback=_str_list, metavar="LIST",
+                 help="collectives, comma-separated (default: all of the table)"),
+    click.option("--variants", multiple=True, callback=_str_list, metavar="LIST",
+                 help="variants to measure (default: default, every mock-up, default#aa); also "
+                      "tuned and lib:<collective>:<algorithm>"),
+    click.option("--library-algorithms", is_flag=True, default=None,
+                 help="also measure every algorithm of the MPI library (lib:<coll>:<alg>)"),
+    click.option("-s", "--sizes", multiple=True, callback=_int_list, metavar="LIST",
+                 help="message sizes in bytes, e.g. 8,1KiB,64KiB (default: seed 003's per collective)"),
+    click.option("-n", "--nprocs", multiple=True, callback=_int_list, metavar="LIST",
+                 help="process counts (default 4)"),
+    click.option("-R", "--launches", type=click.IntRange(1), default=None,
+                 help="launches per process count, the statistical unit (default 5)"),
+    click.option("--sync", type=click.Choice(["barrier", "dissemination", "window"]), default=None,
+                 help="synchronization before each repetition (default dissemination)"),
+    click.option("--metric", type=click.Choice(["max", "makespan"]), default=None,
+                 help="value the stopping rules watch: max local duration or global makespan"),
+    click.option("--stop", "stop_methods", multiple=True, callback=_str_list, metavar="LIST",
+                 help="stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed"),
+    click.option("--rse", type=float, default=None, help="RSE threshold (default 0.025)"),
+    click.option("--cov-mean", type=float, default=None, help="COV-of-means threshold (0.01)"),
+    click.option("--cov-mean-window", type=int, default=None, help="window of means (20)"),
+    click.option("--cov-median", type=float, default=None, help="COV-of-medians threshold (0.01)"),
+    click.option("--cov-median-window", type=int, default=None, help="window of medians (20)"),
+    click.option("--min-reps", type=int, default=None, help="repetitions before any stop (20)"),
+    click.option("--max-reps", type=int, default=None, help="repetitions at most (1000)"),
+    click.option("--warmup", type=int, default=None, help="warm-up repetitions, recorded and flagged (3)"),
+    click.option("--time-budget", type=float, default=None, help="seconds per job and launch (3)"),
+    click.option("--ref-time", type=float, default=None,
+                 help="nrep1 rule: t1 in seconds (default: measured per launch on 1 element)"),
+    click.option("--datatype", default=None, help="datatype (default byte; unsigned_char for reductions)"),
+    click.option("--op", default=None, help="reduction op (default sum)"),
+    click.option("--root", type=int, default=None, help="root of rooted collectives (default 0)"),
+    click.option("--aa/--no-aa", default=None, help="measure default#aa, the A/A control (default on)"),
+    click.option("--barrier/--no-barrier", "barrier_job", default=None,
+                 help="measure the barrier for noise warnings (default on)"),
+    click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                 help="tuning profile: adds the variant `tuned` (what the interposer would do)"),
+    click.option("--seed", type=int, default=None, help="seed of the randomized order (default 1)"),
+    click.option("--launch-timeout", type=float, default=None, help="seconds before a launch is killed"),
+    click.option("--allow-oversubscribe", is_flag=True, default=None,
+                 help="allow more MPICH ranks than cores (busy-polling makes it slow)"),
+]
+
+BENCH_OPTION_NAMES = ("preset", "mpi_spec", "collectives", "variants", "library_algorithms", "sizes",
+                      "nprocs", "launches", "sync", "metric", "stop_methods", "rse", "cov_mean",
+                      "cov_mean_window", "cov_median", "cov_median_window", "min_reps", "max_reps",
+                      "warmup", "time_budget", "ref_time", "datatype", "op", "root", "aa",
+                      "barrier_job", "profile", "seed", "launch_timeout", "allow_oversubscribe")
+
+
+def bench_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add every bench option to a click command; turn them into settings with
+    `settings_from_options(kwargs)` (which pops them from kwargs)."""
+    for option in reversed(_BENCH_OPTIONS):
+        func = option(func)
+    return func
+
+
+def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
+    """BenchSettings from the options of `bench_options` (removed from kwargs); a bad value is a
+    click.UsageError naming the option."""
+    o = {name: kwargs.pop(name, None) for name in BENCH_OPTION_NAMES}
+    stop = {"rse": o["rse"], "cov_mean": o["cov_mean"], "cov_mean_window": o["cov_mean_window"],
+            "cov_median": o["cov_median"], "cov_median_window": o["cov_median_window"],
+            "min_reps": o["min_reps"], "max_reps": o["max_reps"], "warmup": o["warmup"],
+            "time_budget_s": o["time_budget"], "ref_time_s": o["ref_time"]}
+    if o["stop_methods"] is not None:
+        stop["methods"] = [] if o["stop_methods"] == ["fixed"] else o["stop_methods"]
+    try:
+        return BenchSettings.from_preset(
+            o["preset"], mpi=o["mpi_spec"], collectives=o["collectives"], variants=o["variants"],
+            library_algorithms=o["library_algorithms"], sizes=o["sizes"], nprocs=o["nprocs"],
+            launches=o["launches"], sync=o["sync"], metric=o["metric"], stop=stop,
+            datatype=o["datatype"], op=o["op"], root=o["root"], aa=o["aa"], barrier=o["barrier_job"],
+            profile=o["profile"], seed=o["seed"], launch_timeout_s=o["launch_timeout"],
+            allow_oversubscribe=o["allow_oversubscribe"])
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: "
+                             f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+        raise click.UsageError(problems) from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None

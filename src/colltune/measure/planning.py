@@ -1,0 +1,177 @@
+"""The plan of a run: which launches, and which jobs each launch measures (job-file lines).
+
+Also the checks that need no launch (process counts against cores or the Slurm allocation,
+profile readable, something left to measure), so a bad run fails before anything starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from colltune import catalog
+from colltune.measure.settings import DATATYPE_SIZES, REDUCTIONS, BenchError, BenchSettings, variant_kind
+from colltune.mpi import launch
+from colltune.mpi import libraries as mpi
+from colltune.mpi.algorithms import ALGORITHM_NPROCS, ALGORITHMS_AT_LAUNCH, algorithm_key
+
+
+@dataclass(frozen=True)
+class Job:
+    collective: str
+    msg_bytes: int
+    datatype: str
+    op: str
+    root: int
+    variants: tuple[str, ...]
+
+    def line(self) -> str:
+        reduction = self.collective in REDUCTIONS
+        rooted = self.collective in ("bcast", "gather", "reduce", "scatter")
+        return (f"{self.collective} {self.msg_bytes} {self.datatype} {self.op if reduction else '-'} "
+                f"{self.root if rooted else '-'} {','.join(self.variants)}")
+
+
+@dataclass
+class Plan:
+    """The jobs of one process count, and what was left out before launching (and why)."""
+
+    nprocs: int
+    jobs: list[Job]
+    left_out: list[str] = field(default_factory=list)
+
+
+def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
+              adjust: tuple[str, str] | None = None) -> Plan:
+    """The jobs of one launch. `library` keys LIBRARY_ALGORITHMS. Where algorithms are fixed at
+    launch (Intel MPI), the ordinary launches leave library variants out and `adjust` =
+    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`."""
+    plan = Plan(nprocs, [])
+    at_launch = library in ALGORITHMS_AT_LAUNCH
+    for coll in settings.collectives:
+        if adjust is not None and coll != adjust[0]:
+            continue
+        names = settings.variants_for(coll, library)
+        if adjust is not None:
+            variants: tuple[str, ...] = (f"lib:{adjust[0]}:{adjust[1]}",)
+        else:
+            variants = tuple(v for v in names if not (at_launch and v.startswith("lib:")))
+        for v in variants:
+            only = ALGORITHM_NPROCS.get((library, v.split(":")[-1])) if v.startswith("lib:") else None
+            if only is not None and only != nprocs:
+                plan.left_out.append(f"{v}: {library} runs it on {only} processes only")
+        variants = tuple(v for v in variants if not (
+            v.startswith("lib:") and ALGORITHM_NPROCS.get((library, v.split(":")[-1]), nprocs) != nprocs))
+        if not variants:
+            plan.left_out.append(f"{coll}: none of the requested variants belongs to it")
+            continue
+        dtype = settings.datatype_for(coll)
+        unit = DATATYPE_SIZES[dtype] * (nprocs if coll == "reduce_scatter_block" else 1)
+        for size in settings.sizes_for(coll):
+            if size % unit:
+                plan.left_out.append(f"{coll} {size} B: not a multiple of {unit} B "
+                                     f"({dtype}{' x p' if coll == 'reduce_scatter_block' else ''})")
+                continue
+            plan.jobs.append(Job(coll, size, dtype, settings.op, settings.root, variants))
+    if settings.barrier and adjust is None:
+        plan.jobs.append(Job("barrier", 0, "byte", "-", 0,
+                             ("default", "default#aa") if settings.aa else ("default",)))
+    return plan
+
+
+def all_variants(settings: BenchSettings, library: str) -> list[tuple[str, str, str, str | None]]:
+    """(collective, variant, kind, guideline) rows of the run's variants table."""
+    cat = catalog.load()
+    guideline = {v.name: v.guideline for v in cat.variants}
+    rows = []
+    for coll in settings.collectives:
+        for name in settings.variants_for(coll, library):
+            rows.append((coll, name, variant_kind(name), guideline.get(name)))
+    if settings.barrier:
+        rows.append(("barrier", "default", "default", None))
+        if settings.aa:
+            rows.append(("barrier", "default#aa", "aa", None))
+    return rows
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def check_nprocs(settings: BenchSettings, lib: mpi.MpiLibrary) -> None:
+    """Too many ranks for the place we run: a clear error before anything starts."""
+    if launch.use_srun():
+        slots = int(os.environ.get("SLURM_NTASKS", "0") or 0)
+        if slots and max(settings.nprocs) > slots:
+            raise BenchError(f"{max(settings.nprocs)} processes requested but the Slurm allocation "
+                             f"has {slots} tasks: ask for more (-n) or measure fewer processes")
+        return
+    cores = _cores()
+    biggest = max(settings.nprocs)
+    # MPICH polls; Open MPI and Intel MPI yield the core when they wait (MPI-NOTES.md)
+    if lib.family == "mpich" and lib.name != "intel" and biggest > cores and not settings.allow_oversubscribe:
+        raise BenchError(f"{lib.name} busy-polls: {biggest} ranks on {cores} cores make every "
+                         f"collective take milliseconds; use at most -n {cores} here, or pass "
+                         "--allow-oversubscribe to measure anyway")
+    if biggest > 16 * cores:
+        raise BenchError(f"{biggest} processes on {cores} cores is not a measurement; "
+                         "run on a cluster (srun) or use fewer processes")
+
+
+def validate(settings: BenchSettings) -> mpi.MpiLibrary:
+    """Everything that can be checked without launching; returns the MPI library to use."""
+    lib = mpi.resolve(settings.mpi)
+    check_nprocs(settings, lib)
+    if settings.profile is not None:
+        from colltune.tune.profile import ProfileError, read_profile
+        try:
+            read_profile(settings.profile)
+        except (OSError, ProfileError) as exc:
+            raise BenchError(f"profile {settings.profile}: {exc}") from None
+    key = algorithm_key(lib)
+    if key in ALGORITHMS_AT_LAUNCH:
+        bad = [v for c in settings.collectives for v in settings.variants_for(c, key)
+               if v.startswith("lib:") and not v.split(":")[2].isdigit()]
+        if bad:
+            raise BenchError(f"{', '.join(bad)}: Intel MPI algorithms are numbers, e.g. lib:allreduce:3 "
+                             "(I_MPI_ADJUST_ALLREDUCE=3; `impi_info -a` lists them)")
+    for n in settings.nprocs:
+        if not plan_jobs(settings, n, key).jobs:
+            raise BenchError(f"nothing to measure at {n} processes: every size was left out")
+    return lib
+
+
+def launch_seed(settings: BenchSettings, launch_idx: int) -> int:
+    """Different interleaving per launch, identical on all ranks of one launch."""
+    return (settings.seed * 1_000_003 + launch_idx * 7_919 + 1) % (2**63)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One mpiexec of a run."""
+
+    idx: int
+    nprocs: int
+    repetition: int  # 0..R-1 for its process count
+    adjust: tuple[str, str] | None = None  # (collective, algorithm) fixed for this launch (Intel)
+
+    def rank_env(self) -> dict[str, str]:
+        if self.adjust is None:
+            return {}
+        return {f"I_MPI_ADJUST_{self.adjust[0].upper()}": self.adjust[1]}
+
+
+def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[LaunchSpec]:
+    """Process counts alternate, so that an interrupted run has launches of every process
+    count. Where algorithms are fixed at launch, each repetition adds one launch per
+    (collective, algorithm) right after the ordinary one."""
+    adjusts: list[tuple[str, str]] = []
+    if library in ALGORITHMS_AT_LAUNCH:
+        adjusts = [(c, v.split(":")[2]) for c in settings.collectives
+                   for v in settings.variants_for(c, library) if v.startswith("lib:")]
+    specs: list[LaunchSpec] = []
+    for r in range(settings.launches):
+        for n in settings.nprocs:
+            for adjust in (None, *adjusts):
+                specs.append(LaunchSpec(len(specs), n, r, adjust))
+    return specs

@@ -1,0 +1,250 @@
+"""Running a bench: launches of `colltune-bench`, progress, records into the store.
+
+A run measures every (collective, message size, variant) at every process count over R launches
+(seed 002: the launch is the experimental unit). Within a launch, the C driver measures all
+variants of a job interleaved in random order (docs/measurement.md). Each launch is written to
+the results database in one transaction when it finishes, so Ctrl-C or a crash keeps every
+finished launch; `run(..., resume_run_id=...)` measures the missing ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from colltune.measure.planning import LaunchSpec, all_variants, launch_plan, launch_seed, plan_jobs, validate
+from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
+from colltune.measure.settings import BenchError, BenchSettings
+from colltune.mpi import build, launch
+from colltune.mpi import libraries as mpi
+from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
+from colltune.store import LaunchData, Store, StoreError
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@contextmanager
+def _progress(enabled: bool, console: Console | None) -> Iterator[Progress | None]:
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console or Console(stderr=True),
+                  transient=False) as progress:
+        yield progress
+
+
+def _stop_process(proc: subprocess.Popen[str]) -> None:
+    """Stop the launcher and its ranks (its own session, so no signal reaches our parent)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str],
+                out_file: Path, timeout: float | None,
+                on_jobs: Callable[[int], None]) -> tuple[int, str]:
+    """Start one launch, report finished jobs as the records stream in; (returncode, stderr)."""
+    proc = launch.popen(lib, nprocs, argv, rank_env)
+    start = time.monotonic()
+    seen, offset, tail = 0, 0, b""
+    try:
+        while proc.poll() is None:
+            time.sleep(0.2)
+            if not out_file.exists():
+                continue
+            with open(out_file, "rb") as f:  # only what was added since the last look
+                f.seek(offset)
+                chunk = f.read()
+            offset += len(chunk)
+            lines = (tail + chunk).split(b"\n")
+            tail = lines.pop()
+            done = seen + sum(line.startswith((b'{"type":"job"', b'{"type":"job_skip"')) for line in lines)
+            if done != seen:
+                seen = done
+                on_jobs(done)
+            if timeout is not None and time.monotonic() - start > timeout:
+                _stop_process(proc)
+                return -1, f"launch timed out after {timeout:.0f} s"
+    except BaseException:
+        _stop_process(proc)
+        raise
+    _, stderr = proc.communicate()
+    return proc.returncode, stderr
+
+
+def _describe_failure(code: int, stderr: str) -> str:
+    tail = "\n".join(line for line in stderr.strip().splitlines()[-8:])
+    return f"exit code {code}" + (f": {tail}" if tail else "")
+
+
+def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | None = None,
+        progress: bool = True, console: Console | None = None, command: str | None = None,
+        kind: str = "bench") -> str:
+    """Measure everything `settings` asks for into `db_path`; returns the run id.
+
+    With `resume_run_id`, the run's stored settings are used and only its missing launches are
+    measured. Ctrl-C (KeyboardInterrupt) or a failed launch leaves the run `interrupted` with
+    every finished launch stored, and re-raises (BenchError for a failed launch). The database
+    is opened only to write, so it can be queried while a run is in progress."""
+    db_path = Path(db_path)
+    with Store(db_path) as store:
+        if resume_run_id is not None:
+            info = store.run_info(resume_run_id)
+            if info["status"] == "complete":
+                return resume_run_id
+            settings = BenchSettings(**info["settings"])
+            done = store.finished_launches(resume_run_id)
+    lib = validate(settings)
+    artifacts = build.ensure_built(lib)
+    with Store(db_path) as store:
+        if resume_run_id is None:
+            run_id = store.create_run(
+                kind=kind, command=command or "colltune bench", mpi_name=lib.name,
+                mpi_version=lib.version, abi_family=lib.family,
+                settings=json.loads(settings.model_dump_json()),
+                variants=all_variants(settings, algorithm_key(lib)))
+            done = set()
+        else:
+            run_id = resume_run_id
+            store.set_run_status(run_id, "running")
+    key = algorithm_key(lib)
+    specs = launch_plan(settings, key)
+    todo = [spec for spec in specs if spec.idx not in done]
+    if console is not None and progress:
+        for n in settings.nprocs:
+            for note in sorted(set(plan_jobs(settings, n, key).left_out)):
+                console.print(f"[yellow]left out at {n} processes:[/] {note}")
+    try:
+        _run_launches(db_path, run_id, settings, lib, artifacts, todo, len(specs), len(done),
+                      progress, console)
+    except BaseException:
+        with Store(db_path) as store:
+            store.set_run_status(run_id, "interrupted")
+        raise
+    with Store(db_path) as store:
+        store.set_run_status(run_id, "complete")
+    return run_id
+
+
+def describe(settings: BenchSettings) -> list[str]:
+    """What `run` would do, line by line, without launching (validates like `run`)."""
+    lib = validate(settings)
+    key = algorithm_key(lib)
+    specs = launch_plan(settings, key)
+    lines = [f"MPI: {lib.short_version} ({lib.mpiexec})",
+             f"{len(specs)} launches: R={settings.launches} x process counts {settings.nprocs}"
+             + (" x (1 + one per library algorithm)" if key in ALGORITHMS_AT_LAUNCH
+                and len(specs) > settings.launches * len(settings.nprocs) else ""),
+             f"sync {settings.sync}, metric {settings.metric}, stop {','.join(settings.stop.methods) or 'fixed'} "
+             f"(min {settings.stop.min_reps}, max {settings.stop.max_reps} reps, "
+             f"{settings.stop.time_budget_s:g} s per job, {settings.stop.warmup} warm-up)"]
+    for n in settings.nprocs:
+        plan = plan_jobs(settings, n, key)
+        pairs = sum(len(j.variants) for j in plan.jobs)
+        budget = settings.stop.time_budget_s * len(plan.jobs)
+        lines.append(f"{n} processes: {len(plan.jobs)} jobs, {pairs} (job, variant) pairs"
+                     + (f", at most {budget:.0f} s of measuring per launch" if budget else ""))
+        lines += [f"  {j.line()}" for j in plan.jobs]
+        lines += [f"  left out: {note}" for note in sorted(set(plan.left_out))]
+        for spec in specs:
+            if spec.adjust is not None and spec.repetition == 0 and spec.nprocs == n:
+                env = " ".join(f"{k}={v}" for k, v in spec.rank_env().items())
+                lines.append(f"  and in a launch of its own with {env}:")
+                lines += [f"    {j.line()}" for j in plan_jobs(settings, n, key, spec.adjust).jobs]
+    return lines
+
+
+def _store_launch(db_path: Path, run_id: str, launch: LaunchData, attempts: int = 20) -> None:
+    """Another process may hold the database for a moment (a reader during the run): wait
+    for it rather than lose the launch."""
+    for attempt in range(attempts):
+        try:
+            store = Store(db_path)
+        except StoreError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+            continue
+        with store:
+            store.write_launch(run_id, launch)
+        return
+
+
+def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
+                  artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
+                  show: bool, console: Console | None) -> None:
+    key = algorithm_key(lib)
+    with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp, _progress(show, console) as bar:
+        launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
+        jobs_task = bar.add_task("jobs", total=1) if bar else None
+        for spec in todo:
+            launch_idx, nprocs, repetition = spec.idx, spec.nprocs, spec.repetition
+            plan = plan_jobs(settings, nprocs, key, spec.adjust)
+            job_file = Path(tmp) / f"jobs-{launch_idx}.txt"
+            job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
+            out_file = Path(tmp) / f"launch-{launch_idx}.out"
+            seed = launch_seed(settings, launch_idx)
+            argv = driver_argv(settings, artifacts, job_file, out_file, seed)
+            rank_env = spec.rank_env()
+            if bar is not None:
+                bar.update(jobs_task, total=len(plan.jobs), completed=0,
+                           description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
+            started = _now()
+            try:
+                code, stderr = _run_launch(
+                    lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
+                    lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
+            except KeyboardInterrupt:
+                _store_launch(db_path, run_id, LaunchData(
+                    launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+                    started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
+                raise
+            finished = _now()
+            text = out_file.read_text(errors="replace") if out_file.exists() else ""
+            out = read_driver_output(text)
+            if code != 0 or not out.ended:
+                # Keep the failed launch's trace, not its partial data (it would bias verdicts).
+                message = _describe_failure(code, stderr)
+                _store_launch(db_path, run_id, LaunchData(
+                    launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+                    started=started, finished=finished, status="failed", message=message))
+                raise BenchError(
+                    f"launch {launch_idx} ({nprocs} processes) failed, {message}\n"
+                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
+                    f"finished launches are stored; complete the run with "
+                    f"`colltune bench --db {db_path} --resume {run_id}`")
+            env = launch_environment(out, lib, rank_env, artifacts)
+            _store_launch(db_path, run_id, to_launch_data(
+                out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
+                finished=finished, sync=settings.sync, environment=env))
+            if bar is not None:
+                bar.update(jobs_task, completed=len(plan.jobs))
+                bar.advance(launches_task)

@@ -1,0 +1,245 @@
+"""What a bench run measures and how: the validated settings of a run (one data model).
+
+BenchSettings is stored as JSON with every run (runs.settings) and rebuilt from it by
+`--resume`, so fields are only ever added, with defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from colltune import catalog
+from colltune.errors import ColltuneError
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
+
+REDUCTIONS = frozenset({"allreduce", "reduce", "reduce_scatter_block", "reduce_scatter", "scan"})
+
+# Seed 003, Listing 4.2: collectives whose total data grows with p get the small list, the
+# others the large one (collectives the listing lacks follow the same rule).
+SIZES_SCALED = (1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384)
+SIZES_UNSCALED = (1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388608)
+SCALED = frozenset({"allgather", "alltoall", "gather", "scatter"})
+
+DATATYPE_SIZES = {"byte": 1, "char": 1, "signed_char": 1, "unsigned_char": 1, "int": 4,
+                  "unsigned": 4, "long": 8, "int64": 8, "float": 4, "double": 8}
+OPS = ("sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor")
+
+
+PSEUDO_VARIANTS = ("default", "default#aa", "tuned")
+
+
+def variant_kind(name: str) -> str:
+    """`kind` column of the variants table."""
+    if name == "default":
+        return "default"
+    if name == "default#aa":
+        return "aa"
+    if name == "tuned":
+        return "tuned"
+    if name.startswith("lib:"):
+        return "library"
+    return "mockup"
+
+
+class BenchError(ColltuneError):
+    """A bench cannot start or could not finish; the message says what to change."""
+
+    exit_code = 1
+
+
+class StopSettings(BaseModel):
+    """When a job has been measured enough (seed 002 section 4.2, seed 000 section 4.2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    methods: list[Literal["rse", "cov_mean", "cov_median", "nrep1"]] = Field(
+        default_factory=lambda: ["rse"],
+        description="rules that must all hold to stop (empty: run max_reps or the time budget)")
+    rse: float = Field(0.025, gt=0, description="relative standard error of the mean")
+    cov_mean: float = Field(0.01, gt=0)
+    cov_mean_window: int = Field(20, ge=2)
+    cov_median: float = Field(0.01, gt=0)
+    cov_median_window: int = Field(20, ge=2)
+    min_reps: int = Field(20, ge=1)
+    max_reps: int = Field(1000, ge=1)
+    warmup: int = Field(3, ge=0)
+    check_every: int = Field(10, ge=1, description="rounds between two checks of the rules")
+    time_budget_s: float = Field(3.0, ge=0, description="per job and launch; 0: none")
+    ref_time_s: float | None = Field(None, gt=0, description="nrep1: t1, else measured per launch")
+    nrep1_rse: float = Field(0.05, gt=0)
+    b1: int = Field(8, ge=1)
+    b2: int = Field(8, ge=0)
+    k: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _reps(self) -> StopSettings:
+        if self.min_reps > self.max_reps:
+            if "min_reps" in self.model_fields_set:
+                raise ValueError(f"min_reps {self.min_reps} > max_reps {self.max_reps}")
+            self.min_reps = self.max_reps  # only max_reps was given: it wins over the default
+        return self
+
+    def driver_args(self) -> list[str]:
+        args = ["--stop", ",".join(self.methods) or "fixed", "--rse", repr(self.rse),
+                "--cov-mean", repr(self.cov_mean), "--cov-mean-window", str(self.cov_mean_window),
+                "--cov-median", repr(self.cov_median),
+                "--cov-median-window", str(self.cov_median_window),
+                "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
+                "--warmup", str(self.warmup), "--check-every", str(self.check_every),
+                "--time-budget", repr(self.time_budget_s), "--nrep1-rse", repr(self.nrep1_rse),
+                "--b1", str(self.b1), "--b2", str(self.b2), "--k", str(self.k)]
+        if self.ref_time_s:
+            args += ["--ref-time", repr(self.ref_time_s)]
+        return args
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # about a minute on 4 ranks of this 2-core machine with the embedded Open MPI
+    "quick": {"sizes": [8, 1024, 32768],
+              "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2}},
+    # seed 003 Listing 4.2: size lists per collective, 5000 repetitions, 3 s per job
+    "full": {"sizes": None, "stop": {"max_reps": 5000, "time_budget_s": 3.0}},
+}
+
+
+class BenchSettings(BaseModel):
+    """Everything a bench run needs; validated before anything is launched."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mpi: str | None = Field(None, description="None: embedded Open MPI; openmpi|mpich|intel|path")
+    collectives: list[str] = Field(default_factory=lambda: catalog.load().collective_names())
+    variants: list[str] | None = Field(
+        None, description="None: default, every mock-up of each collective and default#aa")
+    sizes: list[int] | None = Field(None, description="bytes; None: seed 003's lists per collective")
+    nprocs: list[int] = Field(default_factory=lambda: [4])
+    launches: int = Field(5, ge=1, description="R: launches per process count")
+    sync: Literal["barrier", "dissemination", "window"] = "dissemination"
+    metric: Literal["max", "makespan"] = "max"
+    stop: StopSettings = Field(default_factory=StopSettings)
+    datatype: str | None = Field(None, description="None: byte (unsigned_char for reductions)")
+    op: str = "sum"
+    root: int = Field(0, ge=0)
+    aa: bool = Field(True, description="measure default#aa, the A/A control")
+    barrier: bool = Field(True, description="measure the barrier for noise warnings")
+    library_algorithms: bool = Field(False, description="add every lib:<coll>:<alg> known")
+    profile: Path | None = Field(None, description="adds the `tuned` variant")
+    seed: int = Field(1, ge=0)
+    launch_timeout_s: float | None = Field(None, gt=0)
+    allow_oversubscribe: bool = Field(False, description="MPICH ranks beyond the cores")
+    preset: Literal["quick", "full"] | None = None
+
+    @field_validator("collectives")
+    @classmethod
+    def _collectives(cls, value: list[str]) -> list[str]:
+        known = catalog.load().collective_names()
+        bad = [c for c in value if c not in known]
+        if bad:
+            raise ValueError(f"unknown collective(s) {', '.join(bad)}; known: {', '.join(known)} "
+                             "(the barrier is measured by default, see --barrier/--no-barrier)")
+        if not value:
+            raise ValueError("no collective selected")
+        return list(dict.fromkeys(value))
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("empty size list")
+        bad = [s for s in value if s < 0]
+        if bad:
+            raise ValueError(f"message sizes must be >= 0 bytes, got {bad}")
+        return sorted(set(value))
+
+    @field_validator("nprocs")
+    @classmethod
+    def _nprocs(cls, value: list[int]) -> list[int]:
+        if not value or any(n < 1 for n in value):
+            raise ValueError(f"process counts must be >= 1, got {value}")
+        return sorted(set(value))
+
+    @field_validator("datatype")
+    @classmethod
+    def _datatype(cls, value: str | None) -> str | None:
+        if value is not None and value not in DATATYPE_SIZES:
+            raise ValueError(f"unknown datatype {value!r}; known: {', '.join(DATATYPE_SIZES)}")
+        return value
+
+    @field_validator("op")
+    @classmethod
+    def _op(cls, value: str) -> str:
+        if value not in OPS:
+            raise ValueError(f"unknown op {value!r}; known: {', '.join(OPS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _variants(self) -> BenchSettings:
+        if self.variants is None:
+            return self
+        cat = catalog.load()
+        known = {v.name: v.collective for v in cat.variants}
+        for name in self.variants:
+            if name in PSEUDO_VARIANTS or name in known:
+                continue
+            if name.startswith("lib:"):
+                parts = name.split(":")
+                if len(parts) != 3 or not parts[2]:
+                    raise ValueError(f"library variant {name!r}: write lib:<collective>:<algorithm>")
+                if parts[1] not in cat.collective_names():
+                    raise ValueError(f"library variant {name!r}: unknown collective {parts[1]!r}")
+                continue
+            raise ValueError(f"unknown variant {name!r}; known: default, default#aa, tuned, "
+                             f"lib:<collective>:<algorithm>, {', '.join(known)}")
+        if "tuned" in self.variants and self.profile is None:
+            raise ValueError("variant `tuned` needs a profile (--profile FILE)")
+        return self
+
+    @classmethod
+    def from_preset(cls, preset: str | None, **overrides: Any) -> BenchSettings:
+        """Preset values first, then explicit settings (None means: not given)."""
+        values: dict[str, Any] = {}
+        if preset:
+            if preset not in PRESETS:
+                raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+            base = PRESETS[preset]
+            values["sizes"] = base["sizes"]
+            values["stop"] = dict(base["stop"])
+            values["preset"] = preset
+        stop_over = overrides.pop("stop", None) or {}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        values["stop"] = {**values.get("stop", {}), **{k: v for k, v in stop_over.items() if v is not None}}
+        return cls(**values)
+
+    # -- derived -------------------------------------------------------------------------------
+
+    def datatype_for(self, collective: str) -> str:
+        if self.datatype:
+            return self.datatype
+        return "unsigned_char" if collective in REDUCTIONS else "byte"
+
+    def sizes_for(self, collective: str) -> list[int]:
+        if self.sizes is not None:
+            return list(self.sizes)
+        return list(SIZES_SCALED if collective in SCALED else SIZES_UNSCALED)
+
+    def variants_for(self, collective: str, family: str) -> list[str]:
+        cat = catalog.load()
+        if self.variants is None:
+            names = ["default", *(v.name for v in cat.variants_of(collective))]
+            if self.aa:
+                names.append("default#aa")
+            if self.profile is not None:
+                names.append("tuned")
+        else:
+            names = [n for n in self.variants if n in PSEUDO_VARIANTS
+                     or (n.startswith("lib:") and n.split(":")[1] == collective)
+                     or (n in {v.name for v in cat.variants_of(collective)})]
+        if self.library_algorithms:
+            algs = LIBRARY_ALGORITHMS.get(family, {}).get(collective, ())
+            names += [f"lib:{collective}:{a}" for a in algs]
+        return list(dict.fromkeys(names))

@@ -1,0 +1,82 @@
+"""The MPI libraries' own collective algorithms that colltune can select, per library.
+
+One place for the names (MPI-NOTES.md): the benchmark's `lib:<collective>:<algorithm>` variants,
+the advice per violation and the native tuning-file exports all read them from here. For Open MPI
+the algorithm id of `coll_tuned_<coll>_algorithm` is the 1-based position in its tuple.
+"""
+
+from __future__ import annotations
+
+from colltune.mpi.libraries import MpiLibrary
+
+# The libraries' own algorithms selectable at run time (MPI-NOTES.md), for
+# `--library-algorithms`. Each name is resolved again by the driver through MPI_T, which reports
+# a name the installed version lacks as a skipped variant.
+LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "openmpi": {
+        "allreduce": ("basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+                      "segmented_ring", "rabenseifner"),
+        "bcast": ("basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+                  "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"),
+        "allgather": ("linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc",
+                      "sparbit"),
+        "alltoall": ("linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"),
+        "reduce": ("linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
+                   "rabenseifner"),
+        "gather": ("basic_linear", "binomial", "linear_sync"),
+        "scatter": ("basic_linear", "binomial", "linear_nb"),
+        "reduce_scatter": ("non-overlapping", "recursive_halving", "ring", "butterfly"),
+        "reduce_scatter_block": ("basic_linear", "recursive_doubling", "recursive_halving",
+                                 "butterfly"),
+        "scan": ("linear", "recursive_doubling"),
+    },
+    "mpich": {
+        "allreduce": ("recursive_doubling", "reduce_scatter_allgather", "tree", "recexch", "ring",
+                      "k_reduce_scatter_allgather", "recursive_multiplying"),
+        "bcast": ("binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather",
+                  "pipelined_tree", "tree"),
+        "allgather": ("brucks", "recursive_doubling", "ring", "k_brucks", "recexch_doubling",
+                      "recexch_halving"),
+        "alltoall": ("brucks", "pairwise", "pairwise_sendrecv_replace", "scattered", "k_brucks"),
+        "reduce": ("binomial", "reduce_scatter_gather"),
+        "gather": ("binomial",),
+        "scatter": ("binomial",),
+        "reduce_scatter": ("noncommutative", "pairwise", "recursive_doubling", "recursive_halving"),
+        "reduce_scatter_block": ("noncommutative", "pairwise", "recursive_doubling",
+                                 "recursive_halving"),
+        "scan": ("recursive_doubling",),
+    },
+}
+
+# Intel MPI: I_MPI_ADJUST_<COLL>=<id> (impi_info -a; Developer Reference), fixed per launch.
+# Ids without the topology-aware presets that need several nodes to differ.
+LIBRARY_ALGORITHMS["intel"] = {
+    "allreduce": ("1", "2", "3", "5", "7", "8", "9"),
+    "bcast": ("1", "2", "3", "7", "8"),
+    "allgather": ("1", "2", "3", "5"),
+    "alltoall": ("1", "2", "3", "4"),
+    "gather": ("1", "3"),
+    "reduce": ("1", "2", "5", "7"),
+    "reduce_scatter": ("1", "2", "3", "4"),
+    "reduce_scatter_block": ("1", "2", "3", "4"),
+    "scan": ("1",),
+    "scatter": ("1", "3"),
+}
+
+# Algorithms that refuse other process counts with an error instead of falling back:
+# (library, algorithm) -> the only process count they serve.
+ALGORITHM_NPROCS = {("openmpi", "two_proc"): 2}
+
+# Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
+ALGORITHMS_AT_LAUNCH = frozenset({"intel"})
+
+
+def algorithm_key(lib: MpiLibrary) -> str:
+    """Which LIBRARY_ALGORITHMS table a library uses (Intel MPI is of the MPICH family)."""
+    return lib.name if lib.name in LIBRARY_ALGORITHMS else lib.family
+
+
+
+def openmpi_algorithm_id(collective: str, name: str) -> int:
+    """Open MPI's coll_tuned id of an algorithm name (1-based position, 0 is "let tuned decide")."""
+    return LIBRARY_ALGORITHMS["openmpi"][collective].index(name) + 1
