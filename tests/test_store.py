@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from colltune import schema
 from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store, StoreError
 
 T0 = datetime(2026, 11, 22, 5, 0, 0)
@@ -95,16 +96,18 @@ def test_export_every_table(tmp_path: Path) -> None:
     with Store(tmp_path / "r.duckdb") as store:
         run_id = _run(store)
         store.write_launch(run_id, _launch(0))
-        store.con.execute("CREATE TABLE verdicts (run_id VARCHAR, guideline VARCHAR)")
-        store.con.execute("INSERT INTO verdicts VALUES (?, 'GL9')", [run_id])
+        # a table of a newer colltune that this one does not know is exported too
+        store.con.execute("CREATE TABLE extra_notes (run_id VARCHAR, guideline VARCHAR)")
+        store.con.execute("INSERT INTO extra_notes VALUES (?, 'GL9')", [run_id])
         for fmt in ("parquet", "csv"):
             files = store.export(tmp_path / fmt, fmt)  # type: ignore[arg-type]
             assert sorted(f.name for f in files) == sorted(
                 f"{t}.{fmt}" for t in ("runs", "launches", "environment", "variants", "jobs",
-                                       "measurements", "verdicts"))
+                                       "measurements", "verdicts", "validations", "extra_notes"))
         back = pd.read_parquet(tmp_path / "parquet" / "measurements.parquet")
         assert len(back) == 8 and sorted(back.runtime_s) == sorted(store.measurements(run_id).runtime_s)
-        assert len(pd.read_csv(tmp_path / "csv" / "verdicts.csv")) == 1
+        assert len(pd.read_csv(tmp_path / "csv" / "extra_notes.csv")) == 1
+        assert len(pd.read_csv(tmp_path / "csv" / "verdicts.csv")) == 0
 
 
 def test_clear_errors(tmp_path: Path) -> None:
@@ -128,10 +131,15 @@ def test_older_database_gets_new_columns(tmp_path: Path) -> None:
     con.execute("CREATE TABLE measurements (run_id VARCHAR, launch_idx INTEGER, runtime_s DOUBLE)")
     con.execute("INSERT INTO measurements VALUES ('old', 0, 1e-6)")
     con.close()
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:  # read-only: missing columns read as NULL
         m = store.measurements("old")
-        assert list(m.columns) == ["run_id", "launch_idx", "runtime_s", *MEASUREMENT_COLUMNS[2:9],
-                                   *MEASUREMENT_COLUMNS[10:]]
+        assert list(m.columns) == MEASUREMENT_COLUMNS
+        assert m.runtime_s.tolist() == [1e-6] and m.start_s.isna().all()
+    with Store(db) as store:  # writable: the columns are added at the end of the table
+        assert store.columns("measurements") == ["run_id", "launch_idx", "runtime_s",
+                                                  *MEASUREMENT_COLUMNS[2:9], *MEASUREMENT_COLUMNS[10:]]
+        m = store.measurements("old")
+        assert list(m.columns) == MEASUREMENT_COLUMNS
         assert m.runtime_s.tolist() == [1e-6] and m.start_s.isna().all()
 
 
@@ -154,3 +162,38 @@ def test_export_command(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no results database" in result.output
     result = CliRunner().invoke(command, ["--db", str(db), "--out", str(tmp_path / "y"), "--run", "nope"])
     assert result.exit_code == 2 and "no run 'nope'" in result.output
+
+
+def _import_v1(tmp_path: Path) -> Path:
+    """tests/data/results-v1: a check (bcast, allreduce at 8 B and 1 KiB, 2 ranks, 3 launches) written
+    by colltune 0.1.0 with schema 1, exported with DuckDB's EXPORT DATABASE (Parquet)."""
+    import duckdb
+
+    src = Path(__file__).parent / "data" / "results-v1"
+    db = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute((src / "schema.sql").read_text())
+    for table in ("environment", "jobs", "launches", "measurements", "meta", "runs", "variants", "verdicts"):
+        con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet('{src / table}.parquet')")
+    con.close()
+    return db
+
+
+def test_a_database_of_the_first_release_still_opens(tmp_path: Path) -> None:
+    from colltune.verify import check
+
+    db = _import_v1(tmp_path)
+    with Store(db, read_only=True) as store:
+        runs = store.runs()
+        assert list(runs["status"]) == ["complete"] and list(runs["kind"]) == ["check"]
+        run_id = str(runs["run_id"][0])
+        assert store.latest_run_id(measured=True) == run_id
+        assert store.latest_run_id(table="verdicts") == run_id
+        assert set(store.measurements(run_id)["collective"]) == {"bcast", "allreduce", "barrier"}
+    stored = check.load_verdicts(db)
+    assert len(stored) == 18 and set(stored["collective"]) == {"bcast", "allreduce"}
+    # judged again by today's code: same points, and the upgrade adds today's columns
+    result = check.check_db(db)
+    assert len(result.verdicts) == len(stored)
+    with Store(db) as store:
+        assert set(schema.VERDICT_COLUMNS) <= set(store.derived("verdicts").columns)

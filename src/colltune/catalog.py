@@ -26,6 +26,16 @@ class Collective(BaseModel):
     in_place: str | None = None
     bytes: str
 
+    @property
+    def is_reduction(self) -> bool:
+        """Takes an MPI_Op (the `op` role of the table)."""
+        return any(a.role == "op" for a in self.args)
+
+    @property
+    def is_rooted(self) -> bool:
+        """Takes a root (the `root` role of the table)."""
+        return any(a.role == "root" for a in self.args)
+
 
 class Variant(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -45,6 +55,18 @@ class Catalog(BaseModel):
     def collective_names(self) -> list[str]:
         return [c.name for c in self.collectives]
 
+    def collective(self, name: str) -> Collective:
+        for c in self.collectives:
+            if c.name == name:
+                return c
+        raise KeyError(f"unknown collective {name!r}; known: {', '.join(self.collective_names())}")
+
+    def is_reduction(self, name: str) -> bool:
+        return name != "barrier" and self.collective(name).is_reduction
+
+    def is_rooted(self, name: str) -> bool:
+        return name != "barrier" and self.collective(name).is_rooted
+
     def variants_of(self, collective: str) -> list[Variant]:
         return [v for v in self.variants if v.collective == collective]
 
@@ -60,3 +82,23 @@ def load() -> Catalog:
     with open(native_dir() / "spec" / "collectives.toml", "rb") as f:
         raw = tomllib.load(f)
     return Catalog(collectives=tuple(raw["collective"]), variants=tuple(raw["variant"]))
+
+
+# Names of the pseudo variants and prefixes every stage shares (docs/architecture.md).
+DEFAULT = "default"
+AA = "default#aa"
+TUNED = "tuned"
+LIB_PREFIX = "lib:"
+
+
+def variant_kind(name: str) -> str:
+    """`kind` of a variant name: default, aa (A/A copy), tuned, library (lib:...) or mockup."""
+    if name == DEFAULT:
+        return "default"
+    if name == AA:
+        return "aa"
+    if name == TUNED:
+        return "tuned"
+    if name.startswith(LIB_PREFIX):
+        return "library"
+    return "mockup"

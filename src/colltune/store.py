@@ -20,50 +20,16 @@ from typing import Any, Literal
 import duckdb
 import pandas as pd
 
+from colltune import schema
 from colltune.errors import ColltuneError
 from colltune.paths import writable_file
+from colltune.schema import JOB_COLUMNS, MEASUREMENT_COLUMNS, SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
-
-# Column order is the contract (docs/architecture.md); new columns go at the end.
-_SCHEMA: dict[str, str] = {
-    "meta": "key VARCHAR PRIMARY KEY, value VARCHAR",
-    "runs": (
-        "run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, command VARCHAR, "
-        "mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, settings JSON, status VARCHAR, "
-        "finished TIMESTAMP"
-    ),
-    "launches": (
-        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, started TIMESTAMP, finished TIMESTAMP, "
-        "status VARCHAR, message VARCHAR, repetition INTEGER, seed UBIGINT, "
-        "PRIMARY KEY (run_id, launch_idx)"
-    ),
-    "environment": "run_id VARCHAR, launch_idx INTEGER, key VARCHAR, value VARCHAR",
-    "variants": (
-        "run_id VARCHAR, collective VARCHAR, variant VARCHAR, kind VARCHAR, guideline VARCHAR, "
-        "PRIMARY KEY (run_id, collective, variant)"
-    ),
-    "jobs": (
-        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
-        "msg_bytes BIGINT, datatype VARCHAR, op VARCHAR, root INTEGER, nrep INTEGER, "
-        "stop_reason VARCHAR, rse DOUBLE, valid_reps INTEGER, cov_mean DOUBLE, cov_median DOUBLE, "
-        "nrep_target INTEGER, window_s DOUBLE, resyncs INTEGER, skip_reason VARCHAR"
-    ),
-    "measurements": (
-        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
-        "msg_bytes BIGINT, rep INTEGER, warmup BOOLEAN, valid BOOLEAN, runtime_s DOUBLE, "
-        "makespan_s DOUBLE, sync VARCHAR, start_s DOUBLE, end_s DOUBLE"
-    ),
-}
+_SCHEMA = schema.TABLES
 
 RunStatus = Literal["running", "complete", "interrupted"]
 LaunchStatus = Literal["ok", "failed", "interrupted"]
 
-MEASUREMENT_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes rep warmup valid "
-                       "runtime_s makespan_s sync start_s end_s").split()
-JOB_COLUMNS = ("run_id launch_idx nprocs collective variant msg_bytes datatype op root nrep "
-               "stop_reason rse valid_reps cov_mean cov_median nrep_target window_s resyncs "
-               "skip_reason").split()
 
 
 class StoreError(ColltuneError):
@@ -92,19 +58,6 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _column_definitions(columns: str) -> list[str]:
-    """`a INT, b VARCHAR, PRIMARY KEY (a, b)` -> ["a INT", "b VARCHAR"] (constraints dropped)."""
-    parts, depth, current = [], 0, ""
-    for ch in columns:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    parts.append(current.strip())
-    return [p for p in parts if not p.upper().startswith("PRIMARY KEY")]
-
 
 def _open_failure(path: Path, exc: duckdb.Error) -> str:
     """Why DuckDB refused the file, in the user's terms."""
@@ -115,6 +68,10 @@ def _open_failure(path: Path, exc: duckdb.Error) -> str:
     if "not a valid DuckDB database" in text or "file is not a" in text.lower():
         return f"{path} is not a DuckDB database ({text}); give a new file name with --db"
     return f"cannot open {path} as a DuckDB database: {text}"
+
+
+def _empty(table: schema.Table) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=schema.pandas_dtype(t)) for c, t in table.columns.items()})
 
 
 class Store:
@@ -147,25 +104,37 @@ class Store:
         self.close()
 
     def _create(self) -> None:
-        for table, columns in _SCHEMA.items():
-            self.con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
-            self._add_missing_columns(table, columns)
+        for table in _SCHEMA.values():
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {table.name} ({table.ddl()})")
+            self._add_missing_columns(table)
         self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
-    def _add_missing_columns(self, table: str, columns: str) -> None:
-        """A database of an older colltune gets the columns added since (NULL in old rows)."""
-        have = {r[0] for r in self.con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
-        for definition in _column_definitions(columns):
-            name = definition.split()[0]
+    def _add_missing_columns(self, table: schema.Table) -> None:
+        """The one upgrade rule: a database of an older colltune gets the columns added since, at
+        the end, NULL in old rows. Readers of a read-only older database see them as NULL too."""
+        have = self.columns(table.name)
+        for name, typ in table.columns.items():
             if name not in have:
-                self.con.execute(f"ALTER TABLE {table} ADD COLUMN {definition}")
+                self.con.execute(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {typ}')
+
+    def columns(self, table: str) -> list[str]:
+        return [r[0] for r in self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+            "ORDER BY ordinal_position", [table]).fetchall()]
+
+    def has_table(self, table: str) -> bool:
+        return bool(self.columns(table))
 
     def _check_version(self) -> None:
         try:
-            row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            rows = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+            row = rows[0] if rows else None
         except duckdb.CatalogException:
-            raise StoreError(f"{self.path} is not a colltune results database (no `meta` table)") from None
+            if self.has_table("measurements"):
+                return  # written by hand or by an early tool: read as schema 1, tables as they are
+            raise StoreError(f"{self.path} is not a colltune results database (no `measurements` table): it "
+                             f"was not written by `colltune bench`; measure first with "
+                             f"`colltune check --db {self.path}`") from None
         if row is None or int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.path} has results schema {row and row[0]}, this colltune reads "
                              f"up to {SCHEMA_VERSION}: upgrade colltune")
@@ -233,9 +202,19 @@ class Store:
 
     # -- readers ---------------------------------------------------------------------------
 
-    def _frame(self, table: str, run_id: str | None, order: str) -> pd.DataFrame:
-        where, params = ("WHERE run_id = ?", [run_id]) if run_id else ("", [])
-        return self.con.execute(f"SELECT * FROM {table} {where} ORDER BY {order}", params).fetchdf()
+    def _frame(self, table: str, run_id: str | None, order: str, extra_where: str = "") -> pd.DataFrame:
+        """Rows of a registered table in the registry's column order; columns an older database
+        lacks come back as NULL, a table it lacks as an empty typed frame."""
+        spec = _SCHEMA[table]
+        have = set(self.columns(table))
+        if not have:
+            return _empty(spec)
+        conds, params = (["run_id = ?"], [run_id]) if run_id else ([], [])
+        if extra_where:
+            conds.append(extra_where)
+        where = f"WHERE {' AND '.join(conds)}" if conds else ""
+        cols = ", ".join(f'"{c}"' if c in have else f'NULL::{typ} AS "{c}"' for c, typ in spec.columns.items())
+        return self.con.execute(f"SELECT {cols} FROM {table} {where} ORDER BY {order}", params).fetchdf()
 
     def runs(self) -> pd.DataFrame:
         return self._frame("runs", None, "created")
@@ -250,11 +229,31 @@ class Store:
         info["settings"] = json.loads(info["settings"]) if info["settings"] else {}
         return info
 
-    def latest_run_id(self, *, status: RunStatus | None = None) -> str | None:
-        where, params = ("WHERE status = ?", [status]) if status else ("", [])
-        row = self.con.execute(f"SELECT run_id FROM runs {where} ORDER BY created DESC LIMIT 1",
+    def latest_run_id(self, *, status: RunStatus | None = None, measured: bool = False,
+                      table: str = "runs") -> str | None:
+        """The newest run: of a status, with measurements, or (table=a derived table) the one
+        judged last. None if there is none."""
+        if measured and not self.has_table("runs"):
+            rows = self.con.execute("SELECT run_id FROM measurements LIMIT 1").fetchall()
+            return str(rows[0][0]) if rows else None
+        if not self.has_table(table):
+            return None
+        if table != "runs":
+            row = self.con.execute(f"SELECT run_id FROM {table} ORDER BY {_SCHEMA[table].latest_by} DESC "
+                                   "LIMIT 1").fetchone()
+            return None if row is None else str(row[0])
+        conds, params = (["status = ?"], [status]) if status else ([], [])
+        if measured:
+            conds.append("EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = runs.run_id)")
+        where = f"WHERE {' AND '.join(conds)}" if conds else ""
+        row = self.con.execute(f"SELECT run_id FROM runs {where} ORDER BY created DESC NULLS LAST LIMIT 1",
                                params).fetchone()
         return None if row is None else str(row[0])
+
+    def derived(self, table: str, run_id: str | None = None, order: str = "run_id") -> pd.DataFrame:
+        """A derived table's rows of one run (default: the one judged last); empty if none."""
+        run_id = run_id or self.latest_run_id(table=table)
+        return _empty(_SCHEMA[table]) if run_id is None else self._frame(table, run_id, order)
 
     def launches(self, run_id: str | None = None) -> pd.DataFrame:
         return self._frame("launches", run_id, "run_id, launch_idx")
@@ -275,21 +274,36 @@ class Store:
 
     def measurements(self, run_id: str | None = None, *, valid_only: bool = False,
                      include_warmup: bool = True) -> pd.DataFrame:
-        where, params = [], []
-        if run_id:
-            where.append("run_id = ?")
-            params.append(run_id)
+        """Raw repetitions; valid_only also drops runtimes that are NULL or not finite."""
+        where = []
         if valid_only:
-            where.append("valid")
+            where.append("coalesce(valid, TRUE) AND runtime_s IS NOT NULL AND isfinite(runtime_s)")
         if not include_warmup:
-            where.append("NOT warmup")
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        return self.con.execute(
-            f"SELECT * FROM measurements {clause} "
-            "ORDER BY run_id, launch_idx, collective, msg_bytes, variant, rep", params).fetchdf()
+            where.append("NOT coalesce(warmup, FALSE)")
+        return self._frame("measurements", run_id, "run_id, launch_idx, collective, msg_bytes, variant, rep",
+                           " AND ".join(where))
+
+    # -- derived tables ----------------------------------------------------------------------
+
+    def replace_derived(self, table: str, frame: pd.DataFrame) -> None:
+        """Replace the rows of the run(s) in `frame` of a derived table (verdicts, validations),
+        all or nothing."""
+        spec = _SCHEMA[table]
+        if not spec.derived:
+            raise ValueError(f"{table} holds measured data: it is never replaced")
+        columns = list(spec.columns)
+        with self._transaction():
+            for run_id in frame["run_id"].unique():
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [str(run_id)])
+            self.con.register("ct_incoming", frame[columns])
+            try:
+                names = ", ".join(f'"{c}"' for c in columns)
+                self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
+            finally:
+                self.con.unregister("ct_incoming")
 
     def tables(self) -> list[str]:
-        return [t for t in _SCHEMA if t != "meta"] + self._other_tables()
+        return [t for t in _SCHEMA if t != "meta" and self.has_table(t)] + self._other_tables()
 
     def _other_tables(self) -> list[str]:
         rows = self.con.execute("SELECT table_name FROM information_schema.tables "

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from colltune.tune import profile as prof
 from colltune.tune import tuner as tune_mod
+from colltune.units import human_bytes
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
@@ -64,7 +65,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
         for col in ("procs", "collective", "bytes", "choice", "why", "rejected"):
             table.add_column(col)
         for r in decisions.itertuples():
-            table.add_row(str(r.nprocs), r.collective, prof.human_bytes(int(r.msg_bytes)),
+            table.add_row(str(r.nprocs), r.collective, human_bytes(int(r.msg_bytes)),
                           r.variant if isinstance(r.variant, str) else "library", r.reason, r.candidates)
         console.print(table)
     console.print(prof.render(profile))

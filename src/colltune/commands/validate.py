@@ -17,6 +17,7 @@ from colltune.measure import runner
 from colltune.measure.settings import PRESETS, SCALED, SIZES_SCALED, SIZES_UNSCALED
 from colltune.tune import profile as prof
 from colltune.tune import validate as val
+from colltune.units import human_bytes
 from colltune.verify import stats
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -32,7 +33,7 @@ def print_table(table, title: str) -> None:  # noqa: ANN001 - a DataFrame
     for r in table.itertuples():
         variant = r.profile_variant if isinstance(r.profile_variant, str) else "library (A/A)"
         flag = "[red]SLOWER[/]" if r.slower else ("[green]faster[/]" if r.faster else "")
-        t.add_row(str(r.nprocs), r.collective, prof.human_bytes(int(r.msg_bytes)), variant, f"{r.speedup:.3f}x",
+        t.add_row(str(r.nprocs), r.collective, human_bytes(int(r.msg_bytes)), variant, f"{r.speedup:.3f}x",
                   f"[{r.ci_low:.3f}, {r.ci_high:.3f}]", f"{r.p_slower_adjusted:.3g}", flag)
     console.print(t)
 

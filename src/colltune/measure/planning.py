@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass, field
 
 from colltune import catalog
-from colltune.measure.settings import DATATYPE_SIZES, REDUCTIONS, BenchError, BenchSettings, variant_kind
+from colltune.catalog import variant_kind
+from colltune.measure.settings import DATATYPE_SIZES, BenchError, BenchSettings
 from colltune.mpi import launch
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHM_NPROCS, ALGORITHMS_AT_LAUNCH, algorithm_key
@@ -26,8 +27,8 @@ class Job:
     variants: tuple[str, ...]
 
     def line(self) -> str:
-        reduction = self.collective in REDUCTIONS
-        rooted = self.collective in ("bcast", "gather", "reduce", "scatter")
+        cat = catalog.load()
+        reduction, rooted = cat.is_reduction(self.collective), cat.is_rooted(self.collective)
         return (f"{self.collective} {self.msg_bytes} {self.datatype} {self.op if reduction else '-'} "
                 f"{self.root if rooted else '-'} {','.join(self.variants)}")
 

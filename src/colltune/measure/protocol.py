@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from colltune import __version__
+from colltune import __version__, catalog
 from colltune.measure.planning import Plan
-from colltune.measure.settings import REDUCTIONS, BenchSettings
+from colltune.measure.settings import BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData
@@ -128,9 +128,10 @@ def to_launch_data(out: DriverOutput, plan: Plan, *, launch_idx: int, repetition
 
     def job_info(jid: int) -> dict[str, Any]:
         j = plan.jobs[jid]
+        cat = catalog.load()
         return {"collective": j.collective, "msg_bytes": j.msg_bytes, "datatype": j.datatype,
-                "op": j.op if j.collective in REDUCTIONS else None,
-                "root": j.root if j.collective in ("bcast", "gather", "reduce", "scatter") else None}
+                "op": j.op if cat.is_reduction(j.collective) else None,
+                "root": j.root if cat.is_rooted(j.collective) else None}
 
     empty = {"nrep": 0, "rse": None, "valid_reps": 0, "cov_mean": None, "cov_median": None,
              "nrep_target": None, "window_s": None, "resyncs": None}

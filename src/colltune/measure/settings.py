@@ -15,8 +15,6 @@ from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
 
-REDUCTIONS = frozenset({"allreduce", "reduce", "reduce_scatter_block", "reduce_scatter", "scan"})
-
 # Seed 003, Listing 4.2: collectives whose total data grows with p get the small list, the
 # others the large one (collectives the listing lacks follow the same rule).
 SIZES_SCALED = (1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384)
@@ -30,18 +28,6 @@ OPS = ("sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor")
 
 PSEUDO_VARIANTS = ("default", "default#aa", "tuned")
 
-
-def variant_kind(name: str) -> str:
-    """`kind` column of the variants table."""
-    if name == "default":
-        return "default"
-    if name == "default#aa":
-        return "aa"
-    if name == "tuned":
-        return "tuned"
-    if name.startswith("lib:"):
-        return "library"
-    return "mockup"
 
 
 class BenchError(ColltuneError):
@@ -220,7 +206,7 @@ class BenchSettings(BaseModel):
     def datatype_for(self, collective: str) -> str:
         if self.datatype:
             return self.datatype
-        return "unsigned_char" if collective in REDUCTIONS else "byte"
+        return "unsigned_char" if catalog.load().is_reduction(collective) else "byte"
 
     def sizes_for(self, collective: str) -> list[int]:
         if self.sizes is not None:

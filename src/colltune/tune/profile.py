@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.paths import writable_file
+from colltune.units import human_bytes
 
 FORMAT_VERSION = 1
 HEADER_WORD = "colltune-profile"
@@ -625,13 +626,6 @@ def import_prf(paths: Sequence[str | Path], provenance: dict[str, str] | None = 
 # --------------------------------------------------------------------------------------------
 # Pretty printer
 
-
-def human_bytes(n: int) -> str:
-    """1024 -> '1 KiB', 1536 -> '1536 B': exact values only (a profile is about exact bounds)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
 
 
 def render(profile: Profile):  # -> rich.console.RenderableType

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import __version__, catalog
 from colltune.errors import ColltuneError
+from colltune.store import Store, StoreError
 from colltune.tune import profile as prof
 
 DEFAULT_SCRATCH_CAP = 256 * 1024 * 1024
@@ -218,32 +219,19 @@ def run_provenance(db_path: str | Path, run_id: str) -> dict[str, str]:
     """MPI library, version and machine of a run, from the `runs` and `environment` tables."""
     out: dict[str, str] = {}
     try:
-        con = duckdb.connect(str(db_path), read_only=True)
-    except duckdb.Error:
+        with Store(db_path, read_only=True) as store:
+            info = store.run_info(run_id)
+            env = dict(store.environment(run_id)[["key", "value"]].itertuples(index=False))
+    except (StoreError, duckdb.Error):
         return out
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if "runs" in tables:
-            cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
-            row = cur.fetchone()
-            if row is not None:
-                info = dict(zip([d[0] for d in cur.description], row, strict=True))
-                if info.get("mpi_name"):
-                    out["mpi"] = str(info["mpi_name"])
-                if info.get("mpi_version"):
-                    out["mpi-version"] = str(info["mpi_version"]).splitlines()[0]
-        if "environment" in tables:
-            env = dict(con.execute(
-                "SELECT key, any_value(value) FROM environment WHERE run_id = ? GROUP BY key", [run_id]
-            ).fetchall())
-            host = next((env[k] for k in ("hostname", "host", "node", "machine") if env.get(k)), None)
-            arch = next((env[k] for k in ("arch", "machine_arch", "cpu_arch", "platform") if env.get(k)), None)
-            if host or arch:
-                out["machine"] = " ".join(str(x) for x in (host, arch) if x)
-    except duckdb.Error:
-        pass
-    finally:
-        con.close()
+    if info.get("mpi_name"):
+        out["mpi"] = str(info["mpi_name"])
+    if info.get("mpi_version"):
+        out["mpi-version"] = str(info["mpi_version"]).splitlines()[0]
+    host = next((env[k] for k in ("hostname", "host", "node", "machine", "hostnames") if env.get(k)), None)
+    arch = next((env[k] for k in ("arch", "machine_arch", "cpu_arch", "platform") if env.get(k)), None)
+    if host or arch:
+        out["machine"] = " ".join(str(x) for x in (host, arch) if x)
     return out
 
 

@@ -24,42 +24,18 @@ import datetime as _dt
 import math
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from colltune import schema
 from colltune.errors import ColltuneError
+from colltune.store import Store
 from colltune.tune import profile as prof
 from colltune.verify import stats
 
 VALIDATION_TABLE = "validations"
-VALIDATION_COLUMNS: dict[str, str] = {
-    "run_id": "VARCHAR",
-    "nprocs": "INTEGER",
-    "collective": "VARCHAR",
-    "msg_bytes": "BIGINT",
-    "profile_variant": "VARCHAR",  # what the profile names here (NULL: no rule, A/A point)
-    "n_launches": "INTEGER",
-    "default_median_s": "DOUBLE",
-    "tuned_median_s": "DOUBLE",
-    "speedup": "DOUBLE",
-    "ci_low": "DOUBLE",
-    "ci_high": "DOUBLE",
-    "p_slower": "DOUBLE",
-    "p_slower_adjusted": "DOUBLE",
-    "p_faster": "DOUBLE",
-    "p_faster_adjusted": "DOUBLE",
-    "slower": "BOOLEAN",
-    "faster": "BOOLEAN",
-    "profile_hash": "VARCHAR",
-    "profile_path": "VARCHAR",
-    "test": "VARCHAR",
-    "alpha": "DOUBLE",
-    "tolerance": "DOUBLE",
-    "confidence": "DOUBLE",
-    "judged_at": "TIMESTAMP",
-}
+VALIDATION_COLUMNS = schema.VALIDATION_COLUMNS
 
 
 class ValidateError(ColltuneError):
@@ -153,40 +129,16 @@ def _adjust(p: np.ndarray) -> np.ndarray:
 
 def save(db_path: str | Path, table: pd.DataFrame) -> None:
     """Replace the stored validation of the run(s) in `table`."""
-    con = duckdb.connect(str(db_path))
-    try:
-        ddl = ", ".join(f"{c} {t}" for c, t in VALIDATION_COLUMNS.items())
-        con.execute(f"CREATE TABLE IF NOT EXISTS {VALIDATION_TABLE} ({ddl})")
-        con.register("new_rows", table[list(VALIDATION_COLUMNS)])
-        con.execute("BEGIN TRANSACTION")
-        for rid in table["run_id"].unique():
-            con.execute(f"DELETE FROM {VALIDATION_TABLE} WHERE run_id = ?", [str(rid)])
-        con.execute(f"INSERT INTO {VALIDATION_TABLE} SELECT {', '.join(VALIDATION_COLUMNS)} FROM new_rows")
-        con.execute("COMMIT")
-        con.unregister("new_rows")
-    finally:
-        con.close()
+    with Store(db_path) as store:
+        store.replace_derived(VALIDATION_TABLE, table)
 
 
 def load(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
     """The stored validation of `run_id` (default: the latest one); empty if there is none."""
-    empty = pd.DataFrame(columns=list(VALIDATION_COLUMNS))
     if not Path(db_path).exists():
-        return empty
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if VALIDATION_TABLE not in tables:
-            return empty
-        if run_id is None:
-            row = con.execute(f"SELECT run_id FROM {VALIDATION_TABLE} ORDER BY judged_at DESC LIMIT 1").fetchone()
-            if row is None:
-                return empty
-            run_id = str(row[0])
-        return con.execute(f"SELECT * FROM {VALIDATION_TABLE} WHERE run_id = ? "
-                           "ORDER BY collective, nprocs, msg_bytes", [run_id]).fetchdf()
-    finally:
-        con.close()
+        return pd.DataFrame(columns=list(VALIDATION_COLUMNS))
+    with Store(db_path, read_only=True) as store:
+        return store.derived(VALIDATION_TABLE, run_id, order="collective, nprocs, msg_bytes")
 
 
 def measurements_of(db_path: str | Path, run_id: str) -> pd.DataFrame:

@@ -4,25 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from colltune.verify.check import human_bytes
-
-# Open MPI coll/tuned algorithm ids (4.1/5.0, docs/MPI-NOTES), for the MCA command line.
-OPENMPI_ALGORITHMS: dict[str, dict[str, int]] = {
-    "allreduce": {"basic_linear": 1, "nonoverlapping": 2, "recursive_doubling": 3, "ring": 4,
-                  "segmented_ring": 5, "rabenseifner": 6},
-    "bcast": {"basic_linear": 1, "chain": 2, "pipeline": 3, "split_binary_tree": 4, "binary_tree": 5,
-              "binomial": 6, "knomial": 7, "scatter_allgather": 8, "scatter_allgather_ring": 9},
-    "allgather": {"linear": 1, "bruck": 2, "recursive_doubling": 3, "ring": 4, "neighbor": 5, "two_proc": 6,
-                  "sparbit": 7},
-    "alltoall": {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4, "two_proc": 5},
-    "reduce": {"linear": 1, "chain": 2, "pipeline": 3, "binary": 4, "binomial": 5, "in-order_binary": 6,
-               "rabenseifner": 7},
-    "gather": {"basic_linear": 1, "binomial": 2, "linear_sync": 3},
-    "scatter": {"basic_linear": 1, "binomial": 2, "linear_nb": 3},
-    "reduce_scatter": {"non-overlapping": 1, "recursive_halving": 2, "ring": 3, "butterfly": 4},
-    "reduce_scatter_block": {"basic_linear": 1, "recursive_doubling": 2, "recursive_halving": 3, "butterfly": 4},
-    "scan": {"linear": 1, "recursive_doubling": 2},
-}
+from colltune.mpi.algorithms import openmpi_algorithm_id
+from colltune.units import human_bytes
 
 
 def library_family(info: dict[str, object]) -> str:
@@ -40,7 +23,7 @@ def library_family(info: dict[str, object]) -> str:
 def library_setting(family: str, collective: str, algorithm: str) -> str:
     """The library's own way to force this algorithm for every call of the collective."""
     if family == "openmpi":
-        alg_id = algorithm if algorithm.isdigit() else OPENMPI_ALGORITHMS.get(collective, {}).get(algorithm)
+        alg_id = algorithm if algorithm.isdigit() else openmpi_algorithm_id(collective, algorithm)
         ident = alg_id if alg_id is not None else f"<id of {algorithm}: ompi_info --param coll tuned --level 9>"
         return (f"mpiexec --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_{collective}_algorithm {ident} ...")
     if family == "mpich":

@@ -17,7 +17,6 @@ Comparisons (every one is "ref should not be slower than alt"):
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,60 +28,21 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import catalog as catalog_mod
+from colltune import schema
+from colltune.catalog import AA, DEFAULT, LIB_PREFIX, TUNED, variant_kind
 from colltune.errors import ColltuneError
+from colltune.store import Store, StoreError
+from colltune.units import human_bytes
 from colltune.verify import stats
 
-DEFAULT = "default"
-AA = "default#aa"
 BARRIER = "barrier"
-LIB_PREFIX = "lib:"
 
 # Guideline kinds are judged together (one correction family, counted as violations); the A/A
 # calibration and tuned-vs-default comparisons are separate families and never count.
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 KINDS = (*GUIDELINE_KINDS, "aa", "tuned")
-TUNED = "tuned"
 
-# Column order of the `verdicts` table and of load_verdicts(); docs/statistics.md defines each.
-VERDICT_COLUMNS: dict[str, str] = {
-    "run_id": "VARCHAR",
-    "nprocs": "INTEGER",
-    "collective": "VARCHAR",
-    "variant": "VARCHAR",
-    "kind": "VARCHAR",
-    "guideline": "VARCHAR",
-    "msg_bytes": "BIGINT",
-    "ref_bytes": "BIGINT",
-    "k": "INTEGER",
-    "lhs": "VARCHAR",
-    "rhs": "VARCHAR",
-    "default_median_s": "DOUBLE",
-    "variant_median_s": "DOUBLE",
-    "slowdown": "DOUBLE",
-    "rel_diff": "DOUBLE",
-    "ci_low": "DOUBLE",
-    "ci_high": "DOUBLE",
-    "statistic": "DOUBLE",
-    "p_value": "DOUBLE",
-    "p_adjusted": "DOUBLE",
-    "significant": "BOOLEAN",
-    "violation": "BOOLEAN",
-    "barrier_warning": "BOOLEAN",
-    "barrier_median_s": "DOUBLE",
-    "n_launches": "INTEGER",
-    "n_launches_default": "INTEGER",
-    "n_launches_variant": "INTEGER",
-    "raw_default_median_s": "DOUBLE",
-    "raw_variant_median_s": "DOUBLE",
-    "raw_p_value": "DOUBLE",
-    "partial": "BOOLEAN",
-    "note": "VARCHAR",
-    "test": "VARCHAR",
-    "correction": "VARCHAR",
-    "alpha": "DOUBLE",
-    "tolerance": "DOUBLE",
-    "judged_at": "TIMESTAMP",
-}
+VERDICT_COLUMNS = schema.VERDICT_COLUMNS
 
 SUMMARY_COLUMNS = (
     "nprocs", "collective", "variant", "kind", "msg_bytes", "n_launches", "n_samples",
@@ -132,126 +92,66 @@ class RunData:
         return self.info.get("status") == "complete" and not self.problems
 
 
-def _connect(db_path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    if not db_path.exists():
-        raise CheckError(f"no results database at {db_path}: measure first with `colltune check --db {db_path}` "
-                         f"(or `colltune bench --db {db_path}`)")
-    try:
-        return duckdb.connect(str(db_path), read_only=read_only)
-    except duckdb.Error as exc:
-        hint = ("another colltune process is writing it: wait for it to finish, or judge a copy"
-                if "lock" in str(exc).lower() else "is it a colltune results database?")
-        raise CheckError(f"cannot open {db_path} as a DuckDB results database ({hint}): {exc}") from exc
-
-
-def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    rows = con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
 _NEEDED_MEASUREMENT_COLUMNS = {"run_id", "launch_idx", "nprocs", "collective", "variant", "msg_bytes", "runtime_s"}
 
 
-def latest_run_id(con: duckdb.DuckDBPyConnection) -> str:
-    tables = _tables(con)
-    if "measurements" not in tables:
-        raise CheckError("the database has no `measurements` table: it was not written by `colltune bench`")
-    if "runs" in tables:
-        row = con.execute(
-            "SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = r.run_id) "
-            "ORDER BY r.created DESC NULLS LAST LIMIT 1"
-        ).fetchone()
-        if row:
-            return str(row[0])
-    row = con.execute("SELECT run_id FROM measurements LIMIT 1").fetchone()
-    if not row:
-        raise CheckError("the database holds no measurements: the bench was interrupted before its first "
-                         "result; measure again")
-    return str(row[0])
+def _open(db_path: Path, *, read_only: bool) -> Store:
+    if read_only and not db_path.exists():
+        raise CheckError(f"no results database at {db_path}: measure first with `colltune check --db {db_path}` "
+                         f"(or `colltune bench --db {db_path}`)")
+    try:
+        return Store(db_path, read_only=read_only)
+    except StoreError as exc:
+        raise CheckError(str(exc)) from exc
 
 
 def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
     """Read one run (the latest with measurements if run_id is None)."""
     db_path = Path(db_path)
-    con = _connect(db_path, read_only=True)
-    try:
-        return _load_run(con, db_path, run_id)
-    except duckdb.Error as exc:
-        raise CheckError(f"{db_path} is not a readable colltune results database: {exc}") from exc
-    finally:
-        con.close()
+    with _open(db_path, read_only=True) as store:
+        try:
+            return _load_run(store, db_path, run_id)
+        except duckdb.Error as exc:
+            raise CheckError(f"{db_path} is not a readable colltune results database: {exc}") from exc
 
 
-def _load_run(con: duckdb.DuckDBPyConnection, db_path: Path, run_id: str | None) -> RunData:
-    tables = _tables(con)
-    problems: list[str] = []
-    if "measurements" not in tables:
+def _load_run(store: Store, db_path: Path, run_id: str | None) -> RunData:
+    if not store.has_table("measurements"):
         raise CheckError(f"{db_path} has no `measurements` table: it was not written by `colltune bench`")
-    missing = _NEEDED_MEASUREMENT_COLUMNS - _columns(con, "measurements")
+    missing = _NEEDED_MEASUREMENT_COLUMNS - set(store.columns("measurements"))
     if missing:
         raise CheckError(f"{db_path}: table `measurements` lacks column(s) {', '.join(sorted(missing))}; "
                          "the database is from an incompatible colltune version")
     if run_id is None:
-        run_id = latest_run_id(con)
-
+        run_id = store.latest_run_id(measured=True)
+        if run_id is None:
+            raise CheckError("the database holds no measurements: the bench was interrupted before its first "
+                             "result; measure again")
+    problems: list[str] = []
     info: dict[str, Any] = {"run_id": run_id}
-    if "runs" in tables:
-        cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        row = cur.fetchone()
-        if row is None:
-            known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY created").fetchall()]
-            raise CheckError(f"no run {run_id!r} in {db_path}; runs there: {', '.join(map(str, known)) or 'none'}")
-        info = dict(zip([d[0] for d in cur.description], row, strict=True))
-        if isinstance(info.get("settings"), str):
-            try:
-                info["settings"] = json.loads(info["settings"])
-            except json.JSONDecodeError:
-                pass
-        status = info.get("status")
-        if status != "complete":
-            problems.append(f"run {run_id} is {status or 'of unknown status'} (not complete): verdicts use the "
-                            f"launches that finished and are marked partial; resume the bench to complete it")
-    else:
+    if not store.has_table("runs"):
         problems.append("no `runs` table: run settings and status unknown")
+    else:
+        try:
+            info = store.run_info(run_id)
+        except StoreError as exc:
+            raise CheckError(str(exc)) from None
+    status = info.get("status")
+    if store.has_table("runs") and status != "complete":
+        problems.append(f"run {run_id} is {status or 'of unknown status'} (not complete): verdicts use the "
+                        f"launches that finished and are marked partial; resume the bench to complete it")
 
-    launches = pd.DataFrame()
-    if "launches" in tables:
-        launches = con.execute("SELECT * FROM launches WHERE run_id = ? ORDER BY launch_idx", [run_id]).fetchdf()
-        if "status" in launches.columns:
-            bad = launches[launches["status"] != "ok"]
-            for _, r in bad.iterrows():
-                msg = r.get("message") or ""
-                problems.append(f"launch {r['launch_idx']} ({r.get('nprocs', '?')} processes) is {r['status']}"
-                                + (f": {msg}" if msg else ""))
-
+    launches = store.launches(run_id)
+    for _, r in launches[launches["status"] != "ok"].iterrows():
+        msg = r.get("message") or ""
+        problems.append(f"launch {r['launch_idx']} ({r.get('nprocs', '?')} processes) is {r['status']}"
+                        + (f": {msg}" if msg else ""))
     environment: dict[str, str] = {}
-    if "environment" in tables:
-        for key, value in con.execute(
-            "SELECT key, value FROM environment WHERE run_id = ? ORDER BY launch_idx, key", [run_id]
-        ).fetchall():
-            environment.setdefault(str(key), str(value))
-
-    variants = pd.DataFrame(columns=["collective", "variant", "kind", "guideline"])
-    if "variants" in tables:
-        variants = con.execute("SELECT * FROM variants WHERE run_id = ?", [run_id]).fetchdf()
-
-    cols = _columns(con, "measurements")
-    where = ["run_id = ?", "runtime_s IS NOT NULL", "isfinite(runtime_s)"]
-    if "valid" in cols:
-        where.append("coalesce(valid, TRUE)")
-    if "warmup" in cols:
-        where.append("NOT coalesce(warmup, FALSE)")
-    measurements = con.execute(
-        "SELECT nprocs, collective, variant, msg_bytes, launch_idx, runtime_s FROM measurements WHERE "
-        + " AND ".join(where),
-        [run_id],
-    ).fetchdf()
+    for key, value in store.environment(run_id)[["key", "value"]].itertuples(index=False):
+        environment.setdefault(str(key), str(value))
+    variants = store.variants(run_id)
+    measurements = store.measurements(run_id, valid_only=True, include_warmup=False)[
+        ["nprocs", "collective", "variant", "msg_bytes", "launch_idx", "runtime_s"]].reset_index(drop=True)
     if measurements.empty:
         raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
                          "result, or every repetition was invalid); measure again")
@@ -297,24 +197,6 @@ class CheckResult:
         return calibration_summary(self.verdicts, self.settings.alpha)
 
 
-def human_bytes(n: int) -> str:
-    """8 B, 64 KiB, 1 MiB: exact binary units only, else bytes."""
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
-
-
-def variant_kind(variant: str) -> str:
-    if variant == DEFAULT:
-        return "default"
-    if variant == AA:
-        return "aa"
-    if variant == TUNED:
-        return "tuned"
-    if variant.startswith(LIB_PREFIX):
-        return "library"
-    return "mockup"
 
 
 def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None = None) -> str:
@@ -621,29 +503,11 @@ def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
 def save_verdicts(db_path: str | Path, verdicts: pd.DataFrame) -> None:
     """Replace the verdicts of the run(s) in `verdicts` by these (derived data: recomputable)."""
     db_path = Path(db_path)
-    con = _connect(db_path, read_only=False)
-    try:
-        _ensure_verdicts_table(con)
-        con.register("new_verdicts", verdicts[list(VERDICT_COLUMNS)])
-        con.execute("BEGIN TRANSACTION")
-        for run_id in verdicts["run_id"].unique():
-            con.execute("DELETE FROM verdicts WHERE run_id = ?", [str(run_id)])
-        con.execute(f"INSERT INTO verdicts SELECT {', '.join(VERDICT_COLUMNS)} FROM new_verdicts")
-        con.execute("COMMIT")
-        con.unregister("new_verdicts")
-    except duckdb.Error as exc:
-        raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _ensure_verdicts_table(con: duckdb.DuckDBPyConnection) -> None:
-    ddl = ", ".join(f"{name} {typ}" for name, typ in VERDICT_COLUMNS.items())
-    if "verdicts" in _tables(con) and _columns(con, "verdicts") != set(VERDICT_COLUMNS):
-        # Written by another colltune version: verdicts are derived from measurements, so the
-        # table is rebuilt rather than migrated.
-        con.execute("DROP TABLE verdicts")
-    con.execute(f"CREATE TABLE IF NOT EXISTS verdicts ({ddl})")
+    with _open(db_path, read_only=False) as store:
+        try:
+            store.replace_derived("verdicts", verdicts)
+        except duckdb.Error as exc:
+            raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
 
 
 def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
@@ -652,29 +516,8 @@ def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFram
     Empty DataFrame (same columns) when the database holds no verdicts yet.
     """
     db_path = Path(db_path)
-    con = _connect(db_path, read_only=True)
-    try:
-        if "verdicts" not in _tables(con):
-            return pd.DataFrame({c: pd.Series(dtype=_pandas_dtype(t)) for c, t in VERDICT_COLUMNS.items()})
-        if run_id is None:
-            row = con.execute("SELECT run_id FROM verdicts ORDER BY judged_at DESC LIMIT 1").fetchone()
-            if row is None:
-                return pd.DataFrame({c: pd.Series(dtype=_pandas_dtype(t)) for c, t in VERDICT_COLUMNS.items()})
-            run_id = str(row[0])
-        cols = ", ".join(c for c in VERDICT_COLUMNS if c in _columns(con, "verdicts"))
-        return con.execute(
-            f"SELECT {cols} FROM verdicts WHERE run_id = ? ORDER BY kind, collective, nprocs, msg_bytes, variant",
-            [run_id],
-        ).fetchdf()
-    except duckdb.Error as exc:
-        raise CheckError(f"cannot read verdicts from {db_path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _pandas_dtype(sql: str) -> str:
-    return {"VARCHAR": "object", "INTEGER": "Int64", "BIGINT": "Int64", "DOUBLE": "float64",
-            "BOOLEAN": "bool", "TIMESTAMP": "datetime64[us]"}[sql]
+    with _open(db_path, read_only=True) as store:
+        return store.derived("verdicts", run_id, order="kind, collective, nprocs, msg_bytes, variant")
 
 
 def check_db(db_path: str | Path, run_id: str | None = None, settings: CheckSettings | None = None,

@@ -19,7 +19,8 @@ from rich.table import Table
 
 from colltune import catalog as catalog_mod
 from colltune.paths import writable_dir
-from colltune.verify.check import GUIDELINE_KINDS, CheckResult, human_bytes, variant_label
+from colltune.units import human_bytes
+from colltune.verify.check import GUIDELINE_KINDS, CheckResult, variant_label
 from colltune.verify.quality import quality_score
 
 PATTERN_KINDS = ("pattern", "library")

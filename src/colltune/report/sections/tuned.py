@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from colltune.report.html import ReportContext, Section
-from colltune.tune import profile as prof
 from colltune.tune import validate as val
+from colltune.units import human_bytes
 
 
 def _table_for(ctx: ReportContext) -> pd.DataFrame:
@@ -34,7 +34,7 @@ def _plot(ctx: ReportContext, table: pd.DataFrame) -> str:
         for i in range(len(grp)):
             ax.errorbar(xs[i], y[i], yerr=err[:, i:i + 1], fmt="o" if replaced[i] else "s", color=colors[i],
                         mfc=colors[i] if replaced[i] else "white", ms=6, capsize=3)
-        ax.set_xticks(xs, [prof.human_bytes(int(n)) for n in grp["msg_bytes"]], fontsize=8)
+        ax.set_xticks(xs, [human_bytes(int(n)) for n in grp["msg_bytes"]], fontsize=8)
         ax.set_ylabel("speedup default / tuned")
         ax.set_xlabel("message size")
         ax.set_title(f"{coll}, {p} processes", fontsize=10, loc="left")
@@ -59,7 +59,7 @@ def render(ctx: ReportContext) -> str | None:
     cls = "warn" if s["slower"] else "lead"
     shown = table[["nprocs", "collective", "msg_bytes", "profile_variant", "n_launches", "speedup", "ci_low",
                    "ci_high", "p_slower_adjusted", "faster", "slower"]].copy()
-    shown["msg_bytes"] = [prof.human_bytes(int(n)) for n in shown["msg_bytes"]]
+    shown["msg_bytes"] = [human_bytes(int(n)) for n in shown["msg_bytes"]]
     shown["profile_variant"] = [v if isinstance(v, str) else "library (A/A)" for v in shown["profile_variant"]]
     return (f'<p class="{cls}">{lead}</p>' + _plot(ctx, table)
             + ctx.table(shown, row_class=lambda r: "bad" if r["slower"] else ""))

@@ -1,0 +1,137 @@
+"""Every table of the results database, declared once (docs/architecture.md, "Results database").
+
+The store (colltune.store) creates them, upgrades older databases by one rule (columns are only
+ever added, at the end, NULL in old rows) and is the only code that runs SQL on them; the stages
+read and write DataFrames through it. Measured data (runs ... measurements) is never rewritten;
+derived data (verdicts, validations) is replaced per run when it is recomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: dict[str, str]  # name -> DuckDB type, in contract order
+    key: tuple[str, ...] = ()
+    derived: bool = False  # replaced per run by the stage that computes it
+    latest_by: str = ""  # column that orders runs for "the latest" of a derived table
+
+    def ddl(self) -> str:
+        cols = [f'"{c}" {t}' for c, t in self.columns.items()]
+        if self.key:
+            cols.append(f"PRIMARY KEY ({', '.join(self.key)})")
+        return ", ".join(cols)
+
+
+def _cols(spec: str) -> dict[str, str]:
+    """'a INTEGER, b VARCHAR' -> {'a': 'INTEGER', 'b': 'VARCHAR'}."""
+    return {name: typ.strip() for name, typ in (part.split(None, 1) for part in spec.split(","))}
+
+
+# Column order of the `verdicts` table and of load_verdicts(); docs/statistics.md defines each.
+VERDICT_COLUMNS: dict[str, str] = {
+    "run_id": "VARCHAR",
+    "nprocs": "INTEGER",
+    "collective": "VARCHAR",
+    "variant": "VARCHAR",
+    "kind": "VARCHAR",
+    "guideline": "VARCHAR",
+    "msg_bytes": "BIGINT",
+    "ref_bytes": "BIGINT",
+    "k": "INTEGER",
+    "lhs": "VARCHAR",
+    "rhs": "VARCHAR",
+    "default_median_s": "DOUBLE",
+    "variant_median_s": "DOUBLE",
+    "slowdown": "DOUBLE",
+    "rel_diff": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "statistic": "DOUBLE",
+    "p_value": "DOUBLE",
+    "p_adjusted": "DOUBLE",
+    "significant": "BOOLEAN",
+    "violation": "BOOLEAN",
+    "barrier_warning": "BOOLEAN",
+    "barrier_median_s": "DOUBLE",
+    "n_launches": "INTEGER",
+    "n_launches_default": "INTEGER",
+    "n_launches_variant": "INTEGER",
+    "raw_default_median_s": "DOUBLE",
+    "raw_variant_median_s": "DOUBLE",
+    "raw_p_value": "DOUBLE",
+    "partial": "BOOLEAN",
+    "note": "VARCHAR",
+    "test": "VARCHAR",
+    "correction": "VARCHAR",
+    "alpha": "DOUBLE",
+    "tolerance": "DOUBLE",
+    "judged_at": "TIMESTAMP",
+}
+# What `colltune validate` stores per point (docs/statistics.md, "Validation").
+VALIDATION_COLUMNS: dict[str, str] = {
+    "run_id": "VARCHAR",
+    "nprocs": "INTEGER",
+    "collective": "VARCHAR",
+    "msg_bytes": "BIGINT",
+    "profile_variant": "VARCHAR",  # what the profile names here (NULL: no rule, A/A point)
+    "n_launches": "INTEGER",
+    "default_median_s": "DOUBLE",
+    "tuned_median_s": "DOUBLE",
+    "speedup": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "p_slower": "DOUBLE",
+    "p_slower_adjusted": "DOUBLE",
+    "p_faster": "DOUBLE",
+    "p_faster_adjusted": "DOUBLE",
+    "slower": "BOOLEAN",
+    "faster": "BOOLEAN",
+    "profile_hash": "VARCHAR",
+    "profile_path": "VARCHAR",
+    "test": "VARCHAR",
+    "alpha": "DOUBLE",
+    "tolerance": "DOUBLE",
+    "confidence": "DOUBLE",
+    "judged_at": "TIMESTAMP",
+}
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("meta", _cols("key VARCHAR, value VARCHAR"), key=("key",)),
+    Table("runs", _cols(
+        "run_id VARCHAR, created TIMESTAMP, kind VARCHAR, command VARCHAR, mpi_name VARCHAR, "
+        "mpi_version VARCHAR, abi_family VARCHAR, settings JSON, status VARCHAR, finished TIMESTAMP"),
+        key=("run_id",)),
+    Table("launches", _cols(
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, started TIMESTAMP, finished TIMESTAMP, "
+        "status VARCHAR, message VARCHAR, repetition INTEGER, seed UBIGINT"),
+        key=("run_id", "launch_idx")),
+    Table("environment", _cols("run_id VARCHAR, launch_idx INTEGER, key VARCHAR, value VARCHAR")),
+    Table("variants", _cols(
+        "run_id VARCHAR, collective VARCHAR, variant VARCHAR, kind VARCHAR, guideline VARCHAR"),
+        key=("run_id", "collective", "variant")),
+    Table("jobs", _cols(
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
+        "msg_bytes BIGINT, datatype VARCHAR, op VARCHAR, root INTEGER, nrep INTEGER, "
+        "stop_reason VARCHAR, rse DOUBLE, valid_reps INTEGER, cov_mean DOUBLE, cov_median DOUBLE, "
+        "nrep_target INTEGER, window_s DOUBLE, resyncs INTEGER, skip_reason VARCHAR")),
+    Table("measurements", _cols(
+        "run_id VARCHAR, launch_idx INTEGER, nprocs INTEGER, collective VARCHAR, variant VARCHAR, "
+        "msg_bytes BIGINT, rep INTEGER, warmup BOOLEAN, valid BOOLEAN, runtime_s DOUBLE, "
+        "makespan_s DOUBLE, sync VARCHAR, start_s DOUBLE, end_s DOUBLE")),
+    Table("verdicts", VERDICT_COLUMNS, derived=True, latest_by="judged_at"),
+    Table("validations", VALIDATION_COLUMNS, derived=True, latest_by="judged_at"),
+)}
+
+MEASUREMENT_COLUMNS = list(TABLES["measurements"].columns)
+JOB_COLUMNS = list(TABLES["jobs"].columns)
+
+
+def pandas_dtype(sql: str) -> str:
+    """The pandas dtype of an empty column of this DuckDB type (typed empty frames)."""
+    return {"VARCHAR": "object", "INTEGER": "Int64", "BIGINT": "Int64", "UBIGINT": "UInt64",
+            "DOUBLE": "float64", "BOOLEAN": "bool", "TIMESTAMP": "datetime64[us]", "JSON": "object"}[sql]
