@@ -84,7 +84,6 @@ int ct_stop_satisfied(const ct_stop_settings *settings, ct_series *series,
  * Returns 0, or -1 for an unknown name. */
 int ct_stop_parse_methods(const char *text, unsigned *methods);
 
-void ct_stop_defaults(ct_stop_settings *settings);
 
 /* ---------------------------------------------------------------------------------------------
  * Clocks and synchronization. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "ct_driver_options.h"
 
 static const char usage[] =
     "usage: colltune-bench run JOBFILE [options]\n"
@@ -21,15 +22,7 @@ static const char usage[] =
     "  <collective> <msg_bytes> <datatype|-> <op|-> <root|-> <variant>[,<variant>...]\n"
     "  variants: default, default#aa, tuned, <mock-up name>, lib:<collective>:<algorithm>\n"
     "\n"
-    "options:\n"
-    "  --out FILE               records to FILE (default stdout), rank 0 only\n"
-    "  --sync barrier|dissemination|window   (default dissemination)\n"
-    "  --metric max|makespan    value the stopping rules watch (default max)\n"
-    "  --stop LIST              rse,cov_mean,cov_median,nrep1 (all must hold) or fixed\n"
-    "  --rse X --cov-mean X --cov-mean-window N --cov-median X --cov-median-window N\n"
-    "  --min-reps N --max-reps N --warmup N --check-every N --time-budget SECONDS\n"
-    "  --ref-time SECONDS --nrep1-rse X --b1 N --b2 N --k N   (seed 000 rule, --stop nrep1)\n"
-    "  --seed N --pingpongs N --profile FILE --probe\n";
+    "options (native/spec/driver.toml; also --probe, and --rounds N for clocktest):\n";
 
 static int parse_double(const char *text, double *value)
 {
@@ -50,49 +43,61 @@ static int parse_int(const char *text, int *value)
     return 0;
 }
 
-/* One option with its value; returns 0, or -1 with a message printed. */
+static const ct_driver_option *find_option(const char *name)
+{
+    for (size_t i = 0; i < CT_NUM_DRIVER_OPTIONS; i++)
+        if (!strcmp(ct_driver_options[i].name, name))
+            return &ct_driver_options[i];
+    return NULL;
+}
+
+static int below_bound(const ct_driver_option *opt, double value)
+{
+    return opt->bounded && (opt->open ? value <= opt->bound : value < opt->bound);
+}
+
+/* Parse `val` into the member the table names; 0, or -1 for a bad value. */
+static int parse_value(const ct_driver_option *opt, const char *val, ct_bench_settings *st)
+{
+    char *member = (char *)st + opt->offset;
+    switch (opt->kind) {
+    case CT_OPT_PATH:
+        *(const char **)member = val;
+        return 0;
+    case CT_OPT_SYNC:
+        return ct_sync_parse(val, (ct_sync_method *)member);
+    case CT_OPT_METRIC:
+        *(int *)member = !strcmp(val, "makespan");
+        return strcmp(val, "max") && strcmp(val, "makespan") ? -1 : 0;
+    case CT_OPT_METHODS:
+        return ct_stop_parse_methods(val, (unsigned *)member);
+    case CT_OPT_U64: {
+        char *end;
+        errno = 0;
+        *(uint64_t *)member = strtoull(val, &end, 10);
+        return errno || *end || end == val ? -1 : 0;
+    }
+    case CT_OPT_INT:
+        return parse_int(val, (int *)member) || below_bound(opt, *(int *)member) ? -1 : 0;
+    case CT_OPT_DOUBLE:
+        return parse_double(val, (double *)member) || below_bound(opt, *(double *)member) ? -1 : 0;
+    }
+    return -1;
+}
+
+/* One option with its value (native/spec/driver.toml); returns 0, or -1 with a message printed. */
 static int apply_option(ct_bench_settings *st, const char *key, const char *val)
 {
-    ct_stop_settings *s = &st->stop;
-    int bad = 0;
+    const ct_driver_option *opt = find_option(key);
+    if (!opt) {
+        fprintf(stderr, "colltune-bench: unknown option --%s\n%s%s", key, usage, ct_driver_usage);
+        return -1;
+    }
     if (!val) {
         fprintf(stderr, "colltune-bench: option --%s needs a value\n", key);
         return -1;
     }
-    if (!strcmp(key, "out")) st->out_file = val;
-    else if (!strcmp(key, "profile")) st->profile_file = val;
-    else if (!strcmp(key, "sync")) bad = ct_sync_parse(val, &st->sync);
-    else if (!strcmp(key, "metric")) {
-        bad = strcmp(val, "max") && strcmp(val, "makespan");
-        st->metric_makespan = !strcmp(val, "makespan");
-    }
-    else if (!strcmp(key, "stop")) bad = ct_stop_parse_methods(val, &s->methods);
-    else if (!strcmp(key, "rse")) bad = parse_double(val, &s->rse_threshold);
-    else if (!strcmp(key, "cov-mean")) bad = parse_double(val, &s->cov_mean_threshold);
-    else if (!strcmp(key, "cov-mean-window")) bad = parse_int(val, &s->cov_mean_window);
-    else if (!strcmp(key, "cov-median")) bad = parse_double(val, &s->cov_median_threshold);
-    else if (!strcmp(key, "cov-median-window")) bad = parse_int(val, &s->cov_median_window);
-    else if (!strcmp(key, "min-reps")) bad = parse_int(val, &s->min_reps);
-    else if (!strcmp(key, "max-reps")) bad = parse_int(val, &s->max_reps) || s->max_reps < 1;
-    else if (!strcmp(key, "warmup")) bad = parse_int(val, &s->warmup);
-    else if (!strcmp(key, "check-every")) bad = parse_int(val, &s->check_every) || !s->check_every;
-    else if (!strcmp(key, "time-budget")) bad = parse_double(val, &s->time_budget_s);
-    else if (!strcmp(key, "ref-time")) bad = parse_double(val, &s->ref_time_s);
-    else if (!strcmp(key, "nrep1-rse")) bad = parse_double(val, &s->nrep1_rse);
-    else if (!strcmp(key, "b1")) bad = parse_int(val, &s->b1);
-    else if (!strcmp(key, "b2")) bad = parse_int(val, &s->b2);
-    else if (!strcmp(key, "k")) bad = parse_int(val, &s->k);
-    else if (!strcmp(key, "pingpongs")) bad = parse_int(val, &st->pingpongs);
-    else if (!strcmp(key, "seed")) {
-        char *end;
-        errno = 0;
-        st->seed = strtoull(val, &end, 10);
-        bad = errno || *end;
-    } else {
-        fprintf(stderr, "colltune-bench: unknown option --%s\n%s", key, usage);
-        return -1;
-    }
-    if (bad) {
+    if (parse_value(opt, val, st) != 0) {
         fprintf(stderr, "colltune-bench: bad value '%s' for --%s\n", val, key);
         return -1;
     }
@@ -127,6 +132,7 @@ static int parse_args(int argc, char **argv, int first, ct_bench_settings *st, i
         }
         if (!strcmp(key, "help")) {
             fputs(usage, stdout);
+            fputs(ct_driver_usage, stdout);
             exit(0);
         }
         val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
@@ -187,10 +193,7 @@ static int stoprule(const ct_bench_settings *st)
 static void defaults(ct_bench_settings *st)
 {
     memset(st, 0, sizeof *st);
-    ct_stop_defaults(&st->stop);
-    st->sync = CT_SYNC_DISSEMINATION;
-    st->seed = 12345;
-    st->pingpongs = 20;
+    ct_driver_defaults(st);
 }
 
 int main(int argc, char **argv)

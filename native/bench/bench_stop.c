@@ -20,26 +20,6 @@ const char *ct_stop_state_name(ct_stop_state state)
     return "unknown";
 }
 
-void ct_stop_defaults(ct_stop_settings *s)
-{
-    s->methods = CT_STOP_RSE;
-    s->rse_threshold = 0.025;          /* seed 002, Fig. 1 */
-    s->cov_mean_threshold = 0.01;
-    s->cov_mean_window = 20;
-    s->cov_median_threshold = 0.01;
-    s->cov_median_window = 20;
-    s->min_reps = 20;
-    s->max_reps = 1000;
-    s->warmup = 3;
-    s->check_every = 10;
-    s->time_budget_s = 3.0;            /* seed 003, Listing 4.2 */
-    s->ref_time_s = 0.0;
-    s->nrep1_rse = 0.05;
-    s->b1 = 8;
-    s->b2 = 8;
-    s->k = 10;
-}
-
 int ct_stop_parse_methods(const char *text, unsigned *methods)
 {
     static const struct { const char *name; unsigned bit; } names[] = {

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from colltune.measure.driver_options import CLI_OPTIONS
 from colltune.measure.settings import PRESETS, BenchSettings
 
 
@@ -65,17 +66,7 @@ _BENCH_OPTIONS = [
                  help="value the stopping rules watch: max local duration or global makespan"),
     click.option("--stop", "stop_methods", multiple=True, callback=_str_list, metavar="LIST",
                  help="stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed"),
-    click.option("--rse", type=float, default=None, help="RSE threshold (default 0.025)"),
-    click.option("--cov-mean", type=float, default=None, help="COV-of-means threshold (0.01)"),
-    click.option("--cov-mean-window", type=int, default=None, help="window of means (20)"),
-    click.option("--cov-median", type=float, default=None, help="COV-of-medians threshold (0.01)"),
-    click.option("--cov-median-window", type=int, default=None, help="window of medians (20)"),
-    click.option("--min-reps", type=int, default=None, help="repetitions before any stop (20)"),
-    click.option("--max-reps", type=int, default=None, help="repetitions at most (1000)"),
-    click.option("--warmup", type=int, default=None, help="warm-up repetitions, recorded and flagged (3)"),
-    click.option("--time-budget", type=float, default=None, help="seconds per job and launch (3)"),
-    click.option("--ref-time", type=float, default=None,
-                 help="nrep1 rule: t1 in seconds (default: measured per launch on 1 element)"),
+    *(click.option(o.flag, o.field, type=o.type, default=None, help=o.help) for o in CLI_OPTIONS),
     click.option("--datatype", default=None, help="datatype (default byte; unsigned_char for reductions)"),
     click.option("--op", default=None, help="reduction op (default sum)"),
     click.option("--root", type=int, default=None, help="root of rooted collectives (default 0)"),
@@ -91,10 +82,9 @@ _BENCH_OPTIONS = [
 ]
 
 BENCH_OPTION_NAMES = ("preset", "mpi_spec", "collectives", "variants", "library_algorithms", "sizes",
-                      "nprocs", "launches", "sync", "metric", "stop_methods", "rse", "cov_mean",
-                      "cov_mean_window", "cov_median", "cov_median_window", "min_reps", "max_reps",
-                      "warmup", "time_budget", "ref_time", "datatype", "op", "root", "aa",
-                      "barrier_job", "profile", "seed", "launch_timeout", "allow_oversubscribe")
+                      "nprocs", "launches", "sync", "metric", "stop_methods", *(o.field for o in CLI_OPTIONS),
+                      "datatype", "op", "root", "aa", "barrier_job", "profile", "seed", "launch_timeout",
+                      "allow_oversubscribe")
 
 
 def bench_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -109,10 +99,7 @@ def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
     """BenchSettings from the options of `bench_options` (removed from kwargs); a bad value is a
     click.UsageError naming the option."""
     o = {name: kwargs.pop(name, None) for name in BENCH_OPTION_NAMES}
-    stop = {"rse": o["rse"], "cov_mean": o["cov_mean"], "cov_mean_window": o["cov_mean_window"],
-            "cov_median": o["cov_median"], "cov_median_window": o["cov_median_window"],
-            "min_reps": o["min_reps"], "max_reps": o["max_reps"], "warmup": o["warmup"],
-            "time_budget_s": o["time_budget"], "ref_time_s": o["ref_time"]}
+    stop = {opt.field: o[opt.field] for opt in CLI_OPTIONS}
     if o["stop_methods"] is not None:
         stop["methods"] = [] if o["stop_methods"] == ["fixed"] else o["stop_methods"]
     try:

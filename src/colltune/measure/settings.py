@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from colltune import catalog
 from colltune.errors import ColltuneError
+from colltune.measure.driver_options import DRIVER_FLAGS, StopFields
 from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
 
 # Seed 003, Listing 4.2: collectives whose total data grows with p get the small list, the
@@ -36,29 +37,9 @@ class BenchError(ColltuneError):
     exit_code = 1
 
 
-class StopSettings(BaseModel):
-    """When a job has been measured enough (seed 002 section 4.2, seed 000 section 4.2)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    methods: list[Literal["rse", "cov_mean", "cov_median", "nrep1"]] = Field(
-        default_factory=lambda: ["rse"],
-        description="rules that must all hold to stop (empty: run max_reps or the time budget)")
-    rse: float = Field(0.025, gt=0, description="relative standard error of the mean")
-    cov_mean: float = Field(0.01, gt=0)
-    cov_mean_window: int = Field(20, ge=2)
-    cov_median: float = Field(0.01, gt=0)
-    cov_median_window: int = Field(20, ge=2)
-    min_reps: int = Field(20, ge=1)
-    max_reps: int = Field(1000, ge=1)
-    warmup: int = Field(3, ge=0)
-    check_every: int = Field(10, ge=1, description="rounds between two checks of the rules")
-    time_budget_s: float = Field(3.0, ge=0, description="per job and launch; 0: none")
-    ref_time_s: float | None = Field(None, gt=0, description="nrep1: t1, else measured per launch")
-    nrep1_rse: float = Field(0.05, gt=0)
-    b1: int = Field(8, ge=1)
-    b2: int = Field(8, ge=0)
-    k: int = Field(10, ge=1)
+class StopSettings(StopFields):
+    """When a job has been measured enough. The fields, bounds and driver flags are declared
+    in native/spec/driver.toml (generated into colltune.measure.driver_options)."""
 
     @model_validator(mode="after")
     def _reps(self) -> StopSettings:
@@ -69,16 +50,14 @@ class StopSettings(BaseModel):
         return self
 
     def driver_args(self) -> list[str]:
-        args = ["--stop", ",".join(self.methods) or "fixed", "--rse", repr(self.rse),
-                "--cov-mean", repr(self.cov_mean), "--cov-mean-window", str(self.cov_mean_window),
-                "--cov-median", repr(self.cov_median),
-                "--cov-median-window", str(self.cov_median_window),
-                "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps),
-                "--warmup", str(self.warmup), "--check-every", str(self.check_every),
-                "--time-budget", repr(self.time_budget_s), "--nrep1-rse", repr(self.nrep1_rse),
-                "--b1", str(self.b1), "--b2", str(self.b2), "--k", str(self.k)]
-        if self.ref_time_s:
-            args += ["--ref-time", repr(self.ref_time_s)]
+        """The driver's flags for these settings (an unset optional one is left out)."""
+        args: list[str] = []
+        for name, flag, kind in DRIVER_FLAGS:
+            value = getattr(self, name)
+            if kind == "methods":
+                args += [flag, ",".join(value) or "fixed"]
+            elif value is not None:
+                args += [flag, repr(value) if kind == "double" else str(value)]
         return args
 
 
