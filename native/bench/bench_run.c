@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "ct_driver_record.h"
 #include "ct_profile.h"
 
 #define CT_MAX_LIBALGS 64
@@ -355,8 +356,8 @@ static int absorb_chunk(run_ctx *ctx, const ct_job *job, const chunk *c, int war
             *max_runtime = runtime;
         invalid += !valid;
         if (emit)
-            fprintf(ctx->out, "R,%d,%d,%ld,%d,%d,%.9e,%.9e,%.9f,%.9f\n", job->id, vi, rep, warmup,
-                    valid, runtime, makespan, begin, end);
+            fprintf(ctx->out, CT_RECORD_FORMAT, job->id, vi, rep, warmup, valid, runtime, makespan,
+                    begin, end);
         if (warmup)
             continue;
         res->measured[vi]++;

@@ -3,6 +3,7 @@
 
 Outputs
   native/generated/ct_driver_options.h    option table and defaults of colltune-bench (C)
+  native/generated/ct_driver_record.h     the format of its raw records (C)
   src/colltune/measure/driver_options.py  StopSettings fields, driver flags, click options (Python)
 
 `--check` writes nothing and exits 1 if an output is stale (the test suite runs it).
@@ -40,6 +41,19 @@ class Option:
     cli: str | None = None
 
 
+@dataclass(frozen=True)
+class RecordField:
+    name: str
+    format: str
+    dtype: str
+    help: str
+
+
+def load_records(path: Path = SPEC_DIR / "driver.toml") -> list[RecordField]:
+    with open(path, "rb") as f:
+        return [RecordField(**r) for r in tomllib.load(f)["record"]]
+
+
 def load(path: Path = SPEC_DIR / "driver.toml") -> list[Option]:
     with open(path, "rb") as f:
         options = [Option(**o) for o in tomllib.load(f)["option"]]
@@ -70,7 +84,7 @@ def _c_default(o: Option) -> str:
     return f"    st->{o.field} = {float(o.default or 0)!r};"
 
 
-def generate_c(options: list[Option]) -> str:
+def generate_c(options: list[Option], records: list[RecordField]) -> str:
     rows = []
     for o in options:
         bound = o.gt if o.gt is not None else o.ge
@@ -135,7 +149,22 @@ def _py_default(o: Option) -> str:
     return str(float(o.default)) if o.kind == "double" else str(int(o.default))
 
 
-def generate_py(options: list[Option]) -> str:
+def generate_record_h(records: list[RecordField]) -> str:
+    fields = "\n".join(f" *   {r.name:<12} {r.help}" for r in records)
+    return (banner("gen_driver.py", source="native/spec/driver.toml") + f'''
+#ifndef CT_DRIVER_RECORD_H
+#define CT_DRIVER_RECORD_H
+
+/* One raw record per repetition (`R,` line); printf arguments in this order:
+{fields}
+ */
+#define CT_RECORD_FORMAT "R,{",".join(r.format for r in records)}\\n"
+
+#endif /* CT_DRIVER_RECORD_H */
+''')
+
+
+def generate_py(options: list[Option], records: list[RecordField]) -> str:
     stop = [o for o in options if o.stop]
     fields = []
     for o in stop:
@@ -183,6 +212,15 @@ class CliOption(NamedTuple):
     help: str
 
 
+# The raw record of one repetition (`R,` lines), in the driver's order, and how to parse it.
+RECORD_COLUMNS: tuple[str, ...] = (
+{chr(10).join(f"    {json.dumps(r.name)}," for r in records)}
+)
+RECORD_DTYPES: dict[str, str] = {{
+{chr(10).join(f"    {json.dumps(r.name)}: {json.dumps(r.dtype)}," for r in records)}
+}}
+
+
 # The stopping settings offered by `colltune bench`, `check` and `validate`.
 CLI_OPTIONS: tuple[CliOption, ...] = (
 {cli}
@@ -194,9 +232,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the outputs are current")
     args = parser.parse_args()
-    options = load()
-    ok = write_or_check(C_OUT, generate_c(options), args.check)
-    ok = write_or_check(PY_OUT, generate_py(options), args.check) and ok
+    options, records = load(), load_records()
+    ok = write_or_check(C_OUT, generate_c(options, records), args.check)
+    ok = write_or_check(GENERATED_DIR / "ct_driver_record.h", generate_record_h(records), args.check) and ok
+    ok = write_or_check(PY_OUT, generate_py(options, records), args.check) and ok
     if not ok:
         print("stale: native/generated/ct_driver_options.h or src/colltune/measure/driver_options.py; "
               "run `make generate`", file=sys.stderr)

@@ -94,6 +94,31 @@ class CliOption(NamedTuple):
     help: str
 
 
+# The raw record of one repetition (`R,` lines), in the driver's order, and how to parse it.
+RECORD_COLUMNS: tuple[str, ...] = (
+    "job",
+    "variant_idx",
+    "rep",
+    "warmup",
+    "valid",
+    "runtime_s",
+    "makespan_s",
+    "start_s",
+    "end_s",
+)
+RECORD_DTYPES: dict[str, str] = {
+    "job": "int64",
+    "variant_idx": "int64",
+    "rep": "int64",
+    "warmup": "int64",
+    "valid": "int64",
+    "runtime_s": "float64",
+    "makespan_s": "float64",
+    "start_s": "float64",
+    "end_s": "float64",
+}
+
+
 # The stopping settings offered by `colltune bench`, `check` and `validate`.
 CLI_OPTIONS: tuple[CliOption, ...] = (
     CliOption("--rse", "rse", float,

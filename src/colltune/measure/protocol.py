@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from colltune import __version__, catalog
+from colltune.measure.driver_options import RECORD_COLUMNS, RECORD_DTYPES
 from colltune.measure.planning import Plan
 from colltune.measure.settings import BenchSettings
 from colltune.mpi import build, launch
@@ -42,8 +43,6 @@ class DriverOutput:
     ended: bool = False
 
 
-_RECORD_COLUMNS = ["job", "variant_idx", "rep", "warmup", "valid", "runtime_s", "makespan_s",
-                   "start_s", "end_s"]
 
 
 def read_driver_output(text: str) -> DriverOutput:
@@ -52,7 +51,7 @@ def read_driver_output(text: str) -> DriverOutput:
     rec_lines: list[str] = []
     for line in text.splitlines():
         if line.startswith("R,"):
-            if line.count(",") == len(_RECORD_COLUMNS):
+            if line.count(",") == len(RECORD_COLUMNS):
                 rec_lines.append(line[2:])
             continue
         if not line.startswith("{"):
@@ -81,11 +80,10 @@ def read_driver_output(text: str) -> DriverOutput:
         elif kind == "end":
             out.ended = True
     if rec_lines:
-        out.records = pd.read_csv(io.StringIO("\n".join(rec_lines)), header=None, names=_RECORD_COLUMNS,
-                                  dtype={"job": "int64", "variant_idx": "int64", "rep": "int64",
-                                         "warmup": "int64", "valid": "int64"})
+        out.records = pd.read_csv(io.StringIO("\n".join(rec_lines)), header=None,
+                                  names=list(RECORD_COLUMNS), dtype=RECORD_DTYPES)
     else:
-        out.records = pd.DataFrame(columns=_RECORD_COLUMNS)
+        out.records = pd.DataFrame(columns=list(RECORD_COLUMNS))
     return out
 
 
