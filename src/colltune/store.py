@@ -302,6 +302,25 @@ class Store:
             finally:
                 self.con.unregister("ct_incoming")
 
+    def launch_medians(self, run_id: str) -> pd.DataFrame:
+        """Median runtime per (nprocs, collective, msg_bytes, variant, launch_idx), valid measured
+        repetitions only: the launch-level values every verdict starts from."""
+        return self.con.execute(
+            "SELECT nprocs, collective, msg_bytes, variant, launch_idx, median(runtime_s) AS median_s "
+            "FROM measurements WHERE run_id = ? AND coalesce(valid, TRUE) AND NOT coalesce(warmup, FALSE) "
+            "GROUP BY ALL ORDER BY ALL", [run_id]).fetchdf()
+
+    def run_counts(self, run_id: str) -> dict[str, int]:
+        """Repetitions, launches with data, skipped (job, variant) pairs and jobs stopped by the
+        time budget of one run."""
+        reps, launches = self.con.execute(
+            "SELECT count(*), count(DISTINCT launch_idx) FROM measurements WHERE run_id = ?", [run_id]).fetchall()[0]
+        skipped, budget = self.con.execute(
+            "SELECT count(*) FILTER (stop_reason = 'skipped'), count(*) FILTER (stop_reason = 'time_budget') "
+            "FROM jobs WHERE run_id = ?", [run_id]).fetchall()[0]
+        return {"repetitions": int(reps), "launches": int(launches), "skipped": int(skipped),
+                "time_budget": int(budget)}
+
     def tables(self) -> list[str]:
         return [t for t in _SCHEMA if t != "meta" and self.has_table(t)] + self._other_tables()
 

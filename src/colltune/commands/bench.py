@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -20,22 +21,18 @@ from colltune.store import Store, StoreError
 def _print_overview(store: Store, run_id: str, console: Console) -> None:
     """Descriptive only: median over launches of the per-launch median, default vs the fastest
     other variant. Whether a difference is real is `colltune check`'s question."""
-    rows = store.con.execute(
-        """
-        WITH per_launch AS (
-            SELECT nprocs, collective, msg_bytes, variant, launch_idx, median(runtime_s) AS med
-            FROM measurements WHERE run_id = ? AND valid AND NOT warmup GROUP BY ALL),
-        per_variant AS (
-            SELECT nprocs, collective, msg_bytes, variant, median(med) AS med, count(*) AS launches
-            FROM per_launch GROUP BY ALL),
-        best AS (
-            SELECT nprocs, collective, msg_bytes, arg_min(variant, med) AS variant, min(med) AS med
-            FROM per_variant WHERE variant NOT IN ('default', 'default#aa') GROUP BY ALL)
-        SELECT d.nprocs, d.collective, d.msg_bytes, d.med, d.launches, b.variant, b.med
-        FROM per_variant d LEFT JOIN best b USING (nprocs, collective, msg_bytes)
-        WHERE d.variant = 'default' AND d.collective <> 'barrier'
-        ORDER BY d.nprocs, d.collective, d.msg_bytes
-        """, [run_id]).fetchall()
+    med = store.launch_medians(run_id)
+    med = med[med["collective"] != "barrier"]
+    per_variant = (med.groupby(["nprocs", "collective", "msg_bytes", "variant"])["median_s"]
+                   .agg(["median", "count"]).reset_index())
+    others = per_variant[~per_variant["variant"].isin(["default", "default#aa"])]
+    best = others.loc[others.groupby(["nprocs", "collective", "msg_bytes"])["median"].idxmin()]
+    default = per_variant[per_variant["variant"] == "default"]
+    merged = default.merge(best, on=["nprocs", "collective", "msg_bytes"], how="left", suffixes=("", "_best"))
+    rows = [(r.nprocs, r.collective, r.msg_bytes, r.median, r.count,
+             r.variant_best if pd.notna(r.variant_best) else None,
+             r.median_best if pd.notna(r.median_best) else None)
+            for r in merged.itertuples(index=False)]
     if not rows:
         return
     table = Table(title="median of per-launch medians (descriptive; verdicts: colltune check)",
@@ -107,13 +104,9 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
     with Store(db_path, read_only=True) as store:
         if not quiet:
             _print_overview(store, run_id, console)
-        m = store.con.execute("SELECT count(*), count(DISTINCT launch_idx) FROM measurements "
-                              "WHERE run_id = ?", [run_id]).fetchone()
-        skipped = store.con.execute("SELECT count(*) FROM jobs WHERE run_id = ? AND "
-                                    "stop_reason = 'skipped'", [run_id]).fetchone()
-        budget = store.con.execute("SELECT count(*) FROM jobs WHERE run_id = ? AND "
-                                   "stop_reason = 'time_budget'", [run_id]).fetchone()
-    console.print(f"run [bold]{run_id}[/]: {m[0]} repetitions from {m[1]} launches in {db_path}"
-                  + (f"; {skipped[0]} variant/job pairs not applicable" if skipped[0] else "")
-                  + (f"; {budget[0]} jobs stopped by the time budget" if budget[0] else ""))
+        counts = store.run_counts(run_id)
+    console.print(f"run [bold]{run_id}[/]: {counts['repetitions']} repetitions from {counts['launches']} launches "
+                  f"in {db_path}"
+                  + (f"; {counts['skipped']} variant/job pairs not applicable" if counts["skipped"] else "")
+                  + (f"; {counts['time_budget']} jobs stopped by the time budget" if counts["time_budget"] else ""))
     click.echo(run_id)
