@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from colltune import catalog
 from colltune.commands.profile import command as profile_cmd
+from colltune.tune import prf
 from colltune.tune import profile as prof
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +250,7 @@ MPI_Allgather # collective name
 
 
 def test_prf_listing_1() -> None:
-    coll, nprocs, rules = prof.read_prf(LISTING_1, "scatter.prf")
+    coll, nprocs, rules = prf.read_prf(LISTING_1, "scatter.prf")
     assert (coll, nprocs) == ("scatter", 1024)
     assert [(r.lo, r.hi, r.variant) for r in rules] == [
         (1, 1, "scatter_as_bcast"), (8, 8, "scatter_as_bcast"), (32, 32, "scatter_as_bcast"),
@@ -261,7 +262,7 @@ def test_prf_listing_1() -> None:
 def test_prf_ids_resolve_by_listed_name_default_is_library_and_ranges_sorted(tmp_path: Path) -> None:
     (tmp_path / "ag.prf").write_text(PGMPITUNELIB_TEST_PROFILE)
     (tmp_path / "sc.prf").write_text(LISTING_1)
-    p = prof.import_prf([tmp_path / "sc.prf", tmp_path / "ag.prf"])
+    p = prf.import_prf([tmp_path / "sc.prf", tmp_path / "ag.prf"])
     assert [s.collective for s in p.sections] == ["allgather", "scatter"]
     ag = p.section("allgather")
     assert ag is not None
@@ -287,7 +288,7 @@ def test_prf_ids_resolve_by_listed_name_default_is_library_and_ranges_sorted(tmp
 )
 def test_prf_errors_name_the_line(text: str, message: str) -> None:
     with pytest.raises(prof.ProfileError) as info:
-        prof.read_prf(text, "scatter.prf")
+        prf.read_prf(text, "scatter.prf")
     assert str(info.value).startswith(message)
 
 
@@ -357,6 +358,6 @@ def test_c_and_python_agree_on_mutated_profiles(cbin: dict[str, Path], tmp_path:
 
 def test_prf_reduce_scatter_block_block_sizes_become_vector_sizes() -> None:
     text = ("MPI_Reduce_scatter_block\n4\n1\n1 reducescatterblock_as_allreduce\n1\n16 32 1\n")
-    coll, nprocs, rules = prof.read_prf(text, "rsb.prf")
+    coll, nprocs, rules = prf.read_prf(text, "rsb.prf")
     assert (coll, nprocs) == ("reduce_scatter_block", 4)
     assert rules == [prof.Rule(lo=64, hi=128, variant="reducescatterblock_as_allreduce")]

@@ -16,6 +16,7 @@ import colltune.report.sections
 from colltune.cli import main
 from colltune.report import html as report
 from colltune.verify import advice, check
+from colltune.verify.quality import point_penalties
 
 BUILTIN = ["summary", "environment", "method", "grouped", "advice", "slowdown", "heatmap", "calibration",
            "quality", "details"]
@@ -128,7 +129,7 @@ def test_library_settings_per_family() -> None:
 
 def test_heatmap_cells_follow_severity(db: Path) -> None:
     ctx = report.build_context(db)
-    pts = report.point_penalties(ctx.verdicts, cautious=False).set_index(["collective", "msg_bytes"])
+    pts = point_penalties(ctx.verdicts, cautious=False).set_index(["collective", "msg_bytes"])
     assert pts.loc[("bcast", 1048576), "severity"] == "very critical"  # 2.5x
     assert pts.loc[("bcast", 65536), "severity"] == "tolerable"  # 1.33x
     assert pts.loc[("bcast", 8), "severity"] == "very good"

@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from colltune import catalog
+from colltune.tune import prf as prf_format
 from colltune.tune import profile as prof
+from colltune.tune import profile_view
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
@@ -52,7 +54,7 @@ def show(path: Path | None, variants: bool, check_only: bool) -> None:
         if check_only:
             click.echo(f"ok {path} hash={p.content_hash():016x} rules={p.rule_count()}")
         else:
-            console.print(prof.render(p))
+            console.print(profile_view.render(p))
     if variants:
         console.print(_variants_table())
 
@@ -71,7 +73,7 @@ def import_(prf: tuple[Path, ...], out: Path, mpi_name: str | None, machine: str
       colltune profile import scatter_1024.prf allgather_4.prf --out tuned.prof
     """
     extra = {k: v for k, v in (("mpi", mpi_name), ("machine", machine)) if v}
-    p = prof.import_prf(list(prf), provenance=extra)
+    p = prf_format.import_prf(list(prf), provenance=extra)
     prof.write_profile(p, out)
     console.print(
         f"wrote {out}: {p.rule_count()} rules for {len(p.sections)} collectives "

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune.tune import profile as prof
+from colltune.tune import profile_view
 from colltune.tune import tuner as tune_mod
 from colltune.units import human_bytes
 
@@ -68,7 +68,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
             table.add_row(str(r.nprocs), r.collective, human_bytes(int(r.msg_bytes)),
                           r.variant if isinstance(r.variant, str) else "library", r.reason, r.candidates)
         console.print(table)
-    console.print(prof.render(profile))
+    console.print(profile_view.render(profile))
 
     from colltune.verify.check import load_verdicts
 
