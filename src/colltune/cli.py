@@ -15,7 +15,7 @@ from colltune import __version__
 
 # Subcommands in the order `--help` lists them: the main workflow first.
 SUBCOMMANDS = (
-    "check", "bench", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
+    "check", "bench", "compare", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
 )
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

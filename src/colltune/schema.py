@@ -124,6 +124,12 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "msg_bytes BIGINT, rep INTEGER, warmup BOOLEAN, valid BOOLEAN, runtime_s DOUBLE, "
         "makespan_s DOUBLE, sync VARCHAR, start_s DOUBLE, end_s DOUBLE")),
     Table("verdicts", VERDICT_COLUMNS, derived=True, latest_by="judged_at"),
+    # `colltune compare`: the runs measured together (launches alternating) or named together,
+    # one row per configuration (docs/compare.md).
+    Table("comparisons", _cols(
+        "comparison_id VARCHAR, run_id VARCHAR, label VARCHAR, position INTEGER, mpi_spec VARCHAR, "
+        "config_env JSON, command VARCHAR, created TIMESTAMP"),
+        key=("comparison_id", "run_id")),
     Table("validations", VALIDATION_COLUMNS, derived=True, latest_by="judged_at"),
 )}
 

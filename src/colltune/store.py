@@ -321,6 +321,27 @@ class Store:
         return {"repetitions": int(reps), "launches": int(launches), "skipped": int(skipped),
                 "time_budget": int(budget)}
 
+    # -- comparisons (colltune compare) -----------------------------------------------------
+
+    def add_comparison_member(self, comparison_id: str, *, run_id: str, label: str, position: int,
+                              mpi_spec: str, config_env: Mapping[str, str], command: str) -> None:
+        """Link a run to a comparison under its configuration's label."""
+        self.con.execute("INSERT INTO comparisons VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         [comparison_id, run_id, label, position, mpi_spec,
+                          json.dumps(dict(config_env)), command, _now()])
+
+    def comparison_members(self, comparison_id: str | None = None) -> pd.DataFrame:
+        """The runs of one comparison (default: the newest), in the order they were given."""
+        if comparison_id is None and self.has_table("comparisons"):
+            row = self.con.execute("SELECT comparison_id FROM comparisons ORDER BY created DESC LIMIT 1").fetchone()
+            comparison_id = None if row is None else str(row[0])
+        spec = _SCHEMA["comparisons"]
+        if comparison_id is None or not self.has_table("comparisons"):
+            return _empty(spec)
+        cols = ", ".join(f'"{c}"' for c in spec.columns)
+        return self.con.execute(f"SELECT {cols} FROM comparisons WHERE comparison_id = ? ORDER BY position",
+                                [comparison_id]).fetchdf()
+
     def tables(self) -> list[str]:
         return [t for t in _SCHEMA if t != "meta" and self.has_table(t)] + self._other_tables()
 

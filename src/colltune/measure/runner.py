@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -248,3 +249,39 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             if bar is not None:
                 bar.update(jobs_task, completed=len(plan.jobs))
                 bar.advance(launches_task)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch by launch, for callers that alternate the launches of several runs (colltune compare)
+
+
+@dataclass
+class PreparedRun:
+    """A created run (validated, built, in status `running`) whose launches the caller measures
+    one at a time with `measure_launch`, e.g. alternating with another run's."""
+
+    db_path: Path
+    run_id: str
+    settings: BenchSettings
+    lib: mpi.MpiLibrary
+    artifacts: build.Artifacts
+    specs: list[LaunchSpec]
+
+
+def prepare(settings: BenchSettings, db_path: str | Path, *, command: str, kind: str) -> PreparedRun:
+    """Validate, build and create the run as `run` does, launching nothing."""
+    lib = validate(settings)
+    artifacts = build.ensure_built(lib)
+    key = algorithm_key(lib)
+    with Store(db_path) as store:
+        run_id = store.create_run(
+            kind=kind, command=command, mpi_name=lib.name, mpi_version=lib.version, abi_family=lib.family,
+            settings=json.loads(settings.model_dump_json()), variants=all_variants(settings, key))
+    return PreparedRun(Path(db_path), run_id, settings, lib, artifacts, launch_plan(settings, key))
+
+
+def measure_launch(prepared: PreparedRun, spec: LaunchSpec) -> None:
+    """Measure and store one launch of a prepared run (the same loop as `run`, without its
+    progress display); a failed launch is stored and raised as BenchError, Ctrl-C re-raised."""
+    _run_launches(prepared.db_path, prepared.run_id, prepared.settings, prepared.lib, prepared.artifacts,
+                  [spec], len(prepared.specs), 0, False, None)

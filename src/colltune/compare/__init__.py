@@ -1,0 +1,1 @@
+"""`colltune compare`: MPI libraries, machines or configurations side by side (docs/compare.md)."""
