@@ -121,6 +121,16 @@ def test_cli_writes_every_table(two_dbs: tuple[Path, Path], tmp_path: Path) -> N
                                           "no difference": 2, "undecided": 0}]
     env = pd.read_csv(out / "environment.csv").set_index("fact")
     assert env.loc["mpi_version", "differs"]
+    stems = ["absolute", "relative", "violations", "grouped", "best_of_both", "quality", "worst_slowdowns",
+             "verdict_counts", "calibration", "environment", "left_out"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{t}.{ext}" for t in stems for ext in ("csv", "parquet")] + ["compare.html"])
+    page = (out / "compare.html").read_text()
+    assert "<b>openmpi</b> is faster at <b>2</b>, <b>mpich</b> at <b>2</b>" in page
+    for title in ("Which is faster where", "Best of both", "Guideline violations", "Quality scores",
+                  "Worst slowdowns", "A/A calibration", "Configurations and environment"):
+        assert f"<h2>{title}</h2>" in page
+    assert "<h2>Left out</h2>" not in page  # same grid: the section is skipped
 
 
 def test_measuring_options_need_configurations(two_dbs: tuple[Path, Path]) -> None:

@@ -116,4 +116,7 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
         all_tables = ctables.all_tables(result)
         vtables.write_csv(all_tables, out_dir)
         vtables.write_parquet(all_tables, out_dir)
-        console.print(f"tables (CSV, Parquet): {out_dir}/", highlight=False)
+        from colltune.compare import report
+
+        path = report.write_report(result, out_dir)
+        console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)

@@ -1,0 +1,38 @@
+"""`colltune compare` end to end: the embedded Open MPI against MPICH at 2 ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from colltune.cli import main
+from colltune.compare import data, judge
+
+
+@pytest.mark.slow
+@pytest.mark.mpich
+def test_openmpi_against_mpich(tmp_path: Path, mpich_build: object, openmpi_build: object) -> None:
+    db, out = tmp_path / "cmp.duckdb", tmp_path / "out"
+    r = CliRunner().invoke(main, ["compare", "--mpi", "openmpi,mpich", "-n", "2", "-c", "allreduce,bcast",
+                                  "-s", "8,1024", "-R", "3", "--max-reps", "30", "--time-budget", "0.05",
+                                  "--db", str(db), "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        order = con.execute("SELECT r.mpi_name, l.launch_idx FROM launches l JOIN runs r USING (run_id) "
+                            "ORDER BY l.started").fetchall()
+        members = con.execute("SELECT label, position, mpi_spec FROM comparisons ORDER BY position").fetchall()
+        kinds = con.execute("SELECT DISTINCT kind, status FROM runs").fetchall()
+    # Launches alternate between the libraries: A0 B0 A1 B1 A2 B2.
+    assert order == [("openmpi", 0), ("mpich", 0), ("openmpi", 1), ("mpich", 1), ("openmpi", 2), ("mpich", 2)]
+    assert members == [("openmpi", 0, "openmpi"), ("mpich", 1, "mpich")]
+    assert kinds == [("compare", "complete")]
+    cmp = judge.compare(data.from_comparison(db))
+    assert sorted(map(tuple, cmp.common.values.tolist())) == [(2, "allreduce", 8), (2, "allreduce", 1024),
+                                                              (2, "bcast", 8), (2, "bcast", 1024)]
+    assert (cmp.verdicts["n_a"] == 3).all() and (cmp.verdicts["n_b"] == 3).all()
+    env = data.environment_table(cmp.members).set_index("fact")
+    assert env.loc["mpi_name", "openmpi"] == "openmpi" and env.loc["mpi_name", "mpich"] == "mpich"
+    assert (out / "grouped.csv").exists() and (out / "compare.html").exists()
