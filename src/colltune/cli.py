@@ -3,11 +3,16 @@
 Exit codes shared by every subcommand: 0 success (for `check`: no violation), 1 the thing
 checked failed (violations, selftest mismatches, a failed launch), 2 usage or environment error,
 130 interrupted. Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
+
+Subcommands are imported only when invoked (or listed by `--help`): `colltune run` sits in front
+of every launch of an application and must not pay for pandas, DuckDB or SciPy, which the
+measuring and judging commands import (benchmarks/frontend_start).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import click
 
@@ -18,7 +23,30 @@ SUBCOMMANDS = (
     "check", "bench", "compare", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
 )
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are the `command` objects of colltune.commands.<name>,
+    imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        # A module missing from this installation is not listed (find_spec does not import it).
+        return [name for name in SUBCOMMANDS
+                if importlib.util.find_spec(f"colltune.commands.{name}") is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in SUBCOMMANDS:
+            return None
+        try:
+            module = importlib.import_module(f"colltune.commands.{cmd_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"colltune.commands.{cmd_name}":
+                return None  # not part of this installation
+            raise
+        command: click.Command = module.command
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="colltune")
 def main() -> None:
     """Measure, verify and tune MPI collective operations.
@@ -29,17 +57,3 @@ def main() -> None:
       colltune tune --out my.prf   write a tuning profile from the check
       colltune run --profile my.prf -- mpiexec -n 4 ./app
     """
-
-
-def _register() -> None:
-    for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"colltune.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"colltune.commands.{name}":
-                continue  # not part of this installation
-            raise
-        main.add_command(module.command, name=name)
-
-
-_register()

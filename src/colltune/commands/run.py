@@ -7,13 +7,10 @@ import subprocess
 import sys
 
 import click
-from rich.console import Console
 
 from colltune.mpi import build as build_mod
 from colltune.mpi import launch, runenv
 from colltune.mpi import libraries as mpi_mod
-
-err = Console(stderr=True)
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -43,8 +40,12 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, v
     """
     lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
         runenv.library_for_launcher(command[0]) or mpi_mod.resolve(None))
-    with err.status(f"building the C core for {lib.name} ..."):
-        art = build_mod.ensure_built(lib)
+    art = build_mod.current(lib)
+    if art is None:  # rich only when there is something to show: it costs every launch ~30 ms
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"building the C core for {lib.name} ..."):
+            art = build_mod.ensure_built(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     if dry_run:

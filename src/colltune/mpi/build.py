@@ -3,7 +3,8 @@
 The C core must be compiled against the MPI it runs with (an interposer built against MPICH does
 not work under Open MPI), so one colltune installation keeps one build per library:
 `<cache>/<family>-<name>-<hash>/` holding libcolltune.so, colltune-bench, colltune-selftest and
-build.json. A build is redone when the sources change (hash of native/).
+build.json. A build is redone when the sources change (hash of native/); whether they changed
+is first asked of their sizes and modification times (source_stamp), which reads no file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,14 +59,32 @@ def _sources(group: str) -> list[Path]:
     return sorted((root / group).glob("*.c"))
 
 
+def _build_inputs() -> list[Path]:
+    root = native_dir()
+    return [path for path in sorted(root.rglob("*"))
+            if path.suffix in (".c", ".h", ".toml") and "fuzz" not in path.parts and path.is_file()]
+
+
 def source_hash() -> str:
     """Hash of everything the build reads: a change to any C file, header or table rebuilds."""
     root = native_dir()
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix in (".c", ".h", ".toml") and "fuzz" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    for path in _build_inputs():
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    digest.update(" ".join(CFLAGS).encode())
+    return digest.hexdigest()[:16]
+
+
+def source_stamp() -> str:
+    """Names, sizes and modification times of the build's inputs: equal stamps mean equal
+    sources without reading them (the check in front of every `colltune run`). A different
+    stamp only sends the check on to source_hash: touching a file does not rebuild."""
+    root = native_dir()
+    digest = hashlib.sha256(str(root).encode())
+    for path in _build_inputs():
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
     digest.update(" ".join(CFLAGS).encode())
     return digest.hexdigest()[:16]
 
@@ -105,6 +123,8 @@ def _build_into(lib: MpiLibrary, out: Path) -> None:
         raise BuildError(f"no C sources under {root}")
     objects = {src: out / "obj" / (str(src.relative_to(root)).replace(os.sep, "__") + ".o") for src in sources}
     (out / "obj").mkdir(parents=True)
+    from concurrent.futures import ThreadPoolExecutor  # only when compiling: colltune run's start
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         jobs = [pool.submit(_run_compiler, [str(lib.mpicc), *flags, "-c", str(s), "-o", str(o)], env)
                 for s, o in objects.items()]
@@ -122,17 +142,44 @@ def _build_into(lib: MpiLibrary, out: Path) -> None:
         _run_compiler(argv, env)
 
 
+def _read_info(info: Path) -> dict[str, object]:
+    try:
+        data = json.loads(info.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def current(lib: MpiLibrary) -> Artifacts | None:
+    """The cached build for `lib` if it is current, else None (then ensure_built builds)."""
+    directory = build_dir(lib)
+    info_path = directory / "build.json"
+    info = _read_info(info_path)
+    if not info:
+        return None
+    stamp = source_stamp()
+    if info.get("source_stamp") == stamp:
+        return _artifacts(directory, lib.family)
+    if info.get("source_hash") != source_hash():
+        return None
+    # Same sources under new times (a checkout, a copy): remember the stamp, whole file only.
+    tmp = info_path.with_name(f".build.json.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps({**info, "source_stamp": stamp}, indent=2))
+        tmp.replace(info_path)
+    except OSError:
+        pass  # a read-only cache still works, checked by hash each time
+    return _artifacts(directory, lib.family)
+
+
 def ensure_built(lib: MpiLibrary, force: bool = False) -> Artifacts:
     """Build the C core for `lib` unless a current build is cached; return its products."""
     directory = build_dir(lib)
+    if not force and (cached := current(lib)) is not None:
+        return cached
+    stamp = source_stamp()  # before the hash: a file edited meanwhile fails the next stamp check
     wanted = source_hash()
     info = directory / "build.json"
-    if not force and info.exists():
-        try:
-            if json.loads(info.read_text()).get("source_hash") == wanted:
-                return _artifacts(directory, lib.family)
-        except ValueError:
-            pass
     directory.parent.mkdir(parents=True, exist_ok=True)
     # One builder at a time per library (parallel test sessions share the cache).
     with open(directory.parent / f".{lib.identity}.lock", "w") as lock:
@@ -143,7 +190,8 @@ def ensure_built(lib: MpiLibrary, force: bool = False) -> Artifacts:
         try:
             _build_into(lib, staging)
             (staging / "build.json").write_text(json.dumps(
-                {"source_hash": wanted, "library": lib.as_dict(), "family": lib.family}, indent=2))
+                {"source_hash": wanted, "source_stamp": stamp, "library": lib.as_dict(),
+                 "family": lib.family}, indent=2))
             if directory.exists():
                 shutil.rmtree(directory)
             staging.rename(directory)

@@ -151,10 +151,31 @@ def _mpiexec_for(mpicc: Path) -> Path:
     raise MpiError(f"no mpiexec or mpirun next to {mpicc}; pass the MPI's mpicc with --mpi")
 
 
-def _probe_version(mpicc: Path, mpiexec: Path, family: str, env: dict[str, str]) -> str:
+def _probe_key(mpicc: Path) -> str:
+    """Identity of an installed mpicc: a reinstalled library gets a new wrapper file."""
     stat = mpicc.resolve().stat()
-    key = hashlib.sha256(f"{mpicc.resolve()}|{stat.st_mtime_ns}|{stat.st_size}".encode()).hexdigest()[:16]
-    cache = cache_dir() / "probe" / f"{key}.json"
+    return hashlib.sha256(f"{mpicc.resolve()}|{stat.st_mtime_ns}|{stat.st_size}".encode()).hexdigest()[:16]
+
+
+def _cached_family_of(mpicc: Path, env: dict[str, str]) -> tuple[str, str, str]:
+    """_family_of, remembered per installed mpicc: running the preprocessor costs ~80 ms per
+    library, and `colltune run` looks at every library to find the launcher's."""
+    cache = cache_dir() / "probe" / f"{_probe_key(mpicc)}-family.json"
+    try:
+        family, name, mpi_version = json.loads(cache.read_text())
+        return str(family), str(name), str(mpi_version)
+    except (OSError, ValueError):
+        pass
+    found = _family_of(mpicc, env)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(found))
+    tmp.replace(cache)  # concurrent first runs: whole files only
+    return found
+
+
+def _probe_version(mpicc: Path, mpiexec: Path, family: str, env: dict[str, str]) -> str:
+    cache = cache_dir() / "probe" / f"{_probe_key(mpicc)}.json"
     if cache.exists():
         try:
             return str(json.loads(cache.read_text())["version"])
@@ -192,7 +213,7 @@ def identify(mpicc: Path, origin: str = "--mpi") -> MpiLibrary:
     if not mpicc.exists():
         raise MpiError(f"{mpicc} does not exist; pass the path of an MPI compiler wrapper (mpicc)")
     env = _library_env(mpicc)
-    family, name, mpi_version = _family_of(mpicc, env)
+    family, name, mpi_version = _cached_family_of(mpicc, env)
     if family not in FAMILIES:
         raise MpiError(
             f"{mpicc}: <mpi.h> is neither Open MPI nor MPICH-family; colltune knows the ABI "

@@ -18,10 +18,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from colltune import catalog
 from colltune.mpi.build import Artifacts
 from colltune.mpi.libraries import MpiError, MpiLibrary, discover
-from colltune.tune.profile import ProfileError, read_profile
 
 SRUN_NAMES = ("srun",)
 LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")
@@ -31,6 +29,8 @@ def parse_force(spec: str) -> dict[str, str]:
     """`bcast=bcast_as_allgatherv,allreduce=library` -> {collective: variant or "library"}.
 
     Raises MpiError naming the valid choices, like the C runtime does at MPI_Init."""
+    from colltune import catalog  # pydantic: only when --force is given (colltune run's start)
+
     cat = catalog.load()
     names = cat.collective_names()
     chosen: dict[str, str] = {}
@@ -73,6 +73,8 @@ def rank_environment(
     if force:
         env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in parse_force(force).items())
     if profile is not None:
+        from colltune.tune.profile import ProfileError, read_profile  # pydantic: only with --profile
+
         path = Path(profile).expanduser().resolve()
         try:  # the same grammar as the C parser: refuse now rather than warn in every rank
             read_profile(path)
@@ -142,7 +144,9 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> tupl
     if not LAUNCHER_NAME.match(name):
         raise MpiError(f"{launcher!r} is not an MPI launcher; the command after `--` must start with "
                        f"mpiexec, mpirun or srun (e.g. `{lib.mpiexec} -n 4 ./app`)")
-    family = launcher_family(path)
+    # The library's own launcher needs no --version call (a process start in front of every launch).
+    same = Path(path).resolve() == lib.mpiexec.resolve()
+    family = lib.family if same else launcher_family(path)
     if family not in (lib.family, "unknown"):
         raise MpiError(
             f"{path} launches {family} programs but the interposer is for {lib.name} ({lib.family} "
