@@ -20,7 +20,8 @@ from colltune import __version__
 
 # Subcommands in the order `--help` lists them: the main workflow first.
 SUBCOMMANDS = (
-    "check", "bench", "compare", "tune", "validate", "run", "report", "export", "profile", "selftest", "mpi",
+    "check", "bench", "compare", "tune", "validate", "run", "learn", "traces", "report", "export", "profile",
+    "selftest", "mpi",
 )
 
 

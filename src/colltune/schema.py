@@ -131,6 +131,23 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "config_env JSON, command VARCHAR, created TIMESTAMP"),
         key=("comparison_id", "run_id")),
     Table("validations", VALIDATION_COLUMNS, derived=True, latest_by="judged_at"),
+    # `colltune traces ingest` / `colltune learn` (docs/select.md, docs/learn.md): one row per
+    # ingested trace directory (one application run), one row per traced call (joined over ranks).
+    Table("trace_runs", _cols(
+        "trace_run_id VARCHAR, ingested TIMESTAMP, trace_dir VARCHAR, command VARCHAR, app VARCHAR, "
+        "batch INTEGER, mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, world_size INTEGER, "
+        "nodes INTEGER, ppn INTEGER, seed UBIGINT, table_hash UBIGINT, records BIGINT, overflow BIGINT, "
+        "wall_s DOUBLE"), key=("trace_run_id",)),
+    Table("trace_calls", _cols(
+        "trace_run_id VARCHAR, comm_id BIGINT, call_index BIGINT, collective VARCHAR, member VARCHAR, "
+        "outcome VARCHAR, mode VARCHAR, reason INTEGER, msg_bytes BIGINT, comm_size INTEGER, nodes INTEGER, "
+        "ppn INTEGER, size_bin INTEGER, nodes_bin INTEGER, ppn_bin INTEGER, runtime_s DOUBLE, "
+        "ranks_traced INTEGER, start_s DOUBLE")),
+    # `colltune learn run`: one row per batch (the table it ran with, what it cost, what it bought).
+    Table("learn_batches", _cols(
+        "loop_id VARCHAR, batch INTEGER, trace_run_id VARCHAR, created TIMESTAMP, source VARCHAR, "
+        "table_hash UBIGINT, table_text VARCHAR, wall_s DOUBLE, traced_calls BIGINT, explored_calls BIGINT, "
+        "collective_s DOUBLE, est_gain DOUBLE, regret DOUBLE"), key=("loop_id", "batch")),
 )}
 
 MEASUREMENT_COLUMNS = list(TABLES["measurements"].columns)

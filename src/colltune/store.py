@@ -342,6 +342,73 @@ class Store:
         return self.con.execute(f"SELECT {cols} FROM comparisons WHERE comparison_id = ? ORDER BY position",
                                 [comparison_id]).fetchdf()
 
+    # -- traces and learning (colltune traces / colltune learn) -------------------------------
+
+    def _append(self, table: str, frame: pd.DataFrame) -> None:
+        columns = list(_SCHEMA[table].columns)
+        self.con.register("ct_incoming", frame[columns])
+        try:
+            names = ", ".join(f'"{c}"' for c in columns)
+            self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
+        finally:
+            self.con.unregister("ct_incoming")
+
+    def write_trace_run(self, run: Mapping[str, Any], calls: pd.DataFrame) -> None:
+        """One ingested trace directory and its calls, all or nothing."""
+        with self._transaction():
+            self._append("trace_runs", pd.DataFrame([dict(run)]))
+            if not calls.empty:
+                self._append("trace_calls", calls.assign(trace_run_id=run["trace_run_id"]))
+
+    def trace_runs(self) -> pd.DataFrame:
+        return self._frame("trace_runs", None, "ingested, trace_run_id")
+
+    def trace_calls(self, trace_run_id: str | None = None) -> pd.DataFrame:
+        where = "trace_run_id = ?" if trace_run_id else ""
+        if not self.has_table("trace_calls"):
+            return _empty(_SCHEMA["trace_calls"])
+        cols = ", ".join(f'"{c}"' for c in _SCHEMA["trace_calls"].columns)
+        return self.con.execute(f"SELECT {cols} FROM trace_calls {'WHERE ' + where if where else ''} "
+                                "ORDER BY trace_run_id, comm_id, call_index",
+                                [trace_run_id] if where else []).fetchdf()
+
+    def add_learn_batch(self, row: Mapping[str, Any]) -> None:
+        with self._transaction():
+            self.con.execute("DELETE FROM learn_batches WHERE loop_id = ? AND batch = ?",
+                             [row["loop_id"], row["batch"]])
+            self._append("learn_batches", pd.DataFrame([dict(row)]))
+
+    def learn_batches(self, loop_id: str | None = None) -> pd.DataFrame:
+        """The batches of one loop (default: the newest loop)."""
+        if loop_id is None and self.has_table("learn_batches"):
+            row = self.con.execute("SELECT loop_id FROM learn_batches ORDER BY created DESC LIMIT 1").fetchone()
+            loop_id = None if row is None else str(row[0])
+        if loop_id is None:
+            return _empty(_SCHEMA["learn_batches"])
+        cols = ", ".join(f'"{c}"' for c in _SCHEMA["learn_batches"].columns)
+        return self.con.execute(f"SELECT {cols} FROM learn_batches WHERE loop_id = ? ORDER BY batch",
+                                [loop_id]).fetchdf()
+
+    def library_medians(self, mpi_name: str) -> pd.DataFrame:
+        """Per-launch medians of every bench/check run of one library, with the launch's node
+        layout: labelled data for colltune learn (collective, variant, msg_bytes, nprocs, nodes,
+        ppn, median_s, reps)."""
+        if not self.has_table("runs"):
+            return pd.DataFrame(columns=["collective", "variant", "msg_bytes", "nprocs", "nodes", "ppn",
+                                         "median_s", "reps"])
+        return self.con.execute(
+            "WITH lay AS (SELECT run_id, launch_idx, max(CASE WHEN key = 'nodes' THEN TRY_CAST(value AS INTEGER) END) "
+            "AS nodes, max(CASE WHEN key = 'ranks_per_node' THEN list_max(TRY_CAST(string_split(value, ',') AS INTEGER[])) END) "
+            "AS ppn "
+            "FROM environment GROUP BY ALL) "
+            "SELECT m.collective, m.variant, m.msg_bytes, m.nprocs, coalesce(l.nodes, 1) AS nodes, "
+            "coalesce(l.ppn, m.nprocs) AS ppn, median(m.runtime_s) AS median_s, count(*) AS reps "
+            "FROM measurements m JOIN runs r USING (run_id) LEFT JOIN lay l USING (run_id, launch_idx) "
+            "WHERE r.mpi_name = ? AND r.kind IN ('bench', 'check') AND coalesce(m.valid, TRUE) "
+            "AND NOT coalesce(m.warmup, FALSE) AND m.collective <> 'barrier' "
+            "GROUP BY m.run_id, m.launch_idx, m.collective, m.variant, m.msg_bytes, m.nprocs, l.nodes, l.ppn "
+            "ORDER BY ALL", [mpi_name]).fetchdf()
+
     def tables(self) -> list[str]:
         return [t for t in _SCHEMA if t != "meta" and self.has_table(t)] + self._other_tables()
 

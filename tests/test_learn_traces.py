@@ -1,0 +1,159 @@
+"""Trace files (docs/select.md) -> trace_runs / trace_calls, exact rows; broken files refused."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from colltune import catalog
+from colltune.cli import main
+from colltune.learn.traces import (
+    HEADER,
+    RECORD_BYTES,
+    TraceError,
+    TraceFile,
+    ingest,
+    read_trace,
+    record_dtype,
+    write_trace,
+)
+from colltune.store import Store
+
+NAMES = catalog.load().collective_names()
+AR, BC = NAMES.index("allreduce"), NAMES.index("bcast")
+PORT = {"allreduce": ["default", "allreduce_as_reduce_bcast", "lib:allreduce:4"],
+        "bcast": ["default", "bcast_as_scatter_allgather"]}
+
+
+def _records(rows: list[tuple]) -> np.ndarray:
+    rec = np.zeros(len(rows), dtype=record_dtype(RECORD_BYTES))
+    for i, r in enumerate(rows):
+        rec[i] = r
+    return rec
+
+
+# comm_id, call_index, collective, member, outcome, size_bin, msg_bytes, comm_size, nodes, ppn, start, duration, reason
+RANK0 = [
+    (0, 0, AR, 1, 3, 4, 8, 4, 2, 2, 0.5, 0.25, 0),
+    (0, 1, BC, 0, 2, 11, 1024, 4, 2, 2, 1.0, 0.125, 0),
+    (5, 0, AR, 2, 1, 21, 1 << 20, 2, 1, 2, 2.0, 0.5, 7),
+]
+RANK2 = [
+    (0, 0, AR, 1, 3, 4, 8, 4, 2, 2, 0.25, 0.375, 0),
+    (0, 1, BC, 0, 2, 11, 1024, 4, 2, 2, 1.5, 0.0625, 0),
+]
+
+
+def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    r2 = [list(r) for r in RANK2]
+    r2[0][3] = rank2_member
+    write_trace(d / "rank-0.cttrace", TraceFile(0, 4, seed, 0xABCDEF, 0, 3.5, PORT, _records(RANK0)))
+    write_trace(d / "rank-2.cttrace", TraceFile(2, 4, seed, 0xABCDEF, 3, 4.0, PORT, _records([tuple(r) for r in r2])))
+    return d
+
+
+def test_read_back_what_was_written(tmp_path: Path) -> None:
+    d = _write_dir(tmp_path / "t")
+    data = (d / "rank-0.cttrace").read_bytes()
+    assert data[:8] == b"CTTRACE1" and HEADER.size == 64
+    assert len(data) == 64 + len(b"allreduce default allreduce_as_reduce_bcast lib:allreduce:4\n"
+                                 b"bcast default bcast_as_scatter_allgather\n\n") + 3 * 32
+    t = read_trace(d / "rank-0.cttrace")
+    assert (t.rank, t.world_size, t.seed, t.table_hash, t.overflow, t.wall_s) == (0, 4, 99, 0xABCDEF, 0, 3.5)
+    assert t.portfolios == PORT
+    assert t.records["msg_bytes"].tolist() == [8, 1024, 1 << 20]
+    assert t.records["reason"].tolist() == [0, 0, 7]
+
+
+def test_ingest_exact_rows(tmp_path: Path) -> None:
+    d = _write_dir(tmp_path / "t")
+    res = ingest(d, tmp_path / "db.duckdb", command="mpiexec -n 4 ./miniapp -x", batch=3,
+                 mpi_name="openmpi", mpi_version="Open MPI v5.0.11", abi_family="openmpi")
+    assert (res.ranks, res.records, res.calls, res.overflow, res.disagreements) == (2, 5, 3, 3, 0)
+    with Store(tmp_path / "db.duckdb", read_only=True) as s:
+        runs = s.trace_runs()
+        calls = s.trace_calls()
+    run = runs.iloc[0].to_dict()
+    assert {k: run[k] for k in ("trace_run_id", "command", "app", "batch", "mpi_name", "mpi_version",
+                                "abi_family", "world_size", "nodes", "ppn", "seed", "table_hash",
+                                "records", "overflow", "wall_s")} == {
+        "trace_run_id": res.trace_run_id, "command": "mpiexec -n 4 ./miniapp -x", "app": "miniapp", "batch": 3,
+        "mpi_name": "openmpi", "mpi_version": "Open MPI v5.0.11", "abi_family": "openmpi", "world_size": 4,
+        "nodes": 2, "ppn": 2, "seed": 99, "table_hash": 0xABCDEF, "records": 5, "overflow": 3, "wall_s": 4.0}
+    assert run["trace_dir"] == str(d.resolve())
+    calls = calls.astype(object).where(calls.notna(), None)
+    rows = calls.drop(columns=["trace_run_id"]).to_dict("records")
+    assert rows == [
+        {"comm_id": 0, "call_index": 0, "collective": "allreduce", "member": "allreduce_as_reduce_bcast",
+         "outcome": "applied", "mode": "explore", "reason": 0, "msg_bytes": 8, "comm_size": 4, "nodes": 2,
+         "ppn": 2, "size_bin": 4, "nodes_bin": 1, "ppn_bin": 1, "runtime_s": 0.375, "ranks_traced": 2,
+         "start_s": 0.25},
+        {"comm_id": 0, "call_index": 1, "collective": "bcast", "member": "default", "outcome": "applied",
+         "mode": "exploit", "reason": 0, "msg_bytes": 1024, "comm_size": 4, "nodes": 2, "ppn": 2,
+         "size_bin": 11, "nodes_bin": 1, "ppn_bin": 1, "runtime_s": 0.125, "ranks_traced": 2, "start_s": 1.0},
+        {"comm_id": 5, "call_index": 0, "collective": "allreduce", "member": "lib:allreduce:4",
+         "outcome": "not_applicable", "mode": None, "reason": 7, "msg_bytes": 1 << 20, "comm_size": 2,
+         "nodes": 1, "ppn": 2, "size_bin": 21, "nodes_bin": 0, "ppn_bin": 1, "runtime_s": 0.5,
+         "ranks_traced": 1, "start_s": 2.0},
+    ]
+
+
+def test_rank_disagreement_is_counted(tmp_path: Path) -> None:
+    d = _write_dir(tmp_path / "t", rank2_member=0)
+    assert ingest(d, tmp_path / "db.duckdb").disagreements == 1
+
+
+def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
+    """record_bytes comes from the header: fields appended by the runtime are skipped."""
+    d = _write_dir(tmp_path / "t")
+    raw = (d / "rank-0.cttrace").read_bytes()
+    head, rest = raw[:64], raw[64:]
+    cut = rest.index(b"\n\n") + 2
+    text, recs = rest[:cut], rest[cut:]
+    wide = b"".join(recs[i:i + 32] + b"\xee" * 8 for i in range(0, len(recs), 32))
+    fields = list(HEADER.unpack(head))
+    fields[2] = 40
+    (d / "rank-0.cttrace").write_bytes(HEADER.pack(*fields) + text + wide)
+    assert read_trace(d / "rank-0.cttrace").records["duration"].tolist() == [0.25, 0.125, 0.5]
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda b: b"CTTRACE9" + b[8:], "not a colltune trace"),
+    (lambda b: b[:8] + struct.pack("<I", 2) + b[12:], "trace version 2, this colltune reads 1"),
+    (lambda b: b[:-5], "header says 3 records of 32 bytes"),
+    (lambda b: b[:40], "shorter than the 64-byte header"),
+    (lambda b: b[:12] + struct.pack("<I", 16) + b[16:], "records of 16 bytes are shorter than the 32"),
+    (lambda b: b[:64] + b"allreduce default", "no terminating empty line"),
+])
+def test_broken_files_are_refused(tmp_path: Path, mutate, message: str) -> None:
+    d = _write_dir(tmp_path / "t")
+    p = d / "rank-0.cttrace"
+    p.write_bytes(mutate(p.read_bytes()))
+    with pytest.raises(TraceError, match=message):
+        read_trace(p)
+
+
+def test_directories_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TraceError, match="no rank-N.cttrace files"):
+        ingest(tmp_path / "empty", tmp_path / "db.duckdb")
+    d = _write_dir(tmp_path / "mixed")
+    write_trace(d / "rank-3.cttrace", TraceFile(3, 4, 100, 0, 0, 1.0, PORT, _records(RANK2)))
+    with pytest.raises(TraceError, match="different runs"):
+        ingest(d, tmp_path / "db.duckdb")
+
+
+def test_cli_ingest(tmp_path: Path) -> None:
+    d = _write_dir(tmp_path / "t")
+    out = CliRunner().invoke(main, ["traces", "ingest", str(d), "--db", str(tmp_path / "x.duckdb"),
+                                    "--batch", "1", "--command", "mpiexec -n 4 ./a"])
+    assert out.exit_code == 0, out.output
+    assert "2 rank files, 5 records, 3 calls, 3 records lost to a full buffer" in out.output
+    with Store(tmp_path / "x.duckdb", read_only=True) as s:
+        assert s.trace_runs()["batch"].tolist() == [1]
+        assert len(s.trace_calls()) == 3
