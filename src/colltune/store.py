@@ -59,6 +59,10 @@ def _now() -> datetime:
 
 
 
+def new_run_id() -> str:
+    return f"{_now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
 def _open_failure(path: Path, exc: duckdb.Error) -> str:
     """Why DuckDB refused the file, in the user's terms."""
     text = str(exc)
@@ -153,9 +157,10 @@ class Store:
 
     def create_run(self, *, kind: str, command: str, mpi_name: str, mpi_version: str,
                    abi_family: str, settings: Mapping[str, Any],
-                   variants: Iterable[tuple[str, str, str, str | None]]) -> str:
-        """A new run in status `running`; `variants` are (collective, variant, kind, guideline)."""
-        run_id = f"{_now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+                   variants: Iterable[tuple[str, str, str, str | None]], run_id: str | None = None) -> str:
+        """A new run in status `running`; `variants` are (collective, variant, kind, guideline).
+        `run_id` (from new_run_id): the writer locks it before the run exists (measure.runlock)."""
+        run_id = run_id or new_run_id()
         with self._transaction():
             self.con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL)",

@@ -53,8 +53,8 @@ def _print_overview(store: Store, run_id: str, console: Console) -> None:
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("colltune.duckdb"), show_default=True, help="results database")
 @click.option("--resume", "resume", default=None, metavar="RUN_ID",
-              help="complete an interrupted run (`latest`: the newest interrupted one); its stored "
-                   "settings are used")
+              help="complete an interrupted run (`latest`: the newest interrupted one, or one left "
+                   "`running` by a process that is gone); its stored settings are used")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--dry-run", is_flag=True, help="print the launches and jobs, measure nothing")
 def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **options: Any) -> None:
@@ -77,12 +77,13 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
                                    f"{', '.join('--' + g.replace('_', '-') for g in given)}")
         if resume == "latest":
             try:
-                with Store(db_path, read_only=True) as store:
-                    resume = store.latest_run_id(status="interrupted")
+                resume, note = runner.resumable_run(db_path)
             except StoreError as exc:
                 raise click.UsageError(str(exc)) from None
             if resume is None:
-                raise click.UsageError(f"no interrupted run in {db_path}")
+                raise click.UsageError(f"no interrupted run in {db_path}{note}")
+            if note:
+                console.print(f"[yellow]{note}[/]", highlight=False)
         settings = None
     else:
         settings = bench_options.settings_from_options(options)

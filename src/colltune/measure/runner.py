@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,12 +34,14 @@ from rich.progress import (
 )
 
 from colltune.measure.planning import LaunchSpec, all_variants, launch_plan, launch_seed, plan_jobs, validate
+from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
-from colltune.store import LaunchData, Store, StoreError
+from colltune.paths import writable_file
+from colltune.store import LaunchData, Store, StoreError, new_run_id
 
 
 def _now() -> datetime:
@@ -114,8 +117,17 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
     With `resume_run_id`, the run's stored settings are used and only its missing launches are
     measured. Ctrl-C (KeyboardInterrupt) or a failed launch leaves the run `interrupted` with
     every finished launch stored, and re-raises (BenchError for a failed launch). The database
-    is opened only to write, so it can be queried while a run is in progress."""
-    db_path = Path(db_path)
+    is opened only to write, so it can be queried while a run is in progress. The run's lock
+    (measure.runlock) is held throughout: a run being measured by a live process is refused."""
+    db_path = writable_file(db_path, "results database")  # the lock file lives next to it
+    with RunLock(db_path, resume_run_id or new_run_id()) as lock:
+        return _run_locked(settings, db_path, lock.run_id, resume_run_id is not None, progress=progress,
+                           console=console, command=command, kind=kind)
+
+
+def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: bool, *, progress: bool,
+                console: Console | None, command: str | None, kind: str) -> str:
+    resume_run_id = run_id if resume else None
     with Store(db_path) as store:
         if resume_run_id is not None:
             info = store.run_info(resume_run_id)
@@ -127,14 +139,13 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
     artifacts = build.ensure_built(lib)
     with Store(db_path) as store:
         if resume_run_id is None:
-            run_id = store.create_run(
+            store.create_run(
                 kind=kind, command=command or "colltune bench", mpi_name=lib.name,
                 mpi_version=lib.version, abi_family=lib.family,
                 settings=json.loads(settings.model_dump_json()),
-                variants=all_variants(settings, algorithm_key(lib)))
+                variants=all_variants(settings, algorithm_key(lib)), run_id=run_id)
             done = set()
         else:
-            run_id = resume_run_id
             store.set_run_status(run_id, "running")
     key = algorithm_key(lib)
     specs = launch_plan(settings, key)
@@ -153,6 +164,28 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
     with Store(db_path) as store:
         store.set_run_status(run_id, "complete")
     return run_id
+
+
+def resumable_run(db_path: str | Path) -> tuple[str | None, str]:
+    """The newest run `--resume latest` completes, and what to tell the user: an `interrupted`
+    run, or a `running` one whose writer is gone (killed before it could say so; no process
+    holds its lock). Runs still being measured are skipped; with none to resume, the message
+    names them."""
+    with Store(db_path, read_only=True) as store:
+        runs = store.runs()
+    busy: list[str] = []
+    for run_id, status in reversed(list(zip(runs["run_id"], runs["status"], strict=True))):
+        if status == "interrupted":
+            return str(run_id), ""
+        if status != "running":
+            continue
+        if (writer := live_writer(db_path, run_id)) is not None:
+            busy.append(f"{run_id} (measured by {writer})")
+            continue
+        last = last_writer(db_path, run_id)
+        gone = f"its writer, {last}, is gone" if last else "no process holds its lock"
+        return str(run_id), f"run {run_id} was left `running` but {gone}: resuming it as interrupted"
+    return None, (f"; still being measured: {', '.join(busy)}" if busy else "")
 
 
 def describe(settings: BenchSettings) -> list[str]:
@@ -273,11 +306,20 @@ def prepare(settings: BenchSettings, db_path: str | Path, *, command: str, kind:
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
     key = algorithm_key(lib)
-    with Store(db_path) as store:
-        run_id = store.create_run(
-            kind=kind, command=command, mpi_name=lib.name, mpi_version=lib.version, abi_family=lib.family,
-            settings=json.loads(settings.model_dump_json()), variants=all_variants(settings, key))
-    return PreparedRun(Path(db_path), run_id, settings, lib, artifacts, launch_plan(settings, key))
+    db_path = writable_file(db_path, "results database")
+    lock = RunLock(db_path, new_run_id())
+    try:
+        with Store(db_path) as store:
+            store.create_run(
+                kind=kind, command=command, mpi_name=lib.name, mpi_version=lib.version, abi_family=lib.family,
+                settings=json.loads(settings.model_dump_json()), variants=all_variants(settings, key),
+                run_id=lock.run_id)
+    except BaseException:
+        lock.release()
+        raise
+    prepared = PreparedRun(db_path, lock.run_id, settings, lib, artifacts, launch_plan(settings, key))
+    weakref.finalize(prepared, lock.release)  # held while the caller measures, or to the exit
+    return prepared
 
 
 def measure_launch(prepared: PreparedRun, spec: LaunchSpec) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 
 from colltune.mpi.libraries import MpiLibrary
 
@@ -102,6 +104,27 @@ def run(
     )
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """For the child between fork and exec: get SIGTERM when colltune dies, however it dies
+    (Linux PR_SET_PDEATHSIG; SIGKILL and the out-of-memory killer included), so a killed front
+    end leaves no launch behind measuring for nobody. mpiexec and srun pass SIGTERM to the
+    ranks. It fires when the thread that started the launch ends: start launches from a thread
+    that outlives them (colltune starts them from the main thread)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # died before the line above took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
+
+
 def popen(
     lib: MpiLibrary,
     nprocs: int,
@@ -118,4 +141,5 @@ def popen(
         stdin=subprocess.DEVNULL,
         text=True,
         start_new_session=True,  # Ctrl-C reaches us first; we stop the launch ourselves
+        preexec_fn=_die_with_parent(),
     )
