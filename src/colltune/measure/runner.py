@@ -35,7 +35,7 @@ from rich.progress import (
 
 from colltune.measure.planning import LaunchSpec, all_variants, launch_plan, launch_seed, plan_jobs, validate
 from colltune.measure.runlock import RunLock, last_writer, live_writer
-from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
+from colltune.measure.protocol import DriverOutput, driver_argv, launch_environment, read_driver_output, to_launch_data
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
@@ -102,6 +102,19 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
         raise
     _, stderr = proc.communicate()
     return proc.returncode, stderr
+
+
+def _world_size(out: DriverOutput) -> int | None:
+    size = out.launch.get("nprocs")
+    return int(size) if size is not None else None
+
+
+def _singletons(lib: mpi.MpiLibrary, nprocs: int, size: int | None) -> str:
+    """A launcher without the library's process manager (srun with the wrong --mpi plugin) starts
+    `nprocs` separate programs of one rank each and exits 0: measured, that is not a collective."""
+    return (f"the ranks ran as MPI_COMM_WORLD of size {size}, not one job of {nprocs}: the launcher "
+            f"started separate singletons; under srun {lib.name} needs --mpi={launch.srun_plugin(lib)} "
+            f"(colltune passes it unless COLLTUNE_MPIEXEC_FLAGS or SLURM_MPI_TYPE choose another)")
 
 
 def _describe_failure(code: int, stderr: str) -> str:
@@ -264,9 +277,10 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             finished = _now()
             text = out_file.read_text(errors="replace") if out_file.exists() else ""
             out = read_driver_output(text)
-            if code != 0 or not out.ended:
+            if code != 0 or not out.ended or _world_size(out) != nprocs:
                 # Keep the failed launch's trace, not its partial data (it would bias verdicts).
-                message = _describe_failure(code, stderr)
+                message = (_describe_failure(code, stderr) if code != 0 or not out.ended
+                           else _singletons(lib, nprocs, _world_size(out)))
                 _store_launch(db_path, run_id, LaunchData(
                     launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                     started=started, finished=finished, status="failed", message=message))

@@ -24,6 +24,25 @@ def use_srun() -> bool:
     return "SLURM_JOB_ID" in os.environ and shutil.which("srun") is not None
 
 
+# Slurm's PMI plugin each library starts under (Debian 12's Slurm 22.05, measured: MPI-NOTES.md
+# "Slurm on one host"). Open MPI 5 and 4.1 speak PMIx only; MPICH (pip 5.0.2, Debian 4.0.2) PMI-2
+# only (it aborts under pmix); Intel MPI both. The wrong plugin or none (Slurm's default
+# MpiDefault=none) starts N singletons of world size 1 without an error.
+SRUN_MPI_PLUGIN = {"openmpi": "pmix", "mpich": "pmi2", "intel": "pmi2"}
+
+
+def srun_mpi_flags(lib: MpiLibrary, given: Sequence[str]) -> list[str]:
+    """`--mpi=<plugin>` for srun, unless the user chose one: a --mpi flag among `given`, or
+    SLURM_MPI_TYPE (which srun reads itself)."""
+    if os.environ.get("SLURM_MPI_TYPE") or any(a == "--mpi" or a.startswith("--mpi=") for a in given):
+        return []
+    return [f"--mpi={srun_plugin(lib)}"]
+
+
+def srun_plugin(lib: MpiLibrary) -> str:
+    return SRUN_MPI_PLUGIN.get(lib.name, "pmix" if lib.family == "openmpi" else "pmi2")
+
+
 def rank_env_flags(lib: MpiLibrary, rank_env: Mapping[str, str]) -> list[str]:
     """mpiexec flags that set `rank_env` in the ranks only."""
     flags: list[str] = []
@@ -57,7 +76,8 @@ def mpiexec_argv(
     user_flags = os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").split()
     if use_srun():
         exports = ",".join(["ALL", *(f"{k}={v}" for k, v in rank_env.items())])
-        return ["srun", "-n", str(nprocs), f"--export={exports}", *user_flags, *extra_flags, *argv]
+        return ["srun", "-n", str(nprocs), f"--export={exports}",
+                *srun_mpi_flags(lib, [*user_flags, *extra_flags]), *user_flags, *extra_flags, *argv]
     return [
         str(lib.mpiexec),
         "-n", str(nprocs),

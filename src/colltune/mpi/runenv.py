@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from colltune.mpi import launch
 from colltune.mpi.build import Artifacts
 from colltune.mpi.libraries import MpiError, MpiLibrary, discover
 
@@ -137,7 +138,8 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> tupl
             raise MpiError(f"LD_PRELOAD {env['LD_PRELOAD']!r} contains a comma, which srun --export cannot pass")
         inline = {k: v for k, v in env.items() if k == "LD_PRELOAD" or "," not in v}
         exports = ",".join(["ALL", *(f"{k}={v}" for k, v in inline.items())])
-        return [launcher, f"--export={exports}", *argv[1:]], {k: v for k, v in env.items() if k not in inline}
+        return ([launcher, f"--export={exports}", *launch.srun_mpi_flags(lib, argv[1:]), *argv[1:]],
+                {k: v for k, v in env.items() if k not in inline})
     path = _resolve(launcher)
     if path is None:
         raise MpiError(f"launcher {launcher!r} not found; give mpiexec, mpirun or srun with its path")
