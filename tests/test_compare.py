@@ -165,3 +165,28 @@ def test_decide_and_band() -> None:
     assert cstats.decide(math.nan, Interval(math.nan, math.nan), math.nan, 0.05, 0.05) is cstats.Verdict.UNDECIDED
     assert cstats.min_attainable_p(10, 10) == pytest.approx(2 / 184756)
     assert cstats.min_attainable_p(3, 3, cstats.Test.WELCH) == 0.0
+
+
+def test_launches_alternate_repetition_by_repetition() -> None:
+    from colltune.compare.measure import alternate
+    from colltune.measure.planning import LaunchSpec
+
+    a = [LaunchSpec(0, 2, 0), LaunchSpec(1, 2, 1)]
+    # Intel MPI: each repetition's ordinary launch is followed by one per fixed algorithm.
+    b = [LaunchSpec(0, 2, 0), LaunchSpec(1, 2, 0, ("allreduce", "3")), LaunchSpec(2, 2, 1),
+         LaunchSpec(3, 2, 1, ("allreduce", "3"))]
+    assert [(i, s.idx) for i, s in alternate([a, b])] == [(0, 0), (1, 0), (1, 1), (0, 1), (1, 2), (1, 3)]
+
+
+def test_configuration_settings_apply_only_during_its_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "0")
+    monkeypatch.delenv("COLLTUNE_MPIEXEC_FLAGS", raising=False)
+    c = config.Config("dyn", "openmpi", {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                                         "COLLTUNE_MPIEXEC_FLAGS": "--mca btl self,vader"})
+    with c.applied():
+        assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+        assert os.environ["COLLTUNE_MPIEXEC_FLAGS"] == "--mca btl self,vader"
+    assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "0"
+    assert "COLLTUNE_MPIEXEC_FLAGS" not in os.environ

@@ -36,3 +36,24 @@ def test_openmpi_against_mpich(tmp_path: Path, mpich_build: object, openmpi_buil
     env = data.environment_table(cmp.members).set_index("fact")
     assert env.loc["mpi_name", "openmpi"] == "openmpi" and env.loc["mpi_name", "mpich"] == "mpich"
     assert (out / "grouped.csv").exists() and (out / "compare.html").exists()
+
+
+@pytest.mark.slow
+def test_one_library_before_and_after_an_mca_setting(tmp_path: Path, openmpi_build: object) -> None:
+    db = tmp_path / "cmp.duckdb"
+    r = CliRunner().invoke(main, ["compare", "--config", "base:openmpi", "--config",
+                                  "dyn:openmpi:OMPI_MCA_coll_tuned_use_dynamic_rules=1 "
+                                  "OMPI_MCA_coll_tuned_allreduce_algorithm=1",
+                                  "-n", "2", "-c", "allreduce", "-s", "1024", "-R", "3", "--max-reps", "30",
+                                  "--time-budget", "0.05", "--db", str(db), "--quiet"])
+    assert r.exit_code == 0, r.output
+    members = data.from_comparison(db)
+    assert [(m.label, m.config_env) for m in members] == [
+        ("base", {}), ("dyn", {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                               "OMPI_MCA_coll_tuned_allreduce_algorithm": "1"})]
+    # The ranks saw the setting: Open MPI reports it through MPI_T in every launch of `dyn` only.
+    env = data.environment_table(members).set_index("fact")
+    assert env.loc["cvar:coll_tuned_allreduce_algorithm", "dyn"] == "1"
+    assert env.loc["cvar:coll_tuned_allreduce_algorithm", "base"] == "0"
+    assert env.loc["env:OMPI_MCA_coll_tuned_allreduce_algorithm", "base"] == ""
+    assert "base vs dyn: 1 points" in r.output

@@ -22,9 +22,10 @@ from colltune.verify import tables as vtables
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
-# The unpaired test across launches has less power than check's paired one: 10 launches per
-# configuration (20 in all for two) are what the committed comparison used (benchmarks/compare).
-COMPARE_DEFAULT_LAUNCHES = 10
+# The unpaired test across launches has less power than check's paired one, and on a shared
+# node whole launches run slow: 20 launches per configuration, as in benchmarks/compare, where two
+# quick comparisons of Open MPI and MPICH at 2 ranks took 65-120 s each.
+COMPARE_DEFAULT_LAUNCHES = 20
 
 
 @click.command(context_settings={"max_content_width": 100})

@@ -27,6 +27,10 @@ POINT = ["nprocs", "collective", "msg_bytes"]
 VERDICT_COLUMNS = [*POINT, "a", "b", "n_a", "n_b", "median_a_s", "median_b_s", "ratio", "ci_low", "ci_high",
                    "statistic", "p_value", "p_adjusted", "verdict", "faster", "note"]
 Samples = dict[tuple[int, str, int], np.ndarray]
+# A launch whose median is this many times the median of its configuration's launches ran in a
+# different regime (ranks descheduled, sharing a core): named in the note, as the usual reason
+# for an undecided verdict on a shared node (benchmarks/compare/README.md).
+SLOW_LAUNCH = 2.0
 
 
 class CompareSettings(BaseModel):
@@ -96,11 +100,14 @@ def _row(point: tuple[int, str, int], a: str, b: str, x: np.ndarray, y: np.ndarr
          settings: CompareSettings) -> dict[str, object]:
     r = cstats.compare_point(x, y, settings.test, settings.confidence, settings.n_resamples, settings.seed)
     testable = min(r.n_a, r.n_b) >= settings.min_launches
+    slow = [f"{label}: {n} of {len(s)} launches over {SLOW_LAUNCH:g}x its median"
+            for label, s in ((a, x), (b, y)) if (n := cstats.slow_launches(s, SLOW_LAUNCH))]
     return {"nprocs": point[0], "collective": point[1], "msg_bytes": point[2], "a": a, "b": b,
             "n_a": r.n_a, "n_b": r.n_b, "median_a_s": float(np.median(x)), "median_b_s": float(np.median(y)),
             "ratio": r.ratio, "ci_low": r.ci.low if testable else math.nan, "ci_high": r.ci.high if testable else math.nan,
             "statistic": r.test.statistic if testable else math.nan, "p_value": r.test.p_value if testable else math.nan,
-            "note": "" if testable else f"too few launches ({min(r.n_a, r.n_b)} < {settings.min_launches}): not tested"}
+            "note": "; ".join(([] if testable else [f"too few launches ({min(r.n_a, r.n_b)} < "
+                                                    f"{settings.min_launches}): not tested"]) + slow)}
 
 
 def _decide(rows: list[dict[str, object]], settings: CompareSettings) -> pd.DataFrame:

@@ -149,7 +149,7 @@ def _heatmap(rep: CompareReport) -> str | None:
 
 
 def _relative(rep: CompareReport) -> str:
-    v = rep.cmp.verdicts.drop(columns=["note"])
+    v = rep.cmp.verdicts
     fmt = {"msg_bytes": vt.fmt_bytes, "median_a_s": vt.fmt_time, "median_b_s": vt.fmt_time, "ratio": _ratio_fmt,
            "ci_low": _ratio_fmt, "ci_high": _ratio_fmt, "statistic": lambda x: vt.fmt_float(x, 1),  # type: ignore[arg-type]
            "p_value": vt.fmt_p, "p_adjusted": vt.fmt_p}

@@ -107,6 +107,12 @@ def min_attainable_p(n_a: int, n_b: int, test: Test = Test.MWU) -> float:
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
+def slow_launches(medians: npt.ArrayLike, factor: float) -> int:
+    """How many per-launch medians exceed `factor` times their median."""
+    x = np.asarray(medians, dtype=np.float64)
+    return int((x > factor * np.median(x)).sum()) if x.size else 0
+
+
 def compare_point(a: npt.ArrayLike, b: npt.ArrayLike, test: Test = Test.MWU, confidence: float = 0.95,
                   n_resamples: int = 2000, seed: int = 0) -> Ratio:
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)

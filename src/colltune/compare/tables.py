@@ -190,6 +190,10 @@ def print_comparison(cmp: Comparison, console: Console, comparer: str = "grouped
         console.print(f"[bold]{r['a']} vs {r['b']}[/]: {r['points']} points: {r['a']} faster at {r['A faster']}, "
                       f"{r['b']} faster at {r['B faster']}, no difference at {r['no difference']}, undecided at "
                       f"{r['undecided']}", highlight=False)
+    undecided = cmp.verdicts[(cmp.verdicts["verdict"] == "undecided") & cmp.verdicts["note"].str.contains("over")]
+    if len(undecided):
+        console.print(f"{len(undecided)} undecided point(s) had launches over twice their configuration's median "
+                      "(a noisy or shared node; see the note column of relative.csv)", highlight=False)
     q = quality_table(cmp)
     console.print("Quality (cautious / brave): " + "; ".join(
         f"{r.configuration} {r.cautious:.1f} / {r.brave:.1f}" for r in q.itertuples(index=False)), highlight=False)
