@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from colltune.mpi import build as build_mod
 from colltune.mpi import libraries as mpi_mod
+from colltune.terminal import shorten_path
 
 console = Console()
 
@@ -33,16 +37,49 @@ def list_cmd(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"libraries": [lib.as_dict() for lib in libraries], "problems": problems}, indent=2))
         return
-    table = Table(title="MPI libraries")
-    for col in ("name", "version", "ABI family", "MPI", "mpicc", "mpiexec", "found via"):
-        table.add_column(col, overflow="fold")
-    for lib in libraries:
-        table.add_row(lib.name, lib.short_version, lib.family, lib.mpi_version, str(lib.mpicc), str(lib.mpiexec), lib.origin)
-    console.print(table)
+    if libraries:
+        console.print(_libraries_view(libraries, console.width))
     for problem in problems:
         console.print(f"[yellow]skipped[/] {problem}", highlight=False)
     if not libraries:
         raise mpi_mod.MpiError("no MPI library found: run `make setup` or pass --mpi /path/to/mpicc")
+
+
+_MIN_PATH = 28  # narrower path cells lose what tells libraries apart: list one path per line
+
+
+def _libraries_table(libraries: list[mpi_mod.MpiLibrary], path_width: int | None) -> Table:
+    table = Table(title="MPI libraries", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    for col in ("name", "version", "ABI", "MPI", "found via", "mpicc", "mpiexec"):
+        table.add_column(col, no_wrap=True)
+    for lib in libraries:
+        paths = [str(lib.mpicc), str(lib.mpiexec)]
+        if path_width is not None:
+            paths = [shorten_path(p, path_width) if path_width else "" for p in paths]
+        table.add_row(lib.name, lib.short_version, lib.family, lib.mpi_version, lib.origin, *paths)
+    return table
+
+
+def _libraries_view(libraries: list[mpi_mod.MpiLibrary], width: int) -> RenderableType:
+    """A table with whole paths where they fit, shortened ones where they stay readable, else a
+    list (terminal.py says why)."""
+    def measure(table: Table) -> int:
+        return Measurement.get(console, console.options.update(width=10_000), table).maximum
+
+    whole = _libraries_table(libraries, None)
+    if measure(whole) <= width:
+        return whole
+    path_width = (width - measure(_libraries_table(libraries, 0))) // 2
+    if path_width >= _MIN_PATH:
+        return _libraries_table(libraries, path_width)
+    lines = [Text("MPI libraries", style="italic")]
+    for lib in libraries:
+        lines.append(Text.assemble((lib.name, "bold"), f"  {lib.short_version}  ({lib.family} ABI, "
+                                   f"MPI {lib.mpi_version}, found via {lib.origin})"))
+        for label, path in (("mpicc", lib.mpicc), ("mpiexec", lib.mpiexec)):
+            lines.append(Text(f"  {label:<8} {shorten_path(path, max(width - 11, 1))}", no_wrap=True))
+    return Group(*lines)
 
 
 @command.command("build")
