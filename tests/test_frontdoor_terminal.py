@@ -109,3 +109,44 @@ def test_mpi_list_command_at_a_terminal_width(columns: int) -> None:
             # every path whole on one line (these fit both widths), on no other line in part
             assert sum(path in line for line in path_lines) == 1, out
     assert len(path_lines) == (2 * len(libraries) if columns == 80 else len(libraries))
+
+
+class _Medians:
+    """The one store reader the bench overview uses."""
+
+    def __init__(self, rows: list[tuple[int, str, int, str, float]]) -> None:
+        import pandas as pd
+
+        self.frame = pd.DataFrame(
+            [(n, c, b, v, launch, t * (1 + launch / 100)) for n, c, b, v, t in rows for launch in range(3)],
+            columns=["nprocs", "collective", "msg_bytes", "variant", "launch_idx", "median_s"])
+
+    def launch_medians(self, run_id: str) -> object:
+        return self.frame
+
+
+def _overview(rows: list[tuple[int, str, int, str, float]], width: int) -> list[str]:
+    from colltune.commands.bench import _print_overview
+
+    console = Console(width=width, file=io.StringIO())
+    _print_overview(_Medians(rows), "r", console)  # type: ignore[arg-type]
+    return console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+
+def test_bench_overview_at_80_columns() -> None:
+    short = [(2, "allreduce", 8, "default", 1.65e-6), (2, "allreduce", 8, "allreduce_as_reduce_bcast", 1.78e-6)]
+    lines = _overview(short, 80)
+    assert max(map(len, lines)) <= 80
+    assert lines[1:] == ["procs collective bytes default us launches fastest other      us default/it",
+                         "    2 allreduce      8       1.67        3 …as_reduce_bcast 1.80       0.93"]
+    long = [(16, "reduce_scatter_block", 1048576, "default", 2.5e-3),
+            (16, "reduce_scatter_block", 1048576, "reducescatterblock_as_reducescatter_with_padding", 1.25e-3)]
+    lines = _overview(long, 80)
+    assert max(map(len, lines)) <= 80
+    # too wide for a table: a list that wraps between words, never inside a name
+    text = " ".join(" ".join(lines[1:]).split())
+    assert any("reducescatterblock_as_reducescatter_with_padding" in line for line in lines)
+    assert text == ("16 procs reduce_scatter_block 1048576 B: default 2525.00 us (3 launches); fastest other "
+                    "reducescatterblock_as_reducescatter_with_padding 1262.50 us, default/it 2.00")
+    assert _overview(long, 200)[2].split() == ["16", "reduce_scatter_block", "1048576", "2525.00", "3",
+                                               "reducescatterblock_as_reducescatter_with_padding", "1262.50", "2.00"]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
+
 ELLIPSIS = "…"
 
 
@@ -48,3 +51,13 @@ def shorten_path(path: str | Path, width: int) -> str:
         return ELLIPSIS[:width]
     head = (width - 1) // 2
     return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head):]
+
+
+def natural_width(console: Console, renderable: RenderableType) -> int:
+    """Columns `renderable` takes when nothing wraps."""
+    return Measurement.get(console, console.options.update(width=10_000), renderable).maximum
+
+
+def fits(console: Console, renderable: RenderableType) -> bool:
+    """Whether `renderable` (a table of no_wrap columns) fits the console without folding."""
+    return natural_width(console, renderable) <= console.width

@@ -16,6 +16,7 @@ from colltune.commands import bench_options
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
 from colltune.store import Store, StoreError
+from colltune.terminal import fits
 
 
 def _print_overview(store: Store, run_id: str, console: Console) -> None:
@@ -35,17 +36,34 @@ def _print_overview(store: Store, run_id: str, console: Console) -> None:
             for r in merged.itertuples(index=False)]
     if not rows:
         return
-    table = Table(title="median of per-launch medians (descriptive; verdicts: colltune check)",
-                  title_justify="left", box=None, header_style="bold")
+    title = "median of per-launch medians (descriptive; verdicts: colltune check)"
+    table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False,
+                  collapse_padding=True)
     for name, justify in (("procs", "right"), ("collective", "left"), ("bytes", "right"),
                           ("default us", "right"), ("launches", "right"),
-                          ("fastest other variant", "left"), ("us", "right"), ("default/it", "right")):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+                          ("fastest other", "left"), ("us", "right"), ("default/it", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    lines: list[str] = []
     for nprocs, coll, size, med, launches, best, best_med in rows:
         ratio = f"{med / best_med:.2f}" if best_med else ""
-        table.add_row(str(nprocs), coll, str(size), f"{med * 1e6:.2f}", str(launches), best or "",
+        other = _short_variant(coll, best or "")
+        table.add_row(str(nprocs), coll, str(size), f"{med * 1e6:.2f}", str(launches), other,
                       f"{best_med * 1e6:.2f}" if best_med else "", ratio)
-    console.print(table)
+        lines.append(f"{nprocs} procs {coll} {size} B: default {med * 1e6:.2f} us ({launches} launches)"
+                     + (f"; fastest other {other} {best_med * 1e6:.2f} us, default/it {ratio}" if best_med else ""))
+    if fits(console, table):
+        console.print(table)
+    else:  # a narrow terminal: one line per point, wrapped between words, never inside a name
+        console.print(title, style="bold", highlight=False)
+        for line in lines:
+            console.print(line, highlight=False)
+
+
+def _short_variant(collective: str, variant: str) -> str:
+    """`allreduce_as_reduce_bcast` next to `allreduce` reads as `…as_reduce_bcast`: the row
+    already names the collective."""
+    prefix = f"{collective}_"
+    return "…" + variant[len(prefix):] if variant.startswith(prefix) else variant
 
 
 @click.command(context_settings={"max_content_width": 100})

@@ -7,13 +7,12 @@ import json
 import click
 from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from colltune.mpi import build as build_mod
 from colltune.mpi import libraries as mpi_mod
-from colltune.terminal import shorten_path
+from colltune.terminal import natural_width, shorten_path
 
 console = Console()
 
@@ -64,13 +63,10 @@ def _libraries_table(libraries: list[mpi_mod.MpiLibrary], path_width: int | None
 def _libraries_view(libraries: list[mpi_mod.MpiLibrary], width: int) -> RenderableType:
     """A table with whole paths where they fit, shortened ones where they stay readable, else a
     list (terminal.py says why)."""
-    def measure(table: Table) -> int:
-        return Measurement.get(console, console.options.update(width=10_000), table).maximum
-
     whole = _libraries_table(libraries, None)
-    if measure(whole) <= width:
+    if natural_width(console, whole) <= width:
         return whole
-    path_width = (width - measure(_libraries_table(libraries, 0))) // 2
+    path_width = (width - natural_width(console, _libraries_table(libraries, 0))) // 2
     if path_width >= _MIN_PATH:
         return _libraries_table(libraries, path_width)
     lines = [Text("MPI libraries", style="italic")]
