@@ -137,7 +137,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "trace_run_id VARCHAR, ingested TIMESTAMP, trace_dir VARCHAR, command VARCHAR, app VARCHAR, "
         "batch INTEGER, mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, world_size INTEGER, "
         "nodes INTEGER, ppn INTEGER, seed UBIGINT, table_hash UBIGINT, records BIGINT, overflow BIGINT, "
-        "wall_s DOUBLE"), key=("trace_run_id",)),
+        "wall_s DOUBLE, portfolios JSON"), key=("trace_run_id",)),
     Table("trace_calls", _cols(
         "trace_run_id VARCHAR, comm_id BIGINT, call_index BIGINT, collective VARCHAR, member VARCHAR, "
         "outcome VARCHAR, mode VARCHAR, reason INTEGER, msg_bytes BIGINT, comm_size INTEGER, nodes INTEGER, "
@@ -147,7 +147,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("learn_batches", _cols(
         "loop_id VARCHAR, batch INTEGER, trace_run_id VARCHAR, created TIMESTAMP, source VARCHAR, "
         "table_hash UBIGINT, table_text VARCHAR, wall_s DOUBLE, traced_calls BIGINT, explored_calls BIGINT, "
-        "collective_s DOUBLE, est_gain DOUBLE, regret DOUBLE"), key=("loop_id", "batch")),
+        "collective_s DOUBLE, est_gain DOUBLE, regret DOUBLE, oracle_s DOUBLE, default_s DOUBLE"),
+        key=("loop_id", "batch")),
 )}
 
 MEASUREMENT_COLUMNS = list(TABLES["measurements"].columns)

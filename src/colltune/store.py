@@ -377,6 +377,38 @@ class Store:
                                 "ORDER BY trace_run_id, comm_id, call_index",
                                 [trace_run_id] if where else []).fetchdf()
 
+    def trace_points(self, mpi_name: str | None = None) -> pd.DataFrame:
+        """Traced calls (of one library, default all) grouped per trace run by (collective, member,
+        msg_bytes, nodes, ppn): time_s (median runtime) and n (calls), the training rows of
+        colltune learn (a median per run and point, like bench's per-launch medians)."""
+        if not self.has_table("trace_calls"):
+            return pd.DataFrame(columns=["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n"])
+        return self.con.execute(
+            "SELECT c.collective, c.member, c.msg_bytes, c.nodes, c.ppn, median(c.runtime_s) AS time_s, "
+            "count(*) AS n FROM trace_calls c JOIN trace_runs r USING (trace_run_id) "
+            "WHERE (CAST(? AS VARCHAR) IS NULL OR r.mpi_name = ?) AND isfinite(c.runtime_s) AND c.runtime_s >= 0 "
+            "GROUP BY c.trace_run_id, c.collective, c.member, c.msg_bytes, c.nodes, c.ppn ORDER BY ALL",
+            [mpi_name, mpi_name]).fetchdf()
+
+    def trace_layouts(self, mpi_name: str | None = None) -> pd.DataFrame:
+        """Communicator layouts the traced calls of one library ran on: collective, comm_size,
+        nodes, ppn, calls."""
+        if not self.has_table("trace_calls"):
+            return pd.DataFrame(columns=["collective", "comm_size", "nodes", "ppn", "calls"])
+        return self.con.execute(
+            "SELECT c.collective, c.comm_size, c.nodes, c.ppn, count(*) AS calls FROM trace_calls c "
+            "JOIN trace_runs r USING (trace_run_id) WHERE (CAST(? AS VARCHAR) IS NULL OR r.mpi_name = ?) "
+            "GROUP BY ALL ORDER BY ALL", [mpi_name, mpi_name]).fetchdf()
+
+    def trace_portfolios(self, mpi_name: str | None = None) -> list[str]:
+        """The runtime portfolios (JSON) recorded by the trace runs of one library, newest first."""
+        if not self.has_table("trace_runs"):
+            return []
+        rows = self.con.execute(
+            "SELECT portfolios FROM trace_runs WHERE (CAST(? AS VARCHAR) IS NULL OR mpi_name = ?) "
+            "AND portfolios IS NOT NULL ORDER BY ingested DESC", [mpi_name, mpi_name]).fetchall()
+        return [str(r[0]) for r in rows]
+
     def add_learn_batch(self, row: Mapping[str, Any]) -> None:
         with self._transaction():
             self.con.execute("DELETE FROM learn_batches WHERE loop_id = ? AND batch = ?",

@@ -10,6 +10,7 @@ fields at the end stays readable.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -204,7 +205,7 @@ def ingest(trace_dir: str | Path, db: str | Path | Store, *, command: str = "", 
         "ppn": int(whole["ppn"].max()) if not whole.empty else None,
         "seed": traces[0].seed, "table_hash": traces[0].table_hash,
         "records": sum(len(t.records) for t in traces), "overflow": sum(t.overflow for t in traces),
-        "wall_s": max(t.wall_s for t in traces),
+        "wall_s": max(t.wall_s for t in traces), "portfolios": json.dumps(traces[0].portfolios),
     }
     store = db if isinstance(db, Store) else Store(db)
     try:

@@ -1,0 +1,200 @@
+"""`colltune learn`: selection tables from traces, the tuning loop, its simulator (docs/learn.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.live import Live
+
+from colltune.errors import ColltuneError
+from colltune.learn.models import ModelSettings, train, training_points
+from colltune.learn.selection import CellReport, SelectionSettings, build_table
+from colltune.learn.table import SelectionTable, write_table
+from colltune.store import Store
+
+err = Console(stderr=True)
+
+
+def _out() -> Console:
+    """Wide when not a terminal: the cell table names members in full in files and pipes."""
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The model and selection options every subcommand shares."""
+    opts = [
+        click.option("--mpi-name", default=None, metavar="NAME",
+                     help="library whose data to learn from, as recorded (openmpi, mpich, simulated:NAME) "
+                          "[default: the only one in the database]"),
+        click.option("--trees", type=click.IntRange(1), default=200, show_default=True,
+                     help="boosted trees per model (seed 001: 200)"),
+        click.option("--min-timings", type=click.IntRange(1), default=20, show_default=True,
+                     help="timings a member needs to be trained"),
+        click.option("--min-members", type=click.IntRange(1), default=5, show_default=True,
+                     help="trained members a collective needs (at most its portfolio size)"),
+        click.option("--margin", type=click.FloatRange(0), default=0.05, show_default=True,
+                     help="the best member must beat the second by more than this to exploit"),
+        click.option("--min-cell-evidence", type=click.IntRange(0), default=10, show_default=True,
+                     help="calls every member needs in a cell before it may exploit"),
+        click.option("--budget", type=click.IntRange(0), default=1000, show_default=True,
+                     help="explored calls per run (written into the table)"),
+        click.option("--all-cells", is_flag=True,
+                     help="also list cells without calls (model inference at their centres)"),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _model(kw: dict[str, Any]) -> ModelSettings:
+    return ModelSettings(trees=kw["trees"], min_timings=kw["min_timings"], min_members=kw["min_members"])
+
+
+def _selection(kw: dict[str, Any]) -> SelectionSettings:
+    return SelectionSettings(margin=kw["margin"], min_cell_evidence=kw["min_cell_evidence"], budget=kw["budget"],
+                             all_cells=kw["all_cells"])
+
+
+def _library_name(store: Store, given: str | None) -> str:
+    names = set(store.trace_runs()["mpi_name"].dropna()) | set(store.runs()["mpi_name"].dropna())
+    if given is not None:
+        if given not in names:
+            raise ColltuneError(f"no data of library {given!r} in {store.path}; it holds: "
+                                f"{', '.join(sorted(names)) or 'nothing'}")
+        return given
+    if len(names) != 1:
+        raise ColltuneError(f"{store.path} holds data of {', '.join(sorted(names)) or 'no library'}; "
+                            "name one with --mpi-name" if names else
+                            f"{store.path} holds no traces or measurements; run `colltune learn run` first")
+    return names.pop()
+
+
+def _learn(store: Store, kw: dict[str, Any]) -> tuple[str, SelectionTable, list[CellReport]]:
+    name = _library_name(store, kw["mpi_name"])
+    points, portfolios = training_points(store, name)
+    models = train(points, portfolios, _model(kw))
+    untrained = [c for c, m in models.items() if not m.trained]
+    if untrained:
+        err.print(f"untrained (explored uniformly): {', '.join(untrained)}")
+    table, reports = build_table(models, points, _selection(kw), generator="colltune learn table", mpi=name,
+                                 comments=(f"written by colltune learn table from {store.path}",))
+    return name, table, reports
+
+
+@click.group(context_settings={"max_content_width": 100})
+def command() -> None:
+    """Learn selection tables from traces of real runs (seed 001), run after run."""
+
+
+@command.command("table")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the selection table here (COLLTUNE_SELECT)")
+@click.option("--show", is_flag=True, help="print the table's cells readably")
+@_settings
+def table_cmd(db_path: Path, out_path: Path | None, show: bool, **kw: Any) -> None:
+    """Train on the database and write the next selection table."""
+    from colltune.learn.view import cells_table
+
+    with Store(db_path, read_only=True) as store:
+        name, table, reports = _learn(store, kw)
+    if out_path is not None:
+        write_table(table, out_path)
+        err.print(f"wrote {out_path}: {sum(len(c.cells) for c in table.collectives.values())} cells of "
+                  f"{len(table.collectives)} collectives")
+    if show or out_path is None:
+        _out().print(cells_table(reports, table.bins, f"selection table for {name} from {db_path}"))
+
+
+@command.command("export")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="profile to write (colltune run --profile, validate, export --native)")
+@_settings
+def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
+    """Write the exploit-only result as an ordinary colltune profile."""
+    from colltune.learn.export import to_profile
+    from colltune.tune.profile import write_profile
+
+    with Store(db_path, read_only=True) as store:
+        name, table, reports = _learn(store, kw)
+        layouts = store.trace_layouts(name)
+        bench = store.library_medians(name)
+    if not bench.empty:
+        extra = bench.groupby(["collective", "nprocs", "nodes", "ppn"], as_index=False).size()
+        extra = extra.rename(columns={"nprocs": "comm_size", "size": "calls"})
+        layouts = pd.concat([layouts, extra], ignore_index=True)
+    res = to_profile(reports, layouts, table.bins, mpi=name, source=f"colltune learn {db_path}")
+    write_profile(res.profile, out_path)
+    err.print(f"wrote {out_path}: {res.rules} rules; {res.explore_cells} cells still exploring (not exported)"
+              + (f"; {res.library_cells} exploit cells choose a library algorithm, which a profile cannot "
+                 "apply (colltune export --native)" if res.library_cells else ""))
+
+
+@command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--batches", type=click.IntRange(1), required=True, help="runs (batches) to learn from")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database (may hold other "
+              "applications and process counts of the same library: they all feed the models)")
+@click.option("--table-out", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune-learn.sel"),
+              show_default=True, help="where each batch's table is written (the last one stays)")
+@click.option("--trace-root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="trace directories go under here [default: colltune-traces next to --db]")
+@click.option("--simulate", "truth", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="run the simulator on this ground truth (docs/learn.md) instead of an application")
+@click.option("--mpi", "mpi_spec", default=None, metavar="NAME|MPICC",
+              help="MPI library the application runs with [default: the launcher's]")
+@click.option("--also", "also", multiple=True, metavar="CMD",
+              help="another launch line run in every batch (an application group), e.g. "
+                   "--also 'mpiexec -n 2 ./other'")
+@_settings
+@click.argument("command_argv", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | None, truth: Path | None,
+            mpi_spec: str | None, also: tuple[str, ...], command_argv: tuple[str, ...], **kw: Any) -> None:
+    """Repeat: run the application in learning mode, ingest its traces, retrain, write the next table.
+
+    \b
+      colltune learn run --batches 10 --db app.duckdb -- mpiexec -n 4 ./app args
+      colltune learn run --batches 10 --db sim.duckdb --simulate truth.toml
+    """
+    from colltune.learn.loop import ApplicationBackend, LoopSettings, SimulatedBackend, run_loop
+    from colltune.learn.view import progress_table
+
+    trace_root = trace_root or db_path.resolve().parent / "colltune-traces"
+    settings = LoopSettings(batches, table_out, trace_root, _model(kw), _selection(kw))
+    with Store(db_path) as store:
+        if truth is not None:
+            if command_argv or also:
+                raise ColltuneError("--simulate runs the simulator: give no launch command")
+            from colltune.learn.simulate import Simulator, load_truth
+
+            backend: Any = SimulatedBackend(Simulator(load_truth(truth)))
+        else:
+            if not command_argv:
+                raise ColltuneError("give the launch command after `--`, e.g. `colltune learn run --batches 5 "
+                                    "-- mpiexec -n 4 ./app`, or --simulate TRUTH.toml")
+            from colltune.mpi import build, runenv
+            from colltune.mpi import libraries as mpi_mod
+
+            lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
+                runenv.library_for_launcher(command_argv[0]) or mpi_mod.resolve(None))
+            with err.status(f"building the C core for {lib.name} ..."):
+                art = build.ensure_built(lib)
+            backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store)
+        done: list[Any] = []
+        with Live(progress_table(done), console=_out(), refresh_per_second=4) as live:
+            def show(result: Any) -> None:
+                done.append(result)
+                live.update(progress_table(done))
+            run_loop(store, backend, settings, show)
+    err.print(f"last table: {table_out}; traces under {trace_root}; `colltune learn export --db {db_path} "
+              "--out learned.prf` writes the result as a profile")

@@ -1,0 +1,171 @@
+"""The next selection table from the models (seed 001 4.5.2 and 4.6.2).
+
+Per collective whose models are trained, per listed cell: the predicted runtime t_m of every
+trained member, the performance vector 1/t_m normalised over them, the evidence (calls of each
+member in the cell). Untrained members keep a uniform share 1/M (capped just below the best
+trained member's weight, so the argmax is always a trained member). The cell is `exploit` when
+every member has at least `min_cell_evidence` calls there and the best predicted member beats
+the second by more than `margin`; otherwise `explore`. Collectives that are not trained are not
+listed: the runtime explores them uniformly (`unlisted explore`).
+
+Where a cell is queried: at the points the application called in it (its message sizes and
+layouts), weighted by calls, so the prediction is the one for the calls the cell stands for; at
+the geometric cell centre (docs/select.md) only for cells without calls (`all_cells`). A cell
+centre lies on the midpoint between two powers of two in log space, where the trees' split
+thresholds between neighbouring observed sizes fall too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from colltune import catalog
+from colltune.learn.models import CollectiveModels, features
+from colltune.learn.table import (
+    DEFAULT_BINS,
+    Bins,
+    Cell,
+    CollectiveTable,
+    SelectionTable,
+    bin_centre,
+)
+from colltune.learn import draw
+
+
+@dataclass(frozen=True)
+class SelectionSettings:
+    margin: float = 0.05
+    min_cell_evidence: int = 10
+    bins: Bins = DEFAULT_BINS
+    caps: tuple[float, float] = draw.DEFAULT_CAPS
+    budget: int = 1000
+    all_cells: bool = False  # also list cells without calls (model inference at their centres)
+
+
+@dataclass
+class CellReport:
+    collective: str
+    bins: Bins
+    members: tuple[str, ...]
+    predicted: dict[str, float]  # trained members only, seconds
+    evidence: dict[str, int]
+    calls: int  # calls of all members in the cell
+    mode: str
+    weights: tuple[float, ...]
+    best: str
+
+    @property
+    def gain(self) -> float | None:
+        """Predicted default time over the best member's time in this cell."""
+        d = self.predicted.get(catalog.DEFAULT)
+        return None if d is None else d / self.predicted[self.best]
+
+
+def _bitlen(values: pd.Series) -> np.ndarray:
+    """bit_length of non-negative integers below 2^53 (frexp is exact there)."""
+    return np.frexp(np.maximum(values.to_numpy(float), 0.0))[1].astype(np.int64)
+
+
+def with_bins(frame: pd.DataFrame, bins: Bins) -> pd.DataFrame:
+    """The frame with columns s, n, p: the cell of each row under these bin counts."""
+    return frame.assign(
+        s=np.minimum(_bitlen(frame["msg_bytes"].astype(float).round()), bins[0] - 1),
+        n=np.minimum(_bitlen(frame["nodes"].clip(lower=1).astype(float).round()) - 1, bins[1] - 1),
+        p=np.minimum(_bitlen(frame["ppn"].clip(lower=1).astype(float).round()) - 1, bins[2] - 1))
+
+
+def _weights(members: list[str], pred: dict[str, float]) -> tuple[float, ...]:
+    trained = [m for m in members if m in pred]
+    perf = {m: 1.0 / max(pred[m], 1e-12) for m in trained}
+    total = sum(perf.values())
+    share = {m: len(trained) / len(members) * perf[m] / total for m in trained}
+    top = max(share.values())
+    uniform = min(1.0 / len(members), 0.999 * top)
+    return tuple(share.get(m, uniform) for m in members)
+
+
+def _query_points(coll_points: pd.DataFrame, s: SelectionSettings) -> pd.DataFrame:
+    """Distinct (msg_bytes, nodes, ppn) the collective was called with (calls summed), plus the
+    centres of all other cells under `all_cells`; with their cells s, n, p."""
+    pts = coll_points.groupby(["msg_bytes", "nodes", "ppn"], as_index=False)["n"].sum()
+    pts = with_bins(pts.rename(columns={"n": "calls"}), s.bins)
+    if s.all_cells:
+        seen = set(zip(pts["s"], pts["n"], pts["p"], strict=True))
+        centres = [(bin_centre("size", a), bin_centre("nodes", b), bin_centre("ppn", c), 0, a, b, c)
+                   for a in range(s.bins[0]) for b in range(s.bins[1]) for c in range(s.bins[2])
+                   if (a, b, c) not in seen]
+        pts = pd.concat([pts, pd.DataFrame(centres, columns=["msg_bytes", "nodes", "ppn", "calls", "s", "n", "p"])],
+                        ignore_index=True)
+    return pts
+
+
+def reports_for(cm: CollectiveModels, coll_points: pd.DataFrame, s: SelectionSettings) -> list[CellReport]:
+    """One report per listed cell of one trained collective."""
+    pts = _query_points(coll_points, s)
+    x = features(pts["msg_bytes"].to_numpy(float), pts["nodes"].to_numpy(float), pts["ppn"].to_numpy(float))
+    calls = pts["calls"].to_numpy(float)
+    weight = np.maximum(calls, 1.0)
+    trained = cm.trained_members()
+    preds = {m: cm.models[m].predict(x) for m in trained}
+    ev = _evidence(coll_points, s)
+    groups: dict[Bins, list[int]] = {}
+    for i, k in enumerate(zip(pts["s"], pts["n"], pts["p"], strict=True)):
+        groups.setdefault((int(k[0]), int(k[1]), int(k[2])), []).append(i)
+    out = []
+    for cell, idx in sorted(groups.items()):
+        w = weight[idx]
+        evidence = {m: ev.get((m, *cell), 0) for m in cm.members}
+        pred = {m: float(np.dot(preds[m][idx], w) / w.sum()) for m in trained}
+        ranked = sorted(trained, key=lambda m: pred[m])
+        best = ranked[0]
+        clear = len(ranked) == 1 or pred[ranked[1]] > pred[best] * (1.0 + s.margin)
+        enough = len(trained) == len(cm.members) and min(evidence.values()) >= s.min_cell_evidence
+        out.append(CellReport(cm.name, cell, tuple(cm.members), pred, evidence, int(calls[idx].sum()),
+                              "exploit" if clear and enough else "explore", _weights(cm.members, pred), best))
+    return out
+
+
+def _evidence(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[tuple[str, int, int, int], int]:
+    """Calls of each member per cell."""
+    b = with_bins(coll_points.rename(columns={"n": "calls"}), s.bins)
+    sums = b.groupby(["member", "s", "n", "p"])["calls"].sum()
+    return {(str(k[0]), int(k[1]), int(k[2]), int(k[3])): int(v) for k, v in sums.items()}
+
+
+def build_table(models: dict[str, CollectiveModels], points: pd.DataFrame,
+                settings: SelectionSettings = SelectionSettings(), *, generator: str = "",
+                mpi: str = "", comments: tuple[str, ...] = ()) -> tuple[SelectionTable, list[CellReport]]:
+    """The selection table for the next run and the per-cell reports behind it."""
+    colls: dict[str, CollectiveTable] = {}
+    reports: list[CellReport] = []
+    for name, cm in sorted(models.items()):
+        mine = points[points["collective"] == name]
+        if not cm.trained or mine.empty:
+            continue
+        cells = reports_for(cm, mine, settings)
+        reports += cells
+        colls[name] = CollectiveTable(name, tuple(cm.members),
+                                      {r.bins: Cell(r.mode, tuple(round(w, 6) for w in r.weights)) for r in cells})
+    table = SelectionTable(collectives=colls, bins=settings.bins, caps=settings.caps, unlisted="explore",
+                           budget=settings.budget, generator=generator, mpi=mpi, comments=comments)
+    return table, reports
+
+
+def estimated_gain(reports: list[CellReport], calls: pd.DataFrame, bins: Bins) -> float | None:
+    """Predicted time of `calls` (collective, msg_bytes, nodes, ppn rows, one per call) with the
+    default everywhere over that with each cell's best member; None without default models."""
+    if calls.empty:
+        return None
+    by_cell = {(r.collective, r.bins): r for r in reports}
+    cnt = with_bins(calls, bins).groupby(["collective", "s", "n", "p"]).size()
+    num = den = 0.0
+    for (coll, a, b, c), k in cnt.items():
+        r = by_cell.get((coll, (int(a), int(b), int(c))))
+        if r is None or r.gain is None:
+            continue
+        num += k * r.predicted[catalog.DEFAULT]
+        den += k * r.predicted[r.best]
+    return num / den if den > 0 else None

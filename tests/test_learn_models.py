@@ -1,0 +1,118 @@
+"""Models, their guards, the selection table built from them, the profile export, and the
+bench-median score: on constructed points whose answers are known exactly."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from colltune.learn.export import to_profile
+from colltune.learn.loop import medians_score
+from colltune.learn.models import ModelSettings, train
+from colltune.learn.selection import SelectionSettings, build_table, estimated_gain
+from colltune.learn.table import SelectionTable, parse_table, format_table
+from colltune.tune.profile import MAX_BYTES, format_profile, read_profile
+
+AR = ["default", "allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather"]
+
+
+def _points(times: dict[str, float], counts: dict[str, int], msg_bytes: int = 64, nodes: int = 1,
+            ppn: int = 4) -> pd.DataFrame:
+    return pd.DataFrame([{"collective": "allreduce", "member": m, "msg_bytes": msg_bytes, "nodes": nodes,
+                          "ppn": ppn, "time_s": t, "n": counts[m]} for m, t in times.items()])
+
+
+def _build(points: pd.DataFrame, **kw: object):
+    settings = ModelSettings(trees=200, min_members=int(kw.pop("min_members", 5)))  # type: ignore[call-overload]
+    models = train(points, {"allreduce": AR}, settings)
+    return models, *build_table(models, points, SelectionSettings(**kw))  # type: ignore[arg-type]
+
+
+def test_clear_best_with_evidence_is_exploited_with_the_performance_vector() -> None:
+    pts = _points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {m: 30 for m in AR})
+    models, table, reports = _build(pts)
+    assert models["allreduce"].trained
+    (r,) = reports
+    assert (r.bins, r.mode, r.best, r.evidence) == ((7, 0, 2), "exploit", AR[1], {m: 30 for m in AR})
+    assert r.predicted[AR[1]] == pytest.approx(5e-6, rel=1e-9)
+    assert r.gain == pytest.approx(2.0, rel=1e-9)
+    # 1/t normalised: 0.1, 0.2, 0.05 over 0.35
+    assert table.collectives["allreduce"].cells[(7, 0, 2)].weights == (0.285714, 0.571429, 0.142857)
+    assert parse_table(format_table(table).encode()) == SelectionTable(**{**table.__dict__, "comments": ()})
+
+
+def test_close_members_or_thin_evidence_keep_exploring() -> None:
+    close = _points({"default": 10e-6, AR[1]: 9.8e-6, AR[2]: 20e-6}, {m: 30 for m in AR})
+    assert [r.mode for r in _build(close)[2]] == ["explore"]
+    assert [r.best for r in _build(close)[2]] == [AR[1]]
+    assert [r.mode for r in _build(close, margin=0.01)[2]] == ["exploit"]
+    thin = pd.concat([_points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {m: 30 for m in AR}),
+                      _points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {"default": 3, AR[1]: 4, AR[2]: 30},
+                              msg_bytes=4096)])
+    reports = _build(thin)[2]
+    assert [(r.bins[0], r.mode) for r in reports] == [(7, "exploit"), (13, "explore")]
+
+
+def test_untrained_member_keeps_a_uniform_share_and_untrained_collective_is_not_listed() -> None:
+    pts = _points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {"default": 30, AR[1]: 30, AR[2]: 19})
+    models, table, reports = _build(pts, min_members=2)
+    assert models["allreduce"].trained_members() == AR[:2]
+    (r,) = reports
+    assert r.mode == "explore" and r.best == AR[1]
+    assert table.collectives["allreduce"].cells[(7, 0, 2)].weights == (0.222222, 0.444444, 0.333333)
+    # the seed's guard: fewer than min(5, portfolio) trained members -> not listed at all
+    models, table, reports = _build(pts)
+    assert not models["allreduce"].trained and table.collectives == {} and reports == []
+
+
+def test_uniform_share_never_outweighs_the_best_trained_member() -> None:
+    # four members, two trained and equal: each trained share is 2/4 * 1/2 = 0.25 = 1/4
+    port = AR + ["allreduce_as_reducescatter_allgatherv"]
+    pts = pd.DataFrame([{"collective": "allreduce", "member": m, "msg_bytes": 64, "nodes": 1, "ppn": 4,
+                         "time_s": 10e-6, "n": 30 if i < 2 else 1} for i, m in enumerate(port)])
+    models = train(pts, {"allreduce": port}, ModelSettings(trees=20, min_members=2))
+    table, (r,) = build_table(models, pts)
+    w = table.collectives["allreduce"].cells[(7, 0, 2)].weights
+    assert w == (0.25, 0.25, 0.24975, 0.24975)
+    assert port[w.index(max(w))] == r.best == "default"
+
+
+def test_estimated_gain_over_the_calls() -> None:
+    pts = pd.concat([_points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {m: 30 for m in AR}),
+                     _points({"default": 30e-6, AR[1]: 60e-6, AR[2]: 40e-6}, {m: 30 for m in AR}, msg_bytes=4096)])
+    reports = _build(pts)[2]
+    calls = pd.DataFrame({"collective": ["allreduce"] * 3, "msg_bytes": [64, 64, 4096], "nodes": [1] * 3,
+                          "ppn": [4] * 3})
+    # default: 10 + 10 + 30 = 50; best: 5 + 5 + 30 = 40
+    assert estimated_gain(reports, calls, (24, 4, 8)) == pytest.approx(50 / 40, rel=1e-6)
+
+
+def test_profile_export(tmp_path) -> None:
+    pts = pd.concat([_points({"default": 10e-6, AR[1]: 5e-6, AR[2]: 20e-6}, {m: 30 for m in AR}, msg_bytes=b)
+                     for b in (64, 100, 4096)]
+                    + [_points({"default": 10e-6, AR[1]: 20e-6, AR[2]: 5e-6}, {m: 30 for m in AR}, msg_bytes=1 << 30)]
+                    + [_points({"default": 10e-6, AR[1]: 20e-6, AR[2]: 30e-6}, {m: 30 for m in AR}, msg_bytes=8)])
+    reports = _build(pts)[2]
+    layouts = pd.DataFrame([("allreduce", 4, 1, 4, 100), ("allreduce", 4, 2, 2, 3)],
+                           columns=["collective", "comm_size", "nodes", "ppn", "calls"])
+    res = to_profile(reports, layouts, (24, 4, 8), mpi="openmpi", source="test")
+    assert (res.rules, res.library_cells, res.explore_cells) == (3, 0, 0)
+    path = tmp_path / "l.prf"
+    path.write_text(format_profile(res.profile))
+    prof = read_profile(path)
+    rules = [(r.lo, r.hi, r.variant) for r in prof.section("allreduce").blocks[0].rules]  # type: ignore[union-attr]
+    assert rules == [(64, 127, AR[1]), (4096, 8191, AR[1]), (1 << 22, MAX_BYTES, AR[2])]
+    assert prof.lookup("allreduce", 4, 100) == AR[1] and prof.lookup("allreduce", 4, 8) is None
+
+
+def test_medians_score_against_the_best_measured_member() -> None:
+    table = parse_table(b"colltune-select 1\ncollective allreduce\n members default allreduce_as_reduce_bcast\n"
+                        b" cell 7 0 2 exploit 0.3 0.7\n cell 13 0 2 exploit 0.7 0.3\nend\n")
+    calls = pd.DataFrame({"collective": ["allreduce"] * 3, "msg_bytes": [64, 64, 4096], "comm_size": [4] * 3,
+                          "nodes": [1] * 3, "ppn": [4] * 3})
+    medians = pd.DataFrame([("allreduce", "default", 64, 4, 10e-6), ("allreduce", AR[1], 64, 4, 6e-6),
+                            ("allreduce", "default", 4096, 4, 40e-6), ("allreduce", AR[1], 4096, 4, 30e-6)],
+                           columns=["collective", "variant", "msg_bytes", "nprocs", "median_s"])
+    s = medians_score(table, calls, medians)
+    # chosen: 6 + 6 + 40 = 52; oracle: 6 + 6 + 30 = 42; default: 10 + 10 + 40 = 60
+    assert (s.regret, s.oracle_s, s.default_s) == pytest.approx((52 / 42 - 1, 42e-6, 60e-6))
