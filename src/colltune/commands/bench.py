@@ -46,7 +46,7 @@ def _print_overview(store: Store, run_id: str, console: Console) -> None:
     lines: list[str] = []
     for nprocs, coll, size, med, launches, best, best_med in rows:
         ratio = f"{med / best_med:.2f}" if best_med else ""
-        other = _short_variant(coll, best or "")
+        other = best or ""  # whole: it is what --force and --variants take
         table.add_row(str(nprocs), coll, str(size), f"{med * 1e6:.2f}", str(launches), other,
                       f"{best_med * 1e6:.2f}" if best_med else "", ratio)
         lines.append(f"{nprocs} procs {coll} {size} B: default {med * 1e6:.2f} us ({launches} launches)"
@@ -57,13 +57,6 @@ def _print_overview(store: Store, run_id: str, console: Console) -> None:
         console.print(title, style="bold", highlight=False)
         for line in lines:
             console.print(line, highlight=False)
-
-
-def _short_variant(collective: str, variant: str) -> str:
-    """`allreduce_as_reduce_bcast` next to `allreduce` reads as `…as_reduce_bcast`: the row
-    already names the collective."""
-    prefix = f"{collective}_"
-    return "…" + variant[len(prefix):] if variant.startswith(prefix) else variant
 
 
 @click.command(context_settings={"max_content_width": 100})
