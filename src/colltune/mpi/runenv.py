@@ -171,7 +171,7 @@ def print_env(env: Mapping[str, str], lib: MpiLibrary) -> str:
     lines += [f"export {key}={shlex.quote(value)}" for key, value in settings.items()]
     lines.append(f"colltune_lib={shlex.quote(preload)}")
     lines.append("# then give LD_PRELOAD to the ranks only, e.g.")
-    lines.append('#   srun --export=ALL,LD_PRELOAD="$colltune_lib" ./app')
+    lines.append(f'#   srun --export=ALL,LD_PRELOAD="$colltune_lib" --mpi={launch.srun_plugin(lib)} ./app')
     if lib.family == "openmpi":
         flags = " ".join(["-x LD_PRELOAD=\"$colltune_lib\"", *(f"-x {key}" for key in settings)])
     else:
