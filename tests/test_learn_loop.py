@@ -10,7 +10,8 @@ import numpy as np
 from click.testing import CliRunner
 
 from colltune.cli import main
-from colltune.learn.loop import LoopSettings, SimulatedBackend, probabilities_by_batch, run_loop
+from colltune.learn.loop import LoopSettings, SimulatedBackend, run_loop
+from colltune.learn.plots import busiest_cells, cell_probabilities, loop_figures
 from colltune.learn.models import ModelSettings
 from colltune.learn.simulate import Simulator, load_truth
 from colltune.learn.table import read_table
@@ -98,6 +99,8 @@ def test_simulator_converges_to_the_known_best_members(tmp_path: Path) -> None:
     with Store(tmp_path / "db.duckdb") as store:
         results = run_loop(store, SimulatedBackend(sim), settings)
         batches = store.learn_batches()
+        cells = busiest_cells(store, batches, (24, 4, 8))
+        assert len(loop_figures(store)) == 1 + 4
     right_share = []
     for r in results:
         frozen = r.table.frozen()
@@ -121,11 +124,16 @@ def test_simulator_converges_to_the_known_best_members(tmp_path: Path) -> None:
     # what the runtime reads is what the loop wrote last
     assert read_table(tmp_path / "t.sel") == results[-1].table.__class__(
         **{**results[-1].table.__dict__, "comments": ()})
-    probs = probabilities_by_batch(batches, sim.portfolios)
-    first = probs[probs["batch"] == 1]
-    assert first.empty  # batch 1 ran on the empty table: every cell uniform (unlisted)
+    probs = cell_probabilities(batches, sim.portfolios, cells)
     sums = probs.groupby(["batch", "collective", "cell"])["probability"].sum()
     assert np.allclose(sums.to_numpy(), 1.0)
+    # batch 1 ran on the empty table: uniform; the last batch's table exploits or favours the best
+    coll, cell = cells[0]
+    first = probs[(probs["batch"] == 1) & (probs["collective"] == coll) & (probs["cell"] == cell)]
+    assert np.allclose(first["probability"], 1.0 / len(sim.portfolios[coll]))
+    last = probs[(probs["batch"] == 6) & (probs["collective"] == coll) & (probs["cell"] == cell)]
+    best = truth.loc[(coll, cell), "best"]
+    assert last.set_index("member")["probability"].idxmax() == best
 
 
 def test_cli_run_table_show_and_export(tmp_path: Path) -> None:
@@ -149,3 +157,24 @@ def test_cli_run_table_show_and_export(tmp_path: Path) -> None:
     res = runner.invoke(main, ["learn", "run", "--batches", "1", "--db", str(db), "--simulate", str(truth),
                                "--", "mpiexec", "-n", "2", "./app"])
     assert res.exit_code != 0 and "give no launch command" in res.output
+
+
+def test_report_section_of_the_loop(tmp_path: Path) -> None:
+    from check_synth import Truth, simulate, write_db
+
+    from colltune.report import html as report
+    from colltune.verify import check
+
+    db = write_db(tmp_path / "r.duckdb", simulate(Truth(base={}, factors={}), {"bcast": ["default", "default#aa"]},
+                                                  [8, 1024], launches=4, reps=10, seed=1))
+    check.check_db(db)
+    sim = Simulator(load_truth(_truth(tmp_path, budget=1000, cell_budget=100)))
+    with Store(db) as store:
+        run_loop(store, SimulatedBackend(sim), LoopSettings(2, tmp_path / "t.sel", tmp_path / "traces",
+                                                            ModelSettings(trees=40)))
+    page = report.write_report(db, tmp_path / "out").read_text()
+    section = page[page.index('<section id="learn">'):]
+    section = section[:section.index("</section>")]
+    assert "Learning loop" in section and "(simulate): 2 batches" in section
+    assert "regret of its exploit-only table <b>0.00%</b> against the best member of the ground truth" in section
+    assert section.count('alt="learning loop: ') == 5

@@ -198,3 +198,22 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
             run_loop(store, backend, settings, show)
     err.print(f"last table: {table_out}; traces under {trace_root}; `colltune learn export --db {db_path} "
               "--out learned.prf` writes the result as a profile")
+
+
+@command.command("plot")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True, help="results database")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="directory for the PNG files")
+@click.option("--loop", "loop_id", default=None, help="loop id [default: the newest loop]")
+def plot_cmd(db_path: Path, out_dir: Path, loop_id: str | None) -> None:
+    """PNGs of a loop: regret/gain/exploration per batch, selection probabilities of the busiest
+    cells over batches (seed 001 Fig. 5.10b). `colltune report` shows the same as a section."""
+    from colltune.learn.plots import write_pngs
+
+    with Store(db_path, read_only=True) as store:
+        paths = write_pngs(store, out_dir, loop_id)
+    if not paths:
+        raise ColltuneError(f"no learning loop in {db_path}; run `colltune learn run` first")
+    for p in paths:
+        click.echo(str(p))

@@ -23,7 +23,7 @@ from colltune import __version__, catalog
 from colltune.errors import ColltuneError
 from colltune.learn import traces
 from colltune.learn.models import ModelSettings, training_points, train
-from colltune.learn.selection import CellReport, SelectionSettings, build_table, estimated_gain, with_bins
+from colltune.learn.selection import CellReport, SelectionSettings, build_table, estimated_gain
 from colltune.learn.simulate import Simulator
 from colltune.learn.table import SelectionTable, content_hash, format_table, write_table
 from colltune.store import Store
@@ -221,25 +221,5 @@ def medians_score(table: SelectionTable, calls: pd.DataFrame, medians: pd.DataFr
     return Score(chosen / oracle - 1.0, oracle, default)
 
 
-def probabilities_by_batch(batches: pd.DataFrame, portfolios: dict[str, list[str]]) -> pd.DataFrame:
-    """Selection probabilities of each member per (collective, cell) per batch, from the tables
-    the batches ran with (seed 001 Fig. 5.10b): explore cells their capped probabilities, exploit
-    cells 1 for the argmax, unlisted cells uniform over the portfolio."""
-    from colltune.learn import draw
-    from colltune.learn.table import parse_table
-
-    rows = []
-    for _, b in batches.iterrows():
-        table = parse_table(str(b["table_text"]).encode())
-        for coll, port in portfolios.items():
-            block = table.collectives.get(coll)
-            cells = block.cells if block else {}
-            for cell, c in cells.items():
-                probs = draw.probabilities(c.weights, table.caps) if c.mode == "explore" else \
-                    [1.0 if i == draw.pick_exploit(c.weights) else 0.0 for i in range(len(c.weights))]
-                rows += [(int(b["batch"]), coll, cell, m, p) for m, p in zip(block.members, probs, strict=True)]
-    return pd.DataFrame(rows, columns=["batch", "collective", "cell", "member", "probability"])
-
-
 __all__ = ["ApplicationBackend", "BatchResult", "Launch", "LoopSettings", "SimulatedBackend", "medians_score",
-           "next_table", "probabilities_by_batch", "run_loop", "with_bins"]
+           "next_table", "run_loop"]
