@@ -112,7 +112,7 @@ def require_two(members: Sequence[Member]) -> None:
 
 def environment_table(members: Sequence[Member]) -> pd.DataFrame:
     """One row per fact (FACTS, env:* settings, and the library control variables (cvar:*) that
-    differ): each member's value and whether they differ."""
+    every member has, with different values): each member's value and whether they differ."""
     keys = [k for k in FACTS if any(k in m.run.environment for m in members)]
     keys += sorted({k for m in members for k in m.run.environment if k.startswith(("env:", "cvar:"))}
                    | {f"env:{k}" for m in members for k in m.config_env})
@@ -120,7 +120,8 @@ def environment_table(members: Sequence[Member]) -> pd.DataFrame:
     for key in keys:
         values = [m.run.environment.get(key, m.config_env.get(key.removeprefix("env:"), "")) for m in members]
         differs = len(set(values)) > 1
-        if differs or not key.startswith("cvar:"):
+        shared = all(key in m.run.environment for m in members)
+        if not key.startswith("cvar:") or (differs and shared):
             rows.append({"fact": key, **{m.label: v for m, v in zip(members, values, strict=True)},
                          "differs": differs})
     return pd.DataFrame(rows, columns=["fact", *(m.label for m in members), "differs"])
