@@ -190,3 +190,18 @@ def test_configuration_settings_apply_only_during_its_launches(monkeypatch: pyte
         assert os.environ["COLLTUNE_MPIEXEC_FLAGS"] == "--mca btl self,vader"
     assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "0"
     assert "COLLTUNE_MPIEXEC_FLAGS" not in os.environ
+
+
+def test_three_libraries_are_compared_pair_by_pair(two_dbs: tuple[Path, Path], tmp_path: Path) -> None:
+    c = _library_db(tmp_path / "c.duckdb", "intel", {**PLANTED, ("reduce", "default"): 0.5}, seed=6)
+    cmp = judge.compare(data.from_sources([*map(str, two_dbs), str(c)]))
+    pairs = cmp.verdicts.groupby(["a", "b"], sort=False).size()
+    assert pairs.to_dict() == {("openmpi", "mpich"): 6, ("openmpi", "intel"): 6, ("mpich", "intel"): 6}
+    reduce = cmp.verdicts[cmp.verdicts["collective"] == "reduce"]
+    assert reduce["faster"].tolist() == ["", "", "intel", "intel", "intel", "intel"]
+    best = ctables.best_table(cmp).set_index(["collective", "msg_bytes"])
+    assert best.loc[("reduce", 8), "fastest_default"] == "intel"
+    from colltune.compare import report
+
+    page = report.render(cmp)
+    assert page.count('alt="ratio ') == 3  # one heat map per pair

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -40,16 +41,16 @@ class CompareReport:
     cmp: Comparison
     page: ReportContext  # figure() and table() of the check report, for a page of our own
 
-    def figure(self, fig: object, alt: str) -> str:
+    def figure(self, fig: Any, alt: str) -> str:
         return self.page.figure(fig, alt)
 
-    def table(self, df: pd.DataFrame, formats: dict[str, Callable[[object], str]] | None = None,
+    def table(self, df: pd.DataFrame, formats: dict[str, Callable[[Any], str]] | None = None,
               row_class: Callable[[pd.Series], str] | None = None) -> str:
-        return self.page.table(df, formats, row_class)  # type: ignore[arg-type]
+        return self.page.table(df, formats, row_class)
 
 
-def _ratio_fmt(x: object) -> str:
-    return vt.fmt_float(float(x), 2) if isinstance(x, (int, float)) else ""  # type: ignore[arg-type]
+def _ratio_fmt(x: Any) -> str:
+    return vt.fmt_float(float(x), 2) if isinstance(x, (int, float)) else ""
 
 
 def _verdict_class(r: pd.Series) -> str:
@@ -151,9 +152,9 @@ def _heatmap(rep: CompareReport) -> str | None:
 def _relative(rep: CompareReport) -> str:
     v = rep.cmp.verdicts
     fmt = {"msg_bytes": vt.fmt_bytes, "median_a_s": vt.fmt_time, "median_b_s": vt.fmt_time, "ratio": _ratio_fmt,
-           "ci_low": _ratio_fmt, "ci_high": _ratio_fmt, "statistic": lambda x: vt.fmt_float(x, 1),  # type: ignore[arg-type]
+           "ci_low": _ratio_fmt, "ci_high": _ratio_fmt, "statistic": lambda x: vt.fmt_float(x, 1),
            "p_value": vt.fmt_p, "p_adjusted": vt.fmt_p}
-    return f'<div class="scroll">{rep.table(v, fmt, _verdict_class)}</div>'  # type: ignore[arg-type]
+    return f'<div class="scroll">{rep.table(v, fmt, _verdict_class)}</div>'
 
 
 def _best(rep: CompareReport) -> str:
@@ -163,7 +164,7 @@ def _best(rep: CompareReport) -> str:
     return ("<p>Per point the configuration whose default is fastest, and the fastest variant measured anywhere "
             "(a mock-up or library algorithm of any configuration); gain = fastest default / that variant. "
             "Medians across configurations are descriptive (they never shared a launch); the verdicts above "
-            "say which default differences are real.</p>" + rep.table(b, fmt))  # type: ignore[arg-type]
+            "say which default differences are real.</p>" + rep.table(b, fmt))
 
 
 def _violations(rep: CompareReport) -> str:
@@ -186,7 +187,7 @@ def _violations(rep: CompareReport) -> str:
                        "variant_median_s", "barrier_warning"]]
             parts.append(f"<h3>{html.escape(label)}: fastest violating variant per point</h3>" + rep.table(
                 shown, {"msg_bytes": vt.fmt_bytes, "default_median_s": vt.fmt_time, "variant_median_s": vt.fmt_time,
-                        "slowdown": _ratio_fmt}))  # type: ignore[dict-item]
+                        "slowdown": _ratio_fmt}))
     return ("<p>Each configuration judged against the self-consistent guidelines on its own (seed 003's comparison "
             "of libraries), at the compared points. Brave counts every violation, cautious drops those within one "
             "MPI_Barrier.</p>" + "".join(parts))
@@ -196,14 +197,14 @@ def _quality(rep: CompareReport) -> str:
     q = ct.quality_table(rep.cmp)
     return ("<p>100 &times; (1 &minus; mean severity penalty) over the compared points (docs/statistics.md); "
             "comparable because every configuration covers the same points.</p>"
-            + rep.table(q, {"cautious": lambda x: f"{x:.1f}", "brave": lambda x: f"{x:.1f}"}))  # type: ignore[arg-type]
+            + rep.table(q, {"cautious": lambda x: f"{x:.1f}", "brave": lambda x: f"{x:.1f}"}))
 
 
 def _worst(rep: CompareReport) -> str:
     w = ct.worst_table(rep.cmp)
     if w.empty:
         return "<p>No point where one configuration is significantly slower.</p>"
-    return rep.table(w, {"msg_bytes": vt.fmt_bytes, "slowdown": _ratio_fmt, "ratio": _ratio_fmt,  # type: ignore[dict-item]
+    return rep.table(w, {"msg_bytes": vt.fmt_bytes, "slowdown": _ratio_fmt, "ratio": _ratio_fmt,
                          "ci_low": _ratio_fmt, "ci_high": _ratio_fmt, "p_adjusted": vt.fmt_p})
 
 
@@ -237,7 +238,7 @@ def _left_out(rep: CompareReport) -> str | None:
     lo = rep.cmp.left_out
     if lo.empty:
         return None
-    return "<p>Measured by some configurations only: not compared.</p>" + rep.table(lo, {"msg_bytes": vt.fmt_bytes})  # type: ignore[dict-item]
+    return "<p>Measured by some configurations only: not compared.</p>" + rep.table(lo, {"msg_bytes": vt.fmt_bytes})
 
 
 SECTIONS: list[tuple[str, str, Callable[[CompareReport], str | None]]] = [
