@@ -145,6 +145,8 @@ def test_configurations() -> None:
                                              "COLLTUNE_MPIEXEC_FLAGS='--mca btl self,vader'"])
     assert cs == [config.Config("openmpi", "openmpi"), config.Config("dyn", "openmpi", {
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "COLLTUNE_MPIEXEC_FLAGS": "--mca btl self,vader"})]
+    assert [c.label for c in config.configurations(["/opt/ompi-4.1/bin/mpicc", "/opt/ompi-5.0/bin/mpicc"], [])] \
+        == ["ompi-4.1", "ompi-5.0"]
     with pytest.raises(config.CompareError, match="given twice"):
         config.configurations(["openmpi", "openmpi"], [])
     with pytest.raises(config.CompareError, match="at least two"):

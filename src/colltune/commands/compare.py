@@ -121,3 +121,10 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
 
         path = report.write_report(result, out_dir)
         console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)
+
+
+# The shared bench option --mpi names one library; here it lists the libraries to compare.
+for _param in command.params:
+    if _param.name == "mpi_spec" and isinstance(_param, click.Option):
+        _param.help = "libraries to compare, comma-separated: openmpi,mpich[,intel] (names or mpicc paths)"
+        _param.metavar = "LIST"

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from colltune.errors import ColltuneError
 
@@ -77,10 +78,19 @@ def parse_config(spec: str) -> Config:
     return Config(label, lib, env)
 
 
+def _label_of(mpi: str) -> str:
+    """A library name labels itself; a path its installation prefix (/opt/ompi-4.1/bin/mpicc ->
+    ompi-4.1), so an upgrade reads as two versions."""
+    if os.sep not in mpi:
+        return mpi
+    path = Path(mpi)
+    return path.name if path.is_dir() or not path.name.startswith("mpicc") else path.parent.parent.name or mpi
+
+
 def configurations(mpi_list: Sequence[str], config_specs: Sequence[str]) -> list[Config]:
     """The configurations of `--mpi a,b` followed by those of each `--config`; at least two,
     labels unique."""
-    configs = [Config(name, name) for name in mpi_list] + [parse_config(s) for s in config_specs]
+    configs = [Config(_label_of(name), name) for name in mpi_list] + [parse_config(s) for s in config_specs]
     if len(configs) < 2:
         raise CompareError("a comparison needs at least two configurations: --mpi openmpi,mpich, or two "
                            "--config LABEL:LIB[:VAR=VALUE ...] (e.g. one library before and after a change); "

@@ -58,7 +58,8 @@ def describe(configs: Sequence[Config], base: BenchSettings) -> list[str]:
     lines.append(f"{len(order)} launches: " + " ".join(
         f"{configs[i].label}[{s.repetition}]" for i, s in order[: 4 * len(configs)])
         + (" ..." if len(order) > 4 * len(configs) else ""))
-    lines += runner.describe(settings_for(base, configs[0]))[1:]
+    lines += [f"each configuration: {line}" if not line.startswith(" ") else line
+              for line in runner.describe(settings_for(base, configs[0]))[1:]]
     return lines
 
 
