@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 
 from colltune.cli import main
 from colltune.compare import data, judge
+from colltune.store import LaunchData, Store
 
 
 @pytest.mark.slow
@@ -57,3 +59,32 @@ def test_one_library_before_and_after_an_mca_setting(tmp_path: Path, openmpi_bui
     assert env.loc["cvar:coll_tuned_allreduce_algorithm", "base"] == "0"
     assert env.loc["env:OMPI_MCA_coll_tuned_allreduce_algorithm", "base"] == ""
     assert "base vs dyn: 1 points" in r.output
+
+
+@pytest.mark.slow
+def test_an_interrupted_comparison_is_resumed_alternating(tmp_path: Path, openmpi_build: object) -> None:
+    db = tmp_path / "cmp.duckdb"
+    args = ["-n", "2", "-c", "bcast", "-s", "8", "-R", "2", "--max-reps", "20", "--time-budget", "0.02",
+            "--no-aa", "--no-barrier", "--db", str(db), "--quiet"]
+    r = CliRunner().invoke(main, ["compare", "--config", "a:openmpi", "--config", "b:openmpi:OMPI_MCA_x=1", *args])
+    assert r.exit_code == 0, r.output
+    members = data.from_comparison(db)
+    with Store(db) as store:  # as if the last launch of `b` had been interrupted
+        store.write_launch(members[1].run.run_id, store_launch_interrupted())
+        for m in members:
+            store.set_run_status(m.run.run_id, "interrupted")
+    r = CliRunner().invoke(main, ["compare", "--db", str(db), "--resume", "latest", "--quiet"])
+    assert r.exit_code == 0, r.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT c.label, l.launch_idx, l.status FROM launches l JOIN comparisons c USING (run_id) "
+                           "ORDER BY l.started").fetchall()
+        status = con.execute("SELECT DISTINCT status FROM runs").fetchall()
+    assert rows == [("a", 0, "ok"), ("b", 0, "ok"), ("a", 1, "ok"), ("b", 1, "ok")]
+    assert status == [("complete",)]
+    assert "a vs b: 1 points" in r.output
+
+
+def store_launch_interrupted() -> LaunchData:
+    now = datetime(2020, 1, 1)  # started before every real launch: the resumed one must replace it
+    return LaunchData(launch_idx=1, nprocs=2, repetition=1, seed=0, started=now, finished=now,
+                      status="interrupted", message="Ctrl-C")

@@ -37,6 +37,8 @@ COMPARE_DEFAULT_LAUNCHES = 20
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
               show_default=True, help="Results database to measure into, or to read the newest comparison of.")
 @click.option("--comparison", "comparison_id", metavar="ID", help="Without measuring: the comparison of --db to judge.")
+@click.option("--resume", metavar="ID", help="Measure the missing launches of an interrupted comparison of --db "
+                                              "(`latest`: the newest), alternating as before, then compare it.")
 @click.option("--test", type=click.Choice([t.value for t in cstats.Test]), default=cstats.Test.MWU.value,
               show_default=True, help="Two-sided unpaired test on per-launch medians of the defaults.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
@@ -50,7 +52,7 @@ COMPARE_DEFAULT_LAUNCHES = 20
 @click.option("--dry-run", is_flag=True, help="Print the configurations and the launch order; measure nothing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Path, comparison_id: str | None,
-            test: str, alpha: float, tolerance: float, comparer: str, out_dir: Path | None, dry_run: bool,
+            resume: str | None, test: str, alpha: float, tolerance: float, comparer: str, out_dir: Path | None, dry_run: bool,
             quiet: bool, **options: Any) -> None:
     """Compare MPI libraries (or machines, or two configurations of one library) collective by
     collective: which is faster where, with a verdict per point ("A faster", "B faster", "no
@@ -65,6 +67,7 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
     Compare databases measured earlier or elsewhere ([LABEL=]DB[@RUN]):
       colltune compare old=before.duckdb new=after.duckdb --out cmp
       colltune compare --db colltune.duckdb            (its newest comparison)
+      colltune compare --db colltune.duckdb --resume latest   (after Ctrl-C or a failed launch)
     """
     mpi_spec = options.pop("mpi_spec", None)
     mpi_list = [s.strip() for s in (mpi_spec or "").split(",") if s.strip()]
@@ -72,6 +75,8 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
     given = [k for k, v in options.items() if v not in (None, (), [], False)]
     if sources and measuring:
         raise click.UsageError("give databases to compare, or configurations to measure (--mpi/--config), not both")
+    if resume is not None and (sources or measuring or given):
+        raise click.UsageError("--resume uses the comparison's stored configurations and settings; give only --db")
     if not measuring and given:
         raise click.UsageError(f"{', '.join('--' + g.replace('_', '-') for g in given)} set how to measure: "
                                "add --mpi A,B or --config to measure, or drop them to compare stored runs")
@@ -91,12 +96,26 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
             comparison_id = cmeasure.measure(configs, base, str(db_path), command=command_line,
                                              console=err_console, progress=not quiet)
         except KeyboardInterrupt:
-            err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; compare them "
-                              f"with `colltune compare --db {db_path}`")
+            err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; measure the "
+                              f"rest with `colltune compare --db {db_path} --resume latest`, or compare them as "
+                              f"they are with `colltune compare --db {db_path}`")
             sys.exit(130)
         except BenchError as exc:
-            raise BenchError(f"{exc}\nthe other configurations' launches so far are stored; compare what was "
-                             f"measured with `colltune compare --db {db_path}`") from None
+            raise BenchError(f"{exc}\nevery configuration's launches so far are stored; measure the rest with "
+                             f"`colltune compare --db {db_path} --resume latest` (not bench --resume: the launches "
+                             f"would no longer alternate), or compare what was measured with "
+                             f"`colltune compare --db {db_path}`") from None
+    if resume is not None:
+        try:
+            comparison_id = cmeasure.resume(str(db_path), None if resume == "latest" else resume,
+                                            console=err_console, progress=not quiet)
+        except KeyboardInterrupt:
+            err_console.print(f"[yellow]interrupted:[/] resume again with `colltune compare --db {db_path} "
+                              "--resume latest`")
+            sys.exit(130)
+        except BenchError as exc:
+            raise BenchError(f"{exc}\nresume the comparison again with `colltune compare --db {db_path} "
+                             "--resume latest`") from None
     members = data.from_sources(sources) if sources else data.from_comparison(db_path, comparison_id)
     data.require_two(members)
     if dry_run:

@@ -9,6 +9,7 @@ state) hits every configuration alike; within a launch the driver interleaves th
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from colltune.compare.config import Config
+from colltune.compare.config import CompareError, Config
 from colltune.measure import runner
 from colltune.measure.planning import LaunchSpec, launch_plan, validate
 from colltune.measure.settings import BenchSettings
@@ -66,7 +67,8 @@ def describe(configs: Sequence[Config], base: BenchSettings) -> list[str]:
 def measure(configs: Sequence[Config], base: BenchSettings, db_path: str, *, command: str,
             console: Console | None = None, progress: bool = True) -> str:
     """Measure every configuration into `db_path`; returns the comparison id. Ctrl-C or a failed
-    launch leaves every run `interrupted` with its finished launches stored, and re-raises."""
+    launch leaves every run `interrupted` with its finished launches stored (`resume` measures
+    the rest), and re-raises."""
     prepared: list[runner.PreparedRun] = []
     for c in configs:
         with c.applied():
@@ -76,6 +78,30 @@ def measure(configs: Sequence[Config], base: BenchSettings, db_path: str, *, com
         for pos, (c, p) in enumerate(zip(configs, prepared, strict=True)):
             store.add_comparison_member(comparison_id, run_id=p.run_id, label=c.label, position=pos,
                                         mpi_spec=c.mpi, config_env=c.env, command=command)
+    _measure_alternating(configs, prepared, db_path, console, progress)
+    return comparison_id
+
+
+def resume(db_path: str, comparison_id: str | None = None, *, console: Console | None = None,
+           progress: bool = True) -> str:
+    """Measure the missing launches of an interrupted comparison (default: the newest), still
+    alternating, with each run's stored settings; returns the comparison id."""
+    with Store(db_path) as store:
+        rows = store.comparison_members(comparison_id)
+    if rows.empty:
+        raise CompareError(f"{db_path} holds no comparison to resume; start one with --mpi or --config")
+    configs = [Config(str(r.label), str(r.mpi_spec), json.loads(r.config_env or "{}"))
+               for r in rows.itertuples(index=False)]
+    prepared = []
+    for c, r in zip(configs, rows.itertuples(index=False), strict=True):
+        with c.applied():
+            prepared.append(runner.reopen(db_path, str(r.run_id)))
+    _measure_alternating(configs, prepared, db_path, console, progress)
+    return str(rows.iloc[0]["comparison_id"])
+
+
+def _measure_alternating(configs: Sequence[Config], prepared: Sequence[runner.PreparedRun], db_path: str,
+                         console: Console | None, progress: bool) -> None:
     order = alternate([p.specs for p in prepared])
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -95,4 +121,3 @@ def measure(configs: Sequence[Config], base: BenchSettings, db_path: str, *, com
     with Store(db_path) as store:
         for p in prepared:
             store.set_run_status(p.run_id, "complete")
-    return comparison_id

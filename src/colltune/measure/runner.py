@@ -341,3 +341,14 @@ def measure_launch(prepared: PreparedRun, spec: LaunchSpec) -> None:
     progress display); a failed launch is stored and raised as BenchError, Ctrl-C re-raised."""
     _run_launches(prepared.db_path, prepared.run_id, prepared.settings, prepared.lib, prepared.artifacts,
                   [spec], len(prepared.specs), 0, False, None)
+
+
+def reopen(db_path: str | Path, run_id: str) -> PreparedRun:
+    """A stored run prepared again with its stored settings; `specs` are its missing launches."""
+    with Store(db_path) as store:
+        settings = BenchSettings(**store.run_info(run_id)["settings"])
+        done = store.finished_launches(run_id)
+        store.set_run_status(run_id, "running")
+    lib = validate(settings)
+    specs = [s for s in launch_plan(settings, algorithm_key(lib)) if s.idx not in done]
+    return PreparedRun(Path(db_path), run_id, settings, lib, build.ensure_built(lib), specs)
