@@ -84,14 +84,20 @@ def main() -> None:
     # The user's line, and the line colltune run turns it into (flags right after the launcher).
     user = [str(lib.mpiexec), "-n", "2", *launch.placement_flags(lib, 2), str(exe)]
     direct = [user[0], *launch.rank_env_flags(lib, {"LD_PRELOAD": str(art.libcolltune.resolve())}), *user[1:]]
+    # The embedded Open MPI is found from its mpiexec; other libraries by their mpicc (an old tree
+    # given with --old-src does not see this checkout's .mpi/).
+    pick = [] if lib.origin == "embedded" else ["--mpi", str(lib.mpicc)]
     commands = {
         "direct": shlex.join(direct),
-        "colltune run": with_pythonpath(src, [*colltune, "run", "--", *user]),
-        "front end only (--dry-run)": with_pythonpath(src, [*colltune, "run", "--dry-run", "--", *user]),
+        "colltune run": with_pythonpath(src, [*colltune, "run", *pick, "--", *user]),
+        "front end only (--dry-run)": with_pythonpath(src, [*colltune, "run", *pick, "--dry-run", "--", *user]),
     }
     if args.old_src:
-        commands["old colltune run"] = with_pythonpath(args.old_src, [*colltune, "run", "--", *user])
+        commands["old colltune run"] = with_pythonpath(args.old_src, [*colltune, "run", *pick, "--", *user])
     env = launch.launcher_env(lib)
+    # As installed for users: Python caches compiled modules (an environment that forbids it pays
+    # ~20 ms more per start, compiling colltune's modules every time).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     for name, cmd in commands.items():
         print(f"{name:>28}: {cmd}", file=sys.stderr)
     tool = ensure_hyperfine()
