@@ -230,6 +230,7 @@ typedef struct ct_bench_settings {
     ct_stop_settings stop;
     uint64_t seed;
     int pingpongs;
+    int expect_procs;           /* the world size the launcher was asked for; 0: unchecked */
     int probe;                  /* one call per variant, print a hash of the result */
 } ct_bench_settings;
 

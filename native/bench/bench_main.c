@@ -190,6 +190,44 @@ static int stoprule(const ct_bench_settings *st)
     return 0;
 }
 
+/* The launcher's own idea of the job, when it says: tells singletons (a launcher without the
+ * library's process manager) from a wrong -n. */
+static const char *launcher_tasks(const char **name)
+{
+    static const char *const vars[] = {"SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            *name = vars[i];
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Before anything is measured or written: a world of another size than asked would record
+ * numbers of the wrong collective. Rank 0 of each world says so on stderr (the front end
+ * parses this line) and nothing is written to --out. */
+static int world_confirmed(const ct_bench_settings *st)
+{
+    int size, rank, len;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (st->expect_procs <= 0 || size == st->expect_procs)
+        return 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        char host[MPI_MAX_PROCESSOR_NAME] = "?";
+        const char *name = NULL, *tasks = launcher_tasks(&name);
+        MPI_Get_processor_name(host, &len);
+        fprintf(stderr, "colltune-bench: world size %d, expected %d (host %s", size, st->expect_procs,
+                host);
+        if (tasks)
+            fprintf(stderr, ", launcher %s=%s", name, tasks);
+        fputs(")\n", stderr);
+    }
+    return 0;
+}
+
 static void defaults(ct_bench_settings *st)
 {
     memset(st, 0, sizeof *st);
@@ -225,6 +263,12 @@ int main(int argc, char **argv)
     int have_t = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
     /* Errors come back as codes so that we can say which job failed before aborting. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (!strcmp(mode, "run") && !world_confirmed(&st)) {
+        if (have_t)
+            MPI_T_finalize();
+        MPI_Finalize();
+        return 3;
+    }
     if (!strcmp(mode, "clocktest"))
         rc = ct_bench_clocktest(MPI_COMM_WORLD, st.pingpongs, rounds);
     else

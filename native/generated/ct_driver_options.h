@@ -28,6 +28,7 @@ static const ct_driver_option ct_driver_options[] = {
     {"metric", CT_OPT_METRIC, offsetof(ct_bench_settings, metric_makespan), 0, 0, 0.0},
     {"seed", CT_OPT_U64, offsetof(ct_bench_settings, seed), 0, 0, 0.0},
     {"pingpongs", CT_OPT_INT, offsetof(ct_bench_settings, pingpongs), 1, 0, 1.0},
+    {"expect-procs", CT_OPT_INT, offsetof(ct_bench_settings, expect_procs), 1, 0, 0.0},
     {"stop", CT_OPT_METHODS, offsetof(ct_bench_settings, stop.methods), 0, 0, 0.0},
     {"rse", CT_OPT_DOUBLE, offsetof(ct_bench_settings, stop.rse_threshold), 1, 1, 0.0},
     {"cov-mean", CT_OPT_DOUBLE, offsetof(ct_bench_settings, stop.cov_mean_threshold), 1, 1, 0.0},
@@ -55,6 +56,7 @@ static const char ct_driver_usage[] =
     "  --metric               value the stopping rules watch: max local duration or global makespan\n"
     "  --seed                 seed of the randomized order of variants\n"
     "  --pingpongs            ping-pongs per rank to estimate clock offsets (window sync)\n"
+    "  --expect-procs         refuse to measure unless MPI_COMM_WORLD has this many processes (0: no check)\n"
     "  --stop                 stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed\n"
     "  --rse                  RSE threshold (seed 002, Fig. 1)\n"
     "  --cov-mean             COV-of-means threshold\n"
@@ -80,6 +82,7 @@ static void ct_driver_defaults(ct_bench_settings *st)
     st->metric_makespan = 0;
     st->seed = 12345ull;
     st->pingpongs = 20;
+    st->expect_procs = 0;
     (void)ct_stop_parse_methods("rse", &st->stop.methods);
     st->stop.rse_threshold = 0.025;
     st->stop.cov_mean_threshold = 0.01;

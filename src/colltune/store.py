@@ -190,6 +190,12 @@ class Store:
             self._insert_frame("jobs", JOB_COLUMNS, run_id, launch.jobs)
             self._insert_frame("measurements", MEASUREMENT_COLUMNS, run_id, launch.measurements)
 
+    def discard_run(self, run_id: str) -> None:
+        """Remove a run that holds no launch (refused before anything was measured), all or nothing."""
+        with self._transaction():
+            for table in ("measurements", "jobs", "environment", "launches", "variants", "runs"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
     def _insert_frame(self, table: str, columns: list[str], run_id: str, frame: pd.DataFrame) -> None:
         if frame.empty:
             return

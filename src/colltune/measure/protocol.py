@@ -170,10 +170,13 @@ def to_launch_data(out: DriverOutput, plan: Plan, *, launch_idx: int, repetition
 
 
 def driver_argv(settings: BenchSettings, artifacts: build.Artifacts, job_file: Path, out_file: Path,
-                seed: int) -> list[str]:
+                seed: int, nprocs: int = 0) -> list[str]:
+    """`nprocs` > 0: the driver refuses to measure in a world of another size (measure.confirm)."""
     argv = [str(artifacts.bench), "run", str(job_file), "--out", str(out_file),
             "--sync", settings.sync, "--metric", settings.metric, "--seed", str(seed),
             *settings.stop.driver_args()]
     if settings.profile is not None:
         argv += ["--profile", str(settings.profile.resolve())]
+    if nprocs > 0:
+        argv += ["--expect-procs", str(nprocs)]
     return argv

@@ -33,9 +33,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from colltune.measure import confirm
 from colltune.measure.planning import LaunchSpec, all_variants, launch_plan, launch_seed, plan_jobs, validate
 from colltune.measure.runlock import RunLock, last_writer, live_writer
-from colltune.measure.protocol import DriverOutput, driver_argv, launch_environment, read_driver_output, to_launch_data
+from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
@@ -102,19 +103,6 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
         raise
     _, stderr = proc.communicate()
     return proc.returncode, stderr
-
-
-def _world_size(out: DriverOutput) -> int | None:
-    size = out.launch.get("nprocs")
-    return int(size) if size is not None else None
-
-
-def _singletons(lib: mpi.MpiLibrary, nprocs: int, size: int | None) -> str:
-    """A launcher without the library's process manager (srun with the wrong --mpi plugin) starts
-    `nprocs` separate programs of one rank each and exits 0: measured, that is not a collective."""
-    return (f"the ranks ran as MPI_COMM_WORLD of size {size}, not one job of {nprocs}: the launcher "
-            f"started separate singletons; under srun {lib.name} needs --mpi={launch.srun_plugin(lib)} "
-            f"(colltune passes it unless COLLTUNE_MPIEXEC_FLAGS or SLURM_MPI_TYPE choose another)")
 
 
 def _describe_failure(code: int, stderr: str) -> str:
@@ -245,10 +233,19 @@ def _store_launch(db_path: Path, run_id: str, launch: LaunchData, attempts: int 
         return
 
 
+def _refuse(db_path: Path, run_id: str) -> None:
+    """Nothing of a refused launch is stored; a run that has no launch yet is removed, so the
+    database is as it was before the command."""
+    with Store(db_path) as store:
+        if store.launches(run_id).empty:
+            store.discard_run(run_id)
+
+
 def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                   artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
                   show: bool, console: Console | None) -> None:
     key = algorithm_key(lib)
+    layouts: dict[int, confirm.Layout] = {}  # the node layout of each process count's first launch
     with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp, _progress(show, console) as bar:
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
@@ -259,7 +256,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
             out_file = Path(tmp) / f"launch-{launch_idx}.out"
             seed = launch_seed(settings, launch_idx)
-            argv = driver_argv(settings, artifacts, job_file, out_file, seed)
+            argv = driver_argv(settings, artifacts, job_file, out_file, seed, nprocs)
             rank_env = spec.rank_env()
             if bar is not None:
                 bar.update(jobs_task, total=len(plan.jobs), completed=0,
@@ -277,10 +274,16 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             finished = _now()
             text = out_file.read_text(errors="replace") if out_file.exists() else ""
             out = read_driver_output(text)
-            if code != 0 or not out.ended or _world_size(out) != nprocs:
+            refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
+            if refused is not None:
+                _refuse(db_path, run_id)
+                raise BenchError(
+                    f"launch {launch_idx} ({nprocs} processes) refused, {refused}; nothing of it was stored\n"
+                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}")
+            layouts.setdefault(nprocs, confirm.layout(out))
+            if code != 0 or not out.ended:
                 # Keep the failed launch's trace, not its partial data (it would bias verdicts).
-                message = (_describe_failure(code, stderr) if code != 0 or not out.ended
-                           else _singletons(lib, nprocs, _world_size(out)))
+                message = _describe_failure(code, stderr)
                 _store_launch(db_path, run_id, LaunchData(
                     launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                     started=started, finished=finished, status="failed", message=message))

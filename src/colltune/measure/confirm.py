@@ -1,0 +1,87 @@
+"""Every launch confirms its ranks: the world it got is the world that was asked for.
+
+A launcher without the library's process manager (srun with the wrong or no PMI plugin,
+another library's mpiexec) starts N programs of one rank each and exits 0; measured, that is
+not a collective (allreduce 8 B at 50 ns "on 2 processes"). The driver is told the size it
+must find (`--expect-procs`) and refuses to measure otherwise, printing
+`colltune-bench: world size S, expected N (host H[, launcher VAR=V])` on stderr; its launch
+record also carries MPI_Comm_size and the host of every rank. `refusal` turns either into
+the message the user gets, naming the likely cause and the fix; `layout` is the node layout
+a launch really got, which must stay the same for all launches of one process count (the
+launch is the statistical unit: launches on different layouts are not repetitions).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+
+from colltune.measure.protocol import DriverOutput
+from colltune.mpi import launch
+from colltune.mpi import libraries as mpi
+
+_WORLD = re.compile(r"colltune-bench: world size (\d+), expected (\d+) \(([^)]*)\)")
+
+Layout = tuple[tuple[str, int], ...]  # (host, ranks on it), hosts sorted
+
+
+def layout(out: DriverOutput) -> Layout:
+    return tuple(sorted(Counter(str(h) for h in out.launch.get("hosts", [])).items()))
+
+
+def describe_layout(lay: Layout) -> str:
+    return ", ".join(f"{n} on {h}" for h, n in lay) or "no hosts reported"
+
+
+def world_size(out: DriverOutput, stderr: str) -> tuple[int | None, str]:
+    """MPI_Comm_size the ranks saw (from the refusal line, else the launch record) and what the
+    driver said about the launcher."""
+    hit = _WORLD.search(stderr)
+    if hit:
+        return int(hit.group(1)), hit.group(3)
+    size = out.launch.get("nprocs")
+    return (int(size) if size is not None else None), ""
+
+
+def _cause(lib: mpi.MpiLibrary, nprocs: int, size: int) -> str:
+    if launch.use_srun():
+        chosen = os.environ.get("SLURM_MPI_TYPE") or next(
+            (f for f in os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").split() if f.startswith("--mpi")), "")
+        plugin = launch.srun_plugin(lib)
+        if size == 1:
+            return (f"srun started {nprocs} separate programs of one rank each: its PMI plugin "
+                    + (f"({chosen}) " if chosen else "")
+                    + f"does not match {lib.name}, which needs `srun --mpi={plugin}` (colltune passes it "
+                    f"unless COLLTUNE_MPIEXEC_FLAGS or SLURM_MPI_TYPE choose another; `srun --mpi=list` "
+                    f"shows the plugins this Slurm has)")
+        return (f"srun gave {size} tasks: an srun option in COLLTUNE_MPIEXEC_FLAGS or SLURM_* settings "
+                f"(--ntasks-per-node, --distribution) overrides -n {nprocs}; drop it")
+    if size == 1:
+        return (f"{lib.mpiexec} started {nprocs} separate programs of one rank each: it is not the "
+                f"launcher of {lib.name}, the library colltune-bench was built with (another MPI's mpiexec "
+                f"first in PATH, or a wrapper); use {lib.name}'s own mpiexec or pick the library with --mpi")
+    return (f"the launcher gave {size} processes for -n {nprocs}: a host file or an option in "
+            f"COLLTUNE_MPIEXEC_FLAGS overrides -n; drop it")
+
+
+def refusal(lib: mpi.MpiLibrary, nprocs: int, out: DriverOutput, stderr: str,
+            expected_layout: Layout | None) -> str | None:
+    """Why this launch must not be stored, or None when it ran on the ranks asked for."""
+    size, said = world_size(out, stderr)
+    if size is not None and size != nprocs:
+        return (f"the ranks ran as MPI_COMM_WORLD of size {size}, not one job of {nprocs}"
+                + (f" ({said})" if said else "") + f": {_cause(lib, nprocs, size)}")
+    if size is None:
+        return None  # no launch record: an ordinary failure, told by the exit code and stderr
+    hosts = out.launch.get("hosts", [])
+    if len(hosts) != nprocs:
+        return (f"the driver reported {len(hosts)} hosts for {nprocs} ranks: the output of two launches "
+                "was mixed (a launcher started the driver more than once?)")
+    got = layout(out)
+    if expected_layout is not None and got != expected_layout:
+        return (f"this launch ran on {describe_layout(got)}, the run's earlier launches of {nprocs} processes "
+                f"on {describe_layout(expected_layout)}: the allocation or host file changed between launches; "
+                "launches on different node layouts are not repetitions of one measurement. Resume inside the "
+                "same allocation, or start a new run")
+    return None
