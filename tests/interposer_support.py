@@ -16,7 +16,7 @@ from colltune.mpi import build, launch
 from colltune.mpi.libraries import MpiLibrary
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-COUNT_ROW = re.compile(r"^colltune:\s+(\S+)\s+(none|force|profile)\s+(\S+)\s+(\S+)\s+(\d+)$")
+COUNT_ROW = re.compile(r"^colltune:\s+(\S+)\s+(none|force|profile|explore|exploit)\s+(\S+)\s+(\S+)\s+(\d+)$")
 CALLS_ROW = re.compile(r"^calls (\S+) (.*)$")
 
 

@@ -27,6 +27,30 @@ enum ct_setting_type {
 #define CT_ENV_VERBOSE "COLLTUNE_VERBOSE"
 #define CT_DEFAULT_VERBOSE 0
 
+/* COLLTUNE_SELECT (path, mode learning, read by libcolltune) */
+#define CT_ENV_SELECT "COLLTUNE_SELECT"
+#define CT_DEFAULT_SELECT ""
+
+/* COLLTUNE_SELECT_SEED (string, mode learning, read by libcolltune) */
+#define CT_ENV_SELECT_SEED "COLLTUNE_SELECT_SEED"
+#define CT_DEFAULT_SELECT_SEED ""
+
+/* COLLTUNE_SELECT_BUDGET (string, mode learning, read by libcolltune) */
+#define CT_ENV_SELECT_BUDGET "COLLTUNE_SELECT_BUDGET"
+#define CT_DEFAULT_SELECT_BUDGET ""
+
+/* COLLTUNE_TRACE_DIR (path, mode learning, read by libcolltune) */
+#define CT_ENV_TRACE_DIR "COLLTUNE_TRACE_DIR"
+#define CT_DEFAULT_TRACE_DIR ""
+
+/* COLLTUNE_TRACE_RANKS (string, mode learning, read by libcolltune) */
+#define CT_ENV_TRACE_RANKS "COLLTUNE_TRACE_RANKS"
+#define CT_DEFAULT_TRACE_RANKS "all"
+
+/* COLLTUNE_TRACE_RECORDS (string, mode learning, read by libcolltune) */
+#define CT_ENV_TRACE_RECORDS "COLLTUNE_TRACE_RECORDS"
+#define CT_DEFAULT_TRACE_RECORDS "65536"
+
 /* COLLTUNE_SCRATCH_BYTES (bytes, mode variants, read by libcolltune) */
 #define CT_ENV_SCRATCH_BYTES "COLLTUNE_SCRATCH_BYTES"
 #define CT_DEFAULT_SCRATCH_BYTES ((size_t)268435456u)
@@ -60,6 +84,12 @@ enum ct_setting_type {
     X(FORCE, "COLLTUNE_FORCE", CT_SETTING_ASSIGNMENTS, "", 1) \
     X(PROFILE, "COLLTUNE_PROFILE", CT_SETTING_PATH, "", 1) \
     X(VERBOSE, "COLLTUNE_VERBOSE", CT_SETTING_BOOL, "0", 1) \
+    X(SELECT, "COLLTUNE_SELECT", CT_SETTING_PATH, "", 1) \
+    X(SELECT_SEED, "COLLTUNE_SELECT_SEED", CT_SETTING_STRING, "", 1) \
+    X(SELECT_BUDGET, "COLLTUNE_SELECT_BUDGET", CT_SETTING_STRING, "", 1) \
+    X(TRACE_DIR, "COLLTUNE_TRACE_DIR", CT_SETTING_PATH, "", 1) \
+    X(TRACE_RANKS, "COLLTUNE_TRACE_RANKS", CT_SETTING_STRING, "all", 1) \
+    X(TRACE_RECORDS, "COLLTUNE_TRACE_RECORDS", CT_SETTING_STRING, "65536", 1) \
     X(SCRATCH_BYTES, "COLLTUNE_SCRATCH_BYTES", CT_SETTING_BYTES, "256M", 1) \
     X(CHUNK_BYTES, "COLLTUNE_CHUNK_BYTES", CT_SETTING_BYTES, "64", 1) \
     X(CACHE, "COLLTUNE_CACHE", CT_SETTING_PATH, "~/.cache/colltune", 0) \
@@ -68,6 +98,6 @@ enum ct_setting_type {
     X(MPIEXEC_FLAGS, "COLLTUNE_MPIEXEC_FLAGS", CT_SETTING_STRING, "", 0) \
     X(MPI, "COLLTUNE_MPI", CT_SETTING_STRING, "", 0) \
 
-#define CT_NUM_SETTINGS 10
+#define CT_NUM_SETTINGS 16
 
 #endif /* CT_SETTINGS_H */

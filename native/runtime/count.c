@@ -7,7 +7,7 @@
  * Printed format (stderr, rank 0), one call class per line, whitespace-separated:
  *   colltune: calls on rank 0 of 4: collective mode variant outcome calls
  *   colltune:   bcast  force  bcast_as_scatter_allgather  applied  10
- * mode: none | force | profile; variant: the variant the mode chose, or `library`;
+ * mode: none | force | profile | explore | exploit (learning mode: drawn, or best/fixed); variant: the variant the mode chose, or `library`;
  * outcome: applied | not-applicable:<reason> (the library served it) | library |
  * library:<reason> (sent to the library before any decision, e.g. large-count overflow).
  */
@@ -20,7 +20,8 @@
 
 static atomic_ullong ct_counts[CT_SLOTS][CT_MODE_COUNT][COLLTUNE_REASON_COUNT];
 
-static const char *const ct_mode_names[CT_MODE_COUNT] = {"none", "force", "profile"};
+static const char *const ct_mode_names[CT_MODE_COUNT] = {"none", "force", "profile",
+                                                           "explore", "exploit"};
 
 void ct_count_decision(int coll, const ct_decision *d)
 {

@@ -24,8 +24,21 @@ typedef enum ct_mode {
     CT_MODE_NONE = 0,   /* no mode had an opinion: the library serves the call */
     CT_MODE_FORCE,      /* COLLTUNE_FORCE */
     CT_MODE_PROFILE,    /* COLLTUNE_PROFILE */
+    CT_MODE_EXPLORE,    /* learning mode, a drawn call (COLLTUNE_SELECT / COLLTUNE_TRACE_DIR) */
+    CT_MODE_EXPLOIT,    /* learning mode, the cell's best member or the table's fixed choice */
     CT_MODE_COUNT
 } ct_mode;
+
+/* One traced call, 32 bytes, the layout of docs/select.md "Trace files" (little-endian). */
+typedef struct ct_trace_record {
+    uint32_t comm_id, call_index;
+    uint8_t coll, member, outcome, size_bin;
+    uint32_t bytes;
+    uint16_t comm_size;
+    uint8_t nodes, ppn;
+    float start, duration;
+    uint32_t reason;
+} ct_trace_record;
 
 /* The outcome of the decision point for one call. */
 typedef struct ct_decision {
@@ -33,6 +46,7 @@ typedef struct ct_decision {
     int chosen;               /* the variant the mode asked for (-1: none or "library") */
     ct_mode mode;             /* which mode decided */
     colltune_reason reason;   /* why `chosen` could not serve, or COLLTUNE_APPLICABLE */
+    ct_trace_record rec;      /* learning modes: the call's trace record, times not yet set */
 } ct_decision;
 
 /* 1 where some mode (or counting) wants to see calls of that collective. */
@@ -82,8 +96,24 @@ CT_HIDDEN void ct_warn_unknown_settings(void);
 /* Install the modes (called once at MPI_Init, after the cross-rank checks). */
 struct ct_profile;
 CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], struct ct_profile *profile,
-                                int counting);
+                                int learning, int counting);
 CT_HIDDEN void ct_modes_clear(void);
+
+/* Learning mode (learn.c). At MPI_Init: ct_learn_prepare reads the settings and fills the
+ * slots the ranks compare (state, table hash and their complements, rank 0's seed); after the
+ * PMPI_Allreduce (MPI_MAX) ct_learn_start says whether the mode is on (1) and warns if not. */
+enum { CT_LEARN_OFF = 0, CT_LEARN_BAD = 1, CT_LEARN_OK = 2 };
+enum { CT_L_STATE, CT_L_STATE_NOT, CT_L_HASH, CT_L_HASH_NOT, CT_L_SEED, CT_LEARN_SLOTS };
+CT_HIDDEN int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen);
+CT_HIDDEN int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size,
+                             const char *err);
+CT_HIDDEN void ct_learn_describe(void);
+CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
+CT_HIDDEN int ct_learn_tracing(void);
+CT_HIDDEN int ct_learn_run_traced(const ct_call *call, ct_decision *d);
+/* MPI_Finalize: write this rank's trace, free everything; ct_learn_stop frees without writing. */
+CT_HIDDEN void ct_learn_finish(void);
+CT_HIDDEN void ct_learn_stop(void);
 
 /* Counting table (count.c). */
 CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);

@@ -6,7 +6,9 @@
  * while another did not would hang the application). The outcome is identical on every rank:
  *   - COLLTUNE_FORCE invalid on some rank   -> error on rank 0, PMPI_Abort on all ranks;
  *   - force/scratch/chunk settings differ   -> one warning, every mode off (pass-through);
- *   - profile unreadable or differing       -> one warning, profile mode off.
+ *   - profile unreadable or differing       -> one warning, profile mode off;
+ *   - selection table bad or differing      -> one warning, learning mode off (learn.c).
+ * The same PMPI_Allreduce carries rank 0's seed of the learning mode to every rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,7 @@ enum { CT_PROFILE_NONE = 0, CT_PROFILE_BAD = 1, CT_PROFILE_OK = 2 };
 /* What the ranks compare, packed for one PMPI_Allreduce with MPI_MAX: a value x and its
  * complement ~x give max(x) and ~min(x), so equal extremes mean all ranks agree. */
 enum { CT_V_FORCE_BAD, CT_V_CFG, CT_V_CFG_NOT, CT_V_PSTATE, CT_V_PSTATE_NOT, CT_V_PHASH,
-       CT_V_PHASH_NOT, CT_V_COUNT };
+       CT_V_PHASH_NOT, CT_V_LEARN, CT_V_COUNT = CT_V_LEARN + CT_LEARN_SLOTS };
 
 static uint64_t ct_fnv1a(uint64_t h, const void *data, size_t len)
 {
@@ -99,7 +101,7 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
 static void ct_runtime_start(void)
 {
-    char force_err[1536] = "", profile_err[1024] = "";
+    char force_err[1536] = "", profile_err[1024] = "", learn_err[1024] = "";
     int force[CT_NUM_COLLECTIVES];
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
@@ -119,12 +121,16 @@ static void ct_runtime_start(void)
     uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
                               ~(uint64_t)state, phash, ~phash};
+    int learn = ct_learn_prepare(v + CT_V_LEARN, learn_err, sizeof learn_err) != CT_LEARN_OFF;
+    if (ct_rank != 0)
+        v[CT_V_LEARN + CT_L_SEED] = 0;   /* MPI_MAX then gives every rank rank 0's seed */
     if (PMPI_Allreduce(MPI_IN_PLACE, v, CT_V_COUNT, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD)
         != MPI_SUCCESS) {
         if (ct_rank == 0)
             ct_message("warning: could not compare settings across ranks; libcolltune is off");
         ct_profile_free(ct_loaded);
         ct_loaded = NULL;
+        ct_learn_stop();
         return;
     }
     if (v[CT_V_FORCE_BAD]) {
@@ -150,9 +156,12 @@ static void ct_runtime_start(void)
         ct_loaded = NULL;
         for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
             force[c] = CT_FORCE_UNSET;
+        v[CT_V_LEARN + CT_L_STATE] = CT_LEARN_OFF;
     }
+    if (learn || v[CT_V_LEARN + CT_L_STATE] != CT_LEARN_OFF)
+        learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
-    ct_modes_install(force, ct_loaded, ct_verbose);
+    ct_modes_install(force, ct_loaded, learn, ct_verbose);
     if (ct_rank == 0) {
         if (verbose_bad)
             ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",
@@ -160,6 +169,8 @@ static void ct_runtime_start(void)
         ct_warn_unknown_settings();
         if (ct_verbose)
             ct_print_settings(force, path);
+        if (ct_verbose && learn)
+            ct_learn_describe();
     }
 }
 
@@ -184,6 +195,7 @@ int MPI_Finalize(void)
     if (ct_verbose && ct_rank == 0)
         ct_count_print(stderr, ct_rank, ct_nprocs);
     ct_modes_clear();
+    ct_learn_finish();
     ct_profile_free(ct_loaded);
     ct_loaded = NULL;
     return PMPI_Finalize();

@@ -1,8 +1,7 @@
 /*
  * The decision point and the settings of the modes.
  *
- * Modes are asked in a fixed order (force, then profile; the online mode of a later issue slots
- * in after the profile): the first mode that has an opinion about a collective decides, and if
+ * Modes are asked in a fixed order (force, then profile, then learning: learn.c): the first mode that has an opinion about a collective decides, and if
  * the variant it names cannot serve the call exactly, the library serves it (and the counting
  * table says why). A mode may also name "library": that is an opinion too, so
  * `COLLTUNE_FORCE=bcast=library` shields MPI_Bcast from the profile.
@@ -29,6 +28,7 @@ CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 static int ct_force[CT_NUM_COLLECTIVES];
 static ct_profile *ct_prof;
 static int ct_counting;
+static int ct_learning;
 
 void ct_message(const char *fmt, ...)
 {
@@ -44,7 +44,7 @@ void ct_message(const char *fmt, ...)
 
 static ct_decision ct_ask_profile(const ct_call *call)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
     int size;
     if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
         return d;
@@ -58,13 +58,15 @@ static ct_decision ct_ask_profile(const ct_call *call)
 
 ct_decision ct_decide(const ct_call *call)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
     int forced = ct_force[call->coll];
     if (forced != CT_FORCE_UNSET) {
         d.mode = CT_MODE_FORCE;
         d.chosen = forced;
     } else if (ct_prof != NULL) {
         d = ct_ask_profile(call);
+    } else if (ct_learning) {
+        d = ct_learn_decide(call);
     }
     if (d.chosen >= 0) {
         d.reason = colltune_applicable(d.chosen, call);
@@ -138,6 +140,8 @@ int ct_dispatch(const ct_call *call)
     ct_decision d = ct_decide(call);
     if (ct_counting)
         ct_count_decision(call->coll, &d);
+    if (d.mode >= CT_MODE_EXPLORE && ct_learn_tracing())
+        return ct_learn_run_traced(call, &d);
     if (d.variant >= 0)
         return colltune_invoke(d.variant, call);
     return colltune_invoke_library(call);
@@ -147,18 +151,21 @@ void ct_count_passthrough(int coll, colltune_reason reason)
 {
     if (!ct_counting)
         return;
-    ct_decision d = {-1, -1, CT_MODE_NONE, reason};
+    ct_decision d = {-1, -1, CT_MODE_NONE, reason, {0}};
     ct_count_decision(coll, &d);
 }
 
-void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, int counting)
+void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, int learning,
+                      int counting)
 {
     ct_prof = profile;
     ct_counting = counting;
+    ct_learning = learning;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_force[c] = force[c];
         /* The profile may name any collective; counting wants to see all of them. */
-        ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || counting);
+        ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || learning
+                                       || counting);
     }
 }
 
@@ -170,6 +177,7 @@ void ct_modes_clear(void)
     }
     ct_prof = NULL;
     ct_counting = 0;
+    ct_learning = 0;
 }
 
 /* ---- COLLTUNE_FORCE ------------------------------------------------------------------------ */

@@ -1,0 +1,778 @@
+/*
+ * Selection tables (docs/select.md): parser, content hash, lookup and the rank-consistent draw.
+ *
+ * Like the profile parser this reads untrusted bytes inside every rank, so it bounds everything
+ * (file size, line length, words, bins) and reports the first problem as "file:line: what; how
+ * to fix". colltune.learn.table implements the same grammar; colltune.learn.draw the same
+ * arithmetic, operation for operation, so both sides pick the same member for the same call.
+ *
+ * Explore cells keep their prefix sums (computed once here, in the order docs/select.md fixes),
+ * exploit cells only their best member: a pick is a binary search and a short scan.
+ *
+ * Pure C11 plus POSIX newlocale/strtod_l (the application may have set a locale whose decimal
+ * point is a comma); no MPI calls.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "ct_select.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_catalog.h"
+
+#define CT_SEL_MAX_LINE 1023
+#define CT_SEL_MAX_BYTES (16u * 1024u * 1024u)
+#define CT_SEL_MAX_BINS 64
+#define CT_SEL_MAX_WORDS (5 + CT_SELECT_MAX_MEMBERS + 1)
+#define CT_SEL_SHOW 40
+#define CT_SEL_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+
+enum { CT_UNLISTED_EXPLORE, CT_UNLISTED_LIBRARY, CT_UNLISTED_EXPLOIT };
+enum { CT_MODE_EXPLORE_CELL, CT_MODE_EXPLOIT_CELL };
+
+typedef struct ct_scell {
+    uint32_t key;     /* s << 12 | n << 6 | p */
+    uint32_t prefix;  /* explore: index of its m prefix sums in ct_select.prefix */
+    uint8_t mode;
+    uint8_t best;     /* table member index of the largest weight (first on ties) */
+} ct_scell;
+
+typedef struct ct_scoll {
+    int listed;
+    int m;                                     /* members in the table's order */
+    uint8_t port[CT_SELECT_MAX_MEMBERS];       /* table member -> portfolio index */
+    ct_scell *cells;
+    uint32_t ncells, cap;
+} ct_scoll;
+
+struct ct_select {
+    ct_scoll colls[CT_NUM_COLLECTIVES];
+    double *prefix;
+    uint32_t nprefix, capprefix;
+    double uniform[CT_NUM_COLLECTIVES][CT_NUM_VARIANTS + 1]; /* prefix sums of unlisted explore */
+    int nbins[3];
+    double lo, hi;
+    int unlisted;
+    uint64_t budget;
+    uint64_t hash;
+};
+
+typedef struct ct_sword {
+    const char *s;
+    size_t n;
+} ct_sword;
+
+enum ct_sstate { CT_S_HEADER, CT_S_KEYS, CT_S_COLL, CT_S_CELLS, CT_S_END };
+
+typedef struct ct_sparser {
+    const char *name;
+    char *err;
+    size_t errlen;
+    long line;
+    enum ct_sstate state;
+    unsigned keys_seen;
+    int coll;
+    long coll_line;
+    ct_select *t;
+    unsigned char *seen[CT_NUM_COLLECTIVES]; /* bitmap of cells per collective (duplicates) */
+    char quote[CT_SEL_SHOW * 4 + 1];
+} ct_sparser;
+
+/* ---- the draw ------------------------------------------------------------------------------ */
+
+uint64_t ct_splitmix64(uint64_t x)
+{
+    uint64_t z = x + CT_SEL_GOLDEN;
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index)
+{
+    uint64_t bits = ct_splitmix64(seed ^ (comm_id * CT_SEL_GOLDEN) ^ call_index);
+    return (double)(bits >> 11) * 0x1.0p-53;
+}
+
+int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p)
+{
+    double total = 0.0;
+    for (int i = 0; i < m; i++)
+        total += w[i];
+    if (!(total > 0.0))
+        return -1;
+    double clamped = 0.0;
+    for (int i = 0; i < m; i++) {
+        double x = w[i] / total;
+        p[i] = x < lo ? lo : x;
+        p[i] = p[i] > hi ? hi : p[i];
+        clamped += p[i];
+    }
+    for (int i = 0; i < m; i++)
+        p[i] = p[i] / clamped;
+    return 0;
+}
+
+/* Prefix sums of the explore probabilities, accumulated left to right. */
+static int ct_prefix(const double *w, int m, double lo, double hi, double *out)
+{
+    if (ct_select_probabilities(w, m, lo, hi, out) != 0)
+        return -1;
+    double acc = 0.0;
+    for (int i = 0; i < m; i++) {
+        acc += out[i];
+        out[i] = acc;
+    }
+    return 0;
+}
+
+static int ct_scan(const double *prefix, int m, double u)
+{
+    for (int i = 0; i < m; i++)
+        if (u < prefix[i])
+            return i;
+    return m - 1;
+}
+
+int ct_select_pick_explore(const double *w, int m, double lo, double hi, double u)
+{
+    double prefix[CT_SELECT_MAX_MEMBERS];
+    if (m < 1 || m > CT_SELECT_MAX_MEMBERS || ct_prefix(w, m, lo, hi, prefix) != 0)
+        return -1;
+    return ct_scan(prefix, m, u);
+}
+
+int ct_select_pick_exploit(const double *w, int m)
+{
+    int best = 0;
+    for (int i = 1; i < m; i++)
+        if (w[i] > w[best])
+            best = i;
+    return best;
+}
+
+/* ---- portfolio and bins -------------------------------------------------------------------- */
+
+int ct_select_portfolio_size(int coll)
+{
+    int n = 1;
+    for (int v = 0; v < CT_NUM_VARIANTS; v++)
+        n += colltune_variant_collective(v) == coll;
+    return n;
+}
+
+int ct_select_member_variant(int coll, int index)
+{
+    for (int v = 0; v < CT_NUM_VARIANTS && index > 0; v++)
+        if (colltune_variant_collective(v) == coll && --index == 0)
+            return v;
+    return -1;
+}
+
+static int ct_bitlen(uint64_t x)
+{
+    return x == 0 ? 0 : 64 - __builtin_clzll(x);
+}
+
+int ct_select_size_bin(uint64_t bytes, int nbins)
+{
+    int b = ct_bitlen(bytes);
+    return b < nbins - 1 ? b : nbins - 1;
+}
+
+int ct_select_count_bin(uint64_t value, int nbins)
+{
+    int b = ct_bitlen(value < 1 ? 1 : value) - 1;
+    return b < nbins - 1 ? b : nbins - 1;
+}
+
+/* ---- lexical helpers (docs/profile.md rules) ----------------------------------------------- */
+
+static int ct_sfail(ct_sparser *ps, long line, const char *fmt, ...)
+{
+    if (ps->err != NULL && ps->errlen > 0) {
+        int used = snprintf(ps->err, ps->errlen, "%s:%ld: ", ps->name, line);
+        if (used >= 0 && (size_t)used < ps->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(ps->err + used, ps->errlen - (size_t)used, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static int ct_is(ct_sword w, const char *s)
+{
+    size_t n = strlen(s);
+    return w.n == n && memcmp(w.s, s, n) == 0;
+}
+
+/* Quoted as colltune.learn.table quotes: printable ASCII as is, other bytes \xNN. */
+static const char *ct_sq(ct_sparser *ps, ct_sword w)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = w.n < CT_SEL_SHOW ? w.n : CT_SEL_SHOW, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)w.s[i];
+        if (c >= 0x20 && c < 0x7f) {
+            ps->quote[k++] = (char)c;
+        } else {
+            ps->quote[k++] = '\\';
+            ps->quote[k++] = 'x';
+            ps->quote[k++] = hex[c >> 4];
+            ps->quote[k++] = hex[c & 15];
+        }
+    }
+    ps->quote[k] = '\0';
+    return ps->quote;
+}
+
+static int ct_digits(const char *s, size_t n)
+{
+    if (n < 1 || n > 19)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+static int ct_count(ct_sparser *ps, ct_sword w, const char *what, uint64_t lo, uint64_t hi,
+                    uint64_t *out)
+{
+    uint64_t v = 0;
+    int ok = ct_digits(w.s, w.n);
+    for (size_t i = 0; ok && i < w.n; i++)
+        v = v * 10u + (uint64_t)(w.s[i] - '0');
+    if (!ok || v < lo || v > hi)
+        return ct_sfail(ps, ps->line, "%s '%s' is not a whole number in %llu..%llu", what,
+                        ct_sq(ps, w), (unsigned long long)lo, (unsigned long long)hi);
+    *out = v;
+    return 0;
+}
+
+static int ct_decimal(ct_sparser *ps, ct_sword w, const char *what, double *out)
+{
+    static locale_t c_locale;
+    const char *dot = memchr(w.s, '.', w.n);
+    size_t whole = dot != NULL ? (size_t)(dot - w.s) : w.n;
+    int ok = ct_digits(w.s, whole) && (dot == NULL || ct_digits(dot + 1, w.n - whole - 1));
+    if (!ok)
+        return ct_sfail(ps, ps->line, "%s '%s' is not a decimal number (digits, optionally '.' "
+                        "and digits; no sign or exponent)", what, ct_sq(ps, w));
+    if (c_locale == (locale_t)0)
+        c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (c_locale == (locale_t)0)
+        return ct_sfail(ps, ps->line, "cannot create the C locale to read decimals");
+    char buf[48];
+    memcpy(buf, w.s, w.n);
+    buf[w.n] = '\0';
+    *out = strtod_l(buf, NULL, c_locale);   /* correctly rounded, like Python's float() */
+    return 0;
+}
+
+static int ct_ssplit(const char *s, size_t n, ct_sword *words)
+{
+    int count = 0;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        if (i == n)
+            break;
+        size_t start = i;
+        while (i < n && s[i] != ' ' && s[i] != '\t')
+            i++;
+        if (count == CT_SEL_MAX_WORDS)
+            return CT_SEL_MAX_WORDS + 1;
+        words[count].s = s + start;
+        words[count].n = i - start;
+        count++;
+    }
+    return count;
+}
+
+/* ---- grammar ------------------------------------------------------------------------------- */
+
+static const char *const ct_keys[] = {"generator", "mpi", "bins", "caps", "unlisted", "budget"};
+#define CT_NUM_KEYS 6
+
+static int ct_key(ct_sparser *ps, int k, const ct_sword *w, int nw)
+{
+    ct_select *t = ps->t;
+    const char *key = ct_keys[k];
+    if (ps->state != CT_S_KEYS)
+        return ct_sfail(ps, ps->line, "'%s' after the first collective; move it above the first "
+                        "'collective' line", key);
+    if (ps->keys_seen & (1u << k))
+        return ct_sfail(ps, ps->line, "duplicate '%s' line; keep one", key);
+    ps->keys_seen |= 1u << k;
+    if (k <= 1) {
+        if (nw < 2)
+            return ct_sfail(ps, ps->line, "'%s' needs a value: '%s TEXT'", key, key);
+        return 0;
+    }
+    if (k == 2) {
+        if (nw != 4)
+            return ct_sfail(ps, ps->line, "'bins' takes three numbers: 'bins SIZE NODES PPN'");
+        for (int i = 0; i < 3; i++) {
+            uint64_t v;
+            if (ct_count(ps, w[1 + i], "bins", 1, CT_SEL_MAX_BINS, &v) != 0)
+                return -1;
+            t->nbins[i] = (int)v;
+        }
+        return 0;
+    }
+    if (k == 3) {
+        double lo, hi;
+        if (nw != 3)
+            return ct_sfail(ps, ps->line, "'caps' takes two decimals: 'caps LO HI'");
+        if (ct_decimal(ps, w[1], "cap", &lo) != 0 || ct_decimal(ps, w[2], "cap", &hi) != 0)
+            return -1;
+        if (!(0.0 <= lo && lo <= hi && hi <= 1.0))
+            return ct_sfail(ps, ps->line, "caps %g %g invalid: need 0 <= LO <= HI <= 1", lo, hi);
+        t->lo = lo;
+        t->hi = hi;
+        return 0;
+    }
+    if (k == 4) {
+        static const char *const names[] = {"explore", "library", "exploit"};
+        for (int i = 0; nw == 2 && i < 3; i++)
+            if (ct_is(w[1], names[i])) {
+                t->unlisted = i;
+                return 0;
+            }
+        return ct_sfail(ps, ps->line, "'unlisted' takes one of explore, library, exploit");
+    }
+    if (nw != 2)
+        return ct_sfail(ps, ps->line, "'budget' takes one number: 'budget N'");
+    return ct_count(ps, w[1], "budget", 0, UINT64_C(9223372036854775807), &t->budget);
+}
+
+static int ct_close_block(ct_sparser *ps)
+{
+    if (ps->state == CT_S_COLL)
+        return ct_sfail(ps, ps->coll_line, "collective %s has no 'members' line; add 'members M1 "
+                        "M2 ...' right after it", colltune_collective_name(ps->coll));
+    return 0;
+}
+
+static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
+{
+    char name[64];
+    if (ps->state == CT_S_HEADER)
+        return ct_sfail(ps, ps->line, "'collective' before the header line");
+    if (ct_close_block(ps) != 0)
+        return -1;
+    if (nw != 2)
+        return ct_sfail(ps, ps->line, "'collective' takes one name: 'collective NAME'");
+    int coll = -1;
+    if (w[1].n < sizeof name) {
+        memcpy(name, w[1].s, w[1].n);
+        name[w[1].n] = '\0';
+        coll = colltune_collective_index(name);
+    }
+    if (coll < 0)
+        return ct_sfail(ps, ps->line, "unknown collective '%s'; use a collective of "
+                        "collectives.toml", ct_sq(ps, w[1]));
+    if (ps->t->colls[coll].listed)
+        return ct_sfail(ps, ps->line, "collective %s appears twice; merge its blocks", name);
+    ps->seen[coll] = calloc((size_t)1 << 15, 1);   /* 64^3 bits */
+    if (ps->seen[coll] == NULL)
+        return ct_sfail(ps, ps->line, "out of memory");
+    ps->t->colls[coll].listed = 1;
+    ps->coll = coll;
+    ps->coll_line = ps->line;
+    ps->state = CT_S_COLL;
+    return 0;
+}
+
+/* Portfolio index of a member name of `coll`, or -1 (the message is then in ps->err). */
+static int ct_member(ct_sparser *ps, int coll, ct_sword w)
+{
+    char name[128];
+    const char *cname = colltune_collective_name(coll);
+    if (w.n >= 4 && memcmp(w.s, "lib:", 4) == 0) {
+        size_t cn = strlen(cname);
+        int shaped = w.n > 5 + cn && memcmp(w.s + 4, cname, cn) == 0 && w.s[4 + cn] == ':'
+                     && memchr(w.s + 5 + cn, ':', w.n - 5 - cn) == NULL;
+        if (!shaped)
+            return ct_sfail(ps, ps->line, "library member '%s' is not lib:%s:<algorithm>",
+                            ct_sq(ps, w), cname);
+        return ct_sfail(ps, ps->line, "member '%s' of %s is not offered by this MPI library "
+                        "(library algorithms are not online members in this libcolltune); "
+                        "write the table for this library with colltune learn table",
+                        ct_sq(ps, w), cname);
+    }
+    if (ct_is(w, "default"))
+        return 0;
+    int var = -1;
+    if (w.n < sizeof name) {
+        memcpy(name, w.s, w.n);
+        name[w.n] = '\0';
+        var = colltune_variant_index(name);
+    }
+    if (var < 0 || colltune_variant_collective(var) != coll)
+        return ct_sfail(ps, ps->line, "unknown member '%s' of %s; use default, a mock-up of %s "
+                        "or lib:%s:<algorithm>", ct_sq(ps, w), cname, cname, cname);
+    int index = 1;
+    for (int v = 0; v < var; v++)
+        index += colltune_variant_collective(v) == coll;
+    return index;
+}
+
+static int ct_members(ct_sparser *ps, const ct_sword *w, int nw)
+{
+    if (ps->state != CT_S_COLL)
+        return ct_sfail(ps, ps->line, "'members' %s; give it once, right after 'collective NAME'",
+                        ps->state == CT_S_CELLS ? "twice in one block"
+                                                : "outside a collective block");
+    ct_scoll *c = &ps->t->colls[ps->coll];
+    if (nw - 1 < 1 || nw - 1 > CT_SELECT_MAX_MEMBERS)
+        return ct_sfail(ps, ps->line, "'members' takes 1 to %d member names",
+                        CT_SELECT_MAX_MEMBERS);
+    for (int i = 1; i < nw; i++) {
+        for (int j = 1; j < i; j++)
+            if (w[j].n == w[i].n && memcmp(w[j].s, w[i].s, w[i].n) == 0)
+                return ct_sfail(ps, ps->line, "member %s is listed twice; list each once",
+                                ct_sq(ps, w[i]));
+        int index = ct_member(ps, ps->coll, w[i]);
+        if (index < 0)
+            return -1;
+        c->port[i - 1] = (uint8_t)index;
+    }
+    c->m = nw - 1;
+    ps->state = CT_S_CELLS;
+    return 0;
+}
+
+static int ct_grow(void **array, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t cap2 = *cap ? *cap * 2u : 16u;
+    while (cap2 < need)
+        cap2 *= 2u;
+    void *grown = realloc(*array, (size_t)cap2 * elem);
+    if (grown == NULL)
+        return -1;
+    *array = grown;
+    *cap = cap2;
+    return 0;
+}
+
+static int ct_cell(ct_sparser *ps, const ct_sword *w, int nw)
+{
+    static const char *const axes[] = {"size bin", "nodes bin", "ppn bin"};
+    ct_select *t = ps->t;
+    if (ps->state != CT_S_CELLS)
+        return ct_sfail(ps, ps->line, ps->state == CT_S_COLL
+                                          ? "'cell' before the block's 'members' line"
+                                          : "'cell' outside a collective block; start one with "
+                                            "'collective NAME'");
+    ct_scoll *c = &t->colls[ps->coll];
+    if (nw != 5 + c->m)
+        return ct_sfail(ps, ps->line, "'cell' takes S N P MODE and %d weights (one per member), "
+                        "got %d fields", c->m, nw - 1);
+    uint64_t b[3];
+    for (int i = 0; i < 3; i++)
+        if (ct_count(ps, w[1 + i], axes[i], 0, (uint64_t)t->nbins[i] - 1, &b[i]) != 0)
+            return -1;
+    int explore = ct_is(w[4], "explore");
+    if (!explore && !ct_is(w[4], "exploit"))
+        return ct_sfail(ps, ps->line, "cell mode '%s' is neither explore nor exploit",
+                        ct_sq(ps, w[4]));
+    double weights[CT_SELECT_MAX_MEMBERS];
+    int positive = 0;
+    for (int i = 0; i < c->m; i++) {
+        if (ct_decimal(ps, w[5 + i], "weight", &weights[i]) != 0)
+            return -1;
+        positive |= weights[i] > 0.0;
+    }
+    if (!positive)
+        return ct_sfail(ps, ps->line, "the weights of a cell are all 0; give at least one "
+                        "positive weight");
+    uint32_t key = (uint32_t)(b[0] << 12 | b[1] << 6 | b[2]);
+    unsigned char *seen = ps->seen[ps->coll];
+    if (seen[key >> 3] & (1u << (key & 7)))
+        return ct_sfail(ps, ps->line, "cell %llu %llu %llu of %s appears twice; keep one",
+                        (unsigned long long)b[0], (unsigned long long)b[1],
+                        (unsigned long long)b[2], colltune_collective_name(ps->coll));
+    seen[key >> 3] |= (unsigned char)(1u << (key & 7));
+    if (ct_grow((void **)&c->cells, &c->cap, c->ncells + 1, sizeof *c->cells) != 0
+        || (explore && ct_grow((void **)&t->prefix, &t->capprefix, t->nprefix + (uint32_t)c->m,
+                               sizeof *t->prefix) != 0))
+        return ct_sfail(ps, ps->line, "out of memory");
+    ct_scell *cell = &c->cells[c->ncells++];
+    cell->key = key;
+    cell->mode = explore ? CT_MODE_EXPLORE_CELL : CT_MODE_EXPLOIT_CELL;
+    cell->best = (uint8_t)ct_select_pick_exploit(weights, c->m);
+    cell->prefix = 0;
+    if (explore) {
+        cell->prefix = t->nprefix;
+        ct_prefix(weights, c->m, t->lo, t->hi, t->prefix + t->nprefix);
+        t->nprefix += (uint32_t)c->m;
+    }
+    return 0;
+}
+
+static int ct_sline(ct_sparser *ps, const char *s, size_t n)
+{
+    ct_sword w[CT_SEL_MAX_WORDS];
+    if (n > CT_SEL_MAX_LINE)
+        return ct_sfail(ps, ps->line, "line longer than %d bytes; shorten it", CT_SEL_MAX_LINE);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return ct_sfail(ps, ps->line, "control character in the line; the file must be text");
+    }
+    int nw = ct_ssplit(s, n, w);
+    if (nw == 0 || w[0].s[0] == '#')
+        return 0;
+    if (ps->state == CT_S_END)
+        return ct_sfail(ps, ps->line, "text after 'end'; remove it (only comments may follow)");
+    if (ps->state == CT_S_HEADER) {
+        if (!ct_is(w[0], "colltune-select"))
+            return ct_sfail(ps, ps->line, "not a selection table (the first line must be "
+                            "'colltune-select 1'); write one with colltune learn table");
+        if (nw != 2 || !ct_is(w[1], "1"))
+            return ct_sfail(ps, ps->line, "unsupported selection table version (this libcolltune "
+                            "reads version 1); rewrite it with this colltune");
+        ps->state = CT_S_KEYS;
+        return 0;
+    }
+    for (int k = 0; k < CT_NUM_KEYS; k++)
+        if (ct_is(w[0], ct_keys[k]))
+            return ct_key(ps, k, w, nw);
+    if (ct_is(w[0], "collective"))
+        return ct_collective(ps, w, nw);
+    if (ct_is(w[0], "members"))
+        return ct_members(ps, w, nw);
+    if (ct_is(w[0], "cell"))
+        return ct_cell(ps, w, nw);
+    if (ct_is(w[0], "end")) {
+        if (nw != 1)
+            return ct_sfail(ps, ps->line, "'end' takes nothing after it");
+        if (ct_close_block(ps) != 0)
+            return -1;
+        ps->state = CT_S_END;
+        return 0;
+    }
+    return ct_sfail(ps, ps->line, "unknown keyword '%s'; lines start with generator, mpi, bins, "
+                    "caps, unlisted, budget, collective, members, cell or end", ct_sq(ps, w[0]));
+}
+
+static int ct_cell_order(const void *a, const void *b)
+{
+    uint32_t x = ((const ct_scell *)a)->key, y = ((const ct_scell *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* Sorted cells for the lookup, prefix sums of the unlisted uniform draw. */
+static void ct_finish(ct_select *t)
+{
+    double ones[CT_NUM_VARIANTS + 1];
+    for (int i = 0; i <= CT_NUM_VARIANTS; i++)
+        ones[i] = 1.0;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        if (t->colls[c].ncells > 1)
+            qsort(t->colls[c].cells, t->colls[c].ncells, sizeof(ct_scell), ct_cell_order);
+        ct_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform[c]);
+    }
+}
+
+static ct_select *ct_new(void)
+{
+    ct_select *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    t->nbins[0] = 24;
+    t->nbins[1] = 4;
+    t->nbins[2] = 8;
+    t->lo = 0.03;
+    t->hi = 0.50;
+    t->unlisted = CT_UNLISTED_EXPLORE;
+    t->budget = 1000;
+    return t;
+}
+
+int ct_select_parse(const char *text, size_t len, const char *name, ct_select **out, char *err,
+                    size_t errlen)
+{
+    ct_sparser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.name = name != NULL ? name : "<table>";
+    ps.err = err;
+    ps.errlen = errlen;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (out == NULL)
+        return ct_sfail(&ps, 0, "no output pointer");
+    *out = NULL;
+    if (text == NULL && len > 0)
+        return ct_sfail(&ps, 0, "no text");
+    if (len > CT_SEL_MAX_BYTES)
+        return ct_sfail(&ps, 0, "larger than %u bytes; not a selection table", CT_SEL_MAX_BYTES);
+    ps.t = ct_new();
+    if (ps.t == NULL)
+        return ct_sfail(&ps, 0, "out of memory");
+    int rc = 0;
+    size_t pos = 0;
+    while (rc == 0 && pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        size_t n = end - pos;
+        if (n > 0 && text[end - 1] == '\r')
+            n--;
+        ps.line++;
+        rc = ct_sline(&ps, text + pos, n);
+        pos = end + 1;
+    }
+    if (rc == 0 && ps.state == CT_S_HEADER)
+        rc = ct_sfail(&ps, ps.line, "empty file: not a selection table; write one with colltune "
+                      "learn table");
+    else if (rc == 0 && ps.state != CT_S_END)
+        rc = ct_sfail(&ps, ps.line, "file ends without the 'end' line (truncated?); rewrite it "
+                      "or add 'end'");
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        free(ps.seen[c]);
+    if (rc != 0) {
+        ct_select_free(ps.t);
+        return -1;
+    }
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)text[i]) * UINT64_C(1099511628211);
+    ps.t->hash = h;
+    ct_finish(ps.t);
+    *out = ps.t;
+    return 0;
+}
+
+int ct_select_load(const char *path, ct_select **out, char *err, size_t errlen)
+{
+    if (out != NULL)
+        *out = NULL;
+    FILE *f = path != NULL ? fopen(path, "rb") : NULL;
+    if (f == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: cannot open: %s; point COLLTUNE_SELECT to a readable "
+                     "selection table", path ? path : "(null)", strerror(errno));
+        return -1;
+    }
+    size_t cap = CT_SEL_MAX_BYTES + 1u, len = 0, got;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        fclose(f);
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: out of memory", path);
+        return -1;
+    }
+    while (len < cap && (got = fread(text + len, 1, cap - len, f)) > 0)
+        len += got;
+    int failed = ferror(f);
+    fclose(f);
+    int rc = -1;
+    if (failed) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s:0: read error; check the file", path);
+    } else {
+        rc = ct_select_parse(text, len, path, out, err, errlen);
+    }
+    free(text);
+    return rc;
+}
+
+ct_select *ct_select_uniform_table(void)
+{
+    ct_select *t = ct_new();
+    if (t != NULL)
+        ct_finish(t);
+    return t;
+}
+
+void ct_select_free(ct_select *t)
+{
+    if (t == NULL)
+        return;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        free(t->colls[c].cells);
+    free(t->prefix);
+    free(t);
+}
+
+uint64_t ct_select_hash(const ct_select *t)
+{
+    return t != NULL ? t->hash : 0;
+}
+
+uint64_t ct_select_budget(const ct_select *t)
+{
+    return t != NULL ? t->budget : 1000;
+}
+
+void ct_select_nbins(const ct_select *t, int nbins[3])
+{
+    for (int i = 0; i < 3; i++)
+        nbins[i] = t != NULL ? t->nbins[i] : (int[]){24, 4, 8}[i];
+}
+
+size_t ct_select_bytes(const ct_select *t)
+{
+    if (t == NULL)
+        return 0;
+    size_t n = sizeof *t + (size_t)t->capprefix * sizeof(double);
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        n += (size_t)t->colls[c].cap * sizeof(ct_scell);
+    return n;
+}
+
+/* ---- pick ---------------------------------------------------------------------------------- */
+
+static const ct_scell *ct_find(const ct_scoll *c, uint32_t key)
+{
+    uint32_t lo = 0, hi = c->ncells;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (c->cells[mid].key < key)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo < c->ncells && c->cells[lo].key == key ? &c->cells[lo] : NULL;
+}
+
+int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
+                   uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
+{
+    const ct_scoll *c = &t->colls[coll];
+    uint32_t key = (uint32_t)bins[0] << 12 | (uint32_t)bins[1] << 6 | (uint32_t)bins[2];
+    const ct_scell *cell = c->ncells > 0 ? ct_find(c, key) : NULL;
+    if (cell != NULL) {
+        if (cell->mode == CT_MODE_EXPLOIT_CELL || !may_explore) {
+            *outcome = CT_PICK_EXPLOIT;
+            return c->port[cell->best];
+        }
+        *outcome = CT_PICK_EXPLORE;
+        double u = ct_select_uniform(seed, comm_id, call_index);
+        return c->port[ct_scan(t->prefix + cell->prefix, c->m, u)];
+    }
+    if (t->unlisted == CT_UNLISTED_LIBRARY) {
+        *outcome = CT_PICK_FIXED;
+        return -1;
+    }
+    if (t->unlisted == CT_UNLISTED_EXPLOIT || !may_explore) {
+        *outcome = CT_PICK_EXPLOIT;
+        return 0;   /* uniform weights: the first member, default */
+    }
+    *outcome = CT_PICK_EXPLORE;
+    double u = ct_select_uniform(seed, comm_id, call_index);
+    return ct_scan(t->uniform[coll], ct_select_portfolio_size(coll), u);
+}

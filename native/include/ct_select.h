@@ -1,0 +1,57 @@
+/*
+ * Selection tables of the learning mode (docs/select.md): parser, content hash, the draw.
+ * Pure C, no MPI calls: the unit test links it with the names-only catalog. Lookup and pick are
+ * allocation-free; the draw is bit-exact with colltune.learn.draw (same vectors in both tests).
+ */
+#ifndef CT_SELECT_H
+#define CT_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ct_select ct_select;
+
+#define CT_SELECT_MAX_MEMBERS 64
+
+/* Outcome codes of a pick, as written in trace records. */
+enum { CT_PICK_FIXED = 0, CT_PICK_NOT_APPLICABLE = 1, CT_PICK_EXPLOIT = 2, CT_PICK_EXPLORE = 3 };
+
+/* Parse a table. Returns 0 and a table, or -1 with "name:line: what is wrong; how to fix". */
+int ct_select_parse(const char *text, size_t len, const char *name, ct_select **out, char *err,
+                    size_t errlen);
+int ct_select_load(const char *path, ct_select **out, char *err, size_t errlen);
+/* The table of `COLLTUNE_SELECT=-`: no cells, unlisted explore, default bins, caps and budget,
+ * hash 0. NULL when out of memory. */
+ct_select *ct_select_uniform_table(void);
+void ct_select_free(ct_select *t);
+
+uint64_t ct_select_hash(const ct_select *t);       /* FNV-1a 64 of the file's bytes */
+uint64_t ct_select_budget(const ct_select *t);     /* the table's `budget` (default 1000) */
+void ct_select_nbins(const ct_select *t, int nbins[3]);
+size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occupies */
+
+/* The runtime portfolio of a collective: index 0 = default (the library), then its mock-ups in
+ * catalog order. Member i>0 is variant ct_select_member_variant(coll, i). */
+int ct_select_portfolio_size(int coll);
+int ct_select_member_variant(int coll, int index);
+
+/* Bins of docs/select.md, capped at nbins-1. */
+int ct_select_size_bin(uint64_t bytes, int nbins);
+int ct_select_count_bin(uint64_t value, int nbins);
+
+/* The draw: splitmix64 and the call's uniform number in [0, 1). */
+uint64_t ct_splitmix64(uint64_t x);
+double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index);
+
+/* Pick a portfolio index for a call of `coll` in cell `bins`, or -1 for "the library"
+ * (`unlisted library`). `may_explore` 0 (budget spent) makes explore cells exploit. `*outcome`
+ * is CT_PICK_EXPLORE, CT_PICK_EXPLOIT or CT_PICK_FIXED (unlisted library). */
+int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
+                   uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
+
+/* The arithmetic of docs/select.md on plain arrays (for the test vectors). */
+int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p);
+int ct_select_pick_explore(const double *w, int m, double lo, double hi, double u);
+int ct_select_pick_exploit(const double *w, int m);
+
+#endif /* CT_SELECT_H */

@@ -1,0 +1,412 @@
+/*
+ * Learning mode (docs/select.md): rank-consistent draws over each collective's portfolio and
+ * sampled tracing, step 3 of the decision point.
+ *
+ * Rank consistency: a draw is a function of the seed (rank 0's, agreed at MPI_Init), the
+ * communicator's id and its own call counter, and the call's uniform arguments. The counter and
+ * the id live in a keyval attribute created by the first collective on the communicator: every
+ * rank of the communicator calls that collective, so it is a point where the ranks can agree on
+ * an id (the id of the communicator's rank 0) and on the node layout, with PMPI collectives that
+ * bypass the interposer. MPI orders collectives on one communicator identically on every rank,
+ * so the counters advance in step; the budget of explored calls is counted per communicator for
+ * the same reason (a per-process count would differ between ranks of different sub-communicators
+ * and make them draw differently).
+ *
+ * Tracing: a buffer allocated at MPI_Init, filled with one atomic increment per call, written
+ * to DIR/rank-N.cttrace at MPI_Finalize. Nothing is allocated on the call path.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ct_runtime.h"
+#include "ct_select.h"
+#include "ct_settings.h"
+
+_Static_assert(sizeof(ct_trace_record) == 32, "trace records are 32 bytes (docs/select.md)");
+
+typedef struct ct_comm_state {
+    uint32_t id;
+    int inter;
+    uint16_t size;
+    uint8_t nodes, ppn;             /* saturated at 255, as recorded */
+    int nodes_bin, ppn_bin;
+    atomic_ullong calls, explored;  /* one thread at a time per communicator; atomics are cheap */
+} ct_comm_state;
+
+static ct_select *ct_table;
+static uint64_t ct_seed, ct_budget;
+static int ct_keyval = MPI_KEYVAL_INVALID;
+static int ct_nbins[3];
+static atomic_uint ct_comms_created;
+static int ct_world_rank, ct_world_size;
+static double ct_t0;
+
+static ct_trace_record *ct_trace;
+static uint64_t ct_trace_cap;
+static atomic_ullong ct_trace_next;
+static char *ct_trace_dir;
+static const char *ct_select_path;
+
+/* ---- settings at MPI_Init ------------------------------------------------------------------ */
+
+static int ct_parse_u64(const char *text, uint64_t *value)
+{
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *value = v;
+    return 0;
+}
+
+static const char *ct_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
+{
+    memset(slots, 0, CT_LEARN_SLOTS * sizeof *slots);
+    ct_select_path = ct_env(CT_ENV_SELECT);
+    const char *dir = ct_env(CT_ENV_TRACE_DIR);
+    if (ct_select_path == NULL && dir == NULL)
+        return CT_LEARN_OFF;
+    int state = CT_LEARN_OK;
+    if (ct_select_path != NULL && strcmp(ct_select_path, "-") != 0) {
+        if (ct_select_load(ct_select_path, &ct_table, err, errlen) != 0)
+            state = CT_LEARN_BAD;
+    } else {
+        ct_table = ct_select_uniform_table();
+        if (ct_table == NULL) {
+            snprintf(err, errlen, "out of memory");
+            state = CT_LEARN_BAD;
+        }
+    }
+    ct_budget = ct_select_budget(ct_table);
+    const char *budget = ct_env(CT_ENV_SELECT_BUDGET);
+    if (state == CT_LEARN_OK && budget != NULL && ct_parse_u64(budget, &ct_budget) != 0) {
+        snprintf(err, errlen, "COLLTUNE_SELECT_BUDGET=%s is not a whole number", budget);
+        state = CT_LEARN_BAD;
+    }
+    uint64_t seed = 0;
+    const char *fixed = ct_env(CT_ENV_SELECT_SEED);
+    if (state == CT_LEARN_OK && fixed != NULL && ct_parse_u64(fixed, &seed) != 0) {
+        snprintf(err, errlen, "COLLTUNE_SELECT_SEED=%s is not a whole number below 2^64", fixed);
+        state = CT_LEARN_BAD;
+    }
+    if (fixed == NULL) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ct_splitmix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
+                             ^ (uint64_t)getpid() << 32);
+    }
+    uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_budget);
+    slots[CT_L_STATE] = (uint64_t)state;
+    slots[CT_L_STATE_NOT] = ~(uint64_t)state;
+    slots[CT_L_HASH] = h;
+    slots[CT_L_HASH_NOT] = ~h;
+    slots[CT_L_SEED] = seed;   /* only rank 0's survives: see ct_learn_start */
+    return state;
+}
+
+static void ct_trace_setup(void)
+{
+    const char *dir = ct_env(CT_ENV_TRACE_DIR);
+    if (dir == NULL)
+        return;
+    const char *ranks = ct_env(CT_ENV_TRACE_RANKS);
+    uint64_t k = (uint64_t)ct_world_size, cap = 0;
+    if (ranks != NULL && strcmp(ranks, "all") != 0 && ct_parse_u64(ranks, &k) != 0) {
+        if (ct_world_rank == 0)
+            ct_message("warning: COLLTUNE_TRACE_RANKS=%s is not `all` or a number; no rank "
+                       "records (decisions are unaffected)", ranks);
+        return;
+    }
+    uint64_t stride = k == 0 ? 0 : ((uint64_t)ct_world_size + k - 1) / k;
+    if (stride == 0 || (uint64_t)ct_world_rank % stride != 0)
+        return;
+    const char *records = getenv(CT_ENV_TRACE_RECORDS);
+    if (ct_parse_u64(records != NULL && records[0] ? records : CT_DEFAULT_TRACE_RECORDS, &cap) != 0
+        || cap == 0 || cap > (UINT64_C(1) << 32)) {
+        if (ct_world_rank == 0)
+            ct_message("warning: COLLTUNE_TRACE_RECORDS=%s is not a number in 1..2^32; no rank "
+                       "records", records);
+        return;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        ct_message("warning: rank %d: COLLTUNE_TRACE_DIR=%s is not a writable directory (%s); "
+                   "this rank records nothing (create it or point to another)", ct_world_rank,
+                   dir, strerror(errno));
+        return;
+    }
+    ct_trace = malloc((size_t)cap * sizeof *ct_trace);
+    ct_trace_dir = strdup(dir);
+    if (ct_trace == NULL || ct_trace_dir == NULL) {
+        ct_message("warning: rank %d: no memory for %llu trace records; this rank records "
+                   "nothing (lower COLLTUNE_TRACE_RECORDS)", ct_world_rank,
+                   (unsigned long long)cap);
+        free(ct_trace);
+        free(ct_trace_dir);
+        ct_trace = NULL;
+        ct_trace_dir = NULL;
+        return;
+    }
+    ct_trace_cap = cap;
+}
+
+static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    free(attribute);
+    return MPI_SUCCESS;
+}
+
+int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, const char *err)
+{
+    ct_world_rank = rank;
+    ct_world_size = size;
+    if (agreed[CT_L_STATE] == CT_LEARN_OFF && agreed[CT_L_STATE_NOT] == ~(uint64_t)CT_LEARN_OFF) {
+        ct_learn_stop();   /* off everywhere (or switched off by a settings mismatch) */
+        return 0;
+    }
+    int ok = agreed[CT_L_STATE] == CT_LEARN_OK && agreed[CT_L_STATE] == ~agreed[CT_L_STATE_NOT]
+             && agreed[CT_L_HASH] == ~agreed[CT_L_HASH_NOT];
+    if (!ok) {
+        if (rank == 0 && agreed[CT_L_STATE] == CT_LEARN_BAD && err[0] != '\0')
+            ct_message("warning: learning mode off, every call goes to the library: %s", err);
+        else if (rank == 0)
+            ct_message("warning: learning mode off, every call goes to the library: "
+                       "COLLTUNE_SELECT, COLLTUNE_SELECT_BUDGET or the table's content differ "
+                       "across ranks, or the table is unreadable on some (use one file visible "
+                       "to all ranks, e.g. with `colltune run --learn`)");
+        ct_learn_stop();
+        return 0;
+    }
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ct_comm_delete, &ct_keyval, NULL)
+        != MPI_SUCCESS) {
+        if (rank == 0)
+            ct_message("warning: learning mode off: no communicator attribute key");
+        ct_learn_stop();
+        return 0;
+    }
+    ct_seed = agreed[CT_L_SEED];
+    ct_select_nbins(ct_table, ct_nbins);
+    ct_t0 = PMPI_Wtime();
+    ct_trace_setup();
+    return 1;
+}
+
+void ct_learn_describe(void)
+{
+    ct_message("learning: table %s (content hash %016llx, %zu bytes in memory), seed %llu, "
+               "budget %llu explored calls per communicator", ct_select_path ? ct_select_path : "-",
+               (unsigned long long)ct_select_hash(ct_table), ct_select_bytes(ct_table),
+               (unsigned long long)ct_seed, (unsigned long long)ct_budget);
+}
+
+/* ---- communicator state -------------------------------------------------------------------- */
+
+static uint8_t ct_sat8(uint64_t v)
+{
+    return v > 255 ? 255 : (uint8_t)v;
+}
+
+/* Collective over `comm`: every rank of it is inside its first intercepted collective. */
+static ct_comm_state *ct_comm_create(MPI_Comm comm)
+{
+    ct_comm_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    int rank, size, local_rank, local_size;
+    MPI_Comm local;
+    if (PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS || s->inter
+        || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS
+        || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return s;   /* inter-communicators: the library serves every call */
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
+        goto fail;
+    int rc = PMPI_Comm_rank(local, &local_rank) | PMPI_Comm_size(local, &local_size);
+    PMPI_Comm_free(&local);
+    if (rc != MPI_SUCCESS)
+        goto fail;
+    /* The id of the communicator is made by its rank 0: (world rank, that rank's count). */
+    uint64_t sums[2] = {0, local_rank == 0}, ppn = (uint64_t)local_size;
+    if (rank == 0)
+        sums[0] = (uint64_t)ct_world_rank << 20
+                  | (atomic_fetch_add_explicit(&ct_comms_created, 1, memory_order_relaxed)
+                     & 0xFFFFFu);
+    if (PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS
+        || PMPI_Allreduce(MPI_IN_PLACE, &ppn, 1, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+        goto fail;
+    s->id = (uint32_t)sums[0];
+    s->size = size > 65535 ? 65535 : (uint16_t)size;
+    s->nodes = ct_sat8(sums[1]);
+    s->ppn = ct_sat8(ppn);
+    s->nodes_bin = ct_select_count_bin(sums[1], ct_nbins[1]);
+    s->ppn_bin = ct_select_count_bin(ppn, ct_nbins[2]);
+    return s;
+fail:
+    s->inter = 1;   /* play safe: the library serves this communicator */
+    return s;
+}
+
+static ct_comm_state *ct_comm(MPI_Comm comm)
+{
+    void *value = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
+        return NULL;
+    if (found)
+        return value;
+    ct_comm_state *s = ct_comm_create(comm);
+    if (s != NULL && PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- decision and tracing ------------------------------------------------------------------ */
+
+ct_decision ct_learn_decide(const ct_call *call)
+{
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
+    ct_comm_state *s = ct_comm(call->comm);
+    int64_t bytes = colltune_call_bytes(call);
+    if (s == NULL || s->inter || bytes < 0)
+        return d;
+    uint64_t index = atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+    int may = atomic_load_explicit(&s->explored, memory_order_relaxed) < ct_budget;
+    int bins[3] = {ct_select_size_bin((uint64_t)bytes, ct_nbins[0]), s->nodes_bin, s->ppn_bin};
+    int outcome;
+    int member = ct_select_pick(ct_table, call->coll, bins, ct_seed, s->id, index, may, &outcome);
+    if (outcome == CT_PICK_EXPLORE)
+        atomic_fetch_add_explicit(&s->explored, 1, memory_order_relaxed);
+    d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
+    d.chosen = member > 0 ? ct_select_member_variant(call->coll, member) : -1;
+    ct_trace_record *r = &d.rec;
+    r->comm_id = s->id;
+    r->call_index = (uint32_t)index;
+    r->coll = (uint8_t)call->coll;
+    r->member = (uint8_t)(member > 0 ? member : 0);
+    r->outcome = (uint8_t)outcome;
+    r->size_bin = (uint8_t)ct_select_size_bin((uint64_t)bytes, 64);
+    r->bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+    r->comm_size = s->size;
+    r->nodes = s->nodes;
+    r->ppn = s->ppn;
+    return d;
+}
+
+int ct_learn_tracing(void)
+{
+    return ct_trace != NULL;
+}
+
+int ct_learn_run_traced(const ct_call *call, ct_decision *d)
+{
+    double start = PMPI_Wtime();
+    int rc = d->variant >= 0 ? colltune_invoke(d->variant, call) : colltune_invoke_library(call);
+    double end = PMPI_Wtime();
+    uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
+    if (slot < ct_trace_cap) {
+        ct_trace_record *r = &ct_trace[slot];
+        *r = d->rec;
+        if (d->reason != COLLTUNE_APPLICABLE) {
+            r->outcome = CT_PICK_NOT_APPLICABLE;
+            r->reason = (uint32_t)d->reason;
+        }
+        r->start = (float)(start - ct_t0);
+        r->duration = (float)(end - start);
+    }
+    return rc;
+}
+
+/* ---- MPI_Finalize -------------------------------------------------------------------------- */
+
+static void ct_put(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int ct_write_trace(FILE *f)
+{
+    uint64_t n = atomic_load(&ct_trace_next);
+    uint64_t kept = n < ct_trace_cap ? n : ct_trace_cap;
+    double wall = PMPI_Wtime() - ct_t0;
+    uint64_t wall_bits;
+    memcpy(&wall_bits, &wall, sizeof wall_bits);
+    unsigned char h[64];
+    memcpy(h, "CTTRACE1", 8);
+    ct_put(h + 8, 1, 4);
+    ct_put(h + 12, sizeof(ct_trace_record), 4);
+    ct_put(h + 16, (uint64_t)ct_world_rank, 4);
+    ct_put(h + 20, (uint64_t)ct_world_size, 4);
+    ct_put(h + 24, ct_seed, 8);
+    ct_put(h + 32, ct_select_hash(ct_table), 8);
+    ct_put(h + 40, kept, 8);
+    ct_put(h + 48, n - kept, 8);
+    ct_put(h + 56, wall_bits, 8);
+    int bad = fwrite(h, sizeof h, 1, f) != 1;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        fputs(colltune_collective_name(c), f);
+        fputs(" default", f);
+        for (int m = 1; m < ct_select_portfolio_size(c); m++)
+            fprintf(f, " %s", colltune_variant_name(ct_select_member_variant(c, m)));
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+    /* Records are stored in the host's order: little-endian on every platform we build for. */
+    if (kept > 0)
+        bad |= fwrite(ct_trace, sizeof *ct_trace, kept, f) != kept;
+    return bad | ferror(f);
+}
+
+void ct_learn_finish(void)
+{
+    if (ct_trace != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.cttrace", ct_trace_dir, ct_world_rank);
+        FILE *f = fopen(path, "wb");
+        int bad = f == NULL || ct_write_trace(f) != 0;
+        if (f != NULL)
+            bad |= fclose(f) != 0;
+        if (bad)
+            ct_message("warning: rank %d: could not write %s (%s); its records are lost",
+                       ct_world_rank, path, strerror(errno));
+        uint64_t n = atomic_load(&ct_trace_next);
+        if (n > ct_trace_cap)
+            ct_message("warning: rank %d: trace buffer full, %llu calls not recorded (raise "
+                       "COLLTUNE_TRACE_RECORDS, now %llu)", ct_world_rank,
+                       (unsigned long long)(n - ct_trace_cap), (unsigned long long)ct_trace_cap);
+    }
+    ct_learn_stop();
+}
+
+void ct_learn_stop(void)
+{
+    free(ct_trace);
+    free(ct_trace_dir);
+    ct_trace = NULL;
+    ct_trace_dir = NULL;
+    ct_trace_cap = 0;
+    ct_select_free(ct_table);
+    ct_table = NULL;
+    if (ct_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ct_keyval);
+    ct_keyval = MPI_KEYVAL_INVALID;
+}
