@@ -12,7 +12,9 @@ Ground truth (TOML, docs/learn.md):
   [app]     nprocs, nodes, calls (per run), seed, noise (lognormal sigma of each rank's duration),
             skew (share of calls with a heavy-tail slowdown, 1 + Pareto(2), seen by every rank),
             imbalance (mean arrival lateness of a rank, exponential, as a fraction of the call's
-            time: early ranks wait inside the call), traced_ranks, budget, cell_budget, trace_cap
+            time: early ranks wait inside the call), traced_ranks, budget (explored calls per run,
+            overriding the table's `budget` like COLLTUNE_SELECT_BUDGET; default: the table's),
+            cell_budget (explored calls per cell and run), trace_cap (records per rank)
   [[app.mix]]  collective, msg_bytes = [...], share, comm_size (default nprocs: MPI_COMM_WORLD)
   [[member]]   collective, name, alpha_us, beta_ns (per byte), factor (default 1),
                ranges = [{lo, hi, factor}] (bytes inclusive: the factor there instead)
@@ -74,7 +76,7 @@ class GroundTruth:
     skew: float = 0.0
     imbalance: float = 0.0
     traced_ranks: int = 4
-    budget: int = 1000
+    budget: int | None = None  # None: the table's `budget`
     cell_budget: int = 64
     trace_cap: int = 1_000_000
     mix: list[MixEntry] = field(default_factory=list)
@@ -98,7 +100,7 @@ def load_truth(path: str | Path) -> GroundTruth:
             name=str(raw.get("name", p.stem)), nprocs=int(app["nprocs"]), nodes=int(app.get("nodes", 1)),
             calls=int(app["calls"]), seed=int(app.get("seed", 1)), noise=float(app.get("noise", 0.05)),
             skew=float(app.get("skew", 0.0)), imbalance=float(app.get("imbalance", 0.0)),
-            traced_ranks=int(app.get("traced_ranks", 4)), budget=int(app.get("budget", 1000)),
+            traced_ranks=int(app.get("traced_ranks", 4)), budget=int(app["budget"]) if "budget" in app else None,
             cell_budget=int(app.get("cell_budget", 64)), trace_cap=int(app.get("trace_cap", 1_000_000)),
             mix=mix, members=members)
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -173,13 +175,14 @@ class Simulator:
         members = np.zeros(len(self.calls), dtype=np.int64)
         outcome = np.full(len(self.calls), 2, dtype=np.int64)
         explored, per_cell = 0, {}
+        budget = self.truth.budget if self.truth.budget is not None else tab.budget
         for i, (coll, nbytes, cid, idx, _, nodes, ppn) in enumerate(self.calls.itertuples(index=False)):
             port = self.portfolios[coll]
             bins = tab.bins_of(nbytes, nodes, ppn)
             found = tab.cell(coll, bins)
             key = (coll, bins)
             mode = found[1].mode if found else ("exploit" if tab.unlisted != "explore" else "explore")
-            if mode == "explore" and seed is not None and explored < self.truth.budget \
+            if mode == "explore" and seed is not None and explored < budget \
                     and per_cell.get(key, 0) < self.truth.cell_budget:
                 name, _ = tab.choose(coll, bins, port, seed, cid, idx)
                 explored += 1
