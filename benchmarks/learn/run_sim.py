@@ -53,7 +53,9 @@ def one(truth_path: Path, seed: int, batches: int, work: Path, budget: tuple[int
     shares = [right_share(sim, r.table) for r in results]
     regrets = [float(r.row["regret"]) for r in results]  # type: ignore[arg-type]
     converged = next((b + 1 for b in range(batches) if all(s >= 0.95 for s in shares[b:])), None)
-    return {"truth": truth.name, "seed": seed, "budget": f"{truth.budget}/{truth.cell_budget}", "shares": shares, "regrets": regrets, "converged": converged,
+    budget = f"{truth.budget or 1000}/{truth.cell_budget}"  # no budget in the truth: the table's 1000
+    return {"truth": truth.name, "seed": seed, "budget": budget, "shares": shares, "regrets": regrets,
+            "converged": converged,
             "explored": [int(r.row["explored_calls"]) for r in results],  # type: ignore[call-overload]
             "oracle_over_default": sim.default_s() / sim.oracle_s(), "seconds": time.perf_counter() - started}
 

@@ -191,11 +191,13 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
                 art = build.ensure_built(lib)
             backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store)
         done: list[Any] = []
-        with Live(progress_table(done), console=_out(), refresh_per_second=4) as live:
+        out_console = _out()
+        with Live(progress_table(done), console=out_console, refresh_per_second=4) as live:
             def show(result: Any) -> None:
                 done.append(result)
                 live.update(progress_table(done))
             run_loop(store, backend, settings, show)
+        out_console.line()
     err.print(f"last table: {table_out}; traces under {trace_root}; `colltune learn export --db {db_path} "
               "--out learned.prf` writes the result as a profile")
 

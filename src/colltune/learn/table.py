@@ -3,7 +3,9 @@
 The reader accepts what the runtime's parser accepts and names the line of the first problem
 (`FILE:LINE: what is wrong; how to fix it`), with the profile's lexical rules (docs/profile.md).
 Member names are checked against the catalog here; whether the running library offers a `lib:`
-member is the runtime's check (`check_members` does it for a known list).
+member is the runtime's check (`check_members` does it for a known list). No heavy imports at
+module level (the catalog's pydantic only when a block is parsed): `colltune run` may read a
+table before every launch.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.learn import draw
 from colltune.paths import writable_file
@@ -272,6 +273,8 @@ class _Parser:
         self.close_block()
         if len(w) != 2:
             raise self.fail("'collective' takes one name: 'collective NAME'")
+        from colltune import catalog
+
         name = w[1].decode("utf-8", "replace")
         if name not in catalog.load().collective_names():
             raise self.fail(f"unknown collective '{_show(w[1])}'; use a collective of collectives.toml")
@@ -285,6 +288,8 @@ class _Parser:
         if self.state != "coll":
             where = "twice in one block" if self.state == "cells" else "outside a collective block"
             raise self.fail(f"'members' {where}; give it once, right after 'collective NAME'")
+        from colltune import catalog
+
         coll, members, _ = self.blocks[-1]
         if not 1 <= len(w) - 1 <= MAX_MEMBERS:
             raise self.fail(f"'members' takes 1 to {MAX_MEMBERS} member names")
