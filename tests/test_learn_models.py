@@ -116,3 +116,31 @@ def test_medians_score_against_the_best_measured_member() -> None:
     s = medians_score(table, calls, medians)
     # chosen: 6 + 6 + 40 = 52; oracle: 6 + 6 + 30 = 42; default: 10 + 10 + 40 = 60
     assert (s.regret, s.oracle_s, s.default_s) == pytest.approx((52 / 42 - 1, 42e-6, 60e-6))
+
+
+def test_bench_measurements_give_the_first_table_a_head_start(tmp_path) -> None:
+    """A check of the library, no traces yet: its per-launch medians train the models, the A/A
+    copy and library algorithms (not yet offered by a runtime) are not listed."""
+    from check_synth import Truth, simulate, write_db
+
+    from colltune.learn.models import training_points
+    from colltune.store import Store
+
+    truth = Truth(base={}, factors={("bcast", "bcast_as_scatter_allgather"): {1024: 0.5}})
+    plan = {"bcast": ["default", "default#aa", "bcast_as_scatter_allgather", "bcast_as_allgatherv",
+                      "lib:bcast:binomial"]}
+    db = write_db(tmp_path / "c.duckdb", simulate(truth, plan, [8, 1024], launches=12, reps=10, seed=2))
+    with Store(db) as store:  # opened for writing: adds the trace tables
+        points, portfolios = training_points(store, "openmpi")
+        assert training_points(store, "mpich")[0].empty
+    assert portfolios == {}
+    assert sorted(set(points["member"])) == ["bcast_as_allgatherv", "bcast_as_scatter_allgather", "default",
+                                             "lib:bcast:binomial"]
+    assert len(points) == 4 * 2 * 12 and set(points["n"]) == {1} and set(points["ppn"]) == {4}
+    models = train(points, portfolios, ModelSettings(trees=100))
+    assert models["bcast"].members == ["default", "bcast_as_allgatherv", "bcast_as_scatter_allgather"]  # catalog order
+    table, reports = build_table(models, points)
+    by_size = {r.bins[0]: r for r in reports}
+    assert by_size[11].mode == "exploit" and by_size[11].best == "bcast_as_scatter_allgather"
+    assert by_size[11].gain == pytest.approx(2.0, rel=0.1)
+    assert table.collectives["bcast"].members == ("default", "bcast_as_allgatherv", "bcast_as_scatter_allgather")
