@@ -28,6 +28,7 @@ FUZZ = ROOT / "native" / "fuzz"
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 COLLECTIVES = catalog.load().collective_names()
 SEED = "1234567"
+COLLTUNE = str(Path(sys.executable).with_name("colltune"))
 
 
 @pytest.fixture(scope="session")
@@ -156,3 +157,121 @@ def test_differing_tables_turn_learning_off(openmpi, openmpi_build, ompi_program
     assert run.returncode == 0, run.describe()
     assert len(run.messages("learning mode off")) == 1, run.describe()
     assert run.counts == Counter({("bcast", "none", "library", "library"): 12}), run.describe()
+
+
+# ---- rank consistency: tests that hang when ranks draw differently -------------------------------
+
+@pytest.fixture(scope="session")
+def learn_programs(openmpi, tmp_path_factory) -> dict[str, Path]:
+    from colltune.mpi import build
+
+    out = tmp_path_factory.mktemp("learnprog")
+    return {src.stem: build.compile_program(openmpi, [src], out / src.stem, ["-Wextra"])
+            for src in sorted(PROGRAMS.glob("learn_*.c"))}
+
+
+@pytest.mark.parametrize("nprocs", [3, 4])
+def test_several_communicators_interleaved(openmpi, openmpi_build, learn_programs, tmp_path, nprocs):
+    """World, its dup (freed), a reversed-order parity split, a two-rank split, dups of the
+    halves: each keeps its own id and counter, and Python predicts every call's member."""
+    run = ok(run_mpi(openmpi, nprocs, [learn_programs["learn_comms"], "12"],
+                     learn_env(openmpi, openmpi_build, trace=tmp_path), timeout=240))
+    assert "learn_comms ok calls=" in run.stdout, run.describe()
+    calls, portfolios = read_calls(tmp_path, nprocs)
+    assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
+    sizes = dict(zip(calls["comm_id"], calls["comm_size"], strict=False))
+    halves = [nprocs - nprocs // 2, nprocs // 2]
+    assert sorted(sizes.values()) == sorted([nprocs, nprocs, 2, *halves, *halves])
+
+
+def test_thread_multiple_one_communicator_per_thread(openmpi, openmpi_build, ompi_programs, tmp_path):
+    run = ok(run_mpi(openmpi, 2, [ompi_programs["ct_threads"], "40"],
+                     learn_env(openmpi, openmpi_build, trace=tmp_path), timeout=240))
+    assert "threads calls allreduce=80 bcast=80 allgather=80" in run.stdout, run.describe()
+    calls, portfolios = read_calls(tmp_path, 2)
+    assert len(calls) == 240 and calls["comm_id"].nunique() == 2
+    assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
+
+
+@pytest.mark.parametrize("args", [["256"], ["256", "gaps"]])
+def test_root_only_arguments_never_change_draws(openmpi, openmpi_build, ompi_programs, args):
+    run = ok(run_mpi(openmpi, 3, [ompi_programs["ct_rootonly"], *args],
+                     learn_env(openmpi, openmpi_build), timeout=120))
+    assert sum(n for k, n in run.counts.items() if k[1] == "explore") == 9, run.describe()
+
+
+def test_force_programs_pass_under_uniform_learning(openmpi, openmpi_build, ompi_programs):
+    run = ok(run_mpi(openmpi, 3, [ompi_programs["ct_collectives"], "-t"], learn_env(openmpi, openmpi_build),
+                     timeout=240))
+    assert {k[1] for k in run.counts} == {"explore"}, run.describe()
+
+
+@pytest.mark.mpich
+def test_uniform_learning_under_mpich(mpich, mpich_build, mpich_programs, tmp_path):
+    run = ok(run_mpi(mpich, 3, [mpich_programs["ct_collectives"], "-r", "3"],
+                     learn_env(mpich, mpich_build, trace=tmp_path), timeout=240))
+    calls, portfolios = read_calls(tmp_path, 3)
+    assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
+    large = ok(run_mpi(mpich, 2, [mpich_programs["ct_largecount"]], learn_env(mpich, mpich_build)))
+    assert "largecount calls 10" in large.stdout, large.describe()
+
+
+# ---- budget, frozen tables, bad trace settings ---------------------------------------------------
+
+def test_budget_spent_means_exploit(openmpi, openmpi_build, ompi_programs):
+    run = ok(run_mpi(openmpi, 2, [ompi_programs["ct_collectives"], "allreduce", "bcast"],
+                     learn_env(openmpi, openmpi_build, COLLTUNE_SELECT_BUDGET="5")))
+    explored = sum(n for k, n in run.counts.items() if k[1] == "explore")
+    exploited = Counter({k: n for k, n in run.counts.items() if k[1] == "exploit"})
+    assert explored == 5, run.describe()
+    # unlisted explore past the budget: the first member of uniform weights, the library
+    assert set(exploited) <= {("allreduce", "exploit", "library", "library"),
+                              ("bcast", "exploit", "library", "library")}
+    assert explored + sum(exploited.values()) == 9 + 12, run.describe()
+
+
+def test_frozen_table_gives_the_same_member_every_run(openmpi, openmpi_build, ompi_programs, tmp_path):
+    """Exploit cells and `unlisted library`: no draw, so another seed changes nothing."""
+    frozen = tmp_path / "frozen.select"
+    frozen.write_text("colltune-select 1\nunlisted library\ncollective bcast\n"
+                      "  members default bcast_as_scatter_allgather bcast_as_allgatherv\n"
+                      "  cell 3 0 1 exploit 0.1 0.2 0.7\n  cell 4 0 1 exploit 0.1 0.7 0.2\nend\n")
+    runs = [ok(run_mpi(openmpi, 2, [ompi_programs["ct_collectives"], "bcast"],
+                       learn_env(openmpi, openmpi_build, select=frozen, COLLTUNE_SELECT_SEED=str(s))))
+            for s in (1, 2)]
+    assert runs[0].counts == runs[1].counts
+    assert {k[1] for k in runs[0].counts} == {"exploit"}
+    # 1 int (4 bytes, size bin 3) -> bcast_as_allgatherv; 3 ints (bin 4) -> scatter_allgather
+    assert runs[0].counts["bcast", "exploit", "bcast_as_allgatherv", "applied"] == 4, runs[0].describe()
+    assert runs[0].counts["bcast", "exploit", "bcast_as_scatter_allgather", "applied"] == 4, runs[0].describe()
+
+
+def test_unwritable_trace_dir_and_full_buffer_warn_and_run_on(openmpi, openmpi_build, ompi_programs, tmp_path):
+    missing = tmp_path / "missing"
+    run = run_mpi(openmpi, 2, [ompi_programs["ct_collectives"], "bcast"],
+                  learn_env(openmpi, openmpi_build, trace=missing))
+    assert run.returncode == 0 and len(run.messages("is not a writable directory")) == 2, run.describe()
+    assert not missing.exists()
+    run = run_mpi(openmpi, 2, [ompi_programs["ct_collectives"], "bcast"],
+                  learn_env(openmpi, openmpi_build, trace=tmp_path, COLLTUNE_TRACE_RECORDS="5"))
+    assert run.returncode == 0 and len(run.messages("trace buffer full, 7 calls not recorded")) == 2, run.describe()
+    t = traces.read_trace(tmp_path / "rank-1.cttrace")
+    assert len(t.records) == 5 and t.overflow == 7
+
+
+def test_trace_ranks_sample(openmpi, openmpi_build, ompi_programs, tmp_path):
+    """Two of four ranks record; all four decide (the run would hang otherwise)."""
+    ok(run_mpi(openmpi, 4, [ompi_programs["ct_collectives"], "bcast"],
+               learn_env(openmpi, openmpi_build, trace=tmp_path, COLLTUNE_TRACE_RANKS="2")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank-0.cttrace", "rank-2.cttrace"]
+
+
+def test_colltune_run_learn_and_traces_ingest(openmpi, openmpi_build, ompi_programs, tmp_path):
+    trace_dir, db = tmp_path / "tr", tmp_path / "x.duckdb"
+    env = {**os.environ, "COLLTUNE_SELECT_SEED": SEED}
+    argv = [COLLTUNE, "run", "--mpi", "openmpi", "--learn", "-", "--trace-dir", str(trace_dir),
+            "--", str(openmpi.mpiexec), "-n", "2", str(ompi_programs["ct_collectives"]), "scan"]
+    subprocess.run(argv, check=True, env=env, capture_output=True, timeout=240)
+    out = subprocess.run([COLLTUNE, "traces", "ingest", str(trace_dir), "--db", str(db)],
+                         check=True, capture_output=True, text=True)
+    assert ": 2 rank files, 18 records, 9 calls, 0 records lost to a full buffer" in out.stdout

@@ -96,12 +96,16 @@ def build_cmd(mpi_spec: str | None, force: bool) -> None:
 @mpi_option
 @click.option("--force", "force_spec", metavar="SPEC", help="COLLTUNE_FORCE, e.g. bcast=bcast_as_allgatherv")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False), help="Tuning profile to apply.")
+@click.option("--learn", metavar="TABLE|-", help="Selection table of the learning mode (`-`: uniform).")
+@click.option("--trace-dir", type=click.Path(file_okay=False), help="Where traced ranks write rank-N.cttrace.")
 @click.option("--verbose", is_flag=True, help="Print the counting table at MPI_Finalize.")
-def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, verbose: bool) -> None:
+def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, learn: str | None,
+            trace_dir: str | None, verbose: bool) -> None:
     """Print the settings for launching by hand or through srun (`export ...` lines)."""
     from colltune.mpi import runenv
 
     lib = mpi_mod.resolve(mpi_spec)
     art = build_mod.ensure_built(lib)
-    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
+    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
+                                  learn=learn, trace_dir=trace_dir)
     click.echo(runenv.print_env(env, lib))

@@ -22,17 +22,23 @@ from colltune.mpi import libraries as mpi_mod
                    "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False),
               help="Tuning profile (colltune tune) for the collectives --force does not name.")
+@click.option("--learn", metavar="TABLE|-",
+              help="Learning mode (docs/select.md): draw members by this selection table for the "
+                   "collectives --force and --profile leave open; `-` explores uniformly.")
+@click.option("--trace-dir", type=click.Path(file_okay=False),
+              help="Traced ranks write rank-N.cttrace here at MPI_Finalize (colltune traces ingest).")
 @click.option("--verbose", is_flag=True,
               help="Rank 0 prints the active settings and, at MPI_Finalize, calls per variant.")
 @click.option("--dry-run", is_flag=True, help="Print the rewritten command line and exit.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, verbose: bool,
-            dry_run: bool, command: tuple[str, ...]) -> None:
+def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, learn: str | None,
+            trace_dir: str | None, verbose: bool, dry_run: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND (an mpiexec/mpirun/srun line) with the interposer in the ranks.
 
     \b
       colltune run --force bcast=bcast_as_scatter_allgather -- mpiexec -n 4 ./app args
       colltune run --mpi mpich --profile my.prf --verbose -- mpiexec -n 2 ./app
+      colltune run --learn - --trace-dir traces/run1 -- mpiexec -n 4 ./app
 
     The settings go to the ranks only (Open MPI `-x`, MPICH/Intel `-genv`, srun `--export`),
     inserted right after the launcher; everything else is passed through. The exit status is
@@ -46,7 +52,8 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, v
 
         with Console(stderr=True).status(f"building the C core for {lib.name} ..."):
             art = build_mod.ensure_built(lib)
-    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose)
+    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
+                                  learn=learn, trace_dir=trace_dir)
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     if dry_run:
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in launcher_extra.items())

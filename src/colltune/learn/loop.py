@@ -178,8 +178,7 @@ class ApplicationBackend:
         for i, argv in enumerate(self.commands):
             trace_dir = trace_root / f"batch-{batch:03d}-app{i}"
             trace_dir.mkdir(parents=True, exist_ok=True)
-            env = runenv.rank_environment(self.lib, self.art,  # type: ignore[arg-type]
-                                          extra=learning_environment(table_path, trace_dir))
+            env = runenv.rank_environment(self.lib, self.art, learn=table_path, trace_dir=trace_dir)  # type: ignore[arg-type]
             full, extra = runenv.inject(self.lib, argv, env)  # type: ignore[arg-type]
             started = datetime.now(timezone.utc)
             proc = subprocess.run(full, env={**launch.launcher_env(self.lib), **extra},  # type: ignore[arg-type]

@@ -60,6 +60,8 @@ def rank_environment(
     profile: str | os.PathLike[str] | None = None,
     verbose: bool = False,
     extra: Mapping[str, str] | None = None,
+    learn: str | os.PathLike[str] | None = None,
+    trace_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
     """Environment variables the ranks need to run under the interposer built for `lib`."""
     if artifacts.family != lib.family:
@@ -84,7 +86,37 @@ def rank_environment(
         env["COLLTUNE_PROFILE"] = str(path)
     if verbose:
         env["COLLTUNE_VERBOSE"] = "1"
+    env.update(learning_settings(learn, trace_dir))
     env.update(extra or {})
+    return env
+
+
+def learning_settings(learn: str | os.PathLike[str] | None,
+                      trace_dir: str | os.PathLike[str] | None) -> dict[str, str]:
+    """COLLTUNE_SELECT / COLLTUNE_TRACE_DIR of the learning mode (docs/select.md): the table is
+    read now with the runtime's grammar (a bad one would only give a warning in every rank), the
+    trace directory is created (the ranks only write into it, at MPI_Finalize)."""
+    env: dict[str, str] = {}
+    if learn is not None and str(learn) != "-":
+        from colltune.learn.table import TableError, read_table  # only with --learn TABLE
+
+        path = Path(learn).expanduser().resolve()
+        try:
+            read_table(path)
+        except TableError as exc:
+            raise MpiError(f"--learn: {exc}") from exc
+        env["COLLTUNE_SELECT"] = str(path)
+    elif learn is not None:
+        env["COLLTUNE_SELECT"] = "-"
+    if trace_dir is not None:
+        d = Path(trace_dir).expanduser().resolve()
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MpiError(f"--trace-dir {d}: cannot create it: {exc.strerror}") from exc
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise MpiError(f"--trace-dir {d}: not writable; choose a directory you can write")
+        env["COLLTUNE_TRACE_DIR"] = str(d)
     return env
 
 
