@@ -80,6 +80,7 @@ def wrapper(coll: Collective) -> list[str]:
         "{",
         f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
         f"        return P{coll.mpi}({call_args(coll)});",
+        "    ct_profrun_site = __builtin_return_address(0);",
         *fill_call(coll, value, "    "),
         "    return ct_dispatch(&call);",
         "}",
@@ -127,6 +128,7 @@ def large_wrapper(coll: Collective) -> list[str]:
         "{",
         f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
         f"        return P{name}({call_args(coll)});",
+        "    ct_profrun_site = __builtin_return_address(0);",
     ]
     if "recvcounts" in args:
         return head + large_vector_body(coll)
@@ -193,6 +195,7 @@ def generate() -> str:
         "/* The MPI_* collectives of libcolltune.so: pass-through or ct_dispatch (runtime/). */",
         "#include <mpi.h>",
         "",
+        '#include "../runtime/ct_profrun.h"',
         '#include "../runtime/ct_runtime.h"',
         "",
     ]

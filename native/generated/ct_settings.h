@@ -79,6 +79,14 @@ enum ct_setting_type {
 #define CT_ENV_MPI "COLLTUNE_MPI"
 #define CT_DEFAULT_MPI ""
 
+/* COLLTUNE_PROFILE_RUN (path, mode profiling, read by libcolltune) */
+#define CT_ENV_PROFILE_RUN "COLLTUNE_PROFILE_RUN"
+#define CT_DEFAULT_PROFILE_RUN ""
+
+/* COLLTUNE_PROFILE_RUN_SAMPLE (string, mode profiling, read by libcolltune) */
+#define CT_ENV_PROFILE_RUN_SAMPLE "COLLTUNE_PROFILE_RUN_SAMPLE"
+#define CT_DEFAULT_PROFILE_RUN_SAMPLE "16"
+
 /* X(ident, name, type, default text, read by the C core) for tables and loops. */
 #define CT_SETTINGS(X) \
     X(FORCE, "COLLTUNE_FORCE", CT_SETTING_ASSIGNMENTS, "", 1) \
@@ -97,7 +105,9 @@ enum ct_setting_type {
     X(LAUNCHER, "COLLTUNE_LAUNCHER", CT_SETTING_STRING, "auto", 0) \
     X(MPIEXEC_FLAGS, "COLLTUNE_MPIEXEC_FLAGS", CT_SETTING_STRING, "", 0) \
     X(MPI, "COLLTUNE_MPI", CT_SETTING_STRING, "", 0) \
+    X(PROFILE_RUN, "COLLTUNE_PROFILE_RUN", CT_SETTING_PATH, "", 1) \
+    X(PROFILE_RUN_SAMPLE, "COLLTUNE_PROFILE_RUN_SAMPLE", CT_SETTING_STRING, "16", 1) \
 
-#define CT_NUM_SETTINGS 16
+#define CT_NUM_SETTINGS 18
 
 #endif /* CT_SETTINGS_H */

@@ -4,12 +4,14 @@
 /* The MPI_* collectives of libcolltune.so: pass-through or ct_dispatch (runtime/). */
 #include <mpi.h>
 
+#include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLGATHER,
         .sendbuf = sendbuf,
@@ -30,6 +32,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
         .sendbuf = sendbuf,
@@ -50,6 +53,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLTOALL,
         .sendbuf = sendbuf,
@@ -70,6 +74,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 {
     if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
         return PMPI_Bcast(buffer, count, datatype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_BCAST,
         .sendbuf = NULL,
@@ -90,6 +95,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 {
     if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_GATHER,
         .sendbuf = sendbuf,
@@ -110,6 +116,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
         .sendbuf = sendbuf,
@@ -130,6 +137,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
         .sendbuf = sendbuf,
@@ -150,6 +158,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER,
         .sendbuf = sendbuf,
@@ -170,6 +179,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_SCAN,
         .sendbuf = sendbuf,
@@ -190,6 +200,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_SCATTER,
         .sendbuf = sendbuf,
@@ -214,6 +225,7 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
         return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -245,6 +257,7 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
         return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -275,6 +288,7 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
         return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -306,6 +320,7 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
 {
     if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
         return PMPI_Bcast_c(buffer, count, datatype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     if (why == COLLTUNE_APPLICABLE
@@ -335,6 +350,7 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
 {
     if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
         return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     if (why == COLLTUNE_APPLICABLE
@@ -365,6 +381,7 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
         return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     if (why == COLLTUNE_APPLICABLE
@@ -394,6 +411,7 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
         return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -424,6 +442,7 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *re
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
         return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank, size, small[CT_MAX_STACK_COUNTS];
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -458,6 +477,7 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
         return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     (void)rank;
@@ -488,6 +508,7 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
         return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
     if (why == COLLTUNE_APPLICABLE

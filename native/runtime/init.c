@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ct_profile.h"
+#include "ct_profrun.h"
 #include "ct_runtime.h"
 #include "ct_settings.h"
 
@@ -162,6 +163,7 @@ static void ct_runtime_start(void)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
     ct_modes_install(force, ct_loaded, learn, ct_verbose);
+    ct_profrun_start(ct_rank, ct_nprocs);
     if (ct_rank == 0) {
         if (verbose_bad)
             ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",
@@ -192,6 +194,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
+    ct_profrun_finish();
     if (ct_verbose && ct_rank == 0)
         ct_count_print(stderr, ct_rank, ct_nprocs);
     ct_modes_clear();

@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "ct_profile.h"
+#include "ct_profrun.h"
 #include "ct_runtime.h"
 #include "ct_settings.h"
 
@@ -133,6 +134,7 @@ static int ct_erroneous(const ct_call *call)
 
 int ct_dispatch(const ct_call *call)
 {
+    CT_PROFRUN_HOOK(call);
     if (CT_UNLIKELY(ct_erroneous(call))) {
         ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
         return colltune_invoke_library(call);

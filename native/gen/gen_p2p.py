@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Generate the point-to-point wrappers of the profiling mode from native/spec/p2p.toml.
+
+Output: native/generated/ct_p2p_wrappers.c, for every call of the table an MPI_<name> that
+  - goes straight to PMPI_<name> when profiling is off (one predictable branch on ct_p2p_on);
+  - else notes its call site, times PMPI_<name> and hands (call, bytes, time) to
+    ct_profrun_p2p (runtime/profrun.c), which records it without allocating.
+
+`--check` writes nothing and exits 1 if the committed file is stale (the test suite runs it).
+Stdlib only, like every generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: str
+    count: str | None
+    type: str | None
+
+    @property
+    def arg_names(self) -> list[str]:
+        """Parameter names in order: the last identifier of each parameter declaration."""
+        return [re.findall(r"[A-Za-z_]\w*", p)[-1] for p in self.args.split(",")]
+
+    @property
+    def enum(self) -> str:
+        return f"CT_P2P_{self.name.upper()}"
+
+
+def load(path: Path = SPEC_DIR / "p2p.toml") -> list[Call]:
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    calls = [Call(c["name"], c["args"], c.get("count"), c.get("type")) for c in raw["call"]]
+    for c in calls:
+        if (c.count is None) != (c.type is None):
+            raise ValueError(f"{path}: {c.name}: give both `count` and `type` or neither")
+        for field in (c.count, c.type):
+            if field is not None and field not in c.arg_names:
+                raise ValueError(f"{path}: {c.name}: `{field}` is not an argument")
+    return calls
+
+
+def wrapper(c: Call) -> list[str]:
+    args = ", ".join(c.arg_names)
+    size = f"ct_profrun_bytes({c.count}, {c.type})" if c.count else "0"
+    return [
+        f"int MPI_{c.name}({c.args})",
+        "{",
+        "    if (CT_LIKELY(!ct_p2p_on))",
+        f"        return PMPI_{c.name}({args});",
+        "    const void *site = __builtin_return_address(0);",
+        "    uint64_t t0 = ct_profrun_now();",
+        f"    int rc = PMPI_{c.name}({args});",
+        f"    ct_profrun_p2p({c.enum}, site, {size}, ct_profrun_now() - t0);",
+        "    return rc;",
+        "}",
+        "",
+    ]
+
+
+def generate() -> str:
+    calls = load()
+    lines = [banner("gen_p2p.py", source="native/spec/p2p.toml").rstrip("\n"), ""]
+    lines += [
+        "/* Point-to-point calls timed by the profiling mode (runtime/profrun.c). */",
+        "#include <mpi.h>",
+        "#include <stdint.h>",
+        "",
+        '#include "../runtime/ct_profrun.h"',
+        '#include "../runtime/ct_runtime.h"',
+        "",
+        f"_Static_assert(CT_P2P_COUNT == {len(calls)}, \"ct_p2p_calls.h is stale: run native/gen/gen_p2p.py\");",
+        "",
+        "const char *const ct_p2p_names[CT_P2P_COUNT] = {",
+        *(f'    [{c.enum}] = "{c.name}",' for c in calls),
+        "};",
+        "",
+    ]
+    for c in calls:
+        lines += wrapper(c)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def enum_header() -> str:
+    """The enum of the calls (ct_p2p_calls.h, included by runtime/ct_profrun.h)."""
+    calls = load()
+    body = "".join(f"    {c.enum},\n" for c in calls)
+    return f"typedef enum ct_p2p_call {{\n{body}    CT_P2P_COUNT\n}} ct_p2p_call;\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
+    args = parser.parse_args(argv)
+    outputs = {GENERATED_DIR / "ct_p2p_wrappers.c": generate(),
+               GENERATED_DIR / "ct_p2p_calls.h": banner("gen_p2p.py", source="native/spec/p2p.toml")
+               + "#ifndef CT_P2P_CALLS_H\n#define CT_P2P_CALLS_H\n\n" + enum_header()
+               + "\n#endif /* CT_P2P_CALLS_H */\n"}
+    stale = [p for p, text in outputs.items() if not write_or_check(p, text, args.check)]
+    for p in stale:
+        print(f"stale: {p} (run native/gen/gen_p2p.py)", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

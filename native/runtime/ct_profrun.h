@@ -1,0 +1,51 @@
+/*
+ * Profiling mode (COLLTUNE_PROFILE_RUN=dir): what `colltune advise` learns from one run.
+ *
+ * Per rank, fixed-size tables filled without allocation on the call path and written at
+ * MPI_Finalize to dir/rank-N (format in docs/advise.md):
+ *   - collectives by (collective, call site, communicator size, log2 bytes): calls, total and max
+ *     time, bytes; on a sample of calls a timed PMPI_Barrier before the call splits the time into
+ *     waiting for late ranks and the collective's own cost;
+ *   - point-to-point calls (generated wrappers, native/spec/p2p.toml) by (call, site, log2 bytes);
+ *   - wall time MPI_Init..MPI_Finalize and the environment (library, MPI_T cvars, binding).
+ * It composes with the other modes: it times ct_dispatch's work, whoever serves the call.
+ */
+#ifndef CT_PROFRUN_H
+#define CT_PROFRUN_H
+
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "ct_p2p_calls.h"
+
+#define CT_PROFRUN_HIDDEN __attribute__((visibility("hidden")))
+
+/* 1 while profiling: read by the p2p wrappers (same write-once-at-init rule as ct_active). */
+extern CT_PROFRUN_HIDDEN unsigned char ct_p2p_on;
+extern CT_PROFRUN_HIDDEN const char *const ct_p2p_names[CT_P2P_COUNT];
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC: one clock for all ranks of a node). */
+CT_PROFRUN_HIDDEN uint64_t ct_profrun_now(void);
+/* count * size(type), 0 for a null or invalid type (the library reports that error itself). */
+CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
+CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes,
+                                      uint64_t ns);
+
+/* Hooks: MPI_Init (after the modes are installed), ct_dispatch, MPI_Finalize. */
+CT_PROFRUN_HIDDEN void ct_profrun_start(int rank, int nprocs);
+struct ct_call;
+CT_PROFRUN_HIDDEN int ct_profrun_dispatch(const struct ct_call *call);
+CT_PROFRUN_HIDDEN void ct_profrun_finish(void);
+
+/* The call site of the collective being dispatched: set by the generated wrapper. */
+extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site;
+extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside;
+extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;
+
+/* The one line in ct_dispatch: time the rest of the dispatch when profiling (not re-entered). */
+#define CT_PROFRUN_HOOK(call)                                                                   \
+    if (__builtin_expect(ct_profrun_on && !ct_profrun_inside, 0))                              \
+    return ct_profrun_dispatch(call)
+
+#endif /* CT_PROFRUN_H */

@@ -1,0 +1,404 @@
+/*
+ * Profiling mode (COLLTUNE_PROFILE_RUN): see ct_profrun.h for what is recorded.
+ *
+ * Call path: fixed open-addressing tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe,
+ * no allocation, no lock). A slot is claimed once by CAS on its state; when a table is full the
+ * call is only counted in `lost` (written out, so the front end can say what it misses).
+ *
+ * Sampling must be identical on all ranks of a communicator, or the inserted PMPI_Barrier would
+ * deadlock: the decision uses a per-communicator call counter kept in a keyval attribute (the
+ * attribute value itself is the counter, so nothing is allocated). Collectives on a communicator
+ * are called in the same order on all ranks, hence the counters agree. MPI_Comm_dup'ed
+ * communicators start at 0 on all ranks (MPI_COMM_NULL_COPY_FN).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ct_profrun.h"
+#include "ct_runtime.h"
+#include "ct_settings.h"
+
+CT_HIDDEN unsigned char ct_p2p_on;
+CT_HIDDEN unsigned char ct_profrun_on;
+CT_HIDDEN _Thread_local const void *ct_profrun_site;
+CT_HIDDEN _Thread_local int ct_profrun_inside;
+
+#define CT_COLL_SLOTS 4096
+#define CT_P2P_SLOTS 1024
+#define CT_MAPS_BYTES 65536
+
+/* One (collective or p2p call, site, communicator size, log2 bytes) point. */
+typedef struct ct_slot {
+    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready */
+    const void *site;
+    int kind;                         /* ct_coll_id or ct_p2p_call */
+    int nprocs;                       /* communicator size (0 for p2p) */
+    int bin;                          /* floor(log2(bytes)), -1 for 0 bytes */
+    atomic_ullong calls, total_ns, max_ns, bytes;
+    atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_ns;
+} ct_slot;
+
+static ct_slot ct_coll_slots[CT_COLL_SLOTS];
+static ct_slot ct_p2p_slots[CT_P2P_SLOTS];
+static atomic_ullong ct_coll_lost, ct_p2p_lost;   /* calls counted in the overflow slots */
+
+static char ct_dir[4096];
+static char ct_maps[CT_MAPS_BYTES];               /* executable mappings at MPI_Init */
+static int ct_rank_, ct_nprocs_, ct_keyval = MPI_KEYVAL_INVALID;
+static unsigned long ct_every;                    /* sample every N-th call, 0: never */
+static uint64_t ct_t_init;
+
+uint64_t ct_profrun_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t ct_profrun_bytes(int count, MPI_Datatype type)
+{
+    int size;
+    if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+        return 0;
+    return (int64_t)count * size;
+}
+
+static int ct_bin(int64_t bytes)
+{
+    return bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes);
+}
+
+static void ct_max(atomic_ullong *m, uint64_t v)
+{
+    unsigned long long cur = atomic_load_explicit(m, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+}
+
+static void ct_min(atomic_ullong *m, uint64_t v)
+{
+    unsigned long long cur = atomic_load_explicit(m, memory_order_relaxed);
+    while (v < cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+}
+
+static int ct_slot_is(ct_slot *s, const void *site, int kind, int nprocs, int bin)
+{
+    return s->site == site && s->kind == kind && s->nprocs == nprocs && s->bin == bin;
+}
+
+/* Find or claim the slot of a point; NULL (and `lost` counted) when the table is full. */
+static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const void *site,
+                        int kind, int nprocs, int bin)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull)
+                 ^ ((uint64_t)kind << 40 ^ (uint64_t)(bin + 1) << 32 ^ (uint64_t)nprocs);
+    h ^= h >> 29;
+    for (size_t probe = 0; probe < n; probe++) {
+        ct_slot *s = &table[(h + probe) % n];
+        int st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (st == 0) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong_explicit(&s->state, &expected, 1,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                s->site = site;
+                s->kind = kind;
+                s->nprocs = nprocs;
+                s->bin = bin;
+                atomic_store_explicit(&s->sample_wait_min_ns, UINT64_MAX, memory_order_relaxed);
+                atomic_store_explicit(&s->state, 2, memory_order_release);
+                return s;
+            }
+            st = expected;
+        }
+        while (st == 1)   /* another thread is writing this slot's key: a few stores */
+            st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (ct_slot_is(s, site, kind, nprocs, bin))
+            return s;
+    }
+    atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
+    return NULL;
+}
+
+static void ct_add(ct_slot *s, int64_t bytes, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->total_ns, ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->bytes, (unsigned long long)(bytes > 0 ? bytes : 0),
+                              memory_order_relaxed);
+    ct_max(&s->max_ns, ns);
+}
+
+void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
+{
+    ct_slot *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, site, (int)call, 0,
+                         ct_bin(bytes));
+    if (s != NULL)
+        ct_add(s, bytes, ns);
+}
+
+/* Is this call on `comm` a sampled one? Same answer on every rank of `comm` (see top). */
+static int ct_sampled(MPI_Comm comm)
+{
+    void *value;
+    int found;
+    if (ct_every == 0 || comm == MPI_COMM_NULL || ct_keyval == MPI_KEYVAL_INVALID
+        || PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
+        return 0;
+    uintptr_t n = found ? (uintptr_t)value : 0;
+    if (PMPI_Comm_set_attr(comm, ct_keyval, (void *)(n + 1)) != MPI_SUCCESS)
+        return 0;   /* not expected on a valid communicator (the library has reported it) */
+    return n % ct_every == ct_every - 1;
+}
+
+int ct_profrun_dispatch(const struct ct_call *call)
+{
+    const void *site = ct_profrun_site;
+    int nprocs = 0;
+    if (call->comm != MPI_COMM_NULL)
+        PMPI_Comm_size(call->comm, &nprocs);
+    uint64_t wait = 0;
+    int sampled = ct_sampled(call->comm);
+    ct_profrun_inside = 1;
+    if (sampled) {
+        uint64_t b0 = ct_profrun_now();
+        sampled = PMPI_Barrier(call->comm) == MPI_SUCCESS;
+        wait = ct_profrun_now() - b0;
+    }
+    uint64_t t0 = ct_profrun_now();
+    int rc = ct_dispatch(call);
+    uint64_t ns = ct_profrun_now() - t0;
+    ct_profrun_inside = 0;
+
+    /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL, whose
+     * size query would raise the error on MPI_COMM_WORLD instead of the caller's communicator. */
+    int64_t bytes = rc == MPI_SUCCESS ? colltune_call_bytes(call) : -1;
+    int bin = ct_bin(bytes);
+    ct_slot *s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, site, call->coll, nprocs,
+                         bin);
+    if (s == NULL)
+        return rc;
+    ct_add(s, bytes, ns);
+    if (sampled) {
+        atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->sample_own_ns, ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->sample_wait_ns, wait, memory_order_relaxed);
+        ct_min(&s->sample_wait_min_ns, wait);
+    }
+    return rc;
+}
+
+/* The executable file mappings, for the front end to resolve call sites (addr2line). */
+static void ct_read_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t used = 0;
+    char line[4096 + 128];
+    ct_maps[0] = '\0';
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char perms[8] = "";
+        if (sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x' || strchr(line, '/') == NULL)
+            continue;
+        size_t len = strlen(line);
+        if (used + len + 5 >= sizeof ct_maps)
+            break;
+        memcpy(ct_maps + used, "map ", 4);
+        memcpy(ct_maps + used + 4, line, len + 1);
+        used += len + 4;
+    }
+    fclose(f);
+}
+
+/* COLLTUNE_PROFILE_RUN_SAMPLE as a count, or -1 if malformed. */
+static long ct_sample_setting(void)
+{
+    const char *every = getenv(CT_ENV_PROFILE_RUN_SAMPLE);
+    char *end = NULL;
+    long n = strtol(every != NULL && every[0] != '\0' ? every : CT_DEFAULT_PROFILE_RUN_SAMPLE,
+                    &end, 10);
+    return end == NULL || *end != '\0' || n < 0 ? -1 : n;
+}
+
+/* Called by every rank at MPI_Init, profiling or not: a barrier inserted on some ranks only would
+ * hang, so the ranks agree on the sampling period first (0 where profiling is off or the setting
+ * is malformed); any disagreement turns sampling off everywhere, profiling stays on. */
+void ct_profrun_start(int rank, int nprocs)
+{
+    const char *dir = getenv(CT_ENV_PROFILE_RUN);
+    int on = dir != NULL && dir[0] != '\0' && strlen(dir) < sizeof ct_dir;
+    long n = on ? ct_sample_setting() : 0;
+    if (n < 0 && rank == 0)
+        ct_message("warning: COLLTUNE_PROFILE_RUN_SAMPLE=%s is not a count >= 0; no calls are "
+                   "sampled", getenv(CT_ENV_PROFILE_RUN_SAMPLE));
+    if (n > 0 && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
+                                         &ct_keyval, NULL) != MPI_SUCCESS)
+        n = 0;
+    uint64_t v[2] = {(uint64_t)(n > 0 ? n : 0), ~(uint64_t)(n > 0 ? n : 0)};
+    if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS
+        || v[0] != ~v[1]) {
+        if (on && rank == 0)
+            ct_message("warning: COLLTUNE_PROFILE_RUN or COLLTUNE_PROFILE_RUN_SAMPLE differ "
+                       "across ranks; no calls are sampled (give all ranks the same settings)");
+        v[0] = 0;
+    }
+    if (!on)
+        return;
+    ct_every = (unsigned long)v[0];
+    strcpy(ct_dir, dir);
+    mkdir(ct_dir, 0777);   /* every rank tries; EEXIST is fine, other errors show at Finalize */
+    ct_rank_ = rank;
+    ct_nprocs_ = nprocs;
+    ct_read_maps();
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_active[c] = 1;
+    ct_profrun_on = 1;
+    ct_p2p_on = 1;
+    ct_t_init = ct_profrun_now();
+}
+
+/* ---- MPI_Finalize: environment and tables to dir/rank-N -------------------------------------- */
+
+/* MPI_T control variables that matter to advice: eager/rendezvous limits of the transports and
+ * collective algorithm selection (Open MPI coll_tuned_*, MPICH MPIR_CVAR_*_ALGORITHM). */
+static int ct_cvar_wanted(const char *name)
+{
+    static const char *const keys[] = {"eager", "rndv", "rendezvous", "algorithm", "coll_tuned",
+                                       "max_send_size", "ASYNC_PROGRESS"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcasestr(name, keys[i]) != NULL)
+            return 1;
+    /* Open MPI's component selections: which transport's thresholds apply. */
+    return strcmp(name, "pml") == 0 || strcmp(name, "btl") == 0;
+}
+
+static void ct_cvar_print(FILE *out, int index, const char *name, MPI_Datatype type)
+{
+    MPI_T_cvar_handle handle;
+    int count;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS)
+        return;
+    union { int i; unsigned u; long l; unsigned long ul; long long ll; unsigned long long ull;
+            double d; char s[512]; } v;
+    memset(&v, 0, sizeof v);
+    if (count == 1 || type == MPI_CHAR) {
+        if ((type != MPI_CHAR || count < (int)sizeof v.s)
+            && MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) {
+            if (type == MPI_INT) fprintf(out, "cvar %s %d\n", name, v.i);
+            else if (type == MPI_UNSIGNED) fprintf(out, "cvar %s %u\n", name, v.u);
+            else if (type == MPI_LONG) fprintf(out, "cvar %s %ld\n", name, v.l);
+            else if (type == MPI_UNSIGNED_LONG) fprintf(out, "cvar %s %lu\n", name, v.ul);
+            else if (type == MPI_LONG_LONG) fprintf(out, "cvar %s %lld\n", name, v.ll);
+            else if (type == MPI_UNSIGNED_LONG_LONG) fprintf(out, "cvar %s %llu\n", name, v.ull);
+            else if (type == MPI_DOUBLE) fprintf(out, "cvar %s %.17g\n", name, v.d);
+            else if (type == MPI_CHAR) fprintf(out, "cvar %s %s\n", name, v.s[0] ? v.s : "-");
+        }
+    }
+    MPI_T_cvar_handle_free(&handle);
+}
+
+static void ct_write_cvars(FILE *out)
+{
+    int provided, num;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    if (MPI_T_cvar_get_num(&num) == MPI_SUCCESS) {
+        for (int i = 0; i < num; i++) {
+            char name[256], desc[8];
+            int nlen = sizeof name, dlen = sizeof desc, verb, bind, scope;
+            MPI_Datatype type;
+            MPI_T_enum etype;
+            if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &type, &etype, desc, &dlen, &bind,
+                                    &scope) != MPI_SUCCESS)
+                continue;
+            if (bind == MPI_T_BIND_NO_OBJECT && ct_cvar_wanted(name))
+                ct_cvar_print(out, i, name, type);
+        }
+    }
+    MPI_T_finalize();
+}
+
+static void ct_write_env(FILE *out, uint64_t wall)
+{
+    char host[MPI_MAX_PROCESSOR_NAME + 1] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
+    int len = 0;
+    PMPI_Get_processor_name(host, &len);
+    PMPI_Get_library_version(lib, &len);
+    char *nl = strchr(lib, '\n');
+    if (nl != NULL)
+        *nl = '\0';
+    const char *omp = getenv("OMP_NUM_THREADS");
+    fprintf(out, "colltune-profile-run 1\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
+                 "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
+            ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
+            sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    fprintf(out, "affinity");
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                fprintf(out, " %d", c);
+    fprintf(out, "\n");
+    fputs(ct_maps, out);
+    ct_write_cvars(out);
+}
+
+static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
+{
+    for (size_t i = 0; i < n; i++) {
+        ct_slot *s = &table[i];
+        if (atomic_load(&s->state) != 2 || atomic_load(&s->calls) == 0)
+            continue;
+        unsigned long long samples = atomic_load(&s->samples);
+        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu\n",
+                coll ? "coll" : "p2p",
+                coll ? colltune_collective_name(s->kind) : ct_p2p_names[s->kind], s->site,
+                s->nprocs, s->bin, atomic_load(&s->calls), atomic_load(&s->total_ns),
+                atomic_load(&s->max_ns), atomic_load(&s->bytes), samples,
+                atomic_load(&s->sample_own_ns), atomic_load(&s->sample_wait_ns),
+                samples ? atomic_load(&s->sample_wait_min_ns) : 0ull);
+    }
+}
+
+void ct_profrun_finish(void)
+{
+    if (!ct_profrun_on)
+        return;
+    uint64_t wall = ct_profrun_now() - ct_t_init;
+    ct_profrun_on = 0;
+    ct_p2p_on = 0;
+    if (ct_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ct_keyval);
+    char path[sizeof ct_dir + 32], tmp[sizeof ct_dir + 48];
+    snprintf(path, sizeof path, "%s/rank-%d", ct_dir, ct_rank_);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (out == NULL) {
+        ct_message("warning: COLLTUNE_PROFILE_RUN: cannot write %s: %s (rank %d's profile is "
+                   "lost; give a writable directory)", tmp, strerror(errno), ct_rank_);
+        return;
+    }
+    ct_write_env(out, wall);
+    fprintf(out, "lost %llu %llu\n", (unsigned long long)atomic_load(&ct_coll_lost),
+            (unsigned long long)atomic_load(&ct_p2p_lost));
+    ct_write_slots(out, ct_coll_slots, CT_COLL_SLOTS, 1);
+    ct_write_slots(out, ct_p2p_slots, CT_P2P_SLOTS, 0);
+    fprintf(out, "end\n");
+    if (fclose(out) != 0 || rename(tmp, path) != 0)
+        ct_message("warning: COLLTUNE_PROFILE_RUN: cannot write %s: %s", path, strerror(errno));
+}

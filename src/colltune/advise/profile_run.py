@@ -1,0 +1,144 @@
+"""Read the directory libcolltune's profiling mode writes (COLLTUNE_PROFILE_RUN=dir).
+
+Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runtime/profrun.c):
+  colltune-profile-run 1
+  rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
+  sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
+  lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
+  coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS
+  p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0
+  end
+BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORMAT_VERSION = "1"
+
+
+class ProfileRunError(ValueError):
+    """A profile directory that cannot be read; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Mapping:
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """Calls of one (kind, name, site, nprocs, bin) on one rank."""
+
+    kind: str          # "coll" | "p2p"
+    name: str          # collective name (bcast) or p2p call (Send)
+    site: int          # return address in the rank's address space
+    nprocs: int
+    bin: int
+    calls: int
+    total_ns: int
+    max_ns: int
+    bytes: int
+    samples: int
+    own_ns: int
+    wait_ns: int
+    wait_min_ns: int
+
+
+@dataclass
+class RankProfile:
+    rank: int
+    nprocs: int
+    wall_ns: int
+    host: str
+    library: str
+    cores_online: int
+    omp_num_threads: int | None
+    sample_every: int
+    affinity: tuple[int, ...]
+    maps: list[Mapping] = field(default_factory=list)
+    cvars: dict[str, str] = field(default_factory=dict)
+    points: list[Point] = field(default_factory=list)
+    lost_coll: int = 0
+    lost_p2p: int = 0
+
+
+MAP_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+([0-9a-f]+)\s+\S+\s+\d+\s+(/.*)$")
+
+
+def _point(kind: str, fields: list[str]) -> Point:
+    name, site, *nums = fields
+    n = [int(x) for x in nums]
+    return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n)
+
+
+def read_rank(path: Path) -> RankProfile:
+    lines = path.read_text().splitlines()
+    if not lines or lines[0] != f"colltune-profile-run {FORMAT_VERSION}" or lines[-1] != "end":
+        raise ProfileRunError(f"{path}: not a complete colltune profiling file (the rank did not "
+                              "reach MPI_Finalize, or another colltune version wrote it); rerun")
+    facts: dict[str, str] = {}
+    prof = RankProfile(0, 0, 0, "", "", 0, None, 0, ())
+    for line in lines[1:-1]:
+        key, _, rest = line.partition(" ")
+        if key == "map":
+            if m := MAP_LINE.match(rest.strip()):
+                prof.maps.append(Mapping(int(m[1], 16), int(m[2], 16), int(m[3], 16), m[4]))
+        elif key == "cvar":
+            name, _, value = rest.partition(" ")
+            prof.cvars[name] = value
+        elif key in ("coll", "p2p"):
+            prof.points.append(_point(key, rest.split()))
+        elif key == "lost":
+            prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
+        else:
+            facts[key] = rest
+    try:
+        prof.rank, prof.nprocs = int(facts["rank"]), int(facts["nprocs"])
+        prof.wall_ns, prof.host = int(facts["wall_ns"]), facts["host"]
+        prof.library, prof.cores_online = facts["library"], int(facts["cores_online"])
+        omp = facts["omp_num_threads"].strip()
+        prof.omp_num_threads = int(omp) if omp.isdigit() else None
+        prof.sample_every = int(facts["sample_every"])
+        prof.affinity = tuple(int(c) for c in facts.get("affinity", "").split())
+    except (KeyError, ValueError) as exc:
+        raise ProfileRunError(f"{path}: malformed line for {exc}; rerun the profile") from exc
+    return prof
+
+
+@dataclass
+class ProfileRun:
+    directory: Path
+    ranks: list[RankProfile]
+
+    @property
+    def nprocs(self) -> int:
+        return self.ranks[0].nprocs
+
+    @property
+    def wall_ns(self) -> int:
+        """The run's wall time: the slowest rank's MPI_Init..MPI_Finalize."""
+        return max(r.wall_ns for r in self.ranks)
+
+
+def read(directory: Path) -> ProfileRun:
+    files = sorted(directory.glob("rank-*"), key=lambda p: int(p.name.split("-")[1])
+                   if p.name.split("-")[1].isdigit() else -1)
+    files = [f for f in files if f.name.split("-")[1].isdigit()]
+    if not files:
+        raise ProfileRunError(f"{directory}: no rank-N files; was the application run with "
+                              "libcolltune preloaded and COLLTUNE_PROFILE_RUN set, and did it "
+                              "call MPI_Finalize?")
+    ranks = [read_rank(f) for f in files]
+    want = ranks[0].nprocs
+    if sorted(r.rank for r in ranks) != list(range(want)):
+        raise ProfileRunError(f"{directory}: {len(ranks)} rank files for {want} ranks (a rank "
+                              "failed before MPI_Finalize, or files of two runs are mixed; use "
+                              "an empty directory)")
+    return ProfileRun(directory, ranks)

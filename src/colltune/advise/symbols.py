@@ -1,0 +1,114 @@
+"""Call sites: return addresses recorded at run time -> function and file:line.
+
+libcolltune records each call's return address and, at MPI_Init, the executable mappings of the
+process (/proc/self/maps). An address is turned into a file and an address inside that file's
+ELF image (PT_LOAD segments: vaddr = p_vaddr + file offset - p_offset; position-dependent
+executables are loaded at their link address), which `addr2line` resolves from the symbols and
+debug info. Without debug info the function name is still found where the symbol table has it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from colltune.advise.profile_run import Mapping
+
+ET_EXEC = 2
+PT_LOAD = 1
+
+
+@dataclass(frozen=True)
+class Site:
+    address: int
+    binary: str          # file the address is in, "" if unknown
+    function: str        # "??" when unknown
+    location: str        # "file.c:42", or "binary+0xoff" without debug info
+
+    @property
+    def label(self) -> str:
+        where = self.location if self.location else Path(self.binary).name
+        return f"{self.function} ({where})" if self.function != "??" else where or hex(self.address)
+
+
+def _load_segments(path: str) -> tuple[int, list[tuple[int, int, int]]] | None:
+    """(e_type, [(p_offset, p_vaddr, p_filesz)]) of a 64-bit little-endian ELF file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            e_type = struct.unpack_from("<H", head, 16)[0]
+            phoff, = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return None
+    segs = []
+    for i in range(phnum):
+        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(
+            "<IIQQQQ", table, i * phentsize)
+        if p_type == PT_LOAD:
+            segs.append((p_offset, p_vaddr, p_filesz))
+    return e_type, segs
+
+
+def elf_address(address: int, maps: list[Mapping]) -> tuple[str, int] | None:
+    """The file holding `address` and the address inside its ELF image."""
+    for m in maps:
+        if m.start <= address < m.end:
+            elf = _load_segments(m.path)
+            if elf is None:
+                return None
+            e_type, segs = elf
+            if e_type == ET_EXEC:
+                return m.path, address
+            off = address - m.start + m.offset
+            for p_offset, p_vaddr, p_filesz in segs:
+                if p_offset <= off < p_offset + p_filesz:
+                    return m.path, p_vaddr + off - p_offset
+            return m.path, off
+    return None
+
+
+def _addr2line(binary: str, addresses: list[int]) -> list[tuple[str, str]]:
+    tool = shutil.which("addr2line")
+    if tool is None or not addresses:
+        return [("??", "") for _ in addresses]
+    # A return address is the instruction after the call: look up the call itself (-1).
+    proc = subprocess.run([tool, "-f", "-C", "-e", binary, *(hex(a - 1) for a in addresses)],
+                          capture_output=True, text=True, check=False)
+    lines = proc.stdout.splitlines()
+    if proc.returncode != 0 or len(lines) != 2 * len(addresses):
+        return [("??", "") for _ in addresses]
+    out = []
+    for i in range(len(addresses)):
+        func, loc = lines[2 * i], lines[2 * i + 1]
+        loc = loc.split(" (discriminator")[0]
+        if loc.startswith("??"):
+            loc = f"{Path(binary).name}+{hex(addresses[i])}"
+        else:
+            loc = f"{Path(loc.split(':')[0]).name}:{loc.split(':')[1]}"
+        out.append((func, loc))
+    return out
+
+
+def resolve(addresses: set[int], maps: list[Mapping]) -> dict[int, Site]:
+    """Every address resolved (unknown ones to '??' with their hex value)."""
+    by_file: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    sites: dict[int, Site] = {}
+    for a in addresses:
+        hit = elf_address(a, maps) if a else None
+        if hit is None:
+            sites[a] = Site(a, "", "??", hex(a) if a else "unknown")
+        else:
+            by_file[hit[0]].append((a, hit[1]))
+    for binary, pairs in by_file.items():
+        for (a, _), (func, loc) in zip(pairs, _addr2line(binary, [p[1] for p in pairs])):
+            sites[a] = Site(a, binary, func, loc)
+    return sites
