@@ -41,10 +41,10 @@ def right_share(sim: Simulator, table: object) -> float:
     return right / len(truth)
 
 
-def one(truth_path: Path, seed: int, batches: int, work: Path, budget: tuple[int, int] | None) -> dict[str, object]:
+def one(truth_path: Path, seed: int, batches: int, work: Path, budget: int | None) -> dict[str, object]:
     truth = dataclasses.replace(load_truth(truth_path), seed=seed)
     if budget:
-        truth = dataclasses.replace(truth, budget=budget[0], cell_budget=budget[1])
+        truth = dataclasses.replace(truth, budget=budget)
     sim = Simulator(truth)
     started = time.perf_counter()
     with Store(work / f"{truth.name}-{seed}.duckdb") as store:
@@ -53,7 +53,7 @@ def one(truth_path: Path, seed: int, batches: int, work: Path, budget: tuple[int
     shares = [right_share(sim, r.table) for r in results]
     regrets = [float(r.row["regret"]) for r in results]  # type: ignore[arg-type]
     converged = next((b + 1 for b in range(batches) if all(s >= 0.95 for s in shares[b:])), None)
-    budget = f"{truth.budget or 1000}/{truth.cell_budget}"  # no budget in the truth: the table's 1000
+    budget = str(truth.budget or 1000)  # no budget in the truth: the table's 1000
     return {"truth": truth.name, "seed": seed, "budget": budget, "shares": shares, "regrets": regrets,
             "converged": converged,
             "explored": [int(r.row["explored_calls"]) for r in results],  # type: ignore[call-overload]
@@ -65,8 +65,8 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=10)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=HERE)
-    ap.add_argument("--budget", type=int, nargs=2, metavar=("RUN", "CELL"), default=None,
-                    help="explored calls per run and per cell [default: the truth's, 1000 and 100]")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="explored calls per communicator and run [default: the table's, 1000]")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,9 +76,9 @@ def main() -> None:
                 r = rows[-1]
                 print(f"{r['truth']} seed {seed}: converged at {r['converged']}, final regret "
                       f"{100 * r['regrets'][-1]:.2f}%, {r['seconds']:.1f} s", flush=True)
-    tag = f"-budget{args.budget[0]}" if args.budget else ""
+    tag = f"-budget{args.budget}" if args.budget else ""
     (args.out / f"results{tag}.json").write_text(json.dumps(rows, indent=1))
-    print("\n| ground truth | budget run/cell | default / oracle | converged at batch (per seed) | right cells after batch 1 / 3 / last "
+    print("\n| ground truth | budget per communicator | default / oracle | converged at batch (per seed) | right cells after batch 1 / 3 / last "
           "| regret after batch 1 / 3 / last (max over seeds) | s per batch |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name in dict.fromkeys(r["truth"] for r in rows):

@@ -12,9 +12,10 @@ Ground truth (TOML, docs/learn.md):
   [app]     nprocs, nodes, calls (per run), seed, noise (lognormal sigma of each rank's duration),
             skew (share of calls with a heavy-tail slowdown, 1 + Pareto(2), seen by every rank),
             imbalance (mean arrival lateness of a rank, exponential, as a fraction of the call's
-            time: early ranks wait inside the call), traced_ranks, budget (explored calls per run,
-            overriding the table's `budget` like COLLTUNE_SELECT_BUDGET; default: the table's),
-            cell_budget (explored calls per cell and run), trace_cap (records per rank)
+            time: early ranks wait inside the call), traced_ranks, budget (explored calls per
+            communicator and run, like the runtime; overrides the table's `budget` as
+            COLLTUNE_SELECT_BUDGET does; default: the table's), cell_budget (optional, not a
+            runtime rule: also cap explored calls per cell and run), trace_cap (records per rank)
   [[app.mix]]  collective, msg_bytes = [...], share, comm_size (default nprocs: MPI_COMM_WORLD)
   [[member]]   collective, name, alpha_us, beta_ns (per byte), factor (default 1),
                ranges = [{lo, hi, factor}] (bytes inclusive: the factor there instead)
@@ -77,7 +78,7 @@ class GroundTruth:
     imbalance: float = 0.0
     traced_ranks: int = 4
     budget: int | None = None  # None: the table's `budget`
-    cell_budget: int = 64
+    cell_budget: int | None = None  # not a runtime rule: off unless given
     trace_cap: int = 1_000_000
     mix: list[MixEntry] = field(default_factory=list)
     members: dict[str, list[MemberTruth]] = field(default_factory=dict)
@@ -101,7 +102,7 @@ def load_truth(path: str | Path) -> GroundTruth:
             calls=int(app["calls"]), seed=int(app.get("seed", 1)), noise=float(app.get("noise", 0.05)),
             skew=float(app.get("skew", 0.0)), imbalance=float(app.get("imbalance", 0.0)),
             traced_ranks=int(app.get("traced_ranks", 4)), budget=int(app["budget"]) if "budget" in app else None,
-            cell_budget=int(app.get("cell_budget", 64)), trace_cap=int(app.get("trace_cap", 1_000_000)),
+            cell_budget=int(app["cell_budget"]) if "cell_budget" in app else None, trace_cap=int(app.get("trace_cap", 1_000_000)),
             mix=mix, members=members)
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise TruthError(f"{p}: not a usable ground truth ({type(exc).__name__}: {exc}); see docs/learn.md") from None
@@ -168,24 +169,28 @@ class Simulator:
 
     def choices(self, table: SelectionTable | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Member index and outcome code (2 exploit, 3 explore) of every call under `table` with
-        the runtime's budget rules; seed None: the frozen (exploit-only) version, no draws."""
+        the runtime's budget rule (explored calls per communicator; beyond it an explore cell
+        takes its best member, an unlisted cell the library); seed None: the frozen
+        (exploit-only) version, no draws."""
         tab = table if table is not None else SelectionTable()
         if seed is None:
             tab = tab.frozen()
         members = np.zeros(len(self.calls), dtype=np.int64)
         outcome = np.full(len(self.calls), 2, dtype=np.int64)
-        explored, per_cell = 0, {}
+        per_comm: dict[int, int] = {}
+        per_cell: dict[tuple[str, tuple[int, int, int]], int] = {}
         budget = self.truth.budget if self.truth.budget is not None else tab.budget
+        cell_cap = self.truth.cell_budget if self.truth.cell_budget is not None else budget
         for i, (coll, nbytes, cid, idx, _, nodes, ppn) in enumerate(self.calls.itertuples(index=False)):
             port = self.portfolios[coll]
             bins = tab.bins_of(nbytes, nodes, ppn)
             found = tab.cell(coll, bins)
             key = (coll, bins)
             mode = found[1].mode if found else ("exploit" if tab.unlisted != "explore" else "explore")
-            if mode == "explore" and seed is not None and explored < budget \
-                    and per_cell.get(key, 0) < self.truth.cell_budget:
+            if mode == "explore" and seed is not None and per_comm.get(cid, 0) < budget \
+                    and per_cell.get(key, 0) < cell_cap:
                 name, _ = tab.choose(coll, bins, port, seed, cid, idx)
-                explored += 1
+                per_comm[cid] = per_comm.get(cid, 0) + 1
                 per_cell[key] = per_cell.get(key, 0) + 1
                 outcome[i] = 3
             elif found is not None:
