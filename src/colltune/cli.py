@@ -21,7 +21,7 @@ from colltune import __version__
 # Subcommands in the order `--help` lists them: the main workflow first.
 SUBCOMMANDS = (
     "check", "bench", "compare", "tune", "validate", "run", "learn", "traces", "report", "export", "profile",
-    "selftest", "mpi",
+    "selftest", "mpi", "advise",
 )
 
 

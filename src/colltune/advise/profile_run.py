@@ -17,10 +17,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colltune.errors import ColltuneError
+
 FORMAT_VERSION = "1"
 
 
-class ProfileRunError(ValueError):
+class ProfileRunError(ColltuneError, ValueError):
     """A profile directory that cannot be read; the message names the file and the fix."""
 
 

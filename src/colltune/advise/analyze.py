@@ -1,0 +1,48 @@
+"""Run every strategy on one profiled run: the findings and the files that apply them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from colltune.advise import collectives, eager, mapping, share
+from colltune.advise.findings import Finding, family_of, ordered
+from colltune.advise.points import AppPoint, collective_points
+from colltune.advise.profile_run import ProfileRun
+
+
+@dataclass
+class Advice:
+    run: ProfileRun
+    family: str
+    points: list[AppPoint]
+    findings: list[Finding]
+    choices: list[collectives.Choice] = field(default_factory=list)
+    missing: list[AppPoint] = field(default_factory=list)
+    shares: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def predicted_saving_s(self) -> float:
+        return sum(f.saving_s or 0.0 for f in self.findings)
+
+    @property
+    def actionable(self) -> list[Finding]:
+        return [f for f in self.findings if f.changes]
+
+
+def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Advice:
+    family = family_of(run.ranks[0].library)
+    points = collective_points(run)
+    table = collectives.medians(db, family) if table is None else table
+    share_finding = share.finding(run, points)
+    choices = collectives.choose(points, table)
+    found = [share_finding]
+    if share_finding.data["collective_share"] >= share.NOT_WORTH:
+        found += collectives.findings(choices)
+    else:
+        choices = []
+    found += eager.findings(run, family) + mapping.findings(run, family)
+    return Advice(run, family, points, ordered(found), choices,
+                  collectives.missing(points, table), share_finding.data)

@@ -1,0 +1,108 @@
+"""Outputs of `colltune advise`: terminal summary, JSON, and the files that apply the advice
+(colltune profile restricted to the application's points, library-native settings)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from colltune.advise import collectives
+from colltune.advise.analyze import Advice
+from colltune.tune import native_export
+from colltune.tune import profile as prof
+
+
+def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
+    return {
+        "library": advice.run.ranks[0].library, "family": advice.family, "nprocs": advice.run.nprocs,
+        "wall_s": advice.run.wall_ns / 1e9, "shares": advice.shares,
+        "predicted_saving_s": advice.predicted_saving_s,
+        "findings": [f.as_dict() for f in advice.findings],
+        "points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
+                    "mean_bytes": p.mean_bytes, "total_s": p.total_s, "own_s": p.own_s,
+                    "wait_s": p.wait_s, "sites": p.sites,
+                    "per_rank_s": {str(k): v for k, v in p.per_rank_s.items()}}
+                   for p in advice.points],
+        "missing_points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin}
+                           for p in advice.missing],
+        "files": files,
+    }
+
+
+def write_files(advice: Advice, out: Path, lib: Any = None) -> dict[str, str]:
+    """advise.prf (mock-ups) and advise.native.env (library algorithms, with the rules file for
+    Open MPI / JSON for MPICH); each only when there is something in it. Also advise.env with the
+    eager threshold settings of the run's library (environment form only)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    profile = collectives.profile_for(advice.choices, {
+        "generator": "colltune advise", "source": str(advice.run.directory),
+        "nprocs": str(advice.run.nprocs), "min-gain": str(collectives.MIN_GAIN)})
+    if profile.sections:
+        files["profile"] = str(prof.write_profile(profile, out / "advise.prf"))
+    choices = collectives.library_choices(advice.choices)
+    env: dict[str, str] = {}
+    if choices and advice.family == "openmpi":
+        rules = out / "advise.rules"
+        rules.write_text(native_export.openmpi_rules(choices, native_export.ompi_params(lib)))
+        env.update(native_export.openmpi_settings(rules))
+        files["rules"] = str(rules)
+    elif choices and advice.family == "mpich" and lib is not None:
+        path = out / "advise.json"
+        path.write_text(json.dumps(native_export.mpich_tree(choices, native_export.mpich_default_tree(lib)),
+                                   indent=1) + "\n")
+        env.update(native_export.mpich_settings(path))
+        files["json"] = str(path)
+    elif choices and advice.family == "intel":
+        env.update(native_export.intel_settings(choices))
+    for f in advice.findings:
+        if f.strategy == "eager":
+            var, value = f.data["variable"], str(f.data["recommended"])
+            env[f"OMPI_MCA_{var}" if advice.family == "openmpi" else var] = value
+    if env:
+        path = out / "advise.env"
+        path.write_text("".join(f"export {k}='{v}'\n" for k, v in env.items()))
+        files["env"] = str(path)
+    return files
+
+
+def env_settings(files: dict[str, str]) -> dict[str, str]:
+    """advise.env as a mapping (what --verify gives the ranks)."""
+    if "env" not in files:
+        return {}
+    out = {}
+    for line in Path(files["env"]).read_text().splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        out[key] = value.strip("'")
+    return out
+
+
+def print_summary(advice: Advice, files: dict[str, str], console: Console | None = None) -> None:
+    console = console or Console()
+    s = advice.shares
+    console.print(f"[bold]colltune advise[/]: {advice.run.nprocs} ranks, {advice.run.ranks[0].library}")
+    console.print(f"wall {s['wall_s']:.3f} s; collectives {100 * s['collective_share']:.1f}% "
+                  f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
+                  f"{100 * s['p2p_share']:.1f}%")
+    table = Table(title="What to change, by predicted saving", show_lines=True)
+    for col in ("#", "finding", "predicted saving", "change"):
+        table.add_column(col, overflow="fold")
+    for i, f in enumerate(advice.findings, 1):
+        saving = "-" if f.saving_s is None else (
+            f"{f.saving_s * 1e3:.2f} ms ({100 * f.saving_s / s['wall_s']:.1f}%)")
+        body = f.title + "".join(f"\n  {e}" for e in f.evidence)
+        if f.warning:
+            body += f"\n  [yellow]warning:[/] {f.warning}"
+        table.add_row(str(i), body, saving, "\n".join(f"{k}: {v}" for k, v in f.changes.items()))
+    console.print(table)
+    if advice.missing:
+        console.print(f"{len(advice.missing)} point(s) of the application are not in the database: "
+                      "`colltune advise --measure` measures exactly them")
+    if not advice.actionable:
+        console.print("no advice: nothing to change")
+    for kind, path in files.items():
+        console.print(f"{kind}: {path}")

@@ -1,0 +1,66 @@
+"""The application's collective points across ranks: (collective, nprocs, size bin) with calls,
+time, the own-cost/waiting split estimated from the sampled calls, and the call sites."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from colltune.advise import symbols
+from colltune.advise.profile_run import Point, ProfileRun
+
+
+@dataclass
+class AppPoint:
+    collective: str
+    nprocs: int
+    bin: int                         # floor(log2(bytes)), -1: unknown size
+    calls: int = 0                   # the most calls any rank made here
+    mean_bytes: int = 0
+    total_s: float = 0.0             # the slowest rank's time in these calls
+    own_s: float = 0.0               # its estimated own cost (sampled calls)
+    wait_s: float = 0.0              # its estimated waiting for late ranks
+    sites: dict[str, int] = field(default_factory=dict)   # call site label -> calls (all ranks)
+    per_rank_s: dict[int, float] = field(default_factory=dict)
+
+
+def own_and_wait(p: Point) -> tuple[float, float]:
+    """(own, wait) seconds of one rank's point. The sampled calls ran after a barrier, so their
+    time is the collective's own cost; unsampled calls include waiting for late ranks."""
+    if p.samples == 0 or p.calls == 0:
+        return p.total_ns / 1e9, 0.0
+    own = min(p.total_ns, p.calls * p.own_ns / p.samples)
+    return own / 1e9, (p.total_ns - own) / 1e9
+
+
+def collective_points(run: ProfileRun) -> list[AppPoint]:
+    out: dict[tuple[str, int, int], AppPoint] = {}
+    byte_sum: dict[tuple[str, int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for rank in run.ranks:
+        sites = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        mine: dict[tuple[str, int, int], list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+        for p in rank.points:
+            if p.kind != "coll":
+                continue
+            key = (p.name, p.nprocs, p.bin)
+            own, wait = own_and_wait(p)
+            acc = mine[key]
+            acc[0] += p.calls
+            acc[1] += p.total_ns / 1e9
+            acc[2] += own
+            acc[3] += wait
+            ap = out.setdefault(key, AppPoint(*key))
+            label = sites[p.site].label
+            ap.sites[label] = ap.sites.get(label, 0) + p.calls
+            byte_sum[key][0] += p.bytes
+            byte_sum[key][1] += p.calls
+        for key, (calls, total, own, wait) in mine.items():
+            ap = out[key]
+            ap.per_rank_s[rank.rank] = total
+            ap.calls = max(ap.calls, int(calls))
+            if total > ap.total_s:
+                ap.total_s, ap.own_s, ap.wait_s = total, own, wait
+    for key, ap in out.items():
+        b, n = byte_sum[key]
+        ap.mean_bytes = b // n if n else 0
+    return sorted(out.values(), key=lambda a: -a.total_s)

@@ -1,0 +1,54 @@
+"""`colltune advise`: profile one run of an application, say what to change and what it gains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from colltune.advise import output, profile_run
+from colltune.advise.analyze import analyze
+from colltune.advise.launch import run_app
+from colltune.mpi import build as build_mod
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import runenv
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("colltune.duckdb"), show_default=True,
+              help="Results database of this machine (colltune check/bench).")
+@click.option("--mpi", "mpi_spec", metavar="NAME|MPICC",
+              help="MPI library of the application [default: the launcher's, else the embedded Open MPI]")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("advise"), show_default=True,
+              help="Directory for the profile of the run and the recommended settings.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the findings as JSON to this file.")
+@click.option("--from-profile", "from_profile", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Analyse this COLLTUNE_PROFILE_RUN directory instead of running COMMAND.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path | None,
+            from_profile: Path | None, command: tuple[str, ...]) -> None:
+    """Run COMMAND (an mpiexec/srun line) once with light profiling and advise.
+
+    \b
+      colltune advise --db colltune.duckdb -- mpiexec -n 4 ./app args
+    Findings: collective algorithms (from this machine's database), the eager threshold,
+    mapping/oversubscription and the collectives' share of the run, each with the exact change.
+    """
+    if from_profile is None and not command:
+        raise click.UsageError("give the application's command line after `--`, or --from-profile DIR")
+    lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
+        (runenv.library_for_launcher(command[0]) if command else None) or mpi_mod.resolve(None))
+    profile_dir = from_profile
+    if profile_dir is None:
+        art = build_mod.ensure_built(lib)
+        profile_dir = out_dir / "profile-run"
+        run_app(lib, art, command, profile_dir=profile_dir)
+    advice = analyze(profile_run.read(profile_dir), db_path)
+    files = output.write_files(advice, out_dir, lib)
+    output.print_summary(advice, files)
+    if json_path is not None:
+        json_path.write_text(json.dumps(output.as_json(advice, files), indent=1) + "\n")

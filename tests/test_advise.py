@@ -1,0 +1,98 @@
+"""`colltune advise` end to end on small programs of our own that plant one finding each (and one
+that plants none): the advice, its numbers and the files that apply it."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from advise_support import compile_advise_programs
+from colltune.commands.advise import command as advise_cmd
+from colltune.store import LaunchData, Store
+from colltune.tune import profile as prof
+
+
+@pytest.fixture(scope="module")
+def programs(openmpi, tmp_path_factory):
+    return compile_advise_programs(openmpi, tmp_path_factory.mktemp("advise"))
+
+
+def advise(openmpi, tmp_path: Path, launch: list[str], db: Path | None = None) -> dict:
+    out = tmp_path / "out"
+    args = ["--db", str(db or tmp_path / "none.duckdb"), "--out", str(out), "--json",
+            str(tmp_path / "a.json"), "--", str(openmpi.mpiexec), *launch]
+    res = CliRunner().invoke(advise_cmd, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return json.loads((tmp_path / "a.json").read_text())
+
+
+def actionable(report: dict) -> list[dict]:
+    return [f for f in report["findings"] if f["changes"]]
+
+
+def test_eager_threshold(openmpi, openmpi_build, programs, tmp_path):
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_eager"])])
+    [f] = actionable(report)
+    assert f["strategy"] == "eager"
+    assert f["data"] == {"variable": "btl_sm_eager_limit", "threshold": 4096, "recommended": 131072,
+                         "max_median": 65536, "site": "MPI_Isend at main (advise_eager.c:15)"}
+    assert f["changes"] == {"openmpi": "mpiexec --mca btl_sm_eager_limit 131072 ... "
+                                       "(or export OMPI_MCA_btl_sm_eager_limit=131072)"}
+    assert "memory footprint" in f["warning"]
+    assert Path(report["files"]["env"]).read_text() == "export OMPI_MCA_btl_sm_eager_limit='131072'\n"
+
+
+def test_oversubscription(openmpi, openmpi_build, programs, tmp_path):
+    report = advise(openmpi, tmp_path, ["-n", "3", "--oversubscribe", "--bind-to", "none",
+                                        str(programs["advise_none"])])
+    cores = report["findings"][0]["data"].get("cores")
+    mapping = [f for f in actionable(report) if f["strategy"] == "mapping"]
+    assert cores == 2 and [f["title"] for f in mapping] == [
+        f"oversubscribed: 3 threads on 2 cores of {mapping[0]['data']['host']}"]
+
+
+def test_nothing_planted_nothing_advised(openmpi, openmpi_build, programs, tmp_path):
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_none"])])
+    assert actionable(report) == []
+    assert [f["strategy"] for f in report["findings"]] == ["share"]
+    assert report["files"] == {}
+
+
+def _db_with_bcast_point(path: Path, default_s: float, mockup_s: float, lib_s: float) -> None:
+    """A results database holding one measured point: bcast, 2 ranks, 4096 bytes."""
+    rows = [{"launch_idx": 0, "nprocs": 2, "collective": "bcast", "variant": v, "msg_bytes": 4096,
+             "rep": r, "warmup": False, "valid": True, "runtime_s": t * (1 + 0.01 * (r - 1)),
+             "makespan_s": None, "sync": "barrier", "start_s": None, "end_s": None}
+            for v, t in (("default", default_s), ("bcast_as_scatter_allgather", mockup_s),
+                         ("lib:bcast:binomial", lib_s)) for r in range(3)]
+    with Store(path) as store:
+        run = store.create_run(kind="check", command="test", mpi_name="openmpi", mpi_version="5.0.11",
+                               abi_family="openmpi", settings={}, variants=[])
+        now = datetime(2026, 1, 1)
+        store.write_launch(run, LaunchData(0, 2, 0, 0, now, now, measurements=pd.DataFrame(rows)))
+        store.set_run_status(run, "complete")
+
+
+def test_slow_collective_point(openmpi, openmpi_build, programs, tmp_path):
+    # The database is written here (the analysis is under test, not the measurement): the
+    # mock-up's median is 5x faster than the default, the library algorithm 2x.
+    db = tmp_path / "db.duckdb"
+    _db_with_bcast_point(db, 100e-6, 20e-6, 50e-6)
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
+    [f] = actionable(report)
+    [point] = [p for p in report["points"] if p["collective"] == "bcast"]
+    assert (point["nprocs"], point["bin"], point["calls"], point["mean_bytes"]) == (2, 12, 300, 4096)
+    assert list(point["sites"]) == ["exchange (advise_slowcoll.c:9)"]
+    assert f["data"]["best"] == "bcast_as_scatter_allgather" and f["data"]["msg_bytes"] == 4096
+    assert f["saving_s"] == pytest.approx(min(300 * 80e-6, point["own_s"]))
+    assert report["predicted_saving_s"] == pytest.approx(f["saving_s"])
+    profile = prof.read_profile(report["files"]["profile"])
+    [section] = profile.sections
+    assert section.collective == "bcast"
+    assert [(b.procs_lo, b.procs_hi, [(r.lo, r.hi, r.variant) for r in b.rules]) for b in section.blocks] == [
+        (2, 2, [(4096, 8191, "bcast_as_scatter_allgather")])]
