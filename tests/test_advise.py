@@ -96,3 +96,19 @@ def test_slow_collective_point(openmpi, openmpi_build, programs, tmp_path):
     assert section.collective == "bcast"
     assert [(b.procs_lo, b.procs_hi, [(r.lo, r.hi, r.variant) for r in b.rules]) for b in section.blocks] == [
         (2, 2, [(4096, 8191, "bcast_as_scatter_allgather")])]
+
+
+def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, programs, tmp_path):
+    db = tmp_path / "m.duckdb"
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
+    assert report["missing_points"] == [{"collective": "bcast", "nprocs": 2, "bin": 12}]
+    res = CliRunner().invoke(advise_cmd, ["--db", str(db), "--out", str(tmp_path / "o2"), "--measure",
+                                          "--json", str(tmp_path / "b.json"), "--from-profile",
+                                          str(tmp_path / "out" / "profile-run")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "b.json").read_text())["missing_points"] == []
+    with Store(db, read_only=True) as store:
+        m = store.measurements(valid_only=True)
+    m = m[m["collective"] != "barrier"]   # the runner's noise reference, measured with every run
+    assert set(m["collective"]) == {"bcast"} and set(m["nprocs"]) == {2}
+    assert set(m["msg_bytes"]) == {4096} and "default" in set(m["variant"]) and m["variant"].nunique() > 2

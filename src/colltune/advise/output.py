@@ -106,3 +106,31 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
         console.print("no advice: nothing to change")
     for kind, path in files.items():
         console.print(f"{kind}: {path}")
+
+
+def print_verification(v: Any, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"--verify: {len(v.default_s)} runs per side, alternating (medians; shared machine)")
+    for col in ("default", "with the advice", "measured gain", "predicted gain"):
+        table.add_column(col)
+    import statistics
+    table.add_row(f"{statistics.median(v.default_s):.3f} s", f"{statistics.median(v.tuned_s):.3f} s",
+                  f"{v.measured_s * 1e3:.1f} ms", f"{v.predicted_s * 1e3:.1f} ms")
+    console.print(table)
+    console.print(v.agreement())
+
+
+def verification_json(v: Any) -> dict[str, Any]:
+    return {"default_s": v.default_s, "tuned_s": v.tuned_s, "measured_gain_s": v.measured_s,
+            "predicted_gain_s": v.predicted_s, "agreement": v.agreement()}
+
+
+def index_path(db: Path) -> Path:
+    """Where `colltune advise` lists its reports for `colltune report --db` (next to the db)."""
+    return db.with_name(db.name + ".advise")
+
+
+def remember(db: Path, report: Path) -> None:
+    if db.parent.exists():
+        with open(index_path(db), "a") as f:
+            f.write(f"{report.resolve()}\n")

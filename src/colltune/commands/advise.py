@@ -9,7 +9,9 @@ import click
 
 from colltune.advise import output, profile_run
 from colltune.advise.analyze import analyze
+from colltune.advise import verify as verify_mod
 from colltune.advise.launch import run_app
+from colltune.advise.measure import measure_missing
 from colltune.mpi import build as build_mod
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import runenv
@@ -28,9 +30,16 @@ from colltune.mpi import runenv
               help="Also write the findings as JSON to this file.")
 @click.option("--from-profile", "from_profile", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Analyse this COLLTUNE_PROFILE_RUN directory instead of running COMMAND.")
+@click.option("--measure", is_flag=True,
+              help="Benchmark the application's points the database lacks (quick, interleaved), then advise.")
+@click.option("--verify", is_flag=True,
+              help="Then run COMMAND again with and without the advice and print predicted vs measured gain.")
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(1),
+              help="--verify: runs per side (alternating); medians are compared.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path | None,
-            from_profile: Path | None, command: tuple[str, ...]) -> None:
+            from_profile: Path | None, measure: bool, verify: bool, runs: int,
+            command: tuple[str, ...]) -> None:
     """Run COMMAND (an mpiexec/srun line) once with light profiling and advise.
 
     \b
@@ -38,17 +47,31 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     Findings: collective algorithms (from this machine's database), the eager threshold,
     mapping/oversubscription and the collectives' share of the run, each with the exact change.
     """
-    if from_profile is None and not command:
-        raise click.UsageError("give the application's command line after `--`, or --from-profile DIR")
+    if (from_profile is None or verify) and not command:
+        raise click.UsageError("give the application's command line after `--`"
+                               + ("" if verify else ", or --from-profile DIR"))
     lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
         (runenv.library_for_launcher(command[0]) if command else None) or mpi_mod.resolve(None))
+    art = build_mod.ensure_built(lib) if command else None
     profile_dir = from_profile
     if profile_dir is None:
-        art = build_mod.ensure_built(lib)
         profile_dir = out_dir / "profile-run"
         run_app(lib, art, command, profile_dir=profile_dir)
-    advice = analyze(profile_run.read(profile_dir), db_path)
+    run = profile_run.read(profile_dir)
+    advice = analyze(run, db_path)
+    if measure and advice.missing:
+        measure_missing(advice.missing, db_path, mpi_spec or str(lib.mpicc))
+        advice = analyze(run, db_path)
     files = output.write_files(advice, out_dir, lib)
     output.print_summary(advice, files)
+    report = output.as_json(advice, files)
+    if verify:
+        profile = Path(files["profile"]) if "profile" in files else None
+        result = verify_mod.verify(lib, art, command, profile, output.env_settings(files),
+                                   advice.predicted_saving_s, runs)
+        output.print_verification(result)
+        report["verification"] = output.verification_json(result)
+    (out_dir / "advise.json").write_text(json.dumps(report, indent=1) + "\n")
+    output.remember(db_path, out_dir / "advise.json")
     if json_path is not None:
-        json_path.write_text(json.dumps(output.as_json(advice, files), indent=1) + "\n")
+        json_path.write_text(json.dumps(report, indent=1) + "\n")

@@ -1,0 +1,87 @@
+"""Report section "Application advice": the latest `colltune advise` made with this database
+(listed in <db>.advise): findings, time per collective and call site, size histogram, imbalance."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from colltune.advise.output import index_path
+from colltune.report.html import ReportContext, Section
+
+
+def _latest(ctx: ReportContext) -> dict[str, Any] | None:
+    index = index_path(Path(ctx.db_path))
+    if not index.exists():
+        return None
+    for line in reversed(index.read_text().splitlines()):
+        path = Path(line.strip())
+        if path.exists():
+            return json.loads(path.read_text())
+    return None
+
+
+def _plots(ctx: ReportContext, report: dict[str, Any]) -> str:
+    points = report["points"]
+    if not points:
+        return ""
+    blocks = []
+    sites: dict[str, float] = {}
+    for p in points:
+        share = p["total_s"] / max(sum(p["sites"].values()), 1)
+        for site, calls in p["sites"].items():
+            key = f"{p['collective']} @ {site}"
+            sites[key] = sites.get(key, 0.0) + share * calls
+    top = sorted(sites.items(), key=lambda kv: -kv[1])[:12]
+    fig, ax = plt.subplots(figsize=(7.2, 0.35 * len(top) + 1))
+    ax.barh([k for k, _ in top][::-1], [v * 1e3 for _, v in top][::-1], color="#1565c0")
+    ax.set_xlabel("time (ms, slowest rank, split over sites by calls)")
+    ax.set_title("time per collective and call site", fontsize=10, loc="left")
+    blocks.append(ctx.figure(fig, "time per collective and call site"))
+
+    fig, ax = plt.subplots(figsize=(7.2, 3.0))
+    for coll in sorted({p["collective"] for p in points}):
+        mine = [p for p in points if p["collective"] == coll and p["bin"] >= 0]
+        ax.bar(np.array([p["bin"] for p in mine]) + 0.1 * len(blocks), [p["calls"] for p in mine],
+               width=0.4, label=coll, alpha=0.8)
+    ax.set_xlabel("message size bin (log2 bytes)")
+    ax.set_ylabel("calls")
+    ax.legend(fontsize=8)
+    ax.set_title("collective message sizes", fontsize=10, loc="left")
+    blocks.append(ctx.figure(fig, "histogram of collective message sizes"))
+
+    ranks = sorted({int(r) for p in points for r in p["per_rank_s"]})
+    per_rank = [sum(p["per_rank_s"].get(str(r), 0.0) for p in points) for r in ranks]
+    fig, ax = plt.subplots(figsize=(7.2, 2.6))
+    ax.bar(ranks, [t * 1e3 for t in per_rank], color="#6a1b9a")
+    ax.set_xlabel("rank")
+    ax.set_ylabel("ms in collectives")
+    ax.set_title("imbalance: time in collectives per rank (late ranks wait less)", fontsize=10, loc="left")
+    blocks.append(ctx.figure(fig, "time in collectives per rank"))
+    return f'<div class="plots">{"".join(blocks)}</div>'
+
+
+def render(ctx: ReportContext) -> str | None:
+    report = _latest(ctx)
+    if report is None:
+        return None
+    items = "".join(
+        f"<li><b>{html.escape(f['title'])}</b>"
+        + (f" (predicted saving {f['saving_s'] * 1e3:.2f} ms)" if f["saving_s"] is not None else "")
+        + "".join(f"<br><code>{html.escape(k)}: {html.escape(v)}</code>" for k, v in f["changes"].items())
+        + "</li>" for f in report["findings"])
+    lead = (f"<p class=\"lead\">{report['nprocs']} ranks of {html.escape(report['library'])}, wall "
+            f"{report['wall_s']:.3f} s; predicted saving {report['predicted_saving_s'] * 1e3:.2f} ms.</p>")
+    verify = report.get("verification")
+    if verify:
+        lead += (f"<p>--verify: measured gain {verify['measured_gain_s'] * 1e3:.1f} ms vs predicted "
+                 f"{verify['predicted_gain_s'] * 1e3:.1f} ms: {html.escape(verify['agreement'])}</p>")
+    return lead + f"<ol>{items}</ol>" + _plots(ctx, report)
+
+
+SECTIONS = [Section(id="advise", title="Application advice", render=render, order=58)]
