@@ -1,10 +1,11 @@
 /*
  * The decision point and the settings of the modes.
  *
- * Modes are asked in a fixed order (force, then profile, then learning: learn.c): the first mode that has an opinion about a collective decides, and if
- * the variant it names cannot serve the call exactly, the library serves it (and the counting
- * table says why). A mode may also name "library": that is an opinion too, so
- * `COLLTUNE_FORCE=bcast=library` shields MPI_Bcast from the profile.
+ * Modes are asked in a fixed order (force, then profile, then learning: learn.c): the first
+ * mode that has an opinion about a collective decides, and if the variant it names cannot serve
+ * the call exactly, the library serves it (and the counting table says why). A mode may also
+ * name "library": that is an opinion too, so `COLLTUNE_FORCE=bcast=library` shields MPI_Bcast
+ * from the profile.
  *
  * Process-global state here is written once in MPI_Init (ct_modes_install) and only read
  * afterwards; MPI_Init happens before any collective, so threads see it without atomics.
