@@ -9,7 +9,8 @@
  *
  * Prints one line per failed check and "select_unit: N checks, M failed"; exit 1 on failure.
  * With arguments `pick FILE COLL S N P SEED COMM CALL` it prints the member a call gets (the
- * Python test compares it with colltune.learn.table on the same table).
+ * Python test compares it with colltune.learn.table on the same table); with `bytes FILE` the
+ * heap bytes the parsed table occupies (benchmarks/learning_runtime).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -193,8 +194,23 @@ static int pick_command(char **argv)
     return 0;
 }
 
+static int bytes_command(const char *path)
+{
+    char err[1024];
+    ct_select *t = NULL;
+    if (ct_select_load(path, &t, err, sizeof err) != 0) {
+        printf("error: %s\n", err);
+        return 1;
+    }
+    printf("%zu\n", ct_select_bytes(t));
+    ct_select_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "bytes") == 0)
+        return bytes_command(argv[2]);
     if (argc == 10 && strcmp(argv[1], "pick") == 0)
         return pick_command(argv);
     test_draw();

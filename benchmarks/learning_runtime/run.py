@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Cost of the learning mode of libcolltune (docs/select.md): instructions per call when a call
+is not explored and when it is (decision + draw + trace record), memory of selection tables,
+bytes per trace record.
+
+    .venv/bin/python benchmarks/learning_runtime/run.py [--mpi openmpi]
+
+Instructions: callgrind on rank 0 of a 2-rank loop of 8-byte MPI_Allreduce
+(benchmarks/passthrough/allreduce_loop.c, 20000 calls); exclusive costs of the functions in
+libcolltune.so plus inclusive costs of the MPI calls the decision path makes (PMPI_Comm_get_attr,
+PMPI_Wtime, PMPI_Type_size, ...). The member drawn is always `default` (the library), so the
+variant's own work is excluded, as the issue asks; the library's Allreduce is not counted.
+Table memory: ct_select_bytes of parsed tables for all 10 collectives over the full default cube
+(24 x 4 x 8 cells), every member weighted (explore) and best-only (exploit), measured by
+native/fuzz/select_unit built with gcc. Trace bytes: file size of a real run's trace per record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from colltune import catalog
+from colltune.learn import table as sel
+from colltune.mpi import build, launch, runenv
+from colltune.mpi import libraries as mpi
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+LOOP = ROOT / "benchmarks" / "passthrough" / "allreduce_loop.c"
+CALLS = 20_000
+QUERY = re.compile(r"^P?MPI_(Comm_size|Comm_rank|Comm_test_inter|Comm_get_attr|Op_commutative|Wtime|Type_\w+)$")
+ANN = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(\S+)(?:\s+\[(.*)\])?\s*$")
+
+
+def annotate(out: Path, inclusive: bool) -> list[tuple[int, str, str]]:
+    text = subprocess.run(["callgrind_annotate", "--threshold=100", f"--inclusive={'yes' if inclusive else 'no'}",
+                           str(out)], capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in text.splitlines():
+        if m := ANN.match(line):
+            rows.append((int(m.group(1).replace(",", "")), m.group(2).split(":")[-1], m.group(3) or ""))
+    return rows
+
+
+def callgrind(lib, art, exe: Path, extra: dict[str, str]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        env = runenv.rank_environment(lib, art, extra=extra)
+        rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(CALLS), "1"]
+        argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
+                "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
+                "-n", "1", *launch.rank_env_flags(lib, env), str(exe), str(CALLS), "1"]
+        subprocess.run(argv, env=launch.launcher_env(lib), capture_output=True, text=True,
+                       timeout=900, check=True, stdin=subprocess.DEVNULL)
+        costs: dict[str, float] = {}
+        for ir, where, obj in annotate(out, inclusive=False):
+            if ir / CALLS >= 0.5 and "libcolltune" in obj:
+                costs[where] = costs.get(where, 0) + ir / CALLS
+        for ir, where, obj in annotate(out, inclusive=True):
+            if ir / CALLS >= 0.5 and "libcolltune" not in obj and QUERY.match(where):
+                costs[f"(MPI, inclusive) {where}"] = ir / CALLS
+    return costs
+
+
+def full_table(mode: str) -> str:
+    cat = catalog.load()
+    colls = {}
+    for c in cat.collective_names():
+        members = (catalog.DEFAULT, *(v.name for v in cat.variants_of(c)))
+        weights = tuple(1.0 + i for i in range(len(members)))
+        cells = {(s, n, p): sel.Cell(mode, weights) for s in range(24) for n in range(4) for p in range(8)}
+        colls[c] = sel.CollectiveTable(c, members, cells)
+    return sel.format_table(sel.SelectionTable(collectives=colls))
+
+
+def select_unit(tmp: Path) -> Path:
+    fuzz = ROOT / "native" / "fuzz"
+    subprocess.run([sys.executable, str(fuzz / "gen_names.py"), str(tmp)], check=True)
+    exe = tmp / "select_unit"
+    subprocess.run(["gcc", "-std=c11", "-O2", f"-I{ROOT / 'native' / 'include'}", f"-I{tmp}", str(fuzz / "select_unit.c"),
+                    str(ROOT / "native" / "core" / "select.c"), str(tmp / "ct_catalog.c"), "-o", str(exe)], check=True)
+    return exe
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mpi", default=None)
+    args = ap.parse_args()
+    lib = mpi.resolve(args.mpi)
+    art = build.ensure_built(lib)
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        unit = select_unit(tmp)
+        print("selection table memory (all 10 collectives, 24 x 4 x 8 cells each):")
+        for mode in ("explore", "exploit"):
+            path = tmp / f"{mode}.select"
+            path.write_text(full_table(mode))
+            nbytes = int(subprocess.run([str(unit), "bytes", str(path)], capture_output=True, text=True,
+                                        check=True).stdout)
+            print(f"  every cell {mode}: {nbytes} bytes = {nbytes / 1024:.1f} KiB in memory "
+                  f"(file {path.stat().st_size / 1024:.0f} KiB)")
+        exe = build.compile_program(lib, [LOOP], tmp / "allreduce_loop")
+        # 8 bytes -> size bin 4; one node, 2 ranks -> nodes bin 0, ppn bin 1
+        explore = tmp / "explore1.select"
+        explore.write_text("colltune-select 1\nbudget 1000000000\ncollective allreduce\n  members default\n"
+                           "  cell 4 0 1 explore 1\nend\n")
+        exploit = tmp / "exploit1.select"
+        exploit.write_text("colltune-select 1\ncollective allreduce\n  members default\n"
+                           "  cell 4 0 1 exploit 1\nend\n")
+        trace = tmp / "trace"
+        trace.mkdir()
+        cases = {
+            "not explored (exploit cell)": {"COLLTUNE_SELECT": str(exploit)},
+            "not explored (exploit cell), rank traced": {"COLLTUNE_SELECT": str(exploit),
+                                                         "COLLTUNE_TRACE_DIR": str(trace),
+                                                         "COLLTUNE_TRACE_RECORDS": str(2 * CALLS + 100)},
+            "explored (draw), rank traced": {"COLLTUNE_SELECT": str(explore), "COLLTUNE_TRACE_DIR": str(trace),
+                                             "COLLTUNE_TRACE_RECORDS": str(2 * CALLS + 100)},
+        }
+        if shutil.which("valgrind") is None:
+            raise SystemExit("valgrind not found (apt-get install valgrind)")
+        print(f"\ncallgrind: instructions per 8-byte MPI_Allreduce call, {lib.name}, rank 0, member = default")
+        for label, extra in cases.items():
+            costs = callgrind(lib, art, exe, extra)
+            print(f"  {label}: {sum(costs.values()):.1f} instructions")
+            for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
+                print(f"    {ir:8.2f}  {func}")
+        f = trace / "rank-1.cttrace"
+        from colltune.learn import traces
+
+        t1 = traces.read_trace(f)
+        print(f"\ntrace: {f.stat().st_size} bytes for {len(t1.records)} records: "
+              f"{t1.records.dtype.itemsize} bytes per record + {f.stat().st_size - 32 * len(t1.records)} "
+              "bytes of header and members text per rank file")
+
+
+if __name__ == "__main__":
+    main()
