@@ -23,14 +23,26 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
     [CT_P2P_WAITANY] = "Waitany",
 };
 
+static __attribute__((noinline)) int ct_timed_Send(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    uint64_t t0 = ct_profrun_now();
+    int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
+    ct_profrun_p2p(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    return rc;
+}
+
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Send(__builtin_return_address(0), buf, count, datatype, dest, tag, comm);
+}
+
+static __attribute__((noinline)) int ct_timed_Ssend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
+    ct_profrun_p2p(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -38,10 +50,14 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Ssend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm);
+}
+
+static __attribute__((noinline)) int ct_timed_Isend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+    ct_profrun_p2p(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -49,10 +65,14 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Isend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm, request);
+}
+
+static __attribute__((noinline)) int ct_timed_Issend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
+    ct_profrun_p2p(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -60,10 +80,14 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Issend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm, request);
+}
+
+static __attribute__((noinline)) int ct_timed_Recv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
+    ct_profrun_p2p(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -71,10 +95,14 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Recv(__builtin_return_address(0), buf, count, datatype, source, tag, comm, status);
+}
+
+static __attribute__((noinline)) int ct_timed_Irecv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    ct_profrun_p2p(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    ct_profrun_p2p(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -82,10 +110,14 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Irecv(__builtin_return_address(0), buf, count, datatype, source, tag, comm, request);
+}
+
+static __attribute__((noinline)) int ct_timed_Sendrecv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+    ct_profrun_p2p(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype), ct_profrun_now() - t0);
     return rc;
 }
 
@@ -93,10 +125,14 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Sendrecv(__builtin_return_address(0), sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+}
+
+static __attribute__((noinline)) int ct_timed_Wait(const void *site, MPI_Request *request, MPI_Status *status)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    ct_profrun_p2p(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype), ct_profrun_now() - t0);
+    int rc = PMPI_Wait(request, status);
+    ct_profrun_p2p(CT_P2P_WAIT, site, 0, ct_profrun_now() - t0);
     return rc;
 }
 
@@ -104,10 +140,14 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Wait(request, status);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Wait(__builtin_return_address(0), request, status);
+}
+
+static __attribute__((noinline)) int ct_timed_Waitall(const void *site, int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Wait(request, status);
-    ct_profrun_p2p(CT_P2P_WAIT, site, 0, ct_profrun_now() - t0);
+    int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
+    ct_profrun_p2p(CT_P2P_WAITALL, site, 0, ct_profrun_now() - t0);
     return rc;
 }
 
@@ -115,10 +155,14 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Waitall(count, array_of_requests, array_of_statuses);
-    const void *site = __builtin_return_address(0);
+    return ct_timed_Waitall(__builtin_return_address(0), count, array_of_requests, array_of_statuses);
+}
+
+static __attribute__((noinline)) int ct_timed_Waitany(const void *site, int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status)
+{
     uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
-    ct_profrun_p2p(CT_P2P_WAITALL, site, 0, ct_profrun_now() - t0);
+    int rc = PMPI_Waitany(count, array_of_requests, indx, status);
+    ct_profrun_p2p(CT_P2P_WAITANY, site, 0, ct_profrun_now() - t0);
     return rc;
 }
 
@@ -126,9 +170,5 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Statu
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Waitany(count, array_of_requests, indx, status);
-    const void *site = __builtin_return_address(0);
-    uint64_t t0 = ct_profrun_now();
-    int rc = PMPI_Waitany(count, array_of_requests, indx, status);
-    ct_profrun_p2p(CT_P2P_WAITANY, site, 0, ct_profrun_now() - t0);
-    return rc;
+    return ct_timed_Waitany(__builtin_return_address(0), count, array_of_requests, indx, status);
 }
