@@ -16,12 +16,15 @@ from colltune.measure import selftest as st
 from colltune.mpi import libraries as mpi
 from colltune.mpi.build import Artifacts
 
-# (op, datatype) pairs per datatype for reductions; "mixed" (the vector on even ranks, twice as
-# many ints on odd ranks) only for data movement, as reductions take one datatype everywhere.
-OPS_PER_TYPE = {"MPI_BYTE": 1, "MPI_INT": 5, "MPI_DOUBLE": 2, "contiguous": 2, "vector": 2,
-                "mixed": 0}
+# Ops per datatype for reductions; "mixed" (the vector on even ranks, twice as many ints on odd
+# ranks) only for data movement, as reductions take one datatype everywhere. `user_count` assumes
+# its caller's count (like MPICH's red3/red4 tests): only at count 1, of allreduce, reduce, scan.
+USER_OPS = ("user_commutative", "user_noncommutative", "user_callers_count")
+OPS = {"MPI_BYTE": ("MPI_BOR",), "MPI_INT": ("MPI_SUM", "MPI_MAX", "MPI_BOR", *USER_OPS),
+       "MPI_DOUBLE": ("MPI_SUM", "MPI_MAX"), "contiguous": USER_OPS, "vector": USER_OPS, "mixed": ()}
 ROOTED = {"bcast", "gather", "reduce", "scatter"}
 WITH_OP = {"allreduce", "reduce", "reduce_scatter_block", "reduce_scatter", "scan"}
+CALLERS_COUNT = {"allreduce", "reduce", "scan"}
 
 
 def _comm_sizes(p: int) -> list[tuple[str, int]]:
@@ -29,21 +32,31 @@ def _comm_sizes(p: int) -> list[tuple[str, int]]:
     return [("world", p), *halves, ("dup", p)]
 
 
-def _cases(coll: str, p: int, quick: bool, big: bool, only_type: str | None = None) -> int:
+def _cases(coll: str, p: int, quick: bool, big: bool, only_type: str | None = None,
+           user_ops_only: bool = False) -> int:
     in_place = 2 if catalog.load().collectives[_index(coll)].in_place else 1
-    counts = 2 if quick else 4
+    counts = (0, 7) if quick else (0, 1, 7, 1000)
     total = 0
     for name, size in _comm_sizes(p):
         roots = len({0, size - 1, size // 2}) if coll in ROOTED else 1
-        for t, ops in OPS_PER_TYPE.items():
+        for t, ops in OPS.items():
             if only_type is not None and t != only_type:
                 continue
             if quick and name != "world" and t not in ("MPI_INT", "vector"):
                 continue
-            per_type = ops if coll in WITH_OP else 1
-            total += per_type * counts * roots * in_place
-    if big and only_type is None:
+            for op in (ops if coll in WITH_OP else ("-",)):
+                if user_ops_only and op not in USER_OPS:
+                    continue
+                if op == "user_callers_count":
+                    n = (1 in counts) if coll in CALLERS_COUNT else 0
+                else:
+                    n = len(counts)
+                total += n * roots * in_place
+    if big and only_type is None and not user_ops_only:
         total += 1 if quick else in_place + (1 if coll in WITH_OP else 0)
+    # count 1 with the receive buffer right before the send buffer (every collective with both)
+    if coll != "bcast" and only_type in (None, "MPI_INT") and not user_ops_only:
+        total += 1
     return total
 
 
@@ -67,6 +80,9 @@ def _check(report: st.Report, quick: bool = False, big: bool = True) -> None:
         # refused (no variant reorders a reduction: the non-commutative user op applies).
         vector = sum(_cases(v.collective, p, quick, big, "vector") for p in nprocs)
         expected_na = {"datatype": vector} if "contiguous" in v.needs else {}
+        if "predefined_op" in v.needs:  # user ops on the datatypes without gaps
+            expected_na["op"] = sum(_cases(v.collective, p, quick, big, t, user_ops_only=True)
+                                    for p in nprocs for t in ("MPI_INT", "contiguous"))
         if v.name == "reducescatterblock_as_reducescatter":  # contiguous only in place: half
             expected_na = {"datatype": vector // 2}
         assert r.not_applicable == expected_na, v.name

@@ -157,6 +157,9 @@ colltune_reason colltune_applicable(int variant, const ct_call *call)
         colltune_reason reason = ct_check_contiguous(call);
         if (reason != COLLTUNE_APPLICABLE) return reason;
     }
+    /* A user-defined op may handle only the count its caller passed: padding or blocks of the
+     * vector would reach it. Predefined ops are uniform across ranks, so is this answer. */
+    if ((v->needs & CT_NEED_PREDEFINED_OP) && !ct_op_predefined(call->op)) return COLLTUNE_NA_OP;
     if (v->needs & CT_NEED_COMMUTATIVE) {
         int commutative;
         if (PMPI_Op_commutative(call->op, &commutative) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;

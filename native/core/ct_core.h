@@ -65,6 +65,9 @@ int ct_type_size(MPI_Datatype type, int64_t *bytes);
  * address (lb 0, true lb 0, extent == true extent == size)? Then raw memcpy is exact. */
 int ct_type_contiguous(MPI_Datatype type, int *contiguous);
 
+/* 1 if `op` is one of MPI's predefined reduction operations. */
+int ct_op_predefined(MPI_Op op);
+
 /* Typed buffer <-> raw bytes, for the mock-ups that move data as MPI_BYTE (every rank then
  * agrees on counts derived from the uniform n, whatever datatypes the ranks passed). A
  * contiguous datatype is copied with memcpy, others go through PMPI_Pack/PMPI_Unpack, whose

@@ -114,3 +114,13 @@ int ct_scratch_args_of(const ct_call *call, ct_scratch_args *args)
     args->c = unit > 0 ? (unit - n % unit) % unit : 0;
     return MPI_SUCCESS;
 }
+
+int ct_op_predefined(MPI_Op op)
+{
+    static const MPI_Op predefined[] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND,
+                                        MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC,
+                                        MPI_MINLOC, MPI_REPLACE, MPI_NO_OP};
+    for (size_t i = 0; i < sizeof predefined / sizeof predefined[0]; i++)
+        if (op == predefined[i]) return 1;
+    return 0;
+}

@@ -33,6 +33,7 @@ NEEDS = {
     "contiguous": ("CT_NEED_CONTIGUOUS", "every significant datatype has no gaps and lb 0"),
     "commutative": ("CT_NEED_COMMUTATIVE", "a commutative op (the variant reorders the reduction)"),
     "bitwise_or": ("CT_NEED_BITWISE_OR", "reduces raw bytes with MPI_BOR (informational)"),
+    "predefined_op": ("CT_NEED_PREDEFINED_OP", "a predefined op (the variant pads or splits the count)"),
 }
 
 IN_PLACE = {

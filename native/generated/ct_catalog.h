@@ -55,6 +55,7 @@ enum ct_need {
     CT_NEED_CONTIGUOUS = 1u << 1, /* every significant datatype has no gaps and lb 0 */
     CT_NEED_COMMUTATIVE = 1u << 2, /* a commutative op (the variant reorders the reduction) */
     CT_NEED_BITWISE_OR = 1u << 3, /* reduces raw bytes with MPI_BOR (informational) */
+    CT_NEED_PREDEFINED_OP = 1u << 4, /* a predefined op (the variant pads or splits the count) */
 };
 
 /* Where MPI_IN_PLACE is allowed. */

@@ -394,6 +394,8 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
         st_report(c, variant, "reason", detail);
     }
     if (rec.reason == COLLTUNE_APPLICABLE) {
+        st_caller_count = c->count;
+        st_count_misuse = 0;
         int err = colltune_invoke(variant, &call);
         if (err != MPI_SUCCESS || lib_err != MPI_SUCCESS) {
             rec.error = 1;
@@ -402,6 +404,11 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
         } else if (!st_same(c, L, b->lib_recv, b->recv, b->recv_input, detail, sizeof detail)) {
             rec.mismatch = 1;
             st_report(c, variant, "result", detail);
+        } else if (st_count_misuse > 0) {
+            rec.mismatch = 1;
+            snprintf(detail, sizeof detail, "the user op was called %ld time(s) with a count other "
+                     "than the caller's %d", st_count_misuse, c->count);
+            st_report(c, variant, "op-count", detail);
         } else if (memcmp(b->pristine, b->send, (size_t)L->send_bytes) != 0) {
             rec.mismatch = 1;
             st_report(c, variant, "sendbuf", "the variant modified the send buffer");
@@ -452,14 +459,42 @@ static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, c
         for (int o = 0; o < (has_op ? ST_NUM_OPS : 1); o++) {
             if (has_op && !st_op_valid(&ops[o], &types[t])) continue;
             if (quick && !world && t != ST_INT && t != ST_VECTOR) continue;
+            int callers_count = has_op && ops[o].kind == ST_USER_COUNT;
+            if (callers_count && coll != CT_COLL_ALLREDUCE && coll != CT_COLL_REDUCE && coll != CT_COLL_SCAN)
+                continue;
             for (size_t k = 0; k < ncounts; k++)
                 for (int ri = 0; ri < nroots; ri++)
                     for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
+                        if (callers_count && counts[k] != 1) continue;
                         st_case c = {coll, comm, &types[t], has_op ? &ops[o] : NULL, counts[k],
                                      roots[ri], ip};
                         st_run_case(&c, b, log);
                     }
         }
+}
+
+/* Receive buffer immediately followed by the send buffer, count 1 (< p): legal (no overlap),
+ * and MPICH rejects a call whose buffers alias, so a variant that hands the library a pointer
+ * one past the end of recvbuf (the start of sendbuf here) for a rank that owns 0 elements is
+ * caught on MPICH (IMB-MPI1's own MPI_Allreduce of one double hit exactly that). */
+static void st_run_adjacent(const st_comm *comm, int coll, const st_type *types, const st_op *ops,
+                            st_buffers *b, st_log *log)
+{
+    if (coll == CT_COLL_BCAST) return; /* one buffer only */
+    int has_op = ct_collectives[coll].has_op;
+    st_case c = {coll, comm, &types[ST_INT], has_op ? &ops[ST_SUM] : NULL, 1,
+                 ct_collectives[coll].has_root ? comm->size - 1 : -1, 0};
+    const int *rc = st_recvcounts(&c);
+    st_layout L = st_layout_of(&c, rc);
+    st_reserve(b, &L);
+    unsigned char *adjacent = malloc((size_t)(L.recv_bytes + L.send_bytes) + 1);
+    if (adjacent == NULL) return;
+    unsigned char *send = b->send, *recv = b->recv;
+    b->recv = adjacent;
+    b->send = adjacent + L.recv_bytes;
+    st_run_case(&c, b, log);
+    b->send = send, b->recv = recv;
+    free(adjacent);
 }
 
 /* At least 1 MiB per block: every variant sees a large message, on MPI_COMM_WORLD, both with
@@ -737,6 +772,7 @@ int main(int argc, char **argv)
             if (only >= 0 && coll != only) continue;
             st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
             if (big && i == 0) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
+            if (i == 0) st_run_adjacent(&comms[i], coll, types, ops, &buffers, &logs[i]);
             if (rank == 0) {
                 printf("{\"type\":\"progress\",\"done\":%d,\"total\":%d,\"comm\":\"%s\","
                        "\"collective\":\"%s\"}\n", ++done, steps, comms[i].name,

@@ -27,7 +27,13 @@ typedef struct st_type {
     int64_t odd_extent;
 } st_type;
 
-enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_NUM_OPS };
+enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_USER_COUNT, ST_NUM_OPS };
+
+/* ST_USER_COUNT is written the way many application programmers write ops (MPICH's red3 and
+ * red4 tests): it assumes it is called with its caller's count. The selftest sets the count
+ * before each call and counts the calls that broke the assumption on this rank. */
+extern int st_caller_count;
+extern long st_count_misuse;
 
 typedef struct st_op {
     const char *name;

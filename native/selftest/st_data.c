@@ -126,6 +126,15 @@ static void st_user_noncomm(void *invec, void *inoutvec, int *len, MPI_Datatype 
     st_apply(invec, inoutvec, len, type, st_compose);
 }
 
+int st_caller_count;
+long st_count_misuse;
+
+static void st_user_count(void *invec, void *inoutvec, int *len, MPI_Datatype *type)
+{
+    if (*len != st_caller_count) st_count_misuse++;
+    st_apply(invec, inoutvec, len, type, st_compose);
+}
+
 static void st_describe(st_type *t, const char *name, enum st_kind kind, MPI_Datatype type)
 {
     int size;
@@ -167,6 +176,8 @@ void st_ops_init(st_op ops[ST_NUM_OPS])
     ops[ST_USER_NONCOMM] = (st_op){"user_noncommutative", ST_USER_NONCOMM, MPI_OP_NULL, 0};
     PMPI_Op_create(st_user_comm, 1, &ops[ST_USER_COMM].op);
     PMPI_Op_create(st_user_noncomm, 0, &ops[ST_USER_NONCOMM].op);
+    ops[ST_USER_COUNT] = (st_op){"user_callers_count", ST_USER_COUNT, MPI_OP_NULL, 0};
+    PMPI_Op_create(st_user_count, 0, &ops[ST_USER_COUNT].op);
 }
 
 /* Which (op, datatype) pairs MPI defines: MPI_BYTE only with bitwise ops, MPI_DOUBLE not with
@@ -178,7 +189,7 @@ int st_op_valid(const st_op *op, const st_type *type)
     case ST_INT: return 1;
     case ST_DOUBLE: return op->kind == ST_SUM || op->kind == ST_MAX;
     case ST_CONTIG:
-    case ST_VECTOR: return op->kind == ST_USER_COMM || op->kind == ST_USER_NONCOMM;
+    case ST_VECTOR: return op->kind >= ST_USER_COMM;
     case ST_MIXED: return 0; /* reductions take one datatype on all ranks */
     case ST_NUM_TYPES: break;
     }

@@ -36,35 +36,36 @@ typedef struct st_rule {
     const char *name;
     int contiguous;            /* 2: only with MPI_IN_PLACE */
     int commutative;
+    int predefined_op;         /* pads or splits the count: no user-defined op */
     enum st_overflow overflow;
     enum st_scratch scratch;
 } st_rule;
 
 static const st_rule st_rules[] = {
-    {"allgather_as_gather_bcast", 0, 0, OV_P_BYTES, SC_ZERO},
-    {"allgather_as_alltoall", 0, 0, OV_P_BYTES, SC_2PN},
-    {"allgather_as_allreduce", 0, 0, OV_P_BYTES, SC_PN},
-    {"allgather_as_allgatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"allreduce_as_reduce_bcast", 0, 0, OV_NONE, SC_ZERO},
-    {"allreduce_as_reducescatterblock_allgather", 1, 0, OV_PADDED, SC_PADDED},
-    {"allreduce_as_reducescatter_allgatherv", 1, 0, OV_NONE, SC_INTS},
-    {"alltoall_as_alltoallv", 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"bcast_as_allgatherv", 0, 0, OV_NONE, SC_INTS},
-    {"bcast_as_scatter_allgather", 0, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
-    {"gather_as_allgather", 0, 0, OV_P_BYTES, SC_PN},
-    {"gather_as_gatherv", 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"gather_as_reduce", 0, 0, OV_P_BYTES, SC_PN},
-    {"reduce_as_allreduce", 1, 0, OV_NONE, SC_N},
-    {"reduce_as_reducescatterblock_gather", 1, 0, OV_PADDED, SC_PADDED},
-    {"reduce_as_reducescatter_gatherv", 1, 0, OV_NONE, SC_CHUNKS},
-    {"reducescatterblock_as_reduce_scatter", 1, 0, OV_P_COUNT, SC_N},
-    {"reducescatterblock_as_reducescatter", 2, 0, OV_NONE, SC_INTS_BLOCK},
-    {"reducescatterblock_as_allreduce", 1, 0, OV_P_COUNT, SC_N},
-    {"scan_as_exscan_reducelocal", 1, 0, OV_NONE, SC_N},
-    {"scatter_as_bcast", 0, 0, OV_P_BYTES, SC_PN},
-    {"scatter_as_scatterv", 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"reducescatter_as_allreduce", 1, 0, OV_SUM, SC_N},
-    {"reducescatter_as_reduce_scatterv", 1, 0, OV_SUM, SC_N_INTS},
+    {"allgather_as_gather_bcast", 0, 0, 0, OV_P_BYTES, SC_ZERO},
+    {"allgather_as_alltoall", 0, 0, 0, OV_P_BYTES, SC_2PN},
+    {"allgather_as_allreduce", 0, 0, 0, OV_P_BYTES, SC_PN},
+    {"allgather_as_allgatherv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"allreduce_as_reduce_bcast", 0, 0, 0, OV_NONE, SC_ZERO},
+    {"allreduce_as_reducescatterblock_allgather", 1, 0, 1, OV_PADDED, SC_PADDED},
+    {"allreduce_as_reducescatter_allgatherv", 1, 0, 1, OV_NONE, SC_INTS},
+    {"alltoall_as_alltoallv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"bcast_as_allgatherv", 0, 0, 0, OV_NONE, SC_INTS},
+    {"bcast_as_scatter_allgather", 0, 0, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
+    {"gather_as_allgather", 0, 0, 0, OV_P_BYTES, SC_PN},
+    {"gather_as_gatherv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"gather_as_reduce", 0, 0, 0, OV_P_BYTES, SC_PN},
+    {"reduce_as_allreduce", 1, 0, 0, OV_NONE, SC_N},
+    {"reduce_as_reducescatterblock_gather", 1, 0, 1, OV_PADDED, SC_PADDED},
+    {"reduce_as_reducescatter_gatherv", 1, 0, 1, OV_NONE, SC_CHUNKS},
+    {"reducescatterblock_as_reduce_scatter", 1, 0, 0, OV_P_COUNT, SC_N},
+    {"reducescatterblock_as_reducescatter", 2, 0, 0, OV_NONE, SC_INTS_BLOCK},
+    {"reducescatterblock_as_allreduce", 1, 0, 0, OV_P_COUNT, SC_N},
+    {"scan_as_exscan_reducelocal", 1, 0, 0, OV_NONE, SC_N},
+    {"scatter_as_bcast", 0, 0, 0, OV_P_BYTES, SC_PN},
+    {"scatter_as_scatterv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"reducescatter_as_allreduce", 1, 0, 0, OV_SUM, SC_N},
+    {"reducescatter_as_reduce_scatterv", 1, 0, 0, OV_SUM, SC_N_INTS},
 };
 
 #define ST_NUM_RULES ((int)(sizeof st_rules / sizeof st_rules[0]))
@@ -142,6 +143,7 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     if (c->comm->inter) return COLLTUNE_NA_INTERCOMM;
     if (rule->contiguous == 1 && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
     if (rule->contiguous == 2 && c->in_place && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
+    if (rule->predefined_op && c->op != NULL && c->op->kind >= ST_USER_COMM) return COLLTUNE_NA_OP;
     if (rule->commutative && c->op != NULL && !c->op->commutative)
         return COLLTUNE_NA_NONCOMMUTATIVE;
     int64_t p = c->comm->size, sum = 0;

@@ -82,7 +82,9 @@ int colltune_allreduce_as_reducescatter_allgatherv(const void *sendbuf, void *re
     if (err != MPI_SUCCESS) return err;
     int *displs = counts + p;
     ct_chunk_split(count, elem, p, counts, displs);
-    void *own = ct_offset(recvbuf, elem * displs[rank]);
+    /* A rank that owns no element (count < chunks of p ranks) must not point one past the end
+     * of recvbuf: that may be the caller's sendbuf, which MPICH rejects as aliased. */
+    void *own = counts[rank] > 0 ? ct_offset(recvbuf, elem * displs[rank]) : recvbuf;
     if (sendbuf == MPI_IN_PLACE) {
         err = PMPI_Reduce_scatter(MPI_IN_PLACE, recvbuf, counts, datatype, op, comm);
         if (err == MPI_SUCCESS) memmove(own, recvbuf, (size_t)(elem * counts[rank]));
