@@ -112,3 +112,20 @@ def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, program
     m = m[m["collective"] != "barrier"]   # the runner's noise reference, measured with every run
     assert set(m["collective"]) == {"bcast"} and set(m["nprocs"]) == {2}
     assert set(m["msg_bytes"]) == {4096} and "default" in set(m["variant"]) and m["variant"].nunique() > 2
+
+
+def test_report_section(openmpi, openmpi_build, programs, tmp_path):
+    from types import SimpleNamespace
+
+    from colltune.report.html import ReportContext
+    from colltune.report.sections import advise as section
+
+    db = tmp_path / "db.duckdb"
+    _db_with_bcast_point(db, 100e-6, 20e-6, 50e-6)
+    advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
+    ctx = SimpleNamespace(db_path=db, figures=0)
+    ctx.figure = lambda fig, alt: ReportContext.figure(ctx, fig, alt)
+    page = section.render(ctx)
+    assert page is not None and page.count("<img") == 3
+    assert "bcast_as_scatter_allgather is 5.00x faster" in page
+    assert section.render(SimpleNamespace(db_path=tmp_path / "other.duckdb")) is None
