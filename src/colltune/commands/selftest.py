@@ -110,24 +110,20 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     if collective is not None and collective not in _collectives():
         raise click.BadParameter(f"unknown collective {collective!r}; choose from "
                                  f"{', '.join(_collectives())}", param_hint="--collective")
-    try:
-        if quiet:
+    if quiet:
+        report = st.run(lib, counts, quick=quick, big=not no_big, collective=collective,
+                        timeout=timeout)
+    else:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=errors, transient=True) as progress:
+            tasks = [progress.add_task(f"{n} ranks", total=None) for n in counts]
+
+            def advance(idx: int, done: int, total: int, what: str) -> None:
+                progress.update(tasks[idx], completed=done, total=total,
+                                description=f"{counts[idx]} ranks: {what}")
+
             report = st.run(lib, counts, quick=quick, big=not no_big, collective=collective,
-                            timeout=timeout)
-        else:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=errors, transient=True) as progress:
-                tasks = [progress.add_task(f"{n} ranks", total=None) for n in counts]
-
-                def advance(idx: int, done: int, total: int, what: str) -> None:
-                    progress.update(tasks[idx], completed=done, total=total,
-                                    description=f"{counts[idx]} ranks: {what}")
-
-                report = st.run(lib, counts, quick=quick, big=not no_big, collective=collective,
-                                on_progress=advance, timeout=timeout)
-    except st.SelftestError as exc:
-        errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=False)
-        sys.exit(1)
+                            on_progress=advance, timeout=timeout)
     # With --collective the driver still probes every variant's rules: show only that one's.
     variants = [v for v in report.variants if collective is None or v.collective == collective]
     console.print(_table(report, variants))
