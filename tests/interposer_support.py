@@ -113,9 +113,10 @@ def expected_force_counts(collective: str, variant: str, kinds: Mapping[str, int
             want[collective, "force", variant, "not-applicable:datatype"] = kinds["noncontig"]
     else:
         applied += kinds["noncontig"]
-    if "commutative" in needs:
+    if "commutative" in needs or "predefined_op" in needs:  # the noncommutative kind is a user op
+        reason = "noncommutative" if "commutative" in needs else "op"
         if kinds["noncommutative"]:
-            want[collective, "force", variant, "not-applicable:noncommutative"] = kinds["noncommutative"]
+            want[collective, "force", variant, f"not-applicable:{reason}"] = kinds["noncommutative"]
     else:
         applied += kinds["noncommutative"]
     want[collective, "force", variant, "applied"] = applied
