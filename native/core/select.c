@@ -180,12 +180,6 @@ static int ct_bitlen(uint64_t x)
     return x == 0 ? 0 : 64 - __builtin_clzll(x);
 }
 
-int ct_select_size_bin(uint64_t bytes, int nbins)
-{
-    int b = ct_bitlen(bytes);
-    return b < nbins - 1 ? b : nbins - 1;
-}
-
 int ct_select_count_bin(uint64_t value, int nbins)
 {
     int b = ct_bitlen(value < 1 ? 1 : value) - 1;

@@ -35,8 +35,12 @@ size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occu
 int ct_select_portfolio_size(int coll);
 int ct_select_member_variant(int coll, int index);
 
-/* Bins of docs/select.md, capped at nbins-1. */
-int ct_select_size_bin(uint64_t bytes, int nbins);
+/* Bins of docs/select.md, capped at nbins-1 (the size bin is on every call's path: inline). */
+static inline int ct_select_size_bin(uint64_t bytes, int nbins)
+{
+    int b = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);
+    return b < nbins - 1 ? b : nbins - 1;
+}
 int ct_select_count_bin(uint64_t value, int nbins);
 
 /* The draw: splitmix64 and the call's uniform number in [0, 1). */

@@ -46,7 +46,6 @@ typedef struct ct_decision {
     int chosen;               /* the variant the mode asked for (-1: none or "library") */
     ct_mode mode;             /* which mode decided */
     colltune_reason reason;   /* why `chosen` could not serve, or COLLTUNE_APPLICABLE */
-    ct_trace_record rec;      /* learning modes: the call's trace record, times not yet set */
 } ct_decision;
 
 /* 1 where some mode (or counting) wants to see calls of that collective. */
@@ -110,7 +109,8 @@ CT_HIDDEN int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, in
 CT_HIDDEN void ct_learn_describe(void);
 CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
-CT_HIDDEN int ct_learn_run_traced(const ct_call *call, ct_decision *d);
+/* Run the decided call, timed; its record was prepared by ct_learn_decide on this thread. */
+CT_HIDDEN int ct_learn_run_traced(const ct_call *call, const ct_decision *d);
 /* MPI_Finalize: write this rank's trace, free everything; ct_learn_stop frees without writing. */
 CT_HIDDEN void ct_learn_finish(void);
 CT_HIDDEN void ct_learn_stop(void);

@@ -37,7 +37,9 @@ typedef struct ct_comm_state {
     uint16_t size;
     uint8_t nodes, ppn;             /* saturated at 255, as recorded */
     int nodes_bin, ppn_bin;
-    atomic_ullong calls, explored;  /* one thread at a time per communicator; atomics are cheap */
+    /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
+     * and stores suffice; atomics only keep the accesses well-defined across threads. */
+    atomic_ullong calls, explored;
 } ct_comm_state;
 
 static ct_select *ct_table;
@@ -48,6 +50,7 @@ static atomic_uint ct_comms_created;
 static int ct_world_rank, ct_world_size;
 static double ct_t0;
 
+static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_NUM_VARIANTS + 1];
 static ct_trace_record *ct_trace;
 static uint64_t ct_trace_cap;
 static atomic_ullong ct_trace_next;
@@ -108,7 +111,7 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
     if (fixed == NULL) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        seed = ct_splitmix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
+        seed = ct_splitmix64(((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec)
                              ^ (uint64_t)getpid() << 32);
     }
     uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_budget);
@@ -165,11 +168,25 @@ static void ct_trace_setup(void)
     ct_trace_cap = cap;
 }
 
+/* A one-entry cache per thread of the last communicator's state: Open MPI's attribute lookup
+ * alone costs ~140 instructions per call. A freed communicator's handle can be reused for a new
+ * one, so every delete bumps a generation that invalidates all caches. */
+typedef struct ct_comm_cache {
+    MPI_Comm comm;
+    struct ct_comm_state *state;
+    unsigned generation;
+} ct_comm_cache;
+static atomic_uint ct_generation = 1;
+/* The record of the call this thread is deciding (traced ranks only), completed after the call. */
+static _Thread_local ct_trace_record ct_pending __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_comm_cache ct_cache __attribute__((tls_model("initial-exec")));
+
 static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
 {
     (void)comm;
     (void)keyval;
     (void)extra;
+    atomic_fetch_add_explicit(&ct_generation, 1, memory_order_release);
     free(attribute);
     return MPI_SUCCESS;
 }
@@ -204,6 +221,9 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     }
     ct_seed = agreed[CT_L_SEED];
     ct_select_nbins(ct_table, ct_nbins);
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        for (int m = 0; m < ct_select_portfolio_size(c); m++)
+            ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
     ct_t0 = PMPI_Wtime();
     ct_trace_setup();
     return 1;
@@ -265,17 +285,22 @@ fail:
 
 static ct_comm_state *ct_comm(MPI_Comm comm)
 {
+    unsigned generation = atomic_load_explicit(&ct_generation, memory_order_acquire);
+    if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation))
+        return ct_cache.state;
     void *value = NULL;
     int found = 0;
     if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
         return NULL;
-    if (found)
-        return value;
-    ct_comm_state *s = ct_comm_create(comm);
-    if (s != NULL && PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
-        free(s);
-        return NULL;
+    ct_comm_state *s = value;
+    if (!found) {
+        s = ct_comm_create(comm);
+        if (s != NULL && PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
+            free(s);
+            return NULL;
+        }
     }
+    ct_cache = (ct_comm_cache){comm, s, generation};
     return s;
 }
 
@@ -283,21 +308,25 @@ static ct_comm_state *ct_comm(MPI_Comm comm)
 
 ct_decision ct_learn_decide(const ct_call *call)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
     ct_comm_state *s = ct_comm(call->comm);
     int64_t bytes = colltune_call_bytes(call);
     if (s == NULL || s->inter || bytes < 0)
         return d;
-    uint64_t index = atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
-    int may = atomic_load_explicit(&s->explored, memory_order_relaxed) < ct_budget;
+    uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
+    uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
     int bins[3] = {ct_select_size_bin((uint64_t)bytes, ct_nbins[0]), s->nodes_bin, s->ppn_bin};
     int outcome;
-    int member = ct_select_pick(ct_table, call->coll, bins, ct_seed, s->id, index, may, &outcome);
+    int member = ct_select_pick(ct_table, call->coll, bins, ct_seed, s->id, index,
+                                explored < ct_budget, &outcome);
     if (outcome == CT_PICK_EXPLORE)
-        atomic_fetch_add_explicit(&s->explored, 1, memory_order_relaxed);
+        atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
-    d.chosen = member > 0 ? ct_select_member_variant(call->coll, member) : -1;
-    ct_trace_record *r = &d.rec;
+    d.chosen = member > 0 ? ct_member_variant[call->coll][member] : -1;
+    if (ct_trace == NULL)
+        return d;
+    ct_trace_record *r = &ct_pending;
     r->comm_id = s->id;
     r->call_index = (uint32_t)index;
     r->coll = (uint8_t)call->coll;
@@ -316,7 +345,7 @@ int ct_learn_tracing(void)
     return ct_trace != NULL;
 }
 
-int ct_learn_run_traced(const ct_call *call, ct_decision *d)
+int ct_learn_run_traced(const ct_call *call, const ct_decision *d)
 {
     double start = PMPI_Wtime();
     int rc = d->variant >= 0 ? colltune_invoke(d->variant, call) : colltune_invoke_library(call);
@@ -324,7 +353,7 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
     uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
     if (slot < ct_trace_cap) {
         ct_trace_record *r = &ct_trace[slot];
-        *r = d->rec;
+        *r = ct_pending;
         if (d->reason != COLLTUNE_APPLICABLE) {
             r->outcome = CT_PICK_NOT_APPLICABLE;
             r->reason = (uint32_t)d->reason;

@@ -46,7 +46,7 @@ void ct_message(const char *fmt, ...)
 
 static ct_decision ct_ask_profile(const ct_call *call)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
     int size;
     if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
         return d;
@@ -60,7 +60,7 @@ static ct_decision ct_ask_profile(const ct_call *call)
 
 ct_decision ct_decide(const ct_call *call)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE, {0}};
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
     int forced = ct_force[call->coll];
     if (forced != CT_FORCE_UNSET) {
         d.mode = CT_MODE_FORCE;
@@ -154,7 +154,7 @@ void ct_count_passthrough(int coll, colltune_reason reason)
 {
     if (!ct_counting)
         return;
-    ct_decision d = {-1, -1, CT_MODE_NONE, reason, {0}};
+    ct_decision d = {-1, -1, CT_MODE_NONE, reason};
     ct_count_decision(coll, &d);
 }
 
