@@ -275,3 +275,33 @@ def test_colltune_run_learn_and_traces_ingest(openmpi, openmpi_build, ompi_progr
     out = subprocess.run([COLLTUNE, "traces", "ingest", str(trace_dir), "--db", str(db)],
                          check=True, capture_output=True, text=True)
     assert ": 2 rank files, 18 records, 9 calls, 0 records lost to a full buffer" in out.stdout
+
+
+# ---- mpi4py's collective tests under uniform exploration ------------------------------------------
+
+try:  # the fixture that fetches mpi4py's test sources, and its checks
+    from test_interposer_thirdparty import TESTS, assert_suite_passed, mpi4py_tests  # noqa: F401
+except pytest.skip.Exception:  # no mpi4py: that module skips itself on import
+    TESTS = None
+
+@pytest.mark.slow
+@pytest.mark.parametrize("library", ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)])
+def test_mpi4py_collective_suite_under_learning(request, library, tmp_path):
+    """mpi4py's own collective tests (test_interposer_thirdparty fetches them), every eligible
+    call drawn uniformly over its portfolio and traced: the suite passes and every rank recorded
+    the same member for every call."""
+    if TESTS is None:
+        pytest.skip("mpi4py is not installed")
+    tests_dir = request.getfixturevalue("mpi4py_tests")
+    lib = request.getfixturevalue(library)
+    request.getfixturevalue(f"{library}_build")
+    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--trace-dir", str(tmp_path),
+            "--", str(lib.mpiexec), "-n", "2", sys.executable, "main.py", "-f", *TESTS]
+    proc = subprocess.run(argv, cwd=tests_dir, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL, check=False, env={**os.environ, "COLLTUNE_SELECT_SEED": SEED,
+                                                                       "COLLTUNE_SELECT_BUDGET": "1000000000"})
+    run = Run(proc.returncode, proc.stdout, proc.stderr)
+    assert_suite_passed(run)
+    assert sum(n for k, n in run.counts.items() if k[1] == "explore" and k[3] == "applied") > 100, run.describe()
+    calls, portfolios = read_calls(tmp_path, 2)
+    assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
