@@ -305,3 +305,54 @@ def test_mpi4py_collective_suite_under_learning(request, library, tmp_path):
     assert sum(n for k, n in run.counts.items() if k[1] == "explore" and k[3] == "applied") > 100, run.describe()
     calls, portfolios = read_calls(tmp_path, 2)
     assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
+
+
+# ---- the C and Python readers agree on every prefix and mutation of the seed corpus --------------
+
+CORPUS = FUZZ / "corpus_select"
+
+
+def mutations(data: bytes) -> list[bytes]:
+    """Every byte prefix; each line dropped, doubled, and with its first digit changed to 9."""
+    out = [data[:i] for i in range(len(data) + 1)]
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        out.append(b"\n".join(lines[:i] + lines[i + 1:]))
+        out.append(b"\n".join(lines[:i] + [line, line] + lines[i + 1:]))
+        digit = next((j for j, c in enumerate(line) if 48 <= c <= 57), None)
+        if digit is not None:
+            out.append(b"\n".join(lines[:i] + [line[:digit] + b"9" + line[digit + 1:]] + lines[i + 1:]))
+    return out
+
+
+def test_c_and_python_readers_agree_on_corpus_mutations(tmp_path):
+    """The parser harness (ASan+UBSan, its own invariants) on every input, and for each: both
+    readers accept with the same content hash, or both refuse naming the same line."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    out = tmp_path / "names"
+    subprocess.run([sys.executable, str(FUZZ / "gen_names.py"), str(out)], check=True)
+    exe = tmp_path / "fuzz_select"
+    subprocess.run([cc, "-std=c11", "-DCT_FUZZ_MAIN", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
+                    "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                    f"-I{ROOT / 'native' / 'include'}", f"-I{out}", str(FUZZ / "fuzz_select.c"),
+                    str(ROOT / "native" / "core" / "select.c"), str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
+    inputs = []
+    for src in sorted(CORPUS.glob("*.select")):
+        for k, data in enumerate(mutations(src.read_bytes())):
+            path = tmp_path / f"{src.stem}-{k}.select"
+            path.write_bytes(data)
+            inputs.append(path)
+    run = subprocess.run([str(exe), *map(str, inputs)], capture_output=True, text=True, check=True)
+    got = run.stdout.splitlines()
+    assert len(got) == len(inputs) > 300
+    accepted = 0
+    for path, c_line in zip(inputs, got, strict=True):
+        try:
+            sel.parse_table(path.read_bytes(), str(path))
+            py_line = f"ok {sel.content_hash(path.read_bytes()):016x}"
+            accepted += 1
+        except sel.TableError as exc:
+            py_line = "error " + ":".join(str(exc).split(":")[:2])
+        c_cmp = c_line if c_line.startswith("ok") else ":".join(c_line.split(":")[:2])
+        assert c_cmp == py_line, (path.read_text(errors="replace"), c_line, py_line)
+    assert 0 < accepted < len(inputs)

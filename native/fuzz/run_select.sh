@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fuzz the selection-table parser (native/core/select.c) with libFuzzer + ASan + UBSan.
+#
+#   native/fuzz/run_select.sh [SECONDS]        default 60
+#
+# Needs clang. Builds into build/fuzz-select/, starts from native/fuzz/corpus_select/, keeps new
+# inputs in build/fuzz-select/corpus/ and writes crashes as build/fuzz-select/crash-*.
+set -euo pipefail
+
+seconds="${1:-60}"
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="$root/build/fuzz-select"
+clang="${CLANG:-clang}"
+
+if ! command -v "$clang" >/dev/null 2>&1; then
+    echo "run_select.sh: clang not found; install it (Debian: apt-get install -y clang) or set CLANG=" >&2
+    exit 2
+fi
+python="$(command -v python3 || true)"
+[ -x "$root/.venv/bin/python" ] && python="$root/.venv/bin/python"
+
+mkdir -p "$out/catalog" "$out/corpus"
+"$python" "$here/gen_names.py" "$out/catalog"
+"$clang" -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$root/native/include" -I"$out/catalog" \
+    "$here/fuzz_select.c" "$root/native/core/select.c" "$out/catalog/ct_catalog.c" \
+    -o "$out/fuzz_select"
+cd "$out"
+exec ./fuzz_select -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
+    corpus "$here/corpus_select"
