@@ -72,9 +72,9 @@ def test_partial_run_is_judged_and_flagged(tmp_path: Path) -> None:
 def test_real_check_on_embedded_openmpi(tmp_path: Path) -> None:
     db = tmp_path / "real.duckdb"
     r = CliRunner().invoke(main, ["check", "-c", "bcast", "-s", "8,1024", "-n", "2", "-R", "3", "--min-reps", "5",
-                                  "--max-reps", "20", "--time-budget", "0.05", "--db", str(db), "--quiet",
-                                  "--out", str(tmp_path / "out")])
-    assert r.exit_code in (0, 1), r.output
+                                  "--max-reps", "20", "--time-budget", "0.05", "--rounds", "0", "--db", str(db),
+                                  "--quiet", "--out", str(tmp_path / "out")])
+    assert r.exit_code in (0, 1, 3), r.output  # 3: some comparisons undecided after 3 launches
     v = check.load_verdicts(db)
     with duckdb.connect(str(db), read_only=True) as con:
         status, kind = con.execute("SELECT status, kind FROM runs").fetchone()

@@ -72,6 +72,12 @@ VERDICT_COLUMNS: dict[str, str] = {
     "alpha": "DOUBLE",
     "tolerance": "DOUBLE",
     "judged_at": "TIMESTAMP",
+    # issue 17: three-way verdicts over sequential looks (docs/statistics.md)
+    "verdict": "VARCHAR",  # violation | no violation | undecided | untested
+    "p_equivalence": "DOUBLE",
+    "p_equivalence_adjusted": "DOUBLE",
+    "look": "INTEGER",  # the look (0 = after the first R launches) that decided, or the last
+    "looks": "INTEGER",  # looks planned; each is judged at alpha / looks
 }
 # What `colltune validate` stores per point (docs/statistics.md, "Validation").
 VALIDATION_COLUMNS: dict[str, str] = {

@@ -1,10 +1,15 @@
-"""`colltune check`: measure, then judge the performance guidelines; exit 0 clean, 1 violations, 2 error."""
+"""`colltune check`: measure, then judge the performance guidelines.
+
+Exit 0: every comparison decided, no violation; 1: violations; 3: no violation found but some
+comparisons undecided or untested (never reported as clean); 2: error."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +18,8 @@ from rich.console import Console
 
 from colltune.commands import bench_options
 from colltune.measure import runner
-from colltune.measure.settings import BenchError
-from colltune.verify import check, stats, tables
+from colltune.measure.settings import BenchError, BenchSettings
+from colltune.verify import check, decide, stats, tables
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -25,7 +30,12 @@ err_console = Console(stderr=True)
 # quick checks agreed on 96.9% of verdicts (min 94.6%), with 20 on 97.9% (min 96.4%); the full
 # preset's long jobs make each launch's median precise enough for 10
 # (benchmarks/reproducibility/README.md). bench's own default (5) is for measurements.
-CHECK_DEFAULT_LAUNCHES = {"quick": 20, "full": 10, None: 20}
+CHECK_DEFAULT_LAUNCHES = {"quick": 8, "full": 10, None: 10}
+# Adaptive rounds (issue 17): after the first R launches, launches measure only the jobs of
+# comparisons still undecided. Rounds are planned up front (each look is judged at
+# alpha / (1 + rounds)); the budget bounds the wall time they may take.
+CHECK_DEFAULT_ROUNDS = 2
+CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 20.0, "full": 1200.0, None: 120.0}
 
 
 
@@ -51,17 +61,29 @@ CHECK_DEFAULT_LAUNCHES = {"quick": 20, "full": 10, None: 20}
               help="Main table printed (pgchecker's comparers); totals always follow.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every table as CSV and Parquet and report.html into this directory.")
+@click.option("--rounds", type=click.IntRange(0, 10), default=None,
+              help=f"Adaptive rounds after the first R launches, measuring only undecided comparisons "
+                   f"[default: {CHECK_DEFAULT_ROUNDS}; 0: none].")
+@click.option("--round-launches", type=click.IntRange(1), default=None,
+              help="Launches per process count in each adaptive round [default: R/2].")
+@click.option("--round-budget", type=click.FloatRange(0), default=None, metavar="SECONDS",
+              help="Wall time for all adaptive rounds [default: 20 with --preset quick, 1200 with full, "
+                   "else 120; 0: no limit].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, correction: str, alpha: float,
-            tolerance: float, comparer: str, out_dir: Path | None, quiet: bool, **options: Any) -> None:
+            tolerance: float, comparer: str, out_dir: Path | None, quiet: bool, rounds: int | None,
+            round_launches: int | None, round_budget: float | None, **options: Any) -> None:
     """Check an MPI library against the self-consistent performance guidelines.
 
     Measures every collective with its mock-ups (and, with --library-algorithms, the library's
     own algorithms), R launches per process count (default here: 20, 10 with --preset full),
     then judges pattern,
     library, monotony and split-robustness guidelines with per-launch statistics, a correction
-    for multiple comparisons and a practical tolerance. An A/A copy of each default calibrates
-    the error rate. Exit code: 0 no violation, 1 violations found, 2 error.
+    for multiple comparisons and a practical tolerance: each comparison is a violation, no
+    violation (equivalence shown) or undecided. Adaptive rounds then measure only the undecided
+    ones, within a time budget. An A/A copy of each default calibrates the error rate.
+    Exit code: 0 all decided, no violation; 1 violations found; 3 none found but some
+    comparisons undecided or untested; 2 error.
 
     \b
     Examples:
@@ -73,7 +95,8 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
     settings = check.CheckSettings(test=stats.Test(test), correction=stats.Correction(correction), alpha=alpha,
                                    tolerance=tolerance)
     if no_measure:
-        given = [k for k, v in options.items() if v not in (None, (), [], False)]
+        given = [k for k, v in {**options, "rounds": rounds, "round_launches": round_launches,
+                                "round_budget": round_budget}.items() if v not in (None, (), [], False)]
         if given:
             raise click.UsageError(f"--no-measure judges stored measurements; drop "
                                    f"{', '.join('--' + g.replace('_', '-') for g in given)}")
@@ -82,10 +105,16 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
             raise click.UsageError("--run selects a stored run: use it with --no-measure")
         if options.get("launches") is None:
             options["launches"] = CHECK_DEFAULT_LAUNCHES[options.get("preset")]
+        preset = options.get("preset")
         bench_settings = bench_options.settings_from_options(options)
+        bench_settings = bench_settings.model_copy(update={
+            "rounds": CHECK_DEFAULT_ROUNDS if rounds is None else rounds,
+            "round_launches": round_launches or max(1, math.ceil(bench_settings.launches / 2)),
+            "round_budget_s": CHECK_DEFAULT_ROUND_BUDGET_S[preset] if round_budget is None else round_budget})
         try:
             run_id = runner.run(bench_settings, db_path, progress=not quiet, console=err_console,
                                command=shlex.join(["colltune", "check", *sys.argv[2:]]), kind="check")
+            _adaptive_rounds(bench_settings, db_path, run_id, settings, quiet)
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
                               f"with `colltune bench --db {db_path} --resume latest`, or judge them now with "
@@ -114,4 +143,27 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         path = report.write_report_for(ctx, out_dir)
         console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)
 
-    sys.exit(1 if len(result.violations()) else 0)
+    sys.exit(result.coverage().exit_code)
+
+
+def _adaptive_rounds(bench: BenchSettings, db_path: Path, run_id: str, settings: check.CheckSettings,
+                     quiet: bool) -> None:
+    """Measure the undecided comparisons' jobs again, round by round, until all are decided, the
+    planned rounds are done or the budget is spent (no launch starts after it)."""
+    start = time.monotonic()
+    deadline = start + bench.round_budget_s if bench.round_budget_s > 0 else None
+    for round_ in range(1, bench.rounds + 1):
+        if deadline is not None and time.monotonic() >= deadline:
+            err_console.print(f"[yellow]adaptive rounds:[/] budget of {bench.round_budget_s:g} s spent before "
+                              f"round {round_}", highlight=False)
+            return
+        result = check.judge(check.load_run(db_path, run_id), settings)
+        todo = decide.selection(result.verdicts)
+        if not todo:
+            return
+        open_ = sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED)
+        if not quiet:
+            err_console.print(f"adaptive round {round_}/{bench.rounds}: {open_} comparison(s) open, measuring "
+                              f"{sum(len(s) for s in todo.values())} (collective, size, variant) in "
+                              f"{bench.round_launches} launch(es) per process count", highlight=False)
+        runner.extend(bench, db_path, run_id, todo, bench.round_launches, round_, deadline)

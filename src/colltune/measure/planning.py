@@ -42,11 +42,16 @@ class Plan:
     left_out: list[str] = field(default_factory=list)
 
 
+Selection = frozenset[tuple[str, int, str]]  # (collective, msg_bytes, variant)
+
+
 def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
-              adjust: tuple[str, str] | None = None) -> Plan:
+              adjust: tuple[str, str] | None = None, only: Selection | None = None) -> Plan:
     """The jobs of one launch. `library` keys LIBRARY_ALGORITHMS. Where algorithms are fixed at
     launch (Intel MPI), the ordinary launches leave library variants out and `adjust` =
-    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`."""
+    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`.
+    `only` (adaptive rounds of `colltune check`) keeps just these (collective, size, variant)
+    and leaves the barrier out."""
     plan = Plan(nprocs, [])
     at_launch = library in ALGORITHMS_AT_LAUNCH
     for coll in settings.collectives:
@@ -58,9 +63,9 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
         else:
             variants = tuple(v for v in names if not (at_launch and v.startswith("lib:")))
         for v in variants:
-            only = ALGORITHM_NPROCS.get((library, v.split(":")[-1])) if v.startswith("lib:") else None
-            if only is not None and only != nprocs:
-                plan.left_out.append(f"{v}: {library} runs it on {only} processes only")
+            bound = ALGORITHM_NPROCS.get((library, v.split(":")[-1])) if v.startswith("lib:") else None
+            if bound is not None and bound != nprocs:
+                plan.left_out.append(f"{v}: {library} runs it on {bound} processes only")
         variants = tuple(v for v in variants if not (
             v.startswith("lib:") and ALGORITHM_NPROCS.get((library, v.split(":")[-1]), nprocs) != nprocs))
         if not variants:
@@ -73,8 +78,10 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
                 plan.left_out.append(f"{coll} {size} B: not a multiple of {unit} B "
                                      f"({dtype}{' x p' if coll == 'reduce_scatter_block' else ''})")
                 continue
-            plan.jobs.append(Job(coll, size, dtype, settings.op, settings.root, variants))
-    if settings.barrier and adjust is None:
+            chosen = variants if only is None else tuple(v for v in variants if (coll, size, v) in only)
+            if chosen:
+                plan.jobs.append(Job(coll, size, dtype, settings.op, settings.root, chosen))
+    if settings.barrier and adjust is None and only is None:
         plan.jobs.append(Job("barrier", 0, "byte", "-", 0,
                              ("default", "default#aa") if settings.aa else ("default",)))
     return plan
@@ -155,6 +162,8 @@ class LaunchSpec:
     nprocs: int
     repetition: int  # 0..R-1 for its process count
     adjust: tuple[str, str] | None = None  # (collective, algorithm) fixed for this launch (Intel)
+    only: Selection | None = None  # adaptive round: just these (collective, size, variant)
+    round: int = 0  # adaptive round of `colltune check` (0: the first R launches)
 
     def rank_env(self) -> dict[str, str]:
         if self.adjust is None:
@@ -175,4 +184,19 @@ def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[Launc
         for n in settings.nprocs:
             for adjust in (None, *adjusts):
                 specs.append(LaunchSpec(len(specs), n, r, adjust))
+    return specs
+
+
+def adaptive_plan(settings: BenchSettings, library: str, only: dict[int, Selection], launches: int,
+                  first_idx: int, first_repetition: int, round_: int) -> list[LaunchSpec]:
+    """The launches of one adaptive round: `launches` per process count, each measuring only the
+    selection; where algorithms are fixed at launch, selected library variants get their own."""
+    specs: list[LaunchSpec] = []
+    for r in range(launches):
+        for n, sel in sorted(only.items()):
+            adjusts = sorted({(c, v.split(":")[2]) for c, _, v in sel if v.startswith("lib:")}) \
+                if library in ALGORITHMS_AT_LAUNCH else []
+            ordinary = any(not (v.startswith("lib:") and adjusts) for _, _, v in sel)
+            for adjust in ((None,) if ordinary else ()) + tuple(adjusts):
+                specs.append(LaunchSpec(first_idx + len(specs), n, first_repetition + r, adjust, sel, round_))
     return specs

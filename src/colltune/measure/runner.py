@@ -34,7 +34,16 @@ from rich.progress import (
 )
 
 from colltune.measure import confirm
-from colltune.measure.planning import LaunchSpec, all_variants, launch_plan, launch_seed, plan_jobs, validate
+from colltune.measure.planning import (
+    LaunchSpec,
+    Selection,
+    adaptive_plan,
+    all_variants,
+    launch_plan,
+    launch_seed,
+    plan_jobs,
+    validate,
+)
 from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
 from colltune.measure.settings import BenchError, BenchSettings
@@ -251,7 +260,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
         jobs_task = bar.add_task("jobs", total=1) if bar else None
         for spec in todo:
             launch_idx, nprocs, repetition = spec.idx, spec.nprocs, spec.repetition
-            plan = plan_jobs(settings, nprocs, key, spec.adjust)
+            plan = plan_jobs(settings, nprocs, key, spec.adjust, spec.only)
             job_file = Path(tmp) / f"jobs-{launch_idx}.txt"
             job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
             out_file = Path(tmp) / f"launch-{launch_idx}.out"
@@ -293,12 +302,36 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
                     f"finished launches are stored; complete the run with "
                     f"`colltune bench --db {db_path} --resume {run_id}`")
             env = launch_environment(out, lib, rank_env, artifacts)
+            if spec.round:
+                env["round"] = str(spec.round)
             _store_launch(db_path, run_id, to_launch_data(
                 out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
                 finished=finished, sync=settings.sync, environment=env))
             if bar is not None:
                 bar.update(jobs_task, completed=len(plan.jobs))
                 bar.advance(launches_task)
+
+
+def extend(settings: BenchSettings, db_path: str | Path, run_id: str, only: dict[int, Selection],
+           launches: int, round_: int, deadline: float | None = None) -> int:
+    """One adaptive round of `colltune check`: up to `launches` more launches per process count of
+    a measured run, each measuring only `only`'s (collective, size, variant); no launch starts
+    after `deadline` (time.monotonic()). Returns the number of launches measured."""
+    db_path = Path(db_path)
+    lib = validate(settings)
+    artifacts = build.ensure_built(lib)
+    with Store(db_path, read_only=True) as store:
+        stored = store.launches(run_id)
+    specs = adaptive_plan(settings, algorithm_key(lib), only, launches, int(stored["launch_idx"].max()) + 1,
+                          int(stored["repetition"].max()) + 1, round_)
+    done = 0
+    with RunLock(db_path, run_id):
+        for spec in specs:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            _run_launches(db_path, run_id, settings, lib, artifacts, [spec], len(specs), done, False, None)
+            done += 1
+    return done
 
 
 # ---------------------------------------------------------------------------------------------

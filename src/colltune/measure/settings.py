@@ -96,6 +96,11 @@ class BenchSettings(BaseModel):
     launch_timeout_s: float | None = Field(None, gt=0)
     allow_oversubscribe: bool = Field(False, description="MPICH ranks beyond the cores")
     preset: Literal["quick", "full"] | None = None
+    # `colltune check`'s adaptive rounds, fixed before the first launch: the number of looks at
+    # the data (1 + rounds) sets the alpha of each look (docs/statistics.md)
+    rounds: int = Field(0, ge=0, description="adaptive rounds after the first R launches")
+    round_launches: int = Field(0, ge=0, description="launches per process count and round (0: R/2)")
+    round_budget_s: float = Field(0.0, ge=0, description="wall time for all adaptive rounds (0: no limit)")
 
     @field_validator("collectives")
     @classmethod

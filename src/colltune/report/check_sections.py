@@ -43,12 +43,18 @@ def _summary(ctx: ReportContext) -> str:
                 f"{int(tot.loc['all comparisons', 'tested'])} tested comparisons; "
                 f"{int(pts['brave'])} of {int(pts['tested'])} (collective, size) points have a faster "
                 f"mock-up or library algorithm.")
-    else:
+    elif ctx.result.coverage().complete:
         lead = (f"No guideline violation in {int(tot.loc['all comparisons', 'tested'])} tested comparisons: "
                 "at the measured sizes the library is self-consistent.")
+    else:
+        lead = "No guideline violation found, but not everything was decided."
     parts.append(f"<p class=lead>{lead}</p>")
+    gaps = ctx.result.coverage().notes()
+    if gaps:
+        parts.append('<p class="warn"><b>Not decided:</b> ' + html.escape("; ".join(gaps))
+                     + ". These comparisons are neither counted as violations nor as clean.</p>")
     parts.append(f'<div class="cards"><div class="card"><div class="big">{_score(q.score)}</div>quality score '
-                 f'(cautious)<br><small>brave {_score(qb.score)}</small></div>'
+                 f'(cautious{"" if q.complete else ", incomplete"})<br><small>brave {_score(qb.score)}</small></div>'
                  f'<div class="card"><div class="big">{int(tot.loc["all comparisons", "brave"])}</div>violations '
                  f'(brave)<br><small>cautious {int(tot.loc["all comparisons", "cautious"])}</small></div>'
                  f'<div class="card"><div class="big">{_cal_badge(cal)}</div>A/A calibration<br><small>'
@@ -248,10 +254,22 @@ SEVERITY_COLORS = ["#e8f5e9", "#c5e1a5", "#ffe082", "#ffb74d", "#ef5350", "#8e00
 
 @_section("heatmap", "Heat map of slowdowns", 70)
 def _heatmap(ctx: ReportContext) -> str | None:
-    pts = point_penalties(ctx.verdicts, cautious=False)
+    v = ctx.verdicts
+    pts = point_penalties(v, cautious=False)
+    # Points with comparisons still open are never drawn as clean ("ok"): they read "?".
+    state = v["verdict"] if "verdict" in v.columns else pd.Series("", index=v.index)
+    open_ = v[v["kind"].isin(check.GUIDELINE_KINDS) & state.isin(("undecided", "untested"))]
+    unsure = {(int(p), str(c), int(n)) for p, c, n in open_[["nprocs", "collective", "msg_bytes"]].itertuples(
+        index=False, name=None)}
+    extra = pd.DataFrame([{"nprocs": p, "collective": c, "msg_bytes": n, "worst_slowdown": math.nan}
+                          for p, c, n in sorted(unsure)], columns=["nprocs", "collective", "msg_bytes",
+                                                                    "worst_slowdown"])
+    known = set(zip(pts["nprocs"], pts["collective"], pts["msg_bytes"], strict=True)) if len(pts) else set()
+    extra = extra[[(p, c, n) not in known for p, c, n in zip(extra["nprocs"], extra["collective"],
+                                                             extra["msg_bytes"], strict=True)]]
+    pts = pd.concat([pts, extra], ignore_index=True) if len(extra) else pts
     if pts.empty:
         return None
-    v = ctx.verdicts
     warned = v[v["violation"] & v["barrier_warning"] & v["kind"].isin(check.GUIDELINE_KINDS)]
     blocks = []
     bounds = [0.0] + [b for b, _, _ in stats.SEVERITY_CLASSES[:-1]] + [1e9]
@@ -261,18 +279,21 @@ def _heatmap(ctx: ReportContext) -> str | None:
         colls = sorted(grp["collective"].unique())
         sizes = sorted(grp["msg_bytes"].unique())
         mat = np.full((len(colls), len(sizes)), np.nan)
+        decided = {(r["collective"], r["msg_bytes"]) for _, r in grp.iterrows() if r["collective"] is not None
+                   and (int(p), str(r["collective"]), int(r["msg_bytes"])) not in unsure}
         for _, r in grp.iterrows():
-            mat[colls.index(r["collective"]), sizes.index(r["msg_bytes"])] = (
-                r["worst_slowdown"] if not math.isnan(r["worst_slowdown"]) else 0.5)
+            if (r["collective"], r["msg_bytes"]) in decided or not math.isnan(r["worst_slowdown"]):
+                mat[colls.index(r["collective"]), sizes.index(r["msg_bytes"])] = (
+                    r["worst_slowdown"] if not math.isnan(r["worst_slowdown"]) else 0.5)
         fig, ax = plt.subplots(figsize=(1.2 + 0.75 * len(sizes), 0.9 + 0.42 * len(colls)))
         ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, norm=norm, aspect="auto")
         for i, coll in enumerate(colls):
             for j, n in enumerate(sizes):
                 val = mat[i, j]
                 if np.isnan(val):
-                    txt = ""
+                    txt = "?" if (int(p), coll, int(n)) in unsure else ""
                 elif val <= 1.0:
-                    txt = "ok"
+                    txt = "ok" if (int(p), coll, int(n)) not in unsure else "?"
                 else:
                     star = "*" if ((warned["nprocs"] == p) & (warned["collective"] == coll) &
                                    (warned["msg_bytes"] == n)).any() else ""
@@ -288,7 +309,8 @@ def _heatmap(ctx: ReportContext) -> str | None:
                      f'{"" if math.isinf(b) else f" &le; {b:g}x"}</span>'
                      for i, (c, (b, label, _)) in enumerate(zip(SEVERITY_COLORS, stats.SEVERITY_CLASSES, strict=True)))
     return ("<p>Each cell: the largest slowdown of any violated guideline (pattern, library, monotony, split) "
-            "at that collective and size; <i>ok</i> = no violation; * = barrier warning. Colours are seed 003's "
+            "at that collective and size; <i>ok</i> = no violation (every comparison there decided); <i>?</i> = no "
+            "violation found but some comparison there undecided or untested; * = barrier warning. Colours are seed 003's "
             f"severity classes: {legend}</p>" + "".join(blocks))
 
 

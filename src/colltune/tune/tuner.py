@@ -147,7 +147,9 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
                 continue
             scratch = scratch_bytes(cat.variant(name).scratch, int(nbytes), int(nprocs),
                                     settings.chunk_bytes, settings.element_bytes)
-            if not (_flag(v["significant"]) and speedup > 1.0):
+            if _open(v):
+                reasons.append(f"{name}: {v['verdict']} (no rule from an undecided verdict)")
+            elif not (_flag(v["significant"]) and speedup > 1.0):
                 reasons.append(f"{name}: not significantly faster")
             elif speedup < 1.0 + settings.min_gain:
                 reasons.append(f"{name}: {speedup:.3f}x < {1 + settings.min_gain:.2f}x")
@@ -163,6 +165,11 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
             rows.append((int(nprocs), str(coll), int(nbytes), best[1], best[0], best[2],
                          f"{best[0]:.2f}x faster", "; ".join(reasons)))
     return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+
+
+def _open(v: pd.Series) -> bool:
+    """A verdict neither decided way (three-way verdicts, issue 17); older verdicts lack it."""
+    return isinstance(v.get("verdict"), str) and v["verdict"] in ("undecided", "untested")
 
 
 def _flag(value: object) -> bool:
@@ -206,8 +213,9 @@ def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
 def library_choices(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.DataFrame:
     """Library algorithms that beat the default by min_gain (for the report and native export)."""
     settings = settings or TuneSettings()
+    decided = ~verdicts["verdict"].isin(("undecided", "untested")) if "verdict" in verdicts.columns else True
     lib = verdicts[(verdicts["kind"] == "library") & verdicts["significant"].fillna(False).astype(bool)
-                   & (verdicts["slowdown"] >= 1.0 + settings.min_gain)]
+                   & (verdicts["slowdown"] >= 1.0 + settings.min_gain) & decided]
     return lib[["nprocs", "collective", "msg_bytes", "variant", "slowdown"]].reset_index(drop=True)
 
 

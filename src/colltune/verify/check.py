@@ -33,13 +33,14 @@ from colltune.catalog import AA, DEFAULT, LIB_PREFIX, TUNED, variant_kind
 from colltune.errors import ColltuneError
 from colltune.store import Store, StoreError
 from colltune.units import human_bytes
+from colltune.verify import decide as decide_mod
 from colltune.verify import stats
+from colltune.verify.decide import DECIDED, GUIDELINE_KINDS
 
 BARRIER = "barrier"
 
 # Guideline kinds are judged together (one correction family, counted as violations); the A/A
 # calibration and tuned-vs-default comparisons are separate families and never count.
-GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 KINDS = (*GUIDELINE_KINDS, "aa", "tuned")
 
 VERDICT_COLUMNS = schema.VERDICT_COLUMNS
@@ -68,6 +69,7 @@ class CheckSettings(BaseModel):
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     n_resamples: int = Field(2000, ge=100)
     seed: int = 0
+    looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,6 +88,17 @@ class RunData:
     variants: pd.DataFrame
     measurements: pd.DataFrame  # nprocs, collective, variant, msg_bytes, launch_idx, runtime_s
     problems: list[str] = field(default_factory=list)
+    rounds: dict[int, int] = field(default_factory=dict)  # launch_idx -> adaptive round (absent: 0)
+
+    @property
+    def looks(self) -> int:
+        """Looks planned before the first launch: the first R launches, then each adaptive round."""
+        return 1 + int((self.info.get("settings") or {}).get("rounds", 0) or 0)
+
+    @property
+    def launches_per_nprocs(self) -> int | None:
+        value = (self.info.get("settings") or {}).get("launches")
+        return int(value) if value else None
 
     @property
     def complete(self) -> bool:
@@ -147,15 +160,18 @@ def _load_run(store: Store, db_path: Path, run_id: str | None) -> RunData:
         problems.append(f"launch {r['launch_idx']} ({r.get('nprocs', '?')} processes) is {r['status']}"
                         + (f": {msg}" if msg else ""))
     environment: dict[str, str] = {}
-    for key, value in store.environment(run_id)[["key", "value"]].itertuples(index=False):
+    rounds: dict[int, int] = {}
+    for idx, key, value in store.environment(run_id)[["launch_idx", "key", "value"]].itertuples(index=False):
         environment.setdefault(str(key), str(value))
+        if key == "round":
+            rounds[int(idx)] = int(value)
     variants = store.variants(run_id)
     measurements = store.measurements(run_id, valid_only=True, include_warmup=False)[
         ["nprocs", "collective", "variant", "msg_bytes", "launch_idx", "runtime_s"]].reset_index(drop=True)
     if measurements.empty:
         raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
                          "result, or every repetition was invalid); measure again")
-    return RunData(db_path, run_id, info, environment, launches, variants, measurements, problems)
+    return RunData(db_path, run_id, info, environment, launches, variants, measurements, problems, rounds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,6 +208,9 @@ class CheckResult:
     def violations(self) -> pd.DataFrame:
         v = self.judged()
         return v[v["violation"]]
+
+    def coverage(self) -> decide_mod.Coverage:
+        return decide_mod.coverage(self.verdicts, self.run.launches_per_nprocs, self.settings.min_launches)
 
     def calibration(self) -> dict[str, Any]:
         return calibration_summary(self.verdicts, self.settings.alpha)
@@ -325,18 +344,55 @@ def _barrier_medians(sides: dict[tuple[int, str, str, int], _Side]) -> dict[int,
     return {p: float(np.median(np.concatenate(v))) for p, v in per_p.items()}
 
 
+_KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
+
+
 def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
-    """All verdicts of a run. Never raises on thin data: such comparisons are marked partial."""
+    """All verdicts of a run. Never raises on thin data: such comparisons are untested and partial.
+
+    With adaptive rounds the run is judged look by look (launches of rounds <= k), each at
+    alpha / looks, and a comparison keeps the row of the look that first decided it."""
     settings = settings or CheckSettings()
+    looks = settings.looks or run.looks
     messages = list(run.problems)
-    sides = _sides(run.measurements)
+    meas = run.measurements
+    round_of = meas["launch_idx"].map(lambda i: run.rounds.get(int(i), 0))
+    last = int(round_of.max()) if len(meas) else 0
+    if last + 1 > looks:
+        messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
+        looks = last + 1
+    frozen: dict[tuple[object, ...], pd.Series] = {}
+    verdicts = pd.DataFrame()
+    for k in range(last + 1):
+        verdicts = _judge_look(run, meas[round_of <= k], settings, looks, messages if k == last else [])
+        verdicts["look"] = k
+        for key, row in zip(verdicts[_KEY].itertuples(index=False, name=None), verdicts.itertuples(index=False),
+                            strict=True):
+            if key not in frozen and row.verdict in DECIDED:
+                frozen[key] = pd.Series(row._asdict())
+    if frozen:
+        keys = list(verdicts[_KEY].itertuples(index=False, name=None))
+        rows = [frozen[key] if key in frozen else verdicts.iloc[i] for i, key in enumerate(keys)]
+        verdicts = pd.DataFrame(rows, columns=verdicts.columns).reset_index(drop=True)
+    verdicts["looks"] = looks
+    verdicts = _collapse_split(verdicts)
+    verdicts["correction"] = str(settings.correction)
+    verdicts["alpha"] = settings.alpha
+    verdicts["tolerance"] = settings.tolerance
+    verdicts["judged_at"] = pd.Timestamp(_dt.datetime.now(_dt.UTC).replace(tzinfo=None))
+    verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
+    _power_message(verdicts, settings, messages)
+    return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
+
+
+def _judge_look(run: RunData, measurements: pd.DataFrame, settings: CheckSettings, looks: int,
+                messages: list[str]) -> pd.DataFrame:
+    sides = _sides(measurements)
     comps = _comparisons(run, sides, settings, messages)
     barrier = _barrier_medians(sides)
     if not barrier:
         messages.append("no barrier measured in this run: barrier warnings cannot be given and the cautious "
                         "count equals the brave count")
-    ok_launches = _ok_launches_per_nprocs(run)
-
     rows = []
     for c in comps:
         n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
@@ -347,9 +403,13 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
         note = c.note
         if not testable:
             note = (f"too few launches ({e.n} < {settings.min_launches})"
-                    + (" measured on both sides" if settings.test.paired else "") + ": not tested")
-        expected = ok_launches.get(c.nprocs)
-        partial = (not testable) or (expected is not None and e.n < expected)
+                    + (" measured on both sides" if e.test_used.paired else "") + ": not tested")
+        elif e.test_used != settings.test:
+            note = (f"sides measured in separate launches: tested unpaired ({e.test_used}), "
+                    f"{n_ref} and {n_alt} launches")
+        # Paired on fewer launches than a side has: some launches lack the other side.
+        expected = max(n_ref, n_alt)
+        partial = (not testable) or (e.test_used.paired and e.n < expected)
         if partial and testable:
             note = f"measured in {e.n} of {expected} launches"
         b = barrier.get(c.nprocs, math.nan)
@@ -362,86 +422,66 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
             "ci_low": e.ci.low if testable else math.nan, "ci_high": e.ci.high if testable else math.nan,
             "statistic": e.test.statistic if testable else math.nan,
             "p_value": e.test.p_value if testable else math.nan,
+            "p_equivalence": e.equivalence.p_value if testable else math.nan,
             "barrier_warning": stats.barrier_warning(ref_med, ref_med / e.slowdown if e.slowdown > 0 else alt_med, b),
             "barrier_median_s": b,
             "n_launches": int(e.n), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
             "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
             "raw_p_value": e.raw_p if testable else math.nan, "partial": bool(partial or not run.complete),
-            "note": note,
+            "note": note, "test": str(e.test_used),
         })
-    verdicts = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in
-                                           ("p_adjusted", "significant", "violation", "test", "correction",
-                                            "alpha", "tolerance", "judged_at")])
-    verdicts = _decide(verdicts, settings)
-    verdicts = _collapse_split(verdicts)
-    verdicts["test"] = str(settings.test)
-    verdicts["correction"] = str(settings.correction)
-    verdicts["alpha"] = settings.alpha
-    verdicts["tolerance"] = settings.tolerance
-    verdicts["judged_at"] = pd.Timestamp(_dt.datetime.now(_dt.UTC).replace(tzinfo=None))
-    verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
-
-    _power_message(verdicts, settings, messages)
-    return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
+    computed = ("p_adjusted", "significant", "violation", "correction", "alpha", "tolerance", "judged_at",
+                "verdict", "p_equivalence_adjusted", "look", "looks")
+    verdicts = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in computed])
+    return decide_mod.decide(verdicts, settings.alpha, settings.tolerance, settings.correction, looks)
 
 
 @dataclass(frozen=True)
 class _Effect:
-    n: int  # launches used (paired: measured on both sides)
+    n: int  # launches used (paired: measured on both sides; unpaired: the smaller side)
     slowdown: float
     rel_diff: float
     ci: stats.Interval
     test: stats.TestResult
+    equivalence: stats.TestResult
     raw_p: float
+    test_used: stats.Test
 
 
 def _effect(ref: _Side, alt: _Side, settings: CheckSettings) -> _Effect:
-    """Test, slowdown and CI of one comparison, paired by launch or not as the test requires."""
+    """Test, equivalence test, slowdown and CI of one comparison. Paired by launch when the test is
+    paired and the sides share enough launches; sides that cannot share a launch (Intel MPI's
+    algorithms, one per launch) are tested unpaired with the launch as the unit."""
     # The pooled view ignores launches on purpose: it is the naive analysis, shown for contrast.
     raw_p = stats.one_sided_test(ref.raw, alt.raw, stats.Test.MWU).p_value
-    if settings.test.paired:
+    test = settings.test
+    if test.paired:
         common = np.intersect1d(ref.launch_ids, alt.launch_ids)
         x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
         y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
         # A zero median (below the timer's resolution) has no log-ratio: that launch is dropped.
         positive = (x > 0) & (y > 0)
         x, y, common = x[positive], y[positive], common[positive]
-        if common.size == 0:
-            return _Effect(0, math.nan, math.nan, stats.Interval(math.nan, math.nan),
-                           stats.TestResult(math.nan, math.nan), raw_p)
-        sd = stats.paired_slowdown(x, y)
-        ci = stats.paired_relative_difference_ci(x, y, settings.confidence, settings.n_resamples, settings.seed)
-        return _Effect(int(common.size), sd, 1.0 - 1.0 / sd, ci, stats.one_sided_test(x, y, settings.test), raw_p)
+        if common.size >= settings.min_launches or min(ref.launch_ids.size, alt.launch_ids.size) < \
+                settings.min_launches:
+            if common.size == 0:
+                nan = stats.TestResult(math.nan, math.nan)
+                return _Effect(0, math.nan, math.nan, stats.Interval(math.nan, math.nan), nan, nan, raw_p, test)
+            sd = stats.paired_slowdown(x, y)
+            ci = stats.paired_relative_difference_ci(x, y, settings.confidence, settings.n_resamples,
+                                                     settings.seed)
+            return _Effect(int(common.size), sd, 1.0 - 1.0 / sd, ci, stats.one_sided_test(x, y, test),
+                           stats.equivalence_test(x, y, settings.tolerance, test), raw_p, test)
+        test = test.unpaired
     x, y = ref.launch_medians, alt.launch_medians
+    if test is stats.Test.WELCH_LOG:
+        keep_x, keep_y = x > 0, y > 0
+        x, y = x[keep_x], y[keep_y]
     rm, am = float(np.median(x)), float(np.median(y))
     ci = stats.relative_difference_ci(x, y, settings.confidence, settings.n_resamples, settings.seed)
     return _Effect(int(min(x.size, y.size)), stats.slowdown(rm, am), stats.relative_difference(rm, am), ci,
-                   stats.one_sided_test(x, y, settings.test), raw_p)
-
-
-def _ok_launches_per_nprocs(run: RunData) -> dict[int, int]:
-    if run.launches.empty or "nprocs" not in run.launches.columns:
-        return {}
-    ok = run.launches
-    if "status" in ok.columns:
-        ok = ok[ok["status"] == "ok"]
-    return {int(p): int(n) for p, n in ok.groupby("nprocs")["launch_idx"].nunique().items()}
-
-
-def _decide(verdicts: pd.DataFrame, settings: CheckSettings) -> pd.DataFrame:
-    """Corrections per family (guideline comparisons; A/A calibration separately), then decisions."""
-    v = verdicts.copy()
-    v["p_adjusted"] = np.nan
-    families = [v["kind"].isin(GUIDELINE_KINDS), v["kind"] == "aa", v["kind"] == TUNED]
-    for mask in families:
-        if mask.any():
-            v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), settings.correction)
-    v["significant"] = (v["p_adjusted"] <= settings.alpha).fillna(False).astype(bool)
-    v["violation"] = [
-        stats.is_violation(pa, rd, settings.alpha, settings.tolerance)
-        for pa, rd in zip(v["p_adjusted"], v["rel_diff"], strict=True)
-    ]
-    return v
+                   stats.one_sided_test(x, y, test), stats.equivalence_test(x, y, settings.tolerance, test),
+                   raw_p, test)
 
 
 def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:

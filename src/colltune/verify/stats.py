@@ -38,10 +38,17 @@ class Test(enum.StrEnum):
     MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum) on unpaired samples, seed 002's test
     KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (seed 002), unpaired
     WELCH = "welch"  # Welch's t on means, unpaired, for comparison with pgchecker's t-test
+    WELCH_LOG = "welch-log"  # Welch's t on log per-launch medians: paired-t's unpaired counterpart
 
     @property
     def paired(self) -> bool:
         return self in (Test.PAIRED_T, Test.SIGNED_RANK)
+
+    @property
+    def unpaired(self) -> Test:
+        """The test used when the two sides never share a launch (Intel MPI's algorithms run in
+        launches of their own): the launch stays the unit, the sides are independent samples."""
+        return {Test.PAIRED_T: Test.WELCH_LOG, Test.SIGNED_RANK: Test.MWU}.get(self, self)
 
 
 class Correction(enum.StrEnum):
@@ -136,7 +143,24 @@ def one_sided_test(ref: npt.ArrayLike, alt: npt.ArrayLike, test: Test = Test.MWU
                 return TestResult(math.inf if p == 0.0 else -math.inf, p)
             r = stats.ttest_ind(x, y, equal_var=False, alternative="greater")
             return TestResult(float(r.statistic), float(r.pvalue))
+        case Test.WELCH_LOG:
+            if (x <= 0).any() or (y <= 0).any():
+                raise ValueError("runtimes must be positive for log-medians")
+            return one_sided_test(np.log(x), np.log(y), Test.WELCH)
     raise ValueError(f"unknown test {test!r}")
+
+
+def equivalence_test(ref: npt.ArrayLike, alt: npt.ArrayLike, tolerance: float,
+                     test: Test = Test.PAIRED_T) -> TestResult:
+    """Test H1: ``alt`` saves less than ``tolerance`` of ``ref``'s time (no violation shown).
+
+    The violation zone is ref/alt > 1/(1 - tolerance); its complement is "ref scaled by
+    (1 - tolerance) takes less time than alt", tested one-sided with the same test (and the
+    same pairing) as the violation, so p <= a is the one-sided upper (1 - a) confidence bound
+    of the ratio lying below the tolerance.
+    """
+    x = np.asarray(ref, dtype=np.float64) * (1.0 - tolerance)
+    return one_sided_test(alt, x, test)
 
 
 def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU) -> float:
@@ -148,7 +172,7 @@ def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU) -> float:
     if n_ref < 1 or n_alt < 1:
         return 1.0
     t = Test(test)
-    if t in (Test.WELCH, Test.PAIRED_T):
+    if t in (Test.WELCH, Test.PAIRED_T, Test.WELCH_LOG):
         return 0.0
     if t is Test.SIGNED_RANK:
         return 0.5 ** min(n_ref, n_alt)

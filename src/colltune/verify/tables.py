@@ -94,7 +94,8 @@ def violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     v = verdicts[verdicts["kind"].isin(PATTERN_KINDS + ("aa",))].copy()
     v = v.sort_values(["nprocs", "collective", "variant", "msg_bytes"])
     return v[["nprocs", "collective", "variant", "rhs", "guideline", "msg_bytes", "n_launches", "variant_median_s",
-              "statistic", "p_value", "p_adjusted", "violation", "barrier_warning"]].reset_index(drop=True)
+              "test", "statistic", "p_value", "p_adjusted", "p_equivalence_adjusted", "verdict", "violation",
+              "barrier_warning"]].reset_index(drop=True)
 
 
 def detailed_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -102,7 +103,8 @@ def detailed_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     v = verdicts.sort_values(["kind", "nprocs", "collective", "msg_bytes", "variant"])
     return v[["nprocs", "kind", "guideline", "collective", "msg_bytes", "ref_bytes", "k", "lhs", "rhs",
               "n_launches", "default_median_s", "variant_median_s", "slowdown", "rel_diff", "ci_low", "ci_high",
-              "p_value", "p_adjusted", "violation", "barrier_warning", "raw_default_median_s",
+              "test", "p_value", "p_adjusted", "p_equivalence", "p_equivalence_adjusted", "verdict", "look",
+              "violation", "barrier_warning", "raw_default_median_s",
               "raw_variant_median_s", "raw_p_value", "partial", "note"]].reset_index(drop=True)
 
 
@@ -114,6 +116,8 @@ def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
         bad = grp[grp["violation"]].sort_values("variant_median_s", kind="stable")
         row = {"nprocs": p, "collective": coll, "msg_bytes": n, "n_launches": int(grp["n_launches_default"].max()),
                "default_median_s": float(grp["default_median_s"].iloc[0]), "violations": int(len(bad)),
+               "undecided": int((grp["verdict"] == "undecided").sum()),
+               "untested": int((grp["verdict"] == "untested").sum()),
                "slowdown": math.nan, "variant": "", "label": "", "guideline": "", "variant_median_s": math.nan,
                "barrier_warning": False, "partial": bool(grp["partial"].any())}
         if len(bad):
@@ -122,13 +126,15 @@ def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
                        guideline=best["guideline"], variant_median_s=float(best["variant_median_s"]),
                        barrier_warning=bool(best["barrier_warning"]))
         rows.append(row)
-    cols = ["nprocs", "collective", "msg_bytes", "n_launches", "default_median_s", "violations", "slowdown",
+    cols = ["nprocs", "collective", "msg_bytes", "n_launches", "default_median_s", "violations", "undecided",
+            "untested", "slowdown",
             "variant", "label", "guideline", "variant_median_s", "barrier_warning", "partial"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Counts per guideline kind: tested comparisons, violations brave (all) and cautious."""
+    """Counts per guideline kind: tested comparisons, violations brave (all) and cautious, comparisons
+    shown free of violation (equivalence), undecided and untested."""
     rows = []
     judged = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
     for kind in ("pattern", "library", "monotony", "split"):
@@ -138,16 +144,21 @@ def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     rows.append({"scope": "points (collective, size)", "tested": int(len(g)),
                  "brave": int((g["violations"] > 0).sum()),
                  "cautious": int(((g["violations"] > 0) & ~g["barrier_warning"]).sum()),
-                 "untested": 0})
+                 "no_violation": int(((g["violations"] == 0) & (g["undecided"] == 0) & (g["untested"] == 0)).sum()),
+                 "undecided": int(((g["violations"] == 0) & (g["undecided"] > 0)).sum()),
+                 "untested": int(((g["violations"] == 0) & (g["undecided"] == 0) & (g["untested"] > 0)).sum())})
     rows.append(_count_row("all comparisons", judged))
-    return pd.DataFrame(rows, columns=["scope", "tested", "brave", "cautious", "untested"])
+    return pd.DataFrame(rows, columns=["scope", "tested", "brave", "cautious", "no_violation", "undecided",
+                                       "untested"])
 
 
 def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
     tested = v[v["p_value"].notna()]
     vio = tested[tested["violation"]]
     return {"scope": scope, "tested": int(len(tested)), "brave": int(len(vio)),
-            "cautious": int((~vio["barrier_warning"]).sum()), "untested": int(len(v) - len(tested))}
+            "cautious": int((~vio["barrier_warning"]).sum()),
+            "no_violation": int((tested["verdict"] == "no violation").sum()),
+            "undecided": int((tested["verdict"] == "undecided").sum()), "untested": int(len(v) - len(tested))}
 
 
 def per_collective_table(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -183,6 +194,8 @@ def quality_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     for mode, cautious in (("cautious", True), ("brave", False)):
         q = quality_score(verdicts, cautious)
         rows.append({"mode": mode, "score": q.score, "points": q.points, "violated_points": q.violated_points,
+                     "complete": q.complete, "comparisons": q.comparisons, "untested": q.untested,
+                     "undecided": q.undecided,
                      **{f"points_{k.replace(' ', '_')}": n for k, n in q.by_class.items()}})
     return pd.DataFrame(rows)
 
@@ -258,15 +271,22 @@ def render_grouped(verdicts: pd.DataFrame, only_violations: bool = False) -> Tab
     t = _table("Grouped violations (fastest violating variant per collective and size)",
                [("procs", "right"), ("collective", "left"), ("size", "right"), ("launches", "right"),
                 ("default", "right"), ("slowdown", "right"), ("fastest violating variant", "left"),
-                ("guideline", "left"), ("its median", "right")],
+                ("guideline", "left"), ("its median", "right"), ("undecided", "right")],
                caption="* barrier warning: the difference is within one MPI_Barrier (counted brave, not cautious)")
     for _, r in g.iterrows():
         name = r["label"] + ("*" if r["barrier_warning"] else "") if r["violations"] else ""
         style = ("yellow" if r["barrier_warning"] else "red") if r["violations"] else None
         _add_row(t, str(r["nprocs"]), r["collective"], fmt_bytes(r["msg_bytes"]),
                   str(r["n_launches"]) + (" (partial)" if r["partial"] else ""), fmt_time(r["default_median_s"]),
-                  fmt_float(r["slowdown"], 2), name, r["guideline"], fmt_time(r["variant_median_s"]), style=style)
+                  fmt_float(r["slowdown"], 2), name, r["guideline"], fmt_time(r["variant_median_s"]),
+                  _gaps(r), style=style)
     return t
+
+
+def _gaps(r: pd.Series) -> str:
+    """Comparisons of the point that are not decided: never shown as clean."""
+    parts = [f"{int(r[c])} {c}" for c in ("undecided", "untested") if r[c]]
+    return ", ".join(parts) if parts else ""
 
 
 def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] = ("monotony", "split")) -> Table:
@@ -274,20 +294,23 @@ def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] = ("monotony"
     d = d[d["kind"].isin(kinds) & d["violation"]]
     t = _table(f"{' and '.join(kinds).capitalize()} violations",
                [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"), ("than", "left"),
-                ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right")])
+                ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right"), ("test", "left")])
     for _, r in d.iterrows():
         _add_row(t, str(r["nprocs"]), r["kind"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
                   fmt_float(r["slowdown"], 2),
-                  f"{fmt_pct(r['rel_diff'])} [{fmt_pct(r['ci_low'])}, {fmt_pct(r['ci_high'])}]", fmt_p(r["p_adjusted"]))
+                  f"{fmt_pct(r['rel_diff'])} [{fmt_pct(r['ci_low'])}, {fmt_pct(r['ci_high'])}]", fmt_p(r["p_adjusted"]),
+                  str(r["test"]))
     return t
 
 
 def render_totals(verdicts: pd.DataFrame) -> Table:
     tt = totals_table(verdicts)
     t = _table("Totals", [("", "left"), ("tested", "right"), ("violations (brave)", "right"),
-                          ("cautious", "right"), ("untested", "right")])
+                          ("cautious", "right"), ("no violation", "right"), ("undecided", "right"),
+                          ("untested", "right")])
     for _, r in tt.iterrows():
-        _add_row(t, r["scope"], str(r["tested"]), str(r["brave"]), str(r["cautious"]), str(r["untested"]))
+        _add_row(t, r["scope"], str(r["tested"]), str(r["brave"]), str(r["cautious"]), str(r["no_violation"]),
+                 str(r["undecided"]), str(r["untested"]))
     return t
 
 
@@ -357,13 +380,13 @@ def _render_violation(verdicts: pd.DataFrame) -> Table:
     v = violation_table(verdicts)
     t = _table("Violations per variant", [("procs", "right"), ("collective", "left"), ("variant", "left"),
                                           ("guideline", "left"), ("size", "right"), ("launches", "right"),
-                                          ("median", "right"), ("p", "right"), ("p adj.", "right"),
-                                          ("vio", "right")])
+                                          ("median", "right"), ("test", "left"), ("p", "right"),
+                                          ("p adj.", "right"), ("verdict", "left")])
     for _, r in v.iterrows():
         _add_row(t, str(r["nprocs"]), r["collective"], r["rhs"] + ("*" if r["barrier_warning"] else ""), r["guideline"],
                   fmt_bytes(r["msg_bytes"]), str(r["n_launches"]), fmt_time(r["variant_median_s"]),
-                  fmt_p(r["p_value"]), fmt_p(r["p_adjusted"]), "1" if r["violation"] else "0",
-                  style="red" if r["violation"] else None)
+                  str(r["test"]), fmt_p(r["p_value"]), fmt_p(r["p_adjusted"]), str(r["verdict"]),
+                  style="red" if r["violation"] else ("yellow" if r["verdict"] in ("undecided", "untested") else None))
     return t
 
 
@@ -379,4 +402,6 @@ def print_check(result: CheckResult, console: Console, comparer: str = "grouped"
         console.print(render_worst(v))
     console.print(render_calibration(result))
     qc, qb = quality_score(v, cautious=True), quality_score(v, cautious=False)
-    console.print(f"Quality score: [bold]{qc.describe()}[/] cautious; brave {qb.score:.1f}/100")
+    cov = result.coverage()
+    console.print(f"Quality score: [bold]{escape(qc.describe(cov))}[/] cautious; brave {qb.score:.1f}/100")
+    console.print(f"[bold]Verdict:[/] {escape(cov.headline())}")

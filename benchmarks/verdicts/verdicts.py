@@ -1,0 +1,110 @@
+"""Stability of three-way verdicts: independent `colltune check --preset quick -n 4` runs.
+
+Per pair of runs: overlap of the violation sets (|A and B| / |A or B|), decided verdicts that
+flip (violation in one run, no violation in the other, among comparisons decided in both);
+per run: share undecided/untested, wall time. Usage (README.md):
+
+    python benchmarks/verdicts/verdicts.py --runs 5 --db /tmp/verdicts.duckdb
+    python benchmarks/verdicts/verdicts.py --runs 5 --db /tmp/verdicts.duckdb --reuse   # re-analyse
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from colltune.verify import check
+
+HERE = Path(__file__).resolve().parent
+COLLTUNE = str(Path(sys.executable).parent / "colltune")
+
+
+def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
+    out = []
+    for i in range(runs):
+        load = Path("/proc/loadavg").read_text().split()[0]
+        t0 = time.monotonic()
+        proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
+                               "--seed", str(100 + i), *extra], capture_output=True, text=True, check=False)
+        wall = time.monotonic() - t0
+        if proc.returncode not in (0, 1, 3):
+            raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        out.append({"run": i, "wall_s": round(wall, 1), "exit": proc.returncode, "loadavg_before": float(load)})
+        print(f"run {i}: {wall:.1f} s, exit {proc.returncode}, load {load}", flush=True)
+    return out
+
+
+def key(r: pd.Series) -> tuple[object, ...]:
+    # split rows keep only the smallest violating k per size, which may differ between runs
+    ref = r["ref_bytes"] if r["kind"] == "monotony" else None
+    return (int(r["nprocs"]), r["kind"], r["collective"], r["variant"], int(r["msg_bytes"]), ref)
+
+
+def analyse(db: Path) -> dict[str, object]:
+    con = duckdb.connect(str(db), read_only=True)
+    ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
+    con.close()
+    per_run = {}
+    rows = []
+    for rid in ids:
+        v = check.load_verdicts(db, rid)
+        v = v[v["kind"].isin(check.GUIDELINE_KINDS)]
+        per_run[rid] = {key(r): r["verdict"] for _, r in v.iterrows()}
+        n = len(v)
+        looks = v["look"].value_counts().sort_index().to_dict()
+        rows.append({"run_id": rid, "comparisons": n, "violations": int((v["verdict"] == "violation").sum()),
+                     "no_violation": int((v["verdict"] == "no violation").sum()),
+                     "undecided": int((v["verdict"] == "undecided").sum()),
+                     "untested": int((v["verdict"] == "untested").sum()),
+                     "decided_at_look": {int(k): int(c) for k, c in looks.items()},
+                     "tests": sorted(set(v["test"]))})
+    pairs = []
+    for a, b in itertools.combinations(ids, 2):
+        va = {k for k, x in per_run[a].items() if x == "violation"}
+        vb = {k for k, x in per_run[b].items() if x == "violation"}
+        both = [k for k in per_run[a].keys() & per_run[b].keys()
+                if per_run[a][k] in ("violation", "no violation") and per_run[b][k] in ("violation", "no violation")]
+        flips = [k for k in both if per_run[a][k] != per_run[b][k]]
+        pairs.append({"a": a, "b": b, "overlap": len(va & vb) / len(va | vb) if va | vb else 1.0,
+                      "decided_in_both": len(both), "flips": len(flips), "flipped": [list(map(str, k)) for k in flips]})
+    return {"runs": rows, "pairs": pairs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--db", type=Path, default=Path("/tmp/verdicts.duckdb"))
+    ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
+    ap.add_argument("--tag", default="quick")
+    args, extra = ap.parse_known_args()
+    timing = [] if args.reuse else measure(args.db, args.runs, extra)
+    res = analyse(args.db)
+    res["timing"] = timing
+    out = HERE / f"results_{args.tag}.json"
+    if timing or not out.exists():
+        out.write_text(json.dumps(res, indent=1) + "\n")
+    ov = [p["overlap"] for p in res["pairs"]]
+    fl = [p["flips"] / p["decided_in_both"] for p in res["pairs"] if p["decided_in_both"]]
+    und = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
+    print(f"{len(res['runs'])} runs, {len(res['pairs'])} pairs")
+    print(f"violation-set overlap: mean {sum(ov) / len(ov):.1%}, min {min(ov):.1%}, max {max(ov):.1%}")
+    print(f"decided verdicts flipping: mean {sum(fl) / len(fl):.2%}, max {max(fl):.2%}")
+    print(f"undecided or untested: {min(und):.1%}-{max(und):.1%} of comparisons per run")
+    for r in res["runs"]:
+        print(f"  {r['run_id']}: {r['violations']} violations, {r['no_violation']} no violation, "
+              f"{r['undecided']} undecided, {r['untested']} untested of {r['comparisons']}; "
+              f"decided at look {r['decided_at_look']}")
+    for t in timing:
+        print(f"  run {t['run']}: {t['wall_s']} s (load average {t['loadavg_before']} before)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Three-way verdicts, per-comparison choice of test, untested comparisons never reported as
+clean, and looks over adaptive rounds (issue 17), on synthetic runs with planted differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from check_synth import Truth, simulate, write_db
+from click.testing import CliRunner
+
+from colltune.cli import main
+from colltune.verify import check, decide, quality
+
+PLAN = {"bcast": ["default", "bcast_as_scatter_allgather", "bcast_as_allgatherv", "bcast_as_scatter_ring_allgather"]}
+
+
+def _verdicts(v: pd.DataFrame, kind: str = "pattern") -> dict[tuple[str, int], str]:
+    p = v[v["kind"] == kind]
+    return {(str(r.variant), int(r.msg_bytes)): str(r.verdict) for r in p.itertuples()}
+
+
+def test_planted_differences_give_each_of_the_three_verdicts(tmp_path: Path) -> None:
+    # 40% faster: violation; 2x slower: no violation; exactly at the 5% tolerance: undecided (the
+    # truth is on the boundary, so neither side of it can be shown).
+    truth = Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6, ("bcast", "bcast_as_allgatherv"): 2.0,
+                           ("bcast", "bcast_as_scatter_ring_allgather"): 0.95})
+    db = write_db(tmp_path / "t.duckdb", simulate(truth, PLAN, [1024], launches=10, seed=3,
+                                                  variant_launch_sigma=0.1))
+    r = check.check_db(db)
+    assert _verdicts(r.verdicts) == {("bcast_as_scatter_allgather", 1024): "violation",
+                                     ("bcast_as_allgatherv", 1024): "no violation",
+                                     ("bcast_as_scatter_ring_allgather", 1024): "undecided"}
+    assert set(r.verdicts["test"]) == {"paired-t"}
+    cov = r.coverage()
+    assert (cov.comparisons, cov.violations, cov.no_violations, cov.undecided, cov.untested) == (3, 1, 1, 1, 0)
+    assert cov.exit_code == 1
+    stored = check.load_verdicts(db)
+    assert sorted(stored["verdict"]) == ["no violation", "undecided", "violation"]
+
+
+def test_sides_in_separate_launches_are_tested_unpaired(tmp_path: Path) -> None:
+    """Intel MPI's algorithms run one per launch: the library side never shares a launch with the
+    default. The paired test is impossible; the launch stays the unit, unpaired."""
+    truth = Truth(factors={("allreduce", "lib:allreduce:1"): 0.6, ("allreduce", "lib:allreduce:2"): 1.8})
+    m = simulate(truth, {"allreduce": ["default", "lib:allreduce:1", "lib:allreduce:2"]}, [8], launches=8,
+                 seed=5, launch_sigma=0.05)
+    lib = m["variant"].str.startswith("lib:")
+    m.loc[lib, "launch_idx"] += 100 * m.loc[lib, "variant"].str[-1].astype(int)  # launches of their own
+    r = check.check_db(write_db(tmp_path / "i.duckdb", m))
+    libv = r.verdicts[r.verdicts["kind"] == "library"].set_index("variant")
+    assert libv["test"].to_dict() == {"lib:allreduce:1": "welch-log", "lib:allreduce:2": "welch-log"}
+    assert libv["verdict"].to_dict() == {"lib:allreduce:1": "violation", "lib:allreduce:2": "no violation"}
+    assert libv.loc["lib:allreduce:1", "note"] == ("sides measured in separate launches: tested unpaired "
+                                                   "(welch-log), 8 and 8 launches")
+    assert libv["n_launches"].tolist() == [8, 8]
+
+
+def test_untested_comparisons_are_never_reported_clean(tmp_path: Path) -> None:
+    truth = Truth(factors={("bcast", "bcast_as_allgatherv"): 2.0})
+    m = simulate(truth, {"bcast": ["default", "bcast_as_allgatherv"]}, [8, 1024], launches=6, seed=2)
+    m = m[~((m["variant"] == "bcast_as_allgatherv") & (m["msg_bytes"] == 8) & (m["launch_idx"] >= 2))]
+    db = write_db(tmp_path / "u.duckdb", m)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 6})])
+    con.close()
+    r = check.check_db(db)
+    cov = r.coverage()
+    assert cov.notes() == ["1 of 4 comparisons untested: too few launches; rerun with -R 7"]
+    assert cov.exit_code == 3
+    q = quality.quality_score(r.verdicts)
+    assert q.describe(cov) == ("100.0/100 (0 of 2 (collective, size) points violate a guideline), INCOMPLETE: "
+                               "1 of 4 comparisons untested: too few launches; rerun with -R 7")
+    out = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db)])
+    assert out.exit_code == 3, out.output
+    text = " ".join(out.output.split())
+    assert "Verdict: 0 violations, 3 no violation (equivalence shown); 1 of 4 comparisons untested: too few " \
+           "launches; rerun with -R 7" in text
+
+
+def test_looks_spend_alpha_and_keep_the_first_decision(tmp_path: Path) -> None:
+    """Round 1 re-measures only what round 0 left undecided; each look is judged at alpha / 3."""
+    truth = Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6, ("bcast", "bcast_as_allgatherv"): 0.9})
+    plan = {"bcast": ["default", "bcast_as_scatter_allgather", "bcast_as_allgatherv"]}
+    first = simulate(truth, plan, [1024], launches=4, seed=11, variant_launch_sigma=0.08)
+    more = simulate(truth, {"bcast": ["default", "bcast_as_allgatherv"]}, [1024], launches=12, seed=12,
+                    variant_launch_sigma=0.08)
+    more["launch_idx"] += 4
+    db = write_db(tmp_path / "l.duckdb", pd.concat([first, more], ignore_index=True))
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 4, "rounds": 2})])
+    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(4, 16)])
+    con.close()
+    r = check.check_db(db)
+    v = r.verdicts[r.verdicts["kind"] == "pattern"].set_index("variant")
+    assert set(r.verdicts["looks"]) == {3}
+    # decided at the first look on 4 launches, kept; the 10% gain needed the second look's 16
+    assert v.loc["bcast_as_scatter_allgather", ["verdict", "look", "n_launches"]].tolist() == ["violation", 0, 4]
+    assert v.loc["bcast_as_allgatherv", ["verdict", "look", "n_launches"]].tolist() == ["violation", 1, 16]
+    assert decide.selection(r.verdicts) == {}
+    # the same data judged as one look: alpha is not spent, the decisions rest on all launches
+    one = check.judge(check.load_run(db), check.CheckSettings(looks=1))
+    assert set(one.verdicts["looks"]) == {2}  # two looks are in the data: never fewer than that
+
+
+def test_selection_names_the_jobs_of_open_comparisons() -> None:
+    v = pd.DataFrame([
+        {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_allgatherv", "msg_bytes": 8,
+         "ref_bytes": None, "verdict": "undecided"},
+        {"nprocs": 4, "kind": "monotony", "collective": "bcast", "variant": "default", "msg_bytes": 8,
+         "ref_bytes": 1024, "verdict": "untested"},
+        {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_scatter_allgather",
+         "msg_bytes": 8, "ref_bytes": None, "verdict": "violation"},
+        {"nprocs": 2, "kind": "aa", "collective": "bcast", "variant": "default#aa", "msg_bytes": 8,
+         "ref_bytes": None, "verdict": "undecided"},
+    ])
+    assert decide.selection(v) == {4: frozenset({("bcast", 8, "default"), ("bcast", 8, "bcast_as_allgatherv"),
+                                                 ("bcast", 1024, "default")})}
+
+
+def test_intel_algorithms_are_tested_not_skipped(tmp_path: Path) -> None:
+    """Issue 17's defect 1, for real: Intel MPI runs `lib:bcast:1` in launches of its own, and the
+    comparison with the default is tested (unpaired), never "too few launches: not tested"."""
+    import pytest
+
+    from colltune.mpi import libraries as mpi
+
+    try:
+        mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
+    db = tmp_path / "intel.duckdb"
+    out = CliRunner().invoke(main, ["check", "--mpi", "intel", "-n", "2", "-c", "bcast", "-s", "8", "-R", "4",
+                                    "--variants", "default,lib:bcast:1", "--max-reps", "40", "--time-budget",
+                                    "0.1", "--rounds", "0", "--no-aa", "--db", str(db), "--quiet"])
+    assert out.exit_code in (0, 1, 3), out.output
+    v = check.load_verdicts(db)
+    lib = v[v["kind"] == "library"]
+    assert lib[["variant", "test", "n_launches_default", "n_launches_variant"]].values.tolist() == [
+        ["lib:bcast:1", "welch-log", 4, 4]]
+    assert lib["p_value"].notna().all() and lib["verdict"].iloc[0] != "untested"
+
+
+def test_no_rule_from_an_undecided_verdict() -> None:
+    from colltune.tune import tuner
+
+    base = {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_allgatherv",
+            "msg_bytes": 8, "slowdown": 1.5, "significant": True, "barrier_warning": False}
+    v = pd.DataFrame([{**base, "verdict": "violation"}, {**base, "msg_bytes": 1024, "verdict": "undecided"}])
+    d = tuner.decide(v).set_index("msg_bytes")
+    assert d.loc[8, "variant"] == "bcast_as_allgatherv"
+    assert pd.isna(d.loc[1024, "variant"]) and d.loc[1024, "reason"] == "library"
+    assert d.loc[1024, "candidates"] == "bcast_as_allgatherv: undecided (no rule from an undecided verdict)"
