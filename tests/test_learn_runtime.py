@@ -210,6 +210,7 @@ def test_force_programs_pass_under_uniform_learning(openmpi, openmpi_build, ompi
 def test_uniform_learning_under_mpich(mpich, mpich_build, mpich_programs, tmp_path):
     run = ok(run_mpi(mpich, 3, [mpich_programs["ct_collectives"], "-r", "3"],
                      learn_env(mpich, mpich_build, trace=tmp_path), timeout=240))
+    assert {k[1] for k in run.counts} == {"explore"}, run.describe()
     calls, portfolios = read_calls(tmp_path, 3)
     assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios)
     large = ok(run_mpi(mpich, 2, [mpich_programs["ct_largecount"]], learn_env(mpich, mpich_build)))
@@ -356,3 +357,23 @@ def test_c_and_python_readers_agree_on_corpus_mutations(tmp_path):
         c_cmp = c_line if c_line.startswith("ok") else ":".join(c_line.split(":")[:2])
         assert c_cmp == py_line, (path.read_text(errors="replace"), c_line, py_line)
     assert 0 < accepted < len(inputs)
+
+
+# ---- front end ------------------------------------------------------------------------------------
+
+def test_front_end_refuses_a_bad_table_before_launch(openmpi, openmpi_build, tmp_path):
+    from colltune.mpi.libraries import MpiError
+
+    bad = tmp_path / "bad.select"
+    bad.write_text("colltune-select 1\ncollective bcast\nend\n")
+    with pytest.raises(MpiError, match=r"--learn: .*bad.select:2: collective bcast has no 'members' line"):
+        runenv.rank_environment(openmpi, openmpi_build, learn=bad)
+    env = runenv.rank_environment(openmpi, openmpi_build, learn="-", trace_dir=tmp_path / "new" / "dir")
+    assert env["COLLTUNE_SELECT"] == "-" and (tmp_path / "new" / "dir").is_dir()
+    assert env["COLLTUNE_TRACE_DIR"] == str((tmp_path / "new" / "dir").resolve())
+
+
+def test_mpi_env_prints_the_learning_settings(openmpi, openmpi_build, tmp_path):
+    out = subprocess.run([COLLTUNE, "mpi", "env", "--mpi", "openmpi", "--learn", "-", "--trace-dir", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "COLLTUNE_SELECT=-" in out.replace("'", "") and f"COLLTUNE_TRACE_DIR={tmp_path}" in out.replace("'", "")
