@@ -153,3 +153,14 @@ def test_no_rule_from_an_undecided_verdict() -> None:
     assert d.loc[8, "variant"] == "bcast_as_allgatherv"
     assert pd.isna(d.loc[1024, "variant"]) and d.loc[1024, "reason"] == "library"
     assert d.loc[1024, "candidates"] == "bcast_as_allgatherv: undecided (no rule from an undecided verdict)"
+
+
+def test_native_export_takes_no_range_from_an_undecided_verdict() -> None:
+    from colltune.tune import native_export
+
+    base = {"nprocs": 2, "kind": "library", "collective": "bcast", "variant": "lib:bcast:1", "slowdown": 1.6,
+            "significant": True}
+    v = pd.DataFrame([{**base, "msg_bytes": 8, "verdict": "violation"},
+                      {**base, "msg_bytes": 1024, "verdict": "undecided"}])
+    segments = native_export.choices_from_verdicts(v)[("bcast", 2)]
+    assert [(s.lo, s.hi, s.algorithm) for s in segments] == [(8, 8, "1")]

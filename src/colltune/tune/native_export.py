@@ -67,6 +67,8 @@ def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10) -> Cho
         points: list[tuple[int, str | None]] = []
         for nbytes, at in group.groupby("msg_bytes", sort=True):
             ok = at[at["significant"].fillna(False).astype(bool) & (at["slowdown"] > 1.0) & (at["slowdown"] >= 1.0 + min_gain)]
+            if "verdict" in ok.columns:  # no range from an undecided verdict (issue 17)
+                ok = ok[~ok["verdict"].isin(("undecided", "untested"))]
             best = None if ok.empty else str(ok.sort_values(["slowdown", "variant"], ascending=[False, True])
                                                 .iloc[0]["variant"])
             points.append((int(nbytes), None if best is None else _algorithm(best)))
