@@ -39,12 +39,12 @@ def test_eager_threshold(openmpi, openmpi_build, programs, tmp_path):
     report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_eager"])])
     [f] = actionable(report)
     assert f["strategy"] == "eager"
-    assert f["data"] == {"variable": "btl_sm_eager_limit", "threshold": 4096, "recommended": 131072,
-                         "max_median": 65536, "site": "MPI_Isend at main (advise_eager.c:15)"}
-    assert f["changes"] == {"openmpi": "mpiexec --mca btl_sm_eager_limit 131072 ... "
-                                       "(or export OMPI_MCA_btl_sm_eager_limit=131072)"}
+    assert f["data"] == {"variable": "btl_sm_eager_limit", "threshold": 4096, "recommended": 32768,
+                         "max_median": 16384, "site": "MPI_Isend at main (advise_eager.c:15)"}
+    assert f["changes"] == {"openmpi": "mpiexec --mca btl_sm_eager_limit 32768 ... "
+                                       "(or export OMPI_MCA_btl_sm_eager_limit=32768)"}
     assert "memory footprint" in f["warning"]
-    assert Path(report["files"]["env"]).read_text() == "export OMPI_MCA_btl_sm_eager_limit='131072'\n"
+    assert Path(report["files"]["env"]).read_text() == "export OMPI_MCA_btl_sm_eager_limit='32768'\n"
 
 
 def test_oversubscription(openmpi, openmpi_build, programs, tmp_path):

@@ -25,6 +25,7 @@ class Threshold:
     variable: str       # the library's name of the setting
     bytes: int
     how: str            # the exact change, with {value}
+    cap: int | None = None   # largest useful value (Open MPI sm: btl_sm_max_send_size)
 
 
 def threshold(run: ProfileRun, family: str) -> Threshold | None:
@@ -35,8 +36,13 @@ def threshold(run: ProfileRun, family: str) -> Threshold | None:
         names = ["btl_sm_eager_limit", "btl_vader_eager_limit"] if one_node else ["btl_tcp_eager_limit"]
         for n in names:
             if n in cvars and cvars[n].lstrip("-").isdigit():
+                # Shared memory: above the fragment size, rendezvous is a single copy (CMA/XPMEM)
+                # and eager would copy twice through fragments (measured: HPCC 2x slower with
+                # 1 MiB, benchmarks/advise/README.md); never advise beyond it.
+                cap_name = n.replace("eager_limit", "max_send_size")
+                cap = int(cvars[cap_name]) if one_node and cvars.get(cap_name, "").isdigit() else None
                 return Threshold(n, int(cvars[n]), f"mpiexec --mca {n} {{value}} ... "
-                                 f"(or export OMPI_MCA_{n}={{value}})")
+                                 f"(or export OMPI_MCA_{n}={{value}})", cap)
         return None
     if family == "intel":
         return Threshold("I_MPI_EAGER_THRESHOLD", INTEL_DEFAULT, "export I_MPI_EAGER_THRESHOLD={value}")
@@ -78,6 +84,8 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
     if th is None or top <= th.bytes:
         return []
     value = recommended(top)
+    if th.cap is not None and value > th.cap:
+        return []   # large messages: the library's single-copy rendezvous is the better protocol
     n_sites = sum(1 for v in medians.values() if v > th.bytes)
     return [Finding(
         "eager",

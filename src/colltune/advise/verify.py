@@ -38,7 +38,11 @@ class Verification:
         if abs(self.measured_s) <= spread:
             return (f"the measured difference ({self.measured_s * 1e3:.1f} ms) is within the run-to-run "
                     f"spread ({spread * 1e3:.1f} ms, interquartile range): not resolved on this machine")
-        if self.predicted_s and abs(self.measured_s - self.predicted_s) <= 0.3 * abs(self.measured_s):
+        if not self.predicted_s:
+            return (f"no gain was predicted (eager and mapping advice are not backed by the database); "
+                    f"measured {self.measured_s * 1e3:.1f} ms"
+                    + (": the advice made the run slower, do not apply it" if self.measured_s < 0 else ""))
+        if abs(self.measured_s - self.predicted_s) <= 0.3 * abs(self.measured_s):
             return "prediction within 30% of the measured gain"
         return (f"prediction off by {abs(self.measured_s - self.predicted_s) * 1e3:.1f} ms: the database "
                 "measures collectives in isolation (no cache or network contention with the application)")
