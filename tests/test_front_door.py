@@ -72,7 +72,7 @@ def test_demo_commands_into_an_empty_folder(tmp_path: Path, openmpi_build: objec
     runner = CliRunner()
     result = runner.invoke(main, ["check", "--preset", "quick", "-n", "2", "-R", "3", "-c", "bcast,allreduce",
                                   "--quiet", "--db", str(db), "--out", str(out)])
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, 1, 3), result.output  # 3: no violation, some comparisons undecided
     assert (out / "report.html").is_file() and db.is_file()
     result = runner.invoke(main, ["tune", "--db", str(db), "--out", str(tmp_path / "new" / "tuned.profile")])
     assert result.exit_code == 0, result.output

@@ -49,9 +49,9 @@ def _run(argv: list[str], env: dict[str, str], timeout: float = 600) -> subproce
 def _check_in_allocation(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path) -> None:
     db = tmp_path / "slurm.duckdb"
     proc = _run(["salloc", "-n", "2", COLLTUNE, "check", "--mpi", lib.name, "-n", "2", "-c", "allreduce,bcast",
-                 "-s", "8,4KiB", "-R", "3", "--max-reps", "40", "--time-budget", "0.1",
+                 "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40", "--time-budget", "0.1",
                  "--db", str(db), "--out", str(tmp_path / "out")], env)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]  # 1: violations found, a result
+    assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]  # 1: violations, 3: some undecided
     with Store(db, read_only=True) as store:
         run_id = store.latest_run_id()
         assert run_id is not None and store.run_info(run_id)["status"] == "complete"
