@@ -129,3 +129,10 @@ def test_report_section(openmpi, openmpi_build, programs, tmp_path):
     assert page is not None and page.count("<img") == 3
     assert "bcast_as_scatter_allgather is 5.00x faster" in page
     assert section.render(SimpleNamespace(db_path=tmp_path / "other.duckdb")) is None
+
+
+def test_no_eager_advice_beyond_the_shared_memory_fragment(openmpi, openmpi_build, programs, tmp_path):
+    # 200000-byte messages: above btl_sm_eager_limit, but also above btl_sm_max_send_size, where
+    # the single-copy rendezvous beats eager (benchmarks/advise: HPCC 2x slower when forced eager).
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_sites"])])
+    assert [f for f in report["findings"] if f["strategy"] == "eager"] == []
