@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Generate the Fortran (mpif.h / `use mpi`) wrappers of libcolltune from collectives.toml.
+
+Output: native/generated/ct_fortran_wrappers.c. Open MPI's Fortran bindings call PMPI_* directly,
+so a Fortran application's collectives never reach the C wrappers (ct_wrappers.c). For every
+collective of the table this file defines the Fortran symbols in the manglings compilers use
+(mpi_x_, mpi_x__, mpi_x, MPI_X): each converts the handles (MPI_*_f2c) and Fortran's MPI_IN_PLACE
+to C and calls the C wrapper MPI_<Coll> of the same library, so the Fortran call takes exactly
+the C call's path (counting, force, profile).
+
+When in doubt the call goes to the library's own Fortran symbol unchanged (dlsym RTLD_NEXT):
+  - the library's Fortran sentinels are unknown (only Open MPI's `mpi_fortran_in_place_` /
+    `mpi_fortran_bottom_` are recognised), or a buffer is MPI_BOTTOM;
+  - a Fortran INTEGER is not a C int (MPI_Fint differs, e.g. -fdefault-integer-8 builds).
+mpi_f08 symbols are not wrapped: their buffers may be array descriptors (TS 29113), and an f08
+call therefore reaches the library unchanged (docs/interposer.md, "Fortran").
+
+`--check` writes nothing and exits 1 if the committed file is stale. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from table import GENERATED_DIR, Collective, banner, load, write_or_check
+
+BUFFERS = {"sendbuf", "recvbuf", "buffer"}
+
+
+def fortran_params(coll: Collective) -> str:
+    out = []
+    for a in coll.args:
+        if a.role in BUFFERS:
+            out.append(f"void *{a.name}")
+        else:  # counts, datatypes, ops, roots, comms: Fortran passes INTEGERs by reference
+            out.append(f"MPI_Fint *{a.name}")
+    return ", ".join(out + ["MPI_Fint *ierr"])
+
+
+def c_args(coll: Collective) -> str:
+    """The C wrapper's arguments. Only the buffer the table allows MPI_IN_PLACE for is compared
+    with Fortran's sentinel (the standard allows it nowhere else)."""
+    in_place_role = (coll.in_place or "").split("@")[0]
+    out = []
+    for a in coll.args:
+        if a.role in BUFFERS:
+            out.append(f"ct_f_in_place({a.name})" if a.role == in_place_role else a.name)
+        elif a.role in ("sendtype", "recvtype", "datatype"):
+            out.append(f"PMPI_Type_f2c(*{a.name})")
+        elif a.role == "op":
+            out.append(f"PMPI_Op_f2c(*{a.name})")
+        elif a.role == "comm":
+            out.append(f"PMPI_Comm_f2c(*{a.name})")
+        elif a.role == "recvcounts":
+            out.append(f"(const int *){a.name}")
+        else:
+            out.append(f"(int)*{a.name}")
+    return ", ".join(out)
+
+
+def wrapper(coll: Collective) -> list[str]:
+    low = coll.mpi.lower()
+    names = [a.name for a in coll.args]
+    bufs = [a.name for a in coll.args if a.role in BUFFERS]
+    fargs = ", ".join(names + ["ierr"])
+    bottom = " || ".join(f"ct_f_is_bottom({b})" for b in bufs)
+    lines = [
+        f"typedef void ct_f_{coll.name}_fn({fortran_params(coll)});",
+        "",
+        f"static void ct_f_{coll.name}({fortran_params(coll)}, const char *symbol)",
+        "{",
+        f"    if (!ct_f_translatable() || {bottom}) {{",
+        f"        ct_f_{coll.name}_fn *next = (ct_f_{coll.name}_fn *)ct_f_next(symbol);",
+        f"        if (next != NULL) next({fargs});",
+        "        else *ierr = MPI_ERR_INTERN;",
+        "        return;",
+        "    }",
+        f"    *ierr = (MPI_Fint){coll.mpi}({c_args(coll)});",
+        "}",
+        "",
+    ]
+    for sym in (f"{low}_", f"{low}__", low, coll.mpi.upper()):
+        lines += [
+            f"void {sym}({fortran_params(coll)});",
+            f"void {sym}({fortran_params(coll)})",
+            "{",
+            f'    ct_f_{coll.name}({fargs}, "{sym}");',
+            "}",
+            "",
+        ]
+    return lines
+
+
+PRELUDE = """\
+/* Fortran bindings of the table's collectives: translate, then the C wrapper (ct_wrappers.c). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stddef.h>
+
+/* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM (common blocks exported by libmpi); weak, so
+ * that under another library they are NULL and every call passes through unchanged. */
+extern char mpi_fortran_in_place_ __attribute__((weak));
+extern char mpi_fortran_bottom_ __attribute__((weak));
+
+/* Can this library's Fortran arguments be translated exactly? */
+static int ct_f_translatable(void)
+{
+    return &mpi_fortran_in_place_ != NULL && &mpi_fortran_bottom_ != NULL &&
+           sizeof(MPI_Fint) == sizeof(int);
+}
+
+static int ct_f_is_bottom(const void *buf)
+{
+    return buf == (const void *)&mpi_fortran_bottom_;
+}
+
+static void *ct_f_in_place(void *buf)
+{
+    return buf == (void *)&mpi_fortran_in_place_ ? MPI_IN_PLACE : buf;
+}
+
+/* The library's own Fortran symbol of that name (the next definition after libcolltune). */
+static void *ct_f_next(const char *symbol)
+{
+    return dlsym(RTLD_NEXT, symbol);
+}
+"""
+
+
+# MPI_Init/_thread/_Finalize: Open MPI's Fortran versions call PMPI_* too, so colltune's runtime
+# (native/runtime/init.c) would never start. Open MPI's do nothing Fortran-specific (argc 0,
+# argv NULL), so where the arguments translate they become the C calls; elsewhere (MPICH's
+# Fortran init sets up its sentinels) the library's own symbol runs unchanged.
+LIFECYCLE = [
+    ("init", "MPI_Fint *ierr", "ierr", "MPI_Init(NULL, NULL)"),
+    ("init_thread", "MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr",
+     "required, provided, ierr", None),
+    ("finalize", "MPI_Fint *ierr", "ierr", "MPI_Finalize()"),
+]
+
+
+def lifecycle() -> list[str]:
+    lines: list[str] = []
+    for name, params, args, call in LIFECYCLE:
+        if call is None:  # init_thread: the provided level comes back through a C int
+            body = ["    int provided_c = 0;",
+                    "    *ierr = (MPI_Fint)MPI_Init_thread(NULL, NULL, (int)*required, &provided_c);",
+                    "    *provided = (MPI_Fint)provided_c;"]
+        else:
+            body = [f"    *ierr = (MPI_Fint){call};"]
+        lines += [
+            f"typedef void ct_f_{name}_fn({params});",
+            "",
+            f"static void ct_f_{name}({params}, const char *symbol)",
+            "{",
+            "    if (!ct_f_translatable()) {",
+            f"        ct_f_{name}_fn *next = (ct_f_{name}_fn *)ct_f_next(symbol);",
+            f"        if (next != NULL) next({args});",
+            "        else *ierr = MPI_ERR_INTERN;",
+            "        return;",
+            "    }",
+            *body,
+            "}",
+            "",
+        ]
+        low = f"mpi_{name}"
+        for sym in (f"{low}_", f"{low}__", low, low.upper()):
+            lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
+                      f'    ct_f_{name}({args}, "{sym}");', "}", ""]
+    return lines
+
+
+def generate() -> str:
+    table = load()
+    lines = [banner("gen_fortran.py", source="native/spec/collectives.toml").rstrip("\n"), ""]
+    lines += PRELUDE.splitlines() + [""]
+    lines += lifecycle()
+    for coll in table.collectives:
+        lines += wrapper(coll)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
+    args = parser.parse_args(argv)
+    path = GENERATED_DIR / "ct_fortran_wrappers.c"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not write_or_check(path, generate(), args.check):
+        print(f"stale: {path} (run native/gen/gen_fortran.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

