@@ -44,7 +44,7 @@ def measure(db: Path, runs: int, extra: list[str]) -> None:
         cmd = [str(Path(sys.executable).parent / "colltune"), "check", "--preset", "quick", "-n", "4", "--db", str(db),
                "--quiet", "--seed", str(1000 + i), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in (0, 1, 3):  # 3: no violation, some comparisons undecided
             sys.exit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
         print(f"run {i + 1}/{runs}: exit {proc.returncode}, {time.time() - t:.0f} s", flush=True)
 
