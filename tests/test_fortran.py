@@ -12,6 +12,7 @@ installed with `make setup-fortran`'s gfortran) has them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -26,9 +27,15 @@ from interposer_support import PROGRAMS, Run, force_rounds, force_spec, run_mpi
 DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
 SOURCE = PROGRAMS / "ct_fortran.f90"
 NPROCS = 3
-# Calls per collective of ct_fortran.f90 at NPROCS ranks (reduce and bcast: once per root).
-CALLS = {"allreduce": 3, "reduce": NPROCS, "bcast": NPROCS, "allgather": 2, "gather": 1,
-         "scan": 1, "reduce_scatter": 1, "reduce_scatter_block": 1}
+
+
+def calls(p: int) -> dict[str, int]:
+    """Calls per collective of ct_fortran.f90 at p ranks (reduce and bcast: once per root)."""
+    return {"allreduce": 3, "reduce": p, "bcast": p, "allgather": 2, "gather": 1, "scan": 1,
+            "reduce_scatter": 1, "reduce_scatter_block": 1}
+
+
+CALLS = calls(NPROCS)
 
 
 def _mpifort(lib: mpi.MpiLibrary) -> Path | None:
@@ -65,10 +72,10 @@ def debian() -> tuple[mpi.MpiLibrary, build.Artifacts, Path]:
     return lib, art, exe
 
 
-def _checks(run: Run) -> list[str]:
+def _checks(run: Run, p: int = NPROCS) -> list[str]:
     assert run.returncode == 0 and not run.timed_out, run.describe()
     lines = sorted(line for line in run.stdout.splitlines() if line.startswith("check "))
-    assert len(lines) == NPROCS * sum(CALLS.values()), run.describe()
+    assert len(lines) == p * sum(calls(p).values()), run.describe()
     assert all(" -999999 " not in line for line in lines), run.describe()
     return lines
 
@@ -115,3 +122,32 @@ def test_fortran_counting_sees_every_call(debian: tuple[mpi.MpiLibrary, build.Ar
     for (coll, _mode, _variant, _outcome), n in run.counts.items():
         seen[coll] += n
     assert {c: seen[c] for c in CALLS} == CALLS, run.describe()
+
+
+def test_fortran_mpich_family_intel(tmp_path: Path) -> None:
+    """MPICH-family Fortran (Intel MPI 2021.18's libmpifort, with gfortran): its bindings call
+    MPI_* (nm: `U MPI_Allreduce`), so the generated wrappers, which do not know its Fortran
+    sentinels, hand every call to the library's own Fortran symbol, and the C wrappers then see
+    it with the library's own MPI_IN_PLACE translation. Its `use mpi` module is built for ifx:
+    the program is compiled with mpif.h instead."""
+    try:
+        lib = mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not available (make setup-intel): {exc}")
+    art = build.ensure_built(lib)
+    src = tmp_path / "ct_fortran_h.f90"
+    src.write_text(SOURCE.read_text().replace("  use mpi\n  implicit none\n",
+                                              "  implicit none\n  include 'mpif.h'\n"))
+    exe = tmp_path / "ct_fortran"
+    env = {**os.environ, "I_MPI_ROOT": str(lib.mpicc.parent.parent)}
+    subprocess.run([str(lib.mpicc.parent / "mpif90"), "-o", str(exe), str(src)], check=True,
+                   env=env, capture_output=True)
+    p = 2
+    plain = _checks(run_mpi(lib, p, [exe], {}), p)
+    for choice in force_rounds():
+        chosen = {c: v for c, v in choice.items() if c in CALLS}
+        run = run_mpi(lib, p, [exe], runenv.rank_environment(lib, art, force=force_spec(chosen), verbose=True))
+        assert _checks(run, p) == plain, (chosen, run.describe())
+        want = Counter({(c, "force", v, "applied"): n for c, v in chosen.items()
+                        for n in [calls(p)[c]]})
+        assert _rows(run, "force") == want, (chosen, run.describe())
