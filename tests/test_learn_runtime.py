@@ -377,3 +377,29 @@ def test_mpi_env_prints_the_learning_settings(openmpi, openmpi_build, tmp_path):
     out = subprocess.run([COLLTUNE, "mpi", "env", "--mpi", "openmpi", "--learn", "-", "--trace-dir", str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout
     assert "COLLTUNE_SELECT=-" in out.replace("'", "") and f"COLLTUNE_TRACE_DIR={tmp_path}" in out.replace("'", "")
+
+
+# ---- check mode -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library", ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)])
+def test_check_mode_compares_every_explored_variant_call(request, library):
+    """Integer data: every explored call a mock-up served gives the library's bytes exactly;
+    the count of compared calls is the counting table's explored-and-applied calls."""
+    lib = request.getfixturevalue(library)
+    art = request.getfixturevalue(f"{library}_build")
+    prog = request.getfixturevalue("ompi_programs" if library == "openmpi" else "mpich_programs")["ct_collectives"]
+    run = ok(run_mpi(lib, 3, [prog, "-r", "2", "-t"], learn_env(lib, art, COLLTUNE_SELECT_CHECK="1"), timeout=240))
+    applied = sum(n for k, n in run.counts.items() if k[1] == "explore" and k[3] == "applied")
+    assert applied > 50
+    assert run.messages("check: ") == [f"colltune: check: rank 0 compared {applied} explored calls with the "
+                                       "library: all identical"], run.describe()
+
+
+def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, learn_programs):
+    """Sums of mixed-magnitude doubles: mock-ups add in another order than the library, and the
+    check mode reports it on every rank (the application still gets the library's bytes)."""
+    run = run_mpi(openmpi, 4, [learn_programs["learn_float"]],
+                  learn_env(openmpi, openmpi_build, COLLTUNE_SELECT_CHECK="1"), timeout=240)
+    assert run.returncode == 0 and "learn_float done" in run.stdout, run.describe()
+    reports = run.messages("explored calls with the library")
+    assert len(reports) == 4 and all(" differ (first: allreduce by allreduce_as_" in r for r in reports), run.describe()

@@ -111,6 +111,9 @@ CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
 /* Run the decided call, timed; its record was prepared by ct_learn_decide on this thread. */
 CT_HIDDEN int ct_learn_run_traced(const ct_call *call, const ct_decision *d);
+/* Check mode (check.c, COLLTUNE_SELECT_CHECK=1): run the variant and the library, compare. */
+CT_HIDDEN int ct_check_run(const ct_call *call, const ct_decision *d);
+CT_HIDDEN void ct_check_report(int rank);
 /* MPI_Finalize: write this rank's trace, free everything; ct_learn_stop frees without writing. */
 CT_HIDDEN void ct_learn_finish(void);
 CT_HIDDEN void ct_learn_stop(void);

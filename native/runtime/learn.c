@@ -43,6 +43,7 @@ typedef struct ct_comm_state {
 } ct_comm_state;
 
 static ct_select *ct_table;
+static int ct_checking;
 static uint64_t ct_seed, ct_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
@@ -220,6 +221,9 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
         return 0;
     }
     ct_seed = agreed[CT_L_SEED];
+    if (ct_env_bool(CT_ENV_SELECT_CHECK, 0, &ct_checking) != 0 && rank == 0)
+        ct_message("warning: COLLTUNE_SELECT_CHECK=%s is not 0 or 1; check mode is off",
+                   getenv(CT_ENV_SELECT_CHECK));
     ct_select_nbins(ct_table, ct_nbins);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
@@ -342,14 +346,18 @@ ct_decision ct_learn_decide(const ct_call *call)
 
 int ct_learn_tracing(void)
 {
-    return ct_trace != NULL;
+    return ct_trace != NULL || ct_checking;
 }
 
 int ct_learn_run_traced(const ct_call *call, const ct_decision *d)
 {
     double start = PMPI_Wtime();
-    int rc = d->variant >= 0 ? colltune_invoke(d->variant, call) : colltune_invoke_library(call);
+    int rc = d->variant < 0 ? colltune_invoke_library(call)
+             : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
+                                                         : colltune_invoke(d->variant, call);
     double end = PMPI_Wtime();
+    if (ct_trace == NULL)
+        return rc;
     uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
     if (slot < ct_trace_cap) {
         ct_trace_record *r = &ct_trace[slot];
@@ -407,6 +415,8 @@ static int ct_write_trace(FILE *f)
 
 void ct_learn_finish(void)
 {
+    if (ct_checking)
+        ct_check_report(ct_world_rank);
     if (ct_trace != NULL) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rank-%d.cttrace", ct_trace_dir, ct_world_rank);
@@ -435,6 +445,7 @@ void ct_learn_stop(void)
     ct_trace_cap = 0;
     ct_select_free(ct_table);
     ct_table = NULL;
+    ct_checking = 0;
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
     ct_keyval = MPI_KEYVAL_INVALID;
