@@ -54,9 +54,9 @@ def _cases(coll: str, p: int, quick: bool, big: bool, only_type: str | None = No
                 total += n * roots * in_place
     if big and only_type is None and not user_ops_only:
         total += 1 if quick else in_place + (1 if coll in WITH_OP else 0)
-    # count 1 with the receive buffer right before the send buffer (every collective with both)
+    # count 1 with adjacent send and receive buffers, both orders (every collective with both)
     if coll != "bcast" and only_type in (None, "MPI_INT") and not user_ops_only:
-        total += 1
+        total += 2
     return total
 
 

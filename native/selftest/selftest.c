@@ -473,7 +473,7 @@ static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, c
         }
 }
 
-/* Receive buffer immediately followed by the send buffer, count 1 (< p): legal (no overlap),
+/* Send and receive buffer adjacent, in both orders, count 1 (< p): legal (no overlap),
  * and MPICH rejects a call whose buffers alias, so a variant that hands the library a pointer
  * one past the end of recvbuf (the start of sendbuf here) for a rank that owns 0 elements is
  * caught on MPICH (IMB-MPI1's own MPI_Allreduce of one double hit exactly that). */
@@ -490,9 +490,11 @@ static void st_run_adjacent(const st_comm *comm, int coll, const st_type *types,
     unsigned char *adjacent = malloc((size_t)(L.recv_bytes + L.send_bytes) + 1);
     if (adjacent == NULL) return;
     unsigned char *send = b->send, *recv = b->recv;
-    b->recv = adjacent;
-    b->send = adjacent + L.recv_bytes;
-    st_run_case(&c, b, log);
+    for (int recv_first = 1; recv_first >= 0; recv_first--) {
+        b->recv = recv_first ? adjacent : adjacent + L.send_bytes;
+        b->send = recv_first ? adjacent + L.recv_bytes : adjacent;
+        st_run_case(&c, b, log);
+    }
     b->send = send, b->recv = recv;
     free(adjacent);
 }
