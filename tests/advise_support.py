@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from interposer_support import Run, run_mpi
+
 from colltune.mpi import build, runenv
 from colltune.mpi.libraries import MpiLibrary
-from interposer_support import Run, run_mpi
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from advise_support import compile_advise_programs
 from click.testing import CliRunner
 
-from advise_support import compile_advise_programs
 from colltune.commands.advise import command as advise_cmd
 from colltune.store import LaunchData, Store
 from colltune.tune import profile as prof

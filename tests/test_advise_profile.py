@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from advise_support import compile_advise_programs, profiled
+
 from colltune.advise import profile_run, symbols
 
 REPO = Path(__file__).resolve().parent.parent

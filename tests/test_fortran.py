@@ -19,10 +19,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from interposer_support import PROGRAMS, Run, force_rounds, force_spec, run_mpi
 
 from colltune import catalog
-from colltune.mpi import build, libraries as mpi, runenv
-from interposer_support import PROGRAMS, Run, force_rounds, force_spec, run_mpi
+from colltune.mpi import build, runenv
+from colltune.mpi import libraries as mpi
 
 DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
 SOURCE = PROGRAMS / "ct_fortran.f90"

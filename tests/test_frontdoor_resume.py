@@ -114,7 +114,8 @@ def test_sigkilled_bench_is_resumed_with_latest(tmp_path: Path) -> None:
         if seen and [(i, s) for i, s, _ in seen[1]] == [(0, "ok")]:
             break
         time.sleep(0.1)
-    assert seen is not None and bench.poll() is None, "the bench ended before its second launch"
+    assert seen is not None and bench.poll() is None, (
+        f"the bench ended before its second launch: {bench.stderr.read() if bench.poll() is not None else ''}")
     run_id, first = seen
     children: list[str] = []
     for _ in range(50):  # launch 1's launcher starts right after launch 0 is stored

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from colltune.cli import main
 from colltune.learn.loop import LoopSettings, SimulatedBackend, run_loop
-from colltune.learn.plots import busiest_cells, cell_probabilities, loop_figures
 from colltune.learn.models import ModelSettings
+from colltune.learn.plots import busiest_cells, cell_probabilities, loop_figures
 from colltune.learn.simulate import Simulator, load_truth
 from colltune.learn.table import read_table
 from colltune.store import Store

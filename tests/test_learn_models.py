@@ -10,7 +10,7 @@ from colltune.learn.export import to_profile
 from colltune.learn.loop import medians_score
 from colltune.learn.models import ModelSettings, train
 from colltune.learn.selection import SelectionSettings, build_table, estimated_gain
-from colltune.learn.table import SelectionTable, parse_table, format_table
+from colltune.learn.table import SelectionTable, format_table, parse_table
 from colltune.tune.profile import MAX_BYTES, format_profile, read_profile
 
 AR = ["default", "allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather"]

@@ -198,3 +198,28 @@ def test_a_database_of_the_first_release_still_opens(tmp_path: Path) -> None:
     assert len(result.verdicts) == len(stored)
     with Store(db) as store:
         assert set(schema.VERDICT_COLUMNS) <= set(store.derived("verdicts").columns)
+
+
+def test_open_when_free_waits_for_a_reader(tmp_path: Path) -> None:
+    """A run opens the database only to write; a reader holding it for a moment (the user's
+    `colltune report`, a test polling) must not make the run fail."""
+    import subprocess
+    import sys
+
+    from colltune.store import StoreBusy, open_when_free
+
+    db = tmp_path / "busy.duckdb"
+    Store(db).close()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ok', flush=True); "
+        "time.sleep(1.5)"), str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
+        with pytest.raises(StoreBusy):
+            Store(db)
+        with open_when_free(db, wait_s=30) as store:  # returns once the holder has exited
+            assert holder.poll() is not None
+            assert store.runs().empty
+    finally:
+        holder.kill()
+        holder.wait()

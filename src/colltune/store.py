@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,6 +35,10 @@ LaunchStatus = Literal["ok", "failed", "interrupted"]
 
 class StoreError(ColltuneError):
     """The results database cannot be used; the message names the file and the fix."""
+
+
+class StoreBusy(StoreError):
+    """Another process holds the file right now (DuckDB allows one writer, or many readers)."""
 
 
 @dataclass
@@ -74,6 +79,19 @@ def _open_failure(path: Path, exc: duckdb.Error) -> str:
     return f"cannot open {path} as a DuckDB database: {text}"
 
 
+def open_when_free(path: str | Path, *, read_only: bool = False, wait_s: float = 10.0) -> Store:
+    """Open the database, waiting up to `wait_s` while another process holds it for a moment (a
+    report or a reader during a run), instead of failing at once; other errors are raised."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return Store(path, read_only=read_only)
+        except StoreBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _empty(table: schema.Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=schema.pandas_dtype(t)) for c, t in table.columns.items()})
 
@@ -91,7 +109,8 @@ class Store:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
-            raise StoreError(_open_failure(self.path, exc)) from exc
+            busy = "lock" in str(exc).lower()
+            raise (StoreBusy if busy else StoreError)(_open_failure(self.path, exc)) from exc
         if not read_only:
             self._create()
         self._check_version()

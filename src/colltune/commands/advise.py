@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from colltune.advise import output, profile_run
-from colltune.advise.analyze import analyze
 from colltune.advise import verify as verify_mod
+from colltune.advise.analyze import analyze
 from colltune.advise.launch import run_app
 from colltune.advise.measure import measure_missing
 from colltune.mpi import build as build_mod

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from colltune.compare.config import CompareError, Config
 from colltune.measure import runner

@@ -22,7 +22,7 @@ import pandas as pd
 from colltune import __version__, catalog
 from colltune.errors import ColltuneError
 from colltune.learn import traces
-from colltune.learn.models import ModelSettings, training_points, train
+from colltune.learn.models import ModelSettings, train, training_points
 from colltune.learn.selection import CellReport, SelectionSettings, build_table, estimated_gain
 from colltune.learn.simulate import Simulator
 from colltune.learn.table import SelectionTable, content_hash, format_table, write_table

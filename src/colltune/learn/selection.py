@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from colltune import catalog
+from colltune.learn import draw
 from colltune.learn.models import CollectiveModels, features
 from colltune.learn.table import (
     DEFAULT_BINS,
@@ -32,7 +33,6 @@ from colltune.learn.table import (
     SelectionTable,
     bin_centre,
 )
-from colltune.learn import draw
 
 
 @dataclass(frozen=True)

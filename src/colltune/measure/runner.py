@@ -44,14 +44,14 @@ from colltune.measure.planning import (
     plan_jobs,
     validate,
 )
-from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
+from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
 from colltune.paths import writable_file
-from colltune.store import LaunchData, Store, StoreError, new_run_id
+from colltune.store import LaunchData, Store, new_run_id, open_when_free
 
 
 def _now() -> datetime:
@@ -138,7 +138,7 @@ def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | No
 def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: bool, *, progress: bool,
                 console: Console | None, command: str | None, kind: str) -> str:
     resume_run_id = run_id if resume else None
-    with Store(db_path) as store:
+    with open_when_free(db_path) as store:
         if resume_run_id is not None:
             info = store.run_info(resume_run_id)
             if info["status"] == "complete":
@@ -147,7 +147,7 @@ def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: boo
             done = store.finished_launches(resume_run_id)
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
-    with Store(db_path) as store:
+    with open_when_free(db_path) as store:
         if resume_run_id is None:
             store.create_run(
                 kind=kind, command=command or "colltune bench", mpi_name=lib.name,
@@ -168,10 +168,10 @@ def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: boo
         _run_launches(db_path, run_id, settings, lib, artifacts, todo, len(specs), len(done),
                       progress, console)
     except BaseException:
-        with Store(db_path) as store:
+        with open_when_free(db_path) as store:
             store.set_run_status(run_id, "interrupted")
         raise
-    with Store(db_path) as store:
+    with open_when_free(db_path) as store:
         store.set_run_status(run_id, "complete")
     return run_id
 
@@ -226,26 +226,17 @@ def describe(settings: BenchSettings) -> list[str]:
     return lines
 
 
-def _store_launch(db_path: Path, run_id: str, launch: LaunchData, attempts: int = 20) -> None:
+def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
     """Another process may hold the database for a moment (a reader during the run): wait
     for it rather than lose the launch."""
-    for attempt in range(attempts):
-        try:
-            store = Store(db_path)
-        except StoreError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
-            continue
-        with store:
-            store.write_launch(run_id, launch)
-        return
+    with open_when_free(db_path) as store:
+        store.write_launch(run_id, launch)
 
 
 def _refuse(db_path: Path, run_id: str) -> None:
     """Nothing of a refused launch is stored; a run that has no launch yet is removed, so the
     database is as it was before the command."""
-    with Store(db_path) as store:
+    with open_when_free(db_path) as store:
         if store.launches(run_id).empty:
             store.discard_run(run_id)
 
@@ -359,7 +350,7 @@ def prepare(settings: BenchSettings, db_path: str | Path, *, command: str, kind:
     db_path = writable_file(db_path, "results database")
     lock = RunLock(db_path, new_run_id())
     try:
-        with Store(db_path) as store:
+        with open_when_free(db_path) as store:
             store.create_run(
                 kind=kind, command=command, mpi_name=lib.name, mpi_version=lib.version, abi_family=lib.family,
                 settings=json.loads(settings.model_dump_json()), variants=all_variants(settings, key),
@@ -381,7 +372,7 @@ def measure_launch(prepared: PreparedRun, spec: LaunchSpec) -> None:
 
 def reopen(db_path: str | Path, run_id: str) -> PreparedRun:
     """A stored run prepared again with its stored settings; `specs` are its missing launches."""
-    with Store(db_path) as store:
+    with open_when_free(db_path) as store:
         settings = BenchSettings(**store.run_info(run_id)["settings"])
         done = store.finished_launches(run_id)
         store.set_run_status(run_id, "running")
