@@ -251,16 +251,41 @@ def write_parquet(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
 # Terminal rendering
 
 
-def _table(title: str, columns: list[tuple[str, str]], caption: str | None = None) -> Table:
-    t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left",
-              title_style="bold")
+# Identifiers that must never be cut inside a narrow terminal; long descriptions wrap instead.
+_KEEP_WHOLE = {"collective", "guideline", "GL", "size", "test", "verdict", "kind"}
+
+
+class _Table(Table):
+    """A terminal table that may leave out the process-count column (one count: said in the title)."""
+
+    skip_procs: bool = False
+
+
+def _table(title: str, columns: list[tuple[str, str]], caption: str | None = None,
+           nprocs: pd.Series | None = None) -> _Table:
+    skip = nprocs is not None and columns[0][0] == "procs" and nprocs.nunique() == 1
+    if skip:
+        title = f"{title}, {int(nprocs.iloc[0])} processes"  # type: ignore[union-attr]
+        columns = columns[1:]
+    t = _Table(title=title, caption=caption, box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left",
+               title_style="bold", collapse_padding=True, pad_edge=False)
+    t.skip_procs = skip
     for name, justify in columns:
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # A narrow terminal wraps headers between words and long descriptions, never inside a
+        # word or a figure: each column is at least as wide as its longest header word.
+        text = justify == "left" and name not in _KEEP_WHOLE
+        t.add_column(name, justify=justify,  # type: ignore[arg-type]
+                     min_width=max((len(w) for w in name.split()), default=1), ratio=1 if text else None)
     return t
 
 
-def _add_row(t: Table, *cells: str, style: str | None = None) -> None:
+def _add_row(t: _Table, *cells: str, style: str | None = None) -> None:
     """Cells are data, never markup (variant names may contain brackets)."""
+    if t.skip_procs:
+        cells = cells[1:]
+    for column, cell in zip(t.columns, cells):
+        if column.justify == "right" or str(column.header) in _KEEP_WHOLE:
+            column.min_width = max(column.min_width or 0, len(cell))  # figures stay on one line
     t.add_row(*(escape(c) for c in cells), style=style)
 
 
@@ -269,15 +294,18 @@ def render_grouped(verdicts: pd.DataFrame, only_violations: bool = False) -> Tab
     if only_violations:
         g = g[g["violations"] > 0]
     t = _table("Grouped violations (fastest violating variant per collective and size)",
-               [("procs", "right"), ("collective", "left"), ("size", "right"), ("launches", "right"),
-                ("default", "right"), ("slowdown", "right"), ("fastest violating variant", "left"),
-                ("guideline", "left"), ("its median", "right"), ("undecided", "right")],
-               caption="* barrier warning: the difference is within one MPI_Barrier (counted brave, not cautious)")
+               [("procs", "right"), ("collective", "left"), ("size", "right"), ("R", "right"),
+                ("default", "right"), ("slower", "right"), ("fastest violating variant", "left"),
+                ("GL", "left"), ("its median", "right"), ("not decided", "left")],
+               caption="R: launches (+ partial: some launches incomplete); slower: default / fastest violating "
+                       "variant; * barrier warning: the difference is within one MPI_Barrier (counted brave, "
+                       "not cautious)",
+               nprocs=g["nprocs"])
     for _, r in g.iterrows():
         name = r["label"] + ("*" if r["barrier_warning"] else "") if r["violations"] else ""
         style = ("yellow" if r["barrier_warning"] else "red") if r["violations"] else None
         _add_row(t, str(r["nprocs"]), r["collective"], fmt_bytes(r["msg_bytes"]),
-                  str(r["n_launches"]) + (" (partial)" if r["partial"] else ""), fmt_time(r["default_median_s"]),
+                  str(r["n_launches"]) + ("+" if r["partial"] else ""), fmt_time(r["default_median_s"]),
                   fmt_float(r["slowdown"], 2), name, r["guideline"], fmt_time(r["variant_median_s"]),
                   _gaps(r), style=style)
     return t
@@ -294,7 +322,8 @@ def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] = ("monotony"
     d = d[d["kind"].isin(kinds) & d["violation"]]
     t = _table(f"{' and '.join(kinds).capitalize()} violations",
                [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"), ("than", "left"),
-                ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right"), ("test", "left")])
+                ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right"), ("test", "left")],
+               nprocs=d["nprocs"])
     for _, r in d.iterrows():
         _add_row(t, str(r["nprocs"]), r["kind"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
                   fmt_float(r["slowdown"], 2),
@@ -318,7 +347,9 @@ def render_per_collective(verdicts: pd.DataFrame) -> Table:
     pc = per_collective_table(verdicts)
     t = _table("Per collective", [("procs", "right"), ("collective", "left"), ("tested", "right"), ("brave", "right"),
                                   ("cautious", "right"), ("pattern", "right"), ("library", "right"),
-                                  ("monotony", "right"), ("split", "right"), ("worst slowdown", "right")])
+                                  ("monotony", "right"), ("split", "right"), ("worst", "right")],
+               caption="worst: the largest slowdown of a violation",
+               nprocs=pc["nprocs"])
     for _, r in pc.iterrows():
         _add_row(t, *(str(r[c]) for c in ("nprocs", "collective", "tested", "brave", "cautious", "pattern",
                                          "library", "monotony", "split")), fmt_float(r["worst_slowdown"], 2))
@@ -329,7 +360,7 @@ def render_worst(verdicts: pd.DataFrame, top: int = 10) -> Table:
     w = worst_slowdowns_table(verdicts, top)
     t = _table(f"Worst slowdowns (top {top})", [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"),
                                                 ("than", "left"), ("size", "right"), ("slowdown", "right"),
-                                                ("95% CI of rel. diff", "right")])
+                                                ("95% CI of rel. diff", "right")], nprocs=w["nprocs"])
     for _, r in w.iterrows():
         _add_row(t, str(r["nprocs"]), r["guideline"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
                   fmt_bytes(r["msg_bytes"]), fmt_float(r["slowdown"], 2),
@@ -342,7 +373,7 @@ def render_runtimes(summary: pd.DataFrame, relative: bool = False) -> Table:
         r = relative_runtimes(summary)
         t = _table("Relative runtimes (default median / variant median)",
                    [("procs", "right"), ("collective", "left"), ("size", "right"), ("variant", "left"),
-                    ("relative", "right")])
+                    ("relative", "right")], nprocs=r["nprocs"])
         for _, x in r.iterrows():
             _add_row(t, str(x["nprocs"]), x["collective"], fmt_bytes(x["msg_bytes"]), x["label"],
                       fmt_float(x["relative_runtime"], 3))
@@ -350,7 +381,8 @@ def render_runtimes(summary: pd.DataFrame, relative: bool = False) -> Table:
     a = absolute_runtimes(summary)
     t = _table("Absolute runtimes (median of per-launch medians)",
                [("procs", "right"), ("collective", "left"), ("size", "right"), ("variant", "left"),
-                ("launches", "right"), ("samples", "right"), ("median", "right"), ("mean", "right")])
+                ("launches", "right"), ("samples", "right"), ("median", "right"), ("mean", "right")],
+               nprocs=a["nprocs"])
     for _, x in a.iterrows():
         _add_row(t, str(x["nprocs"]), x["collective"], fmt_bytes(x["msg_bytes"]), x["label"], str(x["n_launches"]),
                   str(x["n_samples"]), fmt_time(x["median_s"]), fmt_time(x["mean_s"]))
@@ -381,7 +413,7 @@ def _render_violation(verdicts: pd.DataFrame) -> Table:
     t = _table("Violations per variant", [("procs", "right"), ("collective", "left"), ("variant", "left"),
                                           ("guideline", "left"), ("size", "right"), ("launches", "right"),
                                           ("median", "right"), ("test", "left"), ("p", "right"),
-                                          ("p adj.", "right"), ("verdict", "left")])
+                                          ("p adj.", "right"), ("verdict", "left")], nprocs=v["nprocs"])
     for _, r in v.iterrows():
         _add_row(t, str(r["nprocs"]), r["collective"], r["rhs"] + ("*" if r["barrier_warning"] else ""), r["guideline"],
                   fmt_bytes(r["msg_bytes"]), str(r["n_launches"]), fmt_time(r["variant_median_s"]),
