@@ -74,3 +74,46 @@ def test_missing_ranks_are_refused(openmpi, openmpi_build, programs, tmp_path):
     (tmp_path / "p" / "rank-1").unlink()
     with pytest.raises(profile_run.ProfileRunError, match="1 rank files for 2 ranks"):
         profile_run.read(tmp_path / "p")
+
+
+@pytest.mark.parametrize("profiling", [False, True])
+def test_one_collective_at_init(openmpi, openmpi_build, programs, tmp_path, profiling):
+    # libcolltune's only collective at MPI_Init is the settings agreement (init.c), which also
+    # carries the profiling mode's sampling check: one PMPI_Allreduce whether profiling is on or
+    # off. A shim preloaded after libcolltune counts the PMPI_Allreduce calls on MPI_UINT64_T.
+    from colltune.mpi import build, runenv
+    from interposer_support import run_mpi
+
+    shim = build.compile_program(openmpi, [REPO / "tests" / "programs" / "pmpi_count_shim.c"],
+                                 tmp_path / "libpmpicount.so", ["-shared", "-fPIC", "-ldl"])
+    env = dict(runenv.rank_environment(openmpi, openmpi_build))
+    env["LD_PRELOAD"] += f" {shim}"
+    if profiling:
+        env["COLLTUNE_PROFILE_RUN"] = str(tmp_path / "p")
+    run = run_mpi(openmpi, 2, [str(programs["advise_none"])], env)
+    assert run.returncode == 0, run.describe()
+    counts = sorted(line for line in run.stdout.splitlines() if line.startswith("pmpi_count"))
+    assert counts == ["pmpi_count rank 0 uint64_allreduce 1", "pmpi_count rank 1 uint64_allreduce 1"]
+    assert (tmp_path / "p" / "rank-1").exists() == profiling
+
+
+def test_ranks_sampling_differently_sample_nothing(openmpi, openmpi_build, programs, tmp_path):
+    # Rank 0 samples every 16th call, rank 1 every 8th, rank 2 does not profile at all: a barrier
+    # on some ranks only would hang, so the agreement at MPI_Init turns sampling off everywhere.
+    from colltune.mpi import runenv
+    from interposer_support import mpmd_argv, run_argv
+
+    base = dict(runenv.rank_environment(openmpi, openmpi_build))
+    # Every context sets every variable: Open MPI's -x of one context reaches the others.
+    prof = {**base, "COLLTUNE_PROFILE_RUN": str(tmp_path / "p"), "COLLTUNE_PROFILE_RUN_SAMPLE": "16"}
+    prog = [programs["advise_sites"]]
+    run = run_argv(openmpi, mpmd_argv(openmpi, [(1, prog, prof), (1, prog, {**prof, "COLLTUNE_PROFILE_RUN_SAMPLE": "8"}),
+                                                 (1, prog, {**prof, "COLLTUNE_PROFILE_RUN": ""})]))
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    assert len(run.messages("COLLTUNE_PROFILE_RUN_SAMPLE differ across ranks")) == 1, run.describe()
+    files = sorted(p.name for p in (tmp_path / "p").iterdir())
+    assert files == ["rank-0", "rank-1"]
+    for f in files:
+        rank = profile_run.read_rank(tmp_path / "p" / f)
+        assert rank.sample_every == 0 and sum(p.samples for p in rank.points) == 0
+        assert sum(p.calls for p in rank.points if p.kind == "coll") == 50

@@ -32,8 +32,13 @@ CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes,
                                       uint64_t ns);
 
-/* Hooks: MPI_Init (after the modes are installed), ct_dispatch, MPI_Finalize. */
-CT_PROFRUN_HIDDEN void ct_profrun_start(int rank, int nprocs);
+/* Hooks: MPI_Init, ct_dispatch, MPI_Finalize. At MPI_Init ct_profrun_prepare fills its slots of
+ * init.c's settings agreement (one PMPI_Allreduce with MPI_MAX for every mode); ct_profrun_start
+ * reads the agreed values (after the modes are installed). */
+enum { CT_PR_SAMPLE, CT_PR_SAMPLE_NOT, CT_PROFRUN_SLOTS };
+CT_PROFRUN_HIDDEN void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS]);
+CT_PROFRUN_HIDDEN void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank,
+                                        int nprocs);
 struct ct_call;
 CT_PROFRUN_HIDDEN int ct_profrun_dispatch(const struct ct_call *call);
 CT_PROFRUN_HIDDEN void ct_profrun_finish(void);

@@ -8,7 +8,8 @@
  *   - force/scratch/chunk settings differ   -> one warning, every mode off (pass-through);
  *   - profile unreadable or differing       -> one warning, profile mode off;
  *   - selection table bad or differing      -> one warning, learning mode off (learn.c).
- * The same PMPI_Allreduce carries rank 0's seed of the learning mode to every rank.
+ * The same PMPI_Allreduce carries rank 0's seed of the learning mode to every rank and checks
+ * that the ranks sample alike in profiling mode (profrun.c): one collective at init, all modes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ enum { CT_PROFILE_NONE = 0, CT_PROFILE_BAD = 1, CT_PROFILE_OK = 2 };
 /* What the ranks compare, packed for one PMPI_Allreduce with MPI_MAX: a value x and its
  * complement ~x give max(x) and ~min(x), so equal extremes mean all ranks agree. */
 enum { CT_V_FORCE_BAD, CT_V_CFG, CT_V_CFG_NOT, CT_V_PSTATE, CT_V_PSTATE_NOT, CT_V_PHASH,
-       CT_V_PHASH_NOT, CT_V_LEARN, CT_V_COUNT = CT_V_LEARN + CT_LEARN_SLOTS };
+       CT_V_PHASH_NOT, CT_V_LEARN, CT_V_PROFRUN = CT_V_LEARN + CT_LEARN_SLOTS,
+       CT_V_COUNT = CT_V_PROFRUN + CT_PROFRUN_SLOTS };
 
 static uint64_t ct_fnv1a(uint64_t h, const void *data, size_t len)
 {
@@ -124,7 +126,8 @@ static void ct_runtime_start(void)
                               ~(uint64_t)state, phash, ~phash};
     int learn = ct_learn_prepare(v + CT_V_LEARN, learn_err, sizeof learn_err) != CT_LEARN_OFF;
     if (ct_rank != 0)
-        v[CT_V_LEARN + CT_L_SEED] = 0;   /* MPI_MAX then gives every rank rank 0's seed */
+        v[CT_V_LEARN + CT_L_SEED] = 0;
+    ct_profrun_prepare(v + CT_V_PROFRUN);   /* MPI_MAX then gives every rank rank 0's seed */
     if (PMPI_Allreduce(MPI_IN_PLACE, v, CT_V_COUNT, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD)
         != MPI_SUCCESS) {
         if (ct_rank == 0)
@@ -163,7 +166,7 @@ static void ct_runtime_start(void)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
     ct_modes_install(force, ct_loaded, learn, ct_verbose);
-    ct_profrun_start(ct_rank, ct_nprocs);
+    ct_profrun_start(v + CT_V_PROFRUN, ct_rank, ct_nprocs);
     if (ct_rank == 0) {
         if (verbose_bad)
             ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",

@@ -57,6 +57,7 @@ static char ct_maps[CT_MAPS_BYTES];               /* executable mappings at MPI_
 static int ct_rank_, ct_nprocs_, ct_keyval = MPI_KEYVAL_INVALID;
 static unsigned long ct_every;                    /* sample every N-th call, 0: never */
 static uint64_t ct_t_init;
+static int ct_profrun_wanted;                    /* COLLTUNE_PROFILE_RUN set on this rank */
 
 uint64_t ct_profrun_now(void)
 {
@@ -234,31 +235,46 @@ static long ct_sample_setting(void)
     return end == NULL || *end != '\0' || n < 0 ? -1 : n;
 }
 
-/* Called by every rank at MPI_Init, profiling or not: a barrier inserted on some ranks only would
- * hang, so the ranks agree on the sampling period first (0 where profiling is off or the setting
- * is malformed); any disagreement turns sampling off everywhere, profiling stays on. */
-void ct_profrun_start(int rank, int nprocs)
+/* MPI_Init, before the settings agreement: this rank's sampling period as {n, ~n} for init.c's
+ * one PMPI_Allreduce (n = 0 where profiling is off or the setting is malformed). A barrier
+ * inserted on some ranks only would hang, so the ranks must sample alike; no collective of its
+ * own here, so a run without profiling pays nothing beyond the agreement it already makes. */
+void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS])
 {
     const char *dir = getenv(CT_ENV_PROFILE_RUN);
-    int on = dir != NULL && dir[0] != '\0' && strlen(dir) < sizeof ct_dir;
-    long n = on ? ct_sample_setting() : 0;
-    if (n < 0 && rank == 0)
-        ct_message("warning: COLLTUNE_PROFILE_RUN_SAMPLE=%s is not a count >= 0; no calls are "
-                   "sampled", getenv(CT_ENV_PROFILE_RUN_SAMPLE));
+    ct_profrun_wanted = dir != NULL && dir[0] != '\0' && strlen(dir) < sizeof ct_dir;
+    long n = ct_profrun_wanted ? ct_sample_setting() : 0;
+    if (n < 0)
+        n = 0;   /* warned in ct_profrun_start, on rank 0 only */
+    /* Created before the agreement: a rank that cannot have one offers 0, the ranks then
+     * disagree, and nobody samples (rather than a barrier on some ranks only). */
     if (n > 0 && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
                                          &ct_keyval, NULL) != MPI_SUCCESS)
         n = 0;
-    uint64_t v[2] = {(uint64_t)(n > 0 ? n : 0), ~(uint64_t)(n > 0 ? n : 0)};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS
-        || v[0] != ~v[1]) {
-        if (on && rank == 0)
+    slots[CT_PR_SAMPLE] = (uint64_t)n;
+    slots[CT_PR_SAMPLE_NOT] = ~(uint64_t)n;
+}
+
+/* MPI_Init, after the agreement (`agreed` holds the MPI_MAX of every rank's slots): any
+ * disagreement turns sampling off everywhere; profiling itself stays on where it was asked. */
+void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int nprocs)
+{
+    if (!ct_profrun_wanted)
+        return;   /* the agreement still ran: ranks with profiling on saw this rank's 0 */
+    const char *dir = getenv(CT_ENV_PROFILE_RUN);
+    uint64_t every = agreed[CT_PR_SAMPLE];
+    if (rank == 0 && ct_sample_setting() < 0)
+        ct_message("warning: COLLTUNE_PROFILE_RUN_SAMPLE=%s is not a count >= 0; no calls are "
+                   "sampled", getenv(CT_ENV_PROFILE_RUN_SAMPLE));
+    if (agreed[CT_PR_SAMPLE] != ~agreed[CT_PR_SAMPLE_NOT]) {
+        if (rank == 0)
             ct_message("warning: COLLTUNE_PROFILE_RUN or COLLTUNE_PROFILE_RUN_SAMPLE differ "
                        "across ranks; no calls are sampled (give all ranks the same settings)");
-        v[0] = 0;
+        every = 0;
     }
-    if (!on)
-        return;
-    ct_every = (unsigned long)v[0];
+    if (every == 0 && ct_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ct_keyval);
+    ct_every = (unsigned long)every;
     strcpy(ct_dir, dir);
     mkdir(ct_dir, 0777);   /* every rank tries; EEXIST is fine, other errors show at Finalize */
     ct_rank_ = rank;
