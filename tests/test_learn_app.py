@@ -53,3 +53,25 @@ def test_two_batches_of_a_real_program(openmpi, openmpi_build, tmp_path: Path) -
             found = table.cell(r.collective, bins)
             assert r.member == (found[0][draw.pick_exploit(found[1].weights)] if found else "default"), r
     assert set(applied["mode"]) <= {"explore", "exploit"}
+
+
+@pytest.mark.slow
+def test_check_command_reads_the_output_and_stops_the_loop(openmpi, openmpi_build, tmp_path: Path) -> None:
+    """`--check` sees each launch's output ($COLLTUNE_LEARN_LOG): a passing check lets the batch
+    in, a failing one stops the loop before the batch is recorded (a wrong result must not teach)."""
+    prog = compile_programs(openmpi, tmp_path / "programs")["ct_collectives"]
+    launch = ["--", str(openmpi.mpiexec), "--oversubscribe", "-n", "2", str(prog), "-r", "1", "bcast"]
+
+    def run(db: Path, check: str) -> object:
+        return CliRunner().invoke(main, [
+            "learn", "run", "--batches", "1", "--db", str(db), "--table-out", str(tmp_path / "t.sel"),
+            "--trace-root", str(tmp_path / db.stem), "--check", check, *launch])
+
+    good = run(tmp_path / "good.duckdb", 'grep -q "^ok 2 ranks$" "$COLLTUNE_LEARN_LOG" && test "$COLLTUNE_LEARN_BATCH" = 1')
+    assert good.exit_code == 0, good.output
+    logs = list((tmp_path / "good").rglob("batch-001-app0.log"))
+    assert len(logs) == 1 and "ok 2 ranks" in logs[0].read_text()
+    bad = run(tmp_path / "bad.duckdb", 'grep -q "^FAIL" "$COLLTUNE_LEARN_LOG"')
+    assert bad.exit_code != 0 and "batch 1: the check" in bad.output, bad.output
+    with Store(tmp_path / "bad.duckdb", read_only=True) as store:
+        assert store.learn_batches().empty and store.trace_runs().empty

@@ -156,10 +156,14 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
 @click.option("--also", "also", multiple=True, metavar="CMD",
               help="another launch line run in every batch (an application group), e.g. "
                    "--also 'mpiexec -n 2 ./other'")
+@click.option("--check", "check", default=None, metavar="CMD",
+              help="shell command run after every launch to check the application's results; "
+                   "$COLLTUNE_LEARN_LOG is the launch's output, $COLLTUNE_LEARN_BATCH the batch; "
+                   "a non-zero exit stops the loop (e.g. --check 'grep -q Success=1 $COLLTUNE_LEARN_LOG')")
 @_settings
 @click.argument("command_argv", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | None, truth: Path | None,
-            mpi_spec: str | None, also: tuple[str, ...], command_argv: tuple[str, ...], **kw: Any) -> None:
+            mpi_spec: str | None, also: tuple[str, ...], check: str | None, command_argv: tuple[str, ...], **kw: Any) -> None:
     """Repeat: run the application in learning mode, ingest its traces, retrain, write the next table.
 
     \b
@@ -173,7 +177,7 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
     settings = LoopSettings(batches, table_out, trace_root, _model(kw), _selection(kw))
     with Store(db_path) as store:
         if truth is not None:
-            if command_argv or also:
+            if command_argv or also or check:
                 raise ColltuneError("--simulate runs the simulator: give no launch command")
             from colltune.learn.simulate import Simulator, load_truth
 
@@ -189,7 +193,8 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
                 runenv.library_for_launcher(command_argv[0]) or mpi_mod.resolve(None))
             with err.status(f"building the C core for {lib.name} ..."):
                 art = build.ensure_built(lib)
-            backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store)
+            backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store,
+                                         check)
         done: list[Any] = []
         out_console = _out()
         with Live(progress_table(done), console=out_console, refresh_per_second=4) as live:

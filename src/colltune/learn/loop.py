@@ -8,6 +8,7 @@ both: the trace files, `ingest`, the models, the table.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from collections.abc import Callable, Sequence
@@ -154,18 +155,21 @@ class SimulatedBackend:
         return Score(self.sim.regret(table), self.sim.oracle_s(), self.sim.default_s())
 
 
-def learning_environment(table_path: Path, trace_dir: Path) -> dict[str, str]:
-    """The interposer's learning-mode settings (docs/select.md) for one launch."""
-    return {"COLLTUNE_SELECT": str(table_path.resolve()), "COLLTUNE_TRACE_DIR": str(trace_dir.resolve())}
-
-
 class ApplicationBackend:
-    """Real launches under the interposer; scores with bench/check medians of the library."""
+    """Real launches under the interposer; scores with bench/check medians of the library.
+
+    Each launch's standard output and error go to `<trace root>/batch-NNN-appK.log` (the
+    application's own results: what a correctness check reads). `check`, when given, is a shell
+    command run after every launch with COLLTUNE_LEARN_LOG (that file) and COLLTUNE_LEARN_BATCH in
+    its environment; a non-zero exit stops the loop before the batch is ingested, like a failing
+    launch: learning must never be bought with a wrong result."""
 
     source = "app"
 
-    def __init__(self, lib: object, artifacts: object, commands: Sequence[Sequence[str]], store: Store) -> None:
+    def __init__(self, lib: object, artifacts: object, commands: Sequence[Sequence[str]], store: Store,
+                 check: str | None = None) -> None:
         self.lib, self.art, self.commands, self.store = lib, artifacts, [list(c) for c in commands], store
+        self.check = check
         self.mpi_name = lib.name  # type: ignore[attr-defined]
         self.mpi_version = lib.short_version  # type: ignore[attr-defined]
         self.abi_family = lib.family  # type: ignore[attr-defined]
@@ -178,17 +182,29 @@ class ApplicationBackend:
         for i, argv in enumerate(self.commands):
             trace_dir = trace_root / f"batch-{batch:03d}-app{i}"
             trace_dir.mkdir(parents=True, exist_ok=True)
+            log = trace_root / f"batch-{batch:03d}-app{i}.log"
             env = runenv.rank_environment(self.lib, self.art, learn=table_path, trace_dir=trace_dir)  # type: ignore[arg-type]
             full, extra = runenv.inject(self.lib, argv, env)  # type: ignore[arg-type]
             started = datetime.now(timezone.utc)
-            proc = subprocess.run(full, env={**launch.launcher_env(self.lib), **extra},  # type: ignore[arg-type]
-                                  check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            with log.open("w") as sink:
+                proc = subprocess.run(full, env={**launch.launcher_env(self.lib), **extra},  # type: ignore[arg-type]
+                                      check=False, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
             wall = (datetime.now(timezone.utc) - started).total_seconds()
             if proc.returncode != 0:
-                raise ColltuneError(f"batch {batch}: `{' '.join(argv)}` exited with {proc.returncode}: "
-                                    f"{proc.stderr.strip()[-800:]}")
+                raise ColltuneError(f"batch {batch}: `{' '.join(argv)}` exited with {proc.returncode} (output in "
+                                    f"{log}): {_tail(log)}")
+            if self.check:
+                self._check(batch, log)
             out.append(Launch(trace_dir, " ".join(argv), None, wall))
         return out
+
+    def _check(self, batch: int, log: Path) -> None:
+        env = {**os.environ, "COLLTUNE_LEARN_LOG": str(log.resolve()), "COLLTUNE_LEARN_BATCH": str(batch)}
+        proc = subprocess.run(["sh", "-c", str(self.check)], env=env, check=False, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ColltuneError(f"batch {batch}: the check `{self.check}` failed (exit {proc.returncode}) on the "
+                                f"application's output {log}: {(proc.stdout + proc.stderr).strip()[-800:]}")
 
     def score(self, table: SelectionTable, calls: pd.DataFrame) -> Score:
         return medians_score(table, calls, self.medians)
@@ -218,6 +234,10 @@ def medians_score(table: SelectionTable, calls: pd.DataFrame, medians: pd.DataFr
     if oracle <= 0:
         return Score()
     return Score(chosen / oracle - 1.0, oracle, default)
+
+
+def _tail(path: Path, chars: int = 800) -> str:
+    return path.read_text(errors="replace").strip()[-chars:]
 
 
 __all__ = ["ApplicationBackend", "BatchResult", "Launch", "LoopSettings", "SimulatedBackend", "medians_score",

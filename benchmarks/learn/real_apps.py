@@ -1,0 +1,269 @@
+"""`colltune learn run` on real applications from Debian's package registry (issue 12):
+HPCC 1.5.0 (Debian Open MPI 4.1.4 build) on the embedded Open MPI 5.0.11, NWChem 7.0.2 (Debian
+MPICH 4.0.2 build) on pip MPICH 5.0.2, 2 ranks. real_apps.sh installs the packages and calls this.
+
+Per application:
+1. a reference run without colltune (the application's own result: HPCC `Success=1`, the NWChem
+   energy) and the points it calls;
+2. `--loops` independent learning loops of `--batches` batches (fresh database each), every batch
+   checked by the application's own result (`learn run --check`);
+3. the oracle: `colltune bench` of every member of the runtime's portfolio at the application's
+   (collective, bytes, ranks) points that make up 95% of its calls and of its collective time;
+4. per batch: the regret of the exploit-only table learned after it against that oracle,
+   default/oracle, the measured exploration cost;
+5. the final exploit-only table of each loop against the library's default, the application
+   run `--repeats` times each, alternating (medians; wall time and traced collective time).
+Results go to OUT/<app>.json; the README tables are printed from them (`--report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from colltune import catalog
+from colltune.learn import traces
+from colltune.learn.loop import medians_score
+from colltune.learn.table import SelectionTable, parse_table, read_table, write_table
+from colltune.mpi import build, launch, libraries, runenv
+from colltune.store import Store
+
+HERE = Path(__file__).resolve().parent
+COLLTUNE = str(HERE.parent.parent / ".venv" / "bin" / "colltune")
+NPROCS = 2
+NWCHEM_TOLERANCE = 1e-8  # Hartree: the input's own SCF convergence criterion
+
+
+@dataclass
+class App:
+    name: str
+    mpi: str
+    workdir: Path
+    argv: list[str]
+    check: str  # shell; $COLLTUNE_LEARN_LOG is the run's output; exit 0 = the application's result holds
+    result_re: str  # the application's own result line in its output (or hpccoutf.txt)
+
+
+def _hpcc(out: Path) -> App:
+    lib = libraries.resolve("openmpi")
+    work = out / "hpcc"
+    work.mkdir(parents=True, exist_ok=True)
+    text = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt").read_text()
+    # the example's 2x2 grid -> 1x2 for 2 ranks (N=1000, the example's other settings)
+    text = re.sub(r"^2(\s+)Ps$", r"1\1Ps", text, count=1, flags=re.M)
+    (work / "hpccinf.txt").write_text(text)
+    # A Debian Open MPI 4.1 build under Open MPI 5.0's mpiexec with 5.0's libmpi.so.40 (same ABI).
+    argv = [str(lib.mpiexec), "-n", str(NPROCS), "--bind-to", "none",
+            "-x", f"LD_LIBRARY_PATH={lib.mpiexec.parent.parent / 'lib'}", "/usr/bin/hpcc"]
+    # HPCC appends its report to hpccoutf.txt: move each run's next to its log.
+    check = 'grep -q "^Success=1" hpccoutf.txt && mv hpccoutf.txt "$COLLTUNE_LEARN_LOG.hpccoutf"'
+    return App("hpcc", "openmpi", work, argv, check, r"^Success=\d")
+
+
+def _nwchem(out: Path) -> App:
+    lib = libraries.resolve("mpich")
+    work = out / "nwchem"
+    (work / "lib").mkdir(parents=True, exist_ok=True)
+    (work / "etoh.nw").write_text((HERE / "apps" / "etoh.nw").read_text())
+    # Debian's NWChem needs libmpich.so.12; pip MPICH 5.0.2 names the same ABI libmpi.so.12.
+    libdir = lib.mpicc.parent.parent / "lib"
+    link = work / "lib" / "libmpich.so.12"
+    link.unlink(missing_ok=True)
+    link.symlink_to(libdir / "libmpi.so.12")
+    path = f"{work / 'lib'}:{libdir}:{libdir / 'mpich'}"
+    argv = [str(lib.mpiexec), "-n", str(NPROCS), "-genv", "LD_LIBRARY_PATH", path, "/usr/bin/nwchem.mpich", "etoh.nw"]
+    # the check needs the reference energy: main() sets it after the reference runs
+    return App("nwchem", "mpich", work, argv, "true", r"Total DFT energy =\s+(\S+)")
+
+
+def _nwchem_check(app: App, reference: float) -> str:
+    return (f"awk -v ref={reference!r} '/Total DFT energy/ {{d = $5 - ref; if (d < 0) d = -d; ok = (d <= "
+            f"{NWCHEM_TOLERANCE})}} END {{exit !ok}}' \"$COLLTUNE_LEARN_LOG\"")
+
+
+def _launch(app: App, log: Path, table: Path | None, trace_dir: Path | None) -> float:
+    """One run (under the interposer when a table is given), its output in `log`; wall seconds."""
+    lib = libraries.resolve(app.mpi)
+    argv, extra = app.argv, {}
+    if table is not None:
+        env = runenv.rank_environment(lib, build.ensure_built(lib), learn=table, trace_dir=trace_dir)
+        argv, extra = runenv.inject(lib, app.argv, env)
+    start = time.perf_counter()
+    with log.open("w") as sink:
+        proc = subprocess.run(argv, cwd=app.workdir, env={**launch.launcher_env(lib), **extra}, stdout=sink,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{app.name}: {shlex.join(argv)} exited {proc.returncode}; see {log}")
+    chk = subprocess.run(["sh", "-c", app.check], cwd=app.workdir, check=False,
+                         env={**os.environ, "COLLTUNE_LEARN_LOG": str(log)})
+    if chk.returncode != 0:
+        raise SystemExit(f"{app.name}: the application's result check failed on {log}")
+    return wall
+
+
+def _result(app: App, log: Path) -> str:
+    for path in (log, Path(f"{log}.hpccoutf")):
+        if path.exists():
+            m = re.search(app.result_re, path.read_text(errors="replace"), re.M)
+            if m:
+                return m.group(m.lastindex or 0)
+    raise SystemExit(f"{app.name}: no result line in {log}")
+
+
+def _calls(trace_dir: Path) -> pd.DataFrame:
+    files = sorted(trace_dir.glob("rank-*.cttrace"))
+    return traces.calls_frame([traces.read_trace(p) for p in files])[0]
+
+
+def learn_loops(app: App, out: Path, loops: int, batches: int) -> list[Path]:
+    dbs = []
+    for i in range(loops):
+        db = out / f"{app.name}-loop{i}.duckdb"
+        db.unlink(missing_ok=True)
+        cmd = [COLLTUNE, "learn", "run", "--mpi", app.mpi, "--batches", str(batches), "--db", str(db),
+               "--table-out", str(out / f"{app.name}-loop{i}.sel"), "--trace-root", str(out / f"traces-{app.name}-{i}"),
+               "--check", app.check, "--", *app.argv]
+        print(f"[{app.name}] loop {i + 1}/{loops}: {shlex.join(cmd)}", flush=True)
+        subprocess.run(cmd, cwd=app.workdir, check=True, stdin=subprocess.DEVNULL)
+        dbs.append(db)
+    return dbs
+
+
+def oracle_points(dbs: list[Path], share: float = 0.95) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """(collective, msg_bytes) on the whole world that make up `share` of the calls and of the
+    collective time of the loops' runs, and the runtime's portfolio per collective."""
+    frames, portfolios = [], {}
+    for db in dbs:
+        with Store(db, read_only=True) as store:
+            frames.append(store.trace_calls())
+            for text in store.trace_runs()["portfolios"]:
+                portfolios.update(json.loads(text))
+    calls = pd.concat(frames, ignore_index=True)
+    calls = calls[(calls["comm_size"] == NPROCS) & (calls["msg_bytes"] > 0)]
+    pts = calls.groupby(["collective", "msg_bytes"], as_index=False).agg(n=("runtime_s", "size"),
+                                                                         t=("runtime_s", "sum"))
+    keep = set()
+    for col in ("n", "t"):
+        ranked = pts.sort_values(col, ascending=False)
+        cum = ranked[col].cumsum() / ranked[col].sum()
+        keep |= set(ranked.index[(cum.shift(fill_value=0.0) < share).to_numpy()])
+    return pts.loc[sorted(keep)].sort_values(["collective", "msg_bytes"]), portfolios
+
+
+def bench_oracle(app: App, out: Path, points: pd.DataFrame, portfolios: dict[str, list[str]], launches: int) -> Path:
+    db = out / f"{app.name}-oracle.duckdb"
+    db.unlink(missing_ok=True)
+    for coll, grp in points.groupby("collective"):
+        sizes = ",".join(str(int(b)) for b in grp["msg_bytes"])
+        cmd = [COLLTUNE, "bench", "--mpi", app.mpi, "-n", str(NPROCS), "-c", str(coll), "-s", sizes,
+               "--variants", ",".join(portfolios[str(coll)]), "-R", str(launches), "--no-aa", "--no-barrier",
+               "--time-budget", "1.0", "--max-reps", "500", "--quiet", "--db", str(db)]
+        print(f"[{app.name}] oracle: {shlex.join(cmd)}", flush=True)
+        subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL)
+    return db
+
+
+def _exploration_cost(calls: pd.DataFrame, default_med: pd.Series) -> float:
+    """Measured extra collective time of the explored calls over the default's median at the same
+    point (in the same loop): what this batch paid for exploring."""
+    ex = calls[calls["mode"] == "explore"]
+    key = list(zip(ex["collective"], ex["msg_bytes"], ex["comm_size"], strict=True))
+    base = np.array([default_med.get(k, np.nan) for k in key], float)
+    ok = ~np.isnan(base)
+    return float((ex["runtime_s"].to_numpy()[ok] - base[ok]).sum())
+
+
+def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path) -> list[list[dict[str, object]]]:
+    with Store(oracle_db, read_only=True) as store:
+        medians = store.library_medians(app.mpi)
+    rows = []
+    for i, db in enumerate(dbs):
+        with Store(db, read_only=True) as store:
+            batches = store.learn_batches()
+            calls = {r: store.trace_calls(r) for r in batches["trace_run_id"]}
+        every = pd.concat(calls.values(), ignore_index=True)
+        default_med = every[every["member"] == catalog.DEFAULT].groupby(
+            ["collective", "msg_bytes", "comm_size"])["runtime_s"].median()
+        tables = [parse_table(str(t).encode()) for t in batches["table_text"]][1:]
+        tables.append(read_table(out / f"{app.name}-loop{i}.sel"))
+        loop = []
+        for b, (row, after) in enumerate(zip(batches.itertuples(), tables, strict=True), start=1):
+            c = calls[row.trace_run_id]
+            s = medians_score(after, c, medians)
+            loop.append({"batch": b, "wall_s": row.wall_s, "collective_s": row.collective_s,
+                         "explored": int(row.explored_calls), "traced": int(row.traced_calls),
+                         "exploration_cost_s": _exploration_cost(c, default_med),
+                         "regret": s.regret, "default_over_oracle": (s.default_s / s.oracle_s) if s.oracle_s else None,
+                         "exploit_cells": sum(cell.mode == "exploit" for ct in after.collectives.values()
+                                              for cell in ct.cells.values()),
+                         "cells": sum(len(ct.cells) for ct in after.collectives.values())})
+        rows.append(loop)
+    return rows
+
+
+def final_vs_default(app: App, out: Path, dbs: list[Path], repeats: int) -> dict[str, object]:
+    """Each loop's final exploit-only table against the library's default (a table that lists
+    nothing and leaves every call to the library), alternating runs; both traced."""
+    default = out / f"{app.name}-default.sel"
+    write_table(SelectionTable(unlisted="library", mpi=app.mpi, comments=("every call: the library",)), default)
+    res: dict[str, list[dict[str, float | str]]] = {"default": [], "learned": []}
+    for i in range(len(dbs)):
+        frozen = out / f"{app.name}-loop{i}-frozen.sel"
+        write_table(read_table(out / f"{app.name}-loop{i}.sel").frozen(), frozen)
+        for k in range(repeats):
+            for kind, table in (("default", default), ("learned", frozen)):
+                tdir = out / f"final-{app.name}" / f"loop{i}-{kind}-{k}"
+                tdir.mkdir(parents=True, exist_ok=True)
+                wall = _launch(app, tdir / "out.log", table, tdir)
+                calls = _calls(tdir)
+                res[kind].append({"loop": i, "wall_s": wall, "collective_s": float(calls["runtime_s"].sum()),
+                                  "result": _result(app, tdir / "out.log")})
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--apps", default="hpcc,nwchem")
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--loops", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5, help="final table vs default: runs of each per loop")
+    ap.add_argument("--oracle-launches", type=int, default=3)
+    args = ap.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for name in args.apps.split(","):
+        app = {"hpcc": _hpcc, "nwchem": _nwchem}[name](out)
+        refs = []
+        for k in range(3):  # reference runs without colltune: the result to hold, the plain wall time
+            log = out / f"{app.name}-reference-{k}.log"
+            wall = _launch(app, log, None, None)
+            refs.append({"wall_s": wall, "result": _result(app, log)})
+        if app.name == "nwchem":
+            app.check = _nwchem_check(app, float(refs[0]["result"]))
+        dbs = learn_loops(app, out, args.loops, args.batches)
+        points, portfolios = oracle_points(dbs)
+        oracle_db = bench_oracle(app, out, points, portfolios, args.oracle_launches)
+        result = {"app": app.name, "mpi": app.mpi, "argv": app.argv, "check": app.check, "reference": refs,
+                  "points": points.to_dict("records"), "portfolios": portfolios,
+                  "batches": score_loops(app, out, dbs, oracle_db),
+                  "final": final_vs_default(app, out, dbs, args.repeats)}
+        learned_logs = sorted((out / f"traces-{app.name}-0").rglob("batch-*.log"))
+        result["batch_results"] = [_result(app, p) for p in learned_logs]
+        (out / f"{app.name}.json").write_text(json.dumps(result, indent=1, default=float))
+        print(f"[{app.name}] wrote {out / f'{app.name}.json'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
