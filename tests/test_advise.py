@@ -136,3 +136,23 @@ def test_no_eager_advice_beyond_the_shared_memory_fragment(openmpi, openmpi_buil
     # the single-copy rendezvous beats eager (benchmarks/advise: HPCC 2x slower when forced eager).
     report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_sites"])])
     assert [f for f in report["findings"] if f["strategy"] == "eager"] == []
+
+
+def test_verify_without_advice_is_an_aa_comparison(openmpi, openmpi_build, programs, tmp_path):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(advise_cmd, ["--db", str(tmp_path / "none.duckdb"), "--out", str(out),
+                                          "--verify", "--runs", "2", "--", str(openmpi.mpiexec), "-n", "2",
+                                          "--bind-to", "core", str(programs["advise_none"])],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    v = json.loads((out / "advise.json").read_text())["verification"]
+    assert v["changed"] is False and v["predicted_gain_s"] == 0
+    assert v["insitu"]["label"] == "in-situ time in MPI calls"
+    # Every run was profiled: the in-situ figure is the busiest rank's time in MPI calls, which
+    # includes the 10 Allreduce calls' wait for the other rank's 20 ms steps (well above 0).
+    assert len(v["wall"]["default_s"]) == len(v["insitu"]["tuned_s"]) == 2
+    assert all(0 < t < w for t, w in zip(v["insitu"]["default_s"], v["wall"]["default_s"]))
+    assert v["agreement"].splitlines()[0].startswith(
+        "in-situ time in MPI calls: no advice, both sides ran the same (A/A): measured ")
+    assert sorted(p.name for p in (out / "verify-runs").iterdir()) == [
+        "advised-0", "advised-1", "default-0", "default-1"]

@@ -6,7 +6,9 @@ C core against Debian's Open MPI 4.1), then per application:
   1. overhead of the profiling mode: ROUNDS rounds, each one plain run (no preload) and one run
      with COLLTUNE_PROFILE_RUN, order alternating; launcher wall time; median of the per-round
      relative differences (and of the two sides);
-  2. `colltune advise --verify --runs VERIFY_RUNS`: the findings and predicted vs measured gain.
+  2. `colltune advise --measure --verify --runs VERIFY_RUNS`: the application's collective points
+     benchmarked (quick, interleaved) into a fresh database, the findings, and predicted vs
+     measured gain (wall time and in-situ time at the advised points, medians and noise).
 Writes results.json next to this file. The machine is shared: medians of several runs.
 """
 
@@ -108,22 +110,77 @@ def overhead(name: str, argv: list[str], cwd: Path, rounds: int) -> dict:
 def advise(name: str, argv: list[str], cwd: Path, verify_runs: int) -> dict:
     out = cwd / f"advise-{name}"
     res = colltune("advise", "--mpi", MPICC, "--db", str(cwd / "colltune.duckdb"), "--out", str(out),
-                   "--verify", "--runs", str(verify_runs), "--", *argv, cwd=cwd)
+                   "--measure", "--verify", "--runs", str(verify_runs), "--", *argv, cwd=cwd)
     print(res.stdout[-4000:], res.stderr[-2000:], flush=True)
     if res.returncode != 0:
         raise SystemExit(f"colltune advise failed for {name}")
     report = json.loads((out / "advise.json").read_text())
     return {"findings": [{"strategy": f["strategy"], "title": f["title"], "changes": f["changes"],
                           "saving_s": f["saving_s"]} for f in report["findings"]],
-            "shares": report["shares"], "verification": report.get("verification")}
+            "shares": report["shares"], "missing_points": report["missing_points"],
+            "points": [{k: p[k] for k in ("collective", "nprocs", "bin", "calls", "mean_bytes",
+                                          "total_s", "own_s", "wait_s")} for p in report["points"]],
+            "verification": report.get("verification")}
+
+
+def model_check(name: str, argv: list[str], cwd: Path, runs: int) -> dict:
+    """The prediction tested where the advice has nothing to apply: every application point with
+    a measured mock-up is served by the one the database predicts to change the run the most
+    (slower, on these applications), then predicted vs measured change, in-situ own cost at those
+    points and wall time, as --verify does (alternating runs, medians, noise), plus per point."""
+    sys.path.insert(0, str(REPO / "src"))
+    from colltune import catalog
+    from colltune.advise import collectives, profile_run, verify
+    from colltune.advise.points import collective_points
+    from colltune.mpi import build, libraries
+    from colltune.tune import profile as prof
+
+    run = profile_run.read(cwd / f"advise-{name}" / "profile-run")
+    table = collectives.medians(cwd / "colltune.duckdb", "openmpi")
+    choices = []
+    for p in collective_points(run):
+        at = table[(table["collective"] == p.collective) & (table["nprocs"] == p.nprocs)]
+        size = collectives.db_size_for(p, sorted({int(s) for s in at["msg_bytes"]}))
+        here = at[at["msg_bytes"] == size].set_index("variant")["median_s"]
+        mock = here[[v for v in here.index if catalog.variant_kind(str(v)) == "mockup"]]
+        if size is None or catalog.DEFAULT not in here.index or mock.empty:
+            continue
+        worst = str((mock - here[catalog.DEFAULT]).abs().idxmax())
+        choices.append(collectives.Choice(p, size, float(here[catalog.DEFAULT]), worst, float(mock[worst])))
+    predicted = {(c.point.collective, c.point.nprocs, c.point.bin):
+                 c.point.calls * (c.default_s - c.best_s) for c in choices}
+    path = prof.write_profile(collectives.profile_for(choices, {"generator": "benchmarks/advise model check"}),
+                              cwd / f"check-{name}.prf")
+    lib = libraries.resolve(MPICC)
+    here_dir = os.getcwd()
+    os.chdir(cwd)
+    try:
+        v = verify.verify(lib, build.ensure_built(lib), argv, path, {}, sum(predicted.values()),
+                          set(predicted), cwd / f"check-{name}", runs)
+    finally:
+        os.chdir(here_dir)
+    per_point = []
+    for key, pred in sorted(predicted.items(), key=lambda kv: kv[1]):
+        own = {side: statistics.median(
+            next((p.own_s for p in collective_points(profile_run.read(cwd / f"check-{name}" / f"{side}-{i}"))
+                  if (p.collective, p.nprocs, p.bin) == key), 0.0) for i in range(runs))
+            for side in ("default", "advised")}
+        per_point.append({"point": list(key), "variant": next(c.best for c in choices if
+                                                             (c.point.collective, c.point.nprocs, c.point.bin) == key),
+                          "calls": next(c.point.calls for c in choices if
+                                        (c.point.collective, c.point.nprocs, c.point.bin) == key),
+                          "predicted_change_s": pred, "measured_change_s": own["default"] - own["advised"]})
+    return {**v.as_json(), "per_point": per_point}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--verify-runs", type=int, default=3)
+    parser.add_argument("--verify-runs", type=int, default=5)
     parser.add_argument("--nprocs", type=int, default=2)
     parser.add_argument("--apps", default="lammps,hpcc")
+    parser.add_argument("--check-runs", type=int, default=7,
+                        help="runs per side of the model check (0: skip it)")
     args = parser.parse_args()
     install()
     results = {"machine": os.uname().nodename, "cores": os.cpu_count(), "load_before": os.getloadavg(),
@@ -135,6 +192,9 @@ def main() -> int:
             results["apps"][name] = {"command": " ".join(argv),
                                      "overhead": overhead(name, argv, work, args.rounds),
                                      "advise": advise(name, argv, work, args.verify_runs)}
+            if args.check_runs:
+                results["apps"][name]["model_check"] = model_check(name, argv, work, args.check_runs)
+                print(results["apps"][name]["model_check"]["agreement"], flush=True)
     results["load_after"] = os.getloadavg()
     (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     for name, r in results["apps"].items():

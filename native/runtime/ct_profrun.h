@@ -14,6 +14,7 @@
 #define CT_PROFRUN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <mpi.h>
 
@@ -31,6 +32,9 @@ CT_PROFRUN_HIDDEN uint64_t ct_profrun_now(void);
 CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes,
                                       uint64_t ns);
+
+/* The node's topology from /sys (NUMA nodes, device locality, isolated cores), topo.c. */
+CT_PROFRUN_HIDDEN void ct_topo_write(FILE *out);
 
 /* Hooks: MPI_Init, ct_dispatch, MPI_Finalize. At MPI_Init ct_profrun_prepare fills its slots of
  * init.c's settings agreement (one PMPI_Allreduce with MPI_MAX for every mode); ct_profrun_start

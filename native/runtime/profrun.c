@@ -371,6 +371,7 @@ static void ct_write_env(FILE *out, uint64_t wall)
                 fprintf(out, " %d", c);
     fprintf(out, "\n");
     fputs(ct_maps, out);
+    ct_topo_write(out);
     ct_write_cvars(out);
 }
 

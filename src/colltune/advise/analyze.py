@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from colltune.advise import collectives, eager, mapping, share
+from colltune.advise import collectives, eager, mapping, share, topology
 from colltune.advise.findings import Finding, family_of, ordered
 from colltune.advise.points import AppPoint, collective_points
 from colltune.advise.profile_run import ProfileRun
@@ -22,6 +23,7 @@ class Advice:
     choices: list[collectives.Choice] = field(default_factory=list)
     missing: list[AppPoint] = field(default_factory=list)
     shares: dict[str, float] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)   # topology.facts
 
     @property
     def predicted_saving_s(self) -> float:
@@ -43,6 +45,6 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
         found += collectives.findings(choices)
     else:
         choices = []
-    found += eager.findings(run, family) + mapping.findings(run, family)
+    found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
     return Advice(run, family, points, ordered(found), choices,
-                  collectives.missing(points, table), share_finding.data)
+                  collectives.missing(points, table), share_finding.data, topology.facts(run))

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from colltune.advise import collectives
+from colltune.advise import collectives, topology
 from colltune.advise.analyze import Advice
 from colltune.tune import native_export
 from colltune.tune import profile as prof
@@ -29,6 +30,7 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
                    for p in advice.points],
         "missing_points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin}
                            for p in advice.missing],
+        "environment": advice.environment,
         "files": files,
     }
 
@@ -88,6 +90,8 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
     console.print(f"wall {s['wall_s']:.3f} s; collectives {100 * s['collective_share']:.1f}% "
                   f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
                   f"{100 * s['p2p_share']:.1f}%")
+    for line in topology.describe(advice.environment):
+        console.print(line)
     table = Table(title="What to change, by predicted saving", show_lines=True)
     for col in ("#", "finding", "predicted saving", "change"):
         table.add_column(col, overflow="fold")
@@ -110,19 +114,21 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
 
 def print_verification(v: Any, console: Console | None = None) -> None:
     console = console or Console()
-    table = Table(title=f"--verify: {len(v.default_s)} runs per side, alternating (medians; shared machine)")
-    for col in ("default", "with the advice", "measured gain", "predicted gain"):
+    n = len(v.wall.default_s)
+    table = Table(title=f"--verify: {n} runs per side, alternating; medians, +- the ~95% noise of "
+                        "their difference (shared machine)")
+    for col in ("", "default", "with the advice", "measured gain", "predicted gain"):
         table.add_column(col)
-    import statistics
-    table.add_row(f"{statistics.median(v.default_s):.3f} s", f"{statistics.median(v.tuned_s):.3f} s",
-                  f"{v.measured_s * 1e3:.1f} ms", f"{v.predicted_s * 1e3:.1f} ms")
+    for c in (v.wall, v.insitu):
+        table.add_row(c.label, f"{statistics.median(c.default_s) * 1e3:.1f} ms",
+                      f"{statistics.median(c.tuned_s) * 1e3:.1f} ms",
+                      f"{c.gain_s * 1e3:.1f} +- {c.noise_s * 1e3:.1f} ms", f"{v.predicted_s * 1e3:.1f} ms")
     console.print(table)
     console.print(v.agreement())
 
 
 def verification_json(v: Any) -> dict[str, Any]:
-    return {"default_s": v.default_s, "tuned_s": v.tuned_s, "measured_gain_s": v.measured_s,
-            "predicted_gain_s": v.predicted_s, "agreement": v.agreement()}
+    return dict(v.as_json())
 
 
 def index_path(db: Path) -> Path:

@@ -4,6 +4,7 @@ Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runti
   colltune-profile-run 1
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
+  numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
   coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS
   p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0
@@ -69,6 +70,22 @@ class RankProfile:
     points: list[Point] = field(default_factory=list)
     lost_coll: int = 0
     lost_p2p: int = 0
+    # The node's topology (topo.c); empty / None where /sys did not say (then: unknown).
+    numa: dict[int, tuple[int, ...]] = field(default_factory=dict)   # NUMA node -> its cpus
+    devices: dict[str, int] = field(default_factory=dict)            # net/eth0 -> NUMA node, -1 unknown
+    isolated: tuple[int, ...] | None = None                           # isolcpus
+    nohz_full: tuple[int, ...] | None = None
+
+
+def cpulist(text: str) -> tuple[int, ...]:
+    """Linux's cpulist format ("0-3,8,10-11"; "-" or "" for none) as a sorted tuple."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if part in ("", "-"):
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return tuple(sorted(cpus))
 
 
 MAP_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+([0-9a-f]+)\s+\S+\s+\d+\s+(/.*)$")
@@ -80,6 +97,30 @@ def _point(kind: str, fields: list[str]) -> Point:
     return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n)
 
 
+def _fact(prof: RankProfile, facts: dict[str, str], line: str) -> None:
+    key, _, rest = line.partition(" ")
+    if key == "map":
+        if m := MAP_LINE.match(rest.strip()):
+            prof.maps.append(Mapping(int(m[1], 16), int(m[2], 16), int(m[3], 16), m[4]))
+    elif key == "cvar":
+        name, _, value = rest.partition(" ")
+        prof.cvars[name] = value
+    elif key in ("coll", "p2p"):
+        prof.points.append(_point(key, rest.split()))
+    elif key == "numa":
+        node, _, cpus = rest.partition(" ")
+        prof.numa[int(node)] = cpulist(cpus)
+    elif key == "device":
+        name, _, node = rest.partition(" ")
+        prof.devices[name] = int(node)
+    elif key in ("isolated", "nohz_full"):
+        setattr(prof, key, cpulist(rest))
+    elif key == "lost":
+        prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
+    else:
+        facts[key] = rest
+
+
 def read_rank(path: Path) -> RankProfile:
     lines = path.read_text().splitlines()
     if not lines or lines[0] != f"colltune-profile-run {FORMAT_VERSION}" or lines[-1] != "end":
@@ -88,19 +129,10 @@ def read_rank(path: Path) -> RankProfile:
     facts: dict[str, str] = {}
     prof = RankProfile(0, 0, 0, "", "", 0, None, 0, ())
     for line in lines[1:-1]:
-        key, _, rest = line.partition(" ")
-        if key == "map":
-            if m := MAP_LINE.match(rest.strip()):
-                prof.maps.append(Mapping(int(m[1], 16), int(m[2], 16), int(m[3], 16), m[4]))
-        elif key == "cvar":
-            name, _, value = rest.partition(" ")
-            prof.cvars[name] = value
-        elif key in ("coll", "p2p"):
-            prof.points.append(_point(key, rest.split()))
-        elif key == "lost":
-            prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
-        else:
-            facts[key] = rest
+        try:
+            _fact(prof, facts, line)
+        except ValueError as exc:
+            raise ProfileRunError(f"{path}: malformed line {line!r}; rerun the profile") from exc
     try:
         prof.rank, prof.nprocs = int(facts["rank"]), int(facts["nprocs"])
         prof.wall_ns, prof.host = int(facts["wall_ns"]), facts["host"]

@@ -1,67 +1,142 @@
 """`colltune advise --verify`: run the application again with and without the recommended
 settings, alternating, and set the measured gain beside the predicted one.
 
-Both sides run with libcolltune preloaded (profiling off), so the only difference is the advice:
-the profile (mock-ups) and the library settings of advise.env. Launcher wall time per run,
-median over runs per side: the machine is shared, single runs mislead.
+Both sides run with libcolltune preloaded and its profiling mode on (overhead below 0.1% of the
+run on LAMMPS and HPCC, benchmarks/advise), so the only difference is the advice, and every run
+yields two figures:
+  - the launcher's wall time: what the user cares about, but on a shared machine its run-to-run
+    noise is often larger than any collective saving;
+  - the in-situ own cost at the advised points: the slowest rank's own cost (sampled calls,
+    waiting for late ranks excluded) in exactly the (collective, process count, size bin) points
+    the advice changes, as the profiling mode measures it inside the application (with no
+    collective advice: the busiest rank's time in MPI calls). This is what the prediction is
+    about (calls x (default - best), capped at the own cost), with far less noise.
+Per side the median; the noise of a difference of medians is the half-width of its ~95% interval
+from the medians' notches (McGill, Tukey & Larsen 1978: median +- 1.57 IQR / sqrt(n), combined
+in quadrature). A predicted saving smaller than that noise is "not resolvable", whatever the
+measured difference happens to be: agreement claimed there would be luck.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from colltune.advise import profile_run
 from colltune.advise.launch import run_app
+from colltune.advise.points import collective_points
 from colltune.mpi import build as build_mod
 from colltune.mpi.libraries import MpiLibrary
+
+NOTCH = 1.57        # McGill, Tukey & Larsen (1978): ~95% interval of a median for comparisons
+AGREE = 0.30        # the issue's bar: prediction within 30% of the measured gain
+
+Key = tuple[str, int, int]      # (collective, nprocs, size bin)
+
+
+def notch(xs: Sequence[float]) -> float:
+    """Half-width of the ~95% interval of the median of xs (0 with fewer than 2 values)."""
+    if len(xs) < 2:
+        return 0.0
+    q1, q3 = np.percentile(xs, [25, 75])
+    return NOTCH * float(q3 - q1) / math.sqrt(len(xs))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label: str
+    default_s: list[float]
+    tuned_s: list[float]
+
+    @property
+    def gain_s(self) -> float:
+        return statistics.median(self.default_s) - statistics.median(self.tuned_s)
+
+    @property
+    def noise_s(self) -> float:
+        return math.hypot(notch(self.default_s), notch(self.tuned_s))
+
+    def verdict(self, predicted_s: float | None, changed: bool = True) -> str:
+        measured = f"measured {_ms(self.gain_s)} +- {_ms(self.noise_s)}"
+        if not changed:
+            return f"{self.label}: no advice, both sides ran the same (A/A): {measured} is the noise"
+        if not predicted_s:
+            slower = " (the advice made it slower: do not apply it)" if self.gain_s < -self.noise_s else ""
+            return f"{self.label}: no gain predicted; {measured}{slower}"
+        if abs(predicted_s) < self.noise_s:
+            return (f"{self.label}: not resolvable: the predicted saving {_ms(predicted_s)} is below the "
+                    f"run-to-run noise +- {_ms(self.noise_s)} (~95% interval of the difference of "
+                    f"medians, {len(self.default_s)} runs per side); {measured}")
+        if abs(self.gain_s - predicted_s) <= AGREE * abs(self.gain_s):
+            return f"{self.label}: prediction {_ms(predicted_s)} within 30% of the gain, {measured}"
+        return (f"{self.label}: prediction {_ms(predicted_s)} off, {measured} "
+                f"(predicted/measured = {predicted_s / self.gain_s:.2f})" if self.gain_s else
+                f"{self.label}: prediction {_ms(predicted_s)} off, {measured}")
+
+    def agrees(self, predicted_s: float) -> bool:
+        return (abs(predicted_s) >= self.noise_s
+                and abs(self.gain_s - predicted_s) <= AGREE * abs(self.gain_s))
+
+    def as_json(self) -> dict[str, object]:
+        return {"default_s": self.default_s, "tuned_s": self.tuned_s, "gain_s": self.gain_s,
+                "noise_s": self.noise_s}
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
 
 
 @dataclass(frozen=True)
 class Verification:
-    default_s: list[float]
-    tuned_s: list[float]
+    wall: Comparison
+    insitu: Comparison
     predicted_s: float
     changed: bool = True      # False: no advice, both sides ran the same (an A/A comparison)
 
-    @property
-    def measured_s(self) -> float:
-        return statistics.median(self.default_s) - statistics.median(self.tuned_s)
-
     def agreement(self) -> str:
-        """Within 30% of the measured gain, or why the comparison says little."""
-        spread = max(_iqr(self.default_s), _iqr(self.tuned_s))
-        if not self.changed:
-            return (f"no advice to apply: both sides ran the same, the difference "
-                    f"({self.measured_s * 1e3:.1f} ms) is run-to-run noise (spread {spread * 1e3:.1f} ms)")
-        if abs(self.measured_s) <= spread:
-            return (f"the measured difference ({self.measured_s * 1e3:.1f} ms) is within the run-to-run "
-                    f"spread ({spread * 1e3:.1f} ms, interquartile range): not resolved on this machine")
-        if not self.predicted_s:
-            return (f"no gain was predicted (eager and mapping advice are not backed by the database); "
-                    f"measured {self.measured_s * 1e3:.1f} ms"
-                    + (": the advice made the run slower, do not apply it" if self.measured_s < 0 else ""))
-        if abs(self.measured_s - self.predicted_s) <= 0.3 * abs(self.measured_s):
-            return "prediction within 30% of the measured gain"
-        return (f"prediction off by {abs(self.measured_s - self.predicted_s) * 1e3:.1f} ms: the database "
-                "measures collectives in isolation (no cache or network contention with the application)")
+        lines = [self.insitu.verdict(self.predicted_s, self.changed),
+                 self.wall.verdict(self.predicted_s, self.changed)]
+        p = self.predicted_s
+        if self.changed and p and self.insitu.agrees(p) and not self.wall.agrees(p):
+            lines.append("the advised collectives changed as predicted; the wall time "
+                         + ("did not resolve it" if abs(p) < self.wall.noise_s else
+                            "moved differently (other work overlaps or absorbs the collectives' time)"))
+        elif self.changed and p and abs(p) >= self.insitu.noise_s and not self.insitu.agrees(p):
+            lines.append("in the application the advised collectives do not cost what the database "
+                         "measured in isolation (after a barrier, warm caches, no computation "
+                         "between calls): the database's figures do not transfer to this run")
+        return "\n".join(lines)
+
+    def as_json(self) -> dict[str, object]:
+        return {"wall": self.wall.as_json(), "insitu": {"label": self.insitu.label, **self.insitu.as_json()},
+                "predicted_gain_s": self.predicted_s, "changed": self.changed,
+                "measured_gain_s": self.wall.gain_s, "agreement": self.agreement()}
 
 
-def _iqr(xs: list[float]) -> float:
-    if len(xs) < 4:
-        return (max(xs) - min(xs)) / 2
-    q = statistics.quantiles(xs, n=4)
-    return q[2] - q[0]
+def insitu_seconds(run: profile_run.ProfileRun, keys: set[Key]) -> float:
+    """The slowest rank's own cost at the advised points; without any, the busiest rank's MPI time."""
+    if keys:
+        return sum(p.own_s for p in collective_points(run) if (p.collective, p.nprocs, p.bin) in keys)
+    return max(sum(p.total_ns for p in r.points) for r in run.ranks) / 1e9
 
 
 def verify(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], profile: Path | None,
-           env: dict[str, str], predicted_s: float, runs: int = 5) -> Verification:
-    default, tuned = [], []
+           env: dict[str, str], predicted_s: float, keys: set[Key], workdir: Path,
+           runs: int = 5) -> Verification:
+    sides: dict[bool, tuple[list[float], list[float]]] = {False: ([], []), True: ([], [])}
     for i in range(runs):
-        order = (False, True) if i % 2 == 0 else (True, False)
-        for use in order:
-            t = run_app(lib, art, command, profile=profile if use else None,
+        for use in ((False, True) if i % 2 == 0 else (True, False)):
+            pdir = workdir / f"{'advised' if use else 'default'}-{i}"
+            t = run_app(lib, art, command, profile_dir=pdir, profile=profile if use else None,
                         extra=env if use else None, quiet=True).seconds
-            (tuned if use else default).append(t)
-    return Verification(default, tuned, predicted_s, bool(profile or env))
+            sides[use][0].append(t)
+            sides[use][1].append(insitu_seconds(profile_run.read(pdir), keys))
+    label = "in-situ own cost at the advised points" if keys else "in-situ time in MPI calls"
+    return Verification(Comparison("wall time", sides[False][0], sides[True][0]),
+                        Comparison(label, sides[False][1], sides[True][1]),
+                        predicted_s, bool(profile or env))

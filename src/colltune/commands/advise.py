@@ -67,8 +67,9 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     report = output.as_json(advice, files)
     if verify:
         profile = Path(files["profile"]) if "profile" in files else None
+        keys = {(ch.point.collective, ch.point.nprocs, ch.point.bin) for ch in advice.choices}
         result = verify_mod.verify(lib, art, command, profile, output.env_settings(files),
-                                   advice.predicted_saving_s, runs)
+                                   advice.predicted_saving_s, keys, out_dir / "verify-runs", runs)
         output.print_verification(result)
         report["verification"] = output.verification_json(result)
     (out_dir / "advise.json").write_text(json.dumps(report, indent=1) + "\n")
