@@ -79,7 +79,12 @@ name = "bcast_as_scatter_allgather"
 alpha_us = 4.0
 beta_ns = 0.25
 """
-CONVERGED_BY = 4  # the stated number of batches
+# The stated number of batches. The models train on explored calls only (the default): with this
+# small budget (60 per communicator, 6 per cell) that is from batch 6 on; training on every call
+# (`--train-on all`, unbiased here because the simulator has no application phases) gets there
+# from batch 4 (benchmarks/learn/README.md).
+CONVERGED_BY = 6
+BATCHES = 8
 ENOUGH = 20  # calls of every member in a cell: "enough evidence" for the no-bad-pick claim
 
 
@@ -95,7 +100,7 @@ def test_simulator_converges_to_the_known_best_members(tmp_path: Path) -> None:
     # the ground truth has the three winners it was written for
     assert sorted(set(truth["best"])) == ["allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather",
                                           "default"]
-    settings = LoopSettings(6, tmp_path / "t.sel", tmp_path / "traces", ModelSettings(trees=100))
+    settings = LoopSettings(BATCHES, tmp_path / "t.sel", tmp_path / "traces", ModelSettings(trees=100))
     with Store(tmp_path / "db.duckdb") as store:
         results = run_loop(store, SimulatedBackend(sim), settings)
         batches = store.learn_batches()
@@ -117,7 +122,7 @@ def test_simulator_converges_to_the_known_best_members(tmp_path: Path) -> None:
     assert all(s >= 0.95 for s in right_share[CONVERGED_BY - 1:]), right_share
     assert right_share[0] < 0.95  # it did have to learn
     # the learn_batches rows: one per batch, regret against the ground truth going to ~0
-    assert batches["batch"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert batches["batch"].tolist() == list(range(1, BATCHES + 1))
     assert batches["regret"].iloc[-1] < 0.01 < batches["regret"].iloc[0]
     assert (batches["explored_calls"] <= 60).all() and batches["explored_calls"].iloc[0] > 0
     assert batches["oracle_s"].iloc[0] < batches["default_s"].iloc[0]

@@ -144,3 +144,38 @@ def test_bench_measurements_give_the_first_table_a_head_start(tmp_path) -> None:
     assert by_size[11].mode == "exploit" and by_size[11].best == "bcast_as_scatter_allgather"
     assert by_size[11].gain == pytest.approx(2.0, rel=0.1)
     assert table.collectives["bcast"].members == ("default", "bcast_as_allgatherv", "bcast_as_scatter_allgather")
+
+
+def test_only_explored_calls_train_by_default(tmp_path) -> None:
+    """An application whose late phase is slower: while the budget lasts (early) the members are
+    drawn at random and the default is 2x faster than the mock-up; after it every call takes the
+    default, in a phase where calls take 5x longer. Trained on every call, the default's median
+    carries the late phase and the mock-up looks best; trained on the explored calls (the default),
+    the members are compared on the same phase and the default wins."""
+    import json
+
+    from colltune.learn.models import training_points
+    from colltune.store import Store
+
+    rows = [("explore", m, t) for m, t in (("default", 1e-6), (AR[1], 2e-6)) for _ in range(30)]
+    rows += [("exploit", "default", 5e-6)] * 300
+    calls = pd.DataFrame([{"comm_id": 0, "call_index": i, "collective": "allreduce", "member": m,
+                           "outcome": "applied", "mode": mode, "reason": 0, "msg_bytes": 64, "comm_size": 2,
+                           "nodes": 1, "ppn": 2, "size_bin": 7, "nodes_bin": 0, "ppn_bin": 1, "runtime_s": t,
+                           "ranks_traced": 2, "start_s": float(i)} for i, (mode, m, t) in enumerate(rows)])
+    with Store(tmp_path / "t.duckdb") as store:
+        run = dict.fromkeys(["ingested", "trace_dir", "command", "app", "batch", "mpi_version", "abi_family", "nodes",
+                             "ppn", "seed", "table_hash", "records", "overflow", "wall_s"])
+        store.write_trace_run({**run, "trace_run_id": "r1", "mpi_name": "mpich", "world_size": 2,
+                               "portfolios": json.dumps({"allreduce": AR[:2]})}, calls)
+        explored, portfolios = training_points(store, "mpich")
+        every, _ = training_points(store, "mpich", explored_only=False)
+    assert explored.set_index("member")["n"].to_dict() == {"default": 30, AR[1]: 30}
+    assert every.set_index("member")["n"].to_dict() == {"default": 330, AR[1]: 30}
+    settings = ModelSettings(trees=50, min_members=2)
+    best = {}
+    for name, pts in (("explored", explored), ("every", every)):
+        _, reports = build_table(train(pts, portfolios, settings), pts)
+        (r,) = reports
+        best[name] = r.best
+    assert best == {"explored": "default", "every": AR[1]}

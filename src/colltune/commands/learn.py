@@ -45,6 +45,9 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="calls every member needs in a cell before it may exploit"),
         click.option("--budget", type=click.IntRange(0), default=1000, show_default=True,
                      help="explored calls per run (written into the table)"),
+        click.option("--train-on", type=click.Choice(["explored", "all"]), default="explored", show_default=True,
+                     help="traced calls that train the models: the randomly drawn ones, or also those the "
+                          "table or the spent budget decided (biased by the application's phases)"),
         click.option("--all-cells", is_flag=True,
                      help="also list cells without calls (model inference at their centres)"),
     ]
@@ -54,7 +57,8 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _model(kw: dict[str, Any]) -> ModelSettings:
-    return ModelSettings(trees=kw["trees"], min_timings=kw["min_timings"], min_members=kw["min_members"])
+    return ModelSettings(trees=kw["trees"], min_timings=kw["min_timings"], min_members=kw["min_members"],
+                         explored_only=kw["train_on"] == "explored")
 
 
 def _selection(kw: dict[str, Any]) -> SelectionSettings:
@@ -78,7 +82,7 @@ def _library_name(store: Store, given: str | None) -> str:
 
 def _learn(store: Store, kw: dict[str, Any]) -> tuple[str, SelectionTable, list[CellReport]]:
     name = _library_name(store, kw["mpi_name"])
-    points, portfolios = training_points(store, name)
+    points, portfolios = training_points(store, name, _model(kw).explored_only)
     models = train(points, portfolios, _model(kw))
     untrained = [c for c, m in models.items() if not m.trained]
     if untrained:

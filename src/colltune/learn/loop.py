@@ -81,7 +81,7 @@ class BatchResult:
 def next_table(store: Store, backend: Backend, settings: LoopSettings, comment: str
                ) -> tuple[SelectionTable, list[CellReport], dict[str, bool]]:
     """Train on everything the database holds for this library and build the next table."""
-    points, portfolios = training_points(store, backend.mpi_name)
+    points, portfolios = training_points(store, backend.mpi_name, settings.model.explored_only)
     if points.empty:
         return SelectionTable(bins=settings.selection.bins, caps=settings.selection.caps,
                               budget=settings.selection.budget, generator=f"colltune {__version__}",

@@ -9,6 +9,14 @@ over ranks catches every late rank) cannot move a member's estimate the way it m
 Labelled data comes from two places: traced calls of the library (trace_calls) and per-launch
 medians of `colltune bench`/`check` of the same library (one point per launch, weight 1).
 
+Only explored calls train by default (`explored_only`): their member is drawn at random per
+call, so every member of a cell sees the same mix of the application's phases. The other calls
+are not such a sample: the runtime's budget of explored calls runs out early in a run (per
+communicator), and every later call takes the table's choice (or `default` while the cell is
+unlisted), so those timings come from the application's later phases only, which can be
+systematically faster or slower than the early ones (NWChem: a 2-20x different median at the
+same point; benchmarks/learn/README.md section 3), a bias a model would take for a member's merit.
+
 Guards (seed 001): a member with fewer than `min_timings` timings is untrained (no model, its
 share stays uniform); a collective with fewer than `min_members` trained members (at most its
 portfolio size) is untrained as a whole and left to uniform exploration.
@@ -36,6 +44,7 @@ class ModelSettings:
     min_members: int = 5
     learning_rate: float = 0.1
     num_leaves: int = 15
+    explored_only: bool = True  # train on randomized draws only (module doc)
 
 
 def features(msg_bytes: np.ndarray, nodes: np.ndarray, ppn: np.ndarray) -> np.ndarray:
@@ -77,10 +86,11 @@ def _valid_member(collective: str, name: str) -> bool:
     return name == catalog.DEFAULT or name in own or name.startswith(f"{catalog.LIB_PREFIX}{collective}:")
 
 
-def training_points(store: Store, mpi_name: str | None) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Training points of one library (traces and bench/check medians) and the portfolios the
-    runtime reported (newest trace run first wins)."""
-    traced = store.trace_points(mpi_name)
+def training_points(store: Store, mpi_name: str | None, explored_only: bool = True
+                    ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Training points of one library (traced calls, only the explored ones by default, and
+    bench/check medians) and the portfolios the runtime reported (newest trace run first wins)."""
+    traced = store.trace_points(mpi_name, explored_only)
     parts = [traced[POINT_COLUMNS]] if not traced.empty else []
     portfolios: dict[str, list[str]] = {}
     for text in store.trace_portfolios(mpi_name):
