@@ -63,19 +63,24 @@ def test_nothing_planted_nothing_advised(openmpi, openmpi_build, programs, tmp_p
     assert report["files"] == {}
 
 
-def _db_with_bcast_point(path: Path, default_s: float, mockup_s: float, lib_s: float) -> None:
-    """A results database holding one measured point: bcast, 2 ranks, 4096 bytes."""
-    rows = [{"launch_idx": 0, "nprocs": 2, "collective": "bcast", "variant": v, "msg_bytes": 4096,
+def _db_with_point(path: Path, collective: str, msg_bytes: int, medians: dict[str, float]) -> None:
+    """A results database holding one measured point at 2 ranks: variant -> median runtime."""
+    rows = [{"launch_idx": 0, "nprocs": 2, "collective": collective, "variant": v, "msg_bytes": msg_bytes,
              "rep": r, "warmup": False, "valid": True, "runtime_s": t * (1 + 0.01 * (r - 1)),
              "makespan_s": None, "sync": "barrier", "start_s": None, "end_s": None}
-            for v, t in (("default", default_s), ("bcast_as_scatter_allgather", mockup_s),
-                         ("lib:bcast:binomial", lib_s)) for r in range(3)]
+            for v, t in medians.items() for r in range(3)]
     with Store(path) as store:
         run = store.create_run(kind="check", command="test", mpi_name="openmpi", mpi_version="5.0.11",
                                abi_family="openmpi", settings={}, variants=[])
         now = datetime(2026, 1, 1)
         store.write_launch(run, LaunchData(0, 2, 0, 0, now, now, measurements=pd.DataFrame(rows)))
         store.set_run_status(run, "complete")
+
+
+def _db_with_bcast_point(path: Path, default_s: float, mockup_s: float, lib_s: float) -> None:
+    """bcast, 2 ranks, 4096 bytes."""
+    _db_with_point(path, "bcast", 4096, {"default": default_s, "bcast_as_scatter_allgather": mockup_s,
+                                         "lib:bcast:binomial": lib_s})
 
 
 def test_slow_collective_point(openmpi, openmpi_build, programs, tmp_path):
@@ -156,3 +161,34 @@ def test_verify_without_advice_is_an_aa_comparison(openmpi, openmpi_build, progr
         "in-situ time in MPI calls: no advice, both sides ran the same (A/A): measured ")
     assert sorted(p.name for p in (out / "verify-runs").iterdir()) == [
         "advised-0", "advised-1", "default-0", "default-1"]
+
+
+FAST_ALLREDUCE = {"default": 100e-6, "allreduce_as_reduce_bcast": 20e-6}   # a mock-up 5x faster at 8 bytes
+
+
+def test_waiting_for_late_ranks_is_not_worth_tuning(openmpi, openmpi_build, programs, tmp_path):
+    # Rank 1 arrives 5 ms late at each of 64 Allreduce: most of the run is rank 0 waiting inside
+    # the collective. The database offers a mock-up 5x faster at that point, yet nothing is
+    # advised: the collectives' own cost (sampled calls, after a barrier) is a tiny share of the
+    # run, and a faster algorithm cannot remove the wait.
+    db = tmp_path / "db.duckdb"
+    _db_with_point(db, "allreduce", 8, FAST_ALLREDUCE)
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_imbalance"])], db)
+    [point] = [p for p in report["points"] if p["collective"] == "allreduce"]
+    assert (point["calls"], point["bin"], point["mean_bytes"]) == (64, 3, 8)
+    s = report["shares"]
+    assert s["collective_share"] > 0.5 and s["own_share"] < 0.03 and s["wait_fraction"] > 0.9
+    assert actionable(report) == [] and report["predicted_saving_s"] == 0
+    [share] = report["findings"]
+    assert share["title"] == (f"collectives take {100 * s['collective_share']:.1f}% of the run, but their "
+                              f"own cost only {100 * s['own_share']:.1f}%: the rest is waiting for late "
+                              "ranks (a matter of load balance, not of algorithms): not worth tuning")
+    assert report["missing_points"] == []      # the point was in the database: not a lack of data
+
+
+def test_unbound_ranks(openmpi, openmpi_build, programs, tmp_path):
+    report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "none", str(programs["advise_none"])])
+    [f] = actionable(report)
+    assert f["strategy"] == "mapping" and f["data"]["unbound"] == [0, 1]
+    assert f["title"] == f"placement on {f['data']['host']}: ranks 0,1 are not bound (they may migrate between cores)"
+    assert report["environment"]["rank0"]["cpus"] == "unbound"

@@ -36,9 +36,9 @@ def test_counts_sites_and_samples(openmpi, openmpi_build, programs, tmp_path):
     profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "p")
     run = profile_run.read(tmp_path / "p")
     assert [r.rank for r in run.ranks] == [0, 1] and run.nprocs == 2
-    # One counter per communicator, sampled when it is 15 mod 16: Bcast calls are numbers 0-19
-    # on MPI_COMM_WORLD (15 sampled), Allreduce 20-49 (31 and 47 sampled).
-    coll = {("bcast", "site_bcast (advise_sites.c:11)", 2, 10): (20, 20 * 1024, 1),
+    # One counter per communicator, sampled when it is 1 or 15 mod 16: Bcast calls are numbers
+    # 0-19 on MPI_COMM_WORLD (1 and 15 sampled), Allreduce 20-49 (31 and 47 sampled).
+    coll = {("bcast", "site_bcast (advise_sites.c:11)", 2, 10): (20, 20 * 1024, 2),
             ("allreduce", "site_allreduce (advise_sites.c:18)", 2, 3): (30, 30 * 8, 2)}
     assert _rows(run.ranks[0]) == {**coll, ("Send", "site_p2p (advise_sites.c:25)", 0, 17): (5, 10**6, 0)}
     assert _rows(run.ranks[1]) == {**coll, ("Recv", "site_p2p (advise_sites.c:27)", 0, 17): (5, 10**6, 0)}

@@ -162,7 +162,10 @@ static int ct_sampled(MPI_Comm comm)
     uintptr_t n = found ? (uintptr_t)value : 0;
     if (PMPI_Comm_set_attr(comm, ct_keyval, (void *)(n + 1)) != MPI_SUCCESS)
         return 0;   /* not expected on a valid communicator (the library has reported it) */
-    return n % ct_every == ct_every - 1;
+    /* Every N-th call, and the second call on every communicator: a communicator with fewer
+     * than N calls would have no sample and all its time (waiting included) would count as the
+     * collectives' own cost. Not the first call: it may carry the library's lazy setup. */
+    return n == 1 || n % ct_every == ct_every - 1;
 }
 
 int ct_profrun_dispatch(const struct ct_call *call)

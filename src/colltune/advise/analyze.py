@@ -41,7 +41,7 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
     share_finding = share.finding(run, points)
     choices = collectives.choose(points, table)
     found = [share_finding]
-    if share_finding.data["collective_share"] >= share.NOT_WORTH:
+    if share_finding.data["own_share"] >= share.NOT_WORTH:
         found += collectives.findings(choices)
     else:
         choices = []

@@ -7,7 +7,9 @@ from colltune.advise.findings import Finding
 from colltune.advise.points import AppPoint
 from colltune.advise.profile_run import ProfileRun
 
-NOT_WORTH = 0.03   # below this share of the run, collective tuning cannot pay for itself
+# Below this share of the run, collective tuning cannot pay for itself. Compared with the
+# collectives' own cost (waiting for late ranks excluded): an algorithm cannot remove the wait.
+NOT_WORTH = 0.03
 
 
 def shares(run: ProfileRun, points: list[AppPoint]) -> dict[str, float]:
@@ -15,10 +17,12 @@ def shares(run: ProfileRun, points: list[AppPoint]) -> dict[str, float]:
     per_rank_coll = {r.rank: sum(p.total_ns for p in r.points if p.kind == "coll") / 1e9 for r in run.ranks}
     per_rank_p2p = {r.rank: sum(p.total_ns for p in r.points if p.kind == "p2p") / 1e9 for r in run.ranks}
     coll = max(per_rank_coll.values())
-    own = sum(p.own_s for p in points)
+    # Each point's own cost is its slowest rank's; summed over points that can exceed any one
+    # rank's time in collectives, which bounds it.
+    own = min(sum(p.own_s for p in points), coll)
     wait = sum(p.wait_s for p in points)
     return {"wall_s": wall, "collective_s": coll, "collective_share": coll / wall if wall else 0.0,
-            "own_s": own, "wait_s": wait, "wait_fraction": wait / (own + wait) if own + wait else 0.0,
+            "own_s": own, "own_share": own / wall if wall else 0.0, "wait_s": wait, "wait_fraction": wait / (own + wait) if own + wait else 0.0,
             "p2p_s": max(per_rank_p2p.values()), "p2p_share": max(per_rank_p2p.values()) / wall if wall else 0.0}
 
 
@@ -32,6 +36,10 @@ def finding(run: ProfileRun, points: list[AppPoint]) -> Finding:
                 f"point-to-point {s['p2p_s']:.3f} s = {100 * s['p2p_share']:.1f}%"]
     if s["collective_share"] < NOT_WORTH:
         title = f"collectives take {pct:.1f}% of the run: not worth tuning"
+    elif s["own_share"] < NOT_WORTH:
+        title = (f"collectives take {pct:.1f}% of the run, but their own cost only "
+                 f"{100 * s['own_share']:.1f}%: the rest is waiting for late ranks (a matter of load "
+                 "balance, not of algorithms): not worth tuning")
     else:
         title = (f"collectives take {pct:.1f}% of the run, at most {100 * s['own_s'] / s['wall_s']:.1f}% "
                  "is their own cost (the most any collective tuning can save)")
