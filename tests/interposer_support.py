@@ -62,7 +62,7 @@ def compile_programs(lib: MpiLibrary, outdir: Path) -> dict[str, Path]:
 
 def run_argv(lib: MpiLibrary, argv: Sequence[str], timeout: float = 120) -> Run:
     """Run a full launcher command line; on timeout kill the whole process group (ranks too)."""
-    proc = subprocess.Popen(list(argv), env=launch.launcher_env(lib), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(list(argv), env=launch.launcher_env(lib, nprocs=launch.nprocs_of(argv)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     try:

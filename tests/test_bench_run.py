@@ -209,6 +209,24 @@ def test_run_stores_every_repetition(tmp_path: Path) -> None:
     assert env["nodes"] == "1" and env["ranks_per_node"] == "2" and env["mpi_name"] == "openmpi"
     assert "cvar:coll_tuned_use_dynamic_rules" in env
     assert set(variants.kind) == {"default", "aa", "mockup"}
+    # Open MPI's ranks say through MPI_T whether they yielded: only when 2 ranks outnumber cores.
+    cores = launch.cores_available()
+    assert env["cores_available"] == str(cores)
+    assert env["cvar:mpi_yield_when_idle"] == ("1" if cores < 2 else "0")
+    assert env["idle_wait"] == ("yield" if cores < 2 else "busy-poll")
+
+
+def test_ranks_outnumbering_cores_yield(tmp_path: Path) -> None:
+    nprocs = launch.cores_available() + 1
+    if nprocs > 9:
+        pytest.skip(f"{nprocs} ranks is too many for a unit test")
+    db = tmp_path / "b.duckdb"
+    settings = {**SMALL, "collectives": ["bcast"], "nprocs": [nprocs], "launches": 1}
+    run_id = runner.run(BenchSettings(**settings), db, progress=False)  # type: ignore[arg-type]
+    with Store(db, read_only=True) as store:
+        env = dict(store.environment(run_id)[["key", "value"]].values)
+    assert env["env:OMPI_MCA_mpi_yield_when_idle"] == "1"
+    assert env["cvar:mpi_yield_when_idle"] == "1" and env["idle_wait"] == "yield"
 
 
 def test_killed_launch_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

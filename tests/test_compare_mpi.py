@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from colltune.cli import main
 from colltune.compare import data, judge
+from colltune.mpi import launch
 from colltune.store import LaunchData, Store
 
 
@@ -37,6 +38,9 @@ def test_openmpi_against_mpich(tmp_path: Path, mpich_build: object, openmpi_buil
     assert (cmp.verdicts["n_a"] == 3).all() and (cmp.verdicts["n_b"] == 3).all()
     env = data.environment_table(cmp.members).set_index("fact")
     assert env.loc["mpi_name", "openmpi"] == "openmpi" and env.loc["mpi_name", "mpich"] == "mpich"
+    # 2 ranks yield only on a 1-core machine; the table shows how each library's ranks waited.
+    wait = "yield" if launch.cores_available() < 2 else "busy-poll"
+    assert env.loc["idle_wait"].tolist() == [wait, "library default", True]
     assert (out / "grouped.csv").exists() and (out / "compare.html").exists()
 
 

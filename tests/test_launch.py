@@ -73,3 +73,70 @@ def test_launcher_never_gets_the_preload() -> None:
     assert "LD_PRELOAD" not in env
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert launch.launcher_env(INTEL, {})["I_MPI_ROOT"] == "/i"
+
+
+# -- Open MPI's waiting: yield only when the ranks outnumber the cores ----------------------------
+
+@pytest.mark.parametrize(("nprocs", "cores", "expected"), [
+    (2, 2, "unset"), (1, 2, "unset"), (3, 2, "1"), (4, 2, "1"), (4, 4, "unset"), (2, 1, "1"), (None, 64, "1")])
+def test_openmpi_yields_only_when_ranks_outnumber_cores(monkeypatch: pytest.MonkeyPatch, nprocs: int | None,
+                                                         cores: int, expected: str) -> None:
+    monkeypatch.setattr(launch, "cores_available", lambda: cores)
+    env = launch.launcher_env(OMPI, {}, nprocs=nprocs)
+    assert env.get("OMPI_MCA_mpi_yield_when_idle", "unset") == expected
+    assert launch.idle_wait(OMPI, env) == ("yield" if expected == "1" else "busy-poll")
+    # What the ranks report through MPI_T is what happened (Open MPI may yield by itself).
+    assert launch.idle_wait(OMPI, env, reported="1") == "yield"
+
+
+def test_the_users_yield_setting_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(launch, "cores_available", lambda: 2)
+    assert launch.launcher_env(OMPI, {"OMPI_MCA_mpi_yield_when_idle": "1"}, nprocs=2)[
+        "OMPI_MCA_mpi_yield_when_idle"] == "1"
+    assert launch.launcher_env(OMPI, {"OMPI_MCA_mpi_yield_when_idle": "0"}, nprocs=8)[
+        "OMPI_MCA_mpi_yield_when_idle"] == "0"
+
+
+def test_other_libraries_get_no_open_mpi_setting() -> None:
+    for lib in (MPICH, INTEL):
+        env = launch.launcher_env(lib, {}, nprocs=64)
+        assert "OMPI_MCA_mpi_yield_when_idle" not in env
+        assert launch.idle_wait(lib, env) == "library default"
+
+
+def test_cores_available_follows_the_affinity_mask() -> None:
+    """taskset narrows the mask the way a cpuset or a Slurm step does."""
+    import subprocess
+    import sys
+
+    code = "from colltune.mpi import launch; print(launch.cores_available())"
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["mpiexec", "-n", "4", "./app"], 4),
+    (["mpirun", "-np", "8", "--bind-to", "core", "./app", "x"], 8),
+    (["mpiexec", "--np=3", "./app"], 3),
+    (["srun", "--ntasks=6", "./app"], 6),
+    (["srun", "-n4", "./app"], 4),
+    (["mpiexec", "-n", "2", "./app", "-n", "1000"], 1000),  # the program's own -n: yield, never spin wrongly
+    (["mpiexec", "--hostfile", "h", "./app"], None),
+    (["mpiexec", "-n", "1", "./a", ":", "-n", "1", "./b"], None),
+    (["mpiexec", "-n", "$N", "./app"], None),
+    (["mpiexec", "-n"], None),
+])
+def test_process_count_of_a_users_command_line(argv: list[str], expected: int | None) -> None:
+    assert launch.nprocs_of(argv) == expected
+
+
+def test_the_ranks_receive_the_decision(openmpi: MpiLibrary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end through Open MPI's launcher: every rank sees the value chosen for it."""
+    for cores, expected in ((2, []), (1, ["OMPI_MCA_mpi_yield_when_idle=1"] * 2)):
+        monkeypatch.setattr(launch, "cores_available", lambda cores=cores: cores)
+        monkeypatch.delenv("OMPI_MCA_mpi_yield_when_idle", raising=False)
+        proc = launch.run(openmpi, 2, ["env"], timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        seen = [line for line in proc.stdout.splitlines() if line.startswith("OMPI_MCA_mpi_yield_when_idle=")]
+        assert seen == expected

@@ -94,7 +94,7 @@ def main() -> None:
     }
     if args.old_src:
         commands["old colltune run"] = with_pythonpath(args.old_src, [*colltune, "run", *pick, "--", *user])
-    env = launch.launcher_env(lib)
+    env = launch.launcher_env(lib, nprocs=launch.nprocs_of(user))  # as `colltune run` decides yielding
     # As installed for users: Python caches compiled modules (an environment that forbids it pays
     # ~20 ms more per start, compiling colltune's modules every time).
     env.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -346,6 +346,10 @@ int ct_libalg_dump_cvars(FILE *out, const char *const *needles, size_t count)
             unsigned v;
             if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)
                 snprintf(text, sizeof text, "%u", v);
+        } else if (dt == MPI_C_BOOL && elements == 1) { /* Open MPI's boolean MCA parameters */
+            _Bool v;
+            if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)
+                snprintf(text, sizeof text, "%d", (int)v);
         } else if (dt == MPI_DOUBLE && elements == 1) {
             double v;
             if (MPI_T_cvar_read(handle, &v) == MPI_SUCCESS)

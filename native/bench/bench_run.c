@@ -782,6 +782,7 @@ static int launch_lines(run_ctx *ctx)
     static const char *const needles[] = {
         "coll_tuned_", "coll_han_", "_INTRA_ALGORITHM", "DEVICE_COLLECTIVES",
         "COLLECTIVE_FALLBACK", "COLL_SELECTION",
+        "mpi_yield_when_idle", /* Open MPI: whether waiting ranks gave their core away */
     };
     ct_libalg_dump_cvars(ctx->out, needles, sizeof needles / sizeof needles[0]);
     fflush(ctx->out);

@@ -37,7 +37,8 @@ def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *
     env.update(extra or {})
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, env={**launch.launcher_env(lib), **launcher_extra}, check=False,
+    launcher_env = launch.launcher_env(lib, nprocs=launch.nprocs_of(command))
+    proc = subprocess.run(argv, env={**launcher_env, **launcher_extra}, check=False,
                           stdout=subprocess.DEVNULL if quiet else None)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:

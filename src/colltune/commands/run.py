@@ -59,5 +59,5 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in launcher_extra.items())
         click.echo(f"{prefix} {shlex.join(argv)}".strip())
         return
-    proc = subprocess.run(argv, env={**launch.launcher_env(lib), **launcher_extra}, check=False)
+    proc = subprocess.run(argv, env={**launch.launcher_env(lib, nprocs=launch.nprocs_of(command)), **launcher_extra}, check=False)
     sys.exit(proc.returncode)

@@ -22,7 +22,7 @@ from colltune.verify import check
 
 # Environment keys that say what a comparison compares, in the order they are shown.
 FACTS = ("mpi_name", "mpi_version", "library_version", "hostnames", "cpu_model", "nodes", "ranks_per_node",
-         "launcher", "sync", "metric", "colltune_version")
+         "cores_available", "launcher", "idle_wait", "sync", "metric", "colltune_version")
 
 
 @dataclass

@@ -186,8 +186,9 @@ class ApplicationBackend:
             env = runenv.rank_environment(self.lib, self.art, learn=table_path, trace_dir=trace_dir)  # type: ignore[arg-type]
             full, extra = runenv.inject(self.lib, argv, env)  # type: ignore[arg-type]
             started = datetime.now(timezone.utc)
+            launcher_env = launch.launcher_env(self.lib, nprocs=launch.nprocs_of(argv))  # type: ignore[arg-type]
             with log.open("w") as sink:
-                proc = subprocess.run(full, env={**launch.launcher_env(self.lib), **extra},  # type: ignore[arg-type]
+                proc = subprocess.run(full, env={**launcher_env, **extra},  # type: ignore[arg-type]
                                       check=False, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
             wall = (datetime.now(timezone.utc) - started).total_seconds()
             if proc.returncode != 0:

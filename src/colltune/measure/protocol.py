@@ -88,8 +88,9 @@ def read_driver_output(text: str) -> DriverOutput:
 
 
 def launch_environment(out: DriverOutput, lib: mpi.MpiLibrary, rank_env: dict[str, str],
-                 artifacts: build.Artifacts) -> dict[str, str]:
+                 artifacts: build.Artifacts, nprocs: int | None = None) -> dict[str, str]:
     env: dict[str, str] = {}
+    launcher = launch.launcher_env(lib, nprocs=nprocs)
     meta = out.launch
     hosts: list[str] = list(meta.get("hosts", []))
     per_node: dict[str, int] = {}
@@ -106,10 +107,13 @@ def launch_environment(out: DriverOutput, lib: mpi.MpiLibrary, rank_env: dict[st
         "wtick": str(meta.get("wtick", "")), "colltune_version": __version__,
         "frontend_host": platform.node(), "bench_binary": str(artifacts.bench),
         "launcher": "srun" if launch.use_srun() else str(lib.mpiexec),
+        # How waiting ranks used their core (Open MPI yields only when ranks outnumber cores):
+        # a launch that yields is load-sensitive, so comparisons must show it.
+        "idle_wait": launch.idle_wait(lib, launcher, out.cvars.get("mpi_yield_when_idle")), "cores_available": str(launch.cores_available()),
     })
     env.update({f"cvar:{k}": v for k, v in out.cvars.items()})
     prefixes = ("OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "COLLTUNE_", "UCX_", "FI_")
-    for key, value in sorted({**os.environ, **launch.launcher_env(lib), **rank_env}.items()):
+    for key, value in sorted({**os.environ, **launcher, **rank_env}.items()):
         if key.startswith(prefixes) or key in ("SLURM_JOB_ID", "SLURM_NNODES", "SLURM_NTASKS"):
             env[f"env:{key}"] = value
     for ref in out.references:

@@ -292,7 +292,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
                     f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
                     f"finished launches are stored; complete the run with "
                     f"`colltune bench --db {db_path} --resume {run_id}`")
-            env = launch_environment(out, lib, rank_env, artifacts)
+            env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
             if spec.round:
                 env["round"] = str(spec.round)
             _store_launch(db_path, run_id, to_launch_data(

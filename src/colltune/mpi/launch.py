@@ -7,6 +7,7 @@ LD_PRELOAD would load the interposer into the launcher and every helper process 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,8 +90,45 @@ def mpiexec_argv(
     ]
 
 
-def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment of the launcher process itself."""
+YIELD_VAR = "OMPI_MCA_mpi_yield_when_idle"
+
+
+def cores_available() -> int:
+    """CPUs this process may run on: its affinity mask (taskset, a cgroup cpuset, a Slurm step),
+    capped by a cgroup v2 CPU quota (`docker --cpus`), which limits time, not the mask."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return cores
+
+
+def should_yield(nprocs: int | None) -> bool:
+    """Whether Open MPI's waiting ranks should give their core away (mpi_yield_when_idle).
+
+    Only when the ranks outnumber the cores: then a spinning rank can hold the core its partner
+    needs for a whole scheduler tick. With a core per rank, yielding only makes every wait pay
+    for a trip through the scheduler, and a launch that meets a third process on the node runs
+    3-5x slower throughout (benchmarks/compare/README.md). `nprocs` None (a user's command line
+    whose process count colltune cannot read) yields: slower beats a livelock."""
+    return nprocs is None or nprocs > cores_available()
+
+
+def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
+                 nprocs: int | None = None) -> dict[str, str]:
+    """Environment of the launcher process itself, for a launch of `nprocs` ranks on this node.
+
+    Open MPI's ranks are told to yield when they outnumber the cores (should_yield); otherwise
+    the library decides (it yields when its launcher sees the node oversubscribed, e.g. by a
+    hostfile with fewer slots). The user's own OMPI_MCA_mpi_yield_when_idle (exported, or a
+    `colltune compare --config` setting) always wins. What the ranks did is read back through
+    MPI_T by the bench driver (environment `cvar:mpi_yield_when_idle`, `idle_wait`)."""
     env = dict(os.environ if base is None else base)
     env.update(lib.env)
     env.pop("LD_PRELOAD", None)  # never into the launcher
@@ -98,9 +136,45 @@ def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None) -> dict
         # Containers and CI run as root; Open MPI refuses that unless told it is intended.
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        # Ranks outnumbering cores must yield the CPU rather than spin.
-        env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+        if should_yield(nprocs):
+            env.setdefault(YIELD_VAR, "1")
     return env
+
+
+def idle_wait(lib: MpiLibrary, env: Mapping[str, str], reported: str | None = None) -> str:
+    """How the ranks of `lib` waited (for the environment table): Open MPI's `reported` MPI_T
+    value of mpi_yield_when_idle when the ranks gave it, else what `env` asked for."""
+    if lib.family != "openmpi":
+        return "library default"
+    value = reported if reported is not None else env.get(YIELD_VAR, "0")
+    return "yield" if value.strip().lower() in ("1", "true", "yes") else "busy-poll"
+
+
+_NPROCS_FLAGS = ("-n", "-np", "--np", "--ntasks")
+
+
+def nprocs_of(argv: Sequence[str]) -> int | None:
+    """The process count of a user's launcher command line (`mpiexec -n 4 ./app`, `srun
+    --ntasks=4 ./app`), or None when it names none (a hostfile or a Slurm allocation decides)
+    or runs several programs (MPMD `:`). colltune cannot tell the launcher's options from the
+    program's, so a count given to the program (`./app -n 1000`) counts too: the largest is
+    taken, which can only make ranks yield when they need not, never spin when they should not."""
+    found: list[int] = []
+    words = list(argv[1:])
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if word == ":":
+            return None
+        if flag in _NPROCS_FLAGS:
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+        elif re.fullmatch(r"-n\d+", word):  # srun -n4
+            value = word[2:]
+        else:
+            continue
+        if not value.isdigit():
+            return None
+        found.append(int(value))
+    return max(found) if found else None
 
 
 def run(
@@ -115,7 +189,7 @@ def run(
     """Run an MPI program and wait for it (stdin closed so a rank never waits on a terminal)."""
     return subprocess.run(
         mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
-        env=launcher_env(lib),
+        env=launcher_env(lib, nprocs=nprocs),
         capture_output=capture,
         text=True,
         timeout=timeout,
@@ -155,7 +229,7 @@ def popen(
     """Start an MPI program whose stdout is read as it streams (the benchmark's records)."""
     return subprocess.Popen(
         mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
-        env=launcher_env(lib),
+        env=launcher_env(lib, nprocs=nprocs),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
