@@ -13,9 +13,11 @@ from colltune import catalog
 from colltune.cli import main
 from colltune.learn.traces import (
     HEADER,
-    RECORD_BYTES,
+    HEADER_V1,
+    V1_FIELDS,
     TraceError,
     TraceFile,
+    calls_array,
     ingest,
     read_trace,
     record_dtype,
@@ -30,22 +32,24 @@ PORT = {"allreduce": ["default", "allreduce_as_reduce_bcast", "lib:allreduce:4"]
 
 
 def _records(rows: list[tuple]) -> np.ndarray:
-    rec = np.zeros(len(rows), dtype=record_dtype(RECORD_BYTES))
+    rec = calls_array(len(rows))
     for i, r in enumerate(rows):
         rec[i] = r
     return rec
 
 
-# comm_id, call_index, collective, member, outcome, size_bin, msg_bytes, comm_size, nodes, ppn, start, duration, reason
+# comm_id, call_index, collective, member, outcome, reason, msg_bytes, comm_size, nodes, ppn, start, duration
 RANK0 = [
-    (0, 0, AR, 1, 3, 4, 8, 4, 2, 2, 0.5, 0.25, 0),
-    (0, 1, BC, 0, 2, 11, 1024, 4, 2, 2, 1.0, 0.125, 0),
-    (5, 0, AR, 2, 1, 21, 1 << 20, 2, 1, 2, 2.0, 0.5, 7),
+    (0, 0, AR, 1, 3, 0, 8, 4, 2, 2, 0.5, 0.25),
+    (0, 1, BC, 0, 2, 0, 1024, 4, 2, 2, 1.0, 0.125),
+    (5, 0, AR, 2, 1, 7, 1 << 20, 2, 1, 2, 2.0, 0.5),
 ]
 RANK2 = [
-    (0, 0, AR, 1, 3, 4, 8, 4, 2, 2, 0.25, 0.375, 0),
-    (0, 1, BC, 0, 2, 11, 1024, 4, 2, 2, 1.5, 0.0625, 0),
+    (0, 0, AR, 1, 3, 0, 8, 4, 2, 2, 0.25, 0.375),
+    (0, 1, BC, 0, 2, 0, 1024, 4, 2, 2, 1.5, 0.0625),
 ]
+MEMBERS_TEXT = (b"allreduce default allreduce_as_reduce_bcast lib:allreduce:4\n"
+                b"bcast default bcast_as_scatter_allgather\n\n")
 
 
 def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
@@ -60,14 +64,39 @@ def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
 def test_read_back_what_was_written(tmp_path: Path) -> None:
     d = _write_dir(tmp_path / "t")
     data = (d / "rank-0.cttrace").read_bytes()
-    assert data[:8] == b"CTTRACE1" and HEADER.size == 64
-    assert len(data) == 64 + len(b"allreduce default allreduce_as_reduce_bcast lib:allreduce:4\n"
-                                 b"bcast default bcast_as_scatter_allgather\n\n") + 3 * 32
+    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 2) and HEADER.size == 72
+    # header, members text, two communicators of 16 bytes, three records of 20 bytes
+    assert len(data) == 72 + len(MEMBERS_TEXT) + 2 * 16 + 3 * 20
+    comms = data[72 + len(MEMBERS_TEXT):72 + len(MEMBERS_TEXT) + 32]
+    assert struct.unpack("<8I", comms) == (0, 4, 2, 2, 5, 2, 1, 2)
+    last = data[-20:]   # comm 1, call 0, allreduce, member 2, not applicable (1) | reason 7 << 2
+    assert last == struct.pack("<HHBBBBIIf", 1, 0, AR, 2, 1 | 7 << 2, 0, 1 << 20, 2 << 20, 0.5)
     t = read_trace(d / "rank-0.cttrace")
     assert (t.rank, t.world_size, t.seed, t.table_hash, t.overflow, t.wall_s) == (0, 4, 99, 0xABCDEF, 0, 3.5)
     assert t.portfolios == PORT
-    assert t.records["msg_bytes"].tolist() == [8, 1024, 1 << 20]
-    assert t.records["reason"].tolist() == [0, 0, 7]
+    assert [tuple(r) for r in t.records.tolist()] == RANK0
+
+
+def test_call_indices_and_starts_beyond_the_stored_bits(tmp_path: Path) -> None:
+    """Call indices are stored mod 2^16 and restored per communicator; starts keep 2^-20 s over
+    40 bits (a start of 3 days is exact to the tick)."""
+    rows = [(7, i, AR, 0, 2, 0, 8, 2, 1, 2, 3 * 86400 + i / 1024, 1e-6) for i in range(65534, 65539)]
+    rows.insert(2, (9, 0, BC, 1, 3, 0, 4, 3, 1, 3, 0.0, 2.5))
+    write_trace(tmp_path / "rank-0.cttrace", TraceFile(0, 3, 1, 0, 0, 1.0, PORT, _records(rows)))
+    rec = read_trace(tmp_path / "rank-0.cttrace").records
+    assert rec["call_index"].tolist() == [65534, 65535, 0, 65536, 65537, 65538]
+    assert rec["comm_id"].tolist() == [7, 7, 9, 7, 7, 7]
+    assert rec["start"].tolist() == [r[10] for r in rows]
+    assert rec["duration"].tolist() == [np.float32(1e-6).item()] * 2 + [2.5] + [np.float32(1e-6).item()] * 3
+
+
+def test_version_1_files_are_still_read(tmp_path: Path) -> None:
+    v1 = np.zeros(1, dtype=record_dtype(32, V1_FIELDS))
+    v1[0] = (5, 70000, AR, 2, 1, 1 << 20, 2, 1, 2, 2.0, 0.5, 7)
+    head = HEADER_V1.pack(b"CTTRACE1", 1, 32, 0, 4, 99, 0xABCDEF, 1, 0, 3.5)
+    (tmp_path / "rank-0.cttrace").write_bytes(head + MEMBERS_TEXT + v1.tobytes())
+    t = read_trace(tmp_path / "rank-0.cttrace")
+    assert [tuple(r) for r in t.records.tolist()] == [(5, 70000, AR, 2, 1, 7, 1 << 20, 2, 1, 2, 2.0, 0.5)]
 
 
 def test_ingest_exact_rows(tmp_path: Path) -> None:
@@ -112,23 +141,25 @@ def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
     """record_bytes comes from the header: fields appended by the runtime are skipped."""
     d = _write_dir(tmp_path / "t")
     raw = (d / "rank-0.cttrace").read_bytes()
-    head, rest = raw[:64], raw[64:]
-    cut = rest.index(b"\n\n") + 2
+    head, rest = raw[:72], raw[72:]
+    cut = rest.index(b"\n\n") + 2 + 2 * 16
     text, recs = rest[:cut], rest[cut:]
-    wide = b"".join(recs[i:i + 32] + b"\xee" * 8 for i in range(0, len(recs), 32))
+    wide = b"".join(recs[i:i + 20] + b"\xee" * 8 for i in range(0, len(recs), 20))
     fields = list(HEADER.unpack(head))
-    fields[2] = 40
+    fields[2] = 28
     (d / "rank-0.cttrace").write_bytes(HEADER.pack(*fields) + text + wide)
     assert read_trace(d / "rank-0.cttrace").records["duration"].tolist() == [0.25, 0.125, 0.5]
 
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda b: b"CTTRACE9" + b[8:], "not a colltune trace"),
-    (lambda b: b[:8] + struct.pack("<I", 2) + b[12:], "trace version 2, this colltune reads 1"),
-    (lambda b: b[:-5], "header says 3 records of 32 bytes"),
-    (lambda b: b[:40], "shorter than the 64-byte header"),
-    (lambda b: b[:12] + struct.pack("<I", 16) + b[16:], "records of 16 bytes are shorter than the 32"),
-    (lambda b: b[:64] + b"allreduce default", "no terminating empty line"),
+    (lambda b: b[:8] + struct.pack("<I", 3) + b[12:], "trace version 3, this colltune reads 1 and 2"),
+    (lambda b: b[:-5], "header says 3 records of 20 bytes"),
+    (lambda b: b[:40], "shorter than the 72-byte header"),
+    (lambda b: b[:12] + struct.pack("<I", 16) + b[16:], "records of 16 bytes are shorter than the 20"),
+    (lambda b: b[:64] + struct.pack("<I", 200) + b[68:], "communicator table of 200 entries"),
+    (lambda b: b[:-20] + struct.pack("<H", 2) + b[-18:], "a record names communicator 2 of a table of 2"),
+    (lambda b: b[:72] + b"allreduce default", "no terminating empty line"),
 ])
 def test_broken_files_are_refused(tmp_path: Path, mutate, message: str) -> None:
     d = _write_dir(tmp_path / "t")

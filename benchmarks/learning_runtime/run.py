@@ -135,9 +135,10 @@ def main() -> None:
         from colltune.learn import traces
 
         t1 = traces.read_trace(f)
-        print(f"\ntrace: {f.stat().st_size} bytes for {len(t1.records)} records: "
-              f"{t1.records.dtype.itemsize} bytes per record + {f.stat().st_size - 32 * len(t1.records)} "
-              "bytes of header and members text per rank file")
+        n = len(t1.records)
+        print(f"\ntrace: {f.stat().st_size} bytes for {n} records: {traces.RECORD_BYTES} bytes per record + "
+              f"{f.stat().st_size - traces.RECORD_BYTES * n} bytes of header, members text and "
+              "communicator table per rank file")
 
 
 if __name__ == "__main__":

@@ -29,15 +29,18 @@ typedef enum ct_mode {
     CT_MODE_COUNT
 } ct_mode;
 
-/* One traced call, 32 bytes, the layout of docs/select.md "Trace files" (little-endian). */
+/* One traced call, 20 bytes, the version 2 layout of docs/select.md "Trace files"
+ * (little-endian). The communicator's facts (id, size, nodes, ppn) are written once per
+ * communicator in the file's communicator table, which `comm` indexes. */
 typedef struct ct_trace_record {
-    uint32_t comm_id, call_index;
-    uint8_t coll, member, outcome, size_bin;
-    uint32_t bytes;
-    uint16_t comm_size;
-    uint8_t nodes, ppn;
-    float start, duration;
-    uint32_t reason;
+    uint16_t comm;        /* index in the file's communicator table */
+    uint16_t call;        /* the communicator's call index mod 2^16 */
+    uint8_t coll, member;
+    uint8_t status;       /* outcome | reason << 2 */
+    uint8_t start_hi;     /* start ticks, bits 32..39 */
+    uint32_t bytes;       /* saturated at 2^32-1 */
+    uint32_t start_lo;    /* start ticks (2^-20 s since MPI_Init), bits 0..31 */
+    float duration;       /* seconds */
 } ct_trace_record;
 
 /* The outcome of the decision point for one call. */

@@ -29,13 +29,15 @@
 #include "ct_select.h"
 #include "ct_settings.h"
 
-_Static_assert(sizeof(ct_trace_record) == 32, "trace records are 32 bytes (docs/select.md)");
+_Static_assert(sizeof(ct_trace_record) == 20, "trace records are 20 bytes (docs/select.md)");
+
+#define CT_TRACE_VERSION 2
+#define CT_NO_SLOT 0xFFFFu   /* communicator beyond the file's table: its calls are not recorded */
 
 typedef struct ct_comm_state {
     uint32_t id;
     int inter;
-    uint16_t size;
-    uint8_t nodes, ppn;             /* saturated at 255, as recorded */
+    uint16_t slot;                  /* traced ranks: index in the trace's communicator table */
     int nodes_bin, ppn_bin;
     /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
@@ -55,6 +57,16 @@ static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_NUM_VARIANTS + 1];
 static ct_trace_record *ct_trace;
 static uint64_t ct_trace_cap;
 static atomic_ullong ct_trace_next;
+/* The trace's communicator table (traced ranks): the facts of every communicator once, in
+ * order of first collective; grown under a spin lock when a communicator is set up, never on
+ * the call path. */
+typedef struct ct_trace_comm {
+    uint32_t id, size, nodes, ppn;
+} ct_trace_comm;
+static ct_trace_comm *ct_tcomms;
+static uint32_t ct_ntcomms, ct_captcomms;
+static atomic_flag ct_tcomms_lock = ATOMIC_FLAG_INIT;
+static atomic_ullong ct_trace_unslotted;   /* calls on communicators the table had no room for */
 static char *ct_trace_dir;
 static const char *ct_select_path;
 
@@ -243,9 +255,32 @@ void ct_learn_describe(void)
 
 /* ---- communicator state -------------------------------------------------------------------- */
 
-static uint8_t ct_sat8(uint64_t v)
+static uint32_t ct_sat32(uint64_t v)
 {
-    return v > 255 ? 255 : (uint8_t)v;
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* Index of a new communicator in the trace's communicator table, or CT_NO_SLOT. */
+static uint16_t ct_trace_slot(uint32_t id, uint32_t size, uint32_t nodes, uint32_t ppn)
+{
+    uint16_t slot = CT_NO_SLOT;
+    while (atomic_flag_test_and_set_explicit(&ct_tcomms_lock, memory_order_acquire))
+        ;
+    if (ct_ntcomms == ct_captcomms && ct_captcomms < CT_NO_SLOT) {
+        uint32_t cap = ct_captcomms ? ct_captcomms * 2u : 16u;
+        cap = cap > CT_NO_SLOT ? CT_NO_SLOT : cap;
+        ct_trace_comm *grown = realloc(ct_tcomms, cap * sizeof *grown);
+        if (grown != NULL) {
+            ct_tcomms = grown;
+            ct_captcomms = cap;
+        }
+    }
+    if (ct_ntcomms < ct_captcomms) {
+        ct_tcomms[ct_ntcomms] = (ct_trace_comm){id, size, nodes, ppn};
+        slot = (uint16_t)ct_ntcomms++;
+    }
+    atomic_flag_clear_explicit(&ct_tcomms_lock, memory_order_release);
+    return slot;
 }
 
 /* Collective over `comm`: every rank of it is inside its first intercepted collective. */
@@ -254,6 +289,7 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     ct_comm_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
+    s->slot = CT_NO_SLOT;
     int rank, size, local_rank, local_size;
     MPI_Comm local;
     if (PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS || s->inter
@@ -276,9 +312,8 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
         || PMPI_Allreduce(MPI_IN_PLACE, &ppn, 1, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         goto fail;
     s->id = (uint32_t)sums[0];
-    s->size = size > 65535 ? 65535 : (uint16_t)size;
-    s->nodes = ct_sat8(sums[1]);
-    s->ppn = ct_sat8(ppn);
+    if (ct_trace != NULL)
+        s->slot = ct_trace_slot(s->id, (uint32_t)size, ct_sat32(sums[1]), ct_sat32(ppn));
     s->nodes_bin = ct_select_count_bin(sums[1], ct_nbins[1]);
     s->ppn_bin = ct_select_count_bin(ppn, ct_nbins[2]);
     return s;
@@ -331,16 +366,12 @@ ct_decision ct_learn_decide(const ct_call *call)
     if (ct_trace == NULL)
         return d;
     ct_trace_record *r = &ct_pending;
-    r->comm_id = s->id;
-    r->call_index = (uint32_t)index;
+    r->comm = s->slot;
+    r->call = (uint16_t)index;
     r->coll = (uint8_t)call->coll;
     r->member = (uint8_t)(member > 0 ? member : 0);
-    r->outcome = (uint8_t)outcome;
-    r->size_bin = (uint8_t)ct_select_size_bin((uint64_t)bytes, 64);
-    r->bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-    r->comm_size = s->size;
-    r->nodes = s->nodes;
-    r->ppn = s->ppn;
+    r->status = (uint8_t)outcome;
+    r->bytes = ct_sat32((uint64_t)bytes);
     return d;
 }
 
@@ -358,15 +389,20 @@ int ct_learn_run_traced(const ct_call *call, const ct_decision *d)
     double end = PMPI_Wtime();
     if (ct_trace == NULL)
         return rc;
+    if (CT_UNLIKELY(ct_pending.comm == CT_NO_SLOT)) {
+        atomic_fetch_add_explicit(&ct_trace_unslotted, 1, memory_order_relaxed);
+        return rc;
+    }
     uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
     if (slot < ct_trace_cap) {
         ct_trace_record *r = &ct_trace[slot];
         *r = ct_pending;
-        if (d->reason != COLLTUNE_APPLICABLE) {
-            r->outcome = CT_PICK_NOT_APPLICABLE;
-            r->reason = (uint32_t)d->reason;
-        }
-        r->start = (float)(start - ct_t0);
+        if (d->reason != COLLTUNE_APPLICABLE)
+            r->status = (uint8_t)(CT_PICK_NOT_APPLICABLE | (unsigned)d->reason << 2);
+        double ticks = (start - ct_t0) * 1048576.0;   /* 2^-20 s, 40 bits: 12.7 days */
+        uint64_t t = ticks <= 0.0 ? 0 : ticks >= 0x1p40 ? (UINT64_C(1) << 40) - 1 : (uint64_t)ticks;
+        r->start_lo = (uint32_t)t;
+        r->start_hi = (uint8_t)(t >> 32);
         r->duration = (float)(end - start);
     }
     return rc;
@@ -387,17 +423,19 @@ static int ct_write_trace(FILE *f)
     double wall = PMPI_Wtime() - ct_t0;
     uint64_t wall_bits;
     memcpy(&wall_bits, &wall, sizeof wall_bits);
-    unsigned char h[64];
+    unsigned char h[72];
     memcpy(h, "CTTRACE1", 8);
-    ct_put(h + 8, 1, 4);
+    ct_put(h + 8, CT_TRACE_VERSION, 4);
     ct_put(h + 12, sizeof(ct_trace_record), 4);
     ct_put(h + 16, (uint64_t)ct_world_rank, 4);
     ct_put(h + 20, (uint64_t)ct_world_size, 4);
     ct_put(h + 24, ct_seed, 8);
     ct_put(h + 32, ct_select_hash(ct_table), 8);
     ct_put(h + 40, kept, 8);
-    ct_put(h + 48, n - kept, 8);
+    ct_put(h + 48, n - kept + atomic_load(&ct_trace_unslotted), 8);
     ct_put(h + 56, wall_bits, 8);
+    ct_put(h + 64, ct_ntcomms, 4);
+    ct_put(h + 68, sizeof(ct_trace_comm), 4);
     int bad = fwrite(h, sizeof h, 1, f) != 1;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         fputs(colltune_collective_name(c), f);
@@ -407,6 +445,14 @@ static int ct_write_trace(FILE *f)
         fputc('\n', f);
     }
     fputc('\n', f);
+    for (uint32_t i = 0; i < ct_ntcomms; i++) {
+        unsigned char c[sizeof(ct_trace_comm)];
+        ct_put(c, ct_tcomms[i].id, 4);
+        ct_put(c + 4, ct_tcomms[i].size, 4);
+        ct_put(c + 8, ct_tcomms[i].nodes, 4);
+        ct_put(c + 12, ct_tcomms[i].ppn, 4);
+        bad |= fwrite(c, sizeof c, 1, f) != 1;
+    }
     /* Records are stored in the host's order: little-endian on every platform we build for. */
     if (kept > 0)
         bad |= fwrite(ct_trace, sizeof *ct_trace, kept, f) != kept;
@@ -427,7 +473,11 @@ void ct_learn_finish(void)
         if (bad)
             ct_message("warning: rank %d: could not write %s (%s); its records are lost",
                        ct_world_rank, path, strerror(errno));
-        uint64_t n = atomic_load(&ct_trace_next);
+        uint64_t n = atomic_load(&ct_trace_next), lost = atomic_load(&ct_trace_unslotted);
+        if (lost > 0)
+            ct_message("warning: rank %d: more than %u communicators in the trace, %llu calls on "
+                       "the later ones not recorded", ct_world_rank, CT_NO_SLOT,
+                       (unsigned long long)lost);
         if (n > ct_trace_cap)
             ct_message("warning: rank %d: trace buffer full, %llu calls not recorded (raise "
                        "COLLTUNE_TRACE_RECORDS, now %llu)", ct_world_rank,
@@ -440,8 +490,11 @@ void ct_learn_stop(void)
 {
     free(ct_trace);
     free(ct_trace_dir);
+    free(ct_tcomms);
     ct_trace = NULL;
     ct_trace_dir = NULL;
+    ct_tcomms = NULL;
+    ct_ntcomms = ct_captcomms = 0;
     ct_trace_cap = 0;
     ct_select_free(ct_table);
     ct_table = NULL;

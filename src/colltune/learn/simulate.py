@@ -36,7 +36,7 @@ from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.learn import draw
 from colltune.learn.table import SelectionTable, content_hash, format_table
-from colltune.learn.traces import RECORD_BYTES, TraceFile, record_dtype, write_trace
+from colltune.learn.traces import TraceFile, calls_array, write_trace
 
 
 class TruthError(ColltuneError):
@@ -223,16 +223,14 @@ class Simulator:
         tab_bytes = format_table(table).encode() if table is not None else b""
         trace_dir.mkdir(parents=True, exist_ok=True)
         wall = float(clock[-1] + true_t[-1] * slow[-1] + late_max[-1]) if n else 0.0
-        size_bins = np.minimum(np.frexp(self.calls["msg_bytes"].to_numpy(float))[1],
-                               (table.bins[0] if table else 24) - 1)
         for r in range(ranks):
             mine = np.flatnonzero(in_comm[r])
             kept, lost = mine[:t.trace_cap], max(0, len(mine) - t.trace_cap)
-            rec = np.zeros(len(kept), dtype=record_dtype(RECORD_BYTES))
+            rec = calls_array(len(kept))
             c = self.calls.iloc[kept]
             rec["comm_id"], rec["call_index"] = c["comm_id"], c["call_index"]
             rec["collective"], rec["member"], rec["outcome"] = coll_idx.iloc[kept], members[kept], outcome[kept]
-            rec["size_bin"], rec["msg_bytes"] = size_bins[kept], c["msg_bytes"]
+            rec["msg_bytes"] = c["msg_bytes"]
             rec["comm_size"], rec["nodes"], rec["ppn"] = c["comm_size"], c["nodes"], c["ppn"]
             rec["start"], rec["duration"] = clock[kept] + late[r, kept], dur[r, kept]
             write_trace(trace_dir / f"rank-{r}.cttrace", TraceFile(

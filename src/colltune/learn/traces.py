@@ -5,7 +5,8 @@ it: the same bytes the runtime writes), `ingest` joins a directory's ranks by (c
 call_index) into one row per call (runtime = max over traced ranks of the local duration, the
 seed's metric) and stores them in `trace_runs` / `trace_calls`. The record layout is declared
 once, in RECORD_FIELDS; the record size is always taken from the header, so a runtime that adds
-fields at the end stays readable.
+fields at the end stays readable. Version 2 files (20-byte records, the communicator facts once per
+communicator) are what the runtime writes; version 1 files (32-byte records) are still read.
 """
 
 from __future__ import annotations
@@ -26,17 +27,33 @@ from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.store import Store
 
-MAGIC = b"CTTRACE1"
-VERSION = 1
-HEADER = struct.Struct("<8sIIIIQQQQd")  # magic, version, record_bytes, rank, size, seed, hash, n, overflow, wall
-# (field, numpy type, offset) of a version 1 record, 32 bytes.
+MAGIC = b"CTTRACE1"  # the format family; the version field says which layout follows
+VERSION = 2
+HEADER_V1 = struct.Struct("<8sIIIIQQQQd")  # magic, version, record_bytes, rank, size, seed, hash, n, overflow, wall
+HEADER = struct.Struct("<8sIIIIQQQQdII")  # version 2: ... wall, n_comms, comm_bytes
+COMM = struct.Struct("<IIII")  # comm_id, size, nodes, ppn: once per communicator in the file
+COMM_BYTES = COMM.size
+# (field, numpy type, offset) of a version 2 record, 20 bytes (docs/select.md "Trace files").
 RECORD_FIELDS: tuple[tuple[str, str, int], ...] = (
-    ("comm_id", "<u4", 0), ("call_index", "<u4", 4), ("collective", "u1", 8), ("member", "u1", 9),
-    ("outcome", "u1", 10), ("size_bin", "u1", 11), ("msg_bytes", "<u4", 12), ("comm_size", "<u2", 16),
-    ("nodes", "u1", 18), ("ppn", "u1", 19), ("start", "<f4", 20), ("duration", "<f4", 24),
-    ("reason", "<u4", 28),
+    ("comm", "<u2", 0), ("call_lo", "<u2", 2), ("collective", "u1", 4), ("member", "u1", 5),
+    ("status", "u1", 6), ("start_hi", "u1", 7), ("msg_bytes", "<u4", 8), ("start_lo", "<u4", 12),
+    ("duration", "<f4", 16),
 )
-RECORD_BYTES = 32
+RECORD_BYTES = 20
+TICKS_PER_S = float(1 << 20)  # start resolution: 2^-20 s (0.95 us), 40 bits: 12.7 days
+# version 1 (32-byte records, every fact in every record): still read
+V1_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ("comm_id", "<u4", 0), ("call_index", "<u4", 4), ("collective", "u1", 8), ("member", "u1", 9),
+    ("outcome", "u1", 10), ("msg_bytes", "<u4", 12), ("comm_size", "<u2", 16), ("nodes", "u1", 18),
+    ("ppn", "u1", 19), ("start", "<f4", 20), ("duration", "<f4", 24), ("reason", "<u4", 28),
+)
+# One traced call as the readers return it and write_trace takes it, whatever the file version.
+CALL_DTYPE = np.dtype([
+    ("comm_id", "<u4"), ("call_index", "<i8"), ("collective", "u1"), ("member", "u1"), ("outcome", "u1"),
+    ("reason", "u1"), ("msg_bytes", "<i8"), ("comm_size", "<u4"), ("nodes", "<u4"), ("ppn", "<u4"),
+    ("start", "<f8"), ("duration", "<f8"),
+])
+CALL_FIELDS = CALL_DTYPE.names
 # outcome code -> (outcome, mode) columns of trace_calls
 OUTCOMES = {0: ("applied", "fixed"), 1: ("not_applicable", None), 2: ("applied", "exploit"),
             3: ("applied", "explore")}
@@ -47,12 +64,17 @@ class TraceError(ColltuneError):
     """A trace file or directory is unusable; the message names the file and what is wrong."""
 
 
-def record_dtype(record_bytes: int) -> np.dtype:
-    need = max(off + np.dtype(t).itemsize for _, t, off in RECORD_FIELDS)
+def record_dtype(record_bytes: int, fields: tuple[tuple[str, str, int], ...] = RECORD_FIELDS) -> np.dtype:
+    need = max(off + np.dtype(t).itemsize for _, t, off in fields)
     if record_bytes < need:
         raise ValueError(f"records of {record_bytes} bytes are shorter than the {need} this colltune reads")
-    return np.dtype({"names": [f for f, _, _ in RECORD_FIELDS], "formats": [t for _, t, _ in RECORD_FIELDS],
-                     "offsets": [o for _, _, o in RECORD_FIELDS], "itemsize": record_bytes})
+    return np.dtype({"names": [f for f, _, _ in fields], "formats": [t for _, t, _ in fields],
+                     "offsets": [o for _, _, o in fields], "itemsize": record_bytes})
+
+
+def calls_array(n: int) -> np.ndarray:
+    """Zeroed traced calls, to fill and pass to write_trace."""
+    return np.zeros(n, dtype=CALL_DTYPE)
 
 
 @dataclass
@@ -64,50 +86,132 @@ class TraceFile:
     overflow: int
     wall_s: float
     portfolios: dict[str, list[str]]  # collective -> members in runtime index order
-    records: np.ndarray  # of record_dtype
+    records: np.ndarray  # of CALL_DTYPE
 
 
-def read_trace(path: str | Path) -> TraceFile:
-    p = Path(path)
-    data = p.read_bytes()
-    if len(data) < HEADER.size:
-        raise TraceError(f"{p}: {len(data)} bytes, shorter than the {HEADER.size}-byte header (truncated?)")
-    magic, version, rec_bytes, rank, size, seed, thash, n, overflow, wall = HEADER.unpack_from(data)
-    if magic != MAGIC:
-        raise TraceError(f"{p}: not a colltune trace (magic {magic!r}, expected {MAGIC!r})")
-    if version != VERSION:
-        raise TraceError(f"{p}: trace version {version}, this colltune reads {VERSION}; ingest it with "
-                         "the colltune that ran the application")
-    end = data.find(b"\n\n", HEADER.size - 1)
+def _members_text(p: Path, data: bytes, at: int) -> tuple[dict[str, list[str]], int]:
+    end = data.find(b"\n\n", at - 1)
     if end < 0:
         raise TraceError(f"{p}: the members text after the header has no terminating empty line")
     portfolios: dict[str, list[str]] = {}
-    for line in data[HEADER.size:end].decode("utf-8", "replace").splitlines():
+    for line in data[at:end].decode("utf-8", "replace").splitlines():
         words = line.split()
         if words:
             portfolios[words[0]] = words[1:]
-    start = end + 2
+    return portfolios, end + 2
+
+
+def _records(p: Path, data: bytes, start: int, n: int, rec_bytes: int,
+             fields: tuple[tuple[str, str, int], ...]) -> np.ndarray:
     try:
-        dtype = record_dtype(rec_bytes)
+        dtype = record_dtype(rec_bytes, fields)
     except ValueError as exc:
         raise TraceError(f"{p}: {exc}") from None
     if len(data) - start != n * rec_bytes:
         raise TraceError(f"{p}: header says {n} records of {rec_bytes} bytes, the file holds "
-                         f"{len(data) - start} bytes after the members text (truncated?)")
-    records = np.frombuffer(data, dtype=dtype, count=n, offset=start)
+                         f"{len(data) - start} bytes for them (truncated?)")
+    return np.frombuffer(data, dtype=dtype, count=n, offset=start)
+
+
+def _unwrap_calls(comm: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Full call indices from their low 16 bits: a communicator's records are in call order,
+    each less than 2^16 calls after the previous one (in this runtime exactly 1)."""
+    full = np.zeros(len(low), dtype=np.int64)
+    order = np.argsort(comm, kind="stable")
+    bounds = np.flatnonzero(np.diff(comm[order].astype(np.int64))) + 1
+    for idx in np.split(order, bounds):
+        if len(idx):
+            lo = low[idx].astype(np.int64)
+            full[idx] = lo[0] + np.concatenate([[0], np.cumsum(np.diff(lo) % 65536)])
+    return full
+
+
+def _comm_table(p: Path, data: bytes, at: int, n_comms: int, comm_bytes: int) -> np.ndarray:
+    if comm_bytes < COMM.size or len(data) < at + n_comms * comm_bytes:
+        raise TraceError(f"{p}: communicator table of {n_comms} entries of {comm_bytes} bytes does not fit "
+                         "the file (truncated?)")
+    return np.array([COMM.unpack_from(data, at + i * comm_bytes) for i in range(n_comms)],
+                    dtype=np.int64).reshape(n_comms, 4)
+
+
+def _decode_v2(p: Path, comms: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    n_comms = len(comms)
+    slot = rec["comm"].astype(np.int64)
+    if len(rec) and int(slot.max()) >= n_comms:
+        raise TraceError(f"{p}: a record names communicator {int(slot.max())} of a table of {n_comms}")
+    out = calls_array(len(rec))
+    out["comm_id"], out["comm_size"], out["nodes"], out["ppn"] = (comms[slot, i] for i in range(4))
+    out["call_index"] = _unwrap_calls(slot, rec["call_lo"])
+    out["collective"], out["member"], out["msg_bytes"] = rec["collective"], rec["member"], rec["msg_bytes"]
+    out["outcome"], out["reason"] = rec["status"] & 3, rec["status"] >> 2
+    out["start"] = (rec["start_lo"].astype(np.float64) + rec["start_hi"].astype(np.float64) * 2.0**32) / TICKS_PER_S
+    out["duration"] = rec["duration"]
+    return out
+
+
+def _decode_v1(rec: np.ndarray) -> np.ndarray:
+    out = calls_array(len(rec))
+    for f in ("comm_id", "call_index", "collective", "member", "outcome", "msg_bytes", "comm_size", "nodes",
+              "ppn", "start", "duration"):
+        out[f] = rec[f]
+    out["reason"] = np.minimum(rec["reason"], 255)
+    return out
+
+
+def read_trace(path: str | Path) -> TraceFile:
+    """One rank's trace file, version 2 or 1, as traced calls (CALL_DTYPE)."""
+    p = Path(path)
+    data = p.read_bytes()
+    if len(data) < 12:
+        raise TraceError(f"{p}: {len(data)} bytes, shorter than the trace header (truncated?)")
+    magic, version = data[:8], struct.unpack_from("<I", data, 8)[0]
+    if magic != MAGIC:
+        raise TraceError(f"{p}: not a colltune trace (magic {magic!r}, expected {MAGIC!r})")
+    if version not in (1, 2):
+        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 and 2; ingest it with "
+                         "the colltune that ran the application")
+    head = HEADER if version == 2 else HEADER_V1
+    if len(data) < head.size:
+        raise TraceError(f"{p}: {len(data)} bytes, shorter than the {head.size}-byte header (truncated?)")
+    fields = head.unpack_from(data)
+    _, _, rec_bytes, rank, size, seed, thash, n, overflow, wall = fields[:10]
+    portfolios, at = _members_text(p, data, head.size)
+    if version == 1:
+        records = _decode_v1(_records(p, data, at, n, rec_bytes, V1_FIELDS))
+    else:
+        n_comms, comm_bytes = fields[10:12]
+        comms = _comm_table(p, data, at, n_comms, comm_bytes)
+        records = _decode_v2(p, comms, _records(p, data, at + n_comms * comm_bytes, n, rec_bytes, RECORD_FIELDS))
     return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records)
 
 
+def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The communicator table and the version 2 records of traced calls (CALL_DTYPE), as the
+    runtime writes them: communicators numbered in order of first appearance."""
+    keys = list(zip(calls["comm_id"].tolist(), calls["comm_size"].tolist(), calls["nodes"].tolist(),
+                    calls["ppn"].tolist(), strict=True))
+    slots: dict[tuple[int, int, int, int], int] = {}
+    slot = np.array([slots.setdefault(k, len(slots)) for k in keys], dtype=np.int64)
+    rec = np.zeros(len(calls), dtype=record_dtype(RECORD_BYTES))
+    rec["comm"], rec["call_lo"] = slot, calls["call_index"] & 0xFFFF
+    rec["collective"], rec["member"], rec["msg_bytes"] = calls["collective"], calls["member"], \
+        np.minimum(calls["msg_bytes"], 2**32 - 1)
+    rec["status"] = (calls["outcome"] & 3) | (calls["reason"].astype(np.int64) << 2)
+    ticks = np.minimum(np.round(calls["start"] * TICKS_PER_S), 2.0**40 - 1).astype(np.int64)
+    rec["start_lo"], rec["start_hi"] = ticks & 0xFFFFFFFF, ticks >> 32
+    rec["duration"] = calls["duration"]
+    return b"".join(COMM.pack(*k) for k in slots), rec
+
+
 def write_trace(path: str | Path, trace: TraceFile) -> Path:
-    """The bytes the runtime writes at MPI_Finalize for these records (version 1 layout)."""
-    rec = np.zeros(len(trace.records), dtype=record_dtype(RECORD_BYTES))
-    for name, _, _ in RECORD_FIELDS:
-        rec[name] = trace.records[name]
+    """The bytes the runtime writes at MPI_Finalize for these calls (version 2 layout)."""
+    comms, rec = encode_records(trace.records)
     text = "".join(f"{c} {' '.join(m)}\n" for c, m in trace.portfolios.items()) + "\n"
     header = HEADER.pack(MAGIC, VERSION, RECORD_BYTES, trace.rank, trace.world_size, trace.seed,
-                         trace.table_hash, len(rec), trace.overflow, trace.wall_s)
+                         trace.table_hash, len(rec), trace.overflow, trace.wall_s, len(comms) // COMM.size,
+                         COMM.size)
     p = Path(path)
-    p.write_bytes(header + text.encode() + rec.tobytes())
+    p.write_bytes(header + text.encode() + comms + rec.tobytes())
     return p
 
 
@@ -127,10 +231,10 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
     names = catalog.load().collective_names()
     parts = []
     for t in traces:
-        df = pd.DataFrame({f: t.records[f] for f, _, _ in RECORD_FIELDS})
+        df = pd.DataFrame({f: t.records[f] for f in CALL_FIELDS})
         df["rank"] = t.rank
         parts.append(df)
-    raw = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[f for f, _, _ in RECORD_FIELDS])
+    raw = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(CALL_FIELDS))
     if raw.empty:
         return pd.DataFrame(), 0
     raw = raw.sort_values(["comm_id", "call_index", "rank"], kind="stable")
