@@ -6,8 +6,11 @@
  * to fix". colltune.learn.table implements the same grammar; colltune.learn.draw the same
  * arithmetic, operation for operation, so both sides pick the same member for the same call.
  *
- * Explore cells keep their prefix sums (computed once here, in the order docs/select.md fixes),
- * exploit cells only their best member: a pick is a binary search and a short scan.
+ * Memory (benchmarks/learning_runtime): a listed collective holds its whole cube as one byte per
+ * cell (0 unlisted, 1 + the portfolio index of an exploit cell's best member, or "explore"), so a
+ * pick is one load; explore cells add a bit in a bitmap, whose rank (popcount) finds their prefix
+ * sums (computed once here, in the order docs/select.md fixes) and best member. Everything of a
+ * collective is one exact-size allocation made when its block is complete.
  *
  * Pure C11 plus POSIX newlocale/strtod_l (the application may have set a locale whose decimal
  * point is a comma); no MPI calls.
@@ -34,34 +37,42 @@
 #define CT_SEL_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
 
 enum { CT_UNLISTED_EXPLORE, CT_UNLISTED_LIBRARY, CT_UNLISTED_EXPLOIT };
-enum { CT_MODE_EXPLORE_CELL, CT_MODE_EXPLOIT_CELL };
+#define CT_CODE_EXPLORE 255u   /* cell code of an explore cell; 0 unlisted, else 1 + member */
+_Static_assert(CT_NUM_VARIANTS + 1 < CT_CODE_EXPLORE, "portfolio indices fit a cell code");
 
-typedef struct ct_scell {
-    uint32_t key;     /* s << 12 | n << 6 | p */
-    uint32_t prefix;  /* explore: index of its m prefix sums in ct_select.prefix */
-    uint8_t mode;
-    uint8_t best;     /* table member index of the largest weight (first on ties) */
-} ct_scell;
-
+/* A listed collective. `code` has nbins[0] * nbins[1] * nbins[2] cells, index
+ * (s * nbins[1] + n) * nbins[2] + p. Explore cells: bit i of `bits` set; their number before
+ * word w is rank[w]; the r-th explore cell has m prefix sums at prefix + r * m (table member
+ * order) and its best portfolio member in best[r]. */
 typedef struct ct_scoll {
-    int listed;
-    int m;                                     /* members in the table's order */
-    uint8_t port[CT_SELECT_MAX_MEMBERS];       /* table member -> portfolio index */
-    ct_scell *cells;
-    uint32_t ncells, cap;
+    uint8_t listed, m;
+    const uint8_t *code;
+    const uint64_t *bits;
+    const uint32_t *rank;
+    const double *prefix;
+    const uint8_t *best;
+    const uint8_t *port;     /* table member -> portfolio index */
+    void *block;             /* the one allocation behind the pointers above */
+    size_t block_bytes;
 } ct_scoll;
 
 struct ct_select {
     ct_scoll colls[CT_NUM_COLLECTIVES];
-    double *prefix;
-    uint32_t nprefix, capprefix;
-    double uniform[CT_NUM_COLLECTIVES][CT_NUM_VARIANTS + 1]; /* prefix sums of unlisted explore */
     int nbins[3];
+    uint32_t cells;          /* cells of a cube */
     double lo, hi;
     int unlisted;
     uint64_t budget;
     uint64_t hash;
+    uint16_t uniform_at[CT_NUM_COLLECTIVES];
+    double uniform[];        /* prefix sums of unlisted explore, portfolio by portfolio */
 };
+
+/* One explore cell while its collective's block is being read. */
+typedef struct ct_pcell {
+    uint32_t cell;
+    uint8_t best;
+} ct_pcell;
 
 typedef struct ct_sword {
     const char *s;
@@ -80,7 +91,12 @@ typedef struct ct_sparser {
     int coll;
     long coll_line;
     ct_select *t;
-    unsigned char *seen[CT_NUM_COLLECTIVES]; /* bitmap of cells per collective (duplicates) */
+    /* the block being read: its cube codes (nonzero = seen), port map, explore cells */
+    uint8_t *code;
+    uint8_t port[CT_SELECT_MAX_MEMBERS];
+    ct_pcell *pcells;
+    double *pprefix;
+    uint32_t npcells, cappcells;
     char quote[CT_SEL_SHOW * 4 + 1];
 } ct_sparser;
 
@@ -322,6 +338,7 @@ static int ct_key(ct_sparser *ps, int k, const ct_sword *w, int nw)
                 return -1;
             t->nbins[i] = (int)v;
         }
+        t->cells = (uint32_t)(t->nbins[0] * t->nbins[1] * t->nbins[2]);
         return 0;
     }
     if (k == 3) {
@@ -350,12 +367,83 @@ static int ct_key(ct_sparser *ps, int k, const ct_sword *w, int nw)
     return ct_count(ps, w[1], "budget", 0, UINT64_C(9223372036854775807), &t->budget);
 }
 
+static int ct_grow(void **array, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t cap2 = *cap ? *cap * 2u : 16u;
+    while (cap2 < need)
+        cap2 *= 2u;
+    void *grown = realloc(*array, (size_t)cap2 * elem);
+    if (grown == NULL)
+        return -1;
+    *array = grown;
+    *cap = cap2;
+    return 0;
+}
+
+static void ct_drop_block(ct_sparser *ps)
+{
+    free(ps->code);
+    free(ps->pcells);
+    free(ps->pprefix);
+    ps->code = NULL;
+    ps->pcells = NULL;
+    ps->pprefix = NULL;
+    ps->npcells = ps->cappcells = 0;
+}
+
+/* The finished block of the collective being read, in one exact-size allocation:
+ * [prefix sums | bitmap | ranks | codes | best | port] (most aligned first). */
+static int ct_build_block(ct_sparser *ps)
+{
+    ct_scoll *c = &ps->t->colls[ps->coll];
+    uint32_t cells = ps->t->cells, nexp = ps->npcells, m = c->m;
+    uint32_t words = nexp > 0 ? (cells + 63u) / 64u : 0;
+    size_t at_bits = (size_t)nexp * m * sizeof(double);
+    size_t at_rank = at_bits + (size_t)words * sizeof(uint64_t);
+    size_t at_code = at_rank + (size_t)words * sizeof(uint32_t);
+    size_t at_best = at_code + cells, at_port = at_best + nexp, bytes = at_port + m;
+    unsigned char *b = malloc(bytes);
+    if (b == NULL)
+        return ct_sfail(ps, ps->line, "out of memory");
+    uint64_t *bits = (uint64_t *)(void *)(b + at_bits);
+    uint32_t *rank = (uint32_t *)(void *)(b + at_rank);
+    memset(bits, 0, (size_t)words * sizeof *bits);
+    for (uint32_t i = 0; i < nexp; i++)
+        bits[ps->pcells[i].cell >> 6] |= UINT64_C(1) << (ps->pcells[i].cell & 63u);
+    for (uint32_t w = 0, acc = 0; w < words; w++) {
+        rank[w] = acc;
+        acc += (uint32_t)__builtin_popcountll(bits[w]);
+    }
+    c->block = b;
+    c->block_bytes = bytes;
+    c->bits = words > 0 ? bits : NULL;
+    c->rank = words > 0 ? rank : NULL;
+    c->prefix = (const double *)(void *)b;
+    c->best = b + at_best;
+    c->port = b + at_port;
+    c->code = b + at_code;
+    memcpy(b + at_code, ps->code, cells);
+    memcpy(b + at_port, ps->port, m);
+    for (uint32_t i = 0; i < nexp; i++) {
+        uint32_t cell = ps->pcells[i].cell;
+        uint32_t r = rank[cell >> 6]
+                     + (uint32_t)__builtin_popcountll(bits[cell >> 6]
+                                                      & ((UINT64_C(1) << (cell & 63u)) - 1u));
+        memcpy(b + (size_t)r * m * sizeof(double), ps->pprefix + (size_t)i * m, m * sizeof(double));
+        b[at_best + r] = ps->pcells[i].best;
+    }
+    ct_drop_block(ps);
+    return 0;
+}
+
 static int ct_close_block(ct_sparser *ps)
 {
     if (ps->state == CT_S_COLL)
         return ct_sfail(ps, ps->coll_line, "collective %s has no 'members' line; add 'members M1 "
                         "M2 ...' right after it", colltune_collective_name(ps->coll));
-    return 0;
+    return ps->state == CT_S_CELLS ? ct_build_block(ps) : 0;
 }
 
 static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
@@ -378,9 +466,6 @@ static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
                         "collectives.toml", ct_sq(ps, w[1]));
     if (ps->t->colls[coll].listed)
         return ct_sfail(ps, ps->line, "collective %s appears twice; merge its blocks", name);
-    ps->seen[coll] = calloc((size_t)1 << 15, 1);   /* 64^3 bits */
-    if (ps->seen[coll] == NULL)
-        return ct_sfail(ps, ps->line, "out of memory");
     ps->t->colls[coll].listed = 1;
     ps->coll = coll;
     ps->coll_line = ps->line;
@@ -440,25 +525,13 @@ static int ct_members(ct_sparser *ps, const ct_sword *w, int nw)
         int index = ct_member(ps, ps->coll, w[i]);
         if (index < 0)
             return -1;
-        c->port[i - 1] = (uint8_t)index;
+        ps->port[i - 1] = (uint8_t)index;
     }
-    c->m = nw - 1;
+    ps->code = calloc(ps->t->cells, 1);
+    if (ps->code == NULL)
+        return ct_sfail(ps, ps->line, "out of memory");
+    c->m = (uint8_t)(nw - 1);
     ps->state = CT_S_CELLS;
-    return 0;
-}
-
-static int ct_grow(void **array, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t cap2 = *cap ? *cap * 2u : 16u;
-    while (cap2 < need)
-        cap2 *= 2u;
-    void *grown = realloc(*array, (size_t)cap2 * elem);
-    if (grown == NULL)
-        return -1;
-    *array = grown;
-    *cap = cap2;
     return 0;
 }
 
@@ -493,27 +566,31 @@ static int ct_cell(ct_sparser *ps, const ct_sword *w, int nw)
     if (!positive)
         return ct_sfail(ps, ps->line, "the weights of a cell are all 0; give at least one "
                         "positive weight");
-    uint32_t key = (uint32_t)(b[0] << 12 | b[1] << 6 | b[2]);
-    unsigned char *seen = ps->seen[ps->coll];
-    if (seen[key >> 3] & (1u << (key & 7)))
+    uint32_t cell = (uint32_t)((b[0] * (uint64_t)t->nbins[1] + b[1]) * (uint64_t)t->nbins[2] + b[2]);
+    if (ps->code[cell] != 0)
         return ct_sfail(ps, ps->line, "cell %llu %llu %llu of %s appears twice; keep one",
                         (unsigned long long)b[0], (unsigned long long)b[1],
                         (unsigned long long)b[2], colltune_collective_name(ps->coll));
-    seen[key >> 3] |= (unsigned char)(1u << (key & 7));
-    if (ct_grow((void **)&c->cells, &c->cap, c->ncells + 1, sizeof *c->cells) != 0
-        || (explore && ct_grow((void **)&t->prefix, &t->capprefix, t->nprefix + (uint32_t)c->m,
-                               sizeof *t->prefix) != 0))
-        return ct_sfail(ps, ps->line, "out of memory");
-    ct_scell *cell = &c->cells[c->ncells++];
-    cell->key = key;
-    cell->mode = explore ? CT_MODE_EXPLORE_CELL : CT_MODE_EXPLOIT_CELL;
-    cell->best = (uint8_t)ct_select_pick_exploit(weights, c->m);
-    cell->prefix = 0;
-    if (explore) {
-        cell->prefix = t->nprefix;
-        ct_prefix(weights, c->m, t->lo, t->hi, t->prefix + t->nprefix);
-        t->nprefix += (uint32_t)c->m;
+    uint8_t best = ps->port[ct_select_pick_exploit(weights, c->m)];
+    if (!explore) {
+        ps->code[cell] = (uint8_t)(1u + best);
+        return 0;
     }
+    uint32_t cap = ps->cappcells;
+    if (ct_grow((void **)&ps->pcells, &ps->cappcells, ps->npcells + 1, sizeof *ps->pcells) != 0)
+        return ct_sfail(ps, ps->line, "out of memory");
+    if (ps->cappcells != cap) {   /* keep the prefix sums' capacity in step */
+        double *grown = realloc(ps->pprefix, (size_t)ps->cappcells * c->m * sizeof(double));
+        if (grown == NULL) {
+            ps->cappcells = cap;
+            return ct_sfail(ps, ps->line, "out of memory");
+        }
+        ps->pprefix = grown;
+    }
+    ps->code[cell] = CT_CODE_EXPLORE;
+    ps->pcells[ps->npcells] = (ct_pcell){cell, best};
+    ct_prefix(weights, c->m, t->lo, t->hi, ps->pprefix + (size_t)ps->npcells * c->m);
+    ps->npcells++;
     return 0;
 }
 
@@ -563,37 +640,41 @@ static int ct_sline(ct_sparser *ps, const char *s, size_t n)
                     "caps, unlisted, budget, collective, members, cell or end", ct_sq(ps, w[0]));
 }
 
-static int ct_cell_order(const void *a, const void *b)
-{
-    uint32_t x = ((const ct_scell *)a)->key, y = ((const ct_scell *)b)->key;
-    return (x > y) - (x < y);
-}
-
-/* Sorted cells for the lookup, prefix sums of the unlisted uniform draw. */
+/* Prefix sums of the unlisted uniform draw. */
 static void ct_finish(ct_select *t)
 {
     double ones[CT_NUM_VARIANTS + 1];
     for (int i = 0; i <= CT_NUM_VARIANTS; i++)
         ones[i] = 1.0;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        if (t->colls[c].ncells > 1)
-            qsort(t->colls[c].cells, t->colls[c].ncells, sizeof(ct_scell), ct_cell_order);
-        ct_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform[c]);
-    }
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform + t->uniform_at[c]);
+}
+
+static size_t ct_uniform_count(void)
+{
+    size_t n = 0;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        n += (size_t)ct_select_portfolio_size(c);
+    return n;
 }
 
 static ct_select *ct_new(void)
 {
-    ct_select *t = calloc(1, sizeof *t);
+    ct_select *t = calloc(1, sizeof *t + ct_uniform_count() * sizeof(double));
     if (t == NULL)
         return NULL;
     t->nbins[0] = 24;
     t->nbins[1] = 4;
     t->nbins[2] = 8;
+    t->cells = 24 * 4 * 8;
     t->lo = 0.03;
     t->hi = 0.50;
     t->unlisted = CT_UNLISTED_EXPLORE;
     t->budget = 1000;
+    for (int c = 0, at = 0; c < CT_NUM_COLLECTIVES; c++) {
+        t->uniform_at[c] = (uint16_t)at;
+        at += ct_select_portfolio_size(c);
+    }
     return t;
 }
 
@@ -635,8 +716,7 @@ int ct_select_parse(const char *text, size_t len, const char *name, ct_select **
     else if (rc == 0 && ps.state != CT_S_END)
         rc = ct_sfail(&ps, ps.line, "file ends without the 'end' line (truncated?); rewrite it "
                       "or add 'end'");
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        free(ps.seen[c]);
+    ct_drop_block(&ps);
     if (rc != 0) {
         ct_select_free(ps.t);
         return -1;
@@ -697,8 +777,7 @@ void ct_select_free(ct_select *t)
     if (t == NULL)
         return;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        free(t->colls[c].cells);
-    free(t->prefix);
+        free(t->colls[c].block);
     free(t);
 }
 
@@ -722,41 +801,39 @@ size_t ct_select_bytes(const ct_select *t)
 {
     if (t == NULL)
         return 0;
-    size_t n = sizeof *t + (size_t)t->capprefix * sizeof(double);
+    size_t n = sizeof *t + ct_uniform_count() * sizeof(double);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        n += (size_t)t->colls[c].cap * sizeof(ct_scell);
+        n += t->colls[c].block_bytes;
     return n;
 }
 
 /* ---- pick ---------------------------------------------------------------------------------- */
 
-static const ct_scell *ct_find(const ct_scoll *c, uint32_t key)
+uint32_t ct_select_cell(const ct_select *t, const int bins[3])
 {
-    uint32_t lo = 0, hi = c->ncells;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (c->cells[mid].key < key)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo < c->ncells && c->cells[lo].key == key ? &c->cells[lo] : NULL;
+    return (uint32_t)((bins[0] * t->nbins[1] + bins[1]) * t->nbins[2] + bins[2]);
 }
 
-int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
-                   uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
+int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
+                        uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
 {
     const ct_scoll *c = &t->colls[coll];
-    uint32_t key = (uint32_t)bins[0] << 12 | (uint32_t)bins[1] << 6 | (uint32_t)bins[2];
-    const ct_scell *cell = c->ncells > 0 ? ct_find(c, key) : NULL;
-    if (cell != NULL) {
-        if (cell->mode == CT_MODE_EXPLOIT_CELL || !may_explore) {
+    unsigned code = c->code != NULL ? c->code[cell] : 0;
+    if (code - 1u < CT_CODE_EXPLORE - 1u) {
+        *outcome = CT_PICK_EXPLOIT;
+        return (int)code - 1;
+    }
+    if (code == CT_CODE_EXPLORE) {
+        uint64_t word = c->bits[cell >> 6];
+        uint32_t r = c->rank[cell >> 6]
+                     + (uint32_t)__builtin_popcountll(word & ((UINT64_C(1) << (cell & 63u)) - 1u));
+        if (!may_explore) {
             *outcome = CT_PICK_EXPLOIT;
-            return c->port[cell->best];
+            return c->best[r];
         }
         *outcome = CT_PICK_EXPLORE;
         double u = ct_select_uniform(seed, comm_id, call_index);
-        return c->port[ct_scan(t->prefix + cell->prefix, c->m, u)];
+        return c->port[ct_scan(c->prefix + (size_t)r * c->m, c->m, u)];
     }
     if (t->unlisted == CT_UNLISTED_LIBRARY) {
         *outcome = CT_PICK_FIXED;
@@ -768,5 +845,12 @@ int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t see
     }
     *outcome = CT_PICK_EXPLORE;
     double u = ct_select_uniform(seed, comm_id, call_index);
-    return ct_scan(t->uniform[coll], ct_select_portfolio_size(coll), u);
+    return ct_scan(t->uniform + t->uniform_at[coll], ct_select_portfolio_size(coll), u);
+}
+
+int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
+                   uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
+{
+    return ct_select_pick_cell(t, coll, ct_select_cell(t, bins), seed, comm_id, call_index,
+                               may_explore, outcome);
 }

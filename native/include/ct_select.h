@@ -47,11 +47,18 @@ int ct_select_count_bin(uint64_t value, int nbins);
 uint64_t ct_splitmix64(uint64_t x);
 double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index);
 
+/* The cube index of bins (each within the table's nbins): (s * nbins[1] + n) * nbins[2] + p. */
+uint32_t ct_select_cell(const ct_select *t, const int bins[3]);
+
 /* Pick a portfolio index for a call of `coll` in cell `bins`, or -1 for "the library"
  * (`unlisted library`). `may_explore` 0 (budget spent) makes explore cells exploit. `*outcome`
  * is CT_PICK_EXPLORE, CT_PICK_EXPLOIT or CT_PICK_FIXED (unlisted library). */
 int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
                    uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
+/* The same for a cube index of ct_select_cell (the runtime keeps the nodes and ppn part of it
+ * per communicator). */
+int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
+                        uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
 
 /* The arithmetic of docs/select.md on plain arrays (for the test vectors). */
 int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p);
