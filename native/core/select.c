@@ -8,7 +8,7 @@
  *
  * Memory (benchmarks/learning_runtime): a listed collective holds its whole cube as one byte per
  * cell (0 unlisted, 1 + the portfolio index of an exploit cell's best member, or "explore"), so a
- * pick is one load; explore cells add a bit in a bitmap, whose rank (popcount) finds their prefix
+ * pick is one load; a collective with explore cells adds a 4-byte index per cell to their prefix
  * sums (computed once here, in the order docs/select.md fixes) and best member. Everything of a
  * collective is one exact-size allocation made when its block is complete.
  *
@@ -34,21 +34,18 @@
 #define CT_SEL_MAX_BINS 64
 #define CT_SEL_MAX_WORDS (5 + CT_SELECT_MAX_MEMBERS + 1)
 #define CT_SEL_SHOW 40
-#define CT_SEL_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
 
 enum { CT_UNLISTED_EXPLORE, CT_UNLISTED_LIBRARY, CT_UNLISTED_EXPLOIT };
-#define CT_CODE_EXPLORE 255u   /* cell code of an explore cell; 0 unlisted, else 1 + member */
+#define CT_CODE_EXPLORE CT_SELECT_CODE_EXPLORE   /* 0 unlisted, else 1 + exploit member */
 _Static_assert(CT_NUM_VARIANTS + 1 < CT_CODE_EXPLORE, "portfolio indices fit a cell code");
 
 /* A listed collective. `code` has nbins[0] * nbins[1] * nbins[2] cells, index
- * (s * nbins[1] + n) * nbins[2] + p. Explore cells: bit i of `bits` set; their number before
- * word w is rank[w]; the r-th explore cell has m prefix sums at prefix + r * m (table member
- * order) and its best portfolio member in best[r]. */
+ * (s * nbins[1] + n) * nbins[2] + p. Explore cell i (if any) is the r-th, r = explore[i]: its m
+ * prefix sums are at prefix + r * m (table member order), its best portfolio member best[r]. */
 typedef struct ct_scoll {
     uint8_t listed, m;
     const uint8_t *code;
-    const uint64_t *bits;
-    const uint32_t *rank;
+    const uint32_t *explore;
     const double *prefix;
     const uint8_t *best;
     const uint8_t *port;     /* table member -> portfolio index */
@@ -101,20 +98,6 @@ typedef struct ct_sparser {
 } ct_sparser;
 
 /* ---- the draw ------------------------------------------------------------------------------ */
-
-uint64_t ct_splitmix64(uint64_t x)
-{
-    uint64_t z = x + CT_SEL_GOLDEN;
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index)
-{
-    uint64_t bits = ct_splitmix64(seed ^ (comm_id * CT_SEL_GOLDEN) ^ call_index);
-    return (double)(bits >> 11) * 0x1.0p-53;
-}
 
 int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p)
 {
@@ -394,45 +377,33 @@ static void ct_drop_block(ct_sparser *ps)
 }
 
 /* The finished block of the collective being read, in one exact-size allocation:
- * [prefix sums | bitmap | ranks | codes | best | port] (most aligned first). */
+ * [prefix sums | explore index | codes | best | port] (most aligned first). */
 static int ct_build_block(ct_sparser *ps)
 {
     ct_scoll *c = &ps->t->colls[ps->coll];
     uint32_t cells = ps->t->cells, nexp = ps->npcells, m = c->m;
-    uint32_t words = nexp > 0 ? (cells + 63u) / 64u : 0;
-    size_t at_bits = (size_t)nexp * m * sizeof(double);
-    size_t at_rank = at_bits + (size_t)words * sizeof(uint64_t);
-    size_t at_code = at_rank + (size_t)words * sizeof(uint32_t);
+    size_t at_index = (size_t)nexp * m * sizeof(double);
+    size_t at_code = at_index + (nexp > 0 ? (size_t)cells * sizeof(uint32_t) : 0);
     size_t at_best = at_code + cells, at_port = at_best + nexp, bytes = at_port + m;
     unsigned char *b = malloc(bytes);
     if (b == NULL)
         return ct_sfail(ps, ps->line, "out of memory");
-    uint64_t *bits = (uint64_t *)(void *)(b + at_bits);
-    uint32_t *rank = (uint32_t *)(void *)(b + at_rank);
-    memset(bits, 0, (size_t)words * sizeof *bits);
-    for (uint32_t i = 0; i < nexp; i++)
-        bits[ps->pcells[i].cell >> 6] |= UINT64_C(1) << (ps->pcells[i].cell & 63u);
-    for (uint32_t w = 0, acc = 0; w < words; w++) {
-        rank[w] = acc;
-        acc += (uint32_t)__builtin_popcountll(bits[w]);
-    }
+    uint32_t *index = (uint32_t *)(void *)(b + at_index);
+    if (nexp > 0)
+        memset(index, 0, (size_t)cells * sizeof *index);
     c->block = b;
     c->block_bytes = bytes;
-    c->bits = words > 0 ? bits : NULL;
-    c->rank = words > 0 ? rank : NULL;
+    c->explore = nexp > 0 ? index : NULL;
     c->prefix = (const double *)(void *)b;
     c->best = b + at_best;
     c->port = b + at_port;
     c->code = b + at_code;
     memcpy(b + at_code, ps->code, cells);
     memcpy(b + at_port, ps->port, m);
-    for (uint32_t i = 0; i < nexp; i++) {
-        uint32_t cell = ps->pcells[i].cell;
-        uint32_t r = rank[cell >> 6]
-                     + (uint32_t)__builtin_popcountll(bits[cell >> 6]
-                                                      & ((UINT64_C(1) << (cell & 63u)) - 1u));
-        memcpy(b + (size_t)r * m * sizeof(double), ps->pprefix + (size_t)i * m, m * sizeof(double));
-        b[at_best + r] = ps->pcells[i].best;
+    for (uint32_t r = 0; r < nexp; r++) {   /* in file order: r is the explore cell's rank */
+        index[ps->pcells[r].cell] = r;
+        memcpy(b + (size_t)r * m * sizeof(double), ps->pprefix + (size_t)r * m, m * sizeof(double));
+        b[at_best + r] = ps->pcells[r].best;
     }
     ct_drop_block(ps);
     return 0;
@@ -814,6 +785,11 @@ uint32_t ct_select_cell(const ct_select *t, const int bins[3])
     return (uint32_t)((bins[0] * t->nbins[1] + bins[1]) * t->nbins[2] + bins[2]);
 }
 
+const uint8_t *ct_select_codes(const ct_select *t, int coll)
+{
+    return t->colls[coll].code;
+}
+
 int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
                         uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
 {
@@ -824,9 +800,7 @@ int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t se
         return (int)code - 1;
     }
     if (code == CT_CODE_EXPLORE) {
-        uint64_t word = c->bits[cell >> 6];
-        uint32_t r = c->rank[cell >> 6]
-                     + (uint32_t)__builtin_popcountll(word & ((UINT64_C(1) << (cell & 63u)) - 1u));
+        uint32_t r = c->explore[cell];
         if (!may_explore) {
             *outcome = CT_PICK_EXPLOIT;
             return c->best[r];

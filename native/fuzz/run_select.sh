@@ -3,8 +3,11 @@
 #
 #   native/fuzz/run_select.sh [SECONDS]        default 60
 #
-# Needs clang. Builds into build/fuzz-select/, starts from native/fuzz/corpus_select/, keeps new
-# inputs in build/fuzz-select/corpus/ and writes crashes as build/fuzz-select/crash-*.
+# Needs clang and its libFuzzer/sanitizer runtimes: on Debian/Ubuntu, run as root, the script
+# installs them (apt-get install clang libclang-rt-14-dev) when clang is missing. Builds into
+# build/fuzz-select/, starts from native/fuzz/corpus_select/, keeps new inputs in
+# build/fuzz-select/corpus/ and writes crashes as build/fuzz-select/crash-*. Exit status is
+# libFuzzer's: non-zero when it found a crash. Figures: benchmarks/learning_runtime/README.md.
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -13,8 +16,14 @@ root="$(cd "$here/../.." && pwd)"
 out="$root/build/fuzz-select"
 clang="${CLANG:-clang}"
 
+if ! command -v "$clang" >/dev/null 2>&1 && [ -z "${CLANG:-}" ] && command -v apt-get >/dev/null 2>&1 \
+        && [ "$(id -u)" = 0 ]; then
+    echo "run_select.sh: installing clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=900 \
+        clang libclang-rt-14-dev >&2
+fi
 if ! command -v "$clang" >/dev/null 2>&1; then
-    echo "run_select.sh: clang not found; install it (Debian: apt-get install -y clang) or set CLANG=" >&2
+    echo "run_select.sh: clang not found; install it (Debian: apt-get install -y clang libclang-rt-14-dev) or set CLANG=" >&2
     exit 2
 fi
 python="$(command -v python3 || true)"

@@ -143,6 +143,17 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
     return stmts, " * ".join(out)
 
 
+def bytes_form(c: tbl.Collective) -> str:
+    """`{count offset, datatype offset}` of a plain `count * size(type)` collective, else {-1, -1}."""
+    main, alt = bytes_parts(c)
+    roles = {a.role for a in c.args}
+    m = re.fullmatch(r"(\w+)\s*\*\s*size\((\w+)\)", main)
+    if alt is not None or m is None or m.group(1) not in roles or m.group(2) not in roles:
+        return "{-1, -1}"
+    return (f"{{(signed char)offsetof(ct_call, {FIELD[m.group(1)]}), "
+            f"(signed char)offsetof(ct_call, {FIELD[m.group(2)]})}}")
+
+
 def gen_bytes_fn(c: tbl.Collective) -> str:
     main, alt = bytes_parts(c)
     lines = [f"static int64_t ct_bytes_{c.name}(const ct_call *call)", "{"]
@@ -282,6 +293,14 @@ def gen_header(t: tbl.Table) -> str:
         "extern const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES];",
         "extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];",
         "",
+        "/* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,",
+        " * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call, else -1 (then only",
+        " * colltune_call_bytes knows). Lets the learning mode's call path skip the general function. */",
+        "typedef struct ct_bytes_form {",
+        "    signed char count_at, type_at;",
+        "} ct_bytes_form;",
+        "extern const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES];",
+        "",
         "#endif /* CT_CATALOG_H */",
         "",
     ]
@@ -292,8 +311,10 @@ def gen_source(t: tbl.Table) -> str:
     L: list[str] = [tbl.banner(GENERATOR, source=SOURCE).rstrip("\n"), ""]
     L += [
         '#include "ct_catalog.h"',
+        '#include "ct_core.h"   /* ct_type_size: cached sizes of predefined datatypes */',
         '#include "ct_variants.h"',
         "",
+        "#include <stddef.h>",
         "#include <string.h>",
         "",
         "const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {",
@@ -349,10 +370,7 @@ def gen_source(t: tbl.Table) -> str:
         "",
         "static int ct_size_of(MPI_Datatype type, int64_t *bytes)",
         "{",
-        "    int size;",
-        "    int err = PMPI_Type_size(type, &size);",
-        "    *bytes = size;",
-        "    return err;",
+        "    return ct_type_size(type, bytes);",
         "}",
         "",
     ]
@@ -371,6 +389,10 @@ def gen_source(t: tbl.Table) -> str:
         ]
     for c in t.collectives:
         L += [gen_bytes_fn(c), ""]
+    L += ["const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {"]
+    for c in t.collectives:
+        L.append(f"    [{coll_enum(c.name)}] = {bytes_form(c)},")
+    L += ["};", ""]
     L += ["int64_t colltune_call_bytes(const ct_call *call)", "{", "    switch (call->coll) {"]
     for c in t.collectives:
         L.append(f"    case {coll_enum(c.name)}: return ct_bytes_{c.name}(call);")

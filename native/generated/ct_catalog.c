@@ -2,8 +2,10 @@
 /* Do not edit: change the table and run `make generate`. */
 
 #include "ct_catalog.h"
+#include "ct_core.h"   /* ct_type_size: cached sizes of predefined datatypes */
 #include "ct_variants.h"
 
+#include <stddef.h>
 #include <string.h>
 
 const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {
@@ -268,10 +270,7 @@ int colltune_variant_collective(int variant)
 
 static int ct_size_of(MPI_Datatype type, int64_t *bytes)
 {
-    int size;
-    int err = PMPI_Type_size(type, &size);
-    *bytes = size;
-    return err;
+    return ct_type_size(type, bytes);
 }
 
 static int ct_sum_counts(const int *counts, MPI_Comm comm, int64_t *sum)
@@ -368,6 +367,19 @@ static int64_t ct_bytes_scatter(const ct_call *call)
     if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_recvtype;
 }
+
+const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
+    [CT_COLL_ALLGATHER] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_ALLREDUCE] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_ALLTOALL] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_BCAST] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_GATHER] = {-1, -1},
+    [CT_COLL_REDUCE] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_REDUCE_SCATTER_BLOCK] = {-1, -1},
+    [CT_COLL_REDUCE_SCATTER] = {-1, -1},
+    [CT_COLL_SCAN] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_SCATTER] = {-1, -1},
+};
 
 int64_t colltune_call_bytes(const ct_call *call)
 {

@@ -43,9 +43,20 @@ static inline int ct_select_size_bin(uint64_t bytes, int nbins)
 }
 int ct_select_count_bin(uint64_t value, int nbins);
 
-/* The draw: splitmix64 and the call's uniform number in [0, 1). */
-uint64_t ct_splitmix64(uint64_t x);
-double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index);
+/* The draw: splitmix64 and the call's uniform number in [0, 1) (inline: on the call path). */
+static inline uint64_t ct_splitmix64(uint64_t x)
+{
+    uint64_t z = x + UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static inline double ct_select_uniform(uint64_t seed, uint64_t comm_id, uint64_t call_index)
+{
+    uint64_t bits = ct_splitmix64(seed ^ (comm_id * UINT64_C(0x9E3779B97F4A7C15)) ^ call_index);
+    return (double)(bits >> 11) * 0x1.0p-53;
+}
 
 /* The cube index of bins (each within the table's nbins): (s * nbins[1] + n) * nbins[2] + p. */
 uint32_t ct_select_cell(const ct_select *t, const int bins[3]);
@@ -55,6 +66,13 @@ uint32_t ct_select_cell(const ct_select *t, const int bins[3]);
  * is CT_PICK_EXPLORE, CT_PICK_EXPLOIT or CT_PICK_FIXED (unlisted library). */
 int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
                    uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
+/* The cube of a listed collective, one code per cell (NULL if the table does not list it): 0 not
+ * listed, CT_SELECT_CODE_EXPLORE an explore cell, else an exploit cell whose pick is portfolio
+ * index code - 1. The runtime reads exploit cells from it directly and asks ct_select_pick_cell
+ * for the rest. */
+#define CT_SELECT_CODE_EXPLORE 255u
+const uint8_t *ct_select_codes(const ct_select *t, int coll);
+
 /* The same for a cube index of ct_select_cell (the runtime keeps the nodes and ppn part of it
  * per communicator). */
 int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,

@@ -48,8 +48,12 @@ CT_PROFRUN_HIDDEN int ct_profrun_dispatch(const struct ct_call *call);
 CT_PROFRUN_HIDDEN void ct_profrun_finish(void);
 
 /* The call site of the collective being dispatched: set by the generated wrapper. */
-extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site;
-extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside;
+/* initial-exec: a plain %fs access on every intercepted call instead of __tls_get_addr
+ * (libcolltune is preloaded or linked, so its TLS is in the static block). */
+extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site
+    __attribute__((tls_model("initial-exec")));
+extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
+    __attribute__((tls_model("initial-exec")));
 extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;
 
 /* The one line in ct_dispatch: time the rest of the dispatch when profiling (not re-entered). */

@@ -111,6 +111,8 @@ CT_HIDDEN int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, in
                              const char *err);
 CT_HIDDEN void ct_learn_describe(void);
 CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
+/* The whole call when the learning mode alone looks at it (no counting): decide, run, trace. */
+CT_HIDDEN int ct_learn_dispatch(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
 /* Run the decided call, timed; its record was prepared by ct_learn_decide on this thread. */
 CT_HIDDEN int ct_learn_run_traced(const ct_call *call, const ct_decision *d);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ct_core.h"
 #include "ct_runtime.h"
 #include "ct_select.h"
 #include "ct_settings.h"
@@ -38,7 +39,7 @@ typedef struct ct_comm_state {
     uint32_t id;
     int inter;
     uint16_t slot;                  /* traced ranks: index in the trace's communicator table */
-    int nodes_bin, ppn_bin;
+    uint32_t np_cell;               /* the nodes and ppn part of a cube index */
     /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
     atomic_ullong calls, explored;
@@ -46,9 +47,12 @@ typedef struct ct_comm_state {
 
 static ct_select *ct_table;
 static int ct_checking;
+static int ct_recording;            /* ct_trace != NULL || ct_checking, fixed at MPI_Init */
 static uint64_t ct_seed, ct_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
+static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bin * this + np_cell */
+static const uint8_t *ct_codes[CT_NUM_COLLECTIVES];   /* the table's cubes (ct_select_codes) */
 static atomic_uint ct_comms_created;
 static int ct_world_rank, ct_world_size;
 static double ct_t0;
@@ -237,11 +241,15 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
         ct_message("warning: COLLTUNE_SELECT_CHECK=%s is not 0 or 1; check mode is off",
                    getenv(CT_ENV_SELECT_CHECK));
     ct_select_nbins(ct_table, ct_nbins);
+    ct_size_stride = (uint32_t)(ct_nbins[1] * ct_nbins[2]);
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_codes[c] = ct_select_codes(ct_table, c);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
     ct_t0 = PMPI_Wtime();
     ct_trace_setup();
+    ct_recording = ct_trace != NULL || ct_checking;
     return 1;
 }
 
@@ -314,19 +322,17 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     s->id = (uint32_t)sums[0];
     if (ct_trace != NULL)
         s->slot = ct_trace_slot(s->id, (uint32_t)size, ct_sat32(sums[1]), ct_sat32(ppn));
-    s->nodes_bin = ct_select_count_bin(sums[1], ct_nbins[1]);
-    s->ppn_bin = ct_select_count_bin(ppn, ct_nbins[2]);
+    s->np_cell = (uint32_t)(ct_select_count_bin(sums[1], ct_nbins[1]) * ct_nbins[2]
+                            + ct_select_count_bin(ppn, ct_nbins[2]));
     return s;
 fail:
     s->inter = 1;   /* play safe: the library serves this communicator */
     return s;
 }
 
-static ct_comm_state *ct_comm(MPI_Comm comm)
+/* The cache missed: the attribute, or a new state (the communicator's first collective). */
+static __attribute__((noinline)) ct_comm_state *ct_comm_lookup(MPI_Comm comm, unsigned generation)
 {
-    unsigned generation = atomic_load_explicit(&ct_generation, memory_order_acquire);
-    if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation))
-        return ct_cache.state;
     void *value = NULL;
     int found = 0;
     if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
@@ -343,41 +349,123 @@ static ct_comm_state *ct_comm(MPI_Comm comm)
     return s;
 }
 
+static inline ct_comm_state *ct_comm(MPI_Comm comm)
+{
+    unsigned generation = atomic_load_explicit(&ct_generation, memory_order_acquire);
+    if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation))
+        return ct_cache.state;
+    return ct_comm_lookup(comm, generation);
+}
+
 /* ---- decision and tracing ------------------------------------------------------------------ */
 
-ct_decision ct_learn_decide(const ct_call *call)
+/* colltune_call_bytes without its switch and calls for the count * size(type) collectives. */
+static inline int64_t ct_learn_bytes(const ct_call *call)
+{
+    ct_bytes_form form = ct_bytes_forms[call->coll];
+    if (form.count_at < 0)
+        return colltune_call_bytes(call);
+    int count;
+    MPI_Datatype type;
+    int64_t size;
+    memcpy(&count, (const char *)call + form.count_at, sizeof count);
+    memcpy(&type, (const char *)call + form.type_at, sizeof type);
+    return ct_type_size(type, &size) == MPI_SUCCESS ? (int64_t)count * size : -1;
+}
+
+/* The decision of the learning mode, inlined into both callers: an exploit cell is one load from
+ * the cube; explore cells, unlisted cells and the budget are ct_select_pick_cell's. */
+static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const ct_call *call)
 {
     ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
     ct_comm_state *s = ct_comm(call->comm);
-    int64_t bytes = colltune_call_bytes(call);
-    if (s == NULL || s->inter || bytes < 0)
+    if (CT_UNLIKELY(s == NULL || s->inter))
+        return d;
+    int64_t bytes = ct_learn_bytes(call);
+    if (CT_UNLIKELY(bytes < 0))
         return d;
     uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
     atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
-    uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
-    int bins[3] = {ct_select_size_bin((uint64_t)bytes, ct_nbins[0]), s->nodes_bin, s->ppn_bin};
-    int outcome;
-    int member = ct_select_pick(ct_table, call->coll, bins, ct_seed, s->id, index,
-                                explored < ct_budget, &outcome);
-    if (outcome == CT_PICK_EXPLORE)
-        atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
+    uint32_t cell = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]) * ct_size_stride
+                    + s->np_cell;
+    const uint8_t *codes = ct_codes[call->coll];
+    unsigned code = codes != NULL ? codes[cell] : 0;
+    int member, outcome;
+    if (CT_LIKELY(code - 1u < CT_SELECT_CODE_EXPLORE - 1u)) {
+        member = (int)code - 1;
+        outcome = CT_PICK_EXPLOIT;
+    } else {
+        uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
+        member = ct_select_pick_cell(ct_table, call->coll, cell, ct_seed, s->id, index,
+                                     explored < ct_budget, &outcome);
+        if (outcome == CT_PICK_EXPLORE)
+            atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
+    }
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
-    d.chosen = member > 0 ? ct_member_variant[call->coll][member] : -1;
-    if (ct_trace == NULL)
-        return d;
-    ct_trace_record *r = &ct_pending;
-    r->comm = s->slot;
-    r->call = (uint16_t)index;
-    r->coll = (uint8_t)call->coll;
-    r->member = (uint8_t)(member > 0 ? member : 0);
-    r->status = (uint8_t)outcome;
-    r->bytes = ct_sat32((uint64_t)bytes);
+    if (member > 0) {
+        d.chosen = ct_member_variant[call->coll][member];
+        d.reason = colltune_applicable(d.chosen, call);
+        if (d.reason == COLLTUNE_APPLICABLE)
+            d.variant = d.chosen;
+    }
+    if (ct_trace != NULL) {
+        ct_trace_record *r = &ct_pending;
+        r->comm = s->slot;
+        r->call = (uint16_t)index;
+        r->coll = (uint8_t)call->coll;
+        r->member = (uint8_t)(member > 0 ? member : 0);
+        r->status = (uint8_t)outcome;
+        r->bytes = ct_sat32((uint64_t)bytes);
+    }
     return d;
+}
+
+ct_decision ct_learn_decide(const ct_call *call)
+{
+    return ct_learn_choose(call);
 }
 
 int ct_learn_tracing(void)
 {
     return ct_trace != NULL || ct_checking;
+}
+
+static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
+{
+    ct_decision d = ct_learn_choose(call);
+    if (d.mode != CT_MODE_NONE && (ct_trace != NULL || ct_checking))
+        return ct_learn_run_traced(call, &d);
+    if (d.variant >= 0)
+        return colltune_invoke(d.variant, call);
+    return colltune_invoke_library(call);
+}
+
+/* The common case in few instructions (issue 10: < 150 per call not explored): a rank that
+ * neither traces nor checks, a known communicator, an exploit cell. Anything else takes the
+ * full path before touching the counters. */
+int ct_learn_dispatch(const ct_call *call)
+{
+    if (CT_UNLIKELY(ct_recording))
+        return ct_learn_dispatch_full(call);
+    ct_comm_state *s = ct_comm(call->comm);
+    const uint8_t *codes = ct_codes[call->coll];
+    if (CT_UNLIKELY(s == NULL || s->inter || codes == NULL))
+        return ct_learn_dispatch_full(call);
+    int64_t bytes = ct_learn_bytes(call);
+    if (CT_UNLIKELY(bytes < 0))
+        return colltune_invoke_library(call);
+    unsigned code = codes[(uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]) * ct_size_stride
+                          + s->np_cell];
+    if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u))
+        return ct_learn_dispatch_full(call);
+    uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
+    if (code == 1)   /* member 0: default, the library */
+        return colltune_invoke_library(call);
+    int variant = ct_member_variant[call->coll][code - 1];
+    return colltune_applicable(variant, call) == COLLTUNE_APPLICABLE
+               ? colltune_invoke(variant, call)
+               : colltune_invoke_library(call);
 }
 
 int ct_learn_run_traced(const ct_call *call, const ct_decision *d)
@@ -499,6 +587,8 @@ void ct_learn_stop(void)
     ct_select_free(ct_table);
     ct_table = NULL;
     ct_checking = 0;
+    ct_recording = 0;
+    memset(ct_codes, 0, sizeof ct_codes);
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
     ct_keyval = MPI_KEYVAL_INVALID;

@@ -30,7 +30,12 @@ CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 static int ct_force[CT_NUM_COLLECTIVES];
 static ct_profile *ct_prof;
 static int ct_counting;
-static int ct_learning;
+
+/* Which mode decides each collective, fixed at MPI_Init from the modes' order: one load and one
+ * switch per call instead of a test per mode. CT_ROUTE_LEARN_FAST: the learning mode decides
+ * and nothing else looks at the decision (no counting), so learn.c runs the whole call. */
+enum { CT_ROUTE_NONE, CT_ROUTE_FORCE, CT_ROUTE_PROFILE, CT_ROUTE_LEARN, CT_ROUTE_LEARN_FAST };
+static unsigned char ct_route[CT_NUM_COLLECTIVES];
 
 void ct_message(const char *fmt, ...)
 {
@@ -61,16 +66,22 @@ static ct_decision ct_ask_profile(const ct_call *call)
 ct_decision ct_decide(const ct_call *call)
 {
     ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
-    int forced = ct_force[call->coll];
-    if (forced != CT_FORCE_UNSET) {
+    switch (ct_route[call->coll]) {
+    case CT_ROUTE_FORCE:
         d.mode = CT_MODE_FORCE;
-        d.chosen = forced;
-    } else if (ct_prof != NULL) {
+        d.chosen = ct_force[call->coll];
+        break;
+    case CT_ROUTE_PROFILE:
         d = ct_ask_profile(call);
-    } else if (ct_learning) {
+        break;
+    case CT_ROUTE_LEARN:
+    case CT_ROUTE_LEARN_FAST:
         d = ct_learn_decide(call);
+        break;
+    default:
+        break;
     }
-    if (d.chosen >= 0) {
+    if (d.chosen >= 0 && d.variant < 0 && d.reason == COLLTUNE_APPLICABLE) {   /* learn: done */
         d.reason = colltune_applicable(d.chosen, call);
         if (d.reason == COLLTUNE_APPLICABLE)
             d.variant = d.chosen;
@@ -140,6 +151,8 @@ int ct_dispatch(const ct_call *call)
         ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
         return colltune_invoke_library(call);
     }
+    if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
+        return ct_learn_dispatch(call);
     ct_decision d = ct_decide(call);
     if (ct_counting)
         ct_count_decision(call->coll, &d);
@@ -163,9 +176,13 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
 {
     ct_prof = profile;
     ct_counting = counting;
-    ct_learning = learning;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_force[c] = force[c];
+        ct_route[c] = force[c] != CT_FORCE_UNSET ? CT_ROUTE_FORCE
+                      : profile != NULL          ? CT_ROUTE_PROFILE
+                      : learning && counting     ? CT_ROUTE_LEARN
+                      : learning                 ? CT_ROUTE_LEARN_FAST
+                                                 : CT_ROUTE_NONE;
         /* The profile may name any collective; counting wants to see all of them. */
         ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || learning
                                        || counting);
@@ -176,11 +193,11 @@ void ct_modes_clear(void)
 {
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_active[c] = 0;
+        ct_route[c] = CT_ROUTE_NONE;
         ct_force[c] = CT_FORCE_UNSET;
     }
     ct_prof = NULL;
     ct_counting = 0;
-    ct_learning = 0;
 }
 
 /* ---- COLLTUNE_FORCE ------------------------------------------------------------------------ */
