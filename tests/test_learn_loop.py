@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from colltune.cli import main
 from colltune.learn.loop import LoopSettings, SimulatedBackend, run_loop
 from colltune.learn.models import ModelSettings
+from colltune.learn.selection import SelectionSettings
 from colltune.learn.plots import busiest_cells, cell_probabilities, loop_figures
 from colltune.learn.simulate import Simulator, load_truth
 from colltune.learn.table import read_table
@@ -175,8 +176,9 @@ def test_report_section_of_the_loop(tmp_path: Path) -> None:
     check.check_db(db)
     sim = Simulator(load_truth(_truth(tmp_path, budget=1000, cell_budget=100)))
     with Store(db) as store:
+        # the report, not the replication guard (which needs 3 runs): 2 batches, guard off
         run_loop(store, SimulatedBackend(sim), LoopSettings(2, tmp_path / "t.sel", tmp_path / "traces",
-                                                            ModelSettings(trees=40)))
+                                                            ModelSettings(trees=40), SelectionSettings(replicate=0)))
     page = report.write_report(db, tmp_path / "out").read_text()
     section = page[page.index('<section id="learn">'):]
     section = section[:section.index("</section>")]

@@ -25,6 +25,7 @@ def _points(times: dict[str, float], counts: dict[str, int], msg_bytes: int = 64
 def _build(points: pd.DataFrame, **kw: object):
     settings = ModelSettings(trees=200, min_members=int(kw.pop("min_members", 5)))  # type: ignore[call-overload]
     models = train(points, {"allreduce": AR}, settings)
+    kw.setdefault("replicate", 0)  # one run: the replication guard has its own test
     return models, *build_table(models, points, SelectionSettings(**kw))  # type: ignore[arg-type]
 
 
@@ -71,7 +72,7 @@ def test_uniform_share_never_outweighs_the_best_trained_member() -> None:
     pts = pd.DataFrame([{"collective": "allreduce", "member": m, "msg_bytes": 64, "nodes": 1, "ppn": 4,
                          "time_s": 10e-6, "n": 30 if i < 2 else 1} for i, m in enumerate(port)])
     models = train(pts, {"allreduce": port}, ModelSettings(trees=20, min_members=2))
-    table, (r,) = build_table(models, pts)
+    table, (r,) = build_table(models, pts, SelectionSettings(replicate=0))
     w = table.collectives["allreduce"].cells[(7, 0, 2)].weights
     assert w == (0.25, 0.25, 0.24975, 0.24975)
     assert port[w.index(max(w))] == r.best == "default"
@@ -139,7 +140,7 @@ def test_bench_measurements_give_the_first_table_a_head_start(tmp_path) -> None:
     assert len(points) == 4 * 2 * 12 and set(points["n"]) == {1} and set(points["ppn"]) == {4}
     models = train(points, portfolios, ModelSettings(trees=100))
     assert models["bcast"].members == ["default", "bcast_as_allgatherv", "bcast_as_scatter_allgather"]  # catalog order
-    table, reports = build_table(models, points)
+    table, reports = build_table(models, points, SelectionSettings(replicate=0))
     by_size = {r.bins[0]: r for r in reports}
     assert by_size[11].mode == "exploit" and by_size[11].best == "bcast_as_scatter_allgather"
     assert by_size[11].gain == pytest.approx(2.0, rel=0.1)
@@ -175,7 +176,26 @@ def test_only_explored_calls_train_by_default(tmp_path) -> None:
     settings = ModelSettings(trees=50, min_members=2)
     best = {}
     for name, pts in (("explored", explored), ("every", every)):
-        _, reports = build_table(train(pts, portfolios, settings), pts)
+        _, reports = build_table(train(pts, portfolios, settings), pts, SelectionSettings(replicate=0))
         (r,) = reports
         best[name] = r.best
     assert best == {"explored": "default", "every": AR[1]}
+
+
+@pytest.mark.parametrize(("wins", "runs", "held"), [(3, 4, False), (2, 4, True), (2, 2, True), (3, 3, False)])
+def test_replication_guard(wins: int, runs: int, held: bool) -> None:
+    """A mock-up becomes a cell's best only if it beat the default in >= 3 runs and in more than
+    half of the runs where both ran; the models (mean over runs) favour it 2:1 in every case."""
+    rows = []
+    for r in range(runs):
+        fast = r < wins
+        rows += [("default", 10e-6, r), (AR[1], 5e-6 if fast else 10.5e-6, r), (AR[2], 30e-6, r)]
+    pts = pd.DataFrame([{"collective": "allreduce", "member": m, "msg_bytes": 64, "nodes": 1, "ppn": 4,
+                         "time_s": t, "n": 30, "run": f"r{r}"} for m, t, r in rows])
+    models = train(pts, {"allreduce": AR}, ModelSettings(trees=200, min_members=3))
+    table, (rep,) = build_table(models, pts, SelectionSettings(replicate=3))
+    assert rep.predicted[AR[1]] < rep.predicted["default"]
+    assert (rep.held, rep.best) == (held, "default" if held else AR[1])
+    w = table.collectives["allreduce"].cells[(7, 0, 2)].weights
+    assert AR[w.index(max(w))] == rep.best
+    assert rep.mode == ("explore" if held else "exploit")

@@ -214,22 +214,63 @@ def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path) -> list[l
 
 def final_vs_default(app: App, out: Path, dbs: list[Path], repeats: int) -> dict[str, object]:
     """Each loop's final exploit-only table against the library's default (a table that lists
-    nothing and leaves every call to the library), alternating runs; both traced."""
+    nothing and leaves every call to the library; both traced) and against no colltune at all,
+    the three in turn so that they share the machine's load."""
     default = out / f"{app.name}-default.sel"
     write_table(SelectionTable(unlisted="library", mpi=app.mpi, comments=("every call: the library",)), default)
-    res: dict[str, list[dict[str, float | str]]] = {"default": [], "learned": []}
+    res: dict[str, list[dict[str, float | str | None]]] = {"none": [], "default": [], "learned": []}
     for i in range(len(dbs)):
         frozen = out / f"{app.name}-loop{i}-frozen.sel"
         write_table(read_table(out / f"{app.name}-loop{i}.sel").frozen(), frozen)
         for k in range(repeats):
-            for kind, table in (("default", default), ("learned", frozen)):
+            for kind, table in (("none", None), ("default", default), ("learned", frozen)):
                 tdir = out / f"final-{app.name}" / f"loop{i}-{kind}-{k}"
                 tdir.mkdir(parents=True, exist_ok=True)
-                wall = _launch(app, tdir / "out.log", table, tdir)
-                calls = _calls(tdir)
-                res[kind].append({"loop": i, "wall_s": wall, "collective_s": float(calls["runtime_s"].sum()),
+                load = os.getloadavg()[0]
+                wall = _launch(app, tdir / "out.log", table, tdir if table else None)
+                coll = float(_calls(tdir)["runtime_s"].sum()) if table else None
+                res[kind].append({"loop": i, "wall_s": wall, "collective_s": coll, "load": load,
                                   "result": _result(app, tdir / "out.log")})
     return res
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None or np.isnan(x) else f"{100 * x:.1f}%"
+
+
+def report(path: Path) -> str:
+    """The README's figures for one application from its JSON."""
+    r = json.loads(path.read_text())
+    rows = pd.DataFrame([b | {"loop": i} for i, loop in enumerate(r["batches"]) for b in loop])
+    lines = [f"{r['app']} on {r['mpi']}, {len(r['batches'])} loops (medians over loops; regret: max over loops "
+             "in brackets)", "",
+             "| batch | wall s | collective s | explored calls | exploration cost ms | exploit cells | "
+             "regret vs bench oracle | default vs oracle |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for b, g in rows.groupby("batch"):
+        lines.append(f"| {b} | {g['wall_s'].median():.2f} | {g['collective_s'].median():.3f} | "
+                     f"{g['explored'].median():.0f} | {1e3 * g['exploration_cost_s'].median():.1f} | "
+                     f"{g['exploit_cells'].median():.0f} of {g['cells'].median():.0f} | "
+                     f"{_pct(g['regret'].median())} ({_pct(g['regret'].max())}) | "
+                     f"{_pct(g['default_over_oracle'].median() - 1)} |")
+    fin = {k: pd.DataFrame(v) for k, v in r["final"].items()}
+    ref, d, le = fin["none"], fin["default"], fin["learned"]
+    loads = pd.concat(fin.values())["load"]
+    lines += ["", f"final runs in turn (load average {loads.min():.1f}-{loads.max():.1f}, median {loads.median():.1f})",
+              "", "| runs (medians) | wall s | traced collective s |", "| --- | --- | --- |",
+              f"| without colltune ({len(ref)}) | {ref['wall_s'].median():.2f} | - |",
+              f"| default: interposer, every call to the library ({len(d)}) | {d['wall_s'].median():.2f} | "
+              f"{d['collective_s'].median():.3f} |",
+              f"| learned: each loop's final exploit-only table ({len(le)}) | {le['wall_s'].median():.2f} | "
+              f"{le['collective_s'].median():.3f} |",
+              f"| learned / default | {le['wall_s'].median() / d['wall_s'].median():.3f} | "
+              f"{le['collective_s'].median() / d['collective_s'].median():.3f} |"]
+    results = [x["result"] for x in r["reference"]] + r["batch_results"] + [
+        x["result"] for kind in ("none", "default", "learned") for x in r["final"][kind]]
+    lines += ["", f"results ({len(results)} runs): " + ", ".join(f"{v} x{results.count(v)}" for v in sorted(set(results)))]
+    pts = pd.DataFrame(r["points"])
+    lines.append(f"oracle points: {len(pts)} (collective, bytes) at {NPROCS} ranks, "
+                 + ", ".join(f"{c} {len(g)}" for c, g in pts.groupby("collective")))
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -240,8 +281,13 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=5, help="final table vs default: runs of each per loop")
     ap.add_argument("--oracle-launches", type=int, default=3)
+    ap.add_argument("--report", action="store_true", help="print the figures of OUT/<app>.json, run nothing")
     args = ap.parse_args()
     out = args.out.resolve()
+    if args.report:
+        print("\n\n".join(report(out / f"{name}.json") for name in args.apps.split(",")
+                           if (out / f"{name}.json").exists()))
+        return
     out.mkdir(parents=True, exist_ok=True)
     for name in args.apps.split(","):
         app = {"hpcc": _hpcc, "nwchem": _nwchem}[name](out)

@@ -408,10 +408,10 @@ class Store:
         (calls), the training rows of colltune learn (a median per run and point, like bench's
         per-launch medians)."""
         if not self.has_table("trace_calls"):
-            return pd.DataFrame(columns=["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n"])
+            return pd.DataFrame(columns=["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n", "run"])
         return self.con.execute(
             "SELECT c.collective, c.member, c.msg_bytes, c.nodes, c.ppn, median(c.runtime_s) AS time_s, "
-            "count(*) AS n FROM trace_calls c JOIN trace_runs r USING (trace_run_id) "
+            "count(*) AS n, c.trace_run_id AS run FROM trace_calls c JOIN trace_runs r USING (trace_run_id) "
             "WHERE (CAST(? AS VARCHAR) IS NULL OR r.mpi_name = ?) AND isfinite(c.runtime_s) AND c.runtime_s >= 0 "
             + ("AND c.mode = 'explore' " if explored_only else "") +
             "GROUP BY c.trace_run_id, c.collective, c.member, c.msg_bytes, c.nodes, c.ppn ORDER BY ALL",
@@ -456,17 +456,18 @@ class Store:
     def library_medians(self, mpi_name: str) -> pd.DataFrame:
         """Per-launch medians of every bench/check run of one library, with the launch's node
         layout: labelled data for colltune learn (collective, variant, msg_bytes, nprocs, nodes,
-        ppn, median_s, reps)."""
+        ppn, median_s, reps, launch: run id and launch index)."""
         if not self.has_table("runs"):
             return pd.DataFrame(columns=["collective", "variant", "msg_bytes", "nprocs", "nodes", "ppn",
-                                         "median_s", "reps"])
+                                         "median_s", "reps", "launch"])
         return self.con.execute(
             "WITH lay AS (SELECT run_id, launch_idx, max(CASE WHEN key = 'nodes' THEN TRY_CAST(value AS INTEGER) END) "
             "AS nodes, max(CASE WHEN key = 'ranks_per_node' THEN list_max(TRY_CAST(string_split(value, ',') AS INTEGER[])) END) "
             "AS ppn "
             "FROM environment GROUP BY ALL) "
             "SELECT m.collective, m.variant, m.msg_bytes, m.nprocs, coalesce(l.nodes, 1) AS nodes, "
-            "coalesce(l.ppn, m.nprocs) AS ppn, median(m.runtime_s) AS median_s, count(*) AS reps "
+            "coalesce(l.ppn, m.nprocs) AS ppn, median(m.runtime_s) AS median_s, count(*) AS reps, "
+            "m.run_id || ':' || CAST(m.launch_idx AS VARCHAR) AS launch "
             "FROM measurements m JOIN runs r USING (run_id) LEFT JOIN lay l USING (run_id, launch_idx) "
             "WHERE r.mpi_name = ? AND r.kind IN ('bench', 'check') AND coalesce(m.valid, TRUE) "
             "AND NOT coalesce(m.warmup, FALSE) AND m.collective <> 'barrier' "

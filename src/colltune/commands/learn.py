@@ -43,6 +43,9 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="the best member must beat the second by more than this to exploit"),
         click.option("--min-cell-evidence", type=click.IntRange(0), default=10, show_default=True,
                      help="calls every member needs in a cell before it may exploit"),
+        click.option("--replicate", type=click.IntRange(0), default=3, show_default=True,
+                     help="runs in which a member must beat the default in a cell (and in more than half of "
+                          "the runs with both) before it may replace it there; 0: off"),
         click.option("--budget", type=click.IntRange(0), default=1000, show_default=True,
                      help="explored calls per run (written into the table)"),
         click.option("--train-on", type=click.Choice(["explored", "all"]), default="explored", show_default=True,
@@ -63,7 +66,7 @@ def _model(kw: dict[str, Any]) -> ModelSettings:
 
 def _selection(kw: dict[str, Any]) -> SelectionSettings:
     return SelectionSettings(margin=kw["margin"], min_cell_evidence=kw["min_cell_evidence"], budget=kw["budget"],
-                             all_cells=kw["all_cells"])
+                             all_cells=kw["all_cells"], replicate=kw["replicate"])
 
 
 def _library_name(store: Store, given: str | None) -> str:

@@ -34,7 +34,9 @@ import pandas as pd
 from colltune import catalog
 from colltune.store import Store
 
-POINT_COLUMNS = ["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n"]
+# run: the trace run, or `bench:<run id>:<launch>`, a point was measured in (the selection's
+# replication guard compares members within one run)
+POINT_COLUMNS = ["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n", "run"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def training_points(store: Store, mpi_name: str | None, explored_only: bool = Tr
         if not bench.empty:
             bench = bench[[_valid_member(c, v) for c, v in zip(bench["collective"], bench["variant"], strict=True)]]
             bench = bench.rename(columns={"variant": "member", "median_s": "time_s"})
-            bench = bench.assign(n=1)[POINT_COLUMNS]
+            bench = bench.assign(n=1, run="bench:" + bench["launch"].astype(str))[POINT_COLUMNS]
             parts.append(bench)
     points = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
     return points, portfolios

@@ -8,6 +8,15 @@ every member has at least `min_cell_evidence` calls there and the best predicted
 the second by more than `margin`; otherwise `explore`. Collectives that are not trained are not
 listed: the runtime explores them uniformly (`unlisted explore`).
 
+Replication guard (`replicate`, not in the seed): a member other than the default becomes a
+cell's best only if it was faster than the default in that cell in at least `replicate` runs
+(trace runs, bench launches) and in more than half of the runs where both were measured there,
+each run compared on its own (call-weighted mean of its per-point medians). Comparing within a
+run pairs the two members under the same machine load; a model fitted over all runs cannot tell
+a member that is faster from one that was drawn in quieter runs, and on a loaded machine the
+run-to-run spread of microsecond collectives is far above the members' differences
+(benchmarks/learn/README.md section 3). A held cell keeps exploring with the default on top.
+
 Where a cell is queried: at the points the application called in it (its message sizes and
 layouts), weighted by calls, so the prediction is the one for the calls the cell stands for; at
 the geometric cell centre (docs/select.md) only for cells without calls (`all_cells`). A cell
@@ -43,6 +52,7 @@ class SelectionSettings:
     caps: tuple[float, float] = draw.DEFAULT_CAPS
     budget: int = 1000
     all_cells: bool = False  # also list cells without calls (model inference at their centres)
+    replicate: int = 3  # runs a non-default member must win against the default in (module doc); 0: off
 
 
 @dataclass
@@ -56,6 +66,7 @@ class CellReport:
     mode: str
     weights: tuple[float, ...]
     best: str
+    held: bool = False  # the replication guard kept the default on top
 
     @property
     def gain(self) -> float | None:
@@ -111,6 +122,7 @@ def reports_for(cm: CollectiveModels, coll_points: pd.DataFrame, s: SelectionSet
     trained = cm.trained_members()
     preds = {m: cm.models[m].predict(x) for m in trained}
     ev = _evidence(coll_points, s)
+    runs = _per_run(coll_points, s) if s.replicate > 0 else {}
     groups: dict[Bins, list[int]] = {}
     for i, k in enumerate(zip(pts["s"], pts["n"], pts["p"], strict=True)):
         groups.setdefault((int(k[0]), int(k[1]), int(k[2])), []).append(i)
@@ -123,9 +135,37 @@ def reports_for(cm: CollectiveModels, coll_points: pd.DataFrame, s: SelectionSet
         best = ranked[0]
         clear = len(ranked) == 1 or pred[ranked[1]] > pred[best] * (1.0 + s.margin)
         enough = len(trained) == len(cm.members) and min(evidence.values()) >= s.min_cell_evidence
+        weights = _weights(cm.members, pred)
+        held = (s.replicate > 0 and best != catalog.DEFAULT and catalog.DEFAULT in pred
+                and not _replicated(runs.get(cell), best, s.replicate))
+        if held:
+            best, clear = catalog.DEFAULT, False
+            top = max(weights)
+            weights = tuple(top * 1.001 if m == catalog.DEFAULT else w for m, w in zip(cm.members, weights, strict=True))
         out.append(CellReport(cm.name, cell, tuple(cm.members), pred, evidence, int(calls[idx].sum()),
-                              "exploit" if clear and enough else "explore", _weights(cm.members, pred), best))
+                              "exploit" if clear and enough else "explore", weights, best, held))
     return out
+
+
+def _per_run(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[Bins, pd.DataFrame]:
+    """Per cell: a frame run x member of the call-weighted mean of the run's per-point medians."""
+    if "run" not in coll_points or coll_points["run"].isna().all():
+        return {}
+    b = with_bins(coll_points.rename(columns={"n": "calls"}), s.bins)
+    b = b.assign(tw=b["time_s"] * b["calls"])
+    sums = b.groupby(["s", "n", "p", "run", "member"])[["tw", "calls"]].sum()
+    mean = (sums["tw"] / sums["calls"]).unstack("member")
+    return {(int(k[0]), int(k[1]), int(k[2])): g.droplevel(["s", "n", "p"])
+            for k, g in mean.groupby(level=["s", "n", "p"])}
+
+
+def _replicated(per_run: pd.DataFrame | None, best: str, need: int) -> bool:
+    """`best` beat the default in >= need runs and in more than half of those with both."""
+    if per_run is None or best not in per_run or catalog.DEFAULT not in per_run:
+        return False
+    both = per_run[[best, catalog.DEFAULT]].dropna()
+    wins = int((both[best] < both[catalog.DEFAULT]).sum())
+    return wins >= need and 2 * wins > len(both)
 
 
 def _evidence(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[tuple[str, int, int, int], int]:
