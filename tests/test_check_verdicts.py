@@ -105,6 +105,26 @@ def test_looks_spend_alpha_and_keep_the_first_decision(tmp_path: Path) -> None:
     assert set(one.verdicts["looks"]) == {2}  # two looks are in the data: never fewer than that
 
 
+def test_first_decision_is_kept_when_pattern_and_monotony_rows_are_judged_together(tmp_path: Path) -> None:
+    """With two sizes, monotony rows give ref_bytes a number and pattern rows NaN (pandas): the
+    kept decision must still be found by its comparison (NaN != NaN lost it before)."""
+    truth = Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6})
+    plan = {"bcast": ["default", "bcast_as_scatter_allgather"]}
+    first = simulate(truth, plan, [8, 1024], launches=6, seed=21, variant_launch_sigma=0.02)
+    # the adaptive round measured it again and (say, another phase of the node) saw no difference
+    later = simulate(Truth(), plan, [8, 1024], launches=12, seed=22, variant_launch_sigma=0.02)
+    later["launch_idx"] += 6
+    db = write_db(tmp_path / "k.duckdb", pd.concat([first, later], ignore_index=True))
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 6, "rounds": 1})])
+    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(6, 18)])
+    con.close()
+    v = check.check_db(db).verdicts
+    pat = v[v["kind"] == "pattern"].set_index("msg_bytes")
+    assert v["ref_bytes"].isna().tolist() == [True, True, False, False]  # pattern; monotony, split
+    assert pat[["verdict", "look", "n_launches"]].values.tolist() == [["violation", 0, 6], ["violation", 0, 6]]
+
+
 def test_selection_names_the_jobs_of_open_comparisons() -> None:
     v = pd.DataFrame([
         {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_allgatherv", "msg_bytes": 8,

@@ -305,3 +305,21 @@ def test_paired_sees_what_unpaired_cannot_under_launch_noise() -> None:
         unpaired += stats.one_sided_test(ref, alt, stats.Test.MWU).p_value * 100 <= 0.05
     assert paired / trials >= 0.99  # Holm over 100 comparisons, worst case
     assert unpaired / trials <= 0.05
+
+
+def test_beyond_tolerance_and_equivalence_are_mirror_tests_at_the_boundary() -> None:
+    # paired t on log-ratios shifted by log(1 - tolerance): the violation test rejects when the
+    # lower bound of the ratio lies beyond 1/(1 - tolerance), equivalence when the upper bound
+    # lies inside; on one data set their p-values add up to 1
+    ref = np.array([1.30, 1.25, 1.41, 1.18, 1.33, 1.29])
+    alt = np.array([1.00, 1.02, 0.99, 1.01, 1.00, 0.98])
+    d = np.log(ref) - np.log(alt) + math.log(0.95)
+    expected = sps.ttest_1samp(d, 0.0, alternative="greater")
+    beyond = stats.beyond_tolerance_test(ref, alt, 0.05, stats.Test.PAIRED_T)
+    assert beyond.statistic == pytest.approx(expected.statistic, rel=1e-12)
+    assert beyond.p_value == pytest.approx(expected.pvalue, rel=1e-9)
+    assert beyond.p_value + stats.equivalence_test(ref, alt, 0.05).p_value == pytest.approx(1.0, abs=1e-12)
+    # ratios scattered evenly about the boundary: shown neither beyond nor inside it
+    on = alt / 0.95 * np.array([1.02, 0.98, 1.01, 0.99, 1.03, 0.97])
+    assert stats.beyond_tolerance_test(on, alt, 0.05).p_value > 0.4
+    assert stats.equivalence_test(on, alt, 0.05).p_value > 0.4

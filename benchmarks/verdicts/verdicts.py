@@ -1,8 +1,10 @@
 """Stability of three-way verdicts: independent `colltune check --preset quick -n 4` runs.
 
-Per pair of runs: overlap of the violation sets (|A and B| / |A or B|), decided verdicts that
-flip (violation in one run, no violation in the other, among comparisons decided in both);
-per run: share undecided/untested, wall time. Usage (README.md):
+Per pair of runs: overlap of the violation sets (|A and B| / |A or B|: a violation in one run
+that the other left undecided counts against it), the same restricted to the comparisons both
+runs decided, decided verdicts that flip (violation in one run, no violation in the other, among
+comparisons decided in both) and the comparisons behind each difference; per run: share
+undecided/untested, wall time, load average. Usage (README.md):
 
     python benchmarks/verdicts/verdicts.py --runs 5 --db /tmp/verdicts.duckdb
     python benchmarks/verdicts/verdicts.py --runs 5 --db /tmp/verdicts.duckdb --reuse   # re-analyse
@@ -31,13 +33,16 @@ def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
     out = []
     for i in range(runs):
         load = Path("/proc/loadavg").read_text().split()[0]
+        start = time.strftime("%H:%M:%S", time.gmtime())
         t0 = time.monotonic()
         proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
                                "--seed", str(100 + i), *extra], capture_output=True, text=True, check=False)
         wall = time.monotonic() - t0
         if proc.returncode not in (0, 1, 3):
             raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        out.append({"run": i, "wall_s": round(wall, 1), "exit": proc.returncode, "loadavg_before": float(load)})
+        after = Path("/proc/loadavg").read_text().split()[0]
+        out.append({"run": i, "started_utc": start, "wall_s": round(wall, 1), "exit": proc.returncode,
+                    "loadavg_before": float(load), "loadavg_after": float(after)})
         print(f"run {i}: {wall:.1f} s, exit {proc.returncode}, load {load}", flush=True)
     return out
 
@@ -73,8 +78,12 @@ def analyse(db: Path) -> dict[str, object]:
         both = [k for k in per_run[a].keys() & per_run[b].keys()
                 if per_run[a][k] in ("violation", "no violation") and per_run[b][k] in ("violation", "no violation")]
         flips = [k for k in both if per_run[a][k] != per_run[b][k]]
+        da, db = va & set(both), vb & set(both)
         pairs.append({"a": a, "b": b, "overlap": len(va & vb) / len(va | vb) if va | vb else 1.0,
-                      "decided_in_both": len(both), "flips": len(flips), "flipped": [list(map(str, k)) for k in flips]})
+                      "overlap_decided_in_both": len(da & db) / len(da | db) if da | db else 1.0,
+                      "decided_in_both": len(both), "flips": len(flips), "flipped": [list(map(str, k)) for k in flips],
+                      "violation_vs_undecided": [[str(x) for x in k] + [per_run[a].get(k, "-"), per_run[b].get(k, "-")]
+                                                 for k in sorted(va ^ vb, key=str)]})
     return {"runs": rows, "pairs": pairs}
 
 
@@ -92,10 +101,12 @@ def main() -> None:
     if timing or not out.exists():
         out.write_text(json.dumps(res, indent=1) + "\n")
     ov = [p["overlap"] for p in res["pairs"]]
+    od = [p["overlap_decided_in_both"] for p in res["pairs"]]
     fl = [p["flips"] / p["decided_in_both"] for p in res["pairs"] if p["decided_in_both"]]
     und = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
     print(f"{len(res['runs'])} runs, {len(res['pairs'])} pairs")
     print(f"violation-set overlap: mean {sum(ov) / len(ov):.1%}, min {min(ov):.1%}, max {max(ov):.1%}")
+    print(f"  among comparisons decided in both runs: mean {sum(od) / len(od):.1%}, min {min(od):.1%}")
     print(f"decided verdicts flipping: mean {sum(fl) / len(fl):.2%}, max {max(fl):.2%}")
     print(f"undecided or untested: {min(und):.1%}-{max(und):.1%} of comparisons per run")
     for r in res["runs"]:
@@ -103,7 +114,8 @@ def main() -> None:
               f"{r['undecided']} undecided, {r['untested']} untested of {r['comparisons']}; "
               f"decided at look {r['decided_at_look']}")
     for t in timing:
-        print(f"  run {t['run']}: {t['wall_s']} s (load average {t['loadavg_before']} before)")
+        print(f"  run {t['run']}: {t['wall_s']} s from {t['started_utc']} UTC (load average {t['loadavg_before']} "
+              f"before, {t['loadavg_after']} after)")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ VERDICT_COLUMNS: dict[str, str] = {
     "p_equivalence_adjusted": "DOUBLE",
     "look": "INTEGER",  # the look (0 = after the first R launches) that decided, or the last
     "looks": "INTEGER",  # looks planned; each is judged at alpha / looks
+    # the test that the difference lies beyond the tolerance (what a violation needs), and after
+    # correction; p_value/p_adjusted stay the plain test of any difference (A/A calibration)
+    "p_violation": "DOUBLE",
+    "p_violation_adjusted": "DOUBLE",
 }
 # What `colltune validate` stores per point (docs/statistics.md, "Validation").
 VALIDATION_COLUMNS: dict[str, str] = {

@@ -157,7 +157,7 @@ def _adaptive_rounds(bench: BenchSettings, db_path: Path, run_id: str, settings:
             err_console.print(f"[yellow]adaptive rounds:[/] budget of {bench.round_budget_s:g} s spent before "
                               f"round {round_}", highlight=False)
             return
-        result = check.judge(check.load_run(db_path, run_id), settings)
+        result = check.judge(check.load_run(db_path, run_id), settings, details=False)
         todo = decide.selection(result.verdicts)
         if not todo:
             return

@@ -1,17 +1,10 @@
 """Guideline verdicts from a measurement run in the results database.
 
 load_run() reads one run (raw repetitions, launches, environment) from DuckDB, judge() turns it
-into verdicts with the statistics of colltune.verify.stats, save_verdicts()/load_verdicts() keep them
-in the database's `verdicts` table. docs/statistics.md explains every rule used here.
-
-Comparisons (every one is "ref should not be slower than alt"):
-
-  kind      ref                         alt                              guideline
-  pattern   default(n)                  mock-up(n)                       GL1..GL22, RS1, RS2
-  library   default(n)                  lib:<coll>:<alg>(n)              "library"
-  monotony  default(m_i)                default(m_j), m_j next size      "monotony"
-  split     default(m_j)                k * default(m_i), k=ceil(mj/mi)  "split"
-  aa        default(n)                  default#aa(n)                    "A/A" (calibration)
+into verdicts look by look (the comparisons: colltune.verify.comparisons; tests and three-way
+decisions: colltune.verify.decide; statistics: colltune.verify.stats), save_verdicts() and
+load_verdicts() keep them in the database's `verdicts` table. docs/statistics.md explains every
+rule used here.
 """
 
 from __future__ import annotations
@@ -25,19 +18,18 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
-from colltune import catalog as catalog_mod
 from colltune import schema
-from colltune.catalog import AA, DEFAULT, LIB_PREFIX, TUNED, variant_kind
 from colltune.errors import ColltuneError
 from colltune.store import Store, StoreError
-from colltune.units import human_bytes
 from colltune.verify import decide as decide_mod
 from colltune.verify import stats
+# BARRIER, summarize, variant_label and CheckSettings are imported from here by their callers
+from colltune.verify.comparisons import BARRIER as BARRIER
+from colltune.verify.comparisons import summarize as summarize
+from colltune.verify.comparisons import variant_label as variant_label
 from colltune.verify.decide import DECIDED, GUIDELINE_KINDS
-
-BARRIER = "barrier"
+from colltune.verify.decide import CheckSettings as CheckSettings
 
 # Guideline kinds are judged together (one correction family, counted as violations); the A/A
 # calibration and tuned-vs-default comparisons are separate families and never count.
@@ -45,31 +37,9 @@ KINDS = (*GUIDELINE_KINDS, "aa", "tuned")
 
 VERDICT_COLUMNS = schema.VERDICT_COLUMNS
 
-SUMMARY_COLUMNS = (
-    "nprocs", "collective", "variant", "kind", "msg_bytes", "n_launches", "n_samples",
-    "median_s", "mean_s", "raw_median_s",
-)
-
 
 class CheckError(ColltuneError):
     """A database that cannot be judged at all (missing, not DuckDB, no run, no data)."""
-
-
-class CheckSettings(BaseModel):
-    """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    test: stats.Test = stats.Test.PAIRED_T
-    correction: stats.Correction = stats.Correction.HOLM
-    alpha: float = Field(0.05, gt=0.0, lt=1.0)
-    tolerance: float = Field(0.05, ge=0.0, lt=1.0)
-    min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
-    max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    n_resamples: int = Field(2000, ge=100)
-    seed: int = 0
-    looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,13 +148,6 @@ def _load_run(store: Store, db_path: Path, run_id: str | None) -> RunData:
 # Judging
 
 
-@dataclass(frozen=True)
-class _Side:
-    launch_ids: np.ndarray  # ascending
-    launch_medians: np.ndarray
-    raw: np.ndarray
-
-
 @dataclass
 class CheckResult:
     """Everything a check produced: verdicts, per-variant summary, calibration, messages."""
@@ -217,141 +180,24 @@ class CheckResult:
 
 
 
-
-def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None = None) -> str:
-    """Human name: MPI function for the default, the guideline's right-hand side for a mock-up."""
-    cat = cat or catalog_mod.load()
-    mpi_name = next((c.mpi for c in cat.collectives if c.name == collective), collective)
-    if variant == DEFAULT:
-        return mpi_name
-    if variant == AA:
-        return f"{mpi_name} (A/A copy)"
-    if variant == TUNED:
-        return f"{mpi_name} (tuned profile)"
-    if variant.startswith(LIB_PREFIX):
-        alg = variant.split(":", 2)[-1]
-        return f"{mpi_name} algorithm {alg}"
-    try:
-        return cat.variant(variant).rhs
-    except KeyError:
-        return variant
-
-
-def _guideline(collective: str, variant: str, variants: pd.DataFrame, cat: catalog_mod.Catalog) -> str:
-    if "guideline" in variants.columns:
-        hit = variants[(variants["collective"] == collective) & (variants["variant"] == variant)]
-        if len(hit) and isinstance(hit.iloc[0]["guideline"], str) and hit.iloc[0]["guideline"]:
-            return str(hit.iloc[0]["guideline"])
-    if variant.startswith(LIB_PREFIX):
-        return "library"
-    try:
-        return cat.variant(variant).guideline
-    except KeyError:
-        return "?"
-
-
-def _sides(measurements: pd.DataFrame) -> dict[tuple[int, str, str, int], _Side]:
-    out: dict[tuple[int, str, str, int], _Side] = {}
-    keys = ["nprocs", "collective", "variant", "msg_bytes"]
-    for key, grp in measurements.groupby(keys, sort=True):
-        ids, med = stats.per_launch_medians(grp["launch_idx"].to_numpy(), grp["runtime_s"].to_numpy())
-        out[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = _Side(
-            ids, med, grp["runtime_s"].to_numpy(dtype=float))
-    return out
-
-
-def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
-    """Per (nprocs, collective, variant, size): launches, samples, median of per-launch medians."""
-    rows = []
-    for (p, coll, var, n), side in _sides(measurements).items():
-        rows.append({
-            "nprocs": p, "collective": coll, "variant": var, "kind": variant_kind(var), "msg_bytes": n,
-            "n_launches": int(side.launch_medians.size), "n_samples": int(side.raw.size),
-            "median_s": float(np.median(side.launch_medians)), "mean_s": float(np.mean(side.raw)),
-            "raw_median_s": float(np.median(side.raw)),
-        })
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-
-
-@dataclass
-class _Comparison:
-    nprocs: int
-    collective: str
-    variant: str
-    kind: str
-    guideline: str
-    msg_bytes: int
-    ref_bytes: int | None
-    k: int | None
-    lhs: str
-    rhs: str
-    ref: _Side
-    alt: _Side
-    note: str = ""
-
-
-def _comparisons(run: RunData, sides: dict[tuple[int, str, str, int], _Side], settings: CheckSettings,
-                 messages: list[str]) -> list[_Comparison]:
-    cat = catalog_mod.load()
-    out: list[_Comparison] = []
-    by_coll: dict[tuple[int, str], dict[str, dict[int, _Side]]] = {}
-    for (p, coll, var, n), side in sides.items():
-        by_coll.setdefault((p, coll), {}).setdefault(var, {})[n] = side
-
-    for (p, coll), per_variant in sorted(by_coll.items()):
-        if coll == BARRIER:
-            continue
-        mpi_name = variant_label(coll, DEFAULT, cat)
-        default = per_variant.get(DEFAULT, {})
-        if not default:
-            messages.append(f"{mpi_name} at {p} processes: the default was not measured, so none of its "
-                            f"{len(per_variant)} variant(s) can be judged")
-            continue
-        for var, per_size in sorted(per_variant.items()):
-            if var == DEFAULT:
-                continue
-            kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
-            guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, run.variants, cat)
-            for n, alt in sorted(per_size.items()):
-                ref = default.get(n)
-                if ref is None:
-                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without the default; "
-                                    "not judged")
-                    continue
-                out.append(_Comparison(p, coll, var, kind, guideline, n, None, None,
-                                       f"{mpi_name}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
-        sizes = sorted(default)
-        for small, large in stats.monotony_pairs(sizes):
-            out.append(_Comparison(p, coll, DEFAULT, "monotony", "monotony", small, large, None,
-                                   f"{mpi_name}({human_bytes(small)})", f"{mpi_name}({human_bytes(large)})",
-                                   default[small], default[large]))
-        adjacent = set(stats.monotony_pairs([s for s in sizes if s > 0]))
-        for small, large, k in stats.split_pairs(sizes, max_k=max(settings.max_split, max(sizes) + 1)):
-            if k > settings.max_split and (small, large) not in adjacent:
-                continue
-            scaled = _Side(default[small].launch_ids, k * default[small].launch_medians, k * default[small].raw)
-            out.append(_Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
-                                   f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
-                                   default[large], scaled))
-    return out
-
-
-def _barrier_medians(sides: dict[tuple[int, str, str, int], _Side]) -> dict[int, float]:
-    per_p: dict[int, list[np.ndarray]] = {}
-    for (p, coll, _var, _n), side in sides.items():
-        if coll == BARRIER:
-            per_p.setdefault(p, []).append(side.launch_medians)
-    return {p: float(np.median(np.concatenate(v))) for p, v in per_p.items()}
-
-
 _KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
 
 
-def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
+def _keys(verdicts: pd.DataFrame) -> list[tuple[object, ...]]:
+    """Comparison identities, missing ref_bytes/k as -1: pandas stores them as NaN once the
+    column mixes them with numbers (monotony next to pattern rows), and NaN != NaN."""
+    key = verdicts[_KEY].astype(object).where(verdicts[_KEY].notna(), -1)
+    return [tuple(int(x) if isinstance(x, (int, float, np.integer, np.floating)) else x for x in row)
+            for row in key.itertuples(index=False, name=None)]
+
+
+def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool = True) -> CheckResult:
     """All verdicts of a run. Never raises on thin data: such comparisons are untested and partial.
 
     With adaptive rounds the run is judged look by look (launches of rounds <= k), each at
-    alpha / looks, and a comparison keeps the row of the look that first decided it."""
+    alpha / looks, and a comparison keeps the row of the look that first decided it. Without
+    `details` (what the adaptive rounds need to choose their jobs) the bootstrap CI and the
+    pooled raw p-value are left NaN."""
     settings = settings or CheckSettings()
     looks = settings.looks or run.looks
     messages = list(run.problems)
@@ -361,19 +207,22 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
     if last + 1 > looks:
         messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
         looks = last + 1
-    frozen: dict[tuple[object, ...], pd.Series] = {}
+    frozen: dict[tuple[object, ...], tuple[pd.Series, Any]] = {}
+    cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
+    effects: list[Any] = []
     for k in range(last + 1):
-        verdicts = _judge_look(run, meas[round_of <= k], settings, looks, messages if k == last else [])
+        verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas[round_of <= k],
+                                                  settings, looks, messages if k == last else [], cache)
         verdicts["look"] = k
-        for key, row in zip(verdicts[_KEY].itertuples(index=False, name=None), verdicts.itertuples(index=False),
-                            strict=True):
-            if key not in frozen and row.verdict in DECIDED:
-                frozen[key] = pd.Series(row._asdict())
-    if frozen:
-        keys = list(verdicts[_KEY].itertuples(index=False, name=None))
-        rows = [frozen[key] if key in frozen else verdicts.iloc[i] for i, key in enumerate(keys)]
-        verdicts = pd.DataFrame(rows, columns=verdicts.columns).reset_index(drop=True)
+        for key, (_, row), eff in zip(_keys(verdicts), verdicts.iterrows(), effects, strict=True):
+            if key not in frozen and row["verdict"] in DECIDED:
+                frozen[key] = (row, eff)
+    final = [frozen.get(key, (verdicts.iloc[i], effects[i])) for i, key in enumerate(_keys(verdicts))]
+    verdicts = pd.DataFrame([row for row, _ in final], columns=verdicts.columns).reset_index(drop=True)
+    if details and len(verdicts):
+        extra = pd.DataFrame([decide_mod.details(c, e, settings) for _, (c, e) in final])
+        verdicts[extra.columns] = extra.to_numpy()
     verdicts["looks"] = looks
     verdicts = _collapse_split(verdicts)
     verdicts["correction"] = str(settings.correction)
@@ -383,105 +232,6 @@ def judge(run: RunData, settings: CheckSettings | None = None) -> CheckResult:
     verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
     _power_message(verdicts, settings, messages)
     return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
-
-
-def _judge_look(run: RunData, measurements: pd.DataFrame, settings: CheckSettings, looks: int,
-                messages: list[str]) -> pd.DataFrame:
-    sides = _sides(measurements)
-    comps = _comparisons(run, sides, settings, messages)
-    barrier = _barrier_medians(sides)
-    if not barrier:
-        messages.append("no barrier measured in this run: barrier warnings cannot be given and the cautious "
-                        "count equals the brave count")
-    rows = []
-    for c in comps:
-        n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
-        ref_med = float(np.median(c.ref.launch_medians))
-        alt_med = float(np.median(c.alt.launch_medians))
-        e = _effect(c.ref, c.alt, settings)
-        testable = e.n >= settings.min_launches
-        note = c.note
-        if not testable:
-            note = (f"too few launches ({e.n} < {settings.min_launches})"
-                    + (" measured on both sides" if e.test_used.paired else "") + ": not tested")
-        elif e.test_used != settings.test:
-            note = (f"sides measured in separate launches: tested unpaired ({e.test_used}), "
-                    f"{n_ref} and {n_alt} launches")
-        # Paired on fewer launches than a side has: some launches lack the other side.
-        expected = max(n_ref, n_alt)
-        partial = (not testable) or (e.test_used.paired and e.n < expected)
-        if partial and testable:
-            note = f"measured in {e.n} of {expected} launches"
-        b = barrier.get(c.nprocs, math.nan)
-        rows.append({
-            "run_id": run.run_id, "nprocs": c.nprocs, "collective": c.collective, "variant": c.variant,
-            "kind": c.kind, "guideline": c.guideline, "msg_bytes": c.msg_bytes, "ref_bytes": c.ref_bytes,
-            "k": c.k, "lhs": c.lhs, "rhs": c.rhs,
-            "default_median_s": ref_med, "variant_median_s": alt_med,
-            "slowdown": e.slowdown, "rel_diff": e.rel_diff,
-            "ci_low": e.ci.low if testable else math.nan, "ci_high": e.ci.high if testable else math.nan,
-            "statistic": e.test.statistic if testable else math.nan,
-            "p_value": e.test.p_value if testable else math.nan,
-            "p_equivalence": e.equivalence.p_value if testable else math.nan,
-            "barrier_warning": stats.barrier_warning(ref_med, ref_med / e.slowdown if e.slowdown > 0 else alt_med, b),
-            "barrier_median_s": b,
-            "n_launches": int(e.n), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
-            "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
-            "raw_p_value": e.raw_p if testable else math.nan, "partial": bool(partial or not run.complete),
-            "note": note, "test": str(e.test_used),
-        })
-    computed = ("p_adjusted", "significant", "violation", "correction", "alpha", "tolerance", "judged_at",
-                "verdict", "p_equivalence_adjusted", "look", "looks")
-    verdicts = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in computed])
-    return decide_mod.decide(verdicts, settings.alpha, settings.tolerance, settings.correction, looks)
-
-
-@dataclass(frozen=True)
-class _Effect:
-    n: int  # launches used (paired: measured on both sides; unpaired: the smaller side)
-    slowdown: float
-    rel_diff: float
-    ci: stats.Interval
-    test: stats.TestResult
-    equivalence: stats.TestResult
-    raw_p: float
-    test_used: stats.Test
-
-
-def _effect(ref: _Side, alt: _Side, settings: CheckSettings) -> _Effect:
-    """Test, equivalence test, slowdown and CI of one comparison. Paired by launch when the test is
-    paired and the sides share enough launches; sides that cannot share a launch (Intel MPI's
-    algorithms, one per launch) are tested unpaired with the launch as the unit."""
-    # The pooled view ignores launches on purpose: it is the naive analysis, shown for contrast.
-    raw_p = stats.one_sided_test(ref.raw, alt.raw, stats.Test.MWU).p_value
-    test = settings.test
-    if test.paired:
-        common = np.intersect1d(ref.launch_ids, alt.launch_ids)
-        x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
-        y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
-        # A zero median (below the timer's resolution) has no log-ratio: that launch is dropped.
-        positive = (x > 0) & (y > 0)
-        x, y, common = x[positive], y[positive], common[positive]
-        if common.size >= settings.min_launches or min(ref.launch_ids.size, alt.launch_ids.size) < \
-                settings.min_launches:
-            if common.size == 0:
-                nan = stats.TestResult(math.nan, math.nan)
-                return _Effect(0, math.nan, math.nan, stats.Interval(math.nan, math.nan), nan, nan, raw_p, test)
-            sd = stats.paired_slowdown(x, y)
-            ci = stats.paired_relative_difference_ci(x, y, settings.confidence, settings.n_resamples,
-                                                     settings.seed)
-            return _Effect(int(common.size), sd, 1.0 - 1.0 / sd, ci, stats.one_sided_test(x, y, test),
-                           stats.equivalence_test(x, y, settings.tolerance, test), raw_p, test)
-        test = test.unpaired
-    x, y = ref.launch_medians, alt.launch_medians
-    if test is stats.Test.WELCH_LOG:
-        keep_x, keep_y = x > 0, y > 0
-        x, y = x[keep_x], y[keep_y]
-    rm, am = float(np.median(x)), float(np.median(y))
-    ci = stats.relative_difference_ci(x, y, settings.confidence, settings.n_resamples, settings.seed)
-    return _Effect(int(min(x.size, y.size)), stats.slowdown(rm, am), stats.relative_difference(rm, am), ci,
-                   stats.one_sided_test(x, y, test), stats.equivalence_test(x, y, settings.tolerance, test),
-                   raw_p, test)
 
 
 def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -2,12 +2,14 @@
 
 Every guideline comparison ends as one of (docs/statistics.md, "Three-way verdicts"):
 
-  violation     ref significantly slower than alt (one-sided test, Holm-adjusted p <= alpha_look)
-                and the relative difference beyond the tolerance;
-  no violation  equivalence shown: the one-sided test that ref x (1 - tolerance) is faster than
+  violation     shown beyond the tolerance: the one-sided test that ref x (1 - tolerance) is
+                still slower than alt (stats.beyond_tolerance_test), Holm-adjusted over the
+                family, p <= alpha_look, i.e. the corrected lower confidence bound of the ratio
+                lies beyond the tolerance;
+  no violation  equivalence shown: the mirror test that ref x (1 - tolerance) is faster than
                 alt (stats.equivalence_test), Holm-adjusted over the same family, p <= alpha_look,
                 i.e. the corrected upper confidence bound of the ratio lies inside the tolerance;
-  undecided     neither;
+  undecided     neither (the interval contains the tolerance);
   untested      too few launches for any test.
 
 Adaptive rounds look at the data several times. The number of looks K is fixed before the
@@ -15,20 +17,44 @@ first launch (the run's settings), and each look is judged at alpha / K (Bonferr
 over looks, Holm within a look over the whole family): the chance of any false violation, or
 of any false "no violation", over all looks together is at most alpha, whatever the dependence
 between looks. A decision is kept from the look that first reached it.
+
+judge_look() computes the effect, tests and CI of every comparison of one look (effect());
+decide() turns them into verdicts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
+from colltune import schema
 from colltune.verify import stats
+from colltune.verify.comparisons import Comparison, Side, barrier_medians, comparisons, sides
 
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
 DECIDED = (VIOLATION, NO_VIOLATION)
+
+
+class CheckSettings(BaseModel):
+    """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    test: stats.Test = stats.Test.PAIRED_T
+    correction: stats.Correction = stats.Correction.HOLM
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    tolerance: float = Field(0.05, ge=0.0, lt=1.0)
+    min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
+    max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    n_resamples: int = Field(2000, ge=100)
+    seed: int = 0
+    looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
 def decide(verdicts: pd.DataFrame, alpha: float, tolerance: float, correction: stats.Correction,
@@ -36,21 +62,156 @@ def decide(verdicts: pd.DataFrame, alpha: float, tolerance: float, correction: s
     """Corrections per family (guidelines; A/A calibration and tuned separately), then verdicts."""
     v = verdicts.copy()
     alpha_look = alpha / looks
-    v["p_adjusted"] = np.nan
-    v["p_equivalence_adjusted"] = np.nan
+    tested = {"p_value": "p_adjusted", "p_violation": "p_violation_adjusted",
+              "p_equivalence": "p_equivalence_adjusted"}
+    for adjusted in tested.values():
+        v[adjusted] = np.nan
     families = [v["kind"].isin(GUIDELINE_KINDS), v["kind"] == "aa", v["kind"] == "tuned"]
     for mask in families:
         if mask.any():
-            v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), correction)
-            v.loc[mask, "p_equivalence_adjusted"] = stats.adjust(
-                v.loc[mask, "p_equivalence"].to_numpy(dtype=float), correction)
+            for raw, adjusted in tested.items():
+                v.loc[mask, adjusted] = stats.adjust(v.loc[mask, raw].to_numpy(dtype=float), correction)
+    # `significant`: a difference at all (the plain one-sided test, also what A/A calibrates);
+    # a violation needs the difference shown beyond the tolerance.
     v["significant"] = (v["p_adjusted"] <= alpha_look).fillna(False).astype(bool)
     v["violation"] = [stats.is_violation(pa, rd, alpha_look, tolerance)
-                      for pa, rd in zip(v["p_adjusted"], v["rel_diff"], strict=True)]
+                      for pa, rd in zip(v["p_violation_adjusted"], v["rel_diff"], strict=True)]
     equivalent = (v["p_equivalence_adjusted"] <= alpha_look).fillna(False).astype(bool)
     v["verdict"] = np.select([v["p_value"].isna(), v["violation"], equivalent],
                              [UNTESTED, VIOLATION, NO_VIOLATION], UNDECIDED)
     return v
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What decides a comparison: its effect size and the three one-sided tests."""
+
+    n: int  # launches used (paired: measured on both sides; unpaired: the smaller side)
+    slowdown: float
+    rel_diff: float
+    test: stats.TestResult
+    violation: stats.TestResult
+    equivalence: stats.TestResult
+    test_used: stats.Test
+    x: np.ndarray  # the samples tested: per-launch medians of ref and alt (paired: same launches)
+    y: np.ndarray
+
+
+def effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
+    """Tests and slowdown of one comparison. Paired by launch when the test is paired and the
+    sides share enough launches; sides that cannot share a launch (Intel MPI's algorithms, one
+    per launch) are tested unpaired with the launch as the unit."""
+    test, tol = settings.test, settings.tolerance
+    if test.paired:
+        common = np.intersect1d(ref.launch_ids, alt.launch_ids)
+        x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
+        y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
+        # A zero median (below the timer's resolution) has no log-ratio: that launch is dropped.
+        positive = (x > 0) & (y > 0)
+        x, y = x[positive], y[positive]
+        if x.size >= settings.min_launches or min(ref.launch_ids.size, alt.launch_ids.size) < \
+                settings.min_launches:
+            if x.size == 0:
+                nan = stats.TestResult(math.nan, math.nan)
+                return Effect(0, math.nan, math.nan, nan, nan, nan, test, x, y)
+            sd = stats.paired_slowdown(x, y)
+            return Effect(int(x.size), sd, 1.0 - 1.0 / sd, stats.one_sided_test(x, y, test),
+                          stats.beyond_tolerance_test(x, y, tol, test), stats.equivalence_test(x, y, tol, test),
+                          test, x, y)
+        test = test.unpaired
+    x, y = ref.launch_medians, alt.launch_medians
+    if test is stats.Test.WELCH_LOG:
+        x, y = x[x > 0], y[y > 0]
+    rm, am = float(np.median(x)), float(np.median(y))
+    return Effect(int(min(x.size, y.size)), stats.slowdown(rm, am), stats.relative_difference(rm, am),
+                  stats.one_sided_test(x, y, test), stats.beyond_tolerance_test(x, y, tol, test),
+                  stats.equivalence_test(x, y, tol, test), test, x, y)
+
+
+def details(c: Comparison, e: Effect, settings: CheckSettings) -> dict[str, float]:
+    """The bootstrap CI and the pooled raw view of a comparison: shown, never deciding, so
+    computed only for the rows a check reports (not at every look)."""
+    if e.n < settings.min_launches:
+        return {"ci_low": math.nan, "ci_high": math.nan, "raw_p_value": math.nan}
+    if e.test_used.paired:
+        ci = stats.paired_relative_difference_ci(e.x, e.y, settings.confidence, settings.n_resamples, settings.seed)
+    else:
+        ci = stats.relative_difference_ci(e.x, e.y, settings.confidence, settings.n_resamples, settings.seed)
+    # The pooled view ignores launches on purpose: it is the naive analysis, shown for contrast.
+    raw_p = stats.one_sided_test(c.ref.raw, c.alt.raw, stats.Test.MWU).p_value
+    return {"ci_low": ci.low, "ci_high": ci.high, "raw_p_value": raw_p}
+
+
+EffectCache = dict[tuple[object, ...], Effect]
+
+# Filled by decide() and judge(); every other verdict column comes from judge_look's rows.
+COMPUTED = ("p_adjusted", "significant", "violation", "correction", "alpha", "tolerance", "judged_at",
+            "verdict", "p_equivalence_adjusted", "p_violation_adjusted", "look", "looks")
+
+
+def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -> Effect:
+    # A comparison whose sides have the same launches as at an earlier look has the same data:
+    # the looks of one judgement recompute only what the adaptive rounds measured again.
+    key = (c.kind, c.nprocs, c.collective, c.variant, c.msg_bytes, c.ref_bytes, c.k,
+           c.ref.launch_ids.tobytes(), c.alt.launch_ids.tobytes())
+    if key not in cache:
+        cache[key] = effect(c.ref, c.alt, settings)
+    return cache[key]
+
+
+def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements: pd.DataFrame,
+               settings: CheckSettings, looks: int, messages: list[str],
+               cache: EffectCache | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
+    """Verdicts of every comparison on these measurements (one look), judged at alpha / looks,
+    and each row's comparison and effect (for `details`). CI and raw view are left NaN."""
+    by_side = sides(measurements)
+    comps = comparisons(variants, by_side, settings.max_split, messages)
+    barrier = barrier_medians(by_side)
+    if not barrier:
+        messages.append("no barrier measured in this run: barrier warnings cannot be given and the cautious "
+                        "count equals the brave count")
+    cache = {} if cache is None else cache
+    effects = [(c, _cached_effect(c, settings, cache)) for c in comps]
+    rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan)) for c, e in effects]
+    verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
+    return decide(verdicts, settings.alpha, settings.tolerance, settings.correction, looks), effects
+
+
+def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
+         barrier_s: float) -> dict[str, object]:
+    n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
+    ref_med = float(np.median(c.ref.launch_medians))
+    alt_med = float(np.median(c.alt.launch_medians))
+    testable = e.n >= settings.min_launches
+    note = c.note
+    if not testable:
+        note = (f"too few launches ({e.n} < {settings.min_launches})"
+                + (" measured on both sides" if e.test_used.paired else "") + ": not tested")
+    elif e.test_used != settings.test:
+        note = f"sides measured in separate launches: tested unpaired ({e.test_used}), {n_ref} and {n_alt} launches"
+    # Paired on fewer launches than a side has: some launches lack the other side.
+    expected = max(n_ref, n_alt)
+    partial = (not testable) or (e.test_used.paired and e.n < expected)
+    if partial and testable:
+        note = f"measured in {e.n} of {expected} launches"
+    nan = math.nan
+    return {
+        "run_id": run_id, "nprocs": c.nprocs, "collective": c.collective, "variant": c.variant,
+        "kind": c.kind, "guideline": c.guideline, "msg_bytes": c.msg_bytes, "ref_bytes": c.ref_bytes,
+        "k": c.k, "lhs": c.lhs, "rhs": c.rhs, "default_median_s": ref_med, "variant_median_s": alt_med,
+        "slowdown": e.slowdown, "rel_diff": e.rel_diff,
+        "ci_low": nan, "ci_high": nan,  # details()
+        "statistic": e.test.statistic if testable else nan, "p_value": e.test.p_value if testable else nan,
+        "p_violation": e.violation.p_value if testable else nan,
+        "p_equivalence": e.equivalence.p_value if testable else nan,
+        "barrier_warning": stats.barrier_warning(ref_med, ref_med / e.slowdown if e.slowdown > 0 else alt_med,
+                                                 barrier_s),
+        "barrier_median_s": barrier_s,
+        "n_launches": int(e.n), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
+        "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
+        "raw_p_value": nan, "partial": bool(partial or not complete),
+        "note": note, "test": str(e.test_used),
+    }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,124 @@
+"""Open MPI's start-up on one host, without the OFI components that select nothing there.
+
+MPI_Init of the embedded Open MPI 5.0 takes ~1.3 s on this machine, ~1.1 s of it in libfabric
+probing its providers for the `ofi` MTL and BTL, which then fail to initialize: ob1 over self/sm
+carries every message. A check is dozens of launches, so that probing was most of its wall time.
+Leaving out components that failed to initialize cannot change what the library selects, so
+with `mtl=^ofi` and `btl=^ofi` a launch of 4 ranks starts in ~0.16 s and measures the same
+path. Whether that holds is not assumed: a probe launch with the selection's verbose output
+must show, on every rank, both OFI components failing and ob1 selected, and a second probe
+without them the same PML and the same BTLs; the answer is cached per (mpiexec, version, host).
+
+Nothing is changed when it could matter or is not ours to decide: other MPI families, srun or a
+batch allocation (ranks may land on other hosts, where OFI may be the network), flags of the
+user's own (COLLTUNE_MPIEXEC_FLAGS), or components chosen in OMPI_MCA_pml/mtl/btl. The
+settings reach the ranks as rank environment, so every launch stores them (environment table,
+`env:OMPI_MCA_mtl`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from colltune.mpi import build, launch
+from colltune.mpi import libraries as mpi
+
+LEAVE_OUT_OFI = {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi"}
+# Allocations whose mpiexec may place ranks on other hosts (Open MPI reads them itself).
+_ALLOCATIONS = ("SLURM_JOB_ID", "PBS_NODEFILE", "PBS_JOBID", "LSB_JOBID", "PE_HOSTFILE", "OAR_NODEFILE",
+                "FLUX_URI")
+_USER_CHOICES = ("OMPI_MCA_pml", "OMPI_MCA_mtl", "OMPI_MCA_btl")
+_VERBOSE = ["--mca", "pml_base_verbose", "100", "--mca", "mtl_base_verbose", "100",
+            "--mca", "btl_base_verbose", "100"]
+_PROBE_PROCS = 2
+
+
+def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
+    """LEAVE_OUT_OFI where the probe shows it selects the same components, else nothing."""
+    if lib.family != "openmpi" or lib.name == "intel" or launch.use_srun():
+        return {}
+    if os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").strip():
+        return {}
+    if any(os.environ.get(k) for k in (*_ALLOCATIONS, *_USER_CHOICES)):
+        return {}
+    cache = artifacts.dir / "startup-probe.json"
+    key = f"{lib.mpiexec}|{lib.version}|{platform.node()}"
+    known: dict[str, bool] = {}
+    try:
+        known = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        pass
+    if key not in known:
+        known[key] = _probe(lib, artifacts)
+        try:
+            cache.write_text(json.dumps(known, indent=1) + "\n")
+        except OSError:
+            pass  # a read-only cache: probe again next time
+    return dict(LEAVE_OUT_OFI) if known[key] else {}
+
+
+@dataclass
+class RankSelection:
+    pml: str | None = None
+    mtl_ofi_failed: bool = False
+    btl_ofi_failed: bool = False
+    btls: set[str] = field(default_factory=set)
+
+
+def selection(verbose: str) -> dict[str, RankSelection]:
+    """What a probe's verbose output says, per rank ("[host:pid]"): the PML selected, the OFI
+    components that failed to initialize, the BTLs that initialized."""
+    ranks: dict[str, RankSelection] = {}
+    for line in verbose.splitlines():
+        m = re.match(r"\[([^\]]+)\]\s*(select: .*)$", line)
+        if not m:
+            continue
+        r = ranks.setdefault(m.group(1), RankSelection())
+        text = m.group(2)
+        if (hit := re.fullmatch(r"select: component (\w+) selected", text)) is not None:
+            r.pml = hit.group(1)
+        elif text == "select: init returned failure for component ofi":
+            r.mtl_ofi_failed = True
+        elif text == "select: init of component ofi returned failure":
+            r.btl_ofi_failed = True
+        elif (hit := re.fullmatch(r"select: init of component (\w+) returned success", text)) is not None:
+            r.btls.add(hit.group(1))
+    return ranks
+
+
+def same_path(default: str, without_ofi: str, nprocs: int) -> bool:
+    """Both OFI components failed on every rank and ob1 was selected, and leaving OFI out
+    selects ob1 with the same BTLs."""
+    a, b = selection(default), selection(without_ofi)
+    if len(a) != nprocs or len(b) != nprocs:
+        return False
+    btls = {frozenset(r.btls) for r in a.values()}
+    return (len(btls) == 1 and all(r.pml == "ob1" and r.mtl_ofi_failed and r.btl_ofi_failed for r in a.values())
+            and all(r.pml == "ob1" for r in b.values()) and {frozenset(r.btls) for r in b.values()} == btls)
+
+
+def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> bool:
+    with tempfile.TemporaryDirectory(prefix="colltune-probe-") as tmp:
+        jobs = Path(tmp) / "jobs.txt"
+        jobs.write_text("")  # no job: MPI_Init, the world check, MPI_Finalize
+        argv = [str(artifacts.bench), "run", str(jobs), "--out", str(Path(tmp) / "out.txt")]
+        outputs = []
+        for env in ({}, LEAVE_OUT_OFI):
+            flags = list(_VERBOSE)
+            for k, v in env.items():
+                flags += ["--mca", k.removeprefix("OMPI_MCA_"), v]
+            try:
+                proc = launch.run(lib, _PROBE_PROCS, argv, extra_flags=flags, timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                return False
+            if proc.returncode != 0:
+                return False
+            outputs.append(proc.stdout + proc.stderr)
+    return same_path(outputs[0], outputs[1], _PROBE_PROCS)

@@ -1,0 +1,174 @@
+"""The comparisons of a check: which two sides each guideline puts against each other.
+
+Every comparison says "ref should not be slower than alt" (docs/statistics.md, "What is
+compared"); a side is one (process count, collective, variant, size) reduced to its per-launch
+medians, the experimental unit (seed 002).
+
+  kind      ref                         alt                              guideline
+  pattern   default(n)                  mock-up(n)                       GL1..GL22, RS1, RS2
+  library   default(n)                  lib:<coll>:<alg>(n)              "library"
+  monotony  default(m_i)                default(m_j), m_j next size      "monotony"
+  split     default(m_j)                k * default(m_i), k=ceil(mj/mi)  "split"
+  aa        default(n)                  default#aa(n)                    "A/A" (calibration)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from colltune import catalog as catalog_mod
+from colltune.catalog import AA, DEFAULT, LIB_PREFIX, TUNED, variant_kind
+from colltune.units import human_bytes
+from colltune.verify import stats
+
+BARRIER = "barrier"
+
+SUMMARY_COLUMNS = (
+    "nprocs", "collective", "variant", "kind", "msg_bytes", "n_launches", "n_samples",
+    "median_s", "mean_s", "raw_median_s",
+)
+
+SideKey = tuple[int, str, str, int]  # nprocs, collective, variant, msg_bytes
+
+
+@dataclass(frozen=True)
+class Side:
+    launch_ids: np.ndarray  # ascending
+    launch_medians: np.ndarray
+    raw: np.ndarray
+
+
+@dataclass
+class Comparison:
+    nprocs: int
+    collective: str
+    variant: str
+    kind: str
+    guideline: str
+    msg_bytes: int
+    ref_bytes: int | None
+    k: int | None
+    lhs: str
+    rhs: str
+    ref: Side
+    alt: Side
+    note: str = ""
+
+
+def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None = None) -> str:
+    """Human name: MPI function for the default, the guideline's right-hand side for a mock-up."""
+    cat = cat or catalog_mod.load()
+    mpi_name = next((c.mpi for c in cat.collectives if c.name == collective), collective)
+    if variant == DEFAULT:
+        return mpi_name
+    if variant == AA:
+        return f"{mpi_name} (A/A copy)"
+    if variant == TUNED:
+        return f"{mpi_name} (tuned profile)"
+    if variant.startswith(LIB_PREFIX):
+        alg = variant.split(":", 2)[-1]
+        return f"{mpi_name} algorithm {alg}"
+    try:
+        return cat.variant(variant).rhs
+    except KeyError:
+        return variant
+
+
+def _guideline(collective: str, variant: str, variants: pd.DataFrame, cat: catalog_mod.Catalog) -> str:
+    if "guideline" in variants.columns:
+        hit = variants[(variants["collective"] == collective) & (variants["variant"] == variant)]
+        if len(hit) and isinstance(hit.iloc[0]["guideline"], str) and hit.iloc[0]["guideline"]:
+            return str(hit.iloc[0]["guideline"])
+    if variant.startswith(LIB_PREFIX):
+        return "library"
+    try:
+        return cat.variant(variant).guideline
+    except KeyError:
+        return "?"
+
+
+def sides(measurements: pd.DataFrame) -> dict[SideKey, Side]:
+    """Per (nprocs, collective, variant, size): launch ids, per-launch medians, raw repetitions."""
+    keys = ["nprocs", "collective", "variant", "msg_bytes"]
+    m = measurements[[*keys, "launch_idx", "runtime_s"]].dropna(subset=["runtime_s"])
+    # One grouped median over (side, launch) instead of a Python loop per side and launch: the
+    # adaptive rounds judge every look again, so this runs several times per check.
+    medians = m.groupby([*keys, "launch_idx"], sort=True)["runtime_s"].median()
+    raw = {k: g.to_numpy(dtype=float) for k, g in m.groupby(keys, sort=True)["runtime_s"]}
+    out: dict[SideKey, Side] = {}
+    for key, per_launch in medians.groupby(level=[0, 1, 2, 3], sort=True):
+        k = (int(key[0]), str(key[1]), str(key[2]), int(key[3]))
+        ids = per_launch.index.get_level_values("launch_idx").to_numpy(dtype=np.int64)
+        out[k] = Side(ids, per_launch.to_numpy(dtype=float), raw[key])
+    return out
+
+
+def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Per (nprocs, collective, variant, size): launches, samples, median of per-launch medians."""
+    rows = []
+    for (p, coll, var, n), side in sides(measurements).items():
+        rows.append({
+            "nprocs": p, "collective": coll, "variant": var, "kind": variant_kind(var), "msg_bytes": n,
+            "n_launches": int(side.launch_medians.size), "n_samples": int(side.raw.size),
+            "median_s": float(np.median(side.launch_medians)), "mean_s": float(np.mean(side.raw)),
+            "raw_median_s": float(np.median(side.raw)),
+        })
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split: int,
+                messages: list[str]) -> list[Comparison]:
+    """Every comparison the measured sides allow; what cannot be judged is said in `messages`."""
+    cat = catalog_mod.load()
+    out: list[Comparison] = []
+    by_coll: dict[tuple[int, str], dict[str, dict[int, Side]]] = {}
+    for (p, coll, var, n), side in by_side.items():
+        by_coll.setdefault((p, coll), {}).setdefault(var, {})[n] = side
+
+    for (p, coll), per_variant in sorted(by_coll.items()):
+        if coll == BARRIER:
+            continue
+        mpi_name = variant_label(coll, DEFAULT, cat)
+        default = per_variant.get(DEFAULT, {})
+        if not default:
+            messages.append(f"{mpi_name} at {p} processes: the default was not measured, so none of its "
+                            f"{len(per_variant)} variant(s) can be judged")
+            continue
+        for var, per_size in sorted(per_variant.items()):
+            if var == DEFAULT:
+                continue
+            kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
+            guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, variants, cat)
+            for n, alt in sorted(per_size.items()):
+                ref = default.get(n)
+                if ref is None:
+                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without the default; "
+                                    "not judged")
+                    continue
+                out.append(Comparison(p, coll, var, kind, guideline, n, None, None,
+                                      f"{mpi_name}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
+        sizes = sorted(default)
+        for small, large in stats.monotony_pairs(sizes):
+            out.append(Comparison(p, coll, DEFAULT, "monotony", "monotony", small, large, None,
+                                  f"{mpi_name}({human_bytes(small)})", f"{mpi_name}({human_bytes(large)})",
+                                  default[small], default[large]))
+        adjacent = set(stats.monotony_pairs([s for s in sizes if s > 0]))
+        for small, large, k in stats.split_pairs(sizes, max_k=max(max_split, max(sizes) + 1)):
+            if k > max_split and (small, large) not in adjacent:
+                continue
+            scaled = Side(default[small].launch_ids, k * default[small].launch_medians, k * default[small].raw)
+            out.append(Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
+                                  f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
+                                  default[large], scaled))
+    return out
+
+
+def barrier_medians(by_side: dict[SideKey, Side]) -> dict[int, float]:
+    per_p: dict[int, list[np.ndarray]] = {}
+    for (p, coll, _var, _n), side in by_side.items():
+        if coll == BARRIER:
+            per_p.setdefault(p, []).append(side.launch_medians)
+    return {p: float(np.median(np.concatenate(v))) for p, v in per_p.items()}
