@@ -10,118 +10,11 @@
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
  * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-
-static int cvar_find(const char *name, int *index)
-{
-#if MPI_VERSION >= 4
-    return MPI_T_cvar_get_index(name, index) == MPI_SUCCESS ? 0 : -1;
-#else
-    int n;
-    if (MPI_T_cvar_get_num(&n) != MPI_SUCCESS)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        char buf[256];
-        int len = sizeof buf, verb, bind, scope;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
-            == MPI_SUCCESS && strcmp(buf, name) == 0) {
-            *index = i;
-            return 0;
-        }
-    }
-    return -1;
-#endif
-}
-
-/* MPICH documents its enumerations in the description: lines "name - text" in value order
- * (other lines are prose). */
-static int value_from_description(const char *desc, const char *wanted)
-{
-    int position = 0;
-    for (const char *line = desc; line && *line; line = strchr(line, '\n')) {
-        if (*line == '\n')
-            line++;
-        while (*line == ' ' || *line == '\t')
-            line++;
-        size_t len = 0;
-        while (line[len] && !isspace((unsigned char)line[len]))
-            len++;
-        size_t gap = len;
-        while (line[gap] == ' ' || line[gap] == '\t')
-            gap++;
-        if (len == 0 || gap == len || line[gap] != '-')
-            continue;
-        if (strlen(wanted) == len && strncmp(line, wanted, len) == 0)
-            return position;
-        position++;
-    }
-    return -1;
-}
-
-/* The integer value of `wanted` (a name, or a number) for control variable `cvar`. */
-static int cvar_value(int cvar, const char *wanted, int *value)
-{
-    char name[256], *desc;
-    int name_len = sizeof name, desc_len = 8192, verb, bind, scope;
-    MPI_Datatype dt;
-    MPI_T_enum en;
-    char *end;
-    long number = strtol(wanted, &end, 10);
-    if (*wanted && *end == '\0') {
-        *value = (int)number;
-        return 0;
-    }
-    desc = malloc((size_t)desc_len);
-    if (!desc)
-        return -1;
-    int rc = MPI_T_cvar_get_info(cvar, name, &name_len, &verb, &dt, &en, desc, &desc_len, &bind,
-                                 &scope);
-    int found = -1;
-    if (rc == MPI_SUCCESS && en != MPI_T_ENUM_NULL) {
-        int items;
-        char enum_name[256];
-        int enum_len = sizeof enum_name;
-        if (MPI_T_enum_get_info(en, &items, enum_name, &enum_len) == MPI_SUCCESS) {
-            for (int i = 0; i < items && found < 0; i++) {
-                char item[256];
-                int item_len = sizeof item, v;
-                if (MPI_T_enum_get_item(en, i, &v, item, &item_len) == MPI_SUCCESS
-                    && strcmp(item, wanted) == 0) {
-                    *value = v;
-                    found = 0;
-                }
-            }
-        }
-    } else if (rc == MPI_SUCCESS && dt == MPI_INT) {
-        int v = value_from_description(desc, wanted);
-        if (v >= 0) {
-            *value = v;
-            found = 0;
-        }
-    }
-    free(desc);
-    return found;
-}
-
-static int handle_for(int cvar, MPI_T_cvar_handle *handle)
-{
-    int count;
-    return MPI_T_cvar_handle_alloc(cvar, NULL, handle, &count);
-}
-
-static void upper(char *dst, const char *src, size_t len)
-{
-    size_t i = 0;
-    for (; src[i] && i + 1 < len; i++)
-        dst[i] = (char)toupper((unsigned char)src[i]);
-    dst[i] = '\0';
-}
+#include "ct_mpit.h"
 
 /* A companion variable absent from this version is fine (cvar = -1), an MPI_T failure not. */
 static int forced_open(ct_forced_cvar *f, const char *name, const char *value)
@@ -129,9 +22,9 @@ static int forced_open(ct_forced_cvar *f, const char *name, const char *value)
     f->cvar = -1;
     f->handle = MPI_T_CVAR_HANDLE_NULL;
     int index, rc;
-    if (cvar_find(name, &index) != 0 || cvar_value(index, value, &f->forced) != 0)
+    if (ct_mpit_find(name, &index) != 0 || ct_mpit_value(index, value, &f->forced) != 0)
         return MPI_SUCCESS;
-    if ((rc = handle_for(index, &f->handle)) != MPI_SUCCESS)
+    if ((rc = ct_mpit_handle(index, &f->handle)) != MPI_SUCCESS)
         return rc;
     if ((rc = MPI_T_cvar_read(f->handle, &f->original)) != MPI_SUCCESS)
         return rc;
@@ -157,16 +50,16 @@ static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, c
                       size_t errlen)
 {
     char ucoll[64], name[160];
-    upper(ucoll, coll, sizeof ucoll);
+    ct_mpit_upper(ucoll, coll, sizeof ucoll);
     snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
-    if (cvar_find(name, &alg->cvar) != 0)
+    if (ct_mpit_find(name, &alg->cvar) != 0)
         return -1;
     alg->kind = CT_LIBALG_MPICH;
-    if (cvar_value(alg->cvar, algorithm, &alg->value) != 0) {
+    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
         snprintf(err, errlen, "%s has no algorithm '%s' (see `mpivars`)", name, algorithm);
         return MPI_ERR_ARG;
     }
-    int rc = handle_for(alg->cvar, &alg->handle);
+    int rc = ct_mpit_handle(alg->cvar, &alg->handle);
     if (rc == MPI_SUCCESS)
         rc = MPI_T_cvar_read(alg->handle, &alg->original);
     if (rc == MPI_SUCCESS)
@@ -185,20 +78,20 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     int rc, dynamic_cvar, dynamic_on = 1, dynamic_old = 0;
     MPI_T_cvar_handle dynamic = MPI_T_CVAR_HANDLE_NULL;
     snprintf(name, sizeof name, "coll_tuned_%s_algorithm", coll);
-    if (cvar_find(name, &alg->cvar) != 0)
+    if (ct_mpit_find(name, &alg->cvar) != 0)
         return -1;
     alg->kind = CT_LIBALG_OPENMPI;
-    if (cvar_value(alg->cvar, algorithm, &alg->value) != 0) {
+    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
         snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll tuned "
                  "--level 9`)", name, algorithm);
         return MPI_ERR_ARG;
     }
-    if ((rc = handle_for(alg->cvar, &alg->handle)) != MPI_SUCCESS
+    if ((rc = ct_mpit_handle(alg->cvar, &alg->handle)) != MPI_SUCCESS
         || (rc = MPI_T_cvar_read(alg->handle, &alg->original)) != MPI_SUCCESS)
         goto fail;
     /* Forced algorithms are honoured only with dynamic rules, also read at creation. */
-    if (cvar_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
-        if ((rc = handle_for(dynamic_cvar, &dynamic)) != MPI_SUCCESS
+    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
+        if ((rc = ct_mpit_handle(dynamic_cvar, &dynamic)) != MPI_SUCCESS
             || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS
             || (rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS)
             goto fail;
@@ -221,23 +114,16 @@ fail:
     return rc;
 }
 
-static int is_intel_mpi(void)
-{
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len;
-    return MPI_Get_library_version(version, &len) == MPI_SUCCESS && strstr(version, "Intel(R) MPI");
-}
-
 /* Intel MPI: the algorithm is fixed for the whole launch by I_MPI_ADJUST_<COLL>. The variant is
  * measured only in a launch started for it (all ranks must agree), so that its name never
  * labels the library's own choice. */
 static int open_at_launch(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
                           char *err, size_t errlen)
 {
-    if (!is_intel_mpi())
+    if (!ct_mpit_intel())
         return -1;
     char ucoll[64], name[96];
-    upper(ucoll, coll, sizeof ucoll);
+    ct_mpit_upper(ucoll, coll, sizeof ucoll);
     snprintf(name, sizeof name, "I_MPI_ADJUST_%s", ucoll);
     const char *value = getenv(name);
     int mine = value && strcmp(value, algorithm) == 0, all = 0;

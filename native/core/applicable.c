@@ -23,6 +23,8 @@ static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
     [COLLTUNE_NA_SCRATCH] = "scratch",
     [COLLTUNE_NA_SIZE] = "size",
     [COLLTUNE_NA_ERROR] = "error",
+    [COLLTUNE_NA_REFUSED] = "refused",
+    [COLLTUNE_NA_UNAVAILABLE] = "unavailable",
 };
 
 const char *colltune_reason_name(colltune_reason reason)

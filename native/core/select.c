@@ -158,12 +158,43 @@ int ct_select_pick_exploit(const double *w, int m)
 
 /* ---- portfolio and bins -------------------------------------------------------------------- */
 
-int ct_select_portfolio_size(int coll)
+/* The library's own algorithms the runtime registered (ct_select_add_library), after the
+ * mock-ups; written once at MPI_Init before any table is parsed, read-only afterwards. */
+static struct {
+    char name[CT_SELECT_LIB_NAME];
+    int id;
+} ct_lib[CT_NUM_COLLECTIVES][CT_SELECT_MAX_LIB];
+static int ct_nlib[CT_NUM_COLLECTIVES];
+static char ct_lib_note[256];
+
+static int ct_mockups(int coll)
 {
-    int n = 1;
+    int n = 0;
     for (int v = 0; v < CT_NUM_VARIANTS; v++)
         n += colltune_variant_collective(v) == coll;
     return n;
+}
+
+int ct_select_add_library(int coll, const char *name, int id)
+{
+    if (coll < 0 || coll >= CT_NUM_COLLECTIVES || ct_nlib[coll] == CT_SELECT_MAX_LIB
+        || 1 + ct_mockups(coll) + ct_nlib[coll] >= CT_SELECT_MAX_MEMBERS
+        || strlen(name) >= CT_SELECT_LIB_NAME)
+        return -1;
+    strcpy(ct_lib[coll][ct_nlib[coll]].name, name);
+    ct_lib[coll][ct_nlib[coll]++].id = id;
+    return 0;
+}
+
+void ct_select_clear_library(const char *note)
+{
+    memset(ct_nlib, 0, sizeof ct_nlib);
+    snprintf(ct_lib_note, sizeof ct_lib_note, "%s", note != NULL ? note : "");
+}
+
+int ct_select_portfolio_size(int coll)
+{
+    return 1 + ct_mockups(coll) + ct_nlib[coll];
 }
 
 int ct_select_member_variant(int coll, int index)
@@ -171,7 +202,17 @@ int ct_select_member_variant(int coll, int index)
     for (int v = 0; v < CT_NUM_VARIANTS && index > 0; v++)
         if (colltune_variant_collective(v) == coll && --index == 0)
             return v;
-    return -1;
+    return index > 0 && index <= ct_nlib[coll] ? ct_lib[coll][index - 1].id : -1;
+}
+
+const char *ct_select_member_name(int coll, int index)
+{
+    int m = ct_mockups(coll);
+    if (index == 0)
+        return "default";
+    if (index <= m)
+        return colltune_variant_name(ct_select_member_variant(coll, index));
+    return index - m <= ct_nlib[coll] ? ct_lib[coll][index - m - 1].name : "?";
 }
 
 static int ct_bitlen(uint64_t x)
@@ -456,10 +497,12 @@ static int ct_member(ct_sparser *ps, int coll, ct_sword w)
         if (!shaped)
             return ct_sfail(ps, ps->line, "library member '%s' is not lib:%s:<algorithm>",
                             ct_sq(ps, w), cname);
-        return ct_sfail(ps, ps->line, "member '%s' of %s is not offered by this MPI library "
-                        "(library algorithms are not online members in this libcolltune); "
+        for (int k = 0; k < ct_nlib[coll]; k++)
+            if (ct_is(w, ct_lib[coll][k].name))
+                return 1 + ct_mockups(coll) + k;
+        return ct_sfail(ps, ps->line, "member '%s' of %s is not offered by this MPI library%s%s; "
                         "write the table for this library with colltune learn table",
-                        ct_sq(ps, w), cname);
+                        ct_sq(ps, w), cname, ct_lib_note[0] ? ": " : "", ct_lib_note);
     }
     if (ct_is(w, "default"))
         return 0;
@@ -614,8 +657,8 @@ static int ct_sline(ct_sparser *ps, const char *s, size_t n)
 /* Prefix sums of the unlisted uniform draw. */
 static void ct_finish(ct_select *t)
 {
-    double ones[CT_NUM_VARIANTS + 1];
-    for (int i = 0; i <= CT_NUM_VARIANTS; i++)
+    double ones[CT_SELECT_MAX_MEMBERS];
+    for (int i = 0; i < CT_SELECT_MAX_MEMBERS; i++)
         ones[i] = 1.0;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform + t->uniform_at[c]);

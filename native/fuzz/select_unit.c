@@ -152,9 +152,8 @@ static void test_table(void)
         {"colltune-select 1\ncollective bcast\n members default\n cell 1 0 0 explore 1\n"
          " cell 1 0 0 exploit 2\nend\n", "t:5: cell 1 0 0 of bcast appears twice; keep one"},
         {"colltune-select 1\ncollective bcast\n members default lib:bcast:4\nend\n",
-         "t:3: member 'lib:bcast:4' of bcast is not offered by this MPI library (library "
-         "algorithms are not online members in this libcolltune); write the table for this "
-         "library with colltune learn table"},
+         "t:3: member 'lib:bcast:4' of bcast is not offered by this MPI library; write the "
+         "table for this library with colltune learn table"},
         {"colltune-select 1\ncollective bcast\n members allreduce_as_reduce_bcast\nend\n",
          "t:3: unknown member 'allreduce_as_reduce_bcast' of bcast; use default, a mock-up of "
          "bcast or lib:bcast:<algorithm>"},
@@ -174,6 +173,37 @@ static void test_table(void)
         if (strcmp(err, bad[i].err) != 0)
             printf("  got  %s\n  want %s\n", err, bad[i].err);
     }
+}
+
+/* Library members come after the mock-ups, carry the runtime's id, and only registered names
+ * parse; the registry's note ends the refusal. */
+static void test_library(void)
+{
+    char err[512];
+    int coll = colltune_collective_index("bcast"), outcome = -1;
+    int base = ct_select_portfolio_size(coll);
+    ct_select_clear_library(NULL);
+    CHECK(ct_select_add_library(coll, "lib:bcast:binomial", 1000) == 0);
+    CHECK(ct_select_portfolio_size(coll) == base + 1);
+    CHECK(strcmp(ct_select_member_name(coll, base), "lib:bcast:binomial") == 0);
+    CHECK(ct_select_member_variant(coll, base) == 1000);
+    ct_select *t = parse("colltune-select 1\ncollective bcast\n members lib:bcast:binomial default\n"
+                         " cell 3 0 0 exploit 1 0\nend\n", err, sizeof err);
+    int bins[3] = {3, 0, 0};
+    CHECK(t != NULL && ct_select_pick(t, coll, bins, 0, 0, 0, 1, &outcome) == base);
+    ct_select_free(t);
+    CHECK(parse("colltune-select 1\ncollective bcast\n members lib:bcast:chain\nend\n", err,
+                sizeof err) == NULL);
+    CHECK(strcmp(err, "t:3: member 'lib:bcast:chain' of bcast is not offered by this MPI library; "
+                      "write the table for this library with colltune learn table") == 0);
+    ct_select_clear_library("why");
+    CHECK(ct_select_portfolio_size(coll) == base);
+    CHECK(parse("colltune-select 1\ncollective bcast\n members lib:bcast:binomial\nend\n", err,
+                sizeof err) == NULL);
+    CHECK(strcmp(err, "t:3: member 'lib:bcast:binomial' of bcast is not offered by this MPI "
+                      "library: why; write the table for this library with colltune learn table")
+          == 0);
+    ct_select_clear_library(NULL);
 }
 
 static int pick_command(char **argv)
@@ -216,6 +246,7 @@ int main(int argc, char **argv)
     test_draw();
     test_probabilities();
     test_table();
+    test_library();
     printf("select_unit: %d checks, %d failed\n", checks, failures);
     return failures != 0;
 }

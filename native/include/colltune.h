@@ -56,6 +56,8 @@ typedef enum colltune_reason {
     COLLTUNE_NA_SCRATCH,          /* needs more scratch than COLLTUNE_SCRATCH_BYTES */
     COLLTUNE_NA_SIZE,             /* communicator size / message size not supported */
     COLLTUNE_NA_ERROR,            /* an MPI query failed: play safe */
+    COLLTUNE_NA_REFUSED,          /* the library refused its own algorithm for this call */
+    COLLTUNE_NA_UNAVAILABLE,      /* MPI_T or the algorithm's communicator failed */
     COLLTUNE_REASON_COUNT
 } colltune_reason;
 

@@ -12,6 +12,8 @@
 typedef struct ct_select ct_select;
 
 #define CT_SELECT_MAX_MEMBERS 64
+#define CT_SELECT_MAX_LIB 16      /* library algorithms per collective */
+#define CT_SELECT_LIB_NAME 96     /* "lib:<collective>:<algorithm>" and its NUL */
 
 /* Outcome codes of a pick, as written in trace records. */
 enum { CT_PICK_FIXED = 0, CT_PICK_NOT_APPLICABLE = 1, CT_PICK_EXPLOIT = 2, CT_PICK_EXPLORE = 3 };
@@ -31,9 +33,18 @@ void ct_select_nbins(const ct_select *t, int nbins[3]);
 size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occupies */
 
 /* The runtime portfolio of a collective: index 0 = default (the library), then its mock-ups in
- * catalog order. Member i>0 is variant ct_select_member_variant(coll, i). */
+ * catalog order, then the library's own algorithms registered with ct_select_add_library. Member
+ * i>0 is ct_select_member_variant(coll, i): a ct_var_id, or the id given at registration. */
 int ct_select_portfolio_size(int coll);
 int ct_select_member_variant(int coll, int index);
+const char *ct_select_member_name(int coll, int index);
+
+/* Library members (`lib:<collective>:<algorithm>`) the running library offers online, registered
+ * before tables are parsed (a table naming any other `lib:` member is refused, the message ending
+ * with `note`: why the library offers none or which it offers). Not thread-safe: MPI_Init only.
+ * add returns -1 when the portfolio is full or the name too long. */
+void ct_select_clear_library(const char *note);
+int ct_select_add_library(int coll, const char *name, int id);
 
 /* Bins of docs/select.md, capped at nbins-1 (the size bin is on every call's path: inline). */
 static inline int ct_select_size_bin(uint64_t bytes, int nbins)

@@ -62,7 +62,7 @@ static int ct_output(const ct_call *c, char **base, size_t *span)
     return 0;
 }
 
-int ct_check_run(const ct_call *call, const ct_decision *d)
+int ct_check_run(const ct_call *call, ct_decision *d)
 {
     char *base = NULL;
     size_t span = 0;
@@ -75,13 +75,13 @@ int ct_check_run(const ct_call *call, const ct_decision *d)
     }
     if (saved != NULL)
         memcpy(saved, base, span);
-    int rc = colltune_invoke(d->variant, call);
+    int rc = ct_run_member(call, d);
     if (saved != NULL) {
         memcpy(saved + span, base, span);
         memcpy(base, saved, span);
     }
     int rc2 = colltune_invoke_library(call);
-    if (known && rc == MPI_SUCCESS && rc2 == MPI_SUCCESS) {
+    if (known && rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && d->reason == COLLTUNE_APPLICABLE) {
         atomic_fetch_add_explicit(&ct_checked, 1, memory_order_relaxed);
         if (saved != NULL && memcmp(saved + span, base, span) != 0) {
             int none = -1;
@@ -106,5 +106,5 @@ void ct_check_report(int rank)
     int v = atomic_load(&ct_first_variant);
     ct_message("check: rank %d compared %llu explored calls with the library: %llu differ (first: "
                "%s by %s)", rank, n, bad, colltune_collective_name(atomic_load(&ct_first_coll)),
-               v >= 0 ? colltune_variant_name(v) : "?");
+               v >= 0 ? ct_member_name(v) : "?");
 }

@@ -16,7 +16,7 @@
 
 #include "ct_runtime.h"
 
-#define CT_SLOTS (CT_NUM_VARIANTS + CT_NUM_COLLECTIVES)
+#define CT_SLOTS (CT_LIB_BASE + CT_LIB_MAX)
 
 static atomic_ullong ct_counts[CT_SLOTS][CT_MODE_COUNT][COLLTUNE_REASON_COUNT];
 
@@ -31,8 +31,8 @@ void ct_count_decision(int coll, const ct_decision *d)
 
 static void ct_print_slot(FILE *out, int coll, int slot)
 {
-    int is_library = slot >= CT_NUM_VARIANTS;
-    const char *variant = is_library ? "library" : colltune_variant_name(slot);
+    int is_library = slot >= CT_NUM_VARIANTS && slot < CT_LIB_BASE;
+    const char *variant = is_library ? "library" : ct_member_name(slot);
     for (int m = 0; m < CT_MODE_COUNT; m++) {
         for (int r = 0; r < COLLTUNE_REASON_COUNT; r++) {
             unsigned long long n = atomic_load_explicit(&ct_counts[slot][m][r],
@@ -61,6 +61,9 @@ void ct_count_print(FILE *out, int rank, int nprocs)
         for (int v = 0; v < CT_NUM_VARIANTS; v++)
             if (colltune_variant_collective(v) == c)
                 ct_print_slot(out, c, v);
+        for (int id = CT_LIB_BASE; id < CT_SLOTS; id++)
+            if (ct_libalg_collective(id) == c)
+                ct_print_slot(out, c, id);
     }
     fprintf(out, "colltune: end of calls\n");
     fflush(out);

@@ -115,13 +115,50 @@ CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
 CT_HIDDEN int ct_learn_dispatch(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
 /* Run the decided call, timed; its record was prepared by ct_learn_decide on this thread. */
-CT_HIDDEN int ct_learn_run_traced(const ct_call *call, const ct_decision *d);
+CT_HIDDEN int ct_learn_run_traced(const ct_call *call, ct_decision *d);
 /* Check mode (check.c, COLLTUNE_SELECT_CHECK=1): run the variant and the library, compare. */
-CT_HIDDEN int ct_check_run(const ct_call *call, const ct_decision *d);
+CT_HIDDEN int ct_check_run(const ct_call *call, ct_decision *d);
 CT_HIDDEN void ct_check_report(int rank);
 /* MPI_Finalize: write this rank's trace, free everything; ct_learn_stop frees without writing. */
 CT_HIDDEN void ct_learn_finish(void);
 CT_HIDDEN void ct_learn_stop(void);
+
+/* Library members of the learning mode (libalg_online.c): decision ids from CT_LIB_BASE up,
+ * above the catalog's variants and the counting table's per-collective library slots. */
+#define CT_LIB_BASE (CT_NUM_VARIANTS + CT_NUM_COLLECTIVES)
+#define CT_LIB_MAX (CT_NUM_COLLECTIVES * 16)
+/* MPI_Init, before the table is parsed: register the library's algorithms with the parser;
+ * returns a hash of their names (the ranks compare it with the table's). */
+CT_HIDDEN uint64_t ct_libalg_setup(void);
+CT_HIDDEN const char *ct_libalg_name(int id);
+CT_HIDDEN colltune_reason ct_libalg_applicable(int id, const ct_call *call);
+CT_HIDDEN int ct_libalg_collective(int id);
+/* Run member d->variant; if it could not serve the call, the library's choice runs and
+ * d->reason says why (refused, unavailable). */
+CT_HIDDEN int ct_libalg_run(const ct_call *call, ct_decision *d);
+/* The learning-mode state's slot of `comm` for the member communicators (learn.c), and their
+ * release with the communicator (its attribute's delete callback) or at MPI_Finalize. */
+CT_HIDDEN void **ct_learn_lib_slot(MPI_Comm comm);
+CT_HIDDEN void ct_libalg_comm_free(void *cache);
+CT_HIDDEN void ct_libalg_finish(void);
+
+/* Whether a variant or library member can serve the call (uniform arguments only). */
+static inline colltune_reason ct_member_applicable(int id, const ct_call *call)
+{
+    return CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
+                                          : colltune_applicable(id, call);
+}
+
+/* Run the decided variant or library member. */
+static inline int ct_run_member(const ct_call *call, ct_decision *d)
+{
+    return d->variant >= CT_LIB_BASE ? ct_libalg_run(call, d) : colltune_invoke(d->variant, call);
+}
+
+static inline const char *ct_member_name(int id)
+{
+    return id >= CT_LIB_BASE ? ct_libalg_name(id) : colltune_variant_name(id);
+}
 
 /* Counting table (count.c). */
 CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);

@@ -43,6 +43,7 @@ typedef struct ct_comm_state {
     /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
     atomic_ullong calls, explored;
+    void *lib;                      /* communicators of library members (libalg_online.c) */
 } ct_comm_state;
 
 static ct_select *ct_table;
@@ -57,7 +58,7 @@ static atomic_uint ct_comms_created;
 static int ct_world_rank, ct_world_size;
 static double ct_t0;
 
-static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_NUM_VARIANTS + 1];
+static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_SELECT_MAX_MEMBERS];
 static ct_trace_record *ct_trace;
 static uint64_t ct_trace_cap;
 static atomic_ullong ct_trace_next;
@@ -103,6 +104,7 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
     if (ct_select_path == NULL && dir == NULL)
         return CT_LEARN_OFF;
     int state = CT_LEARN_OK;
+    uint64_t portfolio = ct_libalg_setup();   /* before parsing: tables may name its members */
     if (ct_select_path != NULL && strcmp(ct_select_path, "-") != 0) {
         if (ct_select_load(ct_select_path, &ct_table, err, errlen) != 0)
             state = CT_LEARN_BAD;
@@ -131,7 +133,7 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
         seed = ct_splitmix64(((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec)
                              ^ (uint64_t)getpid() << 32);
     }
-    uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_budget);
+    uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_budget) ^ ct_splitmix64(portfolio);
     slots[CT_L_STATE] = (uint64_t)state;
     slots[CT_L_STATE_NOT] = ~(uint64_t)state;
     slots[CT_L_HASH] = h;
@@ -204,6 +206,8 @@ static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extr
     (void)keyval;
     (void)extra;
     atomic_fetch_add_explicit(&ct_generation, 1, memory_order_release);
+    if (attribute != NULL)
+        ct_libalg_comm_free(((ct_comm_state *)attribute)->lib);
     free(attribute);
     return MPI_SUCCESS;
 }
@@ -357,6 +361,12 @@ static inline ct_comm_state *ct_comm(MPI_Comm comm)
     return ct_comm_lookup(comm, generation);
 }
 
+void **ct_learn_lib_slot(MPI_Comm comm)
+{
+    ct_comm_state *s = ct_comm(comm);
+    return s != NULL ? &s->lib : NULL;
+}
+
 /* ---- decision and tracing ------------------------------------------------------------------ */
 
 /* colltune_call_bytes without its switch and calls for the count * size(type) collectives. */
@@ -404,7 +414,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
     if (member > 0) {
         d.chosen = ct_member_variant[call->coll][member];
-        d.reason = colltune_applicable(d.chosen, call);
+        d.reason = ct_member_applicable(d.chosen, call);
         if (d.reason == COLLTUNE_APPLICABLE)
             d.variant = d.chosen;
     }
@@ -436,7 +446,7 @@ static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
     if (d.mode != CT_MODE_NONE && (ct_trace != NULL || ct_checking))
         return ct_learn_run_traced(call, &d);
     if (d.variant >= 0)
-        return colltune_invoke(d.variant, call);
+        return ct_run_member(call, &d);
     return colltune_invoke_library(call);
 }
 
@@ -462,18 +472,19 @@ int ct_learn_dispatch(const ct_call *call)
     atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
     if (code == 1)   /* member 0: default, the library */
         return colltune_invoke_library(call);
-    int variant = ct_member_variant[call->coll][code - 1];
-    return colltune_applicable(variant, call) == COLLTUNE_APPLICABLE
-               ? colltune_invoke(variant, call)
+    ct_decision d = {ct_member_variant[call->coll][code - 1], -1, CT_MODE_EXPLOIT,
+                     COLLTUNE_APPLICABLE};
+    return ct_member_applicable(d.variant, call) == COLLTUNE_APPLICABLE
+               ? ct_run_member(call, &d)
                : colltune_invoke_library(call);
 }
 
-int ct_learn_run_traced(const ct_call *call, const ct_decision *d)
+int ct_learn_run_traced(const ct_call *call, ct_decision *d)
 {
     double start = PMPI_Wtime();
     int rc = d->variant < 0 ? colltune_invoke_library(call)
              : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
-                                                         : colltune_invoke(d->variant, call);
+                                                         : ct_run_member(call, d);
     double end = PMPI_Wtime();
     if (ct_trace == NULL)
         return rc;
@@ -529,7 +540,7 @@ static int ct_write_trace(FILE *f)
         fputs(colltune_collective_name(c), f);
         fputs(" default", f);
         for (int m = 1; m < ct_select_portfolio_size(c); m++)
-            fprintf(f, " %s", colltune_variant_name(ct_select_member_variant(c, m)));
+            fprintf(f, " %s", ct_select_member_name(c, m));
         fputc('\n', f);
     }
     fputc('\n', f);
@@ -589,6 +600,7 @@ void ct_learn_stop(void)
     ct_checking = 0;
     ct_recording = 0;
     memset(ct_codes, 0, sizeof ct_codes);
+    ct_libalg_finish();
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
     ct_keyval = MPI_KEYVAL_INVALID;

@@ -154,6 +154,12 @@ int ct_dispatch(const ct_call *call)
     if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
         return ct_learn_dispatch(call);
     ct_decision d = ct_decide(call);
+    if (CT_UNLIKELY(d.variant >= CT_LIB_BASE)) {   /* counted after: the library may refuse it */
+        int rc = ct_learn_tracing() ? ct_learn_run_traced(call, &d) : ct_libalg_run(call, &d);
+        if (ct_counting)
+            ct_count_decision(call->coll, &d);
+        return rc;
+    }
     if (ct_counting)
         ct_count_decision(call->coll, &d);
     if (d.mode >= CT_MODE_EXPLORE && ct_learn_tracing())

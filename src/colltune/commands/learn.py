@@ -143,8 +143,10 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
     res = to_profile(reports, layouts, table.bins, mpi=name, source=f"colltune learn {db_path}")
     write_profile(res.profile, out_path)
     err.print(f"wrote {out_path}: {res.rules} rules; {res.explore_cells} cells still exploring (not exported)"
-              + (f"; {res.library_cells} exploit cells choose a library algorithm, which a profile cannot "
-                 "apply (colltune export --native)" if res.library_cells else ""))
+              + (f"; {res.library_cells} exploit cells choose a library algorithm (lib:), which a profile "
+                 "cannot name: they are left out (the library decides there); to apply them run with the "
+                 "selection table itself, frozen (colltune run --learn TABLE, docs/select.md)"
+                 if res.library_cells else ""))
 
 
 @command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

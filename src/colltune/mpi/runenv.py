@@ -87,8 +87,26 @@ def rank_environment(
     if verbose:
         env["COLLTUNE_VERBOSE"] = "1"
     env.update(learning_settings(learn, trace_dir))
+    if learn is not None and str(learn) != "-":
+        check_library_members(lib, learn)
     env.update(extra or {})
     return env
+
+
+def check_library_members(lib: MpiLibrary, learn: str | os.PathLike[str]) -> None:
+    """Refuse before the launch a table naming library members (`lib:`) for a library that fixes
+    its algorithms per launch (Intel MPI): the runtime would turn learning off in every rank."""
+    from colltune.learn.table import read_table
+    from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
+
+    if algorithm_key(lib) not in ALGORITHMS_AT_LAUNCH:
+        return
+    named = [m for block in read_table(learn).collectives.values() for m in block.members if m.startswith("lib:")]
+    if named:
+        raise MpiError(f"--learn: {learn} names library algorithms ({', '.join(named[:3])}"
+                       f"{', ...' if len(named) > 3 else ''}), but {lib.name} fixes its algorithms per launch "
+                       "(I_MPI_ADJUST_*), not per call: remove them, or write the table from this library's "
+                       "traces with colltune learn table (docs/select.md)")
 
 
 def learning_settings(learn: str | os.PathLike[str] | None,

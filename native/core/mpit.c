@@ -1,0 +1,168 @@
+/*
+ * MPI_T helpers for choosing the library's own collective algorithms (ct_mpit.h).
+ *
+ * MPICH declares its algorithm variables as plain integers and documents the enumeration in the
+ * description, one "name - text" line per value in value order (other lines are prose); Open MPI
+ * declares a real MPI_T enumeration.
+ */
+#include "ct_mpit.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ct_mpit_find(const char *name, int *index)
+{
+#if MPI_VERSION >= 4
+    return MPI_T_cvar_get_index(name, index) == MPI_SUCCESS ? 0 : -1;
+#else
+    int n;
+    if (MPI_T_cvar_get_num(&n) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char buf[256];
+        int len = sizeof buf, verb, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
+            == MPI_SUCCESS && strcmp(buf, name) == 0) {
+            *index = i;
+            return 0;
+        }
+    }
+    return -1;
+#endif
+}
+
+/* Calls `each(name, len, position, ctx)` for the "name - text" lines of `desc` until it returns
+ * nonzero; returns the number of such lines seen. */
+static int ct_description_items(const char *desc, int (*each)(const char *, size_t, int, void *),
+                                void *ctx)
+{
+    int position = 0;
+    for (const char *line = desc; line && *line; line = strchr(line, '\n')) {
+        if (*line == '\n')
+            line++;
+        while (*line == ' ' || *line == '\t')
+            line++;
+        size_t len = 0;
+        while (line[len] && !isspace((unsigned char)line[len]))
+            len++;
+        size_t gap = len;
+        while (line[gap] == ' ' || line[gap] == '\t')
+            gap++;
+        if (len == 0 || gap == len || line[gap] != '-')
+            continue;
+        if (each(line, len, position, ctx))
+            return position + 1;
+        position++;
+    }
+    return position;
+}
+
+typedef struct ct_items {
+    const char *wanted;   /* ct_mpit_value: stop at this name */
+    int found;
+    char (*names)[CT_MPIT_NAME];
+    int *values, max, n;
+} ct_items;
+
+static int ct_item(const char *name, size_t len, int position, void *ctx)
+{
+    ct_items *it = ctx;
+    if (it->wanted != NULL) {
+        if (strlen(it->wanted) == len && strncmp(name, it->wanted, len) == 0) {
+            it->found = position;
+            return 1;
+        }
+        return 0;
+    }
+    if (it->n < it->max && len < CT_MPIT_NAME) {
+        memcpy(it->names[it->n], name, len);
+        it->names[it->n][len] = '\0';
+        it->values[it->n++] = position;
+    }
+    return 0;
+}
+
+/* Walk the variable's enumeration (Open MPI) or description (MPICH) with `it`. */
+static int ct_items_of(int cvar, ct_items *it)
+{
+    char name[256];
+    int name_len = sizeof name, desc_len = 8192, verb, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum en;
+    char *desc = malloc((size_t)desc_len);
+    if (desc == NULL)
+        return -1;
+    int rc = MPI_T_cvar_get_info(cvar, name, &name_len, &verb, &dt, &en, desc, &desc_len, &bind,
+                                 &scope);
+    if (rc == MPI_SUCCESS && en != MPI_T_ENUM_NULL) {
+        int items;
+        char enum_name[256];
+        int enum_len = sizeof enum_name;
+        if (MPI_T_enum_get_info(en, &items, enum_name, &enum_len) == MPI_SUCCESS) {
+            for (int i = 0; i < items; i++) {
+                char item[256];
+                int item_len = sizeof item, v;
+                if (MPI_T_enum_get_item(en, i, &v, item, &item_len) != MPI_SUCCESS)
+                    continue;
+                if (it->wanted != NULL && strcmp(item, it->wanted) == 0) {
+                    it->found = v;
+                    break;
+                }
+                if (it->wanted == NULL && it->n < it->max && strlen(item) < CT_MPIT_NAME) {
+                    strcpy(it->names[it->n], item);
+                    it->values[it->n++] = v;
+                }
+            }
+        }
+    } else if (rc == MPI_SUCCESS && dt == MPI_INT) {
+        ct_description_items(desc, ct_item, it);
+    }
+    free(desc);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+int ct_mpit_value(int cvar, const char *wanted, int *value)
+{
+    char *end;
+    long number = strtol(wanted, &end, 10);
+    if (*wanted && *end == '\0') {
+        *value = (int)number;
+        return 0;
+    }
+    ct_items it = {.wanted = wanted, .found = -1};
+    if (ct_items_of(cvar, &it) != 0 || it.found < 0)
+        return -1;
+    *value = it.found;
+    return 0;
+}
+
+int ct_mpit_list(int cvar, char names[][CT_MPIT_NAME], int *values, int max)
+{
+    ct_items it = {.names = names, .values = values, .max = max};
+    return ct_items_of(cvar, &it) == 0 ? it.n : 0;
+}
+
+int ct_mpit_handle(int cvar, MPI_T_cvar_handle *handle)
+{
+    int count;
+    return MPI_T_cvar_handle_alloc(cvar, NULL, handle, &count);
+}
+
+void ct_mpit_upper(char *dst, const char *src, size_t len)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < len; i++)
+        dst[i] = (char)toupper((unsigned char)src[i]);
+    dst[i] = '\0';
+}
+
+int ct_mpit_intel(void)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    return PMPI_Get_library_version(version, &len) == MPI_SUCCESS
+           && strstr(version, "Intel(R) MPI") != NULL;
+}

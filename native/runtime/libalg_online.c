@@ -1,0 +1,374 @@
+/*
+ * The library's own algorithms as members of the learning mode's portfolio (docs/select.md,
+ * "Library members"): `lib:<collective>:<algorithm>`, named as the measurement driver names them.
+ *
+ * At MPI_Init (ct_libalg_setup) the algorithms the library lists through MPI_T are registered
+ * with the table parser, after the mock-ups. A drawn library member runs as follows:
+ *  - MPICH reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM on every call: the value is written just
+ *    before the call and the library's value just after (so `default` stays the library's own
+ *    choice), with MPIR_CVAR_DEVICE_COLLECTIVES=none (device collectives would override the
+ *    choice) and MPIR_CVAR_COLLECTIVE_FALLBACK=error, under MPI_ERRORS_RETURN: an algorithm
+ *    that cannot serve the call is refused by checks on uniform arguments before any message
+ *    moves, on every rank alike, and the call is made again by the library's own choice and
+ *    counted `not-applicable:refused`. Without that the library would silently run its default
+ *    under the member's name. The variables are process-wide (scope ALL_EQ, written identically
+ *    on all ranks since the draw is).
+ *  - Open MPI copies coll_tuned_<coll>_algorithm into a communicator when it creates one: the
+ *    member gets a communicator of its own, made with the variable set (and dynamic rules on)
+ *    by PMPI_Comm_create over the parent's group (collective over the parent, like the call it
+ *    is made in: the draw is uniform, so every rank reaches it at the same call; no attribute
+ *    copy callbacks of the application run, unlike a dup). It is cached per (parent, member) in
+ *    the parent's learning-mode attribute, freed with the parent or at MPI_Finalize, and gets
+ *    MPI_ERRORS_RETURN: a refusal (two_proc on 3 ranks) falls back like MPICH's.
+ *  - Intel MPI fixes algorithms per launch (I_MPI_ADJUST_*, its MPI_T writes do nothing): no
+ *    library members there.
+ * Library members are off under MPI_THREAD_MULTIPLE: the variables are process-wide, so a
+ * concurrent collective (or communicator creation) on another thread would see the member's
+ * algorithm on some ranks and not on others, and hang.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_mpit.h"
+#include "ct_runtime.h"
+#include "ct_select.h"
+
+enum { CT_LIB_NONE, CT_LIB_MPICH, CT_LIB_OPENMPI };
+
+/* An integer variable written while a member runs, restored afterwards. */
+typedef struct ct_cvar {
+    int present;
+    int original;
+    MPI_T_cvar_handle handle;
+} ct_cvar;
+
+typedef struct ct_lib_member {
+    int coll, value;
+    char name[CT_SELECT_LIB_NAME];
+} ct_lib_member;
+
+/* The communicators made for library members on one parent (Open MPI), in a list of all such
+ * caches so that MPI_Finalize can free what the application never freed. */
+typedef struct ct_lib_cache {
+    struct ct_lib_cache *prev, *next;
+    void **owner;                    /* the parent's slot that points here */
+    MPI_Comm comm[CT_LIB_MAX];
+    unsigned char state[CT_LIB_MAX]; /* 0 not made yet, 1 made, 2 could not be made */
+} ct_lib_cache;
+
+static int ct_kind, ct_mpit_up;
+static ct_lib_member ct_members[CT_LIB_MAX];
+static int ct_nmembers;
+static ct_cvar ct_alg[CT_NUM_COLLECTIVES];   /* the algorithm variable of each collective */
+static ct_cvar ct_device, ct_fallback, ct_dynamic;
+static int ct_device_none, ct_fallback_error;
+static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
+
+static int ct_cvar_open(const char *name, ct_cvar *v)
+{
+    int index;
+    v->present = 0;
+    if (ct_mpit_find(name, &index) != 0 || ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
+        return -1;
+    if (MPI_T_cvar_read(v->handle, &v->original) != MPI_SUCCESS) {
+        MPI_T_cvar_handle_free(&v->handle);
+        return -1;
+    }
+    v->present = 1;
+    return index;
+}
+
+static int ct_cvar_write(const ct_cvar *v, int value)
+{
+    return v->present ? MPI_T_cvar_write(v->handle, &value) : MPI_SUCCESS;
+}
+
+static int ct_cvar_restore(const ct_cvar *v)
+{
+    return ct_cvar_write(v, v->original);
+}
+
+/* Algorithms that are no members, as "<collective>:<name>" or "*:<name>":
+ *  - `auto`, Open MPI's `ignore` (value 0): the library's own choice, which is `default`;
+ *  - MPICH `ccl`: needs an external CCL library (always refused);
+ *  - MPICH `smp`: refused on one rank while running on the other (allreduce, 2 ranks on one
+ *    node): a hang;
+ *  - MPICH reduce_scatter `noncommutative`: aborts on an assertion at non-power-of-two sizes
+ *    instead of refusing;
+ *  - Open MPI bcast `split_binary_tree`, `scatter_allgather(_ring)`: split the message by element
+ *    count, so a bcast whose root passes another (count, datatype) of the same signature than
+ *    the others (legal; tests/programs/ct_rootonly.c) hangs. */
+static const char *const ct_mpich_skipped[] = {"*:auto", "*:ccl", "*:smp", "reduce_scatter:noncommutative"};
+static const char *const ct_ompi_skipped[] = {"*:ignore", "bcast:split_binary_tree", "bcast:scatter_allgather",
+                                              "bcast:scatter_allgather_ring"};
+
+static int ct_skipped(int coll, const char *name, int value)
+{
+    const char *const *list = ct_kind == CT_LIB_OPENMPI ? ct_ompi_skipped : ct_mpich_skipped;
+    size_t n = ct_kind == CT_LIB_OPENMPI ? sizeof ct_ompi_skipped / sizeof *list
+                                         : sizeof ct_mpich_skipped / sizeof *list;
+    const char *cname = colltune_collective_name(coll);
+    size_t clen = strlen(cname);
+    for (size_t i = 0; i < n; i++) {
+        const char *colon = strchr(list[i], ':');
+        int any = list[i][0] == '*';
+        int same = any || ((size_t)(colon - list[i]) == clen && strncmp(list[i], cname, clen) == 0);
+        if (same && strcmp(colon + 1, name) == 0)
+            return 1;
+    }
+    return ct_kind == CT_LIB_OPENMPI && value == 0;
+}
+
+static void ct_register(int coll, const char *cvar_name)
+{
+    char names[CT_SELECT_MAX_LIB * 2][CT_MPIT_NAME];
+    int values[CT_SELECT_MAX_LIB * 2];
+    int cvar = ct_cvar_open(cvar_name, &ct_alg[coll]);
+    if (cvar < 0)
+        return;
+    int n = ct_mpit_list(cvar, names, values, CT_SELECT_MAX_LIB * 2);
+    for (int i = 0; i < n && ct_nmembers < CT_LIB_MAX; i++) {
+        ct_lib_member *m = &ct_members[ct_nmembers];
+        if (ct_skipped(coll, names[i], values[i]))
+            continue;
+        m->coll = coll;
+        m->value = values[i];
+        snprintf(m->name, sizeof m->name, "lib:%s:%s", colltune_collective_name(coll), names[i]);
+        if (ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
+            ct_nmembers++;
+    }
+}
+
+static int ct_forced_value(const char *name, const char *wanted, ct_cvar *v, int *value)
+{
+    int cvar = ct_cvar_open(name, v);
+    if (cvar >= 0 && ct_mpit_value(cvar, wanted, value) != 0) {
+        MPI_T_cvar_handle_free(&v->handle);
+        v->present = 0;
+    }
+    return v->present;
+}
+
+uint64_t ct_libalg_setup(void)
+{
+    int level = MPI_THREAD_SINGLE, provided;
+    const char *note = NULL;
+    ct_kind = CT_LIB_NONE;
+    ct_nmembers = 0;
+    PMPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE)
+        note = "library algorithms are not online members under MPI_THREAD_MULTIPLE (their "
+               "settings are process-wide)";
+    else if (ct_mpit_intel())
+        note = "Intel MPI fixes its algorithms per launch (I_MPI_ADJUST_*), not per call";
+    else if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        note = "MPI_T is unavailable, so no library algorithm can be chosen per call";
+    ct_select_clear_library(note);
+    if (note != NULL)
+        return 0;
+    ct_mpit_up = 1;
+#ifdef COLLTUNE_ABI_FAMILY_OPENMPI
+    ct_kind = CT_LIB_OPENMPI;
+    ct_cvar_open("coll_tuned_use_dynamic_rules", &ct_dynamic);
+#else
+    ct_kind = CT_LIB_MPICH;
+    ct_forced_value("MPIR_CVAR_DEVICE_COLLECTIVES", "none", &ct_device, &ct_device_none);
+    ct_forced_value("MPIR_CVAR_COLLECTIVE_FALLBACK", "error", &ct_fallback, &ct_fallback_error);
+#endif
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        char name[160], upper[64];
+        ct_mpit_upper(upper, colltune_collective_name(c), sizeof upper);
+        if (ct_kind == CT_LIB_OPENMPI)
+            snprintf(name, sizeof name, "coll_tuned_%s_algorithm", colltune_collective_name(c));
+        else
+            snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", upper);
+        ct_register(c, name);
+    }
+    if (ct_nmembers == 0)
+        ct_select_clear_library("this library lists no algorithm control variables in MPI_T");
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i < ct_nmembers; i++)
+        for (const char *p = ct_members[i].name; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+const char *ct_libalg_name(int id)
+{
+    return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers ? ct_members[id - CT_LIB_BASE].name
+                                                              : "?";
+}
+
+int ct_libalg_collective(int id)
+{
+    return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers ? ct_members[id - CT_LIB_BASE].coll
+                                                              : -1;
+}
+
+/* From uniform arguments only. A forced algorithm of Open MPI's coll/tuned is not checked
+ * against the operation: ring allreduce with a non-commutative op gives another result than the
+ * library's choice (tests/programs/ct_collectives.c); MPICH refuses most such calls itself, but
+ * a reordered non-commutative reduction is never worth the risk. An in-place Reduce_scatter(_block)
+ * leaves the receive buffer past the caller's block untouched under the library's choice
+ * (mpi4py relies on it), not under Open MPI's non-overlapping or MPICH's pairwise. */
+colltune_reason ct_libalg_applicable(int id, const ct_call *call)
+{
+    int commutative = 1;
+    if (id < CT_LIB_BASE || id >= CT_LIB_BASE + ct_nmembers)
+        return COLLTUNE_NA_ERROR;
+    if ((call->coll == CT_COLL_REDUCE_SCATTER || call->coll == CT_COLL_REDUCE_SCATTER_BLOCK)
+        && call->sendbuf == MPI_IN_PLACE)
+        return COLLTUNE_NA_IN_PLACE;
+    if (ct_collectives[call->coll].has_op
+        && PMPI_Op_commutative(call->op, &commutative) != MPI_SUCCESS)
+        return COLLTUNE_NA_ERROR;
+    return commutative ? COLLTUNE_APPLICABLE : COLLTUNE_NA_NONCOMMUTATIVE;
+}
+
+/* ---- running a member ---------------------------------------------------------------------- */
+
+/* Errors of `comm` returned rather than raised while a member is tried; *saved gets the
+ * application's handler back (ct_loud). */
+static int ct_quiet(MPI_Comm comm, MPI_Errhandler *saved)
+{
+    int rc = PMPI_Comm_get_errhandler(comm, saved);
+    return rc == MPI_SUCCESS ? PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN) : rc;
+}
+
+static int ct_loud(MPI_Comm comm, MPI_Errhandler *saved)
+{
+    int rc = PMPI_Comm_set_errhandler(comm, *saved);
+    PMPI_Errhandler_free(saved);
+    return rc;
+}
+
+static int ct_mpich_run(const ct_lib_member *m, const ct_call *call, ct_decision *d)
+{
+    MPI_Errhandler saved;
+    int rc = ct_quiet(call->comm, &saved), ran = 0;
+    if (rc == MPI_SUCCESS) {
+        rc = ct_cvar_write(&ct_alg[m->coll], m->value);
+        if (rc == MPI_SUCCESS)
+            rc = ct_cvar_write(&ct_device, ct_device_none);
+        if (rc == MPI_SUCCESS)
+            rc = ct_cvar_write(&ct_fallback, ct_fallback_error);
+        if (rc == MPI_SUCCESS) {
+            ran = 1;
+            rc = colltune_invoke_library(call);
+        }
+        /* The library's own values back before anything else can run. */
+        int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_device)
+                   | ct_cvar_restore(&ct_fallback);
+        back |= ct_loud(call->comm, &saved);
+        if (rc == MPI_SUCCESS && back != MPI_SUCCESS)
+            d->reason = COLLTUNE_NA_UNAVAILABLE;   /* ran, but the next calls may not be ours */
+    }
+    if (rc == MPI_SUCCESS)
+        return rc;
+    d->reason = ran ? COLLTUNE_NA_REFUSED : COLLTUNE_NA_UNAVAILABLE;
+    return colltune_invoke_library(call);
+}
+
+/* Collective over `parent`: a communicator whose coll/tuned serves `m`'s algorithm. */
+static int ct_ompi_make(const ct_lib_member *m, MPI_Comm parent, MPI_Comm *out)
+{
+    MPI_Errhandler saved;
+    MPI_Group group;
+    int rc = ct_quiet(parent, &saved);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = ct_cvar_write(&ct_dynamic, 1);
+    if (rc == MPI_SUCCESS)
+        rc = ct_cvar_write(&ct_alg[m->coll], m->value);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Comm_group(parent, &group)) == MPI_SUCCESS) {
+        rc = PMPI_Comm_create(parent, group, out);
+        PMPI_Group_free(&group);
+    }
+    int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_dynamic);
+    back |= ct_loud(parent, &saved);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+    return rc != MPI_SUCCESS ? rc : back;
+}
+
+static void ct_cache_link(ct_lib_cache *c)
+{
+    c->next = ct_caches.next;
+    c->prev = &ct_caches;
+    ct_caches.next->prev = c;
+    ct_caches.next = c;
+}
+
+static void ct_cache_free(ct_lib_cache *c)
+{
+    for (int i = 0; i < CT_LIB_MAX; i++)
+        if (c->state[i] == 1)
+            PMPI_Comm_free(&c->comm[i]);
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    *c->owner = NULL;
+    free(c);
+}
+
+void ct_libalg_comm_free(void *cache)
+{
+    if (cache != NULL)
+        ct_cache_free(cache);
+}
+
+static int ct_ompi_run(int k, const ct_call *call, ct_decision *d)
+{
+    void **slot = ct_learn_lib_slot(call->comm);
+    ct_lib_cache *c = slot != NULL ? *slot : NULL;
+    if (slot != NULL && c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
+        ct_cache_link(c);
+        c->owner = slot;
+        *slot = c;
+    }
+    if (c != NULL && c->state[k] == 0)
+        c->state[k] = ct_ompi_make(&ct_members[k], call->comm, &c->comm[k]) == MPI_SUCCESS ? 1 : 2;
+    if (c == NULL || c->state[k] != 1) {
+        d->reason = COLLTUNE_NA_UNAVAILABLE;
+        return colltune_invoke_library(call);
+    }
+    ct_call mine = *call;
+    mine.comm = c->comm[k];
+    int rc = colltune_invoke_library(&mine);
+    if (rc == MPI_SUCCESS)
+        return rc;
+    d->reason = COLLTUNE_NA_REFUSED;
+    return colltune_invoke_library(call);
+}
+
+int ct_libalg_run(const ct_call *call, ct_decision *d)
+{
+    int k = d->variant - CT_LIB_BASE;
+    if (k < 0 || k >= ct_nmembers) {
+        d->reason = COLLTUNE_NA_ERROR;
+        return colltune_invoke_library(call);
+    }
+    return ct_kind == CT_LIB_MPICH ? ct_mpich_run(&ct_members[k], call, d)
+                                   : ct_ompi_run(k, call, d);
+}
+
+/* ---- MPI_Finalize -------------------------------------------------------------------------- */
+
+void ct_libalg_finish(void)
+{
+    while (ct_caches.next != &ct_caches)
+        ct_cache_free(ct_caches.next);
+    ct_cvar *all[] = {&ct_device, &ct_fallback, &ct_dynamic};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->present)
+            MPI_T_cvar_handle_free(&all[i]->handle);
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        if (ct_alg[c].present)
+            MPI_T_cvar_handle_free(&ct_alg[c].handle);
+    memset(ct_alg, 0, sizeof ct_alg);
+    ct_device.present = ct_fallback.present = ct_dynamic.present = 0;
+    if (ct_mpit_up)
+        MPI_T_finalize();
+    ct_mpit_up = 0;
+    ct_nmembers = 0;
+    ct_kind = CT_LIB_NONE;
+}
