@@ -83,3 +83,29 @@ def test_real_check_on_embedded_openmpi(tmp_path: Path) -> None:
     assert sorted(v["kind"].value_counts().items()) == [("aa", 2), ("monotony", 1), ("pattern", 4), ("split", 1)]
     assert set(v["n_launches"]) == {3}
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+@pytest.mark.slow
+def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
+    """--preset quick: 40 repetitions or 0.1 s per job, rounds as long as the first look, 12 s for
+    the rounds; what the user gives wins. Each launch records OFI left out where the probe says
+    it selects nothing (colltune.measure.startup)."""
+    import json
+
+    from colltune.measure import startup
+    from colltune.mpi import build
+    from colltune.mpi import libraries as mpi
+
+    db = tmp_path / "q.duckdb"
+    r = CliRunner().invoke(main, ["check", "--preset", "quick", "-c", "bcast", "-s", "8", "-n", "2", "-R", "3",
+                                  "--max-reps", "30", "--rounds", "0", "--db", str(db), "--quiet"])
+    assert r.exit_code in (0, 1, 3), r.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        settings = json.loads(con.execute("SELECT settings FROM runs").fetchone()[0])
+        env = dict(con.execute("SELECT key, value FROM environment WHERE launch_idx = 0 AND key LIKE "
+                               "'env:OMPI_MCA_%tl'").fetchall())
+    assert (settings["stop"]["max_reps"], settings["stop"]["time_budget_s"]) == (30, 0.1)
+    assert (settings["launches"], settings["round_launches"], settings["round_budget_s"]) == (3, 3, 12.0)
+    lib = mpi.resolve(None)
+    expected = startup.rank_env(lib, build.ensure_built(lib))
+    assert {k.removeprefix("env:"): v for k, v in env.items()} == expected

@@ -35,7 +35,14 @@ CHECK_DEFAULT_LAUNCHES = {"quick": 8, "full": 10, None: 10}
 # comparisons still undecided. Rounds are planned up front (each look is judged at
 # alpha / (1 + rounds)); the budget bounds the wall time they may take.
 CHECK_DEFAULT_ROUNDS = 2
-CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 20.0, "full": 1200.0, None: 120.0}
+CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 12.0, "full": 1200.0, None: 120.0}
+# A quick check spends its time on launches, the unit that decides, rather than on repetitions:
+# the per-launch ratio of two variants scatters by tens of percent between launches here, while
+# 40 repetitions already put a launch's median within ~2% (A/A ratios). Round launches measure
+# only the open comparisons' jobs (a few tenths of a second each once Open MPI starts without
+# OFI), so a round has as many launches as the first look (docs/statistics.md, "Running it").
+CHECK_QUICK_STOP = {"max_reps": 40, "time_budget_s": 0.1}
+CHECK_ROUND_LAUNCHES_PER_R = {"quick": 1.0, "full": 0.5, None: 0.5}
 
 
 
@@ -65,9 +72,10 @@ CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 20.0, "full": 1200.0, None: 120.0}
               help=f"Adaptive rounds after the first R launches, measuring only undecided comparisons "
                    f"[default: {CHECK_DEFAULT_ROUNDS}; 0: none].")
 @click.option("--round-launches", type=click.IntRange(1), default=None,
-              help="Launches per process count in each adaptive round [default: R/2].")
+              help="Launches per process count in each adaptive round [default: R with --preset quick, "
+                   "else R/2].")
 @click.option("--round-budget", type=click.FloatRange(0), default=None, metavar="SECONDS",
-              help="Wall time for all adaptive rounds [default: 20 with --preset quick, 1200 with full, "
+              help="Wall time for all adaptive rounds [default: 12 with --preset quick, 1200 with full, "
                    "else 120; 0: no limit].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, correction: str, alpha: float,
@@ -106,10 +114,14 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         if options.get("launches") is None:
             options["launches"] = CHECK_DEFAULT_LAUNCHES[options.get("preset")]
         preset = options.get("preset")
+        if preset == "quick":
+            for name, value in CHECK_QUICK_STOP.items():
+                options[name] = value if options.get(name) is None else options[name]
         bench_settings = bench_options.settings_from_options(options)
+        per_r = CHECK_ROUND_LAUNCHES_PER_R[preset]
         bench_settings = bench_settings.model_copy(update={
             "rounds": CHECK_DEFAULT_ROUNDS if rounds is None else rounds,
-            "round_launches": round_launches or max(1, math.ceil(bench_settings.launches / 2)),
+            "round_launches": round_launches or max(1, math.ceil(bench_settings.launches * per_r)),
             "round_budget_s": CHECK_DEFAULT_ROUND_BUDGET_S[preset] if round_budget is None else round_budget})
         try:
             run_id = runner.run(bench_settings, db_path, progress=not quiet, console=err_console,
