@@ -66,6 +66,21 @@ def test_order_depends_on_the_seed_only(openmpi: mpi.MpiLibrary, openmpi_build: 
     assert list(a.variant_idx) != list(c.variant_idx)
 
 
+def test_jobs_run_in_an_order_drawn_from_the_seed(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                  tmp_path: Path) -> None:
+    """Whatever disturbs a launch's start or end must not always hit its first and last job."""
+    jobs = "".join(f"bcast {n} byte - 0 default\n" for n in (1, 2, 4, 8, 16, 32, 64, 128))
+    fixed = ("--stop", "fixed", "--max-reps", "2", "--warmup", "0", "--check-every", "2")
+
+    def order(seed: str) -> list[int]:
+        return [int(s["job"]) for s in drive(openmpi, openmpi_build, tmp_path, 2, jobs, *fixed, "--seed", seed).summaries]
+
+    a, b, c = order("11"), order("11"), order("12")
+    assert sorted(a) == sorted(c) == list(range(8))
+    assert a == b and a != c
+    assert a != list(range(8))
+
+
 def test_skips_are_reported(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts, tmp_path: Path) -> None:
     jobs = ("allreduce 1024 int prod - default,no_such_variant,bcast_as_allgatherv,tuned,lib:allreduce:nope\n"
             "reduce_scatter_block 6 unsigned_char sum - default\n"

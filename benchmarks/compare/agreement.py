@@ -4,8 +4,10 @@
                                            [--show COLLECTIVE:BYTES]
 
 Each database's newest comparison is judged with the same settings; the points and pairs both
-judged are matched, and the share with the same verdict ("A faster" / "B faster" / "no
-difference" / "undecided") is printed, with the points whose verdict differs, and the number of
+judged are matched. Printed: the share of points whose verdict is decided ("A faster" / "B
+faster" / "no difference") in both runs and the same (the issue's criterion: a point undecided in
+a run is no decided verdict to disagree with), the share undecided in each run, the share with
+the same verdict of all four (undecided included), the points whose verdict differs, and the
 points called faster for one configuration in one run and for the other in the other run.
 --show prints one point's per-launch medians of the defaults in both runs (in launch order).
 """
@@ -36,7 +38,8 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> tuple[float, pd.Data
     return float(same.mean()) if len(both) else float("nan"), both, both[~same]
 
 
-DECIDED = ("A faster", "B faster")
+FASTER = ("A faster", "B faster")
+DECIDED = (*FASTER, "no difference")
 
 
 def show(point: str, dbs: tuple[str, ...]) -> None:
@@ -63,12 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     for label, db in (("run 1", args.db1), ("run 2", args.db2)):
         counts = both[f"verdict_{label[-1]}"].value_counts().to_dict()
         print(f"{label} ({db}): " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    print(f"agreement: {int(round(share * len(both)))} of {len(both)} points = {share:.1%} (test {args.test})")
-    opposite = both[both["verdict_1"].isin(DECIDED) & both["verdict_2"].isin(DECIDED)
-                    & (both["verdict_1"] != both["verdict_2"])]
     decided = both[both["verdict_1"].isin(DECIDED) & both["verdict_2"].isin(DECIDED)]
-    print(f"opposite verdicts (A faster in one run, B faster in the other): {len(opposite)}; "
-          f"points decided in both runs: {len(decided)}")
+    agree = int((decided["verdict_1"] == decided["verdict_2"]).sum())
+    print(f"decided in both runs: {len(decided)} of {len(both)} points; the same decided verdict: {agree} of "
+          f"{len(decided)} = {agree / len(decided) if len(decided) else float('nan'):.1%} (test {args.test})")
+    for i in (1, 2):
+        undecided = int((~both[f"verdict_{i}"].isin(DECIDED)).sum())
+        print(f"undecided in run {i}: {undecided} of {len(both)} = {undecided / len(both):.1%}")
+    print(f"the same verdict, undecided included: {int(round(share * len(both)))} of {len(both)} points = "
+          f"{share:.1%}")
+    opposite = both[both["verdict_1"].isin(FASTER) & both["verdict_2"].isin(FASTER)
+                    & (both["verdict_1"] != both["verdict_2"])]
+    print(f"opposite verdicts (A faster in one run, B faster in the other): {len(opposite)}")
     if args.show:
         show(args.show, (args.db1, args.db2))
     if args.csv:

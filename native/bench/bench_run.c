@@ -292,6 +292,29 @@ static void chunk_order(chunk *c, int rounds, int nv, uint64_t *rng)
     }
 }
 
+/* The order the jobs of a launch run in, drawn from the launch seed (the same on all ranks).
+ * Whatever disturbs the start or the end of a launch (the launcher and its daemons settling or
+ * tearing down, a neighbour's process) then falls on different points in different launches,
+ * not on the first and last job of every launch: measured on a loaded node, the first job's
+ * per-launch median was over twice its median in 7-8 of 20 busy-polling Open MPI launches
+ * against 0-3 for most others (benchmarks/compare/README.md). Returns NULL when out of memory. */
+static int *job_order(uint64_t seed, int njobs)
+{
+    int *order = malloc((size_t)(njobs > 0 ? njobs : 1) * sizeof *order);
+    uint64_t rng = seed ^ UINT64_C(0xD1B54A32D192ED03);
+    if (!order)
+        return NULL;
+    for (int i = 0; i < njobs; i++)
+        order[i] = i;
+    for (int i = njobs - 1; i > 0; i--) {
+        int j = (int)(ct_rand_next(&rng) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return order;
+}
+
 /* Which call failed, on the ranks where it did (the library's own text follows from main). */
 static void report_failure(const run_ctx *ctx, const ct_variant *v, int rc)
 {
@@ -846,8 +869,12 @@ int ct_bench_run(const ct_bench_settings *st, MPI_Comm comm)
         rc = load_profile(ctx);
     if (rc == MPI_SUCCESS)
         rc = launch_lines(ctx);
+    int *order = rc == MPI_SUCCESS ? job_order(st->seed, njobs) : NULL;
+    if (rc == MPI_SUCCESS && !order)
+        rc = MPI_ERR_NO_MEM;
     for (int j = 0; j < njobs && rc == MPI_SUCCESS; j++)
-        rc = run_job(ctx, &jobs[j]);
+        rc = run_job(ctx, &jobs[order[j]]);
+    free(order);
     if (ctx->out) {
         if (rc == MPI_SUCCESS)
             fprintf(ctx->out, "{\"type\":\"end\",\"jobs\":%d}\n", njobs);

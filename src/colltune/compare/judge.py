@@ -114,7 +114,7 @@ def _decide(rows: list[dict[str, object]], settings: CompareSettings) -> pd.Data
     """Holm over the family, then the verdict of each row."""
     v = pd.DataFrame(rows, columns=[c for c in VERDICT_COLUMNS if c not in ("p_adjusted", "verdict", "faster")])
     v["p_adjusted"] = vstats.holm(v["p_value"].to_numpy(dtype=float)) if len(v) else []
-    verdicts = [cstats.decide(r.ratio, vstats.Interval(r.ci_low, r.ci_high), r.p_adjusted, settings.alpha,
+    verdicts = [cstats.decide(vstats.Interval(r.ci_low, r.ci_high), r.p_adjusted, settings.alpha,
                               settings.tolerance) for r in v.itertuples(index=False)]
     v["verdict"] = [str(x) for x in verdicts]
     v["faster"] = [r.a if x is cstats.Verdict.A_FASTER else r.b if x is cstats.Verdict.B_FASTER else ""

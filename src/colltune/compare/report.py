@@ -110,9 +110,9 @@ share a launch, so the comparison is unpaired.</p><ul>
 <li>Ratio A/B = median of A's per-launch medians / median of B's (&gt; 1: B is faster); interval:
 {s.confidence:.0%} percentile bootstrap resampling each side's launches.</li>
 <li>Test: {test} on the per-launch medians, Holm-corrected over every point and pair, alpha = {s.alpha:g}.</li>
-<li>"A faster" / "B faster": significant and the ratio outside [{low:.3f}, {high:.3f}] (the faster side saves
-more than {s.tolerance:.0%}). "No difference": the whole interval inside that band (equivalence).
-"Undecided": neither. Points with fewer than {s.min_launches} launches on a side are not tested.</li>
+<li>"A faster" / "B faster": significant and the whole interval outside [{low:.3f}, {high:.3f}] (the faster
+side saves more than {s.tolerance:.0%}). "No difference": the whole interval inside that band (equivalence).
+"Undecided": neither (the interval reaches across an edge of the band, or the test is not significant). Points with fewer than {s.min_launches} launches on a side are not tested.</li>
 <li>A/A calibration: for each configuration, its default in every other launch against its identical copy
 (<code>default#aa</code>) in the launches between, judged the same way: a sound method calls none faster.</li>
 <li>Guideline violations and quality scores: each configuration's own check (paired within its launches,

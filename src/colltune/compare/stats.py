@@ -4,12 +4,15 @@ Two libraries cannot share a launch, so the samples are unpaired: each side is t
 per-launch medians of the default collective at one point (seed 002: the launch is the unit).
 The effect is the ratio of medians A/B (> 1: B is faster); its interval is a percentile
 bootstrap resampling each side's launches; the test is two-sided. A point gets one of four
-verdicts (docs/compare.md):
+verdicts (docs/compare.md), the decided ones statements about the whole interval, so that two
+runs can give different decided verdicts only if one of their intervals misses the true ratio:
 
-  "A faster" / "B faster"  Holm-adjusted p <= alpha and the faster side saves more than the
-                            tolerance (ratio outside [1 - tol, 1 / (1 - tol)])
-  "no difference"          the whole interval of the ratio lies inside that band (equivalence)
-  "undecided"              neither: too few launches or too much noise to tell
+  "A faster" / "B faster"  Holm-adjusted p <= alpha and the whole interval of the ratio lies
+                            beyond the band [1 - tol, 1 / (1 - tol)]: the faster side saves more
+                            than the tolerance of the other's time
+  "no difference"          the whole interval lies inside the band (equivalence)
+  "undecided"              the interval reaches across an edge of the band: a true ratio near the
+                            tolerance, or too few launches or too much launch noise to tell
 """
 
 from __future__ import annotations
@@ -120,14 +123,20 @@ def compare_point(a: npt.ArrayLike, b: npt.ArrayLike, test: Test = Test.MWU, con
                  two_sided_test(x, y, test), int(x.size), int(y.size))
 
 
-def decide(ratio: float, ci: Interval, p_adjusted: float, alpha: float, tolerance: float) -> Verdict:
-    """The three-way verdict of one point (plus "undecided")."""
+def decide(ci: Interval, p_adjusted: float, alpha: float, tolerance: float) -> Verdict:
+    """The three-way verdict of one point (plus "undecided").
+
+    A point estimate just outside the band (ratio 1.06 at tolerance 5%) is not evidence that the
+    saving exceeds the tolerance: a rerun would as likely find 1.04 and call it "no difference".
+    Requiring the interval beyond the band leaves such points undecided instead."""
     low, high = band(tolerance)
+    if math.isnan(ci.low) or math.isnan(ci.high):
+        return Verdict.UNDECIDED
     if not math.isnan(p_adjusted) and p_adjusted <= alpha:
-        if ratio > high:
+        if ci.low > high:
             return Verdict.B_FASTER
-        if ratio < low:
+        if ci.high < low:
             return Verdict.A_FASTER
-    if not (math.isnan(ci.low) or math.isnan(ci.high)) and low <= ci.low and ci.high <= high:
+    if low <= ci.low and ci.high <= high:
         return Verdict.SAME
     return Verdict.UNDECIDED
