@@ -264,7 +264,10 @@ def report(path: Path) -> str:
               f"{le['collective_s'].median():.3f} |",
               f"| learned / default | {le['wall_s'].median() / d['wall_s'].median():.3f} | "
               f"{le['collective_s'].median() / d['collective_s'].median():.3f} |"]
-    results = [x["result"] for x in r["reference"]] + r["batch_results"] + [
+    app = App(r["app"], r["mpi"], path.parent, r["argv"], r["check"],
+              r"^Success=\d" if r["app"] == "hpcc" else r"Total DFT energy =\s+(\S+)")
+    batch_results = [_result(app, p) for p in sorted(path.parent.glob(f"traces-{app.name}-*/*/batch-*.log"))]
+    results = [x["result"] for x in r["reference"]] + batch_results + [
         x["result"] for kind in ("none", "default", "learned") for x in r["final"][kind]]
     lines += ["", f"results ({len(results)} runs): " + ", ".join(f"{v} x{results.count(v)}" for v in sorted(set(results)))]
     pts = pd.DataFrame(r["points"])
@@ -305,8 +308,6 @@ def main() -> None:
                   "points": points.to_dict("records"), "portfolios": portfolios,
                   "batches": score_loops(app, out, dbs, oracle_db),
                   "final": final_vs_default(app, out, dbs, args.repeats)}
-        learned_logs = sorted((out / f"traces-{app.name}-0").rglob("batch-*.log"))
-        result["batch_results"] = [_result(app, p) for p in learned_logs]
         (out / f"{app.name}.json").write_text(json.dumps(result, indent=1, default=float))
         print(f"[{app.name}] wrote {out / f'{app.name}.json'}", flush=True)
 
