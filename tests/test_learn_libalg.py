@@ -174,3 +174,110 @@ def test_no_library_members_under_thread_multiple(openmpi, openmpi_build, libalg
     msgs = run.messages("learning mode off")
     assert len(msgs) == 1 and "member 'lib:allreduce:ring' of allreduce is not offered by this MPI library: " \
         "library algorithms are not online members under MPI_THREAD_MULTIPLE" in msgs[0], run.describe()
+
+
+def test_learning_loop_with_library_members(openmpi, openmpi_build, libalg_programs, tmp_path):
+    """Traces with library members -> `traces ingest` -> `learn table` lists them and names the
+    runtime's own portfolio -> the frozen table runs (the runtime accepts what learn wrote) and
+    applies its choice -> `learn export` writes a profile that `colltune run --profile` accepts,
+    leaving a library algorithm out and saying so."""
+    import subprocess
+    import sys
+
+    from colltune.mpi import runenv
+    from colltune.tune.profile import read_profile
+
+    colltune = str(Path(sys.executable).with_name("colltune"))
+    prog = [libalg_programs("openmpi")["learn_libalg"], "sums"]
+    members = ["default", *(f"lib:allreduce:{a}" for a in allreduce_algorithms(openmpi))]
+    table = tmp_path / "t.select"
+    table.write_text("colltune-select 1\nunlisted library\ncollective allreduce\n"
+                     f"  members {' '.join(members)}\n  cell 13 0 1 explore {' '.join('1' for _ in members)}\nend\n")
+    trace, db = tmp_path / "trace", tmp_path / "x.duckdb"
+    trace.mkdir()
+    ok(run_mpi(openmpi, 3, [*prog, "140", "1000"], learn_env(openmpi, openmpi_build, select=table, trace=trace),
+               timeout=240))
+    subprocess.run([colltune, "traces", "ingest", str(trace), "--db", str(db), "--mpi", "openmpi"], check=True,
+                   capture_output=True)
+    learned = tmp_path / "learned.select"
+    opts = ["--db", str(db), "--mpi-name", "openmpi", "--min-timings", "5", "--min-members", "2",
+            "--min-cell-evidence", "5", "--trees", "20"]
+    subprocess.run([colltune, "learn", "table", *opts, "--out", str(learned)], check=True, capture_output=True)
+    block = sel.read_table(learned).collectives["allreduce"]
+    assert set(members) <= set(block.members) and (13, 0, 1) in block.cells
+    weights = block.cells[13, 0, 1].weights
+    best = block.members[weights.index(max(weights))]
+    frozen = sel.write_table(sel.read_table(learned).frozen(), tmp_path / "frozen.select")
+    run = ok(run_mpi(openmpi, 3, [*prog, "5", "1000"], learn_env(openmpi, openmpi_build, select=frozen)))
+    served = ("allreduce", "exploit", best, "applied") if best != "default" else \
+        ("allreduce", "exploit", "library", "library")
+    assert run.counts == {served: 5}, run.describe()
+    profile = tmp_path / "learned.prf"
+    out = subprocess.run([colltune, "learn", "export", *opts, "--out", str(profile)], check=True,
+                         capture_output=True, text=True)
+    read_profile(profile)
+    runenv.rank_environment(openmpi, openmpi_build, profile=profile)
+    said = "choose a library algorithm (lib:)" in out.stderr
+    exploit = block.cells[13, 0, 1].mode == "exploit"
+    assert said == (exploit and best.startswith("lib:")), out.stderr
+
+
+def test_profile_export_leaves_library_choices_out(tmp_path):
+    """An exploit cell whose best member is a library algorithm has no profile rule (a profile
+    cannot name one, docs/profile.md) and is counted; a mock-up's cell next to it is exported,
+    and the profile reads back."""
+    import pandas as pd
+
+    from colltune.learn.export import to_profile
+    from colltune.learn.selection import CellReport
+    from colltune.tune.profile import read_profile, write_profile
+
+    members = ("default", "allreduce_as_reduce_bcast", "lib:allreduce:ring")
+    reports = [CellReport("allreduce", (s, 0, 1), members, {}, {}, 50, "exploit", (0.2, 0.2, 0.6), best)
+               for s, best in ((10, "lib:allreduce:ring"), (11, "allreduce_as_reduce_bcast"))]
+    layouts = pd.DataFrame([("allreduce", 3, 1, 3, 100)], columns=["collective", "comm_size", "nodes", "ppn", "calls"])
+    res = to_profile(reports, layouts, (24, 4, 8), mpi="openmpi", source="test")
+    assert (res.rules, res.library_cells, res.explore_cells) == (1, 1, 0)
+    path = write_profile(res.profile, tmp_path / "p.prf") or tmp_path / "p.prf"
+    rules = read_profile(path).sections[0].blocks[0].rules
+    assert [(r.lo, r.hi, r.variant) for r in rules] == [(1024, 2047, "allreduce_as_reduce_bcast")]
+
+
+def test_intel_mpi_offers_no_library_members(tmp_path):
+    """Intel MPI fixes its algorithms per launch (I_MPI_ADJUST_*; its MPI_T writes do nothing):
+    its portfolios hold no `lib:` member, the front end refuses a table naming one before the
+    launch, and the runtime refuses it too (one warning saying why) if given one directly."""
+    from colltune.mpi import libraries as mpi
+    from colltune.mpi import runenv
+
+    try:
+        intel = mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not available: {exc}")
+    art = build.ensure_built(intel)
+    prog = build.compile_program(intel, [PROGRAMS / "ct_collectives.c"], tmp_path / "ct_collectives", ["-Wextra"])
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    ok(run_mpi(intel, 2, [prog, "allreduce"], learn_env(intel, art, trace=trace)))
+    _, portfolios = read_calls(trace, 2)
+    assert not [m for ms in portfolios.values() for m in ms if m.startswith("lib:")]
+    table = exploit_table(tmp_path / "t", "allreduce", "lib:allreduce:1", 0)
+    with pytest.raises(mpi.MpiError, match=r"fixes its algorithms per launch \(I_MPI_ADJUST_\*\), not per call"):
+        runenv.rank_environment(intel, art, learn=table)
+    run = run_mpi(intel, 2, [prog, "allreduce"], learn_env(intel, art, select=table))
+    assert run.returncode == 0 and "ok 2 ranks" in run.stdout, run.describe()
+    msgs = run.messages("learning mode off")
+    assert len(msgs) == 1 and "Intel MPI fixes its algorithms per launch" in msgs[0], run.describe()
+
+
+def test_no_library_members_without_the_algorithm_variables(openmpi, openmpi_build, libalg_programs, tmp_path):
+    """Open MPI without coll/tuned registers no algorithm control variable: the portfolio has no
+    library member and a table naming one is refused with that reason; the run goes on."""
+    progs = libalg_programs("openmpi")
+    table = exploit_table(tmp_path / "t", "allreduce", "lib:allreduce:ring", 0)
+    env = learn_env(openmpi, openmpi_build, select=table, OMPI_MCA_coll="^tuned")
+    run = run_mpi(openmpi, 2, [progs["ct_collectives"], "allreduce"], env)
+    assert run.returncode == 0 and "ok 2 ranks" in run.stdout, run.describe()
+    msgs = run.messages("learning mode off")
+    assert len(msgs) == 1 and "not offered by this MPI library: this library lists no algorithm control " \
+        "variables in MPI_T" in msgs[0], run.describe()

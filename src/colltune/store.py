@@ -403,7 +403,7 @@ class Store:
                                 [trace_run_id] if where else []).fetchdf()
 
     def trace_points(self, mpi_name: str | None = None, explored_only: bool = False) -> pd.DataFrame:
-        """Traced calls (of one library, default all; only the explored ones if asked) grouped per
+        """Traced calls that their member served (of one library, default all; only the explored ones if asked) grouped per
         trace run by (collective, member, msg_bytes, nodes, ppn): time_s (median runtime) and n
         (calls), the training rows of colltune learn (a median per run and point, like bench's
         per-launch medians)."""
@@ -413,6 +413,8 @@ class Store:
             "SELECT c.collective, c.member, c.msg_bytes, c.nodes, c.ppn, median(c.runtime_s) AS time_s, "
             "count(*) AS n, c.trace_run_id AS run FROM trace_calls c JOIN trace_runs r USING (trace_run_id) "
             "WHERE (CAST(? AS VARCHAR) IS NULL OR r.mpi_name = ?) AND isfinite(c.runtime_s) AND c.runtime_s >= 0 "
+            # a member that could not serve the call (a refused library algorithm) timed the library
+            "AND c.outcome = 'applied' "
             + ("AND c.mode = 'explore' " if explored_only else "") +
             "GROUP BY c.trace_run_id, c.collective, c.member, c.msg_bytes, c.nodes, c.ppn ORDER BY ALL",
             [mpi_name, mpi_name]).fetchdf()
