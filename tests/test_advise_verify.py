@@ -29,6 +29,9 @@ def test_comparison_figures():
     (0.3, "wall time: not resolvable: the predicted saving 300.0 ms is below the run-to-run noise "
           "+- 397.2 ms (~95% interval of the difference of medians, 5 runs per side); measured "
           "1000.0 ms +- 397.2 ms"),
+    (-0.3, "wall time: not resolvable: the predicted change -300.0 ms is below the run-to-run noise "
+           "+- 397.2 ms (~95% interval of the difference of medians, 5 runs per side); measured "
+           "1000.0 ms +- 397.2 ms"),
     (2.0, "wall time: prediction 2000.0 ms off, measured 1000.0 ms +- 397.2 ms (predicted/measured = 2.00)"),
     (0.0, "wall time: no gain predicted; measured 1000.0 ms +- 397.2 ms"),
 ])

@@ -69,7 +69,8 @@ class Comparison:
             slower = " (the advice made it slower: do not apply it)" if self.gain_s < -self.noise_s else ""
             return f"{self.label}: no gain predicted; {measured}{slower}"
         if abs(predicted_s) < self.noise_s:
-            return (f"{self.label}: not resolvable: the predicted saving {_ms(predicted_s)} is below the "
+            what = "saving" if predicted_s > 0 else "change"
+            return (f"{self.label}: not resolvable: the predicted {what} {_ms(predicted_s)} is below the "
                     f"run-to-run noise +- {_ms(self.noise_s)} (~95% interval of the difference of "
                     f"medians, {len(self.default_s)} runs per side); {measured}")
         if abs(self.gain_s - predicted_s) <= AGREE * abs(self.gain_s):
