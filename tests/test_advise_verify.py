@@ -26,17 +26,24 @@ def test_comparison_figures():
 
 @pytest.mark.parametrize("predicted, verdict", [
     (0.9, "wall time: prediction 900.0 ms within 30% of the gain, measured 1000.0 ms +- 397.2 ms"),
-    (0.3, "wall time: not resolvable: the predicted saving 300.0 ms is below the run-to-run noise "
-          "+- 397.2 ms (~95% interval of the difference of medians, 5 runs per side); measured "
-          "1000.0 ms +- 397.2 ms"),
-    (-0.3, "wall time: not resolvable: the predicted change -300.0 ms is below the run-to-run noise "
-           "+- 397.2 ms (~95% interval of the difference of medians, 5 runs per side); measured "
-           "1000.0 ms +- 397.2 ms"),
-    (2.0, "wall time: prediction 2000.0 ms off, measured 1000.0 ms +- 397.2 ms (predicted/measured = 2.00)"),
+    # outside the measured interval: off, even though the prediction itself is below the noise
+    (0.3, "wall time: prediction 300.0 ms off, measured 1000.0 ms +- 397.2 ms (predicted/measured = 0.3)"),
+    (-0.3, "wall time: prediction -300.0 ms off, measured 1000.0 ms +- 397.2 ms (predicted/measured = -0.3)"),
+    (2.0, "wall time: prediction 2000.0 ms off, measured 1000.0 ms +- 397.2 ms (predicted/measured = 2)"),
+    (0.65, "wall time: prediction 650.0 ms more than 30% from the gain but inside the noise, measured "
+           "1000.0 ms +- 397.2 ms (predicted/measured = 0.65): more runs would tell"),
     (0.0, "wall time: no gain predicted; measured 1000.0 ms +- 397.2 ms"),
 ])
 def test_verdicts(predicted, verdict):
     assert Comparison("wall time", DEFAULT, TUNED).verdict(predicted) == verdict
+
+
+@pytest.mark.parametrize("predicted, what", [(0.3, "saving 300.0 ms"), (-0.3, "change -300.0 ms")])
+def test_below_the_noise_is_not_resolvable(predicted, what):
+    # measured 0 +- 397 ms: a prediction of +-300 ms is inside the interval, neither confirmed nor refuted
+    assert Comparison("wall time", DEFAULT, DEFAULT).verdict(predicted) == (
+        f"wall time: not resolvable: the predicted {what} is below the run-to-run noise +- 397.2 ms "
+        "(~95% interval of the difference of medians, 5 runs per side); measured 0.0 ms +- 397.2 ms")
 
 
 def test_slower_and_aa():
