@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_reads_the_topology_lines():
     r = profile_run.read(DATA).ranks[0]
     assert r.numa == {0: tuple(range(8)), 1: tuple(range(8, 16))}
     assert r.devices == {"net/eth0": 0, "net/ib0": 1, "infiniband/mlx5_0": 1}
-    assert r.isolated == () and r.nohz_full is None
+    assert r.isolated == () and r.nohz_full is None and r.loadavg == 6.5
     assert profile_run.cpulist("0-2,5,7-8") == (0, 1, 2, 5, 7, 8) and profile_run.cpulist("-") == ()
 
 
@@ -46,7 +47,8 @@ def test_packed_on_one_numa_node():
     assert f.changes == {"openmpi": "mpiexec --map-by numa --bind-to core ..."}
     assert f.evidence[:2] == [
         "host node-a: 2 NUMA node(s) (0: cpus 0-7; 1: cpus 8-15), ranks per NUMA node 0: 4, 1: 0; "
-        "devices: infiniband/mlx5_0 on node 1, net/eth0 on node 0, net/ib0 on node 1",
+        "devices: infiniband/mlx5_0 on node 1, net/eth0 on node 0, net/ib0 on node 1; load average 6.5 "
+        "on 16 cores",
         "rank 0 on node-a: cpus 0, NUMA 0, local devices net/eth0; OS noise on its cores: unknown "
         "(no core is isolated: every core takes OS work)"]
 
@@ -101,9 +103,23 @@ def test_this_machine(openmpi, openmpi_build, tmp_path):
     want = {p.name[4:]: topology.cpulist_text(profile_run.cpulist(p.joinpath("cpulist").read_text())) for p in nodes}
     [host] = env["hosts"]
     assert host["numa_nodes"] == (want or None)   # None: this kernel shows no NUMA nodes
+    assert host["loadavg"] is not None and host["loadavg"] >= 0 and host["cores"] == os.cpu_count()
     if want:
         assert sum(host["ranks_per_numa"].values()) == 2
     if shutil.which("hwloc-calc"):
         count = subprocess.run(["hwloc-calc", "--number-of", "numanode", "all"], capture_output=True,
                                text=True, check=True).stdout.strip()
         assert int(count) == len(want)
+
+
+@pytest.mark.parametrize("loadavg, busy", [(6.5, False), (16.4, False), (16.6, True), (None, False)])
+def test_busy_host(loadavg, busy):
+    # 4 ranks x 1 thread on 16 cores: busy when the load exceeds the cores by more than half a
+    # core's worth of runnable work (and at least one beyond the application's own 4 threads).
+    run = two_socket([(0,), (1,), (2,), (3,)], loadavg=loadavg)
+    env = topology.facts(run)
+    assert env["hosts"][0]["busy"] is busy
+    assert topology.busy_warning(env) == ("" if not busy else
+        "node-a was busy with other work (load average 16.6 on 16 cores): ranks are descheduled inside "
+        "collectives, the in-situ cost is dominated by that and the database's medians do not predict "
+        "it (benchmarks/advise/README.md); verify on an idle node")

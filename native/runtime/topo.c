@@ -7,6 +7,8 @@
  *                               not know), from /sys/class/{net,infiniband}/NAME/device/numa_node
  *   isolated CPULIST|-          cores kept free of OS work (isolcpus; "-": none configured)
  *   nohz_full CPULIST|-         cores without the scheduler tick
+ *   loadavg L                   1-minute load average (/proc/loadavg): other users' work
+ *                               competing for the cores, the application's own ranks included
  * No line where the file does not exist (then the front end says "unknown"). hwloc reads the
  * same files; libcolltune depends on MPI alone, so it reads them itself.
  */
@@ -88,4 +90,7 @@ void ct_topo_write(FILE *out)
     ct_topo_devices(out, "infiniband");
     ct_topo_cpus(out, "isolated", "/sys/devices/system/cpu/isolated");
     ct_topo_cpus(out, "nohz_full", "/sys/devices/system/cpu/nohz_full");
+    char load[128];
+    if (ct_sys_line("/proc/loadavg", load, sizeof load) && load[0] != '\0')
+        fprintf(out, "loadavg %.*s\n", (int)strcspn(load, " "), load);
 }

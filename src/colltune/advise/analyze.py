@@ -45,6 +45,11 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
         found += collectives.findings(choices)
     else:
         choices = []
+    env = topology.facts(run)
+    if caveat := topology.busy_warning(env):
+        for f in found:
+            if f.strategy == "collectives":
+                f.warning = caveat
     found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
     return Advice(run, family, points, ordered(found), choices,
-                  collectives.missing(points, table), share_finding.data, topology.facts(run))
+                  collectives.missing(points, table), share_finding.data, env)

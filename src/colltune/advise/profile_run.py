@@ -4,7 +4,7 @@ Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runti
   colltune-profile-run 1
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
-  numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST (topo.c)
+  numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
   coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS
   p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0
@@ -75,6 +75,7 @@ class RankProfile:
     devices: dict[str, int] = field(default_factory=dict)            # net/eth0 -> NUMA node, -1 unknown
     isolated: tuple[int, ...] | None = None                           # isolcpus
     nohz_full: tuple[int, ...] | None = None
+    loadavg: float | None = None                                      # 1-minute, at MPI_Finalize
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -115,6 +116,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str) -> None:
         prof.devices[name] = int(node)
     elif key in ("isolated", "nohz_full"):
         setattr(prof, key, cpulist(rest))
+    elif key == "loadavg":
+        prof.loadavg = float(rest)
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
     else:

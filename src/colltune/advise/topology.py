@@ -5,6 +5,9 @@ across NUMA nodes. Rank 0's placement is reported as a fact: its NUMA node, the 
 it, and whether it shares its cores with OS work, which is knowable only where the node keeps
 some cores isolated (isolcpus / nohz_full); otherwise "unknown".
 
+The 1-minute load average at MPI_Finalize says whether other work competed for the cores: then
+predicted collective savings carry a warning (measured: benchmarks/advise/README.md).
+
 Where /sys said nothing (no NUMA lines) or a rank is unbound, the NUMA facts are "unknown" and no
 NUMA finding is made: a guess would be advice without evidence.
 """
@@ -53,6 +56,12 @@ def host_facts(ranks: list[RankProfile]) -> dict[str, Any]:
         "spanning": [r.rank for r in ranks if numa and _bound(r) and len(nodes_of(r)) > 1],
         "devices": {name: (node if node >= 0 else None) for name, node in sorted(first.devices.items())},
         "isolated": cpulist_text(first.isolated) if first.isolated is not None else None,
+        "cores": first.cores_online,
+        "loadavg": first.loadavg,
+        # Runnable work beyond the application's own ranks x threads, and more of it than cores:
+        # other users' processes take time slices from the ranks, inside collectives too.
+        "busy": (first.loadavg is not None and first.loadavg > first.cores_online + 0.5
+                 and first.loadavg - sum(r.omp_num_threads or 1 for r in ranks) >= 1),
     }
 
 
@@ -93,13 +102,27 @@ def describe(env: dict[str, Any]) -> list[str]:
         spread = (", ranks per NUMA node " + ", ".join(f"{n}: {k}" for n, k in h["ranks_per_numa"].items())
                   if h["ranks_per_numa"] else ", ranks per NUMA node unknown (unbound or spanning ranks)")
         devices = ", ".join(f"{d} on node {n if n is not None else '?'}" for d, n in h["devices"].items())
-        out.append(f"host {h['host']}: {numa}{spread}" + (f"; devices: {devices}" if devices else ""))
+        load = (f"; load average {h['loadavg']:.1f} on {h['cores']} cores"
+                + (": busy with other work" if h["busy"] else "") if h["loadavg"] is not None else "")
+        out.append(f"host {h['host']}: {numa}{spread}" + (f"; devices: {devices}" if devices else "") + load)
     r0 = env["rank0"]
     out.append(f"rank 0 on {r0['host']}: cpus {r0['cpus']}, NUMA "
                f"{','.join(map(str, r0['numa'])) if r0['numa'] else 'unknown'}"
                + (f", local devices {', '.join(r0['local_devices'])}" if r0["local_devices"] else "")
                + f"; OS noise on its cores: {r0['os_noise']}")
     return out
+
+
+def busy_warning(env: dict[str, Any]) -> str:
+    """The caveat for predicted savings when a host was busy with other work ("" if none was)."""
+    busy = [h for h in env["hosts"] if h["busy"]]
+    if not busy:
+        return ""
+    h = busy[0]
+    return (f"{h['host']} was busy with other work (load average {h['loadavg']:.1f} on {h['cores']} "
+            "cores): ranks are descheduled inside collectives, the in-situ cost is dominated by that "
+            "and the database's medians do not predict it (benchmarks/advise/README.md); verify on "
+            "an idle node")
 
 
 def findings(run: ProfileRun, family: str) -> list[Finding]:
