@@ -34,6 +34,40 @@ int ct_mpit_find(const char *name, int *index)
 #endif
 }
 
+void ct_mpit_find_all(const char *const *names, int n, int *indices)
+{
+#if MPI_VERSION >= 4
+    for (int k = 0; k < n; k++)
+        if (ct_mpit_find(names[k], &indices[k]) != 0)
+            indices[k] = -1;
+#else
+    int count;
+    size_t common = n > 0 ? strlen(names[0]) : 0;   /* the names' common prefix: most variables
+                                                      * are told apart by their first bytes */
+    for (int k = 0; k < n; k++) {
+        indices[k] = -1;
+        size_t j = 0;
+        while (j < common && names[k][j] == names[0][j])
+            j++;
+        common = j;
+    }
+    if (MPI_T_cvar_get_num(&count) != MPI_SUCCESS)
+        return;
+    for (int i = 0; i < count; i++) {
+        char buf[256];
+        int len = sizeof buf, verb, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
+            != MPI_SUCCESS || strncmp(buf, names[0], common) != 0)
+            continue;
+        for (int k = 0; k < n; k++)
+            if (indices[k] < 0 && strcmp(buf, names[k]) == 0)
+                indices[k] = i;
+    }
+#endif
+}
+
 /* Calls `each(name, len, position, ctx)` for the "name - text" lines of `desc` until it returns
  * nonzero; returns the number of such lines seen. */
 static int ct_description_items(const char *desc, int (*each)(const char *, size_t, int, void *),

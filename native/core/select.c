@@ -169,10 +169,14 @@ static char ct_lib_note[256];
 
 static int ct_mockups(int coll)
 {
-    int n = 0;
-    for (int v = 0; v < CT_NUM_VARIANTS; v++)
-        n += colltune_variant_collective(v) == coll;
-    return n;
+    static int count[CT_NUM_COLLECTIVES] = {-1};   /* computed once: the catalog is constant */
+    if (count[0] < 0) {
+        int n[CT_NUM_COLLECTIVES] = {0};
+        for (int v = 0; v < CT_NUM_VARIANTS; v++)
+            n[colltune_variant_collective(v)]++;
+        memcpy(count, n, sizeof n);
+    }
+    return count[coll];
 }
 
 int ct_select_add_library(int coll, const char *name, int id)

@@ -14,6 +14,10 @@
 /* Index of the control variable `name`; 0, or -1 if this library has no such variable. */
 int ct_mpit_find(const char *name, int *index);
 
+/* The indices of n variables at once (-1 for those the library lacks): one pass over MPI_T's
+ * variables where it has no lookup by name (MPI < 4), instead of one pass per name. */
+void ct_mpit_find_all(const char *const *names, int n, int *indices);
+
 /* The integer value of `wanted` (an algorithm name, or a number) for control variable `cvar`
  * (an MPI_T enumeration, or MPICH's "name - text" lines in the description). 0 or -1. */
 int ct_mpit_value(int cvar, const char *wanted, int *value);

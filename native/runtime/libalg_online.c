@@ -64,11 +64,10 @@ static ct_cvar ct_device, ct_fallback, ct_dynamic;
 static int ct_device_none, ct_fallback_error;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
 
-static int ct_cvar_open(const char *name, ct_cvar *v)
+static int ct_cvar_open(int index, ct_cvar *v)
 {
-    int index;
     v->present = 0;
-    if (ct_mpit_find(name, &index) != 0 || ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
+    if (index < 0 || ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
         return -1;
     if (MPI_T_cvar_read(v->handle, &v->original) != MPI_SUCCESS) {
         MPI_T_cvar_handle_free(&v->handle);
@@ -119,11 +118,11 @@ static int ct_skipped(int coll, const char *name, int value)
     return ct_kind == CT_LIB_OPENMPI && value == 0;
 }
 
-static void ct_register(int coll, const char *cvar_name)
+static void ct_register(int coll, int index)
 {
     char names[CT_SELECT_MAX_LIB * 2][CT_MPIT_NAME];
     int values[CT_SELECT_MAX_LIB * 2];
-    int cvar = ct_cvar_open(cvar_name, &ct_alg[coll]);
+    int cvar = ct_cvar_open(index, &ct_alg[coll]);
     if (cvar < 0)
         return;
     int n = ct_mpit_list(cvar, names, values, CT_SELECT_MAX_LIB * 2);
@@ -139,9 +138,9 @@ static void ct_register(int coll, const char *cvar_name)
     }
 }
 
-static int ct_forced_value(const char *name, const char *wanted, ct_cvar *v, int *value)
+static int ct_forced_value(int index, const char *wanted, ct_cvar *v, int *value)
 {
-    int cvar = ct_cvar_open(name, v);
+    int cvar = ct_cvar_open(index, v);
     if (cvar >= 0 && ct_mpit_value(cvar, wanted, value) != 0) {
         MPI_T_cvar_handle_free(&v->handle);
         v->present = 0;
@@ -169,21 +168,34 @@ uint64_t ct_libalg_setup(void)
     ct_mpit_up = 1;
 #ifdef COLLTUNE_ABI_FAMILY_OPENMPI
     ct_kind = CT_LIB_OPENMPI;
-    ct_cvar_open("coll_tuned_use_dynamic_rules", &ct_dynamic);
 #else
     ct_kind = CT_LIB_MPICH;
-    ct_forced_value("MPIR_CVAR_DEVICE_COLLECTIVES", "none", &ct_device, &ct_device_none);
-    ct_forced_value("MPIR_CVAR_COLLECTIVE_FALLBACK", "error", &ct_fallback, &ct_fallback_error);
 #endif
+    /* The algorithm variable of every collective, then the companions, found in one pass. */
+    char text[CT_NUM_COLLECTIVES][96];
+    const char *names[CT_NUM_COLLECTIVES + 2];
+    int index[CT_NUM_COLLECTIVES + 2];
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        char name[160], upper[64];
+        char upper[64];
         ct_mpit_upper(upper, colltune_collective_name(c), sizeof upper);
         if (ct_kind == CT_LIB_OPENMPI)
-            snprintf(name, sizeof name, "coll_tuned_%s_algorithm", colltune_collective_name(c));
+            snprintf(text[c], sizeof text[c], "coll_tuned_%s_algorithm", colltune_collective_name(c));
         else
-            snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", upper);
-        ct_register(c, name);
+            snprintf(text[c], sizeof text[c], "MPIR_CVAR_%s_INTRA_ALGORITHM", upper);
+        names[c] = text[c];
     }
+    names[CT_NUM_COLLECTIVES] = ct_kind == CT_LIB_OPENMPI ? "coll_tuned_use_dynamic_rules"
+                                                          : "MPIR_CVAR_DEVICE_COLLECTIVES";
+    names[CT_NUM_COLLECTIVES + 1] = "MPIR_CVAR_COLLECTIVE_FALLBACK";
+    ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
+    if (ct_kind == CT_LIB_OPENMPI) {
+        ct_cvar_open(index[CT_NUM_COLLECTIVES], &ct_dynamic);
+    } else {
+        ct_forced_value(index[CT_NUM_COLLECTIVES], "none", &ct_device, &ct_device_none);
+        ct_forced_value(index[CT_NUM_COLLECTIVES + 1], "error", &ct_fallback, &ct_fallback_error);
+    }
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_register(c, index[c]);
     if (ct_nmembers == 0)
         ct_select_clear_library("this library lists no algorithm control variables in MPI_T");
     uint64_t h = 14695981039346656037ull;
