@@ -125,6 +125,34 @@ def test_first_decision_is_kept_when_pattern_and_monotony_rows_are_judged_togeth
     assert pat[["verdict", "look", "n_launches"]].values.tolist() == [["violation", 0, 6], ["violation", 0, 6]]
 
 
+def test_launches_the_time_budget_cut_short_are_left_out(tmp_path: Path) -> None:
+    """Loaded node: the 0.1 s budget stopped a job after 2 repetitions, one preempted (100x). That
+    launch's median is left out (fewer than 5 repetitions), not the comparison's verdict."""
+    truth = Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6})
+    m = simulate(truth, {"bcast": ["default", "bcast_as_scatter_allgather"]}, [1024], launches=10, seed=31,
+                 variant_launch_sigma=0.05)
+    hit = (m["variant"] == "bcast_as_scatter_allgather") & (m["launch_idx"] == 3)
+    kept = m[hit].head(2).index
+    m = m[~hit | m.index.isin(kept)].copy()
+    m.loc[kept, "runtime_s"] *= 100.0
+    db = write_db(tmp_path / "b.duckdb", m)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 10, "stop": {"min_reps": 10}})])
+    con.close()
+    r = check.check_db(db)
+    row = r.verdicts[r.verdicts["kind"] == "pattern"].iloc[0]
+    assert (row["verdict"], row["n_launches"], row["n_launches_variant"]) == ("violation", 9, 9)
+    assert "1 of 30 (launch, variant, size) measurements stopped before 5 repetitions (time budget; a loaded " \
+           "machine?) and are left out of the verdicts" in r.messages
+    # with the nrep1 rule one repetition is a legitimate sample: nothing is left out
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 10, "stop": {"min_reps": 10,
+                                                                                        "methods": ["nrep1"]}})])
+    con.close()
+    row = check.check_db(db).verdicts.query("kind == 'pattern'").iloc[0]
+    assert row["n_launches"] == 10 and row["verdict"] != "violation"  # the 100x launch hides the 1.7x
+
+
 def test_selection_names_the_jobs_of_open_comparisons() -> None:
     v = pd.DataFrame([
         {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_allgatherv", "msg_bytes": 8,

@@ -66,6 +66,15 @@ class RunData:
         return 1 + int((self.info.get("settings") or {}).get("rounds", 0) or 0)
 
     @property
+    def min_reps(self) -> int:
+        """The run's stop.min_reps (1 when the nrep1 rule may legitimately stop a job after one
+        repetition, or the settings are unknown)."""
+        stop = (self.info.get("settings") or {}).get("stop") or {}
+        if "nrep1" in (stop.get("methods") or []):
+            return 1
+        return int(stop.get("min_reps") or 1)
+
+    @property
     def launches_per_nprocs(self) -> int | None:
         value = (self.info.get("settings") or {}).get("launches")
         return int(value) if value else None
@@ -201,7 +210,7 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     settings = settings or CheckSettings()
     looks = settings.looks or run.looks
     messages = list(run.problems)
-    meas = run.measurements
+    meas = _well_sampled(run.measurements, min(settings.min_reps, run.min_reps), messages)
     round_of = meas["launch_idx"].map(lambda i: run.rounds.get(int(i), 0))
     last = int(round_of.max()) if len(meas) else 0
     if last + 1 > looks:
@@ -232,6 +241,26 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
     _power_message(verdicts, settings, messages)
     return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
+
+
+def _well_sampled(measurements: pd.DataFrame, min_reps: int, messages: list[str]) -> pd.DataFrame:
+    """Leave out each (launch, side) that the time budget stopped before min_reps repetitions.
+
+    On a loaded node a job can get 2 repetitions in its 0.1 s, one of them preempted: a median
+    of them is off by 100x (measured), and one such launch hides a 2x slowdown from the paired
+    t-test; a median of 5 stands 2 preempted repetitions. The rule looks at the count only, never
+    at the values, so it biases no test."""
+    if min_reps <= 1 or measurements.empty:
+        return measurements
+    keys = ["nprocs", "collective", "variant", "msg_bytes", "launch_idx"]
+    count = measurements.groupby(keys)["runtime_s"].transform("size")
+    thin = count < min_reps
+    if thin.any():
+        n = int(measurements[thin][keys].drop_duplicates().shape[0])
+        total = int(measurements[keys].drop_duplicates().shape[0])
+        messages.append(f"{n} of {total} (launch, variant, size) measurements stopped before {min_reps} repetitions "
+                        f"(time budget; a loaded machine?) and are left out of the verdicts")
+    return measurements[~thin]
 
 
 def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:

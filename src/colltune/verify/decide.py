@@ -50,6 +50,8 @@ class CheckSettings(BaseModel):
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tolerance: float = Field(0.05, ge=0.0, lt=1.0)
     min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
+    min_reps: int = Field(5, ge=1, description="repetitions a per-launch median needs (at most the run's "
+                                               "min_reps); fewer, cut by the time budget: that launch is left out")
     max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     n_resamples: int = Field(2000, ge=100)
