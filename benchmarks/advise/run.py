@@ -199,6 +199,11 @@ def main() -> int:
             results["apps"][name] = {"command": " ".join(argv),
                                      "overhead": overhead(name, argv, work, args.rounds),
                                      "advise": advise(name, argv, work, args.verify_runs)}
+            # The database measured in this run, at the application's points: medians (what the
+            # prediction uses) beside means (what every call costs, descheduled ones included).
+            results["apps"][name]["db_stats"] = json.loads(subprocess.run(
+                [sys.executable, str(HERE / "dbstats.py"), str(work / "colltune.duckdb")],
+                capture_output=True, text=True, check=True).stdout)
             if args.check_runs:
                 results["apps"][name]["model_check"] = model_check(name, argv, work, args.check_runs)
                 print(results["apps"][name]["model_check"]["agreement"], flush=True)

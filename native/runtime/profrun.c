@@ -195,7 +195,9 @@ int ct_profrun_dispatch(const struct ct_call *call)
                          bin);
     if (s == NULL)
         return rc;
-    ct_add(s, bytes, ns);
+    /* The application's time in the call includes the inserted barrier: on a sampled call the
+     * wait for late ranks moved there from the collective (the front end splits it again). */
+    ct_add(s, bytes, wait + ns);
     if (sampled) {
         atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->sample_own_ns, ns, memory_order_relaxed);
