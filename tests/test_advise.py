@@ -136,6 +136,7 @@ def test_report_section(openmpi, openmpi_build, programs, tmp_path):
     page = section.render(ctx)
     assert page is not None and page.count("<img") == 3
     assert "bcast_as_scatter_allgather is 5.00x faster" in page
+    assert "rank 0 on " in page and "OS noise on its cores" in page   # the environment facts
     assert section.render(SimpleNamespace(db_path=tmp_path / "other.duckdb")) is None
 
 

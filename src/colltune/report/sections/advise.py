@@ -11,6 +11,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from colltune.advise import topology
 from colltune.advise.output import index_path
 from colltune.report.html import ReportContext, Section
 
@@ -77,6 +78,8 @@ def render(ctx: ReportContext) -> str | None:
         + "</li>" for f in report["findings"])
     lead = (f"<p class=\"lead\">{report['nprocs']} ranks of {html.escape(report['library'])}, wall "
             f"{report['wall_s']:.3f} s; predicted saving {report['predicted_saving_s'] * 1e3:.2f} ms.</p>")
+    if report.get("environment"):
+        lead += "<p>" + "<br>".join(html.escape(line) for line in topology.describe(report["environment"])) + "</p>"
     verify = report.get("verification")
     if verify:
         lead += (f"<p>--verify: measured gain {verify['measured_gain_s'] * 1e3:.1f} ms vs predicted "
