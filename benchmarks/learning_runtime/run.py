@@ -34,10 +34,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 LOOP = ROOT / "benchmarks" / "passthrough" / "allreduce_loop.c"
 CALLS = 20_000
-# calls outside libcolltune that the decision path may make (ld.so's __tls_get_addr: thread-locals
-# not in the initial-exec model)
+# calls outside libcolltune that the decision path may make (clock_gettime: the trace's clock)
 QUERY = re.compile(r"^(P?MPI_(Comm_size|Comm_rank|Comm_test_inter|Comm_get_attr|Op_commutative|Wtime|Type_\w+)"
-                   r"|__tls_get_addr)$")
+                   r"|(__)?clock_gettime(64)?(@@\S+)?)$")
 # Functions that run only in MPI_Init / MPI_Finalize (discovery of the library's own algorithms,
 # docs/select.md "Library members"): a one-time cost, reported apart, not spread over the calls.
 ONCE = re.compile(r"^(ct_libalg_setup|ct_libalg_finish|ct_mpit_\w+|ct_select_add_library|ct_select_clear_library)$")
@@ -74,6 +73,14 @@ def callgrind(lib, art, exe: Path, extra: dict[str, str]) -> dict[str, float]:
             if ir / CALLS >= 0.5 and "libcolltune" not in obj and QUERY.match(where):
                 costs[f"(inclusive) {where}"] = ir / CALLS
     return costs
+
+
+def tls_calls(so: Path) -> int:
+    """Calls to ld.so's __tls_get_addr in libcolltune's code: thread-locals outside the
+    initial-exec model would cost ~20-40 instructions each in ld.so, outside the counts above."""
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(so)], capture_output=True, text=True,
+                          check=True).stdout
+    return sum(1 for line in text.splitlines() if "call" in line and "<__tls_get_addr@plt>" in line)
 
 
 def full_table(mode: str) -> str:
@@ -133,7 +140,8 @@ def main() -> None:
         }
         if shutil.which("valgrind") is None:
             raise SystemExit("valgrind not found (apt-get install valgrind)")
-        print(f"\ncallgrind: instructions per 8-byte MPI_Allreduce call, {lib.name}, rank 0, member = default")
+        print(f"\ncallgrind: instructions per 8-byte MPI_Allreduce call, {lib.name}, rank 0, member = default "
+              f"(libcolltune's calls to __tls_get_addr: {tls_calls(art.libcolltune)})")
         for label, extra in cases.items():
             costs = callgrind(lib, art, exe, extra)
             once = {k: v for k, v in costs.items() if k.startswith("(once)")}

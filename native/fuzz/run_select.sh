@@ -36,5 +36,22 @@ mkdir -p "$out/catalog" "$out/corpus"
     "$here/fuzz_select.c" "$root/native/core/select.c" "$out/catalog/ct_catalog.c" \
     -o "$out/fuzz_select"
 cd "$out"
-exec ./fuzz_select -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
-    corpus "$here/corpus_select"
+rc=0
+./fuzz_select -max_total_time="$seconds" -max_len=4096 -timeout=10 -dict="$here/select.dict" \
+    -print_final_stats=1 corpus "$here/corpus_select" || rc=$?
+
+# Line coverage of the parser by the corpus the run kept (llvm-cov, when installed).
+llvm_cov="$(command -v llvm-cov || true)"
+llvm_profdata="$(command -v llvm-profdata || true)"
+if [ -n "$llvm_cov" ] && [ -n "$llvm_profdata" ]; then
+    "$clang" -std=c11 -O0 -D_GNU_SOURCE -DCT_FUZZ_MAIN -fprofile-instr-generate -fcoverage-mapping \
+        -I"$root/native/include" -I"$out/catalog" \
+        "$here/fuzz_select.c" "$root/native/core/select.c" "$out/catalog/ct_catalog.c" -o "$out/cover_select"
+    rm -f "$out"/cover-*.profraw
+    find corpus "$here/corpus_select" -type f -print0 \
+        | LLVM_PROFILE_FILE="$out/cover-%p.profraw" xargs -0 "$out/cover_select" >/dev/null
+    "$llvm_profdata" merge -o "$out/cover.profdata" "$out"/cover-*.profraw
+    echo "coverage of native/core/select.c by the $(ls corpus | wc -l) inputs of build/fuzz-select/corpus + the seeds:"
+    "$llvm_cov" report "$out/cover_select" -instr-profile="$out/cover.profdata" "$root/native/core/select.c"
+fi
+exit "$rc"

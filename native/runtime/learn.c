@@ -33,6 +33,7 @@
 _Static_assert(sizeof(ct_trace_record) == 20, "trace records are 20 bytes (docs/select.md)");
 
 #define CT_TRACE_VERSION 2
+#define CT_TICKS_MAX_NS UINT64_C(1048576000000000)   /* 2^40 ticks of 2^-20 s = 2^20 s, in ns */
 #define CT_NO_SLOT 0xFFFFu   /* communicator beyond the file's table: its calls are not recorded */
 
 typedef struct ct_comm_state {
@@ -56,7 +57,7 @@ static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bi
 static const uint8_t *ct_codes[CT_NUM_COLLECTIVES];   /* the table's cubes (ct_select_codes) */
 static atomic_uint ct_comms_created;
 static int ct_world_rank, ct_world_size;
-static double ct_t0;
+static uint64_t ct_t0;              /* ct_now() at MPI_Init */
 
 static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_SELECT_MAX_MEMBERS];
 static ct_trace_record *ct_trace;
@@ -74,6 +75,16 @@ static atomic_flag ct_tcomms_lock = ATOMIC_FLAG_INIT;
 static atomic_ullong ct_trace_unslotted;   /* calls on communicators the table had no room for */
 static char *ct_trace_dir;
 static const char *ct_select_path;
+
+/* The local clock of traces: CLOCK_MONOTONIC in nanoseconds, the clock MPI_Wtime reads in Open
+ * MPI and MPICH (local, not synchronized across nodes), read directly: MPICH's PMPI_Wtime adds
+ * ~60 instructions of layers around it, twice per traced call. */
+static inline uint64_t ct_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- settings at MPI_Init ------------------------------------------------------------------ */
 
@@ -251,7 +262,7 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
-    ct_t0 = PMPI_Wtime();
+    ct_t0 = ct_now();
     ct_trace_setup();
     ct_recording = ct_trace != NULL || ct_checking;
     return 1;
@@ -481,11 +492,11 @@ int ct_learn_dispatch(const ct_call *call)
 
 int ct_learn_run_traced(const ct_call *call, ct_decision *d)
 {
-    double start = PMPI_Wtime();
+    uint64_t start = ct_now();
     int rc = d->variant < 0 ? colltune_invoke_library(call)
              : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
                                                          : ct_run_member(call, d);
-    double end = PMPI_Wtime();
+    uint64_t end = ct_now();
     if (ct_trace == NULL)
         return rc;
     if (CT_UNLIKELY(ct_pending.comm == CT_NO_SLOT)) {
@@ -498,11 +509,12 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
         *r = ct_pending;
         if (d->reason != COLLTUNE_APPLICABLE)
             r->status = (uint8_t)(CT_PICK_NOT_APPLICABLE | (unsigned)d->reason << 2);
-        double ticks = (start - ct_t0) * 1048576.0;   /* 2^-20 s, 40 bits: 12.7 days */
-        uint64_t t = ticks <= 0.0 ? 0 : ticks >= 0x1p40 ? (UINT64_C(1) << 40) - 1 : (uint64_t)ticks;
+        /* ticks of 2^-20 s = ns * 2^20 / 10^9 = ns * 2^11 / 5^9, exact in integers below 2^40 */
+        uint64_t ns = start - ct_t0;
+        uint64_t t = ns < CT_TICKS_MAX_NS ? (ns << 11) / 1953125u : (UINT64_C(1) << 40) - 1;
         r->start_lo = (uint32_t)t;
         r->start_hi = (uint8_t)(t >> 32);
-        r->duration = (float)(end - start);
+        r->duration = (float)((double)(int64_t)(end - start) * 1e-9);
     }
     return rc;
 }
@@ -519,7 +531,7 @@ static int ct_write_trace(FILE *f)
 {
     uint64_t n = atomic_load(&ct_trace_next);
     uint64_t kept = n < ct_trace_cap ? n : ct_trace_cap;
-    double wall = PMPI_Wtime() - ct_t0;
+    double wall = (double)(ct_now() - ct_t0) * 1e-9;
     uint64_t wall_bits;
     memcpy(&wall_bits, &wall, sizeof wall_bits);
     unsigned char h[72];
