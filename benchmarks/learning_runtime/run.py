@@ -6,8 +6,9 @@ bytes per trace record.
     .venv/bin/python benchmarks/learning_runtime/run.py [--mpi openmpi]
 
 Instructions: callgrind on rank 0 of a 2-rank loop of 8-byte MPI_Allreduce
-(benchmarks/passthrough/allreduce_loop.c, 20000 calls); exclusive costs of the functions in
-libcolltune.so plus inclusive costs of the MPI calls the decision path makes (PMPI_Comm_get_attr,
+(benchmarks/passthrough/allreduce_loop.c, 20000 calls), collecting only inside MPI_Allreduce
+(--toggle-collect: MPI_Init's one-time setup is not spread over the calls); exclusive costs of the
+functions in libcolltune.so plus inclusive costs of the MPI calls the decision path makes (PMPI_Comm_get_attr,
 PMPI_Wtime, PMPI_Type_size, ...). The member drawn is always `default` (the library), so the
 variant's own work is excluded, as the issue asks; the library's Allreduce is not counted.
 Table memory: ct_select_bytes (every byte the table allocates, malloc's own headers aside) of
@@ -57,7 +58,8 @@ def callgrind(lib, art, exe: Path, extra: dict[str, str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         env = runenv.rank_environment(lib, art, extra=extra)
-        rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(CALLS), "1"]
+        rank0 = ["valgrind", "--tool=callgrind", "--toggle-collect=MPI_Allreduce", f"--callgrind-out-file={out}",
+                 str(exe), str(CALLS), "1"]
         argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
                 "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
                 "-n", "1", *launch.rank_env_flags(lib, env), str(exe), str(CALLS), "1"]

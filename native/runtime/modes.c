@@ -96,6 +96,24 @@ ct_decision ct_decide(const ct_call *call)
  * instead, which aborts even where the application asked for MPI_ERRORS_RETURN. Only arguments
  * significant on this rank are checked (a non-root may pass MPI_DATATYPE_NULL as Gather's
  * recvtype). Invalid non-null handles cannot be detected in MPI. */
+/* The root of a rooted collective: -1 erroneous, 0 valid and not this rank, 1 this rank, 2 an
+ * inter-communicator (roots mean something else there: not checked). Out of line: the queries
+ * need a stack frame that the other collectives' calls should not pay for. */
+static __attribute__((noinline)) int ct_root_check(const ct_call *call)
+{
+    int inter, size, rank;
+    if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS)
+        return -1;
+    if (inter)
+        return 2;
+    if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS
+        || PMPI_Comm_rank(call->comm, &rank) != MPI_SUCCESS)
+        return -1;
+    if (call->root < 0 || call->root >= size)
+        return -1;
+    return rank == call->root;
+}
+
 static int ct_erroneous(const ct_call *call)
 {
     const ct_collective_info *info = &ct_collectives[call->coll];
@@ -103,17 +121,13 @@ static int ct_erroneous(const ct_call *call)
         return 1;
     if (info->has_op && call->op == MPI_OP_NULL)
         return 1;
-    int rank = 0, is_root = 0;
+    int is_root = 0;
     if (info->has_root) {
-        int inter, size;
-        if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS || inter)
-            return inter ? 0 : 1;  /* roots mean something else on inter-communicators */
-        if (PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS
-            || PMPI_Comm_rank(call->comm, &rank) != MPI_SUCCESS)
+        is_root = ct_root_check(call);
+        if (is_root < 0)
             return 1;
-        if (call->root < 0 || call->root >= size)
-            return 1;
-        is_root = rank == call->root;
+        if (is_root == 2)
+            return 0;
     }
     int send = 0, recv = 1;   /* which (count, type) pairs are significant on this rank */
     switch (call->coll) {
@@ -144,15 +158,10 @@ static int ct_erroneous(const ct_call *call)
     return 0;
 }
 
-int ct_dispatch(const ct_call *call)
+/* Every route but the learning mode's own: decide, count, run. Out of line so that the learning
+ * mode's calls do not pay for its stack frame. */
+static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
 {
-    CT_PROFRUN_HOOK(call);
-    if (CT_UNLIKELY(ct_erroneous(call))) {
-        ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
-        return colltune_invoke_library(call);
-    }
-    if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
-        return ct_learn_dispatch(call);
     ct_decision d = ct_decide(call);
     if (CT_UNLIKELY(d.variant >= CT_LIB_BASE)) {   /* counted after: the library may refuse it */
         int rc = ct_learn_tracing() ? ct_learn_run_traced(call, &d) : ct_libalg_run(call, &d);
@@ -167,6 +176,18 @@ int ct_dispatch(const ct_call *call)
     if (d.variant >= 0)
         return colltune_invoke(d.variant, call);
     return colltune_invoke_library(call);
+}
+
+int ct_dispatch(const ct_call *call)
+{
+    CT_PROFRUN_HOOK(call);
+    if (CT_UNLIKELY(ct_erroneous(call))) {
+        ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
+        return colltune_invoke_library(call);
+    }
+    if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
+        return ct_learn_dispatch(call);
+    return ct_dispatch_decided(call);
 }
 
 void ct_count_passthrough(int coll, colltune_reason reason)
