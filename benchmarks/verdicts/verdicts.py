@@ -13,8 +13,10 @@ undecided/untested, wall time, load average. Usage (README.md):
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import itertools
 import json
+import math
 import subprocess
 import sys
 import time
@@ -34,6 +36,7 @@ def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
     for i in range(runs):
         load = Path("/proc/loadavg").read_text().split()[0]
         start = time.strftime("%H:%M:%S", time.gmtime())
+        epoch = time.time()
         t0 = time.monotonic()
         proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
                                "--seed", str(100 + i), *extra], capture_output=True, text=True, check=False)
@@ -41,7 +44,8 @@ def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
         if proc.returncode not in (0, 1, 3):
             raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         after = Path("/proc/loadavg").read_text().split()[0]
-        out.append({"run": i, "started_utc": start, "wall_s": round(wall, 1), "exit": proc.returncode,
+        out.append({"run": i, "started_utc": start, "started_epoch": epoch, "wall_s": round(wall, 1),
+                    "exit": proc.returncode,
                     "loadavg_before": float(load), "loadavg_after": float(after)})
         print(f"run {i}: {wall:.1f} s, exit {proc.returncode}, load {load}", flush=True)
     return out
@@ -51,6 +55,27 @@ def key(r: pd.Series) -> tuple[object, ...]:
     # split rows keep only the smallest violating k per size, which may differ between runs
     ref = r["ref_bytes"] if r["kind"] == "monotony" else None
     return (int(r["nprocs"]), r["kind"], r["collective"], r["variant"], int(r["msg_bytes"]), ref)
+
+
+def parts(db: Path, run_id: str, started_epoch: float, wall_s: float) -> dict[str, float]:
+    """Where a run's wall time went: launches, storing between them, judging before each round
+    and at the end, the rest (imports, storing verdicts, output), from the stored timestamps."""
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(
+        "SELECT l.started, l.finished, coalesce(e.value, '0') FROM launches l LEFT JOIN environment e "
+        "ON e.run_id = l.run_id AND e.launch_idx = l.launch_idx AND e.key = 'round' WHERE l.run_id = ? "
+        "ORDER BY l.launch_idx", [run_id]).fetchall()
+    judged = con.execute("SELECT max(judged_at) FROM verdicts WHERE run_id = ?", [run_id]).fetchone()[0]
+    con.close()
+    start = dt.datetime.fromtimestamp(started_epoch, dt.UTC).replace(tzinfo=None)
+    gaps = [((b[0] - a[1]).total_seconds(), a[2] != b[2]) for a, b in itertools.pairwise(rows)]
+    out = {"before_first_launch_s": (rows[0][0] - start).total_seconds(),
+           "launches": len(rows), "launches_s": sum((f - s).total_seconds() for s, f, _ in rows),
+           "storing_between_launches_s": sum(g for g, new_round in gaps if not new_round),
+           "judging_for_rounds_s": sum(g for g, new_round in gaps if new_round),
+           "final_judging_s": (judged - rows[-1][1]).total_seconds()}
+    out["after_judging_s"] = wall_s - (judged - start).total_seconds()
+    return {k: round(v, 2) for k, v in out.items()}
 
 
 def analyse(db: Path) -> dict[str, object]:
@@ -97,6 +122,8 @@ def main() -> None:
     timing = [] if args.reuse else measure(args.db, args.runs, extra)
     res = analyse(args.db)
     res["timing"] = timing
+    for t, r in zip(timing, res["runs"][-len(timing):] if timing else [], strict=True):
+        t["parts"] = parts(args.db, str(r["run_id"]), t["started_epoch"], t["wall_s"])
     out = HERE / f"results_{args.tag}.json"
     if timing or not out.exists():
         out.write_text(json.dumps(res, indent=1) + "\n")
@@ -105,6 +132,10 @@ def main() -> None:
     fl = [p["flips"] / p["decided_in_both"] for p in res["pairs"] if p["decided_in_both"]]
     und = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
     print(f"{len(res['runs'])} runs, {len(res['pairs'])} pairs")
+    if not ov:
+        ov = od = [math.nan]
+    if not fl:
+        fl = [math.nan]
     print(f"violation-set overlap: mean {sum(ov) / len(ov):.1%}, min {min(ov):.1%}, max {max(ov):.1%}")
     print(f"  among comparisons decided in both runs: mean {sum(od) / len(od):.1%}, min {min(od):.1%}")
     print(f"decided verdicts flipping: mean {sum(fl) / len(fl):.2%}, max {max(fl):.2%}")
@@ -115,7 +146,7 @@ def main() -> None:
               f"decided at look {r['decided_at_look']}")
     for t in timing:
         print(f"  run {t['run']}: {t['wall_s']} s from {t['started_utc']} UTC (load average {t['loadavg_before']} "
-              f"before, {t['loadavg_after']} after)")
+              f"before, {t['loadavg_after']} after): {t['parts']}")
 
 
 if __name__ == "__main__":
