@@ -26,6 +26,7 @@ from colltune.verify import decide as decide_mod
 from colltune.verify import stats
 # BARRIER, summarize, variant_label and CheckSettings are imported from here by their callers
 from colltune.verify.comparisons import BARRIER as BARRIER
+from colltune.verify.comparisons import Comparison
 from colltune.verify.comparisons import summarize as summarize
 from colltune.verify.comparisons import variant_label as variant_label
 from colltune.verify.decide import DECIDED, GUIDELINE_KINDS
@@ -190,6 +191,7 @@ class CheckResult:
 
 
 _KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
+_Judged = tuple[Comparison, decide_mod.Effect]
 
 
 def _keys(verdicts: pd.DataFrame) -> list[tuple[object, ...]]:
@@ -216,10 +218,10 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     if last + 1 > looks:
         messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
         looks = last + 1
-    frozen: dict[tuple[object, ...], tuple[pd.Series, Any]] = {}
+    frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]] = {}
     cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
-    effects: list[Any] = []
+    effects: list[_Judged] = []
     for k in range(last + 1):
         verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas[round_of <= k],
                                                   settings, looks, messages if k == last else [], cache)
