@@ -184,6 +184,22 @@ def test_several_communicators_interleaved(openmpi, openmpi_build, learn_program
     assert sorted(sizes.values()) == sorted([nprocs, nprocs, 2, *halves, *halves])
 
 
+def test_datatype_sizes_exact_with_evicted_and_freed_types(openmpi, openmpi_build, learn_programs, tmp_path):
+    """Six predefined types in turn (the 4-entry size cache evicts) and derived types freed and
+    recreated with other sizes: every call's bytes in the trace are exact, every rank agrees."""
+    run = ok(run_mpi(openmpi, 3, [learn_programs["learn_types"], "24"],
+                     learn_env(openmpi, openmpi_build, trace=tmp_path), timeout=240))
+    assert "learn_types ok" in run.stdout, run.describe()
+    calls, _ = read_calls(tmp_path, 3)
+    sizes = [4, 8, 2, 8, 1, 4]   # MPI_INT, DOUBLE, SHORT, LONG_LONG, SIGNED_CHAR, FLOAT
+    expected = []
+    for it in range(24):
+        expected += [(1 + it % 5) * sizes[it % 6], 2 * 4 * (1 + it % 4)]
+    world = calls[calls["comm_size"] == 3].sort_values("call_index")
+    assert world["msg_bytes"].tolist() == expected
+    assert world["collective"].tolist() == ["allreduce", "bcast"] * 24
+
+
 def test_thread_multiple_one_communicator_per_thread(openmpi, openmpi_build, ompi_programs, tmp_path):
     run = ok(run_mpi(openmpi, 2, [ompi_programs["ct_threads"], "40"],
                      learn_env(openmpi, openmpi_build, trace=tmp_path), timeout=240))
