@@ -126,14 +126,14 @@ def _calls(trace_dir: Path) -> pd.DataFrame:
     return traces.calls_frame([traces.read_trace(p) for p in files])[0]
 
 
-def learn_loops(app: App, out: Path, loops: int, batches: int) -> list[Path]:
+def learn_loops(app: App, out: Path, loops: int, batches: int, extra: list[str]) -> list[Path]:
     dbs = []
     for i in range(loops):
         db = out / f"{app.name}-loop{i}.duckdb"
         db.unlink(missing_ok=True)
         cmd = [COLLTUNE, "learn", "run", "--mpi", app.mpi, "--batches", str(batches), "--db", str(db),
                "--table-out", str(out / f"{app.name}-loop{i}.sel"), "--trace-root", str(out / f"traces-{app.name}-{i}"),
-               "--check", app.check, "--", *app.argv]
+               "--check", app.check, *extra, "--", *app.argv]
         print(f"[{app.name}] loop {i + 1}/{loops}: {shlex.join(cmd)}", flush=True)
         subprocess.run(cmd, cwd=app.workdir, check=True, stdin=subprocess.DEVNULL)
         dbs.append(db)
@@ -284,6 +284,8 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=5, help="final table vs default: runs of each per loop")
     ap.add_argument("--oracle-launches", type=int, default=3)
+    ap.add_argument("--learn-args", default="", help="more options for `colltune learn run`, e.g. the former "
+                    "defaults: '--train-on all --replicate 0'")
     ap.add_argument("--report", action="store_true", help="print the figures of OUT/<app>.json, run nothing")
     args = ap.parse_args()
     out = args.out.resolve()
@@ -301,7 +303,7 @@ def main() -> None:
             refs.append({"wall_s": wall, "result": _result(app, log)})
         if app.name == "nwchem":
             app.check = _nwchem_check(app, float(refs[0]["result"]))
-        dbs = learn_loops(app, out, args.loops, args.batches)
+        dbs = learn_loops(app, out, args.loops, args.batches, shlex.split(args.learn_args))
         points, portfolios = oracle_points(dbs)
         oracle_db = bench_oracle(app, out, points, portfolios, args.oracle_launches)
         result = {"app": app.name, "mpi": app.mpi, "argv": app.argv, "check": app.check, "reference": refs,
