@@ -14,8 +14,8 @@ call, so every member of a cell sees the same mix of the application's phases. T
 are not such a sample: the runtime's budget of explored calls runs out early in a run (per
 communicator), and every later call takes the table's choice (or `default` while the cell is
 unlisted), so those timings come from the application's later phases only, which can be
-systematically faster or slower than the early ones (NWChem: a 2-20x different median at the
-same point; benchmarks/learn/README.md section 3), a bias a model would take for a member's merit.
+systematically faster or slower than the early ones (NWChem: the default's median at one point 2.3x
+higher in its later calls; benchmarks/learn/README.md section 3), a bias a model would take for a member's merit.
 
 Guards (seed 001): a member with fewer than `min_timings` timings is untrained (no model, its
 share stays uniform); a collective with fewer than `min_members` trained members (at most its
