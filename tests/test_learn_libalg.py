@@ -17,7 +17,7 @@ from interposer_support import compile_programs, run_mpi
 from test_learn_runtime import learn_env, ok, predicted, read_calls
 
 from colltune.learn import table as sel
-from colltune.mpi import algorithms, build
+from colltune.mpi import algorithms, build, libraries
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 LIBRARIES = ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)]
@@ -281,3 +281,40 @@ def test_no_library_members_without_the_algorithm_variables(openmpi, openmpi_bui
     msgs = run.messages("learning mode off")
     assert len(msgs) == 1 and "not offered by this MPI library: this library lists no algorithm control " \
         "variables in MPI_T" in msgs[0], run.describe()
+
+
+def test_read_only_dynamic_rules_switch(tmp_path):
+    """Open MPI 4.1 (Debian's, installed by `make setup-fortran`) refuses MPI_T writes of
+    coll_tuned_use_dynamic_rules (MPI_T_ERR_CVAR_SET_NEVER), without which a forced algorithm is
+    ignored: a member would silently run the library's default under its name. So its algorithms
+    are offered only when the launch turned dynamic rules on; otherwise a table naming one is
+    refused with the fix, and the run goes on with the library."""
+    mpicc = Path("/usr/bin/mpicc.openmpi")
+    if not mpicc.exists():
+        pytest.skip("Debian's Open MPI 4.1 is not installed (make setup-fortran installs it)")
+    debian = libraries.resolve(str(mpicc))
+    if not debian.version.startswith("Open MPI v4."):
+        pytest.skip(f"{debian.version}: not an Open MPI 4.x")
+    art = build.ensure_built(debian)
+    prog = build.compile_program(debian, [PROGRAMS / "ct_collectives.c"], tmp_path / "ct_collectives", ["-Wextra"])
+    table = exploit_table(tmp_path / "t", "allreduce", "lib:allreduce:ring", 1)
+    run = run_mpi(debian, 3, [prog, "allreduce"], learn_env(debian, art, select=table))
+    assert run.returncode == 0 and "ok 3 ranks" in run.stdout, run.describe()
+    msgs = run.messages("learning mode off")
+    assert len(msgs) == 1 and "coll_tuned_use_dynamic_rules is read-only through MPI_T here (Open MPI before " \
+        "5.0): launch with OMPI_MCA_coll_tuned_use_dynamic_rules=1" in msgs[0], run.describe()
+    # Turned on at launch: a member runs its algorithm for real (the bits of the library's own
+    # run of it), checked with an algorithm whose bits differ from the default's.
+    sums = build.compile_program(debian, [PROGRAMS / "learn_libalg.c"], tmp_path / "learn_libalg", ["-Wextra", "-lm"])
+
+    def bits(alg: str | None) -> str:
+        return sum_bits(ok(run_mpi(debian, 3, [sums, "sums", "1", "1000"], native_force(debian, alg))).stdout)[0]
+
+    default = bits(None)
+    alg = next((a for a in allreduce_algorithms(debian) if bits(a) != default), None)
+    assert alg is not None, "every algorithm sums in the default's order: the check below could not fail"
+    table = exploit_table(tmp_path / "t2", "allreduce", f"lib:allreduce:{alg}", 1)
+    on = ok(run_mpi(debian, 3, [sums, "sums", "5", "1000"],
+                    learn_env(debian, art, select=table, OMPI_MCA_coll_tuned_use_dynamic_rules="1")))
+    assert on.messages("learning mode off") == [], on.describe()
+    assert set(sum_bits(on.stdout).values()) == {bits(alg)}, (alg, on.describe())

@@ -92,9 +92,15 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     /* Forced algorithms are honoured only with dynamic rules, also read at creation. */
     if (ct_mpit_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
         if ((rc = ct_mpit_handle(dynamic_cvar, &dynamic)) != MPI_SUCCESS
-            || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS
-            || (rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS)
+            || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS)
             goto fail;
+        /* Already on (set at launch): Open MPI 4.1 refuses writes of it, so leave it alone. */
+        if (dynamic_old == dynamic_on) {
+            MPI_T_cvar_handle_free(&dynamic);   /* nothing to write nor to restore */
+        } else if ((rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS) {
+            snprintf(name, sizeof name, "coll_tuned_use_dynamic_rules");
+            goto fail;
+        }
     }
     if ((rc = MPI_T_cvar_write(alg->handle, &alg->value)) != MPI_SUCCESS)
         goto fail;
@@ -110,7 +116,12 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     if (rc == MPI_SUCCESS)
         return MPI_SUCCESS;
 fail:
-    snprintf(err, errlen, "MPI_T write of %s failed (error %d); is it writable here?", name, rc);
+    if (rc == MPI_T_ERR_CVAR_SET_NEVER)
+        snprintf(err, errlen, "%s is read-only through MPI_T in this library (Open MPI before "
+                 "5.0): launch with OMPI_MCA_coll_tuned_use_dynamic_rules=1 (e.g. "
+                 "COLLTUNE_MPIEXEC_FLAGS='--mca coll_tuned_use_dynamic_rules 1')", name);
+    else
+        snprintf(err, errlen, "MPI_T write of %s failed (error %d); is it writable here?", name, rc);
     return rc;
 }
 

@@ -64,17 +64,48 @@ static ct_cvar ct_device, ct_fallback, ct_dynamic;
 static int ct_device_none, ct_fallback_error;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
 
+static int ct_read_only;  /* algorithm variables found but refused a write (Open MPI 4.x) */
+
+/* A variable is usable only if it takes a write: Open MPI 4.1 lists coll_tuned_<coll>_algorithm
+ * but answers every write with MPI_T_ERR_CVAR_SET_NEVER, so probing once here (writing back the
+ * value it has) keeps such members out of the portfolio instead of failing every drawn call. */
 static int ct_cvar_open(int index, ct_cvar *v)
 {
     v->present = 0;
     if (index < 0 || ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
         return -1;
-    if (MPI_T_cvar_read(v->handle, &v->original) != MPI_SUCCESS) {
+    if (MPI_T_cvar_read(v->handle, &v->original) != MPI_SUCCESS
+        || MPI_T_cvar_write(v->handle, &v->original) != MPI_SUCCESS) {
         MPI_T_cvar_handle_free(&v->handle);
+        ct_read_only++;
         return -1;
     }
     v->present = 1;
     return index;
+}
+
+/* Open MPI honours a forced algorithm only with coll_tuned_use_dynamic_rules on when the
+ * communicator is made. Open MPI 4.1 refuses MPI_T writes of it: usable then only if the launch
+ * already turned it on (OMPI_MCA_coll_tuned_use_dynamic_rules=1), and left alone. */
+static int ct_dynamic_usable(int index, ct_cvar *v)
+{
+    v->present = 0;
+    if (index < 0)
+        return 1;
+    if (ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
+        return 0;
+    int on = 0;
+    if (MPI_T_cvar_read(v->handle, &on) == MPI_SUCCESS && on == 1) {
+        MPI_T_cvar_handle_free(&v->handle);
+        return 1;
+    }
+    v->original = on;
+    if (MPI_T_cvar_write(v->handle, &on) == MPI_SUCCESS) {
+        v->present = 1;
+        return 1;
+    }
+    MPI_T_cvar_handle_free(&v->handle);
+    return 0;
 }
 
 static int ct_cvar_write(const ct_cvar *v, int value)
@@ -154,6 +185,7 @@ uint64_t ct_libalg_setup(void)
     const char *note = NULL;
     ct_kind = CT_LIB_NONE;
     ct_nmembers = 0;
+    ct_read_only = 0;
     PMPI_Query_thread(&level);
     if (level == MPI_THREAD_MULTIPLE)
         note = "library algorithms are not online members under MPI_THREAD_MULTIPLE (their "
@@ -189,7 +221,13 @@ uint64_t ct_libalg_setup(void)
     names[CT_NUM_COLLECTIVES + 1] = "MPIR_CVAR_COLLECTIVE_FALLBACK";
     ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
     if (ct_kind == CT_LIB_OPENMPI) {
-        ct_cvar_open(index[CT_NUM_COLLECTIVES], &ct_dynamic);
+        if (!ct_dynamic_usable(index[CT_NUM_COLLECTIVES], &ct_dynamic)) {
+            ct_select_clear_library("coll_tuned_use_dynamic_rules is read-only through MPI_T here "
+                                    "(Open MPI before 5.0): launch with "
+                                    "OMPI_MCA_coll_tuned_use_dynamic_rules=1 to offer the library's "
+                                    "algorithms as members");
+            return 0;
+        }
     } else {
         ct_forced_value(index[CT_NUM_COLLECTIVES], "none", &ct_device, &ct_device_none);
         ct_forced_value(index[CT_NUM_COLLECTIVES + 1], "error", &ct_fallback, &ct_fallback_error);
@@ -197,7 +235,10 @@ uint64_t ct_libalg_setup(void)
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_register(c, index[c]);
     if (ct_nmembers == 0)
-        ct_select_clear_library("this library lists no algorithm control variables in MPI_T");
+        ct_select_clear_library(ct_read_only > 0
+            ? "this library's algorithm control variables are read-only through MPI_T (Open MPI "
+              "before 5.0): its algorithms can be chosen only at launch"
+            : "this library lists no algorithm control variables in MPI_T");
     uint64_t h = 14695981039346656037ull;
     for (int i = 0; i < ct_nmembers; i++)
         for (const char *p = ct_members[i].name; *p; p++)

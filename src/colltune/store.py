@@ -351,6 +351,13 @@ class Store:
         return {"repetitions": int(reps), "launches": int(launches), "skipped": int(skipped),
                 "time_budget": int(budget)}
 
+    def skip_reasons(self, run_id: str) -> list[tuple[str, str, int]]:
+        """(variant, reason, jobs) of the pairs a run's driver found not applicable, most first."""
+        rows = self.con.execute(
+            "SELECT variant, coalesce(skip_reason, 'no reason given'), count(*) FROM jobs "
+            "WHERE run_id = ? AND stop_reason = 'skipped' GROUP BY 1, 2 ORDER BY 3 DESC, 1", [run_id]).fetchall()
+        return [(str(v), str(r), int(n)) for v, r, n in rows]
+
     # -- comparisons (colltune compare) -----------------------------------------------------
 
     def add_comparison_member(self, comparison_id: str, *, run_id: str, label: str, position: int,

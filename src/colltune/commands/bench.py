@@ -18,6 +18,8 @@ from colltune.measure.settings import BenchSettings
 from colltune.store import Store, StoreError
 from colltune.terminal import fits
 
+MAX_SKIP_REASONS = 8
+
 
 def _print_overview(store: Store, run_id: str, console: Console) -> None:
     """Descriptive only: median over launches of the per-launch median, default vs the fastest
@@ -117,8 +119,13 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
         if not quiet:
             _print_overview(store, run_id, console)
         counts = store.run_counts(run_id)
+        skips = store.skip_reasons(run_id)
     console.print(f"run [bold]{run_id}[/]: {counts['repetitions']} repetitions from {counts['launches']} launches "
                   f"in {db_path}"
                   + (f"; {counts['skipped']} variant/job pairs not applicable" if counts["skipped"] else "")
                   + (f"; {counts['time_budget']} jobs stopped by the time budget" if counts["time_budget"] else ""))
+    for variant, reason, jobs in skips[:MAX_SKIP_REASONS]:
+        console.print(f"  not applicable: {variant} ({jobs} job{'s' if jobs > 1 else ''}): {reason}", highlight=False)
+    if len(skips) > MAX_SKIP_REASONS:
+        console.print(f"  ... and {len(skips) - MAX_SKIP_REASONS} more (table jobs, column skip_reason)", highlight=False)
     click.echo(run_id)
