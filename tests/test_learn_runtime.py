@@ -96,7 +96,7 @@ def select_unit(tmp_path_factory) -> Path:
 def test_c_draw_matches_the_documented_vectors(select_unit):
     run = subprocess.run([str(select_unit)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
-    assert run.stdout.splitlines()[-1] == "select_unit: 84 checks, 0 failed"
+    assert run.stdout.splitlines()[-1] == "select_unit: 85 checks, 0 failed"
 
 
 def test_c_and_python_pick_the_same_member(select_unit, tmp_path):
@@ -245,6 +245,32 @@ def test_budget_spent_means_exploit(openmpi, openmpi_build, ompi_programs):
     assert set(exploited) <= {("allreduce", "exploit", "library", "library"),
                               ("bcast", "exploit", "library", "library")}
     assert explored + sum(exploited.values()) == 9 + 12, run.describe()
+
+
+def test_budget_is_spread_over_cells_on_every_rank(openmpi, openmpi_build, learn_programs, tmp_path):
+    """Phases of 20 calls, one (collective, size) each, then a dup: with a budget of 25 and 8 per
+    cell, world explores the first 8 calls of each of its first three phases and the first of
+    the fourth (the budget ends there), the dup its own first 8 (its own counters). Every rank
+    records exactly those as explored, and the same members; explored calls get the draw's
+    member, the rest the library (unlisted explore past the budget)."""
+    run = ok(run_mpi(openmpi, 3, [learn_programs["learn_cells"], "20"],
+                     learn_env(openmpi, openmpi_build, trace=tmp_path, COLLTUNE_SELECT_BUDGET="25",
+                               COLLTUNE_SELECT_CELL_BUDGET="8"), timeout=240))
+    assert "learn_cells ok" in run.stdout, run.describe()
+    first8 = list(range(8))
+    world = [*first8, *(20 + i for i in first8), *(40 + i for i in first8), 60]
+    for f in sorted(tmp_path.glob("rank-*.cttrace")):
+        r = traces.read_trace(f).records
+        comms = list(dict.fromkeys(r["comm_id"].tolist()))   # world first, then the dup
+        explored = r[r["outcome"] == 3]
+        assert [(comms.index(c), int(i)) for c, i in zip(explored["comm_id"], explored["call_index"], strict=True)] \
+            == [(0, i) for i in world] + [(1, i) for i in first8], f.name
+    calls, portfolios = read_calls(tmp_path, 3)
+    assert len(calls) == 5 * 20
+    per_cell = Counter(zip(calls["comm_id"], calls["collective"], calls["msg_bytes"], calls["mode"], strict=True))
+    assert sorted(per_cell.values()) == [1, 8, 8, 8, 8, 12, 12, 12, 12, 19]
+    drawn = predicted(sel.SelectionTable(), calls, portfolios)
+    assert list(calls["member"]) == [m if mode == "explore" else "default" for m, mode in zip(drawn, calls["mode"], strict=True)]
 
 
 def test_frozen_table_gives_the_same_member_every_run(openmpi, openmpi_build, ompi_programs, tmp_path):

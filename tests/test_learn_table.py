@@ -99,6 +99,7 @@ bins 24 4 8
 caps 0.03 0.50
 unlisted explore
 budget 1000
+cellbudget 100
 
 collective allreduce
   members default allreduce_as_reduce_bcast allreduce_as_reducescatterblock_allgather lib:allreduce:4
@@ -113,8 +114,8 @@ end
 
 def test_parse_the_documented_example() -> None:
     t = parse_table(TEXT, "t.sel")
-    assert (t.bins, t.caps, t.unlisted, t.budget, t.generator, t.mpi) == (
-        (24, 4, 8), (0.03, 0.5), "explore", 1000, "colltune 0.1.0", "openmpi")
+    assert (t.bins, t.caps, t.unlisted, t.budget, t.cell_budget, t.generator, t.mpi) == (
+        (24, 4, 8), (0.03, 0.5), "explore", 1000, 100, "colltune 0.1.0", "openmpi")
     ar = t.collectives["allreduce"]
     assert ar.members[3] == "lib:allreduce:4"
     assert ar.cells == {(4, 0, 1): Cell("explore", (0.40, 0.35, 0.10, 0.15)),
@@ -139,7 +140,8 @@ def test_round_trip_through_the_writer(tmp_path) -> None:
     t = SelectionTable(
         collectives={"allreduce": CollectiveTable("allreduce", ("default", "allreduce_as_reduce_bcast"), {
             (3, 0, 1): Cell("explore", (0.25, 0.75)), (23, 3, 7): Cell("exploit", (1.0, 0.0))})},
-        bins=(24, 4, 8), caps=(0.05, 0.6), unlisted="library", budget=50, generator="colltune 0.1.0",
+        bins=(24, 4, 8), caps=(0.05, 0.6), unlisted="library", budget=50, cell_budget=5,
+        generator="colltune 0.1.0",
         mpi="mpich", comments=("written by a test",))
     path = write_table(t, tmp_path / "sub" / "t.sel")
     back = read_table(path)
@@ -178,6 +180,8 @@ ERRORS = [
     (HEAD + "unlisted maybe\nend\n", 2, "'unlisted' takes one of explore, library, exploit"),
     (HEAD + "budget -1\nend\n", 2, "budget '-1' is not a whole number"),
     (HEAD + "budget\nend\n", 2, "'budget' takes one number"),
+    (HEAD + "cellbudget 1 2\nend\n", 2, "'cellbudget' takes one number: 'cellbudget N'"),
+    (HEAD + "cellbudget x\nend\n", 2, "cellbudget 'x' is not a whole number"),
     (HEAD + "generator\nend\n", 2, "'generator' needs a value"),
     (HEAD + "mpi a\nmpi b\nend\n", 3, "duplicate 'mpi' line; keep one"),
     (HEAD + COLL + "budget 5\nend\n", 4, "'budget' after the first collective"),

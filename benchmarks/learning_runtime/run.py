@@ -125,7 +125,8 @@ def main() -> None:
         exe = build.compile_program(lib, [LOOP], tmp / "allreduce_loop")
         # 8 bytes -> size bin 4; one node, 2 ranks -> nodes bin 0, ppn bin 1
         explore = tmp / "explore1.select"
-        explore.write_text("colltune-select 1\nbudget 1000000000\ncollective allreduce\n  members default\n"
+        explore.write_text("colltune-select 1\nbudget 1000000000\ncellbudget 1000000000\n"
+                           "collective allreduce\n  members default\n"
                            "  cell 4 0 1 explore 1\nend\n")
         exploit = tmp / "exploit1.select"
         exploit.write_text("colltune-select 1\ncollective allreduce\n  members default\n"

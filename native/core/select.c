@@ -60,6 +60,7 @@ struct ct_select {
     double lo, hi;
     int unlisted;
     uint64_t budget;
+    uint64_t cell_budget;
     uint64_t hash;
     uint16_t uniform_at[CT_NUM_COLLECTIVES];
     double uniform[];        /* prefix sums of unlisted explore, portfolio by portfolio */
@@ -339,8 +340,9 @@ static int ct_ssplit(const char *s, size_t n, ct_sword *words)
 
 /* ---- grammar ------------------------------------------------------------------------------- */
 
-static const char *const ct_keys[] = {"generator", "mpi", "bins", "caps", "unlisted", "budget"};
-#define CT_NUM_KEYS 6
+static const char *const ct_keys[] = {"generator", "mpi", "bins", "caps", "unlisted", "budget",
+                                     "cellbudget"};
+#define CT_NUM_KEYS 7
 
 static int ct_key(ct_sparser *ps, int k, const ct_sword *w, int nw)
 {
@@ -391,8 +393,9 @@ static int ct_key(ct_sparser *ps, int k, const ct_sword *w, int nw)
         return ct_sfail(ps, ps->line, "'unlisted' takes one of explore, library, exploit");
     }
     if (nw != 2)
-        return ct_sfail(ps, ps->line, "'budget' takes one number: 'budget N'");
-    return ct_count(ps, w[1], "budget", 0, UINT64_C(9223372036854775807), &t->budget);
+        return ct_sfail(ps, ps->line, "'%s' takes one number: '%s N'", key, key);
+    return ct_count(ps, w[1], key, 0, UINT64_C(9223372036854775807),
+                    k == 5 ? &t->budget : &t->cell_budget);
 }
 
 static int ct_grow(void **array, uint32_t *cap, uint32_t need, size_t elem)
@@ -655,7 +658,8 @@ static int ct_sline(ct_sparser *ps, const char *s, size_t n)
         return 0;
     }
     return ct_sfail(ps, ps->line, "unknown keyword '%s'; lines start with generator, mpi, bins, "
-                    "caps, unlisted, budget, collective, members, cell or end", ct_sq(ps, w[0]));
+                    "caps, unlisted, budget, cellbudget, collective, members, cell or end",
+                    ct_sq(ps, w[0]));
 }
 
 /* Prefix sums of the unlisted uniform draw. */
@@ -689,6 +693,7 @@ static ct_select *ct_new(void)
     t->hi = 0.50;
     t->unlisted = CT_UNLISTED_EXPLORE;
     t->budget = 1000;
+    t->cell_budget = 100;
     for (int c = 0, at = 0; c < CT_NUM_COLLECTIVES; c++) {
         t->uniform_at[c] = (uint16_t)at;
         at += ct_select_portfolio_size(c);
@@ -807,6 +812,11 @@ uint64_t ct_select_hash(const ct_select *t)
 uint64_t ct_select_budget(const ct_select *t)
 {
     return t != NULL ? t->budget : 1000;
+}
+
+uint64_t ct_select_cell_budget(const ct_select *t)
+{
+    return t != NULL ? t->cell_budget : 100;
 }
 
 void ct_select_nbins(const ct_select *t, int nbins[3])

@@ -2,9 +2,9 @@
  * libFuzzer target for the selection-table parser (ct_select_parse, docs/select.md).
  *
  * Beyond "no crash, no leak, no undefined behaviour" (ASan/UBSan): a rejected table comes with a
- * "name:line: " message and no table; an accepted one parses again to the same hash and budget,
- * and every pick, in every bin of every collective, explored or not, is -1 (the library, only
- * under `unlisted library`) or an index of the collective's portfolio.
+ * "name:line: " message and no table; an accepted one parses again to the same hash, budget and
+ * cell budget, and every pick, in every bin of every collective, explored or not, is -1 (the
+ * library, only under `unlisted library`) or an index of the collective's portfolio.
  *
  *   native/fuzz/run_select.sh [SECONDS]      (clang, libFuzzer)
  *   gcc -DCT_FUZZ_MAIN ... FILE...            (no libFuzzer: each file once, see main)
@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ct_select *again = NULL;
     if (ct_select_parse((const char *)data, size, "fuzz", &again, err, sizeof err) != 0
         || ct_select_hash(again) != ct_select_hash(t)
-        || ct_select_budget(again) != ct_select_budget(t))
+        || ct_select_budget(again) != ct_select_budget(t)
+        || ct_select_cell_budget(again) != ct_select_cell_budget(t))
         abort();
     ct_select_free(again);
     ct_select_free(t);

@@ -106,6 +106,7 @@ static const char *table =
     "caps 0.03 0.50\n"
     "unlisted library\n"
     "budget 7\n"
+    "cellbudget 3\n"
     "collective allreduce\n"
     "  members allreduce_as_reduce_bcast default\n"
     "  cell 4 0 1 explore 0.5 0.5\n"
@@ -124,6 +125,7 @@ static void test_table(void)
     int coll = colltune_collective_index("allreduce"), outcome = -1;
     int v = colltune_variant_index("allreduce_as_reduce_bcast");
     CHECK(ct_select_budget(t) == 7);
+    CHECK(ct_select_cell_budget(t) == 3);
     int exploit[3] = {5, 0, 1}, explore[3] = {4, 0, 1}, other[3] = {6, 0, 1};
     CHECK(ct_select_pick(t, coll, exploit, 0, 0, 0, 1, &outcome) == 0 && outcome == CT_PICK_EXPLOIT);
     CHECK(ct_select_pick(t, coll, other, 0, 0, 0, 1, &outcome) == -1 && outcome == CT_PICK_FIXED);

@@ -29,6 +29,8 @@ void ct_select_free(ct_select *t);
 
 uint64_t ct_select_hash(const ct_select *t);       /* FNV-1a 64 of the file's bytes */
 uint64_t ct_select_budget(const ct_select *t);     /* the table's `budget` (default 1000) */
+/* the table's `cellbudget` (default 100): explored calls per communicator, collective and size bin */
+uint64_t ct_select_cell_budget(const ct_select *t);
 void ct_select_nbins(const ct_select *t, int nbins[3]);
 size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occupies */
 

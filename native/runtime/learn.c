@@ -10,7 +10,10 @@
  * bypass the interposer. MPI orders collectives on one communicator identically on every rank,
  * so the counters advance in step; the budget of explored calls is counted per communicator for
  * the same reason (a per-process count would differ between ranks of different sub-communicators
- * and make them draw differently).
+ * and make them draw differently). So is its spread: a cap of explored calls per (collective,
+ * size bin) of the communicator (nodes and ppn are fixed by the communicator, so that is its
+ * cell), counted in an array allocated with the state: without it an application whose first
+ * calls are of one kind spends the whole budget there (HPCC: alltoall, benchmarks/learn).
  *
  * Tracing: a buffer allocated at MPI_Init, filled with one atomic increment per call, written
  * to DIR/rank-N.cttrace at MPI_Finalize. Nothing is allocated on the call path.
@@ -45,12 +48,13 @@ typedef struct ct_comm_state {
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
     atomic_ullong calls, explored;
     void *lib;                      /* communicators of library members (libalg_online.c) */
+    atomic_uint cell_explored[];    /* [collective * nbins[0] + size bin], at most ct_cell_budget */
 } ct_comm_state;
 
 static ct_select *ct_table;
 static int ct_checking;
 static int ct_recording;            /* ct_trace != NULL || ct_checking, fixed at MPI_Init */
-static uint64_t ct_seed, ct_budget;
+static uint64_t ct_seed, ct_budget, ct_cell_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
 static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bin * this + np_cell */
@@ -132,6 +136,13 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
         snprintf(err, errlen, "COLLTUNE_SELECT_BUDGET=%s is not a whole number", budget);
         state = CT_LEARN_BAD;
     }
+    ct_cell_budget = ct_select_cell_budget(ct_table);
+    const char *cell_budget = ct_env(CT_ENV_SELECT_CELL_BUDGET);
+    if (state == CT_LEARN_OK && cell_budget != NULL
+        && ct_parse_u64(cell_budget, &ct_cell_budget) != 0) {
+        snprintf(err, errlen, "COLLTUNE_SELECT_CELL_BUDGET=%s is not a whole number", cell_budget);
+        state = CT_LEARN_BAD;
+    }
     uint64_t seed = 0;
     const char *fixed = ct_env(CT_ENV_SELECT_SEED);
     if (state == CT_LEARN_OK && fixed != NULL && ct_parse_u64(fixed, &seed) != 0) {
@@ -144,7 +155,8 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
         seed = ct_splitmix64(((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec)
                              ^ (uint64_t)getpid() << 32);
     }
-    uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_budget) ^ ct_splitmix64(portfolio);
+    uint64_t h = ct_select_hash(ct_table) ^ ct_splitmix64(ct_splitmix64(ct_budget) ^ ct_cell_budget)
+                 ^ ct_splitmix64(portfolio);
     slots[CT_L_STATE] = (uint64_t)state;
     slots[CT_L_STATE_NOT] = ~(uint64_t)state;
     slots[CT_L_HASH] = h;
@@ -238,8 +250,8 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
             ct_message("warning: learning mode off, every call goes to the library: %s", err);
         else if (rank == 0)
             ct_message("warning: learning mode off, every call goes to the library: "
-                       "COLLTUNE_SELECT, COLLTUNE_SELECT_BUDGET or the table's content differ "
-                       "across ranks, or the table is unreadable on some (use one file visible "
+                       "COLLTUNE_SELECT, COLLTUNE_SELECT_BUDGET, COLLTUNE_SELECT_CELL_BUDGET or "
+                       "the table's content differ across ranks, or the table is unreadable on some (use one file visible "
                        "to all ranks, e.g. with `colltune run --learn`)");
         ct_learn_stop();
         return 0;
@@ -271,9 +283,11 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
 void ct_learn_describe(void)
 {
     ct_message("learning: table %s (content hash %016llx, %zu bytes in memory), seed %llu, "
-               "budget %llu explored calls per communicator", ct_select_path ? ct_select_path : "-",
+               "budget %llu explored calls per communicator, at most %llu per collective and size bin",
+               ct_select_path ? ct_select_path : "-",
                (unsigned long long)ct_select_hash(ct_table), ct_select_bytes(ct_table),
-               (unsigned long long)ct_seed, (unsigned long long)ct_budget);
+               (unsigned long long)ct_seed, (unsigned long long)ct_budget,
+               (unsigned long long)ct_cell_budget);
 }
 
 /* ---- communicator state -------------------------------------------------------------------- */
@@ -309,7 +323,8 @@ static uint16_t ct_trace_slot(uint32_t id, uint32_t size, uint32_t nodes, uint32
 /* Collective over `comm`: every rank of it is inside its first intercepted collective. */
 static ct_comm_state *ct_comm_create(MPI_Comm comm)
 {
-    ct_comm_state *s = calloc(1, sizeof *s);
+    ct_comm_state *s = calloc(1, sizeof *s + (size_t)CT_NUM_COLLECTIVES * (size_t)ct_nbins[0]
+                                                 * sizeof s->cell_explored[0]);
     if (s == NULL)
         return NULL;
     s->slot = CT_NO_SLOT;
@@ -407,8 +422,8 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         return d;
     uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
     atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
-    uint32_t cell = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]) * ct_size_stride
-                    + s->np_cell;
+    uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
+    uint32_t cell = size_bin * ct_size_stride + s->np_cell;
     const uint8_t *codes = ct_codes[call->coll];
     unsigned code = codes != NULL ? codes[cell] : 0;
     int member, outcome;
@@ -416,11 +431,17 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         member = (int)code - 1;
         outcome = CT_PICK_EXPLOIT;
     } else {
+        /* Both counters advance only on explored calls: uniform ones, so in step on every rank. */
+        atomic_uint *in_cell = &s->cell_explored[(uint32_t)call->coll * (uint32_t)ct_nbins[0]
+                                                 + size_bin];
         uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
+        unsigned spent = atomic_load_explicit(in_cell, memory_order_relaxed);
         member = ct_select_pick_cell(ct_table, call->coll, cell, ct_seed, s->id, index,
-                                     explored < ct_budget, &outcome);
-        if (outcome == CT_PICK_EXPLORE)
+                                     explored < ct_budget && spent < ct_cell_budget, &outcome);
+        if (outcome == CT_PICK_EXPLORE) {
             atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
+            atomic_store_explicit(in_cell, spent + 1, memory_order_relaxed);
+        }
     }
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
     if (member > 0) {

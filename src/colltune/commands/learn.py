@@ -47,7 +47,10 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="runs in which a member must beat the default in a cell (and in more than half of "
                           "the runs with both) before it may replace it there; 0: off"),
         click.option("--budget", type=click.IntRange(0), default=1000, show_default=True,
-                     help="explored calls per run (written into the table)"),
+                     help="explored calls per communicator and run (written into the table)"),
+        click.option("--cell-budget", type=click.IntRange(0), default=100, show_default=True,
+                     help="at most this many of them per collective and message-size bin, so the budget "
+                          "is spread over the cells (written into the table)"),
         click.option("--train-on", type=click.Choice(["explored", "all"]), default="explored", show_default=True,
                      help="traced calls that train the models: the randomly drawn ones, or also those the "
                           "table or the spent budget decided (biased by the application's phases)"),
@@ -66,7 +69,7 @@ def _model(kw: dict[str, Any]) -> ModelSettings:
 
 def _selection(kw: dict[str, Any]) -> SelectionSettings:
     return SelectionSettings(margin=kw["margin"], min_cell_evidence=kw["min_cell_evidence"], budget=kw["budget"],
-                             all_cells=kw["all_cells"], replicate=kw["replicate"])
+                             cell_budget=kw["cell_budget"], all_cells=kw["all_cells"], replicate=kw["replicate"])
 
 
 def _library_name(store: Store, given: str | None) -> str:

@@ -84,7 +84,8 @@ def next_table(store: Store, backend: Backend, settings: LoopSettings, comment: 
     points, portfolios = training_points(store, backend.mpi_name, settings.model.explored_only)
     if points.empty:
         return SelectionTable(bins=settings.selection.bins, caps=settings.selection.caps,
-                              budget=settings.selection.budget, generator=f"colltune {__version__}",
+                              budget=settings.selection.budget, cell_budget=settings.selection.cell_budget,
+                              generator=f"colltune {__version__}",
                               mpi=backend.mpi_name, comments=(comment,)), [], {}
     models = train(points, portfolios, settings.model)
     table, reports = build_table(models, points, settings.selection, generator=f"colltune {__version__}",

@@ -51,6 +51,7 @@ class SelectionSettings:
     bins: Bins = DEFAULT_BINS
     caps: tuple[float, float] = draw.DEFAULT_CAPS
     budget: int = 1000
+    cell_budget: int = 100  # explored calls per communicator, collective and size bin (the table's `cellbudget`)
     all_cells: bool = False  # also list cells without calls (model inference at their centres)
     replicate: int = 3  # runs a non-default member must win against the default in (module doc); 0: off
 
@@ -190,7 +191,7 @@ def build_table(models: dict[str, CollectiveModels], points: pd.DataFrame,
         colls[name] = CollectiveTable(name, tuple(cm.members),
                                       {r.bins: Cell(r.mode, tuple(round(w, 6) for w in r.weights)) for r in cells})
     table = SelectionTable(collectives=colls, bins=settings.bins, caps=settings.caps, unlisted="explore",
-                           budget=settings.budget, generator=generator, mpi=mpi, comments=comments)
+                           budget=settings.budget, cell_budget=settings.cell_budget, generator=generator, mpi=mpi, comments=comments)
     return table, reports
 
 

@@ -4,8 +4,8 @@ skew and arrival imbalance and no communication at all.
 
 It behaves like a run under the interposer's learning mode: the same draws (colltune.learn.draw
 through SelectionTable.choose, seed per run, per-communicator call counters), a budget of
-explored calls, a sample of traced ranks, and real trace files (colltune.learn.traces.write_trace)
-that go through the same ingest -> train -> table path as a real application's.
+explored calls spread over cells by the table's `cellbudget`, a sample of traced ranks, and real
+trace files (colltune.learn.traces.write_trace) that go through the same ingest -> train -> table path as a real application's.
 
 Ground truth (TOML, docs/learn.md):
   name = "..."
@@ -14,8 +14,10 @@ Ground truth (TOML, docs/learn.md):
             imbalance (mean arrival lateness of a rank, exponential, as a fraction of the call's
             time: early ranks wait inside the call), traced_ranks, budget (explored calls per
             communicator and run, like the runtime; overrides the table's `budget` as
-            COLLTUNE_SELECT_BUDGET does; default: the table's), cell_budget (optional, not a
-            runtime rule: also cap explored calls per cell and run), trace_cap (records per rank)
+            COLLTUNE_SELECT_BUDGET does; default: the table's), cell_budget (explored calls per
+            communicator, collective and size bin and run, the runtime's rule; overrides the
+            table's `cellbudget` as COLLTUNE_SELECT_CELL_BUDGET does; default: the table's),
+            trace_cap (records per rank)
   [[app.mix]]  collective, msg_bytes = [...], share, comm_size (default nprocs: MPI_COMM_WORLD)
   [[member]]   collective, name, alpha_us, beta_ns (per byte), factor (default 1),
                ranges = [{lo, hi, factor}] (bytes inclusive: the factor there instead)
@@ -78,7 +80,7 @@ class GroundTruth:
     imbalance: float = 0.0
     traced_ranks: int = 4
     budget: int | None = None  # None: the table's `budget`
-    cell_budget: int | None = None  # not a runtime rule: off unless given
+    cell_budget: int | None = None  # None: the table's `cellbudget`
     trace_cap: int = 1_000_000
     mix: list[MixEntry] = field(default_factory=list)
     members: dict[str, list[MemberTruth]] = field(default_factory=dict)
@@ -169,8 +171,9 @@ class Simulator:
 
     def choices(self, table: SelectionTable | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Member index and outcome code (2 exploit, 3 explore) of every call under `table` with
-        the runtime's budget rule (explored calls per communicator; beyond it an explore cell
-        takes its best member, an unlisted cell the library); seed None: the frozen
+        the runtime's budget rule (explored calls per communicator, at most the cell budget per
+        communicator, collective and size bin; beyond either an explore cell takes its best
+        member, an unlisted cell the library); seed None: the frozen
         (exploit-only) version, no draws."""
         tab = table if table is not None else SelectionTable()
         if seed is None:
@@ -178,14 +181,14 @@ class Simulator:
         members = np.zeros(len(self.calls), dtype=np.int64)
         outcome = np.full(len(self.calls), 2, dtype=np.int64)
         per_comm: dict[int, int] = {}
-        per_cell: dict[tuple[str, tuple[int, int, int]], int] = {}
+        per_cell: dict[tuple[int, str, int], int] = {}
         budget = self.truth.budget if self.truth.budget is not None else tab.budget
-        cell_cap = self.truth.cell_budget if self.truth.cell_budget is not None else budget
+        cell_cap = self.truth.cell_budget if self.truth.cell_budget is not None else tab.cell_budget
         for i, (coll, nbytes, cid, idx, _, nodes, ppn) in enumerate(self.calls.itertuples(index=False)):
             port = self.portfolios[coll]
             bins = tab.bins_of(nbytes, nodes, ppn)
             found = tab.cell(coll, bins)
-            key = (coll, bins)
+            key = (cid, coll, bins[0])  # the communicator fixes the nodes and ppn bins
             mode = found[1].mode if found else ("exploit" if tab.unlisted != "explore" else "explore")
             if mode == "explore" and seed is not None and per_comm.get(cid, 0) < budget \
                     and per_cell.get(key, 0) < cell_cap:

@@ -96,6 +96,7 @@ class SelectionTable:
     caps: tuple[float, float] = draw.DEFAULT_CAPS
     unlisted: str = "explore"
     budget: int = 1000
+    cell_budget: int = 100  # `cellbudget`: explored calls per communicator, collective and size bin
     generator: str = ""
     mpi: str = ""
     comments: tuple[str, ...] = ()
@@ -164,6 +165,7 @@ def format_table(table: SelectionTable) -> str:
     out.append(f"caps {table.caps[0]:.6f} {table.caps[1]:.6f}")
     out.append(f"unlisted {table.unlisted}")
     out.append(f"budget {table.budget}")
+    out.append(f"cellbudget {table.cell_budget}")
     for block in table.collectives.values():
         out.append(f"collective {block.name}")
         out.append("  members " + " ".join(block.members))
@@ -257,10 +259,10 @@ class _Parser:
             if len(w) != 2 or w[1].decode("utf-8", "replace") not in UNLISTED:
                 raise self.fail(f"'unlisted' takes one of {', '.join(UNLISTED)}")
             self.keys[key] = w[1].decode()
-        else:  # budget
+        else:  # budget, cellbudget
             if len(w) != 2:
-                raise self.fail("'budget' takes one number: 'budget N'")
-            self.keys[key] = self.count(w[1], "budget", 0, MAX_COUNT)
+                raise self.fail(f"'{key}' takes one number: '{key} N'")
+            self.keys[key] = self.count(w[1], key, 0, MAX_COUNT)
 
     def close_block(self) -> None:
         if self.state == "coll":
@@ -353,13 +355,13 @@ class _Parser:
         if self.state == "header":
             return self.header(w)
         word = w[0].decode("utf-8", "replace")
-        if word in ("generator", "mpi", "bins", "caps", "unlisted", "budget"):
+        if word in ("generator", "mpi", "bins", "caps", "unlisted", "budget", "cellbudget"):
             return self.key(word, w, text)
         handler = {"collective": self.collective, "members": self.members, "cell": self.cell,
                    "end": self.end}.get(word)
         if handler is None:
             raise self.fail(f"unknown keyword '{_show(w[0])}'; lines start with generator, mpi, bins, "
-                            "caps, unlisted, budget, collective, members, cell or end")
+                            "caps, unlisted, budget, cellbudget, collective, members, cell or end")
         handler(w)
 
     def finish(self) -> SelectionTable:
@@ -371,7 +373,8 @@ class _Parser:
         colls = {n: CollectiveTable(n, tuple(m), c) for n, m, c in self.blocks}
         return SelectionTable(collectives=colls, bins=k.get("bins", DEFAULT_BINS),  # type: ignore[arg-type]
                               caps=k.get("caps", draw.DEFAULT_CAPS), unlisted=k.get("unlisted", "explore"),  # type: ignore[arg-type]
-                              budget=k.get("budget", 1000), generator=k.get("generator", ""),  # type: ignore[arg-type]
+                              budget=k.get("budget", 1000), cell_budget=k.get("cellbudget", 100),  # type: ignore[arg-type]
+                              generator=k.get("generator", ""),  # type: ignore[arg-type]
                               mpi=k.get("mpi", ""))  # type: ignore[arg-type]
 
 
