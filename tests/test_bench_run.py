@@ -290,6 +290,35 @@ def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.Monk
     _expected_rows(db, run_id)
 
 
+def test_launcher_failing_before_the_ranks_start_is_started_again(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Open MPI's launcher sometimes dies before any rank runs ("The PMIx server's listener thread
+    failed to start", exit 213, seen in CI): nothing was measured, so the same launch starts
+    again; a launcher that keeps failing still fails the run after the last attempt."""
+    db = tmp_path / "b.duckdb"
+    real = runner._run_launch
+    calls: list[int] = []
+
+    def listener_fails_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:  # launch 1's first attempt
+            return 213, "The PMIx server's listener thread failed to start. We cannot\ncontinue.\n"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_launch", listener_fails_first)
+    monkeypatch.setattr(runner, "STARTUP_RETRY_PAUSE_S", 0.0)
+    run_id = runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    assert len(calls) == 4  # 3 launches, one started twice
+    _expected_rows(db, run_id)
+
+    def always_fails(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return 213, "The PMIx server's listener thread failed to start."
+
+    monkeypatch.setattr(runner, "_run_launch", always_fails)
+    with pytest.raises(BenchError, match="launch 0 \\(2 processes\\) failed, exit code 213: The PMIx server"):
+        runner.run(BenchSettings(**SMALL), tmp_path / "c.duckdb", progress=False)  # type: ignore[arg-type]
+
+
 @pytest.mark.mpich
 def test_bench_on_mpich(tmp_path: Path) -> None:
     db = tmp_path / "m.duckdb"

@@ -114,6 +114,15 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
     return proc.returncode, stderr
 
 
+STARTUP_ATTEMPTS = 3
+STARTUP_RETRY_PAUSE_S = 1.0
+
+
+def _ranks_started(driver_output: str) -> bool:
+    """Whether the driver's ranks got as far as their launch record (MPI_Init done)."""
+    return '{"type":"launch"' in driver_output
+
+
 def _describe_failure(code: int, stderr: str) -> str:
     tail = "\n".join(line for line in stderr.strip().splitlines()[-8:])
     return f"exit code {code}" + (f": {tail}" if tail else "")
@@ -262,18 +271,30 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             if bar is not None:
                 bar.update(jobs_task, total=len(plan.jobs), completed=0,
                            description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
-            started = _now()
-            try:
-                code, stderr = _run_launch(
-                    lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
-                    lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
-            except KeyboardInterrupt:
-                _store_launch(db_path, run_id, LaunchData(
-                    launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
-                    started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
-                raise
-            finished = _now()
-            text = out_file.read_text(errors="replace") if out_file.exists() else ""
+            for attempt in range(1, STARTUP_ATTEMPTS + 1):
+                started = _now()
+                out_file.unlink(missing_ok=True)
+                try:
+                    code, stderr = _run_launch(
+                        lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
+                        lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
+                except KeyboardInterrupt:
+                    _store_launch(db_path, run_id, LaunchData(
+                        launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+                        started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
+                    raise
+                finished = _now()
+                text = out_file.read_text(errors="replace") if out_file.exists() else ""
+                if code == 0 or _ranks_started(text) or attempt == STARTUP_ATTEMPTS:
+                    break
+                # The launcher failed before any rank ran (e.g. Open MPI: "The PMIx server's
+                # listener thread failed to start"): nothing was measured, so starting the same
+                # launch again changes no result.
+                if console is not None:
+                    console.print(f"[yellow]launch {launch_idx} failed before any rank started "
+                                  f"({_describe_failure(code, stderr).splitlines()[0]}); starting it again[/]",
+                                  highlight=False)
+                time.sleep(STARTUP_RETRY_PAUSE_S)
             out = read_driver_output(text)
             refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
             if refused is not None:
