@@ -116,3 +116,10 @@ def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
         raise click.UsageError(problems) from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def state_launches_default(command: click.Command, default: str) -> None:
+    """-R's help states bench's default; a command that starts from another one says its own."""
+    for param in command.params:
+        if param.name == "launches":
+            param.help = f"launches per process count, the statistical unit (default {default})"

@@ -84,7 +84,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
     """Check an MPI library against the self-consistent performance guidelines.
 
     Measures every collective with its mock-ups (and, with --library-algorithms, the library's
-    own algorithms), R launches per process count (default here: 20, 10 with --preset full),
+    own algorithms), R launches per process count (default here: 10, 8 with --preset quick),
     then judges pattern,
     library, monotony and split-robustness guidelines with per-launch statistics, a correction
     for multiple comparisons and a practical tolerance: each comparison is a violation, no
@@ -179,3 +179,8 @@ def _adaptive_rounds(bench: BenchSettings, db_path: Path, run_id: str, settings:
                               f"{sum(len(s) for s in todo.values())} (collective, size, variant) in "
                               f"{bench.round_launches} launch(es) per process count", highlight=False)
         runner.extend(bench, db_path, run_id, todo, bench.round_launches, round_, deadline)
+
+
+
+bench_options.state_launches_default(
+    command, f"{CHECK_DEFAULT_LAUNCHES[None]}, {CHECK_DEFAULT_LAUNCHES['quick']} with --preset quick")

@@ -147,3 +147,6 @@ for _param in command.params:
     if _param.name == "mpi_spec" and isinstance(_param, click.Option):
         _param.help = "libraries to compare, comma-separated: openmpi,mpich[,intel] (names or mpicc paths)"
         _param.metavar = "LIST"
+
+
+bench_options.state_launches_default(command, str(COMPARE_DEFAULT_LAUNCHES))
