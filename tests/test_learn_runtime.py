@@ -342,7 +342,8 @@ def test_mpi4py_collective_suite_under_learning(request, library, tmp_path):
             "--", str(lib.mpiexec), "-n", "2", sys.executable, "main.py", "-f", *TESTS]
     proc = subprocess.run(argv, cwd=tests_dir, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL, check=False, env={**os.environ, "COLLTUNE_SELECT_SEED": SEED,
-                                                                       "COLLTUNE_SELECT_BUDGET": "1000000000"})
+                                                                       "COLLTUNE_SELECT_BUDGET": "1000000000",
+                                                                       "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"})
     run = Run(proc.returncode, proc.stdout, proc.stderr)
     assert_suite_passed(run)
     assert sum(n for k, n in run.counts.items() if k[1] == "explore" and k[3] == "applied") > 100, run.describe()
