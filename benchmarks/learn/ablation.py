@@ -1,7 +1,10 @@
-"""The same traces, three ways to build the final table: every traced call and no guard (the former
-defaults), explored calls only, explored calls and the replication guard (the defaults); each
-table's exploit-only version scored against the `colltune bench` oracle over the calls of the
-loop's last batch (benchmarks/learn/README.md section 3).
+"""The same traces, four ways to build the final table: every traced call and no guard (the first
+defaults), explored calls only, explored calls and the replication guard, and that with the bench
+oracle's medians in the database (training data and the bench veto: the defaults with a head
+start); each table's exploit-only version scored against the `colltune bench` oracle over the
+calls of the loop's last batch (benchmarks/learn/README.md section 3). The first three use the
+traces only (bench points a loop database holds are left out), the fourth adds the oracle's
+where the loop database holds none.
 
     PYTHONPATH=src .venv/bin/python benchmarks/learn/ablation.py OUT APP MPI     # after real_apps.py OUT
 """
@@ -12,11 +15,17 @@ import argparse
 from pathlib import Path
 
 from colltune.learn.loop import medians_score
-from colltune.learn.models import ModelSettings, train, training_points
+import pandas as pd
+
+from colltune.learn.models import BENCH_RUN, ModelSettings, bench_points, train, training_points
 from colltune.learn.selection import SelectionSettings, build_table
 from colltune.store import Store
 
-WAYS = {"every call, no guard": (False, 0), "explored only": (True, 0), "explored + guard (defaults)": (True, 3)}
+INF = float("inf")
+# name: (explored calls only, replication guard, bench veto tolerance, bench medians in the training data)
+WAYS = {"every call, no guard": (False, 0, INF, False), "explored only": (True, 0, INF, False),
+        "explored + replication guard": (True, 3, INF, False),
+        "+ bench medians and veto (defaults, head start)": (True, 3, 0.05, True)}
 
 
 def main() -> None:
@@ -34,10 +43,15 @@ def main() -> None:
             last = s.learn_batches()["trace_run_id"].iloc[-1]
             calls = s.trace_calls(last)
             cells = []
-            for explored, replicate in WAYS.values():
+            for explored, replicate, veto, bench in WAYS.values():
                 pts, portfolios = training_points(s, args.mpi, explored)
+                traced = pts[~pts["run"].astype(str).str.startswith(BENCH_RUN)]
+                if not bench:
+                    pts = traced
+                elif len(traced) == len(pts):  # a loop run without a head start: add the oracle's medians
+                    pts = pd.concat([traced, bench_points(medians)], ignore_index=True)
                 table, _ = build_table(train(pts, portfolios, ModelSettings(explored_only=explored)), pts,
-                                       SelectionSettings(replicate=replicate))
+                                       SelectionSettings(replicate=replicate, veto_tolerance=veto))
                 score = medians_score(table, calls, medians)
                 cells.append(f"{100 * score.regret:.1f}%" if score.regret is not None else "-")
         default = f"{100 * (score.default_s / score.oracle_s - 1):.1f}%" if score.oracle_s else "-"

@@ -3,12 +3,14 @@ HPCC 1.5.0 (Debian Open MPI 4.1.4 build) on the embedded Open MPI 5.0.11, NWChem
 MPICH 4.0.2 build) on pip MPICH 5.0.2, 2 ranks. real_apps.sh installs the packages and calls this.
 
 Per application:
-1. a reference run without colltune (the application's own result: HPCC `Success=1`, the NWChem
-   energy) and the points it calls;
-2. `--loops` independent learning loops of `--batches` batches (fresh database each), every batch
-   checked by the application's own result (`learn run --check`);
-3. the oracle: `colltune bench` of every member of the runtime's portfolio at the application's
+1. reference runs without colltune (the application's own result: HPCC `Success=1`, the NWChem
+   energy), then one traced run with every call left to the library: the points it calls;
+2. the oracle: `colltune bench` of every member of the runtime's portfolio at the application's
    (collective, bytes, ranks) points that make up 95% of its calls and of its collective time;
+3. `--loops` independent learning loops of `--batches` batches, every batch checked by the
+   application's own result (`learn run --check`); each loop's database starts as a copy of the
+   oracle's (the head start of docs/learn.md: bench medians train the models and the bench veto
+   reads them), or empty with `--no-head-start` (the procedure before the veto);
 4. per batch: the regret of the exploit-only table learned after it against that oracle,
    default/oracle, the measured exploration cost;
 5. the final exploit-only table of each loop against the library's default, the application
@@ -23,6 +25,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -126,18 +129,47 @@ def _calls(trace_dir: Path) -> pd.DataFrame:
     return traces.calls_frame([traces.read_trace(p) for p in files])[0]
 
 
-def learn_loops(app: App, out: Path, loops: int, batches: int, extra: list[str]) -> list[Path]:
-    dbs = []
+def _default_table(app: App, out: Path) -> Path:
+    """A table that lists nothing and leaves every call to the library (traced all the same)."""
+    path = out / f"{app.name}-default.sel"
+    write_table(SelectionTable(unlisted="library", mpi=app.mpi, comments=("every call: the library",)), path)
+    return path
+
+
+def discover(app: App, out: Path) -> Path:
+    """One traced run with every call left to the library, ingested into its own database: the
+    points the application calls and the runtime's portfolios, before any learning."""
+    lib = libraries.resolve(app.mpi)
+    tdir = out / f"discover-{app.name}"
+    shutil.rmtree(tdir, ignore_errors=True)
+    tdir.mkdir(parents=True)
+    _launch(app, tdir / "out.log", _default_table(app, out), tdir)
+    db = out / f"{app.name}-discover.duckdb"
+    db.unlink(missing_ok=True)
+    with Store(db) as store:
+        traces.ingest(tdir, store, command=shlex.join(app.argv), batch=0, app=app.name, mpi_name=lib.name,
+                      mpi_version=lib.short_version, abi_family=lib.family)
+    return db
+
+
+def learn_loops(app: App, out: Path, loops: int, batches: int, extra: list[str], head_start: Path | None
+                ) -> tuple[list[Path], list[list[float]]]:
+    """The loops' databases and the 1-minute load average at each loop's start and end."""
+    dbs, loads = [], []
     for i in range(loops):
         db = out / f"{app.name}-loop{i}.duckdb"
         db.unlink(missing_ok=True)
+        if head_start is not None:  # what a user does: `colltune bench --db X` first, then `learn run --db X`
+            shutil.copyfile(head_start, db)
         cmd = [COLLTUNE, "learn", "run", "--mpi", app.mpi, "--batches", str(batches), "--db", str(db),
                "--table-out", str(out / f"{app.name}-loop{i}.sel"), "--trace-root", str(out / f"traces-{app.name}-{i}"),
                "--check", app.check, *extra, "--", *app.argv]
         print(f"[{app.name}] loop {i + 1}/{loops}: {shlex.join(cmd)}", flush=True)
+        before = os.getloadavg()[0]
         subprocess.run(cmd, cwd=app.workdir, check=True, stdin=subprocess.DEVNULL)
+        loads.append([before, os.getloadavg()[0]])
         dbs.append(db)
-    return dbs
+    return dbs, loads
 
 
 def oracle_points(dbs: list[Path], share: float = 0.95) -> tuple[pd.DataFrame, dict[str, list[str]]]:
@@ -216,8 +248,7 @@ def final_vs_default(app: App, out: Path, dbs: list[Path], repeats: int) -> dict
     """Each loop's final exploit-only table against the library's default (a table that lists
     nothing and leaves every call to the library; both traced) and against no colltune at all,
     the three in turn so that they share the machine's load."""
-    default = out / f"{app.name}-default.sel"
-    write_table(SelectionTable(unlisted="library", mpi=app.mpi, comments=("every call: the library",)), default)
+    default = _default_table(app, out)
     res: dict[str, list[dict[str, float | str | None]]] = {"none": [], "default": [], "learned": []}
     for i in range(len(dbs)):
         frozen = out / f"{app.name}-loop{i}-frozen.sel"
@@ -242,8 +273,12 @@ def report(path: Path) -> str:
     """The README's figures for one application from its JSON."""
     r = json.loads(path.read_text())
     rows = pd.DataFrame([b | {"loop": i} for i, loop in enumerate(r["batches"]) for b in loop])
+    loads_text = ""
+    if "loop_loads" in r:
+        ll = np.array(r["loop_loads"], float)
+        loads_text = f"; load average at the loops' starts and ends {ll.min():.1f}-{ll.max():.1f}"
     lines = [f"{r['app']} on {r['mpi']}, {len(r['batches'])} loops (medians over loops; regret: max over loops "
-             "in brackets)", "",
+             f"in brackets; head start from bench: {'yes' if r.get('head_start') else 'no'}{loads_text})", "",
              "| batch | wall s | collective s | explored calls | exploration cost ms | exploit cells | "
              "regret vs bench oracle | default vs oracle |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for b, g in rows.groupby("batch"):
@@ -286,6 +321,8 @@ def main() -> None:
     ap.add_argument("--oracle-launches", type=int, default=3)
     ap.add_argument("--learn-args", default="", help="more options for `colltune learn run`, e.g. the former "
                     "defaults: '--train-on all --replicate 0'")
+    ap.add_argument("--no-head-start", action="store_true", help="loops start from empty databases (the oracle "
+                    "is used for scoring only), as before the bench veto")
     ap.add_argument("--report", action="store_true", help="print the figures of OUT/<app>.json, run nothing")
     args = ap.parse_args()
     out = args.out.resolve()
@@ -303,10 +340,12 @@ def main() -> None:
             refs.append({"wall_s": wall, "result": _result(app, log)})
         if app.name == "nwchem":
             app.check = _nwchem_check(app, float(refs[0]["result"]))
-        dbs = learn_loops(app, out, args.loops, args.batches, shlex.split(args.learn_args))
-        points, portfolios = oracle_points(dbs)
+        points, portfolios = oracle_points([discover(app, out)])
         oracle_db = bench_oracle(app, out, points, portfolios, args.oracle_launches)
+        dbs, loop_loads = learn_loops(app, out, args.loops, args.batches, shlex.split(args.learn_args),
+                          None if args.no_head_start else oracle_db)
         result = {"app": app.name, "mpi": app.mpi, "argv": app.argv, "check": app.check, "reference": refs,
+                  "head_start": not args.no_head_start, "learn_args": args.learn_args, "loop_loads": loop_loads,
                   "points": points.to_dict("records"), "portfolios": portfolios,
                   "batches": score_loops(app, out, dbs, oracle_db),
                   "final": final_vs_default(app, out, dbs, args.repeats)}

@@ -46,6 +46,10 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--replicate", type=click.IntRange(0), default=3, show_default=True,
                      help="runs in which a member must beat the default in a cell (and in more than half of "
                           "the runs with both) before it may replace it there; 0: off"),
+        click.option("--veto-tolerance", type=click.FloatRange(0), default=0.05, show_default=True,
+                     help="bench veto: a member may not replace the default in a cell where bench/check "
+                          "launches in the database measure it slower than the default at the cell's called "
+                          "points in most launches and by more than this at the median; inf: off"),
         click.option("--budget", type=click.IntRange(0), default=1000, show_default=True,
                      help="explored calls per communicator and run (written into the table)"),
         click.option("--cell-budget", type=click.IntRange(0), default=100, show_default=True,
@@ -69,7 +73,8 @@ def _model(kw: dict[str, Any]) -> ModelSettings:
 
 def _selection(kw: dict[str, Any]) -> SelectionSettings:
     return SelectionSettings(margin=kw["margin"], min_cell_evidence=kw["min_cell_evidence"], budget=kw["budget"],
-                             cell_budget=kw["cell_budget"], all_cells=kw["all_cells"], replicate=kw["replicate"])
+                             cell_budget=kw["cell_budget"], all_cells=kw["all_cells"], replicate=kw["replicate"],
+                             veto_tolerance=kw["veto_tolerance"])
 
 
 def _library_name(store: Store, given: str | None) -> str:

@@ -37,6 +37,7 @@ from colltune.store import Store
 # run: the trace run, or `bench:<run id>:<launch>`, a point was measured in (the selection's
 # replication guard compares members within one run)
 POINT_COLUMNS = ["collective", "member", "msg_bytes", "nodes", "ppn", "time_s", "n", "run"]
+BENCH_RUN = "bench:"
 
 
 @dataclass(frozen=True)
@@ -99,14 +100,21 @@ def training_points(store: Store, mpi_name: str | None, explored_only: bool = Tr
         for coll, members in json.loads(text).items():
             portfolios.setdefault(coll, list(members))
     if mpi_name:
-        bench = store.library_medians(mpi_name)
+        bench = bench_points(store.library_medians(mpi_name))
         if not bench.empty:
-            bench = bench[[_valid_member(c, v) for c, v in zip(bench["collective"], bench["variant"], strict=True)]]
-            bench = bench.rename(columns={"variant": "member", "median_s": "time_s"})
-            bench = bench.assign(n=1, run="bench:" + bench["launch"].astype(str))[POINT_COLUMNS]
             parts.append(bench)
     points = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=POINT_COLUMNS)
     return points, portfolios
+
+
+def bench_points(medians: pd.DataFrame) -> pd.DataFrame:
+    """Training points of bench/check per-launch medians (Store.library_medians): one per launch,
+    weight 1, run `bench:<run id>:<launch>`; members no runtime table could name left out."""
+    if medians.empty:
+        return pd.DataFrame(columns=POINT_COLUMNS)
+    ok = [_valid_member(c, v) for c, v in zip(medians["collective"], medians["variant"], strict=True)]
+    bench = medians[ok].rename(columns={"variant": "member", "median_s": "time_s"})
+    return bench.assign(n=1, run=BENCH_RUN + bench["launch"].astype(str))[POINT_COLUMNS]
 
 
 def portfolio_of(collective: str, points: pd.DataFrame, portfolios: dict[str, list[str]]) -> list[str]:

@@ -17,6 +17,17 @@ a member that is faster from one that was drawn in quieter runs, and on a loaded
 run-to-run spread of microsecond collectives is far above the members' differences
 (benchmarks/learn/README.md section 3). A held cell keeps exploring with the default on top.
 
+Bench veto (`veto_tolerance`, not in the seed): where the database holds `colltune bench`/`check`
+launches of the library with both the default and the cell's best member at the points the
+application called in the cell, that member may replace the default only if bench does not measure
+it slower there: it is vetoed when, launch by launch (the two members paired under the same load,
+call-weighted over the points), it is slower than the default in a strict majority of the launches
+and the median of its time ratios exceeds 1 + `veto_tolerance`. The replication guard does not
+protect against picking the luckiest of a dozen noisy members (each beats the default in some
+runs by chance, and the models pick the one that did most often); a synchronized benchmark of
+hundreds of repetitions per launch is the stronger evidence of the two. A vetoed cell is held
+like one that fails replication.
+
 Where a cell is queried: at the points the application called in it (its message sizes and
 layouts), weighted by calls, so the prediction is the one for the calls the cell stands for; at
 the geometric cell centre (docs/select.md) only for cells without calls (`all_cells`). A cell
@@ -33,7 +44,7 @@ import pandas as pd
 
 from colltune import catalog
 from colltune.learn import draw
-from colltune.learn.models import CollectiveModels, features
+from colltune.learn.models import BENCH_RUN, CollectiveModels, features
 from colltune.learn.table import (
     DEFAULT_BINS,
     Bins,
@@ -54,6 +65,7 @@ class SelectionSettings:
     cell_budget: int = 100  # explored calls per communicator, collective and size bin (the table's `cellbudget`)
     all_cells: bool = False  # also list cells without calls (model inference at their centres)
     replicate: int = 3  # runs a non-default member must win against the default in (module doc); 0: off
+    veto_tolerance: float = 0.05  # bench veto (module doc): median slowdown vs the default beyond this; inf: off
 
 
 @dataclass
@@ -67,7 +79,8 @@ class CellReport:
     mode: str
     weights: tuple[float, ...]
     best: str
-    held: bool = False  # the replication guard kept the default on top
+    held: bool = False  # a guard kept the default on top
+    why: str = ""  # why it was held (bench veto, replication), for `learn table --show`
 
     @property
     def gain(self) -> float | None:
@@ -124,6 +137,7 @@ def reports_for(cm: CollectiveModels, coll_points: pd.DataFrame, s: SelectionSet
     preds = {m: cm.models[m].predict(x) for m in trained}
     ev = _evidence(coll_points, s)
     runs = _per_run(coll_points, s) if s.replicate > 0 else {}
+    bench = _bench_cells(coll_points, s)
     groups: dict[Bins, list[int]] = {}
     for i, k in enumerate(zip(pts["s"], pts["n"], pts["p"], strict=True)):
         groups.setdefault((int(k[0]), int(k[1]), int(k[2])), []).append(i)
@@ -137,14 +151,14 @@ def reports_for(cm: CollectiveModels, coll_points: pd.DataFrame, s: SelectionSet
         clear = len(ranked) == 1 or pred[ranked[1]] > pred[best] * (1.0 + s.margin)
         enough = len(trained) == len(cm.members) and min(evidence.values()) >= s.min_cell_evidence
         weights = _weights(cm.members, pred)
-        held = (s.replicate > 0 and best != catalog.DEFAULT and catalog.DEFAULT in pred
-                and not _replicated(runs.get(cell), best, s.replicate))
-        if held:
+        why = (_hold_reason(best, bench.get(cell), runs.get(cell), s)
+               if best != catalog.DEFAULT and catalog.DEFAULT in pred else "")
+        if why:
             best, clear = catalog.DEFAULT, False
             top = max(weights)
             weights = tuple(top * 1.001 if m == catalog.DEFAULT else w for m, w in zip(cm.members, weights, strict=True))
         out.append(CellReport(cm.name, cell, tuple(cm.members), pred, evidence, int(calls[idx].sum()),
-                              "exploit" if clear and enough else "explore", weights, best, held))
+                              "exploit" if clear and enough else "explore", weights, best, bool(why), why))
     return out
 
 
@@ -160,13 +174,76 @@ def _per_run(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[Bins, pd.D
             for k, g in mean.groupby(level=["s", "n", "p"])}
 
 
-def _replicated(per_run: pd.DataFrame | None, best: str, need: int) -> bool:
-    """`best` beat the default in >= need runs and in more than half of those with both."""
+def _wins(per_run: pd.DataFrame | None, best: str) -> tuple[int, int]:
+    """(runs in which `best` was faster than the default in the cell, runs with both measured)."""
     if per_run is None or best not in per_run or catalog.DEFAULT not in per_run:
-        return False
+        return 0, 0
     both = per_run[[best, catalog.DEFAULT]].dropna()
-    wins = int((both[best] < both[catalog.DEFAULT]).sum())
-    return wins >= need and 2 * wins > len(both)
+    return int((both[best] < both[catalog.DEFAULT]).sum()), len(both)
+
+
+def _bench_cells(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[Bins, pd.DataFrame]:
+    """Per cell: the bench/check launches' medians (run, msg_bytes, nodes, ppn, member, time_s)
+    at the points the application called there, with w = its calls at the point; in a cell
+    without traced calls, at every benched point (w = 1)."""
+    if "run" not in coll_points or s.veto_tolerance == np.inf:
+        return {}
+    is_bench = coll_points["run"].astype(str).str.startswith(BENCH_RUN)
+    if not is_bench.any():
+        return {}
+    key = ["msg_bytes", "nodes", "ppn"]
+    called = coll_points[~is_bench].groupby(key, as_index=False)["n"].sum().rename(columns={"n": "w"})
+    traced_cells = set(zip(*(with_bins(called, s.bins)[c] for c in ("s", "n", "p")), strict=True))
+    bench = with_bins(coll_points[is_bench].drop(columns="n").merge(called, on=key, how="left"), s.bins)
+    out = {}
+    for k, rows in bench.groupby(["s", "n", "p"]):
+        cell = (int(k[0]), int(k[1]), int(k[2]))
+        rows = rows.dropna(subset=["w"]) if cell in traced_cells else rows.assign(w=1.0)
+        if not rows.empty:
+            out[cell] = rows[["run", *key, "member", "time_s", "w"]]
+    return out
+
+
+def bench_ratios(rows: pd.DataFrame, candidate: str) -> pd.Series:
+    """Per bench launch: the candidate's time over the default's, call-weighted over the points
+    where that launch measured both (rows as `_bench_cells` gives them)."""
+    key = ["run", "msg_bytes", "nodes", "ppn"]
+    t = rows.pivot_table(index=key, columns="member", values="time_s", aggfunc="median")
+    if candidate not in t or catalog.DEFAULT not in t:
+        return pd.Series(dtype=float)
+    both = t[[candidate, catalog.DEFAULT]].dropna()
+    w = rows.groupby(key)["w"].first().loc[both.index]
+    num = (both[candidate] * w).groupby(level="run").sum()
+    den = (both[catalog.DEFAULT] * w).groupby(level="run").sum()
+    return (num / den)[den > 0]
+
+
+def bench_veto(ratios: pd.Series, tolerance: float) -> float | None:
+    """The median ratio when bench contradicts the traces: the candidate slower than the default
+    in a strict majority of the launches and by more than `tolerance` at the median; else None.
+    Both conditions: one launch out of two or a within-noise median is not a measurement of
+    "slower"."""
+    if ratios.empty:
+        return None
+    med = float(ratios.median())
+    return med if 2 * int((ratios > 1.0).sum()) > len(ratios) and med > 1.0 + tolerance else None
+
+
+def _hold_reason(best: str, bench: pd.DataFrame | None, per_run: pd.DataFrame | None,
+                 s: SelectionSettings) -> str:
+    """Why `best` may not replace the default in a cell ("" if it may): the bench veto, then the
+    replication guard."""
+    if bench is not None:
+        ratios = bench_ratios(bench, best)
+        veto = bench_veto(ratios, s.veto_tolerance)
+        if veto is not None:
+            return (f"bench measures {best} {veto:.2f}x slower than default "
+                    f"({int((ratios > 1.0).sum())} of {len(ratios)} launches)")
+    if s.replicate > 0:
+        wins, both = _wins(per_run, best)
+        if wins < s.replicate or 2 * wins <= both:
+            return f"{best} beat default in {wins} of {both} runs (needs >= {s.replicate} and more than half)"
+    return ""
 
 
 def _evidence(coll_points: pd.DataFrame, s: SelectionSettings) -> dict[tuple[str, int, int, int], int]:

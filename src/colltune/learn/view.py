@@ -19,11 +19,12 @@ def _span(axis: str, b: int, nbins: int, unit: str = "") -> str:
 
 def cells_table(reports: list[CellReport], bins: tuple[int, int, int], title: str) -> Table:
     """One row per listed cell: where it is, its mode, the member it would exploit, the predicted
-    gain of that member over the default, and the evidence (calls of each member there)."""
+    gain of that member over the default, the evidence (calls of each member there), and why a
+    guard kept the default where the models favour another member."""
     t = Table(title=title, title_justify="left")
     for col, just in (("collective", "left"), ("bytes", "right"), ("nodes", "right"), ("ppn", "right"),
                       ("mode", "left"), ("member", "left"), ("gain vs default", "right"),
-                      ("evidence n (best / fewest / cell)", "right")):
+                      ("evidence n (best / fewest / cell)", "right"), ("note", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in sorted(reports, key=lambda r: (r.collective, r.bins)):
         gain = r.gain
@@ -31,7 +32,8 @@ def cells_table(reports: list[CellReport], bins: tuple[int, int, int], title: st
         t.add_row(r.collective, _span("size", r.bins[0], bins[0], " B"), _span("nodes", r.bins[1], bins[1]),
                   _span("ppn", r.bins[2], bins[2]), r.mode, r.best,
                   "-" if gain is None else f"{gain:.2f}x",
-                  f"{r.evidence.get(r.best, 0)} / {min(r.evidence.values())} / {r.calls}", style=style)
+                  f"{r.evidence.get(r.best, 0)} / {min(r.evidence.values())} / {r.calls}",
+                  f"held: {r.why}" if r.held else "", style=style)
     return t
 
 
