@@ -3,6 +3,8 @@ a real run into the database, a killed launch and its resume, MPICH."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -287,6 +289,51 @@ def test_ctrl_c_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.Monk
         assert run_id is not None and store.finished_launches(run_id) == {0}
         assert store.launches(run_id).status.tolist() == ["ok", "interrupted"]
     assert runner.run(BenchSettings(), db, resume_run_id=run_id, progress=False) == run_id
+    _expected_rows(db, run_id)
+
+
+def test_sigterm_keeps_finished_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch system's time limit sends SIGTERM: the launches measured so far are stored (they
+    wait in memory between writes) and the run is left `interrupted`, as after Ctrl-C."""
+    db = tmp_path / "b.duckdb"
+    real = runner._run_launch
+    calls: list[int] = []
+
+    def terminate_third(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_launch", terminate_third)
+    monkeypatch.setattr(runner, "FLUSH_AFTER_S", 3600.0)  # both finished launches still in memory
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+        runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    assert signal.getsignal(signal.SIGTERM) is previous
+    with Store(db, read_only=True) as store:
+        run_id = store.latest_run_id(status="interrupted")
+        assert run_id is not None and store.finished_launches(run_id) == {0, 1}
+        assert store.launches(run_id).status.tolist() == ["ok", "ok", "interrupted"]
+        assert set(store.measurements(run_id).launch_idx) == {0, 1}
+
+
+def test_launches_are_written_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database is opened once per batch of launches, not per launch (~0.1 s each)."""
+    opened: list[bool] = []
+    real_open = runner.open_when_free
+
+    def counting_open(*args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(True)
+        return real_open(*args, **kwargs)
+
+    db = tmp_path / "b.duckdb"
+    monkeypatch.setattr(runner, "open_when_free", counting_open)
+    monkeypatch.setattr(runner, "FLUSH_AFTER_S", 3600.0)
+    run_id = runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    # look for a run to resume, create the run, write its 3 launches at once (was: one open
+    # each), mark it complete
+    assert len(opened) == 4
     _expected_rows(db, run_id)
 
 

@@ -105,12 +105,13 @@ def _gone(pid: int) -> bool:
 def test_sigkilled_bench_is_resumed_with_latest(tmp_path: Path) -> None:
     db = tmp_path / "out" / "b.duckdb"
     argv = [COLLTUNE, "bench", "-c", "allreduce", "-s", "64", "-n", "2", "-R", "3", "--no-barrier",
-            "--max-reps", "100000", "--time-budget", "0.5", "--db", str(db), "--quiet"]
+            "--max-reps", "100000", "--time-budget", "2.5", "--db", str(db), "--quiet"]
     bench = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     seen = None
     while time.monotonic() < deadline and bench.poll() is None:
         seen = _launches(db)
+        # launches are written in batches of runner.FLUSH_AFTER_S (2 s) or as they end if longer
         if seen and [(i, s) for i, s, _ in seen[1]] == [(0, "ok")]:
             break
         time.sleep(0.1)

@@ -127,23 +127,35 @@ class Store:
         self.close()
 
     def _create(self) -> None:
+        # One catalog query for all tables: a query per table cost ~0.1 s per open, paid by every
+        # launch a check stores (issue 17's wall time).
+        have = self._all_columns()
         for table in _SCHEMA.values():
-            self.con.execute(f"CREATE TABLE IF NOT EXISTS {table.name} ({table.ddl()})")
-            self._add_missing_columns(table)
+            if table.name not in have:
+                self.con.execute(f"CREATE TABLE IF NOT EXISTS {table.name} ({table.ddl()})")
+            else:
+                self._add_missing_columns(table, have[table.name])
         self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
-    def _add_missing_columns(self, table: schema.Table) -> None:
+    def _add_missing_columns(self, table: schema.Table, have: list[str]) -> None:
         """The one upgrade rule: a database of an older colltune gets the columns added since, at
         the end, NULL in old rows. Readers of a read-only older database see them as NULL too."""
-        have = self.columns(table.name)
         for name, typ in table.columns.items():
             if name not in have:
                 self.con.execute(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {typ}')
 
+    def _all_columns(self) -> dict[str, list[str]]:
+        have: dict[str, list[str]] = {}
+        for table, column in self.con.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+                "ORDER BY table_name, column_index").fetchall():
+            have.setdefault(table, []).append(column)
+        return have
+
     def columns(self, table: str) -> list[str]:
         return [r[0] for r in self.con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-            "ORDER BY ordinal_position", [table]).fetchall()]
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
+            "ORDER BY column_index", [table]).fetchall()]
 
     def has_table(self, table: str) -> bool:
         return bool(self.columns(table))

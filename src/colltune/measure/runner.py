@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -235,11 +236,55 @@ def describe(settings: BenchSettings) -> list[str]:
     return lines
 
 
-def _store_launch(db_path: Path, run_id: str, launch: LaunchData) -> None:
-    """Another process may hold the database for a moment (a reader during the run): wait
-    for it rather than lose the launch."""
-    with open_when_free(db_path) as store:
-        store.write_launch(run_id, launch)
+# A quick check's launch takes ~0.35 s and opening the database ~0.1 s: launches are written in
+# batches, so that at most this much measuring waits in memory (a longer launch is written as soon
+# as it ends). Ctrl-C, SIGTERM (a batch system's time limit), a failed or refused launch and the
+# end of the launches write them first; only a SIGKILL can lose what the last seconds measured.
+FLUSH_AFTER_S = 2.0
+
+
+class _LaunchWriter:
+    """Finished launches on their way to the database; the database is opened only to write, so
+    it can be queried while a run is in progress."""
+
+    def __init__(self, db_path: Path, run_id: str) -> None:
+        self.db_path, self.run_id, self.flush_after_s = db_path, run_id, FLUSH_AFTER_S
+        self.pending: list[LaunchData] = []
+        self.written_at = time.monotonic()
+
+    def add(self, launch: LaunchData) -> None:
+        self.pending.append(launch)
+        if time.monotonic() - self.written_at >= self.flush_after_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Another process may hold the database for a moment (a reader during the run): wait
+        for it rather than lose the launches."""
+        if not self.pending:
+            return
+        with open_when_free(self.db_path) as store:
+            while self.pending:
+                store.write_launch(self.run_id, self.pending[0])
+                self.pending.pop(0)
+        self.written_at = time.monotonic()
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM ends the launches like Ctrl-C (the running launch stopped, the finished ones
+    stored, the run left `interrupted` to resume) instead of killing the process outright."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _refuse(db_path: Path, run_id: str) -> None:
@@ -252,7 +297,22 @@ def _refuse(db_path: Path, run_id: str) -> None:
 
 def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                   artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
-                  show: bool, console: Console | None) -> None:
+                  show: bool, console: Console | None, deadline: float | None = None) -> int:
+    """Measure `todo` in order, none started after `deadline` (time.monotonic()); the number measured."""
+    writer = _LaunchWriter(db_path, run_id)
+    try:
+        with _sigterm_interrupts():
+            return _measure_launches(writer, run_id, settings, lib, artifacts, todo, total, already, show,
+                                     console, deadline)
+    finally:
+        writer.flush()
+
+
+def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
+                      artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
+                      show: bool, console: Console | None, deadline: float | None) -> int:
+    db_path = writer.db_path
+    measured = 0
     key = algorithm_key(lib)
     layouts: dict[int, confirm.Layout] = {}  # the node layout of each process count's first launch
     fast_start = startup.rank_env(lib, artifacts)  # same components, ~1.1 s less per launch
@@ -260,6 +320,8 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
         for spec in todo:
+            if deadline is not None and time.monotonic() > deadline:
+                break
             launch_idx, nprocs, repetition = spec.idx, spec.nprocs, spec.repetition
             plan = plan_jobs(settings, nprocs, key, spec.adjust, spec.only)
             job_file = Path(tmp) / f"jobs-{launch_idx}.txt"
@@ -279,7 +341,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
                         lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
                         lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
                 except KeyboardInterrupt:
-                    _store_launch(db_path, run_id, LaunchData(
+                    writer.add(LaunchData(
                         launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                         started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
                     raise
@@ -298,6 +360,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             out = read_driver_output(text)
             refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
             if refused is not None:
+                writer.flush()
                 _refuse(db_path, run_id)
                 raise BenchError(
                     f"launch {launch_idx} ({nprocs} processes) refused, {refused}; nothing of it was stored\n"
@@ -306,7 +369,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             if code != 0 or not out.ended:
                 # Keep the failed launch's trace, not its partial data (it would bias verdicts).
                 message = _describe_failure(code, stderr)
-                _store_launch(db_path, run_id, LaunchData(
+                writer.add(LaunchData(
                     launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
                     started=started, finished=finished, status="failed", message=message))
                 raise BenchError(
@@ -317,12 +380,14 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
             env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
             if spec.round:
                 env["round"] = str(spec.round)
-            _store_launch(db_path, run_id, to_launch_data(
+            writer.add(to_launch_data(
                 out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
                 finished=finished, sync=settings.sync, environment=env))
+            measured += 1
             if bar is not None:
                 bar.update(jobs_task, completed=len(plan.jobs))
                 bar.advance(launches_task)
+    return measured
 
 
 def extend(settings: BenchSettings, db_path: str | Path, run_id: str, only: dict[int, Selection],
@@ -337,14 +402,8 @@ def extend(settings: BenchSettings, db_path: str | Path, run_id: str, only: dict
         stored = store.launches(run_id)
     specs = adaptive_plan(settings, algorithm_key(lib), only, launches, int(stored["launch_idx"].max()) + 1,
                           int(stored["repetition"].max()) + 1, round_)
-    done = 0
     with RunLock(db_path, run_id):
-        for spec in specs:
-            if deadline is not None and time.monotonic() > deadline:
-                break
-            _run_launches(db_path, run_id, settings, lib, artifacts, [spec], len(specs), done, False, None)
-            done += 1
-    return done
+        return _run_launches(db_path, run_id, settings, lib, artifacts, specs, len(specs), 0, False, None, deadline)
 
 
 # ---------------------------------------------------------------------------------------------
