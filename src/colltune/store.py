@@ -215,9 +215,11 @@ class Store:
                 "INSERT INTO launches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, launch.launch_idx, launch.nprocs, launch.started, launch.finished,
                  launch.status, launch.message, launch.repetition, launch.seed])
-            env = [(run_id, launch.launch_idx, k, str(v)) for k, v in sorted(launch.environment.items())]
-            if env:
-                self.con.executemany("INSERT INTO environment VALUES (?, ?, ?, ?)", env)
+            # one statement, not executemany: DuckDB runs that row by row (~50 ms for a launch's keys)
+            env = sorted(launch.environment.items())
+            self._insert_frame("environment", ["run_id", "launch_idx", "key", "value"], run_id, pd.DataFrame(
+                {"launch_idx": [launch.launch_idx] * len(env), "key": [k for k, _ in env],
+                 "value": [str(v) for _, v in env]}))
             self._insert_frame("jobs", JOB_COLUMNS, run_id, launch.jobs)
             self._insert_frame("measurements", MEASUREMENT_COLUMNS, run_id, launch.measurements)
 

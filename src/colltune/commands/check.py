@@ -53,9 +53,10 @@ CHECK_ROUND_LAUNCHES_PER_R = {"quick": 1.0, "full": 0.5, None: 0.5}
 @click.option("--no-measure", is_flag=True, help="Judge what the database already holds; measure nothing.")
 @click.option("--run", "run_id", metavar="RUN_ID",
               help="With --no-measure: the run to judge [default: the latest with measurements].")
-@click.option("--test", type=click.Choice([t.value for t in stats.Test]), default=stats.Test.PAIRED_T.value,
+@click.option("--test", type=click.Choice([t.value for t in stats.Test]), default=stats.Test.TRIMMED_T.value,
               show_default=True,
-              help="One-sided test on per-launch medians: paired by launch (paired-t, signed-rank) or "
+              help="One-sided test on per-launch medians: paired by launch (trimmed-t: robust to a wild "
+                   "launch; paired-t, signed-rank) or "
                    "unpaired (mwu = Wilcoxon rank-sum as seed 002, ks, welch).")
 @click.option("--correction", type=click.Choice([c.value for c in stats.Correction]),
               default=stats.Correction.HOLM.value, show_default=True,
@@ -72,8 +73,8 @@ CHECK_ROUND_LAUNCHES_PER_R = {"quick": 1.0, "full": 0.5, None: 0.5}
               help=f"Adaptive rounds after the first R launches, measuring only undecided comparisons "
                    f"[default: {CHECK_DEFAULT_ROUNDS}; 0: none].")
 @click.option("--round-launches", type=click.IntRange(1), default=None,
-              help="Launches per process count in each adaptive round [default: R with --preset quick, "
-                   "else R/2].")
+              help="Launches per process count in the first adaptive round, doubled in each further "
+                   "round [default: R with --preset quick, else R/2].")
 @click.option("--round-budget", type=click.FloatRange(0), default=None, metavar="SECONDS",
               help="Wall time for all adaptive rounds [default: 12 with --preset quick, 1200 with full, "
                    "else 120; 0: no limit].")
@@ -174,11 +175,20 @@ def _adaptive_rounds(bench: BenchSettings, db_path: Path, run_id: str, settings:
         if not todo:
             return
         open_ = sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED)
+        launches = round_launches(bench.round_launches, round_)
         if not quiet:
             err_console.print(f"adaptive round {round_}/{bench.rounds}: {open_} comparison(s) open, measuring "
                               f"{sum(len(s) for s in todo.values())} (collective, size, variant) in "
-                              f"{bench.round_launches} launch(es) per process count", highlight=False)
-        runner.extend(bench, db_path, run_id, todo, bench.round_launches, round_, deadline)
+                              f"{launches} launch(es) per process count", highlight=False)
+        runner.extend(bench, db_path, run_id, todo, launches, round_, deadline)
+
+
+def round_launches(first: int, round_: int) -> int:
+    """Launches per process count of adaptive round `round_` (1, 2, ...): doubled every round.
+    What is still open after a round is the comparisons whose per-launch ratios scatter most
+    (launches in two modes, 1.0 or 1.7 by launch), the ones more launches decide; and a round's
+    launches are short, measuring only their jobs."""
+    return first * 2 ** (round_ - 1)
 
 
 

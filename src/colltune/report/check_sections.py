@@ -106,10 +106,13 @@ def _method(ctx: ReportContext) -> str:
     s = ctx.result.settings
     test = {
         "paired-t": "one-sided t-test on the per-launch log-ratios log(default/variant), paired by launch",
+        "trimmed-t": "one-sided Yuen t-test on the 10%-trimmed mean of the per-launch log-ratios "
+                     "log(default/variant), paired by launch",
         "signed-rank": "one-sided Wilcoxon signed-rank test on the per-launch log-ratios, paired by launch",
         "mwu": "one-sided Mann-Whitney U (Wilcoxon rank-sum) on the per-launch medians, unpaired (seed 002)",
         "ks": "one-sided Kolmogorov-Smirnov on the per-launch medians, unpaired",
         "welch": "one-sided Welch t-test on the per-launch medians, unpaired",
+        "welch-log": "one-sided Welch t-test on the log per-launch medians, unpaired",
     }[str(s.test)]
     slowdown = ("the median over launches of the per-launch slowdown (default median / variant median within "
                 "the launch)" if s.test.paired else "median of the default's per-launch medians / median of the "

@@ -45,7 +45,7 @@ class CheckSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    test: stats.Test = stats.Test.PAIRED_T
+    test: stats.Test = stats.Test.TRIMMED_T
     correction: stats.Correction = stats.Correction.HOLM
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tolerance: float = Field(0.05, ge=0.0, lt=1.0)
