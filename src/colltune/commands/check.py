@@ -33,9 +33,12 @@ err_console = Console(stderr=True)
 CHECK_DEFAULT_LAUNCHES = {"quick": 8, "full": 10, None: 10}
 # Adaptive rounds (issue 17): after the first R launches, launches measure only the jobs of
 # comparisons still undecided. Rounds are planned up front (each look is judged at
-# alpha / (1 + rounds)); the budget bounds the wall time they may take.
+# alpha / (1 + rounds)); the budget bounds the wall time they may take. On the quiet machine a
+# quick check's rounds (8 + 16 launches) take ~11 s; under load the same launches take 2-3x
+# longer, and a 12 s budget then cut them short where they mattered most: the violation sets of
+# five checks at load 1.4-3.5 overlapped 51% (benchmarks/verdicts/README.md).
 CHECK_DEFAULT_ROUNDS = 2
-CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 12.0, "full": 1200.0, None: 120.0}
+CHECK_DEFAULT_ROUND_BUDGET_S = {"quick": 30.0, "full": 1200.0, None: 120.0}
 # A quick check spends its time on launches, the unit that decides, rather than on repetitions:
 # the per-launch ratio of two variants scatters by tens of percent between launches here, while
 # 40 repetitions already put a launch's median within ~2% (A/A ratios). Round launches measure
@@ -76,7 +79,7 @@ CHECK_ROUND_LAUNCHES_PER_R = {"quick": 1.0, "full": 0.5, None: 0.5}
               help="Launches per process count in the first adaptive round, doubled in each further "
                    "round [default: R with --preset quick, else R/2].")
 @click.option("--round-budget", type=click.FloatRange(0), default=None, metavar="SECONDS",
-              help="Wall time for all adaptive rounds [default: 12 with --preset quick, 1200 with full, "
+              help="Wall time for all adaptive rounds [default: 30 with --preset quick, 1200 with full, "
                    "else 120; 0: no limit].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, correction: str, alpha: float,
