@@ -1,10 +1,12 @@
 """`colltune learn run` on real applications from Debian's package registry (issue 12):
-HPCC 1.5.0 (Debian Open MPI 4.1.4 build) on the embedded Open MPI 5.0.11, NWChem 7.0.2 (Debian
-MPICH 4.0.2 build) on pip MPICH 5.0.2, 2 ranks. real_apps.sh installs the packages and calls this.
+HPCC 1.5.0 and LAMMPS 20220106 (Debian Open MPI 4.1.4 builds) on the embedded Open MPI 5.0.11,
+NWChem 7.0.2 (Debian MPICH 4.0.2 build) on pip MPICH 5.0.2, 2 ranks. real_apps.sh installs the
+packages and calls this.
 
 Per application:
 1. reference runs without colltune (the application's own result: HPCC `Success=1`, the NWChem
-   energy), then one traced run with every call left to the library: the points it calls;
+   energy, LAMMPS's total energy after the last step), then one traced run with every call left
+   to the library: the points it calls;
 2. the oracle: `colltune bench` of every member of the runtime's portfolio at the application's
    (collective, bytes, ranks) points that make up 95% of its calls and of its collective time;
 3. `--loops` independent learning loops of `--batches` batches, every batch checked by the
@@ -45,6 +47,11 @@ HERE = Path(__file__).resolve().parent
 COLLTUNE = str(HERE.parent.parent / ".venv" / "bin" / "colltune")
 NPROCS = 2
 NWCHEM_TOLERANCE = 1e-8  # Hartree: the input's own SCF convergence criterion
+LAMMPS_STEPS = 1000
+LAMMPS_TOLERANCE = 1e-10  # relative, on the last step's total energy
+# the application's own result in its output: HPCC's verdict, NWChem's energy, LAMMPS's last total energy
+RESULT_RE = {"hpcc": r"^Success=\d", "nwchem": r"Total DFT energy =\s+(\S+)",
+             "lammps": rf"^\s*{LAMMPS_STEPS}\s+\S+\s+\S+\s+\S+\s+(\S+)\s+\S+\s*$"}
 
 
 @dataclass
@@ -70,7 +77,34 @@ def _hpcc(out: Path) -> App:
             "-x", f"LD_LIBRARY_PATH={lib.mpiexec.parent.parent / 'lib'}", "/usr/bin/hpcc"]
     # HPCC appends its report to hpccoutf.txt: move each run's next to its log.
     check = 'grep -q "^Success=1" hpccoutf.txt && mv hpccoutf.txt "$COLLTUNE_LEARN_LOG.hpccoutf"'
-    return App("hpcc", "openmpi", work, argv, check, r"^Success=\d")
+    return App("hpcc", "openmpi", work, argv, check, RESULT_RE["hpcc"])
+
+
+
+
+def _lammps(out: Path) -> App:
+    lib = libraries.resolve("openmpi")
+    work = out / "lammps"
+    work.mkdir(parents=True, exist_ok=True)
+    text = Path("/usr/share/lammps/examples/melt/in.melt").read_text()
+    # Debian's LJ melt (4000 atoms) with a thermo line and a neighbour-list check every step: the
+    # allreduces that make up its collectives, each step instead of every 50th (and 1000 steps)
+    for key, value in (("thermo", "1"), ("run", str(LAMMPS_STEPS)), ("neigh_modify", "every 20 delay 0 check yes")):
+        text, n = re.subn(rf"^{key}\s.*$", f"{key}\t\t{value}", text, count=1, flags=re.M)
+        if n != 1:
+            raise SystemExit(f"lammps: no '{key}' line in Debian's in.melt; the example changed")
+    (work / "in.melt").write_text(text)
+    # a Debian Open MPI 4.1 build under the embedded Open MPI 5.0's mpiexec and libmpi.so.40, as HPCC
+    argv = [str(lib.mpiexec), "-n", str(NPROCS), "--bind-to", "none",
+            "-x", f"LD_LIBRARY_PATH={lib.mpiexec.parent.parent / 'lib'}", "/usr/bin/lmp", "-in", "in.melt",
+            "-log", "none"]
+    # the check needs the reference energy: main() sets it after the reference runs
+    return App("lammps", "openmpi", work, argv, "true", RESULT_RE["lammps"])
+
+
+def _lammps_check(reference: float) -> str:
+    return (f"awk -v ref={reference!r} '$1 == {LAMMPS_STEPS} && NF == 6 {{d = $5 - ref; if (d < 0) d = -d; "
+            f"s = ref < 0 ? -ref : ref; ok = (d <= {LAMMPS_TOLERANCE} * s)}} END {{exit !ok}}' \"$COLLTUNE_LEARN_LOG\"")
 
 
 def _nwchem(out: Path) -> App:
@@ -86,7 +120,7 @@ def _nwchem(out: Path) -> App:
     path = f"{work / 'lib'}:{libdir}:{libdir / 'mpich'}"
     argv = [str(lib.mpiexec), "-n", str(NPROCS), "-genv", "LD_LIBRARY_PATH", path, "/usr/bin/nwchem.mpich", "etoh.nw"]
     # the check needs the reference energy: main() sets it after the reference runs
-    return App("nwchem", "mpich", work, argv, "true", r"Total DFT energy =\s+(\S+)")
+    return App("nwchem", "mpich", work, argv, "true", RESULT_RE["nwchem"])
 
 
 def _nwchem_check(app: App, reference: float) -> str:
@@ -299,8 +333,7 @@ def report(path: Path) -> str:
               f"{le['collective_s'].median():.3f} |",
               f"| learned / default | {le['wall_s'].median() / d['wall_s'].median():.3f} | "
               f"{le['collective_s'].median() / d['collective_s'].median():.3f} |"]
-    app = App(r["app"], r["mpi"], path.parent, r["argv"], r["check"],
-              r"^Success=\d" if r["app"] == "hpcc" else r"Total DFT energy =\s+(\S+)")
+    app = App(r["app"], r["mpi"], path.parent, r["argv"], r["check"], RESULT_RE[r["app"]])
     batch_results = [_result(app, p) for p in sorted(path.parent.glob(f"traces-{app.name}-*/*/batch-*.log"))]
     results = [x["result"] for x in r["reference"]] + batch_results + [
         x["result"] for kind in ("none", "default", "learned") for x in r["final"][kind]]
@@ -332,7 +365,7 @@ def main() -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     for name in args.apps.split(","):
-        app = {"hpcc": _hpcc, "nwchem": _nwchem}[name](out)
+        app = {"hpcc": _hpcc, "nwchem": _nwchem, "lammps": _lammps}[name](out)
         refs = []
         for k in range(3):  # reference runs without colltune: the result to hold, the plain wall time
             log = out / f"{app.name}-reference-{k}.log"
@@ -340,6 +373,8 @@ def main() -> None:
             refs.append({"wall_s": wall, "result": _result(app, log)})
         if app.name == "nwchem":
             app.check = _nwchem_check(app, float(refs[0]["result"]))
+        if app.name == "lammps":
+            app.check = _lammps_check(float(refs[0]["result"]))
         points, portfolios = oracle_points([discover(app, out)])
         oracle_db = bench_oracle(app, out, points, portfolios, args.oracle_launches)
         dbs, loop_loads = learn_loops(app, out, args.loops, args.batches, shlex.split(args.learn_args),
