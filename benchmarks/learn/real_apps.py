@@ -250,10 +250,18 @@ def _exploration_cost(calls: pd.DataFrame, default_med: pd.Series) -> float:
     return float((ex["runtime_s"].to_numpy()[ok] - base[ok]).sum())
 
 
-def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path) -> list[list[dict[str, object]]]:
+def _cells(table: SelectionTable) -> dict[str, int]:
+    cells = [cell for ct in table.collectives.values() for cell in ct.cells.values()]
+    return {"exploit_cells": sum(c.mode == "exploit" for c in cells), "cells": len(cells)}
+
+
+def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path
+                ) -> tuple[list[list[dict[str, object]]], list[dict[str, object]]]:
+    """Per loop and batch: the figures of the README's table; per loop: the table the loop started
+    from (bench medians only, with a head start) scored over the calls of its first batch."""
     with Store(oracle_db, read_only=True) as store:
         medians = store.library_medians(app.mpi)
-    rows = []
+    rows, starts = [], []
     for i, db in enumerate(dbs):
         with Store(db, read_only=True) as store:
             batches = store.learn_batches()
@@ -261,8 +269,10 @@ def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path) -> list[l
         every = pd.concat(calls.values(), ignore_index=True)
         default_med = every[every["member"] == catalog.DEFAULT].groupby(
             ["collective", "msg_bytes", "comm_size"])["runtime_s"].median()
-        tables = [parse_table(str(t).encode()) for t in batches["table_text"]][1:]
-        tables.append(read_table(out / f"{app.name}-loop{i}.sel"))
+        tables = [parse_table(str(t).encode()) for t in batches["table_text"]]
+        first = medians_score(tables[0], calls[batches["trace_run_id"].iloc[0]], medians)
+        starts.append({"regret": first.regret, **_cells(tables[0])})
+        tables = tables[1:] + [read_table(out / f"{app.name}-loop{i}.sel")]
         loop = []
         for b, (row, after) in enumerate(zip(batches.itertuples(), tables, strict=True), start=1):
             c = calls[row.trace_run_id]
@@ -271,11 +281,9 @@ def score_loops(app: App, out: Path, dbs: list[Path], oracle_db: Path) -> list[l
                          "explored": int(row.explored_calls), "traced": int(row.traced_calls),
                          "exploration_cost_s": _exploration_cost(c, default_med),
                          "regret": s.regret, "default_over_oracle": (s.default_s / s.oracle_s) if s.oracle_s else None,
-                         "exploit_cells": sum(cell.mode == "exploit" for ct in after.collectives.values()
-                                              for cell in ct.cells.values()),
-                         "cells": sum(len(ct.cells) for ct in after.collectives.values())})
+                         **_cells(after)})
         rows.append(loop)
-    return rows
+    return rows, starts
 
 
 def final_vs_default(app: App, out: Path, dbs: list[Path], repeats: int) -> dict[str, object]:
@@ -321,6 +329,11 @@ def report(path: Path) -> str:
                      f"{g['exploit_cells'].median():.0f} of {g['cells'].median():.0f} | "
                      f"{_pct(g['regret'].median())} ({_pct(g['regret'].max())}) | "
                      f"{_pct(g['default_over_oracle'].median() - 1)} |")
+    if r.get("start"):
+        st = pd.DataFrame(r["start"])
+        lines += ["", f"table each loop started from (before batch 1), scored over batch 1's calls: regret "
+                  f"{_pct(st['regret'].median())} (max {_pct(st['regret'].max())}), exploit cells "
+                  + ", ".join(f"{a} of {b}" for a, b in zip(st["exploit_cells"], st["cells"], strict=True))]
     fin = {k: pd.DataFrame(v) for k, v in r["final"].items()}
     ref, d, le = fin["none"], fin["default"], fin["learned"]
     loads = pd.concat(fin.values())["load"]
@@ -378,11 +391,12 @@ def main() -> None:
         points, portfolios = oracle_points([discover(app, out)])
         oracle_db = bench_oracle(app, out, points, portfolios, args.oracle_launches)
         dbs, loop_loads = learn_loops(app, out, args.loops, args.batches, shlex.split(args.learn_args),
-                          None if args.no_head_start else oracle_db)
+                                      None if args.no_head_start else oracle_db)
+        batches, starts = score_loops(app, out, dbs, oracle_db)
         result = {"app": app.name, "mpi": app.mpi, "argv": app.argv, "check": app.check, "reference": refs,
                   "head_start": not args.no_head_start, "learn_args": args.learn_args, "loop_loads": loop_loads,
                   "points": points.to_dict("records"), "portfolios": portfolios,
-                  "batches": score_loops(app, out, dbs, oracle_db),
+                  "batches": batches, "start": starts,
                   "final": final_vs_default(app, out, dbs, args.repeats)}
         (out / f"{app.name}.json").write_text(json.dumps(result, indent=1, default=float))
         print(f"[{app.name}] wrote {out / f'{app.name}.json'}", flush=True)
