@@ -324,6 +324,15 @@ def _pct(x: float | None) -> str:
     return "-" if x is None or np.isnan(x) else f"{100 * x:.1f}%"
 
 
+def _ratio_ci(a: pd.Series, b: pd.Series, draws: int = 10000) -> str:
+    """95% percentile-bootstrap interval of median(a) / median(b) (runs resampled independently)."""
+    rng = np.random.default_rng(12)
+    x, y = a.to_numpy(float), b.to_numpy(float)
+    ratios = [np.median(rng.choice(x, x.size)) / np.median(rng.choice(y, y.size)) for _ in range(draws)]
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return f"{lo:.3f}-{hi:.3f}"
+
+
 def report(path: Path) -> str:
     """The README's figures for one application from its JSON."""
     r = json.loads(path.read_text())
@@ -366,7 +375,14 @@ def report(path: Path) -> str:
               f"| learned: each loop's final exploit-only table ({len(le)}) | {le['wall_s'].median():.2f} | "
               f"{le['collective_s'].median():.3f} |",
               f"| learned / default | {le['wall_s'].median() / d['wall_s'].median():.3f} | "
-              f"{le['collective_s'].median() / d['collective_s'].median():.3f} |"]
+              f"{le['collective_s'].median() / d['collective_s'].median():.3f} |",
+              f"| 95% bootstrap interval of that ratio of medians | {_ratio_ci(le['wall_s'], d['wall_s'])} | "
+              f"{_ratio_ci(le['collective_s'], d['collective_s'])} |",
+              "| learned / default per loop | " + ", ".join(
+                  f"{le[le['loop'] == i]['wall_s'].median() / d[d['loop'] == i]['wall_s'].median():.3f}"
+                  for i in sorted(set(le["loop"]))) + " | " + ", ".join(
+                  f"{le[le['loop'] == i]['collective_s'].median() / d[d['loop'] == i]['collective_s'].median():.3f}"
+                  for i in sorted(set(le["loop"]))) + " |"]
     app = App(r["app"], r["mpi"], path.parent, r["argv"], r["check"], RESULT_RE[r["app"]])
     batch_results = [_result(app, p) for p in sorted(path.parent.glob(f"traces-{app.name}-*/*/batch-*.log"))]
     results = [x["result"] for x in r["reference"]] + batch_results + [
