@@ -408,6 +408,8 @@ def main() -> None:
                     "is used for scoring only), as before the bench veto")
     ap.add_argument("--heldout-only", action="store_true", help="measure the held-out oracle for OUT/<app>.json "
                     "and add its scores (when the run was made without it)")
+    ap.add_argument("--final-only", action="store_true", help="rerun only the final runs (learned tables, "
+                    "default, no colltune) of the loops in OUT, --repeats each, replacing those in OUT/<app>.json")
     ap.add_argument("--report", action="store_true", help="print the figures of OUT/<app>.json, run nothing")
     args = ap.parse_args()
     out = args.out.resolve()
@@ -418,10 +420,16 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in args.apps.split(","):
         app = {"hpcc": _hpcc, "nwchem": _nwchem, "lammps": _lammps}[name](out)
-        if args.heldout_only:
+        if args.heldout_only or args.final_only:
             path = out / f"{app.name}.json"
             result = json.loads(path.read_text())
-            add_heldout(app, out, result, args.oracle_launches)
+            if args.heldout_only:
+                add_heldout(app, out, result, args.oracle_launches)
+            else:
+                app.check = str(result["check"])
+                shutil.rmtree(out / f"final-{app.name}", ignore_errors=True)
+                dbs = [out / f"{app.name}-loop{i}.duckdb" for i in range(len(result["batches"]))]
+                result["final"] = final_vs_default(app, out, dbs, args.repeats)
             path.write_text(json.dumps(result, indent=1, default=float))
             continue
         refs = []
