@@ -217,3 +217,14 @@ def test_native_export_takes_no_range_from_an_undecided_verdict() -> None:
                       {**base, "msg_bytes": 1024, "verdict": "undecided"}])
     segments = native_export.choices_from_verdicts(v)[("bcast", 2)]
     assert [(s.lo, s.hi, s.algorithm) for s in segments] == [(8, 8, "1")]
+
+
+def test_alpha_is_spent_in_proportion_to_the_planned_launches() -> None:
+    # a quick check plans 8 launches, then rounds of 8 and 16: t = 8/32, 16/32, 32/32
+    assert decide.look_alphas(0.05, 3, [8, 8, 16]) == [0.0125, 0.0125, 0.025]
+    assert decide.look_alphas(0.05, 3, None) == [0.05 / 3] * 3  # plan unknown: equal shares
+    assert decide.look_alphas(0.05, 2, [8, 8, 16]) == [0.025, 0.025]  # a plan for other looks
+    assert decide.look_alphas(0.05, 1, [10]) == [0.05]
+    run = check.RunData(Path("x"), "r", {"settings": {"launches": 8, "rounds": 2, "round_launches": 8}}, {},
+                        pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
+    assert (run.looks, run.planned_launches) == (3, [8, 8, 16])

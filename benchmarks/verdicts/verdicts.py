@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 COLLTUNE = str(Path(sys.executable).parent / "colltune")
 
 
-def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
+def measure(db: Path, runs: int, first_seed: int, extra: list[str]) -> list[dict[str, object]]:
     out = []
     for i in range(runs):
         load = Path("/proc/loadavg").read_text().split()[0]
@@ -39,7 +39,7 @@ def measure(db: Path, runs: int, extra: list[str]) -> list[dict[str, object]]:
         epoch = time.time()
         t0 = time.monotonic()
         proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
-                               "--seed", str(100 + i), *extra], capture_output=True, text=True, check=False)
+                               "--seed", str(first_seed + i), *extra], capture_output=True, text=True, check=False)
         wall = time.monotonic() - t0
         if proc.returncode not in (0, 1, 3):
             raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -118,8 +118,10 @@ def main() -> None:
     ap.add_argument("--db", type=Path, default=Path("/tmp/verdicts.duckdb"))
     ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
     ap.add_argument("--tag", default="quick")
+    ap.add_argument("--first-seed", type=int, default=100,
+                    help="seed of the first run (+1 per run); runs added to a database need new seeds")
     args, extra = ap.parse_known_args()
-    timing = [] if args.reuse else measure(args.db, args.runs, extra)
+    timing = [] if args.reuse else measure(args.db, args.runs, args.first_seed, extra)
     res = analyse(args.db)
     res["timing"] = timing
     for t, r in zip(timing, res["runs"][-len(timing):] if timing else [], strict=True):

@@ -76,6 +76,16 @@ class RunData:
         return int(stop.get("min_reps") or 1)
 
     @property
+    def planned_launches(self) -> list[int] | None:
+        """Launches per process count each look adds, as planned before the first: R, then each
+        round's (doubled every round, commands/check.py); None when the settings do not say."""
+        settings = self.info.get("settings") or {}
+        first, rounds, per_round = settings.get("launches"), settings.get("rounds"), settings.get("round_launches")
+        if not first or not rounds or not per_round:
+            return None
+        return [int(first)] + [int(per_round) * 2 ** (k - 1) for k in range(1, int(rounds) + 1)]
+
+    @property
     def launches_per_nprocs(self) -> int | None:
         value = (self.info.get("settings") or {}).get("launches")
         return int(value) if value else None
@@ -205,8 +215,8 @@ def _keys(verdicts: pd.DataFrame) -> list[tuple[object, ...]]:
 def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool = True) -> CheckResult:
     """All verdicts of a run. Never raises on thin data: such comparisons are untested and partial.
 
-    With adaptive rounds the run is judged look by look (launches of rounds <= k), each at
-    alpha / looks, and a comparison keeps the row of the look that first decided it. Without
+    With adaptive rounds the run is judged look by look (launches of rounds <= k), each at its
+    share of alpha (decide.look_alphas), and a comparison keeps the row of the look that first decided it. Without
     `details` (what the adaptive rounds need to choose their jobs) the bootstrap CI and the
     pooled raw p-value are left NaN."""
     settings = settings or CheckSettings()
@@ -218,13 +228,14 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     if last + 1 > looks:
         messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
         looks = last + 1
+    alphas = decide_mod.look_alphas(settings.alpha, looks, run.planned_launches if looks == run.looks else None)
     frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]] = {}
     cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
     effects: list[_Judged] = []
     for k in range(last + 1):
         verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas[round_of <= k],
-                                                  settings, looks, messages if k == last else [], cache)
+                                                  settings, alphas[k], messages if k == last else [], cache)
         verdicts["look"] = k
         for key, (_, row), eff in zip(_keys(verdicts), verdicts.iterrows(), effects, strict=True):
             if key not in frozen and row["verdict"] in DECIDED:

@@ -12,11 +12,13 @@ Every guideline comparison ends as one of (docs/statistics.md, "Three-way verdic
   undecided     neither (the interval contains the tolerance);
   untested      too few launches for any test.
 
-Adaptive rounds look at the data several times. The number of looks K is fixed before the
-first launch (the run's settings), and each look is judged at alpha / K (Bonferroni spending
-over looks, Holm within a look over the whole family): the chance of any false violation, or
-of any false "no violation", over all looks together is at most alpha, whatever the dependence
-between looks. A decision is kept from the look that first reached it.
+Adaptive rounds look at the data several times. The looks and the launches each adds are fixed
+before the first launch (the run's settings), and look k is judged at alpha_k, the increment of
+alpha * t_k over the planned share t_k of all launches measured by then (linear alpha spending;
+alpha / K each when the plan is unknown). The alpha_k sum to alpha (Bonferroni over looks, Holm
+within a look over the whole family): the chance of any false violation, or of any false
+"no violation", over all looks together is at most alpha, whatever the dependence between looks.
+A decision is kept from the look that first reached it.
 
 judge_look() computes the effect, tests and CI of every comparison of one look (effect());
 decide() turns them into verdicts.
@@ -59,11 +61,23 @@ class CheckSettings(BaseModel):
     looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
-def decide(verdicts: pd.DataFrame, alpha: float, tolerance: float, correction: stats.Correction,
-           looks: int) -> pd.DataFrame:
-    """Corrections per family (guidelines; A/A calibration and tuned separately), then verdicts."""
+def look_alphas(alpha: float, looks: int, planned_launches: list[int] | None = None) -> list[float]:
+    """The alpha of each look: increments of alpha * t_k, t_k the planned launches up to look k
+    over all planned (a quick check's 8, 16 and 32 launches: alpha/4, alpha/4, alpha/2), so the
+    looks with the most launches, which decide what the earlier ones left open, get the most;
+    alpha / looks each without a plan for exactly these looks."""
+    if not planned_launches or len(planned_launches) != looks or min(planned_launches) <= 0:
+        return [alpha / looks] * looks
+    cumulative = np.cumsum(planned_launches, dtype=float)
+    spent = alpha * cumulative / cumulative[-1]
+    return np.diff(spent, prepend=0.0).tolist()
+
+
+def decide(verdicts: pd.DataFrame, alpha_look: float, tolerance: float,
+           correction: stats.Correction) -> pd.DataFrame:
+    """Corrections per family (guidelines; A/A calibration and tuned separately), then verdicts
+    at this look's alpha."""
     v = verdicts.copy()
-    alpha_look = alpha / looks
     tested = {"p_value": "p_adjusted", "p_violation": "p_violation_adjusted",
               "p_equivalence": "p_equivalence_adjusted"}
     for adjusted in tested.values():
@@ -162,9 +176,9 @@ def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -
 
 
 def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements: pd.DataFrame,
-               settings: CheckSettings, looks: int, messages: list[str],
+               settings: CheckSettings, alpha_look: float, messages: list[str],
                cache: EffectCache | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
-    """Verdicts of every comparison on these measurements (one look), judged at alpha / looks,
+    """Verdicts of every comparison on these measurements (one look), judged at `alpha_look`,
     and each row's comparison and effect (for `details`). CI and raw view are left NaN."""
     by_side = sides(measurements)
     comps = comparisons(variants, by_side, settings.max_split, messages)
@@ -176,7 +190,7 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
     effects = [(c, _cached_effect(c, settings, cache)) for c in comps]
     rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan)) for c, e in effects]
     verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
-    return decide(verdicts, settings.alpha, settings.tolerance, settings.correction, looks), effects
+    return decide(verdicts, alpha_look, settings.tolerance, settings.correction), effects
 
 
 def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
