@@ -228,3 +228,26 @@ def test_alpha_is_spent_in_proportion_to_the_planned_launches() -> None:
     run = check.RunData(Path("x"), "r", {"settings": {"launches": 8, "rounds": 2, "round_launches": 8}}, {},
                         pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
     assert (run.looks, run.planned_launches) == (3, [8, 8, 16])
+
+
+def test_launches_of_the_rounds_measuring_one_side_do_not_make_a_comparison_partial(tmp_path: Path) -> None:
+    """The rounds re-measure the default for the open comparisons; the A/A copy is measured in the
+    first R launches only. That is the design, not missing data: the A/A row is not partial (the
+    headline said "some verdicts rest on incomplete data" after every adaptive check). A launch of
+    the first R that lacks a side still makes its comparison partial."""
+    plan = {"bcast": ["default", "default#aa", "bcast_as_allgatherv"]}
+    # launch-to-launch noise of the variants keeps the A/A comparison undecided at every look
+    first = simulate(Truth(), plan, [1024], launches=4, seed=41, variant_launch_sigma=0.3)
+    first = first[~((first["variant"] == "bcast_as_allgatherv") & (first["launch_idx"] == 0))]
+    more = simulate(Truth(), {"bcast": ["default", "bcast_as_allgatherv"]}, [1024], launches=4, seed=42,
+                    variant_launch_sigma=0.3)
+    more["launch_idx"] += 4
+    db = write_db(tmp_path / "r.duckdb", pd.concat([first, more], ignore_index=True))
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 4, "rounds": 1})])
+    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(4, 8)])
+    con.close()
+    v = check.check_db(db).verdicts.set_index("kind")
+    assert v.loc["aa", ["verdict", "look", "n_launches", "partial", "note"]].tolist() == [
+        "undecided", 1, 4, False, ""]
+    assert v.loc["pattern", ["n_launches", "partial", "note"]].tolist() == [7, True, "measured in 7 of 8 launches"]

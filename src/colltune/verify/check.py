@@ -229,13 +229,15 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
         messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
         looks = last + 1
     alphas = decide_mod.look_alphas(settings.alpha, looks, run.planned_launches if looks == run.looks else None)
+    round_launches = frozenset(i for i, r in run.rounds.items() if r > 0)
     frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]] = {}
     cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
     effects: list[_Judged] = []
     for k in range(last + 1):
         verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas[round_of <= k],
-                                                  settings, alphas[k], messages if k == last else [], cache)
+                                                  settings, alphas[k], messages if k == last else [], cache,
+                                                  round_launches)
         verdicts["look"] = k
         for key, (_, row), eff in zip(_keys(verdicts), verdicts.iterrows(), effects, strict=True):
             if key not in frozen and row["verdict"] in DECIDED:

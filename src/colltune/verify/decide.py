@@ -177,7 +177,8 @@ def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -
 
 def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements: pd.DataFrame,
                settings: CheckSettings, alpha_look: float, messages: list[str],
-               cache: EffectCache | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
+               cache: EffectCache | None = None, round_launches: frozenset[int] = frozenset(),
+               ) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
     """Verdicts of every comparison on these measurements (one look), judged at `alpha_look`,
     and each row's comparison and effect (for `details`). CI and raw view are left NaN."""
     by_side = sides(measurements)
@@ -188,13 +189,14 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
                         "count equals the brave count")
     cache = {} if cache is None else cache
     effects = [(c, _cached_effect(c, settings, cache)) for c in comps]
-    rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan)) for c, e in effects]
+    rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan), round_launches)
+            for c, e in effects]
     verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
     return decide(verdicts, alpha_look, settings.tolerance, settings.correction), effects
 
 
 def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
-         barrier_s: float) -> dict[str, object]:
+         barrier_s: float, round_launches: frozenset[int] = frozenset()) -> dict[str, object]:
     n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
     ref_med = float(np.median(c.ref.launch_medians))
     alt_med = float(np.median(c.alt.launch_medians))
@@ -205,8 +207,12 @@ def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckS
                 + (" measured on both sides" if e.test_used.paired else "") + ": not tested")
     elif e.test_used != settings.test:
         note = f"sides measured in separate launches: tested unpaired ({e.test_used}), {n_ref} and {n_alt} launches"
-    # Paired on fewer launches than a side has: some launches lack the other side.
-    expected = max(n_ref, n_alt)
+    # Paired on fewer launches than were measured: some launches lack the other side. Not so in
+    # the adaptive rounds' launches, which measure only the open comparisons' jobs: the default
+    # there serves other comparisons (e.g. every A/A copy is measured in the first R only).
+    one_side = np.setxor1d(c.ref.launch_ids, c.alt.launch_ids)
+    expected = (np.intersect1d(c.ref.launch_ids, c.alt.launch_ids).size
+                + sum(1 for i in one_side if int(i) not in round_launches))
     partial = (not testable) or (e.test_used.paired and e.n < expected)
     if partial and testable:
         note = f"measured in {e.n} of {expected} launches"
