@@ -104,14 +104,16 @@ def _gone(pid: int) -> bool:
 @pytest.mark.slow
 def test_sigkilled_bench_is_resumed_with_latest(tmp_path: Path) -> None:
     db = tmp_path / "out" / "b.duckdb"
-    argv = [COLLTUNE, "bench", "-c", "allreduce", "-s", "64", "-n", "2", "-R", "3", "--no-barrier",
+    # 1 MiB allreduces: the 2.5 s budget, not 100000 repetitions, ends every launch even on a quiet
+    # machine, so each launch outlasts runner.FLUSH_AFTER_S and is stored as it ends (64 B launches
+    # took 0.25 s there and the three were written together, with no moment between them)
+    argv = [COLLTUNE, "bench", "-c", "allreduce", "-s", "1MiB", "-n", "2", "-R", "3", "--no-barrier",
             "--max-reps", "100000", "--time-budget", "2.5", "--db", str(db), "--quiet"]
     bench = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     seen = None
     while time.monotonic() < deadline and bench.poll() is None:
         seen = _launches(db)
-        # launches are written in batches of runner.FLUSH_AFTER_S (2 s) or as they end if longer
         if seen and [(i, s) for i, s, _ in seen[1]] == [(0, "ok")]:
             break
         time.sleep(0.1)
