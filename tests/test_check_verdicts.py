@@ -17,6 +17,15 @@ from colltune.verify import check, decide, quality, stats
 PLAN = {"bcast": ["default", "bcast_as_scatter_allgather", "bcast_as_allgatherv", "bcast_as_scatter_ring_allgather"]}
 
 
+def _set_run(db: Path, settings: dict[str, object], round_1: range = range(0)) -> None:
+    """Give a synthetic run the settings a check stores and mark launches as adaptive round 1."""
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE runs SET settings = ?", [json.dumps(settings)])
+    if round_1:
+        con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in round_1])
+    con.close()
+
+
 def _verdicts(v: pd.DataFrame, kind: str = "pattern") -> dict[tuple[str, int], str]:
     p = v[v["kind"] == kind]
     return {(str(r.variant), int(r.msg_bytes)): str(r.verdict) for r in p.itertuples()}
@@ -63,9 +72,7 @@ def test_untested_comparisons_are_never_reported_clean(tmp_path: Path) -> None:
     m = simulate(truth, {"bcast": ["default", "bcast_as_allgatherv"]}, [8, 1024], launches=6, seed=2)
     m = m[~((m["variant"] == "bcast_as_allgatherv") & (m["msg_bytes"] == 8) & (m["launch_idx"] >= 2))]
     db = write_db(tmp_path / "u.duckdb", m)
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 6})])
-    con.close()
+    _set_run(db, {"launches": 6})
     r = check.check_db(db)
     cov = r.coverage()
     assert cov.notes() == ["1 of 4 comparisons untested: too few launches; rerun with -R 7"]
@@ -89,10 +96,7 @@ def test_looks_spend_alpha_and_keep_the_first_decision(tmp_path: Path) -> None:
                     variant_launch_sigma=0.08)
     more["launch_idx"] += 4
     db = write_db(tmp_path / "l.duckdb", pd.concat([first, more], ignore_index=True))
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 4, "rounds": 2})])
-    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(4, 16)])
-    con.close()
+    _set_run(db, {"launches": 4, "rounds": 2}, range(4, 16))
     # the looks, not the test, are under test here: the plain t (the trimmed t needs more launches
     # to show a 10% gain on normal noise)
     r = check.check_db(db, settings=check.CheckSettings(test=stats.Test.PAIRED_T))
@@ -117,10 +121,7 @@ def test_first_decision_is_kept_when_pattern_and_monotony_rows_are_judged_togeth
     later = simulate(Truth(), plan, [8, 1024], launches=12, seed=22, variant_launch_sigma=0.02)
     later["launch_idx"] += 6
     db = write_db(tmp_path / "k.duckdb", pd.concat([first, later], ignore_index=True))
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 6, "rounds": 1})])
-    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(6, 18)])
-    con.close()
+    _set_run(db, {"launches": 6, "rounds": 1}, range(6, 18))
     v = check.check_db(db).verdicts
     pat = v[v["kind"] == "pattern"].set_index("msg_bytes")
     assert v["ref_bytes"].isna().tolist() == [True, True, False, False]  # pattern; monotony, split
@@ -138,19 +139,14 @@ def test_launches_the_time_budget_cut_short_are_left_out(tmp_path: Path) -> None
     m = m[~hit | m.index.isin(kept)].copy()
     m.loc[kept, "runtime_s"] *= 100.0
     db = write_db(tmp_path / "b.duckdb", m)
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 10, "stop": {"min_reps": 10}})])
-    con.close()
+    _set_run(db, {"launches": 10, "stop": {"min_reps": 10}})
     r = check.check_db(db)
     row = r.verdicts[r.verdicts["kind"] == "pattern"].iloc[0]
     assert (row["verdict"], row["n_launches"], row["n_launches_variant"]) == ("violation", 9, 9)
     assert "1 of 30 (launch, variant, size) measurements stopped before 5 repetitions (time budget; a loaded " \
            "machine?) and are left out of the verdicts" in r.messages
     # with the nrep1 rule one repetition is a legitimate sample: nothing is left out
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 10, "stop": {"min_reps": 10,
-                                                                                        "methods": ["nrep1"]}})])
-    con.close()
+    _set_run(db, {"launches": 10, "stop": {"min_reps": 10, "methods": ["nrep1"]}})
     row = check.check_db(db).verdicts.query("kind == 'pattern'").iloc[0]
     assert (row["n_launches"], row["verdict"]) == (10, "violation")  # the trimmed t cuts the 100x launch
     plain = check.check_db(db, settings=check.CheckSettings(test=stats.Test.PAIRED_T))
@@ -243,10 +239,7 @@ def test_launches_of_the_rounds_measuring_one_side_do_not_make_a_comparison_part
                     variant_launch_sigma=0.3)
     more["launch_idx"] += 4
     db = write_db(tmp_path / "r.duckdb", pd.concat([first, more], ignore_index=True))
-    con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET settings = ?", [json.dumps({"launches": 4, "rounds": 1})])
-    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '1')", [[i] for i in range(4, 8)])
-    con.close()
+    _set_run(db, {"launches": 4, "rounds": 1}, range(4, 8))
     v = check.check_db(db).verdicts.set_index("kind")
     assert v.loc["aa", ["verdict", "look", "n_launches", "partial", "note"]].tolist() == [
         "undecided", 1, 4, False, ""]
