@@ -26,8 +26,10 @@
  * concurrent collective (or communicator creation) on another thread would see the member's
  * algorithm on some ranks and not on others, and hang.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ct_mpit.h"
 #include "ct_runtime.h"
@@ -63,6 +65,10 @@ static ct_cvar ct_alg[CT_NUM_COLLECTIVES];   /* the algorithm variable of each c
 static ct_cvar ct_device, ct_fallback, ct_dynamic;
 static int ct_device_none, ct_fallback_error;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
+
+#define CT_OMPI4_NOTE                                                                          \
+    "coll_tuned_use_dynamic_rules is read-only through MPI_T here (Open MPI before 5.0): launch " \
+    "with OMPI_MCA_coll_tuned_use_dynamic_rules=1 to offer the library's algorithms as members"
 
 static int ct_read_only;  /* algorithm variables found but refused a write (Open MPI 4.x) */
 
@@ -169,6 +175,24 @@ static void ct_register(int coll, int index)
     }
 }
 
+/* Open MPI before 5.0 refuses MPI_T writes of coll_tuned_use_dynamic_rules (ct_dynamic_usable),
+ * so it offers members only when the launch turned dynamic rules on; and its MPI_T_init_thread
+ * opens every MCA component to register their variables: 0.22 s of MPI_Init on this machine
+ * (Debian's 4.1.4, benchmarks/learning_runtime), paid by every learning run, even one whose table
+ * was refused. So MPI_T is not started there unless the launch set the switch (`--mca` reaches
+ * the ranks as this variable; an MCA parameter file is not looked at). */
+static int ct_openmpi_static_rules(void)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len, major = 0;
+    if (PMPI_Get_library_version(version, &len) != MPI_SUCCESS
+        || sscanf(version, "Open MPI v%d", &major) != 1 || major >= 5)
+        return 0;
+    const char *on = getenv("OMPI_MCA_coll_tuned_use_dynamic_rules");
+    return on == NULL || strcmp(on, "") == 0 || strcmp(on, "0") == 0 || strcasecmp(on, "false") == 0
+           || strcasecmp(on, "no") == 0;
+}
+
 static int ct_forced_value(int index, const char *wanted, ct_cvar *v, int *value)
 {
     int cvar = ct_cvar_open(index, v);
@@ -192,6 +216,8 @@ uint64_t ct_libalg_setup(void)
                "settings are process-wide)";
     else if (ct_mpit_intel())
         note = "Intel MPI fixes its algorithms per launch (I_MPI_ADJUST_*), not per call";
+    else if (ct_openmpi_static_rules())
+        note = CT_OMPI4_NOTE;
     else if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
         note = "MPI_T is unavailable, so no library algorithm can be chosen per call";
     ct_select_clear_library(note);
@@ -222,10 +248,7 @@ uint64_t ct_libalg_setup(void)
     ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
     if (ct_kind == CT_LIB_OPENMPI) {
         if (!ct_dynamic_usable(index[CT_NUM_COLLECTIVES], &ct_dynamic)) {
-            ct_select_clear_library("coll_tuned_use_dynamic_rules is read-only through MPI_T here "
-                                    "(Open MPI before 5.0): launch with "
-                                    "OMPI_MCA_coll_tuned_use_dynamic_rules=1 to offer the library's "
-                                    "algorithms as members");
+            ct_select_clear_library(CT_OMPI4_NOTE);
             return 0;
         }
     } else {
