@@ -23,6 +23,10 @@ enum ct_setting_type {
 #define CT_ENV_PROFILE "COLLTUNE_PROFILE"
 #define CT_DEFAULT_PROFILE ""
 
+/* COLLTUNE_PROOF (path, mode variants, read by libcolltune) */
+#define CT_ENV_PROOF "COLLTUNE_PROOF"
+#define CT_DEFAULT_PROOF ""
+
 /* COLLTUNE_VERBOSE (bool, mode counting, read by libcolltune) */
 #define CT_ENV_VERBOSE "COLLTUNE_VERBOSE"
 #define CT_DEFAULT_VERBOSE 0
@@ -99,6 +103,7 @@ enum ct_setting_type {
 #define CT_SETTINGS(X) \
     X(FORCE, "COLLTUNE_FORCE", CT_SETTING_ASSIGNMENTS, "", 1) \
     X(PROFILE, "COLLTUNE_PROFILE", CT_SETTING_PATH, "", 1) \
+    X(PROOF, "COLLTUNE_PROOF", CT_SETTING_PATH, "", 1) \
     X(VERBOSE, "COLLTUNE_VERBOSE", CT_SETTING_BOOL, "0", 1) \
     X(SELECT, "COLLTUNE_SELECT", CT_SETTING_PATH, "", 1) \
     X(SELECT_SEED, "COLLTUNE_SELECT_SEED", CT_SETTING_STRING, "", 1) \
@@ -118,6 +123,6 @@ enum ct_setting_type {
     X(PROFILE_RUN, "COLLTUNE_PROFILE_RUN", CT_SETTING_PATH, "", 1) \
     X(PROFILE_RUN_SAMPLE, "COLLTUNE_PROFILE_RUN_SAMPLE", CT_SETTING_STRING, "16", 1) \
 
-#define CT_NUM_SETTINGS 20
+#define CT_NUM_SETTINGS 21
 
 #endif /* CT_SETTINGS_H */

@@ -142,11 +142,25 @@ CT_HIDDEN void **ct_learn_lib_slot(MPI_Comm comm);
 CT_HIDDEN void ct_libalg_comm_free(void *cache);
 CT_HIDDEN void ct_libalg_finish(void);
 
-/* Whether a variant or library member can serve the call (uniform arguments only). */
+/* The proof gate (proof.c, docs/select.md "The proof"). ct_proof_load at MPI_Init, after the
+ * library members are registered, returns the proof's hash (0: no proof, nothing is served). */
+CT_HIDDEN uint64_t ct_proof_load(void);
+CT_HIDDEN int ct_proof_loaded(void);
+CT_HIDDEN const char *ct_proof_where(void);
+CT_HIDDEN void ct_proof_clear(void);
+CT_HIDDEN colltune_reason ct_proof_check(int id, const ct_call *call);
+/* Members proven in every class their collective can take: no per-call classification. */
+extern CT_HIDDEN unsigned char ct_proof_full[CT_LIB_BASE + CT_LIB_MAX];
+
+/* Whether a variant or library member can serve the call (uniform arguments only): applicable
+ * and proven on this library in the call's case class. */
 static inline colltune_reason ct_member_applicable(int id, const ct_call *call)
 {
-    return CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
-                                          : colltune_applicable(id, call);
+    colltune_reason reason = CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
+                                                            : colltune_applicable(id, call);
+    if (reason != COLLTUNE_APPLICABLE || CT_LIKELY(ct_proof_full[id]))
+        return reason;
+    return ct_proof_check(id, call);
 }
 
 /* Run the decided variant or library member. */

@@ -30,7 +30,8 @@ enum { CT_PROFILE_NONE = 0, CT_PROFILE_BAD = 1, CT_PROFILE_OK = 2 };
 /* What the ranks compare, packed for one PMPI_Allreduce with MPI_MAX: a value x and its
  * complement ~x give max(x) and ~min(x), so equal extremes mean all ranks agree. */
 enum { CT_V_FORCE_BAD, CT_V_CFG, CT_V_CFG_NOT, CT_V_PSTATE, CT_V_PSTATE_NOT, CT_V_PHASH,
-       CT_V_PHASH_NOT, CT_V_LEARN, CT_V_PROFRUN = CT_V_LEARN + CT_LEARN_SLOTS,
+       CT_V_PHASH_NOT, CT_V_PROOF, CT_V_PROOF_NOT, CT_V_LEARN,
+       CT_V_PROFRUN = CT_V_LEARN + CT_LEARN_SLOTS,
        CT_V_COUNT = CT_V_PROFRUN + CT_PROFRUN_SLOTS };
 
 static uint64_t ct_fnv1a(uint64_t h, const void *data, size_t len)
@@ -101,6 +102,14 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
                colltune_chunk_bytes());
 }
 
+static int ct_any_forced(const int force[CT_NUM_COLLECTIVES])
+{
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        if (force[c] >= 0)
+            return 1;
+    return 0;
+}
+
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
 static void ct_runtime_start(void)
 {
@@ -125,6 +134,8 @@ static void ct_runtime_start(void)
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
                               ~(uint64_t)state, phash, ~phash};
     int learn = ct_learn_prepare(v + CT_V_LEARN, learn_err, sizeof learn_err) != CT_LEARN_OFF;
+    uint64_t proof = ct_proof_load();   /* after the learning mode registered library members */
+    v[CT_V_PROOF] = proof, v[CT_V_PROOF_NOT] = ~proof;
     if (ct_rank != 0)
         v[CT_V_LEARN + CT_L_SEED] = 0;
     ct_profrun_prepare(v + CT_V_PROFRUN);   /* MPI_MAX then gives every rank rank 0's seed */
@@ -162,6 +173,16 @@ static void ct_runtime_start(void)
             force[c] = CT_FORCE_UNSET;
         v[CT_V_LEARN + CT_L_STATE] = CT_LEARN_OFF;
     }
+    if (!ct_agree(v, CT_V_PROOF, CT_V_PROOF_NOT)) {
+        if (ct_rank == 0)
+            ct_message("warning: the ranks read different proofs (%s); no variant serves any "
+                       "call (give all ranks the same build cache or COLLTUNE_PROOF)",
+                       ct_proof_where());
+        ct_proof_clear();
+    }
+    if (ct_rank == 0 && !ct_proof_loaded() && (ct_loaded != NULL || learn || ct_any_forced(force)))
+        ct_message("warning: no proof for this library at %s: no variant serves any call until "
+                   "`colltune selftest` has proven them here", ct_proof_where());
     if (learn || v[CT_V_LEARN + CT_L_STATE] != CT_LEARN_OFF)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
@@ -204,5 +225,6 @@ int MPI_Finalize(void)
     ct_learn_finish();
     ct_profile_free(ct_loaded);
     ct_loaded = NULL;
+    ct_proof_clear();
     return PMPI_Finalize();
 }

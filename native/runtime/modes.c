@@ -82,7 +82,7 @@ ct_decision ct_decide(const ct_call *call)
         break;
     }
     if (d.chosen >= 0 && d.variant < 0 && d.reason == COLLTUNE_APPLICABLE) {   /* learn: done */
-        d.reason = colltune_applicable(d.chosen, call);
+        d.reason = ct_member_applicable(d.chosen, call);
         if (d.reason == COLLTUNE_APPLICABLE)
             d.variant = d.chosen;
     }

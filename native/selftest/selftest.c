@@ -23,6 +23,7 @@
  * Usage: colltune-selftest [--no-big] [--quick] [--collective NAME]
  */
 #include "st.h"
+#include "ct_proof.h"
 
 #include <limits.h>
 #include <math.h>
@@ -40,6 +41,7 @@ typedef struct st_record {
     int mismatch;    /* result differs from the library's */
     int error;       /* an MPI error (variant or library) */
     int probe;       /* applicability-only case */
+    int cls;         /* case class of the proof (ct_proof.h), -1 for probes */
 } st_record;
 
 typedef struct st_log {
@@ -377,6 +379,28 @@ static int st_run_library(const st_case *c, const st_layout *L, const int *rc, s
     return colltune_invoke_library(&call);
 }
 
+/* The variant's or member's output against the library's: result, op calls, send buffer. */
+static void st_check_result(const st_case *c, const st_layout *L, const st_buffers *b, int member,
+                            st_record *rec)
+{
+    char detail[512] = "";
+    const char *what = NULL;
+    if (!st_same(c, L, b->lib_recv, b->recv, b->recv_input, detail, sizeof detail)) {
+        what = "result";
+    } else if (st_count_misuse > 0) {
+        what = "op-count";
+        snprintf(detail, sizeof detail, "the user op was called %ld time(s) with a count other "
+                 "than the caller's %d", st_count_misuse, c->count);
+    } else if (memcmp(b->pristine, b->send, (size_t)L->send_bytes) != 0) {
+        what = "sendbuf";
+        snprintf(detail, sizeof detail, "the send buffer was modified");
+    }
+    if (what == NULL) return;
+    rec->mismatch = 1;
+    if (member != ST_LIB_MEMBER) st_report(c, member, what, detail);
+    st_proof_failure(member, c, rec->cls, what, detail);
+}
+
 static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, st_buffers *b,
                            int variant, int lib_err, st_log *log)
 {
@@ -384,7 +408,7 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
     st_prepare(c, L, rc, b->send, b->recv, &call);
     memcpy(b->pristine, b->send, (size_t)L->send_bytes);
     memcpy(b->recv_input, b->recv, (size_t)L->recv_bytes);
-    st_record rec = {variant, colltune_applicable(variant, &call), 0, 0, 0, 0};
+    st_record rec = {variant, colltune_applicable(variant, &call), 0, 0, 0, 0, st_case_class(c)};
     colltune_reason expected = st_expected_reason(variant, c, st_case_bytes(c, rc), rc);
     char detail[512] = "";
     if ((int)expected != rec.reason) {
@@ -401,20 +425,74 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
             rec.error = 1;
             st_error_text(err != MPI_SUCCESS ? err : lib_err, detail, sizeof detail);
             st_report(c, err != MPI_SUCCESS ? variant : -1, "error", detail);
-        } else if (!st_same(c, L, b->lib_recv, b->recv, b->recv_input, detail, sizeof detail)) {
-            rec.mismatch = 1;
-            st_report(c, variant, "result", detail);
-        } else if (st_count_misuse > 0) {
-            rec.mismatch = 1;
-            snprintf(detail, sizeof detail, "the user op was called %ld time(s) with a count other "
-                     "than the caller's %d", st_count_misuse, c->count);
-            st_report(c, variant, "op-count", detail);
-        } else if (memcmp(b->pristine, b->send, (size_t)L->send_bytes) != 0) {
-            rec.mismatch = 1;
-            st_report(c, variant, "sendbuf", "the variant modified the send buffer");
+            st_proof_failure(variant, c, rec.cls, "error", detail);
+        } else {
+            st_check_result(c, L, b, variant, &rec);
         }
     }
     st_log_add(log, rec);
+}
+
+/* The library's algorithm forced with --member, against the library's own choice. An error on
+ * every rank is a refusal (the runtime then lets the library choose), on some ranks a failure. */
+static void st_run_member(const st_case *c, const st_layout *L, const int *rc, st_buffers *b,
+                          int lib_err, st_log *log)
+{
+    st_comm forced = *c->comm;
+    forced.comm = st_member_comm(c->comm->slot, c->comm->comm);
+    st_case fc = *c;
+    fc.comm = &forced;
+    ct_call call;
+    st_prepare(&fc, L, rc, b->send, b->recv, &call);
+    memcpy(b->pristine, b->send, (size_t)L->send_bytes);
+    memcpy(b->recv_input, b->recv, (size_t)L->recv_bytes);
+    st_record rec = {ST_LIB_MEMBER, COLLTUNE_APPLICABLE, 0, 0, 0, 0, st_case_class(c)};
+    st_caller_count = c->count;
+    st_count_misuse = 0;
+    int err = st_member_select();
+    if (err == MPI_SUCCESS) {
+        err = colltune_invoke_library(&call);
+        int restored = st_member_restore();
+        if (err == MPI_SUCCESS) err = restored;
+    }
+    char detail[512] = "";
+    if (err != MPI_SUCCESS) {
+        rec.reason = COLLTUNE_NA_REFUSED;
+        st_error_text(err, detail, sizeof detail);
+        st_proof_failure(ST_LIB_MEMBER, c, rec.cls, "refused", detail);
+    } else if (lib_err != MPI_SUCCESS) {
+        rec.error = 1;
+        st_error_text(lib_err, detail, sizeof detail);
+        st_report(c, -1, "error", detail);
+    } else {
+        st_check_result(c, L, b, ST_LIB_MEMBER, &rec);
+    }
+    st_log_add(log, rec);
+}
+
+/* The standard's arithmetic is modular for integers: an 8-bit MPI_SUM that saturates (Open MPI
+ * 5.0's op/avx) is the library's bug, reported as a finding about it, not about a member. */
+static void st_check_library_arithmetic(const st_case *c, const st_layout *L, const st_buffers *b,
+                                        int lib_err)
+{
+    static int reported;
+    if (reported || lib_err != MPI_SUCCESS || c->coll != CT_COLL_ALLREDUCE || c->in_place
+        || c->type->kind != ST_UINT8 || c->op->kind != ST_SUM || c->comm->slot != 0)
+        return;
+    for (int64_t i = 0; i < L->out_bytes; i++) {
+        unsigned sum = 0;
+        for (int r = 0; r < c->comm->size; r++) sum += st_byte_value(r, i);
+        if (b->lib_recv[i] != (unsigned char)sum) {
+            reported = 1;
+            if (c->comm->rank == 0)
+                printf("{\"type\":\"library_finding\",\"what\":\"8-bit MPI_SUM does not wrap "
+                       "modulo 256 as the standard's integer arithmetic does\",\"detail\":\""
+                       "MPI_Allreduce of %d MPI_UINT8_T on %d ranks: element %lld is %u, not %u\"}\n",
+                       c->count, c->comm->size, (long long)i, b->lib_recv[i], sum & 255u);
+            fflush(stdout);
+            return;
+        }
+    }
 }
 
 static void st_run_case(const st_case *c, st_buffers *b, st_log *log)
@@ -422,7 +500,14 @@ static void st_run_case(const st_case *c, st_buffers *b, st_log *log)
     const int *rc = st_recvcounts(c);
     st_layout L = st_layout_of(c, rc);
     st_reserve(b, &L);
+    if (st_member_active()) {
+        int cls = st_case_class(c);
+        if (cls < 0 || !(st_class_filter >> cls & 1)) return;
+        st_run_member(c, &L, rc, b, st_run_library(c, &L, rc, b), log);
+        return;
+    }
     int lib_err = st_run_library(c, &L, rc, b);
+    st_check_library_arithmetic(c, &L, b, lib_err);
     for (int v = 0; v < CT_NUM_VARIANTS; v++)
         if (ct_variants[v].coll == c->coll) st_run_variant(c, &L, rc, b, v, lib_err, log);
 }
@@ -536,7 +621,7 @@ static void st_probe(const st_case *c, st_log *log)
     int64_t n = st_case_bytes(c, rc);
     for (int v = 0; v < CT_NUM_VARIANTS; v++) {
         if (ct_variants[v].coll != c->coll) continue;
-        st_record rec = {v, colltune_applicable(v, &call), 0, 0, 0, 1};
+        st_record rec = {v, colltune_applicable(v, &call), 0, 0, 0, 1, -1};
         colltune_reason expected = st_expected_reason(v, c, n, rc);
         if ((int)expected != rec.reason) {
             char detail[256];
@@ -591,6 +676,10 @@ static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *
         const st_record *r = &log->records[i];
         st_tally *t = &tally[r->variant];
         int reason_max = v[5 * i], reason_min = -v[5 * i + 1];
+        if (!r->probe)
+            st_proof_account(r->variant, r->cls, reason_max == COLLTUNE_APPLICABLE
+                             && reason_min == reason_max, reason_min != reason_max,
+                             v[5 * i + 3] || v[5 * i + 4]);
         if (r->probe) {
             t->probes++;
             if (reason_min == reason_max) t->probe_reasons[reason_max]++;
@@ -697,18 +786,24 @@ static void st_library_version(char *out)
 
 static int st_usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME]\n", argv0);
+    fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME] "
+            "[--member lib:<collective>:<algorithm> [--classes HEX]]\n", argv0);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     int big = 1, only = -1, quick = 0;
+    const char *member = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-big") == 0) {
             big = 0;
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
+            member = argv[++i];
+        } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
+            st_class_filter = strtoull(argv[++i], NULL, 16);
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
             only = colltune_collective_index(argv[++i]);
             if (only < 0) {
@@ -744,15 +839,24 @@ int main(int argc, char **argv)
     const char *names[3] = {"world", "split", "dup"};
     for (int i = 0; i < 3; i++) {
         PMPI_Comm_set_errhandler(handles[i], MPI_ERRORS_RETURN);
-        comms[i] = (st_comm){names[i], handles[i], 0, 0, 0};
+        comms[i] = (st_comm){names[i], i, handles[i], 0, 0, 0};
         PMPI_Comm_size(handles[i], &comms[i].size);
         PMPI_Comm_rank(handles[i], &comms[i].rank);
     }
-    st_comm intercomm = {"intercomm", inter, 0, 0, 1};
+    st_comm intercomm = {"intercomm", 3, inter, 0, 0, 1};
     if (inter != MPI_COMM_NULL) {
         PMPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
         PMPI_Comm_size(inter, &intercomm.size);
         PMPI_Comm_rank(inter, &intercomm.rank);
+    }
+    int provided;
+    if (member != NULL) {
+        MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+        for (int i = 0; i < 3; i++)
+            if (st_member_open(member, i, handles[i], &only, err, sizeof err) != MPI_SUCCESS) {
+                if (rank == 0) fprintf(stderr, "colltune-selftest: %s\n", err);
+                PMPI_Abort(MPI_COMM_WORLD, 2);
+            }
     }
     st_type types[ST_NUM_TYPES];
     st_op ops[ST_NUM_OPS];
@@ -782,14 +886,15 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
         }
-    st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
+    if (member == NULL)
+        st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
     char arena_detail[256] = "";
     int arena_ok = st_check_arena(&comms[0], arena_detail, sizeof arena_detail);
     PMPI_Allreduce(MPI_IN_PLACE, &arena_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!arena_ok && arena_detail[0] != '\0')
         fprintf(stderr, "colltune-selftest: rank %d: arena: %s\n", rank, arena_detail);
 
-    st_tally tally[CT_NUM_VARIANTS];
+    st_tally tally[CT_NUM_VARIANTS + 1];   /* + the forced library member */
     memset(tally, 0, sizeof tally);
     int status = MPI_SUCCESS;
     for (int i = 0; i < 3 && status == MPI_SUCCESS; i++)
@@ -797,13 +902,14 @@ int main(int argc, char **argv)
     if (status == MPI_SUCCESS) status = st_merge(&probe_log, MPI_COMM_WORLD, rank == 0, tally);
     if (status == MPI_SUCCESS)
         status = PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : tally, tally,
-                             ST_TALLY_LONGS * CT_NUM_VARIANTS, MPI_LONG_LONG, MPI_SUM, 0,
+                             ST_TALLY_LONGS * (CT_NUM_VARIANTS + 1), MPI_LONG_LONG, MPI_SUM, 0,
                              MPI_COMM_WORLD);
     if (status != MPI_SUCCESS) {
         st_error_text(status, err, sizeof err);
         fprintf(stderr, "colltune-selftest: merging the results failed: %s\n", err);
         PMPI_Abort(MPI_COMM_WORLD, 2);
     }
+    if (status == MPI_SUCCESS) status = st_proof_finish(MPI_COMM_WORLD, rank, member);
     double seconds = PMPI_Wtime() - start;
     if (rank == 0) st_print_results(tally, p, seconds, library, arena_ok);
 
@@ -811,6 +917,10 @@ int main(int argc, char **argv)
     free(probe_log.records);
     free(buffers.send), free(buffers.recv), free(buffers.lib_recv), free(buffers.pristine);
     free(buffers.recv_input);
+    if (member != NULL) {
+        st_member_close();
+        MPI_T_finalize();   /* before MPI_Finalize: Open MPI segfaults the other way round */
+    }
     if (inter != MPI_COMM_NULL) PMPI_Comm_free(&inter);
     PMPI_Comm_free(&split);
     PMPI_Comm_free(&dup);

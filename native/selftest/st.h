@@ -13,7 +13,9 @@
 
 /* ST_MIXED: layouts that differ between ranks with one type signature (the standard allows it
  * outside reductions): the vector on even ranks, twice as many MPI_INT on odd ranks. */
-enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_MIXED, ST_NUM_TYPES };
+/* ST_UINT8: 8-bit sums overflow with our inputs, where Open MPI 5.0's op/avx saturates instead of
+ * wrapping and its algorithms disagree (a case class of its own in the proof). */
+enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_MIXED, ST_UINT8, ST_NUM_TYPES };
 
 typedef struct st_type {
     const char *name;
@@ -44,6 +46,7 @@ typedef struct st_op {
 
 typedef struct st_comm {
     const char *name;    /* world, split, dup, intercomm */
+    int slot;            /* index among the matrix's communicators (--member) */
     MPI_Comm comm;
     int size, rank;
     int inter;
@@ -76,5 +79,22 @@ void st_fill(void *buf, int64_t bytes, enum st_kind kind, int rank, int64_t firs
  * colltune_applicable must give. */
 int st_rules_check_catalog(char *err, size_t errlen);
 colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, const int *recvcounts);
+
+/* st_proof.c: the proof of every member per case class (docs/select.md, "The proof"). Member
+ * ST_LIB_MEMBER is the library algorithm forced with --member; the others are the mock-ups. */
+#define ST_LIB_MEMBER CT_NUM_VARIANTS
+int st_case_class(const st_case *c);
+void st_proof_failure(int member, const st_case *c, int cls, const char *what, const char *detail);
+void st_proof_account(int member, int cls, int applicable, int nonuniform, int failed);
+int st_proof_finish(MPI_Comm world, int rank, const char *lib_member);
+/* --member lib:<coll>:<alg>: force it on each communicator of the matrix (slot = comm index). */
+int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *err, size_t len);
+int st_member_active(void);
+MPI_Comm st_member_comm(int slot, MPI_Comm comm);
+int st_member_select(void);
+int st_member_restore(void);
+void st_member_close(void);
+/* --classes HEX: run the member only in these classes (a rerun after a crash). */
+extern uint64_t st_class_filter;
 
 #endif /* ST_H */

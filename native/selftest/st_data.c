@@ -52,7 +52,7 @@ unsigned char st_byte_value(int rank, int64_t slot)
 
 void st_fill(void *buf, int64_t bytes, enum st_kind kind, int rank, int64_t first_slot)
 {
-    if (kind == ST_BYTE) {
+    if (kind == ST_BYTE || kind == ST_UINT8) {
         unsigned char *b = buf;
         for (int64_t i = 0; i < bytes; i++) b[i] = st_byte_value(rank, first_slot + i);
     } else if (kind == ST_DOUBLE) {
@@ -163,6 +163,7 @@ void st_types_init(st_type types[ST_NUM_TYPES])
     st_describe(&types[ST_CONTIG], "contiguous(3,MPI_INT)", ST_CONTIG, st_contig_type);
     st_describe(&types[ST_VECTOR], "vector(2,1,2,MPI_INT)", ST_VECTOR, st_vector_type);
     st_describe(&types[ST_MIXED], "vector(2,1,2,MPI_INT)|2xMPI_INT", ST_MIXED, st_vector_type);
+    st_describe(&types[ST_UINT8], "MPI_UINT8_T", ST_UINT8, MPI_UINT8_T);
     types[ST_MIXED].odd_type = MPI_INT, types[ST_MIXED].odd_factor = 2;
     types[ST_MIXED].odd_extent = 4;
 }
@@ -191,6 +192,7 @@ int st_op_valid(const st_op *op, const st_type *type)
     case ST_CONTIG:
     case ST_VECTOR: return op->kind >= ST_USER_COMM;
     case ST_MIXED: return 0; /* reductions take one datatype on all ranks */
+    case ST_UINT8: return op->kind <= ST_BOR; /* the user ops combine 32-bit slots */
     case ST_NUM_TYPES: break;
     }
     return 0;

@@ -1,0 +1,210 @@
+/*
+ * Forcing one of the library's own collective algorithms through MPI_T control variables, for
+ * the measurement driver's `lib:` variants and the selftest's proof of them:
+ *  - MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM is read on every call, so it is written before
+ *    each repetition of the variant (and MPIR_CVAR_DEVICE_COLLECTIVES set to `none`, or device
+ *    collectives override the choice, and MPIR_CVAR_COLLECTIVE_FALLBACK to `error`, so that an
+ *    algorithm unusable for a call fails instead of being silently replaced), and the library's
+ *    values restored for other variants.
+ *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
+ *    the variant gets its own communicator duplicated while the value is set.
+ * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
+ * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_libalg.h"
+#include "ct_mpit.h"
+
+/* A companion variable absent from this version is fine (cvar = -1), an MPI_T failure not. */
+static int forced_open(ct_forced_cvar *f, const char *name, const char *value)
+{
+    f->cvar = -1;
+    f->handle = MPI_T_CVAR_HANDLE_NULL;
+    int index, rc;
+    if (ct_mpit_find(name, &index) != 0 || ct_mpit_value(index, value, &f->forced) != 0)
+        return MPI_SUCCESS;
+    if ((rc = ct_mpit_handle(index, &f->handle)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_T_cvar_read(f->handle, &f->original)) != MPI_SUCCESS)
+        return rc;
+    f->cvar = index;
+    return MPI_SUCCESS;
+}
+
+static int forced_write(const ct_forced_cvar *f, int forced)
+{
+    if (f->cvar < 0)
+        return MPI_SUCCESS;
+    return MPI_T_cvar_write(f->handle, forced ? &f->forced : &f->original);
+}
+
+static void forced_close(ct_forced_cvar *f)
+{
+    if (f->handle != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&f->handle);
+    f->cvar = -1;
+}
+
+static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
+                      size_t errlen)
+{
+    char ucoll[64], name[160];
+    ct_mpit_upper(ucoll, coll, sizeof ucoll);
+    snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
+    if (ct_mpit_find(name, &alg->cvar) != 0)
+        return -1;
+    alg->kind = CT_LIBALG_MPICH;
+    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `mpivars`)", name, algorithm);
+        return MPI_ERR_ARG;
+    }
+    int rc = ct_mpit_handle(alg->cvar, &alg->handle);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_T_cvar_read(alg->handle, &alg->original);
+    if (rc == MPI_SUCCESS)
+        rc = forced_open(&alg->device, "MPIR_CVAR_DEVICE_COLLECTIVES", "none");
+    if (rc == MPI_SUCCESS)
+        rc = forced_open(&alg->fallback, "MPIR_CVAR_COLLECTIVE_FALLBACK", "error");
+    if (rc != MPI_SUCCESS)
+        snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
+    return rc;
+}
+
+static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                        char *err, size_t errlen)
+{
+    char name[160];
+    int rc, dynamic_cvar, dynamic_on = 1, dynamic_old = 0;
+    MPI_T_cvar_handle dynamic = MPI_T_CVAR_HANDLE_NULL;
+    snprintf(name, sizeof name, "coll_tuned_%s_algorithm", coll);
+    if (ct_mpit_find(name, &alg->cvar) != 0)
+        return -1;
+    alg->kind = CT_LIBALG_OPENMPI;
+    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll tuned "
+                 "--level 9`)", name, algorithm);
+        return MPI_ERR_ARG;
+    }
+    if ((rc = ct_mpit_handle(alg->cvar, &alg->handle)) != MPI_SUCCESS
+        || (rc = MPI_T_cvar_read(alg->handle, &alg->original)) != MPI_SUCCESS)
+        goto fail;
+    /* Forced algorithms are honoured only with dynamic rules, also read at creation. */
+    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
+        if ((rc = ct_mpit_handle(dynamic_cvar, &dynamic)) != MPI_SUCCESS
+            || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS)
+            goto fail;
+        /* Already on (set at launch): Open MPI 4.1 refuses writes of it, so leave it alone. */
+        if (dynamic_old == dynamic_on) {
+            MPI_T_cvar_handle_free(&dynamic);   /* nothing to write nor to restore */
+        } else if ((rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS) {
+            snprintf(name, sizeof name, "coll_tuned_use_dynamic_rules");
+            goto fail;
+        }
+    }
+    if ((rc = MPI_T_cvar_write(alg->handle, &alg->value)) != MPI_SUCCESS)
+        goto fail;
+    rc = PMPI_Comm_dup(comm, &alg->comm);
+    int restore = MPI_T_cvar_write(alg->handle, &alg->original);
+    if (dynamic != MPI_T_CVAR_HANDLE_NULL) {
+        if (restore == MPI_SUCCESS)
+            restore = MPI_T_cvar_write(dynamic, &dynamic_old);
+        MPI_T_cvar_handle_free(&dynamic);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = restore;
+    if (rc == MPI_SUCCESS)
+        return MPI_SUCCESS;
+fail:
+    if (rc == MPI_T_ERR_CVAR_SET_NEVER)
+        snprintf(err, errlen, "%s is read-only through MPI_T in this library (Open MPI before "
+                 "5.0): launch with OMPI_MCA_coll_tuned_use_dynamic_rules=1 (e.g. "
+                 "COLLTUNE_MPIEXEC_FLAGS='--mca coll_tuned_use_dynamic_rules 1')", name);
+    else
+        snprintf(err, errlen, "MPI_T write of %s failed (error %d); is it writable here?", name, rc);
+    return rc;
+}
+
+/* Intel MPI: the algorithm is fixed for the whole launch by I_MPI_ADJUST_<COLL>. The variant is
+ * measured only in a launch started for it (all ranks must agree), so that its name never
+ * labels the library's own choice. */
+static int open_at_launch(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                          char *err, size_t errlen)
+{
+    if (!ct_mpit_intel())
+        return -1;
+    char ucoll[64], name[96];
+    ct_mpit_upper(ucoll, coll, sizeof ucoll);
+    snprintf(name, sizeof name, "I_MPI_ADJUST_%s", ucoll);
+    const char *value = getenv(name);
+    int mine = value && strcmp(value, algorithm) == 0, all = 0;
+    int rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!all) {
+        snprintf(err, errlen, "Intel MPI fixes algorithms at launch: measure this variant in a "
+                 "launch with %s=%s on every rank (colltune bench does so by itself)", name,
+                 algorithm);
+        return MPI_ERR_ARG;
+    }
+    alg->kind = CT_LIBALG_LAUNCH;
+    return MPI_SUCCESS;
+}
+
+int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
+                   char *err, size_t errlen)
+{
+    memset(alg, 0, sizeof *alg);
+    alg->comm = MPI_COMM_NULL;
+    alg->handle = MPI_T_CVAR_HANDLE_NULL;
+    alg->device = (ct_forced_cvar){.cvar = -1, .handle = MPI_T_CVAR_HANDLE_NULL};
+    alg->fallback = alg->device;
+    int rc = open_mpich(collective, algorithm, alg, err, errlen);
+    if (rc == -1)
+        rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
+    if (rc == -1)
+        rc = open_at_launch(collective, algorithm, comm, alg, err, errlen);
+    if (rc == -1) {
+        snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for %s "
+                 "through MPI_T (Intel MPI: the front end sets I_MPI_ADJUST_* per launch)",
+                 collective);
+        return MPI_ERR_ARG;
+    }
+    return rc;
+}
+
+int ct_libalg_select(const ct_libalg *alg)
+{
+    if (alg->kind != CT_LIBALG_MPICH)
+        return MPI_SUCCESS;
+    int rc = MPI_T_cvar_write(alg->handle, &alg->value);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->device, 1);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->fallback, 1);
+    return rc;
+}
+
+int ct_libalg_restore(const ct_libalg *alg)
+{
+    if (alg->kind != CT_LIBALG_MPICH)
+        return MPI_SUCCESS;
+    int rc = MPI_T_cvar_write(alg->handle, &alg->original);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->device, 0);
+    if (rc == MPI_SUCCESS)
+        rc = forced_write(&alg->fallback, 0);
+    return rc;
+}
+
+void ct_libalg_close(ct_libalg *alg)
+{
+    if (alg->comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&alg->comm);
+    if (alg->handle != MPI_T_CVAR_HANDLE_NULL)
+        MPI_T_cvar_handle_free(&alg->handle);
+    forced_close(&alg->device);
+    forced_close(&alg->fallback);
+}

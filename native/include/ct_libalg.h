@@ -1,0 +1,48 @@
+/*
+ * The library's own collective algorithms (`lib:<collective>:<algorithm>`), forced through MPI_T
+ * (native/core/libalg.c): used by the measurement driver and by the selftest's proof.
+ */
+#ifndef CT_LIBALG_H
+#define CT_LIBALG_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef enum ct_libalg_kind {
+    CT_LIBALG_NONE = 0,
+    CT_LIBALG_MPICH,    /* MPI_T write before each call */
+    CT_LIBALG_OPENMPI,  /* MPI_T write, then a communicator of its own */
+    CT_LIBALG_LAUNCH    /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
+} ct_libalg_kind;
+
+/* An integer control variable forced to a value while a variant runs (MPICH). */
+typedef struct ct_forced_cvar {
+    int cvar;            /* MPI_T index, -1: the library has no such variable */
+    int forced;          /* value while the variant runs */
+    int original;        /* value before we touched it (the library's default) */
+    MPI_T_cvar_handle handle;
+} ct_forced_cvar;
+
+typedef struct ct_libalg {
+    ct_libalg_kind kind;
+    int cvar;            /* MPI_T index of the algorithm control variable */
+    int value;           /* the algorithm's value */
+    int original;        /* value before we touched it (the library's default) */
+    MPI_T_cvar_handle handle;
+    /* MPICH only: MPIR_CVAR_DEVICE_COLLECTIVES=none (or device collectives override the
+     * choice) and MPIR_CVAR_COLLECTIVE_FALLBACK=error (or an algorithm that cannot serve a
+     * call is silently replaced, and the library's choice measured under the variant's name) */
+    ct_forced_cvar device, fallback;
+    MPI_Comm comm;       /* Open MPI: a communicator created while the value was set */
+} ct_libalg;
+
+/* Resolve `lib:<collective>:<algorithm>` (algorithm by name or number). On failure returns an
+ * MPI error code and writes the reason into `err`. Collective (Open MPI dups a communicator). */
+int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
+                   ct_libalg *alg, char *err, size_t errlen);
+/* Make the variant's algorithm current (MPICH) before a call; restore the library's defaults. */
+int ct_libalg_select(const ct_libalg *alg);
+int ct_libalg_restore(const ct_libalg *alg);
+void ct_libalg_close(ct_libalg *alg);
+
+#endif /* CT_LIBALG_H */
