@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from colltune.measure import proof
 from colltune.mpi import build
 from colltune.mpi import libraries as mpi
 
@@ -31,9 +32,12 @@ def mpich() -> mpi.MpiLibrary:
 
 @pytest.fixture(scope="session")
 def openmpi_build(openmpi: mpi.MpiLibrary) -> build.Artifacts:
+    # The interposer serves nothing unproven: every test that loads it needs the proof.
+    proof.ensure_proven(openmpi)
     return build.ensure_built(openmpi)
 
 
 @pytest.fixture(scope="session")
 def mpich_build(mpich: mpi.MpiLibrary) -> build.Artifacts:
+    proof.ensure_proven(mpich)
     return build.ensure_built(mpich)

@@ -116,3 +116,19 @@ int ct_proof_class_parse(const char *name)
     }
     return -1;
 }
+
+uint64_t ct_proof_possible(int coll)
+{
+    uint64_t mask = 0;
+    int reduction = ct_collectives[coll].has_op;
+    for (int cls = 0; cls < CT_PROOF_CLASSES; cls++) {
+        int dt = cls % CT_PROOF_DTS, op = cls / CT_PROOF_DTS % CT_PROOF_OPS;
+        int ip = cls / (CT_PROOF_DTS * CT_PROOF_OPS);
+        if ((dt == CT_PROOF_DT_ANY) == reduction || (op == CT_PROOF_OP_NONE) == reduction)
+            continue;
+        if (ip && coll == CT_COLL_BCAST)
+            continue;
+        mask |= (uint64_t)1 << cls;
+    }
+    return mask;
+}

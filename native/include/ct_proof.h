@@ -32,6 +32,8 @@ int ct_proof_class(int coll, int in_place, MPI_Op op, MPI_Datatype datatype);
 /* The classes a call may be in, from uniform arguments only (one bit, or two where MPI_IN_PLACE
  * is root-only); 0 if it cannot be classified (the call then goes to the library). */
 uint64_t ct_proof_required(const ct_call *call);
+/* Every class a call of collective `coll` can be in. */
+uint64_t ct_proof_possible(int coll);
 /* "in_place/builtin/int8"; the parser returns -1 for an unknown name. */
 void ct_proof_class_name(int cls, char *out, size_t len);
 int ct_proof_class_parse(const char *name);

@@ -6,7 +6,7 @@
  * end deletes the proof whenever it rebuilds):
  *
  *   colltune-proof 1
- *   member <name> <passed classes, hex mask> <tested classes, hex mask>
+ *   member <name> passed <class>,<class>,...      (classes as ct_proof_class_name writes them)
  *   fail <name> <class> <first failing case, free text to the end of the line>
  *
  * Without a proof every member is unproven: the calls go to the library, counted
@@ -53,23 +53,6 @@ static int ct_member_collective(int id)
     return id >= CT_LIB_BASE ? ct_libalg_collective(id) : colltune_variant_collective(id);
 }
 
-static void ct_possible_classes(void)
-{
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        ct_possible[c] = 0;
-        for (int cls = 0; cls < CT_PROOF_CLASSES; cls++) {
-            int dt = cls % CT_PROOF_DTS, op = cls / CT_PROOF_DTS % CT_PROOF_OPS;
-            int ip = cls / (CT_PROOF_DTS * CT_PROOF_OPS);
-            int reduction = ct_collectives[c].has_op;
-            if ((dt == CT_PROOF_DT_ANY) == reduction || (op == CT_PROOF_OP_NONE) == reduction)
-                continue;
-            if (ip && c == CT_COLL_BCAST)
-                continue;
-            ct_possible[c] |= (uint64_t)1 << cls;
-        }
-    }
-}
-
 static const char *ct_proof_path(void)
 {
     const char *env = getenv(CT_ENV_PROOF);
@@ -85,15 +68,26 @@ static const char *ct_proof_path(void)
     return ct_path;
 }
 
+static uint64_t ct_class_list(char *list)
+{
+    uint64_t mask = 0;
+    list[strcspn(list, "\r\n")] = '\0';
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int cls = ct_proof_class_parse(tok);
+        if (cls >= 0)
+            mask |= (uint64_t)1 << cls;
+    }
+    return mask;
+}
+
 static void ct_proof_line(char *line)
 {
     char name[CT_SELECT_LIB_NAME + 32], cls[CT_PROOF_NAME];
-    unsigned long long passed, tested;
     int offset = 0;
-    if (sscanf(line, "member %127s %llx %llx", name, &passed, &tested) == 3) {
+    if (sscanf(line, "member %127s passed %n", name, &offset) == 1 && offset > 0) {
         int id = ct_member_id(name);
         if (id >= 0) {
-            ct_passed[id] = (uint64_t)passed;
+            ct_passed[id] = ct_class_list(line + offset);
             uint64_t possible = ct_possible[ct_member_collective(id)];
             ct_proof_full[id] = (ct_passed[id] & possible) == possible;
         }
@@ -109,7 +103,8 @@ static void ct_proof_line(char *line)
 
 uint64_t ct_proof_load(void)
 {
-    ct_possible_classes();
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_possible[c] = ct_proof_possible(c);
     const char *path = ct_proof_path();
     FILE *f = path != NULL ? fopen(path, "r") : NULL;
     if (f == NULL)

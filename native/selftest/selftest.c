@@ -787,7 +787,7 @@ static void st_library_version(char *out)
 static int st_usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME] "
-            "[--member lib:<collective>:<algorithm> [--classes HEX]]\n", argv0);
+            "[--member lib:<collective>:<algorithm> [--classes CLASS,...]]\n", argv0);
     return 2;
 }
 
@@ -803,7 +803,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
             member = argv[++i];
         } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
-            st_class_filter = strtoull(argv[++i], NULL, 16);
+            st_class_filter = st_parse_classes(argv[++i]);
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
             only = colltune_collective_index(argv[++i]);
             if (only < 0) {
@@ -870,6 +870,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    if (member != NULL && rank == 0) st_print_member_classes(only);
     st_buffers buffers = {0};
     st_log logs[3] = {{0}}, probe_log = {0};
     int steps = 3 * (only >= 0 ? 1 : CT_NUM_COLLECTIVES), done = 0;

@@ -94,7 +94,9 @@ MPI_Comm st_member_comm(int slot, MPI_Comm comm);
 int st_member_select(void);
 int st_member_restore(void);
 void st_member_close(void);
-/* --classes HEX: run the member only in these classes (a rerun after a crash). */
+/* --classes A,B: run the member only in these classes (a rerun after a crash). */
 extern uint64_t st_class_filter;
+uint64_t st_parse_classes(const char *names);
+void st_print_member_classes(int coll);
 
 #endif /* ST_H */

@@ -71,6 +71,20 @@ void st_proof_account(int member, int cls, int applicable, int nonuniform, int f
         st_failed[member] |= bit;
 }
 
+static void st_print_classes(const char *key, uint64_t mask)
+{
+    printf(",\"%s\":[", key);
+    int first = 1;
+    for (int cls = 0; cls < CT_PROOF_CLASSES; cls++)
+        if (mask >> cls & 1) {
+            char name[CT_PROOF_NAME];
+            ct_proof_class_name(cls, name, sizeof name);
+            printf("%s\"%s\"", first ? "" : ",", name);
+            first = 0;
+        }
+    printf("]");
+}
+
 int st_proof_finish(MPI_Comm world, int rank, const char *lib_member)
 {
     uint64_t masks[2 * ST_MEMBERS];
@@ -82,12 +96,33 @@ int st_proof_finish(MPI_Comm world, int rank, const char *lib_member)
     for (int m = 0; m < ST_MEMBERS; m++) {
         if ((m == ST_LIB_MEMBER) != (lib_member != NULL))
             continue;
-        printf("{\"type\":\"proof\",\"member\":\"%s\",\"tested\":\"%llx\",\"failed\":\"%llx\"}\n",
-               st_name(m), (unsigned long long)masks[m],
-               (unsigned long long)masks[ST_MEMBERS + m]);
+        printf("{\"type\":\"proof\",\"member\":\"%s\"", st_name(m));
+        st_print_classes("tested", masks[m]);
+        st_print_classes("failed", masks[ST_MEMBERS + m]);
+        printf("}\n");
     }
     fflush(stdout);
     return MPI_SUCCESS;
+}
+
+void st_print_member_classes(int coll)
+{
+    printf("{\"type\":\"classes\",\"collective\":\"%s\"", colltune_collective_name(coll));
+    st_print_classes("classes", ct_proof_possible(coll));
+    printf("}\n");
+    fflush(stdout);
+}
+
+uint64_t st_parse_classes(const char *names)
+{
+    uint64_t mask = 0;
+    char copy[2048];
+    snprintf(copy, sizeof copy, "%s", names);
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int cls = ct_proof_class_parse(tok);
+        if (cls >= 0) mask |= (uint64_t)1 << cls;
+    }
+    return mask;
 }
 
 /* ---- the library's own algorithm, forced ---------------------------------------------------- */

@@ -210,6 +210,9 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
                 runenv.library_for_launcher(command_argv[0]) or mpi_mod.resolve(None))
             with err.status(f"building the C core for {lib.name} ..."):
                 art = build.ensure_built(lib)
+            from colltune.measure import proof
+
+            proof.ensure_proven_shown(lib)
             backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store,
                                          check)
         done: list[Any] = []

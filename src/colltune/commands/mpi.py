@@ -106,6 +106,10 @@ def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
 
     lib = mpi_mod.resolve(mpi_spec)
     art = build_mod.ensure_built(lib)
+    if force_spec or profile or learn or trace_dir:
+        from colltune.measure import proof
+
+        proof.ensure_proven_shown(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
     click.echo(runenv.print_env(env, lib))

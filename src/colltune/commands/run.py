@@ -52,6 +52,10 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
 
         with Console(stderr=True).status(f"building the C core for {lib.name} ..."):
             art = build_mod.ensure_built(lib)
+    if force_spec or profile or learn or trace_dir:   # a mode that may serve calls: proven first
+        from colltune.measure import proof
+
+        proof.ensure_proven_shown(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
     argv, launcher_extra = runenv.inject(lib, list(command), env)

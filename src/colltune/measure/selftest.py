@@ -165,10 +165,10 @@ def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def run_launch(lib: MpiLibrary, nprocs: int, argv: Sequence[str],
-               on_progress: Callable[[int, int, str], None] | None = None,
-               timeout: float | None = None) -> Launch:
-    """Run the driver on `nprocs` ranks; stream its progress; parse its results."""
+def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout: float | None,
+                     on_progress: Callable[[int, int, str], None] | None = None) -> list[str]:
+    """Run the driver on `nprocs` ranks and return its stdout lines; SelftestError if the launch
+    did not end well (crash, hang past `timeout`, MPI failure)."""
     rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)}
     proc = launch.popen(lib, nprocs, argv, rank_env=rank_env)
     stderr_chunks: list[str] = []
@@ -208,11 +208,20 @@ def run_launch(lib: MpiLibrary, nprocs: int, argv: Sequence[str],
                and timeout is not None else f"exited with code {proc.returncode}")
         raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version} {how}:\n"
                             f"$ {command}\n{_tail(stderr) or _tail(''.join(lines))}")
+    return lines
+
+
+def run_launch(lib: MpiLibrary, nprocs: int, argv: Sequence[str],
+               on_progress: Callable[[int, int, str], None] | None = None,
+               timeout: float | None = None) -> Launch:
+    """Run the driver on `nprocs` ranks; stream its progress; parse its results."""
+    lines = run_launch_lines(lib, nprocs, argv, timeout, on_progress)
     try:
         return parse(lines, nprocs)
     except ValueError as exc:
+        command = " ".join(launch.mpiexec_argv(lib, nprocs, argv, {}))
         raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version}: {exc}"
-                            f"\n$ {command}\n{_tail(stderr)}") from None
+                            f"\n$ {command}") from None
 
 
 def run(lib: MpiLibrary, nprocs: Sequence[int], quick: bool = False, big: bool = True,
@@ -251,4 +260,5 @@ def report_json(report: Report) -> str:
 
 
 __all__ = ["Failure", "Launch", "Report", "SelftestError", "VariantResult", "aggregate",
-           "default_nprocs", "driver_argv", "parse", "report_json", "run", "run_launch"]
+           "default_nprocs", "driver_argv", "parse", "report_json", "run", "run_launch",
+           "run_launch_lines"]

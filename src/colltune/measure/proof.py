@@ -1,0 +1,281 @@
+"""The proof (docs/select.md, "The proof"): every member, proven per case class on this library.
+
+`colltune selftest` runs the mock-ups in one launch per process count and each of the library's
+own algorithms (`lib:<collective>:<algorithm>`) in a launch of its own, so that an algorithm that
+crashes or hangs takes only its own verdict with it; such a launch is run again class by class to
+tell which class does it. The verdicts go to `proof.txt` in the build directory of the library
+(the build cache is keyed by library identity; a rebuild deletes it), which the runtime reads at
+MPI_Init: a member serves a call only in the classes it passed. The class names come from the C
+core (native/core/proof.c); this module never decodes them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from colltune.measure import selftest as st
+from colltune.mpi import build
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, algorithm_key
+from colltune.mpi.libraries import MpiLibrary
+
+PROOF_FILE = "proof.txt"
+HEADER = "colltune-proof 1"
+# A forced algorithm's launch normally ends in seconds; one that does not has hung.
+MEMBER_TIMEOUT_S = 20.0
+
+
+@dataclass
+class MemberProof:
+    """One member's verdict per class, over every launch (process count) that tested it."""
+
+    member: str
+    collective: str
+    tested: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    evidence: dict[str, str] = field(default_factory=dict)  # class -> first failing case
+
+    @property
+    def passed(self) -> list[str]:
+        return sorted(self.tested - self.failed)
+
+    def fail(self, cls: str, evidence: str) -> None:
+        self.tested.add(cls)
+        self.failed.add(cls)
+        self.evidence.setdefault(cls, evidence)
+
+
+@dataclass
+class Proof:
+    library: MpiLibrary
+    nprocs: tuple[int, ...]
+    members: dict[str, MemberProof]
+    findings: list[str]
+    seconds: float
+
+    def member(self, name: str) -> MemberProof | None:
+        return self.members.get(name)
+
+
+def _evidence(record: dict[str, object]) -> str:
+    case = record.get("case", {})
+    where = ", ".join(f"{k}={v}" for k, v in case.items()) if isinstance(case, dict) else ""
+    return f"{record.get('what')} on rank {record.get('rank')}: {record.get('detail')} ({where})"
+
+
+def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of: Callable[[str], str],
+           findings: list[str]) -> list[str]:
+    """Fold a launch's proof lines into `members`; returns the classes a member launch announced."""
+    classes: list[str] = []
+    for line in lines:
+        if not line.startswith('{"type":"'):
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = record.get("type")
+        if kind == "classes":
+            classes = list(record["classes"])
+        elif kind == "proof":
+            name = str(record["member"])
+            m = members.setdefault(name, MemberProof(name, collective_of(name)))
+            m.tested.update(record["tested"])
+            m.failed.update(record["failed"])
+        elif kind == "proof_fail":
+            name = str(record["member"])
+            m = members.setdefault(name, MemberProof(name, collective_of(name)))
+            m.evidence.setdefault(str(record["class"]), _evidence(record))
+        elif kind == "library_finding":
+            text = f"{record['what']}: {record['detail']}"
+            if text not in findings:
+                findings.append(text)
+    return classes
+
+
+def library_members(lib: MpiLibrary) -> list[str]:
+    """The library's own algorithms the runtime may offer (names as the runtime registers them)."""
+    table = LIBRARY_ALGORITHMS.get(algorithm_key(lib), {})
+    if lib.family == "intel" or algorithm_key(lib) == "intel":
+        return []  # fixed per launch: never members of the learning mode
+    return [f"lib:{coll}:{alg}" for coll, algs in table.items() for alg in algs]
+
+
+def default_nprocs(lib: MpiLibrary) -> tuple[int, ...]:
+    """A non-power-of-two count (where algorithms take their irregular paths); busy-polling
+    MPICH-family libraries at 2, as more ranks than cores there cost seconds per call."""
+    return (2,) if lib.family == "mpich" else (3,)
+
+
+def _mockup_collective(name: str) -> str:
+    from colltune import catalog
+    for v in catalog.load().variants:
+        if v.name == name:
+            return v.collective
+    return name.split("_as_")[0]
+
+
+def _member_launch(lib: MpiLibrary, n: int, argv: list[str], member: str,
+                   members: dict[str, MemberProof], findings: list[str]) -> None:
+    collective = member.split(":")[1]
+    try:
+        launch = st.run_launch_lines(lib, n, argv + ["--member", member], MEMBER_TIMEOUT_S)
+    except st.SelftestError as exc:
+        _isolate(lib, n, argv, member, collective, members, findings, str(exc))
+        return
+    absorb(launch, members, lambda _n: collective, findings)
+
+
+def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
+             members: dict[str, MemberProof], findings: list[str], error: str) -> None:
+    """The member's launch crashed or hung: run it class by class; a class whose launch fails
+    again is failed with what the launch said as evidence."""
+    m = members.setdefault(member, MemberProof(member, collective))
+    classes = _classes_of(lib, argv, collective)
+    last = error.strip().splitlines()[-1] if error.strip() else "no output"
+    if len(classes) == 1:   # nothing to isolate: the one class did it
+        how = "hung" if "time limit" in error else "crashed"
+        m.fail(classes[0], f"{how} on {n} ranks: {last}")
+        return
+    for cls in classes:
+        try:
+            lines = st.run_launch_lines(lib, n, argv + ["--member", member, "--classes", cls],
+                                        MEMBER_TIMEOUT_S)
+        except st.SelftestError as exc:
+            text = str(exc).strip().splitlines()
+            how = "hung" if "time limit" in str(exc) else "crashed"
+            m.fail(cls, f"{how} on {n} ranks: {text[-1] if text else last}")
+            continue
+        absorb(lines, members, lambda _n: collective, findings)
+
+
+_CLASSES: dict[str, list[str]] = {}
+
+
+def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
+    """The classes of a collective, as the C core names them (asked of the driver once)."""
+    if collective not in _CLASSES:
+        probe = [c for c in LIBRARY_ALGORITHMS.get(algorithm_key(lib), {}).get(collective, ())]
+        lines = st.run_launch_lines(lib, 2, argv + ["--member", f"lib:{collective}:{probe[0]}",
+                                                    "--classes", "none"], MEMBER_TIMEOUT_S)
+        for line in lines:
+            if line.startswith('{"type":"classes"'):
+                _CLASSES[collective] = list(json.loads(line)["classes"])
+    return _CLASSES.get(collective, [])
+
+
+def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = False,
+          on_step: Callable[[int, int, str], None] | None = None) -> Proof:
+    """Run the whole portfolio through the matrix and return the proof (not yet written)."""
+    started = datetime.datetime.now()
+    artifacts = build.ensure_built(lib)
+    argv = st.driver_argv(artifacts, quick=quick)
+    counts = tuple(nprocs or default_nprocs(lib))
+    members: dict[str, MemberProof] = {}
+    findings: list[str] = []
+    libs = library_members(lib)
+    steps = len(counts) * (1 + len(libs))
+    done = 0
+    for n in counts:
+        if on_step:
+            on_step(done, steps, f"{n} ranks: mock-ups")
+        lines = st.run_launch_lines(lib, n, argv, None)
+        absorb(lines, members, _mockup_collective, findings)
+        done += 1
+        for member in libs:
+            if on_step:
+                on_step(done, steps, f"{n} ranks: {member}")
+            _member_launch(lib, n, argv, member, members, findings)
+            done += 1
+    if on_step:
+        on_step(done, steps, "done")
+    seconds = (datetime.datetime.now() - started).total_seconds()
+    return Proof(lib, counts, members, findings, seconds)
+
+
+def render(proof: Proof) -> str:
+    """proof.txt: what the runtime reads (member/fail lines) and what people read (comments)."""
+    out = [HEADER,
+           f"# library: {proof.library.short_version} ({proof.library.identity})",
+           f"# proven on {', '.join(map(str, proof.nprocs))} ranks in {proof.seconds:.0f} s, "
+           f"{datetime.datetime.now().isoformat(timespec='seconds')}"]
+    out += [f"# library finding: {f}" for f in proof.findings]
+    for name in sorted(proof.members):
+        m = proof.members[name]
+        out.append(f"member {name} passed {','.join(m.passed) or '-'}")
+        for cls in sorted(m.failed):
+            out.append(f"fail {name} {cls} {m.evidence.get(cls, 'failed')}")
+    return "\n".join(out) + "\n"
+
+
+def proof_path(artifacts: build.Artifacts) -> Path:
+    return artifacts.dir / PROOF_FILE
+
+
+def write(proof: Proof) -> Path:
+    path = proof_path(build.ensure_built(proof.library))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render(proof))
+    tmp.replace(path)
+    return path
+
+
+def read_passed(path: Path) -> dict[str, set[str]]:
+    """member -> classes it passed, from a proof file (empty if there is none)."""
+    passed: dict[str, set[str]] = {}
+    if not path.exists():
+        return passed
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "member" and parts[2] == "passed":
+            passed[parts[1]] = set() if parts[3] == "-" else set(parts[3].split(","))
+    return passed
+
+
+def failed_members(path: Path) -> dict[str, list[str]]:
+    """member -> classes it failed (a native tuning file applies a member to every class)."""
+    failed: dict[str, list[str]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split(maxsplit=3)
+            if len(parts) >= 3 and parts[0] == "fail":
+                failed.setdefault(parts[1], []).append(parts[2])
+    return failed
+
+
+def ensure_proven(lib: MpiLibrary, on_step: Callable[[int, int, str], None] | None = None) -> Path:
+    """The proof of `lib`, made first if this build has none (a few minutes, once per build)."""
+    path = proof_path(build.ensure_built(lib))
+    if not path.exists():
+        write(prove(lib, on_step=on_step))
+    return path
+
+
+def ensure_proven_shown(lib: MpiLibrary) -> Path:
+    """ensure_proven with a progress bar on stderr and the time it took, for commands that are
+    about to let the interposer serve calls."""
+    path = proof_path(build.ensure_built(lib))
+    if path.exists():
+        return path
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    console.print(f"colltune: no proof yet for {lib.short_version}: proving every member first "
+                  "(once per build; `colltune selftest` does the same)")
+    started = datetime.datetime.now()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("proof", total=None)
+        path = ensure_proven(lib, lambda d, t, w: progress.update(task, completed=d, total=t,
+                                                                   description=f"proof: {w}"))
+    seconds = (datetime.datetime.now() - started).total_seconds()
+    console.print(f"colltune: proof written to {path} ({seconds:.0f} s)")
+    return path
+
+
+__all__ = ["MemberProof", "Proof", "absorb", "default_nprocs", "ensure_proven", "failed_members",
+           "library_members", "prove", "read_passed", "render", "write"]
