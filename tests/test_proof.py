@@ -89,3 +89,19 @@ def test_mpich_proof_names_its_failures(mpich_build):
     assert failed["lib:alltoall:k_brucks"] == ["separate/none/any"]
     assert "in_place/none/any" in passed["lib:alltoall:k_brucks"]
     assert passed["lib:allreduce:recursive_doubling"]
+
+
+@pytest.mark.mpich
+def test_selftest_command_lists_members_with_refused_classes(mpich_build):
+    from click.testing import CliRunner
+
+    from colltune.cli import main
+
+    result = CliRunner().invoke(main, ["selftest", "--mpi", "mpich", "-n", "2", "--quiet",
+                                       "--no-big"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "proof: MPICH 5.0.2, ranks 2" in result.output
+    row = next(line for line in result.output.splitlines() if "lib:alltoall:k_brucks" in line)
+    assert "separate/none/any" in row
+    assert "result on rank" in result.output
+    assert f"proof written to {mpich_build.dir / proof.PROOF_FILE}" in result.output.replace("\n", "")

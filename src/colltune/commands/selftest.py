@@ -200,7 +200,9 @@ def _members_table(proof: pf.Proof) -> Table:
     table.add_column("refused classes (first failing case)", overflow="fold")
     for name in sorted(proof.members, key=lambda n: (not n.startswith("lib:"), n)):
         m = proof.members[name]
-        refused = "; ".join(f"[red]{c}[/]: {m.evidence.get(c, 'failed')}" for c in sorted(m.failed))
+        # The first failure's what and where; the full case is in the proof file.
+        refused = "; ".join(f"[red]{c}[/]: {m.evidence.get(c, 'failed').split(' (')[0]}"
+                            for c in sorted(m.failed))
         table.add_row(name, str(len(m.passed)), refused or "-")
     table.caption = ("a member serves a call only in the classes it passed here "
                      "(docs/select.md, \"The proof\")")
