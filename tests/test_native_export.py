@@ -203,9 +203,37 @@ def _env_file(path: Path) -> dict[str, str]:
     return out
 
 
+def _stand_in(tmp_path: Path, coll: str, algorithms: tuple[str, ...]) -> Path:
+    path = tmp_path / "stand-in-proof.txt"
+    path.write_text("colltune-proof 1\n" + "".join(
+        f"member lib:{coll}:{a} passed separate/builtin/float\n" for a in algorithms))
+    return path
+
+
+def test_native_export_leaves_out_what_failed_the_proof(openmpi: mpi.MpiLibrary, openmpi_build,
+                                                       tmp_path: Path) -> None:
+    """ring allreduce reorders non-commutative user ops and splits 8-bit sums otherwise than the
+    default on Open MPI 5.0.11: a rules file would apply it to those calls too."""
+    db = make_db(tmp_path / "r.duckdb", [verdict(4, "bcast", "lib:bcast:binomial", n, 1.3)
+                                         for n in (8, 16)]
+                 + allreduce_rows(4, "ring", "segmented_ring"))
+    rules = ne.export(db, "openmpi", tmp_path / "rules.txt", mpi=openmpi)
+    text = rules.read_text()
+    env = (tmp_path / "rules.txt.env").read_text()
+    assert "# allreduce" not in text and "# bcast" in text
+    assert "left out (failed the proof, docs/select.md): lib:allreduce:ring (" in env
+    assert "separate/user_noncommutative/int" in env
+    only_ring = make_db(tmp_path / "ring.duckdb", allreduce_rows(4, "ring", "segmented_ring"))
+    with pytest.raises(ne.ExportError, match="every algorithm the check chose failed the library's proof"):
+        ne.export(only_ring, "openmpi", tmp_path / "r2.txt", mpi=openmpi)
+
+
 def test_openmpi_rules_file_selects_the_algorithm(openmpi: mpi.MpiLibrary, tmp_path: Path) -> None:
     db = make_db(tmp_path / "r.duckdb", allreduce_rows(4, "ring", "basic_linear"))
-    rules = ne.export(db, "openmpi", tmp_path / "rules.txt", mpi=openmpi)
+    # Whether the file selects what it says, with a stand-in proof passing both algorithms (the
+    # real proof refuses ring: test_native_export_leaves_out_what_failed_the_proof).
+    rules = ne.export(db, "openmpi", tmp_path / "rules.txt", mpi=openmpi,
+                      proof_file=_stand_in(tmp_path, "allreduce", ("ring", "basic_linear")))
     env = _env_file(tmp_path / "rules.txt.env")
     assert env == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                    "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(rules.resolve())}
@@ -228,7 +256,8 @@ def test_openmpi_rules_file_selects_the_algorithm(openmpi: mpi.MpiLibrary, tmp_p
 @pytest.mark.mpich
 def test_mpich_selection_file_selects_the_algorithm(mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
     db = make_db(tmp_path / "m.duckdb", allreduce_rows(3, "ring", "recursive_doubling"))
-    sel = ne.export(db, "mpich", tmp_path / "selection.json", mpi=mpich)
+    sel = ne.export(db, "mpich", tmp_path / "selection.json", mpi=mpich,
+                    proof_file=_stand_in(tmp_path, "allreduce", ("ring", "recursive_doubling")))
     tree = json.loads(sel.read_text())
     assert "collective=ibcast" in tree  # the library's own tree is kept for everything else
     env = _env_file(tmp_path / "selection.json.env")

@@ -381,12 +381,41 @@ def settings_path(out_path: Path, library: str) -> Path:
     return out_path if library == "intel" else out_path.with_name(out_path.name + ".env")
 
 
+def drop_unproven(choices: Choices, proof_file: Path) -> tuple[Choices, dict[str, list[str]]]:
+    """Only algorithms proven in every class: a native tuning file applies its choice to every
+    call, in place or not, of every datatype and op, with no proof gate in between. Returns the
+    choices kept and, per refused algorithm, the classes it failed (or why it is unproven)."""
+    from colltune.measure import proof
+
+    failed = proof.failed_members(proof_file)
+    passed = proof.read_passed(proof_file)
+    kept: Choices = {}
+    refused: dict[str, list[str]] = {}
+    for key, segments in choices.items():
+        coll = key[0]
+        good = []
+        for seg in segments:
+            member = f"lib:{coll}:{seg.algorithm}"
+            if member in failed:
+                refused[member] = failed[member]
+            elif member not in passed:
+                refused[member] = ["not proven on this library"]
+            else:
+                good.append(seg)
+        if good:
+            kept[key] = good
+    return kept, refused
+
+
 def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str | None = None,
-           min_gain: float = 0.10, mpi: mpi_mod.MpiLibrary | None = None) -> Path:
+           min_gain: float = 0.10, mpi: mpi_mod.MpiLibrary | None = None,
+           proof_file: Path | None = None) -> Path:
     """Write the native tuning file for `library` from a check's library-algorithm verdicts.
 
     Returns `out_path`. For Open MPI and MPICH the environment settings that make the library
     read it are written next to it as `<out_path>.env`; for Intel MPI `out_path` is that file.
+    Algorithms the library's proof does not pass in every class are left out (the proof is made
+    first if the library has none; `proof_file` names another).
     """
     from colltune.verify.check import CheckError, load_verdicts
 
@@ -401,6 +430,20 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         raise ExportError(f"{db_path} has no verdicts on library algorithms: run `colltune check` with "
                           "library algorithms (lib:<collective>:<algorithm>) measured first")
     choices = choices_from_verdicts(verdicts, min_gain)
+    refused: dict[str, list[str]] = {}
+    if library in ("openmpi", "mpich"):
+        lib = mpi if mpi is not None else _resolve(library)
+        if proof_file is None and lib is not None:
+            from colltune.measure import proof
+
+            proof_file = proof.ensure_proven_shown(lib)
+        if proof_file is None:
+            raise ExportError(f"{library} is not installed here, so its algorithms cannot be proven: "
+                              f"run `colltune selftest --mpi {library}` where it is")
+        choices, refused = drop_unproven(choices, proof_file)
+        if not choices:
+            raise ExportError("every algorithm the check chose failed the library's proof, so no "
+                              "native file can apply it to every call: " + _refusals(refused))
     if library == "openmpi":
         lib = mpi if mpi is not None else _resolve("openmpi")
         out_path.write_text(openmpi_rules(choices, ompi_params(lib)))
@@ -416,11 +459,17 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         settings = intel_settings(choices)
     header = (f"colltune export --native {library}: {sum(len(s) for s in choices.values())} "
               f"algorithm ranges from {db_path}")
+    if refused:
+        header += "\n# left out (failed the proof, docs/select.md): " + _refusals(refused)
     if library == "intel":
         header += ("\n# note: outside the listed ranges Intel MPI applies the last listed algorithm (measured "
                    "with 2021.18),\n# not its own default: these settings reach past the measured sizes")
     settings_path(out_path, library).write_text(_env_text(settings, header))
     return out_path
+
+
+def _refusals(refused: dict[str, list[str]]) -> str:
+    return "; ".join(f"{m} ({', '.join(c)})" for m, c in sorted(refused.items()))
 
 
 def _resolve(name: str) -> mpi_mod.MpiLibrary | None:
