@@ -45,4 +45,11 @@ int ct_libalg_select(const ct_libalg *alg);
 int ct_libalg_restore(const ct_libalg *alg);
 void ct_libalg_close(ct_libalg *alg);
 
+/* Algorithms that are no members of the portfolio (the library's own choice, or unusable: see
+ * libalg.c); `mpich`: the MPICH family's names, else Open MPI's. */
+int ct_libalg_skipped(int mpich, const char *collective, const char *name, int value);
+/* The member names of `collective` this library lists through MPI_T (MPI_T initialized), skipped
+ * ones left out; returns how many (0: none, or no algorithm variable). */
+int ct_libalg_members(const char *collective, char names[][64], int max);
+
 #endif /* CT_LIBALG_H */

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ct_libalg.h"
 #include "ct_mpit.h"
 #include "ct_runtime.h"
 #include "ct_select.h"
@@ -124,35 +125,9 @@ static int ct_cvar_restore(const ct_cvar *v)
     return ct_cvar_write(v, v->original);
 }
 
-/* Algorithms that are no members, as "<collective>:<name>" or "*:<name>":
- *  - `auto`, Open MPI's `ignore` (value 0): the library's own choice, which is `default`;
- *  - MPICH `ccl`: needs an external CCL library (always refused);
- *  - MPICH `smp`: refused on one rank while running on the other (allreduce, 2 ranks on one
- *    node): a hang;
- *  - MPICH reduce_scatter `noncommutative`: aborts on an assertion at non-power-of-two sizes
- *    instead of refusing;
- *  - Open MPI bcast `split_binary_tree`, `scatter_allgather(_ring)`: split the message by element
- *    count, so a bcast whose root passes another (count, datatype) of the same signature than
- *    the others (legal; tests/programs/ct_rootonly.c) hangs. */
-static const char *const ct_mpich_skipped[] = {"*:auto", "*:ccl", "*:smp", "reduce_scatter:noncommutative"};
-static const char *const ct_ompi_skipped[] = {"*:ignore", "bcast:split_binary_tree", "bcast:scatter_allgather",
-                                              "bcast:scatter_allgather_ring"};
-
 static int ct_skipped(int coll, const char *name, int value)
 {
-    const char *const *list = ct_kind == CT_LIB_OPENMPI ? ct_ompi_skipped : ct_mpich_skipped;
-    size_t n = ct_kind == CT_LIB_OPENMPI ? sizeof ct_ompi_skipped / sizeof *list
-                                         : sizeof ct_mpich_skipped / sizeof *list;
-    const char *cname = colltune_collective_name(coll);
-    size_t clen = strlen(cname);
-    for (size_t i = 0; i < n; i++) {
-        const char *colon = strchr(list[i], ':');
-        int any = list[i][0] == '*';
-        int same = any || ((size_t)(colon - list[i]) == clen && strncmp(list[i], cname, clen) == 0);
-        if (same && strcmp(colon + 1, name) == 0)
-            return 1;
-    }
-    return ct_kind == CT_LIB_OPENMPI && value == 0;
+    return ct_libalg_skipped(ct_kind == CT_LIB_MPICH, colltune_collective_name(coll), name, value);
 }
 
 static void ct_register(int coll, int index)

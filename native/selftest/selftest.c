@@ -23,6 +23,7 @@
  * Usage: colltune-selftest [--no-big] [--quick] [--collective NAME]
  */
 #include "st.h"
+#include "ct_libalg.h"
 #include "ct_proof.h"
 
 #include <limits.h>
@@ -784,6 +785,28 @@ static void st_library_version(char *out)
         if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) *s = ' ';
 }
 
+/* --list-members: the library's own algorithms the learning mode registers, for the proof. */
+static int st_list_members(int *argc, char ***argv)
+{
+    int provided, rank;
+    PMPI_Init(argc, argv);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS) {
+        for (int coll = 0; coll < CT_NUM_COLLECTIVES && rank == 0; coll++) {
+            char names[64][64];
+            int n = ct_libalg_members(colltune_collective_name(coll), names, 64);
+            printf("{\"type\":\"members\",\"collective\":\"%s\",\"names\":[",
+                   colltune_collective_name(coll));
+            for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? "," : "", names[i]);
+            printf("]}\n");
+        }
+        fflush(stdout);
+        MPI_T_finalize();
+    }
+    PMPI_Finalize();
+    return 0;
+}
+
 static int st_usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME] "
@@ -800,6 +823,8 @@ int main(int argc, char **argv)
             big = 0;
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--list-members") == 0) {
+            return st_list_members(&argc, &argv);
         } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
             member = argv[++i];
         } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {

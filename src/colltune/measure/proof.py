@@ -19,7 +19,7 @@ from pathlib import Path
 
 from colltune.measure import selftest as st
 from colltune.mpi import build
-from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, algorithm_key
+from colltune.mpi.algorithms import algorithm_key
 from colltune.mpi.libraries import MpiLibrary
 
 PROOF_FILE = "proof.txt"
@@ -96,12 +96,17 @@ def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of:
     return classes
 
 
-def library_members(lib: MpiLibrary) -> list[str]:
-    """The library's own algorithms the runtime may offer (names as the runtime registers them)."""
-    table = LIBRARY_ALGORITHMS.get(algorithm_key(lib), {})
-    if lib.family == "intel" or algorithm_key(lib) == "intel":
+def library_members(lib: MpiLibrary, argv: list[str]) -> list[str]:
+    """The library's own algorithms as the runtime registers them: listed by the library through
+    MPI_T (the driver asks it), without those the runtime keeps out (native/core/libalg.c)."""
+    if algorithm_key(lib) == "intel":
         return []  # fixed per launch: never members of the learning mode
-    return [f"lib:{coll}:{alg}" for coll, algs in table.items() for alg in algs]
+    members = []
+    for line in st.run_launch_lines(lib, 1, [argv[0], "--list-members"], MEMBER_TIMEOUT_S):
+        if line.startswith('{"type":"members"'):
+            record = json.loads(line)
+            members += [f"lib:{record['collective']}:{name}" for name in record["names"]]
+    return members
 
 
 def default_nprocs(lib: MpiLibrary) -> tuple[int, ...]:
@@ -158,9 +163,9 @@ _CLASSES: dict[str, list[str]] = {}
 def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
     """The classes of a collective, as the C core names them (asked of the driver once)."""
     if collective not in _CLASSES:
-        probe = [c for c in LIBRARY_ALGORITHMS.get(algorithm_key(lib), {}).get(collective, ())]
-        lines = st.run_launch_lines(lib, 2, argv + ["--member", f"lib:{collective}:{probe[0]}",
-                                                    "--classes", "none"], MEMBER_TIMEOUT_S)
+        probe = next(m for m in library_members(lib, argv) if m.split(":")[1] == collective)
+        lines = st.run_launch_lines(lib, 2, argv + ["--member", probe, "--classes", "none"],
+                                    MEMBER_TIMEOUT_S)
         for line in lines:
             if line.startswith('{"type":"classes"'):
                 _CLASSES[collective] = list(json.loads(line)["classes"])
@@ -176,7 +181,7 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     counts = tuple(nprocs or default_nprocs(lib))
     members: dict[str, MemberProof] = {}
     findings: list[str] = []
-    libs = library_members(lib)
+    libs = library_members(lib, argv)
     steps = len(counts) * (1 + len(libs))
     done = 0
     for n in counts:
@@ -201,7 +206,7 @@ def render(proof: Proof) -> str:
     out = [HEADER,
            f"# library: {proof.library.short_version} ({proof.library.identity})",
            f"# proven on {', '.join(map(str, proof.nprocs))} ranks in {proof.seconds:.0f} s, "
-           f"{datetime.datetime.now().isoformat(timespec='seconds')}"]
+           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}"]
     out += [f"# library finding: {f}" for f in proof.findings]
     for name in sorted(proof.members):
         m = proof.members[name]

@@ -1,0 +1,152 @@
+"""Suite parity under the learning mode with every call exploring (issue 22).
+
+Runs third-party and own correctness programs under `colltune run --learn -` with
+COLLTUNE_SELECT_BUDGET and COLLTUNE_SELECT_CELL_BUDGET so large that every eligible call is drawn
+uniformly over its portfolio, for several seeds, twice per library:
+
+  gate open   a stand-in proof that passes every member in every class: what the interposer
+              served before the proof gate (every registered member admitted);
+  proof       the library's real proof (`colltune selftest`): what it serves now.
+
+Programs: mpi4py's own collective tests (from its sdist, as tests/test_interposer_thirdparty.py
+fetches them) at 2 ranks WITHOUT threads (MPI4PY_RC_THREADS=0: under MPI_THREAD_MULTIPLE the
+library members are off, which hid the sparbit bug), and tests/programs/proof_calls.c (8-bit
+sums: distinct results across ranks and runs; in-place allgather errors) at 2-5 ranks (MPICH at 2:
+it busy-polls). Writes results/<library>.json and prints a table; rerun:
+
+    .venv/bin/python benchmarks/proof/suite_parity.py [--mpi openmpi|mpich] [--seeds 1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from colltune.measure import proof  # noqa: E402
+from colltune.mpi import build  # noqa: E402
+from colltune.mpi import libraries as mpi  # noqa: E402
+
+COLLTUNE = str(Path(sys.executable).with_name("colltune"))
+EXPLORE_ALL = {"COLLTUNE_SELECT_BUDGET": "1000000000", "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"}
+MPI4PY_TESTS = ["test_cco_buf", "test_cco_obj", "test_cco_vec", "test_cco_buf_inter", "test_cco_obj_inter"]
+
+
+def open_gate(real: Path, out: Path) -> Path:
+    """Every member of the real proof, passed in every class either way saw."""
+    classes: set[str] = set()
+    members: set[str] = set()
+    for line in real.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "member":
+            members.add(parts[1])
+            classes.update(c for c in parts[3].split(",") if c != "-")
+        elif len(parts) >= 3 and parts[0] == "fail":
+            members.add(parts[1])
+            classes.add(parts[2])
+    out.write_text("colltune-proof 1\n" + "".join(
+        f"member {m} passed {','.join(sorted(classes))}\n" for m in sorted(members)))
+    return out
+
+
+def counts(stderr: str) -> dict[str, int]:
+    """Explored calls served by a member, and calls refused by the proof, from the counting table."""
+    served = refused = 0
+    for line in stderr.splitlines():
+        m = re.search(r"explore\s+(\S+)\s+(\S+)\s+(\d+)\s*$", line)
+        if not m:
+            continue
+        if m.group(2) == "applied" and m.group(1) != "default":
+            served += int(m.group(3))
+        if m.group(2) == "not-applicable:unproven":
+            refused += int(m.group(3))
+    return {"member_served": served, "refused_unproven": refused}
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL, check=False, env={**os.environ, **env})
+
+
+def mpi4py_case(lib: mpi.MpiLibrary, tests: Path, seed: str, proof_file: Path) -> dict:
+    env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file),
+           "MPI4PY_RC_THREADS": "0"}
+    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+            str(lib.mpiexec), "-n", "2", "-x" if lib.family == "openmpi" else "-genv",
+            *(["MPI4PY_RC_THREADS=0"] if lib.family == "openmpi" else ["MPI4PY_RC_THREADS", "0"]),
+            sys.executable, "main.py", "-f", *MPI4PY_TESTS]
+    proc = run(argv, env, cwd=tests)
+    text = proc.stdout + proc.stderr
+    passed = proc.returncode == 0 and "FAILED" not in text and text.count("OK") >= 2
+    return {"program": "mpi4py collective tests", "nprocs": 2, "seed": seed, "passed": passed,
+            "returncode": proc.returncode, **counts(proc.stderr)}
+
+
+def program_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: Path,
+                 plain: set[str]) -> dict:
+    env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
+    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+            str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []),
+            "-n", str(n), str(exe)]
+    proc = run(argv, env)
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("rank ")]
+    hashes = {ln[3] for ln in lines}
+    errors = sum(int(ln[5]) for ln in lines)
+    passed = proc.returncode == 0 and len(lines) == n and hashes == plain and errors == 0
+    return {"program": "proof_calls", "nprocs": n, "seed": seed, "passed": passed,
+            "returncode": proc.returncode, "distinct_8bit_results": len(hashes),
+            "allgather_errors": errors, **counts(proc.stderr)}
+
+
+def plain_hashes(lib: mpi.MpiLibrary, exe: Path, n: int) -> set[str]:
+    argv = [str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []), "-n", str(n), str(exe)]
+    from colltune.mpi import launch
+
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False,
+                          env=launch.launcher_env(lib, nprocs=n))
+    return {ln.split()[3] for ln in proc.stdout.splitlines() if ln.startswith("rank ")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mpi", default="openmpi")
+    parser.add_argument("--seeds", default="1,2,3")
+    args = parser.parse_args()
+    lib = mpi.resolve(args.mpi)
+    real = proof.ensure_proven(lib)
+    tmp = Path(tempfile.mkdtemp(prefix="ct-parity-"))
+    gate = open_gate(real, tmp / "open-gate.txt")
+    exe = build.compile_program(lib, [ROOT / "tests" / "programs" / "proof_calls.c"], tmp / "proof_calls")
+    from test_interposer_thirdparty import mpi4py_tests
+
+    tests = mpi4py_tests.__wrapped__()  # the fixture's body: fetch mpi4py's sdist tests once
+    sizes = (2,) if lib.family == "mpich" else (2, 3, 4, 5)
+    plains = {n: plain_hashes(lib, exe, n) for n in sizes}
+    rows = []
+    for label, proof_file in (("gate open", gate), ("proof", real)):
+        for seed in args.seeds.split(","):
+            rows.append({"mode": label, **mpi4py_case(lib, tests, seed, proof_file)})
+            for n in sizes:
+                rows.append({"mode": label, **program_case(lib, exe, n, seed, proof_file, plains[n])})
+            print(rows[-1]["mode"], "seed", seed, "done", flush=True)
+    out = HERE / "results" / f"{lib.name}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"library": lib.short_version, "rows": rows}, indent=1) + "\n")
+    print(f"{'mode':10} {'program':26} {'n':>2} {'seed':>4} {'pass':>5} {'served':>7} {'unproven':>8}")
+    for r in rows:
+        print(f"{r['mode']:10} {r['program']:26} {r['nprocs']:>2} {r['seed']:>4} "
+              f"{'yes' if r['passed'] else 'NO':>5} {r['member_served']:>7} {r['refused_unproven']:>8}")
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
