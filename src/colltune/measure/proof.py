@@ -206,7 +206,7 @@ def render(proof: Proof) -> str:
     out = [HEADER,
            f"# library: {proof.library.short_version} ({proof.library.identity})",
            f"# proven on {', '.join(map(str, proof.nprocs))} ranks in {proof.seconds:.0f} s, "
-           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}"]
+           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"]
     out += [f"# library finding: {f}" for f in proof.findings]
     for name in sorted(proof.members):
         m = proof.members[name]
