@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
@@ -148,3 +149,24 @@ def test_failed_calibration_is_shown_first(tmp_path: Path) -> None:
     html = report.write_report(path, tmp_path / "o").read_text()
     assert "The A/A calibration failed:" in html
     assert html.index("The A/A calibration failed:") < html.index('<section id="environment">')
+
+
+def test_report_says_which_library_algorithms_the_proof_refuses(db: Path, tmp_path: Path) -> None:
+    html = report.write_report(db, tmp_path / "none").read_text()
+    assert 'id="proof"' in html and "are <b>unproven</b>" in html
+    # the run's bench binary names its build directory, where the proof lives
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    (build_dir / "proof.txt").write_text(
+        "colltune-proof 1\nmember lib:allreduce:ring passed separate/builtin/float\n"
+        "fail lib:allreduce:ring separate/builtin/int8 result on rank 0: differs\n")
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    con = duckdb.connect(str(copy))
+    run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
+    con.execute("INSERT INTO environment VALUES (?, 0, 'bench_binary', ?)",
+                [run_id, str(build_dir / "colltune-bench")])
+    con.close()
+    html = report.write_report(copy, tmp_path / "with").read_text()
+    assert "1 library algorithms measured; 1 of them are refused" in html
+    assert "<td>lib:allreduce:ring</td><td>1</td><td>separate/builtin/int8</td>" in html

@@ -148,6 +148,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     if result.partial:
         err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the tables)")
+    _print_unproven(db_path, result, err_console)
 
     if out_dir is not None:
         from colltune.report import html as report
@@ -197,3 +198,19 @@ def round_launches(first: int, round_: int) -> int:
 
 bench_options.state_launches_default(
     command, f"{CHECK_DEFAULT_LAUNCHES[None]}, {CHECK_DEFAULT_LAUNCHES['quick']} with --preset quick")
+
+
+def _print_unproven(db_path: Path, result: check.CheckResult, err_console: Console) -> None:
+    """Library algorithms may be measured unproven; say where the proof keeps them from serving."""
+    measured = sorted({str(v) for v in result.verdicts.get("variant", []) if str(v).startswith("lib:")})
+    if not measured:
+        return
+    from colltune.measure import proof
+    from colltune.store import Store
+
+    with Store(db_path, read_only=True) as store:
+        env = store.environment(result.run.run_id)
+    refused = proof.refusals(measured, proof.proof_of_run(dict(zip(env["key"], env["value"], strict=True))))
+    for member, classes in refused.items():
+        err_console.print(f"[yellow]unproven:[/] {member} is measured but not served in "
+                          f"{', '.join(classes)} (docs/select.md, \"The proof\")", highlight=False)

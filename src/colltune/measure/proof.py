@@ -251,6 +251,23 @@ def failed_members(path: Path) -> dict[str, list[str]]:
     return failed
 
 
+def refusals(members: Iterable[str], path: Path | None) -> dict[str, list[str]]:
+    """Of `members`, those the proof at `path` refuses somewhere: member -> classes it failed, or
+    ["not proven"] (no proof, or the member not in it)."""
+    if path is None or not path.exists():
+        return {m: ["not proven"] for m in members}
+    passed, failed = read_passed(path), failed_members(path)
+    out = {m: sorted(failed[m]) for m in members if m in failed}
+    out.update({m: ["not proven"] for m in members if m not in passed and m not in failed})
+    return out
+
+
+def proof_of_run(environment: dict[str, str]) -> Path | None:
+    """The proof of the build that measured a run: next to its bench binary."""
+    binary = environment.get("bench_binary")
+    return Path(binary).parent / PROOF_FILE if binary else None
+
+
 def ensure_proven(lib: MpiLibrary, on_step: Callable[[int, int, str], None] | None = None) -> Path:
     """The proof of `lib`, made first if this build has none (a few minutes, once per build)."""
     path = proof_path(build.ensure_built(lib))
