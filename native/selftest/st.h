@@ -80,6 +80,53 @@ void st_fill(void *buf, int64_t bytes, enum st_kind kind, int rank, int64_t firs
 int st_rules_check_catalog(char *err, size_t errlen);
 colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, const int *recvcounts);
 
+typedef struct st_record {
+    int variant;
+    int reason;      /* colltune_reason */
+    int wrong;       /* reason differs from the rules */
+    int mismatch;    /* result differs from the library's */
+    int error;       /* an MPI error (variant or library) */
+    int probe;       /* applicability-only case */
+    int cls;         /* case class of the proof (ct_proof.h), -1 for probes */
+} st_record;
+
+typedef struct st_log {
+    st_record *records;
+    size_t len, cap;
+} st_log;
+
+typedef struct st_layout {
+    int64_t send_bytes, recv_bytes;   /* buffer sizes on this rank (0: pass NULL) */
+    int64_t out_begin, out_bytes;     /* region of recv compared with the library's */
+    int64_t tail_bytes;               /* after it: must keep its input (in-place Reduce_scatter) */
+    int64_t first_slot;               /* input slot of out_begin (tolerance of MPI_DOUBLE sums) */
+} st_layout;
+
+typedef struct st_buffers {
+    unsigned char *send, *recv, *lib_recv, *pristine, *recv_input;
+    size_t send_cap, recv_cap;
+} st_buffers;
+
+#define ST_MAX_FAILURE_LINES 20
+
+/* st_case.c: case geometry, comparison, reporting. */
+extern int st_world_rank;
+extern int st_recvcounts_buf[4096];
+void st_log_add(st_log *log, st_record rec);
+void st_reserve(st_buffers *b, const st_layout *L);
+int st_has_in_place(int coll);
+const int *st_recvcounts(const st_case *c);
+int64_t st_case_bytes(const st_case *c, const int *recvcounts);
+st_layout st_layout_of(const st_case *c, const int *rc);
+void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned char *send,
+                unsigned char *recv, ct_call *call);
+void st_report(const st_case *c, int variant, const char *what, const char *detail);
+void st_error_text(int err, char *out, size_t len);
+int st_same(const st_case *c, const st_layout *L, const unsigned char *lib,
+            const unsigned char *var, const unsigned char *input, char *detail, size_t len);
+/* st_run.c: one case, by the library and every variant (or the --member algorithm). */
+void st_run_case(const st_case *c, st_buffers *b, st_log *log);
+
 /* st_proof.c: the proof of every member per case class (docs/select.md, "The proof"). Member
  * ST_LIB_MEMBER is the library algorithm forced with --member; the others are the mock-ups. */
 #define ST_LIB_MEMBER CT_NUM_VARIANTS

@@ -1,0 +1,312 @@
+/*
+ * colltune-selftest: the geometry of a case (buffers, layout, the call), how a result is compared
+ * with the library's, and how a failure is reported.
+ */
+#include "st.h"
+#include "ct_proof.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int st_world_rank;
+int st_recvcounts_buf[4096];
+static int st_failure_lines;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logs and buffers */
+
+void st_log_add(st_log *log, st_record rec)
+{
+    if (log->len == log->cap) {
+        log->cap = log->cap ? 2 * log->cap : 1024;
+        log->records = realloc(log->records, log->cap * sizeof *log->records);
+        if (log->records == NULL) {
+            fprintf(stderr, "colltune-selftest: out of memory\n");
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    log->records[log->len++] = rec;
+}
+
+static void *st_grow(unsigned char **buf, size_t bytes)
+{
+    free(*buf);
+    *buf = malloc(bytes ? bytes : 1);
+    if (*buf == NULL) {
+        fprintf(stderr, "colltune-selftest: out of memory (%zu bytes)\n", bytes);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return *buf;
+}
+
+void st_reserve(st_buffers *b, const st_layout *L)
+{
+    if ((size_t)L->send_bytes > b->send_cap) {
+        st_grow(&b->send, (size_t)L->send_bytes);
+        st_grow(&b->pristine, (size_t)L->send_bytes);
+        b->send_cap = (size_t)L->send_bytes;
+    }
+    if ((size_t)L->recv_bytes > b->recv_cap) {
+        st_grow(&b->recv, (size_t)L->recv_bytes);
+        st_grow(&b->lib_recv, (size_t)L->recv_bytes);
+        st_grow(&b->recv_input, (size_t)L->recv_bytes);
+        b->recv_cap = (size_t)L->recv_bytes;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Case geometry */
+
+int st_has_in_place(int coll)
+{
+    return ct_collectives[coll].in_place != CT_IN_PLACE_NONE;
+}
+
+/* Irregular counts (count+1, count, count-1, ...). Each block starts at or after its own
+ * length: MPICH 5.0.2's MPI_Reduce_scatter with MPI_IN_PLACE moves a block to the buffer start
+ * with memcpy and aborts when the two overlap (e.g. counts 262143, 262144 on 2 ranks). */
+const int *st_recvcounts(const st_case *c)
+{
+    if (c->coll != CT_COLL_REDUCE_SCATTER) return NULL;
+    int p = c->comm->size;
+    for (int i = 0; i < p && i < 4096; i++)
+        st_recvcounts_buf[i] = c->count == 0 ? 0 : c->count + 1 - (i % 3);
+    return st_recvcounts_buf;
+}
+
+static int64_t st_sum_below(const int *counts, int upto)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < upto; i++) sum += counts[i];
+    return sum;
+}
+
+static int64_t st_slot_bytes(const st_type *t)
+{
+    return t->kind == ST_BYTE ? 1 : t->kind == ST_DOUBLE ? 8 : 4;
+}
+
+/* This rank's datatype, element count and extent for the case (ST_MIXED differs by rank). */
+static void st_local(const st_case *c, MPI_Datatype *type, int *count, int64_t *extent)
+{
+    const st_type *t = c->type;
+    int odd = t->kind == ST_MIXED && c->comm->rank % 2 == 1;
+    *type = odd ? t->odd_type : t->type;
+    *count = odd ? t->odd_factor * c->count : c->count;
+    *extent = odd ? t->odd_extent : t->extent;
+}
+
+/* Message bytes of the case as the table defines them. */
+int64_t st_case_bytes(const st_case *c, const int *recvcounts)
+{
+    int64_t p = c->comm->size;
+    if (c->coll == CT_COLL_REDUCE_SCATTER_BLOCK) return p * c->count * c->type->size;
+    if (c->coll == CT_COLL_REDUCE_SCATTER) return st_sum_below(recvcounts, (int)p) * c->type->size;
+    return (int64_t)c->count * c->type->size;
+}
+
+st_layout st_layout_of(const st_case *c, const int *rc)
+{
+    int64_t p = c->comm->size, r = c->comm->rank, x;
+    MPI_Datatype type;
+    int count;
+    st_local(c, &type, &count, &x);
+    int64_t blk = count * x;
+    int is_root = r == c->root, ip = c->in_place;
+    st_layout L = {0, 0, 0, 0, 0, 0};
+    switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_ALLGATHER:
+        L.send_bytes = ip ? 0 : blk, L.recv_bytes = p * blk;
+        break;
+    case CT_COLL_ALLREDUCE:
+    case CT_COLL_SCAN:
+        L.send_bytes = ip ? 0 : blk, L.recv_bytes = blk;
+        break;
+    case CT_COLL_ALLTOALL:
+        L.send_bytes = ip ? 0 : p * blk, L.recv_bytes = p * blk;
+        break;
+    case CT_COLL_BCAST:
+        L.recv_bytes = blk;
+        break;
+    case CT_COLL_GATHER:
+        L.send_bytes = is_root && ip ? 0 : blk, L.recv_bytes = is_root ? p * blk : 0;
+        break;
+    case CT_COLL_REDUCE:
+        L.send_bytes = is_root && ip ? 0 : blk, L.recv_bytes = is_root ? blk : 0;
+        break;
+    case CT_COLL_REDUCE_SCATTER_BLOCK:
+        L.send_bytes = ip ? 0 : p * blk, L.recv_bytes = ip ? p * blk : blk;
+        L.out_bytes = blk, L.first_slot = r * blk / st_slot_bytes(c->type);
+        L.tail_bytes = L.recv_bytes - blk;
+        return L;
+    case CT_COLL_REDUCE_SCATTER: {
+        int64_t total = st_sum_below(rc, (int)p) * x, below = st_sum_below(rc, (int)r) * x;
+        L.send_bytes = ip ? 0 : total, L.recv_bytes = ip ? total : rc[r] * x;
+        L.out_bytes = rc[r] * x, L.first_slot = below / st_slot_bytes(c->type);
+        L.tail_bytes = L.recv_bytes - L.out_bytes;
+        return L;
+    }
+    case CT_COLL_SCATTER:
+        L.send_bytes = is_root ? p * blk : 0, L.recv_bytes = is_root && ip ? 0 : blk;
+        break;
+    case CT_NUM_COLLECTIVES:
+        break;
+    }
+    L.out_bytes = L.recv_bytes;
+    return L;
+}
+
+/* Fill the buffers with this rank's input (identical for the library's and the variant's run)
+ * and describe the call. */
+void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned char *send,
+                       unsigned char *recv, ct_call *call)
+{
+    int r = c->comm->rank, p = c->comm->size, is_root = r == c->root;
+    enum st_kind kind = c->type->kind;
+    MPI_Datatype type;
+    int count;
+    int64_t extent;
+    st_local(c, &type, &count, &extent);
+    int64_t blk = count * extent, slot = st_slot_bytes(c->type);
+    st_fill(send, L->send_bytes, kind, r, 0);
+    memset(recv, ST_SENTINEL, (size_t)L->recv_bytes);
+    *call = (ct_call){.coll = c->coll, .sendbuf = send, .recvbuf = recv, .sendcount = count,
+                      .recvcount = count, .recvcounts = rc, .sendtype = type,
+                      .recvtype = type, .op = c->op ? c->op->op : MPI_OP_NULL,
+                      .root = c->root, .comm = c->comm->comm};
+    if (L->send_bytes == 0) call->sendbuf = NULL;
+    if (L->recv_bytes == 0) call->recvbuf = NULL;
+    int ip = c->in_place;
+    switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_ALLGATHER:
+        if (ip) st_fill(recv + r * blk, blk, kind, r, r * blk / slot);
+        break;
+    case CT_COLL_BCAST:
+        if (is_root) st_fill(recv, blk, kind, r, 0);
+        call->sendbuf = NULL;
+        break;
+    case CT_COLL_GATHER:
+        if (!is_root) call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
+        if (is_root && ip) {
+            st_fill(recv + r * blk, blk, kind, r, r * blk / slot);
+            call->sendcount = 0, call->sendtype = MPI_DATATYPE_NULL;
+        }
+        ip = ip && is_root;
+        break;
+    case CT_COLL_SCATTER:
+        if (!is_root) call->sendcount = 0, call->sendtype = MPI_DATATYPE_NULL;
+        if (is_root && ip) {
+            call->recvbuf = MPI_IN_PLACE;
+            call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
+        }
+        ip = 0;
+        break;
+    case CT_COLL_REDUCE:
+        if (is_root && ip) st_fill(recv, L->recv_bytes, kind, r, 0);
+        ip = ip && is_root;
+        break;
+    default:
+        if (ip) st_fill(recv, L->recv_bytes, kind, r, 0);
+        break;
+    }
+    (void)p;
+    if (ip) call->sendbuf = MPI_IN_PLACE;
+    if (call->sendbuf == MPI_IN_PLACE && c->coll != CT_COLL_GATHER) {
+        call->sendcount = 0;
+        call->sendtype = MPI_DATATYPE_NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reporting */
+
+static void st_case_json(const st_case *c, char *out, size_t len)
+{
+    snprintf(out, len,
+             "{\"collective\":\"%s\",\"comm\":\"%s\",\"nprocs\":%d,\"datatype\":\"%s\","
+             "\"op\":\"%s\",\"count\":%d,\"root\":%d,\"in_place\":%s}",
+             colltune_collective_name(c->coll), c->comm->name, c->comm->size, c->type->name,
+             c->op ? c->op->name : "", c->count, c->root, c->in_place ? "true" : "false");
+}
+
+void st_report(const st_case *c, int variant, const char *what, const char *detail)
+{
+    if (st_failure_lines++ >= ST_MAX_FAILURE_LINES) return;
+    char desc[512];
+    st_case_json(c, desc, sizeof desc);
+    printf("{\"type\":\"failure\",\"variant\":\"%s\",\"rank\":%d,\"comm_rank\":%d,\"case\":%s,"
+           "\"what\":\"%s\",\"detail\":\"%s\"}\n",
+           variant >= 0 ? colltune_variant_name(variant) : "library", st_world_rank,
+           c->comm->rank, desc, what, detail);
+    fflush(stdout);
+}
+
+void st_error_text(int err, char *out, size_t len)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (PMPI_Error_string(err, text, &n) != MPI_SUCCESS) snprintf(text, sizeof text, "?");
+    for (char *s = text; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) *s = ' ';
+    snprintf(out, len, "MPI error %d: %.200s", err, text);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Comparison */
+
+static double st_gamma(int m)
+{
+    const double u = ldexp(1.0, -53);
+    return m * u / (1.0 - m * u);
+}
+
+static int st_within_tolerance(const st_case *c, const st_layout *L, const unsigned char *lib,
+                               const unsigned char *var, char *detail, size_t len)
+{
+    int p = c->comm->size;
+    int64_t n = L->out_bytes / 8;
+    for (int64_t k = 0; k < n; k++) {
+        double a, b;
+        memcpy(&a, lib + L->out_begin + 8 * k, 8);
+        memcpy(&b, var + L->out_begin + 8 * k, 8);
+        if (memcmp(&a, &b, 8) == 0) continue;
+        double abs_sum = 0.0;
+        for (int j = 0; j < p; j++) abs_sum += fabs(st_double_value(j, L->first_slot + k));
+        double tolerance = 2.0 * st_gamma(p - 1) * abs_sum * (1.0 + 1e-12);
+        if (!(fabs(a - b) <= tolerance)) {
+            snprintf(detail, len, "element %lld: library %.17g, variant %.17g, |diff| %.3g > %.3g",
+                     (long long)k, a, b, fabs(a - b), tolerance);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The library's result where the standard defines one. Past the result of an in-place
+ * Reduce_scatter(_block) the standard defines nothing and the libraries differ (MPICH's large
+ * messages and Open MPI's non-commutative Reduce_scatter use it as temporary space), but
+ * programs rely on it keeping the input: the variant must keep it (compared with `input`). */
+int st_same(const st_case *c, const st_layout *L, const unsigned char *lib,
+                   const unsigned char *var, const unsigned char *input, char *detail, size_t len)
+{
+    int64_t tail = L->out_begin + L->out_bytes;
+    if (memcmp(input + tail, var + tail, (size_t)L->tail_bytes) != 0) {
+        snprintf(detail, len, "the variant changed the receive buffer past the result (%lld "
+                 "bytes of the in-place input)", (long long)L->tail_bytes);
+        return 0;
+    }
+    if (memcmp(lib + L->out_begin, var + L->out_begin, (size_t)L->out_bytes) == 0) return 1;
+    if (c->type->kind == ST_DOUBLE && c->op != NULL && c->op->kind == ST_SUM)
+        return st_within_tolerance(c, L, lib, var, detail, len);
+    for (int64_t i = 0; i < L->out_bytes; i++)
+        if (lib[L->out_begin + i] != var[L->out_begin + i]) {
+            snprintf(detail, len, "receive buffer differs first at byte %lld of %lld (library 0x%02x, "
+                     "variant 0x%02x)", (long long)i, (long long)L->out_bytes,
+                     lib[L->out_begin + i], var[L->out_begin + i]);
+            break;
+        }
+    return 0;
+}
