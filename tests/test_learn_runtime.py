@@ -446,3 +446,92 @@ def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, lear
     assert run.returncode == 0 and "learn_float done" in run.stdout, run.describe()
     reports = run.messages("explored calls with the library")
     assert len(reports) == 4 and all(" differ (first: allreduce by allreduce_as_" in r for r in reports), run.describe()
+
+
+# ---- cost of the mode (issue 26): routes and bounds, observed through the debug queries ----------
+
+def routes(run: Run) -> dict[str, str]:
+    """ct_routes' report: collective -> colltune_route_name right after MPI_Init (rank 0)."""
+    out = dict(line.split()[1:3] for line in run.stdout.splitlines() if line.startswith("route "))
+    assert set(out) == set(COLLECTIVES), run.describe()
+    return out
+
+
+def recording(run: Run) -> list[int]:
+    """ct_routes' colltune_learn_recording before and after its broadcasts (rank 0)."""
+    return [int(line.split()[1]) for line in run.stdout.splitlines() if line.startswith("recording ")]
+
+
+def exploit_default_table(path: Path) -> Path:
+    path.write_text("colltune-select 1\nunlisted library\ncollective bcast\n  members default bcast_as_allgatherv\n"
+                    "  cell 3 0 1 exploit 1 0\nend\n")
+    return path
+
+
+def test_refused_or_absent_table_leaves_the_pass_through_route(openmpi, openmpi_build, ompi_programs, tmp_path):
+    """A learning run whose table is refused at MPI_Init costs what the pass-through costs: every
+    wrapper calls the library directly (ct_active 0), as with no setting at all."""
+    prog = [ompi_programs["ct_routes"], "3"]
+    bad = tmp_path / "bad.select"
+    bad.write_text("colltune-select 1\nthis is no table\n")
+    plain_env = runenv.rank_environment(openmpi, openmpi_build)
+    for env in (plain_env, {**plain_env, "COLLTUNE_SELECT": str(bad), "COLLTUNE_SELECT_SEED": SEED}):
+        run = run_mpi(openmpi, 2, prog, env)
+        assert run.returncode == 0 and "ok 3 calls" in run.stdout, run.describe()
+        assert set(routes(run).values()) == {"pass-through"}, run.describe()
+        assert recording(run) == [0, 0], run.describe()
+    assert len(run.messages("learning mode off")) == 1, run.describe()
+    good = exploit_default_table(tmp_path / "good.select")
+    env = {**plain_env, "COLLTUNE_SELECT": str(good), "COLLTUNE_SELECT_SEED": SEED}
+    assert set(routes(ok(run_mpi(openmpi, 2, prog, env))).values()) == {"learning-only"}
+    counted = ok(run_mpi(openmpi, 2, prog, {**env, "COLLTUNE_VERBOSE": "1"}))
+    assert set(routes(counted).values()) == {"learning"}, counted.describe()
+    # the exploit cell (1 int: size bin 3) took its default on every call of the short path
+    assert counted.counts[("bcast", "exploit", "library", "library")] == 3, counted.describe()
+
+
+@pytest.mark.parametrize("bound,stop", [({"COLLTUNE_TRACE_RECORDS": "5"}, "records"),
+                                        ({"COLLTUNE_TRACE_SECONDS": "0.000000001"}, "seconds")])
+def test_tracing_stops_at_its_bound_and_says_so(openmpi, openmpi_build, ompi_programs, tmp_path, bound, stop):
+    """At the first call past the record or the time bound the trace closes: later calls take
+    the untraced path (recording 0), are counted as not recorded, and the header says which
+    bound stopped it. 12 broadcasts and ct_routes' final allreduce: 13 calls per rank."""
+    table = exploit_default_table(tmp_path / "t.select")
+    env = {**runenv.rank_environment(openmpi, openmpi_build), "COLLTUNE_SELECT": str(table),
+           "COLLTUNE_SELECT_SEED": SEED, "COLLTUNE_TRACE_DIR": str(tmp_path), **bound}
+    run = run_mpi(openmpi, 2, [ompi_programs["ct_routes"], "12"], env)
+    assert run.returncode == 0 and "ok 12 calls" in run.stdout, run.describe()
+    assert recording(run) == [1, 0], run.describe()
+    kept = 5 if stop == "records" else 0
+    for rank in (0, 1):
+        t = traces.read_trace(tmp_path / f"rank-{rank}.cttrace")
+        assert (t.stop, len(t.records), t.overflow) == (stop, kept, 13 - kept)
+        assert t.record_limit == (5 if stop == "records" else 65536)
+        assert t.seconds_limit == (3600.0 if stop == "records" else 1e-9)
+        assert 0 < t.stop_s <= t.wall_s
+        assert t.records["call_index"].tolist() == list(range(kept))
+    msg = "trace buffer full, 8 calls not recorded" if stop == "records" else "tracing stopped after 1e-09 s, 13 calls"
+    assert len(run.messages(msg)) == 2, run.describe()
+
+
+def test_error_classes_reach_the_caller_on_the_learning_only_route(openmpi, openmpi_build, ompi_programs, tmp_path):
+    """The learning-only route checks erroneous calls from the communicator's cached size and
+    rank, not modes.c's PMPI queries: the library's error classes still reach the caller, with
+    mock-ups exploited wherever the call is correct."""
+    cases = ["bcast_root_out_of_range", "bcast_negative_count", "allreduce_negative_count", "allreduce_null_op",
+             "reduce_root_out_of_range", "allgather_null_type", "ok_allreduce"]
+    table = tmp_path / "t.select"
+    blocks = {"bcast": "bcast_as_scatter_allgather", "allreduce": "allreduce_as_reduce_bcast",
+              "reduce": "reduce_as_allreduce", "allgather": "allgather_as_gather_bcast"}
+    table.write_text("colltune-select 1\nunlisted library\n" + "".join(
+        f"collective {c}\n  members default {m}\n" + "".join(f"  cell {s} 0 1 exploit 0 1\n" for s in range(24))
+        for c, m in blocks.items()) + "end\n")
+    prog = [ompi_programs["ct_errors"], *cases]
+    plain = ok(run_mpi(openmpi, 2, prog, {}))
+    env = {**runenv.rank_environment(openmpi, openmpi_build), "COLLTUNE_SELECT": str(table),
+           "COLLTUNE_SELECT_SEED": SEED}
+    learned = run_mpi(openmpi, 2, prog, env)
+    assert learned.returncode == 0 and "warning" not in learned.stderr, learned.describe()
+    lines = [line for line in plain.stdout.splitlines() if line.startswith("error ")]
+    assert len(lines) == len(cases) and lines[-1] == "error ok_allreduce class 0", plain.describe()
+    assert [line for line in learned.stdout.splitlines() if line.startswith("error ")] == lines, learned.describe()

@@ -14,6 +14,7 @@ from colltune.cli import main
 from colltune.learn.traces import (
     HEADER,
     HEADER_V1,
+    HEADER_V2,
     V1_FIELDS,
     TraceError,
     TraceFile,
@@ -57,23 +58,41 @@ def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
     r2 = [list(r) for r in RANK2]
     r2[0][3] = rank2_member
     write_trace(d / "rank-0.cttrace", TraceFile(0, 4, seed, 0xABCDEF, 0, 3.5, PORT, _records(RANK0)))
-    write_trace(d / "rank-2.cttrace", TraceFile(2, 4, seed, 0xABCDEF, 3, 4.0, PORT, _records([tuple(r) for r in r2])))
+    write_trace(d / "rank-2.cttrace", TraceFile(2, 4, seed, 0xABCDEF, 3, 4.0, PORT, _records([tuple(r) for r in r2]),
+                                                "records", 2, 600.0, 1.75))
     return d
 
 
 def test_read_back_what_was_written(tmp_path: Path) -> None:
     d = _write_dir(tmp_path / "t")
     data = (d / "rank-0.cttrace").read_bytes()
-    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 2) and HEADER.size == 72
+    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 3) and HEADER.size == 104
     # header, members text, two communicators of 16 bytes, three records of 20 bytes
-    assert len(data) == 72 + len(MEMBERS_TEXT) + 2 * 16 + 3 * 20
-    comms = data[72 + len(MEMBERS_TEXT):72 + len(MEMBERS_TEXT) + 32]
+    assert len(data) == 104 + len(MEMBERS_TEXT) + 2 * 16 + 3 * 20
+    # stop 0 (open), reserved, record limit (the records), no time bound, stopped at wall_s
+    assert data[72:104] == struct.pack("<IIQdd", 0, 0, 3, 0.0, 3.5)
+    comms = data[104 + len(MEMBERS_TEXT):104 + len(MEMBERS_TEXT) + 32]
     assert struct.unpack("<8I", comms) == (0, 4, 2, 2, 5, 2, 1, 2)
     last = data[-20:]   # comm 1, call 0, allreduce, member 2, not applicable (1) | reason 7 << 2
     assert last == struct.pack("<HHBBBBIIf", 1, 0, AR, 2, 1 | 7 << 2, 0, 1 << 20, 2 << 20, 0.5)
     t = read_trace(d / "rank-0.cttrace")
     assert (t.rank, t.world_size, t.seed, t.table_hash, t.overflow, t.wall_s) == (0, 4, 99, 0xABCDEF, 0, 3.5)
+    assert (t.stop, t.record_limit, t.seconds_limit, t.stop_s) == ("open", 3, 0.0, 3.5)
     assert t.portfolios == PORT
+    assert [tuple(r) for r in t.records.tolist()] == RANK0
+    t2 = read_trace(d / "rank-2.cttrace")
+    assert (t2.overflow, t2.stop, t2.record_limit, t2.seconds_limit, t2.stop_s) == (3, "records", 2, 600.0, 1.75)
+
+
+def test_version_2_files_are_still_read(tmp_path: Path) -> None:
+    """Version 2: the version 3 layout without the 32 bytes of bounds after the header."""
+    d = _write_dir(tmp_path / "t")
+    raw = (d / "rank-0.cttrace").read_bytes()
+    fields = list(HEADER.unpack(raw[:104]))[:12]
+    fields[1] = 2
+    (d / "rank-0.cttrace").write_bytes(HEADER_V2.pack(*fields) + raw[104:])
+    t = read_trace(d / "rank-0.cttrace")
+    assert (t.rank, t.overflow, t.wall_s, t.stop, t.record_limit, t.stop_s) == (0, 0, 3.5, None, None, None)
     assert [tuple(r) for r in t.records.tolist()] == RANK0
 
 
@@ -141,7 +160,7 @@ def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
     """record_bytes comes from the header: fields appended by the runtime are skipped."""
     d = _write_dir(tmp_path / "t")
     raw = (d / "rank-0.cttrace").read_bytes()
-    head, rest = raw[:72], raw[72:]
+    head, rest = raw[:104], raw[104:]
     cut = rest.index(b"\n\n") + 2 + 2 * 16
     text, recs = rest[:cut], rest[cut:]
     wide = b"".join(recs[i:i + 20] + b"\xee" * 8 for i in range(0, len(recs), 20))
@@ -153,13 +172,14 @@ def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda b: b"CTTRACE9" + b[8:], "not a colltune trace"),
-    (lambda b: b[:8] + struct.pack("<I", 3) + b[12:], "trace version 3, this colltune reads 1 and 2"),
+    (lambda b: b[:8] + struct.pack("<I", 4) + b[12:], "trace version 4, this colltune reads 1 to 3"),
     (lambda b: b[:-5], "header says 3 records of 20 bytes"),
-    (lambda b: b[:40], "shorter than the 72-byte header"),
+    (lambda b: b[:40], "shorter than the 104-byte header"),
+    (lambda b: b[:72] + struct.pack("<I", 3) + b[76:], "stop code 3 in the header"),
     (lambda b: b[:12] + struct.pack("<I", 16) + b[16:], "records of 16 bytes are shorter than the 20"),
     (lambda b: b[:64] + struct.pack("<I", 200) + b[68:], "communicator table of 200 entries"),
     (lambda b: b[:-20] + struct.pack("<H", 2) + b[-18:], "a record names communicator 2 of a table of 2"),
-    (lambda b: b[:72] + b"allreduce default", "no terminating empty line"),
+    (lambda b: b[:104] + b"allreduce default", "no terminating empty line"),
 ])
 def test_broken_files_are_refused(tmp_path: Path, mutate, message: str) -> None:
     d = _write_dir(tmp_path / "t")

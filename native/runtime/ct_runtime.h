@@ -174,9 +174,70 @@ static inline const char *ct_member_name(int id)
     return id >= CT_LIB_BASE ? ct_libalg_name(id) : colltune_variant_name(id);
 }
 
+/* Whether the (count, datatype) pairs significant on this rank are erroneous (null datatype,
+ * negative count), given whether this rank is the root. Such calls go to the library untouched
+ * (modes.c, ct_erroneous): the decision path's own queries (PMPI_Type_size of
+ * MPI_DATATYPE_NULL, ...) would raise the error on MPI_COMM_WORLD's handler instead of the
+ * communicator's. */
+static inline int ct_args_erroneous(const ct_call *call, int is_root)
+{
+    int send = 0, recv = 1;
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER:
+    case CT_COLL_ALLTOALL:
+        send = call->sendbuf != MPI_IN_PLACE;
+        break;
+    case CT_COLL_GATHER:
+        send = !(is_root && call->sendbuf == MPI_IN_PLACE);
+        recv = is_root;
+        break;
+    case CT_COLL_SCATTER:
+        send = is_root;
+        recv = !(is_root && call->recvbuf == MPI_IN_PLACE);
+        break;
+    case CT_COLL_REDUCE_SCATTER:
+        recv = 0;   /* recvcounts: the datatype is checked here */
+        if (call->recvtype == MPI_DATATYPE_NULL || call->recvcounts == NULL)
+            return 1;
+        break;
+    default:
+        break;
+    }
+    if (send && (call->sendtype == MPI_DATATYPE_NULL || call->sendcount < 0))
+        return 1;
+    if (recv && (call->recvtype == MPI_DATATYPE_NULL || call->recvcount < 0))
+        return 1;
+    return 0;
+}
+
+/* ct_erroneous for a non-null intra-communicator whose size and this rank's rank are known
+ * (learn.c keeps them per communicator: no PMPI query on the call path). */
+static inline int ct_erroneous_intra(const ct_call *call, int size, int rank)
+{
+    const ct_collective_info *info = &ct_collectives[call->coll];
+    if (info->has_op && call->op == MPI_OP_NULL)
+        return 1;
+    int is_root = 0;
+    if (info->has_root) {
+        if (call->root < 0 || call->root >= size)
+            return 1;
+        is_root = call->root == rank;
+    }
+    return ct_args_erroneous(call, is_root);
+}
+
 /* Counting table (count.c). */
 CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);
 CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
+
+/* Debug queries for tests and benchmarks (exported: a program finds them with dlsym when
+ * libcolltune is preloaded). How the wrapper of collective `coll` serves it now:
+ * "pass-through" (it calls the library directly: no mode, no counting), "counting" (counted,
+ * no mode decides), "force", "profile", "learning" (decided by the learning mode and counted),
+ * "learning-only" (learn.c runs the whole call); NULL for an index out of range. And whether
+ * learning-mode calls take the full path because this rank checks or its trace is open. */
+__attribute__((visibility("default"))) const char *colltune_route_name(int coll);
+__attribute__((visibility("default"))) int colltune_learn_recording(void);
 
 /* Messages: every line starts with "colltune: " so that users and tests can find them. */
 CT_HIDDEN void ct_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,80 +15,37 @@
  * cell), counted in an array allocated with the state: without it an application whose first
  * calls are of one kind spends the whole budget there (HPCC: alltoall, benchmarks/learn).
  *
- * Tracing: a buffer allocated at MPI_Init, filled with one atomic increment per call, written
- * to DIR/rank-N.cttrace at MPI_Finalize. Nothing is allocated on the call path.
+ * Tracing (trace.c): a buffer allocated at MPI_Init, filled on the full path below while it is
+ * open. A rank that neither traces nor checks, or whose trace is closed, takes the short path of
+ * ct_learn_dispatch on exploit cells: the erroneous-call check from the communicator's cached
+ * size and rank, the cell's byte, the call counter (benchmarks/learning_runtime has the
+ * instruction counts).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ct_core.h"
-#include "ct_runtime.h"
+#include "ct_learn.h"
 #include "ct_select.h"
 #include "ct_settings.h"
 
-_Static_assert(sizeof(ct_trace_record) == 20, "trace records are 20 bytes (docs/select.md)");
-
-#define CT_TRACE_VERSION 2
-#define CT_TICKS_MAX_NS UINT64_C(1048576000000000)   /* 2^40 ticks of 2^-20 s = 2^20 s, in ns */
-#define CT_NO_SLOT 0xFFFFu   /* communicator beyond the file's table: its calls are not recorded */
-
-typedef struct ct_comm_state {
-    uint32_t id;
-    int inter;
-    uint16_t slot;                  /* traced ranks: index in the trace's communicator table */
-    uint32_t np_cell;               /* the nodes and ppn part of a cube index */
-    /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
-     * and stores suffice; atomics only keep the accesses well-defined across threads. */
-    atomic_ullong calls, explored;
-    void *lib;                      /* communicators of library members (libalg_online.c) */
-    atomic_uint cell_explored[];    /* [collective * nbins[0] + size bin], at most ct_cell_budget */
-} ct_comm_state;
-
 static ct_select *ct_table;
-static int ct_checking;
-static int ct_recording;            /* ct_trace != NULL || ct_checking, fixed at MPI_Init */
+int ct_checking;
 static uint64_t ct_seed, ct_budget, ct_cell_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
 static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bin * this + np_cell */
 static const uint8_t *ct_codes[CT_NUM_COLLECTIVES];   /* the table's cubes (ct_select_codes) */
 static atomic_uint ct_comms_created;
-static int ct_world_rank, ct_world_size;
-static uint64_t ct_t0;              /* ct_now() at MPI_Init */
+static int ct_world_rank;
 
 static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_SELECT_MAX_MEMBERS];
-static ct_trace_record *ct_trace;
-static uint64_t ct_trace_cap;
-static atomic_ullong ct_trace_next;
-/* The trace's communicator table (traced ranks): the facts of every communicator once, in
- * order of first collective; grown under a spin lock when a communicator is set up, never on
- * the call path. */
-typedef struct ct_trace_comm {
-    uint32_t id, size, nodes, ppn;
-} ct_trace_comm;
-static ct_trace_comm *ct_tcomms;
-static uint32_t ct_ntcomms, ct_captcomms;
-static atomic_flag ct_tcomms_lock = ATOMIC_FLAG_INIT;
-static atomic_ullong ct_trace_unslotted;   /* calls on communicators the table had no room for */
-static char *ct_trace_dir;
 static const char *ct_select_path;
-
-/* The local clock of traces: CLOCK_MONOTONIC in nanoseconds, the clock MPI_Wtime reads in Open
- * MPI and MPICH (local, not synchronized across nodes), read directly: MPICH's PMPI_Wtime adds
- * ~60 instructions of layers around it, twice per traced call. */
-static inline uint64_t ct_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- settings at MPI_Init ------------------------------------------------------------------ */
 
@@ -165,51 +122,6 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
     return state;
 }
 
-static void ct_trace_setup(void)
-{
-    const char *dir = ct_env(CT_ENV_TRACE_DIR);
-    if (dir == NULL)
-        return;
-    const char *ranks = ct_env(CT_ENV_TRACE_RANKS);
-    uint64_t k = (uint64_t)ct_world_size, cap = 0;
-    if (ranks != NULL && strcmp(ranks, "all") != 0 && ct_parse_u64(ranks, &k) != 0) {
-        if (ct_world_rank == 0)
-            ct_message("warning: COLLTUNE_TRACE_RANKS=%s is not `all` or a number; no rank "
-                       "records (decisions are unaffected)", ranks);
-        return;
-    }
-    uint64_t stride = k == 0 ? 0 : ((uint64_t)ct_world_size + k - 1) / k;
-    if (stride == 0 || (uint64_t)ct_world_rank % stride != 0)
-        return;
-    const char *records = getenv(CT_ENV_TRACE_RECORDS);
-    if (ct_parse_u64(records != NULL && records[0] ? records : CT_DEFAULT_TRACE_RECORDS, &cap) != 0
-        || cap == 0 || cap > (UINT64_C(1) << 32)) {
-        if (ct_world_rank == 0)
-            ct_message("warning: COLLTUNE_TRACE_RECORDS=%s is not a number in 1..2^32; no rank "
-                       "records", records);
-        return;
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        ct_message("warning: rank %d: COLLTUNE_TRACE_DIR=%s is not a writable directory (%s); "
-                   "this rank records nothing (create it or point to another)", ct_world_rank,
-                   dir, strerror(errno));
-        return;
-    }
-    ct_trace = malloc((size_t)cap * sizeof *ct_trace);
-    ct_trace_dir = strdup(dir);
-    if (ct_trace == NULL || ct_trace_dir == NULL) {
-        ct_message("warning: rank %d: no memory for %llu trace records; this rank records "
-                   "nothing (lower COLLTUNE_TRACE_RECORDS)", ct_world_rank,
-                   (unsigned long long)cap);
-        free(ct_trace);
-        free(ct_trace_dir);
-        ct_trace = NULL;
-        ct_trace_dir = NULL;
-        return;
-    }
-    ct_trace_cap = cap;
-}
-
 /* A one-entry cache per thread of the last communicator's state: Open MPI's attribute lookup
  * alone costs ~140 instructions per call. A freed communicator's handle can be reused for a new
  * one, so every delete bumps a generation that invalidates all caches. */
@@ -219,8 +131,6 @@ typedef struct ct_comm_cache {
     unsigned generation;
 } ct_comm_cache;
 static atomic_uint ct_generation = 1;
-/* The record of the call this thread is deciding (traced ranks only), completed after the call. */
-static _Thread_local ct_trace_record ct_pending __attribute__((tls_model("initial-exec")));
 static _Thread_local ct_comm_cache ct_cache __attribute__((tls_model("initial-exec")));
 
 static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
@@ -229,8 +139,10 @@ static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extr
     (void)keyval;
     (void)extra;
     atomic_fetch_add_explicit(&ct_generation, 1, memory_order_release);
-    if (attribute != NULL)
+    if (attribute != NULL) {
+        ct_trace_comm_gone(attribute);
         ct_libalg_comm_free(((ct_comm_state *)attribute)->lib);
+    }
     free(attribute);
     return MPI_SUCCESS;
 }
@@ -238,7 +150,6 @@ static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extr
 int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, const char *err)
 {
     ct_world_rank = rank;
-    ct_world_size = size;
     if (agreed[CT_L_STATE] == CT_LEARN_OFF && agreed[CT_L_STATE_NOT] == ~(uint64_t)CT_LEARN_OFF) {
         ct_learn_stop();   /* off everywhere (or switched off by a settings mismatch) */
         return 0;
@@ -274,9 +185,9 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
-    ct_t0 = ct_now();
-    ct_trace_setup();
-    ct_recording = ct_trace != NULL || ct_checking;
+    ct_trace_setup(rank, size, ct_now());
+    if (ct_checking)
+        atomic_store(&ct_recording, 1);
     return 1;
 }
 
@@ -295,29 +206,6 @@ void ct_learn_describe(void)
 static uint32_t ct_sat32(uint64_t v)
 {
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
-/* Index of a new communicator in the trace's communicator table, or CT_NO_SLOT. */
-static uint16_t ct_trace_slot(uint32_t id, uint32_t size, uint32_t nodes, uint32_t ppn)
-{
-    uint16_t slot = CT_NO_SLOT;
-    while (atomic_flag_test_and_set_explicit(&ct_tcomms_lock, memory_order_acquire))
-        ;
-    if (ct_ntcomms == ct_captcomms && ct_captcomms < CT_NO_SLOT) {
-        uint32_t cap = ct_captcomms ? ct_captcomms * 2u : 16u;
-        cap = cap > CT_NO_SLOT ? CT_NO_SLOT : cap;
-        ct_trace_comm *grown = realloc(ct_tcomms, cap * sizeof *grown);
-        if (grown != NULL) {
-            ct_tcomms = grown;
-            ct_captcomms = cap;
-        }
-    }
-    if (ct_ntcomms < ct_captcomms) {
-        ct_tcomms[ct_ntcomms] = (ct_trace_comm){id, size, nodes, ppn};
-        slot = (uint16_t)ct_ntcomms++;
-    }
-    atomic_flag_clear_explicit(&ct_tcomms_lock, memory_order_release);
-    return slot;
 }
 
 /* Collective over `comm`: every rank of it is inside its first intercepted collective. */
@@ -350,8 +238,10 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
         || PMPI_Allreduce(MPI_IN_PLACE, &ppn, 1, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         goto fail;
     s->id = (uint32_t)sums[0];
-    if (ct_trace != NULL)
-        s->slot = ct_trace_slot(s->id, (uint32_t)size, ct_sat32(sums[1]), ct_sat32(ppn));
+    s->size = size;
+    s->rank = rank;
+    if (ct_trace_active())
+        s->slot = ct_trace_slot(s, (uint32_t)size, ct_sat32(sums[1]), ct_sat32(ppn));
     s->np_cell = (uint32_t)(ct_select_count_bin(sums[1], ct_nbins[1]) * ct_nbins[2]
                             + ct_select_count_bin(ppn, ct_nbins[2]));
     return s;
@@ -450,7 +340,8 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         if (d.reason == COLLTUNE_APPLICABLE)
             d.variant = d.chosen;
     }
-    if (ct_trace != NULL) {
+    if (ct_trace_active()) {
+        ct_pending_state = s;
         ct_trace_record *r = &ct_pending;
         r->comm = s->slot;
         r->call = (uint16_t)index;
@@ -467,31 +358,35 @@ ct_decision ct_learn_decide(const ct_call *call)
     return ct_learn_choose(call);
 }
 
-int ct_learn_tracing(void)
-{
-    return ct_trace != NULL || ct_checking;
-}
-
 static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
 {
     ct_decision d = ct_learn_choose(call);
-    if (d.mode != CT_MODE_NONE && (ct_trace != NULL || ct_checking))
+    if (d.mode != CT_MODE_NONE && ct_learn_tracing())
         return ct_learn_run_traced(call, &d);
     if (d.variant >= 0)
         return ct_run_member(call, &d);
     return colltune_invoke_library(call);
 }
 
-/* The common case in few instructions (issue 10: < 150 per call not explored): a rank that
- * neither traces nor checks, a known communicator, an exploit cell. Anything else takes the
- * full path before touching the counters. */
+/* The whole call when only the learning mode looks at the collective (modes.c routes it here
+ * before its own erroneous-call check, whose root check alone costs three PMPI queries, 122
+ * instructions per rooted call in Open MPI 4.1: issue 26). Its common case in few instructions:
+ * a known intra-communicator, whose size and rank the state keeps, a rank that neither traces
+ * nor checks (or whose trace is closed), an exploit cell. Anything else takes the full path
+ * before touching the counters. Erroneous calls go to the library untouched and uncounted,
+ * as from modes.c; the communicator's state may be made by one (its first collective), which
+ * is collective over a valid communicator like any other first call. */
 int ct_learn_dispatch(const ct_call *call)
 {
-    if (CT_UNLIKELY(ct_recording))
-        return ct_learn_dispatch_full(call);
+    if (CT_UNLIKELY(call->comm == MPI_COMM_NULL))
+        return colltune_invoke_library(call);
     ct_comm_state *s = ct_comm(call->comm);
+    if (CT_UNLIKELY(s == NULL || s->inter))
+        return colltune_invoke_library(call);   /* what the full path decides for them */
+    if (CT_UNLIKELY(ct_erroneous_intra(call, s->size, s->rank)))
+        return colltune_invoke_library(call);
     const uint8_t *codes = ct_codes[call->coll];
-    if (CT_UNLIKELY(s == NULL || s->inter || codes == NULL))
+    if (CT_UNLIKELY(atomic_load_explicit(&ct_recording, memory_order_relaxed) || codes == NULL))
         return ct_learn_dispatch_full(call);
     int64_t bytes = ct_learn_bytes(call);
     if (CT_UNLIKELY(bytes < 0))
@@ -511,127 +406,22 @@ int ct_learn_dispatch(const ct_call *call)
                : colltune_invoke_library(call);
 }
 
-int ct_learn_run_traced(const ct_call *call, ct_decision *d)
-{
-    uint64_t start = ct_now();
-    int rc = d->variant < 0 ? colltune_invoke_library(call)
-             : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
-                                                         : ct_run_member(call, d);
-    uint64_t end = ct_now();
-    if (ct_trace == NULL)
-        return rc;
-    if (CT_UNLIKELY(ct_pending.comm == CT_NO_SLOT)) {
-        atomic_fetch_add_explicit(&ct_trace_unslotted, 1, memory_order_relaxed);
-        return rc;
-    }
-    uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
-    if (slot < ct_trace_cap) {
-        ct_trace_record *r = &ct_trace[slot];
-        *r = ct_pending;
-        if (d->reason != COLLTUNE_APPLICABLE)
-            r->status = (uint8_t)(CT_PICK_NOT_APPLICABLE | (unsigned)d->reason << 2);
-        /* ticks of 2^-20 s = ns * 2^20 / 10^9 = ns * 2^11 / 5^9, exact in integers below 2^40 */
-        uint64_t ns = start - ct_t0;
-        uint64_t t = ns < CT_TICKS_MAX_NS ? (ns << 11) / 1953125u : (UINT64_C(1) << 40) - 1;
-        r->start_lo = (uint32_t)t;
-        r->start_hi = (uint8_t)(t >> 32);
-        r->duration = (float)((double)(int64_t)(end - start) * 1e-9);
-    }
-    return rc;
-}
-
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
-
-static void ct_put(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static int ct_write_trace(FILE *f)
-{
-    uint64_t n = atomic_load(&ct_trace_next);
-    uint64_t kept = n < ct_trace_cap ? n : ct_trace_cap;
-    double wall = (double)(ct_now() - ct_t0) * 1e-9;
-    uint64_t wall_bits;
-    memcpy(&wall_bits, &wall, sizeof wall_bits);
-    unsigned char h[72];
-    memcpy(h, "CTTRACE1", 8);
-    ct_put(h + 8, CT_TRACE_VERSION, 4);
-    ct_put(h + 12, sizeof(ct_trace_record), 4);
-    ct_put(h + 16, (uint64_t)ct_world_rank, 4);
-    ct_put(h + 20, (uint64_t)ct_world_size, 4);
-    ct_put(h + 24, ct_seed, 8);
-    ct_put(h + 32, ct_select_hash(ct_table), 8);
-    ct_put(h + 40, kept, 8);
-    ct_put(h + 48, n - kept + atomic_load(&ct_trace_unslotted), 8);
-    ct_put(h + 56, wall_bits, 8);
-    ct_put(h + 64, ct_ntcomms, 4);
-    ct_put(h + 68, sizeof(ct_trace_comm), 4);
-    int bad = fwrite(h, sizeof h, 1, f) != 1;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        fputs(colltune_collective_name(c), f);
-        fputs(" default", f);
-        for (int m = 1; m < ct_select_portfolio_size(c); m++)
-            fprintf(f, " %s", ct_select_member_name(c, m));
-        fputc('\n', f);
-    }
-    fputc('\n', f);
-    for (uint32_t i = 0; i < ct_ntcomms; i++) {
-        unsigned char c[sizeof(ct_trace_comm)];
-        ct_put(c, ct_tcomms[i].id, 4);
-        ct_put(c + 4, ct_tcomms[i].size, 4);
-        ct_put(c + 8, ct_tcomms[i].nodes, 4);
-        ct_put(c + 12, ct_tcomms[i].ppn, 4);
-        bad |= fwrite(c, sizeof c, 1, f) != 1;
-    }
-    /* Records are stored in the host's order: little-endian on every platform we build for. */
-    if (kept > 0)
-        bad |= fwrite(ct_trace, sizeof *ct_trace, kept, f) != kept;
-    return bad | ferror(f);
-}
 
 void ct_learn_finish(void)
 {
     if (ct_checking)
         ct_check_report(ct_world_rank);
-    if (ct_trace != NULL) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rank-%d.cttrace", ct_trace_dir, ct_world_rank);
-        FILE *f = fopen(path, "wb");
-        int bad = f == NULL || ct_write_trace(f) != 0;
-        if (f != NULL)
-            bad |= fclose(f) != 0;
-        if (bad)
-            ct_message("warning: rank %d: could not write %s (%s); its records are lost",
-                       ct_world_rank, path, strerror(errno));
-        uint64_t n = atomic_load(&ct_trace_next), lost = atomic_load(&ct_trace_unslotted);
-        if (lost > 0)
-            ct_message("warning: rank %d: more than %u communicators in the trace, %llu calls on "
-                       "the later ones not recorded", ct_world_rank, CT_NO_SLOT,
-                       (unsigned long long)lost);
-        if (n > ct_trace_cap)
-            ct_message("warning: rank %d: trace buffer full, %llu calls not recorded (raise "
-                       "COLLTUNE_TRACE_RECORDS, now %llu)", ct_world_rank,
-                       (unsigned long long)(n - ct_trace_cap), (unsigned long long)ct_trace_cap);
-    }
+    ct_trace_finish(ct_seed, ct_select_hash(ct_table));
     ct_learn_stop();
 }
 
 void ct_learn_stop(void)
 {
-    free(ct_trace);
-    free(ct_trace_dir);
-    free(ct_tcomms);
-    ct_trace = NULL;
-    ct_trace_dir = NULL;
-    ct_tcomms = NULL;
-    ct_ntcomms = ct_captcomms = 0;
-    ct_trace_cap = 0;
+    ct_trace_free();
     ct_select_free(ct_table);
     ct_table = NULL;
     ct_checking = 0;
-    ct_recording = 0;
     memset(ct_codes, 0, sizeof ct_codes);
     ct_libalg_finish();
     if (ct_keyval != MPI_KEYVAL_INVALID)

@@ -129,33 +129,7 @@ static int ct_erroneous(const ct_call *call)
         if (is_root == 2)
             return 0;
     }
-    int send = 0, recv = 1;   /* which (count, type) pairs are significant on this rank */
-    switch (call->coll) {
-    case CT_COLL_ALLGATHER:
-    case CT_COLL_ALLTOALL:
-        send = call->sendbuf != MPI_IN_PLACE;
-        break;
-    case CT_COLL_GATHER:
-        send = !(is_root && call->sendbuf == MPI_IN_PLACE);
-        recv = is_root;
-        break;
-    case CT_COLL_SCATTER:
-        send = is_root;
-        recv = !(is_root && call->recvbuf == MPI_IN_PLACE);
-        break;
-    case CT_COLL_REDUCE_SCATTER:
-        recv = 0;   /* recvcounts: the datatype is checked below */
-        if (call->recvtype == MPI_DATATYPE_NULL || call->recvcounts == NULL)
-            return 1;
-        break;
-    default:
-        break;
-    }
-    if (send && (call->sendtype == MPI_DATATYPE_NULL || call->sendcount < 0))
-        return 1;
-    if (recv && (call->recvtype == MPI_DATATYPE_NULL || call->recvcount < 0))
-        return 1;
-    return 0;
+    return ct_args_erroneous(call, is_root);
 }
 
 /* Every route but the learning mode's own: decide, count, run. Out of line so that the learning
@@ -181,12 +155,13 @@ static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
 int ct_dispatch(const ct_call *call)
 {
     CT_PROFRUN_HOOK(call);
+    /* learn.c checks erroneous calls itself, from the communicator's cached size and rank */
+    if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
+        return ct_learn_dispatch(call);
     if (CT_UNLIKELY(ct_erroneous(call))) {
         ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
         return colltune_invoke_library(call);
     }
-    if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
-        return ct_learn_dispatch(call);
     return ct_dispatch_decided(call);
 }
 
@@ -214,6 +189,31 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
         ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || learning
                                        || counting);
     }
+}
+
+const char *colltune_route_name(int coll)
+{
+    if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
+        return NULL;
+    if (!ct_active[coll])
+        return "pass-through";
+    switch (ct_route[coll]) {
+    case CT_ROUTE_FORCE:
+        return "force";
+    case CT_ROUTE_PROFILE:
+        return "profile";
+    case CT_ROUTE_LEARN:
+        return "learning";
+    case CT_ROUTE_LEARN_FAST:
+        return "learning-only";
+    default:
+        return "counting";
+    }
+}
+
+int colltune_learn_recording(void)
+{
+    return ct_learn_tracing();
 }
 
 void ct_modes_clear(void)

@@ -5,8 +5,9 @@ it: the same bytes the runtime writes), `ingest` joins a directory's ranks by (c
 call_index) into one row per call (runtime = max over traced ranks of the local duration, the
 seed's metric) and stores them in `trace_runs` / `trace_calls`. The record layout is declared
 once, in RECORD_FIELDS; the record size is always taken from the header, so a runtime that adds
-fields at the end stays readable. Version 2 files (20-byte records, the communicator facts once per
-communicator) are what the runtime writes; version 1 files (32-byte records) are still read.
+fields at the end stays readable. Version 3 files (20-byte records, the communicator facts once per
+communicator, the header saying which bound stopped the trace) are what the runtime writes;
+versions 2 (the same without the bounds) and 1 (32-byte records) are still read.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ from colltune.errors import ColltuneError
 from colltune.store import Store
 
 MAGIC = b"CTTRACE1"  # the format family; the version field says which layout follows
-VERSION = 2
+VERSION = 3
 HEADER_V1 = struct.Struct("<8sIIIIQQQQd")  # magic, version, record_bytes, rank, size, seed, hash, n, overflow, wall
-HEADER = struct.Struct("<8sIIIIQQQQdII")  # version 2: ... wall, n_comms, comm_bytes
+HEADER_V2 = struct.Struct("<8sIIIIQQQQdII")  # version 2: ... wall, n_comms, comm_bytes
+# version 3: ... n_comms, comm_bytes, stop, reserved, record_limit, seconds_limit, stop_s
+HEADER = struct.Struct("<8sIIIIQQQQdIIIIQdd")
+# the header's stop code: why the runtime stopped recording before MPI_Finalize
+STOPS = {0: "open", 1: "records", 2: "seconds"}
 COMM = struct.Struct("<IIII")  # comm_id, size, nodes, ppn: once per communicator in the file
 COMM_BYTES = COMM.size
 # (field, numpy type, offset) of a version 2 record, 20 bytes (docs/select.md "Trace files").
@@ -87,6 +92,13 @@ class TraceFile:
     wall_s: float
     portfolios: dict[str, list[str]]  # collective -> members in runtime index order
     records: np.ndarray  # of CALL_DTYPE
+    # Version 3: which bound stopped the trace ("open": none, it ran to MPI_Finalize; "records":
+    # the buffer was full; "seconds": the time bound), the bounds (seconds 0: none) and when it
+    # stopped (s after MPI_Init; wall_s if open). None in files of versions 1 and 2.
+    stop: str | None = "open"
+    record_limit: int | None = None
+    seconds_limit: float | None = None
+    stop_s: float | None = None
 
 
 def _members_text(p: Path, data: bytes, at: int) -> tuple[dict[str, list[str]], int]:
@@ -167,10 +179,10 @@ def read_trace(path: str | Path) -> TraceFile:
     magic, version = data[:8], struct.unpack_from("<I", data, 8)[0]
     if magic != MAGIC:
         raise TraceError(f"{p}: not a colltune trace (magic {magic!r}, expected {MAGIC!r})")
-    if version not in (1, 2):
-        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 and 2; ingest it with "
+    if version not in (1, 2, 3):
+        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 to 3; ingest it with "
                          "the colltune that ran the application")
-    head = HEADER if version == 2 else HEADER_V1
+    head = {1: HEADER_V1, 2: HEADER_V2, 3: HEADER}[version]
     if len(data) < head.size:
         raise TraceError(f"{p}: {len(data)} bytes, shorter than the {head.size}-byte header (truncated?)")
     fields = head.unpack_from(data)
@@ -182,7 +194,13 @@ def read_trace(path: str | Path) -> TraceFile:
         n_comms, comm_bytes = fields[10:12]
         comms = _comm_table(p, data, at, n_comms, comm_bytes)
         records = _decode_v2(p, comms, _records(p, data, at + n_comms * comm_bytes, n, rec_bytes, RECORD_FIELDS))
-    return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records)
+    if version < 3:
+        return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records, stop=None)
+    stop, _, limit, seconds, stop_s = fields[12:17]
+    if stop not in STOPS:
+        raise TraceError(f"{p}: stop code {stop} in the header, expected one of {sorted(STOPS)} (corrupt?)")
+    return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records, STOPS[stop], limit, seconds,
+                     stop_s)
 
 
 def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -204,12 +222,15 @@ def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
 
 
 def write_trace(path: str | Path, trace: TraceFile) -> Path:
-    """The bytes the runtime writes at MPI_Finalize for these calls (version 2 layout)."""
+    """The bytes the runtime writes at MPI_Finalize for these calls (version 3 layout; a trace
+    without stated bounds is written as one that ran open to the end, with no time bound)."""
     comms, rec = encode_records(trace.records)
     text = "".join(f"{c} {' '.join(m)}\n" for c, m in trace.portfolios.items()) + "\n"
+    stop = {v: k for k, v in STOPS.items()}[trace.stop or "open"]
     header = HEADER.pack(MAGIC, VERSION, RECORD_BYTES, trace.rank, trace.world_size, trace.seed,
                          trace.table_hash, len(rec), trace.overflow, trace.wall_s, len(comms) // COMM.size,
-                         COMM.size)
+                         COMM.size, stop, 0, trace.record_limit if trace.record_limit is not None else len(rec),
+                         trace.seconds_limit or 0.0, trace.stop_s if trace.stop_s is not None else trace.wall_s)
     p = Path(path)
     p.write_bytes(header + text.encode() + comms + rec.tobytes())
     return p
