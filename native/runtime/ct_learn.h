@@ -55,7 +55,11 @@ extern CT_HIDDEN _Thread_local ct_comm_state *ct_pending_state
 /* Tracing (trace.c). ct_trace_setup reads COLLTUNE_TRACE_* at MPI_Init; ct_trace_active says
  * whether this rank records (its buffer exists, open or closed). */
 CT_HIDDEN void ct_trace_setup(int rank, int size, uint64_t t0);
-CT_HIDDEN int ct_trace_active(void);
+extern CT_HIDDEN ct_trace_record *ct_trace;
+static inline int ct_trace_active(void)
+{
+    return ct_trace != NULL;
+}
 /* A new communicator's index in the trace's communicator table, or CT_NO_SLOT; its calls not
  * recorded are counted from the state's counters (`calls - recorded`) when the trace is written
  * or the communicator freed (ct_trace_comm_gone). */

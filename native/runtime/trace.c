@@ -40,7 +40,7 @@ _Thread_local ct_comm_state *ct_pending_state __attribute__((tls_model("initial-
 
 static int ct_world_rank, ct_world_size;
 static uint64_t ct_t0;
-static ct_trace_record *ct_trace;
+ct_trace_record *ct_trace;
 static uint64_t ct_trace_cap;
 static uint64_t ct_limit_ns;        /* COLLTUNE_TRACE_SECONDS in ns; UINT64_MAX: no time bound */
 static double ct_limit_s;
@@ -60,11 +60,6 @@ static atomic_flag ct_tcomms_lock = ATOMIC_FLAG_INIT;
 static atomic_ullong ct_trace_unslotted;   /* calls on communicators the table had no room for */
 static atomic_ullong ct_trace_gone;        /* calls not recorded on communicators already freed */
 static char *ct_trace_dir;
-
-int ct_trace_active(void)
-{
-    return ct_trace != NULL;
-}
 
 /* ---- settings at MPI_Init ------------------------------------------------------------------ */
 
