@@ -207,7 +207,7 @@ def mode_env(mode: str, so: Path | None, t: dict[str, Path], trace_root: Path) -
     if mode in ("exploit", "traced"):
         env["COLLTUNE_SELECT"] = str(t["learned"])
     if mode == "traced":
-        d = trace_root / f"t{next(_seq)}"
+        d = trace_root / f"t{os.getpid()}-{next(_seq)}"
         d.mkdir(parents=True)
         env["COLLTUNE_TRACE_DIR"] = str(d)
     if mode == "refused":
