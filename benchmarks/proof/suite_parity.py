@@ -8,7 +8,8 @@ uniformly over its portfolio, for several seeds, twice per library:
               served before the proof gate (every registered member admitted);
   proof       the library's real proof (`colltune selftest`): what it serves now.
 
-Programs: mpi4py's own collective tests (from its sdist, as tests/test_interposer_thirdparty.py
+Programs: tests/programs/ct_collectives.c -t (every collective in every buffer mode, results
+checked exactly, at the same rank counts), mpi4py's own collective tests (from its sdist, as tests/test_interposer_thirdparty.py
 fetches them) at 2 ranks WITHOUT threads (MPI4PY_RC_THREADS=0: under MPI_THREAD_MULTIPLE the
 library members are off, which hid the sparbit bug), and tests/programs/proof_calls.c (8-bit
 sums: distinct results across ranks and runs; in-place allgather errors) at 2-5 ranks (MPICH at 2:
@@ -107,6 +108,18 @@ def program_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: 
             "allgather_errors": errors, **counts(proc.stderr)}
 
 
+def collectives_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: Path) -> dict:
+    """tests/programs/ct_collectives.c -t: every collective, every buffer mode, checked exactly."""
+    env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
+    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+            str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []),
+            "-n", str(n), str(exe), "-t"]
+    proc = run(argv, env)
+    passed = proc.returncode == 0 and f"ok {n} ranks" in proc.stdout and "FAIL" not in proc.stderr
+    return {"program": "ct_collectives -t", "nprocs": n, "seed": seed, "passed": passed,
+            "returncode": proc.returncode, **counts(proc.stderr)}
+
+
 def plain_hashes(lib: mpi.MpiLibrary, exe: Path, n: int) -> set[str]:
     argv = [str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []), "-n", str(n), str(exe)]
     from colltune.mpi import launch
@@ -126,6 +139,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ct-parity-"))
     gate = open_gate(real, tmp / "open-gate.txt")
     exe = build.compile_program(lib, [ROOT / "tests" / "programs" / "proof_calls.c"], tmp / "proof_calls")
+    colls = build.compile_program(lib, [ROOT / "tests" / "programs" / "ct_collectives.c"], tmp / "ct_collectives")
     from test_interposer_thirdparty import mpi4py_tests
 
     tests = mpi4py_tests.__wrapped__()  # the fixture's body: fetch mpi4py's sdist tests once
@@ -137,6 +151,7 @@ def main() -> None:
             rows.append({"mode": label, **mpi4py_case(lib, tests, seed, proof_file)})
             for n in sizes:
                 rows.append({"mode": label, **program_case(lib, exe, n, seed, proof_file, plains[n])})
+                rows.append({"mode": label, **collectives_case(lib, colls, n, seed, proof_file)})
             print(rows[-1]["mode"], "seed", seed, "done", flush=True)
     out = HERE / "results" / f"{lib.name}.json"
     out.parent.mkdir(exist_ok=True)
