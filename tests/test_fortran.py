@@ -22,6 +22,7 @@ import pytest
 from interposer_support import PROGRAMS, Run, force_rounds, force_spec, run_mpi
 
 from colltune import catalog
+from colltune.measure import proof
 from colltune.mpi import build, runenv
 from colltune.mpi import libraries as mpi
 
@@ -68,6 +69,7 @@ def debian() -> tuple[mpi.MpiLibrary, build.Artifacts, Path]:
     fort = _mpifort(lib)
     assert fort is not None, f"{lib.name} has mpicc but no mpifort"
     art = build.ensure_built(lib)
+    proof.ensure_proven(lib)   # the interposer serves nothing unproven
     exe = Path(art.dir) / "ct_fortran"
     subprocess.run([str(fort), "-O1", "-o", str(exe), str(SOURCE)], check=True)
     return lib, art, exe

@@ -240,6 +240,33 @@ int ct_libalg_skipped(int mpich, const char *collective, const char *name, int v
     return !mpich && value == 0;
 }
 
+/* Writing back the value a variable has: Open MPI 4.1 lists its algorithm variables but refuses
+ * every write (MPI_T_ERR_CVAR_SET_NEVER). */
+static int ct_writable(int cvar)
+{
+    MPI_T_cvar_handle h;
+    int value, ok = ct_mpit_handle(cvar, &h) == MPI_SUCCESS;
+    if (!ok)
+        return 0;
+    ok = MPI_T_cvar_read(h, &value) == MPI_SUCCESS && MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&h);
+    return ok;
+}
+
+/* Forced algorithms count only with dynamic rules on: already on at launch, or switchable. */
+static int ct_dynamic_rules_writable(void)
+{
+    int cvar, on = 0;
+    MPI_T_cvar_handle h;
+    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &cvar) != 0)
+        return 1;
+    if (ct_mpit_handle(cvar, &h) != MPI_SUCCESS)
+        return 0;
+    int ok = MPI_T_cvar_read(h, &on) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&h);
+    return ok && (on == 1 || ct_writable(cvar));
+}
+
 int ct_libalg_members(const char *collective, char names[][64], int max)
 {
     char ucoll[64], cvar_name[160];
@@ -252,6 +279,8 @@ int ct_libalg_members(const char *collective, char names[][64], int max)
         if (ct_mpit_find(cvar_name, &cvar) != 0)
             return 0;
     }
+    if (!ct_writable(cvar) || (!mpich && !ct_dynamic_rules_writable()))
+        return 0;   /* the runtime offers no member it cannot force (Open MPI before 5.0) */
     char listed[64][CT_MPIT_NAME];
     int values[64];
     int n = ct_mpit_list(cvar, listed, values, 64), kept = 0;
