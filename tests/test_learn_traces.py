@@ -204,7 +204,7 @@ def test_cli_ingest(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["traces", "ingest", str(d), "--db", str(tmp_path / "x.duckdb"),
                                     "--batch", "1", "--command", "mpiexec -n 4 ./a"])
     assert out.exit_code == 0, out.output
-    assert "2 rank files, 5 records, 3 calls, 3 records lost to a full buffer" in out.output
+    assert "2 rank files, 5 records, 3 calls, 3 calls not recorded (traces closed at their record or time bound" in out.output
     with Store(tmp_path / "x.duckdb", read_only=True) as s:
         assert s.trace_runs()["batch"].tolist() == [1]
         assert len(s.trace_calls()) == 3

@@ -34,7 +34,9 @@ def ingest(trace_dir: Path, db_path: Path, app_command: str, app: str | None, ba
         ident = {"mpi_name": lib.name, "mpi_version": lib.short_version, "abi_family": lib.family}
     res = tr.ingest(trace_dir, db_path, command=app_command, batch=batch, app=app, **ident)
     click.echo(f"trace run {res.trace_run_id}: {res.ranks} rank files, {res.records} records, "
-               f"{res.calls} calls, {res.overflow} records lost to a full buffer")
+               f"{res.calls} calls, {res.overflow} calls not recorded"
+               + (" (traces closed at their record or time bound: raise COLLTUNE_TRACE_RECORDS or "
+                  "COLLTUNE_TRACE_SECONDS to keep more)" if res.overflow else ""))
     if res.disagreements:
         click.echo(f"warning: the ranks disagree on the collective or member of {res.disagreements} calls "
                    "(rank-inconsistent draws); those calls keep the lowest traced rank's values", err=True)
