@@ -104,7 +104,15 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     (docs/variants.md). Every "not applicable" is checked against the documented rules, also on
     an inter-communicator and for count overflow and the scratch cap.
 
-    Exit code 0: no mismatch; 1: a mismatch, a wrong reason, or a failed launch.
+    Then the proof (unless --no-prove or -c): the mock-ups and each of the library's own
+    algorithms, forced one launch each, per case class (buffer mode, op class, datatype class);
+    the interposer serves a member only in the classes it passed here (docs/select.md, "The
+    proof"). The table lists every member with the classes it is refused in and the first
+    failing case; the proof is written next to the library's build of libcolltune.
+
+    Exit code 0: no mismatch (differences the proof explains by a library finding, such as
+    Open MPI's saturating 8-bit sums, are refused per class, not failures); 1: a mismatch, a
+    wrong reason, or a failed launch.
 
     \b
     Examples:
@@ -143,7 +151,8 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     cases = sum(v.cases for v in variants)
     proof = None
     if prove and collective is None:
-        proof = _prove(lib, [int(n) for n in nprocs_or(counts)], quiet, errors)
+        # Without -n the proof runs at its own default (a non-power-of-two count).
+        proof = _prove(lib, _nprocs(nprocs), quiet, errors)
         console.print(_members_table(proof))
         for finding in proof.findings:
             console.print(f"[yellow]library finding:[/] {finding}", highlight=False)
@@ -158,10 +167,6 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
                   + ("" if proof is None else
                      f"; proof written to {pf.proof_path(build.ensure_built(lib))} "
                      f"({proof.seconds:.0f} s)"))
-
-
-def nprocs_or(counts: list[int]) -> list[int]:
-    return counts
 
 
 def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console) -> pf.Proof:
