@@ -239,6 +239,9 @@ CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
 __attribute__((visibility("default"))) const char *colltune_route_name(int coll);
 __attribute__((visibility("default"))) int colltune_learn_recording(void);
 
+/* A whole decimal number of a setting (modes.c); -1 if the text is anything else. */
+CT_HIDDEN int ct_parse_u64(const char *text, uint64_t *value);
+
 /* Messages: every line starts with "colltune: " so that users and tests can find them. */
 CT_HIDDEN void ct_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -49,19 +49,6 @@ static const char *ct_select_path;
 
 /* ---- settings at MPI_Init ------------------------------------------------------------------ */
 
-static int ct_parse_u64(const char *text, uint64_t *value)
-{
-    if (text == NULL || text[0] < '0' || text[0] > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *value = v;
-    return 0;
-}
-
 static const char *ct_env(const char *name)
 {
     const char *v = getenv(name);

@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -326,6 +327,20 @@ int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err, s
 }
 
 /* ---- other settings ------------------------------------------------------------------------ */
+
+/* A whole decimal number, nothing else (no sign, no blanks, no suffix). */
+int ct_parse_u64(const char *text, uint64_t *value)
+{
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *value = v;
+    return 0;
+}
 
 int ct_env_bool(const char *name, int fallback, int *value)
 {

@@ -69,19 +69,6 @@ static const char *ct_env(const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-static int ct_parse_u64(const char *text, uint64_t *value)
-{
-    if (text == NULL || text[0] < '0' || text[0] > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *value = v;
-    return 0;
-}
-
 /* COLLTUNE_TRACE_SECONDS: a decimal >= 0 (0: no time bound). */
 static int ct_parse_seconds(const char *text, double *seconds)
 {
