@@ -72,7 +72,8 @@ def test_a_failed_write_leaves_nothing_of_that_launch(tmp_path: Path) -> None:
         store.write_launch(run_id, _launch(0))
         bad = _launch(1)
         bad.measurements = bad.measurements.assign(rep="not a number")
-        with pytest.raises(duckdb.Error):
+        with pytest.raises(StoreError, match="r.duckdb cannot be used as a colltune results database "
+                                             "\\(write_launch: "):  # DuckDB's error, wrapped
             store.write_launch(run_id, bad)
         assert store.finished_launches(run_id) == {0}
         assert set(store.measurements(run_id).launch_idx) == {0}

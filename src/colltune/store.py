@@ -7,11 +7,12 @@ so an interrupted run keeps every finished launch. Readers return pandas DataFra
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -92,10 +93,55 @@ def open_when_free(path: str | Path, *, read_only: bool = False, wait_s: float =
             time.sleep(0.2)
 
 
+@dataclass
+class StoredRun:
+    """One run's rows as its judges read them: `info` is None where the database has no `runs`
+    table (written by hand or an early tool); measurements are the valid, measured repetitions."""
+
+    run_id: str
+    info: dict[str, Any] | None
+    launches: pd.DataFrame
+    environment: pd.DataFrame
+    variants: pd.DataFrame
+    measurements: pd.DataFrame
+
+
+# What a `measurements` table needs to be judged at all; other columns read as NULL where missing.
+RUN_KEY_COLUMNS = ("run_id", "launch_idx", "nprocs", "collective", "variant", "msg_bytes", "runtime_s")
+
+
+def read_run(path: str | Path, run_id: str | None = None) -> StoredRun:
+    """One run (the latest with measurements if run_id is None), the file held only while it is
+    read, so that a run in progress can write its next launches."""
+    with Store(path, read_only=True) as store:
+        return store.run_rows(run_id)
+
+
 def _empty(table: schema.Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=schema.pandas_dtype(t)) for c, t in table.columns.items()})
 
 
+def _engine_errors(cls: type[Store]) -> type[Store]:
+    """Every public method of the store raises StoreError, never DuckDB's own errors: callers
+    know one failure, which names the file (the one place that imports duckdb is this module)."""
+
+    def guard(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def guarded(self: Store, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except duckdb.Error as exc:
+                raise StoreError(f"{self.path} cannot be used as a colltune results database ({name}: {exc}); "
+                                 "give another --db, or measure anew into a new file") from exc
+        return guarded
+
+    for name, member in list(vars(cls).items()):
+        if callable(member) and not name.startswith("_"):
+            setattr(cls, name, guard(name, member))
+    return cls
+
+
+@_engine_errors
 class Store:
     """One results database file. Use as a context manager, or call close()."""
 
@@ -293,6 +339,23 @@ class Store:
         row = self.con.execute(f"SELECT run_id FROM runs {where} ORDER BY created DESC NULLS LAST LIMIT 1",
                                params).fetchone()
         return None if row is None else str(row[0])
+
+    def run_rows(self, run_id: str | None = None) -> StoredRun:
+        """See read_run."""
+        if not self.has_table("measurements"):
+            raise StoreError(f"{self.path} has no `measurements` table: it was not written by `colltune bench`")
+        missing = set(RUN_KEY_COLUMNS) - set(self.columns("measurements"))
+        if missing:
+            raise StoreError(f"{self.path}: table `measurements` lacks column(s) {', '.join(sorted(missing))}; "
+                             "the database is from an incompatible colltune version")
+        if run_id is None:
+            run_id = self.latest_run_id(measured=True)
+            if run_id is None:
+                raise StoreError("the database holds no measurements: the bench was interrupted before its first "
+                                 "result; measure again")
+        return StoredRun(run_id, self.run_info(run_id) if self.has_table("runs") else None,
+                         self.launches(run_id), self.environment(run_id), self.variants(run_id),
+                         self.measurements(run_id, valid_only=True, include_warmup=False))
 
     def derived(self, table: str, run_id: str | None = None, order: str = "run_id") -> pd.DataFrame:
         """A derived table's rows of one run (default: the one judged last); empty if none."""

@@ -391,17 +391,15 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
 
 
 def extend(settings: BenchSettings, db_path: str | Path, run_id: str, only: dict[int, Selection],
-           launches: int, round_: int, deadline: float | None = None) -> int:
+           launches: int, round_: int, after: tuple[int, int], deadline: float | None = None) -> int:
     """One adaptive round of `colltune check`: up to `launches` more launches per process count of
-    a measured run, each measuring only `only`'s (collective, size, variant); no launch starts
+    a measured run, each measuring only `only`'s (collective, size, variant), numbered after the
+    run's stored launches (`after`: their largest launch index and repetition); no launch starts
     after `deadline` (time.monotonic()). Returns the number of launches measured."""
     db_path = Path(db_path)
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
-    with Store(db_path, read_only=True) as store:
-        stored = store.launches(run_id)
-    specs = adaptive_plan(settings, algorithm_key(lib), only, launches, int(stored["launch_idx"].max()) + 1,
-                          int(stored["repetition"].max()) + 1, round_)
+    specs = adaptive_plan(settings, algorithm_key(lib), only, launches, after[0] + 1, after[1] + 1, round_)
     with RunLock(db_path, run_id):
         return _run_launches(db_path, run_id, settings, lib, artifacts, specs, len(specs), 0, False, None, deadline)
 

@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
-import duckdb
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -230,7 +229,7 @@ def run_provenance(db_path: str | Path, run_id: str) -> dict[str, str]:
         with Store(db_path, read_only=True) as store:
             info = store.run_info(run_id)
             env = dict(store.environment(run_id)[["key", "value"]].itertuples(index=False))
-    except (StoreError, duckdb.Error):
+    except StoreError:
         return out
     if info.get("mpi_name"):
         out["mpi"] = str(info["mpi_name"])

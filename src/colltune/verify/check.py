@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from colltune import schema
 from colltune.errors import ColltuneError
-from colltune.store import Store, StoreError
+from colltune.store import Store, StoreError, StoredRun, read_run
 from colltune.verify import decide as decide_mod
 from colltune.verify import stats
 # BARRIER, summarize, variant_label and CheckSettings are imported from here by their callers
@@ -78,12 +77,12 @@ class RunData:
     @property
     def planned_launches(self) -> list[int] | None:
         """Launches per process count each look adds, as planned before the first: R, then each
-        round's (doubled every round, commands/check.py); None when the settings do not say."""
+        round's (decide.round_launches); None when the settings do not say."""
         settings = self.info.get("settings") or {}
         first, rounds, per_round = settings.get("launches"), settings.get("rounds"), settings.get("round_launches")
         if not first or not rounds or not per_round:
             return None
-        return [int(first)] + [int(per_round) * 2 ** (k - 1) for k in range(1, int(rounds) + 1)]
+        return [int(first)] + [decide_mod.round_launches(int(per_round), k) for k in range(1, int(rounds) + 1)]
 
     @property
     def launches_per_nprocs(self) -> int | None:
@@ -95,73 +94,59 @@ class RunData:
         return self.info.get("status") == "complete" and not self.problems
 
 
-_NEEDED_MEASUREMENT_COLUMNS = {"run_id", "launch_idx", "nprocs", "collective", "variant", "msg_bytes", "runtime_s"}
-
-
 def _open(db_path: Path, *, read_only: bool) -> Store:
-    if read_only and not db_path.exists():
-        raise CheckError(f"no results database at {db_path}: measure first with `colltune check --db {db_path}` "
-                         f"(or `colltune bench --db {db_path}`)")
+    if read_only:
+        _must_exist(db_path)
     try:
         return Store(db_path, read_only=read_only)
     except StoreError as exc:
         raise CheckError(str(exc)) from exc
 
 
+def _must_exist(db_path: Path) -> None:
+    if not db_path.exists():
+        raise CheckError(f"no results database at {db_path}: measure first with `colltune check --db {db_path}` "
+                         f"(or `colltune bench --db {db_path}`)")
+
+
 def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
     """Read one run (the latest with measurements if run_id is None)."""
     db_path = Path(db_path)
-    with _open(db_path, read_only=True) as store:
-        try:
-            return _load_run(store, db_path, run_id)
-        except duckdb.Error as exc:
-            raise CheckError(f"{db_path} is not a readable colltune results database: {exc}") from exc
+    _must_exist(db_path)
+    try:
+        stored = read_run(db_path, run_id)
+    except StoreError as exc:
+        raise CheckError(str(exc)) from exc
+    return _run_data(db_path, stored)
 
 
-def _load_run(store: Store, db_path: Path, run_id: str | None) -> RunData:
-    if not store.has_table("measurements"):
-        raise CheckError(f"{db_path} has no `measurements` table: it was not written by `colltune bench`")
-    missing = _NEEDED_MEASUREMENT_COLUMNS - set(store.columns("measurements"))
-    if missing:
-        raise CheckError(f"{db_path}: table `measurements` lacks column(s) {', '.join(sorted(missing))}; "
-                         "the database is from an incompatible colltune version")
-    if run_id is None:
-        run_id = store.latest_run_id(measured=True)
-        if run_id is None:
-            raise CheckError("the database holds no measurements: the bench was interrupted before its first "
-                             "result; measure again")
+def _run_data(db_path: Path, stored: StoredRun) -> RunData:
+    """What judging needs of a stored run, with what keeps its verdicts from being complete."""
+    run_id = stored.run_id
     problems: list[str] = []
-    info: dict[str, Any] = {"run_id": run_id}
-    if not store.has_table("runs"):
+    info: dict[str, Any] = {"run_id": run_id} if stored.info is None else stored.info
+    if stored.info is None:
         problems.append("no `runs` table: run settings and status unknown")
-    else:
-        try:
-            info = store.run_info(run_id)
-        except StoreError as exc:
-            raise CheckError(str(exc)) from None
-    status = info.get("status")
-    if store.has_table("runs") and status != "complete":
+    elif (status := info.get("status")) != "complete":
         problems.append(f"run {run_id} is {status or 'of unknown status'} (not complete): verdicts use the "
                         f"launches that finished and are marked partial; resume the bench to complete it")
-
-    launches = store.launches(run_id)
+    launches = stored.launches
     for _, r in launches[launches["status"] != "ok"].iterrows():
         msg = r.get("message") or ""
         problems.append(f"launch {r['launch_idx']} ({r.get('nprocs', '?')} processes) is {r['status']}"
                         + (f": {msg}" if msg else ""))
     environment: dict[str, str] = {}
     rounds: dict[int, int] = {}
-    for idx, key, value in store.environment(run_id)[["launch_idx", "key", "value"]].itertuples(index=False):
+    for idx, key, value in stored.environment[["launch_idx", "key", "value"]].itertuples(index=False):
         environment.setdefault(str(key), str(value))
         if key == "round":
             rounds[int(idx)] = int(value)
-    variants = store.variants(run_id)
-    measurements = store.measurements(run_id, valid_only=True, include_warmup=False)[
+    measurements = stored.measurements[
         ["nprocs", "collective", "variant", "msg_bytes", "launch_idx", "runtime_s"]].reset_index(drop=True)
     if measurements.empty:
         raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
                          "result, or every repetition was invalid); measure again")
-    return RunData(db_path, run_id, info, environment, launches, variants, measurements, problems, rounds)
+    return RunData(db_path, run_id, info, environment, launches, stored.variants, measurements, problems, rounds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,11 +322,11 @@ def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
 def save_verdicts(db_path: str | Path, verdicts: pd.DataFrame) -> None:
     """Replace the verdicts of the run(s) in `verdicts` by these (derived data: recomputable)."""
     db_path = Path(db_path)
-    with _open(db_path, read_only=False) as store:
-        try:
+    try:
+        with _open(db_path, read_only=False) as store:
             store.replace_derived("verdicts", verdicts)
-        except duckdb.Error as exc:
-            raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
+    except StoreError as exc:
+        raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
 
 
 def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:

@@ -61,6 +61,14 @@ class CheckSettings(BaseModel):
     looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
+def round_launches(first: int, round_: int) -> int:
+    """Launches per process count of adaptive round `round_` (1, 2, ...): doubled every round.
+    What is still open after a round is the comparisons whose per-launch ratios scatter most
+    (launches in two modes, 1.0 or 1.7 by launch), the ones more launches decide; and a round's
+    launches are short, measuring only their jobs."""
+    return first * 2 ** (round_ - 1)
+
+
 def look_alphas(alpha: float, looks: int, planned_launches: list[int] | None = None) -> list[float]:
     """The alpha of each look: increments of alpha * t_k, t_k the planned launches up to look k
     over all planned (a quick check's 8, 16 and 32 launches: alpha/4, alpha/4, alpha/2), so the

@@ -1,0 +1,127 @@
+"""A check's measuring and judging: the first R launches, then adaptive rounds (issue 17).
+
+After the first R launches per process count, each round judges the run so far and measures
+again only the jobs of the comparisons still open (undecided, or untested for want of
+launches), R' launches per process count in round 1, doubled every further round, until all are
+decided, the planned rounds are done or their time budget is spent. The number of rounds is
+fixed before the first launch: it sets the alpha of every look (docs/statistics.md, "Running
+it"). The verdicts of the last look are stored in the run's database.
+
+`colltune check` and any other command that wants verdicts it can trust (`advise --measure`)
+call `measure_and_judge` with settings from `plan_rounds`; what to print about a round is the
+caller's (`on_round`). The database is opened only while something is read or written, as the
+runner does, so it can be queried while a check is in progress.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from colltune.measure import runner
+from colltune.measure.settings import BenchSettings
+from colltune.verify import check, decide
+
+# Verdicts need more launches than a measurement: ~100 comparisons are corrected together, and
+# on this machine the per-launch ratio default/mock-up scatters by +-50%. With 10 launches two
+# quick checks agreed on 96.9% of verdicts (min 94.6%), with 20 on 97.9% (min 96.4%); the full
+# preset's long jobs make each launch's median precise enough for 10
+# (benchmarks/reproducibility/README.md). bench's own default (5) is for measurements.
+DEFAULT_LAUNCHES: dict[str | None, int] = {"quick": 8, "full": 10, None: 10}
+# Rounds are planned up front (each look is judged at its share of alpha); the budget bounds the
+# wall time they may take. On the quiet machine a quick check's rounds (8 + 16 launches) take
+# ~11 s; under load the same launches take 2-3x longer, and a 12 s budget then cut them short
+# where they mattered most: the violation sets of five checks at load 1.4-3.5 overlapped 51%
+# (benchmarks/verdicts/README.md).
+DEFAULT_ROUNDS = 2
+DEFAULT_ROUND_BUDGET_S: dict[str | None, float] = {"quick": 30.0, "full": 1200.0, None: 120.0}
+# A quick check spends its time on launches, the unit that decides, rather than on repetitions:
+# the per-launch ratio of two variants scatters by tens of percent between launches here, while
+# 40 repetitions already put a launch's median within ~2% (A/A ratios). Round launches measure
+# only the open comparisons' jobs (a few tenths of a second each once Open MPI starts without
+# OFI), so a round has as many launches as the first look (docs/statistics.md, "Running it").
+QUICK_STOP: dict[str, Any] = {"max_reps": 40, "time_budget_s": 0.1}
+ROUND_LAUNCHES_PER_R: dict[str | None, float] = {"quick": 1.0, "full": 0.5, None: 0.5}
+
+
+def measurement_defaults(preset: str | None) -> dict[str, Any]:
+    """What a check measures unless told otherwise, beyond bench's own defaults: its launches
+    per process count and, with --preset quick, its stopping rule."""
+    return {"launches": DEFAULT_LAUNCHES[preset], **(QUICK_STOP if preset == "quick" else {})}
+
+
+def plan_rounds(bench: BenchSettings, rounds: int | None = None, round_launches: int | None = None,
+                round_budget_s: float | None = None) -> BenchSettings:
+    """`bench` with its adaptive rounds planned; None: the default of its preset."""
+    per_r = ROUND_LAUNCHES_PER_R[bench.preset]
+    return bench.model_copy(update={
+        "rounds": DEFAULT_ROUNDS if rounds is None else rounds,
+        "round_launches": round_launches or max(1, math.ceil(bench.launches * per_r)),
+        "round_budget_s": DEFAULT_ROUND_BUDGET_S[bench.preset] if round_budget_s is None else round_budget_s})
+
+
+@dataclass(frozen=True)
+class RoundStart:
+    """A round about to measure: `open_` comparisons open, `pairs` (collective, size, variant)
+    measured again in `launches` launches per process count."""
+
+    round: int
+    rounds: int
+    open_: int
+    pairs: int
+    launches: int
+
+
+@dataclass(frozen=True)
+class BudgetSpent:
+    """The rounds' time budget ran out before round `round`."""
+
+    round: int
+    budget_s: float
+
+
+RoundEvent = RoundStart | BudgetSpent
+
+
+def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check.CheckSettings, *,
+                      command: str, kind: str = "check", progress: bool = False, console: Console | None = None,
+                      on_round: Callable[[RoundEvent], None] | None = None) -> check.CheckResult:
+    """Measure a new run of `bench` into `db_path`, its adaptive rounds included, then judge it
+    and store the verdicts. Ctrl-C and a failed launch raise as in measure.runner.run, with
+    every finished launch stored."""
+    run_id = runner.run(bench, db_path, progress=progress, console=console, command=command, kind=kind)
+    return rounds(bench, db_path, run_id, settings, on_round)
+
+
+def rounds(bench: BenchSettings, db_path: str | Path, run_id: str, settings: check.CheckSettings,
+           on_round: Callable[[RoundEvent], None] | None = None) -> check.CheckResult:
+    """The adaptive rounds of a measured run, then its verdicts (stored). No launch starts after
+    the budget; the verdicts are those of every look measured by then."""
+    notify = on_round or (lambda event: None)
+    deadline = time.monotonic() + bench.round_budget_s if bench.round_budget_s > 0 else None
+    run: check.RunData | None = None  # the run as last read, while no launch has been added since
+    for round_ in range(1, bench.rounds + 1):
+        if deadline is not None and time.monotonic() >= deadline:
+            notify(BudgetSpent(round_, bench.round_budget_s))
+            break
+        run = check.load_run(db_path, run_id)
+        # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
+        result = check.judge(run, settings, details=False)
+        todo = decide.selection(result.verdicts)
+        if not todo:
+            break
+        launches = decide.round_launches(bench.round_launches, round_)
+        notify(RoundStart(round_, bench.rounds, sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED),
+                          sum(len(s) for s in todo.values()), launches))
+        after = (int(run.launches["launch_idx"].max()), int(run.launches["repetition"].max()))
+        runner.extend(bench, db_path, run_id, todo, launches, round_, after, deadline)
+        run = None
+    result = check.judge(run or check.load_run(db_path, run_id), settings)
+    check.save_verdicts(db_path, result.verdicts)
+    return result
