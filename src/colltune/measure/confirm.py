@@ -17,6 +17,8 @@ import os
 import re
 from collections import Counter
 
+import pandas as pd
+
 from colltune.measure.protocol import DriverOutput
 from colltune.mpi import launch
 from colltune.mpi import libraries as mpi
@@ -32,6 +34,39 @@ def layout(out: DriverOutput) -> Layout:
 
 def describe_layout(lay: Layout) -> str:
     return ", ".join(f"{n} on {h}" for h, n in lay) or "no hosts reported"
+
+
+def describe_nodes(hostnames: str, ranks_per_node: str) -> str:
+    """A launch's layout for people, from its environment facts `hostnames` and
+    `ranks_per_node` (comma lists, hosts sorted): "2 nodes x 2 ranks (n1, n2)", or with unequal
+    nodes "2 nodes, 3+1 ranks (n1, n2)"."""
+    hosts = [h for h in hostnames.split(",") if h]
+    counts = [c for c in ranks_per_node.split(",") if c]
+    if not hosts or len(hosts) != len(counts):
+        return "layout not recorded"
+    nodes = f"{len(hosts)} node{'s' if len(hosts) > 1 else ''}"
+    ranks = (f" x {counts[0]} rank{'s' if counts[0] != '1' else ''}" if len(set(counts)) == 1
+             else ", " + "+".join(counts) + " ranks")
+    return f"{nodes}{ranks} ({', '.join(hosts)})"
+
+
+def run_layouts(environment: pd.DataFrame, launches: pd.DataFrame) -> dict[int, list[str]]:
+    """Process count -> the layouts its launches ran on (described, in launch order): one
+    layout each unless the run predates the per-process-count check of `refusal`."""
+    if environment.empty or launches.empty:
+        return {}
+    facts = environment[environment["key"].isin(["hostnames", "ranks_per_node"])]
+    wide = facts.pivot_table(index="launch_idx", columns="key", values="value", aggfunc="first")
+    out: dict[int, list[str]] = {}
+    for idx, nprocs in launches.sort_values("launch_idx")[["launch_idx", "nprocs"]].itertuples(index=False):
+        if idx not in wide.index:
+            continue
+        row = wide.loc[idx]
+        said = describe_nodes(str(row.get("hostnames", "") or ""), str(row.get("ranks_per_node", "") or ""))
+        seen = out.setdefault(int(nprocs), [])
+        if said not in seen:
+            seen.append(said)
+    return out
 
 
 def world_size(out: DriverOutput, stderr: str) -> tuple[int | None, str]:

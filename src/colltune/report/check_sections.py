@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
+from colltune.measure import confirm
 from colltune.report.html import ReportContext, _section
+from colltune.store import Store
 from colltune.verify import check, stats, tables
 from colltune.verify.advice import KIND_INTRO, advice, library_family
 from colltune.verify.quality import point_penalties, quality_score
@@ -85,6 +87,9 @@ def _environment(ctx: ReportContext) -> str:
         rows.append(("bench settings", json.dumps(settings, default=str) if not isinstance(settings, str) else settings))
     procs = sorted(ctx.verdicts["nprocs"].unique().tolist()) if len(ctx.verdicts) else []
     rows.append(("process counts", ", ".join(map(str, procs))))
+    with Store(ctx.db_path, read_only=True) as store:  # every launch's layout, not the first's only
+        layouts = confirm.run_layouts(store.environment(ctx.run_id), store.launches(ctx.run_id))
+    rows += [(f"node layout, {n} processes", "; ".join(said)) for n, said in sorted(layouts.items())]
     launches = ctx.result.run.launches
     if not launches.empty and "status" in launches.columns:
         rows.append(("launches", ", ".join(f"{n} {s}" for s, n in launches["status"].value_counts().items())))

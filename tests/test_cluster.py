@@ -1,0 +1,130 @@
+"""Several nodes (issue 24): a real multi-node Slurm on this machine, brought up by
+scripts/cluster-up.sh (one network + UTS namespace per node on a bridge, Debian's slurmd in each,
+slurmctld and munged on the host), and colltune across 2 nodes x 2 ranks with the embedded Open
+MPI (srun --mpi=pmix) and MPICH (srun --mpi=pmi2).
+
+The fixture starts the cluster (idempotent) and stops it afterwards only if it started it.
+Skipped, with the script's reason, where Slurm cannot be installed (exit 3), this is not root
+(4), the kernel or container has no namespaces (5) or the bridge network is taken (6).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from colltune.mpi import build
+from colltune.mpi import libraries as mpi
+from colltune.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "cluster-up.sh"
+PROGRAM = REPO / "tests" / "programs" / "cluster_nodes.c"
+COLLTUNE = str(Path(sys.executable).parent / "colltune")
+PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
+CANNOT = {3: "Slurm cannot be installed", 4: "not root", 5: "no namespaces here", 6: "bridge network taken"}
+
+pytestmark = pytest.mark.slow
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SALLOC_", "SRUN_"))}
+    for key in ("COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS"):
+        env.pop(key, None)
+    return env
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    # `timeout` on every Slurm command: with a daemon gone, clients retry for minutes.
+    return subprocess.run(["timeout", str(int(timeout)), *argv], capture_output=True, text=True, env=env,
+                          timeout=timeout + 30, stdin=subprocess.DEVNULL, check=False)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[dict[str, str]]:
+    env = _clean_env()
+    proc = _run(["bash", str(SCRIPT), "--nodes", "2"], env, timeout=600)
+    if proc.returncode in CANNOT:
+        pytest.skip(f"{CANNOT[proc.returncode]}: {' '.join(proc.stderr.split())}")
+    assert proc.returncode == 0, f"scripts/cluster-up.sh failed:\n{proc.stderr[-3000:]}"
+    env["SLURM_CONF"] = os.environ.get("COLLTUNE_CLUSTER_DIR", "/tmp/colltune-cluster") + "/slurm.conf"
+    yield env
+    if "started" in proc.stderr:  # leave a cluster someone else brought up running
+        _run(["bash", str(SCRIPT), "--stop"], env, timeout=120)
+
+
+def test_nodes_have_their_own_names(cluster: dict[str, str]) -> None:
+    listed = _run(["sinfo", "-h", "-N", "-o", "%N %T"], cluster)
+    assert listed.stdout.split("\n")[:2] == ["ctnode1 idle", "ctnode2 idle"], listed.stdout + listed.stderr
+    names = _run(["srun", "-N", "2", "-n", "4", "hostname"], cluster)
+    assert names.returncode == 0, names.stderr
+    assert Counter(names.stdout.split()) == {"ctnode1": 2, "ctnode2": 2}
+    addrs = _run(["srun", "-N", "2", "-n", "2", "-l", "ip", "-4", "-o", "addr", "show", "dev", "eth0"], cluster)
+    assert sorted(line.split()[4] for line in addrs.stdout.splitlines()) == ["10.77.0.11/24", "10.77.0.12/24"]
+
+
+@pytest.mark.parametrize("name", ["openmpi", pytest.param("mpich", marks=pytest.mark.mpich)])
+def test_mpi_sees_two_nodes(cluster: dict[str, str], name: str, request: pytest.FixtureRequest,
+                            tmp_path: Path) -> None:
+    """The library's own node detection (MPI_Comm_split_type shared) finds 2 nodes of 2 ranks, and
+    a 1 MiB allreduce crosses the bridge exactly."""
+    lib: mpi.MpiLibrary = request.getfixturevalue(name)
+    prog = build.compile_program(lib, [PROGRAM], tmp_path / "cluster_nodes", [])
+    proc = _run(["srun", f"--mpi={PLUGIN[name]}", "-N", "2", "-n", "4", str(prog)], cluster)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["world 4 nodes 2 ppn 2,2 hosts ctnode1,ctnode2", "sum ok 262144"]
+    one = _run(["srun", f"--mpi={PLUGIN[name]}", "-N", "1", "-n", "2", str(prog)], cluster)
+    assert one.stdout.splitlines()[0] in ("world 2 nodes 1 ppn 2 hosts ctnode1", "world 2 nodes 1 ppn 2 hosts ctnode2")
+
+
+def test_script_refuses_bad_input(cluster: dict[str, str]) -> None:
+    bad = _run(["bash", str(SCRIPT), "--nodes", "0"], cluster)
+    assert bad.returncode == 2 and "--nodes takes 1 to 80" in bad.stderr
+    taken = next((line.split()[0].rsplit(".", 1)[0] for line in
+                  _run(["ip", "-4", "route", "show", "scope", "link"], cluster).stdout.splitlines()
+                  if line.split()[0].endswith(".0/24") and "ctbr0" not in line), None)
+    if taken is not None:  # a /24 of another interface: the script must not put the bridge there
+        clash = _run(["bash", str(SCRIPT)], {**cluster, "COLLTUNE_CLUSTER_NET": taken})
+        assert clash.returncode == 6 and f"the network {taken}.0/24 is already routed through" in clash.stderr
+    nobody = _run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "bash", str(SCRIPT)],
+                  {**cluster, "COLLTUNE_CLUSTER_DIR": "/tmp"})
+    assert nobody.returncode == 4 and "need root" in nobody.stderr
+
+
+def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path, budget: str) -> None:
+    db = tmp_path / "cluster.duckdb"
+    proc = _run(["salloc", "-N", "2", "--ntasks-per-node", "2", COLLTUNE, "check", "--mpi", lib.name, "-n", "4",
+                 "-c", "allreduce", "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40",
+                 "--time-budget", budget, "--db", str(db), "--out", str(tmp_path / "out")], env, timeout=600)
+    assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]  # 1: violations, 3: some undecided
+    with Store(db, read_only=True) as store:
+        run_id = store.latest_run_id()
+        assert run_id is not None and store.run_info(run_id)["status"] == "complete"
+        launches = store.launches(run_id)
+        per_launch = store.environment(run_id).pivot(index="launch_idx", columns="key", values="value")
+        verdicts = store.derived("verdicts", run_id)
+    assert launches.nprocs.tolist() == [4, 4, 4] and set(launches.status) == {"ok"}
+    assert per_launch["launcher"].tolist() == ["srun"] * 3
+    assert per_launch["hostnames"].tolist() == ["ctnode1,ctnode2"] * 3
+    assert per_launch["nodes"].tolist() == ["2"] * 3
+    assert per_launch["ranks_per_node"].tolist() == ["2,2"] * 3
+    assert per_launch["env:SLURM_JOB_ID"].nunique() == 1
+    assert set(verdicts.collective) == {"allreduce"} and set(verdicts.nprocs) == {4}
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "2 nodes x 2 ranks (ctnode1, ctnode2)" in page
+
+
+def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.MpiLibrary, tmp_path: Path) -> None:
+    _check_across_nodes(openmpi, cluster, tmp_path, "0.1")
+
+
+@pytest.mark.mpich
+def test_check_across_two_nodes_mpich(cluster: dict[str, str], mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
+    # 4 busy-polling MPICH ranks share this machine's 2 cores: give each measurement more time
+    _check_across_nodes(mpich, cluster, tmp_path, "1")
