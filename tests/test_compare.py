@@ -15,6 +15,7 @@ from colltune.cli import main
 from colltune.compare import config, data, judge
 from colltune.compare import stats as cstats
 from colltune.compare import tables as ctables
+from colltune.verify import stats as vstats
 from colltune.verify.stats import Interval
 
 PLAN = {"allreduce": ["default", "default#aa", "allreduce_as_reduce_bcast"],
@@ -172,8 +173,10 @@ def test_decide_and_band() -> None:
     assert cstats.decide(Interval(1.2, 1.4), 0.06, 0.05, 0.05) is cstats.Verdict.UNDECIDED
     assert cstats.decide(Interval(0.9, 1.6), 0.2, 0.05, 0.05) is cstats.Verdict.UNDECIDED
     assert cstats.decide(Interval(math.nan, math.nan), math.nan, 0.05, 0.05) is cstats.Verdict.UNDECIDED
-    assert cstats.min_attainable_p(10, 10) == pytest.approx(2 / 184756)
-    assert cstats.min_attainable_p(3, 3, cstats.Test.WELCH) == 0.0
+    assert vstats.min_attainable_p(10, 10, two_sided=True) == pytest.approx(2 / 184756)
+    assert vstats.min_attainable_p(10, 10) == pytest.approx(1 / 184756)
+    assert vstats.min_attainable_p(1, 1, two_sided=True) == 1.0  # 2 x 1/2, capped
+    assert vstats.min_attainable_p(3, 3, vstats.Test.WELCH_LOG, two_sided=True) == 0.0
 
 
 def test_launches_alternate_repetition_by_repetition() -> None:

@@ -1,6 +1,6 @@
 """Agreement of the verdicts of two independent `colltune compare` runs of the same configurations.
 
-    python benchmarks/compare/agreement.py run1.duckdb run2.duckdb [--test mwu|welch] [--csv both.csv]
+    python benchmarks/compare/agreement.py run1.duckdb run2.duckdb [--test mwu|welch-log] [--csv both.csv]
                                            [--show COLLECTIVE:BYTES]
 
 Each database's newest comparison is judged with the same settings; the points and pairs both
@@ -57,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db1")
     parser.add_argument("db2")
-    parser.add_argument("--test", choices=[t.value for t in cstats.Test], default=cstats.Test.MWU.value)
+    parser.add_argument("--test", choices=[t.value for t in cstats.TESTS], default=cstats.TESTS[0].value)
     parser.add_argument("--csv", help="write the matched verdicts of both runs here")
     parser.add_argument("--show", metavar="COLLECTIVE:BYTES", help="print this point's per-launch medians")
     args = parser.parse_args(argv)
-    settings = judge.CompareSettings(test=cstats.Test(args.test))
+    settings = judge.CompareSettings(test=args.test)
     share, both, flips = agreement(verdicts(args.db1, settings), verdicts(args.db2, settings))
     for label, db in (("run 1", args.db1), ("run 2", args.db2)):
         counts = both[f"verdict_{label[-1]}"].value_counts().to_dict()

@@ -17,6 +17,7 @@ from colltune.compare import measure as cmeasure
 from colltune.compare import stats as cstats
 from colltune.compare import tables as ctables
 from colltune.measure.settings import BenchError
+from colltune.verify import stats as vstats
 from colltune.verify import tables as vtables
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -39,7 +40,7 @@ COMPARE_DEFAULT_LAUNCHES = 20
 @click.option("--comparison", "comparison_id", metavar="ID", help="Without measuring: the comparison of --db to judge.")
 @click.option("--resume", metavar="ID", help="Measure the missing launches of an interrupted comparison of --db "
                                               "(`latest`: the newest), alternating as before, then compare it.")
-@click.option("--test", type=click.Choice([t.value for t in cstats.Test]), default=cstats.Test.MWU.value,
+@click.option("--test", type=click.Choice([t.value for t in cstats.TESTS]), default=cstats.TESTS[0].value,
               show_default=True, help="Two-sided unpaired test on per-launch medians of the defaults.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Family-wise error rate (Holm over every point and pair).")
@@ -80,7 +81,7 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
     if not measuring and given:
         raise click.UsageError(f"{', '.join('--' + g.replace('_', '-') for g in given)} set how to measure: "
                                "add --mpi A,B or --config to measure, or drop them to compare stored runs")
-    settings = judge.CompareSettings(test=cstats.Test(test), alpha=alpha, tolerance=tolerance)
+    settings = judge.CompareSettings(test=vstats.Test(test), alpha=alpha, tolerance=tolerance)
 
     if measuring:
         configs = config.configurations(mpi_list, config_specs)

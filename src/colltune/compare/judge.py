@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from colltune.catalog import AA, DEFAULT
 from colltune.compare import stats as cstats
@@ -38,13 +38,20 @@ class CompareSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    test: cstats.Test = cstats.Test.MWU
+    test: vstats.Test = vstats.Test.MWU
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tolerance: float = Field(0.05, ge=0.0, lt=1.0)
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     n_resamples: int = Field(2000, ge=100)
     min_launches: int = Field(3, ge=2, description="launches per side below which a point is not tested")
     seed: int = 0
+
+    @field_validator("test")
+    @classmethod
+    def _two_sided(cls, value: vstats.Test) -> vstats.Test:
+        if value not in cstats.TESTS:
+            raise ValueError(f"a comparison tests with {', '.join(cstats.TESTS)}, not {value}")
+        return value
 
 
 @dataclass
@@ -165,8 +172,8 @@ def _power_message(verdicts: pd.DataFrame, settings: CompareSettings, messages: 
     if tested.empty:
         return
     n = int(min(tested["n_a"].min(), tested["n_b"].min()))
-    best = cstats.min_attainable_p(n, n, settings.test)
+    best = vstats.min_attainable_p(n, n, settings.test, two_sided=True)
     if best > settings.alpha / len(tested):
         messages.append(f"with {n} launches per configuration the exact test's smallest p-value is {best:.2g}, above "
                         f"the {settings.alpha / len(tested):.2g} Holm needs for the first of {len(tested)} points: no "
-                        "point can be called faster; measure more launches (-R) or use --test welch")
+                        "point can be called faster; measure more launches (-R) or use --test welch-log")

@@ -102,7 +102,7 @@ def _method(rep: CompareReport) -> str:
     s = rep.cmp.settings
     low, high = cstats.band(s.tolerance)
     test = {"mwu": "two-sided Mann-Whitney U (exact without ties)",
-            "welch": "two-sided Welch t-test on the logarithms"}[str(s.test)]
+            "welch-log": "two-sided Welch t-test on the logarithms"}[str(s.test)]
     return f"""<p>Every configuration measured the same grid in its own launches; the launches alternated
 between the configurations (A B A B ...) so that the machine's drift hits all alike. The launch is the
 unit: each point's default collective is reduced to its median per launch. Different libraries never

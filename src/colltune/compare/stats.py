@@ -25,12 +25,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from colltune.verify.stats import Interval, TestResult
+from colltune.verify.stats import Interval, Test, TestResult
 
-
-class Test(enum.StrEnum):
-    MWU = "mwu"  # Mann-Whitney U (Wilcoxon rank-sum), exact for small samples: seed 002's test
-    WELCH = "welch"  # Welch's t on log medians: ratio of geometric means, no exact-p floor
+# The unpaired tests of the check's family that a comparison makes, two-sided (configurations
+# never share a launch): Mann-Whitney U (Wilcoxon rank-sum), exact for small samples, and
+# Welch's t on log per-launch medians (ratio of geometric means, no exact-p floor).
+TESTS = (Test.MWU, Test.WELCH_LOG)
 
 
 class Verdict(enum.StrEnum):
@@ -94,20 +94,15 @@ def two_sided_test(a: npt.ArrayLike, b: npt.ArrayLike, test: Test = Test.MWU) ->
             # launches: 1.6e-4) wastes most of the exact test's power (1.1e-5) under Holm.
             tied = np.unique(np.concatenate([x, y])).size < x.size + y.size
             r = stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic" if tied else "exact")
-        case Test.WELCH:
+        case Test.WELCH_LOG:
             lx, ly = np.log(x), np.log(y)
             if np.ptp(lx) == 0 and np.ptp(ly) == 0:
                 same = bool(lx[0] == ly[0])
                 return TestResult(0.0 if same else math.copysign(math.inf, lx[0] - ly[0]), 1.0 if same else 0.0)
             r = stats.ttest_ind(lx, ly, equal_var=False, alternative="two-sided")
+        case other:
+            raise ValueError(f"a comparison tests with {', '.join(TESTS)}, not {other}")
     return TestResult(float(r.statistic), float(r.pvalue))
-
-
-def min_attainable_p(n_a: int, n_b: int, test: Test = Test.MWU) -> float:
-    """Smallest two-sided p the exact rank test can give: with few launches nothing survives Holm."""
-    if Test(test) is Test.WELCH or n_a < 1 or n_b < 1:
-        return 0.0 if Test(test) is Test.WELCH else 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
 
 
 def slow_launches(medians: npt.ArrayLike, factor: float) -> int:

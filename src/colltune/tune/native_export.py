@@ -30,6 +30,7 @@ import pandas as pd
 
 from colltune.errors import ColltuneError
 from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, openmpi_algorithm_id
 from colltune.paths import writable_file
 
 LIBRARIES = ("openmpi", "mpich", "intel")
@@ -99,20 +100,6 @@ OMPI_TIMES_P = {"allgather", "alltoall", "gather", "scatter"}
 OMPI_SIZE_BLIND = {"scan"}
 # Which fan-out the forced-algorithm path passes (what the measurement used through MPI_T).
 OMPI_CHAIN_FANOUT = {"bcast", "reduce", "reduce_scatter", "reduce_scatter_block", "scatter"}
-# Algorithm ids of Open MPI 4.1/5.0 (MPI-NOTES.md), used when ompi_info cannot be asked.
-OMPI_ALGORITHMS_FALLBACK = {
-    "allreduce": ["basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring", "rabenseifner"],
-    "bcast": ["basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial",
-              "scatter_allgather", "scatter_allgather_ring"],
-    "allgather": ["linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc", "sparbit"],
-    "alltoall": ["linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"],
-    "reduce": ["linear", "chain", "pipeline", "binary", "binomial", "in-order_binary", "rabenseifner"],
-    "gather": ["basic_linear", "binomial", "linear_sync"],
-    "scatter": ["basic_linear", "binomial", "linear_nb"],
-    "reduce_scatter": ["non-overlapping", "recursive_halving", "ring", "butterfly"],
-    "reduce_scatter_block": ["basic_linear", "recursive_doubling", "recursive_halving", "butterfly"],
-    "scan": ["linear", "recursive_doubling"],
-}
 
 
 @dataclass(frozen=True)
@@ -139,7 +126,9 @@ class OmpiParams:
 
 def ompi_params(lib: mpi_mod.MpiLibrary | None) -> OmpiParams:
     """Parse `ompi_info --param coll tuned --level 9 --parsable` of `lib` (fallback: MPI-NOTES)."""
-    algorithms = {c: {n: i + 1 for i, n in enumerate(names)} for c, names in OMPI_ALGORITHMS_FALLBACK.items()}
+    # Without ompi_info: the ids of Open MPI 4.1/5.0, positions in colltune.mpi.algorithms' table.
+    algorithms = {c: {n: openmpi_algorithm_id(c, n) for n in names}
+                  for c, names in LIBRARY_ALGORITHMS["openmpi"].items()}
     values: dict[str, int] = {}
     info = lib.mpicc.parent / "ompi_info" if lib is not None else None
     if info is not None and info.exists():

@@ -218,20 +218,20 @@ def beyond_tolerance_test(ref: npt.ArrayLike, alt: npt.ArrayLike, tolerance: flo
     return one_sided_test(x, alt, test)
 
 
-def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU) -> float:
-    """Smallest p-value the exact one-sided rank test can give with these sample sizes.
+def min_attainable_p(n_ref: int, n_alt: int, test: Test = Test.MWU, *, two_sided: bool = False) -> float:
+    """Smallest p-value the exact rank test can give with these sample sizes, one-sided (check)
+    or two-sided (compare: twice that, at most 1); 0 for the t-tests, which have no such floor.
 
     With few launches no outcome can be significant after a multiple-comparison correction;
-    check.py uses this to tell the user to measure more launches.
+    check and compare use this to tell the user to measure more launches.
     """
     if n_ref < 1 or n_alt < 1:
         return 1.0
     t = Test(test)
     if t in (Test.WELCH, Test.PAIRED_T, Test.WELCH_LOG, Test.TRIMMED_T):
         return 0.0
-    if t is Test.SIGNED_RANK:
-        return 0.5 ** min(n_ref, n_alt)
-    return 1.0 / math.comb(n_ref + n_alt, n_ref)
+    one_sided = 0.5 ** min(n_ref, n_alt) if t is Test.SIGNED_RANK else 1.0 / math.comb(n_ref + n_alt, n_ref)
+    return min(1.0, 2.0 * one_sided) if two_sided else one_sided
 
 
 # ---------------------------------------------------------------------------------------------
