@@ -12,6 +12,7 @@ from colltune.advise import verify as verify_mod
 from colltune.advise.analyze import analyze
 from colltune.advise.launch import run_app
 from colltune.advise.measure import measure_missing
+from colltune.commands import nextsteps
 from colltune.mpi import build as build_mod
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import runenv
@@ -76,3 +77,5 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     output.remember(db_path, out_dir / "advise.json")
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=1) + "\n")
+    if command:
+        nextsteps.show(nextsteps.after_advise(db_path, command, out_dir, files, verified=verify))

@@ -14,7 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from colltune.commands import bench_options
+from colltune.commands import bench_options, nextsteps
 from colltune.measure.settings import BenchError
 from colltune.verify import adaptive, check, stats, tables
 
@@ -100,12 +100,13 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
                 progress=not quiet, console=err_console, on_round=lambda event: _print_round(event, quiet))
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
-                              f"with `colltune bench --db {db_path} --resume latest`, or judge them now with "
-                              f"`colltune check --no-measure --db {db_path}`")
+                              f"with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}`, or judge "
+                              f"them now with `{nextsteps.cli('check', '--no-measure', '--db', db_path)}`",
+                              highlight=False, soft_wrap=True)
             sys.exit(130)
         except BenchError as exc:
             raise BenchError(f"{exc}\nmeasurements finished so far are stored; judge them with "
-                  f"`colltune check --no-measure --db {db_path}`")
+                             f"`{nextsteps.cli('check', '--no-measure', '--db', db_path)}`")
 
     tables.print_check(result, console, comparer)
     for note in result.messages:
@@ -123,6 +124,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         ctx = report.ReportContext(db_path, result, stored=True)
         path = report.write_report_for(ctx, out_dir)
         console.print(f"tables (CSV, Parquet) and report: {out_dir}/  ->  file://{path.resolve()}", highlight=False)
+    nextsteps.show(nextsteps.after_check(db_path, out_dir, has_report=out_dir is not None))
 
     sys.exit(result.coverage().exit_code)
 

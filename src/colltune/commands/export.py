@@ -30,8 +30,8 @@ def _native_exporter() -> object | None:
               help="directory for one file per table")
 @click.option("--run", "run_id", default=None, help="only this run (default: every run)")
 @click.option("--native", type=click.Choice(["openmpi", "mpich", "intel"]), default=None,
-              help="also write the library's own tuning file from a check's verdicts on library "
-                   "algorithms (colltune.tune.native_export)")
+              help="also write the library's own tuning file (and the settings that make the library "
+                   "read it) from a check's verdicts on the library's algorithms")
 def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: str | None) -> None:
     """Write every table of the results database (runs, launches, environment, variants, jobs,
     measurements, verdicts, ...) to OUT as Parquet or CSV."""
@@ -44,9 +44,26 @@ def command(db_path: Path, fmt: str, out_dir: Path, run_id: str | None, native: 
     if native is not None:
         exporter = _native_exporter()
         if exporter is None:
-            raise ColltuneError("--native needs colltune.tune.native_export, not in this installation")
+            raise ColltuneError("--native is not part of this installation of colltune")
         names = {"openmpi": "openmpi-dynamic-rules.conf", "mpich": "mpich-selection.json",
                  "intel": "intel-mpi.env"}
         path = exporter.export(db_path, native, out_dir / names[native],  # type: ignore[attr-defined]
                                run_id=run_id)
         click.echo(str(path))
+        settings = exporter.settings_path(path, native)  # type: ignore[attr-defined]
+        if settings != path:
+            click.echo(str(settings))
+        from colltune.commands import nextsteps
+
+        nextsteps.show(nextsteps.after_export_native(settings, native, _largest_nprocs(db_path, run_id)),
+                       note=f"{nextsteps.APP} stands for your program and its arguments")
+
+
+def _largest_nprocs(db_path: Path, run_id: str | None) -> int:
+    """The largest process count the exported verdicts were measured at (the file's rules cover
+    the counts measured)."""
+    from colltune.verify.check import load_verdicts
+
+    verdicts = load_verdicts(db_path, run_id)
+    counts = verdicts.loc[verdicts["kind"] == "library", "nprocs"] if len(verdicts) else []
+    return int(max(counts)) if len(counts) else 4

@@ -13,6 +13,7 @@ import pandas as pd
 from rich.console import Console
 from rich.live import Live
 
+from colltune.commands import nextsteps
 from colltune.errors import ColltuneError
 from colltune.learn.models import ModelSettings, train, training_points
 from colltune.learn.selection import CellReport, SelectionSettings, build_table
@@ -144,6 +145,7 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
         name, table, reports = _learn(store, kw)
         layouts = store.trace_layouts(name)
         bench = store.library_medians(name)
+        launch_argv, native = _launch_and_native(store, name)
     if not bench.empty:
         extra = bench.groupby(["collective", "nprocs", "nodes", "ppn"], as_index=False).size()
         extra = extra.rename(columns={"nprocs": "comm_size", "size": "calls"})
@@ -154,7 +156,20 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
               + (f"; {res.library_cells} exploit cells choose a library algorithm (lib:), which a profile "
                  "cannot name: they are left out (the library decides there); to apply them run with the "
                  "selection table itself, frozen (colltune run --learn TABLE, docs/select.md)"
-                 if res.library_cells else ""))
+                 if res.library_cells else ""), highlight=False, soft_wrap=True)
+    nextsteps.show(nextsteps.after_learn_export(db_path, out_path, launch_argv, native))
+
+
+def _launch_and_native(store: Store, name: str) -> tuple[list[str] | None, str | None]:
+    """For the next steps: the application's launch line as the newest learning run of library
+    `name` recorded it, and `name` if a check in the database judged its algorithms (what
+    `export --native` needs)."""
+    runs = store.trace_runs()
+    runs = runs[(runs["mpi_name"] == name) & runs["command"].fillna("").astype(bool)]
+    argv = shlex.split(str(runs.sort_values("ingested")["command"].iloc[-1])) if len(runs) else None
+    verdicts = store.derived("verdicts") if store.has_table("verdicts") else pd.DataFrame()
+    judged = not verdicts.empty and bool((verdicts["kind"] == "library").any())
+    return argv, (name if judged and name in ("openmpi", "mpich", "intel") else None)
 
 
 @command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -223,8 +238,8 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
                 live.update(progress_table(done))
             run_loop(store, backend, settings, show)
         out_console.line()
-    err.print(f"last table: {table_out}; traces under {trace_root}; `colltune learn export --db {db_path} "
-              "--out learned.prf` writes the result as a profile")
+    err.print(f"last table: {table_out}; traces under {trace_root}", highlight=False, soft_wrap=True)
+    nextsteps.show(nextsteps.after_learn_run(db_path, nextsteps.out_dir_for(db_path) / "learned.profile"))
 
 
 @command.command("plot")

@@ -99,9 +99,13 @@ def build_cmd(mpi_spec: str | None, force: bool) -> None:
 @click.option("--learn", metavar="TABLE|-", help="Selection table of the learning mode (`-`: uniform).")
 @click.option("--trace-dir", type=click.Path(file_okay=False), help="Where traced ranks write rank-N.cttrace.")
 @click.option("--verbose", is_flag=True, help="Print the counting table at MPI_Finalize.")
+@click.option("-n", "--nprocs", type=click.IntRange(1), default=None,
+              help="Process count of the example launch line [default: the profile's, else 4].")
 def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, learn: str | None,
-            trace_dir: str | None, verbose: bool) -> None:
-    """Print the settings for launching by hand or through srun (`export ...` lines)."""
+            trace_dir: str | None, verbose: bool, nprocs: int | None) -> None:
+    """Print the settings for launching by hand or through srun: `eval "$(colltune mpi env ...)"`
+    sets them in the shell, and the launch line it shows then runs as printed."""
+    from colltune.commands import nextsteps
     from colltune.mpi import runenv
 
     lib = mpi_mod.resolve(mpi_spec)
@@ -112,4 +116,17 @@ def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         proof.ensure_proven_shown(lib)
     env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
-    click.echo(runenv.print_env(env, lib))
+    if nprocs is None:
+        nprocs = _profile_nprocs(profile) or 4
+    click.echo(runenv.print_env(env, lib, nextsteps.launch_words(lib, nprocs, for_hand=True),
+                                nextsteps.root_exports(lib)))
+
+
+def _profile_nprocs(profile: str | None) -> int | None:
+    """The largest process count a profile was made for (its provenance), if it says."""
+    if profile is None:
+        return None
+    from colltune.tune.profile import read_profile
+
+    counts = [int(x) for x in read_profile(profile).provenance.get("nprocs", "").split() if x.isdigit()]
+    return max(counts) if counts else None

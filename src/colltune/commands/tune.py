@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from colltune.commands import nextsteps
 from colltune.tune import profile_view
 from colltune.tune import tuner as tune_mod
 from colltune.units import human_bytes
@@ -81,11 +82,28 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
     if not lib.empty:
         console.print(f"{len(lib)} (collective, size) points where a library algorithm is >= "
                       f"{1 + min_gain:.2f}x faster: not in the profile (the interposer cannot select them); "
-                      f"write the library's own tuning file with `colltune export --native <mpi> --db {db_path}`",
-                      highlight=False)
+                      "the library's own tuning file can apply them (below)", highlight=False)
     replaced = int(decisions["variant"].notna().sum())
     console.print(f"wrote {out}: {profile.rule_count()} rules from {replaced} of {len(decisions)} measured "
                   f"(procs, collective, size) points (hash {profile.content_hash():016x})", highlight=False)
-    console.print(f"apply it: COLLTUNE_PROFILE={out} with libcolltune.so preloaded, or "
-                  f"`colltune run --profile {out} -- mpiexec -n N ./app`; "
-                  f"check it: `colltune validate --profile {out} --db {db_path}`", highlight=False)
+    if not profile.rule_count():
+        console.print("the profile changes nothing: no mock-up was faster by the margin anywhere", highlight=False)
+    run_settings = _run_settings(db_path, profile.provenance.get("check-run"))
+    counts = [int(x) for x in profile.provenance.get("nprocs", "").split() if x.isdigit()]
+    nextsteps.show(nextsteps.after_tune(
+        db_path, out, rules=profile.rule_count(), nprocs=max(counts or [4]), run_settings=run_settings,
+        library_points=len(lib)),
+        note=f"{nextsteps.APP} stands for your program and its arguments")
+
+
+def _run_settings(db_path: Path, run_id: str | None) -> dict[str, object]:
+    """The measuring settings of the check the profile came from ({} if it is not stored)."""
+    if run_id is None:
+        return {}
+    from colltune.store import Store, StoreError
+
+    try:
+        with Store(db_path, read_only=True) as store:
+            return dict(store.run_info(run_id).get("settings") or {})
+    except StoreError:
+        return {}

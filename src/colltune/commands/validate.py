@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from colltune.commands import bench_options
+from colltune.commands import bench_options, nextsteps
 from colltune.errors import ColltuneError
 from colltune.measure import runner
 from colltune.measure.settings import PRESETS, SCALED, SIZES_SCALED, SIZES_UNSCALED
@@ -97,7 +97,8 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
                                command=shlex.join(["colltune", "validate", *sys.argv[2:]]), kind="validate")
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
-                              f"with `colltune bench --db {db_path} --resume latest`")
+                              f"with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}`",
+                              highlight=False, soft_wrap=True)
             sys.exit(130)
     table = val.judge(val.measurements_of(db_path, run_id), profile, settings, run_id=run_id,
                       profile_path=str(Path(profile_path).resolve()))
@@ -108,6 +109,6 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
         f"{s['replaced_points']} of {s['points']} points replaced by the profile: geometric-mean speedup "
         f"{s['geomean_speedup_replaced']:.3f}x; significantly faster at {s['faster']}, significantly slower "
         f"(> {tolerance:.0%}) at {s['slower']} ({s['slower_replaced']} of them replaced); "
-        f"Holm at alpha={alpha}. Stored in {db_path} (table validations); `colltune report` shows it.",
-        highlight=False)
+        f"Holm at alpha={alpha}. Stored in {db_path} (table validations).", highlight=False)
+    nextsteps.show(nextsteps.after_validate(db_path))
     sys.exit(1 if s["slower"] else 0)

@@ -9,6 +9,7 @@ both: the trace files, `ingest`, the models, the table.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import uuid
 from collections.abc import Callable, Sequence
@@ -197,7 +198,7 @@ class ApplicationBackend:
                                     f"{log}): {_tail(log)}")
             if self.check:
                 self._check(batch, log)
-            out.append(Launch(trace_dir, " ".join(argv), None, wall))
+            out.append(Launch(trace_dir, shlex.join(argv), None, wall))  # a shell line: the next steps rerun it
         return out
 
     def _check(self, batch: int, log: Path) -> None:

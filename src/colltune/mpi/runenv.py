@@ -209,22 +209,34 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> tupl
     return [launcher, *flags, *argv[1:]], {}
 
 
-def print_env(env: Mapping[str, str], lib: MpiLibrary) -> str:
+def print_env(env: Mapping[str, str], lib: MpiLibrary, launch_words: Sequence[str] | None = None,
+              exports: Sequence[str] = ()) -> str:
     """Shell lines for users who launch by hand or with srun.
 
     The COLLTUNE_* settings are exported (harmless to other programs); LD_PRELOAD is not: in a
     shell it would load the interposer (and its MPI library) into every command, the launcher
-    included. It goes on the launcher's command line for the ranks only."""
+    included. It goes on the launcher's command line for the ranks only. `launch_words` is the
+    plain launch the example lines start from (`mpiexec -n 4 ./app`, with the flags this machine
+    needs: colltune.commands.nextsteps); `exports` are more lines for the launcher (Open MPI as
+    root)."""
+    launch_words = list(launch_words or [str(lib.mpiexec), "-n", "4", "./app"])
     preload = env.get("LD_PRELOAD", "")
     settings = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
-    lines = [f"# colltune interposer for {lib.name} ({lib.family} ABI)"]
+    lines = [f"# colltune interposer for {lib.name} ({lib.family} ABI)", *exports]
     lines += [f"export {key}={shlex.quote(value)}" for key, value in settings.items()]
     lines.append(f"colltune_lib={shlex.quote(preload)}")
     lines.append("# then give LD_PRELOAD to the ranks only, e.g.")
-    lines.append(f'#   srun --export=ALL,LD_PRELOAD="$colltune_lib" --mpi={launch.srun_plugin(lib)} ./app')
+    if launch_words[0] == "srun":
+        srun_flags = [f'--export=ALL,LD_PRELOAD="$colltune_lib"']
+        if not any(w.startswith("--mpi=") for w in launch_words):
+            srun_flags.append(f"--mpi={launch.srun_plugin(lib)}")
+        lines.append(f"#   {' '.join([launch_words[0], *srun_flags, *launch_words[1:]])}")
+        return "\n".join(lines)
+    app = launch_words[-1]
+    lines.append(f'#   srun --export=ALL,LD_PRELOAD="$colltune_lib" --mpi={launch.srun_plugin(lib)} {app}')
     if lib.family == "openmpi":
-        flags = " ".join(["-x LD_PRELOAD=\"$colltune_lib\"", *(f"-x {key}" for key in settings)])
+        flags = ["-x LD_PRELOAD=\"$colltune_lib\"", *(f"-x {key}" for key in settings)]
     else:
-        flags = " ".join(['-genv LD_PRELOAD "$colltune_lib"', *(f'-genv {key} "${key}"' for key in settings)])
-    lines.append(f"#   {lib.mpiexec} {flags} -n 4 ./app")
+        flags = ['-genv LD_PRELOAD "$colltune_lib"', *(f'-genv {key} "${key}"' for key in settings)]
+    lines.append(f"#   {' '.join([launch_words[0], *flags, *launch_words[1:]])}")
     return "\n".join(lines)

@@ -419,6 +419,10 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         raise ExportError(f"{db_path} has no verdicts on library algorithms: run `colltune check` with "
                           "library algorithms (lib:<collective>:<algorithm>) measured first")
     choices = choices_from_verdicts(verdicts, min_gain)
+    if not choices:
+        raise ExportError(f"no algorithm of the library was significantly and {min_gain:.0%} faster than its default "
+                          f"at any point the check measured in {db_path}: the library's own choice is best there, "
+                          "and a tuning file would change nothing")
     refused: dict[str, list[str]] = {}
     if library in ("openmpi", "mpich"):
         lib = mpi if mpi is not None else _resolve(library)
