@@ -1,11 +1,13 @@
-"""The built-in sections of the check report: summary, environment, method, grouped verdicts,
-advice, slowdown plots, heat map, calibration, quality, details (orders are multiples of 10)."""
+"""The built-in sections of the report: summary, environment, method, grouped verdicts, advice,
+slowdown plots, heat map, calibration, quality, details (orders are multiples of 10). All but the
+environment are about a check's verdicts and appear on the pages of checked runs only
+(colltune.report.context.CHECKED_KINDS); colltune.report.html registers SECTIONS."""
 
 from __future__ import annotations
 
 import html
-import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -14,13 +16,24 @@ import pandas as pd
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from colltune.measure import confirm
-from colltune.report.html import ReportContext, _section
+from colltune.report.context import CHECKED_KINDS, ReportContext, Section
 from colltune.store import Store
 from colltune.verify import check, stats, tables
 from colltune.verify.advice import KIND_INTRO, advice, library_family
 from colltune.verify.quality import point_penalties, quality_score
 
 T = tables
+
+SECTIONS: list[Section] = []
+
+Render = Callable[[ReportContext], "str | None"]
+
+
+def _section(id_: str, title: str, order: int, kinds: tuple[str, ...] | None = CHECKED_KINDS) -> Callable[[Render], Render]:
+    def deco(fn: Render) -> Render:
+        SECTIONS.append(Section(id_, title, fn, order, kinds))
+        return fn
+    return deco
 
 
 @_section("summary", "Summary", 10)
@@ -77,33 +90,48 @@ def _cal_badge(cal: dict[str, Any]) -> str:
             None: '<span class="na">n/a</span>'}[cal["passed"]]
 
 
-@_section("environment", "Environment", 20)
+@_section("environment", "Environment", 20, kinds=None)
 def _environment(ctx: ReportContext) -> str:
     info = ctx.info
     keep = ["run_id", "created", "kind", "command", "mpi_name", "mpi_version", "abi_family", "status"]
     rows = [(k, info[k]) for k in keep if k in info and info[k] is not None]
-    settings = info.get("settings")
-    if settings:
-        rows.append(("bench settings", json.dumps(settings, default=str) if not isinstance(settings, str) else settings))
-    procs = sorted(ctx.verdicts["nprocs"].unique().tolist()) if len(ctx.verdicts) else []
-    rows.append(("process counts", ", ".join(map(str, procs))))
+    rows.append(("process counts", ", ".join(map(str, ctx.nprocs))))
     with Store(ctx.db_path, read_only=True) as store:  # every launch's layout, not the first's only
         layouts = confirm.run_layouts(store.environment(ctx.run_id), store.launches(ctx.run_id))
     rows += [(f"node layout, {n} processes", "; ".join(said)) for n, said in sorted(layouts.items())]
-    launches = ctx.result.run.launches
+    run = ctx.run_data
+    launches = run.launches
     if not launches.empty and "status" in launches.columns:
         rows.append(("launches", ", ".join(f"{n} {s}" for s, n in launches["status"].value_counts().items())))
-    env = ctx.result.run.environment
+    env = run.environment
     shown = {str(v) for _, v in rows}
     # The bench records some run facts per launch too; show each fact once.
     rows += sorted((k, v) for k, v in env.items()
                    if not k.startswith("cvar:") and not (k in info and str(v) in shown))
     out = ctx.table(pd.DataFrame(rows, columns=["", "value"]))
+    settings = info.get("settings")
+    if isinstance(settings, dict) and settings:
+        out += ("<h3>Measurement settings</h3>"
+                + ctx.table(pd.DataFrame(settings_rows(settings), columns=["setting", "value"])))
     cvars = sorted((k.removeprefix("cvar:"), v) for k, v in env.items() if k.startswith("cvar:"))
     if cvars:
         out += (f"<details><summary>{len(cvars)} MPI_T control variables of the library at the first launch"
                 f"</summary>{ctx.table(pd.DataFrame(cvars, columns=['control variable', 'value']))}</details>")
     return out
+
+
+def settings_rows(settings: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """The run's measurement settings (BenchSettings as stored) as (setting, value) rows: nested
+    groups (the stopping rules) as `group.setting`, lists comma-separated, unset as `-`."""
+    rows: list[tuple[str, str]] = []
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            rows += settings_rows(value, f"{prefix}{key}.")
+        elif isinstance(value, (list, tuple)):
+            rows.append((prefix + key, ", ".join(map(str, value)) or "-"))
+        else:
+            rows.append((prefix + key, "-" if value is None else str(value)))
+    return rows
 
 
 @_section("method", "Method", 30)
@@ -114,7 +142,7 @@ def _method(ctx: ReportContext) -> str:
         "trimmed-t": "one-sided Yuen t-test on the 10%-trimmed mean of the per-launch log-ratios "
                      "log(default/variant), paired by launch",
         "signed-rank": "one-sided Wilcoxon signed-rank test on the per-launch log-ratios, paired by launch",
-        "mwu": "one-sided Mann-Whitney U (Wilcoxon rank-sum) on the per-launch medians, unpaired (seed 002)",
+        "mwu": "one-sided Mann-Whitney U (Wilcoxon rank-sum) on the per-launch medians, unpaired",
         "ks": "one-sided Kolmogorov-Smirnov on the per-launch medians, unpaired",
         "welch": "one-sided Welch t-test on the per-launch medians, unpaired",
         "welch-log": "one-sided Welch t-test on the log per-launch medians, unpaired",
@@ -128,8 +156,8 @@ def _method(ctx: ReportContext) -> str:
     n = int(ctx.verdicts["n_launches"].median()) if len(ctx.verdicts) else 0
     return f"""
 <p>This report shows {src}. Every variant of a collective is measured interleaved, in random order,
-within the same launches (one launch = one <code>mpiexec</code>). The launch is the experimental unit
-(seed 002): each (variant, size) is reduced to its median in each launch, here typically {n} launches.
+within the same launches (one launch = one <code>mpiexec</code>). The launch is the experimental unit:
+each (variant, size) is reduced to its median in each launch, here typically {n} launches.
 Because all variants share each launch, a launch that runs slow (another job, a bad process placement)
 slows every variant alike; comparing the variants launch by launch removes that noise.</p>
 <ul>
@@ -144,7 +172,7 @@ covering it, estimated as k times the smaller size's time; only the smallest vio
 of {s.tolerance:.0%}; its bootstrap {s.confidence:.0%} interval (resampling launches) is shown with it.
 Slowdown = {slowdown}.</li>
 <li>Barrier warning (*): the faster side runs shorter than one MPI_Barrier, or the gain is smaller than
-one barrier. <i>Brave</i> counts include them, <i>cautious</i> counts do not (seed 003).</li>
+one barrier. <i>Brave</i> counts include them, <i>cautious</i> counts do not.</li>
 <li>Calibration: the default is measured twice (<code>default#aa</code>) and judged like a variant;
 with a sound method it is flagged at most at the stated rate.</li>
 </ul>"""
@@ -318,8 +346,8 @@ def _heatmap(ctx: ReportContext) -> str | None:
                      for i, (c, (b, label, _)) in enumerate(zip(SEVERITY_COLORS, stats.SEVERITY_CLASSES, strict=True)))
     return ("<p>Each cell: the largest slowdown of any violated guideline (pattern, library, monotony, split) "
             "at that collective and size; <i>ok</i> = no violation (every comparison there decided); <i>?</i> = no "
-            "violation found but some comparison there undecided or untested; * = barrier warning. Colours are seed 003's "
-            f"severity classes: {legend}</p>" + "".join(blocks))
+            "violation found but some comparison there undecided or untested; * = barrier warning. Colours are the "
+            f"severity classes of docs/statistics.md: {legend}</p>" + "".join(blocks))
 
 
 @_section("calibration", "A/A calibration", 80)

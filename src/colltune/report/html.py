@@ -1,4 +1,4 @@
-"""Self-contained HTML report of a check: one file, plots embedded as base64 PNG, no server.
+"""Self-contained HTML report of a run: one file, plots embedded as base64 PNG, no server.
 
 The page is a list of sections. The check's own sections live in colltune.report.check_sections;
 other modules add theirs without editing this file: put a module in the package
@@ -9,100 +9,29 @@ other modules add theirs without editing this file: put a module in the package
 where ``my_render(ctx: ReportContext) -> str | None`` returns an HTML fragment (None: skip the
 section). ``ctx.figure(fig, alt)`` embeds a matplotlib figure, ``ctx.table(df)`` renders a
 DataFrame, ``ctx.db_path``/``ctx.run_id`` locate the data. Built-in orders are multiples of 10.
+A section appears on the pages of the run kinds it names (``kinds``; default: checked runs, see
+colltune.report.context), so that a run is rendered as what it is: a check's page shows its
+verdicts, a validation's page the tuned-vs-default comparison.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import importlib
-import io
-import math
 import pkgutil
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a display
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from colltune import __version__  # noqa: E402
+from colltune import __version__
 from colltune.paths import writable_dir
-from colltune.verify import (
-    check,  # noqa: E402
-    )
+from colltune.report import check_sections
+from colltune.report.context import CHECKED_KINDS, ReportContext, Section
+from colltune.verify import check
 
-
-@dataclass
-class ReportContext:
-    db_path: Path
-    result: check.CheckResult
-    stored: bool  # verdicts came from the database (else judged now with default settings)
-    figures: int = 0
-
-    @property
-    def run_id(self) -> str:
-        return self.result.run.run_id
-
-    @property
-    def verdicts(self) -> pd.DataFrame:
-        return self.result.verdicts
-
-    @property
-    def summary(self) -> pd.DataFrame:
-        return self.result.summary
-
-    @property
-    def info(self) -> dict[str, Any]:
-        return self.result.run.info
-
-    def figure(self, fig: Any, alt: str) -> str:
-        """Embed a matplotlib figure as a PNG data URI and close it."""
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        self.figures += 1
-        data = base64.b64encode(buf.getvalue()).decode("ascii")
-        return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
-    def table(self, df: pd.DataFrame, formats: dict[str, Callable[[Any], str]] | None = None,
-              row_class: Callable[[pd.Series], str] | None = None) -> str:
-        formats = formats or {}
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-        body = []
-        for _, r in df.iterrows():
-            cells = "".join(
-                f"<td>{html.escape(formats[c](r[c]) if c in formats else _cell(r[c]))}</td>" for c in df.columns
-            )
-            cls = f' class="{row_class(r)}"' if row_class else ""
-            body.append(f"<tr{cls}>{cells}</tr>")
-        return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-
-
-def _cell(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return ""
-    if isinstance(x, (bool, np.bool_)):
-        return "yes" if x else ""
-    if isinstance(x, float):
-        return f"{x:.4g}"
-    return str(x)
-
-
-@dataclass(frozen=True)
-class Section:
-    id: str
-    title: str
-    render: Callable[[ReportContext], str | None]
-    order: int = 100
-
+__all__ = ["CHECKED_KINDS", "ReportContext", "Section", "build_context", "discover_sections", "latest_run_of_kind",
+           "register_section", "render_html", "short_library_name", "write_report", "write_report_for"]
 
 SECTIONS: list[Section] = []
 
@@ -118,6 +47,10 @@ def _section(id_: str, title: str, order: int) -> Callable[[Callable[[ReportCont
         register_section(Section(id_, title, fn, order))
         return fn
     return deco
+
+
+for _builtin in check_sections.SECTIONS:
+    register_section(_builtin)
 
 
 def discover_sections() -> list[Section]:
@@ -158,8 +91,15 @@ footer{margin-top:48px;color:#888;font-size:12px}
 """
 
 
+# The section a page of a run kind opens with (before the environment), where it is not the
+# check's summary.
+LEAD_SECTION = {"validate": "tuned"}
+
+
 def render_html(ctx: ReportContext, sections: Sequence[Section] | None = None) -> str:
     sections = list(sections) if sections is not None else discover_sections()
+    lead = LEAD_SECTION.get(ctx.kind)
+    sections = sorted((s for s in sections if s.shown_on(ctx.kind)), key=lambda s: (s.id != lead, s.order))
     body, nav = [], []
     for s in sections:
         fragment = s.render(ctx)
@@ -169,8 +109,8 @@ def render_html(ctx: ReportContext, sections: Sequence[Section] | None = None) -
         body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2>{fragment}</section>')
     info = ctx.info
     lib = short_library_name(info)
-    procs = ", ".join(map(str, sorted(ctx.verdicts["nprocs"].unique()))) if len(ctx.verdicts) else "?"
-    title = f"colltune check: {lib}, {procs} processes"
+    procs = ", ".join(map(str, ctx.nprocs)) or "?"
+    title = f"colltune {ctx.kind}: {lib}, {procs} processes"
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
             f"<style>{CSS}</style></head><body><main><h1>{html.escape(title)}</h1>"
             f'<p class=sub>run {html.escape(ctx.run_id)} &middot; {html.escape(str(info.get("created", "")))} '
@@ -187,10 +127,33 @@ def short_library_name(info: dict[str, Any]) -> str:
     return f"{pretty} {m.group(1)}".strip() if m else (pretty or "unknown MPI library")
 
 
-def build_context(db_path: str | Path, run_id: str | None = None) -> ReportContext:
-    """Stored verdicts when the run was judged, else judge now (not stored) with default settings."""
+def latest_run_of_kind(db_path: str | Path, kind: str) -> str | None:
+    """The newest run of `kind` that has measurements (None: there is none)."""
+    from colltune.store import Store
+
     db_path = Path(db_path)
+    if not db_path.exists():
+        return None
+    with Store(db_path, read_only=True) as store:
+        if not store.has_table("runs") or not store.has_table("measurements"):
+            return None
+        runs = store.runs()
+        for run_id in runs[runs["kind"] == kind].sort_values("created", ascending=False)["run_id"]:
+            if store.run_counts(str(run_id))["repetitions"]:
+                return str(run_id)
+    return None
+
+
+def build_context(db_path: str | Path, run_id: str | None = None, kind: str = "check") -> ReportContext:
+    """The page of run `run_id`, else of the newest run of `kind` (else the newest run with
+    measurements). A checked run's stored verdicts when it was judged, else judged now (not
+    stored) with the default settings; a validation run is not judged as a check."""
+    db_path = Path(db_path)
+    if run_id is None:
+        run_id = latest_run_of_kind(db_path, kind)
     run = check.load_run(db_path, run_id)
+    if str(run.info.get("kind") or "check") not in CHECKED_KINDS:
+        return ReportContext(db_path, None, stored=False, run=run)
     stored = check.load_verdicts(db_path, run.run_id)
     if stored.empty:
         return ReportContext(db_path, check.judge(run), stored=False)
@@ -203,8 +166,8 @@ def build_context(db_path: str | Path, run_id: str | None = None) -> ReportConte
 
 
 def write_report(db_path: str | Path, out_dir: str | Path, run_id: str | None = None,
-                 sections: Sequence[Section] | None = None) -> Path:
-    ctx = build_context(db_path, run_id)
+                 sections: Sequence[Section] | None = None, kind: str = "check") -> Path:
+    ctx = build_context(db_path, run_id, kind)
     return write_report_for(ctx, out_dir, sections)
 
 
@@ -212,7 +175,3 @@ def write_report_for(ctx: ReportContext, out_dir: str | Path, sections: Sequence
     path = writable_dir(out_dir, "report") / "report.html"
     path.write_text(render_html(ctx, sections), encoding="utf-8")
     return path
-
-
-# The check's own sections register themselves on import (they need ReportContext from here).
-from colltune.report import check_sections  # noqa: E402, F401

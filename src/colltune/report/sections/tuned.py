@@ -1,5 +1,6 @@
-"""Report section "Tuned vs default": the latest `colltune validate` of the database (or the one
-of the reported run when the report is about a validation run)."""
+"""Report section "Tuned vs default": on a validation run's page, that run's comparison of the
+tuned library against the default; on other pages, the latest `colltune validate` of the
+database."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from colltune.units import human_bytes
 
 def _table_for(ctx: ReportContext) -> pd.DataFrame:
     own = val.load(ctx.db_path, ctx.run_id)
-    return own if not own.empty else val.load(ctx.db_path)
+    return own if not own.empty or ctx.kind == "validate" else val.load(ctx.db_path)
 
 
 def _plot(ctx: ReportContext, table: pd.DataFrame) -> str:
@@ -46,6 +47,10 @@ def _plot(ctx: ReportContext, table: pd.DataFrame) -> str:
 def render(ctx: ReportContext) -> str | None:
     table = _table_for(ctx)
     if table.empty:
+        if ctx.kind == "validate":
+            return ('<p class="warn">This validation run was measured but never judged (it was interrupted?): '
+                    f"judge it with <code>colltune validate --run {html.escape(ctx.run_id)} --profile PROFILE "
+                    f"--db {html.escape(str(ctx.db_path))}</code>.</p>")
         return None
     s = val.summary(table)
     first = table.iloc[0]
@@ -65,4 +70,4 @@ def render(ctx: ReportContext) -> str | None:
             + ctx.table(shown, row_class=lambda r: "bad" if r["slower"] else ""))
 
 
-SECTIONS = [Section(id="tuned", title="Tuned vs default", render=render, order=55)]
+SECTIONS = [Section(id="tuned", title="Tuned vs default", render=render, order=55, kinds=None)]
