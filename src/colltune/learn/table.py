@@ -16,25 +16,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from colltune import textformat
 from colltune.errors import ColltuneError
 from colltune.learn import draw
+from colltune.textformat import MAX_LINE, NUMBER
+from colltune.textformat import show as _show
 from colltune.paths import writable_file
 
 FORMAT_VERSION = 1
 HEADER_WORD = "colltune-select"
-MAX_LINE = 1023
-MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 64
 MAX_BINS = 64
 MAX_COUNT = 2**63 - 1
 DEFAULT_BINS = (24, 4, 8)
 MODES = ("explore", "exploit")
 UNLISTED = ("explore", "library", "exploit")
-_SHOW = 40
-_NUMBER = re.compile(rb"[0-9]{1,19}")
 _DECIMAL = re.compile(rb"[0-9]{1,19}(\.[0-9]{1,19})?")
-_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
-_BLANKS = re.compile(rb"[ \t]+")
+# The lexical rules of native/core/select.c (colltune.textformat has the ones both formats share).
+_DIALECT = textformat.Dialect(
+    too_large_line=0, too_large="not a selection table",
+    control=lambda byte: "control character in the line; the file must be text", cr_on_last_line=True)
 
 Bins = tuple[int, int, int]
 
@@ -189,18 +190,11 @@ def write_table(table: SelectionTable, path: str | Path) -> Path:
 
 def content_hash(data: bytes) -> int:
     """FNV-1a 64 of the table's bytes (what the runtime checks across ranks and traces record)."""
-    h = 14695981039346656037
-    for byte in data:
-        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h
+    return textformat.fnv1a64(data)
 
 
 # -------------------------------------------------------------------------------------------
 # Reader
-
-
-def _show(word: bytes) -> str:
-    return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in word[:_SHOW])
 
 
 class _Parser:
@@ -216,7 +210,7 @@ class _Parser:
         return TableError(f"{self.name}:{self.line if line is None else line}: {message}")
 
     def count(self, word: bytes, what: str, lo: int, hi: int) -> int:
-        if not _NUMBER.fullmatch(word) or not lo <= int(word) <= hi:
+        if not NUMBER.fullmatch(word) or not lo <= int(word) <= hi:
             raise self.fail(f"{what} '{_show(word)}' is not a whole number in {lo}..{hi}")
         return int(word)
 
@@ -340,16 +334,7 @@ class _Parser:
         self.close_block()
         self.state = "end"
 
-    def feed(self, raw: bytes) -> None:
-        self.line += 1
-        if len(raw) > MAX_LINE:
-            raise self.fail(f"line longer than {MAX_LINE} bytes; shorten it")
-        if _CONTROL.search(raw):
-            raise self.fail("control character in the line; the file must be text")
-        text = raw.strip(b" \t")
-        if not text or text.startswith(b"#"):
-            return
-        w = _BLANKS.split(text)
+    def feed(self, w: list[bytes], text: bytes) -> None:
         if self.state == "end":
             raise self.fail("text after 'end'; remove it (only comments may follow)")
         if self.state == "header":
@@ -379,14 +364,14 @@ class _Parser:
 
 
 def parse_table(data: bytes, name: str = "<table>") -> SelectionTable:
-    if len(data) > MAX_FILE_BYTES:
-        raise TableError(f"{name}:0: larger than {MAX_FILE_BYTES} bytes; not a selection table")
     parser = _Parser(name)
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for raw in lines:
-        parser.feed(raw[:-1] if raw.endswith(b"\r") else raw)
+    try:
+        for line in textformat.lines(data, _DIALECT):
+            parser.line = line.number
+            if line.words:
+                parser.feed(line.words, line.text)
+    except textformat.LexError as exc:
+        raise parser.fail(exc.message, exc.line) from None
     return parser.finish()
 
 

@@ -14,20 +14,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from colltune import catalog
+from colltune import catalog, textformat
 from colltune.errors import ColltuneError
+from colltune.textformat import MAX_LINE, NUMBER
+from colltune.textformat import show as _show
 from colltune.paths import writable_file
 
 FORMAT_VERSION = 1
 HEADER_WORD = "colltune-profile"
-MAX_LINE = 1023
-MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_RULES = 65536
 MAX_BLOCKS = 4096
 MAX_FIELDS = 8
 MAX_PROCS = 2**31 - 1
 MAX_BYTES = 2**63 - 1
-_SHOW = 40  # bytes of an offending word quoted in a message (C: CT_PROFILE_SHOW)
 
 # Order is the order in which the writer emits them.
 PROVENANCE_KEYS: tuple[str, ...] = (
@@ -44,9 +43,10 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "extension",
 )
 
-_NUMBER = re.compile(rb"[0-9]{1,19}")
-_BLANKS = re.compile(rb"[ \t]+")
-_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+# The lexical rules of native/core/profile.c (colltune.textformat has the ones both formats share).
+_DIALECT = textformat.Dialect(
+    too_large_line=1, too_large="a profile is never that big (wrong file?)",
+    control=lambda byte: f"control character 0x{byte:02x}; remove it (a profile is text)", cr_on_last_line=False)
 
 
 class ProfileError(ColltuneError, ValueError):
@@ -167,12 +167,7 @@ class Profile(BaseModel):
 
     def content_hash(self) -> int:
         """FNV-1a 64 over the canonical rules: equal to the C core's ct_profile_hash."""
-        h = 14695981039346656037
-        for line in self.canonical_lines():
-            for byte in line.encode():
-                h ^= byte
-                h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-        return h
+        return textformat.fnv1a64("".join(self.canonical_lines()).encode())
 
 
 def _clean(value: str) -> str:
@@ -219,11 +214,6 @@ def write_profile(profile: Profile, path: str | Path) -> Path:
 # Reader (mirror of native/core/profile.c; same states, same checks in the same order)
 
 
-def _show(word: bytes) -> str:
-    """A word as the C parser quotes it: first 40 bytes, printable ASCII as is, others as \\xNN."""
-    return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in word[:_SHOW])
-
-
 class _Parser:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -259,7 +249,7 @@ class _Parser:
 
     def numbers(self, words: Sequence[bytes]) -> tuple[int, int]:
         for w in words:
-            if not _NUMBER.fullmatch(w):
+            if not NUMBER.fullmatch(w):
                 raise self.fail(self.line, f"'{_show(w)}' is not a number (1 to 19 decimal digits)")
         return int(words[0]), int(words[1])
 
@@ -299,7 +289,7 @@ class _Parser:
         if nw != 2:
             raise self.fail(self.line, "'collective' takes one name: 'collective NAME'")
         name = words[1].decode("utf-8", errors="replace")
-        if len(words[1]) > _SHOW or name not in catalog.load().collective_names():
+        if len(words[1]) > textformat.SHOW or name not in catalog.load().collective_names():
             raise self.fail(
                 self.line,
                 f"unknown collective '{_show(words[1])}'; use a collective of collectives.toml "
@@ -433,31 +423,14 @@ class _Parser:
             "provenance key (docs/profile.md)",
         )
 
-    def one_line(self, text: bytes) -> None:
-        if len(text) > MAX_LINE:
-            raise self.fail(self.line, f"line longer than {MAX_LINE} bytes; shorten it")
-        bad = _CONTROL.search(text)
-        if bad:
-            raise self.fail(self.line, f"control character 0x{bad.group()[0]:02x}; remove it (a profile is text)")
-        stripped = text.lstrip(b" \t")
-        if not stripped or stripped.startswith(b"#"):
-            return
-        words = [w for w in _BLANKS.split(text) if w]
-        self.statement(words, min(len(words), MAX_FIELDS + 1), text)
-
     def run(self, data: bytes) -> Profile:
-        if len(data) > MAX_FILE_BYTES:
-            raise self.fail(1, f"larger than {MAX_FILE_BYTES} bytes; a profile is never that big (wrong file?)")
-        pieces = data.split(b"\n")
-        terminated = [True] * (len(pieces) - 1) + [False]
-        if pieces[-1] == b"":
-            pieces.pop()
-            terminated.pop()
-        for piece, has_newline in zip(pieces, terminated):
-            if has_newline and piece.endswith(b"\r"):
-                piece = piece[:-1]
-            self.line += 1
-            self.one_line(piece)
+        try:
+            for line in textformat.lines(data, _DIALECT):
+                self.line = line.number
+                if line.words:
+                    self.statement(line.words, min(len(line.words), MAX_FIELDS + 1), line.text)
+        except textformat.LexError as exc:
+            raise self.fail(exc.line, exc.message) from None
         if self.state == "header":
             raise self.fail(
                 max(self.line, 1),
