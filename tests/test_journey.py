@@ -177,3 +177,27 @@ def walkthrough_lines() -> list[str]:
 def _subsequence(short: list[str], long: list[str]) -> bool:
     it = iter(long)
     return all(any(item == x for x in it) for item in short)
+
+
+def test_advise_verify_says_the_rerun_failed_and_how_to_wrap(tmp_path: Path, openmpi: mpi.MpiLibrary,
+                                                               openmpi_build: build.Artifacts) -> None:
+    """An application that refuses to overwrite its output (as ExaML does) runs once, then fails
+    in --verify's reruns: the error says so and how to wrap it, and the wrapper it describes works."""
+    j = Journey(tmp_path / "app")
+    j.cwd.mkdir()
+    build.compile_program(openmpi, [PROGRAM.with_name("refuses_overwrite.c")], j.cwd / "refuses", ["-O2"])
+    launch = f"{openmpi.mpiexec} -n 2 ./refuses"
+    out = j.sh(f"{COLLTUNE} advise --verify --runs 1 -- {launch}", ok=(2,))
+    message = out[out.index("error: "):]
+    assert message.startswith(
+        f"error: --verify: run 1 of 1 without the advice exited with status 1, after the first run of `{launch}` had "
+        "succeeded: the application fails when it is started again in the same directory."), message
+    lines = re.findall(r"`(#!/bin/sh)`, `(rm -f <its output files>)`, `(exec \./refuses)` \(chmod \+x fresh\.sh\)",
+                       message)
+    assert lines == [("#!/bin/sh", "rm -f <its output files>", "exec ./refuses")], message
+    (j.cwd / "fresh.sh").write_text("\n".join(lines[0]).replace("<its output files>", "refuses.out") + "\n")
+    (j.cwd / "fresh.sh").chmod(0o755)
+    wrapped = re.search(r"then `colltune advise --verify \.\.\. -- (.*)`$", message.strip()).group(1)
+    assert wrapped == f"{openmpi.mpiexec} -n 2 ./fresh.sh"
+    out = j.sh(f"{COLLTUNE} advise --verify --runs 1 -- {wrapped}")
+    assert "--verify: 1 runs per side" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -27,7 +29,10 @@ class AppRun:
 
 def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *,
             profile_dir: Path | None = None, profile: Path | None = None,
-            extra: Mapping[str, str] | None = None, quiet: bool = False) -> AppRun:
+            extra: Mapping[str, str] | None = None, quiet: bool = False,
+            rerun: str | None = None) -> AppRun:
+    """Run the application once. `rerun`: which later run this is (--verify's), for the message
+    when it fails after the first run succeeded."""
     env = dict(runenv.rank_environment(lib, art, profile=str(profile) if profile else None))
     if profile_dir is not None:
         if profile_dir.exists():
@@ -41,7 +46,30 @@ def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *
     proc = subprocess.run(argv, env={**launcher_env, **launcher_extra}, check=False,
                           stdout=subprocess.DEVNULL if quiet else None)
     seconds = time.perf_counter() - t0
+    if proc.returncode != 0 and rerun is not None:
+        launcher, program = _split_program(command)
+        raise AdviseError(
+            f"{rerun} exited with status {proc.returncode}, after the first run of `{shlex.join(command)}` had "
+            "succeeded: the application fails when it is started again in the same directory. An application "
+            "that refuses to overwrite its own output files (ExaML does) needs a wrapper as the program that "
+            f"removes them first: a script fresh.sh with the lines `#!/bin/sh`, `rm -f <its output files>`, "
+            f"`exec {shlex.join(program)}` (chmod +x fresh.sh), then `colltune advise --verify ... -- "
+            f"{shlex.join([*launcher, './fresh.sh'])}`")
     if proc.returncode != 0:
-        raise AdviseError(f"the application exited with status {proc.returncode}: `{' '.join(command)}`; "
-                          "fix the command line (it must run without colltune too)")
+        raise AdviseError(f"the profiled run of the application exited with status {proc.returncode}: "
+                          f"`{shlex.join(command)}`; fix the command line (it must run without colltune too)")
     return AppRun(proc.returncode, seconds)
+
+
+def _split_program(command: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The launcher with its options, and the program with its arguments: the program is the
+    first word after the launcher that names an executable file (else the last word).
+
+    A wrapper in its place runs on every rank: each removes the files before it execs the
+    program, and no rank gets past MPI_Init (a collective startup) before every rank got there,
+    so no rank's removal can reach a file another rank already wrote."""
+    words = list(command)
+    start = next((i for i in range(1, len(words))
+                  if not words[i].startswith("-") and Path(words[i]).is_file() and os.access(words[i], os.X_OK)),
+                 len(words) - 1)
+    return words[:start], words[start:]

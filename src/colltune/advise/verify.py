@@ -149,8 +149,9 @@ def verify(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], pr
     for i in range(runs):
         for use in ((False, True) if i % 2 == 0 else (True, False)):
             pdir = workdir / f"{'advised' if use else 'default'}-{i}"
+            which = f"--verify: run {i + 1} of {runs} {'with' if use else 'without'} the advice"
             t = run_app(lib, art, command, profile_dir=pdir, profile=profile if use else None,
-                        extra=env if use else None, quiet=True).seconds
+                        extra=env if use else None, quiet=True, rerun=which).seconds
             sides[use][0].append(t)
             sides[use][1].append(insitu_seconds(profile_run.read(pdir), keys))
     label = "in-situ own cost at the advised points" if keys else "in-situ time in MPI calls"

@@ -13,6 +13,7 @@ from colltune.advise.analyze import analyze
 from colltune.advise.launch import run_app
 from colltune.advise.measure import measure_missing
 from colltune.commands import nextsteps
+from colltune.errors import ColltuneError
 from colltune.mpi import build as build_mod
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import runenv
@@ -61,7 +62,17 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     run = profile_run.read(profile_dir)
     advice = analyze(run, db_path)
     if measure and advice.missing:
-        measure_missing(advice.missing, db_path, mpi_spec or str(lib.mpicc))
+        try:
+            measure_missing(advice.missing, db_path, mpi_spec or str(lib.mpicc))
+        except ColltuneError as exc:
+            # The application ran; the benchmark of its points did not: say which step failed.
+            failed = ColltuneError(
+                f"--measure: benchmarking the {len(advice.missing)} point(s) of the application that {db_path} "
+                f"lacks failed (the profiled run of the application had succeeded; its profile is in "
+                f"{profile_dir}): {exc.format_message()}\nadvise without measuring: "
+                f"`{nextsteps.cli('advise', '--db', db_path, '--from-profile', profile_dir)}`")
+            failed.exit_code = exc.exit_code
+            raise failed from exc
         advice = analyze(run, db_path)
     files = output.write_files(advice, out_dir, lib)
     output.print_summary(advice, files)

@@ -43,7 +43,7 @@ def _str_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] |
 
 _BENCH_OPTIONS = [
     click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
-                 help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: seed 003's size lists, "
+                 help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: 12 sizes per collective (1 B-16 KiB or 1 B-8 MiB), "
                       "up to 5000 repetitions / 3 s per job"),
     click.option("--mpi", "mpi_spec", default=None, metavar="LIB",
                  help="openmpi | mpich | intel | path to an mpicc (default: embedded Open MPI)"),
@@ -55,7 +55,7 @@ _BENCH_OPTIONS = [
     click.option("--library-algorithms", is_flag=True, default=None,
                  help="also measure every algorithm of the MPI library (lib:<coll>:<alg>)"),
     click.option("-s", "--sizes", multiple=True, callback=_int_list, metavar="LIST",
-                 help="message sizes in bytes, e.g. 8,1KiB,64KiB (default: seed 003's per collective)"),
+                 help="message sizes in bytes, e.g. 8,1KiB,64KiB (default: 12 sizes per collective, 1 B-16 KiB for allgather, alltoall, gather and scatter, 1 B-8 MiB for the others)"),
     click.option("-n", "--nprocs", multiple=True, callback=_int_list, metavar="LIST",
                  help="process counts (default 4)"),
     click.option("-R", "--launches", type=click.IntRange(1), default=None,

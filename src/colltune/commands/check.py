@@ -33,7 +33,7 @@ err_console = Console(stderr=True)
               show_default=True,
               help="One-sided test on per-launch medians: paired by launch (trimmed-t: robust to a wild "
                    "launch; paired-t, signed-rank) or "
-                   "unpaired (mwu = Wilcoxon rank-sum as seed 002, ks, welch).")
+                   "unpaired (mwu = Wilcoxon rank-sum, ks, welch).")
 @click.option("--correction", type=click.Choice([c.value for c in stats.Correction]),
               default=stats.Correction.HOLM.value, show_default=True,
               help="Multiple-comparison correction over all comparisons of the check.")

@@ -35,7 +35,7 @@ def _settings(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="library whose data to learn from, as recorded (openmpi, mpich, simulated:NAME) "
                           "[default: the only one in the database]"),
         click.option("--trees", type=click.IntRange(1), default=200, show_default=True,
-                     help="boosted trees per model (seed 001: 200)"),
+                     help="boosted trees per model"),
         click.option("--min-timings", type=click.IntRange(1), default=20, show_default=True,
                      help="timings a member needs to be trained"),
         click.option("--min-members", type=click.IntRange(1), default=5, show_default=True,
@@ -106,7 +106,7 @@ def _learn(store: Store, kw: dict[str, Any]) -> tuple[str, SelectionTable, list[
 
 @click.group(context_settings={"max_content_width": 100})
 def command() -> None:
-    """Learn selection tables from traces of real runs (seed 001), run after run."""
+    """Learn selection tables from traces of real runs, run after run (docs/learn.md)."""
 
 
 @command.command("table")
@@ -250,7 +250,7 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
 @click.option("--loop", "loop_id", default=None, help="loop id [default: the newest loop]")
 def plot_cmd(db_path: Path, out_dir: Path, loop_id: str | None) -> None:
     """PNGs of a loop: regret/gain/exploration per batch, selection probabilities of the busiest
-    cells over batches (seed 001 Fig. 5.10b). `colltune report` shows the same as a section."""
+    cells over batches. `colltune report` shows the same as a section."""
     from colltune.learn.plots import write_pngs
 
     with Store(db_path, read_only=True) as store:

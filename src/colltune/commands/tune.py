@@ -47,7 +47,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
 
     A mock-up replaces the library's collective for a (process count, message size) only where
     the check found it significantly faster, at least MIN_GAIN faster, and its scratch memory
-    (seed 000 Table 1) fits under the cap. Library algorithms (lib:...) are listed, not written:
+    (docs/variants.md) fits under the cap. Library algorithms (lib:...) are listed, not written:
     use `colltune export --native` for them.
 
     \b

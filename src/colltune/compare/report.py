@@ -188,8 +188,8 @@ def _violations(rep: CompareReport) -> str:
             parts.append(f"<h3>{html.escape(label)}: fastest violating variant per point</h3>" + rep.table(
                 shown, {"msg_bytes": vt.fmt_bytes, "default_median_s": vt.fmt_time, "variant_median_s": vt.fmt_time,
                         "slowdown": _ratio_fmt}))
-    return ("<p>Each configuration judged against the self-consistent guidelines on its own (seed 003's comparison "
-            "of libraries), at the compared points. Brave counts every violation, cautious drops those within one "
+    return ("<p>Each configuration judged against the self-consistent guidelines on its own, at the "
+            "compared points. Brave counts every violation, cautious drops those within one "
             "MPI_Barrier.</p>" + "".join(parts))
 
 
