@@ -44,7 +44,7 @@ typedef struct ct_slot {
     int kind;                         /* ct_coll_id or ct_p2p_call */
     int nprocs;                       /* communicator size (0 for p2p) */
     int bin;                          /* floor(log2(bytes)), -1 for 0 bytes */
-    atomic_ullong calls, total_ns, max_ns, bytes;
+    atomic_ullong calls, total_ns, max_ns, bytes, bytes_min, bytes_max;
     atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_ns;
 } ct_slot;
 
@@ -120,6 +120,7 @@ static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const voi
                 s->nprocs = nprocs;
                 s->bin = bin;
                 atomic_store_explicit(&s->sample_wait_min_ns, UINT64_MAX, memory_order_relaxed);
+                atomic_store_explicit(&s->bytes_min, UINT64_MAX, memory_order_relaxed);
                 atomic_store_explicit(&s->state, 2, memory_order_release);
                 return s;
             }
@@ -136,11 +137,13 @@ static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const voi
 
 static void ct_add(ct_slot *s, int64_t bytes, uint64_t ns)
 {
+    uint64_t b = (uint64_t)(bytes > 0 ? bytes : 0);
     atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_ns, ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->bytes, (unsigned long long)(bytes > 0 ? bytes : 0),
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->bytes, b, memory_order_relaxed);
     ct_max(&s->max_ns, ns);
+    ct_min(&s->bytes_min, b);   /* a slot holds one log2 bin: the exact range inside it */
+    ct_max(&s->bytes_max, b);
 }
 
 void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
@@ -363,7 +366,7 @@ static void ct_write_env(FILE *out, uint64_t wall)
     if (nl != NULL)
         *nl = '\0';
     const char *omp = getenv("OMP_NUM_THREADS");
-    fprintf(out, "colltune-profile-run 1\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
+    fprintf(out, "colltune-profile-run 2\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
                  "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
             ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
             sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
@@ -387,13 +390,15 @@ static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
         if (atomic_load(&s->state) != 2 || atomic_load(&s->calls) == 0)
             continue;
         unsigned long long samples = atomic_load(&s->samples);
-        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu\n",
+        unsigned long long calls = atomic_load(&s->calls);
+        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
                 coll ? "coll" : "p2p",
                 coll ? colltune_collective_name(s->kind) : ct_p2p_names[s->kind], s->site,
-                s->nprocs, s->bin, atomic_load(&s->calls), atomic_load(&s->total_ns),
+                s->nprocs, s->bin, calls, atomic_load(&s->total_ns),
                 atomic_load(&s->max_ns), atomic_load(&s->bytes), samples,
                 atomic_load(&s->sample_own_ns), atomic_load(&s->sample_wait_ns),
-                samples ? atomic_load(&s->sample_wait_min_ns) : 0ull);
+                samples ? atomic_load(&s->sample_wait_min_ns) : 0ull,
+                calls ? atomic_load(&s->bytes_min) : 0ull, atomic_load(&s->bytes_max));
     }
 }
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from colltune.advise import collectives, eager, mapping, share, topology
+from colltune.advise import collectives, eager, mapping, share, topology, where
 from colltune.advise.findings import Finding, family_of, ordered
 from colltune.advise.points import AppPoint, collective_points
 from colltune.advise.profile_run import ProfileRun
@@ -24,6 +24,7 @@ class Advice:
     missing: list[AppPoint] = field(default_factory=list)
     shares: dict[str, float] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)   # topology.facts
+    time_table: list[where.TimeRow] = field(default_factory=list)
 
     @property
     def predicted_saving_s(self) -> float:
@@ -52,4 +53,4 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
                 f.warning = caveat
     found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
     return Advice(run, family, points, ordered(found), choices,
-                  collectives.missing(points, table), share_finding.data, env)
+                  collectives.missing(points, table), share_finding.data, env, where.rows(run))

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from colltune.advise import collectives, topology
+from colltune.advise import collectives, topology, where
 from colltune.advise.analyze import Advice
 from colltune.tune import native_export
 from colltune.tune import profile as prof
@@ -22,6 +22,7 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
         "library": advice.run.ranks[0].library, "family": advice.family, "nprocs": advice.run.nprocs,
         "wall_s": advice.run.wall_ns / 1e9, "shares": advice.shares,
         "predicted_saving_s": advice.predicted_saving_s,
+        "where": where.as_json(advice.run, advice.time_table),
         "findings": [f.as_dict() for f in advice.findings],
         "points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
                     "mean_bytes": p.mean_bytes, "total_s": p.total_s, "own_s": p.own_s,
@@ -83,13 +84,17 @@ def env_settings(files: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def print_summary(advice: Advice, files: dict[str, str], console: Console | None = None) -> None:
+def print_summary(advice: Advice, files: dict[str, str], console: Console | None = None,
+                  top: int = where.DEFAULT_TOP) -> None:
     console = console or Console()
     s = advice.shares
     console.print(f"[bold]colltune advise[/]: {advice.run.nprocs} ranks, {advice.run.ranks[0].library}")
-    console.print(f"wall {s['wall_s']:.3f} s; collectives {100 * s['collective_share']:.1f}% "
+    console.print(f"wall {where.fmt_s(s['wall_s'])}; collectives {100 * s['collective_share']:.1f}% "
                   f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
                   f"{100 * s['p2p_share']:.1f}%")
+    # Plain text of <= 80 columns (not a rich table): the same lines on any terminal and in logs.
+    for line in where.text(advice.run, advice.time_table, top):
+        console.out(line, highlight=False)
     for line in topology.describe(advice.environment):
         console.print(line)
     table = Table(title="What to change, by predicted saving", show_lines=True)

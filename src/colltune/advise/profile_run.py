@@ -1,13 +1,13 @@
 """Read the directory libcolltune's profiling mode writes (COLLTUNE_PROFILE_RUN=dir).
 
 Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runtime/profrun.c):
-  colltune-profile-run 1
+  colltune-profile-run 2                         (1: coll/p2p lines without BYTES_MIN BYTES_MAX)
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
-  coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS
-  p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0
+  coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
+  p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits).
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 
 from colltune.errors import ColltuneError
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
+READABLE_VERSIONS = ("1", "2")   # version 1 (no exact size range) is still read
 
 
 class ProfileRunError(ColltuneError, ValueError):
@@ -52,6 +53,8 @@ class Point:
     own_ns: int
     wait_ns: int
     wait_min_ns: int
+    bytes_min: int | None = None   # smallest and largest size of the calls (format 2; None before)
+    bytes_max: int | None = None
 
 
 @dataclass
@@ -92,13 +95,17 @@ def cpulist(text: str) -> tuple[int, ...]:
 MAP_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+([0-9a-f]+)\s+\S+\s+\d+\s+(/.*)$")
 
 
-def _point(kind: str, fields: list[str]) -> Point:
+def _point(kind: str, fields: list[str], version: str) -> Point:
     name, site, *nums = fields
     n = [int(x) for x in nums]
+    if len(n) != (12 if version == "2" else 10):
+        raise ValueError(f"{len(n)} numbers")
+    if version == "2" and n[1] < 0:
+        n[-2:] = [None, None]   # type: ignore[list-item]   # calls without a size: no range
     return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n)
 
 
-def _fact(prof: RankProfile, facts: dict[str, str], line: str) -> None:
+def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> None:
     key, _, rest = line.partition(" ")
     if key == "map":
         if m := MAP_LINE.match(rest.strip()):
@@ -107,7 +114,7 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str) -> None:
         name, _, value = rest.partition(" ")
         prof.cvars[name] = value
     elif key in ("coll", "p2p"):
-        prof.points.append(_point(key, rest.split()))
+        prof.points.append(_point(key, rest.split(), version))
     elif key == "numa":
         node, _, cpus = rest.partition(" ")
         prof.numa[int(node)] = cpulist(cpus)
@@ -126,14 +133,16 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str) -> None:
 
 def read_rank(path: Path) -> RankProfile:
     lines = path.read_text().splitlines()
-    if not lines or lines[0] != f"colltune-profile-run {FORMAT_VERSION}" or lines[-1] != "end":
+    version = lines[0].removeprefix("colltune-profile-run ") if lines else ""
+    if not lines or not lines[0].startswith("colltune-profile-run ") or version not in READABLE_VERSIONS \
+            or lines[-1] != "end":
         raise ProfileRunError(f"{path}: not a complete colltune profiling file (the rank did not "
                               "reach MPI_Finalize, or another colltune version wrote it); rerun")
     facts: dict[str, str] = {}
     prof = RankProfile(0, 0, 0, "", "", 0, None, 0, ())
     for line in lines[1:-1]:
         try:
-            _fact(prof, facts, line)
+            _fact(prof, facts, line, version)
         except ValueError as exc:
             raise ProfileRunError(f"{path}: malformed line {line!r}; rerun the profile") from exc
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from colltune.advise import output, profile_run
+from colltune.advise import output, profile_run, where
 from colltune.advise import verify as verify_mod
 from colltune.advise.analyze import analyze
 from colltune.advise.launch import run_app
@@ -38,15 +38,18 @@ from colltune.mpi import runenv
               help="Then run COMMAND again with and without the advice and print predicted vs measured gain.")
 @click.option("--runs", default=5, show_default=True, type=click.IntRange(1),
               help="--verify: runs per side (alternating); medians are compared.")
+@click.option("--top", default=where.DEFAULT_TOP, show_default=True, type=click.IntRange(1),
+              help="Collectives (and point-to-point calls) shown in the where-the-time-goes table.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path | None,
-            from_profile: Path | None, measure: bool, verify: bool, runs: int,
+            from_profile: Path | None, measure: bool, verify: bool, runs: int, top: int,
             command: tuple[str, ...]) -> None:
     """Run COMMAND (an mpiexec/srun line) once with light profiling and advise.
 
     \b
       colltune advise --db colltune.duckdb -- mpiexec -n 4 ./app args
-    Findings: collective algorithms (from this machine's database), the eager threshold,
+    First where the time goes (the top collectives by own cost, with calls, sizes, waiting,
+    share, rank spread and call sites), then the findings: collective algorithms (from this machine's database), the eager threshold,
     mapping/oversubscription and the collectives' share of the run, each with the exact change.
     """
     if (from_profile is None or verify) and not command:
@@ -75,7 +78,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
             raise failed from exc
         advice = analyze(run, db_path)
     files = output.write_files(advice, out_dir, lib)
-    output.print_summary(advice, files)
+    output.print_summary(advice, files, top=top)
     report = output.as_json(advice, files)
     if verify:
         profile = Path(files["profile"]) if "profile" in files else None

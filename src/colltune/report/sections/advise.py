@@ -11,7 +11,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from colltune.advise import topology
+from colltune.advise import topology, where
 from colltune.advise.output import index_path
 from colltune.report.html import ReportContext, Section
 
@@ -67,6 +67,30 @@ def _plots(ctx: ReportContext, report: dict[str, Any]) -> str:
     return f'<div class="plots">{"".join(blocks)}</div>'
 
 
+def _where_table(report: dict[str, Any], top: int = 10) -> str:
+    """Where the time goes (advise.json's "where", advise/where.py): the same rows as the
+    terminal, with every call site; absent from reports of colltune before it."""
+    table = report.get("where")
+    if not table:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("call", "calls/rank", "bytes: mean (range)", "own cost",
+                                             "waiting", "share", "slowest rank", "fastest rank",
+                                             "call sites (calls, time)"))
+    body = []
+    for r in table["collectives"][:top] + table["p2p"][:top]:
+        size = where.fmt_size(where.TimeRow(r["kind"], r["name"], bytes_mean=r["bytes_mean"],
+                                            bytes_min=r["bytes_min"], bytes_max=r["bytes_max"]))
+        sites = "<br>".join(f"<code>{html.escape(s['site'])}</code> {s['calls']:,}, {where.fmt_s(s['time_s'])}"
+                            for s in r["sites"])
+        cells = (html.escape(r["name"]), f"{r['calls']:,}", size, where.fmt_s(r["own_s"]), where.fmt_s(r["wait_s"]),
+                 f"{100 * r['share']:.1f}%", f"{r['slowest_rank']} ({where.fmt_s(r['slowest_s'])})",
+                 f"{r['fastest_rank']} ({where.fmt_s(r['fastest_s'])})", sites)
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return ("<h3>Where the time goes</h3><p>Collectives by own cost, then point-to-point calls; "
+            "figures of each call's slowest rank, share of the wall time "
+            f"{table['wall_s']:.3f} s.</p><table><tr>{head}</tr>{''.join(body)}</table>")
+
+
 def render(ctx: ReportContext) -> str | None:
     report = _latest(ctx)
     if report is None:
@@ -84,7 +108,7 @@ def render(ctx: ReportContext) -> str | None:
     if verify:
         lead += (f"<p>--verify: measured gain {verify['measured_gain_s'] * 1e3:.1f} ms vs predicted "
                  f"{verify['predicted_gain_s'] * 1e3:.1f} ms: {html.escape(verify['agreement'])}</p>")
-    return lead + f"<ol>{items}</ol>" + _plots(ctx, report)
+    return lead + _where_table(report) + f"<ol>{items}</ol>" + _plots(ctx, report)
 
 
 SECTIONS = [Section(id="advise", title="Application advice", render=render, order=58)]

@@ -1,0 +1,215 @@
+"""Where the time goes: per collective (and per point-to-point call) of one profiled run, the
+calls, message sizes, own cost, waiting, share of the run, slowest and fastest rank and the call
+sites that make it up, ordered by own cost. Pure: a ProfileRun in, rows out (output.py renders).
+
+Definitions (docs/advise.md, "Where the time goes"):
+- per rank, a row's time is the rank's time in that call (all sites and sizes), split into own
+  cost and waiting point by point with the sampled calls (points.own_and_wait);
+- the row's time, own cost and waiting are those of its **slowest rank** (the most time in it),
+  its share is that time over the run's wall time; the fastest rank is the one with the least;
+- calls are the most calls any rank made (a collective's calls are the same on every rank);
+- bytes: mean over every rank's calls with a size, range over all of them;
+- a site's calls and time are the most of any rank at that site.
+Point-to-point calls have no waiting split (a receive's wait is its sender's lateness): their own
+cost is their time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from colltune.advise import symbols
+from colltune.advise.points import own_and_wait
+from colltune.advise.profile_run import Point, ProfileRun
+
+DEFAULT_TOP = 5
+
+
+@dataclass
+class SiteTime:
+    label: str
+    calls: int = 0
+    time_s: float = 0.0
+
+
+@dataclass
+class TimeRow:
+    kind: str                       # "coll" | "p2p"
+    name: str                       # MPI_Reduce, MPI_Send
+    calls: int = 0
+    bytes_mean: float = 0.0
+    bytes_min: int | None = None    # None: no call with a size
+    bytes_max: int | None = None
+    time_s: float = 0.0             # on the slowest rank
+    own_s: float = 0.0
+    wait_s: float | None = 0.0      # None for point-to-point
+    share: float = 0.0              # time_s / wall
+    slowest_rank: int = 0
+    slowest_s: float = 0.0
+    fastest_rank: int = 0
+    fastest_s: float = 0.0
+    sites: list[SiteTime] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "calls": self.calls,
+                "bytes_mean": self.bytes_mean, "bytes_min": self.bytes_min, "bytes_max": self.bytes_max,
+                "time_s": self.time_s, "own_s": self.own_s, "wait_s": self.wait_s, "share": self.share,
+                "slowest_rank": self.slowest_rank, "slowest_s": self.slowest_s,
+                "fastest_rank": self.fastest_rank, "fastest_s": self.fastest_s,
+                "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites]}
+
+
+def mpi_name(p: Point) -> str:
+    """MPI_Reduce_scatter_block from the runtime's names (reduce_scatter_block, Send)."""
+    return "MPI_" + (p.name[:1].upper() + p.name[1:])
+
+
+def byte_range(p: Point) -> tuple[int, int] | None:
+    """(smallest, largest) size of a point's calls: exact where the runtime recorded them
+    (format 2), else the bounds of its log2 bin."""
+    if p.bin < 0:
+        return None
+    if p.bytes_min is not None and p.bytes_max is not None:
+        return p.bytes_min, p.bytes_max
+    return 1 << p.bin, (1 << (p.bin + 1)) - 1
+
+
+def _per_rank(run: ProfileRun) -> dict[tuple[str, str], dict[int, list[float]]]:
+    """(kind, name) -> rank -> [calls, time, own, wait]."""
+    acc: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(dict)
+    for rank in run.ranks:
+        for p in rank.points:
+            own, wait = own_and_wait(p) if p.kind == "coll" else (p.total_ns / 1e9, 0.0)
+            a = acc[(p.kind, mpi_name(p))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0])
+            a[0] += p.calls
+            a[1] += p.total_ns / 1e9
+            a[2] += own
+            a[3] += wait
+    return acc
+
+
+def rows(run: ProfileRun) -> list[TimeRow]:
+    """Every collective and point-to-point call of the run; collectives first, each kind by own
+    cost (then time, then name: a stable order for equal figures)."""
+    wall = run.wall_ns / 1e9
+    out: dict[tuple[str, str], TimeRow] = {}
+    sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])   # bytes, sized calls
+    sites: dict[tuple[str, str], dict[str, SiteTime]] = defaultdict(dict)
+    for rank in run.ranks:
+        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0])
+        for p in rank.points:
+            key = (p.kind, mpi_name(p))
+            row = out.setdefault(key, TimeRow(p.kind, key[1], wait_s=None if p.kind == "p2p" else 0.0))
+            if (rng := byte_range(p)) is not None:
+                row.bytes_min = rng[0] if row.bytes_min is None else min(row.bytes_min, rng[0])
+                row.bytes_max = rng[1] if row.bytes_max is None else max(row.bytes_max, rng[1])
+                sizes[key][0] += p.bytes
+                sizes[key][1] += p.calls
+            h = here[(key, labels[p.site].label)]
+            h[0] += p.calls
+            h[1] += p.total_ns / 1e9
+        for (key, label), (calls, t) in here.items():
+            s = sites[key].setdefault(label, SiteTime(label))
+            s.calls, s.time_s = max(s.calls, int(calls)), max(s.time_s, t)
+    for key, by_rank in _per_rank(run).items():
+        row = out[key]
+        slow = max(by_rank, key=lambda r: (by_rank[r][1], -r))
+        fast = min(by_rank, key=lambda r: (by_rank[r][1], r))
+        calls, t, own, wait = by_rank[slow]
+        row.calls = int(max(v[0] for v in by_rank.values()))
+        row.time_s, row.own_s = t, own
+        row.wait_s = wait if row.kind == "coll" else None
+        row.share = t / wall if wall else 0.0
+        row.slowest_rank, row.slowest_s = slow, t
+        row.fastest_rank, row.fastest_s = fast, by_rank[fast][1]
+        b, n = sizes[key]
+        row.bytes_mean = b / n if n else 0.0
+        row.sites = sorted(sites[key].values(), key=lambda s: (-s.time_s, -s.calls, s.label))
+    return sorted(out.values(), key=lambda r: (r.kind != "coll", -r.own_s, -r.time_s, r.name))
+
+
+def as_json(run: ProfileRun, table: list[TimeRow]) -> dict[str, Any]:
+    return {"wall_s": run.wall_ns / 1e9, "nprocs": run.nprocs,
+            "collectives": [r.as_dict() for r in table if r.kind == "coll"],
+            "p2p": [r.as_dict() for r in table if r.kind == "p2p"]}
+
+
+# ---- text: 80 columns -----------------------------------------------------------------------------
+
+WIDTH = 80
+
+
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    if s > 0:
+        return f"{s * 1e6:.1f} us"
+    return "0"
+
+
+def fmt_bytes(n: float) -> str:
+    """Compact: 24, 1.5K, 41K, 2.0M (powers of 1024)."""
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.1f}{unit}" if v < 10 else f"{v:.0f}{unit}"
+    return f"{n:.0f}"
+
+
+def fmt_size(row: TimeRow) -> str:
+    if row.bytes_min is None or row.bytes_max is None:
+        return "-"
+    if row.bytes_min == row.bytes_max:
+        return fmt_bytes(row.bytes_min)
+    return f"{fmt_bytes(row.bytes_mean)} ({fmt_bytes(row.bytes_min)}-{fmt_bytes(row.bytes_max)})"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+HEAD = f"{'call':<20} {'calls/rank':>11} {'bytes (range)':>16} {'own':>9} {'waiting':>9} {'share':>6}"
+
+
+def _row_lines(row: TimeRow, sites: int) -> list[str]:
+    name = row.name if len(row.name) <= 20 else ""
+    lines = [] if name else [row.name]
+    lines.append(f"{name:<20} {row.calls:>11,} {fmt_size(row):>16} {fmt_s(row.own_s):>9} "
+                 f"{fmt_s(row.wait_s):>9} {100 * row.share:>5.1f}%")
+    lines.append(f"    slowest rank {row.slowest_rank} ({fmt_s(row.slowest_s)}), fastest rank "
+                 f"{row.fastest_rank} ({fmt_s(row.fastest_s)})")
+    for s in row.sites[:sites]:
+        head = f"    {s.calls:>11,} {fmt_s(s.time_s):>9}  "
+        lines.append(head + _fit(s.label, WIDTH - len(head)))
+    if len(row.sites) > sites:
+        lines.append(f"    ... {len(row.sites) - sites} more call sites (all in the JSON)")
+    return lines
+
+
+def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: int = 3) -> list[str]:
+    """The table as lines of at most 80 characters: the `top` collectives by own cost, then the
+    `top` point-to-point calls; each with its rank spread and its call sites."""
+    coll = [r for r in table if r.kind == "coll"]
+    p2p = [r for r in table if r.kind == "p2p"]
+    lines = [_fit(f"Where the time goes: {run.nprocs} ranks, wall {fmt_s(run.wall_ns / 1e9)}, each "
+                  "row on its slowest rank", WIDTH), HEAD]
+    if not coll:
+        lines.append("  no collective calls")
+    for row in coll[:top]:
+        lines += _row_lines(row, sites)
+    if len(coll) > top:
+        lines.append(f"... {len(coll) - top} more collectives (--top N shows more)")
+    if p2p:
+        lines.append("point-to-point (own = time in the call, waiting for the partner included)")
+    for row in p2p[:top]:
+        lines += _row_lines(row, sites)
+    if len(p2p) > top:
+        lines.append(f"... {len(p2p) - top} more point-to-point calls (--top N shows more)")
+    return lines

@@ -1,0 +1,128 @@
+"""`colltune advise`'s where-the-time-goes table: exact calls, sizes and call sites on a program
+of known calls (tests/programs/advise_where.c), the figures' definitions on a synthetic run,
+80 columns, --top, and the same table in the JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from advise_support import compile_advise_programs
+from click.testing import CliRunner
+
+from colltune.advise import profile_run, where
+from colltune.commands.advise import command as advise_cmd
+
+IMBALANCE = Path(__file__).resolve().parent / "data" / "advise-imbalance"
+
+
+@pytest.fixture(scope="module")
+def programs(openmpi, tmp_path_factory):
+    return compile_advise_programs(openmpi, tmp_path_factory.mktemp("advise"))
+
+
+def run_advise(openmpi, tmp_path: Path, program: Path, *extra: str) -> tuple[dict, str]:
+    out = tmp_path / "out"
+    args = ["--db", str(tmp_path / "none.duckdb"), "--out", str(out), "--json", str(tmp_path / "a.json"),
+            *extra, "--", str(openmpi.mpiexec), "-n", "2", "--bind-to", "core", str(program)]
+    res = CliRunner().invoke(advise_cmd, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return json.loads((tmp_path / "a.json").read_text()), res.output
+
+
+def test_where_the_time_goes(openmpi, openmpi_build, programs, tmp_path):
+    report, output = run_advise(openmpi, tmp_path, programs["advise_where"])
+    table = report["where"]
+    assert table["nprocs"] == 2 and table["wall_s"] == report["wall_s"]
+    coll = {r["name"]: r for r in table["collectives"]}
+    p2p = {r["name"]: r for r in table["p2p"]}
+    assert sorted(coll) == ["MPI_Bcast", "MPI_Reduce"] and sorted(p2p) == ["MPI_Recv", "MPI_Send"]
+    bcast, reduce = coll["MPI_Bcast"], coll["MPI_Reduce"]
+    # 10 x 100 + 10 x 120 + 5 x 4000 bytes over 25 calls, on both ranks alike.
+    assert (bcast["calls"], bcast["bytes_mean"], bcast["bytes_min"], bcast["bytes_max"]) == (25, 888, 100, 4000)
+    assert {s["site"]: s["calls"] for s in bcast["sites"]} == {
+        "bcast_small (advise_where.c:11)": 10, "bcast_small (advise_where.c:12)": 10,
+        "bcast_large (advise_where.c:19)": 5}
+    assert (reduce["calls"], reduce["bytes_mean"], reduce["bytes_min"], reduce["bytes_max"]) == (7, 8, 8, 8)
+    assert [(s["site"], s["calls"]) for s in reduce["sites"]] == [("reduce_small (advise_where.c:26)", 7)]
+    for row in (bcast, reduce):
+        assert {row["slowest_rank"], row["fastest_rank"]} <= {0, 1}
+        assert row["time_s"] == row["slowest_s"] >= row["fastest_s"] > 0
+        assert row["time_s"] == pytest.approx(row["own_s"] + row["wait_s"])
+        assert row["share"] == pytest.approx(row["time_s"] / report["wall_s"])
+        assert max(s["time_s"] for s in row["sites"]) <= row["time_s"]
+    # Only rank 0 sends and only rank 1 receives: each is its own slowest and fastest rank.
+    send, recv = p2p["MPI_Send"], p2p["MPI_Recv"]
+    assert (send["calls"], send["bytes_mean"], send["slowest_rank"], send["fastest_rank"]) == (3, 64, 0, 0)
+    assert (recv["calls"], recv["bytes_mean"], recv["slowest_rank"], recv["fastest_rank"]) == (3, 64, 1, 1)
+    assert send["wait_s"] is None and send["own_s"] == send["time_s"]
+    assert [s["site"] for s in send["sites"]] == ["main (advise_where.c:40)"]
+    # Collectives by own cost, in the JSON as in the terminal.
+    assert [r["own_s"] for r in table["collectives"]] == sorted((r["own_s"] for r in table["collectives"]),
+                                                               reverse=True)
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Where the time goes: 2 ranks"))
+    assert lines[start + 1].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
+    [bline] = [line for line in lines if line.startswith("MPI_Bcast ")]
+    assert bline.split()[:3] == ["MPI_Bcast", "25", "888"] and bline.split()[3] == "(100-3.9K)"
+    assert all(len(line) <= 80 for line in lines[start:start + 20]), lines[start:start + 20]
+    assert lines.index(bline) < lines.index("point-to-point (own = time in the call, waiting for the "
+                                            "partner included)")
+
+
+def test_top(openmpi, openmpi_build, programs, tmp_path):
+    report, output = run_advise(openmpi, tmp_path, programs["advise_where"], "--top", "1")
+    first = report["where"]["collectives"][0]["name"]
+    shown = [line.split()[0] for line in output.splitlines() if line.startswith("MPI_")]
+    assert shown == [first, report["where"]["p2p"][0]["name"]]
+    assert "... 1 more collectives (--top N shows more)" in output.splitlines()
+    assert len(report["where"]["collectives"]) == 2   # the JSON has every row
+
+
+def test_figures_on_a_synthetic_run():
+    # tests/data/advise-imbalance: rank 0 waits 1.28 s in 64 sampled Allreduce, rank 1 arrives late.
+    # A format-1 file has no exact size range: the bounds of the 8-byte calls' log2 bin.
+    run = profile_run.read(IMBALANCE)
+    [row] = where.rows(run)
+    assert row.as_dict() == {
+        "kind": "coll", "name": "MPI_Allreduce", "calls": 64, "bytes_mean": 8.0, "bytes_min": 8,
+        "bytes_max": 15, "time_s": 1.28064, "own_s": 0.00064, "wait_s": 1.28,
+        "share": pytest.approx(1.28064 / 1.32), "slowest_rank": 0, "slowest_s": 1.28064, "fastest_rank": 1,
+        "fastest_s": 0.000704, "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064}]}
+    assert where.text(run, [row]) == [
+        "Where the time goes: 2 ranks, wall 1.32 s, each row on its slowest rank",
+        where.HEAD,
+        "MPI_Allreduce                 64         8 (8-15)  640.0 us    1.28 s  97.0%",
+        "    slowest rank 0 (1.28 s), fastest rank 1 (704.0 us)",
+        "             64    1.28 s  unknown"]
+
+
+def test_long_names_and_sites_stay_in_80_columns():
+    row = where.TimeRow("coll", "MPI_Reduce_scatter_block", calls=1234567, bytes_mean=3 << 20,
+                        bytes_min=1 << 20, bytes_max=5 << 20, time_s=12.5, own_s=10.25, wait_s=2.25,
+                        share=0.5, sites=[where.SiteTime("a_very_long_fortran_subroutine_name_" * 3 + " (x.f90:1)",
+                                                         1234567, 12.5)])
+    lines = where._row_lines(row, 3)
+    assert lines[0] == "MPI_Reduce_scatter_block"
+    assert lines[1].split() == ["1,234,567", "3.0M", "(1.0M-5.0M)", "10.25", "s", "2.25", "s", "50.0%"]
+    assert all(len(line) <= 80 for line in lines) and lines[-1].endswith("...")
+
+
+def test_report_section_has_the_table(openmpi, openmpi_build, programs, tmp_path):
+    from types import SimpleNamespace
+
+    from colltune.report.html import ReportContext
+    from colltune.report.sections import advise as section
+
+    report, _ = run_advise(openmpi, tmp_path, programs["advise_where"])
+    ctx = SimpleNamespace(db_path=tmp_path / "none.duckdb", figures=0)
+    ctx.figure = lambda fig, alt: ReportContext.figure(ctx, fig, alt)
+    page = section.render(ctx)
+    assert page is not None and "<h3>Where the time goes</h3>" in page
+    rows = page.split("<h3>Where the time goes</h3>")[1].split("</table>")[0].split("<tr>")[2:]
+    assert [r.split("<td>")[1].split("</td>")[0] for r in rows] == [
+        r["name"] for r in report["where"]["collectives"] + report["where"]["p2p"]]
+    bcast = next(r for r in rows if "MPI_Bcast" in r)
+    assert "<td>25</td><td>888 (100-3.9K)</td>" in bcast
+    assert "<code>bcast_large (advise_where.c:19)</code> 5, " in bcast
