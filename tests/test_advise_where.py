@@ -126,3 +126,46 @@ def test_report_section_has_the_table(openmpi, openmpi_build, programs, tmp_path
     bcast = next(r for r in rows if "MPI_Bcast" in r)
     assert "<td>25</td><td>888 (100-3.9K)</td>" in bcast
     assert "<code>bcast_large (advise_where.c:19)</code> 5, " in bcast
+
+
+DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
+
+
+@pytest.fixture(scope="module")
+def debian_fortran(tmp_path_factory):
+    """Debian's Open MPI 4.1 with its mpifort: the advise_fortran program and libcolltune for it."""
+    import shutil
+    import subprocess
+
+    from colltune.measure import proof
+    from colltune.mpi import build
+    from colltune.mpi import libraries as mpi
+
+    fort = Path("/usr/bin/mpifort.openmpi")
+    if not DEBIAN_MPICC.exists() or not fort.exists() or shutil.which("gfortran") is None:
+        pytest.skip("Debian's Open MPI with mpifort and gfortran are missing (make setup-fortran)")
+    lib = mpi.identify(DEBIAN_MPICC)
+    art = build.ensure_built(lib)
+    proof.ensure_proven(lib)
+    exe = tmp_path_factory.mktemp("fortran") / "advise_fortran"
+    subprocess.run([str(fort), "-g", "-O1", "-o", str(exe),
+                    str(Path(__file__).resolve().parent / "programs" / "advise_fortran.f90")], check=True)
+    return lib, art, exe
+
+
+def test_fortran_call_sites_are_the_programs_lines(debian_fortran, tmp_path):
+    # Open MPI's Fortran bindings call PMPI_* directly, so colltune wraps the Fortran symbols
+    # (ct_fortran_wrappers.c), which call its C wrappers: without passing the application's
+    # return address down, every site read `ct_f_reduce (ct_fortran_wrappers.c:...)`.
+    from advise_support import profiled
+
+    lib, art, exe = debian_fortran
+    run = profiled(lib, art, 2, [exe], tmp_path / "p")
+    assert "sum    1.0" in run.stdout, run.describe()
+    table = {r.name: r for r in where.rows(profile_run.read(tmp_path / "p"))}
+    assert {name: [(s.label, s.calls) for s in r.sites] for name, r in table.items()} == {
+        "MPI_Reduce": [("step_ (advise_fortran.f90:28)", 6)],
+        "MPI_Bcast": [("step_ (advise_fortran.f90:29)", 6)],
+        "MPI_Allreduce": [("MAIN__ (advise_fortran.f90:17)", 4)]}
+    assert {name: (r.bytes_min, r.bytes_max) for name, r in table.items()} == {
+        "MPI_Reduce": (32, 32), "MPI_Bcast": (32, 32), "MPI_Allreduce": (32, 32)}

@@ -68,7 +68,7 @@ def wrapper(coll: Collective) -> list[str]:
     lines = [
         f"typedef void ct_f_{coll.name}_fn({fortran_params(coll)});",
         "",
-        f"static void ct_f_{coll.name}({fortran_params(coll)}, const char *symbol)",
+        f"static void ct_f_{coll.name}({fortran_params(coll)}, const char *symbol, const void *caller)",
         "{",
         f"    if (!ct_f_translatable() || {bottom}) {{",
         f"        ct_f_{coll.name}_fn *next = (ct_f_{coll.name}_fn *)ct_f_next(symbol);",
@@ -76,7 +76,9 @@ def wrapper(coll: Collective) -> list[str]:
         "        else *ierr = MPI_ERR_INTERN;",
         "        return;",
         "    }",
+        "    ct_profrun_caller = caller;",
         f"    *ierr = (MPI_Fint){coll.mpi}({c_args(coll)});",
+        "    ct_profrun_caller = NULL;",
         "}",
         "",
     ]
@@ -85,7 +87,7 @@ def wrapper(coll: Collective) -> list[str]:
             f"void {sym}({fortran_params(coll)});",
             f"void {sym}({fortran_params(coll)})",
             "{",
-            f'    ct_f_{coll.name}({fargs}, "{sym}");',
+            f'    ct_f_{coll.name}({fargs}, "{sym}", __builtin_return_address(0));',
             "}",
             "",
         ]
@@ -98,6 +100,11 @@ PRELUDE = """\
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stddef.h>
+
+#include "../runtime/ct_profrun.h"
+
+/* A profiled call's site is the application's line that called the Fortran symbol (its return
+ * address, passed down as `caller`), not this file's call of the C wrapper. */
 
 /* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM (common blocks exported by libmpi); weak, so
  * that under another library they are NULL and every call passes through unchanged. */

@@ -7,6 +7,11 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "../runtime/ct_profrun.h"
+
+/* A profiled call's site is the application's line that called the Fortran symbol (its return
+ * address, passed down as `caller`), not this file's call of the C wrapper. */
+
 /* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM (common blocks exported by libmpi); weak, so
  * that under another library they are NULL and every call passes through unchanged. */
 extern char mpi_fortran_in_place_ __attribute__((weak));
@@ -150,7 +155,7 @@ void MPI_FINALIZE(MPI_Fint *ierr)
 
 typedef void ct_f_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_allgather_fn *next = (ct_f_allgather_fn *)ct_f_next(symbol);
@@ -158,36 +163,38 @@ static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Allgather(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_");
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_", __builtin_return_address(0));
 }
 
 void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather__");
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather__", __builtin_return_address(0));
 }
 
 void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather");
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather", __builtin_return_address(0));
 }
 
 void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLGATHER");
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLGATHER", __builtin_return_address(0));
 }
 
 typedef void ct_f_allreduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_allreduce_fn *next = (ct_f_allreduce_fn *)ct_f_next(symbol);
@@ -195,36 +202,38 @@ static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Allreduce(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_");
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_", __builtin_return_address(0));
 }
 
 void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce__");
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce__", __builtin_return_address(0));
 }
 
 void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce");
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce", __builtin_return_address(0));
 }
 
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_ALLREDUCE");
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_ALLREDUCE", __builtin_return_address(0));
 }
 
 typedef void ct_f_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_alltoall_fn *next = (ct_f_alltoall_fn *)ct_f_next(symbol);
@@ -232,36 +241,38 @@ static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Alltoall(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_");
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_", __builtin_return_address(0));
 }
 
 void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall__");
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall__", __builtin_return_address(0));
 }
 
 void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall");
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLTOALL");
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLTOALL", __builtin_return_address(0));
 }
 
 typedef void ct_f_bcast_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(buffer)) {
         ct_f_bcast_fn *next = (ct_f_bcast_fn *)ct_f_next(symbol);
@@ -269,36 +280,38 @@ static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fi
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Bcast(buffer, (int)*count, PMPI_Type_f2c(*datatype), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_");
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_", __builtin_return_address(0));
 }
 
 void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast__");
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast__", __builtin_return_address(0));
 }
 
 void mpi_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast");
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast", __builtin_return_address(0));
 }
 
 void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "MPI_BCAST");
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "MPI_BCAST", __builtin_return_address(0));
 }
 
 typedef void ct_f_gather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_gather_fn *next = (ct_f_gather_fn *)ct_f_next(symbol);
@@ -306,36 +319,38 @@ static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Gather(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_");
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_", __builtin_return_address(0));
 }
 
 void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather__");
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather__", __builtin_return_address(0));
 }
 
 void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather");
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather", __builtin_return_address(0));
 }
 
 void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_GATHER");
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_GATHER", __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_reduce_fn *next = (ct_f_reduce_fn *)ct_f_next(symbol);
@@ -343,36 +358,38 @@ static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_");
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_", __builtin_return_address(0));
 }
 
 void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce__");
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce__", __builtin_return_address(0));
 }
 
 void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce");
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce", __builtin_return_address(0));
 }
 
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "MPI_REDUCE");
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "MPI_REDUCE", __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_scatter_block_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_reduce_scatter_block_fn *next = (ct_f_reduce_scatter_block_fn *)ct_f_next(symbol);
@@ -380,36 +397,38 @@ static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *re
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce_scatter_block(ct_f_in_place(sendbuf), recvbuf, (int)*recvcount, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_");
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block__");
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block");
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER_BLOCK");
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER_BLOCK", __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_scatter_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_reduce_scatter_fn *next = (ct_f_reduce_scatter_fn *)ct_f_next(symbol);
@@ -417,36 +436,38 @@ static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcoun
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce_scatter(ct_f_in_place(sendbuf), recvbuf, (const int *)recvcounts, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_");
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter__");
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter");
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER");
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER", __builtin_return_address(0));
 }
 
 typedef void ct_f_scan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_scan_fn *next = (ct_f_scan_fn *)ct_f_next(symbol);
@@ -454,36 +475,38 @@ static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Scan(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_");
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_", __builtin_return_address(0));
 }
 
 void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan__");
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan__", __builtin_return_address(0));
 }
 
 void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan");
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan", __builtin_return_address(0));
 }
 
 void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_SCAN");
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_SCAN", __builtin_return_address(0));
 }
 
 typedef void ct_f_scatter_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
-static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol)
+static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
     if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
         ct_f_scatter_fn *next = (ct_f_scatter_fn *)ct_f_next(symbol);
@@ -491,29 +514,31 @@ static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
         else *ierr = MPI_ERR_INTERN;
         return;
     }
+    ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Scatter(sendbuf, (int)*sendcount, PMPI_Type_f2c(*sendtype), ct_f_in_place(recvbuf), (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
 }
 
 void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_");
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_", __builtin_return_address(0));
 }
 
 void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter__");
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter__", __builtin_return_address(0));
 }
 
 void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter");
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter", __builtin_return_address(0));
 }
 
 void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTER");
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTER", __builtin_return_address(0));
 }

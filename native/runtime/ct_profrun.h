@@ -52,6 +52,10 @@ CT_PROFRUN_HIDDEN void ct_profrun_finish(void);
  * (libcolltune is preloaded or linked, so its TLS is in the static block). */
 extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site
     __attribute__((tls_model("initial-exec")));
+/* Set by the Fortran wrappers around their call of the C wrapper: the application's call site
+ * (the C wrapper's return address would be colltune's own ct_f_* frame). NULL otherwise. */
+extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_caller
+    __attribute__((tls_model("initial-exec")));
 extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
     __attribute__((tls_model("initial-exec")));
 extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;

@@ -31,6 +31,7 @@
 CT_HIDDEN unsigned char ct_p2p_on;
 CT_HIDDEN unsigned char ct_profrun_on;
 CT_HIDDEN _Thread_local const void *ct_profrun_site;
+CT_HIDDEN _Thread_local const void *ct_profrun_caller;
 CT_HIDDEN _Thread_local int ct_profrun_inside;
 
 #define CT_COLL_SLOTS 4096
@@ -173,7 +174,7 @@ static int ct_sampled(MPI_Comm comm)
 
 int ct_profrun_dispatch(const struct ct_call *call)
 {
-    const void *site = ct_profrun_site;
+    const void *site = ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site;
     int nprocs = 0;
     if (call->comm != MPI_COMM_NULL)
         PMPI_Comm_size(call->comm, &nprocs);
