@@ -10,11 +10,13 @@ same steps: every command line in it must be one the journey ran, in the same or
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,6 @@ PROGRAM = Path(__file__).parent / "programs" / "journey_app.c"
 # that tune writes rules and a library algorithm for export --native.
 COLLECTIVES = "allreduce,gather"
 NPROCS = 4
-
-pytestmark = pytest.mark.slow
 
 
 def demo_recipe() -> list[str]:
@@ -88,6 +88,7 @@ def normalized(line: str, colltune: str = ".venv/bin/colltune", mpiexec: str = "
     return re.sub(r" --oversubscribe\b", "", line)
 
 
+@pytest.mark.slow
 def test_the_first_hour(tmp_path: Path, openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts) -> None:
     home = tmp_path / "journey"
     home.mkdir()
@@ -179,6 +180,7 @@ def _subsequence(short: list[str], long: list[str]) -> bool:
     return all(any(item == x for x in it) for item in short)
 
 
+@pytest.mark.slow
 def test_advise_verify_says_the_rerun_failed_and_how_to_wrap(tmp_path: Path, openmpi: mpi.MpiLibrary,
                                                                openmpi_build: build.Artifacts) -> None:
     """An application that refuses to overwrite its output (as ExaML does) runs once, then fails
@@ -197,7 +199,131 @@ def test_advise_verify_says_the_rerun_failed_and_how_to_wrap(tmp_path: Path, ope
     assert lines == [("#!/bin/sh", "rm -f <its output files>", "exec ./refuses")], message
     (j.cwd / "fresh.sh").write_text("\n".join(lines[0]).replace("<its output files>", "refuses.out") + "\n")
     (j.cwd / "fresh.sh").chmod(0o755)
-    wrapped = re.search(r"then `colltune advise --verify \.\.\. -- (.*)`$", message.strip()).group(1)
-    assert wrapped == f"{openmpi.mpiexec} -n 2 ./fresh.sh"
+    colltune, wrapped = re.search(r"then `(\S+) advise --verify \.\.\. -- (.*)`$", message.strip()).groups()
+    assert (colltune, wrapped) == (str(COLLTUNE), f"{openmpi.mpiexec} -n 2 ./fresh.sh")  # colltune as started
     out = j.sh(f"{COLLTUNE} advise --verify --runs 1 -- {wrapped}")
     assert "--verify: 1 runs per side" in out
+
+
+# --- the facts a printed line is built from, one at a time (no MPI launched) ---------------------
+
+def test_oversubscribe_exactly_when_ranks_exceed_open_mpis_slots(openmpi: mpi.MpiLibrary,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "mpiexec")
+    monkeypatch.setattr(nextsteps, "openmpi_slots", lambda: 2)
+    word = nextsteps.program(openmpi.mpiexec)
+    assert nextsteps.launch_line(openmpi, 2) == f"{word} -n 2 ./your_app"
+    assert nextsteps.launch_line(openmpi, 3) == f"{word} -n 3 --oversubscribe ./your_app"
+    mpich = replace(openmpi, name="mpich", family="mpich")  # Hydra runs any number of ranks
+    assert nextsteps.launch_line(mpich, 8) == f"{word} -n 8 ./your_app"
+
+
+def test_inside_a_slurm_allocation_the_lines_use_srun(openmpi: mpi.MpiLibrary,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
+    assert nextsteps.launch_line(openmpi, 4) == "srun -n 4 ./your_app"  # colltune run adds --mpi=pmix
+    assert nextsteps.launch_line(openmpi, 4, for_hand=True) == "srun -n 4 --mpi=pmix ./your_app"
+
+
+def test_programs_are_named_as_the_shell_finds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = tmp_path / "bin" / "mpiexec"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert nextsteps.program(tool) == "bin/mpiexec"  # below the directory: relative, as typed
+    monkeypatch.chdir(tmp_path / "bin")
+    assert nextsteps.program(tool) == "./mpiexec"
+    monkeypatch.setenv("PATH", f"{tool.parent}:/usr/bin:/bin")
+    assert nextsteps.program(tool) == "mpiexec"  # PATH finds this very file
+    monkeypatch.chdir("/")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert nextsteps.program(tool) == str(tool)
+
+
+def test_colltune_is_named_as_it_was_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from colltune import invocation
+    from colltune.errors import ColltuneError
+
+    monkeypatch.setattr(sys, "argv", [".venv/bin/colltune", "tune"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert invocation.colltune_word() == ".venv/bin/colltune"
+    shown = io.StringIO()
+    ColltuneError("no verdicts: run `colltune check --db x.duckdb` first").show(shown)
+    assert shown.getvalue() == "error: no verdicts: run `.venv/bin/colltune check --db x.duckdb` first\n"
+    monkeypatch.setenv("PATH", f"{COLLTUNE.parent}:/usr/bin:/bin")
+    monkeypatch.setattr(sys, "argv", [str(COLLTUNE), "tune"])
+    assert invocation.colltune_word() == "colltune"
+
+
+def test_no_step_that_cannot_work(openmpi: mpi.MpiLibrary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile without rules has nothing to apply or validate; no winning library algorithm,
+    no native file; a check of another library names it where the command cannot infer it."""
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "mpiexec")
+    db, prof = Path("out/c.duckdb"), Path("out/tuned.profile")
+    steps = nextsteps.after_tune(db, prof, rules=0, nprocs=2, run_settings={}, library_points=0)
+    assert [s.line.split(" -- ")[0].split()[1:3] for s in steps] == [["advise", "--db"]]
+    steps = nextsteps.after_tune(db, prof, rules=3, nprocs=2, run_settings={"mpi": "openmpi", "preset": "full"},
+                                 library_points=0)
+    assert [s.line.split()[1] for s in steps] == ["run", "mpi", "validate", "advise"]
+    assert steps[1].line.endswith("mpi env --profile out/tuned.profile --mpi openmpi")
+    assert steps[2].line.endswith("validate --profile out/tuned.profile --db out/c.duckdb --mpi openmpi "
+                                  "--preset full")
+
+
+# --- the report: the check by default, a validation as what it is -------------------------------
+
+def _check_then_validate(tmp_path: Path) -> Path:
+    import datetime as dt
+
+    import duckdb
+    from check_synth import Truth, simulate, write_db
+
+    db = tmp_path / "r.duckdb"
+    m = simulate(Truth(), {"bcast": ["default", "default#aa", "bcast_as_allgatherv"]}, [8, 64], launches=4, reps=10)
+    write_db(db, m, run_id="check-1")
+    write_db(db, simulate(Truth(), {"bcast": ["default", "tuned"]}, [8, 64], launches=4, reps=10),
+             run_id="validate-2", created=dt.datetime(2026, 11, 22, 5, 0, 0))
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE runs SET kind = 'validate' WHERE run_id = 'validate-2'")
+    return db
+
+
+def test_report_defaults_to_the_latest_check_and_renders_a_validation_as_one(tmp_path: Path) -> None:
+    from colltune.report import html as report
+
+    db = _check_then_validate(tmp_path)
+    page = report.write_report(db, tmp_path / "a").read_text()
+    assert "<title>colltune check: Open MPI 5.0.11, 4 processes</title>" in page and "run check-1 " in page
+    assert '<section id="summary">' in page
+    for chosen in (report.write_report(db, tmp_path / "b", "validate-2"),
+                   report.write_report(db, tmp_path / "c", kind="validate")):
+        page = chosen.read_text()
+        assert "<title>colltune validate: Open MPI 5.0.11, 4 processes</title>" in page and "run validate-2 " in page
+        assert re.findall(r'<section id="([^"]+)">', page) == ["tuned", "environment"]
+        assert "This validation run was measured but never judged" in page
+        assert "A/A" not in page and "guideline" not in page
+
+
+def test_report_shows_the_settings_as_a_table(tmp_path: Path) -> None:
+    from colltune.report import check_sections
+    from colltune.report import html as report
+
+    assert check_sections.settings_rows({"nprocs": [2, 4], "stop": {"max_reps": 40, "ref_time_s": None},
+                                         "preset": "quick"}) == [
+        ("nprocs", "2, 4"), ("stop.max_reps", "40"), ("stop.ref_time_s", "-"), ("preset", "quick")]
+    page = report.write_report(_check_then_validate(tmp_path), tmp_path / "o").read_text()
+    assert "<h3>Measurement settings</h3>" in page
+    assert "<tr><td>preset</td><td>synthetic</td></tr>" in page and "bench settings" not in page
+
+
+def test_report_cli_says_which_run_it_rendered(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from colltune.cli import main
+
+    db = _check_then_validate(tmp_path)
+    result = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "o"), "--kind", "validate"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("report of validate run validate-2: ")

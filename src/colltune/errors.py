@@ -24,4 +24,6 @@ class ColltuneError(click.ClickException):
         self.args = (message,)
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.format_message()}", file=file, err=file is None)
+        from colltune.invocation import as_started  # a fix quoted as `colltune ...` runs as printed
+
+        click.echo(f"error: {as_started(self.format_message())}", file=file, err=file is None)

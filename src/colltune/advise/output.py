@@ -110,7 +110,7 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
     console.print(table)
     if advice.missing:
         console.print(f"{len(advice.missing)} point(s) of the application are not in the database: "
-                      "`colltune advise --measure` measures exactly them")
+                      "`advise --measure` measures exactly them")
     if not advice.actionable:
         console.print("no advice: nothing to change")
     for kind, path in files.items():

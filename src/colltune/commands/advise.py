@@ -92,4 +92,5 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=1) + "\n")
     if command:
-        nextsteps.show(nextsteps.after_advise(db_path, command, out_dir, files, verified=verify))
+        nextsteps.show(nextsteps.after_advise(db_path, command, out_dir, files, verified=verify,
+                                              missing=len(advice.missing)))

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from colltune.invocation import _same_file, colltune_word
 from colltune.mpi import launch
 from colltune.mpi.libraries import MpiError, MpiLibrary
 
@@ -39,19 +40,8 @@ class Step:
 
 
 def colltune() -> str:
-    """The word that starts colltune again: `colltune` when that name on PATH is this program,
-    else the path it was started by (relative paths stay relative: the next step runs from the
-    same directory)."""
-    started = Path(sys.argv[0]) if sys.argv and Path(sys.argv[0]).name == "colltune" else None
-    if started is None:  # python -m, or a test runner: the console script next to the interpreter
-        beside = Path(sys.executable).parent / "colltune"
-        started = beside if beside.exists() else None
-    if started is None:
-        return "colltune"
-    on_path = shutil.which("colltune")
-    if on_path is not None and _same_file(on_path, started):
-        return "colltune"
-    return shlex.quote(str(started))
+    """The word that starts colltune again (colltune.invocation)."""
+    return colltune_word()
 
 
 def program(path: str | os.PathLike[str]) -> str:
@@ -65,18 +55,14 @@ def program(path: str | os.PathLike[str]) -> str:
 
 
 def _relative(path: Path) -> str:
+    cwd = Path.cwd()
     try:
-        rel = path.absolute().relative_to(Path.cwd())
+        rel = path.absolute().relative_to(cwd)
     except ValueError:
         return str(path)
+    if cwd == Path(cwd.anchor):  # everything is below /: absolute reads better
+        return str(path.absolute())
     return str(rel) if os.sep in str(rel) else f".{os.sep}{rel}"
-
-
-def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
 
 
 def openmpi_slots() -> int:
@@ -247,9 +233,12 @@ def after_validate(db_path: Path) -> list[Step]:
 
 
 def after_advise(db_path: Path, command_argv: Sequence[str], out_dir: Path, files: dict[str, str],
-                 verified: bool) -> list[Step]:
+                 verified: bool, missing: int = 0) -> list[Step]:
     app = quoted(command_argv)
     steps = []
+    if missing:
+        steps.append(Step(f"measure the {missing} point(s) of the application the database lacks, then advise",
+                          f"{cli('advise', '--db', db_path, '--out', out_dir, '--measure')} -- {app}"))
     if "profile" in files or "env" in files:
         source = f". {shlex.quote(files['env'])} && " if "env" in files else ""
         run = cli("run", "--profile", files["profile"]) if "profile" in files else cli("run")

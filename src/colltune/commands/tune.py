@@ -76,13 +76,14 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
     verdicts = load_verdicts(db_path, profile.provenance.get("check-run"))
     if "partial" in verdicts.columns and verdicts["partial"].fillna(False).astype(bool).any():
         err_console.print("[yellow]note:[/] some verdicts rest on an incomplete run (marked partial by the check); "
-                          "complete it with `colltune bench --resume latest` and check again before relying on "
-                          "the profile", highlight=False)
+                          f"complete it with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}` and "
+                          f"check again (`{nextsteps.cli('check', '--no-measure', '--db', db_path)}`) before relying "
+                          "on the profile", highlight=False, soft_wrap=True)
     lib = tune_mod.library_choices(verdicts, settings)
     if not lib.empty:
         console.print(f"{len(lib)} (collective, size) points where a library algorithm is >= "
                       f"{1 + min_gain:.2f}x faster: not in the profile (the interposer cannot select them); "
-                      "the library's own tuning file can apply them (below)", highlight=False)
+                      "the library's own tuning file can apply them (below)", highlight=False, soft_wrap=True)
     replaced = int(decisions["variant"].notna().sum())
     console.print(f"wrote {out}: {profile.rule_count()} rules from {replaced} of {len(decisions)} measured "
                   f"(procs, collective, size) points (hash {profile.content_hash():016x})", highlight=False)

@@ -70,9 +70,13 @@ class ReportContext:
 
     @property
     def nprocs(self) -> list[int]:
-        """Process counts of the page's run: of its verdicts, else of its settings."""
+        """Process counts of the page's run: of its verdicts, else of its launches, else of its
+        settings."""
         if len(self.verdicts):
             return sorted(int(n) for n in self.verdicts["nprocs"].unique())
+        launches = self.run_data.launches
+        if len(launches) and "nprocs" in launches.columns:
+            return sorted(int(n) for n in launches["nprocs"].dropna().unique())
         return sorted(int(n) for n in (self.info.get("settings") or {}).get("nprocs") or [])
 
     def figure(self, fig: Any, alt: str) -> str:
