@@ -25,7 +25,8 @@ from colltune.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "cluster-up.sh"
-PROGRAM = REPO / "tests" / "programs" / "cluster_nodes.c"
+PROGRAMS = REPO / "tests" / "programs"
+PROGRAM = PROGRAMS / "cluster_nodes.c"
 COLLTUNE = str(Path(sys.executable).parent / "colltune")
 PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
 CANNOT = {3: "Slurm cannot be installed", 4: "not root", 5: "no namespaces here", 6: "bridge network taken"}
@@ -128,3 +129,51 @@ def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.Mp
 def test_check_across_two_nodes_mpich(cluster: dict[str, str], mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
     # 4 busy-polling MPICH ranks share this machine's 2 cores: give each measurement more time
     _check_across_nodes(mpich, cluster, tmp_path, "1")
+
+
+def _sum_bits(stdout: str) -> dict[int, str]:
+    return {int(w[1]): w[2] for w in (line.split() for line in stdout.splitlines()) if w and w[0] == "sum"}
+
+
+def test_library_members_across_nodes_run_their_algorithm(cluster: dict[str, str], openmpi: mpi.MpiLibrary,
+                                                          openmpi_build: build.Artifacts, tmp_path: Path) -> None:
+    """Open MPI 5 serves a communicator spanning 2 nodes with coll/han, which ignores
+    coll_tuned_<coll>_algorithm: forced through the library's own settings, every allreduce
+    algorithm gives the default's bits there. A learning-mode member `lib:allreduce:X` must still
+    run X (its communicator is made with han's priority at 0): each call's result bits are those
+    of a plain run of X over the 4 ranks with han off, and the traces carry nodes=2, ppn=2."""
+    from test_learn_runtime import SEED, learn_env, read_calls
+
+    prog = [str(build.compile_program(openmpi, [PROGRAMS / "learn_libalg.c"], tmp_path / "learn_libalg", ["-lm"])),
+            "sums"]
+    launcher = ["srun", "--mpi=pmix", "-N", "2", "-n", "4"]
+
+    def bits(extra: dict[str, str], calls: str = "1") -> dict[int, str]:
+        proc = _run([*launcher, *prog, calls, "1000"], {**cluster, **extra})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return _sum_bits(proc.stdout)
+
+    def forced(alg: int) -> dict[str, str]:
+        return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": str(alg)}
+
+    han = bits({})[0]
+    assert bits(forced(4))[0] == han  # ring forced, han serves: the default's bits (the finding)
+    ref = {"default": han, **{f"lib:allreduce:{name}": bits({**forced(alg), "OMPI_MCA_coll_han_priority": "0"})[0]
+                              for name, alg in (("basic_linear", 1), ("ring", 4))}}
+    assert len(set(ref.values())) == 3, ref  # three classes: the check below can fail
+    table = tmp_path / "t.select"  # 8000 bytes: size bin 13; 2 nodes: bin 1; 2 per node: bin 1
+    table.write_text("colltune-select 1\nunlisted library\ncollective allreduce\n"
+                     f"  members {' '.join(ref)}\n  cell 13 1 1 explore 1 1 1\nend\n")
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    rank_env = learn_env(openmpi, openmpi_build, select=table, trace=trace)
+    preload = rank_env.pop("LD_PRELOAD")  # the ranks only, never srun itself
+    proc = _run(["srun", "--mpi=pmix", "-N", "2", "-n", "4", f"--export=ALL,LD_PRELOAD={preload}", *prog, "40",
+                 "1000"], {**cluster, **rank_env})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = _sum_bits(proc.stdout)
+    calls, _ = read_calls(trace, 4)
+    assert int(SEED) > 0 and len(calls) == 40 and set(calls["member"]) == set(ref)
+    assert set(calls["outcome"]) == {"applied"} and set(calls["nodes"]) == {2} and set(calls["ppn"]) == {2}
+    want = {int(i): ref[m] for i, m in zip(calls["call_index"], calls["member"], strict=True)}
+    assert {int(i): got[int(i)] for i in calls["call_index"]} == want

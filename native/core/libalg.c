@@ -73,6 +73,20 @@ static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, c
     return rc;
 }
 
+/* Open MPI 5 serves a communicator that spans several nodes with coll/han, which ignores the
+ * forced coll_tuned_<coll>_algorithm (docs/cluster.md): the variant's communicator is made with
+ * han's priority at 0 so that tuned serves it. The handle to restore, or NULL (nothing to do). */
+static MPI_T_cvar_handle han_off(int *old)
+{
+    int index, zero = 0;
+    MPI_T_cvar_handle h = MPI_T_CVAR_HANDLE_NULL;
+    if (ct_mpit_find("coll_han_priority", &index) != 0 || ct_mpit_handle(index, &h) != MPI_SUCCESS)
+        return MPI_T_CVAR_HANDLE_NULL;
+    if (MPI_T_cvar_read(h, old) != MPI_SUCCESS || MPI_T_cvar_write(h, &zero) != MPI_SUCCESS)
+        MPI_T_cvar_handle_free(&h);
+    return h;
+}
+
 static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
                         char *err, size_t errlen)
 {
@@ -106,8 +120,15 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     }
     if ((rc = MPI_T_cvar_write(alg->handle, &alg->value)) != MPI_SUCCESS)
         goto fail;
+    int han_old = 0;
+    MPI_T_cvar_handle han = han_off(&han_old);
     rc = PMPI_Comm_dup(comm, &alg->comm);
     int restore = MPI_T_cvar_write(alg->handle, &alg->original);
+    if (han != MPI_T_CVAR_HANDLE_NULL) {
+        int back = MPI_T_cvar_write(han, &han_old);
+        restore = restore == MPI_SUCCESS ? back : restore;
+        MPI_T_cvar_handle_free(&han);
+    }
     if (dynamic != MPI_T_CVAR_HANDLE_NULL) {
         if (restore == MPI_SUCCESS)
             restore = MPI_T_cvar_write(dynamic, &dynamic_old);

@@ -63,7 +63,7 @@ static int ct_kind, ct_mpit_up;
 static ct_lib_member ct_members[CT_LIB_MAX];
 static int ct_nmembers;
 static ct_cvar ct_alg[CT_NUM_COLLECTIVES];   /* the algorithm variable of each collective */
-static ct_cvar ct_device, ct_fallback, ct_dynamic;
+static ct_cvar ct_device, ct_fallback, ct_dynamic, ct_han;
 static int ct_device_none, ct_fallback_error;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
 
@@ -113,6 +113,26 @@ static int ct_dynamic_usable(int index, ct_cvar *v)
     }
     MPI_T_cvar_handle_free(&v->handle);
     return 0;
+}
+
+/* Open MPI 5 serves a communicator that spans several nodes with coll/han (priority 35 over
+ * tuned's 30), and han does not read coll_tuned_<coll>_algorithm: on 2 nodes x 2 every forced
+ * allreduce algorithm gave the bits of the library's default (docs/cluster.md). A member's
+ * communicator is therefore made with han's priority at 0, so that tuned serves it and runs the
+ * member's algorithm over all its ranks; the parent, and `default`, keep han. Without a
+ * writable coll_han_priority (Open MPI 4.1 without han) nothing is written. */
+static void ct_han_open(void)
+{
+    int index;
+    ct_han.present = 0;
+    if (ct_mpit_find("coll_han_priority", &index) != 0
+        || ct_mpit_handle(index, &ct_han.handle) != MPI_SUCCESS)
+        return;
+    if (MPI_T_cvar_read(ct_han.handle, &ct_han.original) == MPI_SUCCESS
+        && MPI_T_cvar_write(ct_han.handle, &ct_han.original) == MPI_SUCCESS)
+        ct_han.present = 1;
+    else
+        MPI_T_cvar_handle_free(&ct_han.handle);
 }
 
 static int ct_cvar_write(const ct_cvar *v, int value)
@@ -226,6 +246,7 @@ uint64_t ct_libalg_setup(void)
             ct_select_clear_library(CT_OMPI4_NOTE);
             return 0;
         }
+        ct_han_open();
     } else {
         ct_forced_value(index[CT_NUM_COLLECTIVES], "none", &ct_device, &ct_device_none);
         ct_forced_value(index[CT_NUM_COLLECTIVES + 1], "error", &ct_fallback, &ct_fallback_error);
@@ -331,11 +352,13 @@ static int ct_ompi_make(const ct_lib_member *m, MPI_Comm parent, MPI_Comm *out)
     rc = ct_cvar_write(&ct_dynamic, 1);
     if (rc == MPI_SUCCESS)
         rc = ct_cvar_write(&ct_alg[m->coll], m->value);
+    if (rc == MPI_SUCCESS)
+        rc = ct_cvar_write(&ct_han, 0);
     if (rc == MPI_SUCCESS && (rc = PMPI_Comm_group(parent, &group)) == MPI_SUCCESS) {
         rc = PMPI_Comm_create(parent, group, out);
         PMPI_Group_free(&group);
     }
-    int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_dynamic);
+    int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_dynamic) | ct_cvar_restore(&ct_han);
     back |= ct_loud(parent, &saved);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
@@ -408,7 +431,7 @@ void ct_libalg_finish(void)
 {
     while (ct_caches.next != &ct_caches)
         ct_cache_free(ct_caches.next);
-    ct_cvar *all[] = {&ct_device, &ct_fallback, &ct_dynamic};
+    ct_cvar *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->present)
             MPI_T_cvar_handle_free(&all[i]->handle);
@@ -416,7 +439,7 @@ void ct_libalg_finish(void)
         if (ct_alg[c].present)
             MPI_T_cvar_handle_free(&ct_alg[c].handle);
     memset(ct_alg, 0, sizeof ct_alg);
-    ct_device.present = ct_fallback.present = ct_dynamic.present = 0;
+    ct_device.present = ct_fallback.present = ct_dynamic.present = ct_han.present = 0;
     if (ct_mpit_up)
         MPI_T_finalize();
     ct_mpit_up = 0;
