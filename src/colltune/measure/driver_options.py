@@ -21,7 +21,7 @@ class StopFields(BaseModel):
         description="stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed")
     rse: float = Field(
         0.025, gt=0,
-        description="RSE threshold (seed 002, Fig. 1)")
+        description="RSE threshold: a job stops when the relative standard error of its mean falls below it")
     cov_mean: float = Field(
         0.01, gt=0,
         description="COV-of-means threshold")
@@ -48,7 +48,7 @@ class StopFields(BaseModel):
         description="rounds between two checks of the stopping rules")
     time_budget_s: float = Field(
         3.0, ge=0,
-        description="seconds per job and launch, 0: none (seed 003, Listing 4.2)")
+        description="seconds per job and launch, 0: none")
     ref_time_s: float | None = Field(
         None, ge=0,
         description="nrep1 rule: t1 in seconds (default or 0: measured per launch on 1 element)")
@@ -122,7 +122,7 @@ RECORD_DTYPES: dict[str, str] = {
 # The stopping settings offered by `colltune bench`, `check` and `validate`.
 CLI_OPTIONS: tuple[CliOption, ...] = (
     CliOption("--rse", "rse", float,
-              "RSE threshold (seed 002, Fig. 1) (0.025)"),
+              "RSE threshold: a job stops when the relative standard error of its mean falls below it (0.025)"),
     CliOption("--cov-mean", "cov_mean", float,
               "COV-of-means threshold (0.01)"),
     CliOption("--cov-mean-window", "cov_mean_window", int,
@@ -138,7 +138,7 @@ CLI_OPTIONS: tuple[CliOption, ...] = (
     CliOption("--warmup", "warmup", int,
               "warm-up repetitions, recorded and flagged (3)"),
     CliOption("--time-budget", "time_budget_s", float,
-              "seconds per job and launch, 0: none (seed 003, Listing 4.2) (3.0)"),
+              "seconds per job and launch, 0: none (3.0)"),
     CliOption("--ref-time", "ref_time_s", float,
               "nrep1 rule: t1 in seconds (default or 0: measured per launch on 1 element)"),
 )
