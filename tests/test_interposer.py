@@ -23,7 +23,7 @@ from interposer_support import (
     run_mpi,
 )
 
-from colltune import catalog
+from colltune import catalog, interposer
 from colltune.mpi import runenv
 from colltune.mpi.libraries import MpiError
 
@@ -310,7 +310,7 @@ def test_bad_profile_warns_once_and_passes_through(openmpi, openmpi_build, ompi_
 def test_bad_profile_is_refused_by_colltune_run_before_launch(openmpi, openmpi_build, tmp_path):
     prof = write(tmp_path, "t.prf", PROFILE.replace("end\n", ""))
     with pytest.raises(MpiError, match="t.prf:12: file ends without the 'end' line"):
-        runenv.rank_environment(openmpi, openmpi_build, profile=prof)
+        interposer.rank_environment(openmpi, openmpi_build, profile=prof)
 
 
 def test_missing_profile_warns_once(openmpi, openmpi_build, ompi_programs, tmp_path):

@@ -248,7 +248,7 @@ def test_intel_mpi_offers_no_library_members(tmp_path):
     its portfolios hold no `lib:` member, the front end refuses a table naming one before the
     launch, and the runtime refuses it too (one warning saying why) if given one directly."""
     from colltune.mpi import libraries as mpi
-    from colltune.mpi import runenv
+    from colltune import interposer
 
     try:
         intel = mpi.resolve("intel")
@@ -263,7 +263,7 @@ def test_intel_mpi_offers_no_library_members(tmp_path):
     assert not [m for ms in portfolios.values() for m in ms if m.startswith("lib:")]
     table = exploit_table(tmp_path / "t", "allreduce", "lib:allreduce:1", 0)
     with pytest.raises(mpi.MpiError, match=r"fixes its algorithms per launch \(I_MPI_ADJUST_\*\), not per call"):
-        runenv.rank_environment(intel, art, learn=table)
+        interposer.rank_environment(intel, art, learn=table)
     run = run_mpi(intel, 2, [prog, "allreduce"], learn_env(intel, art, select=table))
     assert run.returncode == 0 and "ok 2 ranks" in run.stdout, run.describe()
     msgs = run.messages("learning mode off")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from interposer_support import Run, compile_programs, mpmd_argv, run_argv, run_mpi
 
-from colltune import catalog
+from colltune import catalog, interposer
 from colltune.learn import table as sel
 from colltune.learn import traces
 from colltune.mpi import runenv
@@ -410,7 +410,7 @@ def test_front_end_refuses_a_bad_table_before_launch(openmpi, openmpi_build, tmp
     bad = tmp_path / "bad.select"
     bad.write_text("colltune-select 1\ncollective bcast\nend\n")
     with pytest.raises(MpiError, match=r"--learn: .*bad.select:2: collective bcast has no 'members' line"):
-        runenv.rank_environment(openmpi, openmpi_build, learn=bad)
+        interposer.rank_environment(openmpi, openmpi_build, learn=bad)
     env = runenv.rank_environment(openmpi, openmpi_build, learn="-", trace_dir=tmp_path / "new" / "dir")
     assert env["COLLTUNE_SELECT"] == "-" and (tmp_path / "new" / "dir").is_dir()
     assert env["COLLTUNE_TRACE_DIR"] == str((tmp_path / "new" / "dir").resolve())

@@ -106,6 +106,7 @@ def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
     """Print the settings for launching by hand or through srun: `eval "$(colltune mpi env ...)"`
     sets them in the shell, and the launch line it shows then runs as printed."""
     from colltune.commands import nextsteps
+    from colltune import interposer
     from colltune.mpi import runenv
 
     lib = mpi_mod.resolve(mpi_spec)
@@ -114,7 +115,7 @@ def env_cmd(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         from colltune.measure import proof
 
         proof.ensure_proven_shown(lib)
-    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
+    env = interposer.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
     if nprocs is None:
         nprocs = _profile_nprocs(profile) or 4

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from colltune import interposer
 from colltune.mpi import build as build_mod
 from colltune.mpi import launch, runenv
 from colltune.mpi import libraries as mpi_mod
@@ -56,7 +57,7 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         from colltune.measure import proof
 
         proof.ensure_proven_shown(lib)
-    env = runenv.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
+    env = interposer.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     if dry_run:

@@ -178,8 +178,10 @@ class ApplicationBackend:
         self.medians = store.library_medians(self.mpi_name)
 
     def run(self, table: SelectionTable, table_path: Path, batch: int, trace_root: Path) -> list[Launch]:
+        from colltune.learn.table import refuse_members_fixed_per_launch
         from colltune.mpi import launch, runenv
 
+        refuse_members_fixed_per_launch(table, self.lib, str(table_path))  # type: ignore[arg-type]
         out = []
         for i, argv in enumerate(self.commands):
             trace_dir = trace_root / f"batch-{batch:03d}-app{i}"

@@ -15,12 +15,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from colltune import textformat
 from colltune.errors import ColltuneError
 from colltune.learn import draw
 from colltune.textformat import MAX_LINE, NUMBER
 from colltune.textformat import show as _show
+
+if TYPE_CHECKING:
+    from colltune.mpi.libraries import MpiLibrary
 from colltune.paths import writable_file
 
 FORMAT_VERSION = 1
@@ -144,6 +148,22 @@ def check_members(table: SelectionTable, available: dict[str, Iterable[str]]) ->
             if m not in have:
                 raise TableError(f"member {m!r} of {name} is not offered by this MPI library; "
                                  f"offered: {', '.join(sorted(have)) or 'none'}")
+
+
+def refuse_members_fixed_per_launch(table: SelectionTable, lib: MpiLibrary, name: str) -> None:
+    """Refuse before the launch a table naming library members (`lib:`) for a library that fixes
+    its algorithms per launch (Intel MPI): the runtime would turn learning off in every rank."""
+    from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
+    from colltune.mpi.libraries import MpiError
+
+    if algorithm_key(lib) not in ALGORITHMS_AT_LAUNCH:
+        return
+    named = [m for block in table.collectives.values() for m in block.members if m.startswith("lib:")]
+    if named:
+        raise MpiError(f"--learn: {name} names library algorithms ({', '.join(named[:3])}"
+                       f"{', ...' if len(named) > 3 else ''}), but {lib.name} fixes its algorithms per launch "
+                       "(I_MPI_ADJUST_*), not per call: remove them, or write the table from this library's "
+                       "traces with colltune learn table (docs/select.md)")
 
 
 # -------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 user's launcher command line so that the ranks, and only they, get it (Open MPI `-x`,
 MPICH/Intel Hydra `-genv`, Slurm `srun --export`), `print_env` prints it for hand launches.
 Names given to `--force` are checked here against the table before anything starts, with the
-same rules as the C runtime, which checks again at MPI_Init.
+same rules as the C runtime, which checks again at MPI_Init. The files named (a tuning profile,
+a selection table) are passed on unread: colltune.interposer reads them first for the commands
+that take them from a user.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def rank_environment(
     learn: str | os.PathLike[str] | None = None,
     trace_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
-    """Environment variables the ranks need to run under the interposer built for `lib`."""
+    """Environment variables the ranks need to run under the interposer built for `lib`; the
+    profile and the table are not read here (colltune.interposer.rank_environment reads them)."""
     if artifacts.family != lib.family:
         raise MpiError(f"the build in {artifacts.dir} is for the {artifacts.family} ABI family, "
                        f"not {lib.family} ({lib.name}); build it with `colltune mpi build --mpi {lib.name}`")
@@ -76,54 +79,21 @@ def rank_environment(
     if force:
         env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in parse_force(force).items())
     if profile is not None:
-        from colltune.tune.profile import ProfileError, read_profile  # pydantic: only with --profile
-
-        path = Path(profile).expanduser().resolve()
-        try:  # the same grammar as the C parser: refuse now rather than warn in every rank
-            read_profile(path)
-        except ProfileError as exc:
-            raise MpiError(f"--profile: {exc}") from exc
-        env["COLLTUNE_PROFILE"] = str(path)
+        env["COLLTUNE_PROFILE"] = str(Path(profile).expanduser().resolve())
     if verbose:
         env["COLLTUNE_VERBOSE"] = "1"
     env.update(learning_settings(learn, trace_dir))
-    if learn is not None and str(learn) != "-":
-        check_library_members(lib, learn)
     env.update(extra or {})
     return env
 
 
-def check_library_members(lib: MpiLibrary, learn: str | os.PathLike[str]) -> None:
-    """Refuse before the launch a table naming library members (`lib:`) for a library that fixes
-    its algorithms per launch (Intel MPI): the runtime would turn learning off in every rank."""
-    from colltune.learn.table import read_table
-    from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
-
-    if algorithm_key(lib) not in ALGORITHMS_AT_LAUNCH:
-        return
-    named = [m for block in read_table(learn).collectives.values() for m in block.members if m.startswith("lib:")]
-    if named:
-        raise MpiError(f"--learn: {learn} names library algorithms ({', '.join(named[:3])}"
-                       f"{', ...' if len(named) > 3 else ''}), but {lib.name} fixes its algorithms per launch "
-                       "(I_MPI_ADJUST_*), not per call: remove them, or write the table from this library's "
-                       "traces with colltune learn table (docs/select.md)")
-
-
 def learning_settings(learn: str | os.PathLike[str] | None,
                       trace_dir: str | os.PathLike[str] | None) -> dict[str, str]:
-    """COLLTUNE_SELECT / COLLTUNE_TRACE_DIR of the learning mode (docs/select.md): the table is
-    read now with the runtime's grammar (a bad one would only give a warning in every rank), the
-    trace directory is created (the ranks only write into it, at MPI_Finalize)."""
+    """COLLTUNE_SELECT / COLLTUNE_TRACE_DIR of the learning mode (docs/select.md): the trace
+    directory is created (the ranks only write into it, at MPI_Finalize)."""
     env: dict[str, str] = {}
     if learn is not None and str(learn) != "-":
-        from colltune.learn.table import TableError, read_table  # only with --learn TABLE
-
-        path = Path(learn).expanduser().resolve()
-        try:
-            read_table(path)
-        except TableError as exc:
-            raise MpiError(f"--learn: {exc}") from exc
-        env["COLLTUNE_SELECT"] = str(path)
+        env["COLLTUNE_SELECT"] = str(Path(learn).expanduser().resolve())
     elif learn is not None:
         env["COLLTUNE_SELECT"] = "-"
     if trace_dir is not None:

@@ -1,0 +1,47 @@
+"""The interposer's settings for one launch, as `colltune run` and `colltune mpi env` give them.
+
+The files a user names are read first with colltune's own readers, which accept exactly what the
+runtime accepts: a bad tuning profile or selection table is refused here, naming its line,
+instead of giving a warning in every rank. The environment itself is assembled by
+colltune.mpi.runenv, which reads no file (so mpi/ depends on no format of tune/ or learn/).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from colltune.mpi import runenv
+from colltune.mpi.build import Artifacts
+from colltune.mpi.libraries import MpiError, MpiLibrary
+
+
+def rank_environment(
+    lib: MpiLibrary,
+    artifacts: Artifacts,
+    force: str | None = None,
+    profile: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
+    extra: Mapping[str, str] | None = None,
+    learn: str | os.PathLike[str] | None = None,
+    trace_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, str]:
+    """mpi.runenv.rank_environment, once the profile and the selection table named are read."""
+    if profile is not None:
+        from colltune.tune.profile import ProfileError, read_profile  # pydantic: only with --profile
+
+        try:
+            read_profile(Path(profile).expanduser().resolve())
+        except ProfileError as exc:
+            raise MpiError(f"--profile: {exc}") from exc
+    if learn is not None and str(learn) != "-":
+        from colltune.learn.table import TableError, read_table, refuse_members_fixed_per_launch
+
+        try:
+            table = read_table(Path(learn).expanduser().resolve())
+        except TableError as exc:
+            raise MpiError(f"--learn: {exc}") from exc
+        refuse_members_fixed_per_launch(table, lib, str(learn))
+    return runenv.rank_environment(lib, artifacts, force=force, profile=profile, verbose=verbose, extra=extra,
+                                   learn=learn, trace_dir=trace_dir)
