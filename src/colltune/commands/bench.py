@@ -12,7 +12,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from colltune.commands import bench_options
+from colltune.commands import bench_options, nextsteps
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
 from colltune.store import Store, StoreError
@@ -113,7 +113,8 @@ def command(db_path: Path, resume: str | None, quiet: bool, dry_run: bool, **opt
                            command=shlex.join(["colltune", "bench", *sys.argv[2:]]))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; "
-                      f"complete the run with `colltune bench --db {db_path} --resume latest`")
+                      f"complete the run with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}`",
+                      highlight=False, soft_wrap=True)
         sys.exit(130)
     with Store(db_path, read_only=True) as store:
         if not quiet:
