@@ -11,7 +11,7 @@ import click
 from pydantic import ValidationError
 
 from colltune.measure.driver_options import CLI_OPTIONS
-from colltune.measure.settings import PRESETS, BenchSettings
+from colltune.measure.settings import PRESETS, BenchError, BenchSettings
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] | None) -> list[int] | None:
@@ -103,7 +103,7 @@ def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
     if o["stop_methods"] is not None:
         stop["methods"] = [] if o["stop_methods"] == ["fixed"] else o["stop_methods"]
     try:
-        return BenchSettings.from_preset(
+        settings = BenchSettings.from_preset(
             o["preset"], mpi=o["mpi_spec"], collectives=o["collectives"], variants=o["variants"],
             library_algorithms=o["library_algorithms"], sizes=o["sizes"], nprocs=o["nprocs"],
             launches=o["launches"], sync=o["sync"], metric=o["metric"], stop=stop,
@@ -116,6 +116,21 @@ def settings_from_options(kwargs: dict[str, Any]) -> BenchSettings:
         raise click.UsageError(problems) from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    check_profile(settings)
+    return settings
+
+
+def check_profile(settings: BenchSettings) -> None:
+    """The profile of the `tuned` variant read before the first launch, with the C core's
+    grammar: a bad one would fail every launch."""
+    if settings.profile is None:
+        return
+    from colltune.tune.profile import ProfileError, read_profile  # pydantic: only with --profile
+
+    try:
+        read_profile(settings.profile)
+    except (OSError, ProfileError) as exc:
+        raise BenchError(f"profile {settings.profile}: {exc}") from None
 
 
 def state_launches_default(command: click.Command, default: str) -> None:

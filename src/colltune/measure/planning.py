@@ -1,7 +1,9 @@
 """The plan of a run: which launches, and which jobs each launch measures (job-file lines).
 
 Also the checks that need no launch (process counts against cores or the Slurm allocation,
-profile readable, something left to measure), so a bad run fails before anything starts.
+something left to measure), so a bad run fails before anything starts. A tuning profile given
+for the `tuned` variant is read by the command that takes it (commands/bench_options.py): the
+measurement does not depend on tune/.
 """
 
 from __future__ import annotations
@@ -130,12 +132,6 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
     """Everything that can be checked without launching; returns the MPI library to use."""
     lib = mpi.resolve(settings.mpi)
     check_nprocs(settings, lib)
-    if settings.profile is not None:
-        from colltune.tune.profile import ProfileError, read_profile
-        try:
-            read_profile(settings.profile)
-        except (OSError, ProfileError) as exc:
-            raise BenchError(f"profile {settings.profile}: {exc}") from None
     key = algorithm_key(lib)
     if key in ALGORITHMS_AT_LAUNCH:
         bad = [v for c in settings.collectives for v in settings.variants_for(c, key)
