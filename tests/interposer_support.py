@@ -29,11 +29,21 @@ class Run:
 
     @property
     def counts(self) -> Counter[tuple[str, str, str, str]]:
-        """The counting table: (collective, mode, variant, outcome) -> calls."""
+        """The counting table: (collective, mode, variant, outcome) -> calls. Rows of draws that
+        were drawn again (`redrawn:unproven`) are not calls: see `redraws`."""
         table: Counter[tuple[str, str, str, str]] = Counter()
         for line in self.stderr.splitlines():
-            if m := COUNT_ROW.match(line.rstrip()):
+            if (m := COUNT_ROW.match(line.rstrip())) and not m.group(4).startswith("redrawn"):
                 table[m.group(1), m.group(2), m.group(3), m.group(4)] += int(m.group(5))
+        return table
+
+    @property
+    def redraws(self) -> Counter[tuple[str, str]]:
+        """(collective, member first drawn) -> explored draws drawn again (not proven there)."""
+        table: Counter[tuple[str, str]] = Counter()
+        for line in self.stderr.splitlines():
+            if (m := COUNT_ROW.match(line.rstrip())) and m.group(4) == "redrawn:unproven":
+                table[m.group(1), m.group(3)] += int(m.group(5))
         return table
 
     @property

@@ -48,7 +48,8 @@ def test_two_batches_of_a_real_program(openmpi, openmpi_build, tmp_path: Path) -
         if r.mode == "explore":
             want, mode = table.choose(r.collective, bins, portfolios[r.collective], int(run["seed"]), r.comm_id,
                                       r.call_index)
-            assert (r.member, r.mode) == (want, mode), r
+            # a redrawn call drew first a member not proven for it (test_learn_runtime.predicted)
+            assert (r.member, r.mode) == (want, mode) or (r.redrawn and r.member != want), r
         else:  # exploit: a listed cell's argmax (beyond the budget too), else the library
             found = table.cell(r.collective, bins)
             assert r.member == (found[0][draw.pick_exploit(found[1].weights)] if found else "default"), r

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from colltune import catalog
 from colltune.cli import main
 from colltune.learn.traces import (
+    calls_frame,
     HEADER,
     HEADER_V1,
     HEADER_V2,
@@ -35,7 +36,7 @@ PORT = {"allreduce": ["default", "allreduce_as_reduce_bcast", "lib:allreduce:4"]
 def _records(rows: list[tuple]) -> np.ndarray:
     rec = calls_array(len(rows))
     for i, r in enumerate(rows):
-        rec[i] = r
+        rec[i] = (*r, *[0] * (len(rec.dtype.names) - len(r)))   # redrawn: 0 unless given
     return rec
 
 
@@ -79,9 +80,23 @@ def test_read_back_what_was_written(tmp_path: Path) -> None:
     assert (t.rank, t.world_size, t.seed, t.table_hash, t.overflow, t.wall_s) == (0, 4, 99, 0xABCDEF, 0, 3.5)
     assert (t.stop, t.record_limit, t.seconds_limit, t.stop_s) == ("open", 3, 0.0, 3.5)
     assert t.portfolios == PORT
-    assert [tuple(r) for r in t.records.tolist()] == RANK0
+    assert [tuple(r) for r in t.records.tolist()] == [(*r, 0) for r in RANK0]
     t2 = read_trace(d / "rank-2.cttrace")
     assert (t2.overflow, t2.stop, t2.record_limit, t2.seconds_limit, t2.stop_s) == (3, "records", 2, 600.0, 1.75)
+
+
+def test_redrawn_calls_keep_their_mark_and_reason(tmp_path: Path) -> None:
+    """Status bit 7: the call's first draw was not proven for it and it was drawn again; the
+    member drawn then may still be refused by the library (reason 10 here)."""
+    rows = [(0, 0, AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.25, 1), (0, 1, AR, 2, 1, 10, 8, 4, 1, 4, 0.75, 0.25, 1)]
+    write_trace(tmp_path / "rank-0.cttrace", TraceFile(0, 4, 1, 2, 0, 1.0, PORT, _records(rows)))
+    data = (tmp_path / "rank-0.cttrace").read_bytes()
+    assert data[-20 + 6] == 1 | 10 << 2 | 1 << 7 and data[-40 + 6] == 3 | 1 << 7
+    rec = read_trace(tmp_path / "rank-0.cttrace").records
+    assert rec["redrawn"].tolist() == [1, 1] and rec["reason"].tolist() == [0, 10]
+    assert rec["outcome"].tolist() == [3, 1]
+    calls, _ = calls_frame([read_trace(tmp_path / "rank-0.cttrace")])
+    assert calls["redrawn"].tolist() == [True, True] and calls["mode"].tolist()[0] == "explore"
 
 
 def test_version_2_files_are_still_read(tmp_path: Path) -> None:
@@ -93,7 +108,7 @@ def test_version_2_files_are_still_read(tmp_path: Path) -> None:
     (d / "rank-0.cttrace").write_bytes(HEADER_V2.pack(*fields) + raw[104:])
     t = read_trace(d / "rank-0.cttrace")
     assert (t.rank, t.overflow, t.wall_s, t.stop, t.record_limit, t.stop_s) == (0, 0, 3.5, None, None, None)
-    assert [tuple(r) for r in t.records.tolist()] == RANK0
+    assert [tuple(r) for r in t.records.tolist()] == [(*r, 0) for r in RANK0]
 
 
 def test_call_indices_and_starts_beyond_the_stored_bits(tmp_path: Path) -> None:
@@ -115,7 +130,7 @@ def test_version_1_files_are_still_read(tmp_path: Path) -> None:
     head = HEADER_V1.pack(b"CTTRACE1", 1, 32, 0, 4, 99, 0xABCDEF, 1, 0, 3.5)
     (tmp_path / "rank-0.cttrace").write_bytes(head + MEMBERS_TEXT + v1.tobytes())
     t = read_trace(tmp_path / "rank-0.cttrace")
-    assert [tuple(r) for r in t.records.tolist()] == [(5, 70000, AR, 2, 1, 7, 1 << 20, 2, 1, 2, 2.0, 0.5)]
+    assert [tuple(r) for r in t.records.tolist()] == [(5, 70000, AR, 2, 1, 7, 1 << 20, 2, 1, 2, 2.0, 0.5, 0)]
 
 
 def test_ingest_exact_rows(tmp_path: Path) -> None:
@@ -140,14 +155,15 @@ def test_ingest_exact_rows(tmp_path: Path) -> None:
         {"comm_id": 0, "call_index": 0, "collective": "allreduce", "member": "allreduce_as_reduce_bcast",
          "outcome": "applied", "mode": "explore", "reason": 0, "msg_bytes": 8, "comm_size": 4, "nodes": 2,
          "ppn": 2, "size_bin": 4, "nodes_bin": 1, "ppn_bin": 1, "runtime_s": 0.375, "ranks_traced": 2,
-         "start_s": 0.25},
+         "start_s": 0.25, "redrawn": False},
         {"comm_id": 0, "call_index": 1, "collective": "bcast", "member": "default", "outcome": "applied",
          "mode": "exploit", "reason": 0, "msg_bytes": 1024, "comm_size": 4, "nodes": 2, "ppn": 2,
-         "size_bin": 11, "nodes_bin": 1, "ppn_bin": 1, "runtime_s": 0.125, "ranks_traced": 2, "start_s": 1.0},
+         "size_bin": 11, "nodes_bin": 1, "ppn_bin": 1, "runtime_s": 0.125, "ranks_traced": 2, "start_s": 1.0,
+         "redrawn": False},
         {"comm_id": 5, "call_index": 0, "collective": "allreduce", "member": "lib:allreduce:4",
          "outcome": "not_applicable", "mode": None, "reason": 7, "msg_bytes": 1 << 20, "comm_size": 2,
          "nodes": 1, "ppn": 2, "size_bin": 21, "nodes_bin": 0, "ppn_bin": 1, "runtime_s": 0.5,
-         "ranks_traced": 1, "start_s": 2.0},
+         "ranks_traced": 1, "start_s": 2.0, "redrawn": False},
     ]
 
 

@@ -62,9 +62,14 @@ def test_learning_with_every_call_exploring_keeps_results(openmpi, openmpi_build
     assert len(_hashes(plain.stdout)) == 1
     assert _hashes(learned.stdout) == _hashes(plain.stdout), learned.describe()
     assert _errors(learned.stdout) == [0, 0, 0, 0]
-    # library members were still drawn where proven, and refused where not
-    assert "unproven" in learned.stderr, learned.describe()
-    assert "lib:allgather:" in learned.stderr
+    # library members were still drawn where proven; draws of an unproven (member, class) pair
+    # were drawn again (sparbit for in-place allgathers), so no explored call was refused
+    rows = [line.split()[1:] for line in learned.stderr.splitlines()
+            if line.startswith("colltune:   ")]
+    served = {(r[0], r[2]) for r in rows if r[1] == "explore" and r[3] == "applied"}
+    assert ("allgather", "lib:allgather:sparbit") in served
+    assert ["allgather", "explore", "lib:allgather:sparbit", "redrawn:unproven"] in [r[:4] for r in rows]
+    assert not [r for r in rows if r[1] == "explore" and r[3] == "not-applicable:unproven"]
 
 
 def test_no_proof_means_pass_through(openmpi, openmpi_build, tmp_path):
@@ -105,3 +110,60 @@ def test_selftest_command_lists_members_with_refused_classes(mpich_build):
     assert "separate/none/any" in row
     assert "result on rank" in result.output
     assert f"proof written to {mpich_build.dir / proof.PROOF_FILE}" in result.output.replace("\n", "")
+
+
+def _rows(stderr: str) -> list[list[str]]:
+    return [line.split()[1:] for line in stderr.splitlines() if line.startswith("colltune:   ")]
+
+
+def test_forced_library_member_serves_only_where_proven(openmpi, openmpi_build, tmp_path):
+    """COLLTUNE_FORCE names a library algorithm (issue 22: a user reproduces any member): sparbit
+    serves the separate-buffer allgathers, the in-place ones go to the library (results as
+    plain), and the 8-bit sums forced to ring go to the library too."""
+    exe = build.compile_program(openmpi, [PROGRAM], tmp_path / "proof_calls")
+    plain = run_mpi(openmpi, 4, [exe], {})
+    env = runenv.rank_environment(openmpi, openmpi_build, verbose=True,
+                                  force="allgather=lib:allgather:sparbit,"
+                                        "allreduce=lib:allreduce:ring")
+    forced = run_mpi(openmpi, 4, [exe], env)
+    assert forced.returncode == 0, forced.describe()
+    assert _hashes(forced.stdout) == _hashes(plain.stdout)
+    assert _errors(forced.stdout) == [0, 0, 0, 0]
+    rows = [r[:5] for r in _rows(forced.stderr)]
+    assert ["allgather", "force", "lib:allgather:sparbit", "applied", "50"] in rows
+    assert ["allgather", "force", "lib:allgather:sparbit", "not-applicable:unproven", "50"] in rows
+    assert ["allreduce", "force", "lib:allreduce:ring", "not-applicable:unproven", "200"] in rows
+    assert "lib:allgather:sparbit is not proven on this library for in_place/none/any calls" \
+        in forced.stderr
+
+
+def test_force_of_unknown_library_member_names_the_choices(openmpi, openmpi_build):
+    from colltune.mpi.libraries import MpiError
+
+    with pytest.raises(MpiError, match=r"unknown variant 'lib:allgather:nope'.*lib:allgather:ring"):
+        runenv.rank_environment(openmpi, openmpi_build, force="allgather=lib:allgather:nope")
+
+
+def test_runtime_refuses_unknown_library_member(openmpi, openmpi_build, tmp_path):
+    exe = build.compile_program(openmpi, [PROGRAM], tmp_path / "proof_calls")
+    env = runenv.rank_environment(openmpi, openmpi_build)
+    env["COLLTUNE_FORCE"] = "bcast=lib:bcast:nope"
+    run = run_mpi(openmpi, 2, [exe], env)
+    assert run.returncode != 0
+    assert "COLLTUNE_FORCE: unknown variant 'lib:bcast:nope' for bcast" in run.stderr
+    assert "lib:bcast:binomial" in run.stderr
+
+
+@pytest.mark.mpich
+def test_forced_library_member_on_mpich(mpich, mpich_build, tmp_path):
+    exe = build.compile_program(mpich, [PROGRAM], tmp_path / "proof_calls")
+    plain = run_mpi(mpich, 2, [exe], {})
+    env = runenv.rank_environment(mpich, mpich_build, verbose=True,
+                                  force="allgather=lib:allgather:ring,allreduce=lib:allreduce:ring")
+    forced = run_mpi(mpich, 2, [exe], env)
+    assert forced.returncode == 0, forced.describe()
+    assert _hashes(forced.stdout) == _hashes(plain.stdout)
+    assert _errors(forced.stdout) == [0, 0]
+    rows = [r[:5] for r in _rows(forced.stderr)]
+    assert ["allgather", "force", "lib:allgather:ring", "applied", "100"] in rows
+    assert ["allreduce", "force", "lib:allreduce:ring", "applied", "200"] in rows

@@ -885,3 +885,34 @@ int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t see
     return ct_select_pick_cell(t, coll, ct_select_cell(t, bins), seed, comm_id, call_index,
                                may_explore, outcome);
 }
+
+int ct_select_redraw(const ct_select *t, int coll, uint32_t cell, uint64_t usable, double u)
+{
+    const ct_scoll *c = &t->colls[coll];
+    const double *prefix = t->uniform + t->uniform_at[coll];
+    const uint8_t *port = NULL;
+    int m = ct_select_portfolio_size(coll);
+    if (c->code != NULL && c->code[cell] == CT_CODE_EXPLORE) {
+        m = c->m;
+        prefix = c->prefix + (size_t)c->explore[cell] * (size_t)m;
+        port = c->port;
+    }
+    double total = 0.0;
+    for (int i = 0; i < m; i++)
+        if (usable >> (port ? port[i] : i) & 1)
+            total += prefix[i] - (i > 0 ? prefix[i - 1] : 0.0);
+    if (!(total > 0.0))
+        return -1;
+    double target = u * total, acc = 0.0;
+    int last = -1;
+    for (int i = 0; i < m; i++) {
+        int index = port ? port[i] : i;
+        if (!(usable >> index & 1))
+            continue;
+        acc += prefix[i] - (i > 0 ? prefix[i - 1] : 0.0);
+        last = index;
+        if (target < acc)
+            return index;
+    }
+    return last;
+}

@@ -177,6 +177,42 @@ static void test_table(void)
     }
 }
 
+/* The redraw of an explored call among the members proven for it: the cell's distribution
+ * restricted to `usable`, scanned with the second uniform number. */
+static void test_redraw(void)
+{
+    char err[512];
+    ct_select *t = parse(table, err, sizeof err);
+    ct_select *u = parse("colltune-select 1\nunlisted explore\nend\n", err, sizeof err);
+    CHECK(t != NULL && u != NULL);
+    if (t == NULL || u == NULL)
+        return;
+    int coll = colltune_collective_index("allreduce");
+    int v = colltune_variant_index("allreduce_as_reduce_bcast");
+    int first = -1;   /* the portfolio index of allreduce_as_reduce_bcast */
+    for (int i = 0; i < ct_select_portfolio_size(coll); i++)
+        if (ct_select_member_variant(coll, i) == v)
+            first = i;
+    CHECK(first > 0);
+    int bins[3] = {4, 0, 1};
+    uint32_t cell = ct_select_cell(t, bins);
+    uint64_t both = 1 | (uint64_t)1 << first;
+    /* weights 0.5 0.5 in the table's order (the mock-up, then default) */
+    CHECK(ct_select_redraw(t, coll, cell, both, 0.25) == first);
+    CHECK(ct_select_redraw(t, coll, cell, both, 0.75) == 0);
+    CHECK(ct_select_redraw(t, coll, cell, 1, 0.25) == 0);
+    CHECK(ct_select_redraw(t, coll, cell, (uint64_t)1 << first, 0.99) == first);
+    CHECK(ct_select_redraw(t, coll, cell, (uint64_t)1 << 40, 0.5) == -1);
+    /* unlisted cells of a uniform table: equal weights over the usable members */
+    int m = ct_select_portfolio_size(coll);
+    uint64_t two = 1 | (uint64_t)1 << (m - 1);
+    CHECK(ct_select_redraw(u, coll, cell, two, 0.49) == 0);
+    CHECK(ct_select_redraw(u, coll, cell, two, 0.51) == m - 1);
+    CHECK(ct_select_redraw(u, coll, cell, 0, 0.5) == -1);
+    ct_select_free(t);
+    ct_select_free(u);
+}
+
 /* Library members come after the mock-ups, carry the runtime's id, and only registered names
  * parse; the registry's note ends the refusal. */
 static void test_library(void)
@@ -248,6 +284,7 @@ int main(int argc, char **argv)
     test_draw();
     test_probabilities();
     test_table();
+    test_redraw();
     test_library();
     printf("select_unit: %d checks, %d failed\n", checks, failures);
     return failures != 0;

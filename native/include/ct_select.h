@@ -91,6 +91,12 @@ const uint8_t *ct_select_codes(const ct_select *t, int coll);
 int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
                         uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
 
+/* An explored call's draw again, from the cell's explore distribution restricted to the
+ * portfolio indices set in `usable` (the draw hit a member that may not serve the call): with a
+ * uniform `u` independent of the first draw's, the result is distributed as a draw from the
+ * restricted distribution would be. -1 if no usable member has weight. */
+int ct_select_redraw(const ct_select *t, int coll, uint32_t cell, uint64_t usable, double u);
+
 /* The arithmetic of docs/select.md on plain arrays (for the test vectors). */
 int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p);
 int ct_select_pick_explore(const double *w, int m, double lo, double hi, double u);

@@ -9,7 +9,9 @@
  *   colltune:   bcast  force  bcast_as_scatter_allgather  applied  10
  * mode: none | force | profile | explore | exploit (learning mode: drawn, or best/fixed); variant: the variant the mode chose, or `library`;
  * outcome: applied | not-applicable:<reason> (the library served it) | library |
- * library:<reason> (sent to the library before any decision, e.g. large-count overflow).
+ * library:<reason> (sent to the library before any decision, e.g. large-count overflow) |
+ * redrawn:unproven (learning mode: explored calls whose draw hit this member where it is not
+ * proven, drawn again among the proven members; each is also counted where it was served).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #define CT_SLOTS (CT_LIB_BASE + CT_LIB_MAX)
 
 static atomic_ullong ct_counts[CT_SLOTS][CT_MODE_COUNT][COLLTUNE_REASON_COUNT];
+static atomic_ullong ct_redrawn[CT_SLOTS];
 
 static const char *const ct_mode_names[CT_MODE_COUNT] = {"none", "force", "profile",
                                                            "explore", "exploit"};
@@ -27,6 +30,12 @@ void ct_count_decision(int coll, const ct_decision *d)
 {
     int slot = d->chosen >= 0 ? d->chosen : CT_NUM_VARIANTS + coll;
     atomic_fetch_add_explicit(&ct_counts[slot][d->mode][d->reason], 1, memory_order_relaxed);
+}
+
+void ct_count_redraw(int id)
+{
+    if (id >= 0 && id < CT_SLOTS)
+        atomic_fetch_add_explicit(&ct_redrawn[id], 1, memory_order_relaxed);
 }
 
 static void ct_print_slot(FILE *out, int coll, int slot)
@@ -50,6 +59,10 @@ static void ct_print_slot(FILE *out, int coll, int slot)
                     colltune_collective_name(coll), ct_mode_names[m], variant, outcome, n);
         }
     }
+    unsigned long long redrawn = atomic_load_explicit(&ct_redrawn[slot], memory_order_relaxed);
+    if (redrawn != 0)
+        fprintf(out, "colltune:   %-22s %-8s %-42s %-28s %llu\n", colltune_collective_name(coll),
+                "explore", variant, "redrawn:unproven", redrawn);
 }
 
 void ct_count_print(FILE *out, int rank, int nprocs)

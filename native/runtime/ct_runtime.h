@@ -36,7 +36,7 @@ typedef struct ct_trace_record {
     uint16_t comm;        /* index in the file's communicator table */
     uint16_t call;        /* the communicator's call index mod 2^16 */
     uint8_t coll, member;
-    uint8_t status;       /* outcome | reason << 2 */
+    uint8_t status;       /* outcome | reason << 2 | drawn again << 7 */
     uint8_t start_hi;     /* start ticks, bits 32..39 */
     uint32_t bytes;       /* saturated at 2^32-1 */
     uint32_t start_lo;    /* start ticks (2^-20 s since MPI_Init), bits 0..31 */
@@ -80,11 +80,12 @@ CT_HIDDEN int ct_fits_counts(const MPI_Count *counts, int n, MPI_Datatype type, 
 #endif
 
 /* Settings and modes (modes.c). The forced choice of a collective: CT_FORCE_UNSET (none),
- * CT_FORCE_LIBRARY or a ct_var_id. */
+ * CT_FORCE_LIBRARY, a ct_var_id or a library member's id (>= CT_LIB_BASE). */
 #define CT_FORCE_UNSET (-2)
 #define CT_FORCE_LIBRARY (-1)
 
-/* Parse COLLTUNE_FORCE. Returns 0, or -1 with a message naming the valid choices. */
+/* Parse COLLTUNE_FORCE (library members must be registered first: ct_libalg_setup). Returns 0,
+ * or -1 with a message naming the valid choices. */
 CT_HIDDEN int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err,
                              size_t errlen);
 
@@ -106,7 +107,10 @@ CT_HIDDEN void ct_modes_clear(void);
  * PMPI_Allreduce (MPI_MAX) ct_learn_start says whether the mode is on (1) and warns if not. */
 enum { CT_LEARN_OFF = 0, CT_LEARN_BAD = 1, CT_LEARN_OK = 2 };
 enum { CT_L_STATE, CT_L_STATE_NOT, CT_L_HASH, CT_L_HASH_NOT, CT_L_SEED, CT_LEARN_SLOTS };
-CT_HIDDEN int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen);
+CT_HIDDEN int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], uint64_t portfolio, char *err,
+                               size_t errlen);
+/* Whether the learning mode is asked for (COLLTUNE_SELECT or COLLTUNE_TRACE_DIR set). */
+CT_HIDDEN int ct_learn_wanted(void);
 CT_HIDDEN int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size,
                              const char *err);
 CT_HIDDEN void ct_learn_describe(void);
@@ -131,13 +135,17 @@ CT_HIDDEN void ct_learn_stop(void);
  * returns a hash of their names (the ranks compare it with the table's). */
 CT_HIDDEN uint64_t ct_libalg_setup(void);
 CT_HIDDEN const char *ct_libalg_name(int id);
+/* The id of member `name` (`lib:<coll>:<alg>`), or -1; why the library offers none, or NULL. */
+CT_HIDDEN int ct_libalg_find(const char *name);
+CT_HIDDEN const char *ct_libalg_note(void);
 CT_HIDDEN colltune_reason ct_libalg_applicable(int id, const ct_call *call);
 CT_HIDDEN int ct_libalg_collective(int id);
 /* Run member d->variant; if it could not serve the call, the library's choice runs and
  * d->reason says why (refused, unavailable). */
 CT_HIDDEN int ct_libalg_run(const ct_call *call, ct_decision *d);
-/* The learning-mode state's slot of `comm` for the member communicators (learn.c), and their
- * release with the communicator (its attribute's delete callback) or at MPI_Finalize. */
+/* The learning-mode state's slot of `comm` for the member communicators (learn.c; NULL when the
+ * learning mode is off), and their release with the communicator (its attribute's delete
+ * callback) or at MPI_Finalize (ct_libalg_finish, after ct_learn_finish). */
 CT_HIDDEN void **ct_learn_lib_slot(MPI_Comm comm);
 CT_HIDDEN void ct_libalg_comm_free(void *cache);
 CT_HIDDEN void ct_libalg_finish(void);
@@ -149,6 +157,8 @@ CT_HIDDEN int ct_proof_loaded(void);
 CT_HIDDEN const char *ct_proof_where(void);
 CT_HIDDEN void ct_proof_clear(void);
 CT_HIDDEN colltune_reason ct_proof_check(int id, const ct_call *call);
+/* Whether member `id` is proven for the call's class, without ct_proof_check's warning. */
+CT_HIDDEN int ct_proof_passes(int id, const ct_call *call);
 /* Members proven in every class their collective can take: no per-call classification. */
 extern CT_HIDDEN unsigned char ct_proof_full[CT_LIB_BASE + CT_LIB_MAX];
 
@@ -161,6 +171,14 @@ static inline colltune_reason ct_member_applicable(int id, const ct_call *call)
     if (reason != COLLTUNE_APPLICABLE || CT_LIKELY(ct_proof_full[id]))
         return reason;
     return ct_proof_check(id, call);
+}
+
+/* ct_member_applicable without the proof's warning: whether `id` would serve the call. */
+static inline int ct_member_usable(int id, const ct_call *call)
+{
+    colltune_reason reason = id >= CT_LIB_BASE ? ct_libalg_applicable(id, call)
+                                               : colltune_applicable(id, call);
+    return reason == COLLTUNE_APPLICABLE && ct_proof_passes(id, call);
 }
 
 /* Run the decided variant or library member. */
@@ -228,6 +246,8 @@ static inline int ct_erroneous_intra(const ct_call *call, int size, int rank)
 
 /* Counting table (count.c). */
 CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);
+/* An explored draw of member `id` redrawn because `id` is not proven for the call (learn.c). */
+CT_HIDDEN void ct_count_redraw(int id);
 CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
 
 /* Debug queries for tests and benchmarks (exported: a program finds them with dlsym when

@@ -94,7 +94,7 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         if (force[c] != CT_FORCE_UNSET)
             ct_message("force %s=%s", colltune_collective_name(c),
-                       force[c] == CT_FORCE_LIBRARY ? "library" : colltune_variant_name(force[c]));
+                       force[c] == CT_FORCE_LIBRARY ? "library" : ct_member_name(force[c]));
     if (ct_loaded != NULL)
         ct_message("profile %s (content hash %016llx)", path,
                    (unsigned long long)ct_profile_hash(ct_loaded));
@@ -110,6 +110,14 @@ static int ct_any_forced(const int force[CT_NUM_COLLECTIVES])
     return 0;
 }
 
+static int ct_any_library_forced(const int force[CT_NUM_COLLECTIVES])
+{
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        if (force[c] >= CT_LIB_BASE)
+            return 1;
+    return 0;
+}
+
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
 static void ct_runtime_start(void)
 {
@@ -119,7 +127,11 @@ static void ct_runtime_start(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ct_nprocs);
     int verbose_bad = ct_env_bool(CT_ENV_VERBOSE, CT_DEFAULT_VERBOSE, &ct_verbose) != 0;
-    int force_bad = ct_force_parse(getenv(CT_ENV_FORCE), force, force_err, sizeof force_err) != 0;
+    /* The library's algorithms are registered first: tables and COLLTUNE_FORCE may name them. */
+    const char *force_text = getenv(CT_ENV_FORCE);
+    int force_lib = force_text != NULL && strstr(force_text, "lib:") != NULL;
+    uint64_t portfolio = ct_learn_wanted() || force_lib ? ct_libalg_setup() : 0;
+    int force_bad = ct_force_parse(force_text, force, force_err, sizeof force_err) != 0;
     if (force_bad && ct_rank == 0)   /* printed before the abort below can kill rank 0 */
         ct_message("error: %s (aborting: fix or unset COLLTUNE_FORCE)", force_err);
 
@@ -129,11 +141,12 @@ static void ct_runtime_start(void)
         state = ct_profile_load(path, &ct_loaded, profile_err, sizeof profile_err) == 0
                     ? CT_PROFILE_OK : CT_PROFILE_BAD;
 
-    uint64_t cfg = ct_config_hash(force);
+    uint64_t cfg = ct_config_hash(force) ^ (force_lib ? portfolio : 0);
     uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
                               ~(uint64_t)state, phash, ~phash};
-    int learn = ct_learn_prepare(v + CT_V_LEARN, learn_err, sizeof learn_err) != CT_LEARN_OFF;
+    int learn = ct_learn_prepare(v + CT_V_LEARN, portfolio, learn_err, sizeof learn_err)
+                != CT_LEARN_OFF;
     uint64_t proof = ct_proof_load();   /* after the learning mode registered library members */
     v[CT_V_PROOF] = proof, v[CT_V_PROOF_NOT] = ~proof;
     if (ct_rank != 0)
@@ -146,6 +159,7 @@ static void ct_runtime_start(void)
         ct_profile_free(ct_loaded);
         ct_loaded = NULL;
         ct_learn_stop();
+        ct_libalg_finish();
         return;
     }
     if (v[CT_V_FORCE_BAD]) {
@@ -186,6 +200,8 @@ static void ct_runtime_start(void)
     if (learn || v[CT_V_LEARN + CT_L_STATE] != CT_LEARN_OFF)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
+    if (!learn && !ct_any_library_forced(force))
+        ct_libalg_finish();   /* no mode can serve a library algorithm: MPI_T not kept open */
     ct_modes_install(force, ct_loaded, learn, ct_verbose);
     ct_profrun_start(v + CT_V_PROFRUN, ct_rank, ct_nprocs);
     if (ct_rank == 0) {
@@ -223,6 +239,7 @@ int MPI_Finalize(void)
         ct_count_print(stderr, ct_rank, ct_nprocs);
     ct_modes_clear();
     ct_learn_finish();
+    ct_libalg_finish();   /* after the learning mode, which still names its members */
     ct_profile_free(ct_loaded);
     ct_loaded = NULL;
     ct_proof_clear();

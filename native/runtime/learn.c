@@ -55,15 +55,19 @@ static const char *ct_env(const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], char *err, size_t errlen)
+int ct_learn_wanted(void)
+{
+    return ct_env(CT_ENV_SELECT) != NULL || ct_env(CT_ENV_TRACE_DIR) != NULL;
+}
+
+/* `portfolio`: ct_libalg_setup's hash; it ran before, so that tables may name its members. */
+int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], uint64_t portfolio, char *err, size_t errlen)
 {
     memset(slots, 0, CT_LEARN_SLOTS * sizeof *slots);
     ct_select_path = ct_env(CT_ENV_SELECT);
-    const char *dir = ct_env(CT_ENV_TRACE_DIR);
-    if (ct_select_path == NULL && dir == NULL)
+    if (!ct_learn_wanted())
         return CT_LEARN_OFF;
     int state = CT_LEARN_OK;
-    uint64_t portfolio = ct_libalg_setup();   /* before parsing: tables may name its members */
     if (ct_select_path != NULL && strcmp(ct_select_path, "-") != 0) {
         if (ct_select_load(ct_select_path, &ct_table, err, errlen) != 0)
             state = CT_LEARN_BAD;
@@ -266,6 +270,8 @@ static inline ct_comm_state *ct_comm(MPI_Comm comm)
 
 void **ct_learn_lib_slot(MPI_Comm comm)
 {
+    if (ct_keyval == MPI_KEYVAL_INVALID)
+        return NULL;
     ct_comm_state *s = ct_comm(comm);
     return s != NULL ? &s->lib : NULL;
 }
@@ -284,6 +290,24 @@ static inline int64_t ct_learn_bytes(const ct_call *call)
     memcpy(&count, (const char *)call + form.count_at, sizeof count);
     memcpy(&type, (const char *)call + form.type_at, sizeof type);
     return ct_type_size(type, &size) == MPI_SUCCESS ? (int64_t)count * size : -1;
+}
+
+/* An explored call drew a member not proven for its case class: draw again among the members
+ * that are proven and applicable (the library default always is), with a second uniform number, so that exploration
+ * serves proven (member, class) pairs only and spends no budget on refusals. Uniform arguments
+ * only, like the first draw: every rank redraws alike. Returns the portfolio index. */
+static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, uint32_t cell,
+                                                     uint32_t comm_id, uint64_t index)
+{
+    uint64_t usable = 1;   /* index 0: the library's default */
+    int m = ct_select_portfolio_size(call->coll);
+    for (int i = 1; i < m && i < 64; i++)
+        if (ct_member_usable(ct_member_variant[call->coll][i], call))
+            usable |= (uint64_t)1 << i;
+    double u = ct_select_uniform(ct_splitmix64(ct_seed ^ UINT64_C(0x5EED0F4EDBA11)), comm_id,
+                                 index);
+    int member = ct_select_redraw(ct_table, call->coll, cell, usable, u);
+    return member > 0 ? member : 0;
 }
 
 /* The decision of the learning mode, inlined into both callers: an exploit cell is one load from
@@ -321,11 +345,21 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         }
     }
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
+    unsigned redrawn = 0;
     if (member > 0) {
-        d.chosen = ct_member_variant[call->coll][member];
-        d.reason = ct_member_applicable(d.chosen, call);
-        if (d.reason == COLLTUNE_APPLICABLE)
-            d.variant = d.chosen;
+        int id = ct_member_variant[call->coll][member];
+        if (CT_UNLIKELY(outcome == CT_PICK_EXPLORE && !ct_proof_passes(id, call))) {
+            redrawn = 0x80u;   /* status bit 7: drawn again */
+            ct_count_redraw(id);   /* cheap enough unconditionally: the redraw is rare */
+            member = ct_learn_redraw(call, cell, s->id, index);
+            id = member > 0 ? ct_member_variant[call->coll][member] : -1;
+        }
+        if (member > 0) {
+            d.chosen = id;
+            d.reason = ct_member_applicable(d.chosen, call);
+            if (d.reason == COLLTUNE_APPLICABLE)
+                d.variant = d.chosen;
+        }
     }
     if (ct_trace_active()) {
         ct_pending_state = s;
@@ -334,7 +368,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         r->call = (uint16_t)index;
         r->coll = (uint8_t)call->coll;
         r->member = (uint8_t)(member > 0 ? member : 0);
-        r->status = (uint8_t)outcome;
+        r->status = (uint8_t)((unsigned)outcome | redrawn);
         r->bytes = ct_sat32((uint64_t)bytes);
     }
     return d;
@@ -410,7 +444,6 @@ void ct_learn_stop(void)
     ct_table = NULL;
     ct_checking = 0;
     memset(ct_codes, 0, sizeof ct_codes);
-    ct_libalg_finish();
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
     ct_keyval = MPI_KEYVAL_INVALID;

@@ -18,8 +18,10 @@
  *    by PMPI_Comm_create over the parent's group (collective over the parent, like the call it
  *    is made in: the draw is uniform, so every rank reaches it at the same call; no attribute
  *    copy callbacks of the application run, unlike a dup). It is cached per (parent, member) in
- *    the parent's learning-mode attribute, freed with the parent or at MPI_Finalize, and gets
- *    MPI_ERRORS_RETURN: a refusal (two_proc on 3 ranks) falls back like MPICH's.
+ *    the parent's learning-mode attribute (its per-thread cache makes the lookup nearly free),
+ *    or, when only COLLTUNE_FORCE names members, in an attribute of its own; freed with the
+ *    parent or at MPI_Finalize, and gets MPI_ERRORS_RETURN: a refusal (two_proc on 3 ranks)
+ *    falls back like MPICH's.
  *  - Intel MPI fixes algorithms per launch (I_MPI_ADJUST_*, its MPI_T writes do nothing): no
  *    library members there.
  * Library members are off under MPI_THREAD_MULTIPLE: the variables are process-wide, so a
@@ -54,7 +56,8 @@ typedef struct ct_lib_member {
  * caches so that MPI_Finalize can free what the application never freed. */
 typedef struct ct_lib_cache {
     struct ct_lib_cache *prev, *next;
-    void **owner;                    /* the parent's slot that points here */
+    void **owner;                    /* the parent's learning-mode slot, or NULL: own attribute */
+    MPI_Comm parent;
     MPI_Comm comm[CT_LIB_MAX];
     unsigned char state[CT_LIB_MAX]; /* 0 not made yet, 1 made, 2 could not be made */
 } ct_lib_cache;
@@ -65,7 +68,9 @@ static int ct_nmembers;
 static ct_cvar ct_alg[CT_NUM_COLLECTIVES];   /* the algorithm variable of each collective */
 static ct_cvar ct_device, ct_fallback, ct_dynamic, ct_han;
 static int ct_device_none, ct_fallback_error;
-static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, {0}, {0}};
+static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, MPI_COMM_NULL, {0}, {0}};
+static int ct_lib_keyval = MPI_KEYVAL_INVALID;   /* caches outside the learning mode */
+static const char *ct_note;                      /* why there are no members, or NULL */
 
 #define CT_OMPI4_NOTE                                                                          \
     "coll_tuned_use_dynamic_rules is read-only through MPI_T here (Open MPI before 5.0): launch " \
@@ -216,6 +221,7 @@ uint64_t ct_libalg_setup(void)
     else if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
         note = "MPI_T is unavailable, so no library algorithm can be chosen per call";
     ct_select_clear_library(note);
+    ct_note = note;
     if (note != NULL)
         return 0;
     ct_mpit_up = 1;
@@ -243,7 +249,7 @@ uint64_t ct_libalg_setup(void)
     ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
     if (ct_kind == CT_LIB_OPENMPI) {
         if (!ct_dynamic_usable(index[CT_NUM_COLLECTIVES], &ct_dynamic)) {
-            ct_select_clear_library(CT_OMPI4_NOTE);
+            ct_select_clear_library(ct_note = CT_OMPI4_NOTE);
             return 0;
         }
         ct_han_open();
@@ -254,7 +260,7 @@ uint64_t ct_libalg_setup(void)
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_register(c, index[c]);
     if (ct_nmembers == 0)
-        ct_select_clear_library(ct_read_only > 0
+        ct_select_clear_library(ct_note = ct_read_only > 0
             ? "this library's algorithm control variables are read-only through MPI_T (Open MPI "
               "before 5.0): its algorithms can be chosen only at launch"
             : "this library lists no algorithm control variables in MPI_T");
@@ -269,6 +275,19 @@ const char *ct_libalg_name(int id)
 {
     return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers ? ct_members[id - CT_LIB_BASE].name
                                                               : "?";
+}
+
+int ct_libalg_find(const char *name)
+{
+    for (int k = 0; k < ct_nmembers; k++)
+        if (strcmp(ct_members[k].name, name) == 0)
+            return CT_LIB_BASE + k;
+    return -1;
+}
+
+const char *ct_libalg_note(void)
+{
+    return ct_note;
 }
 
 int ct_libalg_collective(int id)
@@ -380,8 +399,52 @@ static void ct_cache_free(ct_lib_cache *c)
             PMPI_Comm_free(&c->comm[i]);
     c->prev->next = c->next;
     c->next->prev = c->prev;
-    *c->owner = NULL;
+    if (c->owner != NULL)
+        *c->owner = NULL;
     free(c);
+}
+
+static int ct_lib_attr_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    ct_libalg_comm_free(attribute);
+    return MPI_SUCCESS;
+}
+
+/* Where the member communicators of `comm` hang: the learning mode's state of it, or (members
+ * forced without the learning mode) an attribute of our own, made on first use. NULL: none. */
+static ct_lib_cache *ct_lib_cache_of(MPI_Comm comm)
+{
+    void **slot = ct_learn_lib_slot(comm);
+    if (slot != NULL && *slot != NULL)
+        return *slot;
+    void *value = NULL;
+    int found = 0;
+    if (slot == NULL) {
+        if (ct_lib_keyval == MPI_KEYVAL_INVALID
+            && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ct_lib_attr_delete, &ct_lib_keyval,
+                                       NULL) != MPI_SUCCESS)
+            return NULL;
+        if (PMPI_Comm_get_attr(comm, ct_lib_keyval, &value, &found) != MPI_SUCCESS)
+            return NULL;
+        if (found)
+            return value;
+    }
+    ct_lib_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->owner = slot;
+    c->parent = comm;
+    if (slot != NULL)
+        *slot = c;
+    else if (PMPI_Comm_set_attr(comm, ct_lib_keyval, c) != MPI_SUCCESS) {
+        free(c);
+        return NULL;
+    }
+    ct_cache_link(c);
+    return c;
 }
 
 void ct_libalg_comm_free(void *cache)
@@ -392,13 +455,7 @@ void ct_libalg_comm_free(void *cache)
 
 static int ct_ompi_run(int k, const ct_call *call, ct_decision *d)
 {
-    void **slot = ct_learn_lib_slot(call->comm);
-    ct_lib_cache *c = slot != NULL ? *slot : NULL;
-    if (slot != NULL && c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
-        ct_cache_link(c);
-        c->owner = slot;
-        *slot = c;
-    }
+    ct_lib_cache *c = ct_lib_cache_of(call->comm);
     if (c != NULL && c->state[k] == 0)
         c->state[k] = ct_ompi_make(&ct_members[k], call->comm, &c->comm[k]) == MPI_SUCCESS ? 1 : 2;
     if (c == NULL || c->state[k] != 1) {
@@ -429,8 +486,16 @@ int ct_libalg_run(const ct_call *call, ct_decision *d)
 
 void ct_libalg_finish(void)
 {
-    while (ct_caches.next != &ct_caches)
-        ct_cache_free(ct_caches.next);
+    /* Own attributes are deleted through MPI (which calls ct_lib_attr_delete) so that the
+     * parent does not keep a pointer to freed memory until PMPI_Finalize deletes it again. */
+    while (ct_caches.next != &ct_caches) {
+        ct_lib_cache *c = ct_caches.next;
+        if (c->owner != NULL || PMPI_Comm_delete_attr(c->parent, ct_lib_keyval) != MPI_SUCCESS
+            || ct_caches.next == c)
+            ct_cache_free(c);
+    }
+    if (ct_lib_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ct_lib_keyval);
     ct_cvar *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->present)
@@ -445,4 +510,5 @@ void ct_libalg_finish(void)
     ct_mpit_up = 0;
     ct_nmembers = 0;
     ct_kind = CT_LIB_NONE;
+    ct_note = NULL;
 }

@@ -139,7 +139,9 @@ static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
 {
     ct_decision d = ct_decide(call);
     if (CT_UNLIKELY(d.variant >= CT_LIB_BASE)) {   /* counted after: the library may refuse it */
-        int rc = ct_learn_tracing() ? ct_learn_run_traced(call, &d) : ct_libalg_run(call, &d);
+        /* traced only if the learning mode decided: its record of the call is then prepared */
+        int rc = d.mode >= CT_MODE_EXPLORE && ct_learn_tracing() ? ct_learn_run_traced(call, &d)
+                                                                  : ct_libalg_run(call, &d);
         if (ct_counting)
             ct_count_decision(call->coll, &d);
         return rc;
@@ -254,8 +256,17 @@ static void ct_list_variants(int coll, char *out, size_t len)
     for (int v = 0; v < CT_NUM_VARIANTS && used < len; v++)
         if (colltune_variant_collective(v) == coll)
             used += (size_t)snprintf(out + used, len - used, "%s, ", colltune_variant_name(v));
+    for (int id = CT_LIB_BASE; id < CT_LIB_BASE + CT_LIB_MAX && used < len; id++)
+        if (ct_libalg_collective(id) == coll)
+            used += (size_t)snprintf(out + used, len - used, "%s, ", ct_libalg_name(id));
     if (used < len)
         snprintf(out + used, len - used, "library");
+}
+
+/* A variant of the catalog or, `lib:<coll>:<alg>`, an algorithm of the running library. */
+static int ct_force_member(const char *name)
+{
+    return strncmp(name, "lib:", 4) == 0 ? ct_libalg_find(name) : colltune_variant_index(name);
 }
 
 /* One `key=value` entry, [b, e) without blanks around it. */
@@ -288,12 +299,16 @@ static int ct_force_entry(char *b, char *e, int force[CT_NUM_COLLECTIVES], char 
         force[coll] = CT_FORCE_LIBRARY;
         return 0;
     }
-    int var = colltune_variant_index(vb);
-    if (var < 0 || colltune_variant_collective(var) != coll) {
+    int var = ct_force_member(vb);
+    int of = var < 0 ? -1 : var >= CT_LIB_BASE ? ct_libalg_collective(var)
+                                               : colltune_variant_collective(var);
+    if (var < 0 || of != coll) {
+        const char *note = strncmp(vb, "lib:", 4) == 0 ? ct_libalg_note() : NULL;
         ct_list_variants(coll, choices, sizeof choices);
-        snprintf(err, errlen, "COLLTUNE_FORCE: %s '%s' for %s; valid choices for %s: %s",
+        snprintf(err, errlen, "COLLTUNE_FORCE: %s '%s' for %s; valid choices for %s: %s%s%s%s",
                  var < 0 ? "unknown variant" : "variant of another collective", vb, kb, kb,
-                 choices);
+                 choices, note ? " (no library algorithm can be forced here: " : "",
+                 note ? note : "", note ? ")" : "");
         return -1;
     }
     force[coll] = var;

@@ -134,6 +134,14 @@ const char *ct_proof_where(void)
     return env != NULL && env[0] != '\0' ? env : ct_path;
 }
 
+int ct_proof_passes(int id, const ct_call *call)
+{
+    if (ct_proof_full[id])
+        return 1;
+    uint64_t required = ct_proof_required(call);
+    return required != 0 && (ct_passed[id] & required) == required;
+}
+
 colltune_reason ct_proof_check(int id, const ct_call *call)
 {
     uint64_t required = ct_proof_required(call);

@@ -250,7 +250,7 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
     ct_trace_record *r = &ct_trace[slot];
     *r = ct_pending;
     if (d->reason != COLLTUNE_APPLICABLE)
-        r->status = (uint8_t)(CT_PICK_NOT_APPLICABLE | (unsigned)d->reason << 2);
+        r->status = (uint8_t)(CT_PICK_NOT_APPLICABLE | (unsigned)d->reason << 2 | (r->status & 0x80u));
     /* ticks of 2^-20 s = ns * 2^20 / 10^9 = ns * 2^11 / 5^9, exact in integers below 2^40 */
     uint64_t t = ns < CT_TICKS_MAX_NS ? (ns << 11) / 1953125u : (UINT64_C(1) << 40) - 1;
     r->start_lo = (uint32_t)t;

@@ -152,7 +152,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "trace_run_id VARCHAR, comm_id BIGINT, call_index BIGINT, collective VARCHAR, member VARCHAR, "
         "outcome VARCHAR, mode VARCHAR, reason INTEGER, msg_bytes BIGINT, comm_size INTEGER, nodes INTEGER, "
         "ppn INTEGER, size_bin INTEGER, nodes_bin INTEGER, ppn_bin INTEGER, runtime_s DOUBLE, "
-        "ranks_traced INTEGER, start_s DOUBLE")),
+        "ranks_traced INTEGER, start_s DOUBLE, redrawn BOOLEAN")),
     # `colltune learn run`: one row per batch (the table it ran with, what it cost, what it bought).
     Table("learn_batches", _cols(
         "loop_id VARCHAR, batch INTEGER, trace_run_id VARCHAR, created TIMESTAMP, source VARCHAR, "

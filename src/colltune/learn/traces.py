@@ -56,7 +56,7 @@ V1_FIELDS: tuple[tuple[str, str, int], ...] = (
 CALL_DTYPE = np.dtype([
     ("comm_id", "<u4"), ("call_index", "<i8"), ("collective", "u1"), ("member", "u1"), ("outcome", "u1"),
     ("reason", "u1"), ("msg_bytes", "<i8"), ("comm_size", "<u4"), ("nodes", "<u4"), ("ppn", "<u4"),
-    ("start", "<f8"), ("duration", "<f8"),
+    ("start", "<f8"), ("duration", "<f8"), ("redrawn", "u1"),
 ])
 CALL_FIELDS = CALL_DTYPE.names
 # outcome code -> (outcome, mode) columns of trace_calls
@@ -155,7 +155,8 @@ def _decode_v2(p: Path, comms: np.ndarray, rec: np.ndarray) -> np.ndarray:
     out["comm_id"], out["comm_size"], out["nodes"], out["ppn"] = (comms[slot, i] for i in range(4))
     out["call_index"] = _unwrap_calls(slot, rec["call_lo"])
     out["collective"], out["member"], out["msg_bytes"] = rec["collective"], rec["member"], rec["msg_bytes"]
-    out["outcome"], out["reason"] = rec["status"] & 3, rec["status"] >> 2
+    # status: outcome in bits 0-1, reason in bits 2-6, bit 7 "drawn again" (docs/select.md)
+    out["outcome"], out["reason"], out["redrawn"] = rec["status"] & 3, (rec["status"] >> 2) & 31, rec["status"] >> 7
     out["start"] = (rec["start_lo"].astype(np.float64) + rec["start_hi"].astype(np.float64) * 2.0**32) / TICKS_PER_S
     out["duration"] = rec["duration"]
     return out
@@ -214,7 +215,8 @@ def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
     rec["comm"], rec["call_lo"] = slot, calls["call_index"] & 0xFFFF
     rec["collective"], rec["member"], rec["msg_bytes"] = calls["collective"], calls["member"], \
         np.minimum(calls["msg_bytes"], 2**32 - 1)
-    rec["status"] = (calls["outcome"] & 3) | (calls["reason"].astype(np.int64) << 2)
+    rec["status"] = (calls["outcome"] & 3) | ((calls["reason"].astype(np.int64) & 31) << 2) \
+        | (calls["redrawn"].astype(np.int64) & 1) << 7
     ticks = np.minimum(np.round(calls["start"] * TICKS_PER_S), 2.0**40 - 1).astype(np.int64)
     rec["start_lo"], rec["start_hi"] = ticks & 0xFFFFFFFF, ticks >> 32
     rec["duration"] = calls["duration"]
@@ -291,6 +293,7 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
     out["runtime_s"] = g["duration"].max().to_numpy("float64")
     out["ranks_traced"] = g["rank"].nunique().to_numpy("int64")
     out["start_s"] = g["start"].min().to_numpy("float64")
+    out["redrawn"] = first["redrawn"].to_numpy(bool)
     return out, disagree
 
 

@@ -28,10 +28,12 @@ SRUN_NAMES = ("srun",)
 LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")
 
 
-def parse_force(spec: str) -> dict[str, str]:
+def parse_force(spec: str, library_members: Sequence[str] = ()) -> dict[str, str]:
     """`bcast=bcast_as_allgatherv,allreduce=library` -> {collective: variant or "library"}.
 
-    Raises MpiError naming the valid choices, like the C runtime does at MPI_Init."""
+    A value may also be one of `library_members`, the library's own algorithms as the proof
+    names them (`lib:bcast:binomial`). Raises MpiError naming the valid choices, like the C
+    runtime does at MPI_Init."""
     from colltune import catalog  # pydantic: only when --force is given (colltune run's start)
 
     cat = catalog.load()
@@ -47,10 +49,14 @@ def parse_force(spec: str) -> dict[str, str]:
             raise MpiError(f"--force: unknown collective {key!r}; valid collectives: {', '.join(names)}")
         if key in chosen:
             raise MpiError(f"--force: collective {key!r} is given twice")
-        valid = [v.name for v in cat.variants_of(key)] + ["library"]
+        own = [m for m in library_members if m.startswith(f"lib:{key}:")]
+        valid = [v.name for v in cat.variants_of(key)] + own + ["library"]
         if value not in valid:
+            hint = ("" if own or not value.startswith("lib:") else
+                    " (the proof of this library lists none of its own algorithms for "
+                    f"{key}: `colltune selftest` proves them where MPI_T can force them)")
             raise MpiError(f"--force: unknown variant {value!r} for {key}; valid choices for "
-                           f"{key}: {', '.join(valid)}")
+                           f"{key}: {', '.join(valid)}{hint}")
         chosen[key] = value
     return chosen
 
@@ -77,7 +83,11 @@ def rank_environment(
         preload.append(inherited)  # the user's own preloads stay, after ours
     env = {"LD_PRELOAD": " ".join(preload)}
     if force:
-        env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in parse_force(force).items())
+        from colltune.measure import proof  # the library's members, as its proof names them
+
+        members = proof.read_passed(artifacts.dir / proof.PROOF_FILE) if "lib:" in force else {}
+        chosen = parse_force(force, sorted(members))
+        env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in chosen.items())
     if profile is not None:
         env["COLLTUNE_PROFILE"] = str(Path(profile).expanduser().resolve())
     if verbose:
