@@ -157,19 +157,23 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
                  "cannot name: they are left out (the library decides there); to apply them run with the "
                  "selection table itself, frozen (colltune run --learn TABLE, docs/select.md)"
                  if res.library_cells else ""), highlight=False, soft_wrap=True)
-    nextsteps.show(nextsteps.after_learn_export(db_path, out_path, launch_argv, native))
+    nextsteps.show(nextsteps.after_learn_export(db_path, out_path, launch_argv, native, res.rules))
 
 
 def _launch_and_native(store: Store, name: str) -> tuple[list[str] | None, str | None]:
     """For the next steps: the application's launch line as the newest learning run of library
-    `name` recorded it, and `name` if a check in the database judged its algorithms (what
-    `export --native` needs)."""
+    `name` recorded it, and `name` if the latest check in the database found one of its
+    algorithms faster than its default (what `export --native` writes)."""
     runs = store.trace_runs()
     runs = runs[(runs["mpi_name"] == name) & runs["command"].fillna("").astype(bool)]
     argv = shlex.split(str(runs.sort_values("ingested")["command"].iloc[-1])) if len(runs) else None
     verdicts = store.derived("verdicts") if store.has_table("verdicts") else pd.DataFrame()
-    judged = not verdicts.empty and bool((verdicts["kind"] == "library").any())
-    return argv, (name if judged and name in ("openmpi", "mpich", "intel") else None)
+    won = False  # a library algorithm beat the default somewhere: export --native has a file to write
+    if not verdicts.empty and name in nextsteps.NATIVE:
+        from colltune.tune.native_export import choices_from_verdicts
+
+        won = bool(choices_from_verdicts(verdicts))
+    return argv, (name if won else None)
 
 
 @command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

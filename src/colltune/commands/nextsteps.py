@@ -258,11 +258,14 @@ def after_learn_run(db_path: Path, profile_path: Path) -> list[Step]:
 
 
 def after_learn_export(db_path: Path, profile_path: Path, launch_argv: Sequence[str] | None,
-                       library_verdicts: str | None) -> list[Step]:
+                       library_verdicts: str | None, rules: int) -> list[Step]:
     """`launch_argv`: the application's launch line as the learning runs recorded it.
     `library_verdicts`: the native library name when a check in the database judged its algorithms."""
     app = quoted(launch_argv) if launch_argv else launch_line(library_of_run(None), 4)
-    steps = [Step("run the application with the learned profile", f"{cli('run', '--profile', profile_path)} -- {app}")]
+    what = (f"run the application with the learned profile ({rules} rule{'s' if rules != 1 else ''})" if rules else
+            "run the application with the learned profile (no rules yet: the library decides every call; "
+            "`learn run` again learns more)")
+    steps = [Step(what, f"{cli('run', '--profile', profile_path)} -- {app}")]
     if library_verdicts:
         steps.append(Step(f"write {library_verdicts}'s own tuning file from the check's verdicts on its algorithms",
                           cli("export", "--native", library_verdicts, "--db", db_path, "--out",
