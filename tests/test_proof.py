@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from colltune import interposer
 from colltune.measure import proof
 from colltune.mpi import build, runenv
 
@@ -122,9 +123,9 @@ def test_forced_library_member_serves_only_where_proven(openmpi, openmpi_build, 
     plain), and the 8-bit sums forced to ring go to the library too."""
     exe = build.compile_program(openmpi, [PROGRAM], tmp_path / "proof_calls")
     plain = run_mpi(openmpi, 4, [exe], {})
-    env = runenv.rank_environment(openmpi, openmpi_build, verbose=True,
-                                  force="allgather=lib:allgather:sparbit,"
-                                        "allreduce=lib:allreduce:ring")
+    env = interposer.rank_environment(openmpi, openmpi_build, verbose=True,
+                                      force="allgather=lib:allgather:sparbit,"
+                                            "allreduce=lib:allreduce:ring")
     forced = run_mpi(openmpi, 4, [exe], env)
     assert forced.returncode == 0, forced.describe()
     assert _hashes(forced.stdout) == _hashes(plain.stdout)
@@ -141,7 +142,7 @@ def test_force_of_unknown_library_member_names_the_choices(openmpi, openmpi_buil
     from colltune.mpi.libraries import MpiError
 
     with pytest.raises(MpiError, match=r"unknown variant 'lib:allgather:nope'.*lib:allgather:ring"):
-        runenv.rank_environment(openmpi, openmpi_build, force="allgather=lib:allgather:nope")
+        interposer.rank_environment(openmpi, openmpi_build, force="allgather=lib:allgather:nope")
 
 
 def test_runtime_refuses_unknown_library_member(openmpi, openmpi_build, tmp_path):
@@ -158,8 +159,8 @@ def test_runtime_refuses_unknown_library_member(openmpi, openmpi_build, tmp_path
 def test_forced_library_member_on_mpich(mpich, mpich_build, tmp_path):
     exe = build.compile_program(mpich, [PROGRAM], tmp_path / "proof_calls")
     plain = run_mpi(mpich, 2, [exe], {})
-    env = runenv.rank_environment(mpich, mpich_build, verbose=True,
-                                  force="allgather=lib:allgather:ring,allreduce=lib:allreduce:ring")
+    env = interposer.rank_environment(mpich, mpich_build, verbose=True,
+                                      force="allgather=lib:allgather:ring,allreduce=lib:allreduce:ring")
     forced = run_mpi(mpich, 2, [exe], env)
     assert forced.returncode == 0, forced.describe()
     assert _hashes(forced.stdout) == _hashes(plain.stdout)

@@ -27,7 +27,8 @@ def rank_environment(
     learn: str | os.PathLike[str] | None = None,
     trace_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
-    """mpi.runenv.rank_environment, once the profile and the selection table named are read."""
+    """mpi.runenv.rank_environment, once the profile and the selection table named are read (and
+    the proof, for the library algorithms --force may name)."""
     if profile is not None:
         from colltune.tune.profile import ProfileError, read_profile  # pydantic: only with --profile
 
@@ -43,5 +44,10 @@ def rank_environment(
         except TableError as exc:
             raise MpiError(f"--learn: {exc}") from exc
         refuse_members_fixed_per_launch(table, lib, str(learn))
+    members: list[str] = []
+    if force and "lib:" in force:   # the library's own algorithms, as its proof names them
+        from colltune.measure import proof
+
+        members = sorted(proof.read_passed(proof.proof_path(artifacts)))
     return runenv.rank_environment(lib, artifacts, force=force, profile=profile, verbose=verbose, extra=extra,
-                                   learn=learn, trace_dir=trace_dir)
+                                   learn=learn, trace_dir=trace_dir, library_members=members)

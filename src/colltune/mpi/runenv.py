@@ -70,9 +70,11 @@ def rank_environment(
     extra: Mapping[str, str] | None = None,
     learn: str | os.PathLike[str] | None = None,
     trace_dir: str | os.PathLike[str] | None = None,
+    library_members: Sequence[str] = (),
 ) -> dict[str, str]:
     """Environment variables the ranks need to run under the interposer built for `lib`; the
-    profile and the table are not read here (colltune.interposer.rank_environment reads them)."""
+    profile, the table and the proof (`library_members`: the `lib:` members --force may name)
+    are not read here (colltune.interposer.rank_environment reads them)."""
     if artifacts.family != lib.family:
         raise MpiError(f"the build in {artifacts.dir} is for the {artifacts.family} ABI family, "
                        f"not {lib.family} ({lib.name}); build it with `colltune mpi build --mpi {lib.name}`")
@@ -83,10 +85,7 @@ def rank_environment(
         preload.append(inherited)  # the user's own preloads stay, after ours
     env = {"LD_PRELOAD": " ".join(preload)}
     if force:
-        from colltune.measure import proof  # the library's members, as its proof names them
-
-        members = proof.read_passed(artifacts.dir / proof.PROOF_FILE) if "lib:" in force else {}
-        chosen = parse_force(force, sorted(members))
+        chosen = parse_force(force, library_members)
         env["COLLTUNE_FORCE"] = ",".join(f"{k}={v}" for k, v in chosen.items())
     if profile is not None:
         env["COLLTUNE_PROFILE"] = str(Path(profile).expanduser().resolve())
