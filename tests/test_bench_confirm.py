@@ -128,3 +128,22 @@ def test_layouts_are_described_per_process_count() -> None:
         2: ["2 nodes x 1 rank (n1, n2)"],
         4: ["1 node x 4 ranks (vm)", "2 nodes x 2 ranks (n1, n2)"]}
     assert confirm.run_layouts(env.iloc[:0], launches) == {}
+
+
+def test_profile_layouts_and_the_mismatch_warning() -> None:
+    env = pd.DataFrame([(0, "ranks_per_node", "2,2"), (1, "ranks_per_node", "2,2"), (2, "ranks_per_node", "8"),
+                        (2, "hostnames", "vm")], columns=["launch_idx", "key", "value"])
+    shapes = confirm.run_shapes(env, pd.DataFrame({"launch_idx": [0, 1, 2], "nprocs": [4, 4, 8]}))
+    assert shapes == {4: [(2, 2)], 8: [(1, 8)]}
+    assert confirm.format_layouts(shapes) == "4:2x2 8:1x8"
+    assert confirm.parse_layouts("4:2x2 8:1x8") == shapes
+    with pytest.raises(ValueError, match="layout '4:2' is not NPROCS:NODESxPPN"):
+        confirm.parse_layouts("4:2")
+    assert confirm.profile_layout_warning("p.prf", "4:2x2 8:1x8", (4, (2, 2))) is None
+    assert confirm.profile_layout_warning("p.prf", "4:2x2", (8, (1, 8))) is None     # 8 was not measured
+    assert confirm.profile_layout_warning("p.prf", None, (4, (1, 4))) is None        # an older profile
+    assert confirm.profile_layout_warning("p.prf", "4:2x2", None) is None            # layout unknown
+    assert confirm.profile_layout_warning("p.prf", "4:2x2", (4, (1, 4))) == (
+        "p.prf was measured on 2 nodes x 2 for 4 processes; this launch runs 1 node x 4. Which variant is "
+        "fastest changes with the node layout (docs/cluster.md), so its rules may not hold here: measure with "
+        "`colltune check -n 4` inside `salloc -N 1 --ntasks-per-node 4` and tune again")

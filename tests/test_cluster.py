@@ -121,8 +121,23 @@ def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path
     assert "2 nodes x 2 ranks (ctnode1, ctnode2)" in page
 
 
-def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.MpiLibrary, tmp_path: Path) -> None:
+def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.MpiLibrary,
+                                        openmpi_build: build.Artifacts, tmp_path: Path) -> None:
+    """... and the profile tuned from it says its layout; `run --profile` on another layout warns."""
     _check_across_nodes(openmpi, cluster, tmp_path, "0.1")
+    prf = tmp_path / "p.prf"
+    tuned = _run([COLLTUNE, "tune", "--db", str(tmp_path / "cluster.duckdb"), "--out", str(prf)], cluster)
+    assert tuned.returncode == 0, tuned.stderr[-2000:]
+    assert "layout 4:2x2" in prf.read_text().splitlines() and "machine ctnode1,ctnode2" in prf.read_text()
+    prog = ["/bin/true"]
+    same = _run([COLLTUNE, "run", "--profile", str(prf), "--dry-run", "--", "srun", "-N", "2", "-n", "4", *prog],
+                cluster)
+    assert same.returncode == 0 and "warning" not in same.stderr, same.stderr
+    other = _run([COLLTUNE, "run", "--profile", str(prf), "--dry-run", "--", "srun", "-N", "1", "-n", "4", *prog],
+                 cluster)
+    assert other.returncode == 0, other.stderr
+    assert (f"colltune: warning: {prf} was measured on 2 nodes x 2 for 4 processes; this launch runs 1 node x 4."
+            in " ".join(other.stderr.split()))
 
 
 @pytest.mark.mpich

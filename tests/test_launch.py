@@ -140,3 +140,21 @@ def test_the_ranks_receive_the_decision(openmpi: MpiLibrary, monkeypatch: pytest
         assert proc.returncode == 0, proc.stderr
         seen = [line for line in proc.stdout.splitlines() if line.startswith("OMPI_MCA_mpi_yield_when_idle=")]
         assert seen == expected
+
+
+@pytest.mark.parametrize(("argv", "env", "expected"), [
+    (["srun", "-N", "2", "-n", "4", "./app"], {}, (4, (2, 2))),
+    (["srun", "--nodes=2", "--ntasks=6", "./app"], {}, (6, (2, 3))),         # block: 3 + 3
+    (["srun", "-n", "4", "--ntasks-per-node", "2", "./app"], {}, (4, (2, 2))),
+    (["srun", "-n", "4", "./app"], {"SLURM_NNODES": "2"}, (4, (2, 2))),     # the allocation's nodes
+    (["srun", "./app"], {"SLURM_NNODES": "2", "SLURM_NTASKS": "4"}, (4, (2, 2))),
+    (["srun", "-N", "1", "-n", "4", "./app"], {"SLURM_NNODES": "2"}, (4, (1, 4))),
+    (["srun", "-N", "2-4", "-n", "8", "./app"], {}, None),                  # Slurm decides
+    (["srun", "-n", "4", "./app"], {}, None),                               # no allocation known
+    (["mpiexec", "-n", "4", "./app"], {}, (4, (1, 4))),
+    (["mpiexec", "-n", "4", "--hostfile", "h", "./app"], {}, None),
+    (["mpiexec", "-n", "4", "./app"], {"SLURM_JOB_ID": "7"}, None),          # mpiexec spans the allocation
+])
+def test_layout_a_launch_line_asks_for(argv: list[str], env: dict[str, str],
+                                       expected: tuple[int, tuple[int, int]] | None) -> None:
+    assert launch.planned_layout(argv, env) == expected

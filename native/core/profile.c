@@ -55,7 +55,7 @@ struct ct_profile {
 };
 
 static const char *const ct_provenance_keys[] = {
-    "generator", "source", "mpi", "mpi-version", "machine", "nprocs",
+    "generator", "source", "mpi", "mpi-version", "machine", "nprocs", "layout",
     "date", "check-run", "min-gain", "scratch-cap", "extension",
 };
 #define CT_NUM_PROVENANCE (sizeof ct_provenance_keys / sizeof ct_provenance_keys[0])

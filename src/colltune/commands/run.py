@@ -59,6 +59,8 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         from colltune.measure import proof
 
         proof.ensure_proven_shown(lib)
+    if profile:
+        _warn_layout(profile, command)
     env = interposer.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
                                   learn=learn, trace_dir=trace_dir)
     argv, launcher_extra = runenv.inject(lib, list(command), env)
@@ -68,3 +70,17 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         return
     proc = subprocess.run(argv, env={**launch.launcher_env(lib, nprocs=launch.nprocs_of(command)), **launcher_extra}, check=False)
     sys.exit(proc.returncode)
+
+
+def _warn_layout(path: str, command: tuple[str, ...]) -> None:
+    """A profile measured on another node layout than the launch's (docs/cluster.md)."""
+    from colltune.measure import confirm
+    from colltune.tune import profile as prof
+
+    try:
+        layout = prof.read_profile(path).provenance.get("layout")
+    except (OSError, ValueError):
+        return  # the interposer reports a bad profile itself, with the line
+    note = confirm.profile_layout_warning(path, layout, launch.planned_layout(command))
+    if note:
+        click.echo(f"colltune: warning: {note}", err=True)

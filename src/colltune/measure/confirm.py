@@ -120,3 +120,68 @@ def refusal(lib: mpi.MpiLibrary, nprocs: int, out: DriverOutput, stderr: str,
                 "launches on different node layouts are not repetitions of one measurement. Resume inside the "
                 "same allocation, or start a new run")
     return None
+
+
+# ---- layouts of profiles (provenance `layout NPROCS:NODESxPPN ...`, docs/profile.md) -------------
+
+Shape = tuple[int, int]  # (nodes, ppn): ppn is the most ranks on one node, as in docs/select.md
+
+
+def run_shapes(environment: pd.DataFrame, launches: pd.DataFrame) -> dict[int, list[Shape]]:
+    """Process count -> the (nodes, ppn) its launches ran on, in launch order."""
+    out: dict[int, list[Shape]] = {}
+    if environment.empty or launches.empty:
+        return out
+    facts = environment[environment["key"] == "ranks_per_node"].set_index("launch_idx")["value"]
+    for idx, nprocs in launches.sort_values("launch_idx")[["launch_idx", "nprocs"]].itertuples(index=False):
+        counts = [int(c) for c in str(facts.get(idx, "")).split(",") if c.strip().isdigit()]
+        if counts:
+            shape = (len(counts), max(counts))
+            seen = out.setdefault(int(nprocs), [])
+            if shape not in seen:
+                seen.append(shape)
+    return out
+
+
+def format_layouts(shapes: dict[int, list[Shape]]) -> str:
+    """`4:2x2 8:1x8`; a process count measured on several layouts lists each."""
+    return " ".join(f"{n}:{nodes}x{ppn}" for n in sorted(shapes) for nodes, ppn in shapes[n])
+
+
+_LAYOUT = re.compile(r"(\d+):(\d+)x(\d+)")
+
+
+def parse_layouts(text: str) -> dict[int, list[Shape]]:
+    out: dict[int, list[Shape]] = {}
+    for word in text.split():
+        hit = _LAYOUT.fullmatch(word)
+        if hit is None:
+            raise ValueError(f"layout {word!r} is not NPROCS:NODESxPPN (like 4:2x2)")
+        out.setdefault(int(hit.group(1)), []).append((int(hit.group(2)), int(hit.group(3))))
+    return out
+
+
+def describe_shape(shape: Shape) -> str:
+    nodes, ppn = shape
+    return f"{nodes} node{'s' if nodes > 1 else ''} x {ppn}"
+
+
+def profile_layout_warning(name: str, layout_text: str | None, planned: tuple[int, Shape] | None) -> str | None:
+    """Why a profile may not fit a launch: it was measured on another node layout for the
+    launch's process count. None when it fits, or when either side is not known (a profile
+    without `layout`, a launch line whose layout colltune cannot read)."""
+    if not layout_text or planned is None:
+        return None
+    try:
+        measured = parse_layouts(layout_text)
+    except ValueError as exc:
+        return f"{name}: {exc}; its layout cannot be compared with this launch's"
+    nprocs, shape = planned
+    if nprocs not in measured or shape in measured[nprocs]:
+        return None
+    was = " and ".join(describe_shape(s) for s in measured[nprocs])
+    nodes, ppn = shape
+    return (f"{name} was measured on {was} for {nprocs} processes; this launch runs {describe_shape(shape)}. "
+            "Which variant is fastest changes with the node layout (docs/cluster.md), so its rules may not "
+            f"hold here: measure with `colltune check -n {nprocs}` inside `salloc -N {nodes} "
+            f"--ntasks-per-node {ppn}` and tune again")

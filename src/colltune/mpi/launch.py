@@ -177,6 +177,45 @@ def nprocs_of(argv: Sequence[str]) -> int | None:
     return max(found) if found else None
 
 
+_HOSTS_FLAGS = ("-H", "--host", "-host", "--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f",
+                "-hosts", "--map-by", "-ppn", "--ppn", "-npernode", "--npernode")
+
+
+def _flag_value(words: Sequence[str], names: Sequence[str]) -> str | None:
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if flag in names:
+            return value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return None
+
+
+def planned_layout(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[int, tuple[int, int]] | None:
+    """(nprocs, (nodes, ranks per node)) that a launcher line asks for, or None when colltune
+    cannot tell: srun's -n/-N/--ntasks-per-node (with the allocation's SLURM_NNODES and
+    SLURM_NTASKS for what the line leaves out; block distribution), mpiexec on this host only
+    when no host option is given and no Slurm allocation surrounds it."""
+    env = os.environ if environ is None else environ
+    if not argv:
+        return None
+    words = list(argv[1:])
+    nprocs = nprocs_of(argv)
+    if os.path.basename(argv[0]) == "srun":
+        if nprocs is None and str(env.get("SLURM_NTASKS", "")).isdigit():
+            nprocs = int(env["SLURM_NTASKS"])
+        nodes_text = _flag_value(words, ("-N", "--nodes")) or env.get("SLURM_NNODES")
+        per_node = _flag_value(words, ("--ntasks-per-node",))
+        if nprocs is None or (nodes_text is None and per_node is None):
+            return None
+        if (nodes_text is not None and not nodes_text.isdigit()) or (per_node is not None and not per_node.isdigit()):
+            return None  # a range of nodes (-N 2-4): Slurm decides
+        nodes = int(nodes_text) if nodes_text else -(-nprocs // int(per_node or 1))
+        nodes = min(nodes, nprocs)
+        return nprocs, (nodes, int(per_node) if per_node else -(-nprocs // nodes))
+    if nprocs is None or "SLURM_JOB_ID" in env or any(w.partition("=")[0] in _HOSTS_FLAGS for w in words):
+        return None
+    return nprocs, (1, nprocs)
+
+
 def run(
     lib: MpiLibrary,
     nprocs: int,

@@ -36,6 +36,7 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "mpi-version",
     "machine",
     "nprocs",
+    "layout",
     "date",
     "check-run",
     "min-gain",

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import __version__, catalog
 from colltune.errors import ColltuneError
+from colltune.measure import confirm
 from colltune.store import Store, StoreError
 from colltune.tune import profile as prof
 
@@ -228,9 +229,13 @@ def run_provenance(db_path: str | Path, run_id: str) -> dict[str, str]:
     try:
         with Store(db_path, read_only=True) as store:
             info = store.run_info(run_id)
-            env = dict(store.environment(run_id)[["key", "value"]].itertuples(index=False))
+            environment = store.environment(run_id)
+            shapes = confirm.run_shapes(environment, store.launches(run_id))
+            env = dict(environment[["key", "value"]].itertuples(index=False))
     except StoreError:
         return out
+    if shapes:
+        out["layout"] = confirm.format_layouts(shapes)
     if info.get("mpi_name"):
         out["mpi"] = str(info["mpi_name"])
     if info.get("mpi_version"):
