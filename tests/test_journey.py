@@ -327,3 +327,22 @@ def test_report_cli_says_which_run_it_rendered(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "o"), "--kind", "validate"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("report of validate run validate-2: ")
+
+
+@pytest.mark.slow
+def test_run_says_how_to_oversubscribe_when_open_mpi_refuses(tmp_path: Path, openmpi: mpi.MpiLibrary,
+                                                               openmpi_build: build.Artifacts) -> None:
+    """More ranks than Open MPI's slots without --oversubscribe: the launch fails (Open MPI's
+    refusal), colltune run says why it may have and prints the line that runs."""
+    j = Journey(tmp_path / "app")
+    j.cwd.mkdir()
+    build.compile_program(openmpi, [PROGRAM], j.cwd / "your_app", ["-O2"])
+    nprocs = nextsteps.openmpi_slots() + 1
+    if nprocs > 16:
+        pytest.skip(f"{nprocs} ranks to exceed this machine's cores: too many for a test")
+    out = j.sh(f"{COLLTUNE} run -- {openmpi.mpiexec} -n {nprocs} ./your_app 5", ok=(1,))
+    hint = out[out.index("colltune: if Open MPI said there are not enough slots"):].splitlines()
+    assert hint == [f"colltune: if Open MPI said there are not enough slots: {nprocs} ranks on {nprocs - 1} cores "
+                    "need --oversubscribe:", f"  $ {COLLTUNE} run -- {openmpi.mpiexec} --oversubscribe -n {nprocs} "
+                    "./your_app 5"]
+    assert f"journey_app ok {nprocs}" in j.sh(hint[1].removeprefix("  $ "))

@@ -69,6 +69,8 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         click.echo(f"{prefix} {shlex.join(argv)}".strip())
         return
     proc = subprocess.run(argv, env={**launch.launcher_env(lib, nprocs=launch.nprocs_of(command)), **launcher_extra}, check=False)
+    if proc.returncode != 0:
+        _hint_oversubscribe(lib, command)
     sys.exit(proc.returncode)
 
 
@@ -84,3 +86,19 @@ def _warn_layout(path: str, command: tuple[str, ...]) -> None:
     note = confirm.profile_layout_warning(path, layout, launch.planned_layout(command))
     if note:
         click.echo(f"colltune: warning: {note}", err=True)
+
+
+def _hint_oversubscribe(lib: mpi_mod.MpiLibrary, command: tuple[str, ...]) -> None:
+    """Open MPI refuses more ranks than cores unless told (--oversubscribe): after a failed launch
+    that may be why, say so with the line that runs (colltune's own launches pass the flag)."""
+    from colltune.commands import nextsteps
+
+    nprocs = launch.nprocs_of(command)
+    placed = any(w == "--oversubscribe" or w.startswith(("--map-by", "--host", "-H", "--hostfile")) for w in command)
+    if (lib.family != "openmpi" or nprocs is None or placed or command[0].endswith("srun")
+            or nprocs <= nextsteps.openmpi_slots()):
+        return
+    ours = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else ["run"]
+    fixed = [command[0], "--oversubscribe", *command[1:]]
+    print(f"colltune: if Open MPI said there are not enough slots: {nprocs} ranks on {nextsteps.openmpi_slots()} "
+          f"cores need --oversubscribe:\n  $ {nextsteps.cli(*ours)} -- {shlex.join(fixed)}", file=sys.stderr)
