@@ -234,7 +234,7 @@ def _advice(ctx: ReportContext) -> str:
             f"<li><b>{html.escape(r['collective'])} {T.fmt_bytes(r['msg_bytes'])}, {r['nprocs']} processes:</b> "
             f"{_code_spans(html.escape(advice(r, family)))}</li>" for r in rows)
         out.append(f"<h3>{html.escape(title)} ({len(rows)})</h3>"
-                   f"<p>{_code_spans(html.escape(intro.format(db=ctx.db_path.name)))}</p><ul class=advice>{items}</ul>")
+                   f"<p>{_code_spans(html.escape(intro.format(db=ctx.db_path)))}</p><ul class=advice>{items}</ul>")
     return "".join(out)
 
 
