@@ -192,3 +192,28 @@ def test_library_members_across_nodes_run_their_algorithm(cluster: dict[str, str
     assert set(calls["outcome"]) == {"applied"} and set(calls["nodes"]) == {2} and set(calls["ppn"]) == {2}
     want = {int(i): ref[m] for i, m in zip(calls["call_index"], calls["member"], strict=True)}
     assert {int(i): got[int(i)] for i in calls["call_index"]} == want
+
+
+@pytest.mark.parametrize(("name", "ranks"), [("openmpi", 4), pytest.param("mpich", 2, marks=pytest.mark.mpich)])
+def test_learning_mode_exact_across_nodes(cluster: dict[str, str], name: str, ranks: int,
+                                          request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Every collective colltune serves, each call drawn uniformly over the whole portfolio
+    (mock-ups and the library's own algorithms), across 2 nodes: ct_collectives checks every
+    result exactly (-t: in-place Reduce_scatter tails too) and the traces carry nodes=2. MPICH
+    at 1 rank per node: 4 busy-polling ranks on this machine's 2 cores take seconds per call."""
+    lib: mpi.MpiLibrary = request.getfixturevalue(name)
+    request.getfixturevalue(f"{name}_build")
+    prog = build.compile_program(lib, [PROGRAMS / "ct_collectives.c"], tmp_path / "ct_collectives", ["-Wextra"])
+    trace = tmp_path / "trace"
+    proc = _run([COLLTUNE, "run", "--mpi", name, "--learn", "-", "--trace-dir", str(trace), "--verbose", "--",
+                 "srun", "-N", "2", "-n", str(ranks), str(prog), "-t"], cluster, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"ok {ranks} ranks" in proc.stdout and "FAIL" not in proc.stdout + proc.stderr
+    ingest = _run([COLLTUNE, "traces", "ingest", str(trace), "--db", str(tmp_path / "t.duckdb"), "--mpi", name], cluster)
+    assert ingest.returncode == 0, ingest.stderr[-2000:]
+    with Store(tmp_path / "t.duckdb", read_only=True) as store:
+        runs = store.con.execute("SELECT world_size, nodes, ppn FROM trace_runs").fetchall()
+        members = store.con.execute("SELECT count(DISTINCT member), min(nodes), max(nodes) FROM trace_calls "
+                                    "WHERE comm_size = ?", [ranks]).fetchone()
+    assert runs == [(ranks, 2, ranks // 2)]
+    assert members is not None and members[0] > 20 and members[1:] == (2, 2)
