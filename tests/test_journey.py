@@ -314,7 +314,7 @@ def test_report_shows_the_settings_as_a_table(tmp_path: Path) -> None:
                                          "preset": "quick"}) == [
         ("nprocs", "2, 4"), ("stop.max_reps", "40"), ("stop.ref_time_s", "-"), ("preset", "quick")]
     page = report.write_report(_check_then_validate(tmp_path), tmp_path / "o").read_text()
-    assert "<h3>Measurement settings</h3>" in page
+    assert "<details><summary>1 measurement setting of the run</summary>" in page
     assert "<tr><td>preset</td><td>synthetic</td></tr>" in page and "bench settings" not in page
 
 

@@ -111,8 +111,9 @@ def _environment(ctx: ReportContext) -> str:
     out = ctx.table(pd.DataFrame(rows, columns=["", "value"]))
     settings = info.get("settings")
     if isinstance(settings, dict) and settings:
-        out += ("<h3>Measurement settings</h3>"
-                + ctx.table(pd.DataFrame(settings_rows(settings), columns=["setting", "value"])))
+        rows_ = settings_rows(settings)
+        out += (f"<details><summary>{len(rows_)} measurement setting{'s' if len(rows_) != 1 else ''} of the run</summary>"
+                + ctx.table(pd.DataFrame(rows_, columns=["setting", "value"])) + "</details>")
     cvars = sorted((k.removeprefix("cvar:"), v) for k, v in env.items() if k.startswith("cvar:"))
     if cvars:
         out += (f"<details><summary>{len(cvars)} MPI_T control variables of the library at the first launch"
