@@ -109,8 +109,8 @@ def select_unit(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, str(FUZZ / "gen_names.py"), str(out)], check=True)
     exe = out / "select_unit"
     subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}",
-                    str(FUZZ / "select_unit.c"), str(ROOT / "native" / "core" / "select.c"),
+                    "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}",
+                    str(FUZZ / "select_unit.c"), str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "textformat.c"),
                     str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
     return exe
 
@@ -404,8 +404,8 @@ def test_c_and_python_readers_agree_on_corpus_mutations(tmp_path):
     exe = tmp_path / "fuzz_select"
     subprocess.run([cc, "-std=c11", "-DCT_FUZZ_MAIN", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                    f"-I{ROOT / 'native' / 'include'}", f"-I{out}", str(FUZZ / "fuzz_select.c"),
-                    str(ROOT / "native" / "core" / "select.c"), str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
+                    f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}", str(FUZZ / "fuzz_select.c"),
+                    str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
     inputs = []
     for src in sorted(CORPUS.glob("*.select")):
         for k, data in enumerate(mutations(src.read_bytes())):

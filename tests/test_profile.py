@@ -38,8 +38,8 @@ def cbin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         exe = out / prog
         subprocess.run(
             [cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-             "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}",
-             str(FUZZ / f"{prog}.c"), str(ROOT / "native" / "core" / "profile.c"), str(out / "ct_catalog.c"),
+             "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}",
+             str(FUZZ / f"{prog}.c"), str(ROOT / "native" / "core" / "profile.c"), str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"),
              "-o", str(exe)],
             check=True,
         )

@@ -19,15 +19,13 @@
 #include <string.h>
 
 #include "ct_catalog.h"
+#include "ct_text.h"
 
 #define CT_PROFILE_VERSION "1"
-#define CT_PROFILE_MAX_LINE 1023
-#define CT_PROFILE_MAX_BYTES (16u * 1024u * 1024u)
 #define CT_PROFILE_MAX_RULES 65536u
 #define CT_PROFILE_MAX_BLOCKS 4096u
 #define CT_PROFILE_MAX_FIELDS 8
 #define CT_PROFILE_MAX_PROCS INT64_C(2147483647)
-#define CT_PROFILE_SHOW 40 /* characters of an offending word quoted in a message */
 
 /* The message-size rules of one communicator-size block: ranges[first .. first+count). */
 typedef struct ct_pblock {
@@ -69,11 +67,7 @@ enum ct_pstate {
     CT_AFTER_END
 };
 
-/* A word of a line: not NUL-terminated, the line lives in the caller's buffer. */
-typedef struct ct_word {
-    const char *s;
-    size_t n;
-} ct_word;
+typedef ct_text_word ct_word;
 
 typedef struct ct_parser {
     const char *name;
@@ -88,70 +82,17 @@ typedef struct ct_parser {
     unsigned char coll_seen[CT_NUM_COLLECTIVES];
     ct_profile *p;
     uint32_t cap_blocks, cap_ranges;
-    char quote[2][CT_PROFILE_SHOW * 4 + 1];
+    char quote[2][CT_TEXT_QUOTE_BYTES];
 } ct_parser;
 
-static int ct_fail(ct_parser *ps, long line, const char *fmt, ...)
-{
-    if (ps->err != NULL && ps->errlen > 0) {
-        int used = snprintf(ps->err, ps->errlen, "%s:%ld: ", ps->name, line);
-        if (used >= 0 && (size_t)used < ps->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(ps->err + used, ps->errlen - (size_t)used, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
-}
+#define ct_fail(ps, line, ...) ct_text_fail((ps)->err, (ps)->errlen, (ps)->name, (line), __VA_ARGS__)
+#define ct_word_is ct_text_is
+#define ct_number ct_text_u64
 
-static int ct_word_is(ct_word w, const char *s)
-{
-    size_t n = strlen(s);
-    return w.n == n && memcmp(w.s, s, n) == 0;
-}
-
-/* A word as quoted in messages: its first CT_PROFILE_SHOW bytes, printable ASCII as is, any
- * other byte as \xNN (messages go to terminals and logs; the Python reader quotes the same way).
- * `slot` selects one of two buffers, for messages that quote two words. */
+/* `slot` selects one of two buffers, for messages that quote two words. */
 static const char *ct_q(ct_parser *ps, int slot, ct_word w)
 {
-    static const char hex[] = "0123456789abcdef";
-    char *out = ps->quote[slot];
-    size_t n = w.n < CT_PROFILE_SHOW ? w.n : CT_PROFILE_SHOW, k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)w.s[i];
-        if (c >= 0x20 && c < 0x7f) {
-            out[k++] = (char)c;
-        } else {
-            out[k++] = '\\';
-            out[k++] = 'x';
-            out[k++] = hex[c >> 4];
-            out[k++] = hex[c & 15];
-        }
-    }
-    out[k] = '\0';
-    return out;
-}
-
-static int ct_is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* 1 to 19 decimal digits: fits in uint64_t without overflow checks (10^19 - 1 < 2^64). */
-static int ct_number(ct_word w, uint64_t *value)
-{
-    uint64_t v = 0;
-    if (w.n < 1 || w.n > 19)
-        return -1;
-    for (size_t i = 0; i < w.n; i++) {
-        if (w.s[i] < '0' || w.s[i] > '9')
-            return -1;
-        v = v * 10u + (uint64_t)(w.s[i] - '0');
-    }
-    *value = v;
-    return 0;
+    return ct_text_quote(ps->quote[slot], w);
 }
 
 static int ct_numbers(ct_parser *ps, const ct_word *w, uint64_t *a, uint64_t *b)
@@ -163,28 +104,6 @@ static int ct_numbers(ct_parser *ps, const ct_word *w, uint64_t *a, uint64_t *b)
         return ct_fail(ps, ps->line, "'%s' is not a number (1 to 19 decimal digits)",
                        ct_q(ps, 0, w[1]));
     return 0;
-}
-
-/* Split at blanks; returns the number of words, or CT_PROFILE_MAX_FIELDS + 1 if there are more. */
-static int ct_split(const char *s, size_t n, ct_word *words)
-{
-    int count = 0;
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && ct_is_blank(s[i]))
-            i++;
-        if (i == n)
-            break;
-        size_t start = i;
-        while (i < n && !ct_is_blank(s[i]))
-            i++;
-        if (count == CT_PROFILE_MAX_FIELDS)
-            return CT_PROFILE_MAX_FIELDS + 1;
-        words[count].s = s + start;
-        words[count].n = i - start;
-        count++;
-    }
-    return count;
 }
 
 static int ct_grow(void **array, uint32_t *cap, uint32_t need, uint32_t max, size_t elem)
@@ -267,9 +186,9 @@ static int ct_collective(ct_parser *ps, const ct_word *w, int nw)
         return -1;
     if (nw != 2)
         return ct_fail(ps, ps->line, "'collective' takes one name: 'collective NAME'");
-    char name[CT_PROFILE_SHOW + 1];
+    char name[CT_TEXT_SHOW + 1];
     int coll = -1;
-    if (w[1].n <= CT_PROFILE_SHOW) {
+    if (w[1].n <= CT_TEXT_SHOW) {
         memcpy(name, w[1].s, w[1].n);
         name[w[1].n] = '\0';
         coll = colltune_collective_index(name);
@@ -340,7 +259,7 @@ static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
 
 static int ct_variant(ct_parser *ps, ct_word w)
 {
-    char name[CT_PROFILE_MAX_LINE + 1];
+    char name[CT_TEXT_MAX_LINE + 1];
     memcpy(name, w.s, w.n);
     name[w.n] = '\0';
     if (strcmp(name, "default") == 0)
@@ -450,31 +369,17 @@ static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
 /* One line without its '\n' (and without a '\r' before it). */
 static int ct_line(ct_parser *ps, const char *s, size_t n)
 {
-    if (n > CT_PROFILE_MAX_LINE)
-        return ct_fail(ps, ps->line, "line longer than %d bytes; shorten it",
-                       CT_PROFILE_MAX_LINE);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return ct_fail(ps, ps->line,
-                           "control character 0x%02x; remove it (a profile is text)", c);
-    }
-    size_t i = 0;
-    while (i < n && ct_is_blank(s[i]))
-        i++;
-    if (i == n || s[i] == '#')
-        return 0;
+    if (n > CT_TEXT_MAX_LINE)
+        return ct_fail(ps, ps->line, "line longer than %d bytes; shorten it", CT_TEXT_MAX_LINE);
+    long bad = ct_text_control(s, n);
+    if (bad >= 0)
+        return ct_fail(ps, ps->line, "control character 0x%02x; remove it (a profile is text)",
+                       (unsigned char)s[bad]);
     ct_word w[CT_PROFILE_MAX_FIELDS];
-    int nw = ct_split(s, n, w);
+    int nw = ct_text_split(s, n, w, CT_PROFILE_MAX_FIELDS);
+    if (nw == 0 || w[0].s[0] == '#')
+        return 0;
     return ct_statement(ps, w, nw);
-}
-
-static void ct_fnv(uint64_t *h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        *h ^= (unsigned char)s[i];
-        *h *= UINT64_C(1099511628211);
-    }
 }
 
 /* FNV-1a 64 over "COLL PLO PHI BLO BHI VARIANT\n" per rule, collectives in strcmp order of their
@@ -490,7 +395,7 @@ static uint64_t ct_hash(const ct_profile *p)
         }
         order[j] = i;
     }
-    uint64_t h = UINT64_C(14695981039346656037);
+    uint64_t h = CT_TEXT_FNV_BASIS;
     char line[256];
     for (int k = 0; k < CT_NUM_COLLECTIVES; k++) {
         const ct_pcoll *c = &p->colls[order[k]];
@@ -503,7 +408,7 @@ static uint64_t ct_hash(const ct_profile *p)
                                  ct_coll_name(order[k]), b->lo, b->hi, (long long)r->lo,
                                  (long long)r->hi, vname != NULL ? vname : "?");
                 if (n > 0)
-                    ct_fnv(&h, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+                    h = ct_text_fnv1a(h, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
             }
         }
     }
@@ -525,24 +430,19 @@ int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile 
     *profile = NULL;
     if (text == NULL && len > 0)
         return ct_fail(&ps, 0, "no text");
-    if (len > CT_PROFILE_MAX_BYTES)
+    if (len > CT_TEXT_MAX_FILE_BYTES)
         return ct_fail(&ps, 1, "larger than %u bytes; a profile is never that big (wrong file?)",
-                       CT_PROFILE_MAX_BYTES);
+                       CT_TEXT_MAX_FILE_BYTES);
     ps.p = calloc(1, sizeof *ps.p);
     if (ps.p == NULL)
         return ct_fail(&ps, 0, "out of memory");
 
     int rc = 0;
-    size_t pos = 0;
-    while (rc == 0 && pos < len) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t end = nl != NULL ? (size_t)(nl - text) : len;
-        size_t n = end - pos;
-        if (nl != NULL && n > 0 && text[end - 1] == '\r')
-            n--;
+    size_t pos = 0, n;
+    const char *line;
+    while (rc == 0 && ct_text_next_line(text, len, &pos, 0, &line, &n)) {
         ps.line++;
-        rc = ct_line(&ps, text + pos, n);
-        pos = end + 1;
+        rc = ct_line(&ps, line, n);
     }
     if (rc == 0 && ps.state == CT_EXPECT_HEADER)
         rc = ct_fail(&ps, ps.line > 0 ? ps.line : 1,
@@ -570,31 +470,10 @@ int ct_profile_load(const char *path, ct_profile **profile, char *err, size_t er
             snprintf(err, errlen, "(null): no profile path given");
         return -1;
     }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: cannot open: %s; point COLLTUNE_PROFILE to a readable "
-                     "profile", path, strerror(errno));
-        return -1;
-    }
-    /* One byte more than allowed, so that an oversized file is detected without stat(). */
-    size_t cap = CT_PROFILE_MAX_BYTES + 1u, len = 0;
-    char *text = malloc(cap);
-    if (text == NULL) {
-        fclose(f);
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: out of memory", path);
-        return -1;
-    }
-    size_t got;
-    while (len < cap && (got = fread(text + len, 1, cap - len, f)) > 0)
-        len += got;
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(text);
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: read error; check the file", path);
+    char *text;
+    size_t len;
+    if (ct_text_read(path, &text, &len) != 0) {
+        ct_text_read_error(err, errlen, path, errno, "point COLLTUNE_PROFILE to a readable profile");
         return -1;
     }
     int rc = ct_profile_parse(text, len, path, profile, err, errlen);

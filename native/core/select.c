@@ -28,12 +28,10 @@
 #include <string.h>
 
 #include "ct_catalog.h"
+#include "ct_text.h"
 
-#define CT_SEL_MAX_LINE 1023
-#define CT_SEL_MAX_BYTES (16u * 1024u * 1024u)
 #define CT_SEL_MAX_BINS 64
 #define CT_SEL_MAX_WORDS (5 + CT_SELECT_MAX_MEMBERS + 1)
-#define CT_SEL_SHOW 40
 
 enum { CT_UNLISTED_EXPLORE, CT_UNLISTED_LIBRARY, CT_UNLISTED_EXPLOIT };
 #define CT_CODE_EXPLORE CT_SELECT_CODE_EXPLORE   /* 0 unlisted, else 1 + exploit member */
@@ -72,10 +70,7 @@ typedef struct ct_pcell {
     uint8_t best;
 } ct_pcell;
 
-typedef struct ct_sword {
-    const char *s;
-    size_t n;
-} ct_sword;
+typedef ct_text_word ct_sword;
 
 enum ct_sstate { CT_S_HEADER, CT_S_KEYS, CT_S_COLL, CT_S_CELLS, CT_S_END };
 
@@ -95,7 +90,7 @@ typedef struct ct_sparser {
     ct_pcell *pcells;
     double *pprefix;
     uint32_t npcells, cappcells;
-    char quote[CT_SEL_SHOW * 4 + 1];
+    char quote[CT_TEXT_QUOTE_BYTES];
 } ct_sparser;
 
 /* ---- the draw ------------------------------------------------------------------------------ */
@@ -233,54 +228,14 @@ int ct_select_count_bin(uint64_t value, int nbins)
 
 /* ---- lexical helpers (docs/profile.md rules) ----------------------------------------------- */
 
-static int ct_sfail(ct_sparser *ps, long line, const char *fmt, ...)
-{
-    if (ps->err != NULL && ps->errlen > 0) {
-        int used = snprintf(ps->err, ps->errlen, "%s:%ld: ", ps->name, line);
-        if (used >= 0 && (size_t)used < ps->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(ps->err + used, ps->errlen - (size_t)used, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
-}
-
-static int ct_is(ct_sword w, const char *s)
-{
-    size_t n = strlen(s);
-    return w.n == n && memcmp(w.s, s, n) == 0;
-}
+#define ct_sfail(ps, line, ...) ct_text_fail((ps)->err, (ps)->errlen, (ps)->name, (line), __VA_ARGS__)
+#define ct_is ct_text_is
+#define ct_digits ct_text_digits
 
 /* Quoted as colltune.learn.table quotes: printable ASCII as is, other bytes \xNN. */
 static const char *ct_sq(ct_sparser *ps, ct_sword w)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t n = w.n < CT_SEL_SHOW ? w.n : CT_SEL_SHOW, k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)w.s[i];
-        if (c >= 0x20 && c < 0x7f) {
-            ps->quote[k++] = (char)c;
-        } else {
-            ps->quote[k++] = '\\';
-            ps->quote[k++] = 'x';
-            ps->quote[k++] = hex[c >> 4];
-            ps->quote[k++] = hex[c & 15];
-        }
-    }
-    ps->quote[k] = '\0';
-    return ps->quote;
-}
-
-static int ct_digits(const char *s, size_t n)
-{
-    if (n < 1 || n > 19)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-    return 1;
+    return ct_text_quote(ps->quote, w);
 }
 
 static int ct_count(ct_sparser *ps, ct_sword w, const char *what, uint64_t lo, uint64_t hi,
@@ -315,27 +270,6 @@ static int ct_decimal(ct_sparser *ps, ct_sword w, const char *what, double *out)
     buf[w.n] = '\0';
     *out = strtod_l(buf, NULL, c_locale);   /* correctly rounded, like Python's float() */
     return 0;
-}
-
-static int ct_ssplit(const char *s, size_t n, ct_sword *words)
-{
-    int count = 0;
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (s[i] == ' ' || s[i] == '\t'))
-            i++;
-        if (i == n)
-            break;
-        size_t start = i;
-        while (i < n && s[i] != ' ' && s[i] != '\t')
-            i++;
-        if (count == CT_SEL_MAX_WORDS)
-            return CT_SEL_MAX_WORDS + 1;
-        words[count].s = s + start;
-        words[count].n = i - start;
-        count++;
-    }
-    return count;
 }
 
 /* ---- grammar ------------------------------------------------------------------------------- */
@@ -618,14 +552,11 @@ static int ct_cell(ct_sparser *ps, const ct_sword *w, int nw)
 static int ct_sline(ct_sparser *ps, const char *s, size_t n)
 {
     ct_sword w[CT_SEL_MAX_WORDS];
-    if (n > CT_SEL_MAX_LINE)
-        return ct_sfail(ps, ps->line, "line longer than %d bytes; shorten it", CT_SEL_MAX_LINE);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return ct_sfail(ps, ps->line, "control character in the line; the file must be text");
-    }
-    int nw = ct_ssplit(s, n, w);
+    if (n > CT_TEXT_MAX_LINE)
+        return ct_sfail(ps, ps->line, "line longer than %d bytes; shorten it", CT_TEXT_MAX_LINE);
+    if (ct_text_control(s, n) >= 0)
+        return ct_sfail(ps, ps->line, "control character in the line; the file must be text");
+    int nw = ct_text_split(s, n, w, CT_SEL_MAX_WORDS);
     if (nw == 0 || w[0].s[0] == '#')
         return 0;
     if (ps->state == CT_S_END)
@@ -716,22 +647,17 @@ int ct_select_parse(const char *text, size_t len, const char *name, ct_select **
     *out = NULL;
     if (text == NULL && len > 0)
         return ct_sfail(&ps, 0, "no text");
-    if (len > CT_SEL_MAX_BYTES)
-        return ct_sfail(&ps, 0, "larger than %u bytes; not a selection table", CT_SEL_MAX_BYTES);
+    if (len > CT_TEXT_MAX_FILE_BYTES)
+        return ct_sfail(&ps, 0, "larger than %u bytes; not a selection table", CT_TEXT_MAX_FILE_BYTES);
     ps.t = ct_new();
     if (ps.t == NULL)
         return ct_sfail(&ps, 0, "out of memory");
     int rc = 0;
-    size_t pos = 0;
-    while (rc == 0 && pos < len) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t end = nl != NULL ? (size_t)(nl - text) : len;
-        size_t n = end - pos;
-        if (n > 0 && text[end - 1] == '\r')
-            n--;
+    size_t pos = 0, n;
+    const char *line;
+    while (rc == 0 && ct_text_next_line(text, len, &pos, 1, &line, &n)) {
         ps.line++;
-        rc = ct_sline(&ps, text + pos, n);
-        pos = end + 1;
+        rc = ct_sline(&ps, line, n);
     }
     if (rc == 0 && ps.state == CT_S_HEADER)
         rc = ct_sfail(&ps, ps.line, "empty file: not a selection table; write one with colltune "
@@ -744,10 +670,7 @@ int ct_select_parse(const char *text, size_t len, const char *name, ct_select **
         ct_select_free(ps.t);
         return -1;
     }
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)text[i]) * UINT64_C(1099511628211);
-    ps.t->hash = h;
+    ps.t->hash = ct_text_fnv1a(CT_TEXT_FNV_BASIS, text, len);
     ct_finish(ps.t);
     *out = ps.t;
     return 0;
@@ -757,32 +680,14 @@ int ct_select_load(const char *path, ct_select **out, char *err, size_t errlen)
 {
     if (out != NULL)
         *out = NULL;
-    FILE *f = path != NULL ? fopen(path, "rb") : NULL;
-    if (f == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: cannot open: %s; point COLLTUNE_SELECT to a readable "
-                     "selection table", path ? path : "(null)", strerror(errno));
+    char *text;
+    size_t len;
+    if (ct_text_read(path, &text, &len) != 0) {
+        ct_text_read_error(err, errlen, path, errno,
+                           "point COLLTUNE_SELECT to a readable selection table");
         return -1;
     }
-    size_t cap = CT_SEL_MAX_BYTES + 1u, len = 0, got;
-    char *text = malloc(cap);
-    if (text == NULL) {
-        fclose(f);
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: out of memory", path);
-        return -1;
-    }
-    while (len < cap && (got = fread(text + len, 1, cap - len, f)) > 0)
-        len += got;
-    int failed = ferror(f);
-    fclose(f);
-    int rc = -1;
-    if (failed) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s:0: read error; check the file", path);
-    } else {
-        rc = ct_select_parse(text, len, path, out, err, errlen);
-    }
+    int rc = ct_select_parse(text, len, path, out, err, errlen);
     free(text);
     return rc;
 }

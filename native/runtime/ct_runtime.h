@@ -14,6 +14,7 @@
 
 #include "colltune.h"
 #include "ct_catalog.h"
+#include "ct_formats.h"
 
 #define CT_HIDDEN __attribute__((visibility("hidden")))
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -29,19 +30,7 @@ typedef enum ct_mode {
     CT_MODE_COUNT
 } ct_mode;
 
-/* One traced call, 20 bytes, the version 2 layout of docs/select.md "Trace files"
- * (little-endian). The communicator's facts (id, size, nodes, ppn) are written once per
- * communicator in the file's communicator table, which `comm` indexes. */
-typedef struct ct_trace_record {
-    uint16_t comm;        /* index in the file's communicator table */
-    uint16_t call;        /* the communicator's call index mod 2^16 */
-    uint8_t coll, member;
-    uint8_t status;       /* outcome | reason << 2 | drawn again << 7 */
-    uint8_t start_hi;     /* start ticks, bits 32..39 */
-    uint32_t bytes;       /* saturated at 2^32-1 */
-    uint32_t start_lo;    /* start ticks (2^-20 s since MPI_Init), bits 0..31 */
-    float duration;       /* seconds */
-} ct_trace_record;
+/* ct_trace_record, one traced call: native/spec/formats.toml via ct_formats.h. */
 
 /* The outcome of the decision point for one call. */
 typedef struct ct_decision {

@@ -365,11 +365,11 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         ct_pending_state = s;
         ct_trace_record *r = &ct_pending;
         r->comm = s->slot;
-        r->call = (uint16_t)index;
-        r->coll = (uint8_t)call->coll;
+        r->call_lo = (uint16_t)index;
+        r->collective = (uint8_t)call->coll;
         r->member = (uint8_t)(member > 0 ? member : 0);
         r->status = (uint8_t)((unsigned)outcome | redrawn);
-        r->bytes = ct_sat32((uint64_t)bytes);
+        r->msg_bytes = ct_sat32((uint64_t)bytes);
     }
     return d;
 }

@@ -25,14 +25,15 @@
 #include "ct_select.h"
 #include "ct_settings.h"
 
-_Static_assert(sizeof(ct_trace_record) == 20, "trace records are 20 bytes (docs/select.md)");
+/* The trace's outcome codes are the draw's (docs/select.md "Trace files"). */
+_Static_assert(CT_PICK_FIXED == CT_TRACE_OUTCOME_FIXED && CT_PICK_EXPLORE == CT_TRACE_OUTCOME_EXPLORE
+                   && CT_PICK_EXPLOIT == CT_TRACE_OUTCOME_EXPLOIT
+                   && CT_PICK_NOT_APPLICABLE == CT_TRACE_OUTCOME_NOT_APPLICABLE,
+               "outcome codes of native/spec/formats.toml");
 
-#define CT_TRACE_VERSION 3
-#define CT_TRACE_HEADER 104
+_Static_assert(CT_TRACE_TICKS_PER_SECOND == 1 << 20, "start ticks: the arithmetic below");
 #define CT_TICKS_MAX_NS UINT64_C(1048576000000000)   /* 2^40 ticks of 2^-20 s = 2^20 s, in ns */
 
-/* Why tracing stopped before MPI_Finalize (the header's `stop` field). */
-enum { CT_STOP_OPEN = 0, CT_STOP_RECORDS = 1, CT_STOP_SECONDS = 2 };
 
 atomic_int ct_recording;
 _Thread_local ct_trace_record ct_pending __attribute__((tls_model("initial-exec")));
@@ -111,7 +112,7 @@ void ct_trace_setup(int rank, int size, uint64_t t0)
     ct_world_rank = rank;
     ct_world_size = size;
     ct_t0 = t0;
-    atomic_store(&ct_stop, CT_STOP_OPEN);
+    atomic_store(&ct_stop, CT_TRACE_STOP_OPEN);
     const char *dir = ct_env(CT_ENV_TRACE_DIR);
     if (dir == NULL)
         return;
@@ -216,7 +217,7 @@ int ct_learn_tracing(void)
 /* The first call past a bound closes the trace; later calls take the untraced path. */
 static __attribute__((noinline)) void ct_trace_close(int why, uint64_t at)
 {
-    int open = CT_STOP_OPEN;
+    int open = CT_TRACE_STOP_OPEN;
     if (atomic_compare_exchange_strong(&ct_stop, &open, why)) {
         atomic_store(&ct_stop_ns, at - ct_t0);
         if (!ct_checking)
@@ -231,11 +232,11 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
              : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
                                                          : ct_run_member(call, d);
     uint64_t end = ct_now();
-    if (ct_trace == NULL || atomic_load_explicit(&ct_stop, memory_order_relaxed) != CT_STOP_OPEN)
+    if (ct_trace == NULL || atomic_load_explicit(&ct_stop, memory_order_relaxed) != CT_TRACE_STOP_OPEN)
         return rc;
     uint64_t ns = start - ct_t0;
     if (CT_UNLIKELY(ns >= ct_limit_ns)) {
-        ct_trace_close(CT_STOP_SECONDS, start);
+        ct_trace_close(CT_TRACE_STOP_SECONDS, start);
         return rc;
     }
     if (CT_UNLIKELY(ct_pending.comm == CT_NO_SLOT)) {
@@ -244,7 +245,7 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
     }
     uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
     if (CT_UNLIKELY(slot >= ct_trace_cap)) {
-        ct_trace_close(CT_STOP_RECORDS, start);
+        ct_trace_close(CT_TRACE_STOP_RECORDS, start);
         return rc;
     }
     ct_trace_record *r = &ct_trace[slot];
@@ -295,24 +296,25 @@ static int ct_write_trace(FILE *f, uint64_t seed, uint64_t table_hash, uint64_t 
     uint64_t kept = n < ct_trace_cap ? n : ct_trace_cap;
     double wall = (double)(ct_now() - ct_t0) * 1e-9;
     int stop = atomic_load(&ct_stop);
-    double stopped = stop == CT_STOP_OPEN ? wall : (double)atomic_load(&ct_stop_ns) * 1e-9;
-    unsigned char h[CT_TRACE_HEADER] = {0};
-    memcpy(h, "CTTRACE1", 8);
-    ct_put(h + 8, CT_TRACE_VERSION, 4);
-    ct_put(h + 12, sizeof(ct_trace_record), 4);
-    ct_put(h + 16, (uint64_t)ct_world_rank, 4);
-    ct_put(h + 20, (uint64_t)ct_world_size, 4);
-    ct_put(h + 24, seed, 8);
-    ct_put(h + 32, table_hash, 8);
-    ct_put(h + 40, kept, 8);
-    ct_put(h + 48, overflow, 8);
-    ct_put(h + 56, ct_double_bits(wall), 8);
-    ct_put(h + 64, ct_ntcomms, 4);
-    ct_put(h + 68, sizeof(ct_trace_comm), 4);
-    ct_put(h + 72, (uint64_t)stop, 4);   /* h + 76: 4 bytes reserved, 0 */
-    ct_put(h + 80, ct_trace_cap, 8);
-    ct_put(h + 88, ct_double_bits(ct_limit_ns == UINT64_MAX ? 0.0 : ct_limit_s), 8);
-    ct_put(h + 96, ct_double_bits(stopped), 8);
+    double stopped = stop == CT_TRACE_STOP_OPEN ? wall : (double)atomic_load(&ct_stop_ns) * 1e-9;
+    unsigned char h[CT_TRACE_HEADER_BYTES] = {0};
+    memcpy(h + CT_TRACE_H_MAGIC, CT_TRACE_MAGIC, 8);
+    ct_put(h + CT_TRACE_H_VERSION, CT_TRACE_VERSION, 4);
+    ct_put(h + CT_TRACE_H_RECORD_BYTES, sizeof(ct_trace_record), 4);
+    ct_put(h + CT_TRACE_H_RANK, (uint64_t)ct_world_rank, 4);
+    ct_put(h + CT_TRACE_H_WORLD_SIZE, (uint64_t)ct_world_size, 4);
+    ct_put(h + CT_TRACE_H_SEED, seed, 8);
+    ct_put(h + CT_TRACE_H_TABLE_HASH, table_hash, 8);
+    ct_put(h + CT_TRACE_H_N_RECORDS, kept, 8);
+    ct_put(h + CT_TRACE_H_OVERFLOW, overflow, 8);
+    ct_put(h + CT_TRACE_H_WALL_S, ct_double_bits(wall), 8);
+    ct_put(h + CT_TRACE_H_N_COMMS, ct_ntcomms, 4);
+    ct_put(h + CT_TRACE_H_COMM_BYTES, CT_TRACE_COMM_BYTES, 4);
+    ct_put(h + CT_TRACE_H_STOP, (uint64_t)stop, 4);   /* CT_TRACE_H_RESERVED stays 0 */
+    ct_put(h + CT_TRACE_H_RECORD_LIMIT, ct_trace_cap, 8);
+    ct_put(h + CT_TRACE_H_SECONDS_LIMIT,
+           ct_double_bits(ct_limit_ns == UINT64_MAX ? 0.0 : ct_limit_s), 8);
+    ct_put(h + CT_TRACE_H_STOP_S, ct_double_bits(stopped), 8);
     int bad = fwrite(h, sizeof h, 1, f) != 1;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         fputs(colltune_collective_name(c), f);
@@ -323,11 +325,11 @@ static int ct_write_trace(FILE *f, uint64_t seed, uint64_t table_hash, uint64_t 
     }
     fputc('\n', f);
     for (uint32_t i = 0; i < ct_ntcomms; i++) {
-        unsigned char c[sizeof(ct_trace_comm)];
-        ct_put(c, ct_tcomms[i].id, 4);
-        ct_put(c + 4, ct_tcomms[i].size, 4);
-        ct_put(c + 8, ct_tcomms[i].nodes, 4);
-        ct_put(c + 12, ct_tcomms[i].ppn, 4);
+        unsigned char c[CT_TRACE_COMM_BYTES];
+        ct_put(c + CT_TRACE_C_COMM_ID, ct_tcomms[i].id, 4);
+        ct_put(c + CT_TRACE_C_SIZE, ct_tcomms[i].size, 4);
+        ct_put(c + CT_TRACE_C_NODES, ct_tcomms[i].nodes, 4);
+        ct_put(c + CT_TRACE_C_PPN, ct_tcomms[i].ppn, 4);
         bad |= fwrite(c, sizeof c, 1, f) != 1;
     }
     /* Records are stored in the host's order: little-endian on every platform we build for. */
@@ -355,11 +357,11 @@ void ct_trace_finish(uint64_t seed, uint64_t table_hash)
                    "the later ones not recorded", ct_world_rank, CT_NO_SLOT,
                    (unsigned long long)unslotted);
     int stop = atomic_load(&ct_stop);
-    if (stop == CT_STOP_RECORDS)
+    if (stop == CT_TRACE_STOP_RECORDS)
         ct_message("warning: rank %d: trace buffer full, %llu calls not recorded (raise "
                    "COLLTUNE_TRACE_RECORDS, now %llu)", ct_world_rank,
                    (unsigned long long)(overflow - unslotted), (unsigned long long)ct_trace_cap);
-    else if (stop == CT_STOP_SECONDS)
+    else if (stop == CT_TRACE_STOP_SECONDS)
         ct_message("warning: rank %d: tracing stopped after %g s, %llu calls not recorded "
                    "(raise COLLTUNE_TRACE_SECONDS, or 0 for no time bound)", ct_world_rank,
                    ct_limit_s, (unsigned long long)(overflow - unslotted));

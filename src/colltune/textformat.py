@@ -15,9 +15,11 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-MAX_LINE = 1023  # bytes of a line, its newline (and a CR before it) not counted
-MAX_FILE_BYTES = 16 * 1024 * 1024
-SHOW = 40  # bytes of an offending word quoted in a message
+from colltune import formats
+
+MAX_LINE = formats.TEXT_MAX_LINE  # bytes of a line, its newline (and a CR before it) not counted
+MAX_FILE_BYTES = formats.TEXT_MAX_FILE_BYTES
+SHOW = formats.TEXT_SHOW  # bytes of an offending word quoted in a message
 NUMBER = re.compile(rb"[0-9]{1,19}")  # a whole number: 1 to 19 decimal digits, no sign
 _BLANKS = re.compile(rb"[ \t]+")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")

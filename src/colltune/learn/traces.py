@@ -4,7 +4,7 @@
 it: the same bytes the runtime writes), `ingest` joins a directory's ranks by (comm_id,
 call_index) into one row per call (runtime = max over traced ranks of the local duration, the
 seed's metric) and stores them in `trace_runs` / `trace_calls`. The record layout is declared
-once, in RECORD_FIELDS; the record size is always taken from the header, so a runtime that adds
+once, in native/spec/formats.toml (colltune.formats, RECORD_FIELDS here); the record size is always taken from the header, so a runtime that adds
 fields at the end stays readable. Version 3 files (20-byte records, the communicator facts once per
 communicator, the header saying which bound stopped the trace) are what the runtime writes;
 versions 2 (the same without the bounds) and 1 (32-byte records) are still read.
@@ -24,28 +24,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from colltune import catalog
+from colltune import catalog, formats
 from colltune.errors import ColltuneError
 from colltune.store import Store
 
-MAGIC = b"CTTRACE1"  # the format family; the version field says which layout follows
-VERSION = 3
+MAGIC = formats.TRACE_MAGIC  # the format family; the version field says which layout follows
+VERSION = formats.TRACE_VERSION
 HEADER_V1 = struct.Struct("<8sIIIIQQQQd")  # magic, version, record_bytes, rank, size, seed, hash, n, overflow, wall
 HEADER_V2 = struct.Struct("<8sIIIIQQQQdII")  # version 2: ... wall, n_comms, comm_bytes
-# version 3: ... n_comms, comm_bytes, stop, reserved, record_limit, seconds_limit, stop_s
-HEADER = struct.Struct("<8sIIIIQQQQdIIIIQdd")
+# the current version: native/spec/formats.toml, where the C runtime's layout comes from too
+HEADER = struct.Struct(formats.TRACE_HEADER)
 # the header's stop code: why the runtime stopped recording before MPI_Finalize
-STOPS = {0: "open", 1: "records", 2: "seconds"}
-COMM = struct.Struct("<IIII")  # comm_id, size, nodes, ppn: once per communicator in the file
+STOPS = dict(enumerate(formats.TRACE_STOPS))
+COMM = struct.Struct(formats.TRACE_COMM)  # comm_id, size, nodes, ppn: once per communicator in the file
 COMM_BYTES = COMM.size
-# (field, numpy type, offset) of a version 2 record, 20 bytes (docs/select.md "Trace files").
-RECORD_FIELDS: tuple[tuple[str, str, int], ...] = (
-    ("comm", "<u2", 0), ("call_lo", "<u2", 2), ("collective", "u1", 4), ("member", "u1", 5),
-    ("status", "u1", 6), ("start_hi", "u1", 7), ("msg_bytes", "<u4", 8), ("start_lo", "<u4", 12),
-    ("duration", "<f4", 16),
-)
-RECORD_BYTES = 20
-TICKS_PER_S = float(1 << 20)  # start resolution: 2^-20 s (0.95 us), 40 bits: 12.7 days
+# (field, numpy type, offset) of a version 2 or 3 record, 20 bytes (docs/select.md "Trace files").
+RECORD_FIELDS = formats.TRACE_RECORD_FIELDS
+RECORD_BYTES = formats.TRACE_RECORD_BYTES
+TICKS_PER_S = float(formats.TRACE_TICKS_PER_SECOND)  # start resolution: 2^-20 s (0.95 us), 40 bits: 12.7 days
 # version 1 (32-byte records, every fact in every record): still read
 V1_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("comm_id", "<u4", 0), ("call_index", "<u4", 4), ("collective", "u1", 8), ("member", "u1", 9),
@@ -60,8 +56,9 @@ CALL_DTYPE = np.dtype([
 ])
 CALL_FIELDS = CALL_DTYPE.names
 # outcome code -> (outcome, mode) columns of trace_calls
-OUTCOMES = {0: ("applied", "fixed"), 1: ("not_applicable", None), 2: ("applied", "exploit"),
-            3: ("applied", "explore")}
+_OUTCOME_COLUMNS = {"fixed": ("applied", "fixed"), "not_applicable": ("not_applicable", None),
+                    "exploit": ("applied", "exploit"), "explore": ("applied", "explore")}
+OUTCOMES = {code: _OUTCOME_COLUMNS[name] for code, name in enumerate(formats.TRACE_OUTCOMES)}
 _FILE = re.compile(r"rank-(\d+)\.cttrace")
 
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Generate both sides' declarations of the shared file formats from native/spec/formats.toml.
+
+Outputs
+  native/generated/ct_formats.h   text-format limits, the trace header's and communicator
+                                  table's offsets, the trace record struct (with _Static_asserts)
+  src/colltune/formats.py         the same facts as Python constants and field tables
+
+`--check` writes nothing and exits 1 if an output is stale (the test suite runs it).
+Stdlib only, like every generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+
+ROOT = SPEC_DIR.parent.parent
+PYTHON_OUT = ROOT / "src" / "colltune" / "formats.py"
+# type -> (bytes, C type, struct code, numpy code)
+TYPES = {
+    "char8": (8, None, "8s", None),
+    "u8": (1, "uint8_t", "B", "u1"),
+    "u16": (2, "uint16_t", "H", "<u2"),
+    "u32": (4, "uint32_t", "I", "<u4"),
+    "u64": (8, "uint64_t", "Q", "<u8"),
+    "f32": (4, "float", "f", "<f4"),
+    "f64": (8, "double", "d", "<f8"),
+}
+
+
+def layout(fields: list[dict], what: str) -> list[tuple[str, str, int, str]]:
+    """(name, type, offset, doc) packed in order; every field naturally aligned, so that a C
+    struct of them has no padding and the offsets are the same on both sides."""
+    out, at = [], 0
+    for f in fields:
+        size = TYPES[f["type"]][0]
+        if at % min(size, 8):
+            sys.exit(f"formats.toml: {what}.{f['name']} at offset {at} is not aligned to {size}")
+        out.append((f["name"], f["type"], at, f.get("doc", "")))
+        at += size
+    return out
+
+
+def size_of(fields: list[tuple[str, str, int, str]]) -> int:
+    name, typ, at, _ = fields[-1]
+    return at + TYPES[typ][0]
+
+
+def c_header(spec: dict) -> str:
+    text, trace = spec["text"], spec["trace"]
+    head, comm, rec = layout(trace["header"], "header"), layout(trace["comm"], "comm"), layout(trace["record"], "record")
+    lines = [banner("gen_formats.py", source="native/spec/formats.toml"),
+             "#ifndef CT_FORMATS_H", "#define CT_FORMATS_H", "", "#include <stddef.h>", "#include <stdint.h>", "",
+             "/* Tuning profiles and selection tables (native/core/textformat.c). */",
+             f"#define CT_TEXT_MAX_LINE {text['max_line']}",
+             f"#define CT_TEXT_MAX_FILE_BYTES {text['max_file_bytes']}u",
+             f"#define CT_TEXT_SHOW {text['show']}", "",
+             "/* Learning-mode traces (native/runtime/trace.c). */",
+             f'#define CT_TRACE_MAGIC "{trace["magic"]}"',
+             f"#define CT_TRACE_VERSION {trace['version']}",
+             f"#define CT_TRACE_TICKS_PER_SECOND {trace['ticks_per_second']}", ""]
+    for prefix, fields, total in (("CT_TRACE_H_", head, "CT_TRACE_HEADER_BYTES"),
+                                  ("CT_TRACE_C_", comm, "CT_TRACE_COMM_BYTES")):
+        lines.append("enum {")
+        lines += [f"    {prefix}{n.upper()} = {at},{f'   /* {d} */' if d else ''}" for n, _, at, d in fields]
+        lines += [f"    {total} = {size_of(fields)}", "};", ""]
+    lines.append("enum {")
+    lines += [f"    CT_TRACE_STOP_{s.upper()} = {i}," for i, s in enumerate(trace["stops"])]
+    lines += [f"    CT_TRACE_OUTCOME_{s.upper()} = {i}," for i, s in enumerate(trace["outcomes"])]
+    lines += ["};", "", "/* One traced call, in the host's byte order (little-endian where we build). */",
+              "typedef struct ct_trace_record {"]
+    lines += [f"    {TYPES[t][1]} {n};{f'   /* {d} */' if d else ''}" for n, t, _, d in rec]
+    lines += ["} ct_trace_record;", f"#define CT_TRACE_RECORD_BYTES {size_of(rec)}",
+              '_Static_assert(sizeof(ct_trace_record) == CT_TRACE_RECORD_BYTES, "trace record layout");']
+    lines += [f'_Static_assert(offsetof(ct_trace_record, {n}) == {at}, "trace record layout");' for n, _, at, _ in rec]
+    lines += ["", "#endif /* CT_FORMATS_H */", ""]
+    return "\n".join(lines)
+
+
+def py_module(spec: dict) -> str:
+    text, trace = spec["text"], spec["trace"]
+    head, comm, rec = layout(trace["header"], "header"), layout(trace["comm"], "comm"), layout(trace["record"], "record")
+    fmt = lambda fields: "<" + "".join(TYPES[t][2] for _, t, _, _ in fields)  # noqa: E731
+    names = lambda fields: "(\n" + "".join(f'    "{n}",\n' for n, *_ in fields) + ")"  # noqa: E731
+    lines = [banner("gen_formats.py", comment="#", end="", source="native/spec/formats.toml").rstrip("\n"),
+             '"""The file formats the C core and Python share (native/spec/formats.toml)."""', "",
+             "# Tuning profiles and selection tables (colltune.textformat)",
+             f"TEXT_MAX_LINE = {text['max_line']}",
+             f"TEXT_MAX_FILE_BYTES = {text['max_file_bytes']}",
+             f"TEXT_SHOW = {text['show']}", "",
+             "# Learning-mode traces (colltune.learn.traces), version " + str(trace["version"]),
+             f'TRACE_MAGIC = b"{trace["magic"]}"',
+             f"TRACE_VERSION = {trace['version']}",
+             f"TRACE_TICKS_PER_SECOND = {trace['ticks_per_second']}",
+             f'TRACE_HEADER = "{fmt(head)}"  # struct format, {size_of(head)} bytes',
+             f"TRACE_HEADER_FIELDS = {names(head)}",
+             f'TRACE_COMM = "{fmt(comm)}"  # {size_of(comm)} bytes',
+             f"TRACE_COMM_FIELDS = {names(comm)}",
+             "# (field, numpy type, offset) of a record",
+             "TRACE_RECORD_FIELDS: tuple[tuple[str, str, int], ...] = ("]
+    lines += [f'    ("{n}", "{TYPES[t][3]}", {at}),' for n, t, at, _ in rec]
+    lines += [")", f"TRACE_RECORD_BYTES = {size_of(rec)}",
+              f"TRACE_STOPS = {tuple(trace['stops'])!r}",
+              f"TRACE_OUTCOMES = {tuple(trace['outcomes'])!r}", ""]
+    return "\n".join(lines).replace("'", '"')
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if an output is stale")
+    args = ap.parse_args()
+    spec = tomllib.loads((SPEC_DIR / "formats.toml").read_text())
+    stale = [p for p, content in ((GENERATED_DIR / "ct_formats.h", c_header(spec)), (PYTHON_OUT, py_module(spec)))
+             if not write_or_check(p, content, args.check)]
+    for p in stale:
+        print(f"{p.relative_to(ROOT)} is stale: run `make generate`", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
