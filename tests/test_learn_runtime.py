@@ -110,7 +110,7 @@ def select_unit(tmp_path_factory) -> Path:
     exe = out / "select_unit"
     subprocess.run([cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}",
-                    str(FUZZ / "select_unit.c"), str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "textformat.c"),
+                    str(FUZZ / "select_unit.c"), str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "select_draw.c"), str(ROOT / "native" / "core" / "textformat.c"),
                     str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
     return exe
 
@@ -405,7 +405,7 @@ def test_c_and_python_readers_agree_on_corpus_mutations(tmp_path):
     subprocess.run([cc, "-std=c11", "-DCT_FUZZ_MAIN", "-O1", "-g", "-Wall", "-Wextra", "-Werror",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                     f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}", str(FUZZ / "fuzz_select.c"),
-                    str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
+                    str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "select_draw.c"), str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"), "-o", str(exe)], check=True)
     inputs = []
     for src in sorted(CORPUS.glob("*.select")):
         for k, data in enumerate(mutations(src.read_bytes())):

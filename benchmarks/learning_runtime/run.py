@@ -101,7 +101,7 @@ def select_unit(tmp: Path) -> Path:
     subprocess.run([sys.executable, str(fuzz / "gen_names.py"), str(tmp)], check=True)
     exe = tmp / "select_unit"
     subprocess.run(["gcc", "-std=c11", "-O2", f"-I{ROOT / 'native' / 'include'}", f"-I{tmp}", f"-I{ROOT / 'native' / 'generated'}", str(fuzz / "select_unit.c"),
-                    str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "textformat.c"), str(tmp / "ct_catalog.c"), "-o", str(exe)], check=True)
+                    str(ROOT / "native" / "core" / "select.c"), str(ROOT / "native" / "core" / "select_draw.c"), str(ROOT / "native" / "core" / "textformat.c"), str(tmp / "ct_catalog.c"), "-o", str(exe)], check=True)
     return exe
 
 

@@ -1,5 +1,5 @@
 /*
- * Selection tables (docs/select.md): parser, content hash, lookup and the rank-consistent draw.
+ * Selection tables (docs/select.md): the parser and the content hash (the draw: select_draw.c).
  *
  * Like the profile parser this reads untrusted bytes inside every rank, so it bounds everything
  * (file size, line length, words, bins) and reports the first problem as "file:line: what; how
@@ -27,44 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ct_catalog.h"
+#include "ct_select_impl.h"
 #include "ct_text.h"
 
 #define CT_SEL_MAX_BINS 64
 #define CT_SEL_MAX_WORDS (5 + CT_SELECT_MAX_MEMBERS + 1)
 
-enum { CT_UNLISTED_EXPLORE, CT_UNLISTED_LIBRARY, CT_UNLISTED_EXPLOIT };
-#define CT_CODE_EXPLORE CT_SELECT_CODE_EXPLORE   /* 0 unlisted, else 1 + exploit member */
-_Static_assert(CT_NUM_VARIANTS + 1 < CT_CODE_EXPLORE, "portfolio indices fit a cell code");
-
-/* A listed collective. `code` has nbins[0] * nbins[1] * nbins[2] cells, index
- * (s * nbins[1] + n) * nbins[2] + p. Explore cell i (if any) is the r-th, r = explore[i]: its m
- * prefix sums are at prefix + r * m (table member order), its best portfolio member best[r]. */
-typedef struct ct_scoll {
-    uint8_t listed, m;
-    const uint8_t *code;
-    const uint32_t *explore;
-    const double *prefix;
-    const uint8_t *best;
-    const uint8_t *port;     /* table member -> portfolio index */
-    void *block;             /* the one allocation behind the pointers above */
-    size_t block_bytes;
-} ct_scoll;
-
-struct ct_select {
-    ct_scoll colls[CT_NUM_COLLECTIVES];
-    int nbins[3];
-    uint32_t cells;          /* cells of a cube */
-    double lo, hi;
-    int unlisted;
-    uint64_t budget;
-    uint64_t cell_budget;
-    uint64_t hash;
-    uint16_t uniform_at[CT_NUM_COLLECTIVES];
-    double uniform[];        /* prefix sums of unlisted explore, portfolio by portfolio */
-};
-
-/* One explore cell while its collective's block is being read. */
 typedef struct ct_pcell {
     uint32_t cell;
     uint8_t best;
@@ -92,139 +60,6 @@ typedef struct ct_sparser {
     uint32_t npcells, cappcells;
     char quote[CT_TEXT_QUOTE_BYTES];
 } ct_sparser;
-
-/* ---- the draw ------------------------------------------------------------------------------ */
-
-int ct_select_probabilities(const double *w, int m, double lo, double hi, double *p)
-{
-    double total = 0.0;
-    for (int i = 0; i < m; i++)
-        total += w[i];
-    if (!(total > 0.0))
-        return -1;
-    double clamped = 0.0;
-    for (int i = 0; i < m; i++) {
-        double x = w[i] / total;
-        p[i] = x < lo ? lo : x;
-        p[i] = p[i] > hi ? hi : p[i];
-        clamped += p[i];
-    }
-    for (int i = 0; i < m; i++)
-        p[i] = p[i] / clamped;
-    return 0;
-}
-
-/* Prefix sums of the explore probabilities, accumulated left to right. */
-static int ct_prefix(const double *w, int m, double lo, double hi, double *out)
-{
-    if (ct_select_probabilities(w, m, lo, hi, out) != 0)
-        return -1;
-    double acc = 0.0;
-    for (int i = 0; i < m; i++) {
-        acc += out[i];
-        out[i] = acc;
-    }
-    return 0;
-}
-
-static int ct_scan(const double *prefix, int m, double u)
-{
-    for (int i = 0; i < m; i++)
-        if (u < prefix[i])
-            return i;
-    return m - 1;
-}
-
-int ct_select_pick_explore(const double *w, int m, double lo, double hi, double u)
-{
-    double prefix[CT_SELECT_MAX_MEMBERS];
-    if (m < 1 || m > CT_SELECT_MAX_MEMBERS || ct_prefix(w, m, lo, hi, prefix) != 0)
-        return -1;
-    return ct_scan(prefix, m, u);
-}
-
-int ct_select_pick_exploit(const double *w, int m)
-{
-    int best = 0;
-    for (int i = 1; i < m; i++)
-        if (w[i] > w[best])
-            best = i;
-    return best;
-}
-
-/* ---- portfolio and bins -------------------------------------------------------------------- */
-
-/* The library's own algorithms the runtime registered (ct_select_add_library), after the
- * mock-ups; written once at MPI_Init before any table is parsed, read-only afterwards. */
-static struct {
-    char name[CT_SELECT_LIB_NAME];
-    int id;
-} ct_lib[CT_NUM_COLLECTIVES][CT_SELECT_MAX_LIB];
-static int ct_nlib[CT_NUM_COLLECTIVES];
-static char ct_lib_note[256];
-
-static int ct_mockups(int coll)
-{
-    static int count[CT_NUM_COLLECTIVES] = {-1};   /* computed once: the catalog is constant */
-    if (count[0] < 0) {
-        int n[CT_NUM_COLLECTIVES] = {0};
-        for (int v = 0; v < CT_NUM_VARIANTS; v++)
-            n[colltune_variant_collective(v)]++;
-        memcpy(count, n, sizeof n);
-    }
-    return count[coll];
-}
-
-int ct_select_add_library(int coll, const char *name, int id)
-{
-    if (coll < 0 || coll >= CT_NUM_COLLECTIVES || ct_nlib[coll] == CT_SELECT_MAX_LIB
-        || 1 + ct_mockups(coll) + ct_nlib[coll] >= CT_SELECT_MAX_MEMBERS
-        || strlen(name) >= CT_SELECT_LIB_NAME)
-        return -1;
-    strcpy(ct_lib[coll][ct_nlib[coll]].name, name);
-    ct_lib[coll][ct_nlib[coll]++].id = id;
-    return 0;
-}
-
-void ct_select_clear_library(const char *note)
-{
-    memset(ct_nlib, 0, sizeof ct_nlib);
-    snprintf(ct_lib_note, sizeof ct_lib_note, "%s", note != NULL ? note : "");
-}
-
-int ct_select_portfolio_size(int coll)
-{
-    return 1 + ct_mockups(coll) + ct_nlib[coll];
-}
-
-int ct_select_member_variant(int coll, int index)
-{
-    for (int v = 0; v < CT_NUM_VARIANTS && index > 0; v++)
-        if (colltune_variant_collective(v) == coll && --index == 0)
-            return v;
-    return index > 0 && index <= ct_nlib[coll] ? ct_lib[coll][index - 1].id : -1;
-}
-
-const char *ct_select_member_name(int coll, int index)
-{
-    int m = ct_mockups(coll);
-    if (index == 0)
-        return "default";
-    if (index <= m)
-        return colltune_variant_name(ct_select_member_variant(coll, index));
-    return index - m <= ct_nlib[coll] ? ct_lib[coll][index - m - 1].name : "?";
-}
-
-static int ct_bitlen(uint64_t x)
-{
-    return x == 0 ? 0 : 64 - __builtin_clzll(x);
-}
-
-int ct_select_count_bin(uint64_t value, int nbins)
-{
-    int b = ct_bitlen(value < 1 ? 1 : value) - 1;
-    return b < nbins - 1 ? b : nbins - 1;
-}
 
 /* ---- lexical helpers (docs/profile.md rules) ----------------------------------------------- */
 
@@ -438,12 +273,13 @@ static int ct_member(ct_sparser *ps, int coll, ct_sword w)
         if (!shaped)
             return ct_sfail(ps, ps->line, "library member '%s' is not lib:%s:<algorithm>",
                             ct_sq(ps, w), cname);
-        for (int k = 0; k < ct_nlib[coll]; k++)
-            if (ct_is(w, ct_lib[coll][k].name))
-                return 1 + ct_mockups(coll) + k;
+        int index = ct_select_library_index(coll, w.s, w.n);
+        if (index > 0)
+            return index;
+        const char *note = ct_select_library_note();
         return ct_sfail(ps, ps->line, "member '%s' of %s is not offered by this MPI library%s%s; "
                         "write the table for this library with colltune learn table",
-                        ct_sq(ps, w), cname, ct_lib_note[0] ? ": " : "", ct_lib_note);
+                        ct_sq(ps, w), cname, note[0] ? ": " : "", note);
     }
     if (ct_is(w, "default"))
         return 0;
@@ -544,7 +380,7 @@ static int ct_cell(ct_sparser *ps, const ct_sword *w, int nw)
     }
     ps->code[cell] = CT_CODE_EXPLORE;
     ps->pcells[ps->npcells] = (ct_pcell){cell, best};
-    ct_prefix(weights, c->m, t->lo, t->hi, ps->pprefix + (size_t)ps->npcells * c->m);
+    ct_select_prefix(weights, c->m, t->lo, t->hi, ps->pprefix + (size_t)ps->npcells * c->m);
     ps->npcells++;
     return 0;
 }
@@ -600,7 +436,7 @@ static void ct_finish(ct_select *t)
     for (int i = 0; i < CT_SELECT_MAX_MEMBERS; i++)
         ones[i] = 1.0;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        ct_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform + t->uniform_at[c]);
+        ct_select_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform + t->uniform_at[c]);
 }
 
 static size_t ct_uniform_count(void)
@@ -738,86 +574,4 @@ size_t ct_select_bytes(const ct_select *t)
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         n += t->colls[c].block_bytes;
     return n;
-}
-
-/* ---- pick ---------------------------------------------------------------------------------- */
-
-uint32_t ct_select_cell(const ct_select *t, const int bins[3])
-{
-    return (uint32_t)((bins[0] * t->nbins[1] + bins[1]) * t->nbins[2] + bins[2]);
-}
-
-const uint8_t *ct_select_codes(const ct_select *t, int coll)
-{
-    return t->colls[coll].code;
-}
-
-int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
-                        uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
-{
-    const ct_scoll *c = &t->colls[coll];
-    unsigned code = c->code != NULL ? c->code[cell] : 0;
-    if (code - 1u < CT_CODE_EXPLORE - 1u) {
-        *outcome = CT_PICK_EXPLOIT;
-        return (int)code - 1;
-    }
-    if (code == CT_CODE_EXPLORE) {
-        uint32_t r = c->explore[cell];
-        if (!may_explore) {
-            *outcome = CT_PICK_EXPLOIT;
-            return c->best[r];
-        }
-        *outcome = CT_PICK_EXPLORE;
-        double u = ct_select_uniform(seed, comm_id, call_index);
-        return c->port[ct_scan(c->prefix + (size_t)r * c->m, c->m, u)];
-    }
-    if (t->unlisted == CT_UNLISTED_LIBRARY) {
-        *outcome = CT_PICK_FIXED;
-        return -1;
-    }
-    if (t->unlisted == CT_UNLISTED_EXPLOIT || !may_explore) {
-        *outcome = CT_PICK_EXPLOIT;
-        return 0;   /* uniform weights: the first member, default */
-    }
-    *outcome = CT_PICK_EXPLORE;
-    double u = ct_select_uniform(seed, comm_id, call_index);
-    return ct_scan(t->uniform + t->uniform_at[coll], ct_select_portfolio_size(coll), u);
-}
-
-int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
-                   uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
-{
-    return ct_select_pick_cell(t, coll, ct_select_cell(t, bins), seed, comm_id, call_index,
-                               may_explore, outcome);
-}
-
-int ct_select_redraw(const ct_select *t, int coll, uint32_t cell, uint64_t usable, double u)
-{
-    const ct_scoll *c = &t->colls[coll];
-    const double *prefix = t->uniform + t->uniform_at[coll];
-    const uint8_t *port = NULL;
-    int m = ct_select_portfolio_size(coll);
-    if (c->code != NULL && c->code[cell] == CT_CODE_EXPLORE) {
-        m = c->m;
-        prefix = c->prefix + (size_t)c->explore[cell] * (size_t)m;
-        port = c->port;
-    }
-    double total = 0.0;
-    for (int i = 0; i < m; i++)
-        if (usable >> (port ? port[i] : i) & 1)
-            total += prefix[i] - (i > 0 ? prefix[i - 1] : 0.0);
-    if (!(total > 0.0))
-        return -1;
-    double target = u * total, acc = 0.0;
-    int last = -1;
-    for (int i = 0; i < m; i++) {
-        int index = port ? port[i] : i;
-        if (!(usable >> index & 1))
-            continue;
-        acc += prefix[i] - (i > 0 ? prefix[i - 1] : 0.0);
-        last = index;
-        if (target < acc)
-            return index;
-    }
-    return last;
 }

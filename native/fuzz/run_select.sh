@@ -33,7 +33,7 @@ mkdir -p "$out/catalog" "$out/corpus"
 "$python" "$here/gen_names.py" "$out/catalog"
 "$clang" -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$root/native/include" -I"$out/catalog" -I"$root/native/generated" \
-    "$here/fuzz_select.c" "$root/native/core/select.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" \
+    "$here/fuzz_select.c" "$root/native/core/select.c" "$root/native/core/select_draw.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" \
     -o "$out/fuzz_select"
 cd "$out"
 rc=0
@@ -46,12 +46,12 @@ llvm_profdata="$(command -v llvm-profdata || true)"
 if [ -n "$llvm_cov" ] && [ -n "$llvm_profdata" ]; then
     "$clang" -std=c11 -O0 -D_GNU_SOURCE -DCT_FUZZ_MAIN -fprofile-instr-generate -fcoverage-mapping \
         -I"$root/native/include" -I"$out/catalog" -I"$root/native/generated" \
-        "$here/fuzz_select.c" "$root/native/core/select.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" -o "$out/cover_select"
+        "$here/fuzz_select.c" "$root/native/core/select.c" "$root/native/core/select_draw.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" -o "$out/cover_select"
     rm -f "$out"/cover-*.profraw
     find corpus "$here/corpus_select" -type f -print0 \
         | LLVM_PROFILE_FILE="$out/cover-%p.profraw" xargs -0 "$out/cover_select" >/dev/null
     "$llvm_profdata" merge -o "$out/cover.profdata" "$out"/cover-*.profraw
     echo "coverage of native/core/select.c by the $(ls corpus | wc -l) inputs of build/fuzz-select/corpus + the seeds:"
-    "$llvm_cov" report "$out/cover_select" -instr-profile="$out/cover.profdata" "$root/native/core/select.c"
+    "$llvm_cov" report "$out/cover_select" -instr-profile="$out/cover.profdata" "$root/native/core/select.c" "$root/native/core/select_draw.c"
 fi
 exit "$rc"

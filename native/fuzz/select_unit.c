@@ -5,7 +5,8 @@
  * Builds with plain gcc, no MPI:
  *
  *   python3 native/fuzz/gen_names.py OUT && gcc -std=c11 -D_GNU_SOURCE -Inative/include -IOUT \
- *       native/fuzz/select_unit.c native/core/select.c OUT/ct_catalog.c -o select_unit
+ *       -Inative/generated native/fuzz/select_unit.c native/core/select.c native/core/select_draw.c \
+ *       native/core/textformat.c OUT/ct_catalog.c -o select_unit
  *
  * Prints one line per failed check and "select_unit: N checks, M failed"; exit 1 on failure.
  * With arguments `pick FILE COLL S N P SEED COMM CALL` it prints the member a call gets (the
