@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ct_runtime.h"
+#include "ct_member.h"
 
 static atomic_ullong ct_checked, ct_differed;
 static atomic_int ct_first_coll = -1, ct_first_variant = -1;

@@ -132,10 +132,11 @@ CT_HIDDEN int ct_libalg_collective(int id);
 /* Run member d->variant; if it could not serve the call, the library's choice runs and
  * d->reason says why (refused, unavailable). */
 CT_HIDDEN int ct_libalg_run(const ct_call *call, ct_decision *d);
-/* The learning-mode state's slot of `comm` for the member communicators (learn.c; NULL when the
- * learning mode is off), and their release with the communicator (its attribute's delete
- * callback) or at MPI_Finalize (ct_libalg_finish, after ct_learn_finish). */
-CT_HIDDEN void **ct_learn_lib_slot(MPI_Comm comm);
+/* Where member communicators of `comm` hang while the learning mode runs: learn.c hands its
+ * per-communicator slot lookup (NULL: none, libalg_online.c then uses an attribute of its own);
+ * they are released with the communicator (its attribute's delete callback) or at MPI_Finalize
+ * (ct_libalg_finish, after ct_learn_finish). */
+CT_HIDDEN void ct_libalg_slots_from(void **(*slot_of)(MPI_Comm comm));
 CT_HIDDEN void ct_libalg_comm_free(void *cache);
 CT_HIDDEN void ct_libalg_finish(void);
 
@@ -151,35 +152,8 @@ CT_HIDDEN int ct_proof_passes(int id, const ct_call *call);
 /* Members proven in every class their collective can take: no per-call classification. */
 extern CT_HIDDEN unsigned char ct_proof_full[CT_LIB_BASE + CT_LIB_MAX];
 
-/* Whether a variant or library member can serve the call (uniform arguments only): applicable
- * and proven on this library in the call's case class. */
-static inline colltune_reason ct_member_applicable(int id, const ct_call *call)
-{
-    colltune_reason reason = CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
-                                                            : colltune_applicable(id, call);
-    if (reason != COLLTUNE_APPLICABLE || CT_LIKELY(ct_proof_full[id]))
-        return reason;
-    return ct_proof_check(id, call);
-}
-
-/* ct_member_applicable without the proof's warning: whether `id` would serve the call. */
-static inline int ct_member_usable(int id, const ct_call *call)
-{
-    colltune_reason reason = id >= CT_LIB_BASE ? ct_libalg_applicable(id, call)
-                                               : colltune_applicable(id, call);
-    return reason == COLLTUNE_APPLICABLE && ct_proof_passes(id, call);
-}
-
-/* Run the decided variant or library member. */
-static inline int ct_run_member(const ct_call *call, ct_decision *d)
-{
-    return d->variant >= CT_LIB_BASE ? ct_libalg_run(call, d) : colltune_invoke(d->variant, call);
-}
-
-static inline const char *ct_member_name(int id)
-{
-    return id >= CT_LIB_BASE ? ct_libalg_name(id) : colltune_variant_name(id);
-}
+/* The name of a variant or library member (libalg_online.c). */
+CT_HIDDEN const char *ct_member_name(int id);
 
 /* Whether the (count, datatype) pairs significant on this rank are erroneous (null datatype,
  * negative count), given whether this rank is the root. Such calls go to the library untouched
@@ -248,7 +222,7 @@ CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
 __attribute__((visibility("default"))) const char *colltune_route_name(int coll);
 __attribute__((visibility("default"))) int colltune_learn_recording(void);
 
-/* A whole decimal number of a setting (modes.c); -1 if the text is anything else. */
+/* A whole decimal number of a setting (env.c); -1 if the text is anything else. */
 CT_HIDDEN int ct_parse_u64(const char *text, uint64_t *value);
 
 /* Messages: every line starts with "colltune: " so that users and tests can find them. */

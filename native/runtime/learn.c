@@ -31,6 +31,7 @@
 
 #include "ct_core.h"
 #include "ct_learn.h"
+#include "ct_member.h"
 #include "ct_select.h"
 #include "ct_settings.h"
 
@@ -45,6 +46,7 @@ static atomic_uint ct_comms_created;
 static int ct_world_rank;
 
 static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_SELECT_MAX_MEMBERS];
+static void **ct_learn_lib_slot(MPI_Comm comm);
 static const char *ct_select_path;
 
 /* ---- settings at MPI_Init ------------------------------------------------------------------ */
@@ -177,6 +179,7 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
     ct_trace_setup(rank, size, ct_now());
+    ct_libalg_slots_from(ct_learn_lib_slot);
     if (ct_checking)
         atomic_store(&ct_recording, 1);
     return 1;
@@ -268,7 +271,8 @@ static inline ct_comm_state *ct_comm(MPI_Comm comm)
     return ct_comm_lookup(comm, generation);
 }
 
-void **ct_learn_lib_slot(MPI_Comm comm)
+/* The slot of `comm`'s state for its library members' communicators (libalg_online.c). */
+static void **ct_learn_lib_slot(MPI_Comm comm)
 {
     if (ct_keyval == MPI_KEYVAL_INVALID)
         return NULL;
@@ -444,6 +448,7 @@ void ct_learn_stop(void)
     ct_table = NULL;
     ct_checking = 0;
     memset(ct_codes, 0, sizeof ct_codes);
+    ct_libalg_slots_from(NULL);
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
     ct_keyval = MPI_KEYVAL_INVALID;

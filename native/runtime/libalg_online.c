@@ -277,6 +277,11 @@ const char *ct_libalg_name(int id)
                                                               : "?";
 }
 
+const char *ct_member_name(int id)
+{
+    return id >= CT_LIB_BASE ? ct_libalg_name(id) : colltune_variant_name(id);
+}
+
 int ct_libalg_find(const char *name)
 {
     for (int k = 0; k < ct_nmembers; k++)
@@ -415,9 +420,16 @@ static int ct_lib_attr_delete(MPI_Comm comm, int keyval, void *attribute, void *
 
 /* Where the member communicators of `comm` hang: the learning mode's state of it, or (members
  * forced without the learning mode) an attribute of our own, made on first use. NULL: none. */
+static void **(*ct_slot_of)(MPI_Comm comm);   /* set while the learning mode runs */
+
+void ct_libalg_slots_from(void **(*slot_of)(MPI_Comm comm))
+{
+    ct_slot_of = slot_of;
+}
+
 static ct_lib_cache *ct_lib_cache_of(MPI_Comm comm)
 {
-    void **slot = ct_learn_lib_slot(comm);
+    void **slot = ct_slot_of != NULL ? ct_slot_of(comm) : NULL;
     if (slot != NULL && *slot != NULL)
         return *slot;
     void *value = NULL;

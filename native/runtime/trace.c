@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ct_learn.h"
+#include "ct_member.h"
 #include "ct_select.h"
 #include "ct_settings.h"
 
