@@ -110,7 +110,7 @@ def test_ranks_sampling_differently_sample_nothing(openmpi, openmpi_build, progr
     run = run_argv(openmpi, mpmd_argv(openmpi, [(1, prog, prof), (1, prog, {**prof, "COLLTUNE_PROFILE_RUN_SAMPLE": "8"}),
                                                  (1, prog, {**prof, "COLLTUNE_PROFILE_RUN": ""})]))
     assert run.returncode == 0 and not run.timed_out, run.describe()
-    assert len(run.messages("COLLTUNE_PROFILE_RUN_SAMPLE differ across ranks")) == 1, run.describe()
+    assert len(run.messages("COLLTUNE_PROFILE_RUN_BUDGET differ across ranks")) == 1, run.describe()
     files = sorted(p.name for p in (tmp_path / "p").iterdir())
     assert files == ["rank-0", "rank-1"]
     for f in files:

@@ -169,3 +169,10 @@ def test_fortran_call_sites_are_the_programs_lines(debian_fortran, tmp_path):
         "MPI_Allreduce": [("MAIN__ (advise_fortran.f90:17)", 4)]}
     assert {name: (r.bytes_min, r.bytes_max) for name, r in table.items()} == {
         "MPI_Reduce": (32, 32), "MPI_Bcast": (32, 32), "MPI_Allreduce": (32, 32)}
+    # The Reduce + Bcast of the reduce's result, found in Fortran too (same buffer `b` at root 0).
+    from colltune.advise import patterns
+
+    # The 4 MPI_Allreduce of the main program, back to back and independent, are one too.
+    assert [(p.name, p.first, p.second, p.pairs) for p in patterns.find(profile_run.read(tmp_path / "p"))] == [
+        ("reduce_bcast", "step_ (advise_fortran.f90:28)", "step_ (advise_fortran.f90:29)", 6),
+        ("small_reductions", "MAIN__ (advise_fortran.f90:17)", "MAIN__ (advise_fortran.f90:17)", 3)]

@@ -103,6 +103,10 @@ enum ct_setting_type {
 #define CT_ENV_PROFILE_RUN_SAMPLE "COLLTUNE_PROFILE_RUN_SAMPLE"
 #define CT_DEFAULT_PROFILE_RUN_SAMPLE "16"
 
+/* COLLTUNE_PROFILE_RUN_BUDGET (string, mode profiling, read by libcolltune) */
+#define CT_ENV_PROFILE_RUN_BUDGET "COLLTUNE_PROFILE_RUN_BUDGET"
+#define CT_DEFAULT_PROFILE_RUN_BUDGET "2500"
+
 /* X(ident, name, type, default text, read by the C core) for tables and loops. */
 #define CT_SETTINGS(X) \
     X(FORCE, "COLLTUNE_FORCE", CT_SETTING_ASSIGNMENTS, "", 1) \
@@ -127,7 +131,8 @@ enum ct_setting_type {
     X(MPI, "COLLTUNE_MPI", CT_SETTING_STRING, "", 0) \
     X(PROFILE_RUN, "COLLTUNE_PROFILE_RUN", CT_SETTING_PATH, "", 1) \
     X(PROFILE_RUN_SAMPLE, "COLLTUNE_PROFILE_RUN_SAMPLE", CT_SETTING_STRING, "16", 1) \
+    X(PROFILE_RUN_BUDGET, "COLLTUNE_PROFILE_RUN_BUDGET", CT_SETTING_STRING, "2500", 1) \
 
-#define CT_NUM_SETTINGS 22
+#define CT_NUM_SETTINGS 23
 
 #endif /* CT_SETTINGS_H */

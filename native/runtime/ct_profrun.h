@@ -39,7 +39,7 @@ CT_PROFRUN_HIDDEN void ct_topo_write(FILE *out);
 /* Hooks: MPI_Init, ct_dispatch, MPI_Finalize. At MPI_Init ct_profrun_prepare fills its slots of
  * init.c's settings agreement (one PMPI_Allreduce with MPI_MAX for every mode); ct_profrun_start
  * reads the agreed values (after the modes are installed). */
-enum { CT_PR_SAMPLE, CT_PR_SAMPLE_NOT, CT_PROFRUN_SLOTS };
+enum { CT_PR_SAMPLE, CT_PR_SAMPLE_NOT, CT_PR_BUDGET, CT_PR_BUDGET_NOT, CT_PROFRUN_SLOTS };
 CT_PROFRUN_HIDDEN void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS]);
 CT_PROFRUN_HIDDEN void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank,
                                         int nprocs);
@@ -59,6 +59,27 @@ extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_caller
 extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
     __attribute__((tls_model("initial-exec")));
 extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;
+
+/* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
+#define CT_PR_BARRIER CT_NUM_COLLECTIVES   /* MPI_Barrier's kind in the collective table */
+enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
+typedef struct ct_comm_state ct_comm_state;
+/* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
+extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_profrun_seq
+    __attribute__((tls_model("initial-exec")));
+CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
+CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0);
+CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
+CT_PROFRUN_HIDDEN ct_comm_state *ct_profcomm_state(MPI_Comm comm);   /* NULL: none */
+CT_PROFRUN_HIDDEN int ct_profcomm_nprocs(const ct_comm_state *st);
+/* Counts the call; on a sampled one synchronises first (1, *wait_ns = its time). */
+CT_PROFRUN_HIDDEN int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns);
+/* After a successful call: patterns it completes, then it becomes the previous call. */
+CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_comm_state *st, int kind, const void *site,
+                                         const struct ct_call *call, int64_t bytes,
+                                         uint64_t seq);
+CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out);
+CT_PROFRUN_HIDDEN int ct_profrun_barrier(MPI_Comm comm, const void *site);
 
 /* The one line in ct_dispatch: time the rest of the dispatch when profiling (not re-entered). */
 #define CT_PROFRUN_HOOK(call)                                                                   \

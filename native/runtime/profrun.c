@@ -5,11 +5,10 @@
  * no allocation, no lock). A slot is claimed once by CAS on its state; when a table is full the
  * call is only counted in `lost` (written out, so the front end can say what it misses).
  *
- * Sampling must be identical on all ranks of a communicator, or the inserted PMPI_Barrier would
- * deadlock: the decision uses a per-communicator call counter kept in a keyval attribute (the
- * attribute value itself is the counter, so nothing is allocated). Collectives on a communicator
- * are called in the same order on all ranks, hence the counters agree. MPI_Comm_dup'ed
- * communicators start at 0 on all ranks (MPI_COMM_NULL_COPY_FN).
+ * Sampling must be identical on all ranks of a communicator, or the inserted synchronisation
+ * would deadlock: profcomm.c decides it from per-communicator call numbers, the same on all ranks.
+ * Below MPI_THREAD_MULTIPLE the counters are updated with plain loads and stores (no locked
+ * instruction on the call path): one thread at a time calls MPI.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -55,8 +54,14 @@ static atomic_ullong ct_coll_lost, ct_p2p_lost;   /* calls counted in the overfl
 
 static char ct_dir[4096];
 static char ct_maps[CT_MAPS_BYTES];               /* executable mappings at MPI_Init */
-static int ct_rank_, ct_nprocs_, ct_keyval = MPI_KEYVAL_INVALID;
-static unsigned long ct_every;                    /* sample every N-th call, 0: never */
+static int ct_rank_, ct_nprocs_;
+static int ct_keyval_ok;                          /* profcomm.c's keyval was created */
+static int ct_mt;                                 /* MPI_THREAD_MULTIPLE: atomic updates */
+static unsigned long ct_every;                    /* sample every N-th call at least, 0: never */
+static uint64_t ct_budget_ppm;                    /* agreed sampling budget, 0: none */
+/* ct_active as the other modes set it: collectives no mode serves go straight to the library,
+ * without ct_dispatch's decision path (its queries are the larger part of a profiled call). */
+static unsigned char ct_served[CT_NUM_COLLECTIVES];
 static uint64_t ct_t_init;
 static int ct_profrun_wanted;                    /* COLLTUNE_PROFILE_RUN set on this rank */
 
@@ -136,12 +141,21 @@ static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const voi
     return NULL;
 }
 
+static inline void ct_bump(atomic_ullong *x, uint64_t v)
+{
+    if (ct_mt)
+        atomic_fetch_add_explicit(x, v, memory_order_relaxed);
+    else
+        atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + v,
+                              memory_order_relaxed);
+}
+
 static void ct_add(ct_slot *s, int64_t bytes, uint64_t ns)
 {
     uint64_t b = (uint64_t)(bytes > 0 ? bytes : 0);
-    atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->total_ns, ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->bytes, b, memory_order_relaxed);
+    ct_bump(&s->calls, 1);
+    ct_bump(&s->total_ns, ns);
+    ct_bump(&s->bytes, b);
     ct_max(&s->max_ns, ns);
     ct_min(&s->bytes_min, b);   /* a slot holds one log2 bin: the exact range inside it */
     ct_max(&s->bytes_max, b);
@@ -149,66 +163,63 @@ static void ct_add(ct_slot *s, int64_t bytes, uint64_t ns)
 
 void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
 {
+    ct_profrun_seq++;
     ct_slot *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, site, (int)call, 0,
                          ct_bin(bytes));
     if (s != NULL)
         ct_add(s, bytes, ns);
 }
 
-/* Is this call on `comm` a sampled one? Same answer on every rank of `comm` (see top). */
-static int ct_sampled(MPI_Comm comm)
+/* One collective call (call == NULL: MPI_Barrier), timed, sampled and recorded. */
+static int ct_profiled(int kind, const ct_call *call, MPI_Comm comm, const void *site)
 {
-    void *value;
-    int found;
-    if (ct_every == 0 || comm == MPI_COMM_NULL || ct_keyval == MPI_KEYVAL_INVALID
-        || PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
-        return 0;
-    uintptr_t n = found ? (uintptr_t)value : 0;
-    if (PMPI_Comm_set_attr(comm, ct_keyval, (void *)(n + 1)) != MPI_SUCCESS)
-        return 0;   /* not expected on a valid communicator (the library has reported it) */
-    /* Every N-th call, and the second call on every communicator: a communicator with fewer
-     * than N calls would have no sample and all its time (waiting included) would count as the
-     * collectives' own cost. Not the first call: it may carry the library's lazy setup. */
-    return n == 1 || n % ct_every == ct_every - 1;
-}
-
-int ct_profrun_dispatch(const struct ct_call *call)
-{
-    const void *site = ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site;
+    uint64_t seq = ++ct_profrun_seq;
+    ct_comm_state *st = ct_profcomm_state(comm);
     int nprocs = 0;
-    if (call->comm != MPI_COMM_NULL)
-        PMPI_Comm_size(call->comm, &nprocs);
+    if (st != NULL)
+        nprocs = ct_profcomm_nprocs(st);
+    else if (comm != MPI_COMM_NULL)
+        PMPI_Comm_size(comm, &nprocs);
     uint64_t wait = 0;
-    int sampled = ct_sampled(call->comm);
+    int sampled = st != NULL && ct_profcomm_sample(st, comm, &wait);
     ct_profrun_inside = 1;
-    if (sampled) {
-        uint64_t b0 = ct_profrun_now();
-        sampled = PMPI_Barrier(call->comm) == MPI_SUCCESS;
-        wait = ct_profrun_now() - b0;
-    }
     uint64_t t0 = ct_profrun_now();
-    int rc = ct_dispatch(call);
+    int rc = call == NULL       ? PMPI_Barrier(comm)
+             : ct_served[kind] ? ct_dispatch(call)
+                               : colltune_invoke_library(call);
     uint64_t ns = ct_profrun_now() - t0;
     ct_profrun_inside = 0;
 
     /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL, whose
      * size query would raise the error on MPI_COMM_WORLD instead of the caller's communicator. */
-    int64_t bytes = rc == MPI_SUCCESS ? colltune_call_bytes(call) : -1;
-    int bin = ct_bin(bytes);
-    ct_slot *s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, site, call->coll, nprocs,
-                         bin);
+    int64_t bytes = call == NULL ? 0 : rc == MPI_SUCCESS ? colltune_call_bytes(call) : -1;
+    if (st != NULL && rc == MPI_SUCCESS)
+        ct_profcomm_after(st, kind, site, call, bytes, seq);
+    ct_slot *s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, site, kind, nprocs,
+                         ct_bin(bytes));
     if (s == NULL)
         return rc;
-    /* The application's time in the call includes the inserted barrier: on a sampled call the
-     * wait for late ranks moved there from the collective (the front end splits it again). */
+    /* The application's time in the call includes the inserted synchronisation: on a sampled
+     * call the wait for late ranks moved there from the collective (the front end splits it). */
     ct_add(s, bytes, wait + ns);
     if (sampled) {
-        atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->sample_own_ns, ns, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->sample_wait_ns, wait, memory_order_relaxed);
+        ct_bump(&s->samples, 1);
+        ct_bump(&s->sample_own_ns, ns);
+        ct_bump(&s->sample_wait_ns, wait);
         ct_min(&s->sample_wait_min_ns, wait);
     }
     return rc;
+}
+
+int ct_profrun_dispatch(const struct ct_call *call)
+{
+    return ct_profiled(call->coll, call, call->comm,
+                       ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site);
+}
+
+int ct_profrun_barrier(MPI_Comm comm, const void *site)
+{
+    return ct_profiled(CT_PR_BARRIER, NULL, comm, site);
 }
 
 /* The executable file mappings, for the front end to resolve call sites (addr2line). */
@@ -234,14 +245,23 @@ static void ct_read_maps(void)
     fclose(f);
 }
 
-/* COLLTUNE_PROFILE_RUN_SAMPLE as a count, or -1 if malformed. */
+/* A count setting (COLLTUNE_PROFILE_RUN_SAMPLE, _BUDGET), or -1 if malformed. */
+static long ct_count_setting(const char *name, const char *fallback)
+{
+    const char *text = getenv(name);
+    char *end = NULL;
+    long n = strtol(text != NULL && text[0] != '\0' ? text : fallback, &end, 10);
+    return end == NULL || *end != '\0' || n < 0 ? -1 : n;
+}
+
 static long ct_sample_setting(void)
 {
-    const char *every = getenv(CT_ENV_PROFILE_RUN_SAMPLE);
-    char *end = NULL;
-    long n = strtol(every != NULL && every[0] != '\0' ? every : CT_DEFAULT_PROFILE_RUN_SAMPLE,
-                    &end, 10);
-    return end == NULL || *end != '\0' || n < 0 ? -1 : n;
+    return ct_count_setting(CT_ENV_PROFILE_RUN_SAMPLE, CT_DEFAULT_PROFILE_RUN_SAMPLE);
+}
+
+static long ct_budget_setting(void)
+{
+    return ct_count_setting(CT_ENV_PROFILE_RUN_BUDGET, CT_DEFAULT_PROFILE_RUN_BUDGET);
 }
 
 /* MPI_Init, before the settings agreement: this rank's sampling period as {n, ~n} for init.c's
@@ -253,15 +273,18 @@ void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS])
     const char *dir = getenv(CT_ENV_PROFILE_RUN);
     ct_profrun_wanted = dir != NULL && dir[0] != '\0' && strlen(dir) < sizeof ct_dir;
     long n = ct_profrun_wanted ? ct_sample_setting() : 0;
-    if (n < 0)
+    long budget = ct_profrun_wanted ? ct_budget_setting() : 0;
+    if (n < 0 || budget < 0)
         n = 0;   /* warned in ct_profrun_start, on rank 0 only */
     /* Created before the agreement: a rank that cannot have one offers 0, the ranks then
-     * disagree, and nobody samples (rather than a barrier on some ranks only). */
-    if (n > 0 && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
-                                         &ct_keyval, NULL) != MPI_SUCCESS)
+     * disagree, and nobody samples (rather than a synchronisation on some ranks only). */
+    ct_keyval_ok = ct_profrun_wanted && ct_profcomm_prepare();
+    if (!ct_keyval_ok)
         n = 0;
     slots[CT_PR_SAMPLE] = (uint64_t)n;
     slots[CT_PR_SAMPLE_NOT] = ~(uint64_t)n;
+    slots[CT_PR_BUDGET] = (uint64_t)(budget > 0 ? budget : 0);
+    slots[CT_PR_BUDGET_NOT] = ~slots[CT_PR_BUDGET];
 }
 
 /* MPI_Init, after the agreement (`agreed` holds the MPI_MAX of every rank's slots): any
@@ -275,25 +298,35 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     if (rank == 0 && ct_sample_setting() < 0)
         ct_message("warning: COLLTUNE_PROFILE_RUN_SAMPLE=%s is not a count >= 0; no calls are "
                    "sampled", getenv(CT_ENV_PROFILE_RUN_SAMPLE));
-    if (agreed[CT_PR_SAMPLE] != ~agreed[CT_PR_SAMPLE_NOT]) {
+    if (rank == 0 && ct_budget_setting() < 0)
+        ct_message("warning: COLLTUNE_PROFILE_RUN_BUDGET=%s is not a count >= 0 (millionths of "
+                   "the run); no calls are sampled", getenv(CT_ENV_PROFILE_RUN_BUDGET));
+    if (agreed[CT_PR_SAMPLE] != ~agreed[CT_PR_SAMPLE_NOT]
+        || agreed[CT_PR_BUDGET] != ~agreed[CT_PR_BUDGET_NOT]) {
         if (rank == 0)
-            ct_message("warning: COLLTUNE_PROFILE_RUN or COLLTUNE_PROFILE_RUN_SAMPLE differ "
-                       "across ranks; no calls are sampled (give all ranks the same settings)");
+            ct_message("warning: COLLTUNE_PROFILE_RUN, COLLTUNE_PROFILE_RUN_SAMPLE or "
+                       "COLLTUNE_PROFILE_RUN_BUDGET differ across ranks; no calls are sampled "
+                       "(give all ranks the same settings)");
         every = 0;
     }
-    if (every == 0 && ct_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Comm_free_keyval(&ct_keyval);
     ct_every = (unsigned long)every;
+    ct_budget_ppm = agreed[CT_PR_BUDGET];
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    ct_mt = level == MPI_THREAD_MULTIPLE;
     strcpy(ct_dir, dir);
     mkdir(ct_dir, 0777);   /* every rank tries; EEXIST is fine, other errors show at Finalize */
     ct_rank_ = rank;
     ct_nprocs_ = nprocs;
     ct_read_maps();
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        ct_served[c] = ct_active[c];
         ct_active[c] = 1;
+    }
     ct_profrun_on = 1;
     ct_p2p_on = 1;
     ct_t_init = ct_profrun_now();
+    ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_t_init);
 }
 
 /* ---- MPI_Finalize: environment and tables to dir/rank-N -------------------------------------- */
@@ -371,6 +404,7 @@ static void ct_write_env(FILE *out, uint64_t wall)
                  "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
             ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
             sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
+    fprintf(out, "sample_budget_ppm %llu\n", (unsigned long long)ct_budget_ppm);
     cpu_set_t set;
     CPU_ZERO(&set);
     fprintf(out, "affinity");
@@ -394,7 +428,9 @@ static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
         unsigned long long calls = atomic_load(&s->calls);
         fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
                 coll ? "coll" : "p2p",
-                coll ? colltune_collective_name(s->kind) : ct_p2p_names[s->kind], s->site,
+                !coll ? ct_p2p_names[s->kind]
+                      : s->kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(s->kind),
+                s->site,
                 s->nprocs, s->bin, calls, atomic_load(&s->total_ns),
                 atomic_load(&s->max_ns), atomic_load(&s->bytes), samples,
                 atomic_load(&s->sample_own_ns), atomic_load(&s->sample_wait_ns),
@@ -410,8 +446,7 @@ void ct_profrun_finish(void)
     uint64_t wall = ct_profrun_now() - ct_t_init;
     ct_profrun_on = 0;
     ct_p2p_on = 0;
-    if (ct_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Comm_free_keyval(&ct_keyval);
+    ct_profcomm_finish();
     char path[sizeof ct_dir + 32], tmp[sizeof ct_dir + 48];
     snprintf(path, sizeof path, "%s/rank-%d", ct_dir, ct_rank_);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -426,6 +461,7 @@ void ct_profrun_finish(void)
             (unsigned long long)atomic_load(&ct_p2p_lost));
     ct_write_slots(out, ct_coll_slots, CT_COLL_SLOTS, 1);
     ct_write_slots(out, ct_p2p_slots, CT_P2P_SLOTS, 0);
+    ct_profcomm_write(out);
     fprintf(out, "end\n");
     if (fclose(out) != 0 || rename(tmp, path) != 0)
         ct_message("warning: COLLTUNE_PROFILE_RUN: cannot write %s: %s", path, strerror(errno));

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from colltune.advise import collectives, eager, mapping, share, topology, where
+from colltune.advise import collectives, eager, mapping, patterns, share, topology, where
 from colltune.advise.findings import Finding, family_of, ordered
 from colltune.advise.points import AppPoint, collective_points
 from colltune.advise.profile_run import ProfileRun
@@ -25,6 +25,7 @@ class Advice:
     shares: dict[str, float] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)   # topology.facts
     time_table: list[where.TimeRow] = field(default_factory=list)
+    call_patterns: list[patterns.Pattern] = field(default_factory=list)
 
     @property
     def predicted_saving_s(self) -> float:
@@ -51,6 +52,13 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
         for f in found:
             if f.strategy == "collectives":
                 f.warning = caveat
+    # Patterns are advised whatever the collectives' share: each names its saving, however small.
+    pats = patterns.find(run)
+    patterns.predict(pats, run, table)
+    found += patterns.findings(pats, run.wall_ns / 1e9)
     found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
-    return Advice(run, family, points, ordered(found), choices,
-                  collectives.missing(points, table), share_finding.data, env, where.rows(run))
+    missing = collectives.missing(points, table)
+    have = {(p.collective, p.nprocs, p.bin) for p in missing}
+    missing += [p for p in patterns.missing_points(pats, table) if (p.collective, p.nprocs, p.bin) not in have]
+    return Advice(run, family, points, ordered(found), choices, missing, share_finding.data, env,
+                  where.rows(run), pats)

@@ -23,6 +23,7 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
         "wall_s": advice.run.wall_ns / 1e9, "shares": advice.shares,
         "predicted_saving_s": advice.predicted_saving_s,
         "where": where.as_json(advice.run, advice.time_table),
+        "patterns": [{**p.__dict__, "saving_s": p.saving_s} for p in advice.call_patterns],
         "findings": [f.as_dict() for f in advice.findings],
         "points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
                     "mean_bytes": p.mean_bytes, "total_s": p.total_s, "own_s": p.own_s,

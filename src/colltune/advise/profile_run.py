@@ -6,6 +6,10 @@ Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runti
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
+  pattern NAME FIRST_SITE SECOND_SITE NPROCS BIN PAIRS BYTES   call patterns (profcomm.c)
+  patterns_lost N                                pattern pairs not recorded (table full)
+  sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
+  sample_budget_ppm B                            sampling budget (millionths of the run, 0: none)
   coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
   p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
   end
@@ -57,6 +61,20 @@ class Point:
     bytes_max: int | None = None
 
 
+@dataclass(frozen=True)
+class PatternCount:
+    """How often one call (at `first`) was directly followed by another (at `second`) that one
+    call could replace, on one rank (native/runtime/profcomm.c)."""
+
+    name: str          # reduce_bcast | small_reductions | barrier_before_sync
+    first: int
+    second: int
+    nprocs: int
+    bin: int           # of the second call's size
+    pairs: int
+    bytes: int         # the second calls' bytes, summed
+
+
 @dataclass
 class RankProfile:
     rank: int
@@ -79,6 +97,11 @@ class RankProfile:
     isolated: tuple[int, ...] | None = None                           # isolcpus
     nohz_full: tuple[int, ...] | None = None
     loadavg: float | None = None                                      # 1-minute, at MPI_Finalize
+    patterns: list[PatternCount] = field(default_factory=list)
+    patterns_lost: int = 0
+    sample_syncs: int = 0            # sampled calls' synchronisations (budgeted, profcomm.c)
+    sync_latency_ns: float | None = None   # their mean latency (min over ranks per sync)
+    sample_budget_ppm: int | None = None
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -125,6 +148,19 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         setattr(prof, key, cpulist(rest))
     elif key == "loadavg":
         prof.loadavg = float(rest)
+    elif key == "pattern":
+        name, first, second, *nums = rest.split()
+        if len(nums) != 4:
+            raise ValueError(f"{len(nums)} numbers")
+        prof.patterns.append(PatternCount(name, int(first, 16) if first != "(nil)" else 0,
+                                          int(second, 16) if second != "(nil)" else 0, *(int(x) for x in nums)))
+    elif key == "patterns_lost":
+        prof.patterns_lost = int(rest)
+    elif key == "sample_syncs":
+        syncs, total, n = (int(x) for x in rest.split())
+        prof.sample_syncs, prof.sync_latency_ns = syncs, total / n if n else None
+    elif key == "sample_budget_ppm":
+        prof.sample_budget_ppm = int(rest)
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
     else:

@@ -1,0 +1,338 @@
+/*
+ * Profiling mode, per communicator (see ct_profrun.h): the sampling schedule with its time budget,
+ * the call patterns one call could replace, and MPI_Barrier.
+ *
+ * State: one small struct per communicator, found through a keyval attribute (allocated at the
+ * communicator's first profiled call, freed by the attribute's delete callback) and cached per
+ * thread for the last communicator used, so that the common case (one communicator, many calls)
+ * makes no MPI query at all. A generation counter bumped by the delete callback invalidates the
+ * caches: a freed communicator's handle may be reused by the next one created.
+ *
+ * Sampling: call numbers on a communicator are the same on every rank (collectives on it are
+ * called in the same order everywhere), and so is the schedule derived from them: the second
+ * call, then every `period`-th. A sampled call is preceded by a timed synchronisation; on an
+ * intra-communicator that is a PMPI_Allreduce (MPI_MAX) of each rank's budget level, so every
+ * rank learns the largest one at the same call and all change the period alike: doubled when a
+ * rank's sampling cost exceeds COLLTUNE_PROFILE_RUN_BUDGET (millionths of its time since
+ * MPI_Init), halved (not below COLLTUNE_PROFILE_RUN_SAMPLE) when every rank is at most at a
+ * quarter of it. The cost of a synchronisation is its latency, not the wait for late ranks (that
+ * moved from the collective, it is no extra cost): the last rank to arrive waits for nobody, so
+ * the shortest duration over the ranks is the latency. The same Allreduce carries it (as
+ * UINT_MAX - duration of the previous synchronisation on the communicator, under MPI_MAX), so
+ * every rank adds the same figure to its cost. Inter-communicators synchronise with PMPI_Barrier
+ * at a fixed period (an Allreduce there returns the other group's values).
+ *
+ * Patterns (advice for the source, never applied): each communicator keeps a fingerprint of its
+ * previous collective call; every intercepted call takes a number from a per-thread sequence
+ * (collectives, MPI_Barrier and the point-to-point calls of p2p.toml), so "directly after" means
+ * no intercepted call in between on that thread.
+ */
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_profrun.h"
+#include "ct_runtime.h"
+
+#define CT_LEVEL_OVER 4u
+#define CT_BUDGET_FLOOR_NS 1000000u   /* 1 ms of sampling is always allowed */        /* levels in quarters of the budget */
+#define CT_MAX_PERIOD (1u << 20)
+#define CT_SMALL_BYTES 4096     /* "small" reduction: latency-bound on any network */
+#define CT_PAT_SLOTS 256
+
+typedef struct ct_fingerprint {
+    uint64_t seq;               /* the call's number in this thread's sequence; 0: none yet */
+    const void *site;
+    int kind, root, count;
+    MPI_Datatype type;
+    MPI_Op op;
+    const void *in;             /* the reduction's input buffer (its recvbuf when in place) */
+    const void *out;            /* where this rank has the result, NULL where it has none */
+    int64_t bytes;
+} ct_fingerprint;
+
+typedef struct ct_comm_state {
+    uint64_t calls, next_sample, period;
+    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
+    int nprocs, rank, inter;
+    ct_fingerprint prev;
+} ct_comm_state;
+
+typedef struct ct_pat_slot {
+    atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
+    int pattern, nprocs, bin;
+    const void *first, *second;
+    atomic_ullong count, bytes;
+} ct_pat_slot;
+
+static const char *const ct_pattern_names[CT_PAT_COUNT] = {
+    [CT_PAT_REDUCE_BCAST] = "reduce_bcast",
+    [CT_PAT_SMALL_REDUCTIONS] = "small_reductions",
+    [CT_PAT_BARRIER_SYNC] = "barrier_before_sync",
+};
+
+CT_HIDDEN _Thread_local uint64_t ct_profrun_seq;
+static int ct_keyval = MPI_KEYVAL_INVALID;
+static atomic_uint ct_generation;
+static _Thread_local MPI_Comm ct_cached_comm = MPI_COMM_NULL;
+static _Thread_local ct_comm_state *ct_cached_state;
+static _Thread_local unsigned ct_cached_generation;
+static uint64_t ct_every;                       /* agreed minimum period, 0: no sampling */
+static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
+static uint64_t ct_t0;
+/* Synchronisations made, and the agreed latencies learned (sum and how many): see top. */
+static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;
+static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
+static atomic_ullong ct_pat_lost;
+
+static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    atomic_fetch_add_explicit(&ct_generation, 1, memory_order_relaxed);
+    free(value);
+    return MPI_SUCCESS;
+}
+
+int ct_profcomm_prepare(void)
+{
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ct_state_free, &ct_keyval, NULL)
+           == MPI_SUCCESS;
+}
+
+void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0)
+{
+    ct_every = every;
+    ct_budget_ppm = budget_ppm;
+    ct_t0 = t0;
+}
+
+void ct_profcomm_finish(void)
+{
+    ct_cached_comm = MPI_COMM_NULL;
+    if (ct_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ct_keyval);
+}
+
+static ct_comm_state *ct_state_new(MPI_Comm comm)
+{
+    ct_comm_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return NULL;
+    if (PMPI_Comm_size(comm, &st->nprocs) != MPI_SUCCESS
+        || PMPI_Comm_test_inter(comm, &st->inter) != MPI_SUCCESS
+        || PMPI_Comm_rank(comm, &st->rank) != MPI_SUCCESS
+        || PMPI_Comm_set_attr(comm, ct_keyval, st) != MPI_SUCCESS) {
+        free(st);
+        return NULL;
+    }
+    st->next_sample = 1;   /* the second call (the first may carry the library's lazy setup) */
+    st->period = ct_every;
+    return st;
+}
+
+ct_comm_state *ct_profcomm_state(MPI_Comm comm)
+{
+    unsigned gen = atomic_load_explicit(&ct_generation, memory_order_relaxed);
+    if (comm == ct_cached_comm && gen == ct_cached_generation)
+        return ct_cached_state;
+    if (comm == MPI_COMM_NULL || ct_keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    void *value;
+    int found;
+    if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
+        return NULL;
+    ct_comm_state *st = found ? value : ct_state_new(comm);
+    if (st != NULL) {
+        ct_cached_comm = comm;
+        ct_cached_state = st;
+        ct_cached_generation = gen;
+    }
+    return st;
+}
+
+int ct_profcomm_nprocs(const ct_comm_state *st)
+{
+    return st->nprocs;
+}
+
+/* This rank's sampling cost in quarters of its budget (capped). */
+static unsigned ct_level(uint64_t now)
+{
+    /* ns; plus a fixed allowance, or the first samples of every run would be over budget */
+    uint64_t budget = (now - ct_t0) / 1000000u * ct_budget_ppm + CT_BUDGET_FLOOR_NS;
+    uint64_t syncs = atomic_load_explicit(&ct_syncs, memory_order_relaxed);
+    uint64_t n = atomic_load_explicit(&ct_latencies, memory_order_relaxed);
+    if (n == 0)
+        return 0;
+    /* every synchronisation so far at the mean latency learned */
+    uint64_t cost = atomic_load_explicit(&ct_latency_ns, memory_order_relaxed) / n * syncs;
+    uint64_t level = cost * CT_LEVEL_OVER / budget;
+    return level > 255 ? 255u : (unsigned)level;
+}
+
+static void ct_adapt(ct_comm_state *st, const unsigned agreed[2])
+{
+    if (st->last_sync_ns != 0) {
+        atomic_fetch_add_explicit(&ct_latency_ns, UINT_MAX - agreed[1], memory_order_relaxed);
+        atomic_fetch_add_explicit(&ct_latencies, 1, memory_order_relaxed);
+    }
+    if (ct_budget_ppm == 0)
+        return;
+    if (agreed[0] > CT_LEVEL_OVER && st->period < CT_MAX_PERIOD)
+        st->period *= 2;
+    else if (agreed[0] <= 1 && st->period / 2 >= ct_every)
+        st->period /= 2;
+}
+
+int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
+{
+    uint64_t n = st->calls++;
+    if (ct_every == 0 || n != st->next_sample)
+        return 0;
+    uint64_t t0 = ct_profrun_now();
+    unsigned mine[2] = {ct_level(t0), UINT_MAX - (unsigned)(st->last_sync_ns < UINT_MAX
+                                                            ? st->last_sync_ns : UINT_MAX - 1)};
+    unsigned agreed[2] = {0, 0};
+    int ok = st->inter ? PMPI_Barrier(comm) == MPI_SUCCESS
+                       : PMPI_Allreduce(mine, agreed, 2, MPI_UNSIGNED, MPI_MAX, comm) == MPI_SUCCESS;
+    uint64_t wait = ct_profrun_now() - t0;
+    if (!ok) {
+        /* Not expected on a valid communicator. Every rank got the same error class in the
+         * same call (collective semantics), so stopping here is agreed too. */
+        st->next_sample = UINT64_MAX;
+        return 0;
+    }
+    atomic_fetch_add_explicit(&ct_syncs, 1, memory_order_relaxed);
+    if (!st->inter)
+        ct_adapt(st, agreed);
+    st->last_sync_ns = wait > 0 ? wait : 1;
+    st->next_sample = n + st->period;
+    *wait_ns = wait;
+    return 1;
+}
+
+/* ---- patterns ---------------------------------------------------------------------------- */
+
+static void ct_pat_record(int pattern, const void *first, const void *second, int nprocs,
+                          int64_t bytes)
+{
+    int bin = bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes);
+    uint64_t h = ((uint64_t)(uintptr_t)first * 31u + (uint64_t)(uintptr_t)second)
+                 * 0x9E3779B97F4A7C15ull ^ (uint64_t)pattern << 8 ^ (uint64_t)(bin + 1);
+    h ^= h >> 29;
+    for (size_t probe = 0; probe < CT_PAT_SLOTS; probe++) {
+        ct_pat_slot *s = &ct_pat_slots[(h + probe) % CT_PAT_SLOTS];
+        int st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (st == 0) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong_explicit(&s->state, &expected, 1,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                s->pattern = pattern;
+                s->first = first;
+                s->second = second;
+                s->nprocs = nprocs;
+                s->bin = bin;
+                atomic_store_explicit(&s->state, 2, memory_order_release);
+                st = 2;
+            } else {
+                st = expected;
+            }
+        }
+        while (st == 1)
+            st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (s->pattern == pattern && s->first == first && s->second == second
+            && s->nprocs == nprocs && s->bin == bin) {
+            atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->bytes, (unsigned long long)bytes, memory_order_relaxed);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&ct_pat_lost, 1, memory_order_relaxed);
+}
+
+static int ct_overlap(const void *a, int64_t na, const void *b, int64_t nb)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return a != NULL && b != NULL && x < y + (uintptr_t)nb && y < x + (uintptr_t)na;
+}
+
+static int ct_synchronising(int kind)
+{
+    return kind == CT_COLL_ALLREDUCE || kind == CT_COLL_ALLGATHER || kind == CT_COLL_ALLTOALL
+           || kind == CT_COLL_REDUCE_SCATTER || kind == CT_COLL_REDUCE_SCATTER_BLOCK
+           || kind == CT_PR_BARRIER;
+}
+
+static ct_fingerprint ct_fingerprint_of(const ct_comm_state *st, int kind, const void *site,
+                                        const ct_call *call, int64_t bytes, uint64_t seq)
+{
+    ct_fingerprint f = {seq, site, kind, -1, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, NULL, NULL, bytes};
+    if (call == NULL)
+        return f;
+    f.root = call->root;
+    f.count = call->recvcount;
+    f.type = call->recvtype;
+    f.op = call->op;
+    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
+        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
+        f.in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
+        f.out = has_result ? call->recvbuf : NULL;
+    } else if (kind == CT_COLL_BCAST) {
+        f.in = call->recvbuf;   /* the root's data */
+    }
+    return f;
+}
+
+/* Does `cur`, made directly after `prev` on the same communicator, complete a pattern? */
+static int ct_pattern(const ct_comm_state *st, const ct_fingerprint *prev,
+                      const ct_fingerprint *cur)
+{
+    if (prev->seq == 0 || cur->seq != prev->seq + 1)
+        return -1;
+    if (prev->kind == CT_COLL_REDUCE && cur->kind == CT_COLL_BCAST && prev->root == cur->root
+        && prev->count == cur->count && prev->type == cur->type
+        && (st->rank != cur->root || cur->in == prev->out))
+        return CT_PAT_REDUCE_BCAST;
+    if ((cur->kind == CT_COLL_ALLREDUCE || cur->kind == CT_COLL_REDUCE)
+        && prev->kind == cur->kind && prev->root == cur->root && prev->op == cur->op
+        && prev->type == cur->type && prev->bytes > 0 && prev->bytes <= CT_SMALL_BYTES
+        && cur->bytes > 0 && cur->bytes <= CT_SMALL_BYTES
+        && !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes))
+        return CT_PAT_SMALL_REDUCTIONS;   /* the second does not read the first's result */
+    if (prev->kind == CT_PR_BARRIER && ct_synchronising(cur->kind))
+        return CT_PAT_BARRIER_SYNC;
+    return -1;
+}
+
+void ct_profcomm_after(ct_comm_state *st, int kind, const void *site, const ct_call *call,
+                       int64_t bytes, uint64_t seq)
+{
+    ct_fingerprint cur = ct_fingerprint_of(st, kind, site, call, bytes, seq);
+    int pattern = ct_pattern(st, &st->prev, &cur);
+    if (pattern >= 0)
+        ct_pat_record(pattern, st->prev.site, site, st->nprocs, bytes);
+    st->prev = cur;
+}
+
+void ct_profcomm_write(FILE *out)
+{
+    for (size_t i = 0; i < CT_PAT_SLOTS; i++) {
+        ct_pat_slot *s = &ct_pat_slots[i];
+        if (atomic_load(&s->state) != 2 || atomic_load(&s->count) == 0)
+            continue;
+        fprintf(out, "pattern %s %p %p %d %d %llu %llu\n", ct_pattern_names[s->pattern], s->first,
+                s->second, s->nprocs, s->bin, atomic_load(&s->count), atomic_load(&s->bytes));
+    }
+    fprintf(out, "patterns_lost %llu\nsample_syncs %llu %llu %llu\n", atomic_load(&ct_pat_lost),
+            atomic_load(&ct_syncs), atomic_load(&ct_latency_ns), atomic_load(&ct_latencies));
+}
+
+/* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */
+int MPI_Barrier(MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_profrun_on) || ct_profrun_inside)
+        return PMPI_Barrier(comm);
+    return ct_profrun_barrier(comm, __builtin_return_address(0));
+}

@@ -1,0 +1,205 @@
+"""Call patterns one call could replace (recorded per rank by native/runtime/profcomm.c), as
+findings with their sites and a predicted saving. Advice for the source code: colltune never
+fuses calls at run time (a fused call changes the program's semantics the moment the pattern
+breaks).
+
+- reduce_bcast: MPI_Reduce to root r, directly followed on the same communicator by MPI_Bcast
+  from r with the same count and datatype, whose buffer at the root is the reduce's result ->
+  one MPI_Allreduce. Saving per pair: this machine's database, the median of the mock-up
+  `allreduce_as_reduce_bcast` (exactly Reduce + Bcast) minus the library's MPI_Allreduce.
+- small_reductions: two reductions of <= 4 KiB of the same kind, op, datatype (and root),
+  back to back, the second not reading the first's result -> one reduction over both (a packed
+  buffer or a derived datatype). Saving per pair: the database's cost of one such reduction at
+  the second's size, minus what the fused call costs more at twice the size.
+- barrier_before_sync: MPI_Barrier directly before a collective that synchronises the ranks
+  anyway (Allreduce, Allgather, Alltoall, Reduce_scatter(_block), Barrier) -> drop the barrier.
+  Saving per pair: the barrier's own cost at its site, measured in this run (its waiting moves
+  to the next collective, it does not disappear).
+
+A pattern counts only where every rank saw it (the minimum over ranks): only the root can check
+that a broadcast sends the reduce's result, the other ranks only check order, root, count, type.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pandas as pd
+
+from colltune import catalog
+from colltune.advise import symbols
+from colltune.advise.findings import Finding
+from colltune.advise.points import AppPoint
+from colltune.advise.profile_run import ProfileRun
+from colltune.advise.where import fmt_bytes, fmt_s
+
+NAMES = ("reduce_bcast", "small_reductions", "barrier_before_sync")
+
+
+@dataclass
+class Pattern:
+    name: str
+    first: str             # call site labels
+    second: str
+    first_call: str        # MPI_Reduce ... (from the collective table at that site)
+    second_call: str
+    nprocs: int
+    bin: int
+    pairs: int             # the fewest any rank saw
+    mean_bytes: float      # of the second call
+    saving_per_pair_s: float | None = None
+    basis: str = ""        # where the saving comes from
+
+    @property
+    def saving_s(self) -> float | None:
+        return None if self.saving_per_pair_s is None else self.pairs * self.saving_per_pair_s
+
+
+def _calls_at(run: ProfileRun) -> dict[str, set[str]]:
+    """Site label -> the collectives called there (to name a pattern's two calls)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for rank in run.ranks:
+        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        for p in rank.points:
+            if p.kind == "coll":
+                out[labels[p.site].label].add("MPI_" + p.name.capitalize())
+    return out
+
+
+def find(run: ProfileRun) -> list[Pattern]:
+    """Every pattern every rank saw, by pairs (most first)."""
+    per_rank: list[dict[tuple[str, str, str, int, int], tuple[int, int]]] = []
+    for rank in run.ranks:
+        labels = symbols.resolve({a for p in rank.patterns for a in (p.first, p.second)}, rank.maps)
+        mine: dict[tuple[str, str, str, int, int], tuple[int, int]] = {}
+        for p in rank.patterns:
+            key = (p.name, labels[p.first].label, labels[p.second].label, p.nprocs, p.bin)
+            pairs, b = mine.get(key, (0, 0))
+            mine[key] = (pairs + p.pairs, b + p.bytes)
+        per_rank.append(mine)
+    calls = _calls_at(run)
+    out = []
+    for key in set.intersection(*(set(m) for m in per_rank)) if per_rank else set():
+        name, first, second, nprocs, bin_ = key
+        pairs = min(m[key][0] for m in per_rank)
+        mean = sum(m[key][1] for m in per_rank) / sum(m[key][0] for m in per_rank)
+        out.append(Pattern(name, first, second, "/".join(sorted(calls.get(first, {"?"}))),
+                           "/".join(sorted(calls.get(second, {"?"}))), nprocs, bin_, pairs, mean))
+    return sorted(out, key=lambda p: (-p.pairs, p.name, p.first, p.second))
+
+
+def _median(table: pd.DataFrame, collective: str, nprocs: int, size: float, variant: str) -> tuple[int, float] | None:
+    """(database size, median) in the log2 bin of `size`, at the size nearest it."""
+    if size <= 0:
+        return None
+    bin_ = int(size).bit_length() - 1
+    at = table[(table["collective"] == collective) & (table["nprocs"] == nprocs) & (table["variant"] == variant)]
+    same = [int(s) for s in at["msg_bytes"] if s > 0 and int(s).bit_length() - 1 == bin_]
+    if not same:
+        return None
+    best = min(same, key=lambda s: abs(s - size))
+    return best, float(at[at["msg_bytes"] == best]["median_s"].iloc[0])
+
+
+def _barrier_own_per_call(run: ProfileRun, site: str) -> tuple[float, str] | None:
+    """The barrier's own cost per call, the slowest rank's: its sampled calls at `site`, else its
+    sampled barriers anywhere (a barrier's cost does not depend on where it is called), else the
+    latency of the sampling synchronisations (an 8-byte MPI_Allreduce, as fast as a barrier)."""
+    best: tuple[float, str] | None = None
+    for rank in run.ranks:
+        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        barriers = [p for p in rank.points if p.name == "barrier" and p.samples]
+        here = [p for p in barriers if labels[p.site].label == site]
+        mine = None
+        for points, how in ((here, "its sampled calls"), (barriers, "sampled barriers of the run")):
+            if points:
+                mine = (sum(p.own_ns for p in points) / sum(p.samples for p in points) / 1e9, how)
+                break
+        if mine is None and rank.sync_latency_ns is not None:
+            mine = (rank.sync_latency_ns / 1e9, "the latency of the sampling synchronisations")
+        if mine is not None and (best is None or mine[0] > best[0]):
+            best = mine
+    return best
+
+
+def predict(patterns: list[Pattern], run: ProfileRun, table: pd.DataFrame) -> None:
+    for p in patterns:
+        if p.name == "reduce_bcast":
+            fused = _median(table, "allreduce", p.nprocs, p.mean_bytes, catalog.DEFAULT)
+            pair = _median(table, "allreduce", p.nprocs, p.mean_bytes, "allreduce_as_reduce_bcast")
+            if fused and pair and fused[0] == pair[0]:
+                p.saving_per_pair_s = pair[1] - fused[1]
+                p.basis = (f"database at {fused[0]} B, {p.nprocs} ranks: Reduce + Bcast "
+                           f"(allreduce_as_reduce_bcast) {fmt_s(pair[1])}, MPI_Allreduce {fmt_s(fused[1])}")
+        elif p.name == "small_reductions":
+            coll = "allreduce" if "MPI_Allreduce" in p.second_call else "reduce"
+            one = _median(table, coll, p.nprocs, p.mean_bytes, catalog.DEFAULT)
+            two = _median(table, coll, p.nprocs, 2 * p.mean_bytes, catalog.DEFAULT)
+            if one and two:
+                p.saving_per_pair_s = 2 * one[1] - two[1]
+                p.basis = (f"database, {p.nprocs} ranks: MPI_{coll.capitalize()} {fmt_s(one[1])} at "
+                           f"{one[0]} B, {fmt_s(two[1])} at {two[0]} B (two calls vs one of both)")
+        elif p.name == "barrier_before_sync":
+            own = _barrier_own_per_call(run, p.first)
+            if own is not None:
+                p.saving_per_pair_s = own[0]
+                p.basis = f"this run: a barrier's own cost {fmt_s(own[0])} per call (slowest rank, {own[1]})"
+
+
+def missing_points(patterns: list[Pattern], table: pd.DataFrame) -> list[AppPoint]:
+    """Database points the predictions lack (what `--measure` measures): the fused call."""
+    out: dict[tuple[str, int, int], AppPoint] = {}
+    for p in patterns:
+        if p.saving_per_pair_s is not None or p.name == "barrier_before_sync":
+            continue
+        coll = "reduce" if p.name == "small_reductions" and "MPI_Allreduce" not in p.second_call else "allreduce"
+        for size in ((p.mean_bytes,) if p.name == "reduce_bcast" else (p.mean_bytes, 2 * p.mean_bytes)):
+            b = int(size).bit_length() - 1
+            out.setdefault((coll, p.nprocs, b), AppPoint(coll, p.nprocs, b, mean_bytes=int(size)))
+    return list(out.values())
+
+
+TITLES = {
+    "reduce_bcast": "{second_call} of {first_call}'s result from the same root, directly after it, "
+                    "{pairs:,} times: one MPI_Allreduce would do",
+    "small_reductions": "small reductions back to back on one communicator, {pairs:,} pairs: one "
+                        "reduction over both (a packed buffer or a derived datatype) would do",
+    "barrier_before_sync": "MPI_Barrier directly before {second_call}, which synchronises the ranks "
+                           "anyway, {pairs:,} times: the barrier can go",
+}
+
+CHANGES = {
+    "reduce_bcast": "replace MPI_Reduce at {first} and MPI_Bcast at {second} by one MPI_Allreduce "
+                    "into the reduce's result buffer",
+    "small_reductions": "pack the two reductions at {first} and {second} into one call (the second "
+                        "does not read the first's result here)",
+    "barrier_before_sync": "remove MPI_Barrier at {first} (the {second_call} at {second} "
+                           "synchronises the ranks)",
+}
+
+
+def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
+    out = []
+    for p in patterns:
+        fields = {**p.__dict__}
+        evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
+                    f"per call: {p.first} then {p.second}"]
+        if p.saving_s is not None:
+            evidence.append(f"predicted saving {fmt_s(max(p.saving_s, 0.0))} = {p.pairs:,} x "
+                            f"{fmt_s(max(p.saving_per_pair_s or 0.0, 0.0))} "
+                            f"({100 * max(p.saving_s, 0.0) / wall_s:.2f}% of the run); {p.basis}"
+                            if wall_s else p.basis)
+            if p.saving_s <= 0:
+                evidence.append("on this machine the fused call is not faster: no saving predicted")
+        else:
+            evidence.append("no prediction: the database lacks the fused call at this size "
+                            "(`colltune advise --measure` measures it)")
+        out.append(Finding("pattern", TITLES[p.name].format(**fields), evidence,
+                           {"source": CHANGES[p.name].format(**fields)},
+                           None if p.saving_s is None else max(p.saving_s, 0.0),
+                           data={"pattern": p.name, "first": p.first, "second": p.second,
+                                 "first_call": p.first_call, "second_call": p.second_call,
+                                 "nprocs": p.nprocs, "bin": p.bin, "pairs": p.pairs, "mean_bytes": p.mean_bytes,
+                                 "saving_per_pair_s": p.saving_per_pair_s}))
+    return out

@@ -1,0 +1,97 @@
+"""Call patterns one call could replace (native/runtime/profcomm.c, advise/patterns.py): each
+planted pattern found exactly with its sites, every near miss not (tests/programs/
+advise_patterns.c), Fortran's Reduce + Bcast (tests/programs/advise_fortran.f90, in
+test_advise_where.py), and the predicted saving from a database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from advise_support import compile_advise_programs, profiled
+from click.testing import CliRunner
+
+from colltune.advise import patterns, profile_run
+from colltune.commands.advise import command as advise_cmd
+
+
+@pytest.fixture(scope="module")
+def programs(openmpi, tmp_path_factory):
+    return compile_advise_programs(openmpi, tmp_path_factory.mktemp("advise"))
+
+
+PLANTED = [
+    ("reduce_bcast", "planted (advise_patterns.c:31)", "planted (advise_patterns.c:32)", "MPI_Reduce", "MPI_Bcast",
+     5, 12, 32),
+    ("small_reductions", "planted (advise_patterns.c:36)", "planted (advise_patterns.c:37)", "MPI_Allreduce",
+     "MPI_Allreduce", 4, 8, 24),
+    ("barrier_before_sync", "planted (advise_patterns.c:41)", "planted (advise_patterns.c:42)", "MPI_Barrier",
+     "MPI_Allreduce", 3, 6, 8),
+]
+
+
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_planted_patterns_and_no_near_miss(openmpi, openmpi_build, programs, tmp_path, nprocs):
+    profiled(openmpi, openmpi_build, nprocs, [programs["advise_patterns"]], tmp_path / "p")
+    run = profile_run.read(tmp_path / "p")
+    found = [(p.name, p.first, p.second, p.first_call, p.second_call, p.bin, p.pairs, p.mean_bytes)
+             for p in patterns.find(run)]
+    assert found == [(n, a, b, c1, c2, bin_, pairs, float(size)) for n, a, b, c1, c2, bin_, pairs, size in PLANTED]
+    for r in run.ranks:
+        assert r.patterns_lost == 0
+        # Only the root (rank 0) of the "another buffer" near miss can see that the broadcast
+        # sends another buffer, and only ranks 0 and 1 make the point-to-point call in between:
+        # the other ranks recorded those, and the minimum over ranks drops them.
+        near = [p for p in r.patterns if p.name == "reduce_bcast" and p.pairs == 5]
+        assert len(near) == {0: 0, 1: 1}.get(r.rank, 2)
+
+
+def test_findings_and_predicted_saving(openmpi, openmpi_build, programs, tmp_path):
+    profiled(openmpi, openmpi_build, 2, [programs["advise_patterns"]], tmp_path / "p")
+    run = profile_run.read(tmp_path / "p")
+    # A database where Reduce + Bcast (the mock-up allreduce_as_reduce_bcast) takes 9 us and the
+    # library's Allreduce 5 us at 32 bytes; 24 and 48 bytes for the small reductions.
+    table = pd.DataFrame([
+        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 32, "variant": "default", "median_s": 5e-6},
+        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 32, "variant": "allreduce_as_reduce_bcast",
+         "median_s": 9e-6},
+        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 24, "variant": "default", "median_s": 4e-6},
+        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 48, "variant": "default", "median_s": 4.5e-6}])
+    pats = patterns.find(run)
+    patterns.predict(pats, run, table)
+    by = {p.name: p for p in pats}
+    assert by["reduce_bcast"].saving_per_pair_s == pytest.approx(4e-6)
+    assert by["reduce_bcast"].saving_s == pytest.approx(12 * 4e-6)
+    assert by["small_reductions"].saving_per_pair_s == pytest.approx(2 * 4e-6 - 4.5e-6)
+    barrier = by["barrier_before_sync"]
+    assert barrier.saving_per_pair_s is not None and barrier.saving_per_pair_s > 0   # measured in this run
+    [f] = [f for f in patterns.findings(pats, run.wall_ns / 1e9) if f.data["pattern"] == "reduce_bcast"]
+    assert f.title == ("MPI_Bcast of MPI_Reduce's result from the same root, directly after it, 12 times: "
+                       "one MPI_Allreduce would do")
+    assert f.changes == {"source": "replace MPI_Reduce at planted (advise_patterns.c:31) and MPI_Bcast at "
+                                   "planted (advise_patterns.c:32) by one MPI_Allreduce into the reduce's "
+                                   "result buffer"}
+    assert f.saving_s == pytest.approx(48e-6)
+    # Without a database: no prediction, and --measure is told to measure the fused call.
+    empty = pd.DataFrame(columns=["collective", "nprocs", "msg_bytes", "variant", "median_s"])
+    pats = patterns.find(run)
+    patterns.predict(pats, run, empty)
+    # One point per log2 bin (the 48 bytes of the fused small reductions share the 32-byte bin).
+    assert sorted((p.collective, p.nprocs, p.bin, p.mean_bytes) for p in patterns.missing_points(pats, empty)) == [
+        ("allreduce", 2, 4, 24), ("allreduce", 2, 5, 32)]
+
+
+def test_cli_reports_patterns(openmpi, openmpi_build, programs, tmp_path):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(advise_cmd, ["--db", str(tmp_path / "none.duckdb"), "--out", str(out), "--",
+                                          str(openmpi.mpiexec), "-n", "2", "--bind-to", "core",
+                                          str(programs["advise_patterns"])], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "advise.json").read_text())
+    assert [(p["name"], p["pairs"]) for p in report["patterns"]] == [(n, pairs) for n, *_, pairs, _ in PLANTED]
+    kinds = [f["data"]["pattern"] for f in report["findings"] if f["strategy"] == "pattern"]
+    assert sorted(kinds) == sorted(n for n, *_ in PLANTED)
+    barrier = next(r for r in report["where"]["collectives"] if r["name"] == "MPI_Barrier")
+    assert barrier["calls"] == 6 + 2 * 5 and barrier["bytes_min"] is None
