@@ -7,7 +7,8 @@
  *    algorithm unusable for a call fails instead of being silently replaced), and the library's
  *    values restored for other variants.
  *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
- *    the variant gets its own communicator duplicated while the value is set.
+ *    the variant gets its own communicator made while the value is set (core/mpit.c, with
+ *    dynamic rules on and coll/han out of the way).
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
  * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
  */
@@ -18,127 +19,60 @@
 #include "ct_libalg.h"
 #include "ct_mpit.h"
 
-/* A companion variable absent from this version is fine (cvar = -1), an MPI_T failure not. */
-static int forced_open(ct_forced_cvar *f, const char *name, const char *value)
-{
-    f->cvar = -1;
-    f->handle = MPI_T_CVAR_HANDLE_NULL;
-    int index, rc;
-    if (ct_mpit_find(name, &index) != 0 || ct_mpit_value(index, value, &f->forced) != 0)
-        return MPI_SUCCESS;
-    if ((rc = ct_mpit_handle(index, &f->handle)) != MPI_SUCCESS)
-        return rc;
-    if ((rc = MPI_T_cvar_read(f->handle, &f->original)) != MPI_SUCCESS)
-        return rc;
-    f->cvar = index;
-    return MPI_SUCCESS;
-}
-
-static int forced_write(const ct_forced_cvar *f, int forced)
-{
-    if (f->cvar < 0)
-        return MPI_SUCCESS;
-    return MPI_T_cvar_write(f->handle, forced ? &f->forced : &f->original);
-}
-
-static void forced_close(ct_forced_cvar *f)
-{
-    if (f->handle != MPI_T_CVAR_HANDLE_NULL)
-        MPI_T_cvar_handle_free(&f->handle);
-    f->cvar = -1;
-}
-
 static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
                       size_t errlen)
 {
     char ucoll[64], name[160];
+    int cvar, index;
     ct_mpit_upper(ucoll, coll, sizeof ucoll);
     snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
-    if (ct_mpit_find(name, &alg->cvar) != 0)
+    if (ct_mpit_find(name, &cvar) != 0)
         return -1;
     alg->kind = CT_LIBALG_MPICH;
-    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
+    if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
         snprintf(err, errlen, "%s has no algorithm '%s' (see `mpivars`)", name, algorithm);
         return MPI_ERR_ARG;
     }
-    int rc = ct_mpit_handle(alg->cvar, &alg->handle);
+    /* a companion variable absent from this version is fine, an MPI_T failure not */
+    int rc = ct_mpit_var_open(&alg->alg, cvar, NULL);
     if (rc == MPI_SUCCESS)
-        rc = MPI_T_cvar_read(alg->handle, &alg->original);
+        rc = ct_mpit_var_open(&alg->device, ct_mpit_find("MPIR_CVAR_DEVICE_COLLECTIVES", &index)
+                                                == 0 ? index : -1, "none");
     if (rc == MPI_SUCCESS)
-        rc = forced_open(&alg->device, "MPIR_CVAR_DEVICE_COLLECTIVES", "none");
-    if (rc == MPI_SUCCESS)
-        rc = forced_open(&alg->fallback, "MPIR_CVAR_COLLECTIVE_FALLBACK", "error");
+        rc = ct_mpit_var_open(&alg->fallback, ct_mpit_find("MPIR_CVAR_COLLECTIVE_FALLBACK", &index)
+                                                  == 0 ? index : -1, "error");
     if (rc != MPI_SUCCESS)
         snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
     return rc;
-}
-
-/* Open MPI 5 serves a communicator that spans several nodes with coll/han, which ignores the
- * forced coll_tuned_<coll>_algorithm (docs/cluster.md): the variant's communicator is made with
- * han's priority at 0 so that tuned serves it. The handle to restore, or NULL (nothing to do). */
-static MPI_T_cvar_handle han_off(int *old)
-{
-    int index, zero = 0;
-    MPI_T_cvar_handle h = MPI_T_CVAR_HANDLE_NULL;
-    if (ct_mpit_find("coll_han_priority", &index) != 0 || ct_mpit_handle(index, &h) != MPI_SUCCESS)
-        return MPI_T_CVAR_HANDLE_NULL;
-    if (MPI_T_cvar_read(h, old) != MPI_SUCCESS || MPI_T_cvar_write(h, &zero) != MPI_SUCCESS)
-        MPI_T_cvar_handle_free(&h);
-    return h;
 }
 
 static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
                         char *err, size_t errlen)
 {
     char name[160];
-    int rc, dynamic_cvar, dynamic_on = 1, dynamic_old = 0;
-    MPI_T_cvar_handle dynamic = MPI_T_CVAR_HANDLE_NULL;
+    int cvar;
+    ct_mpit_var dynamic, han;
     snprintf(name, sizeof name, "coll_tuned_%s_algorithm", coll);
-    if (ct_mpit_find(name, &alg->cvar) != 0)
+    if (ct_mpit_find(name, &cvar) != 0)
         return -1;
     alg->kind = CT_LIBALG_OPENMPI;
-    if (ct_mpit_value(alg->cvar, algorithm, &alg->value) != 0) {
+    if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
         snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll tuned "
                  "--level 9`)", name, algorithm);
         return MPI_ERR_ARG;
     }
-    if ((rc = ct_mpit_handle(alg->cvar, &alg->handle)) != MPI_SUCCESS
-        || (rc = MPI_T_cvar_read(alg->handle, &alg->original)) != MPI_SUCCESS)
-        goto fail;
-    /* Forced algorithms are honoured only with dynamic rules, also read at creation. */
-    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &dynamic_cvar) == 0) {
-        if ((rc = ct_mpit_handle(dynamic_cvar, &dynamic)) != MPI_SUCCESS
-            || (rc = MPI_T_cvar_read(dynamic, &dynamic_old)) != MPI_SUCCESS)
-            goto fail;
-        /* Already on (set at launch): Open MPI 4.1 refuses writes of it, so leave it alone. */
-        if (dynamic_old == dynamic_on) {
-            MPI_T_cvar_handle_free(&dynamic);   /* nothing to write nor to restore */
-        } else if ((rc = MPI_T_cvar_write(dynamic, &dynamic_on)) != MPI_SUCCESS) {
-            snprintf(name, sizeof name, "coll_tuned_use_dynamic_rules");
-            goto fail;
-        }
+    int rc = ct_mpit_var_open(&alg->alg, cvar, NULL);
+    if (rc == MPI_SUCCESS && !ct_mpit_dynamic_rules(&dynamic)) {
+        snprintf(name, sizeof name, "coll_tuned_use_dynamic_rules");
+        rc = MPI_T_ERR_CVAR_SET_NEVER;
+    } else if (rc == MPI_SUCCESS) {
+        ct_mpit_han(&han);   /* several nodes: docs/cluster.md */
+        rc = ct_mpit_tuned_comm(comm, &alg->alg, alg->value, &dynamic, &han, &alg->comm);
+        ct_mpit_var_close(&dynamic);
+        ct_mpit_var_close(&han);
     }
-    if ((rc = MPI_T_cvar_write(alg->handle, &alg->value)) != MPI_SUCCESS)
-        goto fail;
-    int han_old = 0;
-    MPI_T_cvar_handle han = han_off(&han_old);
-    rc = PMPI_Comm_dup(comm, &alg->comm);
-    int restore = MPI_T_cvar_write(alg->handle, &alg->original);
-    if (han != MPI_T_CVAR_HANDLE_NULL) {
-        int back = MPI_T_cvar_write(han, &han_old);
-        restore = restore == MPI_SUCCESS ? back : restore;
-        MPI_T_cvar_handle_free(&han);
-    }
-    if (dynamic != MPI_T_CVAR_HANDLE_NULL) {
-        if (restore == MPI_SUCCESS)
-            restore = MPI_T_cvar_write(dynamic, &dynamic_old);
-        MPI_T_cvar_handle_free(&dynamic);
-    }
-    if (rc == MPI_SUCCESS)
-        rc = restore;
     if (rc == MPI_SUCCESS)
         return MPI_SUCCESS;
-fail:
     if (rc == MPI_T_ERR_CVAR_SET_NEVER)
         snprintf(err, errlen, "%s is read-only through MPI_T in this library (Open MPI before "
                  "5.0): launch with OMPI_MCA_coll_tuned_use_dynamic_rules=1 (e.g. "
@@ -179,9 +113,6 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
 {
     memset(alg, 0, sizeof *alg);
     alg->comm = MPI_COMM_NULL;
-    alg->handle = MPI_T_CVAR_HANDLE_NULL;
-    alg->device = (ct_forced_cvar){.cvar = -1, .handle = MPI_T_CVAR_HANDLE_NULL};
-    alg->fallback = alg->device;
     int rc = open_mpich(collective, algorithm, alg, err, errlen);
     if (rc == -1)
         rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
@@ -200,11 +131,11 @@ int ct_libalg_select(const ct_libalg *alg)
 {
     if (alg->kind != CT_LIBALG_MPICH)
         return MPI_SUCCESS;
-    int rc = MPI_T_cvar_write(alg->handle, &alg->value);
+    int rc = ct_mpit_var_set(&alg->alg, alg->value);
     if (rc == MPI_SUCCESS)
-        rc = forced_write(&alg->device, 1);
+        rc = ct_mpit_var_force(&alg->device);
     if (rc == MPI_SUCCESS)
-        rc = forced_write(&alg->fallback, 1);
+        rc = ct_mpit_var_force(&alg->fallback);
     return rc;
 }
 
@@ -212,11 +143,11 @@ int ct_libalg_restore(const ct_libalg *alg)
 {
     if (alg->kind != CT_LIBALG_MPICH)
         return MPI_SUCCESS;
-    int rc = MPI_T_cvar_write(alg->handle, &alg->original);
+    int rc = ct_mpit_var_restore(&alg->alg);
     if (rc == MPI_SUCCESS)
-        rc = forced_write(&alg->device, 0);
+        rc = ct_mpit_var_restore(&alg->device);
     if (rc == MPI_SUCCESS)
-        rc = forced_write(&alg->fallback, 0);
+        rc = ct_mpit_var_restore(&alg->fallback);
     return rc;
 }
 
@@ -224,10 +155,9 @@ void ct_libalg_close(ct_libalg *alg)
 {
     if (alg->comm != MPI_COMM_NULL)
         PMPI_Comm_free(&alg->comm);
-    if (alg->handle != MPI_T_CVAR_HANDLE_NULL)
-        MPI_T_cvar_handle_free(&alg->handle);
-    forced_close(&alg->device);
-    forced_close(&alg->fallback);
+    ct_mpit_var_close(&alg->alg);
+    ct_mpit_var_close(&alg->device);
+    ct_mpit_var_close(&alg->fallback);
 }
 
 /* Algorithms that are no members, as "<collective>:<name>" or "*:<name>":
@@ -261,31 +191,18 @@ int ct_libalg_skipped(int mpich, const char *collective, const char *name, int v
     return !mpich && value == 0;
 }
 
-/* Writing back the value a variable has: Open MPI 4.1 lists its algorithm variables but refuses
- * every write (MPI_T_ERR_CVAR_SET_NEVER). */
-static int ct_writable(int cvar)
+/* A member only where the runtime can force it: the variable takes a write (not Open MPI 4.1's
+ * read-only ones) and, Open MPI, dynamic rules are on or can be switched on. */
+static int ct_forceable(int cvar, int mpich)
 {
-    MPI_T_cvar_handle h;
-    int value, ok = ct_mpit_handle(cvar, &h) == MPI_SUCCESS;
-    if (!ok)
-        return 0;
-    ok = MPI_T_cvar_read(h, &value) == MPI_SUCCESS && MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
-    MPI_T_cvar_handle_free(&h);
+    ct_mpit_var v;
+    int ok = ct_mpit_var_open(&v, cvar, NULL) == MPI_SUCCESS && v.present;
+    ct_mpit_var_close(&v);
+    if (ok && !mpich) {
+        ok = ct_mpit_dynamic_rules(&v);
+        ct_mpit_var_close(&v);
+    }
     return ok;
-}
-
-/* Forced algorithms count only with dynamic rules on: already on at launch, or switchable. */
-static int ct_dynamic_rules_writable(void)
-{
-    int cvar, on = 0;
-    MPI_T_cvar_handle h;
-    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &cvar) != 0)
-        return 1;
-    if (ct_mpit_handle(cvar, &h) != MPI_SUCCESS)
-        return 0;
-    int ok = MPI_T_cvar_read(h, &on) == MPI_SUCCESS;
-    MPI_T_cvar_handle_free(&h);
-    return ok && (on == 1 || ct_writable(cvar));
 }
 
 int ct_libalg_members(const char *collective, char names[][64], int max)
@@ -300,7 +217,7 @@ int ct_libalg_members(const char *collective, char names[][64], int max)
         if (ct_mpit_find(cvar_name, &cvar) != 0)
             return 0;
     }
-    if (!ct_writable(cvar) || (!mpich && !ct_dynamic_rules_writable()))
+    if (!ct_forceable(cvar, mpich))
         return 0;   /* the runtime offers no member it cannot force (Open MPI before 5.0) */
     char listed[64][CT_MPIT_NAME];
     int values[64];

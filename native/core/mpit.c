@@ -200,3 +200,98 @@ int ct_mpit_intel(void)
     return PMPI_Get_library_version(version, &len) == MPI_SUCCESS
            && strstr(version, "Intel(R) MPI") != NULL;
 }
+
+/* ---- forcing an algorithm ------------------------------------------------------------------ */
+
+int ct_mpit_var_open(ct_mpit_var *v, int index, const char *forced_name)
+{
+    v->present = 0;
+    v->handle = MPI_T_CVAR_HANDLE_NULL;
+    if (index < 0)
+        return MPI_SUCCESS;
+    if (forced_name != NULL && ct_mpit_value(index, forced_name, &v->forced) != 0)
+        return MPI_SUCCESS;
+    int rc = ct_mpit_handle(index, &v->handle);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_T_cvar_read(v->handle, &v->original);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_T_cvar_write(v->handle, &v->original);
+    if (rc != MPI_SUCCESS) {
+        MPI_T_cvar_handle_free(&v->handle);
+        return rc;
+    }
+    v->present = 1;
+    return MPI_SUCCESS;
+}
+
+int ct_mpit_var_set(const ct_mpit_var *v, int value)
+{
+    return v->present ? MPI_T_cvar_write(v->handle, &value) : MPI_SUCCESS;
+}
+
+int ct_mpit_var_force(const ct_mpit_var *v)
+{
+    return ct_mpit_var_set(v, v->forced);
+}
+
+int ct_mpit_var_restore(const ct_mpit_var *v)
+{
+    return ct_mpit_var_set(v, v->original);
+}
+
+void ct_mpit_var_close(ct_mpit_var *v)
+{
+    if (v->present)
+        MPI_T_cvar_handle_free(&v->handle);
+    v->present = 0;
+}
+
+int ct_mpit_dynamic_rules(ct_mpit_var *v)
+{
+    int index, on = 0;
+    MPI_T_cvar_handle h;
+    v->present = 0;
+    if (ct_mpit_find("coll_tuned_use_dynamic_rules", &index) != 0)
+        return 1;
+    if (ct_mpit_handle(index, &h) != MPI_SUCCESS)
+        return 0;
+    int known = MPI_T_cvar_read(h, &on) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&h);
+    if (!known)
+        return 0;
+    if (on == 1)
+        return 1;   /* set at launch: Open MPI 4.1 refuses writes of it, so leave it alone */
+    v->forced = 1;
+    return ct_mpit_var_open(v, index, NULL) == MPI_SUCCESS && v->present;
+}
+
+int ct_mpit_han(ct_mpit_var *v)
+{
+    int index;
+    v->present = 0;
+    v->forced = 0;
+    if (ct_mpit_find("coll_han_priority", &index) != 0)
+        return MPI_SUCCESS;
+    return ct_mpit_var_open(v, index, NULL);
+}
+
+int ct_mpit_tuned_comm(MPI_Comm parent, const ct_mpit_var *alg, int value,
+                       const ct_mpit_var *dynamic, const ct_mpit_var *han, MPI_Comm *out)
+{
+    MPI_Group group;
+    int rc = ct_mpit_var_force(dynamic);
+    if (rc == MPI_SUCCESS)
+        rc = ct_mpit_var_set(alg, value);
+    if (rc == MPI_SUCCESS)
+        rc = ct_mpit_var_force(han);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Comm_group(parent, &group)) == MPI_SUCCESS) {
+        rc = PMPI_Comm_create(parent, group, out);
+        PMPI_Group_free(&group);
+    }
+    /* the library's values back before anything else can make a communicator */
+    int back = ct_mpit_var_restore(alg);
+    int dyn = ct_mpit_var_restore(dynamic), h = ct_mpit_var_restore(han);
+    back = back != MPI_SUCCESS ? back : dyn != MPI_SUCCESS ? dyn : h;
+    return rc != MPI_SUCCESS ? rc : back;
+}

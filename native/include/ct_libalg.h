@@ -8,6 +8,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "ct_mpit.h"
+
 typedef enum ct_libalg_kind {
     CT_LIBALG_NONE = 0,
     CT_LIBALG_MPICH,    /* MPI_T write before each call */
@@ -15,29 +17,19 @@ typedef enum ct_libalg_kind {
     CT_LIBALG_LAUNCH    /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
 } ct_libalg_kind;
 
-/* An integer control variable forced to a value while a variant runs (MPICH). */
-typedef struct ct_forced_cvar {
-    int cvar;            /* MPI_T index, -1: the library has no such variable */
-    int forced;          /* value while the variant runs */
-    int original;        /* value before we touched it (the library's default) */
-    MPI_T_cvar_handle handle;
-} ct_forced_cvar;
-
 typedef struct ct_libalg {
     ct_libalg_kind kind;
-    int cvar;            /* MPI_T index of the algorithm control variable */
+    ct_mpit_var alg;     /* the algorithm control variable (core/mpit.c) */
     int value;           /* the algorithm's value */
-    int original;        /* value before we touched it (the library's default) */
-    MPI_T_cvar_handle handle;
     /* MPICH only: MPIR_CVAR_DEVICE_COLLECTIVES=none (or device collectives override the
      * choice) and MPIR_CVAR_COLLECTIVE_FALLBACK=error (or an algorithm that cannot serve a
      * call is silently replaced, and the library's choice measured under the variant's name) */
-    ct_forced_cvar device, fallback;
+    ct_mpit_var device, fallback;
     MPI_Comm comm;       /* Open MPI: a communicator created while the value was set */
 } ct_libalg;
 
 /* Resolve `lib:<collective>:<algorithm>` (algorithm by name or number). On failure returns an
- * MPI error code and writes the reason into `err`. Collective (Open MPI dups a communicator). */
+ * MPI error code and writes the reason into `err`. Collective (Open MPI makes a communicator). */
 int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
                    ct_libalg *alg, char *err, size_t errlen);
 /* Make the variant's algorithm current (MPICH) before a call; restore the library's defaults. */

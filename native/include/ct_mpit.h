@@ -35,4 +35,39 @@ void ct_mpit_upper(char *dst, const char *src, size_t len);
 /* 1 under Intel MPI, whose MPI_T writes have no effect (algorithms are fixed per launch). */
 int ct_mpit_intel(void);
 
+/* ---- forcing an algorithm: the one way bench, selftest and the interposer write variables ---- */
+
+/* An integer control variable a forced algorithm writes and then restores. */
+typedef struct ct_mpit_var {
+    int present;               /* 0: absent, or refused the probe (nothing is ever written) */
+    int original;              /* its value when opened: the library's */
+    int forced;                /* the value ct_mpit_var_force writes */
+    MPI_T_cvar_handle handle;
+} ct_mpit_var;
+
+/* Open variable `index` (-1: the library lacks it) and probe a write of its own value: Open MPI
+ * 4.1 lists its algorithm variables but answers every write with MPI_T_ERR_CVAR_SET_NEVER. With
+ * `forced_name`, `forced` is that value of the variable (a name it does not list: not present).
+ * Returns MPI_SUCCESS (present or absent) or the MPI_T error that refused the probe. */
+int ct_mpit_var_open(ct_mpit_var *v, int index, const char *forced_name);
+/* Write `value` / the forced value / the original back; MPI_SUCCESS where not present. */
+int ct_mpit_var_set(const ct_mpit_var *v, int value);
+int ct_mpit_var_force(const ct_mpit_var *v);
+int ct_mpit_var_restore(const ct_mpit_var *v);
+void ct_mpit_var_close(ct_mpit_var *v);
+
+/* Open MPI honours a forced coll_tuned algorithm only with coll_tuned_use_dynamic_rules on when
+ * a communicator is made: 1 if usable (already on at launch: left alone, not present; or
+ * writable: present, forced 1), 0 if off and read-only (Open MPI before 5.0). */
+int ct_mpit_dynamic_rules(ct_mpit_var *v);
+/* Open MPI 5 serves a communicator spanning several nodes with coll/han, which ignores the forced
+ * coll_tuned algorithm (docs/cluster.md): coll_han_priority, forced 0 while a forced algorithm's
+ * communicator is made (not present where the library has no writable han). */
+int ct_mpit_han(ct_mpit_var *v);
+/* Collective over `parent`: a communicator of its group (MPI_Comm_create: none of the
+ * application's attribute copy callbacks run, unlike a dup) whose coll/tuned serves `value` of
+ * `alg`, made with `dynamic` and `han` forced and everything restored after. */
+int ct_mpit_tuned_comm(MPI_Comm parent, const ct_mpit_var *alg, int value,
+                       const ct_mpit_var *dynamic, const ct_mpit_var *han, MPI_Comm *out);
+
 #endif /* CT_MPIT_H */

@@ -40,13 +40,6 @@
 
 enum { CT_LIB_NONE, CT_LIB_MPICH, CT_LIB_OPENMPI };
 
-/* An integer variable written while a member runs, restored afterwards. */
-typedef struct ct_cvar {
-    int present;
-    int original;
-    MPI_T_cvar_handle handle;
-} ct_cvar;
-
 typedef struct ct_lib_member {
     int coll, value;
     char name[CT_SELECT_LIB_NAME];
@@ -65,9 +58,11 @@ typedef struct ct_lib_cache {
 static int ct_kind, ct_mpit_up;
 static ct_lib_member ct_members[CT_LIB_MAX];
 static int ct_nmembers;
-static ct_cvar ct_alg[CT_NUM_COLLECTIVES];   /* the algorithm variable of each collective */
-static ct_cvar ct_device, ct_fallback, ct_dynamic, ct_han;
-static int ct_device_none, ct_fallback_error;
+/* The variables a member writes and restores (core/mpit.c): the algorithm variable of each
+ * collective; MPICH's device collectives (forced `none`) and fallback (forced `error`); Open
+ * MPI's dynamic rules (forced on) and coll/han priority (forced 0). */
+static ct_mpit_var ct_alg[CT_NUM_COLLECTIVES];
+static ct_mpit_var ct_device, ct_fallback, ct_dynamic, ct_han;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, MPI_COMM_NULL, {0}, {0}};
 static int ct_lib_keyval = MPI_KEYVAL_INVALID;   /* caches outside the learning mode */
 static const char *ct_note;                      /* why there are no members, or NULL */
@@ -78,78 +73,6 @@ static const char *ct_note;                      /* why there are no members, or
 
 static int ct_read_only;  /* algorithm variables found but refused a write (Open MPI 4.x) */
 
-/* A variable is usable only if it takes a write: Open MPI 4.1 lists coll_tuned_<coll>_algorithm
- * but answers every write with MPI_T_ERR_CVAR_SET_NEVER, so probing once here (writing back the
- * value it has) keeps such members out of the portfolio instead of failing every drawn call. */
-static int ct_cvar_open(int index, ct_cvar *v)
-{
-    v->present = 0;
-    if (index < 0 || ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
-        return -1;
-    if (MPI_T_cvar_read(v->handle, &v->original) != MPI_SUCCESS
-        || MPI_T_cvar_write(v->handle, &v->original) != MPI_SUCCESS) {
-        MPI_T_cvar_handle_free(&v->handle);
-        ct_read_only++;
-        return -1;
-    }
-    v->present = 1;
-    return index;
-}
-
-/* Open MPI honours a forced algorithm only with coll_tuned_use_dynamic_rules on when the
- * communicator is made. Open MPI 4.1 refuses MPI_T writes of it: usable then only if the launch
- * already turned it on (OMPI_MCA_coll_tuned_use_dynamic_rules=1), and left alone. */
-static int ct_dynamic_usable(int index, ct_cvar *v)
-{
-    v->present = 0;
-    if (index < 0)
-        return 1;
-    if (ct_mpit_handle(index, &v->handle) != MPI_SUCCESS)
-        return 0;
-    int on = 0;
-    if (MPI_T_cvar_read(v->handle, &on) == MPI_SUCCESS && on == 1) {
-        MPI_T_cvar_handle_free(&v->handle);
-        return 1;
-    }
-    v->original = on;
-    if (MPI_T_cvar_write(v->handle, &on) == MPI_SUCCESS) {
-        v->present = 1;
-        return 1;
-    }
-    MPI_T_cvar_handle_free(&v->handle);
-    return 0;
-}
-
-/* Open MPI 5 serves a communicator that spans several nodes with coll/han (priority 35 over
- * tuned's 30), and han does not read coll_tuned_<coll>_algorithm: on 2 nodes x 2 every forced
- * allreduce algorithm gave the bits of the library's default (docs/cluster.md). A member's
- * communicator is therefore made with han's priority at 0, so that tuned serves it and runs the
- * member's algorithm over all its ranks; the parent, and `default`, keep han. Without a
- * writable coll_han_priority (Open MPI 4.1 without han) nothing is written. */
-static void ct_han_open(void)
-{
-    int index;
-    ct_han.present = 0;
-    if (ct_mpit_find("coll_han_priority", &index) != 0
-        || ct_mpit_handle(index, &ct_han.handle) != MPI_SUCCESS)
-        return;
-    if (MPI_T_cvar_read(ct_han.handle, &ct_han.original) == MPI_SUCCESS
-        && MPI_T_cvar_write(ct_han.handle, &ct_han.original) == MPI_SUCCESS)
-        ct_han.present = 1;
-    else
-        MPI_T_cvar_handle_free(&ct_han.handle);
-}
-
-static int ct_cvar_write(const ct_cvar *v, int value)
-{
-    return v->present ? MPI_T_cvar_write(v->handle, &value) : MPI_SUCCESS;
-}
-
-static int ct_cvar_restore(const ct_cvar *v)
-{
-    return ct_cvar_write(v, v->original);
-}
-
 static int ct_skipped(int coll, const char *name, int value)
 {
     return ct_libalg_skipped(ct_kind == CT_LIB_MPICH, colltune_collective_name(coll), name, value);
@@ -159,10 +82,13 @@ static void ct_register(int coll, int index)
 {
     char names[CT_SELECT_MAX_LIB * 2][CT_MPIT_NAME];
     int values[CT_SELECT_MAX_LIB * 2];
-    int cvar = ct_cvar_open(index, &ct_alg[coll]);
-    if (cvar < 0)
+    /* usable only if it takes a write: a read-only variable (Open MPI 4.1) offers no member,
+     * rather than one failing every drawn call */
+    if (ct_mpit_var_open(&ct_alg[coll], index, NULL) != MPI_SUCCESS)
+        ct_read_only++;
+    if (!ct_alg[coll].present)
         return;
-    int n = ct_mpit_list(cvar, names, values, CT_SELECT_MAX_LIB * 2);
+    int n = ct_mpit_list(index, names, values, CT_SELECT_MAX_LIB * 2);
     for (int i = 0; i < n && ct_nmembers < CT_LIB_MAX; i++) {
         ct_lib_member *m = &ct_members[ct_nmembers];
         if (ct_skipped(coll, names[i], values[i]))
@@ -175,7 +101,7 @@ static void ct_register(int coll, int index)
     }
 }
 
-/* Open MPI before 5.0 refuses MPI_T writes of coll_tuned_use_dynamic_rules (ct_dynamic_usable),
+/* Open MPI before 5.0 refuses MPI_T writes of coll_tuned_use_dynamic_rules (ct_mpit_dynamic_rules),
  * so it offers members only when the launch turned dynamic rules on; and its MPI_T_init_thread
  * opens every MCA component to register their variables: 0.22 s of MPI_Init on this machine
  * (Debian's 4.1.4, benchmarks/learning_runtime), paid by every learning run, even one whose table
@@ -191,16 +117,6 @@ static int ct_openmpi_static_rules(void)
     const char *on = getenv("OMPI_MCA_coll_tuned_use_dynamic_rules");
     return on == NULL || strcmp(on, "") == 0 || strcmp(on, "0") == 0 || strcasecmp(on, "false") == 0
            || strcasecmp(on, "no") == 0;
-}
-
-static int ct_forced_value(int index, const char *wanted, ct_cvar *v, int *value)
-{
-    int cvar = ct_cvar_open(index, v);
-    if (cvar >= 0 && ct_mpit_value(cvar, wanted, value) != 0) {
-        MPI_T_cvar_handle_free(&v->handle);
-        v->present = 0;
-    }
-    return v->present;
 }
 
 uint64_t ct_libalg_setup(void)
@@ -248,14 +164,14 @@ uint64_t ct_libalg_setup(void)
     names[CT_NUM_COLLECTIVES + 1] = "MPIR_CVAR_COLLECTIVE_FALLBACK";
     ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
     if (ct_kind == CT_LIB_OPENMPI) {
-        if (!ct_dynamic_usable(index[CT_NUM_COLLECTIVES], &ct_dynamic)) {
+        if (!ct_mpit_dynamic_rules(&ct_dynamic)) {
             ct_select_clear_library(ct_note = CT_OMPI4_NOTE);
             return 0;
         }
-        ct_han_open();
+        ct_mpit_han(&ct_han);   /* members on several nodes: docs/cluster.md */
     } else {
-        ct_forced_value(index[CT_NUM_COLLECTIVES], "none", &ct_device, &ct_device_none);
-        ct_forced_value(index[CT_NUM_COLLECTIVES + 1], "error", &ct_fallback, &ct_fallback_error);
+        ct_mpit_var_open(&ct_device, index[CT_NUM_COLLECTIVES], "none");
+        ct_mpit_var_open(&ct_fallback, index[CT_NUM_COLLECTIVES + 1], "error");
     }
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_register(c, index[c]);
@@ -343,18 +259,18 @@ static int ct_mpich_run(const ct_lib_member *m, const ct_call *call, ct_decision
     MPI_Errhandler saved;
     int rc = ct_quiet(call->comm, &saved), ran = 0;
     if (rc == MPI_SUCCESS) {
-        rc = ct_cvar_write(&ct_alg[m->coll], m->value);
+        rc = ct_mpit_var_set(&ct_alg[m->coll], m->value);
         if (rc == MPI_SUCCESS)
-            rc = ct_cvar_write(&ct_device, ct_device_none);
+            rc = ct_mpit_var_force(&ct_device);
         if (rc == MPI_SUCCESS)
-            rc = ct_cvar_write(&ct_fallback, ct_fallback_error);
+            rc = ct_mpit_var_force(&ct_fallback);
         if (rc == MPI_SUCCESS) {
             ran = 1;
             rc = colltune_invoke_library(call);
         }
         /* The library's own values back before anything else can run. */
-        int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_device)
-                   | ct_cvar_restore(&ct_fallback);
+        int back = ct_mpit_var_restore(&ct_alg[m->coll]) | ct_mpit_var_restore(&ct_device)
+                   | ct_mpit_var_restore(&ct_fallback);
         back |= ct_loud(call->comm, &saved);
         if (rc == MPI_SUCCESS && back != MPI_SUCCESS)
             d->reason = COLLTUNE_NA_UNAVAILABLE;   /* ran, but the next calls may not be ours */
@@ -365,25 +281,16 @@ static int ct_mpich_run(const ct_lib_member *m, const ct_call *call, ct_decision
     return colltune_invoke_library(call);
 }
 
-/* Collective over `parent`: a communicator whose coll/tuned serves `m`'s algorithm. */
+/* Collective over `parent`: a communicator whose coll/tuned serves `m`'s algorithm, with
+ * MPI_ERRORS_RETURN (a refusal falls back to the library). */
 static int ct_ompi_make(const ct_lib_member *m, MPI_Comm parent, MPI_Comm *out)
 {
     MPI_Errhandler saved;
-    MPI_Group group;
     int rc = ct_quiet(parent, &saved);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = ct_cvar_write(&ct_dynamic, 1);
-    if (rc == MPI_SUCCESS)
-        rc = ct_cvar_write(&ct_alg[m->coll], m->value);
-    if (rc == MPI_SUCCESS)
-        rc = ct_cvar_write(&ct_han, 0);
-    if (rc == MPI_SUCCESS && (rc = PMPI_Comm_group(parent, &group)) == MPI_SUCCESS) {
-        rc = PMPI_Comm_create(parent, group, out);
-        PMPI_Group_free(&group);
-    }
-    int back = ct_cvar_restore(&ct_alg[m->coll]) | ct_cvar_restore(&ct_dynamic) | ct_cvar_restore(&ct_han);
-    back |= ct_loud(parent, &saved);
+    rc = ct_mpit_tuned_comm(parent, &ct_alg[m->coll], m->value, &ct_dynamic, &ct_han, out);
+    int back = ct_loud(parent, &saved);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
     return rc != MPI_SUCCESS ? rc : back;
@@ -508,15 +415,11 @@ void ct_libalg_finish(void)
     }
     if (ct_lib_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_lib_keyval);
-    ct_cvar *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
+    ct_mpit_var *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i]->present)
-            MPI_T_cvar_handle_free(&all[i]->handle);
+        ct_mpit_var_close(all[i]);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        if (ct_alg[c].present)
-            MPI_T_cvar_handle_free(&ct_alg[c].handle);
-    memset(ct_alg, 0, sizeof ct_alg);
-    ct_device.present = ct_fallback.present = ct_dynamic.present = ct_han.present = 0;
+        ct_mpit_var_close(&ct_alg[c]);
     if (ct_mpit_up)
         MPI_T_finalize();
     ct_mpit_up = 0;
