@@ -82,7 +82,7 @@ stop_net() {
     for ns in $(our_namespaces); do remove_node_net "$ns"; done
     # the bridge is ours only if it carries our address (never touch anyone else's interface)
     if ip -4 addr show dev "$BRIDGE" 2>/dev/null | grep -q "inet $NET.1/24"; then
-        ip link del "$BRIDGE"
+        ip link del "$BRIDGE" || say "could not remove the bridge $BRIDGE"
     fi
 }
 
@@ -116,8 +116,8 @@ net_check() {  # the capabilities this needs, each with its own message and exit
 unavailable() {  # unavailable WHAT: a kernel or container without the feature
     say "$1 unavailable here ($(tr '\n' ' ' <"$DIR/net.err" | cut -c1-300)):"
     say "this needs a kernel with network and UTS namespaces, veth and bridge support, and the"
-    say "CAP_SYS_ADMIN and CAP_NET_ADMIN capabilities (a privileged container, or the host)"
-    stop_net
+    say "CAP_SYS_ADMIN and CAP_NET_ADMIN capabilities (a privileged container, or the host);"
+    say "\`$0 --stop\` removes whatever part of the network was made"
     exit 5
 }
 
@@ -125,8 +125,9 @@ start_bridge() {
     if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
         ip link add "$BRIDGE" type bridge 2>"$DIR/net.err" || unavailable "a Linux bridge"
     fi
-    ip -4 addr show dev "$BRIDGE" | grep -q "inet $NET.1/24" || ip addr add "$NET.1/24" dev "$BRIDGE"
-    ip link set "$BRIDGE" up
+    ip -4 addr show dev "$BRIDGE" | grep -q "inet $NET.1/24" ||
+        ip addr add "$NET.1/24" dev "$BRIDGE" 2>"$DIR/net.err" || unavailable "configuring the bridge"
+    ip link set "$BRIDGE" up 2>"$DIR/net.err" || unavailable "configuring the bridge"
 }
 
 write_node_etc() {  # /etc/netns/NAME/hosts (where `ip netns exec` looks too): the node's /etc/hosts
@@ -149,10 +150,10 @@ start_node_net() {  # start_node_net K: namespace ctnodeK, veth ctvK <-> its eth
         ip link add "ctv$k" type veth peer name eth0 netns "$name" 2>"$DIR/net.err" ||
             unavailable "veth pairs"
     fi
-    ip link set "ctv$k" master "$BRIDGE" up
-    ip -n "$name" link set lo up
-    ip -n "$name" -4 addr show dev eth0 | grep -q "inet $addr/24" || ip -n "$name" addr add "$addr/24" dev eth0
-    ip -n "$name" link set eth0 up
+    { ip link set "ctv$k" master "$BRIDGE" up && ip -n "$name" link set lo up &&
+      { ip -n "$name" -4 addr show dev eth0 | grep -q "inet $addr/24" ||
+        ip -n "$name" addr add "$addr/24" dev eth0; } &&
+      ip -n "$name" link set eth0 up; } 2>"$DIR/net.err" || unavailable "configuring the node's network"
     write_node_etc "$name"
     set_delay "ctv$k" ""            # host side: traffic towards the node
     set_delay eth0 "$name"          # node side: traffic leaving the node
@@ -234,12 +235,18 @@ fi
 
 net_check
 install_slurm
-STARTED=0  # whether this call started anything (tests stop only a cluster they started)
-alive "$DIR/munge/munged.pid" || STARTED=1
-start_munge
 if ! write_conf; then  # a changed node count or config: restart every daemon on the new one
     stop_daemons
 fi
+for ns in $(our_namespaces); do  # nodes beyond N from an earlier, larger cluster
+    [[ ${ns#"$PREFIX"} -gt $NODES ]] && remove_node_net "$ns"
+done
+# The network first: where namespaces cannot be had (exit 5) no daemon has been started.
+start_bridge
+for k in $(seq "$NODES"); do start_node_net "$k"; done
+STARTED=0  # whether this call started anything (tests stop only a cluster they started)
+alive "$DIR/munge/munged.pid" || STARTED=1
+start_munge
 if ! alive "$DIR/slurmctld.pid"; then
     # A fresh start: no jobs survive a stopped controller anyway, and recovered node states
     # would say "idle" before any slurmd has registered. Job ids start again at 1, so the PMIx
@@ -247,11 +254,6 @@ if ! alive "$DIR/slurmctld.pid"; then
     stop_daemons
     rm -rf "$DIR/state"/* "$DIR/spool"/* "$DIR/tmp"/*
 fi
-for ns in $(our_namespaces); do  # nodes beyond N from an earlier, larger cluster
-    [[ ${ns#"$PREFIX"} -gt $NODES ]] && remove_node_net "$ns"
-done
-start_bridge
-for k in $(seq "$NODES"); do start_node_net "$k"; done
 if ! alive "$DIR/slurmctld.pid"; then
     STARTED=1
     timeout 30 slurmctld -f "$CONF" || { say "slurmctld failed to start, log: $DIR/slurmctld.log"; exit 1; }
