@@ -26,6 +26,37 @@ def test_p2p_wrappers_are_current():
     assert proc.returncode == 0, proc.stderr
 
 
+M64 = (1 << 64) - 1
+
+
+def gap(period: int, k: int) -> int:
+    """native/runtime/profcomm.c's ct_profcomm_gap: calls from sample k to the next."""
+    if period <= 1:
+        return 1
+    z = (k + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return period // 2 + (z ^ (z >> 31)) % (period + 1)
+
+
+def schedule(period: int, calls: int) -> list[int]:
+    """The sampled call numbers on a communicator at a fixed period."""
+    out, n, k = [], 1, 0
+    while n < calls:
+        out.append(n)
+        n, k = n + gap(period, k), k + 1
+    return out
+
+
+def test_schedule_does_not_lock_onto_a_cycle():
+    # ExaML alternates Reduce and Bcast: a fixed even period would sample only one of the two.
+    for period in (2, 16, 64, 1024):
+        sampled = schedule(period, 400 * period)
+        odd = sum(n % 2 for n in sampled)
+        assert 0.35 < odd / len(sampled) < 0.65, (period, odd, len(sampled))
+        assert 0.8 * period < (sampled[-1] - sampled[0]) / (len(sampled) - 1) < 1.2 * period
+
+
 def _rows(rank: profile_run.RankProfile) -> dict[tuple[str, str, int, int], tuple[int, int, int]]:
     sites = symbols.resolve({p.site for p in rank.points}, rank.maps)
     return {(p.name, sites[p.site].label, p.nprocs, p.bin): (p.calls, p.bytes, p.samples)
@@ -33,12 +64,15 @@ def _rows(rank: profile_run.RankProfile) -> dict[tuple[str, str, int, int], tupl
 
 
 def test_counts_sites_and_samples(openmpi, openmpi_build, programs, tmp_path):
-    profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "p")
+    # Budget 0: the period stays at 16 (the budget's adaptation is tested below).
+    profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "p",
+             {"COLLTUNE_PROFILE_RUN_BUDGET": "0"})
     run = profile_run.read(tmp_path / "p")
     assert [r.rank for r in run.ranks] == [0, 1] and run.nprocs == 2
-    # One counter per communicator, sampled when it is 1 or 15 mod 16: Bcast calls are numbers
-    # 0-19 on MPI_COMM_WORLD (1 and 15 sampled), Allreduce 20-49 (31 and 47 sampled).
-    coll = {("bcast", "site_bcast (advise_sites.c:11)", 2, 10): (20, 20 * 1024, 2),
+    # One call counter per communicator: Bcast calls are numbers 0-19 on MPI_COMM_WORLD, Allreduce
+    # 20-49; sampled: the second call, then gaps of 16 on average jittered by the sample's number.
+    assert schedule(16, 50) == [1, 21, 39]
+    coll = {("bcast", "site_bcast (advise_sites.c:11)", 2, 10): (20, 20 * 1024, 1),
             ("allreduce", "site_allreduce (advise_sites.c:18)", 2, 3): (30, 30 * 8, 2)}
     assert _rows(run.ranks[0]) == {**coll, ("Send", "site_p2p (advise_sites.c:25)", 0, 17): (5, 10**6, 0)}
     assert _rows(run.ranks[1]) == {**coll, ("Recv", "site_p2p (advise_sites.c:27)", 0, 17): (5, 10**6, 0)}
@@ -117,3 +151,21 @@ def test_ranks_sampling_differently_sample_nothing(openmpi, openmpi_build, progr
         rank = profile_run.read_rank(tmp_path / "p" / f)
         assert rank.sample_every == 0 and sum(p.samples for p in rank.points) == 0
         assert sum(p.calls for p in rank.points if p.kind == "coll") == 50
+
+
+def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_path):
+    # advise_calls makes 200,000 Allreduce of 8 bytes: at the default period (16) that is 12,500
+    # synchronisations. With a budget of 1 millionth of the run (plus the fixed 1 ms) the ranks
+    # double the period together: every rank made the same number of synchronisations (none
+    # hung), and their cost, at the latency the ranks agreed on, stays within twice the budget
+    # (the period doubles only after the budget is exceeded).
+    profiled(openmpi, openmpi_build, 2, [programs["advise_calls"], "200000"], tmp_path / "p",
+             {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
+    run = profile_run.read(tmp_path / "p")
+    syncs = {r.sample_syncs for r in run.ranks}
+    assert len(syncs) == 1 and 2 <= syncs.pop() < len(schedule(16, 200000)) / 2
+    for r in run.ranks:
+        assert r.sample_budget_ppm == 1 and r.sync_latency_ns is not None
+        [p] = [p for p in r.points if p.kind == "coll"]
+        assert p.calls == 200000 and p.samples == r.sample_syncs
+        assert r.sample_syncs * r.sync_latency_ns <= 2 * (1e6 + 1e-6 * r.wall_ns) + 2 * r.sync_latency_ns

@@ -72,6 +72,7 @@ CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, ui
 CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
 CT_PROFRUN_HIDDEN ct_comm_state *ct_profcomm_state(MPI_Comm comm);   /* NULL: none */
 CT_PROFRUN_HIDDEN int ct_profcomm_nprocs(const ct_comm_state *st);
+CT_PROFRUN_HIDDEN uint64_t ct_profcomm_gap(uint64_t period, uint64_t k);
 /* Counts the call; on a sampled one synchronises first (1, *wait_ns = its time). */
 CT_PROFRUN_HIDDEN int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns);
 /* After a successful call: patterns it completes, then it becomes the previous call. */

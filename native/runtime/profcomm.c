@@ -10,9 +10,10 @@
  *
  * Sampling: call numbers on a communicator are the same on every rank (collectives on it are
  * called in the same order everywhere), and so is the schedule derived from them: the second
- * call, then every `period`-th. A sampled call is preceded by a timed synchronisation; on an
- * intra-communicator that is a PMPI_Allreduce (MPI_MAX) of each rank's budget level, so every
- * rank learns the largest one at the same call and all change the period alike: doubled when a
+ * call, then on average every `period`-th (ct_profcomm_gap). A sampled call is preceded by a
+ * timed synchronisation; on an intra-communicator that is a PMPI_Allreduce (MPI_MAX) of each
+ * rank's budget level, so every rank learns the largest one at the same call and all change the
+ * period alike: doubled when a
  * rank's sampling cost exceeds COLLTUNE_PROFILE_RUN_BUDGET (millionths of its time since
  * MPI_Init), halved (not below COLLTUNE_PROFILE_RUN_SAMPLE) when every rank is at most at a
  * quarter of it. The cost of a synchronisation is its latency, not the wait for late ranks (that
@@ -53,7 +54,7 @@ typedef struct ct_fingerprint {
 } ct_fingerprint;
 
 typedef struct ct_comm_state {
-    uint64_t calls, next_sample, period;
+    uint64_t calls, next_sample, period, samples;
     uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
     int nprocs, rank, inter;
     ct_fingerprint prev;
@@ -185,6 +186,21 @@ static void ct_adapt(ct_comm_state *st, const unsigned agreed[2])
         st->period /= 2;
 }
 
+/* Calls from one sampled call to the next: `period` on average, jittered by a hash of the
+ * sample's number on the communicator (the same on every rank), so that the schedule never locks
+ * onto a cycle of the application's calls: ExaML alternates Reduce and Bcast, and any even period
+ * would sample only one of them. */
+uint64_t ct_profcomm_gap(uint64_t period, uint64_t k)
+{
+    if (period <= 1)
+        return 1;
+    uint64_t z = k + 0x9E3779B97F4A7C15ull;   /* splitmix64's finaliser */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return period / 2 + z % (period + 1);   /* period / 2 .. 3 period / 2 */
+}
+
 int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
 {
     uint64_t n = st->calls++;
@@ -207,7 +223,7 @@ int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
     if (!st->inter)
         ct_adapt(st, agreed);
     st->last_sync_ns = wait > 0 ? wait : 1;
-    st->next_sample = n + st->period;
+    st->next_sample = n + ct_profcomm_gap(st->period, st->samples++);
     *wait_ns = wait;
     return 1;
 }

@@ -59,6 +59,13 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
     found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
     missing = collectives.missing(points, table)
     have = {(p.collective, p.nprocs, p.bin) for p in missing}
-    missing += [p for p in patterns.missing_points(pats, table) if (p.collective, p.nprocs, p.bin) not in have]
+    for extra in patterns.missing_points(pats, table):
+        if (extra.collective, extra.nprocs, extra.bin) not in have:
+            # ranked by the own cost of the calls the fused one would replace (same size bin)
+            extra.own_s = max((q.own_s for q in points if q.nprocs == extra.nprocs and q.bin == extra.bin),
+                              default=0.0)
+            missing.append(extra)
+    # What --measure benchmarks first: the points where the run spends the most own cost.
+    missing.sort(key=lambda q: (-q.own_s, q.collective, q.nprocs, q.bin))
     return Advice(run, family, points, ordered(found), choices, missing, share_finding.data, env,
                   where.rows(run), pats)
