@@ -117,6 +117,7 @@ def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path
     assert per_launch["ranks_per_node"].tolist() == ["2,2"] * 3
     assert per_launch["env:SLURM_JOB_ID"].nunique() == 1
     assert set(verdicts.collective) == {"allreduce"} and set(verdicts.nprocs) == {4}
+    assert set(zip(verdicts.nodes, verdicts.ppn, strict=True)) == {(2, 2)}  # verdicts say their layout
     page = (tmp_path / "out" / "report.html").read_text()
     assert "2 nodes x 2 ranks (ctnode1, ctnode2)" in page
 

@@ -67,6 +67,7 @@ def _check_in_allocation(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Pat
     assert per_launch["env:SLURM_JOB_ID"].nunique() == 1
     assert per_launch["mpi_name"].tolist() == [lib.name] * 3
     assert set(verdicts.collective) == {"allreduce", "bcast"} and set(verdicts.nprocs) == {2}
+    assert set(zip(verdicts.nodes, verdicts.ppn, strict=True)) == {(1, 2)}  # the layout, per verdict
 
 
 def test_check_inside_an_allocation_openmpi(slurm_env: dict[str, str], openmpi: mpi.MpiLibrary,

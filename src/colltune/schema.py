@@ -82,6 +82,10 @@ VERDICT_COLUMNS: dict[str, str] = {
     # correction; p_value/p_adjusted stay the plain test of any difference (A/A calibration)
     "p_violation": "DOUBLE",
     "p_violation_adjusted": "DOUBLE",
+    # issue 24: the node layout the launches of this process count ran on (one per run and
+    # process count: a launch on another is refused); NULL when not recorded
+    "nodes": "INTEGER",
+    "ppn": "INTEGER",  # the most ranks on one node
 }
 # What `colltune validate` stores per point (docs/statistics.md, "Validation").
 VALIDATION_COLUMNS: dict[str, str] = {

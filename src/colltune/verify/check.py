@@ -20,6 +20,7 @@ import pandas as pd
 
 from colltune import schema
 from colltune.errors import ColltuneError
+from colltune.measure import confirm
 from colltune.store import Store, StoreError, StoredRun, read_run
 from colltune.verify import decide as decide_mod
 from colltune.verify import stats
@@ -59,6 +60,7 @@ class RunData:
     measurements: pd.DataFrame  # nprocs, collective, variant, msg_bytes, launch_idx, runtime_s
     problems: list[str] = field(default_factory=list)
     rounds: dict[int, int] = field(default_factory=dict)  # launch_idx -> adaptive round (absent: 0)
+    layouts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # nprocs -> (nodes, ppn) seen
 
     @property
     def looks(self) -> int:
@@ -146,7 +148,8 @@ def _run_data(db_path: Path, stored: StoredRun) -> RunData:
     if measurements.empty:
         raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
                          "result, or every repetition was invalid); measure again")
-    return RunData(db_path, run_id, info, environment, launches, stored.variants, measurements, problems, rounds)
+    return RunData(db_path, run_id, info, environment, launches, stored.variants, measurements, problems, rounds,
+                   confirm.run_shapes(stored.environment, launches))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +241,9 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     verdicts["alpha"] = settings.alpha
     verdicts["tolerance"] = settings.tolerance
     verdicts["judged_at"] = pd.Timestamp(_dt.datetime.now(_dt.UTC).replace(tzinfo=None))
+    one = {n: shapes[0] for n, shapes in run.layouts.items() if len(shapes) == 1}
+    for i, col in enumerate(("nodes", "ppn")):
+        verdicts[col] = pd.array([one[n][i] if n in one else None for n in verdicts["nprocs"]], dtype="Int64")
     verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
     _power_message(verdicts, settings, messages)
     return CheckResult(run, settings, verdicts, summarize(run.measurements), messages)
