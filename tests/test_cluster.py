@@ -104,6 +104,7 @@ def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path
                  "-c", "allreduce", "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40",
                  "--time-budget", budget, "--db", str(db), "--out", str(tmp_path / "out")], env, timeout=600)
     assert proc.returncode in (0, 1, 3), proc.stderr[-3000:]  # 1: violations, 3: some undecided
+    assert "4 processes on 2 nodes x 2" in " ".join((proc.stdout + proc.stderr).split())
     with Store(db, read_only=True) as store:
         run_id = store.latest_run_id()
         assert run_id is not None and store.run_info(run_id)["status"] == "complete"

@@ -262,10 +262,10 @@ class _Table(Table):
 
 
 def _table(title: str, columns: list[tuple[str, str]], caption: str | None = None,
-           nprocs: pd.Series | None = None) -> _Table:
+           nprocs: pd.Series | None = None, layout: str = "") -> _Table:
     skip = nprocs is not None and columns[0][0] == "procs" and nprocs.nunique() == 1
     if skip:
-        title = f"{title}, {int(nprocs.iloc[0])} processes"  # type: ignore[union-attr]
+        title = f"{title}, {int(nprocs.iloc[0])} processes{layout}"  # type: ignore[union-attr]
         columns = columns[1:]
     t = _Table(title=title, caption=caption, box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left",
                title_style="bold", collapse_padding=True, pad_edge=False)
@@ -289,6 +289,17 @@ def _add_row(t: _Table, *cells: str, style: str | None = None) -> None:
     t.add_row(*(escape(c) for c in cells), style=style)
 
 
+def _layout(verdicts: pd.DataFrame) -> str:
+    """The title's layout, like ' on 2 nodes x 2', when the verdicts say one (docs/cluster.md)."""
+    if not {"nodes", "ppn"} <= set(verdicts.columns):
+        return ""
+    shapes = verdicts[["nodes", "ppn"]].dropna().drop_duplicates()
+    if len(shapes) != 1 or verdicts[["nodes", "ppn"]].isna().any().any():
+        return ""
+    nodes, ppn = (int(x) for x in shapes.iloc[0])
+    return f" on {nodes} node{'s' if nodes > 1 else ''} x {ppn}"
+
+
 def render_grouped(verdicts: pd.DataFrame, only_violations: bool = False) -> Table:
     g = grouped_violation_table(verdicts)
     if only_violations:
@@ -300,7 +311,7 @@ def render_grouped(verdicts: pd.DataFrame, only_violations: bool = False) -> Tab
                caption="R: launches (+ partial: some launches incomplete); slower: default / fastest violating "
                        "variant; * barrier warning: the difference is within one MPI_Barrier (counted brave, "
                        "not cautious)",
-               nprocs=g["nprocs"])
+               nprocs=g["nprocs"], layout=_layout(verdicts))
     for _, r in g.iterrows():
         name = r["label"] + ("*" if r["barrier_warning"] else "") if r["violations"] else ""
         style = ("yellow" if r["barrier_warning"] else "red") if r["violations"] else None
