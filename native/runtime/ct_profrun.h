@@ -68,7 +68,8 @@ typedef struct ct_comm_state ct_comm_state;
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_profrun_seq
     __attribute__((tls_model("initial-exec")));
 CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
-CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0);
+CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0,
+                                         int mt);
 CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
 CT_PROFRUN_HIDDEN ct_comm_state *ct_profcomm_state(MPI_Comm comm);   /* NULL: none */
 CT_PROFRUN_HIDDEN int ct_profcomm_nprocs(const ct_comm_state *st);

@@ -85,6 +85,8 @@ static uint64_t ct_t0;
 /* Synchronisations made, and the agreed latencies learned (sum and how many): see top. */
 static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
+static _Thread_local ct_pat_slot *ct_pat_last;  /* the slot this thread counted last */
+static int ct_mt;                               /* MPI_THREAD_MULTIPLE */
 static atomic_ullong ct_pat_lost;
 
 static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)
@@ -101,8 +103,9 @@ int ct_profcomm_prepare(void)
            == MPI_SUCCESS;
 }
 
-void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0)
+void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0, int mt)
 {
+    ct_mt = mt;
     ct_every = every;
     ct_budget_ppm = budget_ppm;
     ct_t0 = t0;
@@ -230,10 +233,35 @@ int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
+static int ct_pat_is(const ct_pat_slot *s, int pattern, const void *first, const void *second,
+                     int nprocs, int bin)
+{
+    return s->pattern == pattern && s->first == first && s->second == second
+           && s->nprocs == nprocs && s->bin == bin;
+}
+
+static void ct_pat_count(ct_pat_slot *s, int64_t bytes)
+{
+    if (ct_mt) {
+        atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->bytes, (unsigned long long)bytes, memory_order_relaxed);
+    } else {   /* one thread at a time calls MPI: no locked instruction needed */
+        atomic_store_explicit(&s->count, atomic_load_explicit(&s->count, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed)
+                                             + (unsigned long long)bytes, memory_order_relaxed);
+    }
+}
+
 static void ct_pat_record(int pattern, const void *first, const void *second, int nprocs,
                           int64_t bytes)
 {
     int bin = bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes);
+    ct_pat_slot *last = ct_pat_last;   /* a loop repeats one pattern: skip the hash */
+    if (last != NULL && ct_pat_is(last, pattern, first, second, nprocs, bin)) {
+        ct_pat_count(last, bytes);
+        return;
+    }
     uint64_t h = ((uint64_t)(uintptr_t)first * 31u + (uint64_t)(uintptr_t)second)
                  * 0x9E3779B97F4A7C15ull ^ (uint64_t)pattern << 8 ^ (uint64_t)(bin + 1);
     h ^= h >> 29;
@@ -258,10 +286,9 @@ static void ct_pat_record(int pattern, const void *first, const void *second, in
         }
         while (st == 1)
             st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (s->pattern == pattern && s->first == first && s->second == second
-            && s->nprocs == nprocs && s->bin == bin) {
-            atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&s->bytes, (unsigned long long)bytes, memory_order_relaxed);
+        if (ct_pat_is(s, pattern, first, second, nprocs, bin)) {
+            ct_pat_last = s;
+            ct_pat_count(s, bytes);
             return;
         }
     }

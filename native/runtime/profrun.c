@@ -326,7 +326,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     ct_profrun_on = 1;
     ct_p2p_on = 1;
     ct_t_init = ct_profrun_now();
-    ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_t_init);
+    ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_t_init, ct_mt);
 }
 
 /* ---- MPI_Finalize: environment and tables to dir/rank-N -------------------------------------- */
