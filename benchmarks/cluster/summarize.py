@@ -47,9 +47,13 @@ def main(out: Path) -> None:
     for r in runs:
         print(f"| {r['run']} | {r['layout']} | {r['launches']} | {len(r['violations'])} | "
               f"{r['load_before'].split()[0]} -> {r['load_after'].split()[0] if r['load_after'] else '?'} | {r['wall']} |")
-    by = {lay: [r for r in runs if r["run"].startswith(lay)] for lay in ("1x4", "2x2")}
+    names = sorted({r["run"].rsplit("-", 1)[0] for r in runs})  # one node first: 1x4 before 2x2
+    by = {lay: [r for r in runs if r["run"].rsplit("-", 1)[0] == lay] for lay in names}
     sets = {lay: [set(r["violations"]) for r in rs] for lay, rs in by.items()}
-    for lay, other in (("2x2", "1x4"), ("1x4", "2x2")):
+    if len(names) != 2:
+        return
+    one, two = names
+    for lay, other in ((two, one), (one, two)):
         if not sets[lay]:
             continue
         everywhere = set.intersection(*sets[lay]) - set.union(set(), *sets[other])
@@ -58,12 +62,11 @@ def main(out: Path) -> None:
             print(f"- {item}")
     med = pd.DataFrame({lay: pd.DataFrame([r["default_median_us"] for r in rs]).median() for lay, rs in by.items()
                         if rs})
-    if {"1x4", "2x2"} <= set(med.columns):
-        med["2x2 / 1x4"] = (med["2x2"] / med["1x4"]).round(2)
-        print("\ndefault's median (us, median over runs of the layout):\n")
-        print("| collective, bytes | 1x4 | 2x2 | 2x2 / 1x4 |\n| --- | --- | --- | --- |")
-        for key, row in med.iterrows():
-            print(f"| {key} | {row['1x4']:.2f} | {row['2x2']:.2f} | {row['2x2 / 1x4']:.2f} |")
+    med["ratio"] = (med[two] / med[one]).round(2)
+    print("\ndefault's median (us, median over runs of the layout):\n")
+    print(f"| collective, bytes | {one} | {two} | {two} / {one} |\n| --- | --- | --- | --- |")
+    for key, row in med.iterrows():
+        print(f"| {key} | {row[one]:.2f} | {row[two]:.2f} | {row['ratio']:.2f} |")
 
 
 if __name__ == "__main__":
