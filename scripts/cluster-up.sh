@@ -80,6 +80,7 @@ remove_node_net() {  # remove_node_net NAME: its veth (both ends go), namespace,
 stop_net() {
     local ns
     for ns in $(our_namespaces); do remove_node_net "$ns"; done
+    rmdir /etc/netns 2>/dev/null || true  # only if empty: made by the first node, nobody else's
     # the bridge is ours only if it carries our address (never touch anyone else's interface)
     if ip -4 addr show dev "$BRIDGE" 2>/dev/null | grep -q "inet $NET.1/24"; then
         ip link del "$BRIDGE" || say "could not remove the bridge $BRIDGE"
