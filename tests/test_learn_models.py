@@ -163,7 +163,8 @@ def test_only_explored_calls_train_by_default(tmp_path) -> None:
     calls = pd.DataFrame([{"comm_id": 0, "call_index": i, "collective": "allreduce", "member": m,
                            "outcome": "applied", "mode": mode, "reason": 0, "msg_bytes": 64, "comm_size": 2,
                            "nodes": 1, "ppn": 2, "size_bin": 7, "nodes_bin": 0, "ppn_bin": 1, "runtime_s": t,
-                           "ranks_traced": 2, "start_s": float(i)} for i, (mode, m, t) in enumerate(rows)])
+                           "ranks_traced": 2, "start_s": float(i), "redrawn": False}
+                          for i, (mode, m, t) in enumerate(rows)])
     with Store(tmp_path / "t.duckdb") as store:
         run = dict.fromkeys(["ingested", "trace_dir", "command", "app", "batch", "mpi_version", "abi_family", "nodes",
                              "ppn", "seed", "table_hash", "records", "overflow", "wall_s"])

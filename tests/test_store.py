@@ -218,8 +218,9 @@ def test_open_when_free_waits_for_a_reader(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
         with pytest.raises(StoreBusy):
             Store(db)
-        with open_when_free(db, wait_s=30) as store:  # returns once the holder has exited
-            assert holder.poll() is not None
+        with open_when_free(db, wait_s=30) as store:  # returns once the holder has let go
+            # the kernel releases the lock as the holder exits, a moment before it is waitable
+            assert holder.wait(timeout=10) == 0
             assert store.runs().empty
     finally:
         holder.kill()
