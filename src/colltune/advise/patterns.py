@@ -35,6 +35,9 @@ from colltune.advise.profile_run import ProfileRun
 from colltune.advise.where import fmt_bytes, fmt_s
 
 NAMES = ("reduce_bcast", "small_reductions", "barrier_before_sync")
+# A pattern whose predicted saving is below this share of the run is not advised (it stays in the
+# JSON's "patterns"): a barrier before an allreduce once at start-up is not worth a source change.
+NEGLIGIBLE = 1e-4
 
 
 @dataclass
@@ -162,11 +165,11 @@ def missing_points(patterns: list[Pattern], table: pd.DataFrame) -> list[AppPoin
 
 TITLES = {
     "reduce_bcast": "{second_call} of {first_call}'s result from the same root, directly after it, "
-                    "{pairs:,} times: one MPI_Allreduce would do",
-    "small_reductions": "small reductions back to back on one communicator, {pairs:,} pairs: one "
+                    "{times}: one MPI_Allreduce would do",
+    "small_reductions": "small reductions back to back on one communicator, {times}: one "
                         "reduction over both (a packed buffer or a derived datatype) would do",
     "barrier_before_sync": "MPI_Barrier directly before {second_call}, which synchronises the ranks "
-                           "anyway, {pairs:,} times: the barrier can go",
+                           "anyway, {times}: the barrier can go",
 }
 
 CHANGES = {
@@ -182,7 +185,9 @@ CHANGES = {
 def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
     out = []
     for p in patterns:
-        fields = {**p.__dict__}
+        if p.saving_s is not None and p.saving_s < NEGLIGIBLE * wall_s:
+            continue
+        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times"}
         evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
                     f"per call: {p.first} then {p.second}"]
         if p.saving_s is not None:
