@@ -61,9 +61,9 @@ def wrapper(c: Call) -> list[str]:
     return [
         f"static __attribute__((noinline)) int ct_timed_{c.name}(const void *site, {c.args})",
         "{",
-        "    uint64_t t0 = ct_profrun_now();",
+        "    uint64_t t0 = ct_profrun_ticks();",
         f"    int rc = PMPI_{c.name}({args});",
-        f"    ct_profrun_p2p({c.enum}, site, {size}, ct_profrun_now() - t0);",
+        f"    ct_profrun_p2p({c.enum}, site, {size}, ct_profrun_ticks() - t0);",
         "    return rc;",
         "}",
         "",

@@ -25,9 +25,9 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 
 static __attribute__((noinline)) int ct_timed_Send(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -40,9 +40,9 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -55,9 +55,9 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Isend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -70,9 +70,9 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Issend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -85,9 +85,9 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 static __attribute__((noinline)) int ct_timed_Recv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    ct_profrun_p2p(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -100,9 +100,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 
 static __attribute__((noinline)) int ct_timed_Irecv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -115,9 +115,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    ct_profrun_p2p(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype), ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype), ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -130,9 +130,9 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 
 static __attribute__((noinline)) int ct_timed_Wait(const void *site, MPI_Request *request, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Wait(request, status);
-    ct_profrun_p2p(CT_P2P_WAIT, site, 0, ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_WAIT, site, 0, ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -145,9 +145,9 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 static __attribute__((noinline)) int ct_timed_Waitall(const void *site, int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
-    ct_profrun_p2p(CT_P2P_WAITALL, site, 0, ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_WAITALL, site, 0, ct_profrun_ticks() - t0);
     return rc;
 }
 
@@ -160,9 +160,9 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
 
 static __attribute__((noinline)) int ct_timed_Waitany(const void *site, int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_now();
+    uint64_t t0 = ct_profrun_ticks();
     int rc = PMPI_Waitany(count, array_of_requests, indx, status);
-    ct_profrun_p2p(CT_P2P_WAITANY, site, 0, ct_profrun_now() - t0);
+    ct_profrun_p2p(CT_P2P_WAITANY, site, 0, ct_profrun_ticks() - t0);
     return rc;
 }
 

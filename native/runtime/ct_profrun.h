@@ -27,11 +27,15 @@ extern CT_PROFRUN_HIDDEN unsigned char ct_p2p_on;
 extern CT_PROFRUN_HIDDEN const char *const ct_p2p_names[CT_P2P_COUNT];
 
 /* Monotonic nanoseconds (CLOCK_MONOTONIC: one clock for all ranks of a node). */
-CT_PROFRUN_HIDDEN uint64_t ct_profrun_now(void);
+CT_PROFRUN_HIDDEN uint64_t ct_profrun_ns(void);
+/* The call path's clock: TSC ticks where the kernel trusts the TSC, else ns (profrun.c). */
+CT_PROFRUN_HIDDEN uint64_t ct_profrun_ticks(void);
+CT_PROFRUN_HIDDEN double ct_profrun_ns_per_tick(void);   /* the rate since MPI_Init */
 /* count * size(type), 0 for a null or invalid type (the library reports that error itself). */
 CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
+/* `ticks`: a duration of the call path's clock (ct_profrun_ticks). */
 CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes,
-                                      uint64_t ns);
+                                      uint64_t ticks);
 
 /* The node's topology from /sys (NUMA nodes, device locality, isolated cores), topo.c. */
 CT_PROFRUN_HIDDEN void ct_topo_write(FILE *out);
@@ -68,7 +72,7 @@ typedef struct ct_comm_state ct_comm_state;
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_profrun_seq
     __attribute__((tls_model("initial-exec")));
 CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
-CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0,
+CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0,
                                          int mt);
 CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
 CT_PROFRUN_HIDDEN ct_comm_state *ct_profcomm_state(MPI_Comm comm);   /* NULL: none */
@@ -80,7 +84,7 @@ CT_PROFRUN_HIDDEN int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint6
 CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_comm_state *st, int kind, const void *site,
                                          const struct ct_call *call, int64_t bytes,
                                          uint64_t seq);
-CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out);
+CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
 CT_PROFRUN_HIDDEN int ct_profrun_barrier(MPI_Comm comm, const void *site);
 
 /* The one line in ct_dispatch: time the rest of the dispatch when profiling (not re-entered). */

@@ -36,8 +36,8 @@
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 
-#define CT_LEVEL_OVER 4u
-#define CT_BUDGET_FLOOR_NS 1000000u   /* 1 ms of sampling is always allowed */        /* levels in quarters of the budget */
+#define CT_LEVEL_OVER 4u                /* levels in quarters of the budget */
+#define CT_BUDGET_FLOOR_NS 1000000u     /* 1 ms of sampling is always allowed */
 #define CT_MAX_PERIOD (1u << 20)
 #define CT_SMALL_BYTES 4096     /* "small" reduction: latency-bound on any network */
 #define CT_PAT_SLOTS 256
@@ -81,9 +81,9 @@ static _Thread_local ct_comm_state *ct_cached_state;
 static _Thread_local unsigned ct_cached_generation;
 static uint64_t ct_every;                       /* agreed minimum period, 0: no sampling */
 static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
-static uint64_t ct_t0;
+static uint64_t ct_ns0;                         /* MPI_Init, CLOCK_MONOTONIC ns */
 /* Synchronisations made, and the agreed latencies learned (sum and how many): see top. */
-static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;
+static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ticks */
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
 static _Thread_local ct_pat_slot *ct_pat_last;  /* the slot this thread counted last */
 static int ct_mt;                               /* MPI_THREAD_MULTIPLE */
@@ -103,12 +103,12 @@ int ct_profcomm_prepare(void)
            == MPI_SUCCESS;
 }
 
-void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t t0, int mt)
+void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0, int mt)
 {
     ct_mt = mt;
     ct_every = every;
     ct_budget_ppm = budget_ppm;
-    ct_t0 = t0;
+    ct_ns0 = ns0;
 }
 
 void ct_profcomm_finish(void)
@@ -160,18 +160,20 @@ int ct_profcomm_nprocs(const ct_comm_state *st)
     return st->nprocs;
 }
 
-/* This rank's sampling cost in quarters of its budget (capped). */
-static unsigned ct_level(uint64_t now)
+/* This rank's sampling cost in quarters of its budget (capped). Sampled calls only: latencies
+ * are in the call path's ticks, the budget in nanoseconds since MPI_Init. */
+static unsigned ct_level(void)
 {
-    /* ns; plus a fixed allowance, or the first samples of every run would be over budget */
-    uint64_t budget = (now - ct_t0) / 1000000u * ct_budget_ppm + CT_BUDGET_FLOOR_NS;
+    /* plus a fixed allowance, or the first samples of every run would be over budget */
+    uint64_t budget = (ct_profrun_ns() - ct_ns0) / 1000000u * ct_budget_ppm + CT_BUDGET_FLOOR_NS;
     uint64_t syncs = atomic_load_explicit(&ct_syncs, memory_order_relaxed);
     uint64_t n = atomic_load_explicit(&ct_latencies, memory_order_relaxed);
     if (n == 0)
         return 0;
     /* every synchronisation so far at the mean latency learned */
-    uint64_t cost = atomic_load_explicit(&ct_latency_ns, memory_order_relaxed) / n * syncs;
-    uint64_t level = cost * CT_LEVEL_OVER / budget;
+    double cost = (double)atomic_load_explicit(&ct_latency_ns, memory_order_relaxed) / (double)n
+                  * (double)syncs * ct_profrun_ns_per_tick();
+    double level = cost * CT_LEVEL_OVER / (double)budget;
     return level > 255 ? 255u : (unsigned)level;
 }
 
@@ -209,13 +211,15 @@ int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
     uint64_t n = st->calls++;
     if (ct_every == 0 || n != st->next_sample)
         return 0;
-    uint64_t t0 = ct_profrun_now();
-    unsigned mine[2] = {ct_level(t0), UINT_MAX - (unsigned)(st->last_sync_ns < UINT_MAX
+    uint64_t t0 = ct_profrun_ticks();
+    unsigned mine[2] = {ct_level(), UINT_MAX - (unsigned)(st->last_sync_ns < UINT_MAX
                                                             ? st->last_sync_ns : UINT_MAX - 1)};
     unsigned agreed[2] = {0, 0};
     int ok = st->inter ? PMPI_Barrier(comm) == MPI_SUCCESS
                        : PMPI_Allreduce(mine, agreed, 2, MPI_UNSIGNED, MPI_MAX, comm) == MPI_SUCCESS;
-    uint64_t wait = ct_profrun_now() - t0;
+    uint64_t wait = ct_profrun_ticks() - t0;
+    if ((int64_t)wait < 0)
+        wait = 0;
     if (!ok) {
         /* Not expected on a valid communicator. Every rank got the same error class in the
          * same call (collective semantics), so stopping here is agreed too. */
@@ -359,7 +363,7 @@ void ct_profcomm_after(ct_comm_state *st, int kind, const void *site, const ct_c
     st->prev = cur;
 }
 
-void ct_profcomm_write(FILE *out)
+void ct_profcomm_write(FILE *out, double ns_per_tick)
 {
     for (size_t i = 0; i < CT_PAT_SLOTS; i++) {
         ct_pat_slot *s = &ct_pat_slots[i];
@@ -369,7 +373,9 @@ void ct_profcomm_write(FILE *out)
                 s->second, s->nprocs, s->bin, atomic_load(&s->count), atomic_load(&s->bytes));
     }
     fprintf(out, "patterns_lost %llu\nsample_syncs %llu %llu %llu\n", atomic_load(&ct_pat_lost),
-            atomic_load(&ct_syncs), atomic_load(&ct_latency_ns), atomic_load(&ct_latencies));
+            atomic_load(&ct_syncs),
+            (unsigned long long)((double)atomic_load(&ct_latency_ns) * ns_per_tick + 0.5),
+            atomic_load(&ct_latencies));
 }
 
 /* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */
