@@ -8,26 +8,29 @@
 #include <string.h>
 
 #include "bench.h"
+#include "ct_formats.h"
 
-static const struct { const char *name; MPI_Datatype type; } datatypes[] = {
-    {"byte", MPI_BYTE},     {"char", MPI_CHAR},         {"signed_char", MPI_SIGNED_CHAR},
-    {"unsigned_char", MPI_UNSIGNED_CHAR},               {"int", MPI_INT},
-    {"unsigned", MPI_UNSIGNED}, {"long", MPI_LONG},     {"int64", MPI_INT64_T},
-    {"float", MPI_FLOAT},   {"double", MPI_DOUBLE},
+/* The names `colltune bench` writes (native/spec/formats.toml, [jobs]). */
+#define CT_DATATYPE_ENTRY(name, handle, bytes) {name, handle, bytes},
+#define CT_OP_ENTRY(name, handle) {name, handle},
+static const struct { const char *name; MPI_Datatype type; int bytes; } datatypes[] = {
+    CT_JOB_DATATYPES(CT_DATATYPE_ENTRY)
 };
 
 static const struct { const char *name; MPI_Op op; } ops[] = {
-    {"sum", MPI_SUM}, {"prod", MPI_PROD}, {"max", MPI_MAX},   {"min", MPI_MIN},
-    {"band", MPI_BAND}, {"bor", MPI_BOR}, {"bxor", MPI_BXOR}, {"land", MPI_LAND},
-    {"lor", MPI_LOR},
+    CT_JOB_OPS(CT_OP_ENTRY)
 };
 
+/* The front end sizes messages by the spec's bytes: a library whose type has another size (a
+ * 4-byte `long`) would measure other messages than the job names, so it is refused (-2). */
 static int datatype_by_name(const char *name, MPI_Datatype *type)
 {
     for (size_t i = 0; i < sizeof datatypes / sizeof datatypes[0]; i++)
         if (strcmp(name, datatypes[i].name) == 0) {
+            int size = 0;
             *type = datatypes[i].type;
-            return 0;
+            return PMPI_Type_size(*type, &size) == MPI_SUCCESS && size == datatypes[i].bytes ? 0
+                                                                                              : -2;
         }
     return -1;
 }
@@ -96,8 +99,12 @@ static int parse_line(char *line, ct_job *job, char *why, size_t whylen)
     job->root = strcmp(root, "-") == 0 ? 0 : atoi(root);
     MPI_Datatype t;
     MPI_Op o;
-    if (strcmp(dtype, "-") != 0 && datatype_by_name(dtype, &t) != 0) {
-        snprintf(why, whylen, "unknown datatype '%s'", dtype);
+    int known = strcmp(dtype, "-") == 0 ? 0 : datatype_by_name(dtype, &t);
+    if (known != 0) {
+        snprintf(why, whylen, known == -1 ? "unknown datatype '%s'"
+                                          : "datatype '%s' has another size in this MPI than "
+                                            "native/spec/formats.toml says",
+                 dtype);
         return -1;
     }
     if (strcmp(op, "-") != 0 && op_by_name(op, &o) != 0) {

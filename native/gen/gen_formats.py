@@ -78,6 +78,13 @@ def c_header(spec: dict) -> str:
     lines += ["} ct_trace_record;", f"#define CT_TRACE_RECORD_BYTES {size_of(rec)}",
               '_Static_assert(sizeof(ct_trace_record) == CT_TRACE_RECORD_BYTES, "trace record layout");']
     lines += [f'_Static_assert(offsetof(ct_trace_record, {n}) == {at}, "trace record layout");' for n, _, at, _ in rec]
+    jobs = spec["jobs"]
+    lines += ["", "/* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and",
+              " * X(name, MPI handle); expanded where mpi.h is included. */",
+              "#define CT_JOB_DATATYPES(X) \\"]
+    lines += [f'    X("{d["name"]}", {d["mpi"]}, {d["bytes"]}) \\' for d in jobs["datatypes"]]
+    lines += ["", "#define CT_JOB_OPS(X) \\"]
+    lines += [f'    X("{o["name"]}", {o["mpi"]}) \\' for o in jobs["ops"]]
     lines += ["", "#endif /* CT_FORMATS_H */", ""]
     return "\n".join(lines)
 
@@ -106,7 +113,11 @@ def py_module(spec: dict) -> str:
     lines += [f'    ("{n}", "{TYPES[t][3]}", {at}),' for n, t, at, _ in rec]
     lines += [")", f"TRACE_RECORD_BYTES = {size_of(rec)}",
               f"TRACE_STOPS = {tuple(trace['stops'])!r}",
-              f"TRACE_OUTCOMES = {tuple(trace['outcomes'])!r}", ""]
+              f"TRACE_OUTCOMES = {tuple(trace['outcomes'])!r}", "",
+              "# The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names",
+              "JOB_DATATYPE_SIZES = {"]
+    lines += [f'    "{d["name"]}": {d["bytes"]},' for d in spec["jobs"]["datatypes"]]
+    lines += ["}", "JOB_OPS = (" + ", ".join(f'"{o["name"]}"' for o in spec["jobs"]["ops"]) + ")", ""]
     return "\n".join(lines).replace("'", '"')
 
 

@@ -80,4 +80,29 @@ _Static_assert(offsetof(ct_trace_record, msg_bytes) == 8, "trace record layout")
 _Static_assert(offsetof(ct_trace_record, start_lo) == 12, "trace record layout");
 _Static_assert(offsetof(ct_trace_record, duration) == 16, "trace record layout");
 
+/* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and
+ * X(name, MPI handle); expanded where mpi.h is included. */
+#define CT_JOB_DATATYPES(X) \
+    X("byte", MPI_BYTE, 1) \
+    X("char", MPI_CHAR, 1) \
+    X("signed_char", MPI_SIGNED_CHAR, 1) \
+    X("unsigned_char", MPI_UNSIGNED_CHAR, 1) \
+    X("int", MPI_INT, 4) \
+    X("unsigned", MPI_UNSIGNED, 4) \
+    X("long", MPI_LONG, 8) \
+    X("int64", MPI_INT64_T, 8) \
+    X("float", MPI_FLOAT, 4) \
+    X("double", MPI_DOUBLE, 8) \
+
+#define CT_JOB_OPS(X) \
+    X("sum", MPI_SUM) \
+    X("prod", MPI_PROD) \
+    X("max", MPI_MAX) \
+    X("min", MPI_MIN) \
+    X("band", MPI_BAND) \
+    X("bor", MPI_BOR) \
+    X("bxor", MPI_BXOR) \
+    X("land", MPI_LAND) \
+    X("lor", MPI_LOR) \
+
 #endif /* CT_FORMATS_H */

@@ -53,3 +53,18 @@ TRACE_RECORD_FIELDS: tuple[tuple[str, str, int], ...] = (
 TRACE_RECORD_BYTES = 20
 TRACE_STOPS = ("open", "records", "seconds")
 TRACE_OUTCOMES = ("fixed", "not_applicable", "exploit", "explore")
+
+# The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names
+JOB_DATATYPE_SIZES = {
+    "byte": 1,
+    "char": 1,
+    "signed_char": 1,
+    "unsigned_char": 1,
+    "int": 4,
+    "unsigned": 4,
+    "long": 8,
+    "int64": 8,
+    "float": 4,
+    "double": 8,
+}
+JOB_OPS = ("sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from colltune import catalog
+from colltune import catalog, formats
 from colltune.errors import ColltuneError
 from colltune.measure.driver_options import DRIVER_FLAGS, StopFields
 from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
@@ -22,9 +22,9 @@ SIZES_SCALED = (1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384)
 SIZES_UNSCALED = (1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388608)
 SCALED = frozenset({"allgather", "alltoall", "gather", "scatter"})
 
-DATATYPE_SIZES = {"byte": 1, "char": 1, "signed_char": 1, "unsigned_char": 1, "int": 4,
-                  "unsigned": 4, "long": 8, "int64": 8, "float": 4, "double": 8}
-OPS = ("sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor")
+# the job file's vocabulary, declared once for both sides in native/spec/formats.toml
+DATATYPE_SIZES = formats.JOB_DATATYPE_SIZES
+OPS = formats.JOB_OPS
 
 
 PSEUDO_VARIANTS = ("default", "default#aa", "tuned")
