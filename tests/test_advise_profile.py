@@ -169,3 +169,36 @@ def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_
         [p] = [p for p in r.points if p.kind == "coll"]
         assert p.calls == 200000 and p.samples == r.sample_syncs
         assert r.sample_syncs * r.sync_latency_ns <= 2 * (1e6 + 1e-6 * r.wall_ns) + 2 * r.sync_latency_ns
+
+
+def test_open_mpi_4_cvars_come_from_ompi_info(tmp_path):
+    # Debian's Open MPI 4.1: its first MPI_T_init_thread takes ~0.2 s (every component's
+    # parameters loaded), so the ranks skip MPI_T and the front end asks ompi_info, with the launch
+    # line's --mca settings as the ranks get them.
+    from pathlib import Path as P
+
+    from colltune.advise import ompi_cvars
+    from colltune.measure import proof
+    from colltune.mpi import build
+    from colltune.mpi import libraries as mpi
+
+    mpicc = P("/usr/bin/mpicc.openmpi")
+    if not mpicc.exists():
+        pytest.skip("Debian's Open MPI is missing (apt-get install openmpi-bin libopenmpi-dev)")
+    lib = mpi.identify(mpicc)
+    art = build.ensure_built(lib)
+    proof.ensure_proven(lib)
+    exe = build.compile_program(lib, [REPO / "tests" / "programs" / "advise_sites.c"], tmp_path / "sites", ["-g"])
+    profiled(lib, art, 2, [exe], tmp_path / "p")
+    run = profile_run.read(tmp_path / "p")
+    for r in run.ranks:
+        assert r.cvars_skipped == "ompi_info" and r.cvars == {}
+        assert "\ncvar " not in (tmp_path / "p" / f"rank-{r.rank}").read_text()
+    command = ["mpirun.openmpi", "--mca", "btl_vader_eager_limit", "8192", "-n", "2", str(exe)]
+    assert ompi_cvars.fill(run, lib.version, lib.mpicc, command, {"PATH": "/usr/bin:/bin"})
+    for r in run.ranks:
+        assert r.cvars["btl_vader_eager_limit"] == "8192" and "coll_tuned_bcast_algorithm" in r.cvars
+        assert all(ompi_cvars.wanted(name) for name in r.cvars)
+    # Another library's version string: nothing is filled (its ompi_info would describe another run).
+    other = profile_run.read(tmp_path / "p")
+    assert not ompi_cvars.fill(other, "Open MPI v5.0.11", lib.mpicc, command)

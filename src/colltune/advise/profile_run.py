@@ -10,6 +10,7 @@ Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runti
   patterns_lost N                                pattern pairs not recorded (table full)
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
   sample_budget_ppm B                            sampling budget (millionths of the run, 0: none)
+  cvars_skipped ompi_info                        no cvar lines: Open MPI 4's MPI_T costs 0.2 s (ompi_cvars.py)
   coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
   p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
   end
@@ -102,6 +103,7 @@ class RankProfile:
     sample_syncs: int = 0            # sampled calls' synchronisations (budgeted, profcomm.c)
     sync_latency_ns: float | None = None   # their mean latency (min over ranks per sync)
     sample_budget_ppm: int | None = None
+    cvars_skipped: str | None = None   # MPI_T not read (Open MPI 4: advise/ompi_cvars.py fills them)
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -159,6 +161,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
     elif key == "sample_syncs":
         syncs, total, n = (int(x) for x in rest.split())
         prof.sample_syncs, prof.sync_latency_ns = syncs, total / n if n else None
+    elif key == "cvars_skipped":
+        prof.cvars_skipped = rest
     elif key == "sample_budget_ppm":
         prof.sample_budget_ppm = int(rest)
     elif key == "lost":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from colltune.advise import output, profile_run, where
+from colltune.advise import ompi_cvars, output, profile_run, where
 from colltune.advise import verify as verify_mod
 from colltune.advise.analyze import analyze
 from colltune.advise.launch import run_app
@@ -63,6 +63,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
         profile_dir = out_dir / "profile-run"
         run_app(lib, art, command, profile_dir=profile_dir)
     run = profile_run.read(profile_dir)
+    ompi_cvars.fill(run, lib.version, lib.mpicc, command)
     advice = analyze(run, db_path)
     if measure and advice.missing:
         try:
