@@ -212,7 +212,7 @@ def test_learning_loop_with_library_members(openmpi, openmpi_build, libalg_progr
     served = ("allreduce", "exploit", best, "applied") if best != "default" else \
         ("allreduce", "exploit", "library", "library")
     assert run.counts == {served: 5}, run.describe()
-    profile = tmp_path / "learned.prf"
+    profile = tmp_path / "learned.prof"
     out = subprocess.run([colltune, "learn", "export", *opts, "--out", str(profile)], check=True,
                          capture_output=True, text=True)
     read_profile(profile)

@@ -55,6 +55,6 @@ def main() -> None:
     \b
     Typical workflow on a machine:
       colltune check -n 4          measure collectives, report guideline violations
-      colltune tune --out my.prf   write a tuning profile from the check
-      colltune run --profile my.prf -- mpiexec -n 4 ./app
+      colltune tune --out my.prof  write a tuning profile from the check
+      colltune run --profile my.prof -- mpiexec -n 4 ./app
     """

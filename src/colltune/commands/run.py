@@ -40,7 +40,7 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
 
     \b
       colltune run --force bcast=bcast_as_scatter_allgather -- mpiexec -n 4 ./app args
-      colltune run --mpi mpich --profile my.prf --verbose -- mpiexec -n 2 ./app
+      colltune run --mpi mpich --profile my.prof --verbose -- mpiexec -n 2 ./app
       colltune run --learn - --trace-dir traces/run1 -- mpiexec -n 4 ./app
 
     The settings go to the ranks only (Open MPI `-x`, MPICH/Intel `-genv`, srun `--export`),

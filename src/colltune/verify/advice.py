@@ -35,8 +35,8 @@ def library_setting(family: str, collective: str, algorithm: str) -> str:
 
 KIND_INTRO = {
     "pattern": ("Mock-ups faster than the library's collective",
-                "Fix it without touching the application: `colltune tune --db {db} --out tuned.prf`, then "
-                "`colltune run --profile tuned.prf -- mpiexec ...`. The interposer replaces each call by the "
+                "Fix it without touching the application: `colltune tune --db {db} --out tuned.prof`, then "
+                "`colltune run --profile tuned.prof -- mpiexec ...`. The interposer replaces each call by the "
                 "mock-up only at the sizes where it won. Worth reporting to the library's developers too."),
     "library": ("The library's default algorithm choice is wrong",
                 "Force the better algorithm with the library's own setting (shown per case, it applies to every "
