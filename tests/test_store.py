@@ -225,3 +225,23 @@ def test_open_when_free_waits_for_a_reader(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_failed_insert_reports_its_own_error(tmp_path: Path) -> None:
+    """DuckDB aborts the transaction of a failed insert; the error the caller sees is the
+    insert's (here a text where a number belongs), not the abort that unregistering then hits."""
+    import pandas as pd
+
+    from colltune.store import StoreError
+
+    calls = pd.DataFrame([{"comm_id": "not a number", "call_index": 0, "collective": "bcast", "member": "default",
+                           "outcome": "applied", "mode": "exploit", "reason": 0, "msg_bytes": 8, "comm_size": 2,
+                           "nodes": 1, "ppn": 2, "size_bin": 4, "nodes_bin": 0, "ppn_bin": 1, "runtime_s": 1e-6,
+                           "ranks_traced": 2, "start_s": 0.0, "redrawn": False}])
+    run = dict.fromkeys(["ingested", "trace_dir", "command", "app", "batch", "mpi_version", "abi_family", "nodes",
+                         "ppn", "seed", "table_hash", "records", "overflow", "wall_s", "portfolios"])
+    with Store(tmp_path / "t.duckdb") as store:
+        with pytest.raises(StoreError) as err:
+            store.write_trace_run({**run, "trace_run_id": "r1", "mpi_name": "mpich", "world_size": 2}, calls)
+        assert "not a number" in str(err.value) and "aborted" not in str(err.value)
+        assert store.trace_runs().empty   # all or nothing

@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -278,13 +278,20 @@ class Store:
     def _insert_frame(self, table: str, columns: list[str], run_id: str, frame: pd.DataFrame) -> None:
         if frame.empty:
             return
-        frame = frame.assign(run_id=run_id)[columns]
-        self.con.register("ct_incoming", frame)
+        self._insert_from(table, frame.assign(run_id=run_id), columns)
+
+    def _insert_from(self, table: str, frame: pd.DataFrame, columns: list[str]) -> None:
+        """INSERT the frame's `columns` into `table`. A failed insert aborts DuckDB's transaction,
+        after which even unregistering the frame fails: the insert's own error is the one raised."""
+        self.con.register("ct_incoming", frame[columns])
+        names = ", ".join(f'"{c}"' for c in columns)
         try:
-            names = ", ".join(columns)
             self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
-        finally:
-            self.con.unregister("ct_incoming")
+        except duckdb.Error:
+            with suppress(duckdb.Error):
+                self.con.unregister("ct_incoming")
+            raise
+        self.con.unregister("ct_incoming")
 
     def _delete_launch(self, run_id: str, launch_idx: int) -> None:
         for table in ("launches", "environment", "jobs", "measurements"):
@@ -402,12 +409,7 @@ class Store:
         with self._transaction():
             for run_id in frame["run_id"].unique():
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [str(run_id)])
-            self.con.register("ct_incoming", frame[columns])
-            try:
-                names = ", ".join(f'"{c}"' for c in columns)
-                self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
-            finally:
-                self.con.unregister("ct_incoming")
+            self._insert_from(table, frame, columns)
 
     def launch_medians(self, run_id: str) -> pd.DataFrame:
         """Median runtime per (nprocs, collective, msg_bytes, variant, launch_idx), valid measured
@@ -459,13 +461,7 @@ class Store:
     # -- traces and learning (colltune traces / colltune learn) -------------------------------
 
     def _append(self, table: str, frame: pd.DataFrame) -> None:
-        columns = list(_SCHEMA[table].columns)
-        self.con.register("ct_incoming", frame[columns])
-        try:
-            names = ", ".join(f'"{c}"' for c in columns)
-            self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM ct_incoming")
-        finally:
-            self.con.unregister("ct_incoming")
+        self._insert_from(table, frame, list(_SCHEMA[table].columns))
 
     def write_trace_run(self, run: Mapping[str, Any], calls: pd.DataFrame) -> None:
         """One ingested trace directory and its calls, all or nothing."""
