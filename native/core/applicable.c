@@ -10,7 +10,7 @@
  * The checks run in a fixed order, so that a call that fails several rules always reports the
  * same reason: intercomm, datatype, noncommutative, overflow, scratch.
  */
-#include "ct_core.h"
+#include "ct_arena.h"
 
 static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
     [COLLTUNE_APPLICABLE] = "applicable",

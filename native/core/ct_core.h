@@ -1,5 +1,6 @@
 /*
- * Internal helpers of the C core shared by core/ and variants/ (not part of the public API).
+ * Internal helpers of the C core shared by core/ and variants/ (not part of the public API);
+ * ct_core.c implements the functions declared here.
  */
 #ifndef CT_CORE_H
 #define CT_CORE_H
@@ -10,17 +11,6 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Scratch regions are carved from one arena block at this alignment; the applicability check
- * adds CT_SCRATCH_SLACK to a formula so that the carving never exceeds what it compared to the
- * cap (a mock-up carves at most three regions). */
-#define CT_SCRATCH_ALIGN ((size_t)64)
-#define CT_SCRATCH_SLACK ((int64_t)(4 * 64))
-
-static inline size_t ct_align_up(size_t bytes)
-{
-    return (bytes + CT_SCRATCH_ALIGN - 1) & ~(CT_SCRATCH_ALIGN - 1);
-}
 
 static inline void *ct_offset(void *base, int64_t bytes)
 {
@@ -49,13 +39,6 @@ static inline int ct_to_int(MPI_Comm comm, int64_t count, int *out)
     if (count < 0 || count > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     *out = (int)count;
     return MPI_SUCCESS;
-}
-
-/* colltune_scratch for a mock-up: a failure is raised on the communicator (see ct_raise). */
-static inline int ct_scratch(MPI_Comm comm, size_t bytes, void **buffer)
-{
-    int err = colltune_scratch(comm, bytes, buffer);
-    return err == MPI_SUCCESS ? err : ct_raise(comm, err);
 }
 
 /* Size (bytes of data, no gaps) of one element of `type`. Every decision needs the call's bytes

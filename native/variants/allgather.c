@@ -1,7 +1,7 @@
 /*
  * MPI_Allgather mock-ups (seed 000, GL1-GL4).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

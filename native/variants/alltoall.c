@@ -1,7 +1,7 @@
 /*
  * MPI_Alltoall mock-up (seed 000, GL8).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 static void ct_regular(int p, int count, int *counts, int *displs)

@@ -1,7 +1,7 @@
 /*
  * MPI_Bcast mock-ups (seed 000, GL9-GL10).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

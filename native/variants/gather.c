@@ -4,7 +4,7 @@
  * The root's recvcount/recvtype are significant at the root only; non-roots describe their
  * block with sendcount/sendtype (same type signature by the standard).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

@@ -3,7 +3,7 @@
  * MPI_Scatterv). With MPI_IN_PLACE the input is in recvbuf and the own block goes to its start;
  * the rest of recvbuf stays as it was, so both reduce into scratch.
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
  * rest of recvbuf staying as it was (as the libraries do, and programs such as mpi4py's tests
  * rely on it).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * MPI_Scan mock-up (seed 000, GL20).
  */
-#include "../core/ct_core.h"
+#include "../core/ct_arena.h"
 #include "ct_variants.h"
 
 #include <string.h>

@@ -11,7 +11,7 @@
  * collectives use it. The keyval is process-wide by MPI's design; it is created once
  * (pthread_once) so that threads racing on their first call agree on it.
  */
-#include "ct_core.h"
+#include "ct_arena.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,0 +1,28 @@
+/*
+ * The scratch arena of the mock-ups (ct_arena.c): one block per communicator, carved into at most
+ * three aligned regions per call.
+ */
+#ifndef CT_ARENA_H
+#define CT_ARENA_H
+
+#include "ct_core.h"
+
+/* Scratch regions are carved from one arena block at this alignment; the applicability check
+ * adds CT_SCRATCH_SLACK to a formula so that the carving never exceeds what it compared to the
+ * cap (a mock-up carves at most three regions). */
+#define CT_SCRATCH_ALIGN ((size_t)64)
+#define CT_SCRATCH_SLACK ((int64_t)(4 * 64))
+
+static inline size_t ct_align_up(size_t bytes)
+{
+    return (bytes + CT_SCRATCH_ALIGN - 1) & ~(CT_SCRATCH_ALIGN - 1);
+}
+
+/* colltune_scratch for a mock-up: a failure is raised on the communicator (see ct_raise). */
+static inline int ct_scratch(MPI_Comm comm, size_t bytes, void **buffer)
+{
+    int err = colltune_scratch(comm, bytes, buffer);
+    return err == MPI_SUCCESS ? err : ct_raise(comm, err);
+}
+
+#endif /* CT_ARENA_H */
