@@ -13,7 +13,8 @@
  * collective is one exact-size allocation made when its block is complete.
  *
  * Pure C11 plus POSIX newlocale/strtod_l (the application may have set a locale whose decimal
- * point is a comma); no MPI calls.
+ * point is a comma); no MPI calls. Longer than our ~550-line rule on purpose: one grammar, read
+ * top to bottom next to docs/select.md (the lexer is core/textformat.c, the draw select_draw.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
