@@ -341,3 +341,39 @@ def test_records_are_streamed_before_a_crash(openmpi: mpi.MpiLibrary, openmpi_bu
     # whole chunks of 10 rounds of 2 variants
     assert text.endswith("\n")
     assert (len(parsed.records) - 2 * 3) % 20 == 0
+
+
+def test_every_line_has_exactly_the_keys_of_the_spec(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                     tmp_path: Path) -> None:
+    """native/spec/driver.toml declares the JSON lines once: the driver's real output carries
+    every type it lists, each with exactly its keys in its order (the C writer is hand-written,
+    so this is what binds it to the table the front end reads with)."""
+    from colltune.measure.driver_options import LINE_KEYS
+
+    jobs = ("allreduce 1024 int sum - default,no_such_variant\n"
+            "reduce_scatter_block 7 unsigned_char sum - default\n")
+    job_file = tmp_path / "jobs.txt"
+    job_file.write_text(jobs)
+    seen: dict[str, list[str]] = {}
+    # --probe runs the probe alone, so two launches show every line
+    for mode in (["--stop", "nrep1", "--max-reps", "20", "--warmup", "1"], ["--probe"]):
+        out = tmp_path / "out.txt"
+        proc = launch.run(openmpi, 2, [str(openmpi_build.bench), "run", str(job_file), "--out", str(out),
+                                       "--time-budget", "0", "--check-every", "5", *mode], timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        for line in out.read_text().splitlines():
+            if line.startswith("{"):
+                keys = list(json.loads(line))
+                assert keys[0] == "type"
+                kind = json.loads(line)["type"]
+                assert keys[1:] == seen.setdefault(kind, keys[1:]), line
+    assert {kind: tuple(keys) for kind, keys in seen.items()} == LINE_KEYS
+
+
+def test_a_line_without_its_keys_is_refused() -> None:
+    from colltune.measure.settings import BenchError
+
+    with pytest.raises(BenchError, match="'summary' line without nrep, valid.*colltune mpi build"):
+        read_driver_output('{"type":"summary","job":0,"variant":"default"}\n')
+    # unknown types (a newer driver's extra lines) and truncated lines (a crash) are left alone
+    assert read_driver_output('{"type":"later","x":1}\n{"type":"summ').summaries == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,23 @@ class RecordField:
     format: str
     dtype: str
     help: str
+
+
+@dataclass(frozen=True)
+class Line:
+    type: str
+    keys: list[str]
+    help: str
+
+
+def load_lines(path: Path = SPEC_DIR / "driver.toml") -> list[Line]:
+    with open(path, "rb") as f:
+        lines = [Line(**entry) for entry in tomllib.load(f)["line"]]
+    types = [entry.type for entry in lines]
+    for entry in lines:
+        if types.count(entry.type) != 1 or "type" in entry.keys or len(set(entry.keys)) != len(entry.keys):
+            raise ValueError(f"{path}: line {entry.type}: duplicate type or key, or a key named type")
+    return lines
 
 
 def load_records(path: Path = SPEC_DIR / "driver.toml") -> list[RecordField]:
@@ -164,7 +182,13 @@ def generate_record_h(records: list[RecordField]) -> str:
 ''')
 
 
-def generate_py(options: list[Option], records: list[RecordField]) -> str:
+def _py_line(entry: Line) -> str:
+    keys = textwrap.fill(", ".join(json.dumps(k) for k in entry.keys) + ",", width=98,
+                         initial_indent=" " * 8, subsequent_indent=" " * 8)
+    return f"    # {entry.help}\n    {json.dumps(entry.type)}: (\n{keys}\n    ),"
+
+
+def generate_py(options: list[Option], records: list[RecordField], lines: list[Line]) -> str:
     stop = [o for o in options if o.stop]
     fields = []
     for o in stop:
@@ -221,6 +245,12 @@ RECORD_DTYPES: dict[str, str] = {{
 }}
 
 
+# The JSON lines of `colltune-bench run`: for each "type", its other keys in the driver's order.
+LINE_KEYS: dict[str, tuple[str, ...]] = {{
+{chr(10).join(_py_line(entry) for entry in lines)}
+}}
+
+
 # The stopping settings offered by `colltune bench`, `check` and `validate`.
 CLI_OPTIONS: tuple[CliOption, ...] = (
 {cli}
@@ -232,10 +262,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the outputs are current")
     args = parser.parse_args()
-    options, records = load(), load_records()
+    options, records, lines = load(), load_records(), load_lines()
     ok = write_or_check(C_OUT, generate_c(options, records), args.check)
     ok = write_or_check(GENERATED_DIR / "ct_driver_record.h", generate_record_h(records), args.check) and ok
-    ok = write_or_check(PY_OUT, generate_py(options, records), args.check) and ok
+    ok = write_or_check(PY_OUT, generate_py(options, records, lines), args.check) and ok
     if not ok:
         print("stale: native/generated/ct_driver_options.h or src/colltune/measure/driver_options.py; "
               "run `make generate`", file=sys.stderr)

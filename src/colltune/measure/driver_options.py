@@ -119,6 +119,49 @@ RECORD_DTYPES: dict[str, str] = {
 }
 
 
+# The JSON lines of `colltune-bench run`: for each "type", its other keys in the driver's order.
+LINE_KEYS: dict[str, tuple[str, ...]] = {
+    # once per launch: the library, the CPU, the settings, one host name per rank
+    "launch": (
+        "nprocs", "mpi_version", "library", "cpu_model", "sync", "metric", "seed", "wtick",
+        "hosts",
+    ),
+    # a collective-related MPI_T control variable and its value at MPI_Init
+    "cvar": (
+        "name", "value",
+    ),
+    # the nrep1 rule's reference measurement of a collective
+    "reference": (
+        "collective", "msg_bytes", "t1_s", "nrep", "stop",
+    ),
+    # a job as the driver resolved it, with its variants in index order
+    "job": (
+        "job", "collective", "msg_bytes", "datatype", "op", "root", "count", "variants",
+    ),
+    # a job no rank could set up (the same verdict everywhere)
+    "job_skip": (
+        "job", "reason",
+    ),
+    # a variant that cannot serve its job (not measured)
+    "skip": (
+        "job", "variant", "reason",
+    ),
+    # --probe: FNV-1a hash of every rank's result bits, and of rank 0's
+    "probe": (
+        "job", "variant", "hash", "root_hash",
+    ),
+    # where a variant's measurement stopped and its statistics there (null: not computed)
+    "summary": (
+        "job", "variant", "nrep", "valid", "stop", "rse", "cov_mean", "cov_median", "nrep_target",
+        "window_s", "resyncs", "max_rtt_s",
+    ),
+    # the last line of a launch that finished every job
+    "end": (
+        "jobs",
+    ),
+}
+
+
 # The stopping settings offered by `colltune bench`, `check` and `validate`.
 CLI_OPTIONS: tuple[CliOption, ...] = (
     CliOption("--rse", "rse", float,

@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 
 from colltune import __version__, catalog
-from colltune.measure.driver_options import RECORD_COLUMNS, RECORD_DTYPES
+from colltune.measure.driver_options import LINE_KEYS, RECORD_COLUMNS, RECORD_DTYPES
 from colltune.measure.planning import Plan
-from colltune.measure.settings import BenchSettings
+from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData
@@ -45,6 +45,15 @@ class DriverOutput:
 
 
 
+def _check_keys(kind: Any, obj: dict[str, Any]) -> None:
+    """A line of a known type must carry every key native/spec/driver.toml gives it; one that does
+    not comes from a driver built by another colltune, and reading on would store wrong rows."""
+    missing = [k for k in LINE_KEYS.get(kind, ()) if k not in obj]
+    if missing:
+        raise BenchError(f"the measurement driver wrote a {kind!r} line without {', '.join(missing)}: "
+                         "it was built from another colltune; rebuild it with `colltune mpi build`")
+
+
 def read_driver_output(text: str) -> DriverOutput:
     """Parse the driver's records; a truncated last line (crash) is ignored."""
     out = DriverOutput()
@@ -61,6 +70,7 @@ def read_driver_output(text: str) -> DriverOutput:
         except json.JSONDecodeError:
             continue
         kind = obj.get("type")
+        _check_keys(kind, obj)
         if kind == "launch":
             out.launch = obj
         elif kind == "cvar":
