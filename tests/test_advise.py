@@ -112,7 +112,7 @@ def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, program
     assert [{k: v for k, v in m.items() if k != "own_s"} for m in report["missing_points"]] == [
         {"collective": "bcast", "nprocs": 2, "bin": 12}]
     res = CliRunner().invoke(advise_cmd, ["--db", str(db), "--out", str(tmp_path / "o2"), "--measure",
-                                          "--json", str(tmp_path / "b.json"), "--from-profile",
+                                          "--json", str(tmp_path / "b.json"), "--from-profile-run",
                                           str(tmp_path / "out" / "profile-run")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "b.json").read_text())["missing_points"] == []
@@ -124,21 +124,23 @@ def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, program
 
 
 def test_report_section(openmpi, openmpi_build, programs, tmp_path):
-    from types import SimpleNamespace
-
     from colltune.report.html import ReportContext
     from colltune.report.sections import advise as section
 
     db = tmp_path / "db.duckdb"
     _db_with_bcast_point(db, 100e-6, 20e-6, 50e-6)
     advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
-    ctx = SimpleNamespace(db_path=db, figures=0)
-    ctx.figure = lambda fig, alt: ReportContext.figure(ctx, fig, alt)
+    ctx = ReportContext(db, None, stored=False)
     page = section.render(ctx)
+    ctx.close()
     assert page is not None and page.count("<img") == 3
     assert "bcast_as_scatter_allgather is 5.00x faster" in page
     assert "rank 0 on " in page and "OS noise on its cores" in page   # the environment facts
-    assert section.render(SimpleNamespace(db_path=tmp_path / "other.duckdb")) is None
+    with Store(db, read_only=True) as store:   # the advice is the database's (table `advice`)
+        [row] = store.advice().to_dict("records")
+    assert row["command"].endswith("advise_slowcoll") and row["out_dir"] == str((tmp_path / "out").resolve())
+    assert json.loads(row["report"]) == json.loads((tmp_path / "out" / "advise.json").read_text())
+    assert Path(json.loads(row["report"])["files"]["profile"]).name == "advise.prof"
 
 
 def test_no_eager_advice_beyond_the_shared_memory_fragment(openmpi, openmpi_build, programs, tmp_path):

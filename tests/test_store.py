@@ -105,7 +105,7 @@ def test_export_every_table(tmp_path: Path) -> None:
             assert sorted(f.name for f in files) == sorted(
                 f"{t}.{fmt}" for t in ("runs", "launches", "environment", "variants", "jobs",
                                        "measurements", "verdicts", "comparisons", "validations", "trace_runs",
-                                       "trace_calls", "learn_batches", "extra_notes"))
+                                       "trace_calls", "advice", "learn_batches", "extra_notes"))
         back = pd.read_parquet(tmp_path / "parquet" / "measurements.parquet")
         assert len(back) == 8 and sorted(back.runtime_s) == sorted(store.measurements(run_id).runtime_s)
         assert len(pd.read_csv(tmp_path / "csv" / "extra_notes.csv")) == 1

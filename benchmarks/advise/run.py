@@ -152,7 +152,7 @@ def model_check(name: str, argv: list[str], cwd: Path, runs: int) -> dict:
     predicted = {(c.point.collective, c.point.nprocs, c.point.bin):
                  c.point.calls * (c.default_s - c.best_s) for c in choices}
     path = prof.write_profile(collectives.profile_for(choices, {"generator": "benchmarks/advise model check"}),
-                              cwd / f"check-{name}.prf")
+                              cwd / f"check-{name}.prof")
     lib = libraries.resolve(MPICC)
     here_dir = os.getcwd()
     os.chdir(cwd)
@@ -161,8 +161,8 @@ def model_check(name: str, argv: list[str], cwd: Path, runs: int) -> dict:
     # what the database's per-call medians predict. It adds a barrier per call to both sides.
     os.environ["COLLTUNE_PROFILE_RUN_SAMPLE"] = "1"
     try:
-        v = verify.verify(lib, build.ensure_built(lib), argv, path, {}, sum(predicted.values()),
-                          set(predicted), cwd / f"check-{name}", runs)
+        v = verify.verify(lib, build.ensure_built(lib), argv, path, {}, choices, [], cwd / f"check-{name}", runs,
+                          predicted_s=sum(predicted.values()))
     finally:
         os.chdir(here_dir)
         del os.environ["COLLTUNE_PROFILE_RUN_SAMPLE"]

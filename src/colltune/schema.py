@@ -157,6 +157,13 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "outcome VARCHAR, mode VARCHAR, reason INTEGER, msg_bytes BIGINT, comm_size INTEGER, nodes INTEGER, "
         "ppn INTEGER, size_bin INTEGER, nodes_bin INTEGER, ppn_bin INTEGER, runtime_s DOUBLE, "
         "ranks_traced INTEGER, start_s DOUBLE, redrawn BOOLEAN")),
+    # `colltune advise`: one row per advice made with this database (docs/advise.md): the
+    # application's command line, where its files went, and advise.json whole (`report`), which the
+    # report's section "Application advice" shows. Before this table, a side file `<db>.advise`
+    # listed the advise.json paths; the store imports it (colltune.store, "advice").
+    Table("advice", _cols(
+        "advice_id VARCHAR, created TIMESTAMP, command VARCHAR, out_dir VARCHAR, library VARCHAR, "
+        "nprocs INTEGER, wall_s DOUBLE, predicted_saving_s DOUBLE, report JSON"), key=("advice_id",)),
     # `colltune learn run`: one row per batch (the table it ran with, what it cost, what it bought).
     Table("learn_batches", _cols(
         "loop_id VARCHAR, batch INTEGER, trace_run_id VARCHAR, created TIMESTAMP, source VARCHAR, "

@@ -117,6 +117,37 @@ def read_run(path: str | Path, run_id: str | None = None) -> StoredRun:
         return store.run_rows(run_id)
 
 
+def advise_side_file(db: Path) -> Path:
+    """Where `colltune advise` listed its advise.json files before the `advice` table: `<db>.advise`."""
+    return db.with_name(db.name + ".advise")
+
+
+def _advice_row(report: Mapping[str, Any], *, advice_id: str, created: datetime, command: str,
+                out_dir: str) -> dict[str, Any]:
+    return {"advice_id": advice_id, "created": created, "command": command, "out_dir": out_dir,
+            "library": report.get("library"), "nprocs": report.get("nprocs"), "wall_s": report.get("wall_s"),
+            "predicted_saving_s": report.get("predicted_saving_s"), "report": json.dumps(report)}
+
+
+def _side_file_rows(side: Path) -> pd.DataFrame:
+    """The advice a side file lists, as `advice` rows: every advise.json it names that can still be
+    read (the old report section skipped the others too), created at the file's modification time
+    (the side file kept no other), the command unknown. The ids are the same at every reading, so
+    an import is never made twice."""
+    rows = []
+    for n, line in enumerate(side.read_text(errors="replace").splitlines()):
+        path = Path(line.strip())
+        try:
+            report = json.loads(path.read_text()) if line.strip() else None
+            created = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(tzinfo=None)
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict):
+            rows.append(_advice_row(report, advice_id=f"{created:%Y%m%d-%H%M%S}-side{n}", created=created,
+                                    command="", out_dir=str(path.parent)))
+    return pd.DataFrame(rows, columns=list(_SCHEMA["advice"].columns))
+
+
 def _empty(table: schema.Table) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=schema.pandas_dtype(t)) for c, t in table.columns.items()})
 
@@ -147,6 +178,7 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         if read_only and not self.path.exists():
             raise StoreError(f"no results database at {self.path}: measure first with "
                              f"`colltune bench --db {self.path}`")
@@ -182,6 +214,24 @@ class Store:
             else:
                 self._add_missing_columns(table, have[table.name])
         self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        self._import_advise_side_file()
+
+    def _import_advise_side_file(self) -> None:
+        """The one migration that is not a column: the advice a `<db>.advise` side file lists moves
+        into the `advice` table at the first read-write open, and the side file is renamed
+        `<db>.advise.imported` (kept: it is the user's). Until then read-only readers see its
+        advice too (advice())."""
+        side = advise_side_file(self.path)
+        if not side.is_file():
+            return
+        rows = _side_file_rows(side)
+        have = {r[0] for r in self.con.execute("SELECT advice_id FROM advice").fetchall()}
+        rows = rows[~rows["advice_id"].isin(have)]
+        if not rows.empty:
+            with self._transaction():
+                self._append("advice", rows)
+        with suppress(OSError):  # a side file that cannot be renamed is imported again, as no-op
+            side.rename(side.with_name(side.name + ".imported"))
 
     def _add_missing_columns(self, table: schema.Table, have: list[str]) -> None:
         """The one upgrade rule: a database of an older colltune gets the columns added since, at
@@ -330,7 +380,7 @@ class Store:
                       table: str = "runs") -> str | None:
         """The newest run: of a status, with measurements, or (table=a derived table) the one
         judged last. None if there is none."""
-        if measured and not self.has_table("runs"):
+        if measured and not self._runs_known():
             rows = self.con.execute("SELECT run_id FROM measurements LIMIT 1").fetchall()
             return str(rows[0][0]) if rows else None
         if not self.has_table(table):
@@ -360,9 +410,15 @@ class Store:
             if run_id is None:
                 raise StoreError("the database holds no measurements: the bench was interrupted before its first "
                                  "result; measure again")
-        return StoredRun(run_id, self.run_info(run_id) if self.has_table("runs") else None,
+        return StoredRun(run_id, self.run_info(run_id) if self._runs_known() else None,
                          self.launches(run_id), self.environment(run_id), self.variants(run_id),
                          self.measurements(run_id, valid_only=True, include_warmup=False))
+
+    def _runs_known(self) -> bool:
+        """Whether the database records its runs: a database written by hand or an early tool
+        has measurements only (its `runs` table is missing, or empty where a read-write open
+        created it)."""
+        return self.has_table("runs") and self.con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
 
     def derived(self, table: str, run_id: str | None = None, order: str = "run_id") -> pd.DataFrame:
         """A derived table's rows of one run (default: the one judged last); empty if none."""
@@ -517,6 +573,35 @@ class Store:
             "SELECT portfolios FROM trace_runs WHERE (CAST(? AS VARCHAR) IS NULL OR mpi_name = ?) "
             "AND portfolios IS NOT NULL ORDER BY ingested DESC", [mpi_name, mpi_name]).fetchall()
         return [str(r[0]) for r in rows]
+
+    # -- advice (colltune advise) -----------------------------------------------------------
+
+    def add_advice(self, report: Mapping[str, Any], *, command: str, out_dir: str | Path) -> str:
+        """Record one advice (advise.json's content, `report`); returns its id."""
+        advice_id = new_run_id()
+        self._append("advice", pd.DataFrame([_advice_row(report, advice_id=advice_id, created=_now(),
+                                                         command=command, out_dir=str(out_dir))]))
+        return advice_id
+
+    def advice(self) -> pd.DataFrame:
+        """Every advice made with this database, oldest first. Read-only, a database whose
+        `<db>.advise` side file is not imported yet (no colltune has written it since) lists the
+        side file's advice too."""
+        stored = self._frame("advice", None, "created, advice_id")
+        side = advise_side_file(self.path)
+        if not (self.read_only and side.is_file()):
+            return stored
+        extra = _side_file_rows(side)
+        extra = extra[~extra["advice_id"].isin(set(stored["advice_id"]))]
+        if extra.empty:
+            return stored
+        both = extra if stored.empty else pd.concat([stored, extra], ignore_index=True)
+        return both.sort_values(["created", "advice_id"], kind="stable").reset_index(drop=True)
+
+    def latest_advice(self) -> dict[str, Any] | None:
+        """advise.json of the newest advice, None without one."""
+        rows = self.advice()
+        return None if rows.empty else dict(json.loads(rows["report"].iloc[-1]))
 
     def add_learn_batch(self, row: Mapping[str, Any]) -> None:
         with self._transaction():

@@ -1,4 +1,4 @@
-"""Run every strategy on one profiled run: the findings and the files that apply them."""
+"""Run every strategy on one profiling run: the findings and the files that apply them."""
 
 from __future__ import annotations
 

@@ -130,11 +130,11 @@ def findings(choices: list[Choice]) -> list[Finding]:
         lo, hi = bin_range(p)
         where = ", ".join(f"{s} x{n}" for s, n in sorted(p.sites.items(), key=lambda kv: -kv[1])[:3])
         kind = catalog.variant_kind(c.best)
-        change = ({"colltune": f"colltune run --profile advise.prf -- mpiexec ... (rule {p.collective} "
+        change = ({"colltune": f"colltune run --profile advise.prof -- mpiexec ... (rule {p.collective} "
                                 f"{p.nprocs} ranks {lo}..{hi} bytes -> {c.best})"}
                   if kind == "mockup" else
                   {"native": f"{p.collective} {lo}..{hi} bytes at {p.nprocs} ranks -> library "
-                             f"algorithm {c.best.split(':', 2)[2]} (see advise.native.env)"})
+                             f"algorithm {c.best.split(':', 2)[2]} (see advise.env)"})
         out.append(Finding(
             "collectives",
             f"MPI_{p.collective.title()} at {p.nprocs} ranks, {lo}..{hi} bytes: {c.best} is "

@@ -1,4 +1,5 @@
-"""Run the application once under libcolltune's profiling mode (or with settings, for --verify)."""
+"""Run the application once: the profiling run (libcolltune's profiling mode, COLLTUNE_PROFILE_RUN), with
+the advice's tuning profile and settings or without them (--verify's runs)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from colltune.mpi.libraries import MpiLibrary
 
 
 class AdviseError(ColltuneError):
-    """The application could not be profiled; the message says why and what to do."""
+    """The application's profiling run failed; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -28,17 +29,18 @@ class AppRun:
 
 
 def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *,
-            profile_dir: Path | None = None, profile: Path | None = None,
+            run_dir: Path | None = None, tuning_profile: Path | None = None,
             extra: Mapping[str, str] | None = None, quiet: bool = False,
             rerun: str | None = None) -> AppRun:
-    """Run the application once. `rerun`: which later run this is (--verify's), for the message
-    when it fails after the first run succeeded."""
-    env = dict(runenv.rank_environment(lib, art, profile=str(profile) if profile else None))
-    if profile_dir is not None:
-        if profile_dir.exists():
-            shutil.rmtree(profile_dir)
-        profile_dir.mkdir(parents=True)
-        env["COLLTUNE_PROFILE_RUN"] = str(profile_dir.resolve())
+    """Run the application once, as a profiling run into `run_dir` if given, with libcolltune
+    serving `tuning_profile` if given. `rerun`: which later run this is (--verify's), for the
+    message when it fails after the first run succeeded."""
+    env = dict(runenv.rank_environment(lib, art, profile=str(tuning_profile) if tuning_profile else None))
+    if run_dir is not None:
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        env["COLLTUNE_PROFILE_RUN"] = str(run_dir.resolve())
     env.update(extra or {})
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     t0 = time.perf_counter()
@@ -56,7 +58,7 @@ def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *
             f"`exec {shlex.join(program)}` (chmod +x fresh.sh), then `colltune advise --verify ... -- "
             f"{shlex.join([*launcher, './fresh.sh'])}`")
     if proc.returncode != 0:
-        raise AdviseError(f"the profiled run of the application exited with status {proc.returncode}: "
+        raise AdviseError(f"the profiling run of the application exited with status {proc.returncode}: "
                           f"`{shlex.join(command)}`; fix the command line (it must run without colltune too)")
     return AppRun(proc.returncode, seconds)
 

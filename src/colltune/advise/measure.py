@@ -1,32 +1,51 @@
 """`colltune advise --measure`: benchmark exactly the application's points the database lacks.
 
-One quick run of the bench runner (colltune.measure.runner, its public API) per (collective,
-process count), with the sizes of that collective's missing bins only (the mean size the
-application used in each bin), the default, every mock-up and the library algorithms, launches
-interleaved as `colltune bench` does. Runs go in the order of the points given (analyze ranks them
-by the profile: the most own cost first), so an interrupted --measure has measured what matters.
+One run per (collective, process count), with the sizes of that collective's missing bins only
+(the mean size the application used in each bin), the default, every mock-up and the library
+algorithms, measured and judged as `colltune check` does (colltune.verify.adaptive): the first
+launches, then adaptive rounds that measure again only the comparisons still undecided, so the
+medians the advice compares rest on as many launches as it takes to tell the members apart (within
+the rounds' budget). The verdicts are not stored: `colltune tune` takes the most recently judged
+run of the database, which must stay the user's own check, not a run of a few points. Runs go in
+the order of the points given (analyze ranks them by the profiling run: the most own cost first),
+so an interrupted --measure has measured what matters.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from colltune.advise.points import AppPoint
-from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
+from colltune.verify import adaptive, check
+
+PRESET = "quick"
 
 
-def measure_missing(points: list[AppPoint], db: Path, mpi: str | None, launches: int = 3) -> list[str]:
-    """Run ids of the runs that measured `points` into `db`."""
+def plan(points: list[AppPoint], mpi: str | None) -> list[BenchSettings]:
+    """The runs that measure `points`: one per (collective, process count), in the points' order,
+    with check's quick measurement and its adaptive rounds."""
     groups: dict[tuple[str, int], set[int]] = defaultdict(set)   # insertion order: the ranking
     for p in points:
         size = p.mean_bytes if p.mean_bytes.bit_length() - 1 == p.bin else 1 << p.bin
         groups[(p.collective, p.nprocs)].add(size)
-    runs = []
-    for (coll, nprocs), sizes in groups.items():
-        settings = BenchSettings.from_preset("quick", mpi=mpi, collectives=[coll], sizes=sorted(sizes),
-                                             nprocs=[nprocs], launches=launches, library_algorithms=True)
-        runs.append(runner.run(settings, db, command=f"colltune advise --measure ({coll}, {nprocs} ranks)",
-                               kind="bench"))
-    return runs
+    stop = adaptive.measurement_defaults(PRESET)
+    launches = stop.pop("launches")
+    return [adaptive.plan_rounds(BenchSettings.from_preset(
+                PRESET, mpi=mpi, collectives=[coll], sizes=sorted(sizes), nprocs=[nprocs],
+                library_algorithms=True, launches=launches, stop=stop))
+            for (coll, nprocs), sizes in groups.items()]
+
+
+def measure_missing(points: list[AppPoint], db: Path, mpi: str | None,
+                    on_round: Callable[[adaptive.RoundEvent], None] | None = None) -> list[check.CheckResult]:
+    """Measure and judge `points` into `db`; the results of the runs, in order."""
+    results = []
+    for bench in plan(points, mpi):
+        what = f"{bench.collectives[0]}, {bench.nprocs[0]} ranks"
+        results.append(adaptive.measure_and_judge(bench, db, check.CheckSettings(), save=False, kind="bench",
+                                                  command=f"colltune advise --measure ({what})",
+                                                  on_round=on_round))
+    return results

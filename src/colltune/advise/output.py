@@ -1,5 +1,6 @@
 """Outputs of `colltune advise`: terminal summary, JSON, and the files that apply the advice
-(colltune profile restricted to the application's points, library-native settings)."""
+(a tuning profile restricted to the application's points, library-native settings). The advice
+itself is kept in the results database (colltune.store, table `advice`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from rich.table import Table
 
 from colltune.advise import collectives, topology, where
 from colltune.advise.analyze import Advice
+from colltune.advise.verify import Verification
 from colltune.tune import native_export
 from colltune.tune import profile as prof
+
+
+PROFILE_NAME = "advise.prof"
+# What the files of write_files are, as the summary names them (their keys are advise.json's).
+FILE_LABELS = {"profile": "tuning profile", "rules": "Open MPI rules file", "json": "MPICH selection file",
+               "env": "settings to export"}
 
 
 def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
@@ -38,16 +46,17 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
 
 
 def write_files(advice: Advice, out: Path, lib: Any = None) -> dict[str, str]:
-    """advise.prf (mock-ups) and advise.native.env (library algorithms, with the rules file for
-    Open MPI / JSON for MPICH); each only when there is something in it. Also advise.env with the
-    eager threshold settings of the run's library (environment form only)."""
+    """advise.prof, the tuning profile of the mock-up choices (`.prof` like every tuning profile;
+    `.prf` is PGMPITuneLib's format), and advise.env: the library algorithms' settings (with
+    advise.rules for Open MPI, advise.json's tree for MPICH) and the eager threshold, in
+    environment form; each only when there is something in it."""
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
     profile = collectives.profile_for(advice.choices, {
         "generator": "colltune advise", "source": str(advice.run.directory),
         "nprocs": str(advice.run.nprocs), "min-gain": str(collectives.MIN_GAIN)})
     if profile.sections:
-        files["profile"] = str(prof.write_profile(profile, out / "advise.prf"))
+        files["profile"] = str(prof.write_profile(profile, out / PROFILE_NAME))
     choices = collectives.library_choices(advice.choices)
     env: dict[str, str] = {}
     if choices and advice.family == "openmpi":
@@ -115,34 +124,29 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
     if not advice.actionable:
         console.print("no advice: nothing to change")
     for kind, path in files.items():
-        console.print(f"{kind}: {path}")
+        console.print(f"{FILE_LABELS.get(kind, kind)}: {path}", highlight=False)
 
 
-def print_verification(v: Any, console: Console | None = None) -> None:
+def print_verification(v: Verification, console: Console | None = None) -> None:
     console = console or Console()
     n = len(v.wall.default_s)
     table = Table(title=f"--verify: {n} runs per side, alternating; medians, +- the ~95% noise of "
                         "their difference (shared machine)")
     for col in ("", "default", "with the advice", "measured gain", "predicted gain"):
-        table.add_column(col)
-    for c in (v.wall, v.insitu):
+        table.add_column(col, overflow="fold")
+    rows = [(v.wall, v.predicted_s), (v.insitu, v.predicted_s)]
+    rows += [(f.comparison, f.predicted_s) for f in v.points] if len(v.points) > 1 else []
+    rows += [(f.comparison, None) for f in v.patterns]
+    for c, predicted in rows:
         table.add_row(c.label, f"{statistics.median(c.default_s) * 1e3:.1f} ms",
                       f"{statistics.median(c.tuned_s) * 1e3:.1f} ms",
-                      f"{c.gain_s * 1e3:.1f} +- {c.noise_s * 1e3:.1f} ms", f"{v.predicted_s * 1e3:.1f} ms")
+                      f"{c.gain_s * 1e3:.1f} +- {c.noise_s * 1e3:.1f} ms",
+                      "source change" if predicted is None else f"{predicted * 1e3:.1f} ms")
     console.print(table)
     console.print(v.agreement())
+    for line in v.details():
+        console.print(line, highlight=False)
 
 
-def verification_json(v: Any) -> dict[str, Any]:
+def verification_json(v: Verification) -> dict[str, Any]:
     return dict(v.as_json())
-
-
-def index_path(db: Path) -> Path:
-    """Where `colltune advise` lists its reports for `colltune report --db` (next to the db)."""
-    return db.with_name(db.name + ".advise")
-
-
-def remember(db: Path, report: Path) -> None:
-    if db.parent.exists():
-        with open(index_path(db), "a") as f:
-            f.write(f"{report.resolve()}\n")

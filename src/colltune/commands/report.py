@@ -25,7 +25,7 @@ def command(db_path: Path, out_dir: Path, run_id: str | None, kind: str) -> None
     """Write DIR/report.html about one run, rendered as what it is.
 
     A check's page: environment, method, violations, slowdown plots, heat map, A/A calibration,
-    quality score, what to do about each violation, and the latest validation of a profile
+    quality score, what to do about each violation, and the latest validation of a tuning profile
     ("Tuned vs default"). It uses the verdicts stored by `colltune check`; a bench run that was
     never checked is judged with the default settings. A validation's page: tuned vs default and
     the environment. The page is one file (plots embedded) that opens from disk.

@@ -17,7 +17,6 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from colltune.measure import confirm
 from colltune.report.context import CHECKED_KINDS, ReportContext, Section
-from colltune.store import Store
 from colltune.verify import check, stats, tables
 from colltune.verify.advice import KIND_INTRO, advice, library_family
 from colltune.verify.quality import point_penalties, quality_score
@@ -96,8 +95,8 @@ def _environment(ctx: ReportContext) -> str:
     keep = ["run_id", "created", "kind", "command", "mpi_name", "mpi_version", "abi_family", "status"]
     rows = [(k, info[k]) for k in keep if k in info and info[k] is not None]
     rows.append(("process counts", ", ".join(map(str, ctx.nprocs))))
-    with Store(ctx.db_path, read_only=True) as store:  # every launch's layout, not the first's only
-        layouts = confirm.run_layouts(store.environment(ctx.run_id), store.launches(ctx.run_id))
+    # every launch's layout, not the first's only
+    layouts = confirm.run_layouts(ctx.store.environment(ctx.run_id), ctx.store.launches(ctx.run_id))
     rows += [(f"node layout, {n} processes", "; ".join(said)) for n, said in sorted(layouts.items())]
     run = ctx.run_data
     launches = run.launches

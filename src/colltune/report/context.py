@@ -13,7 +13,7 @@ import html
 import io
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from colltune.store import Store  # noqa: E402
 from colltune.verify import check  # noqa: E402
 
 # Run kinds whose pages are a check's: their runs are judged against the guidelines (a bench or a
@@ -39,6 +40,20 @@ class ReportContext:
     stored: bool  # verdicts came from the database (else judged now with default settings)
     figures: int = 0
     run: check.RunData | None = None  # the run, when there is no check result
+    # The database, opened read-only once for the whole page (by build_context, else at the first
+    # section that reads it) and closed when the page is written: sections read `ctx.store`.
+    open_store: Store | None = field(default=None, repr=False)
+
+    @property
+    def store(self) -> Store:
+        if self.open_store is None:
+            self.open_store = check.open_store(self.db_path, read_only=True)
+        return self.open_store
+
+    def close(self) -> None:
+        if self.open_store is not None:
+            self.open_store.close()
+            self.open_store = None
 
     @property
     def run_data(self) -> check.RunData:

@@ -28,6 +28,7 @@ from colltune import __version__
 from colltune.paths import writable_dir
 from colltune.report import check_sections
 from colltune.report.context import CHECKED_KINDS, ReportContext, Section
+from colltune.store import Store
 from colltune.verify import check
 
 __all__ = ["CHECKED_KINDS", "ReportContext", "Section", "build_context", "discover_sections", "latest_run_of_kind",
@@ -127,42 +128,43 @@ def short_library_name(info: dict[str, Any]) -> str:
     return f"{pretty} {m.group(1)}".strip() if m else (pretty or "unknown MPI library")
 
 
-def latest_run_of_kind(db_path: str | Path, kind: str) -> str | None:
+def latest_run_of_kind(store: Store, kind: str) -> str | None:
     """The newest run of `kind` that has measurements (None: there is none)."""
-    from colltune.store import Store
-
-    db_path = Path(db_path)
-    if not db_path.exists():
+    if not store.has_table("runs") or not store.has_table("measurements"):
         return None
-    with Store(db_path, read_only=True) as store:
-        if not store.has_table("runs") or not store.has_table("measurements"):
-            return None
-        runs = store.runs()
-        for run_id in runs[runs["kind"] == kind].sort_values("created", ascending=False)["run_id"]:
-            if store.run_counts(str(run_id))["repetitions"]:
-                return str(run_id)
+    runs = store.runs()
+    for run_id in runs[runs["kind"] == kind].sort_values("created", ascending=False)["run_id"]:
+        if store.run_counts(str(run_id))["repetitions"]:
+            return str(run_id)
     return None
 
 
 def build_context(db_path: str | Path, run_id: str | None = None, kind: str = "check") -> ReportContext:
     """The page of run `run_id`, else of the newest run of `kind` (else the newest run with
     measurements). A checked run's stored verdicts when it was judged, else judged now (not
-    stored) with the default settings; a validation run is not judged as a check."""
-    db_path = Path(db_path)
-    if run_id is None:
-        run_id = latest_run_of_kind(db_path, kind)
-    run = check.load_run(db_path, run_id)
+    stored) with the default settings; a validation run is not judged as a check. The database
+    is opened once, for this and for the sections (the context closes it: write_report_for)."""
+    store = check.open_store(db_path, read_only=True)
+    try:
+        return _context(store, run_id, kind)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _context(store: Store, run_id: str | None, kind: str) -> ReportContext:
+    run = check.run_of(store, run_id or latest_run_of_kind(store, kind))
     if str(run.info.get("kind") or "check") not in CHECKED_KINDS:
-        return ReportContext(db_path, None, stored=False, run=run)
-    stored = check.load_verdicts(db_path, run.run_id)
+        return ReportContext(store.path, None, stored=False, run=run, open_store=store)
+    stored = check.verdicts_of(store, run.run_id)
     if stored.empty:
-        return ReportContext(db_path, check.judge(run), stored=False)
+        return ReportContext(store.path, check.judge(run), stored=False, open_store=store)
     first = stored.iloc[0]
     settings = check.CheckSettings(test=first["test"], correction=first["correction"], alpha=float(first["alpha"]),
                                    tolerance=float(first["tolerance"]))
     # Judging is deterministic (seeded bootstrap): re-judging with the stored settings gives the
     # stored verdicts back, plus the notes on the data that are not stored.
-    return ReportContext(db_path, check.judge(run, settings), stored=True)
+    return ReportContext(store.path, check.judge(run, settings), stored=True, open_store=store)
 
 
 def write_report(db_path: str | Path, out_dir: str | Path, run_id: str | None = None,
@@ -172,6 +174,10 @@ def write_report(db_path: str | Path, out_dir: str | Path, run_id: str | None = 
 
 
 def write_report_for(ctx: ReportContext, out_dir: str | Path, sections: Sequence[Section] | None = None) -> Path:
-    path = writable_dir(out_dir, "report") / "report.html"
-    path.write_text(render_html(ctx, sections), encoding="utf-8")
+    """Render and write the page; the context's database is closed after it."""
+    try:
+        path = writable_dir(out_dir, "report") / "report.html"
+        path.write_text(render_html(ctx, sections), encoding="utf-8")
+    finally:
+        ctx.close()
     return path

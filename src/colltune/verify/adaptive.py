@@ -9,8 +9,11 @@ it"). The verdicts of the last look are stored in the run's database.
 
 `colltune check` and any other command that wants verdicts it can trust (`advise --measure`)
 call `measure_and_judge` with settings from `plan_rounds`; what to print about a round is the
-caller's (`on_round`). The database is opened only while something is read or written, as the
-runner does, so it can be queried while a check is in progress.
+caller's (`on_round`). The first launches are the runner's (measure.runner), which opens the
+database per batch of launches, so it can be queried meanwhile; the rounds then run on one open
+store, which reads every look, receives the rounds' launches (the runner's writes reach it
+through DuckDB's one instance per process) and stores the verdicts: while they run, another
+process is told the database is in use (docs/architecture.md, "Results database").
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from rich.console import Console
 
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
+from colltune.store import Store
 from colltune.verify import check, decide
 
 # Verdicts need more launches than a measurement: ~100 comparisons are corrected together, and
@@ -91,18 +95,20 @@ RoundEvent = RoundStart | BudgetSpent
 
 def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check.CheckSettings, *,
                       command: str, kind: str = "check", progress: bool = False, console: Console | None = None,
-                      on_round: Callable[[RoundEvent], None] | None = None) -> check.CheckResult:
+                      on_round: Callable[[RoundEvent], None] | None = None, save: bool = True) -> check.CheckResult:
     """Measure a new run of `bench` into `db_path`, its adaptive rounds included, then judge it
-    and store the verdicts. Ctrl-C and a failed launch raise as in measure.runner.run, with
-    every finished launch stored."""
+    and (`save`) store the verdicts. Ctrl-C and a failed launch raise as in measure.runner.run,
+    with every finished launch stored."""
     run_id = runner.run(bench, db_path, progress=progress, console=console, command=command, kind=kind)
-    return rounds(bench, db_path, run_id, settings, on_round)
+    with check.open_store(db_path) as store:
+        return rounds(bench, store, run_id, settings, on_round, save=save)
 
 
-def rounds(bench: BenchSettings, db_path: str | Path, run_id: str, settings: check.CheckSettings,
-           on_round: Callable[[RoundEvent], None] | None = None) -> check.CheckResult:
-    """The adaptive rounds of a measured run, then its verdicts (stored). No launch starts after
-    the budget; the verdicts are those of every look measured by then."""
+def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.CheckSettings,
+           on_round: Callable[[RoundEvent], None] | None = None, *, save: bool = True) -> check.CheckResult:
+    """The adaptive rounds of a measured run on an open (writable) store, then its verdicts
+    (stored if `save`). No launch starts after the budget; the verdicts are those of every look
+    measured by then."""
     notify = on_round or (lambda event: None)
     deadline = time.monotonic() + bench.round_budget_s if bench.round_budget_s > 0 else None
     run: check.RunData | None = None  # the run as last read, while no launch has been added since
@@ -110,7 +116,7 @@ def rounds(bench: BenchSettings, db_path: str | Path, run_id: str, settings: che
         if deadline is not None and time.monotonic() >= deadline:
             notify(BudgetSpent(round_, bench.round_budget_s))
             break
-        run = check.load_run(db_path, run_id)
+        run = check.run_of(store, run_id)
         # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
         result = check.judge(run, settings, details=False)
         todo = decide.selection(result.verdicts)
@@ -120,8 +126,9 @@ def rounds(bench: BenchSettings, db_path: str | Path, run_id: str, settings: che
         notify(RoundStart(round_, bench.rounds, sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED),
                           sum(len(s) for s in todo.values()), launches))
         after = (int(run.launches["launch_idx"].max()), int(run.launches["repetition"].max()))
-        runner.extend(bench, db_path, run_id, todo, launches, round_, after, deadline)
+        runner.extend(bench, store.path, run_id, todo, launches, round_, after, deadline)
         run = None
-    result = check.judge(run or check.load_run(db_path, run_id), settings)
-    check.save_verdicts(db_path, result.verdicts)
+    result = check.judge(run or check.run_of(store, run_id), settings)
+    if save:
+        check.store_verdicts(store, result.verdicts)
     return result

@@ -96,9 +96,11 @@ class RunData:
         return self.info.get("status") == "complete" and not self.problems
 
 
-def _open(db_path: Path, *, read_only: bool) -> Store:
-    if read_only:
-        _must_exist(db_path)
+def open_store(db_path: str | Path, *, read_only: bool = False) -> Store:
+    """The results database of a check, opened once for everything a step reads and writes
+    (the adaptive rounds, a --no-measure judgment); it must exist."""
+    db_path = Path(db_path)
+    _must_exist(db_path)
     try:
         return Store(db_path, read_only=read_only)
     except StoreError as exc:
@@ -112,7 +114,8 @@ def _must_exist(db_path: Path) -> None:
 
 
 def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
-    """Read one run (the latest with measurements if run_id is None)."""
+    """Read one run (the latest with measurements if run_id is None), the file held only while
+    it is read."""
     db_path = Path(db_path)
     _must_exist(db_path)
     try:
@@ -120,6 +123,15 @@ def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
     except StoreError as exc:
         raise CheckError(str(exc)) from exc
     return _run_data(db_path, stored)
+
+
+def run_of(store: Store, run_id: str | None = None) -> RunData:
+    """load_run on an open store."""
+    try:
+        stored = store.run_rows(run_id)
+    except StoreError as exc:
+        raise CheckError(str(exc)) from exc
+    return _run_data(store.path, stored)
 
 
 def _run_data(db_path: Path, stored: StoredRun) -> RunData:
@@ -327,12 +339,16 @@ def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
 
 def save_verdicts(db_path: str | Path, verdicts: pd.DataFrame) -> None:
     """Replace the verdicts of the run(s) in `verdicts` by these (derived data: recomputable)."""
-    db_path = Path(db_path)
+    with open_store(db_path) as store:
+        store_verdicts(store, verdicts)
+
+
+def store_verdicts(store: Store, verdicts: pd.DataFrame) -> None:
+    """save_verdicts on an open store."""
     try:
-        with _open(db_path, read_only=False) as store:
-            store.replace_derived("verdicts", verdicts)
+        store.replace_derived("verdicts", verdicts)
     except StoreError as exc:
-        raise CheckError(f"cannot store verdicts in {db_path}: {exc}") from exc
+        raise CheckError(f"cannot store verdicts in {store.path}: {exc}") from exc
 
 
 def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
@@ -340,15 +356,21 @@ def load_verdicts(db_path: str | Path, run_id: str | None = None) -> pd.DataFram
 
     Empty DataFrame (same columns) when the database holds no verdicts yet.
     """
-    db_path = Path(db_path)
-    with _open(db_path, read_only=True) as store:
-        return store.derived("verdicts", run_id, order="kind, collective, nprocs, msg_bytes, variant")
+    with open_store(db_path, read_only=True) as store:
+        return verdicts_of(store, run_id)
+
+
+def verdicts_of(store: Store, run_id: str | None = None) -> pd.DataFrame:
+    """load_verdicts on an open store."""
+    return store.derived("verdicts", run_id, order="kind, collective, nprocs, msg_bytes, variant")
 
 
 def check_db(db_path: str | Path, run_id: str | None = None, settings: CheckSettings | None = None,
              store: bool = True) -> CheckResult:
-    """Load, judge and (by default) store: what `colltune check --no-measure` does."""
-    result = judge(load_run(db_path, run_id), settings)
-    if store:
-        save_verdicts(db_path, result.verdicts)
+    """Load, judge and (by default) store: what `colltune check --no-measure` does, with the
+    database opened once."""
+    with open_store(db_path, read_only=not store) as db:
+        result = judge(run_of(db, run_id), settings)
+        if store:
+            store_verdicts(db, result.verdicts)
     return result

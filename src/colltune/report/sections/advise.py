@@ -1,30 +1,17 @@
 """Report section "Application advice": the latest `colltune advise` made with this database
-(listed in <db>.advise): findings, time per collective and call site, size histogram, imbalance."""
+(its `advice` table): findings, time per collective and call site, size histogram, imbalance,
+and what --verify measured."""
 
 from __future__ import annotations
 
 import html
-import json
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from colltune.advise import topology, where
-from colltune.advise.output import index_path
 from colltune.report.html import ReportContext, Section
-
-
-def _latest(ctx: ReportContext) -> dict[str, Any] | None:
-    index = index_path(Path(ctx.db_path))
-    if not index.exists():
-        return None
-    for line in reversed(index.read_text().splitlines()):
-        path = Path(line.strip())
-        if path.exists():
-            return json.loads(path.read_text())
-    return None
 
 
 def _plots(ctx: ReportContext, report: dict[str, Any]) -> str:
@@ -92,7 +79,7 @@ def _where_table(report: dict[str, Any], top: int = 10) -> str:
 
 
 def render(ctx: ReportContext) -> str | None:
-    report = _latest(ctx)
+    report = ctx.store.latest_advice()
     if report is None:
         return None
     items = "".join(
@@ -108,6 +95,11 @@ def render(ctx: ReportContext) -> str | None:
     if verify:
         lead += (f"<p>--verify: measured gain {verify['measured_gain_s'] * 1e3:.1f} ms vs predicted "
                  f"{verify['predicted_gain_s'] * 1e3:.1f} ms: {html.escape(verify['agreement'])}</p>")
+        # per changed point (when there are several) and per call pattern (reports since they exist)
+        points = verify.get("points") or []
+        details = [f["verdict"] for f in (points if len(points) > 1 else []) + (verify.get("patterns") or [])]
+        if details:
+            lead += "<ul>" + "".join(f"<li>{html.escape(d)}</li>" for d in details) + "</ul>"
     return lead + _where_table(report) + f"<ol>{items}</ol>" + _plots(ctx, report)
 
 

@@ -8,15 +8,13 @@ import html
 
 from colltune.learn.plots import loop_figures
 from colltune.report.html import ReportContext, Section
-from colltune.store import Store
 
 
 def render(ctx: ReportContext) -> str | None:
-    with Store(ctx.db_path, read_only=True) as store:
-        batches = store.learn_batches()
-        if batches.empty:
-            return None
-        figures = [ctx.figure(fig, f"learning loop: {name}") for name, fig in loop_figures(store)]
+    batches = ctx.store.learn_batches()
+    if batches.empty:
+        return None
+    figures = [ctx.figure(fig, f"learning loop: {name}") for name, fig in loop_figures(ctx.store)]
     last = batches.iloc[-1]
     regret = last["regret"]
     regret_text = ("no ground truth or bench medians to score it against" if regret != regret or regret is None

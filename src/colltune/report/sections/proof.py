@@ -13,12 +13,10 @@ import pandas as pd
 
 from colltune.measure import proof
 from colltune.report.html import ReportContext, Section
-from colltune.store import Store
 
 
 def _proof_file(ctx: ReportContext) -> Path | None:
-    with Store(ctx.db_path, read_only=True) as store:
-        env = store.environment(ctx.run_id)
+    env = ctx.store.environment(ctx.run_id)
     return proof.proof_of_run(dict(zip(env["key"], env["value"], strict=True)))
 
 

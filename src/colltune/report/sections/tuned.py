@@ -15,9 +15,14 @@ from colltune.tune import validate as val
 from colltune.units import human_bytes
 
 
+def _validation(ctx: ReportContext, run_id: str | None) -> pd.DataFrame:
+    """tune.validate.load on the page's open database."""
+    return ctx.store.derived(val.VALIDATION_TABLE, run_id, order="collective, nprocs, msg_bytes")
+
+
 def _table_for(ctx: ReportContext) -> pd.DataFrame:
-    own = val.load(ctx.db_path, ctx.run_id)
-    return own if not own.empty or ctx.kind == "validate" else val.load(ctx.db_path)
+    own = _validation(ctx, ctx.run_id)
+    return own if not own.empty or ctx.kind == "validate" else _validation(ctx, None)
 
 
 def _plot(ctx: ReportContext, table: pd.DataFrame) -> str:

@@ -1,0 +1,74 @@
+"""How often a `colltune check` walk opens the results database (issue 25: at most twice).
+
+Judging stored measurements (--no-measure) opens it once to read the run and store the verdicts,
+and the report once for every section of the page. A measuring check's first launches are the
+runner's, which opens the database per batch of launches so it can be read while they run; the
+adaptive rounds then run on one open store (the rounds' launches are written through it), and the
+report opens it once."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+from check_synth import Truth, simulate, write_db
+from click.testing import CliRunner
+
+from colltune.cli import main
+from colltune.store import Store
+
+RUNNER = os.path.join("colltune", "measure", "runner.py")
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Every Store opened from now on: ('runner' if the measurement runner opened it, else
+    'check', read_only)."""
+    opened: list[tuple[str, bool]] = []
+    real = Store.__init__
+
+    def counting(self: Store, path: Any, *, read_only: bool = False) -> None:
+        by_runner = any(f.filename.endswith(RUNNER) for f in traceback.extract_stack())
+        opened.append(("runner" if by_runner else "check", read_only))
+        real(self, path, read_only=read_only)
+
+    monkeypatch.setattr(Store, "__init__", counting)
+    return opened
+
+
+def test_judging_and_its_report_open_the_store_once_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = write_db(tmp_path / "c.duckdb", simulate(
+        Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6}),
+        {"bcast": ["default", "default#aa", "bcast_as_scatter_allgather"]}, [8, 1024], seed=12))
+    opened = _count_opens(monkeypatch)
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 1, r.output
+    assert opened == [("check", False), ("check", True)]   # judge and store; the page
+    assert (tmp_path / "out" / "report.html").is_file()
+    opened.clear()
+    r = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(tmp_path / "page")])
+    assert r.exit_code == 0, r.output
+    assert opened == [("check", True)]
+
+
+@pytest.mark.slow
+def test_measuring_check_opens_the_store_once_for_its_rounds_and_once_for_its_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two launches leave every comparison untested (3 per side are needed): the round runs.
+    db = tmp_path / "m.duckdb"
+    opened = _count_opens(monkeypatch)
+    r = CliRunner().invoke(main, ["check", "-c", "bcast", "-s", "8", "-n", "2", "-R", "2", "--min-reps", "5",
+                                  "--max-reps", "10", "--time-budget", "0", "--no-barrier", "--rounds", "1",
+                                  "--round-launches", "1", "--db", str(db), "--quiet", "--out", str(tmp_path / "out")])
+    assert r.exit_code in (0, 1, 3), r.output
+    assert "adaptive round 1/1" not in r.output   # --quiet
+    assert [o for o in opened if o[0] == "check"] == [("check", False), ("check", True)]
+    # the runner's own: look for nothing to resume? no: create the run, write its launches, mark
+    # it complete; then the round's launches, written through the rounds' open store
+    assert {o for o in opened if o[0] == "runner"} == {("runner", False)}
+    with Store(db, read_only=True) as store:
+        (run_id,) = store.runs()["run_id"]
+        assert store.launches(run_id)["launch_idx"].tolist() == [0, 1, 2]
+        assert len(store.derived("verdicts", run_id)) > 0
