@@ -146,10 +146,10 @@ def test_point_and_pattern_verdicts() -> None:
                     saving_per_pair_s=10e-6)
     cost = Comparison("reduce_bcast", [0.0010, 0.0011, 0.0009], [0.0010, 0.0010, 0.0010])
     head = ("reduce_bcast: MPI_Reduce at f (a.c:3), then MPI_Bcast at f (a.c:4): a change to the source, not "
-            "applied by --verify (both sides run the calls): they cost 1.0 ms in situ +- 0.1 ms without the "
+            "applied by --verify (both sides run the calls): they cost 1.0 ms in situ +- 90.6 us without the "
             "run-time advice, 1.0 ms with it")
     assert PatternFigure(p, cost).verdict() == (
-        f"{head}; the predicted saving 0.5 ms is at most that cost; fuse the calls and compare this figure at "
+        f"{head}; the predicted saving 500.0 us is at most that cost; fuse the calls and compare this figure at "
         "the new call site")
     p.saving_per_pair_s = 40e-6   # 2 ms: more than the calls cost
     assert PatternFigure(p, cost).verdict() == (
@@ -161,3 +161,37 @@ def test_point_and_pattern_verdicts() -> None:
     assert v.details() == [fig.verdict(), fig.verdict(), PatternFigure(p, cost).verdict()]
     assert [f["label"] for f in v.as_json()["points"]] == [point_label(choice)] * 2   # type: ignore[index]
     assert Verification(cost, cost, 0.0, True, (fig,)).details() == []   # one point: the total says it
+
+
+def test_verify_reports_each_pattern_in_situ(openmpi, openmpi_build, tmp_path):
+    """On tests/programs/advise_patterns.c, without a database (no collective advice: an A/A
+    comparison), --verify gives every pattern advised its in-situ figure on both sides."""
+    from advise_support import compile_advise_programs
+    from click.testing import CliRunner
+
+    from colltune.commands.advise import command as advise_cmd
+
+    program = compile_advise_programs(openmpi, tmp_path)["advise_patterns"]
+    out = tmp_path / "out"
+    res = CliRunner().invoke(advise_cmd, ["--db", str(tmp_path / "none.duckdb"), "--out", str(out), "--verify",
+                                          "--runs", "2", "--", str(openmpi.mpiexec), "-n", "2", "--bind-to", "core",
+                                          str(program)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "advise.json").read_text())
+    v = report["verification"]
+    advised = [(f["data"]["pattern"], f["data"]["pairs"]) for f in report["findings"] if f["strategy"] == "pattern"]
+    assert sorted((f["pattern"], f["pairs"]) for f in v["patterns"]) == sorted(advised)
+    # no database, no saving predicted: advised whatever they cost
+    assert {("reduce_bcast", 12), ("small_reductions", 8)} <= set(advised)
+    assert v["changed"] is False and v["predicted_gain_s"] == 0 and v["points"] == []
+    for f in v["patterns"]:
+        assert len(f["default_s"]) == len(f["tuned_s"]) == 2 and min(f["default_s"] + f["tuned_s"]) > 0
+    [fuse] = [f for f in v["patterns"] if f["pattern"] == "reduce_bcast"]
+    assert fuse["verdict"].startswith(
+        "reduce_bcast: MPI_Reduce at planted (advise_patterns.c:31), then MPI_Bcast at planted "
+        "(advise_patterns.c:32): a change to the source, not applied by --verify (both sides run the calls): "
+        "they cost ")
+    assert fuse["verdict"].endswith("; no saving predicted (the database lacks the fused call)")
+    assert "reduce_bcast: MPI_Reduce at planted (advise_patterns.c:31)" in res.output
+    with Store(tmp_path / "none.duckdb", read_only=True) as store:   # the advice is recorded, verification too
+        assert store.latest_advice() == report

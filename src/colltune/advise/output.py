@@ -14,7 +14,7 @@ from rich.table import Table
 
 from colltune.advise import collectives, topology, where
 from colltune.advise.analyze import Advice
-from colltune.advise.verify import Verification
+from colltune.advise.verify import Verification, fmt_time
 from colltune.tune import native_export
 from colltune.tune import profile as prof
 
@@ -138,10 +138,9 @@ def print_verification(v: Verification, console: Console | None = None) -> None:
     rows += [(f.comparison, f.predicted_s) for f in v.points] if len(v.points) > 1 else []
     rows += [(f.comparison, None) for f in v.patterns]
     for c, predicted in rows:
-        table.add_row(c.label, f"{statistics.median(c.default_s) * 1e3:.1f} ms",
-                      f"{statistics.median(c.tuned_s) * 1e3:.1f} ms",
-                      f"{c.gain_s * 1e3:.1f} +- {c.noise_s * 1e3:.1f} ms",
-                      "source change" if predicted is None else f"{predicted * 1e3:.1f} ms")
+        table.add_row(c.label, fmt_time(statistics.median(c.default_s)), fmt_time(statistics.median(c.tuned_s)),
+                      f"{fmt_time(c.gain_s)} +- {fmt_time(c.noise_s)}",
+                      "source change" if predicted is None else fmt_time(predicted))
     console.print(table)
     console.print(v.agreement())
     for line in v.details():

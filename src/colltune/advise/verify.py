@@ -41,6 +41,7 @@ from colltune.advise.collectives import Choice, bin_range
 from colltune.advise.launch import run_app
 from colltune.advise.patterns import Pattern
 from colltune.advise.points import collective_points, own_and_wait
+from colltune.advise.where import fmt_s
 from colltune.mpi import build as build_mod
 from colltune.mpi.libraries import MpiLibrary
 
@@ -116,6 +117,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
+def fmt_time(seconds: float) -> str:
+    """A duration in the unit that shows it (a pattern's calls cost microseconds), signed."""
+    return ("-" if seconds < 0 else "") + fmt_s(abs(seconds))
+
+
 @dataclass(frozen=True)
 class PointFigure:
     """The in-situ own cost at one changed (collective, process count, size bin), both sides."""
@@ -149,15 +155,15 @@ class PatternFigure:
         c = self.comparison
         cost = statistics.median(c.default_s)
         text = (f"{self.label}: a change to the source, not applied by --verify (both sides run the calls): "
-                f"they cost {_ms(cost)} in situ +- {_ms(notch(c.default_s))} without the run-time advice, "
-                f"{_ms(statistics.median(c.tuned_s))} with it")
+                f"they cost {fmt_time(cost)} in situ +- {fmt_time(notch(c.default_s))} without the run-time "
+                f"advice, {fmt_time(statistics.median(c.tuned_s))} with it")
         saving = self.pattern.saving_s
         if saving is None:
             return f"{text}; no saving predicted (the database lacks the fused call)"
         if saving > cost + notch(c.default_s):
-            return (f"{text}; the predicted saving {_ms(saving)} is off: more than the calls cost in situ, "
+            return (f"{text}; the predicted saving {fmt_time(saving)} is off: more than the calls cost in situ, "
                     "and fusing them cannot save more than that")
-        return (f"{text}; the predicted saving {_ms(saving)} is at most that cost; fuse the calls and "
+        return (f"{text}; the predicted saving {fmt_time(saving)} is at most that cost; fuse the calls and "
                 "compare this figure at the new call site")
 
     def as_json(self) -> dict[str, object]:
