@@ -189,9 +189,14 @@ class Store:
         except duckdb.Error as exc:
             busy = "lock" in str(exc).lower()
             raise (StoreBusy if busy else StoreError)(_open_failure(self.path, exc)) from exc
-        if not read_only:
-            self._create()
-        self._check_version()
+        try:
+            if not read_only:
+                self._create()
+            self._check_version()
+        except duckdb.Error as exc:  # e.g. a table of that name with other columns, a full disk
+            self.con.close()
+            raise StoreError(f"{self.path} cannot be used as a colltune results database ({exc}); "
+                             "give another --db, or measure anew into a new file") from exc
 
     # -- lifecycle -------------------------------------------------------------------------
 

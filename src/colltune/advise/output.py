@@ -112,7 +112,7 @@ def print_summary(advice: Advice, files: dict[str, str], console: Console | None
         table.add_column(col, overflow="fold")
     for i, f in enumerate(advice.findings, 1):
         saving = "-" if f.saving_s is None else (
-            f"{f.saving_s * 1e3:.2f} ms ({100 * f.saving_s / s['wall_s']:.1f}%)")
+            f"{fmt_time(f.saving_s)} ({100 * f.saving_s / s['wall_s']:.1f}%)")
         body = f.title + "".join(f"\n  {e}" for e in f.evidence)
         if f.warning:
             body += f"\n  [yellow]warning:[/] {f.warning}"
