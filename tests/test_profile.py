@@ -39,7 +39,8 @@ def cbin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         subprocess.run(
             [cc, "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
              "-fno-sanitize-recover=undefined", f"-I{ROOT / 'native' / 'include'}", f"-I{out}", f"-I{ROOT / 'native' / 'generated'}",
-             str(FUZZ / f"{prog}.c"), str(ROOT / "native" / "core" / "profile.c"), str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"),
+             str(FUZZ / f"{prog}.c"), str(ROOT / "native" / "core" / "profile.c"), str(ROOT / "native" / "core" / "profile_rules.c"),
+             str(ROOT / "native" / "core" / "textformat.c"), str(out / "ct_catalog.c"),
              "-o", str(exe)],
             check=True,
         )
@@ -62,19 +63,25 @@ def py_result(path: Path, *queries: str) -> list[str]:
         return [f"error: {exc}"]
     lines = [f"ok hash={p.content_hash():016x} rules={p.rule_count()}"]
     for coll, procs, nbytes in zip(queries[0::3], queries[1::3], queries[2::3]):
-        lines.append(f"lookup {coll} {procs} {nbytes} -> {p.lookup(coll, int(procs), int(nbytes)) or 'library'}")
+        nodes, _, ppn = procs.partition("x")  # "4": layout unknown; "2x2": that uniform layout
+        layout = (int(nodes), int(ppn)) if ppn else None
+        size = layout[0] * layout[1] if layout else int(procs)
+        lines.append(f"lookup {coll} {procs} {nbytes} -> {p.lookup(coll, size, int(nbytes), layout) or 'library'}")
     return lines
 
 
 def test_c_unit_program(cbin: dict[str, Path]) -> None:
     run = subprocess.run([str(cbin["profile_unit"])], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.splitlines()[-1] == "profile_unit: 36 checks, 0 failed"
+    assert run.stdout.splitlines()[-1] == "profile_unit: 46 checks, 0 failed"
     # The C program hashes the same rules; the Python hash must be the same number.
     text = ("colltune-profile 1\ncollective scan\nprocs 2 2\nbytes 0 8 scan_as_exscan_reducelocal\n"
             "collective bcast\nprocs 4 4\nbytes 16 16 bcast_as_allgatherv\nend\n")
     assert f"hash {prof.parse_profile(text).content_hash():016x}" in run.stdout
     assert prof.parse_profile(text).content_hash() == 0xDDFC106A3B2DEC4D
+    layout = "colltune-profile 1\ncollective bcast\nnodes 2 ppn 2\nbytes 16 16 bcast_as_allgatherv\nend\n"
+    assert f"hash-layout {prof.parse_profile(layout).content_hash():016x}" in run.stdout
+    assert prof.parse_profile(layout).canonical_lines() == ["bcast 4 4 16 16 bcast_as_allgatherv 2x2\n"]
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)
@@ -102,6 +109,16 @@ EXPECTED_ERRORS = {
     "bad_long_line.prof": "2: line longer than 1023 bytes; shorten it",
     "bad_empty.prof": "1: no 'colltune-profile 1' header (empty file?); write a profile with colltune tune",
     "bad_lib_variant.prof": "4: library algorithm 'lib:bcast:binomial' cannot be applied by the interposer; remove the line and use colltune export --native for library algorithms",
+    "bad_nodes_fields.prof": "3: 'nodes' takes a layout: 'nodes NODES ppn PPN' (e.g. 'nodes 2 ppn 4')",
+    "bad_nodes_zero.prof": "3: nodes 2 ppn 0 invalid: need NODES >= 1, PPN >= 1 and NODES x PPN <= 2147483647",
+    "bad_nodes_too_big.prof": "3: nodes 65536 ppn 32768 invalid: need NODES >= 1, PPN >= 1 and NODES x PPN <= 2147483647",
+    "bad_nodes_twice.prof": "5: nodes 2 ppn 2 of bcast appears twice; merge the two blocks",
+    "bad_nodes_unsorted.prof": "5: nodes 1 ppn 4 of bcast comes after nodes 2 ppn 2; sort the layout blocks by nodes, then ppn",
+    "bad_procs_after_nodes.prof": "5: procs 4..4 of bcast comes after a 'nodes' block; put the layout-free 'procs' blocks first",
+    "bad_nodes_empty.prof": "3: nodes 2 ppn 2 of bcast has no 'bytes' rules; add 'bytes LO HI VARIANT' lines or remove the block",
+    "bad_nodes_outside.prof": "2: 'nodes' before any 'collective'; start a section with 'collective NAME'",
+    "bad_nodes_number.prof": "3: 'x2' is not a number (1 to 19 decimal digits)",
+    "bad_overlap_bytes_layout.prof": "5: bytes 512..2048 overlaps the previous rule 0..1024 of bcast nodes 1 ppn 2; make the ranges disjoint",
 }
 
 
@@ -147,6 +164,33 @@ def test_lookups_agree_and_are_exact(cbin: dict[str, Path]) -> None:
     assert "lookup allreduce 4 65536 -> allreduce_as_reducescatterblock_allgather" in c
 
 
+def test_layout_lookups_agree_and_are_exact(cbin: dict[str, Path]) -> None:
+    """Per-layout rules (docs/profile.md, "Layouts"): an exact layout block decides alone, any other
+    layout (or none known, or a non-uniform one) gets the layout-free blocks; C and Python agree."""
+    queries = []
+    for coll in ("allreduce", "gather", "bcast"):
+        for procs in ("2", "4", "3", "1x2", "2x1", "1x4", "2x2", "4x1", "1x3", "3x1", "2x4"):
+            for nbytes in (0, 7, 8, 9, 64, 65, 1024, 1025, 32768, 65536, 262144):
+                queries += [coll, procs, str(nbytes)]
+    path = CORPUS / "ok_layouts.prof"
+    c = c_result(cbin, path, *queries)
+    assert c == py_result(path, *queries)
+    p = prof.read_profile(path)
+    ar = "allreduce"
+    assert p.lookup(ar, 4, 8, (2, 2)) == "allreduce_as_reduce_bcast"
+    assert p.lookup(ar, 4, 9, (2, 2)) is None  # 2 x 2 decides alone: not the layout-free 8..1024
+    assert p.lookup(ar, 4, 32768, (2, 2)) == "allreduce_as_reducescatterblock_allgather"
+    assert p.lookup(ar, 4, 9, (1, 4)) is None and p.lookup(ar, 4, 65536, (1, 4)) == "allreduce_as_reducescatter_allgatherv"
+    assert p.lookup(ar, 4, 9, (4, 1)) == "allreduce_as_reduce_bcast"  # no 4 x 1 block: layout-free
+    assert p.lookup(ar, 4, 9) == "allreduce_as_reduce_bcast"  # layout unknown or not uniform
+    assert p.lookup(ar, 2, 64, (1, 2)) == "allreduce_as_reducescatterblock_allgather"
+    assert p.lookup(ar, 2, 1024, (1, 2)) is None and p.lookup(ar, 2, 1024, (2, 1)) == "allreduce_as_reduce_bcast"
+    assert p.lookup(ar, 3, 8, (1, 3)) == "allreduce_as_reduce_bcast" and p.lookup(ar, 8, 8, (2, 4)) is None
+    assert p.lookup("gather", 4, 32768, (2, 2)) == "gather_as_gatherv" and p.lookup("gather", 4, 32768) is None
+    assert "lookup allreduce 2x2 9 -> library" in c and "lookup allreduce 4 9 -> allreduce_as_reduce_bcast" in c
+    assert p.has_layouts() and not prof.read_profile(CORPUS / "ok_example.prof").has_layouts()
+
+
 def test_provenance_is_read_but_not_hashed() -> None:
     p = prof.read_profile(CORPUS / "ok_example.prof")
     assert p.provenance["mpi-version"] == "Open MPI v5.0.11, package: Open MPI ..., Oct 2025"
@@ -176,11 +220,17 @@ def _profiles() -> st.SearchStrategy[prof.Profile]:
             names = [v.name for v in cat.variants_of(coll)]
             edges = sorted(draw(st.lists(st.integers(1, 200), unique=True, min_size=2, max_size=6)))
             blocks = []
-            for lo, hi in zip(edges[0::2], edges[1::2]):
+            layouts = sorted(draw(st.lists(st.tuples(st.integers(1, 64), st.integers(1, 64)), unique=True,
+                                           max_size=3)))
+            for lo, hi, layout in [(lo, hi, None) for lo, hi in zip(edges[0::2], edges[1::2])] + \
+                    [(n * q, n * q, (n, q)) for n, q in layouts]:
                 cuts = sorted(draw(st.lists(st.integers(0, 2**63 - 1), unique=True, min_size=2, max_size=8)))
                 rules = tuple(prof.Rule(lo=a, hi=b, variant=draw(st.sampled_from(names)))
                               for a, b in zip(cuts[0::2], cuts[1::2]))
-                blocks.append(prof.Block(procs_lo=lo, procs_hi=hi, rules=rules))
+                if layout is None:
+                    blocks.append(prof.Block(procs_lo=lo, procs_hi=hi, rules=rules))
+                else:
+                    blocks.append(prof.Block(nodes=layout[0], ppn=layout[1], rules=rules))
             if blocks:
                 sections.append(prof.Section(collective=coll, blocks=tuple(blocks)))
         provenance = draw(st.dictionaries(st.sampled_from(prof.PROVENANCE_KEYS),

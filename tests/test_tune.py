@@ -201,3 +201,108 @@ def test_cli_without_verdicts_says_what_to_run(tmp_path: Path) -> None:
     res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(tmp_path / "x.prof")])
     assert res.exit_code == 2
     assert "colltune check --db" in res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Node layouts (docs/profile.md, "Layouts")
+
+
+def layout_rows(run_id: str, nprocs: int, nodes: int | None, ppn: int | None, gains: dict[int, tuple[str, float]],
+                judged: dt.datetime = dt.datetime(2026, 11, 22, 5, 0)) -> list[dict]:
+    """Pattern verdicts of one run: at each size in `gains` that variant is that much faster; every
+    other (size, variant) of A, B is not significantly faster."""
+    rows = []
+    for n in (8, 64, 32768):
+        for v in (A, B):
+            chosen = gains.get(n)
+            speedup = chosen[1] if chosen and chosen[0] == v else 0.9
+            r = row(nprocs, v, n, speedup, significant=speedup > 1)
+            r.update(run_id=run_id, nodes=nodes, ppn=ppn, judged_at=judged)
+            rows.append(r)
+    return rows
+
+
+def test_several_layouts_of_one_process_count_get_one_block_each() -> None:
+    v = pd.DataFrame(layout_rows("one-node", 4, 1, 4, {8: (A, 1.5), 64: (A, 1.3)})
+                     + layout_rows("two-nodes", 4, 2, 2, {32768: (B, 1.4)})
+                     + layout_rows("one-node", 2, 1, 2, {8: (B, 1.2)}))
+    p, d = tune.tune(v, tune.TuneSettings(), now=NOW)
+    section = p.section("allreduce")
+    assert section is not None
+    assert [(b.procs_lo, b.layout, [(r.lo, r.hi, r.variant) for r in b.rules]) for b in section.blocks] == [
+        (2, None, [(8, 8, B)]),  # one layout for 2 processes: layout-free, as always
+        (4, (1, 4), [(8, 64, A)]),
+        (4, (2, 2), [(32768, 32768, B)]),
+    ]
+    assert p.provenance["check-run"] == "one-node two-nodes"
+    assert p.provenance["layout"] == "2:1x2 4:1x4 4:2x2"
+    assert p.lookup("allreduce", 4, 8, (1, 4)) == A and p.lookup("allreduce", 4, 8, (2, 2)) is None
+    assert p.lookup("allreduce", 4, 32768, (2, 2)) == B and p.lookup("allreduce", 4, 32768, (4, 1)) is None
+    assert p.lookup("allreduce", 2, 8, (2, 1)) == B
+    got = d.set_index(["nprocs", "nodes", "ppn", "msg_bytes"])["variant"]
+    assert got[(4, 1, 4, 8)] == A and got[(4, 2, 2, 32768)] == B and pd.isna(got[(4, 2, 2, 8)])  # library
+    back = prof.parse_profile(prof.format_profile(p))
+    assert back.sections == p.sections and back.content_hash() == p.content_hash()
+
+
+def test_a_layout_that_is_not_nodes_x_ppn_keeps_the_layout_free_block() -> None:
+    # 4 processes as 3 + 1 on 2 nodes (ppn 3 is the most on one node) and as 2 x 2
+    v = pd.DataFrame(layout_rows("uneven", 4, 2, 3, {8: (A, 1.5)}) + layout_rows("even", 4, 2, 2, {8: (B, 1.5)}))
+    p, _ = tune.tune(v, tune.TuneSettings(), now=NOW)
+    section = p.section("allreduce")
+    assert section is not None
+    assert [(b.procs_lo, b.layout, b.rules[0].variant) for b in section.blocks] == [(4, None, A), (4, (2, 2), B)]
+    assert p.lookup("allreduce", 4, 8) == A and p.lookup("allreduce", 4, 8, (2, 2)) == B
+    two_unnamed = pd.DataFrame(layout_rows("a", 4, 2, 3, {}) + layout_rows("b", 4, None, None, {}))
+    with pytest.raises(tune.TuneError, match="4 processes were measured on 2 layouts that are not nodes x ppn"):
+        tune.tune(two_unnamed, tune.TuneSettings(), now=NOW)
+
+
+def test_two_runs_of_one_layout_are_refused() -> None:
+    v = pd.DataFrame(layout_rows("a", 4, 2, 2, {}) + layout_rows("b", 4, 2, 2, {}))
+    with pytest.raises(tune.TuneError, match=r"verdicts of several runs \(a, b\) for 4 processes on 2 nodes, at most 2"):
+        tune.tune(v, tune.TuneSettings(), now=NOW)
+
+
+def _db_with_runs(path: Path, runs: list[tuple[str, str, list[dict]]]) -> Path:
+    """A database with check runs (id, MPI version, their verdicts)."""
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE runs (run_id VARCHAR, created TIMESTAMP, kind VARCHAR, command VARCHAR, "
+                "mpi_name VARCHAR, mpi_version VARCHAR, abi_family VARCHAR, settings JSON, status VARCHAR)")
+    for run_id, version, _ in runs:
+        con.execute("INSERT INTO runs VALUES (?, now(), 'check', 'colltune check', 'openmpi', ?, 'openmpi', '{}', "
+                    "'complete')", [run_id, version])
+    con.close()
+    for _, _, rows in runs:
+        check.save_verdicts(path, pd.DataFrame(rows))
+    return path
+
+
+def test_tune_db_combines_the_latest_run_of_each_other_layout(tmp_path: Path) -> None:
+    t = dt.datetime(2026, 11, 25, 9, 0)
+    db = _db_with_runs(tmp_path / "r.duckdb", [
+        ("old-1x4", "5.0.11", layout_rows("old-1x4", 4, 1, 4, {8: (B, 1.5)}, t)),
+        ("new-1x4", "5.0.11", layout_rows("new-1x4", 4, 1, 4, {8: (A, 1.5)}, t + dt.timedelta(minutes=1))
+         + layout_rows("new-1x4", 8, 1, 8, {8: (A, 1.5)}, t + dt.timedelta(minutes=1))),
+        ("other-lib", "4.1.4", layout_rows("other-lib", 4, 4, 1, {8: (A, 1.5)}, t + dt.timedelta(minutes=2))),
+        ("gone-8", "5.0.11", layout_rows("gone-8", 16, 2, 8, {8: (A, 1.5)}, t + dt.timedelta(minutes=3))),
+        ("main-2x2", "5.0.11", layout_rows("main-2x2", 4, 2, 2, {64: (B, 1.5)}, t + dt.timedelta(minutes=4))),
+    ])
+    p, _ = tune.tune_db(db, tmp_path / "p.prof")
+    # the main run's process count (4) on its other layout (1x4: the newer run); not 8 or 16
+    # (not measured by the main run), not another library's 4x1
+    assert p.provenance["check-run"] == "main-2x2 new-1x4"
+    assert p.provenance["layout"] == "4:1x4 4:2x2"
+    section = p.section("allreduce")
+    assert section is not None
+    assert [(b.layout, b.rules[0].lo, b.rules[0].variant) for b in section.blocks] == [((1, 4), 8, A), ((2, 2), 64, B)]
+    assert prof.read_profile(tmp_path / "p.prof") == p
+    # named runs: exactly those
+    only, _ = tune.tune_db(db, tmp_path / "q.prof", run_id=["main-2x2"])
+    assert only.provenance["check-run"] == "main-2x2" and only.section("allreduce").blocks[0].layout is None  # type: ignore[union-attr]
+    with pytest.raises(tune.TuneError, match="different MPI libraries"):
+        tune.tune_db(db, tmp_path / "x.prof", run_id=["main-2x2", "other-lib"])
+    res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(tmp_path / "c.prof"), "--show-decisions"])
+    assert res.exit_code == 0, res.output
+    assert prof.read_profile(tmp_path / "c.prof").sections == p.sections
+    assert "2x2" in res.output and "1x4" in res.output

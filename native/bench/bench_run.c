@@ -17,6 +17,7 @@
 
 #include "bench_run.h"
 #include "ct_driver_record.h"
+#include "ct_layout.h"
 
 static void json_number(FILE *out, double value)
 {
@@ -366,6 +367,14 @@ static int load_profile(run_ctx *ctx)
     int rc = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (rc == MPI_SUCCESS && !all)
         rc = MPI_ERR_ARG;
+    /* `tuned` decides as the interposer does: per-layout rules by the communicator's layout */
+    ct_layout layout;
+    if (rc == MPI_SUCCESS && ct_profile_has_layouts(ctx->profile, -1)
+        && (rc = ct_comm_layout(ctx->comm, NULL, &layout)) == MPI_SUCCESS
+        && ct_layout_uniform(&layout)) {
+        ctx->nodes = (int)layout.nodes;
+        ctx->ppn = (int)layout.ppn_max;
+    }
     return rc;
 }
 

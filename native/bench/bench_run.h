@@ -28,6 +28,7 @@ typedef struct run_ctx {
     ct_clock clock;
     double max_rtt;          /* over ranks, from the last clock synchronization */
     ct_profile *profile;
+    int nodes, ppn;          /* the communicator's uniform layout for `tuned` (0 0: none) */
     libalg_slot libalgs[CT_MAX_LIBALGS];
     int nlibalgs;
     int selected;            /* library algorithm currently selected (MPICH), -1 none */

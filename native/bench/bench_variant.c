@@ -156,7 +156,8 @@ int ct_run_prepare(run_ctx *ctx, const ct_variant *v)
 /* Exactly the interposer's decision: profile lookup, applicability, else the library. */
 static int invoke_tuned(const run_ctx *ctx, const ct_call *call)
 {
-    int variant = ct_profile_lookup(ctx->profile, call->coll, ctx->size, colltune_call_bytes(call));
+    int variant = ct_profile_lookup_layout(ctx->profile, call->coll, ctx->size, ctx->nodes,
+                                           ctx->ppn, colltune_call_bytes(call));
     if (variant >= 0 && colltune_applicable(variant, call) == COLLTUNE_APPLICABLE)
         return colltune_invoke(variant, call);
     return colltune_invoke_library(call);

@@ -1,5 +1,6 @@
 /*
- * Tuning profiles (docs/profile.md): parser, content hash, lookup.
+ * Tuning profiles (docs/profile.md): the parser. What a parsed profile says (content hash,
+ * lookup) is profile_rules.c; the in-memory form both share is ct_profile_impl.h.
  *
  * The parser is the only code of the C core that reads untrusted bytes, and it runs inside every
  * rank of an application, so it bounds everything (line length, file size, rule counts), never
@@ -7,8 +8,8 @@
  * guessing. The Python reader (colltune.profile) implements the same grammar with the same
  * messages; tests feed both the same files.
  *
- * Pure C11 and no MPI calls: the fuzz harness and the unit test link this file with the generated
- * catalog only.
+ * Pure C11 and no MPI calls: the fuzz harness and the unit test link this file and
+ * profile_rules.c with the generated catalog only.
  */
 #include "ct_profile.h"
 
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "ct_catalog.h"
+#include "ct_profile_impl.h"
 #include "ct_text.h"
 
 #define CT_PROFILE_VERSION "1"
@@ -26,31 +28,6 @@
 #define CT_PROFILE_MAX_BLOCKS 4096u
 #define CT_PROFILE_MAX_FIELDS 8
 #define CT_PROFILE_MAX_PROCS INT64_C(2147483647)
-
-/* The message-size rules of one communicator-size block: ranges[first .. first+count). */
-typedef struct ct_pblock {
-    int lo, hi;
-    uint32_t first, count;
-} ct_pblock;
-
-typedef struct ct_prange {
-    int64_t lo, hi;
-    int variant;
-} ct_prange;
-
-/* The blocks of one collective: blocks[first .. first+count). Sections are contiguous because
- * each collective appears once in a file. */
-typedef struct ct_pcoll {
-    uint32_t first, count;
-} ct_pcoll;
-
-struct ct_profile {
-    ct_pcoll colls[CT_NUM_COLLECTIVES];
-    ct_pblock *blocks;
-    ct_prange *ranges;
-    uint32_t nblocks, nranges;
-    uint64_t hash;
-};
 
 static const char *const ct_provenance_keys[] = {
     "generator", "source", "mpi", "mpi-version", "machine", "nprocs", "layout",
@@ -95,14 +72,14 @@ static const char *ct_q(ct_parser *ps, int slot, ct_word w)
     return ct_text_quote(ps->quote[slot], w);
 }
 
-static int ct_numbers(ct_parser *ps, const ct_word *w, uint64_t *a, uint64_t *b)
+static int ct_numbers(ct_parser *ps, ct_word wa, ct_word wb, uint64_t *a, uint64_t *b)
 {
-    if (ct_number(w[0], a) != 0)
+    if (ct_number(wa, a) != 0)
         return ct_fail(ps, ps->line, "'%s' is not a number (1 to 19 decimal digits)",
-                       ct_q(ps, 0, w[0]));
-    if (ct_number(w[1], b) != 0)
+                       ct_q(ps, 0, wa));
+    if (ct_number(wb, b) != 0)
         return ct_fail(ps, ps->line, "'%s' is not a number (1 to 19 decimal digits)",
-                       ct_q(ps, 0, w[1]));
+                       ct_q(ps, 0, wb));
     return 0;
 }
 
@@ -129,18 +106,29 @@ static const char *ct_coll_name(int coll)
     return name != NULL ? name : "?";
 }
 
+/* How messages name a block: "procs 2..4" or "nodes 2 ppn 4". */
+static const char *ct_block_name(char out[64], const ct_pblock *b)
+{
+    if (b->nodes > 0)
+        snprintf(out, 64, "nodes %d ppn %d", b->nodes, b->ppn);
+    else
+        snprintf(out, 64, "procs %d..%d", b->lo, b->hi);
+    return out;
+}
+
 /* A section (`whole`) or block left empty when the next one (or `end`) starts is an error. */
 static int ct_close_open(ct_parser *ps, int whole)
 {
     if (whole && ps->state == CT_IN_COLL)
         return ct_fail(ps, ps->coll_line,
-                       "collective %s has no 'procs' block; add 'procs LO HI' with rules or "
-                       "remove it", ct_coll_name(ps->coll));
+                       "collective %s has no 'procs' or 'nodes' block; add 'procs LO HI' (or "
+                       "'nodes N ppn P') with rules or remove it", ct_coll_name(ps->coll));
     if (ps->state == CT_IN_BLOCK) {
-        const ct_pblock *b = &ps->p->blocks[ps->p->nblocks - 1];
+        char name[64];
         return ct_fail(ps, ps->block_line,
-                       "procs %d..%d of %s has no 'bytes' rules; add 'bytes LO HI VARIANT' "
-                       "lines or remove the block", b->lo, b->hi, ct_coll_name(ps->coll));
+                       "%s of %s has no 'bytes' rules; add 'bytes LO HI VARIANT' lines or remove "
+                       "the block", ct_block_name(name, &ps->p->blocks[ps->p->nblocks - 1]),
+                       ct_coll_name(ps->coll));
     }
     return 0;
 }
@@ -205,28 +193,62 @@ static int ct_collective(ct_parser *ps, const ct_word *w, int nw)
     ps->coll_line = ps->line;
     ps->p->colls[coll].first = ps->p->nblocks;
     ps->p->colls[coll].count = 0;
+    ps->p->colls[coll].nfree = 0;
     ps->state = CT_IN_COLL;
+    return 0;
+}
+
+/* What every block opener (`procs`, `nodes`) checks first: it is inside a section, and the
+ * block before it has rules. */
+static int ct_block_start(ct_parser *ps, const char *keyword)
+{
+    if (ps->state != CT_IN_COLL && ps->state != CT_IN_RULES && ps->state != CT_IN_BLOCK)
+        return ct_fail(ps, ps->line,
+                       "'%s' before any 'collective'; start a section with 'collective NAME'",
+                       keyword);
+    return ct_close_open(ps, 0);
+}
+
+/* Append a block of communicator sizes lo..hi (a layout block: nodes x ppn, lo == hi). */
+static int ct_block_add(ct_parser *ps, int lo, int hi, int nodes, int ppn)
+{
+    ct_profile *p = ps->p;
+    if (p->nblocks >= CT_PROFILE_MAX_BLOCKS)
+        return ct_fail(ps, ps->line,
+                       "more than %u blocks ('procs' and 'nodes'); merge communicator-size ranges",
+                       CT_PROFILE_MAX_BLOCKS);
+    if (ct_grow((void **)&p->blocks, &ps->cap_blocks, p->nblocks + 1u, CT_PROFILE_MAX_BLOCKS,
+                sizeof *p->blocks) != 0)
+        return ct_fail(ps, ps->line, "out of memory");
+    ct_pblock *b = &p->blocks[p->nblocks++];
+    *b = (ct_pblock){lo, hi, nodes, ppn, p->nranges, 0};
+    ct_pcoll *c = &p->colls[ps->coll];
+    c->count++;
+    c->nfree += nodes == 0;
+    ps->block_line = ps->line;
+    ps->state = CT_IN_BLOCK;
     return 0;
 }
 
 static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
 {
     ct_profile *p = ps->p;
-    if (ps->state != CT_IN_COLL && ps->state != CT_IN_RULES && ps->state != CT_IN_BLOCK)
-        return ct_fail(ps, ps->line,
-                       "'procs' before any 'collective'; start a section with 'collective NAME'");
-    if (ct_close_open(ps, 0) != 0)
+    if (ct_block_start(ps, "procs") != 0)
         return -1;
     if (nw != 3)
         return ct_fail(ps, ps->line, "'procs' takes two numbers: 'procs LO HI'");
     uint64_t lo, hi;
-    if (ct_numbers(ps, w + 1, &lo, &hi) != 0)
+    if (ct_numbers(ps, w[1], w[2], &lo, &hi) != 0)
         return -1;
     if (lo < 1 || lo > hi || hi > (uint64_t)CT_PROFILE_MAX_PROCS)
         return ct_fail(ps, ps->line,
                        "procs %s..%s invalid: need 1 <= LO <= HI <= 2147483647",
                        ct_q(ps, 0, w[1]), ct_q(ps, 1, w[2]));
-    ct_pcoll *c = &p->colls[ps->coll];
+    const ct_pcoll *c = &p->colls[ps->coll];
+    if (c->count > c->nfree)
+        return ct_fail(ps, ps->line,
+                       "procs %d..%d of %s comes after a 'nodes' block; put the layout-free "
+                       "'procs' blocks first", (int)lo, (int)hi, ct_coll_name(ps->coll));
     if (c->count > 0) {
         const ct_pblock *prev = &p->blocks[p->nblocks - 1];
         if (lo < (uint64_t)prev->lo)
@@ -240,21 +262,42 @@ static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
                            "blocks disjoint", (int)lo, (int)hi, prev->lo, prev->hi,
                            ct_coll_name(ps->coll));
     }
-    if (p->nblocks >= CT_PROFILE_MAX_BLOCKS)
-        return ct_fail(ps, ps->line, "more than %u procs blocks; merge communicator-size ranges",
-                       CT_PROFILE_MAX_BLOCKS);
-    if (ct_grow((void **)&p->blocks, &ps->cap_blocks, p->nblocks + 1u, CT_PROFILE_MAX_BLOCKS,
-                sizeof *p->blocks) != 0)
-        return ct_fail(ps, ps->line, "out of memory");
-    ct_pblock *b = &p->blocks[p->nblocks++];
-    b->lo = (int)lo;
-    b->hi = (int)hi;
-    b->first = p->nranges;
-    b->count = 0;
-    c->count++;
-    ps->block_line = ps->line;
-    ps->state = CT_IN_BLOCK;
-    return 0;
+    return ct_block_add(ps, (int)lo, (int)hi, 0, 0);
+}
+
+/* `nodes N ppn P`: the rules for communicators spread over exactly N nodes with P processes on
+ * each (docs/profile.md, "Layouts"). */
+static int ct_nodes(ct_parser *ps, const ct_word *w, int nw)
+{
+    ct_profile *p = ps->p;
+    if (ct_block_start(ps, "nodes") != 0)
+        return -1;
+    if (nw != 4 || !ct_word_is(w[2], "ppn"))
+        return ct_fail(ps, ps->line, "'nodes' takes a layout: 'nodes NODES ppn PPN' (e.g. "
+                                     "'nodes 2 ppn 4')");
+    uint64_t nodes, ppn;
+    if (ct_numbers(ps, w[1], w[3], &nodes, &ppn) != 0)
+        return -1;
+    if (nodes < 1 || ppn < 1 || nodes > (uint64_t)CT_PROFILE_MAX_PROCS
+        || ppn > (uint64_t)CT_PROFILE_MAX_PROCS || nodes * ppn > (uint64_t)CT_PROFILE_MAX_PROCS)
+        return ct_fail(ps, ps->line,
+                       "nodes %s ppn %s invalid: need NODES >= 1, PPN >= 1 and NODES x PPN <= "
+                       "2147483647", ct_q(ps, 0, w[1]), ct_q(ps, 1, w[3]));
+    const ct_pcoll *c = &p->colls[ps->coll];
+    if (c->count > c->nfree) {
+        const ct_pblock *prev = &p->blocks[p->nblocks - 1];
+        uint64_t was = (uint64_t)prev->nodes << 32 | (uint64_t)prev->ppn, now = nodes << 32 | ppn;
+        if (now == was)
+            return ct_fail(ps, ps->line, "nodes %d ppn %d of %s appears twice; merge the two "
+                                         "blocks", (int)nodes, (int)ppn, ct_coll_name(ps->coll));
+        if (now < was)
+            return ct_fail(ps, ps->line,
+                           "nodes %d ppn %d of %s comes after nodes %d ppn %d; sort the layout "
+                           "blocks by nodes, then ppn", (int)nodes, (int)ppn,
+                           ct_coll_name(ps->coll), prev->nodes, prev->ppn);
+    }
+    int size = (int)(nodes * ppn);
+    return ct_block_add(ps, size, size, (int)nodes, (int)ppn);
 }
 
 static int ct_variant(ct_parser *ps, ct_word w)
@@ -289,11 +332,12 @@ static int ct_bytes(ct_parser *ps, const ct_word *w, int nw)
 {
     ct_profile *p = ps->p;
     if (ps->state != CT_IN_BLOCK && ps->state != CT_IN_RULES)
-        return ct_fail(ps, ps->line, "'bytes' outside a 'procs' block; put it after 'procs LO HI'");
+        return ct_fail(ps, ps->line, "'bytes' outside a block; put it after 'procs LO HI' or "
+                                     "'nodes N ppn P'");
     if (nw != 4)
         return ct_fail(ps, ps->line, "'bytes' takes LO HI VARIANT: 'bytes 0 1024 NAME'");
     uint64_t lo, hi;
-    if (ct_numbers(ps, w + 1, &lo, &hi) != 0)
+    if (ct_numbers(ps, w[1], w[2], &lo, &hi) != 0)
         return -1;
     if (lo > hi || hi > (uint64_t)INT64_MAX)
         return ct_fail(ps, ps->line,
@@ -302,18 +346,19 @@ static int ct_bytes(ct_parser *ps, const ct_word *w, int nw)
     ct_pblock *b = &p->blocks[p->nblocks - 1];
     if (b->count > 0) {
         const ct_prange *prev = &p->ranges[p->nranges - 1];
+        char name[64];
         if (lo < (uint64_t)prev->lo)
             return ct_fail(ps, ps->line,
-                           "bytes %llu..%llu of %s procs %d..%d comes after bytes %lld..%lld; "
-                           "sort the rules by size", (unsigned long long)lo,
-                           (unsigned long long)hi, ct_coll_name(ps->coll), b->lo, b->hi,
-                           (long long)prev->lo, (long long)prev->hi);
+                           "bytes %llu..%llu of %s %s comes after bytes %lld..%lld; sort the "
+                           "rules by size", (unsigned long long)lo, (unsigned long long)hi,
+                           ct_coll_name(ps->coll), ct_block_name(name, b), (long long)prev->lo,
+                           (long long)prev->hi);
         if (lo <= (uint64_t)prev->hi)
             return ct_fail(ps, ps->line,
-                           "bytes %llu..%llu overlaps the previous rule %lld..%lld of %s procs "
-                           "%d..%d; make the ranges disjoint", (unsigned long long)lo,
-                           (unsigned long long)hi, (long long)prev->lo, (long long)prev->hi,
-                           ct_coll_name(ps->coll), b->lo, b->hi);
+                           "bytes %llu..%llu overlaps the previous rule %lld..%lld of %s %s; make "
+                           "the ranges disjoint", (unsigned long long)lo, (unsigned long long)hi,
+                           (long long)prev->lo, (long long)prev->hi, ct_coll_name(ps->coll),
+                           ct_block_name(name, b));
     }
     int v = ct_variant(ps, w[3]);
     if (v < 0)
@@ -354,6 +399,8 @@ static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
         return ct_collective(ps, w, nw);
     if (ct_word_is(w[0], "procs"))
         return ct_procs(ps, w, nw);
+    if (ct_word_is(w[0], "nodes"))
+        return ct_nodes(ps, w, nw);
     if (ct_word_is(w[0], "bytes"))
         return ct_bytes(ps, w, nw);
     if (ct_word_is(w[0], "end"))
@@ -362,7 +409,7 @@ static int ct_statement(ct_parser *ps, const ct_word *w, int nw)
         if (ct_word_is(w[0], ct_provenance_keys[k]))
             return ct_provenance(ps, k, nw);
     return ct_fail(ps, ps->line,
-                   "unknown keyword '%s'; expected collective, procs, bytes, end or a "
+                   "unknown keyword '%s'; expected collective, procs, nodes, bytes, end or a "
                    "provenance key (docs/profile.md)", ct_q(ps, 0, w[0]));
 }
 
@@ -380,39 +427,6 @@ static int ct_line(ct_parser *ps, const char *s, size_t n)
     if (nw == 0 || w[0].s[0] == '#')
         return 0;
     return ct_statement(ps, w, nw);
-}
-
-/* FNV-1a 64 over "COLL PLO PHI BLO BHI VARIANT\n" per rule, collectives in strcmp order of their
- * names so that the hash does not depend on the generated enum's order. */
-static uint64_t ct_hash(const ct_profile *p)
-{
-    int order[CT_NUM_COLLECTIVES];
-    for (int i = 0; i < CT_NUM_COLLECTIVES; i++) {
-        int j = i;
-        while (j > 0 && strcmp(ct_coll_name(order[j - 1]), ct_coll_name(i)) > 0) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
-    }
-    uint64_t h = CT_TEXT_FNV_BASIS;
-    char line[256];
-    for (int k = 0; k < CT_NUM_COLLECTIVES; k++) {
-        const ct_pcoll *c = &p->colls[order[k]];
-        for (uint32_t bi = c->first; bi < c->first + c->count; bi++) {
-            const ct_pblock *b = &p->blocks[bi];
-            for (uint32_t ri = b->first; ri < b->first + b->count; ri++) {
-                const ct_prange *r = &p->ranges[ri];
-                const char *vname = colltune_variant_name(r->variant);
-                int n = snprintf(line, sizeof line, "%s %d %d %lld %lld %s\n",
-                                 ct_coll_name(order[k]), b->lo, b->hi, (long long)r->lo,
-                                 (long long)r->hi, vname != NULL ? vname : "?");
-                if (n > 0)
-                    h = ct_text_fnv1a(h, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-            }
-        }
-    }
-    return h;
 }
 
 int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile **profile,
@@ -456,7 +470,7 @@ int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile 
         ct_profile_free(ps.p);
         return -1;
     }
-    ps.p->hash = ct_hash(ps.p);
+    ps.p->hash = ct_profile_content_hash(ps.p);
     *profile = ps.p;
     return 0;
 }
@@ -490,50 +504,3 @@ void ct_profile_free(ct_profile *profile)
     free(profile);
 }
 
-uint64_t ct_profile_hash(const ct_profile *profile)
-{
-    return profile != NULL ? profile->hash : 0;
-}
-
-size_t ct_profile_rule_count(const ct_profile *profile)
-{
-    return profile != NULL ? profile->nranges : 0;
-}
-
-/* Branch-free binary searches (the comparison becomes a conditional move): random message sizes
- * would otherwise mispredict about every second step. Both return the last element whose lower
- * bound is <= the key, or the first element when there is none; the caller checks the bounds. */
-static const ct_pblock *ct_find_block(const ct_pblock *base, uint32_t n, int comm_size)
-{
-    while (n > 1) {
-        uint32_t half = n / 2u;
-        base = base[half].lo <= comm_size ? base + half : base;
-        n -= half;
-    }
-    return base;
-}
-
-static const ct_prange *ct_find_range(const ct_prange *base, uint32_t n, int64_t bytes)
-{
-    while (n > 1) {
-        uint32_t half = n / 2u;
-        base = base[half].lo <= bytes ? base + half : base;
-        n -= half;
-    }
-    return base;
-}
-
-int ct_profile_lookup(const ct_profile *profile, int coll, int comm_size, int64_t bytes)
-{
-    if (profile == NULL || coll < 0 || coll >= CT_NUM_COLLECTIVES || bytes < 0)
-        return -1;
-    const ct_pcoll *c = &profile->colls[coll];
-    if (c->count == 0)
-        return -1;
-    const ct_pblock *b = ct_find_block(profile->blocks + c->first, c->count, comm_size);
-    if (comm_size < b->lo || comm_size > b->hi)
-        return -1;
-    /* Every block has at least one rule (the parser refuses empty blocks). */
-    const ct_prange *r = ct_find_range(profile->ranges + b->first, b->count, bytes);
-    return bytes >= r->lo && bytes <= r->hi ? r->variant : -1;
-}

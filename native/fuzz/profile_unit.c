@@ -4,7 +4,8 @@
  * profile, and hash invariance under spelling changes. Builds with plain gcc, no MPI:
  *
  *   python3 native/fuzz/gen_names.py OUT && gcc -std=c11 -Inative/include -IOUT \
- *       native/fuzz/profile_unit.c native/core/profile.c OUT/ct_catalog.c -o profile_unit
+ *       native/fuzz/profile_unit.c native/core/profile.c native/core/profile_rules.c \
+ *       native/core/textformat.c OUT/ct_catalog.c -o profile_unit
  *
  * Prints one line per failed check and "profile_unit: N checks, M failed"; exit 1 on failure.
  */
@@ -68,8 +69,8 @@ static void test_length_bounds(void)
     CHECK(ct_profile_parse(text, 22, "t", &p, err, sizeof err) == 0);
     ct_profile_free(p);
     CHECK(ct_profile_parse(text, 21, "t", &p, err, sizeof err) == -1);
-    CHECK(strcmp(err, "t:2: unknown keyword 'en'; expected collective, procs, bytes, end or a "
-                      "provenance key (docs/profile.md)") == 0);
+    CHECK(strcmp(err, "t:2: unknown keyword 'en'; expected collective, procs, nodes, bytes, end "
+                      "or a provenance key (docs/profile.md)") == 0);
 }
 
 /* 64 blocks of 100 rules each: every boundary answers exactly. */
@@ -121,6 +122,65 @@ static void test_lookup_large(void)
     CHECK(ct_profile_lookup(p, CT_COLL_ALLREDUCE, 2, -5) == -1);
     ct_profile_free(p);
     free(text);
+}
+
+/* Layout blocks: for every communicator of 1..64 processes and every uniform layout of it, an
+ * exact layout block decides alone (its uncovered sizes use the library although the layout-free
+ * block covers them); a layout without a block, or one that does not multiply to the size, gets
+ * the layout-free answer. */
+static void test_layouts(void)
+{
+    static const int var[3] = {CT_VAR_ALLREDUCE_AS_REDUCE_BCAST,
+                               CT_VAR_ALLREDUCE_AS_REDUCESCATTER_ALLGATHERV,
+                               CT_VAR_ALLREDUCE_AS_REDUCESCATTERBLOCK_ALLGATHER};
+    size_t cap = 1u << 16, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text + len, cap - len, "colltune-profile 1\ncollective allreduce\n"
+                            "procs 1 64\nbytes 0 100 allreduce_as_reduce_bcast\n");
+    for (int n = 1; n <= 8; n++)
+        for (int q = 1; q <= 8; q++)
+            len += (size_t)snprintf(text + len, cap - len, "nodes %d ppn %d\nbytes 0 50 %s\n", n, q,
+                                    colltune_variant_name(var[(n + q) % 3]));
+    len += (size_t)snprintf(text + len, cap - len, "end\n");
+    char err[256];
+    ct_profile *p = NULL;
+    CHECK(ct_profile_parse(text, len, "t", &p, err, sizeof err) == 0);
+    free(text);
+    if (p == NULL) {
+        printf("  %s\n", err);
+        return;
+    }
+    CHECK(ct_profile_has_layouts(p, CT_COLL_ALLREDUCE) && ct_profile_has_layouts(p, -1));
+    CHECK(!ct_profile_has_layouts(p, CT_COLL_BCAST) && !ct_profile_has_layouts(NULL, -1));
+    int wrong = 0;
+    for (int size = 1; size <= 64; size++)
+        for (int n = 1; n <= 64; n++)
+            for (int q = 1; q <= 64; q++)
+                for (int k = 0; k < 5; k++) {
+                    const int64_t bytes = (int64_t[]){0, 50, 51, 100, 101}[k];
+                    int free_v = bytes <= 100 ? var[0] : -1;
+                    int block = n * q == size && n <= 8 && q <= 8;
+                    int want = !block ? free_v : bytes <= 50 ? var[(n + q) % 3] : -1;
+                    wrong += ct_profile_lookup_layout(p, CT_COLL_ALLREDUCE, size, n, q, bytes) != want;
+                    wrong += ct_profile_lookup(p, CT_COLL_ALLREDUCE, size, bytes) != free_v;
+                }
+    CHECK(wrong == 0);
+    CHECK(ct_profile_lookup_layout(p, CT_COLL_ALLREDUCE, 4, 2, 2, 0) == var[1]);
+    CHECK(ct_profile_lookup_layout(p, CT_COLL_ALLREDUCE, 4, 2, 2, 51) == -1);
+    CHECK(ct_profile_lookup_layout(p, CT_COLL_ALLREDUCE, 4, 0, 0, 51) == var[0]);
+    CHECK(ct_profile_lookup_layout(p, CT_COLL_ALLREDUCE, 65, 65, 1, 0) == -1);
+    CHECK(ct_profile_rule_count(p) == 65);
+    ct_profile_free(p);
+    /* The layout is part of the hash: the same rule layout-free or on 2 x 2 differs. */
+    ct_profile *a = parse("colltune-profile 1\ncollective bcast\nprocs 4 4\n"
+                          "bytes 16 16 bcast_as_allgatherv\nend\n", err, sizeof err);
+    ct_profile *b = parse("colltune-profile 1\ncollective bcast\nnodes 2 ppn 2\n"
+                          "bytes 16 16 bcast_as_allgatherv\nend\n", err, sizeof err);
+    CHECK(a != NULL && b != NULL && ct_profile_hash(a) != ct_profile_hash(b));
+    if (b != NULL)   /* FNV-1a 64 of "bcast 4 4 16 16 bcast_as_allgatherv 2x2\n" (Python too) */
+        printf("hash-layout %016llx\n", (unsigned long long)ct_profile_hash(b));
+    ct_profile_free(a);
+    ct_profile_free(b);
 }
 
 /* The hash is over the rules: spelling, provenance, comments and section order do not count. */
@@ -179,7 +239,8 @@ static void test_limits(void)
         len += (size_t)snprintf(text + len, cap - len, "procs %ld %ld\nbytes 0 0 bcast_as_allgatherv\n", b, b);
     len += (size_t)snprintf(text + len, cap - len, "end\n");
     CHECK(ct_profile_parse(text, len, "t", &p, err, sizeof err) == -1);
-    CHECK(strcmp(err, "t:8195: more than 4096 procs blocks; merge communicator-size ranges") == 0);
+    CHECK(strcmp(err, "t:8195: more than 4096 blocks ('procs' and 'nodes'); merge "
+                      "communicator-size ranges") == 0);
 
     /* Over the file size limit: refused before reading a line. */
     size_t huge = (16u << 20) + 1u;
@@ -198,6 +259,7 @@ int main(void)
     test_length_bounds();
     test_lookup_large();
     test_hash();
+    test_layouts();
     test_limits();
     printf("profile_unit: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

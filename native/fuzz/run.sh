@@ -26,7 +26,7 @@ mkdir -p "$out/catalog" "$out/corpus"
 "$python" "$here/gen_names.py" "$out/catalog"
 "$clang" -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$root/native/include" -I"$out/catalog" -I"$root/native/generated" \
-    "$here/fuzz_profile.c" "$root/native/core/profile.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" \
+    "$here/fuzz_profile.c" "$root/native/core/profile.c" "$root/native/core/profile_rules.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" \
     -o "$out/fuzz_profile"
 
 parallel=()

@@ -1,7 +1,7 @@
 /*
  * Tuning profiles: parse a profile file (docs/profile.md) and look up the variant for a call.
- * Pure C, no MPI calls: the fuzz harness links it alone. Lookup is allocation-free and
- * O(log ranges).
+ * Pure C, no MPI calls: the fuzz harness links it alone (core/profile.c parses,
+ * core/profile_rules.c answers). Lookup is allocation-free and O(log blocks + log ranges).
  */
 #ifndef CT_PROFILE_H
 #define CT_PROFILE_H
@@ -26,8 +26,19 @@ void ct_profile_free(ct_profile *profile);
 uint64_t ct_profile_hash(const ct_profile *profile);
 
 /* Variant index (ct_var_id) for collective `coll` on a communicator of `comm_size` processes and
- * a message of `bytes` bytes, or -1 if the profile says "use the library". */
+ * a message of `bytes` bytes, or -1 if the profile says "use the library". Layout-free rules only
+ * (`procs` blocks): the answer for a communicator whose layout is not known or not uniform. */
 int ct_profile_lookup(const ct_profile *profile, int coll, int comm_size, int64_t bytes);
+
+/* The same for a communicator spread over `nodes` nodes with `ppn` processes on each (a uniform
+ * layout, nodes * ppn == comm_size; 0 0: unknown or not uniform). A layout block of exactly
+ * (nodes, ppn) decides alone where the collective has one; otherwise the layout-free rules. */
+int ct_profile_lookup_layout(const ct_profile *profile, int coll, int comm_size, int nodes,
+                             int ppn, int64_t bytes);
+
+/* 1 if collective `coll` (any collective if coll < 0) has layout blocks: only then does a
+ * decision need the communicator's layout. */
+int ct_profile_has_layouts(const ct_profile *profile, int coll);
 
 /* Number of `bytes` rules in the profile (for the interposer's start-up message and tests). */
 size_t ct_profile_rule_count(const ct_profile *profile);

@@ -90,6 +90,12 @@ struct ct_profile;
 CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], struct ct_profile *profile,
                                 int learning, int counting);
 CT_HIDDEN void ct_modes_clear(void);
+/* Each communicator's uniform node layout for the profile's layout blocks (commlayout.c):
+ * (nodes, ppn), or (0, 0) when it has none; computed collectively at the communicator's first
+ * call of a collective that has layout blocks. start/stop at MPI_Init/MPI_Finalize. */
+CT_HIDDEN void ct_commlayout_start(void);
+CT_HIDDEN void ct_commlayout_stop(void);
+CT_HIDDEN void ct_commlayout_of(MPI_Comm comm, int *nodes, int *ppn);
 
 /* Learning mode (learn.c). At MPI_Init: ct_learn_prepare reads the settings and fills the
  * slots the ranks compare (state, table hash and their complements, rank 0's seed); after the

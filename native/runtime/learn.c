@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ct_core.h"
+#include "ct_layout.h"
 #include "ct_learn.h"
 #include "ct_member.h"
 #include "ct_select.h"
@@ -210,37 +211,29 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     if (s == NULL)
         return NULL;
     s->slot = CT_NO_SLOT;
-    int rank, size, local_rank, local_size;
-    MPI_Comm local;
+    int rank, size;
     if (PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS || s->inter
         || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS
         || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return s;   /* inter-communicators: the library serves every call */
-    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
-        goto fail;
-    int rc = PMPI_Comm_rank(local, &local_rank) | PMPI_Comm_size(local, &local_size);
-    PMPI_Comm_free(&local);
-    if (rc != MPI_SUCCESS)
-        goto fail;
-    /* The id of the communicator is made by its rank 0: (world rank, that rank's count). */
-    uint64_t sums[2] = {0, local_rank == 0}, ppn = (uint64_t)local_size;
+    /* The id of the communicator is made by its rank 0: (world rank, that rank's count); it
+     * reaches the other ranks in the layout's own reduction. ppn: the most ranks on one node. */
+    uint64_t id = 0;
     if (rank == 0)
-        sums[0] = (uint64_t)ct_world_rank << 20
-                  | (atomic_fetch_add_explicit(&ct_comms_created, 1, memory_order_relaxed)
-                     & 0xFFFFFu);
-    if (PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS
-        || PMPI_Allreduce(MPI_IN_PLACE, &ppn, 1, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
-        goto fail;
-    s->id = (uint32_t)sums[0];
+        id = (uint64_t)ct_world_rank << 20
+             | (atomic_fetch_add_explicit(&ct_comms_created, 1, memory_order_relaxed) & 0xFFFFFu);
+    ct_layout layout;
+    if (ct_comm_layout(comm, &id, &layout) != MPI_SUCCESS) {
+        s->inter = 1;   /* play safe: the library serves this communicator */
+        return s;
+    }
+    s->id = (uint32_t)id;
     s->size = size;
     s->rank = rank;
     if (ct_trace_active())
-        s->slot = ct_trace_slot(s, (uint32_t)size, ct_sat32(sums[1]), ct_sat32(ppn));
-    s->np_cell = (uint32_t)(ct_select_count_bin(sums[1], ct_nbins[1]) * ct_nbins[2]
-                            + ct_select_count_bin(ppn, ct_nbins[2]));
-    return s;
-fail:
-    s->inter = 1;   /* play safe: the library serves this communicator */
+        s->slot = ct_trace_slot(s, (uint32_t)size, layout.nodes, layout.ppn_max);
+    s->np_cell = (uint32_t)(ct_select_count_bin(layout.nodes, ct_nbins[1]) * ct_nbins[2]
+                            + ct_select_count_bin(layout.ppn_max, ct_nbins[2]));
     return s;
 }
 

@@ -47,7 +47,10 @@ static ct_decision ct_ask_profile(const ct_call *call)
     if (bytes < 0)
         return d;
     d.mode = CT_MODE_PROFILE;
-    d.chosen = ct_profile_lookup(ct_prof, call->coll, size, bytes);
+    int nodes = 0, ppn = 0;
+    if (ct_profile_has_layouts(ct_prof, call->coll))   /* the communicator's own layout */
+        ct_commlayout_of(call->comm, &nodes, &ppn);
+    d.chosen = ct_profile_lookup_layout(ct_prof, call->coll, size, nodes, ppn, bytes);
     return d;
 }
 
@@ -168,6 +171,8 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
 {
     ct_prof = profile;
     ct_counting = counting;
+    if (ct_profile_has_layouts(profile, -1))
+        ct_commlayout_start();
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_force[c] = force[c];
         ct_route[c] = force[c] != CT_FORCE_UNSET ? CT_ROUTE_FORCE
@@ -215,6 +220,7 @@ void ct_modes_clear(void)
     }
     ct_prof = NULL;
     ct_counting = 0;
+    ct_commlayout_stop();
 }
 
 /* ---- COLLTUNE_FORCE ------------------------------------------------------------------------ */

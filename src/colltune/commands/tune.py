@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -30,7 +31,10 @@ def _bytes_option(ctx: click.Context, param: click.Parameter, value: str | None)
               show_default=True, help="Results database with a check's verdicts (colltune check --db DB).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Profile file to write (docs/profile.md).")
-@click.option("--run-id", default=None, help="Check run to use (default: the most recently judged).")
+@click.option("--run-id", "run_ids", multiple=True,
+              help="Check run to use; repeat it to combine runs of other process counts or node layouts "
+                   "(default: the most recently judged run, plus the latest run of each other node layout "
+                   "of its process counts: docs/profile.md, \"Layouts\").")
 @click.option("--min-gain", default=0.10, show_default=True, type=click.FloatRange(0.0, 10.0),
               help="Replace only where default median / variant median >= 1 + MIN_GAIN.")
 @click.option("--scratch-cap", default=None, callback=_bytes_option,
@@ -41,8 +45,8 @@ def _bytes_option(ctx: click.Context, param: click.Parameter, value: str | None)
                    "none: one rule per measured size. Never past the measured interval.")
 @click.option("--cautious", is_flag=True, help="Ignore gains that carry a barrier warning (may be sync noise).")
 @click.option("--show-decisions", is_flag=True, help="Print the decision for every measured size.")
-def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scratch_cap: int, extension: str,
-            cautious: bool, show_decisions: bool) -> None:
+def command(db_path: Path, out: Path, run_ids: tuple[str, ...], min_gain: float, scratch_cap: int,
+            extension: str, cautious: bool, show_decisions: bool) -> None:
     """Write a tuning profile from the verdicts of `colltune check`.
 
     A mock-up replaces the library's collective for a (process count, message size) only where
@@ -59,21 +63,24 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
     """
     settings = tune_mod.TuneSettings(min_gain=min_gain, scratch_cap=scratch_cap, extension=extension,
                                      cautious=cautious)
-    profile, decisions = tune_mod.tune_db(db_path, out, settings, run_id)
+    profile, decisions = tune_mod.tune_db(db_path, out, settings, list(run_ids))
 
     if show_decisions:
         table = Table(title="decision per measured size", title_justify="left")
-        for col in ("procs", "collective", "bytes", "choice", "why", "rejected"):
+        for col in ("procs", "layout", "collective", "bytes", "choice", "why", "rejected"):
             table.add_column(col)
         for r in decisions.itertuples():
-            table.add_row(str(r.nprocs), r.collective, human_bytes(int(r.msg_bytes)),
+            layout = f"{r.nodes}x{r.ppn}" if not pd.isna(r.nodes) else "-"
+            table.add_row(str(r.nprocs), layout, r.collective, human_bytes(int(r.msg_bytes)),
                           r.variant if isinstance(r.variant, str) else "library", r.reason, r.candidates)
         console.print(table)
     console.print(profile_view.render(profile))
 
     from colltune.verify.check import load_verdicts
 
-    verdicts = load_verdicts(db_path, profile.provenance.get("check-run"))
+    used = profile.provenance.get("check-run", "").split()
+    verdicts = pd.concat([load_verdicts(db_path, rid) for rid in used], ignore_index=True) if used \
+        else load_verdicts(db_path)
     if "partial" in verdicts.columns and verdicts["partial"].fillna(False).astype(bool).any():
         err_console.print("[yellow]note:[/] some verdicts rest on an incomplete run (marked partial by the check); "
                           f"complete it with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}` and "
@@ -89,7 +96,7 @@ def command(db_path: Path, out: Path, run_id: str | None, min_gain: float, scrat
                   f"(procs, collective, size) points (hash {profile.content_hash():016x})", highlight=False)
     if not profile.rule_count():
         console.print("the profile changes nothing: no mock-up was faster by the margin anywhere", highlight=False)
-    run_settings = _run_settings(db_path, profile.provenance.get("check-run"))
+    run_settings = _run_settings(db_path, used[0] if used else None)
     counts = [int(x) for x in profile.provenance.get("nprocs", "").split() if x.isdigit()]
     nextsteps.show(nextsteps.after_tune(
         db_path, out, rules=profile.rule_count(), nprocs=max(counts or [4]), run_settings=run_settings,

@@ -101,7 +101,7 @@ def command(db_path: Path, run_id: str | None, test: str, alpha: float, toleranc
                               highlight=False, soft_wrap=True)
             sys.exit(130)
     table = val.judge(val.measurements_of(db_path, run_id), profile, settings, run_id=run_id,
-                      profile_path=str(Path(profile_path).resolve()))
+                      profile_path=str(Path(profile_path).resolve()), layouts=val.run_layouts(db_path, run_id))
     val.save(db_path, table)
     print_table(table, f"tuned vs default (run {run_id}, profile {profile.content_hash():016x})")
     s = val.summary(table)

@@ -70,23 +70,47 @@ class Rule(BaseModel):
 
 
 class Block(BaseModel):
-    """Communicator sizes procs_lo..procs_hi (inclusive) and their sorted, disjoint rules."""
+    """Communicator sizes procs_lo..procs_hi (inclusive) and their sorted, disjoint rules; a layout
+    block (`nodes N ppn P`) is for communicators of exactly N nodes x P processes per node, and
+    its procs_lo == procs_hi == N * P (filled in when only nodes and ppn are given)."""
 
     model_config = ConfigDict(frozen=True)
     procs_lo: int = Field(ge=1, le=MAX_PROCS)
     procs_hi: int = Field(ge=1, le=MAX_PROCS)
     rules: tuple[Rule, ...] = Field(min_length=1)
+    nodes: int | None = Field(None, ge=1, le=MAX_PROCS)
+    ppn: int | None = Field(None, ge=1, le=MAX_PROCS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _layout_size(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("nodes") and data.get("ppn") and "procs_lo" not in data:
+            size = int(data["nodes"]) * int(data["ppn"])
+            return {**data, "procs_lo": size, "procs_hi": size}
+        return data
+
+    @property
+    def layout(self) -> tuple[int, int] | None:
+        """(nodes, ppn) of a layout block, None for a layout-free one."""
+        return None if self.nodes is None or self.ppn is None else (self.nodes, self.ppn)
+
+    def name(self) -> str:
+        """The block as messages name it: `procs 2..4` or `nodes 2 ppn 4`."""
+        if self.layout is not None:
+            return f"nodes {self.nodes} ppn {self.ppn}"
+        return f"procs {self.procs_lo}..{self.procs_hi}"
 
     @model_validator(mode="after")
     def _sorted(self) -> Block:
+        if (self.nodes is None) != (self.ppn is None):
+            raise ValueError("a layout block needs both nodes and ppn")
+        if self.layout is not None and not self.procs_lo == self.procs_hi == self.nodes * self.ppn:  # type: ignore[operator]
+            raise ValueError(f"nodes {self.nodes} ppn {self.ppn}: procs must be {self.nodes} x {self.ppn}")
         if self.procs_lo > self.procs_hi:
             raise ValueError(f"procs {self.procs_lo}..{self.procs_hi}: lo > hi")
         for prev, cur in zip(self.rules, self.rules[1:]):
             if cur.lo <= prev.hi:
-                raise ValueError(
-                    f"bytes {cur.lo}..{cur.hi} not after {prev.lo}..{prev.hi} "
-                    f"(procs {self.procs_lo}..{self.procs_hi})"
-                )
+                raise ValueError(f"bytes {cur.lo}..{cur.hi} not after {prev.lo}..{prev.hi} ({self.name()})")
         return self
 
 
@@ -104,11 +128,12 @@ class Section(BaseModel):
             raise ValueError(f"unknown collective {self.collective!r}")
         own = {v.name for v in cat.variants_of(self.collective)}
         for prev, cur in zip(self.blocks, self.blocks[1:]):
-            if cur.procs_lo <= prev.procs_hi:
-                raise ValueError(
-                    f"{self.collective}: procs {cur.procs_lo}..{cur.procs_hi} not after "
-                    f"{prev.procs_lo}..{prev.procs_hi}"
-                )
+            if prev.layout is not None and cur.layout is None:
+                raise ValueError(f"{self.collective}: {cur.name()} after a layout block (layout-free blocks first)")
+            if prev.layout is not None and cur.layout is not None and cur.layout <= prev.layout:
+                raise ValueError(f"{self.collective}: {cur.name()} not after {prev.name()}")
+            if prev.layout is None and cur.layout is None and cur.procs_lo <= prev.procs_hi:
+                raise ValueError(f"{self.collective}: {cur.name()} not after {prev.name()}")
         for block in self.blocks:
             for rule in block.rules:
                 if rule.variant not in own:
@@ -145,12 +170,24 @@ class Profile(BaseModel):
     def section(self, collective: str) -> Section | None:
         return next((s for s in self.sections if s.collective == collective), None)
 
-    def lookup(self, collective: str, nprocs: int, msg_bytes: int) -> str | None:
-        """The variant for a call, or None for "the library" (same answer as ct_profile_lookup)."""
+    def has_layouts(self) -> bool:
+        """Whether some collective has layout blocks (`nodes N ppn P`)."""
+        return any(b.layout is not None for s in self.sections for b in s.blocks)
+
+    def lookup(self, collective: str, nprocs: int, msg_bytes: int,
+               layout: tuple[int, int] | None = None) -> str | None:
+        """The variant for a call on a communicator of `nprocs` processes, `layout` (nodes, ppn)
+        when they are spread uniformly (None: unknown or not uniform), or None for "the library".
+        Same answer as ct_profile_lookup_layout: a layout block of exactly that layout decides
+        alone; otherwise the layout-free blocks."""
         section = self.section(collective)
         if section is None or msg_bytes < 0:
             return None
-        for block in section.blocks:
+        exact = None
+        if layout is not None and layout[0] > 0 and layout[1] > 0 and layout[0] * layout[1] == nprocs:
+            exact = next((b for b in section.blocks if b.layout == layout), None)
+        candidates = [exact] if exact is not None else [b for b in section.blocks if b.layout is None]
+        for block in candidates:
             if block.procs_lo <= nprocs <= block.procs_hi:
                 for rule in block.rules:
                     if rule.lo <= msg_bytes <= rule.hi:
@@ -158,12 +195,14 @@ class Profile(BaseModel):
         return None
 
     def canonical_lines(self) -> list[str]:
-        """The rules as hashed by ct_profile_hash (collectives in byte order of their names)."""
+        """The rules as hashed by ct_profile_hash (collectives in byte order of their names); a
+        layout block's lines end in its layout, `NODESxPPN`."""
         lines = []
         for section in sorted(self.sections, key=lambda s: s.collective.encode()):
             for b in section.blocks:
+                tail = f" {b.nodes}x{b.ppn}" if b.layout is not None else ""
                 for r in b.rules:
-                    lines.append(f"{section.collective} {b.procs_lo} {b.procs_hi} {r.lo} {r.hi} {r.variant}\n")
+                    lines.append(f"{section.collective} {b.procs_lo} {b.procs_hi} {r.lo} {r.hi} {r.variant}{tail}\n")
         return lines
 
     def content_hash(self) -> int:
@@ -195,7 +234,10 @@ def format_profile(profile: Profile) -> str:
     for section in profile.sections:
         out.append(f"collective {section.collective}")
         for block in section.blocks:
-            out.append(f"  procs {block.procs_lo} {block.procs_hi}")
+            if block.layout is not None:
+                out.append(f"  nodes {block.nodes} ppn {block.ppn}")
+            else:
+                out.append(f"  procs {block.procs_lo} {block.procs_hi}")
             for rule in block.rules:
                 out.append(f"    bytes {rule.lo} {rule.hi} {rule.variant}")
     out.append("end")
@@ -221,7 +263,8 @@ class _Parser:
         self.line = 0
         self.state = "header"  # header, provenance, coll, block, rules, end
         self.provenance: dict[str, str] = {}
-        self.sections: list[tuple[str, list[tuple[int, int, list[Rule]]]]] = []
+        # per collective its blocks: (procs lo, procs hi, rules, (nodes, ppn) or None)
+        self.sections: list[tuple[str, list[tuple[int, int, list[Rule], tuple[int, int] | None]]]] = []
         self.coll_line = 0
         self.block_line = 0
         self.nblocks = 0
@@ -234,17 +277,22 @@ class _Parser:
     def coll(self) -> str:
         return self.sections[-1][0]
 
+    def block_name(self) -> str:
+        """The open block as messages name it (the C parser's ct_block_name)."""
+        lo, hi, _, layout = self.sections[-1][1][-1]
+        return f"nodes {layout[0]} ppn {layout[1]}" if layout is not None else f"procs {lo}..{hi}"
+
     def close_open(self, whole: bool) -> None:
         if whole and self.state == "coll":
             raise self.fail(
                 self.coll_line,
-                f"collective {self.coll} has no 'procs' block; add 'procs LO HI' with rules or remove it",
+                f"collective {self.coll} has no 'procs' or 'nodes' block; add 'procs LO HI' (or "
+                "'nodes N ppn P') with rules or remove it",
             )
         if self.state == "block":
-            lo, hi, _ = self.sections[-1][1][-1]
             raise self.fail(
                 self.block_line,
-                f"procs {lo}..{hi} of {self.coll} has no 'bytes' rules; add 'bytes LO HI VARIANT' "
+                f"{self.block_name()} of {self.coll} has no 'bytes' rules; add 'bytes LO HI VARIANT' "
                 "lines or remove the block",
             )
 
@@ -302,10 +350,22 @@ class _Parser:
         self.coll_line = self.line
         self.state = "coll"
 
-    def procs(self, words: list[bytes], nw: int) -> None:
+    def block_start(self, keyword: str) -> None:
         if self.state not in ("coll", "block", "rules"):
-            raise self.fail(self.line, "'procs' before any 'collective'; start a section with 'collective NAME'")
+            raise self.fail(self.line, f"'{keyword}' before any 'collective'; start a section with 'collective NAME'")
         self.close_open(False)
+
+    def block_add(self, lo: int, hi: int, layout: tuple[int, int] | None) -> None:
+        if self.nblocks >= MAX_BLOCKS:
+            raise self.fail(self.line, f"more than {MAX_BLOCKS} blocks ('procs' and 'nodes'); merge "
+                            "communicator-size ranges")
+        self.nblocks += 1
+        self.sections[-1][1].append((lo, hi, [], layout))
+        self.block_line = self.line
+        self.state = "block"
+
+    def procs(self, words: list[bytes], nw: int) -> None:
+        self.block_start("procs")
         if nw != 3:
             raise self.fail(self.line, "'procs' takes two numbers: 'procs LO HI'")
         lo, hi = self.numbers(words[1:3])
@@ -315,8 +375,14 @@ class _Parser:
                 f"procs {_show(words[1])}..{_show(words[2])} invalid: need 1 <= LO <= HI <= {MAX_PROCS}",
             )
         blocks = self.sections[-1][1]
+        if blocks and blocks[-1][3] is not None:
+            raise self.fail(
+                self.line,
+                f"procs {lo}..{hi} of {self.coll} comes after a 'nodes' block; put the layout-free "
+                "'procs' blocks first",
+            )
         if blocks:
-            plo, phi, _ = blocks[-1]
+            plo, phi, _, _ = blocks[-1]
             if lo < plo:
                 raise self.fail(
                     self.line,
@@ -329,12 +395,31 @@ class _Parser:
                     f"procs {lo}..{hi} overlaps the previous block {plo}..{phi} of {self.coll}; "
                     "make the blocks disjoint",
                 )
-        if self.nblocks >= MAX_BLOCKS:
-            raise self.fail(self.line, f"more than {MAX_BLOCKS} procs blocks; merge communicator-size ranges")
-        self.nblocks += 1
-        blocks.append((lo, hi, []))
-        self.block_line = self.line
-        self.state = "block"
+        self.block_add(lo, hi, None)
+
+    def nodes(self, words: list[bytes], nw: int) -> None:
+        self.block_start("nodes")
+        if nw != 4 or words[2] != b"ppn":
+            raise self.fail(self.line, "'nodes' takes a layout: 'nodes NODES ppn PPN' (e.g. 'nodes 2 ppn 4')")
+        nodes, ppn = self.numbers([words[1], words[3]])
+        if nodes < 1 or ppn < 1 or nodes > MAX_PROCS or ppn > MAX_PROCS or nodes * ppn > MAX_PROCS:
+            raise self.fail(
+                self.line,
+                f"nodes {_show(words[1])} ppn {_show(words[3])} invalid: need NODES >= 1, PPN >= 1 and "
+                f"NODES x PPN <= {MAX_PROCS}",
+            )
+        blocks = self.sections[-1][1]
+        if blocks and blocks[-1][3] is not None:
+            was = blocks[-1][3]
+            if (nodes, ppn) == was:
+                raise self.fail(self.line, f"nodes {nodes} ppn {ppn} of {self.coll} appears twice; merge the two blocks")
+            if (nodes, ppn) < was:
+                raise self.fail(
+                    self.line,
+                    f"nodes {nodes} ppn {ppn} of {self.coll} comes after nodes {was[0]} ppn {was[1]}; sort "
+                    "the layout blocks by nodes, then ppn",
+                )
+        self.block_add(nodes * ppn, nodes * ppn, (nodes, ppn))
 
     def variant(self, word: bytes) -> str:
         name = word.decode("utf-8", errors="replace")
@@ -364,7 +449,7 @@ class _Parser:
 
     def bytes_rule(self, words: list[bytes], nw: int) -> None:
         if self.state not in ("block", "rules"):
-            raise self.fail(self.line, "'bytes' outside a 'procs' block; put it after 'procs LO HI'")
+            raise self.fail(self.line, "'bytes' outside a block; put it after 'procs LO HI' or 'nodes N ppn P'")
         if nw != 4:
             raise self.fail(self.line, "'bytes' takes LO HI VARIANT: 'bytes 0 1024 NAME'")
         lo, hi = self.numbers(words[1:3])
@@ -373,20 +458,20 @@ class _Parser:
                 self.line,
                 f"bytes {_show(words[1])}..{_show(words[2])} invalid: need LO <= HI <= {MAX_BYTES}",
             )
-        plo, phi, rules = self.sections[-1][1][-1]
+        rules = self.sections[-1][1][-1][2]
         if rules:
             prev = rules[-1]
             if lo < prev.lo:
                 raise self.fail(
                     self.line,
-                    f"bytes {lo}..{hi} of {self.coll} procs {plo}..{phi} comes after bytes "
+                    f"bytes {lo}..{hi} of {self.coll} {self.block_name()} comes after bytes "
                     f"{prev.lo}..{prev.hi}; sort the rules by size",
                 )
             if lo <= prev.hi:
                 raise self.fail(
                     self.line,
                     f"bytes {lo}..{hi} overlaps the previous rule {prev.lo}..{prev.hi} of {self.coll} "
-                    f"procs {plo}..{phi}; make the ranges disjoint",
+                    f"{self.block_name()}; make the ranges disjoint",
                 )
         variant = self.variant(words[3])
         if self.nrules >= MAX_RULES:
@@ -411,6 +496,8 @@ class _Parser:
             return self.collective(words, nw)
         if keyword == b"procs":
             return self.procs(words, nw)
+        if keyword == b"nodes":
+            return self.nodes(words, nw)
         if keyword == b"bytes":
             return self.bytes_rule(words, nw)
         if keyword == b"end":
@@ -420,7 +507,7 @@ class _Parser:
                 return self.provenance_line(key, nw, text)
         raise self.fail(
             self.line,
-            f"unknown keyword '{_show(keyword)}'; expected collective, procs, bytes, end or a "
+            f"unknown keyword '{_show(keyword)}'; expected collective, procs, nodes, bytes, end or a "
             "provenance key (docs/profile.md)",
         )
 
@@ -445,7 +532,9 @@ class _Parser:
         sections = tuple(
             Section(
                 collective=name,
-                blocks=tuple(Block(procs_lo=lo, procs_hi=hi, rules=tuple(rules)) for lo, hi, rules in blocks),
+                blocks=tuple(Block(procs_lo=lo, procs_hi=hi, rules=tuple(rules),
+                                   nodes=layout[0] if layout else None, ppn=layout[1] if layout else None)
+                             for lo, hi, rules, layout in blocks),
             )
             for name, blocks in self.sections
         )

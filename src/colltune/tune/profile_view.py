@@ -34,6 +34,8 @@ def render(profile: Profile):  # -> rich.console.RenderableType
         table.add_column("replaced by")
         for block in section.blocks:
             procs = str(block.procs_lo) if block.procs_lo == block.procs_hi else f"{block.procs_lo}-{block.procs_hi}"
+            if block.layout is not None:
+                procs += f" on {block.nodes} node{'s' if block.nodes != 1 else ''} x {block.ppn}"
             for rule in block.rules:
                 v = cat.variant(rule.variant)
                 table.add_row(procs, human_bytes(rule.lo), human_bytes(rule.hi), rule.variant, v.guideline, v.rhs)

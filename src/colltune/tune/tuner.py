@@ -15,6 +15,11 @@ or "library". Runs of consecutive measured sizes with the same decision become o
 lies between two sizes with different decisions, and outside the measured interval, stays with
 the library (extension "between"), or every rule covers one measured size (extension "none").
 
+Node layouts (docs/profile.md, "Layouts"): a process count measured on one layout gets a
+layout-free block (`procs p p`) as always; one measured on several (check runs inside
+allocations of different shapes) gets a block per uniform layout (`nodes N ppn P`), which the
+interposer selects by each communicator's own layout.
+
 Library algorithms (`lib:<coll>:<alg>`) are reported but never written into a profile: the
 interposer cannot select them. `colltune export --native` writes them into the library's own
 tuning file (colltune.tune.native_export).
@@ -28,7 +33,7 @@ import math
 import operator
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -50,6 +55,7 @@ DEFAULT_ELEMENT_BYTES = 8
 
 DECISION_COLUMNS = (
     "nprocs", "collective", "msg_bytes", "variant", "speedup", "scratch_bytes", "reason", "candidates",
+    "nodes", "ppn",  # the node layout the verdicts were measured on (NA: not recorded)
 )
 
 
@@ -130,14 +136,24 @@ def scratch_bytes(formula: str, n: int, p: int, chunk_bytes: int = DEFAULT_CHUNK
 # Decisions
 
 
+def _with_layout(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts with integer columns _nodes, _ppn (0: layout not recorded)."""
+    out = verdicts.copy()
+    for col in ("nodes", "ppn"):
+        values = out[col] if col in out.columns else pd.Series(None, index=out.index, dtype="object")
+        out[f"_{col}"] = pd.to_numeric(values, errors="coerce").fillna(0).astype(int)
+    return out
+
+
 def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.DataFrame:
-    """One row per (nprocs, collective, measured size) with the chosen variant (None: library)
-    and why; columns DECISION_COLUMNS."""
+    """One row per (nprocs, layout, collective, measured size) with the chosen variant (None:
+    library) and why; columns DECISION_COLUMNS."""
     settings = settings or TuneSettings()
     cat = catalog.load()
-    pattern = verdicts[verdicts["kind"] == "pattern"]
+    pattern = _with_layout(verdicts[verdicts["kind"] == "pattern"])
     rows = []
-    for (nprocs, coll, nbytes), group in pattern.groupby(["nprocs", "collective", "msg_bytes"], sort=True):
+    keys = ["nprocs", "_nodes", "_ppn", "collective", "msg_bytes"]
+    for (nprocs, nodes, ppn, coll, nbytes), group in pattern.groupby(keys, sort=True):
         best: tuple[float, str, int] | None = None
         reasons: list[str] = []
         for _, v in group.sort_values("variant").iterrows():
@@ -159,12 +175,15 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
                 reasons.append(f"{name}: barrier warning (cautious)")
             elif best is None or speedup > best[0]:
                 best = (speedup, name, scratch)
+        layout = (int(nodes) or pd.NA, int(ppn) or pd.NA)
         if best is None:
-            rows.append((int(nprocs), str(coll), int(nbytes), None, math.nan, 0, "library", "; ".join(reasons)))
+            rows.append((int(nprocs), str(coll), int(nbytes), None, math.nan, 0, "library", "; ".join(reasons),
+                         *layout))
         else:
             rows.append((int(nprocs), str(coll), int(nbytes), best[1], best[0], best[2],
-                         f"{best[0]:.2f}x faster", "; ".join(reasons)))
-    return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+                         f"{best[0]:.2f}x faster", "; ".join(reasons), *layout))
+    out = pd.DataFrame(rows, columns=list(DECISION_COLUMNS))
+    return out.astype({"nodes": "Int64", "ppn": "Int64"})
 
 
 def _open(v: pd.Series) -> bool:
@@ -193,18 +212,63 @@ def rules_from_decisions(sizes_and_choices: list[tuple[int, str | None]],
     return rules
 
 
+Layout = tuple[int, int]  # (nodes, ppn); (0, 0): not recorded
+
+
+def _layouts(decisions: pd.DataFrame) -> dict[int, list[Layout]]:
+    """Process count -> the layouts its decisions were measured on."""
+    out: dict[int, list[Layout]] = {}
+    for nprocs, nodes, ppn in decisions[["nprocs", "nodes", "ppn"]].fillna(0).drop_duplicates().itertuples(index=False):
+        out.setdefault(int(nprocs), []).append((int(nodes), int(ppn)))
+    return {n: sorted(v) for n, v in out.items()}
+
+
+def block_layouts(decisions: pd.DataFrame) -> dict[tuple[int, Layout], Layout | None]:
+    """(process count, measured layout) -> the layout its block says, None for layout-free.
+
+    One layout for a process count: layout-free, as before layouts existed (the profile's
+    `layout` says where it was measured, `colltune run --profile` warns elsewhere). Several: a
+    `nodes N ppn P` block per uniform layout (N x P = the process count); the others (not
+    uniform, or not recorded) cannot be named in the grammar and keep the layout-free block,
+    which applies where no layout block matches: at most one such per process count."""
+    out: dict[tuple[int, Layout], Layout | None] = {}
+    for nprocs, layouts in _layouts(decisions).items():
+        if len(layouts) == 1:
+            out[(nprocs, layouts[0])] = None
+            continue
+        unnamed = [lay for lay in layouts if not (lay[0] > 0 and lay[0] * lay[1] == nprocs)]
+        if len(unnamed) > 1:
+            raise TuneError(f"{nprocs} processes were measured on {len(unnamed)} layouts that are not "
+                            f"nodes x ppn ({', '.join(_describe(lay) for lay in unnamed)}): a profile holds one "
+                            "layout-free block per process count; pass --run-id for the runs to combine")
+        for lay in layouts:
+            out[(nprocs, lay)] = None if lay in unnamed else lay
+    return out
+
+
+def _describe(layout: Layout) -> str:
+    return "layout not recorded" if layout[0] == 0 else f"{layout[0]} nodes, at most {layout[1]} per node"
+
+
 def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
                   extension: Literal["between", "none"] = "between") -> prof.Profile:
     sections = []
+    named = block_layouts(decisions)
     for coll in catalog.load().collective_names():
-        d = decisions[decisions["collective"] == coll]
-        blocks = []
-        for nprocs, group in d.groupby("nprocs", sort=True):
+        d = decisions[decisions["collective"] == coll].fillna({"nodes": 0, "ppn": 0})
+        free, per_layout = [], []
+        for (nprocs, nodes, ppn), group in d.groupby(["nprocs", "nodes", "ppn"], sort=True):
             pairs = [(int(r.msg_bytes), r.variant if isinstance(r.variant, str) else None)
                      for r in group.itertuples()]
-            rules = rules_from_decisions(pairs, extension)
-            if rules:
-                blocks.append(prof.Block(procs_lo=int(nprocs), procs_hi=int(nprocs), rules=tuple(rules)))
+            rules = tuple(rules_from_decisions(pairs, extension))
+            layout = named[(int(nprocs), (int(nodes), int(ppn)))]
+            if not rules:
+                continue
+            if layout is None:
+                free.append(prof.Block(procs_lo=int(nprocs), procs_hi=int(nprocs), rules=rules))
+            else:
+                per_layout.append(prof.Block(nodes=layout[0], ppn=layout[1], rules=rules))
+        blocks = sorted(free, key=lambda b: b.procs_lo) + sorted(per_layout, key=lambda b: b.layout or (0, 0))
         if blocks:
             sections.append(prof.Section(collective=coll, blocks=tuple(blocks)))
     return prof.Profile(provenance=provenance, sections=tuple(sections))
@@ -249,44 +313,113 @@ def run_provenance(db_path: str | Path, run_id: str) -> dict[str, str]:
 
 def tune(verdicts: pd.DataFrame, settings: TuneSettings, provenance: dict[str, str] | None = None,
          now: _dt.datetime | None = None) -> tuple[prof.Profile, pd.DataFrame]:
-    """Verdicts of one check run -> (profile, decisions)."""
+    """Verdicts -> (profile, decisions). The verdicts may come from several check runs when each
+    measured other (process count, node layout) pairs: one run per pair (tune_db combines them)."""
     if verdicts.empty:
         raise TuneError("no verdicts: run `colltune check --db DB` first (tune reads its verdicts)")
-    run_ids = sorted({str(r) for r in verdicts["run_id"].unique()})
-    if len(run_ids) != 1:
-        raise TuneError(f"verdicts of several runs ({', '.join(run_ids)}); pass --run-id")
+    run_ids = [str(r) for r in pd.unique(verdicts["run_id"])]
+    keyed = _with_layout(verdicts)
+    per_key = keyed.groupby(["nprocs", "_nodes", "_ppn"])["run_id"].unique()
+    for (nprocs, nodes, ppn), runs in per_key.items():
+        if len(runs) > 1:
+            where = f" on {_describe((int(nodes), int(ppn)))}" if nodes else ""
+            raise TuneError(f"verdicts of several runs ({', '.join(sorted(map(str, runs)))}) for {nprocs} "
+                            f"processes{where}; pass --run-id")
     if (verdicts["kind"] == "pattern").sum() == 0:
-        raise TuneError(f"run {run_ids[0]} has no pattern verdicts (default vs mock-ups): measure the mock-ups "
-                        "with `colltune check` (not only library algorithms)")
+        raise TuneError(f"run {', '.join(run_ids)} has no pattern verdicts (default vs mock-ups): measure the "
+                        "mock-ups with `colltune check` (not only library algorithms)")
     decisions = decide(verdicts, settings)
     when = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     prov = {
         "generator": f"colltune {__version__}",
         "nprocs": " ".join(str(n) for n in sorted({int(n) for n in verdicts["nprocs"].unique()})),
         "date": when,
-        "check-run": run_ids[0],
+        "check-run": " ".join(run_ids),
         "min-gain": f"{settings.min_gain:g}",
         "scratch-cap": str(settings.scratch_cap),
         "extension": settings.extension,
     }
     prov.update(provenance or {})
+    layouts = {(int(n), int(a), int(b)) for n, a, b in keyed[["nprocs", "_nodes", "_ppn"]].itertuples(index=False)}
+    if all(a > 0 for _, a, _ in layouts):  # recorded for every process count: what was really combined
+        prov["layout"] = " ".join(f"{n}:{a}x{b}" for n, a, b in sorted(layouts))
     return build_profile(decisions, prov, settings.extension), decisions
 
 
+def layout_companions(db_path: str | Path, main: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts of other check runs of the same MPI library (name and version) that measured the
+    main run's process counts on node layouts the main run did not: per (process count, layout)
+    the most recently judged run. Empty when there are none (one node, or one allocation)."""
+    keyed = _with_layout(main)
+    have = {(int(n), int(a), int(b)) for n, a, b in keyed[["nprocs", "_nodes", "_ppn"]].itertuples(index=False)}
+    counts = {n for n, _, _ in have}
+    main_id = str(main["run_id"].iloc[0])
+    picked: dict[tuple[int, int, int], pd.DataFrame] = {}
+    try:
+        with Store(db_path, read_only=True) as store:
+            info = store.run_info(main_id)
+            runs = store.runs()
+            others = runs[(runs["run_id"] != main_id) & (runs["mpi_name"] == info.get("mpi_name"))
+                          & (runs["mpi_version"] == info.get("mpi_version"))]
+            frames = [store.derived("verdicts", str(rid)) for rid in others["run_id"]]
+    except StoreError:
+        return main.iloc[0:0]
+    for frame in frames:
+        if frame.empty:
+            continue
+        for key, rows in _with_layout(frame).groupby(["nprocs", "_nodes", "_ppn"]):
+            key = (int(key[0]), int(key[1]), int(key[2]))
+            if key[0] not in counts or key in have or key[1] == 0:
+                continue
+            if key not in picked or rows["judged_at"].max() > picked[key]["judged_at"].max():
+                picked[key] = rows
+    if not picked:
+        return main.iloc[0:0]
+    return pd.concat([picked[k] for k in sorted(picked)])[list(main.columns)]
+
+
+def _merged_provenance(db_path: str | Path, run_ids: list[str]) -> dict[str, str]:
+    """run_provenance of every run combined; runs of different MPI libraries cannot be."""
+    parts = [run_provenance(db_path, rid) for rid in run_ids]
+    out: dict[str, str] = {}
+    for key in ("mpi", "mpi-version"):
+        values = sorted({p[key] for p in parts if key in p})
+        if len(values) > 1:
+            raise TuneError(f"runs {', '.join(run_ids)} measured different MPI libraries ({' / '.join(values)}); "
+                            "a profile is for one library: pass --run-id for runs of one")
+        if values:
+            out[key] = values[0]
+    machines = list(dict.fromkeys(p["machine"] for p in parts if "machine" in p))
+    if machines:
+        out["machine"] = "; ".join(machines)
+    layouts = [p["layout"] for p in parts if "layout" in p]
+    if layouts:
+        out["layout"] = " ".join(layouts)
+    return out
+
+
 def tune_db(db_path: str | Path, out: str | Path, settings: TuneSettings | None = None,
-            run_id: str | None = None) -> tuple[prof.Profile, pd.DataFrame]:
-    """Load verdicts (colltune.verify.check.load_verdicts), tune, write the profile to `out`."""
+            run_id: str | Sequence[str] | None = None) -> tuple[prof.Profile, pd.DataFrame]:
+    """Load verdicts (colltune.verify.check.load_verdicts), tune, write the profile to `out`.
+
+    Without run ids: the most recently judged run, plus the runs that measured its process
+    counts on other node layouts (layout_companions). With run ids: exactly those runs."""
     from colltune.verify.check import CheckError, load_verdicts
 
     settings = settings or TuneSettings()
+    wanted = [run_id] if isinstance(run_id, str) else list(run_id or [])
     try:
-        verdicts = load_verdicts(db_path, run_id)
+        frames = [load_verdicts(db_path, rid) for rid in wanted] if wanted else [load_verdicts(db_path)]
     except CheckError as exc:
         raise TuneError(str(exc)) from exc
-    if verdicts.empty:
-        raise TuneError(f"{db_path} holds no verdicts{f' for run {run_id}' if run_id else ''}: run "
-                        f"`colltune check --db {db_path}` first")
-    rid = str(verdicts["run_id"].iloc[0])
-    profile, decisions = tune(verdicts, settings, run_provenance(db_path, rid))
+    for rid, frame in zip(wanted or [None], frames):
+        if frame.empty:
+            raise TuneError(f"{db_path} holds no verdicts{f' for run {rid}' if rid else ''}: run "
+                            f"`colltune check --db {db_path}` first")
+    if not wanted:
+        frames.append(layout_companions(db_path, frames[0]))
+    verdicts = pd.concat([f for f in frames if not f.empty], ignore_index=True)
+    run_ids = [str(r) for r in pd.unique(verdicts["run_id"])]
+    profile, decisions = tune(verdicts, settings, _merged_provenance(db_path, run_ids))
     prof.write_profile(profile, out)
     return profile, decisions

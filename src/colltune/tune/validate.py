@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,11 @@ def _paired(measurements: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def judge(measurements: pd.DataFrame, profile: prof.Profile, settings: ValidateSettings | None = None,
-          run_id: str = "", profile_path: str = "", now: _dt.datetime | None = None) -> pd.DataFrame:
+          run_id: str = "", profile_path: str = "", now: _dt.datetime | None = None,
+          layouts: Mapping[int, tuple[int, int]] | None = None) -> pd.DataFrame:
     """Measurements (nprocs, collective, variant, msg_bytes, launch_idx, runtime_s) of `default`
-    and `tuned` -> one row per point, columns VALIDATION_COLUMNS. No I/O."""
+    and `tuned` -> one row per point, columns VALIDATION_COLUMNS. `layouts`: the uniform node
+    layout (nodes, ppn) each process count ran on (run_layouts), for per-layout rules. No I/O."""
     settings = settings or ValidateSettings()
     m = measurements[measurements["variant"].isin(["default", "tuned"])]
     rows = []
@@ -90,7 +93,7 @@ def judge(measurements: pd.DataFrame, profile: prof.Profile, settings: ValidateS
         faster = stats.one_sided_test(default, tuned, settings.test)
         rows.append({
             "run_id": run_id, "nprocs": int(nprocs), "collective": str(coll), "msg_bytes": int(nbytes),
-            "profile_variant": profile.lookup(str(coll), int(nprocs), int(nbytes)),
+            "profile_variant": profile.lookup(str(coll), int(nprocs), int(nbytes), (layouts or {}).get(int(nprocs))),
             "n_launches": n, "default_median_s": float(np.median(default)), "tuned_median_s": float(np.median(tuned)),
             "speedup": speedup, "ci_low": _speedup_from_rel(ci.low), "ci_high": _speedup_from_rel(ci.high),
             "p_slower": slower.p_value, "p_faster": faster.p_value,
@@ -139,6 +142,17 @@ def load(db_path: str | Path, run_id: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=list(VALIDATION_COLUMNS))
     with Store(db_path, read_only=True) as store:
         return store.derived(VALIDATION_TABLE, run_id, order="collective, nprocs, msg_bytes")
+
+
+def run_layouts(db_path: str | Path, run_id: str) -> dict[int, tuple[int, int]]:
+    """Process count -> the uniform node layout (nodes, ppn) its launches ran on; process counts
+    on a layout that is not nodes x ppn (or not recorded) are left out: only layout-free rules
+    apply to them, in the interposer as in `tuned`."""
+    from colltune.measure import confirm
+
+    with Store(db_path, read_only=True) as store:
+        shapes = confirm.run_shapes(store.environment(run_id), store.launches(run_id))
+    return {n: s[0] for n, s in shapes.items() if len(s) == 1 and s[0][0] * s[0][1] == n}
 
 
 def measurements_of(db_path: str | Path, run_id: str) -> pd.DataFrame:

@@ -1,0 +1,41 @@
+/*
+ * The node layout of a communicator (include/ct_layout.h).
+ */
+#include "ct_layout.h"
+
+#include <stddef.h>
+
+static uint32_t ct_sat32(uint64_t v)
+{
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+int ct_comm_layout(MPI_Comm comm, uint64_t *carry, ct_layout *out)
+{
+    MPI_Comm local;
+    int local_rank, local_size;
+    int rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Comm_rank(local, &local_rank);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_size(local, &local_size);
+    PMPI_Comm_free(&local);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* Nodes: one count per node's first process. Processes per node: the largest and, by the
+     * maximum of the complements, the smallest group in one reduction. */
+    uint64_t sums[2] = {carry != NULL ? *carry : 0, local_rank == 0};
+    uint64_t most[2] = {(uint64_t)local_size, ~(uint64_t)local_size};
+    rc = PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, comm);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_UINT64_T, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (carry != NULL)
+        *carry = sums[0];
+    out->nodes = ct_sat32(sums[1]);
+    out->ppn_max = ct_sat32(most[0]);
+    out->ppn_min = ct_sat32(~most[1]);
+    return MPI_SUCCESS;
+}
