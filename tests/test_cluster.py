@@ -140,6 +140,58 @@ def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.Mp
     assert other.returncode == 0, other.stderr
     assert (f"colltune: warning: {prf} was measured on 2 nodes x 2 for 4 processes; this launch runs 1 node x 4."
             in " ".join(other.stderr.split()))
+    # A check of the same process count on 1 node x 4 into the same database: tune combines both
+    # layouts (docs/profile.md, "Layouts"), and the profile fits either launch.
+    db = tmp_path / "cluster.duckdb"
+    one = _run(["salloc", "-N", "1", "-n", "4", "-O", COLLTUNE, "check", "-n", "4", "-c", "allreduce",
+                "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40", "--time-budget", "0.1", "--db",
+                str(db), "--out", str(tmp_path / "out1")], cluster, timeout=600)
+    assert one.returncode in (0, 1, 3), one.stderr[-3000:]
+    assert "4 processes on 1 node x 4" in " ".join((one.stdout + one.stderr).split())
+    both = tmp_path / "both.prof"
+    tuned = _run([COLLTUNE, "tune", "--db", str(db), "--out", str(both), "--show-decisions"], cluster)
+    assert tuned.returncode == 0, tuned.stderr[-2000:]
+    text = both.read_text().splitlines()
+    runs = next(line for line in text if line.startswith("check-run ")).split()[1:]
+    with Store(db, read_only=True) as store:
+        assert runs == [store.latest_run_id(table="verdicts"), store.runs()["run_id"].iloc[0]]
+    assert "layout 4:1x4 4:2x2" in text
+    said = " ".join(tuned.stdout.split())
+    assert "1x4" in said and "2x2" in said  # a decision per layout
+    assert all(not line.strip().startswith("procs ") for line in text)  # two layouts: no layout-free block
+    for argv, warned in ((["-N", "1", "-n", "4"], False), (["-N", "2", "-n", "4"], False), (["-N", "4", "-n", "4"], True)):
+        res = _run([COLLTUNE, "run", "--profile", str(both), "--dry-run", "--", "srun", *argv, *prog], cluster)
+        assert res.returncode == 0 and ("warning" in res.stderr) == warned, (argv, res.stderr)
+
+
+@pytest.mark.parametrize(("name", "nodes", "ranks"), [("openmpi", 2, 4), ("openmpi", 1, 4),
+                                                    pytest.param("mpich", 2, 2, marks=pytest.mark.mpich)])
+def test_profile_layout_rules_follow_each_communicators_layout(cluster: dict[str, str], name: str, nodes: int,
+                                                               ranks: int, request: pytest.FixtureRequest,
+                                                               tmp_path: Path) -> None:
+    """`colltune run --profile P -- srun -N 2 -n 4 ./app` with rules for 1 x 2, 1 x 4, 2 x 1 and
+    2 x 2 (tests/test_profile_layouts.py): on 2 x 2 the world and its dup take the 2 x 2 block
+    (the library at this size, although the layout-free block has a rule), each node's
+    communicator 1 x 2, one rank per node 2 x 1, ranks 0-2 (2 + 1, not uniform) the layout-free
+    block; on 1 x 4 everything of 4 is 1 x 4. Every sum is checked exactly by the program."""
+    from test_profile_layouts import R_B, RS_AGV, RSB_AG, counts, layout_program, write_profile
+
+    lib: mpi.MpiLibrary = request.getfixturevalue(name)
+    request.getfixturevalue(f"{name}_build")
+    proc = _run([COLLTUNE, "run", "--mpi", name, "--profile", str(write_profile(tmp_path)), "--verbose", "--",
+                 "srun", "-N", str(nodes), "-n", str(ranks), *(["-O"] if ranks > 2 * nodes else []),
+                 str(layout_program(lib, tmp_path))], cluster)
+    from interposer_support import Run
+
+    run = Run(proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode == 0 and proc.stdout.split() == ["ok", "15"], run.describe()
+    want = {
+        ("openmpi", 2): {("library", "library"): 6, (RSB_AG, "applied"): 4, (R_B, "applied"): 3,
+                         (RS_AGV, "applied"): 2},
+        ("openmpi", 1): {(R_B, "applied"): 10, (RS_AGV, "applied"): 2, ("library", "library"): 3},
+        ("mpich", 2): {(R_B, "applied"): 11, ("library", "library"): 4},  # 2 x 1; a node's communicator is 1
+    }[(name, nodes)]
+    assert counts(run) == Counter(want), run.describe()
 
 
 @pytest.mark.mpich
