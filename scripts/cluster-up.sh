@@ -12,7 +12,9 @@
 # and Slurm's node list, so ranks on different nodes talk over TCP across the bridge (a veth
 # pair per node: the wire is the only emulated part). `--delay-us D` adds a netem delay of D us
 # on every node's link (both directions: a round trip gets 2*D more; default 0, see
-# docs/cluster.md). Slurm's MpiDefault stays `none`, like most sites: give srun --mpi=.
+# docs/cluster.md); it needs the kernel's netem qdisc (sch_netem), which is checked before
+# anything is changed (exit 7 without it). Slurm's MpiDefault stays `none`, like most sites:
+# give srun --mpi=.
 #
 # Everything lives in $COLLTUNE_CLUSTER_DIR (default /tmp/colltune-cluster); use it with
 #   export SLURM_CONF=$COLLTUNE_CLUSTER_DIR/slurm.conf
@@ -23,7 +25,8 @@
 # Exit codes: 0 up; 1 failed to start (logs named); 2 usage; 3 Slurm not installed and cannot
 # be (not root); 4 not root (namespaces, veths and a bridge need root); 5 network namespaces,
 # veth pairs, bridges or UTS namespaces unavailable here (a container without them);
-# 6 the bridge network is already in use on this host (choose another COLLTUNE_CLUSTER_NET).
+# 6 the bridge network is already in use on this host (choose another COLLTUNE_CLUSTER_NET);
+# 7 --delay-us given but this kernel has no netem qdisc (nothing was changed).
 set -euo pipefail
 
 DIR=${COLLTUNE_CLUSTER_DIR:-/tmp/colltune-cluster}
@@ -40,7 +43,7 @@ export SLURM_CONF=$CONF
 source "$(dirname "${BASH_SOURCE[0]}")/slurm-common.sh"
 
 usage() {
-    sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -114,6 +117,20 @@ net_check() {  # the capabilities this needs, each with its own message and exit
     fi
 }
 
+netem_check() {  # --delay-us: netem must exist, found out in a scratch namespace before any change
+    ((DELAY_US == 0)) && return 0
+    local probe=ctprobe$$ err
+    ip netns add "$probe" 2>"$DIR/net.err" || unavailable "network namespaces"
+    err=$({ ip -n "$probe" link set lo up && tc -n "$probe" qdisc add dev lo root netem delay 1us; } 2>&1) || true
+    ip netns del "$probe" 2>/dev/null || true
+    [[ -z $err ]] && return 0
+    say "--delay-us needs the kernel's netem queueing discipline (sch_netem), and this kernel"
+    say "(Linux $(uname -r)) has none: tc says '$(echo "$err" | head -1)'. Nothing was changed."
+    say "Start without --delay-us (the bridge is already 30-50x slower than shared memory here:"
+    say "docs/cluster.md, \"The wire\"), or use a kernel with CONFIG_NET_SCH_NETEM (modprobe sch_netem)"
+    exit 7
+}
+
 unavailable() {  # unavailable WHAT: a kernel or container without the feature
     say "$1 unavailable here ($(tr '\n' ' ' <"$DIR/net.err" | cut -c1-300)):"
     say "this needs a kernel with network and UTS namespaces, veth and bridge support, and the"
@@ -167,7 +184,7 @@ set_delay() {  # set_delay DEV NAMESPACE: netem DELAY_US on DEV's egress, or non
     ((DELAY_US == 0)) && return 0
     # shellcheck disable=SC2086
     tc $ns qdisc add dev "$dev" root netem delay "${DELAY_US}us" 2>"$DIR/net.err" ||
-        { say "tc netem failed on $dev: $(cat "$DIR/net.err") (kernel without sch_netem?)"; exit 5; }
+        { say "tc netem failed on $dev: $(cat "$DIR/net.err")"; exit 1; }  # netem_check passed
 }
 
 # ---- Slurm: slurmctld on the host, one slurmd per namespace -------------------------------
@@ -235,6 +252,7 @@ if ((STOP)); then
 fi
 
 net_check
+netem_check
 install_slurm
 if ! write_conf; then  # a changed node count or config: restart every daemon on the new one
     stop_daemons

@@ -98,6 +98,46 @@ def test_script_refuses_bad_input(cluster: dict[str, str]) -> None:
     assert nobody.returncode == 4 and "need root" in nobody.stderr
 
 
+def _netem_here(env: dict[str, str]) -> bool:
+    """Whether this kernel has the netem qdisc, asked the same way but independently of the script."""
+    probe = f"ctprobetest{os.getpid()}"
+    _run(["ip", "netns", "add", probe], env)
+    try:
+        _run(["ip", "-n", probe, "link", "set", "lo", "up"], env)
+        return _run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1us"], env).returncode == 0
+    finally:
+        _run(["ip", "netns", "del", probe], env)
+
+
+def _qdisc(env: dict[str, str]) -> str:
+    return _run(["tc", "-n", "ctnode1", "qdisc", "show", "dev", "eth0"], env).stdout
+
+
+def test_delay_is_applied_or_refused_before_any_change(cluster: dict[str, str]) -> None:
+    """`--delay-us` puts netem on both ends of every node's link where the kernel has netem, and
+    where it has not (this machine's kernel) exits 7 saying so, leaving the running cluster as it
+    was: no option that silently does nothing."""
+    before = _qdisc(cluster)
+    assert "netem" not in before
+    delayed = _run(["bash", str(SCRIPT), "--delay-us", "200"], cluster, timeout=600)
+    if not _netem_here(cluster):
+        assert delayed.returncode == 7, delayed.stderr
+        said = " ".join(delayed.stderr.split())
+        assert "--delay-us needs the kernel's netem queueing discipline (sch_netem)" in said
+        assert "Nothing was changed." in said
+        assert _qdisc(cluster) == before
+    else:
+        try:
+            assert delayed.returncode == 0, delayed.stderr
+            assert "delay 200us" in _qdisc(cluster)
+            assert "delay 200us" in _run(["tc", "qdisc", "show", "dev", "ctv1"], cluster).stdout
+        finally:
+            assert _run(["bash", str(SCRIPT)], cluster, timeout=600).returncode == 0
+        assert "netem" not in _qdisc(cluster)
+    listed = _run(["sinfo", "-h", "-N", "-o", "%N %T"], cluster)
+    assert listed.stdout.split("\n")[:2] == ["ctnode1 idle", "ctnode2 idle"], listed.stdout + listed.stderr
+
+
 def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path, budget: str) -> None:
     db = tmp_path / "cluster.duckdb"
     proc = _run(["salloc", "-N", "2", "--ntasks-per-node", "2", COLLTUNE, "check", "--mpi", lib.name, "-n", "4",
