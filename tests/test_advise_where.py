@@ -123,15 +123,13 @@ def test_long_names_and_sites_stay_in_80_columns():
 
 
 def test_report_section_has_the_table(openmpi, openmpi_build, programs, tmp_path):
-    from types import SimpleNamespace
-
     from colltune.report.html import ReportContext
     from colltune.report.sections import advise as section
 
     report, _ = run_advise(openmpi, tmp_path, programs["advise_where"])
-    ctx = SimpleNamespace(db_path=tmp_path / "none.duckdb", figures=0)
-    ctx.figure = lambda fig, alt: ReportContext.figure(ctx, fig, alt)
+    ctx = ReportContext(tmp_path / "none.duckdb", None, stored=False)   # advise recorded it there
     page = section.render(ctx)
+    ctx.close()
     assert page is not None and "<h3>Where the time goes</h3>" in page
     rows = page.split("<h3>Where the time goes</h3>")[1].split("</table>")[0].split("<tr>")[2:]
     assert [r.split("<td>")[1].split("</td>")[0] for r in rows] == [
