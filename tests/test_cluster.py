@@ -234,6 +234,41 @@ def test_profile_layout_rules_follow_each_communicators_layout(cluster: dict[str
     assert counts(run) == Counter(want), run.describe()
 
 
+@pytest.mark.parametrize(("name", "ranks"), [("openmpi", 4), pytest.param("mpich", 2, marks=pytest.mark.mpich)])
+def test_advise_across_nodes_reports_layout_eager_limits_and_time_by_span(
+        cluster: dict[str, str], name: str, ranks: int, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """`colltune advise -- srun -N 2 -n R ./cluster_layouts` (advise/nodes.py): the hosts and their
+    ranks, both transports' eager variables from MPI_T, and the collectives' time by where their
+    communicators lie: at 2 x 2 the world, its dup and ranks 0-2 span nodes, the node and
+    one-per-node communicators of 2 may be either; at 2 x 1 every communicator of 2 spans nodes
+    and the node communicators of 1 stay on one."""
+    import json
+
+    from test_profile_layouts import layout_program
+
+    lib: mpi.MpiLibrary = request.getfixturevalue(name)
+    request.getfixturevalue(f"{name}_build")
+    out = tmp_path / "a.json"
+    proc = _run([COLLTUNE, "advise", "--mpi", name, "--db", str(tmp_path / "a.duckdb"), "--out", str(tmp_path / "out"),
+                 "--json", str(out), "--", "srun", "-N", "2", "-n", str(ranks), str(layout_program(lib, tmp_path))],
+                cluster, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (found,) = [f for f in json.loads(out.read_text())["findings"] if f["strategy"] == "nodes"]
+    data = found["data"]
+    assert data["layout"]["hosts"] == ({"ctnode1": [0, 1], "ctnode2": [2, 3]} if ranks == 4
+                                       else {"ctnode1": [0], "ctnode2": [1]})
+    assert found["title"].startswith(f"2 nodes x {ranks // 2}: collectives ")
+    time = data["time"]["collective_s"]
+    if name == "openmpi":
+        assert {k: v["variable"] for k, v in data["eager"].items()} == {"on_node": "btl_sm_eager_limit",
+                                                                       "across": "btl_tcp_eager_limit"}
+        assert data["eager"]["on_node"]["bytes"] > 0 and data["eager"]["across"]["bytes"] > 0
+        assert time["on_node"] == 0 and time["across"] > 0 and time["either"] > 0
+    else:
+        assert "MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD" in data["eager_variables"]["across"]
+        assert time["either"] == 0 and time["across"] > 0 and time["on_node"] > 0
+
+
 @pytest.mark.mpich
 def test_check_across_two_nodes_mpich(cluster: dict[str, str], mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
     # 4 busy-polling MPICH ranks share this machine's 2 cores: give each measurement more time

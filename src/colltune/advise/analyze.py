@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from colltune.advise import collectives, eager, mapping, patterns, share, topology, where
+from colltune.advise import collectives, eager, mapping, nodes, patterns, share, topology, where
 from colltune.advise.findings import Finding, family_of, ordered
 from colltune.advise.points import AppPoint, collective_points
 from colltune.advise.profile_run import ProfileRun
@@ -57,6 +57,7 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
     patterns.predict(pats, run, table)
     found += patterns.findings(pats, run.wall_ns / 1e9)
     found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
+    found += nodes.findings(run, family)   # several hosts: layout, both eager limits, time by span
     missing = collectives.missing(points, table)
     have = {(p.collective, p.nprocs, p.bin) for p in missing}
     for extra in patterns.missing_points(pats, table):
