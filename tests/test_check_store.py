@@ -65,8 +65,8 @@ def test_measuring_check_opens_the_store_once_for_its_rounds_and_once_for_its_re
     assert r.exit_code in (0, 1, 3), r.output
     assert "adaptive round 1/1" not in r.output   # --quiet
     assert [o for o in opened if o[0] == "check"] == [("check", False), ("check", True)]
-    # the runner's own: look for nothing to resume? no: create the run, write its launches, mark
-    # it complete; then the round's launches, written through the rounds' open store
+    # the runner's own opens (create the run, write its launches in batches, mark it complete, then
+    # write the round's launches while the rounds hold the store): all for writing
     assert {o for o in opened if o[0] == "runner"} == {("runner", False)}
     with Store(db, read_only=True) as store:
         (run_id,) = store.runs()["run_id"]
