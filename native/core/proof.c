@@ -106,15 +106,30 @@ void ct_proof_class_name(int cls, char *out, size_t len)
              ct_op_names[op], ct_dt_names[dt]);
 }
 
+/* Index of the `len` bytes at `word` in `names`, or -1. */
+static int ct_name_index(const char *const *names, int n, const char *word, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], word, len) == 0)
+            return i;
+    return -1;
+}
+
+/* The inverse of ct_proof_class_name, word by word: a proof file holds hundreds of class names,
+ * read at every MPI_Init that uses members, so no formatting of every candidate. */
 int ct_proof_class_parse(const char *name)
 {
-    char buf[CT_PROOF_NAME];
-    for (int cls = 0; cls < CT_PROOF_CLASSES; cls++) {
-        ct_proof_class_name(cls, buf, sizeof buf);
-        if (strcmp(buf, name) == 0)
-            return cls;
-    }
-    return -1;
+    static const char *const places[2] = {"separate", "in_place"};
+    const char *op = strchr(name, '/');
+    const char *dt = op != NULL ? strchr(op + 1, '/') : NULL;
+    if (dt == NULL)
+        return -1;
+    int ip = ct_name_index(places, 2, name, (size_t)(op - name));
+    int oc = ct_name_index(ct_op_names, CT_PROOF_OPS, op + 1, (size_t)(dt - op - 1));
+    int dc = ct_name_index(ct_dt_names, CT_PROOF_DTS, dt + 1, strlen(dt + 1));
+    if (ip < 0 || oc < 0 || dc < 0)
+        return -1;
+    return (ip * CT_PROOF_OPS + oc) * CT_PROOF_DTS + dc;
 }
 
 uint64_t ct_proof_possible(int coll)
