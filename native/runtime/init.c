@@ -147,7 +147,10 @@ static void ct_runtime_start(void)
                               ~(uint64_t)state, phash, ~phash};
     int learn = ct_learn_prepare(v + CT_V_LEARN, portfolio, learn_err, sizeof learn_err)
                 != CT_LEARN_OFF;
-    uint64_t proof = ct_proof_load();   /* after the learning mode registered library members */
+    /* After the learning mode registered library members; only where something may serve calls
+     * (a preloaded pass-through reads no file). Ranks that differ here differ in their settings
+     * too, and the checks below turn libcolltune off for them. */
+    uint64_t proof = path != NULL || learn || ct_any_forced(force) ? ct_proof_load() : 0;
     v[CT_V_PROOF] = proof, v[CT_V_PROOF_NOT] = ~proof;
     if (ct_rank != 0)
         v[CT_V_LEARN + CT_L_SEED] = 0;
