@@ -83,6 +83,7 @@ def test_counts_sites_and_samples(openmpi, openmpi_build, programs, tmp_path):
         assert 0 < sum(p.total_ns for p in r.points) < r.wall_ns
         for p in r.points:
             assert p.max_ns <= p.total_ns and (p.samples == 0 or p.wait_min_ns <= p.wait_ns)
+            assert p.timed == p.calls   # a point's first 64 calls are all timed
 
 
 def test_composes_with_force_and_counting(openmpi, openmpi_build, programs, tmp_path):
@@ -168,7 +169,48 @@ def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_
         assert r.sample_budget_ppm == 1 and r.sync_latency_ns is not None
         [p] = [p for p in r.points if p.kind == "coll"]
         assert p.calls == 200000 and p.samples == r.sample_syncs
+        # timed: the first 64, then one in 16 (gaps 8..24 averaging 16), and every sampled call
+        assert 64 + 199936 / 17 < p.timed < 64 + 199936 / 15 + p.samples, p.timed
+        assert p.max_ns <= p.total_ns
         assert r.sample_syncs * r.sync_latency_ns <= 2 * (1e6 + 1e-6 * r.wall_ns) + 2 * r.sync_latency_ns
+
+
+def test_format_3_estimates_the_untimed_calls(tmp_path):
+    # 1000 calls, 100 of them timed (7 ms): the point's time is their mean times all its calls.
+    f = tmp_path / "rank-0"
+    f.write_text("colltune-profile-run 3\nrank 0\nnprocs 1\nwall_ns 900000000\nhost h\nlibrary L\n"
+                 "cores_online 2\nomp_num_threads -\nsample_every 16\n"
+                 "coll bcast 0x401000 1 4 1000 100 7000001 90000 24000 3 300 30 5 16 31\n"
+                 "coll barrier 0x401010 1 -1 10 0 0 0 0 0 0 0 0 0 0\n"
+                 "p2p Send 0x401020 0 3 5 5 500 200 40 0 0 0 0 8 8\nend\n")
+    bcast, barrier, send = profile_run.read_rank(f).points
+    assert (bcast.calls, bcast.timed, bcast.total_ns, bcast.max_ns, bcast.bytes) == (1000, 100, 70000010, 90000, 24000)
+    assert (bcast.samples, bcast.own_ns, bcast.wait_ns, bcast.bytes_min, bcast.bytes_max) == (3, 300, 30, 16, 31)
+    assert (barrier.timed, barrier.total_ns, barrier.bytes_min, barrier.bytes_max) == (0, 0, None, None)
+    assert (send.kind, send.timed, send.total_ns) == ("p2p", 5, 500)
+    f.write_text(f.read_text().replace(" 10 0 0 0 0 0 0 0 0 0 0", " 10 11 0 0 0 0 0 0 0 0 0"))
+    with pytest.raises(profile_run.ProfileRunError, match="malformed line"):
+        profile_run.read_rank(f)
+
+
+def test_route_names_say_what_serves_a_profiled_call(openmpi, openmpi_build, tmp_path):
+    # Profiling activates every wrapper and times whoever serves the call: colltune_route_name
+    # (a debug query, printed by tests/programs/ct_routes.c) names it, not "counting".
+    from colltune import catalog
+    from colltune.mpi import build
+    prog = build.compile_program(openmpi, [REPO / "tests" / "programs" / "ct_routes.c"],
+                                 tmp_path / "ct_routes", ["-ldl"])
+    names = catalog.load().collective_names()
+
+    def routes(directory: str, **kw) -> dict[str, str]:
+        run = profiled(openmpi, openmpi_build, 2, [prog, "3"], tmp_path / directory, **kw)
+        assert "ok 3 calls" in run.stdout, run.describe()
+        return dict(line.split()[1:3] for line in run.stdout.splitlines() if line.startswith("route "))
+
+    assert routes("plain") == dict.fromkeys(names, "profiling")
+    assert routes("force", force="bcast=bcast_as_allgatherv") == {
+        **dict.fromkeys(names, "profiling"), "bcast": "profiling+force"}
+    assert routes("counting", verbose=True) == dict.fromkeys(names, "profiling+counting")
 
 
 def test_open_mpi_4_cvars_come_from_ompi_info(tmp_path):

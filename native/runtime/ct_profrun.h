@@ -13,8 +13,11 @@
 #ifndef CT_PROFRUN_H
 #define CT_PROFRUN_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <mpi.h>
 
@@ -49,6 +52,8 @@ CT_PROFRUN_HIDDEN void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS],
                                         int nprocs);
 struct ct_call;
 CT_PROFRUN_HIDDEN int ct_profrun_dispatch(const struct ct_call *call);
+/* 1 if a mode other than profiling serves collective `coll` (ct_active as the modes set it). */
+CT_PROFRUN_HIDDEN int ct_profrun_served(int coll);
 CT_PROFRUN_HIDDEN void ct_profrun_finish(void);
 
 /* The call site of the collective being dispatched: set by the generated wrapper. */
@@ -64,10 +69,77 @@ extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
     __attribute__((tls_model("initial-exec")));
 extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;
 
+/* ---- fixed open-addressing tables (profrun.c's points, profcomm.c's patterns) -------------- */
+/* A slot is `atomic_int state` (0 empty, 1 being claimed, 2 ready) and, `key_at` bytes in, its
+ * key of `key_bytes` (a struct without padding: compared and copied as bytes); every other field
+ * starts at zero. The slot of `key` in a table of `n` (a power of two) slots of `stride` bytes,
+ * probing from hash `h`: an empty slot is claimed by CAS and gets the key before it is
+ * published; a slot being claimed by another thread is waited for (a few stores). NULL when the
+ * table is full. No lock: MPI_THREAD_MULTIPLE safe. Inline: the sizes are constants. */
+static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_t h,
+                                   size_t key_at, const void *key, size_t key_bytes)
+{
+    for (size_t probe = 0; probe < n; probe++) {
+        char *slot = (char *)table + ((h + probe) & (n - 1)) * stride;
+        atomic_int *state = (atomic_int *)slot;
+        int st = atomic_load_explicit(state, memory_order_acquire);
+        if (st == 0) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong_explicit(state, &expected, 1, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                memcpy(slot + key_at, key, key_bytes);
+                atomic_store_explicit(state, 2, memory_order_release);
+                return slot;
+            }
+            st = expected;
+        }
+        while (st == 1)
+            st = atomic_load_explicit(state, memory_order_acquire);
+        if (memcmp(slot + key_at, key, key_bytes) == 0)
+            return slot;
+    }
+    return NULL;
+}
+
 /* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
 #define CT_PR_BARRIER CT_NUM_COLLECTIVES   /* MPI_Barrier's kind in the collective table */
 enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
-typedef struct ct_comm_state ct_comm_state;
+
+/* A call as patterns compare it with the next one on its communicator. */
+typedef struct ct_fingerprint {
+    uint64_t seq;               /* the call's number in this thread's sequence; 0: none yet */
+    const void *site;
+    int kind, root, count;
+    MPI_Datatype type;
+    MPI_Op op;
+    const void *in;             /* the reduction's input buffer (its recvbuf when in place) */
+    const void *out;            /* where this rank has the result, NULL where it has none */
+    int64_t bytes;
+} ct_fingerprint;
+
+/* A communicator's profiling state: a keyval attribute, allocated at its first profiled call.
+ * Defined here so that the call path reads its call counter and size inline. */
+typedef struct ct_pcomm {
+    uint64_t calls;             /* collective calls on it so far: the same number on every rank */
+    uint64_t next_sample;       /* the number of the next sampled call; UINT64_MAX: none */
+    uint64_t period, samples;
+    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
+    int nprocs, rank, inter;
+    unsigned last;              /* fp[last]: the previous call; the next is written in place */
+    ct_fingerprint fp[2];
+} ct_pcomm;
+
+/* This thread's last communicator and its state, valid while `generation` is the global one
+ * (bumped when any state is freed: a freed communicator's handle may be reused). */
+typedef struct ct_pcomm_cache {
+    MPI_Comm comm;
+    ct_pcomm *state;
+    unsigned generation;
+} ct_pcomm_cache;
+extern CT_PROFRUN_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache
+    __attribute__((tls_model("initial-exec")));
+extern CT_PROFRUN_HIDDEN atomic_uint ct_profcomm_generation;
+
 /* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_profrun_seq
     __attribute__((tls_model("initial-exec")));
@@ -75,13 +147,29 @@ CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 
 CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0,
                                          int mt);
 CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
-CT_PROFRUN_HIDDEN ct_comm_state *ct_profcomm_state(MPI_Comm comm);   /* NULL: none */
-CT_PROFRUN_HIDDEN int ct_profcomm_nprocs(const ct_comm_state *st);
+CT_PROFRUN_HIDDEN ct_pcomm *ct_profcomm_lookup(MPI_Comm comm);   /* NULL: none */
 CT_PROFRUN_HIDDEN uint64_t ct_profcomm_gap(uint64_t period, uint64_t k);
-/* Counts the call; on a sampled one synchronises first (1, *wait_ns = its time). */
-CT_PROFRUN_HIDDEN int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns);
+
+/* The communicator's state (NULL: none): one compare for a loop's calls on one communicator. */
+static inline ct_pcomm *ct_profcomm_state(MPI_Comm comm)
+{
+    if (__builtin_expect(comm == ct_profcomm_cache.comm
+                         && atomic_load_explicit(&ct_profcomm_generation, memory_order_relaxed)
+                                == ct_profcomm_cache.generation, 1))
+        return ct_profcomm_cache.state;
+    return ct_profcomm_lookup(comm);
+}
+
+/* Counts the call; 1 if it is one to sample (then ct_profcomm_sync). */
+static inline int ct_profcomm_due(ct_pcomm *st)
+{
+    return __builtin_expect(st->calls++ == st->next_sample, 0);
+}
+
+/* A sampled call: the timed synchronisation before it (1, *wait_ns = its time; 0: failed). */
+CT_PROFRUN_HIDDEN int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns);
 /* After a successful call: patterns it completes, then it becomes the previous call. */
-CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_comm_state *st, int kind, const void *site,
+CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_pcomm *st, int kind, const void *site,
                                          const struct ct_call *call, int64_t bytes,
                                          uint64_t seq);
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);

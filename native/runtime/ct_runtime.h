@@ -223,7 +223,9 @@ CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
  * libcolltune is preloaded). How the wrapper of collective `coll` serves it now:
  * "pass-through" (it calls the library directly: no mode, no counting), "counting" (counted,
  * no mode decides), "force", "profile", "learning" (decided by the learning mode and counted),
- * "learning-only" (learn.c runs the whole call); NULL for an index out of range. And whether
+ * "learning-only" (learn.c runs the whole call); while profiling (COLLTUNE_PROFILE_RUN)
+ * "profiling" (timed, the library serves it) or "profiling+" and the mode that serves it;
+ * NULL for an index out of range. And whether
  * learning-mode calls take the full path because this rank checks or its trace is open. */
 __attribute__((visibility("default"))) const char *colltune_route_name(int coll);
 __attribute__((visibility("default"))) int colltune_learn_recording(void);

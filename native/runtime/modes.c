@@ -188,22 +188,21 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
 
 const char *colltune_route_name(int coll)
 {
+    static const char *const names[][2] = {
+        [CT_ROUTE_NONE] = {"counting", "profiling+counting"},
+        [CT_ROUTE_FORCE] = {"force", "profiling+force"},
+        [CT_ROUTE_PROFILE] = {"profile", "profiling+profile"},
+        [CT_ROUTE_LEARN] = {"learning", "profiling+learning"},
+        [CT_ROUTE_LEARN_FAST] = {"learning-only", "profiling+learning-only"},
+    };
     if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
         return NULL;
-    if (!ct_active[coll])
-        return "pass-through";
-    switch (ct_route[coll]) {
-    case CT_ROUTE_FORCE:
-        return "force";
-    case CT_ROUTE_PROFILE:
-        return "profile";
-    case CT_ROUTE_LEARN:
-        return "learning";
-    case CT_ROUTE_LEARN_FAST:
-        return "learning-only";
-    default:
-        return "counting";
-    }
+    /* The profiling mode activates every wrapper (ct_active) and times whoever serves the
+     * call: the library directly unless another mode serves it (profrun.c). */
+    int profiling = ct_profrun_on != 0;
+    if (profiling ? !ct_profrun_served(coll) : !ct_active[coll])
+        return profiling ? "profiling" : "pass-through";
+    return names[ct_route[coll]][profiling];
 }
 
 int colltune_learn_recording(void)

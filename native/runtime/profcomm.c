@@ -29,6 +29,7 @@
  * no intercepted call in between on that thread.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,29 +42,19 @@
 #define CT_MAX_PERIOD (1u << 20)
 #define CT_SMALL_BYTES 4096     /* "small" reduction: latency-bound on any network */
 #define CT_PAT_SLOTS 256
+_Static_assert((CT_PAT_SLOTS & (CT_PAT_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
 
-typedef struct ct_fingerprint {
-    uint64_t seq;               /* the call's number in this thread's sequence; 0: none yet */
-    const void *site;
-    int kind, root, count;
-    MPI_Datatype type;
-    MPI_Op op;
-    const void *in;             /* the reduction's input buffer (its recvbuf when in place) */
-    const void *out;            /* where this rank has the result, NULL where it has none */
-    int64_t bytes;
-} ct_fingerprint;
-
-typedef struct ct_comm_state {
-    uint64_t calls, next_sample, period, samples;
-    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
-    int nprocs, rank, inter;
-    ct_fingerprint prev;
-} ct_comm_state;
+/* (pattern, first site, second site, communicator size, log2 bytes of the second call); no
+ * padding: compared and copied as bytes (ct_table_probe). */
+typedef struct ct_pat_key {
+    const void *first, *second;
+    int pattern, nprocs, bin, zero;
+} ct_pat_key;
+_Static_assert(sizeof(ct_pat_key) == 2 * sizeof(void *) + 4 * sizeof(int), "no padding");
 
 typedef struct ct_pat_slot {
     atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
-    int pattern, nprocs, bin;
-    const void *first, *second;
+    ct_pat_key key;
     atomic_ullong count, bytes;
 } ct_pat_slot;
 
@@ -74,25 +65,24 @@ static const char *const ct_pattern_names[CT_PAT_COUNT] = {
 };
 
 CT_HIDDEN _Thread_local uint64_t ct_profrun_seq;
+CT_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache = {MPI_COMM_NULL, NULL, 0};
+CT_HIDDEN atomic_uint ct_profcomm_generation;
 static int ct_keyval = MPI_KEYVAL_INVALID;
-static atomic_uint ct_generation;
-static _Thread_local MPI_Comm ct_cached_comm = MPI_COMM_NULL;
-static _Thread_local ct_comm_state *ct_cached_state;
-static _Thread_local unsigned ct_cached_generation;
 static uint64_t ct_every;                       /* agreed minimum period, 0: no sampling */
 static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
 static uint64_t ct_ns0;                         /* MPI_Init, CLOCK_MONOTONIC ns */
 /* Synchronisations made, and the agreed latencies learned (sum and how many): see top. */
 static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ticks */
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
-static _Thread_local ct_pat_slot *ct_pat_last;  /* the slot this thread counted last */
+/* the slot this thread counted last */
+static _Thread_local ct_pat_slot *ct_pat_last __attribute__((tls_model("initial-exec")));
 static int ct_mt;                               /* MPI_THREAD_MULTIPLE */
 static atomic_ullong ct_pat_lost;
 
 static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
-    atomic_fetch_add_explicit(&ct_generation, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ct_profcomm_generation, 1, memory_order_relaxed);
     free(value);
     return MPI_SUCCESS;
 }
@@ -113,14 +103,14 @@ void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0, int mt
 
 void ct_profcomm_finish(void)
 {
-    ct_cached_comm = MPI_COMM_NULL;
+    ct_profcomm_cache.comm = MPI_COMM_NULL;
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
 }
 
-static ct_comm_state *ct_state_new(MPI_Comm comm)
+static ct_pcomm *ct_state_new(MPI_Comm comm)
 {
-    ct_comm_state *st = calloc(1, sizeof *st);
+    ct_pcomm *st = calloc(1, sizeof *st);
     if (st == NULL)
         return NULL;
     if (PMPI_Comm_size(comm, &st->nprocs) != MPI_SUCCESS
@@ -130,34 +120,25 @@ static ct_comm_state *ct_state_new(MPI_Comm comm)
         free(st);
         return NULL;
     }
-    st->next_sample = 1;   /* the second call (the first may carry the library's lazy setup) */
+    /* the second call (the first may carry the library's lazy setup); never without sampling */
+    st->next_sample = ct_every != 0 ? 1 : UINT64_MAX;
     st->period = ct_every;
     return st;
 }
 
-ct_comm_state *ct_profcomm_state(MPI_Comm comm)
+ct_pcomm *ct_profcomm_lookup(MPI_Comm comm)
 {
-    unsigned gen = atomic_load_explicit(&ct_generation, memory_order_relaxed);
-    if (comm == ct_cached_comm && gen == ct_cached_generation)
-        return ct_cached_state;
+    unsigned gen = atomic_load_explicit(&ct_profcomm_generation, memory_order_relaxed);
     if (comm == MPI_COMM_NULL || ct_keyval == MPI_KEYVAL_INVALID)
         return NULL;
     void *value;
     int found;
     if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
         return NULL;
-    ct_comm_state *st = found ? value : ct_state_new(comm);
-    if (st != NULL) {
-        ct_cached_comm = comm;
-        ct_cached_state = st;
-        ct_cached_generation = gen;
-    }
+    ct_pcomm *st = found ? value : ct_state_new(comm);
+    if (st != NULL)
+        ct_profcomm_cache = (ct_pcomm_cache){comm, st, gen};
     return st;
-}
-
-int ct_profcomm_nprocs(const ct_comm_state *st)
-{
-    return st->nprocs;
 }
 
 /* This rank's sampling cost in quarters of its budget (capped). Sampled calls only: latencies
@@ -177,7 +158,7 @@ static unsigned ct_level(void)
     return level > 255 ? 255u : (unsigned)level;
 }
 
-static void ct_adapt(ct_comm_state *st, const unsigned agreed[2])
+static void ct_adapt(ct_pcomm *st, const unsigned agreed[2])
 {
     if (st->last_sync_ns != 0) {
         atomic_fetch_add_explicit(&ct_latency_ns, UINT_MAX - agreed[1], memory_order_relaxed);
@@ -206,11 +187,9 @@ uint64_t ct_profcomm_gap(uint64_t period, uint64_t k)
     return period / 2 + z % (period + 1);   /* period / 2 .. 3 period / 2 */
 }
 
-int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
+int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
 {
-    uint64_t n = st->calls++;
-    if (ct_every == 0 || n != st->next_sample)
-        return 0;
+    uint64_t n = st->calls - 1;   /* ct_profcomm_due counted it */
     uint64_t t0 = ct_profrun_ticks();
     unsigned mine[2] = {ct_level(), UINT_MAX - (unsigned)(st->last_sync_ns < UINT_MAX
                                                             ? st->last_sync_ns : UINT_MAX - 1)};
@@ -237,13 +216,6 @@ int ct_profcomm_sample(ct_comm_state *st, MPI_Comm comm, uint64_t *wait_ns)
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
-static int ct_pat_is(const ct_pat_slot *s, int pattern, const void *first, const void *second,
-                     int nprocs, int bin)
-{
-    return s->pattern == pattern && s->first == first && s->second == second
-           && s->nprocs == nprocs && s->bin == bin;
-}
-
 static void ct_pat_count(ct_pat_slot *s, int64_t bytes)
 {
     if (ct_mt) {
@@ -260,43 +232,22 @@ static void ct_pat_count(ct_pat_slot *s, int64_t bytes)
 static void ct_pat_record(int pattern, const void *first, const void *second, int nprocs,
                           int64_t bytes)
 {
-    int bin = bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes);
-    ct_pat_slot *last = ct_pat_last;   /* a loop repeats one pattern: skip the hash */
-    if (last != NULL && ct_pat_is(last, pattern, first, second, nprocs, bin)) {
-        ct_pat_count(last, bytes);
-        return;
-    }
-    uint64_t h = ((uint64_t)(uintptr_t)first * 31u + (uint64_t)(uintptr_t)second)
-                 * 0x9E3779B97F4A7C15ull ^ (uint64_t)pattern << 8 ^ (uint64_t)(bin + 1);
-    h ^= h >> 29;
-    for (size_t probe = 0; probe < CT_PAT_SLOTS; probe++) {
-        ct_pat_slot *s = &ct_pat_slots[(h + probe) % CT_PAT_SLOTS];
-        int st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (st == 0) {
-            int expected = 0;
-            if (atomic_compare_exchange_strong_explicit(&s->state, &expected, 1,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                s->pattern = pattern;
-                s->first = first;
-                s->second = second;
-                s->nprocs = nprocs;
-                s->bin = bin;
-                atomic_store_explicit(&s->state, 2, memory_order_release);
-                st = 2;
-            } else {
-                st = expected;
-            }
-        }
-        while (st == 1)
-            st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (ct_pat_is(s, pattern, first, second, nprocs, bin)) {
-            ct_pat_last = s;
-            ct_pat_count(s, bytes);
+    ct_pat_key key = {first, second, pattern, nprocs,
+                      bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes), 0};
+    ct_pat_slot *s = ct_pat_last;   /* a loop repeats one pattern: skip the hash */
+    if (s == NULL || memcmp(&s->key, &key, sizeof key) != 0) {
+        uint64_t h = ((uint64_t)(uintptr_t)first * 31u + (uint64_t)(uintptr_t)second)
+                     * 0x9E3779B97F4A7C15ull ^ (uint64_t)pattern << 8 ^ (uint64_t)(key.bin + 1);
+        h ^= h >> 29;
+        s = ct_table_probe(ct_pat_slots, CT_PAT_SLOTS, sizeof *ct_pat_slots, h,
+                           offsetof(ct_pat_slot, key), &key, sizeof key);
+        if (s == NULL) {
+            atomic_fetch_add_explicit(&ct_pat_lost, 1, memory_order_relaxed);
             return;
         }
+        ct_pat_last = s;
     }
-    atomic_fetch_add_explicit(&ct_pat_lost, 1, memory_order_relaxed);
+    ct_pat_count(s, bytes);
 }
 
 static int ct_overlap(const void *a, int64_t na, const void *b, int64_t nb)
@@ -312,28 +263,36 @@ static int ct_synchronising(int kind)
            || kind == CT_PR_BARRIER;
 }
 
-static ct_fingerprint ct_fingerprint_of(const ct_comm_state *st, int kind, const void *site,
-                                        const ct_call *call, int64_t bytes, uint64_t seq)
+static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
+                              const void *site, const ct_call *call, int64_t bytes, uint64_t seq)
 {
-    ct_fingerprint f = {seq, site, kind, -1, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, NULL, NULL, bytes};
-    if (call == NULL)
-        return f;
-    f.root = call->root;
-    f.count = call->recvcount;
-    f.type = call->recvtype;
-    f.op = call->op;
+    f->seq = seq;
+    f->site = site;
+    f->kind = kind;
+    f->bytes = bytes;
+    f->in = f->out = NULL;
+    if (call == NULL) {
+        f->root = -1;
+        f->count = 0;
+        f->type = MPI_DATATYPE_NULL;
+        f->op = MPI_OP_NULL;
+        return;
+    }
+    f->root = call->root;
+    f->count = call->recvcount;
+    f->type = call->recvtype;
+    f->op = call->op;
     if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
         int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
-        f.in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
-        f.out = has_result ? call->recvbuf : NULL;
+        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
+        f->out = has_result ? call->recvbuf : NULL;
     } else if (kind == CT_COLL_BCAST) {
-        f.in = call->recvbuf;   /* the root's data */
+        f->in = call->recvbuf;   /* the root's data */
     }
-    return f;
 }
 
 /* Does `cur`, made directly after `prev` on the same communicator, complete a pattern? */
-static int ct_pattern(const ct_comm_state *st, const ct_fingerprint *prev,
+static int ct_pattern(const ct_pcomm *st, const ct_fingerprint *prev,
                       const ct_fingerprint *cur)
 {
     if (prev->seq == 0 || cur->seq != prev->seq + 1)
@@ -353,14 +312,17 @@ static int ct_pattern(const ct_comm_state *st, const ct_fingerprint *prev,
     return -1;
 }
 
-void ct_profcomm_after(ct_comm_state *st, int kind, const void *site, const ct_call *call,
+void ct_profcomm_after(ct_pcomm *st, int kind, const void *site, const ct_call *call,
                        int64_t bytes, uint64_t seq)
 {
-    ct_fingerprint cur = ct_fingerprint_of(st, kind, site, call, bytes, seq);
-    int pattern = ct_pattern(st, &st->prev, &cur);
+    /* two fingerprints that swap roles: the current call's is written once, never copied */
+    const ct_fingerprint *prev = &st->fp[st->last];
+    ct_fingerprint *cur = &st->fp[st->last ^ 1u];
+    ct_fingerprint_of(cur, st, kind, site, call, bytes, seq);
+    int pattern = ct_pattern(st, prev, cur);
     if (pattern >= 0)
-        ct_pat_record(pattern, st->prev.site, site, st->nprocs, bytes);
-    st->prev = cur;
+        ct_pat_record(pattern, prev->site, site, st->nprocs, bytes);
+    st->last ^= 1u;
 }
 
 void ct_profcomm_write(FILE *out, double ns_per_tick)
@@ -369,8 +331,9 @@ void ct_profcomm_write(FILE *out, double ns_per_tick)
         ct_pat_slot *s = &ct_pat_slots[i];
         if (atomic_load(&s->state) != 2 || atomic_load(&s->count) == 0)
             continue;
-        fprintf(out, "pattern %s %p %p %d %d %llu %llu\n", ct_pattern_names[s->pattern], s->first,
-                s->second, s->nprocs, s->bin, atomic_load(&s->count), atomic_load(&s->bytes));
+        const ct_pat_key *k = &s->key;
+        fprintf(out, "pattern %s %p %p %d %d %llu %llu\n", ct_pattern_names[k->pattern], k->first,
+                k->second, k->nprocs, k->bin, atomic_load(&s->count), atomic_load(&s->bytes));
     }
     fprintf(out, "patterns_lost %llu\nsample_syncs %llu %llu %llu\n", atomic_load(&ct_pat_lost),
             atomic_load(&ct_syncs),
@@ -383,5 +346,7 @@ int MPI_Barrier(MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_profrun_on) || ct_profrun_inside)
         return PMPI_Barrier(comm);
-    return ct_profrun_barrier(comm, __builtin_return_address(0));
+    /* Fortran's MPI_Barrier (ct_fortran_wrappers.c) hands down the application's call site */
+    return ct_profrun_barrier(comm, ct_profrun_caller != NULL ? ct_profrun_caller
+                                                              : __builtin_return_address(0));
 }

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "ct_core.h"
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 #include "ct_settings.h"
@@ -38,17 +40,38 @@ CT_HIDDEN _Thread_local int ct_profrun_inside;
 
 #define CT_COLL_SLOTS 4096
 #define CT_P2P_SLOTS 1024
+#define CT_HOT 16            /* per thread: the slots used last, by call site */
+/* Every call is counted; its time is taken for the first CT_TIME_ALL calls of each point and
+ * then for one call in CT_TIME_EVERY on average (gaps CT_TIME_EVERY/2 .. 3 CT_TIME_EVERY/2 from
+ * a per-thread xorshift, so no cycle of the application's calls is missed), and for every
+ * sampled call. Two TSC reads are ~80 cycles here; on ExaML (a synchronous Reduce/Bcast round
+ * trip, 1.36 M calls per rank in ~6 s) every call's clock reads alone were ~1.5% of the run.
+ * The front end scales a point's timed total by calls / timed. */
+#define CT_TIME_ALL 64
+#define CT_TIME_EVERY 16
+_Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT_P2P_SLOTS - 1)) == 0
+                   && (CT_HOT & (CT_HOT - 1)) == 0, "table sizes are powers of two (masks)");
 #define CT_MAPS_BYTES 65536
 
-/* One (collective or p2p call, site, communicator size, log2 bytes) point. */
-typedef struct ct_slot {
-    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready */
+/* One (collective or p2p call, site, communicator size, log2 bytes) point. No padding: the
+ * key is compared and copied as bytes (ct_table_probe). */
+typedef struct ct_key {
     const void *site;
     int kind;                         /* ct_coll_id or ct_p2p_call */
     int nprocs;                       /* communicator size (0 for p2p) */
     int bin;                          /* floor(log2(bytes)), -1 for 0 bytes */
-    atomic_ullong calls, total_ns, max_ns, bytes, bytes_min, bytes_max;
-    atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_ns;
+    int zero;
+} ct_key;
+_Static_assert(sizeof(ct_key) == sizeof(void *) + 4 * sizeof(int), "ct_key has no padding");
+
+/* Minima are kept as their bitwise complement under a maximum, so that a zeroed slot means "none
+ * yet" and a claimed slot needs nothing but its key. */
+typedef struct ct_slot {
+    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
+    ct_key key;
+    atomic_ullong calls, bytes, bytes_min_not, bytes_max;
+    atomic_ullong timed, timed_ns, max_ns;   /* the calls whose time was taken (ct_time_this) */
+    atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_not;
 } ct_slot;
 
 static ct_slot ct_coll_slots[CT_COLL_SLOTS];
@@ -141,52 +164,33 @@ static void ct_max(atomic_ullong *m, uint64_t v)
     }
 }
 
-static void ct_min(atomic_ullong *m, uint64_t v)
-{
-    unsigned long long cur = atomic_load_explicit(m, memory_order_relaxed);
-    while (v < cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
-                                                             memory_order_relaxed)) {
-    }
-}
-
-static int ct_slot_is(ct_slot *s, const void *site, int kind, int nprocs, int bin)
-{
-    return s->site == site && s->kind == kind && s->nprocs == nprocs && s->bin == bin;
-}
-
 /* Find or claim the slot of a point; NULL (and `lost` counted) when the table is full. */
-static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const void *site,
-                        int kind, int nprocs, int bin)
+static ct_slot *ct_find(ct_slot *table, size_t n, atomic_ullong *lost, const ct_key *key)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull)
-                 ^ ((uint64_t)kind << 40 ^ (uint64_t)(bin + 1) << 32 ^ (uint64_t)nprocs);
+    uint64_t h = ((uint64_t)(uintptr_t)key->site * 0x9E3779B97F4A7C15ull)
+                 ^ ((uint64_t)key->kind << 40 ^ (uint64_t)(key->bin + 1) << 32 ^ (uint64_t)key->nprocs);
     h ^= h >> 29;
-    for (size_t probe = 0; probe < n; probe++) {
-        ct_slot *s = &table[(h + probe) % n];
-        int st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (st == 0) {
-            int expected = 0;
-            if (atomic_compare_exchange_strong_explicit(&s->state, &expected, 1,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                s->site = site;
-                s->kind = kind;
-                s->nprocs = nprocs;
-                s->bin = bin;
-                atomic_store_explicit(&s->sample_wait_min_ns, UINT64_MAX, memory_order_relaxed);
-                atomic_store_explicit(&s->bytes_min, UINT64_MAX, memory_order_relaxed);
-                atomic_store_explicit(&s->state, 2, memory_order_release);
-                return s;
-            }
-            st = expected;
-        }
-        while (st == 1)   /* another thread is writing this slot's key: a few stores */
-            st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (ct_slot_is(s, site, kind, nprocs, bin))
-            return s;
-    }
-    atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
-    return NULL;
+    ct_slot *s = ct_table_probe(table, n, sizeof *table, h, offsetof(ct_slot, key), key, sizeof *key);
+    if (s == NULL)
+        atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
+    return s;
+}
+
+/* This thread's slots used last, one per hash of (site, kind, bin): a loop's calls find theirs
+ * with one load and four compares instead of a hash and a probe of the shared table. */
+static _Thread_local ct_slot *ct_hot[CT_HOT] __attribute__((tls_model("initial-exec")));
+
+static inline ct_slot *ct_coll_slot(const void *site, int kind, int nprocs, int bin)
+{
+    ct_key key = {site, kind, nprocs, bin, 0};
+    unsigned i = (unsigned)(((uintptr_t)site >> 2) ^ (uintptr_t)kind ^ (uintptr_t)bin) & (CT_HOT - 1);
+    ct_slot *s = ct_hot[i];
+    if (CT_LIKELY(s != NULL && memcmp(&s->key, &key, sizeof key) == 0))
+        return s;
+    s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, &key);
+    if (s != NULL)
+        ct_hot[i] = s;
+    return s;
 }
 
 static inline void ct_bump(atomic_ullong *x, uint64_t v)
@@ -198,15 +202,49 @@ static inline void ct_bump(atomic_ullong *x, uint64_t v)
                               memory_order_relaxed);
 }
 
-static void ct_add(ct_slot *s, int64_t bytes, uint64_t ns)
+static inline void ct_count(ct_slot *s, int64_t bytes)
 {
     uint64_t b = (uint64_t)(bytes > 0 ? bytes : 0);
     ct_bump(&s->calls, 1);
-    ct_bump(&s->total_ns, ns);
     ct_bump(&s->bytes, b);
-    ct_max(&s->max_ns, ns);
-    ct_min(&s->bytes_min, b);   /* a slot holds one log2 bin: the exact range inside it */
-    ct_max(&s->bytes_max, b);
+    /* a slot holds one log2 bin: the exact range inside it (the CAS only when it widens) */
+    if (~b > atomic_load_explicit(&s->bytes_min_not, memory_order_relaxed))
+        ct_max(&s->bytes_min_not, ~b);
+    if (b > atomic_load_explicit(&s->bytes_max, memory_order_relaxed))
+        ct_max(&s->bytes_max, b);
+}
+
+static void ct_time(ct_slot *s, uint64_t ticks)
+{
+    ct_bump(&s->timed, 1);
+    ct_bump(&s->timed_ns, ticks);
+    ct_max(&s->max_ns, ticks);
+}
+
+/* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call. */
+static _Thread_local uint32_t ct_time_left __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t ct_time_rng __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) void ct_time_rearm(void)
+{
+    uint32_t x = ct_time_rng ? ct_time_rng : (0x9E3779B9u ^ (uint32_t)(uintptr_t)&ct_time_rng) | 1u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    ct_time_rng = x;
+    ct_time_left = CT_TIME_EVERY / 2 + x % (CT_TIME_EVERY + 1);
+}
+
+static inline int ct_time_this(const ct_slot *s)
+{
+    if (atomic_load_explicit(&s->calls, memory_order_relaxed) < CT_TIME_ALL)
+        return 1;
+    if (CT_LIKELY(ct_time_left > 1)) {
+        ct_time_left--;
+        return 0;
+    }
+    ct_time_rearm();
+    return 1;
 }
 
 void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
@@ -214,51 +252,82 @@ void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t 
     ct_profrun_seq++;
     if ((int64_t)ns < 0)
         ns = 0;   /* ticks read on two cores a hair apart */
-    ct_slot *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, site, (int)call, 0,
-                         ct_bin(bytes));
-    if (s != NULL)
-        ct_add(s, bytes, ns);
+    ct_key key = {site, (int)call, 0, ct_bin(bytes), 0};
+    ct_slot *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
+    if (s != NULL) {
+        ct_count(s, bytes);
+        ct_time(s, ns);
+    }
 }
 
-/* One collective call (call == NULL: MPI_Barrier), timed, sampled and recorded. */
-static int ct_profiled(int kind, const ct_call *call, MPI_Comm comm, const void *site)
+/* A collective's bytes before the call for the count * size(type) collectives (ct_bytes_forms),
+ * the size cached per thread for predefined types (ct_type_size); -2: known only after the
+ * call, which reports a null datatype or negative count itself (a size query of
+ * MPI_DATATYPE_NULL would raise the error on MPI_COMM_WORLD instead of the caller's). */
+static inline int64_t ct_bytes_before(const ct_call *call)
+{
+    ct_bytes_form form = ct_bytes_forms[call->coll];
+    if (form.count_at < 0)
+        return -2;
+    int count;
+    MPI_Datatype type;
+    memcpy(&count, (const char *)call + form.count_at, sizeof count);
+    memcpy(&type, (const char *)call + form.type_at, sizeof type);
+    int64_t size;
+    if (count < 0 || type == MPI_DATATYPE_NULL || ct_type_size(type, &size) != MPI_SUCCESS)
+        return -2;
+    return (int64_t)count * size;
+}
+
+/* One collective call (call == NULL: MPI_Barrier), counted, sampled, timed where due, recorded.
+ * Its point's slot is found before the call where its size is known then (the common case): the
+ * slot says whether the point still has all its calls timed. */
+static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_call *call,
+                                                             MPI_Comm comm, const void *site)
 {
     uint64_t seq = ++ct_profrun_seq;
-    ct_comm_state *st = ct_profcomm_state(comm);
+    ct_pcomm *st = ct_profcomm_state(comm);
     int nprocs = 0;
     if (st != NULL)
-        nprocs = ct_profcomm_nprocs(st);
+        nprocs = st->nprocs;
     else if (comm != MPI_COMM_NULL)
         PMPI_Comm_size(comm, &nprocs);
     uint64_t wait = 0;
-    int sampled = st != NULL && ct_profcomm_sample(st, comm, &wait);
+    int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    int64_t bytes = call == NULL ? 0 : ct_bytes_before(call);
+    ct_slot *s = bytes >= 0 ? ct_coll_slot(site, kind, nprocs, ct_bin(bytes)) : NULL;
+    int timed = sampled || s == NULL || ct_time_this(s);
     ct_profrun_inside = 1;
-    uint64_t t0 = ct_profrun_ticks();
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = call == NULL       ? PMPI_Barrier(comm)
              : ct_served[kind] ? ct_dispatch(call)
                                : colltune_invoke_library(call);
-    uint64_t ns = ct_profrun_ticks() - t0;   /* ticks until MPI_Finalize converts them */
+    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;   /* ticks until MPI_Finalize */
     if ((int64_t)ns < 0)
         ns = 0;
     ct_profrun_inside = 0;
 
-    /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL, whose
-     * size query would raise the error on MPI_COMM_WORLD instead of the caller's communicator. */
-    int64_t bytes = call == NULL ? 0 : rc == MPI_SUCCESS ? colltune_call_bytes(call) : -1;
+    if (CT_UNLIKELY(rc != MPI_SUCCESS || bytes < 0)) {
+        /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL,
+         * whose size query would raise the error on MPI_COMM_WORLD instead of the caller's. */
+        bytes = rc != MPI_SUCCESS ? -1 : colltune_call_bytes(call);
+        s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
+    }
     if (st != NULL && rc == MPI_SUCCESS)
         ct_profcomm_after(st, kind, site, call, bytes, seq);
-    ct_slot *s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, site, kind, nprocs,
-                         ct_bin(bytes));
     if (s == NULL)
         return rc;
-    /* The application's time in the call includes the inserted synchronisation: on a sampled
-     * call the wait for late ranks moved there from the collective (the front end splits it). */
-    ct_add(s, bytes, wait + ns);
-    if (sampled) {
-        ct_bump(&s->samples, 1);
-        ct_bump(&s->sample_own_ns, ns);
-        ct_bump(&s->sample_wait_ns, wait);
-        ct_min(&s->sample_wait_min_ns, wait);
+    ct_count(s, bytes);
+    if (timed) {
+        /* The application's time in the call includes the inserted synchronisation: on a
+         * sampled call the wait for late ranks moved there from the collective. */
+        ct_time(s, wait + ns);
+        if (sampled) {
+            ct_bump(&s->samples, 1);
+            ct_bump(&s->sample_own_ns, ns);
+            ct_bump(&s->sample_wait_ns, wait);
+            ct_max(&s->sample_wait_min_not, ~wait);
+        }
     }
     return rc;
 }
@@ -267,6 +336,11 @@ int ct_profrun_dispatch(const struct ct_call *call)
 {
     return ct_profiled(call->coll, call, call->comm,
                        ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site);
+}
+
+int ct_profrun_served(int coll)
+{
+    return coll >= 0 && coll < CT_NUM_COLLECTIVES && ct_served[coll];
 }
 
 int ct_profrun_barrier(MPI_Comm comm, const void *site)
@@ -467,7 +541,7 @@ static void ct_write_env(FILE *out, uint64_t wall)
     if (nl != NULL)
         *nl = '\0';
     const char *omp = getenv("OMP_NUM_THREADS");
-    fprintf(out, "colltune-profile-run 2\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
+    fprintf(out, "colltune-profile-run 3\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
                  "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
             ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
             sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
@@ -493,16 +567,17 @@ static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
             continue;
         unsigned long long samples = atomic_load(&s->samples);
         unsigned long long calls = atomic_load(&s->calls);
-        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+        const ct_key *k = &s->key;
+        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
                 coll ? "coll" : "p2p",
-                !coll ? ct_p2p_names[s->kind]
-                      : s->kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(s->kind),
-                s->site,
-                s->nprocs, s->bin, calls, ct_ns(atomic_load(&s->total_ns)),
-                ct_ns(atomic_load(&s->max_ns)), atomic_load(&s->bytes), samples,
-                ct_ns(atomic_load(&s->sample_own_ns)), ct_ns(atomic_load(&s->sample_wait_ns)),
-                samples ? ct_ns(atomic_load(&s->sample_wait_min_ns)) : 0ull,
-                calls ? atomic_load(&s->bytes_min) : 0ull, atomic_load(&s->bytes_max));
+                !coll ? ct_p2p_names[k->kind]
+                      : k->kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(k->kind),
+                k->site, k->nprocs, k->bin, calls, atomic_load(&s->timed),
+                ct_ns(atomic_load(&s->timed_ns)), ct_ns(atomic_load(&s->max_ns)),
+                atomic_load(&s->bytes), samples, ct_ns(atomic_load(&s->sample_own_ns)),
+                ct_ns(atomic_load(&s->sample_wait_ns)),
+                samples ? ct_ns(~atomic_load(&s->sample_wait_min_not)) : 0ull,
+                ~atomic_load(&s->bytes_min_not), atomic_load(&s->bytes_max));
     }
 }
 

@@ -1,7 +1,7 @@
 """Read the directory libcolltune's profiling mode writes (COLLTUNE_PROFILE_RUN=dir).
 
 Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runtime/profrun.c):
-  colltune-profile-run 2                         (1: coll/p2p lines without BYTES_MIN BYTES_MAX)
+  colltune-profile-run 3                         (2: no TIMED; 1: nor BYTES_MIN BYTES_MAX)
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
@@ -11,10 +11,13 @@ Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runti
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
   sample_budget_ppm B                            sampling budget (millionths of the run, 0: none)
   cvars_skipped ompi_info                        no cvar lines: Open MPI 4's MPI_T costs 0.2 s (ompi_cvars.py)
-  coll NAME SITE NPROCS BIN CALLS TOTAL_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
-  p2p  NAME SITE 0 BIN CALLS TOTAL_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
+  coll NAME SITE NPROCS BIN CALLS TIMED TIMED_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
+  p2p  NAME SITE 0 BIN CALLS TIMED TIMED_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
   end
-BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits).
+BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
+counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
+sampled call), TIMED_NS is their time: the point's time is estimated as TIMED_NS * CALLS / TIMED
+(format 2 and before timed every call: TOTAL_NS in TIMED_NS's place, no TIMED).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from pathlib import Path
 
 from colltune.errors import ColltuneError
 
-FORMAT_VERSION = "2"
-READABLE_VERSIONS = ("1", "2")   # version 1 (no exact size range) is still read
+FORMAT_VERSION = "3"
+READABLE_VERSIONS = ("1", "2", "3")   # 2 (every call timed) and 1 (no exact size range) still read
 
 
 class ProfileRunError(ColltuneError, ValueError):
@@ -51,8 +54,8 @@ class Point:
     nprocs: int
     bin: int
     calls: int
-    total_ns: int
-    max_ns: int
+    total_ns: int      # the time in these calls: measured (timed == calls) or estimated
+    max_ns: int        # the longest timed call
     bytes: int
     samples: int
     own_ns: int
@@ -60,6 +63,7 @@ class Point:
     wait_min_ns: int
     bytes_min: int | None = None   # smallest and largest size of the calls (format 2; None before)
     bytes_max: int | None = None
+    timed: int | None = None       # calls whose time was taken (format 3; before: all of them)
 
 
 @dataclass(frozen=True)
@@ -120,14 +124,25 @@ def cpulist(text: str) -> tuple[int, ...]:
 MAP_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+([0-9a-f]+)\s+\S+\s+\d+\s+(/.*)$")
 
 
+COLUMNS = {"1": 10, "2": 12, "3": 13}   # numbers after NAME SITE per format
+
+
 def _point(kind: str, fields: list[str], version: str) -> Point:
     name, site, *nums = fields
-    n = [int(x) for x in nums]
-    if len(n) != (12 if version == "2" else 10):
+    n: list[int | None] = [int(x) for x in nums]
+    if len(n) != COLUMNS[version]:
         raise ValueError(f"{len(n)} numbers")
-    if version == "2" and n[1] < 0:
-        n[-2:] = [None, None]   # type: ignore[list-item]   # calls without a size: no range
-    return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n)
+    timed = None
+    if version == "3":
+        nprocs, bin_, calls, timed, timed_ns, *rest = n
+        if not 0 <= timed <= calls or (timed == 0 and timed_ns):
+            raise ValueError(f"{timed} timed calls of {calls}")
+        # the timed calls are a sample of the point's calls: their mean time stands for all
+        total = round(timed_ns * calls / timed) if timed else 0
+        n = [nprocs, bin_, calls, total, *rest]
+    if version != "1" and n[1] is not None and n[1] < 0:
+        n[-2:] = [None, None]   # calls without a size: no range
+    return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n, timed=timed)  # type: ignore[arg-type]
 
 
 def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> None:
