@@ -11,7 +11,7 @@ import pytest
 from advise_support import compile_advise_programs
 from click.testing import CliRunner
 
-from colltune.advise import profile_run, where
+from colltune.advise import profile_run, symbols, where
 from colltune.commands.advise import command as advise_cmd
 
 IMBALANCE = Path(__file__).resolve().parent / "data" / "advise-imbalance"
@@ -187,3 +187,34 @@ def test_fortran_call_sites_are_the_programs_lines(debian_fortran, tmp_path):
     assert [(p.name, p.first, p.second, p.pairs) for p in patterns.find(profile_run.read(tmp_path / "p"))] == [
         ("reduce_bcast", "step_ (advise_fortran.f90:28)", "step_ (advise_fortran.f90:29)", 6),
         ("small_reductions", "MAIN__ (advise_fortran.f90:17)", "MAIN__ (advise_fortran.f90:17)", 3)]
+
+
+def test_fortran_barrier_and_point_to_point_are_profiled(debian_fortran, tmp_path):
+    # Fortran's MPI_Barrier and point-to-point calls (Open MPI's bindings call PMPI_* directly)
+    # reach the profiling mode through colltune's Fortran symbols, at the program's own lines.
+    import subprocess
+
+    from advise_support import profiled
+    from colltune.advise import patterns
+
+    lib, art, _ = debian_fortran
+    exe = tmp_path / "advise_fortran_p2p"
+    subprocess.run(["/usr/bin/mpifort.openmpi", "-g", "-O0", "-o", str(exe),   # -O0: every call at its line
+                    str(Path(__file__).resolve().parent / "programs" / "advise_fortran_p2p.f90")], check=True)
+    run = profiled(lib, art, 2, [exe], tmp_path / "p")
+    assert sorted(line for line in run.stdout.splitlines() if line.startswith(("ok", "FAIL"))) == ["ok 0", "ok 1"], \
+        run.describe()
+    prof = profile_run.read(tmp_path / "p")
+    per_rank = []
+    for r in prof.ranks:
+        labels = symbols.resolve({p.site for p in r.points}, r.maps)
+        per_rank.append(sorted((p.name, labels[p.site].label, p.calls, p.bytes_min, p.bytes_max) for p in r.points))
+    at = "MAIN__ (advise_fortran_p2p.f90:{})".format
+    both = [("Irecv", at(28), 2, 800, 800), ("Isend", at(29), 2, 800, 800), ("Isend", at(33), 1, 8, 8),
+            ("Recv", at(35), 1, 8, 8), ("Sendrecv", at(32), 1, 80, 80),
+            ("Wait", "wait_one_ (advise_fortran_p2p.f90:47)", 1, None, None),   # see the program
+            ("Waitall", at(30), 2, None, None), ("allreduce", at(18), 3, 8, 8), ("barrier", at(17), 3, None, None)]
+    assert per_rank[0] == sorted(both + [("Send", at(22), 5, 8000, 8000)])
+    assert per_rank[1] == sorted(both + [("Recv", at(24), 5, 8000, 8000)])
+    assert [(p.name, p.first, p.second, p.pairs) for p in patterns.find(prof)] == [
+        ("barrier_before_sync", at(17), at(18), 3)]

@@ -15,6 +15,15 @@ When in doubt the call goes to the library's own Fortran symbol unchanged (dlsym
 mpi_f08 symbols are not wrapped: their buffers may be array descriptors (TS 29113), and an f08
 call therefore reaches the library unchanged (docs/interposer.md, "Fortran").
 
+MPI_Barrier and the point-to-point calls of native/spec/p2p.toml are wrapped too, so that a
+Fortran application's barriers and messages reach the profiling mode like a C application's:
+  - MPI_Barrier translates its communicator and calls the C MPI_Barrier (runtime/profcomm.c);
+  - a point-to-point call goes to the library's own Fortran symbol with the same arguments (no
+    translation of statuses, requests or Fortran's 1-based indices to get wrong); profiling
+    only adds the clock around it and records (call, the application's call site, bytes), where
+    the library is Open MPI (its bindings call PMPI_*; another library's may reach the C
+    wrappers, which then record the call).
+
 `--check` writes nothing and exits 1 if the committed file is stale. Stdlib only.
 """
 
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+import gen_p2p
 from table import GENERATED_DIR, Collective, banner, load, write_or_check
 
 BUFFERS = {"sendbuf", "recvbuf", "buffer"}
@@ -100,8 +110,10 @@ PRELUDE = """\
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../runtime/ct_profrun.h"
+#include "../runtime/ct_runtime.h"
 
 /* A profiled call's site is the application's line that called the Fortran symbol (its return
  * address, passed down as `caller`), not this file's call of the C wrapper. */
@@ -179,13 +191,94 @@ def lifecycle() -> list[str]:
     return lines
 
 
+def manglings(name: str) -> tuple[str, ...]:
+    low = f"mpi_{name.lower()}"
+    return (f"{low}_", f"{low}__", low, low.upper())
+
+
+def barrier() -> list[str]:
+    """MPI_Barrier: the communicator translated, then the C wrapper (profiled like a collective)."""
+    params = "MPI_Fint *comm, MPI_Fint *ierr"
+    lines = [
+        f"typedef void ct_f_barrier_fn({params});",
+        "",
+        f"static void ct_f_barrier({params}, const char *symbol, const void *caller)",
+        "{",
+        "    if (!ct_f_translatable()) {",
+        "        ct_f_barrier_fn *next = (ct_f_barrier_fn *)ct_f_next(symbol);",
+        "        if (next != NULL) next(comm, ierr);",
+        "        else *ierr = MPI_ERR_INTERN;",
+        "        return;",
+        "    }",
+        "    ct_profrun_caller = caller;",
+        "    *ierr = (MPI_Fint)MPI_Barrier(PMPI_Comm_f2c(*comm));",
+        "    ct_profrun_caller = NULL;",
+        "}",
+        "",
+    ]
+    for sym in manglings("barrier"):
+        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
+                  f'    ct_f_barrier(comm, ierr, "{sym}", __builtin_return_address(0));', "}", ""]
+    return lines
+
+
+def p2p_params(c: gen_p2p.Call) -> str:
+    """Fortran passes everything by reference: buffers as they are, every other argument
+    (counts, handles, status arrays, request arrays, indices) as INTEGERs."""
+    out = [f"void *{n}" if "buf" in n else f"MPI_Fint *{n}" for n in c.arg_names]
+    return ", ".join(out + ["MPI_Fint *ierr"])
+
+
+def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
+    params = p2p_params(c)
+    args = ", ".join(c.arg_names + ["ierr"])
+    name = c.name.lower()
+    size = (f"*ierr == MPI_SUCCESS ? ct_profrun_bytes((int)*{c.count}, PMPI_Type_f2c(*{c.type})) : 0"
+            if c.count else "0")
+    lines = [
+        f"typedef void ct_f_{name}_fn({params});",
+        "",
+        f"static void ct_f_{name}({params}, const char *symbol, const void *caller)",
+        "{",
+        f"    static ct_f_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
+        f"    ct_f_{name}_fn *next = next_fn;",
+        "    if (next == NULL) {",
+        f"        next = (ct_f_{name}_fn *)ct_f_next(symbol);",
+        "        if (next == NULL) {",
+        "            *ierr = MPI_ERR_INTERN;",
+        "            return;",
+        "        }",
+        "        next_fn = next;",
+        "    }",
+        "    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),",
+        "     * they may reach the C wrappers themselves: not timed twice */",
+        "    if (CT_LIKELY(!ct_p2p_on) || !ct_f_translatable()) {",
+        f"        next({args});",
+        "        return;",
+        "    }",
+        "    uint64_t t0 = ct_profrun_ticks();",
+        f"    next({args});",
+        "    uint64_t ticks = ct_profrun_ticks() - t0;",
+        f"    ct_profrun_p2p({c.enum}, caller, {size}, ticks);",
+        "}",
+        "",
+    ]
+    for sym in manglings(c.name):
+        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
+                  f'    ct_f_{name}({args}, "{sym}", __builtin_return_address(0));', "}", ""]
+    return lines
+
+
 def generate() -> str:
     table = load()
-    lines = [banner("gen_fortran.py", source="native/spec/collectives.toml").rstrip("\n"), ""]
+    lines = [banner("gen_fortran.py", source="native/spec/collectives.toml and p2p.toml").rstrip("\n"), ""]
     lines += PRELUDE.splitlines() + [""]
     lines += lifecycle()
     for coll in table.collectives:
         lines += wrapper(coll)
+    lines += barrier()
+    for c in gen_p2p.load():
+        lines += p2p_wrapper(c)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
