@@ -67,7 +67,9 @@ def test_findings_and_predicted_saving(openmpi, openmpi_build, programs, tmp_pat
     assert by["small_reductions"].saving_per_pair_s == pytest.approx(2 * 4e-6 - 4.5e-6)
     barrier = by["barrier_before_sync"]
     assert barrier.saving_per_pair_s is not None and barrier.saving_per_pair_s > 0   # measured in this run
-    [f] = [f for f in patterns.findings(pats, run.wall_ns / 1e9) if f.data["pattern"] == "reduce_bcast"]
+    # A fixed wall time: the run's own (0.3-1 s with the machine's load) would put 48 us on both
+    # sides of the negligible share (patterns.NEGLIGIBLE of the run) from run to run.
+    [f] = [f for f in patterns.findings(pats, 0.1) if f.data["pattern"] == "reduce_bcast"]
     assert f.title == ("MPI_Bcast of MPI_Reduce's result from the same root, directly after it, 12 times: "
                        "one MPI_Allreduce would do")
     assert f.changes == {"source": "replace MPI_Reduce at planted (advise_patterns.c:31) and MPI_Bcast at "
