@@ -67,7 +67,7 @@ def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None
     if variant == AA:
         return f"{mpi_name} (A/A copy)"
     if variant == TUNED:
-        return f"{mpi_name} (tuned profile)"
+        return f"{mpi_name} (tuning profile)"
     if variant.startswith(LIB_PREFIX):
         alg = variant.split(":", 2)[-1]
         return f"{mpi_name} algorithm {alg}"
