@@ -119,12 +119,30 @@ def test_speedup_ci_mapping_is_monotone() -> None:
 
 
 @pytest.mark.slow
-def test_real_validation_with_the_benchmark(tmp_path: Path, openmpi_build: object) -> None:
-    """A profile that replaces allreduce at 8 and 64 bytes on 2 ranks, measured for real."""
+def test_layout_rules_follow_the_runs_layout() -> None:
+    """A layout block decides for the process count run on that layout (run_layouts); on another
+    layout, or an unknown one, the layout-free block does."""
+    p = prof.parse_profile("colltune-profile 1\ncollective bcast\nprocs 4 4\nbytes 8 8 bcast_as_allgatherv\n"
+                           "nodes 2 ppn 2\nbytes 64 64 bcast_as_scatter_allgather\nend\n")
+    m = measurements({8: [1.5] * 3, 64: [1.5] * 3})
+
+    def chosen(layouts: dict[int, tuple[int, int]] | None) -> list[str | None]:
+        t = val.judge(m, p, layouts=layouts).set_index("msg_bytes")["profile_variant"]
+        return [None if pd.isna(t[n]) else t[n] for n in (8, 64)]
+
+    assert chosen({4: (2, 2)}) == [None, "bcast_as_scatter_allgather"]
+    assert chosen({4: (1, 4)}) == chosen(None) == ["bcast_as_allgatherv", None]
+
+
+@pytest.mark.parametrize("block", ["procs 2 2", "nodes 1 ppn 2"])
+def test_real_validation_with_the_benchmark(tmp_path: Path, openmpi_build: object, block: str) -> None:
+    """A profile that replaces allreduce at 8 and 64 bytes on 2 ranks, measured for real; as a
+    layout block too (2 ranks of one node are 1 x 2: the benchmark's `tuned` and the validation
+    find the rule by the communicator's layout)."""
     from colltune.commands.validate import command
 
     profile = tmp_path / "p.prof"
-    profile.write_text("colltune-profile 1\nnprocs 2\ncollective allreduce\nprocs 2 2\n"
+    profile.write_text(f"colltune-profile 1\nnprocs 2\ncollective allreduce\n{block}\n"
                        "bytes 8 64 allreduce_as_reduce_bcast\nend\n")
     db = tmp_path / "v.duckdb"
     # No -s: the quick preset's sizes (8, 1 KiB, 32 KiB) plus the rule's bounds (8, 64).

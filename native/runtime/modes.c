@@ -29,6 +29,9 @@ CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 static int ct_force[CT_NUM_COLLECTIVES];
 static ct_profile *ct_prof;
 static int ct_counting;
+/* 1 where the profile has layout blocks for the collective: only then is the communicator's
+ * layout asked for (fixed at MPI_Init; a call to ct_profile_has_layouts costs 15 instructions). */
+static unsigned char ct_prof_layouts[CT_NUM_COLLECTIVES];
 
 /* Which mode decides each collective, fixed at MPI_Init from the modes' order: one load and one
  * switch per call instead of a test per mode. CT_ROUTE_LEARN_FAST: the learning mode decides
@@ -48,7 +51,7 @@ static ct_decision ct_ask_profile(const ct_call *call)
         return d;
     d.mode = CT_MODE_PROFILE;
     int nodes = 0, ppn = 0;
-    if (ct_profile_has_layouts(ct_prof, call->coll))   /* the communicator's own layout */
+    if (ct_prof_layouts[call->coll])   /* the communicator's own layout */
         ct_commlayout_of(call->comm, &nodes, &ppn);
     d.chosen = ct_profile_lookup_layout(ct_prof, call->coll, size, nodes, ppn, bytes);
     return d;
@@ -173,6 +176,8 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
     ct_counting = counting;
     if (ct_profile_has_layouts(profile, -1))
         ct_commlayout_start();
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        ct_prof_layouts[c] = (unsigned char)ct_profile_has_layouts(profile, c);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_force[c] = force[c];
         ct_route[c] = force[c] != CT_FORCE_UNSET ? CT_ROUTE_FORCE
@@ -216,6 +221,7 @@ void ct_modes_clear(void)
         ct_active[c] = 0;
         ct_route[c] = CT_ROUTE_NONE;
         ct_force[c] = CT_FORCE_UNSET;
+        ct_prof_layouts[c] = 0;
     }
     ct_prof = NULL;
     ct_counting = 0;
