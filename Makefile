@@ -58,7 +58,7 @@ DEMO_OUT := colltune-out
 # as printed on this machine (docs/first-hour.md walks through them).
 demo: setup build
 	$(COLLTUNE) check --preset quick --library-algorithms -n $(NPROCS) --db $(DEMO_OUT)/colltune.duckdb --out $(DEMO_OUT) || { rc=$$?; [ $$rc -eq 1 ] || [ $$rc -eq 3 ]; }
-	$(COLLTUNE) tune --db $(DEMO_OUT)/colltune.duckdb --out $(DEMO_OUT)/tuned.profile
+	$(COLLTUNE) tune --db $(DEMO_OUT)/colltune.duckdb --out $(DEMO_OUT)/tuned.prof
 
 # A one-host Slurm for tests/test_slurm.py (root: installs the Debian packages); exit 3 means
 # Slurm cannot run here, and those tests then skip saying why.

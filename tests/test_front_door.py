@@ -74,6 +74,6 @@ def test_demo_commands_into_an_empty_folder(tmp_path: Path, openmpi_build: objec
                                   "--quiet", "--db", str(db), "--out", str(out)])
     assert result.exit_code in (0, 1, 3), result.output  # 3: no violation, some comparisons undecided
     assert (out / "report.html").is_file() and db.is_file()
-    result = runner.invoke(main, ["tune", "--db", str(db), "--out", str(tmp_path / "new" / "tuned.profile")])
+    result = runner.invoke(main, ["tune", "--db", str(db), "--out", str(tmp_path / "new" / "tuned.prof")])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "new" / "tuned.profile").read_text().startswith("colltune-profile 1\n")
+    assert (tmp_path / "new" / "tuned.prof").read_text().startswith("colltune-profile 1\n")

@@ -107,9 +107,9 @@ def test_the_first_hour(tmp_path: Path, openmpi: mpi.MpiLibrary, openmpi_build: 
         (check_run,) = store.runs()["run_id"]
     _, tuned = j.steps(tune)
     assert list(tuned.values()) == [
-        f"{colltune} run --profile colltune-out/tuned.profile -- {app}",
-        f"{colltune} mpi env --profile colltune-out/tuned.profile",
-        f"{colltune} validate --profile colltune-out/tuned.profile --db {db} --preset quick",
+        f"{colltune} run --profile colltune-out/tuned.prof -- {app}",
+        f"{colltune} mpi env --profile colltune-out/tuned.prof",
+        f"{colltune} validate --profile colltune-out/tuned.prof --db {db} --preset quick",
         f"{colltune} export --native openmpi --db {db} --out colltune-out/native",
         f"{colltune} advise --db {db} -- {app}",
     ], tuned
@@ -144,9 +144,9 @@ def test_the_first_hour(tmp_path: Path, openmpi: mpi.MpiLibrary, openmpi_build: 
             assert "journey_app ok 4" in j.sh(line), what
     assert learn == f"{colltune} learn run --batches 2 --db {db} -- {app}"
     _, learned = j.steps(learn)
-    assert list(learned.values()) == [f"{colltune} learn export --db {db} --out colltune-out/learned.profile"]
+    assert list(learned.values()) == [f"{colltune} learn export --db {db} --out colltune-out/learned.prof"]
     _, exported = j.steps(learned.popitem()[1])
-    assert list(exported.values()) == [f"{colltune} run --profile colltune-out/learned.profile -- {app}", native]
+    assert list(exported.values()) == [f"{colltune} run --profile colltune-out/learned.prof -- {app}", native]
     assert "journey_app ok 4" in j.sh(list(exported.values())[0])
 
     # export --native, and the program with the library's own tuning file.
@@ -262,14 +262,14 @@ def test_no_step_that_cannot_work(openmpi: mpi.MpiLibrary, monkeypatch: pytest.M
     """A profile without rules has nothing to apply or validate; no winning library algorithm,
     no native file; a check of another library names it where the command cannot infer it."""
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "mpiexec")
-    db, prof = Path("out/c.duckdb"), Path("out/tuned.profile")
+    db, prof = Path("out/c.duckdb"), Path("out/tuned.prof")
     steps = nextsteps.after_tune(db, prof, rules=0, nprocs=2, run_settings={}, library_points=0)
     assert [s.line.split(" -- ")[0].split()[1:3] for s in steps] == [["advise", "--db"]]
     steps = nextsteps.after_tune(db, prof, rules=3, nprocs=2, run_settings={"mpi": "openmpi", "preset": "full"},
                                  library_points=0)
     assert [s.line.split()[1] for s in steps] == ["run", "mpi", "validate", "advise"]
-    assert steps[1].line.endswith("mpi env --profile out/tuned.profile --mpi openmpi")
-    assert steps[2].line.endswith("validate --profile out/tuned.profile --db out/c.duckdb --mpi openmpi "
+    assert steps[1].line.endswith("mpi env --profile out/tuned.prof --mpi openmpi")
+    assert steps[2].line.endswith("validate --profile out/tuned.prof --db out/c.duckdb --mpi openmpi "
                                   "--preset full")
 
 

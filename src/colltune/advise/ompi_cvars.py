@@ -1,4 +1,4 @@
-"""Open MPI 4's control variables for a profiled run, read with the library's own ompi_info.
+"""Open MPI 4's control variables for a profiling run, read with the library's own ompi_info.
 
 On Open MPI before 5 the first MPI_T_init_thread loads every component's parameters (0.21 s on
 Debian's 4.1.4 here, 3% of an ExaML run, at MPI_Finalize where it delays every rank), so the

@@ -1,4 +1,4 @@
-"""Where the time goes: per collective (and per point-to-point call) of one profiled run, the
+"""Where the time goes: per collective (and per point-to-point call) of one profiling run, the
 calls, message sizes, own cost, waiting, share of the run, slowest and fastest rank and the call
 sites that make it up, ordered by own cost. Pure: a ProfileRun in, rows out (output.py renders).
 

@@ -243,7 +243,7 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
             run_loop(store, backend, settings, show)
         out_console.line()
     err.print(f"last table: {table_out}; traces under {trace_root}", highlight=False, soft_wrap=True)
-    nextsteps.show(nextsteps.after_learn_run(db_path, nextsteps.out_dir_for(db_path) / "learned.profile"))
+    nextsteps.show(nextsteps.after_learn_run(db_path, nextsteps.out_dir_for(db_path) / "learned.prof"))
 
 
 @command.command("plot")

@@ -174,7 +174,7 @@ def out_dir_for(db_path: Path, out_dir: Path | None = None) -> Path:
 
 def after_check(db_path: Path, out_dir: Path | None, has_report: bool) -> list[Step]:
     steps = [Step("write a tuning profile from this check",
-                  cli("tune", "--db", db_path, "--out", out_dir_for(db_path, out_dir) / "tuned.profile"))]
+                  cli("tune", "--db", db_path, "--out", out_dir_for(db_path, out_dir) / "tuned.prof"))]
     if not has_report:
         steps.append(Step("the HTML report of this check", cli("report", "--db", db_path, "--out",
                                                                    out_dir_for(db_path, out_dir))))
@@ -207,7 +207,7 @@ def after_tune(db_path: Path, profile_path: Path, *, rules: int, nprocs: int, ru
         steps.append(Step(f"write {lib.name}'s own tuning file ({library_points} points where one of its algorithms "
                           "is faster than its default)",
                           cli("export", "--native", lib.name, "--db", db_path, "--out", out_dir_for(db_path) / "native")))
-    steps.append(Step("what to change in your application, from one profiled run of it",
+    steps.append(Step("what to change in your application, from one profiling run of it",
                       f"{cli('advise', '--db', db_path)} -- {app}"))
     return steps
 
