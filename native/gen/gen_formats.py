@@ -3,7 +3,8 @@
 
 Outputs
   native/generated/ct_formats.h   text-format limits, the trace header's and communicator
-                                  table's offsets, the trace record struct (with _Static_asserts)
+                                  table's offsets, the trace record struct (with _Static_asserts),
+                                  the profiling run's line formats (printf)
   src/colltune/formats.py         the same facts as Python constants and field tables
 
 `--check` writes nothing and exits 1 if an output is stale (the test suite runs it).
@@ -51,6 +52,29 @@ def size_of(fields: list[tuple[str, str, int, str]]) -> int:
     return at + TYPES[typ][0]
 
 
+# profiling-run line field type -> (printf conversion, C argument type)
+LINE_TYPES = {"word": ("%s", "const char *"), "ptr": ("%p", "const void *"), "int": ("%d", "int"),
+              "u64": ("%llu", "unsigned long long")}
+
+
+def line_format(fields: list[dict]) -> str:
+    return " ".join(LINE_TYPES[f["type"]][0] for f in fields)
+
+
+def profile_run_c(run: dict) -> list[str]:
+    """The point and pattern lines as printf formats and the argument order as a comment; the
+    writer passes its values in that order (gcc's -Wformat checks their types)."""
+    lines = ["/* Profiling runs (native/runtime/profrun.c, profcomm.c): dir/rank-N. */",
+             f'#define CT_PROFRUN_MAGIC "{run["magic"]}"',
+             f"#define CT_PROFRUN_VERSION {run['version']}"]
+    for kind in ("point", "pattern"):
+        names = ", ".join(f["name"] for f in run[kind])
+        lines += [f"/* {kind}: {names} */",
+                  f'#define CT_PROFRUN_{kind.upper()}_FORMAT "{line_format(run[kind])}"',
+                  f"#define CT_PROFRUN_{kind.upper()}_FIELDS {len(run[kind])}"]
+    return lines + [""]
+
+
 def c_header(spec: dict) -> str:
     text, trace = spec["text"], spec["trace"]
     head, comm, rec = layout(trace["header"], "header"), layout(trace["comm"], "comm"), layout(trace["record"], "record")
@@ -78,8 +102,9 @@ def c_header(spec: dict) -> str:
     lines += ["} ct_trace_record;", f"#define CT_TRACE_RECORD_BYTES {size_of(rec)}",
               '_Static_assert(sizeof(ct_trace_record) == CT_TRACE_RECORD_BYTES, "trace record layout");']
     lines += [f'_Static_assert(offsetof(ct_trace_record, {n}) == {at}, "trace record layout");' for n, _, at, _ in rec]
+    lines += [""] + profile_run_c(spec["profile_run"])
     jobs = spec["jobs"]
-    lines += ["", "/* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and",
+    lines += ["/* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and",
               " * X(name, MPI handle); expanded where mpi.h is included. */",
               "#define CT_JOB_DATATYPES(X) \\"]
     lines += [f'    X("{d["name"]}", {d["mpi"]}, {d["bytes"]}) \\' for d in jobs["datatypes"]]
@@ -114,6 +139,15 @@ def py_module(spec: dict) -> str:
     lines += [")", f"TRACE_RECORD_BYTES = {size_of(rec)}",
               f"TRACE_STOPS = {tuple(trace['stops'])!r}",
               f"TRACE_OUTCOMES = {tuple(trace['outcomes'])!r}", "",
+              "# Profiling runs (colltune.advise.profile_run): (field, type) of the point and pattern",
+              "# lines after their first word; types: word, ptr (hex or \"(nil)\"), int, u64",
+              f'PROFILE_RUN_MAGIC = "{spec["profile_run"]["magic"]}"',
+              f"PROFILE_RUN_VERSION = {spec['profile_run']['version']}",
+              "PROFILE_RUN_POINT: tuple[tuple[str, str], ...] = ("]
+    lines += [f'    ("{f["name"]}", "{f["type"]}"),' for f in spec["profile_run"]["point"]]
+    lines += [")", "PROFILE_RUN_PATTERN: tuple[tuple[str, str], ...] = ("]
+    lines += [f'    ("{f["name"]}", "{f["type"]}"),' for f in spec["profile_run"]["pattern"]]
+    lines += [")", "",
               "# The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names",
               "JOB_DATATYPE_SIZES = {"]
     lines += [f'    "{d["name"]}": {d["bytes"]},' for d in spec["jobs"]["datatypes"]]

@@ -80,6 +80,16 @@ _Static_assert(offsetof(ct_trace_record, msg_bytes) == 8, "trace record layout")
 _Static_assert(offsetof(ct_trace_record, start_lo) == 12, "trace record layout");
 _Static_assert(offsetof(ct_trace_record, duration) == 16, "trace record layout");
 
+/* Profiling runs (native/runtime/profrun.c, profcomm.c): dir/rank-N. */
+#define CT_PROFRUN_MAGIC "colltune-profile-run"
+#define CT_PROFRUN_VERSION 3
+/* point: name, site, nprocs, bin, calls, timed, timed_ns, max_ns, bytes, samples, own_ns, wait_ns, wait_min_ns, bytes_min, bytes_max */
+#define CT_PROFRUN_POINT_FORMAT "%s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu"
+#define CT_PROFRUN_POINT_FIELDS 15
+/* pattern: name, first, second, nprocs, bin, pairs, bytes */
+#define CT_PROFRUN_PATTERN_FORMAT "%s %p %p %d %d %llu %llu"
+#define CT_PROFRUN_PATTERN_FIELDS 7
+
 /* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and
  * X(name, MPI handle); expanded where mpi.h is included. */
 #define CT_JOB_DATATYPES(X) \

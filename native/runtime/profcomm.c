@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ct_formats.h"
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 
@@ -332,7 +333,8 @@ void ct_profcomm_write(FILE *out, double ns_per_tick)
         if (atomic_load(&s->state) != 2 || atomic_load(&s->count) == 0)
             continue;
         const ct_pat_key *k = &s->key;
-        fprintf(out, "pattern %s %p %p %d %d %llu %llu\n", ct_pattern_names[k->pattern], k->first,
+        _Static_assert(CT_PROFRUN_PATTERN_FIELDS == 7, "formats.toml's pattern line: update the writer");
+        fprintf(out, "pattern " CT_PROFRUN_PATTERN_FORMAT "\n", ct_pattern_names[k->pattern], k->first,
                 k->second, k->nprocs, k->bin, atomic_load(&s->count), atomic_load(&s->bytes));
     }
     fprintf(out, "patterns_lost %llu\nsample_syncs %llu %llu %llu\n", atomic_load(&ct_pat_lost),

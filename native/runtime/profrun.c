@@ -28,6 +28,7 @@
 #endif
 
 #include "ct_core.h"
+#include "ct_formats.h"
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 #include "ct_settings.h"
@@ -541,9 +542,9 @@ static void ct_write_env(FILE *out, uint64_t wall)
     if (nl != NULL)
         *nl = '\0';
     const char *omp = getenv("OMP_NUM_THREADS");
-    fprintf(out, "colltune-profile-run 3\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
+    fprintf(out, CT_PROFRUN_MAGIC " %d\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
                  "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
-            ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
+            CT_PROFRUN_VERSION, ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
             sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
     fprintf(out, "sample_budget_ppm %llu\n", (unsigned long long)ct_budget_ppm);
     cpu_set_t set;
@@ -568,8 +569,8 @@ static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
         unsigned long long samples = atomic_load(&s->samples);
         unsigned long long calls = atomic_load(&s->calls);
         const ct_key *k = &s->key;
-        fprintf(out, "%s %s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
-                coll ? "coll" : "p2p",
+        _Static_assert(CT_PROFRUN_POINT_FIELDS == 15, "formats.toml's point line: update the writer");
+        fprintf(out, "%s " CT_PROFRUN_POINT_FORMAT "\n", coll ? "coll" : "p2p",
                 !coll ? ct_p2p_names[k->kind]
                       : k->kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(k->kind),
                 k->site, k->nprocs, k->bin, calls, atomic_load(&s->timed),

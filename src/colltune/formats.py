@@ -54,6 +54,37 @@ TRACE_RECORD_BYTES = 20
 TRACE_STOPS = ("open", "records", "seconds")
 TRACE_OUTCOMES = ("fixed", "not_applicable", "exploit", "explore")
 
+# Profiling runs (colltune.advise.profile_run): (field, type) of the point and pattern
+# lines after their first word; types: word, ptr (hex or "(nil)"), int, u64
+PROFILE_RUN_MAGIC = "colltune-profile-run"
+PROFILE_RUN_VERSION = 3
+PROFILE_RUN_POINT: tuple[tuple[str, str], ...] = (
+    ("name", "word"),
+    ("site", "ptr"),
+    ("nprocs", "int"),
+    ("bin", "int"),
+    ("calls", "u64"),
+    ("timed", "u64"),
+    ("timed_ns", "u64"),
+    ("max_ns", "u64"),
+    ("bytes", "u64"),
+    ("samples", "u64"),
+    ("own_ns", "u64"),
+    ("wait_ns", "u64"),
+    ("wait_min_ns", "u64"),
+    ("bytes_min", "u64"),
+    ("bytes_max", "u64"),
+)
+PROFILE_RUN_PATTERN: tuple[tuple[str, str], ...] = (
+    ("name", "word"),
+    ("first", "ptr"),
+    ("second", "ptr"),
+    ("nprocs", "int"),
+    ("bin", "int"),
+    ("pairs", "u64"),
+    ("bytes", "u64"),
+)
+
 # The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names
 JOB_DATATYPE_SIZES = {
     "byte": 1,

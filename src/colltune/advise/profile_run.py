@@ -1,23 +1,25 @@
 """Read the directory libcolltune's profiling mode writes (COLLTUNE_PROFILE_RUN=dir).
 
-Format of dir/rank-N (one fact per line, written at MPI_Finalize by native/runtime/profrun.c):
-  colltune-profile-run 3                         (2: no TIMED; 1: nor BYTES_MIN BYTES_MAX)
+Format of dir/rank-N: one fact per line, written at MPI_Finalize by native/runtime/profrun.c;
+the point and pattern lines' fields come from native/spec/formats.toml (colltune.formats
+PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"):
+  colltune-profile-run 3                         (2: every call timed; 1: no exact size range)
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
-  pattern NAME FIRST_SITE SECOND_SITE NPROCS BIN PAIRS BYTES   call patterns (profcomm.c)
+  pattern <PROFILE_RUN_PATTERN>                  call patterns (profcomm.c)
   patterns_lost N                                pattern pairs not recorded (table full)
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
   sample_budget_ppm B                            sampling budget (millionths of the run, 0: none)
   cvars_skipped ompi_info                        no cvar lines: Open MPI 4's MPI_T costs 0.2 s (ompi_cvars.py)
-  coll NAME SITE NPROCS BIN CALLS TIMED TIMED_NS MAX_NS BYTES SAMPLES OWN_NS WAIT_NS WAIT_MIN_NS BYTES_MIN BYTES_MAX
-  p2p  NAME SITE 0 BIN CALLS TIMED TIMED_NS MAX_NS BYTES 0 0 0 0 BYTES_MIN BYTES_MAX
+  coll <PROFILE_RUN_POINT>                       collectives and MPI_Barrier
+  p2p  <PROFILE_RUN_POINT>                       point-to-point calls (nprocs 0, no samples)
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
 counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
-sampled call), TIMED_NS is their time: the point's time is estimated as TIMED_NS * CALLS / TIMED
-(format 2 and before timed every call: TOTAL_NS in TIMED_NS's place, no TIMED).
+sampled call), TIMED_NS is their time: the point's time is estimated as TIMED_NS * CALLS / TIMED.
+Formats 1 and 2 timed every call (their TOTAL_NS stands where TIMED_NS is) and are read too.
 """
 
 from __future__ import annotations
@@ -25,11 +27,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from colltune import formats
 from colltune.errors import ColltuneError
 
-FORMAT_VERSION = "3"
-READABLE_VERSIONS = ("1", "2", "3")   # 2 (every call timed) and 1 (no exact size range) still read
+FORMAT_VERSION = str(formats.PROFILE_RUN_VERSION)
+# Before the spec: format 2 (every call timed: TOTAL_NS, no TIMED) and 1 (nor the exact size range).
+OLD_POINTS: dict[str, tuple[str, ...]] = {
+    "2": ("name", "site", "nprocs", "bin", "calls", "timed_ns", "max_ns", "bytes", "samples", "own_ns",
+          "wait_ns", "wait_min_ns", "bytes_min", "bytes_max"),
+    "1": ("name", "site", "nprocs", "bin", "calls", "timed_ns", "max_ns", "bytes", "samples", "own_ns",
+          "wait_ns", "wait_min_ns"),
+}
+POINT_FIELDS = {FORMAT_VERSION: tuple(n for n, _ in formats.PROFILE_RUN_POINT), **OLD_POINTS}
+READABLE_VERSIONS = tuple(POINT_FIELDS)
+WORDS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN) if t == "word"}
+POINTERS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN) if t == "ptr"}
 
 
 class ProfileRunError(ColltuneError, ValueError):
@@ -124,25 +138,32 @@ def cpulist(text: str) -> tuple[int, ...]:
 MAP_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+)\s+\S+\s+([0-9a-f]+)\s+\S+\s+\d+\s+(/.*)$")
 
 
-COLUMNS = {"1": 10, "2": 12, "3": 13}   # numbers after NAME SITE per format
+def _fields(names: tuple[str, ...], words: list[str]) -> dict[str, Any]:
+    """A line's words by the spec's field names, typed (ValueError: malformed)."""
+    if len(words) != len(names):
+        raise ValueError(f"{len(words)} fields, {len(names)} expected")
+    out: dict[str, Any] = {}
+    for name, word in zip(names, words):
+        if name in WORDS:
+            out[name] = word
+        elif name in POINTERS:
+            out[name] = 0 if word in ("(nil)", "0") else int(word, 16)
+        else:
+            out[name] = int(word)
+    return out
 
 
-def _point(kind: str, fields: list[str], version: str) -> Point:
-    name, site, *nums = fields
-    n: list[int | None] = [int(x) for x in nums]
-    if len(n) != COLUMNS[version]:
-        raise ValueError(f"{len(n)} numbers")
-    timed = None
-    if version == "3":
-        nprocs, bin_, calls, timed, timed_ns, *rest = n
-        if not 0 <= timed <= calls or (timed == 0 and timed_ns):
-            raise ValueError(f"{timed} timed calls of {calls}")
-        # the timed calls are a sample of the point's calls: their mean time stands for all
-        total = round(timed_ns * calls / timed) if timed else 0
-        n = [nprocs, bin_, calls, total, *rest]
-    if version != "1" and n[1] is not None and n[1] < 0:
-        n[-2:] = [None, None]   # calls without a size: no range
-    return Point(kind, name, int(site, 16) if site not in ("(nil)", "0") else 0, *n, timed=timed)  # type: ignore[arg-type]
+def _point(kind: str, words: list[str], version: str) -> Point:
+    f = _fields(POINT_FIELDS[version], words)
+    calls = f["calls"]
+    timed, timed_ns = f.pop("timed", calls), f.pop("timed_ns")   # before format 3 all were timed
+    if not 0 <= timed <= calls or (timed == 0 and timed_ns):
+        raise ValueError(f"{timed} timed calls of {calls}")
+    # the timed calls are a sample of the point's calls: their mean time stands for all
+    total = round(timed_ns * calls / timed) if timed else 0
+    if f["bin"] < 0:
+        f["bytes_min"] = f["bytes_max"] = None   # calls without a size: no range
+    return Point(kind, total_ns=total, timed=timed if version == FORMAT_VERSION else None, **f)
 
 
 def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> None:
@@ -166,11 +187,7 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
     elif key == "loadavg":
         prof.loadavg = float(rest)
     elif key == "pattern":
-        name, first, second, *nums = rest.split()
-        if len(nums) != 4:
-            raise ValueError(f"{len(nums)} numbers")
-        prof.patterns.append(PatternCount(name, int(first, 16) if first != "(nil)" else 0,
-                                          int(second, 16) if second != "(nil)" else 0, *(int(x) for x in nums)))
+        prof.patterns.append(PatternCount(**_fields(tuple(n for n, _ in formats.PROFILE_RUN_PATTERN), rest.split())))
     elif key == "patterns_lost":
         prof.patterns_lost = int(rest)
     elif key == "sample_syncs":
@@ -188,8 +205,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
 
 def read_rank(path: Path) -> RankProfile:
     lines = path.read_text().splitlines()
-    version = lines[0].removeprefix("colltune-profile-run ") if lines else ""
-    if not lines or not lines[0].startswith("colltune-profile-run ") or version not in READABLE_VERSIONS \
+    version = lines[0].removeprefix(f"{formats.PROFILE_RUN_MAGIC} ") if lines else ""
+    if not lines or not lines[0].startswith(f"{formats.PROFILE_RUN_MAGIC} ") or version not in READABLE_VERSIONS \
             or lines[-1] != "end":
         raise ProfileRunError(f"{path}: not a complete colltune profiling file (the rank did not "
                               "reach MPI_Finalize, or another colltune version wrote it); rerun")
