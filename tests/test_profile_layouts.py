@@ -84,3 +84,26 @@ def test_a_profile_without_layouts_keeps_deciding_by_size(openmpi: mpi.MpiLibrar
     run = run_mpi(openmpi, 4, [layout_program(openmpi, tmp_path)], env)
     assert run.returncode == 0 and run.stdout.split() == ["ok", "15"], run.describe()
     assert counts(run) == Counter({(RS_AGV, "applied"): 12, ("library", "library"): 3}), run.describe()
+
+
+def test_threads_find_their_communicators_layouts_concurrently(openmpi: mpi.MpiLibrary,
+                                                               openmpi_build: build.Artifacts,
+                                                               tmp_path: Path) -> None:
+    """MPI_THREAD_MULTIPLE (tests/programs/ct_threads.c): two threads, each on its own dup of the
+    world, compute their communicator's layout at its first call at the same time, then every
+    call takes the 1 x 2 rules; every result is checked by the program."""
+    path = tmp_path / "threads.prof"
+    path.write_text("colltune-profile 1\n"
+                    "collective allgather\n  nodes 1 ppn 2\n    bytes 0 1048576 allgather_as_allreduce\n"
+                    "collective allreduce\n  nodes 1 ppn 2\n    bytes 0 1048576 allreduce_as_reducescatterblock_allgather\n"
+                    "collective bcast\n  procs 2 2\n    bytes 0 1048576 bcast_as_allgatherv\n"
+                    "  nodes 1 ppn 2\n    bytes 0 1048576 bcast_as_scatter_allgather\nend\n")
+    prog = build.compile_program(openmpi, [PROGRAMS / "ct_threads.c"], tmp_path / "ct_threads", ["-Wextra", "-pthread"])
+    env = runenv.rank_environment(openmpi, openmpi_build, profile=path, verbose=True)
+    run = run_mpi(openmpi, 2, [prog, "60"], env)
+    assert run.returncode == 0 and "threads calls allreduce=120 bcast=120 allgather=120" in run.stdout, run.describe()
+    assert run.counts == Counter({
+        ("allreduce", "profile", "allreduce_as_reducescatterblock_allgather", "applied"): 120,
+        ("bcast", "profile", "bcast_as_scatter_allgather", "applied"): 120,
+        ("allgather", "profile", "allgather_as_allreduce", "applied"): 120,
+    }), run.describe()
