@@ -34,6 +34,8 @@ CT_PROFRUN_HIDDEN uint64_t ct_profrun_ns(void);
 /* The call path's clock: TSC ticks where the kernel trusts the TSC, else ns (profrun.c). */
 CT_PROFRUN_HIDDEN uint64_t ct_profrun_ticks(void);
 CT_PROFRUN_HIDDEN double ct_profrun_ns_per_tick(void);   /* the rate since MPI_Init */
+CT_PROFRUN_HIDDEN void ct_profrun_clock_start(void);       /* MPI_Init (profclock.c) */
+extern CT_PROFRUN_HIDDEN uint64_t ct_profrun_ns_init;       /* ct_profrun_ns() then */
 /* count * size(type), 0 for a null or invalid type (the library reports that error itself). */
 CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
 /* `ticks`: a duration of the call path's clock (ct_profrun_ticks). */
@@ -42,6 +44,11 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_
 
 /* The node's topology from /sys (NUMA nodes, device locality, isolated cores), topo.c. */
 CT_PROFRUN_HIDDEN void ct_topo_write(FILE *out);
+/* The run's environment (profenv.c): the executable mappings at MPI_Init, the rest written at
+ * MPI_Finalize (header, library, host, binding, control variables, topology). */
+CT_PROFRUN_HIDDEN void ct_profenv_read_maps(void);
+CT_PROFRUN_HIDDEN void ct_profenv_write(FILE *out, int rank, int nprocs, uint64_t wall,
+                                        unsigned long every, uint64_t budget_ppm);
 
 /* Hooks: MPI_Init, ct_dispatch, MPI_Finalize. At MPI_Init ct_profrun_prepare fills its slots of
  * init.c's settings agreement (one PMPI_Allreduce with MPI_MAX for every mode); ct_profrun_start
@@ -107,7 +114,6 @@ enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT
 
 /* A call as patterns compare it with the next one on its communicator. */
 typedef struct ct_fingerprint {
-    uint64_t seq;               /* the call's number in this thread's sequence; 0: none yet */
     const void *site;
     int kind, root, count;
     MPI_Datatype type;
@@ -118,16 +124,29 @@ typedef struct ct_fingerprint {
 } ct_fingerprint;
 
 /* A communicator's profiling state: a keyval attribute, allocated at its first profiled call.
- * Defined here so that the call path reads its call counter and size inline. */
+ * Defined here so that the call path reads its call counter and size inline. The previous
+ * collective call's fingerprint is a memoised call's (profrun.c) or `own`, identified by an id
+ * that changes whenever the fingerprint there is rewritten: valid while *prev_idp == prev_id. */
 typedef struct ct_pcomm {
     uint64_t calls;             /* collective calls on it so far: the same number on every rank */
     uint64_t next_sample;       /* the number of the next sampled call; UINT64_MAX: none */
     uint64_t period, samples;
     uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
     int nprocs, rank, inter;
-    unsigned last;              /* fp[last]: the previous call; the next is written in place */
-    ct_fingerprint fp[2];
+    const ct_fingerprint *prev;
+    const uint64_t *prev_idp;
+    uint64_t prev_id, prev_seq; /* prev_seq: its number in the thread's sequence of calls */
+    uint64_t own_id;
+    ct_fingerprint own;         /* a call that is not memoised */
 } ct_pcomm;
+
+/* A memoised call's pattern with the call it last followed directly (profcomm.c): `after` is
+ * that call's fingerprint id (0: none yet), `slot` the pattern's counter (NULL: no pattern). */
+struct ct_pat_slot;
+typedef struct ct_pat_memo {
+    uint64_t after;
+    struct ct_pat_slot *slot;
+} ct_pat_memo;
 
 /* This thread's last communicator and its state, valid while `generation` is the global one
  * (bumped when any state is freed: a freed communicator's handle may be reused). */
@@ -168,10 +187,36 @@ static inline int ct_profcomm_due(ct_pcomm *st)
 
 /* A sampled call: the timed synchronisation before it (1, *wait_ns = its time; 0: failed). */
 CT_PROFRUN_HIDDEN int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns);
-/* After a successful call: patterns it completes, then it becomes the previous call. */
-CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_pcomm *st, int kind, const void *site,
-                                         const struct ct_call *call, int64_t bytes,
-                                         uint64_t seq);
+/* After a successful call: its fingerprint is written to *fp (a memo entry's, else NULL: the
+ * state's own) under a new id in *idp; the pattern it completes with the previous call is
+ * counted (and cached in *pm where given); then it is the previous call. */
+CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp,
+                                         ct_pat_memo *pm, int kind, const void *site,
+                                         const struct ct_call *call, int64_t bytes, uint64_t seq);
+/* The same for a memoised call, whose fingerprint (id *idp) is already in *fp: the pattern
+ * with a previous call it followed before is counted from *pm without comparing again. */
+static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
+                                      const uint64_t *idp, ct_pat_memo *pm, int64_t bytes,
+                                      uint64_t seq);
+CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *fp,
+                                           ct_pat_memo *pm, int64_t bytes);
+CT_PROFRUN_HIDDEN void ct_pat_bump(struct ct_pat_slot *slot, int64_t bytes);
+
+static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
+                                      const uint64_t *idp, ct_pat_memo *pm, int64_t bytes,
+                                      uint64_t seq)
+{
+    if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
+        if (__builtin_expect(pm->after != st->prev_id, 0))
+            ct_profcomm_pattern(st, fp, pm, bytes);   /* first time after this call: compare */
+        if (pm->slot != NULL)
+            ct_pat_bump(pm->slot, bytes);
+    }
+    st->prev = fp;
+    st->prev_idp = idp;
+    st->prev_id = *idp;
+    st->prev_seq = seq;
+}
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
 CT_PROFRUN_HIDDEN int ct_profrun_barrier(MPI_Comm comm, const void *site);
 

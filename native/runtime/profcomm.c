@@ -217,7 +217,7 @@ int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
-static void ct_pat_count(ct_pat_slot *s, int64_t bytes)
+void ct_pat_bump(ct_pat_slot *s, int64_t bytes)
 {
     if (ct_mt) {
         atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
@@ -230,8 +230,10 @@ static void ct_pat_count(ct_pat_slot *s, int64_t bytes)
     }
 }
 
-static void ct_pat_record(int pattern, const void *first, const void *second, int nprocs,
-                          int64_t bytes)
+/* The counter of a pattern at (first, second, communicator size, bin of `bytes`); NULL (and
+ * counted as lost) when the table is full. */
+static ct_pat_slot *ct_pat_slot_of(int pattern, const void *first, const void *second,
+                                   int nprocs, int64_t bytes)
 {
     ct_pat_key key = {first, second, pattern, nprocs,
                       bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes), 0};
@@ -244,11 +246,11 @@ static void ct_pat_record(int pattern, const void *first, const void *second, in
                            offsetof(ct_pat_slot, key), &key, sizeof key);
         if (s == NULL) {
             atomic_fetch_add_explicit(&ct_pat_lost, 1, memory_order_relaxed);
-            return;
+            return NULL;
         }
         ct_pat_last = s;
     }
-    ct_pat_count(s, bytes);
+    return s;
 }
 
 static int ct_overlap(const void *a, int64_t na, const void *b, int64_t nb)
@@ -265,9 +267,8 @@ static int ct_synchronising(int kind)
 }
 
 static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
-                              const void *site, const ct_call *call, int64_t bytes, uint64_t seq)
+                              const void *site, const ct_call *call, int64_t bytes)
 {
-    f->seq = seq;
     f->site = site;
     f->kind = kind;
     f->bytes = bytes;
@@ -296,8 +297,6 @@ static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
 static int ct_pattern(const ct_pcomm *st, const ct_fingerprint *prev,
                       const ct_fingerprint *cur)
 {
-    if (prev->seq == 0 || cur->seq != prev->seq + 1)
-        return -1;
     if (prev->kind == CT_COLL_REDUCE && cur->kind == CT_COLL_BCAST && prev->root == cur->root
         && prev->count == cur->count && prev->type == cur->type
         && (st->rank != cur->root || cur->in == prev->out))
@@ -313,17 +312,49 @@ static int ct_pattern(const ct_pcomm *st, const ct_fingerprint *prev,
     return -1;
 }
 
-void ct_profcomm_after(ct_pcomm *st, int kind, const void *site, const ct_call *call,
-                       int64_t bytes, uint64_t seq)
+/* A new id for a rewritten fingerprint: process-wide, so that one rewritten by another thread
+ * is never taken for the one a communicator's state still points at. */
+static uint64_t ct_new_id(void)
 {
-    /* two fingerprints that swap roles: the current call's is written once, never copied */
-    const ct_fingerprint *prev = &st->fp[st->last];
-    ct_fingerprint *cur = &st->fp[st->last ^ 1u];
-    ct_fingerprint_of(cur, st, kind, site, call, bytes, seq);
-    int pattern = ct_pattern(st, prev, cur);
-    if (pattern >= 0)
-        ct_pat_record(pattern, prev->site, site, st->nprocs, bytes);
-    st->last ^= 1u;
+    static atomic_ullong ids;
+    return atomic_fetch_add_explicit(&ids, 1, memory_order_relaxed) + 1;
+}
+
+void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *fp, ct_pat_memo *pm,
+                         int64_t bytes)
+{
+    int pattern = ct_pattern(st, st->prev, fp);
+    pm->slot = pattern >= 0 ? ct_pat_slot_of(pattern, st->prev->site, fp->site, st->nprocs, bytes)
+                            : NULL;
+    pm->after = st->prev_id;
+}
+
+void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_memo *pm,
+                       int kind, const void *site, const ct_call *call, int64_t bytes,
+                       uint64_t seq)
+{
+    /* compared before it is stored: *fp may hold the previous call (its memo entry reused) */
+    ct_fingerprint cur;
+    ct_fingerprint_of(&cur, st, kind, site, call, bytes);
+    ct_pat_memo local = {0, NULL};
+    if (pm == NULL)
+        pm = &local;
+    *pm = (ct_pat_memo){0, NULL};
+    if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
+        ct_profcomm_pattern(st, &cur, pm, bytes);
+        if (pm->slot != NULL)
+            ct_pat_bump(pm->slot, bytes);
+    }
+    if (fp == NULL) {
+        fp = &st->own;
+        idp = &st->own_id;
+    }
+    *fp = cur;
+    *idp = ct_new_id();
+    st->prev = fp;
+    st->prev_idp = idp;
+    st->prev_id = *idp;
+    st->prev_seq = seq;
 }
 
 void ct_profcomm_write(FILE *out, double ns_per_tick)

@@ -2,8 +2,11 @@
  * Profiling mode (COLLTUNE_PROFILE_RUN): see ct_profrun.h for what is recorded.
  *
  * Call path: fixed open-addressing tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe,
- * no allocation, no lock). A slot is claimed once by CAS on its state; when a table is full the
- * call is only counted in `lost` (written out, so the front end can say what it misses).
+ * no lock). A slot is claimed once by CAS on its state; when a table is full the call is only
+ * counted in `lost` (written out, so the front end can say what it misses). A call site's last
+ * call is memoised per thread (ct_memo): a loop's repetitions skip the size, the slot lookup and
+ * the pattern comparison, and only one in CT_TIME_EVERY reads the clock. (The clock is
+ * profclock.c's, the environment written at MPI_Finalize profenv.c's.)
  *
  * Sampling must be identical on all ranks of a communicator, or the inserted synchronisation
  * would deadlock: profcomm.c decides it from per-communicator call numbers, the same on all ranks.
@@ -15,17 +18,11 @@
 #endif
 #include <errno.h>
 #include <stddef.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "ct_core.h"
 #include "ct_formats.h"
@@ -52,7 +49,6 @@ CT_HIDDEN _Thread_local int ct_profrun_inside;
 #define CT_TIME_EVERY 16
 _Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT_P2P_SLOTS - 1)) == 0
                    && (CT_HOT & (CT_HOT - 1)) == 0, "table sizes are powers of two (masks)");
-#define CT_MAPS_BYTES 65536
 
 /* One (collective or p2p call, site, communicator size, log2 bytes) point. No padding: the
  * key is compared and copied as bytes (ct_table_probe). */
@@ -80,7 +76,6 @@ static ct_slot ct_p2p_slots[CT_P2P_SLOTS];
 static atomic_ullong ct_coll_lost, ct_p2p_lost;   /* calls counted in the overflow slots */
 
 static char ct_dir[4096];
-static char ct_maps[CT_MAPS_BYTES];               /* executable mappings at MPI_Init */
 static int ct_rank_, ct_nprocs_;
 static int ct_keyval_ok;                          /* profcomm.c's keyval was created */
 static int ct_mt;                                 /* MPI_THREAD_MULTIPLE: atomic updates */
@@ -90,53 +85,7 @@ static uint64_t ct_budget_ppm;                    /* agreed sampling budget, 0: 
  * without ct_dispatch's decision path (its queries are the larger part of a profiled call). */
 static unsigned char ct_served[CT_NUM_COLLECTIVES];
 static int ct_profrun_wanted;                    /* COLLTUNE_PROFILE_RUN set on this rank */
-/* The clock of the call path (ct_profrun_ticks): the TSC where the kernel itself trusts it for
- * CLOCK_MONOTONIC (clocksource "tsc": invariant and synchronised across cores), ~7 ns a read
- * against ~22 ns for clock_gettime here; on ExaML's 1.36 M calls per rank, 2 reads per call on
- * both ranks of every Reduce/Bcast round trip, that difference is ~1% of the run. Durations are
- * kept in ticks and converted at MPI_Finalize with the rate measured over the whole run. */
-static int ct_tsc;
-static uint64_t ct_tick_init, ct_ns_init;
-static double ct_ns_per_tick = 1.0;
-
-uint64_t ct_profrun_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ct_profrun_ticks(void)
-{
-#if defined(__x86_64__)
-    if (ct_tsc)
-        return __rdtsc();
-#endif
-    return ct_profrun_ns();
-}
-
-double ct_profrun_ns_per_tick(void)
-{
-    if (!ct_tsc)
-        return 1.0;
-    uint64_t ticks = ct_profrun_ticks() - ct_tick_init, ns = ct_profrun_ns() - ct_ns_init;
-    return ticks > 0 ? (double)ns / (double)ticks : 1.0;
-}
-
-static int ct_tsc_trusted(void)
-{
-#if defined(__x86_64__)
-    char name[32] = "";
-    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
-    if (f == NULL)
-        return 0;
-    int ok = fgets(name, sizeof name, f) != NULL && strcmp(name, "tsc\n") == 0;
-    fclose(f);
-    return ok;
-#else
-    return 0;
-#endif
-}
+static double ct_ns_per_tick = 1.0;   /* MPI_Finalize's: the run's own rate */
 
 /* Ticks to nanoseconds at MPI_Finalize (the run's own rate). */
 static unsigned long long ct_ns(unsigned long long ticks)
@@ -280,56 +229,199 @@ static inline int64_t ct_bytes_before(const ct_call *call)
     return (int64_t)count * size;
 }
 
-/* One collective call (call == NULL: MPI_Barrier), counted, sampled, timed where due, recorded.
- * Its point's slot is found before the call where its size is known then (the common case): the
- * slot says whether the point still has all its calls timed. */
-static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_call *call,
-                                                             MPI_Comm comm, const void *site)
+/* The library, or the mode that serves the call (not re-entered: ct_profrun_inside). */
+static inline int ct_serve(int kind, const ct_call *call, MPI_Comm comm)
 {
-    uint64_t seq = ++ct_profrun_seq;
-    ct_pcomm *st = ct_profcomm_state(comm);
+    ct_profrun_inside = 1;
+    int rc = call == NULL       ? PMPI_Barrier(comm)
+             : ct_served[kind] ? ct_dispatch(call)
+                               : colltune_invoke_library(call);
+    ct_profrun_inside = 0;
+    return rc;
+}
+
+/* The end of a call's record: its time where it was timed (ticks, converted at MPI_Finalize).
+ * The application's time in the call includes the inserted synchronisation: on a sampled call
+ * the wait for late ranks moved there from the collective. */
+static void ct_timed(ct_slot *s, uint64_t ns, int sampled, uint64_t wait)
+{
+    if ((int64_t)ns < 0)
+        ns = 0;   /* ticks read on two cores a hair apart */
+    ct_time(s, wait + ns);
+    if (sampled) {
+        ct_bump(&s->samples, 1);
+        ct_bump(&s->sample_own_ns, ns);
+        ct_bump(&s->sample_wait_ns, wait);
+        ct_max(&s->sample_wait_min_not, ~wait);
+    }
+}
+
+/* A call site's last call, per thread: when the same call comes again (a loop), everything
+ * derived from its arguments is taken from here, its point's slot, size and fingerprint, and
+ * the pattern it makes with the call before it (ct_pat_memo). Only calls whose derived data
+ * depends on nothing else: count * size of a predefined datatype (never freed, so its handle
+ * always means the same type) or MPI_Barrier, on a communicator whose state is still the one
+ * seen (generation). Allocated per thread at its first memoised call (never freed: 16 small
+ * entries per thread). */
+typedef struct ct_memo {
+    uint64_t id;                  /* of the fingerprint (profcomm.c); 0: empty */
+    const void *site;
+    MPI_Comm comm;
+    unsigned generation;
+    int kind, count, root;
+    MPI_Datatype type;
+    MPI_Op op;
+    const void *sendbuf, *recvbuf;
+    ct_slot *slot;
+    int64_t bytes;
+    ct_pat_memo pattern;
+    ct_fingerprint fp;
+} ct_memo;
+#define CT_MEMOS 16
+static _Thread_local ct_memo *ct_memos __attribute__((tls_model("initial-exec")));
+
+static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
+{
+    return &memos[(((uintptr_t)site >> 2) ^ (uintptr_t)kind) & (CT_MEMOS - 1)];
+}
+
+/* The communicator and its state's generation stand for the state. (The kind too is compared:
+ * one call instruction through a function pointer may call MPI_Allreduce and
+ * MPI_Reduce_scatter_block, whose signatures are the same.) */
+static inline int ct_memo_is(const ct_memo *m, const void *site, int kind, const ct_call *call,
+                             MPI_Comm comm)
+{
+    if (m->site != site || m->kind != kind || m->comm != comm
+        || m->generation != ct_profcomm_cache.generation)
+        return 0;
+    return call == NULL
+           || (m->count == call->recvcount && m->type == call->recvtype && m->root == call->root
+               && m->op == call->op && m->sendbuf == call->sendbuf && m->recvbuf == call->recvbuf);
+}
+
+/* Can this successful call be memoised? Its size from recvcount and recvtype alone, whose size
+ * ct_type_size cached as a named (predefined) type. */
+static int ct_memoisable(int kind, const ct_call *call)
+{
+    if (call == NULL)
+        return 1;
+    ct_bytes_form form = ct_bytes_forms[kind];
+    if (form.count_at != (signed char)offsetof(ct_call, recvcount)
+        || form.type_at != (signed char)offsetof(ct_call, recvtype))
+        return 0;
+    const ct_tsize *e = &ct_tsizes[ct_tslot(call->recvtype)];
+    return e->type == call->recvtype && e->tag > 1;
+}
+
+static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm)
+{
+    if (ct_mt)
+        return NULL;   /* the repetitions' counters are not atomic */
+    if (ct_memos == NULL && (ct_memos = calloc(CT_MEMOS, sizeof *ct_memos)) == NULL)
+        return NULL;
+    ct_memo *m = ct_memo_at(ct_memos, site, kind);
+    m->site = site;
+    m->kind = kind;
+    m->comm = comm;
+    m->generation = ct_profcomm_cache.generation;
+    if (call != NULL) {
+        m->count = call->recvcount;
+        m->type = call->recvtype;
+        m->root = call->root;
+        m->op = call->op;
+        m->sendbuf = call->sendbuf;
+        m->recvbuf = call->recvbuf;
+    }
+    return m;
+}
+
+/* Every call that is not a memoised one's repetition: sizes, slots and fingerprints derived from
+ * the arguments (and the memo made where it can be). */
+static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *call,
+                                                      MPI_Comm comm, const void *site,
+                                                      uint64_t seq, ct_pcomm *st, int sampled,
+                                                      uint64_t wait)
+{
     int nprocs = 0;
     if (st != NULL)
         nprocs = st->nprocs;
     else if (comm != MPI_COMM_NULL)
         PMPI_Comm_size(comm, &nprocs);
-    uint64_t wait = 0;
-    int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
     int64_t bytes = call == NULL ? 0 : ct_bytes_before(call);
     ct_slot *s = bytes >= 0 ? ct_coll_slot(site, kind, nprocs, ct_bin(bytes)) : NULL;
     int timed = sampled || s == NULL || ct_time_this(s);
-    ct_profrun_inside = 1;
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
-    int rc = call == NULL       ? PMPI_Barrier(comm)
-             : ct_served[kind] ? ct_dispatch(call)
-                               : colltune_invoke_library(call);
-    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;   /* ticks until MPI_Finalize */
-    if ((int64_t)ns < 0)
-        ns = 0;
-    ct_profrun_inside = 0;
-
+    int rc = ct_serve(kind, call, comm);
+    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
     if (CT_UNLIKELY(rc != MPI_SUCCESS || bytes < 0)) {
         /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL,
          * whose size query would raise the error on MPI_COMM_WORLD instead of the caller's. */
         bytes = rc != MPI_SUCCESS ? -1 : colltune_call_bytes(call);
         s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
     }
-    if (st != NULL && rc == MPI_SUCCESS)
-        ct_profcomm_after(st, kind, site, call, bytes, seq);
-    if (s == NULL)
-        return rc;
-    ct_count(s, bytes);
-    if (timed) {
-        /* The application's time in the call includes the inserted synchronisation: on a
-         * sampled call the wait for late ranks moved there from the collective. */
-        ct_time(s, wait + ns);
-        if (sampled) {
-            ct_bump(&s->samples, 1);
-            ct_bump(&s->sample_own_ns, ns);
-            ct_bump(&s->sample_wait_ns, wait);
-            ct_max(&s->sample_wait_min_not, ~wait);
+    if (st != NULL && rc == MPI_SUCCESS) {
+        ct_memo *m = s != NULL && ct_memoisable(kind, call) ? ct_memo_new(kind, call, site, comm)
+                                                            : NULL;
+        if (m != NULL) {
+            m->slot = s;
+            m->bytes = bytes;
+            ct_profcomm_after(st, &m->fp, &m->id, &m->pattern, kind, site, call, bytes, seq);
+        } else {
+            ct_profcomm_after(st, NULL, NULL, NULL, kind, site, call, bytes, seq);
         }
     }
+    if (s != NULL) {
+        ct_count(s, bytes);
+        if (timed)
+            ct_timed(s, ns, sampled, wait);
+    }
+    return rc;
+}
+
+/* A memoised call's repetition failed: counted without a size, as any failed call. */
+static __attribute__((noinline)) void ct_failed(int kind, const void *site, int nprocs,
+                                                int timed, uint64_t ns, int sampled, uint64_t wait)
+{
+    ct_slot *s = ct_coll_slot(site, kind, nprocs, -1);
+    if (s != NULL) {
+        ct_count(s, -1);
+        if (timed)
+            ct_timed(s, ns, sampled, wait);
+    }
+}
+
+/* One collective call (call == NULL: MPI_Barrier): counted, sampled, timed where due, recorded.
+ * The common case is a loop's call again: its memo has its slot, size and pattern, and what is
+ * left is a counter bump, the fingerprint's turn as the previous call, and the clock on one call
+ * in CT_TIME_EVERY. */
+static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_call *call,
+                                                             MPI_Comm comm, const void *site)
+{
+    uint64_t seq = ++ct_profrun_seq;
+    ct_pcomm *st = ct_profcomm_state(comm);
+    uint64_t wait = 0;
+    int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    ct_memo *m = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
+    if (CT_UNLIKELY(st == NULL || m == NULL
+                    || !ct_memo_is(m = ct_memo_at(m, site, kind), site, kind, call, comm)))
+        return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait);
+    ct_slot *s = m->slot;
+    int timed = sampled || ct_time_this(s);
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    int rc = ct_serve(kind, call, comm);
+    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
+    if (CT_UNLIKELY(rc != MPI_SUCCESS)) {
+        ct_failed(kind, site, st->nprocs, timed, ns, sampled, wait);
+        return rc;
+    }
+    /* one thread calls MPI at a time (no memo under MPI_THREAD_MULTIPLE): plain increments */
+    atomic_store_explicit(&s->calls, atomic_load_explicit(&s->calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed)
+                                         + (uint64_t)m->bytes, memory_order_relaxed);
+    ct_profcomm_repeat(st, &m->fp, &m->id, &m->pattern, m->bytes, seq);
+    if (timed)
+        ct_timed(s, ns, sampled, wait);
     return rc;
 }
 
@@ -347,29 +439,6 @@ int ct_profrun_served(int coll)
 int ct_profrun_barrier(MPI_Comm comm, const void *site)
 {
     return ct_profiled(CT_PR_BARRIER, NULL, comm, site);
-}
-
-/* The executable file mappings, for the front end to resolve call sites (addr2line). */
-static void ct_read_maps(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    size_t used = 0;
-    char line[4096 + 128];
-    ct_maps[0] = '\0';
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof line, f) != NULL) {
-        char perms[8] = "";
-        if (sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x' || strchr(line, '/') == NULL)
-            continue;
-        size_t len = strlen(line);
-        if (used + len + 5 >= sizeof ct_maps)
-            break;
-        memcpy(ct_maps + used, "map ", 4);
-        memcpy(ct_maps + used + 4, line, len + 1);
-        used += len + 4;
-    }
-    fclose(f);
 }
 
 /* A count setting (COLLTUNE_PROFILE_RUN_SAMPLE, _BUDGET), or -1 if malformed. */
@@ -445,120 +514,18 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     mkdir(ct_dir, 0777);   /* every rank tries; EEXIST is fine, other errors show at Finalize */
     ct_rank_ = rank;
     ct_nprocs_ = nprocs;
-    ct_read_maps();
+    ct_profenv_read_maps();
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_served[c] = ct_active[c];
         ct_active[c] = 1;
     }
     ct_profrun_on = 1;
     ct_p2p_on = 1;
-    ct_tsc = ct_tsc_trusted();
-    ct_ns_init = ct_profrun_ns();
-    ct_tick_init = ct_profrun_ticks();
-    ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_ns_init, ct_mt);
+    ct_profrun_clock_start();
+    ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init, ct_mt);
 }
 
 /* ---- MPI_Finalize: environment and tables to dir/rank-N -------------------------------------- */
-
-/* MPI_T control variables that matter to advice: eager/rendezvous limits of the transports and
- * collective algorithm selection (Open MPI coll_tuned_*, MPICH MPIR_CVAR_*_ALGORITHM). */
-static int ct_cvar_wanted(const char *name)
-{
-    static const char *const keys[] = {"eager", "rndv", "rendezvous", "algorithm", "coll_tuned",
-                                       "max_send_size", "ASYNC_PROGRESS"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strcasestr(name, keys[i]) != NULL)
-            return 1;
-    /* Open MPI's component selections: which transport's thresholds apply. */
-    return strcmp(name, "pml") == 0 || strcmp(name, "btl") == 0;
-}
-
-static void ct_cvar_print(FILE *out, int index, const char *name, MPI_Datatype type)
-{
-    MPI_T_cvar_handle handle;
-    int count;
-    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS)
-        return;
-    union { int i; unsigned u; long l; unsigned long ul; long long ll; unsigned long long ull;
-            double d; char s[512]; } v;
-    memset(&v, 0, sizeof v);
-    if (count == 1 || type == MPI_CHAR) {
-        if ((type != MPI_CHAR || count < (int)sizeof v.s)
-            && MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) {
-            if (type == MPI_INT) fprintf(out, "cvar %s %d\n", name, v.i);
-            else if (type == MPI_UNSIGNED) fprintf(out, "cvar %s %u\n", name, v.u);
-            else if (type == MPI_LONG) fprintf(out, "cvar %s %ld\n", name, v.l);
-            else if (type == MPI_UNSIGNED_LONG) fprintf(out, "cvar %s %lu\n", name, v.ul);
-            else if (type == MPI_LONG_LONG) fprintf(out, "cvar %s %lld\n", name, v.ll);
-            else if (type == MPI_UNSIGNED_LONG_LONG) fprintf(out, "cvar %s %llu\n", name, v.ull);
-            else if (type == MPI_DOUBLE) fprintf(out, "cvar %s %.17g\n", name, v.d);
-            else if (type == MPI_CHAR) fprintf(out, "cvar %s %s\n", name, v.s[0] ? v.s : "-");
-        }
-    }
-    MPI_T_cvar_handle_free(&handle);
-}
-
-/* Open MPI before 5 loads every component's parameters at the first MPI_T_init_thread: 0.21 s
- * here, 3% of an ExaML run, on the critical path of MPI_Finalize. There the front end reads the
- * same variables with the library's ompi_info (advise/ompi_cvars.py) instead. */
-static int ct_mpit_costly(const char *library)
-{
-    return strncmp(library, "Open MPI v", 10) == 0 && library[10] >= '1' && library[10] <= '4'
-           && library[11] == '.';
-}
-
-static void ct_write_cvars(FILE *out, const char *library)
-{
-    int provided, num;
-    if (ct_mpit_costly(library)) {
-        fprintf(out, "cvars_skipped ompi_info\n");
-        return;
-    }
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return;
-    if (MPI_T_cvar_get_num(&num) == MPI_SUCCESS) {
-        for (int i = 0; i < num; i++) {
-            char name[256], desc[8];
-            int nlen = sizeof name, dlen = sizeof desc, verb, bind, scope;
-            MPI_Datatype type;
-            MPI_T_enum etype;
-            if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &type, &etype, desc, &dlen, &bind,
-                                    &scope) != MPI_SUCCESS)
-                continue;
-            if (bind == MPI_T_BIND_NO_OBJECT && ct_cvar_wanted(name))
-                ct_cvar_print(out, i, name, type);
-        }
-    }
-    MPI_T_finalize();
-}
-
-static void ct_write_env(FILE *out, uint64_t wall)
-{
-    char host[MPI_MAX_PROCESSOR_NAME + 1] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
-    int len = 0;
-    PMPI_Get_processor_name(host, &len);
-    PMPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n');
-    if (nl != NULL)
-        *nl = '\0';
-    const char *omp = getenv("OMP_NUM_THREADS");
-    fprintf(out, CT_PROFRUN_MAGIC " %d\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
-                 "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
-            CT_PROFRUN_VERSION, ct_rank_, ct_nprocs_, (unsigned long long)wall, host, lib,
-            sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", ct_every);
-    fprintf(out, "sample_budget_ppm %llu\n", (unsigned long long)ct_budget_ppm);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    fprintf(out, "affinity");
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &set))
-                fprintf(out, " %d", c);
-    fprintf(out, "\n");
-    fputs(ct_maps, out);
-    ct_topo_write(out);
-    ct_write_cvars(out, lib);
-}
 
 static void ct_write_slots(FILE *out, ct_slot *table, size_t n, int coll)
 {
@@ -586,7 +553,7 @@ void ct_profrun_finish(void)
 {
     if (!ct_profrun_on)
         return;
-    uint64_t wall = ct_profrun_ns() - ct_ns_init;
+    uint64_t wall = ct_profrun_ns() - ct_profrun_ns_init;
     ct_ns_per_tick = ct_profrun_ns_per_tick();
     ct_profrun_on = 0;
     ct_p2p_on = 0;
@@ -600,7 +567,7 @@ void ct_profrun_finish(void)
                    "lost; give a writable directory)", tmp, strerror(errno), ct_rank_);
         return;
     }
-    ct_write_env(out, wall);
+    ct_profenv_write(out, ct_rank_, ct_nprocs_, wall, ct_every, ct_budget_ppm);
     fprintf(out, "lost %llu %llu\n", (unsigned long long)atomic_load(&ct_coll_lost),
             (unsigned long long)atomic_load(&ct_p2p_lost));
     ct_write_slots(out, ct_coll_slots, CT_COLL_SLOTS, 1);

@@ -1,0 +1,145 @@
+/*
+ * Profiling mode: the run's environment in dir/rank-N (see ct_profrun.h), written at MPI_Finalize
+ * from facts gathered then, except the executable mappings, read at MPI_Init (a library the
+ * application dlopens later is then missing, one unloaded at exit is not): the library, host,
+ * binding, OpenMP threads, the MPI_T control variables that matter to advice, and the node's
+ * topology (topo.c).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ct_formats.h"
+#include "ct_profrun.h"
+
+#define CT_MAPS_BYTES 65536
+static char ct_maps[CT_MAPS_BYTES];               /* executable mappings at MPI_Init */
+
+/* The executable file mappings, for the front end to resolve call sites (addr2line). */
+void ct_profenv_read_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t used = 0;
+    char line[4096 + 128];
+    ct_maps[0] = '\0';
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char perms[8] = "";
+        if (sscanf(line, "%*s %7s", perms) != 1 || perms[2] != 'x' || strchr(line, '/') == NULL)
+            continue;
+        size_t len = strlen(line);
+        if (used + len + 5 >= sizeof ct_maps)
+            break;
+        memcpy(ct_maps + used, "map ", 4);
+        memcpy(ct_maps + used + 4, line, len + 1);
+        used += len + 4;
+    }
+    fclose(f);
+}
+
+/* MPI_T control variables that matter to advice: eager/rendezvous limits of the transports and
+ * collective algorithm selection (Open MPI coll_tuned_*, MPICH MPIR_CVAR_*_ALGORITHM). */
+static int ct_cvar_wanted(const char *name)
+{
+    static const char *const keys[] = {"eager", "rndv", "rendezvous", "algorithm", "coll_tuned",
+                                       "max_send_size", "ASYNC_PROGRESS"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcasestr(name, keys[i]) != NULL)
+            return 1;
+    /* Open MPI's component selections: which transport's thresholds apply. */
+    return strcmp(name, "pml") == 0 || strcmp(name, "btl") == 0;
+}
+
+static void ct_cvar_print(FILE *out, int index, const char *name, MPI_Datatype type)
+{
+    MPI_T_cvar_handle handle;
+    int count;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS)
+        return;
+    union { int i; unsigned u; long l; unsigned long ul; long long ll; unsigned long long ull;
+            double d; char s[512]; } v;
+    memset(&v, 0, sizeof v);
+    if (count == 1 || type == MPI_CHAR) {
+        if ((type != MPI_CHAR || count < (int)sizeof v.s)
+            && MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) {
+            if (type == MPI_INT) fprintf(out, "cvar %s %d\n", name, v.i);
+            else if (type == MPI_UNSIGNED) fprintf(out, "cvar %s %u\n", name, v.u);
+            else if (type == MPI_LONG) fprintf(out, "cvar %s %ld\n", name, v.l);
+            else if (type == MPI_UNSIGNED_LONG) fprintf(out, "cvar %s %lu\n", name, v.ul);
+            else if (type == MPI_LONG_LONG) fprintf(out, "cvar %s %lld\n", name, v.ll);
+            else if (type == MPI_UNSIGNED_LONG_LONG) fprintf(out, "cvar %s %llu\n", name, v.ull);
+            else if (type == MPI_DOUBLE) fprintf(out, "cvar %s %.17g\n", name, v.d);
+            else if (type == MPI_CHAR) fprintf(out, "cvar %s %s\n", name, v.s[0] ? v.s : "-");
+        }
+    }
+    MPI_T_cvar_handle_free(&handle);
+}
+
+/* Open MPI before 5 loads every component's parameters at the first MPI_T_init_thread: 0.21 s
+ * here, 3% of an ExaML run, on the critical path of MPI_Finalize. There the front end reads the
+ * same variables with the library's ompi_info (advise/ompi_cvars.py) instead. */
+static int ct_mpit_costly(const char *library)
+{
+    return strncmp(library, "Open MPI v", 10) == 0 && library[10] >= '1' && library[10] <= '4'
+           && library[11] == '.';
+}
+
+static void ct_write_cvars(FILE *out, const char *library)
+{
+    int provided, num;
+    if (ct_mpit_costly(library)) {
+        fprintf(out, "cvars_skipped ompi_info\n");
+        return;
+    }
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    if (MPI_T_cvar_get_num(&num) == MPI_SUCCESS) {
+        for (int i = 0; i < num; i++) {
+            char name[256], desc[8];
+            int nlen = sizeof name, dlen = sizeof desc, verb, bind, scope;
+            MPI_Datatype type;
+            MPI_T_enum etype;
+            if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &type, &etype, desc, &dlen, &bind,
+                                    &scope) != MPI_SUCCESS)
+                continue;
+            if (bind == MPI_T_BIND_NO_OBJECT && ct_cvar_wanted(name))
+                ct_cvar_print(out, i, name, type);
+        }
+    }
+    MPI_T_finalize();
+}
+
+void ct_profenv_write(FILE *out, int rank, int nprocs, uint64_t wall, unsigned long every,
+                      uint64_t budget_ppm)
+{
+    char host[MPI_MAX_PROCESSOR_NAME + 1] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
+    int len = 0;
+    PMPI_Get_processor_name(host, &len);
+    PMPI_Get_library_version(lib, &len);
+    char *nl = strchr(lib, '\n');
+    if (nl != NULL)
+        *nl = '\0';
+    const char *omp = getenv("OMP_NUM_THREADS");
+    fprintf(out, CT_PROFRUN_MAGIC " %d\nrank %d\nnprocs %d\nwall_ns %llu\nhost %s\n"
+                 "library %s\ncores_online %ld\nomp_num_threads %s\nsample_every %lu\n",
+            CT_PROFRUN_VERSION, rank, nprocs, (unsigned long long)wall, host, lib,
+            sysconf(_SC_NPROCESSORS_ONLN), omp != NULL && omp[0] ? omp : "-", every);
+    fprintf(out, "sample_budget_ppm %llu\n", (unsigned long long)budget_ppm);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    fprintf(out, "affinity");
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                fprintf(out, " %d", c);
+    fprintf(out, "\n");
+    fputs(ct_maps, out);
+    ct_topo_write(out);
+    ct_write_cvars(out, lib);
+}
