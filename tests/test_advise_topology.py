@@ -123,3 +123,22 @@ def test_busy_host(loadavg, busy):
         "node-a was busy with other work (load average 16.6 on 16 cores): ranks are descheduled inside "
         "collectives, the in-situ cost is dominated by that and the database's medians do not predict "
         "it (benchmarks/advise/README.md); verify on an idle node")
+
+
+def test_srun_launches_get_slurm_placement_flags():
+    """Under srun, Slurm places and binds the ranks: the advice names srun's options, not mpiexec's."""
+    from colltune.advise import mapping
+
+    run = profile_run.read(DATA)
+    [f] = topology.findings(run, "openmpi", "srun")
+    assert f.changes == {"openmpi": "srun --distribution=block:cyclic --cpu-bind=cores ..."}
+    [g] = topology.findings(two_socket([(6, 7, 8, 9), (0,), (1,), (10,)]), "mpich", "srun")
+    assert g.changes == {"mpich": "srun --cpu-bind=ldoms ... (or --cpu-bind=cores)"}
+    unbound = two_socket([tuple(range(16))] * 4)
+    [h] = mapping.findings(unbound, "intel", "srun")
+    assert h.changes == {"intel": "srun --ntasks-per-node=<ranks per node <= cores> --cpu-bind=cores ... "
+                                  "(hybrid: --cpus-per-task=<threads> --cpu-bind=cores)"}
+    assert mapping.findings(unbound, "intel")[0].changes == {
+        "intel": "export I_MPI_PIN=1 I_MPI_PIN_DOMAIN=core (hybrid: I_MPI_PIN_DOMAIN=omp)"}
+    assert [mapping.launcher_of(c) for c in (["/usr/bin/srun", "-n", "4", "a"], ["mpiexec", "a"], [])] == [
+        "srun", "mpiexec", "mpiexec"]

@@ -36,7 +36,9 @@ class Advice:
         return [f for f in self.findings if f.changes]
 
 
-def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Advice:
+def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None,
+            launcher: str = "mpiexec") -> Advice:
+    """`launcher`: what started the application ("srun" or "mpiexec"), for the placement advice."""
     family = family_of(run.ranks[0].library)
     points = collective_points(run)
     table = collectives.medians(db, family) if table is None else table
@@ -56,7 +58,8 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None) -> Adv
     pats = patterns.find(run)
     patterns.predict(pats, run, table)
     found += patterns.findings(pats, run.wall_ns / 1e9)
-    found += eager.findings(run, family) + mapping.findings(run, family) + topology.findings(run, family)
+    found += eager.findings(run, family)
+    found += mapping.findings(run, family, launcher) + topology.findings(run, family, launcher)
     found += nodes.findings(run, family)   # several hosts: layout, both eager limits, time by span
     missing = collectives.missing(points, table)
     have = {(p.collective, p.nprocs, p.bin) for p in missing}

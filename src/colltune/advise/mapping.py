@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import combinations
+from pathlib import Path
 
 from colltune.advise.findings import Finding
 from colltune.advise.profile_run import ProfileRun, RankProfile
@@ -19,13 +20,26 @@ CHANGE = {
     "mpich": "mpiexec -n <ranks per node <= cores> -bind-to core ... (hybrid: -bind-to core:<threads>)",
     "intel": "export I_MPI_PIN=1 I_MPI_PIN_DOMAIN=core (hybrid: I_MPI_PIN_DOMAIN=omp)",
 }
+# Under srun, Slurm places and binds the ranks whatever the library: the mpiexec flags above
+# would not apply (nor would Intel's pinning variables, which srun's binding overrides).
+SRUN_CHANGE = ("srun --ntasks-per-node=<ranks per node <= cores> --cpu-bind=cores ... "
+               "(hybrid: --cpus-per-task=<threads> --cpu-bind=cores)")
+
+
+def launcher_of(command: tuple[str, ...] | list[str]) -> str:
+    """"srun" when the application was started by Slurm's srun, else "mpiexec"."""
+    return "srun" if command and Path(command[0]).name == "srun" else "mpiexec"
+
+
+def _change(family: str, launcher: str) -> str:
+    return SRUN_CHANGE if launcher == "srun" else CHANGE[family]
 
 
 def _threads(r: RankProfile) -> int:
     return r.omp_num_threads or 1
 
 
-def findings(run: ProfileRun, family: str) -> list[Finding]:
+def findings(run: ProfileRun, family: str, launcher: str = "mpiexec") -> list[Finding]:
     by_host: dict[str, list[RankProfile]] = defaultdict(list)
     for r in run.ranks:
         by_host[r.host].append(r)
@@ -40,7 +54,7 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
                 "mapping", f"oversubscribed: {threads} threads on {cores} cores of {host}",
                 facts + ["each core is shared, so every rank waits for the others' time slices"],
                 {family: "run at most one thread per core: fewer ranks or OMP_NUM_THREADS, or more "
-                         "nodes; " + CHANGE[family]},
+                         "nodes; " + _change(family, launcher)},
                 data={"host": host, "threads": threads, "cores": cores}))
             continue
         unbound = [r.rank for r in ranks if len(ranks) > 1 and len(r.affinity) >= cores]
@@ -57,7 +71,7 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
             if starved:
                 what.append(f"ranks {_list(starved)} run more threads than the cores they are bound to")
             out.append(Finding("mapping", f"placement on {host}: " + "; ".join(what), facts,
-                               {family: CHANGE[family]},
+                               {family: _change(family, launcher)},
                                data={"host": host, "unbound": unbound, "overlap": overlap,
                                      "starved": starved}))
     return out

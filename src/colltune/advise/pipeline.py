@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colltune.advise import ompi_cvars, output, patterns, profile_run
+from colltune.advise import mapping, ompi_cvars, output, patterns, profile_run
 from colltune.advise import verify as verify_mod
 from colltune.advise.analyze import Advice, analyze
 from colltune.advise.launch import run_app
@@ -79,14 +79,14 @@ def advise(plan: Plan, *, on_advice: Callable[[Advice, dict[str, str]], None] | 
         run_app(plan.lib, art, plan.command, run_dir=run_dir)
     run = profile_run.read(run_dir)
     ompi_cvars.fill(run, plan.lib.version, plan.lib.mpicc, plan.command)
-    advice = analyze(run, plan.db)
+    advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command))
     measured: list[check.CheckResult] = []
     if plan.measure and advice.missing:
         try:
             measured = measure_missing(advice.missing, plan.db, plan.mpi_spec or str(plan.lib.mpicc), on_round)
         except ColltuneError as exc:
             raise MeasureError(exc, len(advice.missing), run_dir) from exc
-        advice = analyze(run, plan.db)
+        advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command))
     files = output.write_files(advice, plan.out_dir, plan.lib)
     if on_advice is not None:
         on_advice(advice, files)

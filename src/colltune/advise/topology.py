@@ -30,6 +30,16 @@ BIND_NUMA = {
     "mpich": "mpiexec -bind-to numa ... (or -bind-to core)",
     "intel": "export I_MPI_PIN_DOMAIN=numa",
 }
+# Under srun Slurm places and binds the ranks, whatever the library (advise/mapping.py): its
+# sockets stand for the NUMA nodes (one per socket on most nodes; sub-NUMA clustering aside).
+SRUN = {"spread": "srun --distribution=block:cyclic --cpu-bind=cores ...",
+        "bind_numa": "srun --cpu-bind=ldoms ... (or --cpu-bind=cores)"}
+
+
+def _change(kind: str, family: str, launcher: str) -> str:
+    if launcher == "srun":
+        return SRUN[kind]
+    return (SPREAD if kind == "spread" else BIND_NUMA)[family]
 
 
 def nodes_of(rank: RankProfile) -> tuple[int, ...]:
@@ -125,7 +135,7 @@ def busy_warning(env: dict[str, Any]) -> str:
             "an idle node")
 
 
-def findings(run: ProfileRun, family: str) -> list[Finding]:
+def findings(run: ProfileRun, family: str, launcher: str = "mpiexec") -> list[Finding]:
     env = facts(run)
     evidence = describe(env)
     out = []
@@ -136,7 +146,7 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
                 "mapping", f"ranks {_list(h['spanning'])} on {h['host']} are bound across NUMA nodes",
                 evidence + ["a rank's memory is placed on one node at first touch: its threads or "
                             "migrations on the other node access it remotely"],
-                {family: BIND_NUMA[family]}, data={"host": h["host"], "spanning": h["spanning"]}))
+                {family: _change("bind_numa", family, launcher)}, data={"host": h["host"], "spanning": h["spanning"]}))
         if counts is None or len(counts) < 2:
             continue
         used = [n for n, k in counts.items() if k]
@@ -145,7 +155,7 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
                 "mapping", f"ranks packed on NUMA node(s) {','.join(used)} of {h['host']}, "
                            f"{len(counts) - len(used)} node(s) idle",
                 evidence + ["the idle nodes' memory bandwidth and caches go unused"],
-                {family: SPREAD[family]},
+                {family: _change("spread", family, launcher)},
                 warning="a code bound by communication between neighbours may prefer them packed "
                         "(shared caches): compare with --verify",
                 data={"host": h["host"], "ranks_per_numa": counts, "kind": "packed"}))
@@ -154,7 +164,7 @@ def findings(run: ProfileRun, family: str) -> list[Finding]:
                 "mapping", f"ranks spread unevenly over the NUMA nodes of {h['host']}: "
                            + ", ".join(f"node {n}: {k}" for n, k in counts.items()),
                 evidence + ["the fuller node's ranks share its memory bandwidth among more ranks"],
-                {family: SPREAD[family]},
+                {family: _change("spread", family, launcher)},
                 data={"host": h["host"], "ranks_per_numa": counts, "kind": "uneven"}))
     return out
 
