@@ -106,6 +106,40 @@ def test_profile_export(tmp_path) -> None:
     assert prof.lookup("allreduce", 4, 100) == AR[1] and prof.lookup("allreduce", 4, 8) is None
 
 
+def test_profile_export_per_layout(tmp_path) -> None:
+    """Cells exploited on 1x4 and 2x2 (size 4) differ: one `nodes N ppn P` block per layout, no
+    layout-free block for that size; size 2, learned on one layout only, keeps its `procs` block."""
+    from colltune.learn.selection import CellReport
+    from colltune.learn.table import count_bin
+
+    def cell(size_bin: int, nodes: int, ppn: int, best: str, mode: str = "exploit") -> CellReport:
+        bins = (size_bin, count_bin(nodes, 4), count_bin(ppn, 8))
+        return CellReport("allreduce", bins, tuple(AR), {}, {}, 30, mode, (1 / 3,) * 3, best)
+
+    reports = [cell(7, 1, 4, AR[1]), cell(13, 1, 4, "default"),     # 64 B, 4 KiB on one node
+               cell(7, 2, 2, "default"), cell(13, 2, 2, AR[2]),     # the other way round across nodes
+               cell(7, 4, 1, AR[1], mode="explore"),                # 4x1: still exploring, no block
+               cell(7, 1, 2, AR[2])]                                 # size 2: one layout only
+    layouts = pd.DataFrame([("allreduce", 4, 1, 4, 100), ("allreduce", 4, 2, 2, 50), ("allreduce", 4, 4, 1, 9),
+                            ("allreduce", 2, 1, 2, 7)],
+                           columns=["collective", "comm_size", "nodes", "ppn", "calls"])
+    res = to_profile(reports, layouts, (24, 4, 8), mpi="openmpi", source="test")
+    assert (res.rules, res.library_cells, res.explore_cells) == (3, 0, 1)
+    path = tmp_path / "l.prof"
+    path.write_text(format_profile(res.profile))
+    prof = read_profile(path)
+    blocks = prof.section("allreduce").blocks  # type: ignore[union-attr]
+    assert [(b.procs_lo, b.layout, [(r.lo, r.hi, r.variant) for r in b.rules]) for b in blocks] == [
+        (2, None, [(64, 127, AR[2])]),
+        (4, (1, 4), [(64, 127, AR[1])]),
+        (4, (2, 2), [(4096, 8191, AR[2])])]
+    assert prof.lookup("allreduce", 4, 100, layout=(1, 4)) == AR[1]
+    assert prof.lookup("allreduce", 4, 100, layout=(2, 2)) is None
+    assert prof.lookup("allreduce", 4, 5000, layout=(2, 2)) == AR[2]
+    assert prof.lookup("allreduce", 4, 100, layout=(4, 1)) is None   # not learned: the library
+    assert prof.lookup("allreduce", 2, 100) == AR[2]
+
+
 def test_medians_score_against_the_best_measured_member() -> None:
     table = parse_table(b"colltune-select 1\ncollective allreduce\n members default allreduce_as_reduce_bcast\n"
                         b" cell 7 0 2 exploit 0.3 0.7\n cell 13 0 2 exploit 0.7 0.3\nend\n")
