@@ -1,4 +1,4 @@
-"""The driver's stopping rules on synthetic timings, against a numpy mirror of seed 002's rules.
+"""The driver's stopping rules on synthetic timings, against a numpy mirror of PGMPI's rules.
 
 `colltune-bench stoprule` feeds samples to the same C code the measurement loop uses (no MPI),
 checking every `check_every` samples like the driver does after every chunk of rounds.

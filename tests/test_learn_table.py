@@ -65,7 +65,7 @@ def test_probability_vectors() -> None:
 
 
 def test_prefix_sum_pick_of_the_seed_table_and_ties() -> None:
-    assert draw.pick_explore([6, 4, 2, 2, 4, 2], 0.645, (0.0, 1.0)) == 3  # seed 001 Table 4.2
+    assert draw.pick_explore([6, 4, 2, 2, 4, 2], 0.645, (0.0, 1.0)) == 3  # IOTA Table 4.2
     assert draw.pick_explore([6, 4, 2, 2, 4, 2], 0.0, (0.0, 1.0)) == 0
     assert draw.pick_explore([6, 4, 2, 2, 4, 2], 0.9999999999999999, (0.0, 1.0)) == 5
     assert draw.pick_exploit([0.2, 0.5, 0.5]) == 1

@@ -1,6 +1,6 @@
 """Repeatability of colltune bench: the same jobs measured in two independent runs.
 
-For each (collective, size, variant) and run: the per-launch medians (seed 002's unit), their
+For each (collective, size, variant) and run: the per-launch medians (PGMPI's unit), their
 median over launches, and the spread of per-launch medians within a run. Reported: how far the
 two runs' medians-of-medians differ, relative to their mean, next to the within-run spread.
 

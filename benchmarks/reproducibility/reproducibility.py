@@ -8,7 +8,7 @@ as its own run in one database. A verdict is the violation flag of one guideline
 (pattern, library, monotony, split) identified by process count, collective, variant and size.
 For every pair of runs we report the share of verdicts that agree, and over all runs how many
 verdicts flipped at least once. The same runs are also judged with the unpaired Mann-Whitney U
-(seed 002's literal method) for comparison. Writes results[_TAG].json and agreement[_TAG].png here. Extra arguments go to `colltune check`
+(PGMPI's literal method) for comparison. Writes results[_TAG].json and agreement[_TAG].png here. Extra arguments go to `colltune check`
 (e.g. `-R 10`).
 """
 
@@ -101,7 +101,7 @@ def main() -> None:
         sys.exit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
     results = {"runs": ids, "command": "colltune check --preset quick -n 4 --seed <1000+i>"}
     for name, settings in (("paired-t (default)", check.CheckSettings()),
-                           ("mwu (unpaired, seed 002)", check.CheckSettings(test=stats.Test.MWU))):
+                           ("mwu (unpaired, PGMPI)", check.CheckSettings(test=stats.Test.MWU))):
         results[name] = agreement(verdict_table(args.db, ids, settings))
         r = results[name]
         print(f"{name}: {r['verdicts_per_run']} verdicts/run, violations per run {r['violations_per_run']}; "
@@ -111,7 +111,7 @@ def main() -> None:
               f"violation sets overlap {r['violation_overlap_mean']:.0%} on average")
     (HERE / f"results{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(results, indent=2) + "\n")
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    for name in ("paired-t (default)", "mwu (unpaired, seed 002)"):
+    for name in ("paired-t (default)", "mwu (unpaired, PGMPI)"):
         ax.hist([100 * a for a in results[name]["pair_agreement"]], bins=20, range=(80, 100), alpha=0.6, label=name)
     ax.axvline(95, color="k", lw=0.8, ls="--")
     ax.set_xlabel("verdicts agreeing between two runs (%)")

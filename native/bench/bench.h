@@ -16,14 +16,14 @@
 #include "colltune.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Stopping rules (seed 002 section 4.2, seed 000 section 4.2). Pure C: tested without MPI
+ * Stopping rules (PGMPI section 4.2, PGMPITuneLib section 4.2). Pure C: tested without MPI
  * through `colltune-bench stoprule`. */
 
 enum ct_stop_method_bits {
     CT_STOP_RSE = 1u,        /* relative standard error of the mean below a threshold */
     CT_STOP_COV_MEAN = 2u,   /* COV of the last w running means below a threshold */
     CT_STOP_COV_MEDIAN = 4u, /* COV of the last w running medians below a threshold */
-    CT_STOP_NREP1 = 8u       /* seed 000: measure at least the 1-byte reference time */
+    CT_STOP_NREP1 = 8u       /* PGMPITuneLib: measure at least the 1-byte reference time */
 };
 
 typedef struct ct_stop_settings {
@@ -38,7 +38,7 @@ typedef struct ct_stop_settings {
     int warmup;                /* warm-up repetitions per variant, recorded and flagged */
     int check_every;           /* rounds between two stopping checks */
     double time_budget_s;      /* per job, all variants together; <= 0: none */
-    /* seed 000's rule: t1 = time the 1-byte job needed to reach rse_threshold; other sizes run
+    /* PGMPITuneLib's rule: t1 = time the 1-byte job needed to reach rse_threshold; other sizes run
      * a pilot of b1 (+ b2 if the pilot's RSE exceeds nrep1_rse) and then
      * nrep = max(ceil(t1 / min latency), k). ref_time_s <= 0: the driver measures t1. */
     double ref_time_s;
@@ -64,7 +64,7 @@ typedef struct ct_series {
     double *running_median;
     double mean, m2;       /* Welford */
     double min;
-    long nrep_target;      /* seed 000 rule: 0 until the pilot decided it */
+    long nrep_target;      /* PGMPITuneLib rule: 0 until the pilot decided it */
 } ct_series;
 
 typedef struct ct_stop_stats {
@@ -106,7 +106,7 @@ int ct_clock_sync(MPI_Comm comm, int pingpongs, ct_clock *clock);
 static inline double ct_global_time(const ct_clock *clock) { return MPI_Wtime() + clock->offset; }
 
 /* A barrier of ceil(log2 p) rounds of zero-byte PMPI_Sendrecv: every process leaves within
- * one message latency of the last arrival (seed 000, Algorithm 1). */
+ * one message latency of the last arrival (PGMPITuneLib, Algorithm 1). */
 int ct_dissemination_barrier(MPI_Comm comm);
 
 /* Busy-wait until global time `target`; returns 1 if we were already late on arrival. */

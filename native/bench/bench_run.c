@@ -1,5 +1,5 @@
 /*
- * The measurement loop (seed 000 Algorithm 1, ReproMPI-style raw records; docs/measurement.md).
+ * The measurement loop (PGMPITuneLib Algorithm 1, ReproMPI-style raw records; docs/measurement.md).
  *
  * Per job, all variants run in the same launch in rounds: every round runs each variant once,
  * in an order drawn from a PRNG seeded identically on all ranks, so that drift within the launch

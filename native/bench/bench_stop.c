@@ -1,7 +1,7 @@
 /*
- * Stopping rules for the number of repetitions (the NREP problem, seed 002 section 4.2):
+ * Stopping rules for the number of repetitions (the NREP problem, PGMPI section 4.2):
  * RSE of the mean, COV of the last w running means, COV of the last w running medians (all
- * selected rules must hold), and seed 000's rule (measure for at least the 1-byte reference time).
+ * selected rules must hold), and PGMPITuneLib's rule (measure for at least the 1-byte reference time).
  */
 #include <math.h>
 #include <stdlib.h>

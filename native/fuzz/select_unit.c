@@ -85,7 +85,7 @@ static void test_probabilities(void)
     check_probs(c, 3, 0.03, 0.50, "0.83333333333333326 0.083333333333333329 0.083333333333333329");
     check_probs(d, 6, 0, 1, "0.30000000000000004 0.20000000000000004 0.10000000000000002 "
                             "0.10000000000000002 0.20000000000000004 0.10000000000000002");
-    CHECK(ct_select_pick_explore(d, 6, 0, 1, 0.645) == 3);   /* seed 001, Table 4.2 */
+    CHECK(ct_select_pick_explore(d, 6, 0, 1, 0.645) == 3);   /* IOTA, Table 4.2 */
     CHECK(ct_select_pick_exploit(e, 3) == 1);
     double p[2];
     CHECK(ct_select_probabilities(z, 2, 0.03, 0.5, p) == -1);

@@ -283,7 +283,7 @@ def gen_header(t: tbl.Table) -> str:
         "typedef struct ct_variant_info {",
         "    const char *name;          /* \"allgather_as_gather_bcast\" */",
         "    int coll;                  /* enum ct_coll_id */",
-        "    const char *guideline;     /* \"GL1\" (seed 000) or \"RS1\" (seed 002) */",
+        "    const char *guideline;     /* \"GL1\" (PGMPITuneLib) or \"RS1\" (PGMPI) */",
         "    const char *rhs;           /* \"MPI_Gather + MPI_Bcast\" */",
         "    unsigned needs;            /* enum ct_need bits */",
         "    const char *scratch_expr;  /* the formula as written in the table */",

@@ -216,7 +216,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class StopFields(BaseModel):
-    """When a job has been measured enough (seed 002 section 4.2, seed 000 section 4.2)."""
+    """When a job has been measured enough (PGMPI section 4.2, PGMPITuneLib section 4.2)."""
 
     model_config = ConfigDict(extra="forbid")
 

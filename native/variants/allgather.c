@@ -1,5 +1,5 @@
 /*
- * MPI_Allgather mock-ups (seed 000, GL1-GL4).
+ * MPI_Allgather mock-ups (PGMPITuneLib, GL1-GL4).
  */
 #include "../core/ct_arena.h"
 #include "ct_variants.h"

@@ -1,5 +1,5 @@
 /*
- * MPI_Allreduce mock-ups (seed 000, GL5-GL7). All keep the rank order of the reduction (the
+ * MPI_Allreduce mock-ups (PGMPITuneLib, GL5-GL7). All keep the rank order of the reduction (the
  * library's reductions do), so non-commutative ops give the library's result.
  */
 #include "../core/ct_arena.h"

@@ -1,5 +1,5 @@
 /*
- * MPI_Alltoall mock-up (seed 000, GL8).
+ * MPI_Alltoall mock-up (PGMPITuneLib, GL8).
  */
 #include "../core/ct_arena.h"
 #include "ct_variants.h"

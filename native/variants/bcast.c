@@ -1,5 +1,5 @@
 /*
- * MPI_Bcast mock-ups (seed 000, GL9-GL10).
+ * MPI_Bcast mock-ups (PGMPITuneLib, GL9-GL10).
  */
 #include "../core/ct_arena.h"
 #include "ct_variants.h"

@@ -1,5 +1,5 @@
 /*
- * MPI_Gather mock-ups (seed 000, GL11-GL13).
+ * MPI_Gather mock-ups (PGMPITuneLib, GL11-GL13).
  *
  * The root's recvcount/recvtype are significant at the root only; non-roots describe their
  * block with sendcount/sendtype (same type signature by the standard).

@@ -1,5 +1,5 @@
 /*
- * MPI_Reduce mock-ups (seed 000, GL14-GL16). MPI_IN_PLACE is significant at the root only, so
+ * MPI_Reduce mock-ups (PGMPITuneLib, GL14-GL16). MPI_IN_PLACE is significant at the root only, so
  * the inner collectives must not depend on it: every rank calls them the same way.
  */
 #include "../core/ct_arena.h"

@@ -1,5 +1,5 @@
 /*
- * MPI_Reduce_scatter mock-ups (seed 002: RS1 <= MPI_Allreduce, RS2 <= MPI_Reduce +
+ * MPI_Reduce_scatter mock-ups (PGMPI: RS1 <= MPI_Allreduce, RS2 <= MPI_Reduce +
  * MPI_Scatterv). With MPI_IN_PLACE the input is in recvbuf and the own block goes to its start;
  * the rest of recvbuf stays as it was, so both reduce into scratch.
  */

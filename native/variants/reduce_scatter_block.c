@@ -1,5 +1,5 @@
 /*
- * MPI_Reduce_scatter_block mock-ups (seed 000, GL17-GL19). The input is p blocks of recvcount
+ * MPI_Reduce_scatter_block mock-ups (PGMPITuneLib, GL17-GL19). The input is p blocks of recvcount
  * elements; with MPI_IN_PLACE it is in recvbuf and the result goes to recvbuf's first block, the
  * rest of recvbuf staying as it was (as the libraries do, and programs such as mpi4py's tests
  * rely on it).

@@ -1,5 +1,5 @@
 /*
- * MPI_Scan mock-up (seed 000, GL20).
+ * MPI_Scan mock-up (PGMPITuneLib, GL20).
  */
 #include "../core/ct_arena.h"
 #include "ct_variants.h"

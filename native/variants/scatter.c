@@ -1,5 +1,5 @@
 /*
- * MPI_Scatter mock-ups (seed 000, GL21-GL22). The root's sendbuf/sendcount/sendtype are
+ * MPI_Scatter mock-ups (PGMPITuneLib, GL21-GL22). The root's sendbuf/sendcount/sendtype are
  * significant at the root only; non-roots describe one block with recvcount/recvtype.
  */
 #include "../core/ct_arena.h"

@@ -1,6 +1,6 @@
 """Finding 2: predominant point-to-point sizes vs the library's eager threshold (read via MPI_T).
 
-As in seed 004 (section 4.1): per send call site the median message size, the largest of those
+As in MPI Advisor (section 4.1): per send call site the median message size, the largest of those
 medians compared with the threshold of the transport in use; advice to raise it above that size,
 with the memory warning. Only raising is advised: lowering sends more messages by rendezvous.
 """
@@ -17,7 +17,7 @@ from colltune.advise.profile_run import ProfileRun
 from colltune.units import human_bytes
 
 SENDS = ("Send", "Isend", "Sendrecv")   # Ssend is synchronous whatever the threshold
-INTEL_DEFAULT = 262144                  # I_MPI_EAGER_THRESHOLD's documented default (seed 004)
+INTEL_DEFAULT = 262144                  # I_MPI_EAGER_THRESHOLD's documented default (MPI Advisor)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Statistics of a comparison between two configurations: pure functions on per-launch medians.
 
 Two libraries cannot share a launch, so the samples are unpaired: each side is the set of its
-per-launch medians of the default collective at one point (seed 002: the launch is the unit).
+per-launch medians of the default collective at one point (PGMPI: the launch is the unit).
 The effect is the ratio of medians A/B (> 1: B is faster); its interval is a percentile
 bootstrap resampling each side's launches; the test is two-sided. A point gets one of four
 verdicts (docs/compare.md), the decided ones statements about the whole interval, so that two

@@ -1,4 +1,4 @@
-"""The tables of a comparison (pgchecker's comparers, seed 003 3.3, across configurations),
+"""The tables of a comparison (pgchecker's comparers, pgchecker 3.3, across configurations),
 as DataFrames (the CSV/Parquet files) and rich tables (the terminal).
 
 absolute  each configuration's default median per point

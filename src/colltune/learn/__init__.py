@@ -1,4 +1,4 @@
-"""`colltune learn`: selection tables from traces (seed 001, docs/learn.md, docs/select.md).
+"""`colltune learn`: selection tables from traces (IOTA, docs/learn.md, docs/select.md).
 
 draw      the runtime's draw (splitmix64, caps, explore/exploit pick), bit-exact with the C side
 table     selection tables: model, reader (the C grammar), writer, cell lookup

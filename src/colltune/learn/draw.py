@@ -50,7 +50,7 @@ def probabilities(weights: Sequence[float], caps: tuple[float, float] = DEFAULT_
 
 def pick_explore(weights: Sequence[float], u: float, caps: tuple[float, float] = DEFAULT_CAPS) -> int:
     """The member of an explore cell for random number u: the first whose prefix sum exceeds u
-    (seed 001 Table 4.2); the last member if rounding leaves the final prefix sum below u."""
+    (IOTA Table 4.2); the last member if rounding leaves the final prefix sum below u."""
     acc = 0.0
     probs = probabilities(weights, caps)
     for i, p in enumerate(probs):

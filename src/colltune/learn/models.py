@@ -1,4 +1,4 @@
-"""Runtime models per (collective, member): gradient-boosted trees, Tweedie objective (seed 001
+"""Runtime models per (collective, member): gradient-boosted trees, Tweedie objective (IOTA
 4.5.1: right-skewed runtimes, 200 trees, no tuning), on three features (message bytes, nodes,
 processes per node).
 
@@ -17,7 +17,7 @@ unlisted), so those timings come from the application's later phases only, which
 systematically faster or slower than the early ones (NWChem: the default's median at one point 2.3x
 higher in its later calls; benchmarks/learn/README.md section 3), a bias a model would take for a member's merit.
 
-Guards (seed 001): a member with fewer than `min_timings` timings is untrained (no model, its
+Guards (IOTA): a member with fewer than `min_timings` timings is untrained (no model, its
 share stays uniform); a collective with fewer than `min_members` trained members (at most its
 portfolio size) is untrained as a whole and left to uniform exploration.
 """

@@ -1,4 +1,4 @@
-"""The next selection table from the models (seed 001 4.5.2 and 4.6.2).
+"""The next selection table from the models (IOTA 4.5.2 and 4.6.2).
 
 Per collective whose models are trained, per listed cell: the predicted runtime t_m of every
 trained member, the performance vector 1/t_m normalised over them, the evidence (calls of each

@@ -1,4 +1,4 @@
-"""Simulation backend (seed 001 5.4.7): an application that calls collectives with a given mix of
+"""Simulation backend (IOTA 5.4.7): an application that calls collectives with a given mix of
 sizes and communicators, whose member runtimes come from a ground truth, with configurable noise,
 skew and arrival imbalance and no communication at all.
 

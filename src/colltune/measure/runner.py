@@ -1,7 +1,7 @@
 """Running a bench: launches of `colltune-bench`, progress, records into the store.
 
 A run measures every (collective, message size, variant) at every process count over R launches
-(seed 002: the launch is the experimental unit). Within a launch, the C driver measures all
+(PGMPI: the launch is the experimental unit). Within a launch, the C driver measures all
 variants of a job interleaved in random order (docs/measurement.md). Each launch is written to
 the results database in one transaction when it finishes, so Ctrl-C or a crash keeps every
 finished launch; `run(..., resume_run_id=...)` measures the missing ones.

@@ -65,7 +65,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # about a minute on 4 ranks of this 2-core machine with the embedded Open MPI
     "quick": {"sizes": [8, 1024, 32768],
               "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2}},
-    # seed 003 Listing 4.2: size lists per collective, 5000 repetitions, 3 s per job
+    # pgchecker Listing 4.2: size lists per collective, 5000 repetitions, 3 s per job
     "full": {"sizes": None, "stop": {"max_reps": 5000, "time_budget_s": 3.0}},
 }
 
@@ -79,7 +79,7 @@ class BenchSettings(BaseModel):
     collectives: list[str] = Field(default_factory=lambda: catalog.load().collective_names())
     variants: list[str] | None = Field(
         None, description="None: default, every mock-up of each collective and default#aa")
-    sizes: list[int] | None = Field(None, description="bytes; None: seed 003's lists per collective")
+    sizes: list[int] | None = Field(None, description="bytes; None: pgchecker's lists per collective")
     nprocs: list[int] = Field(default_factory=lambda: [4])
     launches: int = Field(5, ge=1, description="R: launches per process count")
     sync: Literal["barrier", "dissemination", "window"] = "dissemination"

@@ -1,4 +1,4 @@
-"""PGMPITuneLib profiles (`.prf`, seed 000 Listing 1): reader and conversion into our format."""
+"""PGMPITuneLib profiles (`.prf`, PGMPITuneLib Listing 1): reader and conversion into our format."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ largest speedup (default median / mock-up median) among those that are
 
   1. significantly faster than the default (the check's `significant`, after its correction for
      multiple comparisons, and faster: slowdown > 1),
-  2. at least `min_gain` faster (speedup >= 1 + min_gain; seed 000 replaces at >= 10%),
-  3. within the scratch cap (the variant's `scratch` formula of collectives.toml, seed 000
+  2. at least `min_gain` faster (speedup >= 1 + min_gain; PGMPITuneLib replaces at >= 10%),
+  3. within the scratch cap (the variant's `scratch` formula of collectives.toml, PGMPITuneLib
      Table 1, evaluated at that size and process count),
   4. optionally (cautious) free of a barrier warning,
 

@@ -2,7 +2,7 @@
 
 Every comparison says "ref should not be slower than alt" (docs/statistics.md, "What is
 compared"); a side is one (process count, collective, variant, size) reduced to its per-launch
-medians, the experimental unit (seed 002).
+medians, the experimental unit (PGMPI).
 
   kind      ref                         alt                              guideline
   pattern   default(n)                  mock-up(n)                       GL1..GL22, RS1, RS2

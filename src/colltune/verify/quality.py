@@ -2,7 +2,7 @@
 
 Defined in docs/statistics.md: a *point* is (process count, collective, message size). Each point
 gets the penalty of its worst violation (the largest slowdown of any guideline violated there),
-graded by seed 003's severity classes; the score is 100 * (1 - mean penalty) over all points
+graded by pgchecker's severity classes; the score is 100 * (1 - mean penalty) over all points
 that had at least one decided comparison (violation or equivalence shown). 100 = no violation
 anywhere; 0 = every point severely (>5x) violated. The cautious score ignores violations with a
 barrier warning. A score never hides what was not decided: with untested or undecided

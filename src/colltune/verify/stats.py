@@ -7,9 +7,9 @@ Conventions used throughout (docs/statistics.md has the reasoning):
   *candidate* side ``alt`` (the mock-up, the library algorithm, the larger size, the k-split).
   A guideline is violated when ``ref`` is significantly *slower* than ``alt`` by more than a
   practical tolerance.
-* The samples compared are per-launch medians (seed 002: the launch, i.e. one mpiexec, is the
+* The samples compared are per-launch medians (PGMPI: the launch, i.e. one mpiexec, is the
   experimental unit, because run-to-run variation dominates within-run variation).
-* slowdown = median(ref) / median(alt) (seed 003); rel_diff = 1 - median(alt) / median(ref),
+* slowdown = median(ref) / median(alt) (pgchecker); rel_diff = 1 - median(alt) / median(ref),
   the share of the reference's time the candidate saves.
 * Paired tests (the default): the benchmark measures every variant of a job interleaved within
   the same launch, so per-launch medians of the two sides are paired by launch. The launch effect
@@ -36,8 +36,8 @@ class Test(enum.StrEnum):
     PAIRED_T = "paired-t"  # t-test on per-launch log-ratios (paired by launch)
     SIGNED_RANK = "signed-rank"  # Wilcoxon signed-rank on per-launch log-ratios (paired)
     TRIMMED_T = "trimmed-t"  # Yuen's t on the 10%-trimmed mean of per-launch log-ratios (paired)
-    MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum) on unpaired samples, seed 002's test
-    KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (seed 002), unpaired
+    MWU = "mwu"  # Mann-Whitney U (= Wilcoxon rank-sum) on unpaired samples, PGMPI's test
+    KS = "ks"  # Kolmogorov-Smirnov, less sensitive to ties (PGMPI), unpaired
     WELCH = "welch"  # Welch's t on means, unpaired, for comparison with pgchecker's t-test
     WELCH_LOG = "welch-log"  # Welch's t on log per-launch medians: paired-t's unpaired counterpart
 
@@ -437,7 +437,7 @@ def severity(slowdown_value: float) -> tuple[str, float]:
 
 
 def monotony_pairs(sizes: npt.ArrayLike) -> list[tuple[int, int]]:
-    """Adjacent pairs of distinct measured sizes, ascending (seed 002's monotony rule)."""
+    """Adjacent pairs of distinct measured sizes, ascending (PGMPI's monotony rule)."""
     s = sorted({int(v) for v in np.asarray(sizes).ravel()})
     return list(zip(s[:-1], s[1:], strict=True))
 
@@ -446,7 +446,7 @@ def split_pairs(sizes: npt.ArrayLike, max_k: int) -> list[tuple[int, int, int]]:
     """(small, large, k) for every pair of measured sizes small < large with k <= max_k.
 
     Sizes of 0 bytes cannot be split into; pairs are ordered by large, then by small descending
-    (so the first violating pair of a large size is the smallest k, the one seed 002 reports).
+    (so the first violating pair of a large size is the smallest k, the one PGMPI reports).
     """
     s = sorted({int(v) for v in np.asarray(sizes).ravel() if int(v) > 0})
     out: list[tuple[int, int, int]] = []

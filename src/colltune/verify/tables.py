@@ -1,4 +1,4 @@
-"""pgchecker's comparers (seed 003, 3.3) as tables, rendered with rich and written to CSV/Parquet.
+"""pgchecker's comparers (pgchecker, 3.3) as tables, rendered with rich and written to CSV/Parquet.
 
 Each builder is a pure function of the verdicts (and, for the runtime comparers, the per-variant
 summary of check.summarize) returning a DataFrame whose columns are the file format. Times are
@@ -81,7 +81,7 @@ def absolute_runtimes(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def relative_runtimes(summary: pd.DataFrame) -> pd.DataFrame:
-    """RelRuntimeComparer: default median / variant median (seed 003's slowdown; default = 1)."""
+    """RelRuntimeComparer: default median / variant median (pgchecker's slowdown; default = 1)."""
     s = absolute_runtimes(summary)
     base = s[s["variant"] == "default"].set_index(["nprocs", "collective", "msg_bytes"])["median_s"]
     key = pd.MultiIndex.from_frame(s[["nprocs", "collective", "msg_bytes"]])

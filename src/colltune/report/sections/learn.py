@@ -1,6 +1,6 @@
-"""Report section "Learning loop": the newest `colltune learn run` of the database (seed 001):
+"""Report section "Learning loop": the newest `colltune learn run` of the database (IOTA):
 regret, estimated gain and exploration per batch, and the selection probabilities of the
-busiest cells over batches (seed 001 Fig. 5.10b)."""
+busiest cells over batches (IOTA Fig. 5.10b)."""
 
 from __future__ import annotations
 
