@@ -127,15 +127,17 @@ typedef struct ct_fingerprint {
  * Defined here so that the call path reads its call counter and size inline. The previous
  * collective call's fingerprint is a memoised call's (profrun.c) or `own`, identified by an id
  * that changes whenever the fingerprint there is rewritten: valid while *prev_idp == prev_id. */
-typedef struct ct_pcomm {
+typedef struct __attribute__((aligned(64))) ct_pcomm {
+    /* what every call reads and writes: one cache line */
     uint64_t calls;             /* collective calls on it so far: the same number on every rank */
     uint64_t next_sample;       /* the number of the next sampled call; UINT64_MAX: none */
-    uint64_t period, samples;
-    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
-    int nprocs, rank, inter;
     const ct_fingerprint *prev;
     const uint64_t *prev_idp;
     uint64_t prev_id, prev_seq; /* prev_seq: its number in the thread's sequence of calls */
+    int nprocs, rank;
+    int inter;
+    uint64_t period, samples;
+    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
     uint64_t own_id;
     ct_fingerprint own;         /* a call that is not memoised */
 } ct_pcomm;
@@ -193,30 +195,34 @@ CT_PROFRUN_HIDDEN int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wa
 CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp,
                                          ct_pat_memo *pm, int kind, const void *site,
                                          const struct ct_call *call, int64_t bytes, uint64_t seq);
-/* The same for a memoised call, whose fingerprint (id *idp) is already in *fp: the pattern
- * with a previous call it followed before is counted from *pm without comparing again. */
-static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
-                                      const uint64_t *idp, ct_pat_memo *pm, int64_t bytes,
-                                      uint64_t seq);
+/* The same for a memoised call, whose fingerprint (id *idp) is already in *fp: a pair it
+ * completes with the previous call by the pattern cached in *pm is counted in *pending (the
+ * caller's, added to pm->slot later; added here before the verdict is taken again). */
 CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *fp,
                                            ct_pat_memo *pm, int64_t bytes);
-CT_PROFRUN_HIDDEN void ct_pat_bump(struct ct_pat_slot *slot, int64_t bytes);
+/* `pairs` pairs of `bytes` bytes (the second calls', summed) into a pattern's counter. */
+CT_PROFRUN_HIDDEN void ct_pat_bump(struct ct_pat_slot *slot, uint64_t pairs, uint64_t bytes);
 
 static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
-                                      const uint64_t *idp, ct_pat_memo *pm, int64_t bytes,
-                                      uint64_t seq)
+                                      const uint64_t *idp, ct_pat_memo *pm, uint64_t *pending,
+                                      int64_t bytes, uint64_t seq)
 {
     if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
-        if (__builtin_expect(pm->after != st->prev_id, 0))
-            ct_profcomm_pattern(st, fp, pm, bytes);   /* first time after this call: compare */
+        if (__builtin_expect(pm->after != st->prev_id, 0)) {   /* first time after this call */
+            if (*pending > 0 && pm->slot != NULL)
+                ct_pat_bump(pm->slot, *pending, *pending * (uint64_t)bytes);
+            *pending = 0;
+            ct_profcomm_pattern(st, fp, pm, bytes);
+        }
         if (pm->slot != NULL)
-            ct_pat_bump(pm->slot, bytes);
+            (*pending)++;
     }
     st->prev = fp;
     st->prev_idp = idp;
     st->prev_id = *idp;
     st->prev_seq = seq;
 }
+
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
 CT_PROFRUN_HIDDEN int ct_profrun_barrier(MPI_Comm comm, const void *site);
 

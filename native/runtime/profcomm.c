@@ -111,9 +111,10 @@ void ct_profcomm_finish(void)
 
 static ct_pcomm *ct_state_new(MPI_Comm comm)
 {
-    ct_pcomm *st = calloc(1, sizeof *st);
+    ct_pcomm *st = aligned_alloc(_Alignof(ct_pcomm), sizeof *st);
     if (st == NULL)
         return NULL;
+    memset(st, 0, sizeof *st);
     if (PMPI_Comm_size(comm, &st->nprocs) != MPI_SUCCESS
         || PMPI_Comm_test_inter(comm, &st->inter) != MPI_SUCCESS
         || PMPI_Comm_rank(comm, &st->rank) != MPI_SUCCESS
@@ -217,16 +218,16 @@ int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
-void ct_pat_bump(ct_pat_slot *s, int64_t bytes)
+void ct_pat_bump(ct_pat_slot *s, uint64_t pairs, uint64_t bytes)
 {
     if (ct_mt) {
-        atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->bytes, (unsigned long long)bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->count, pairs, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
     } else {   /* one thread at a time calls MPI: no locked instruction needed */
-        atomic_store_explicit(&s->count, atomic_load_explicit(&s->count, memory_order_relaxed) + 1,
+        atomic_store_explicit(&s->count, atomic_load_explicit(&s->count, memory_order_relaxed) + pairs,
                               memory_order_relaxed);
-        atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed)
-                                             + (unsigned long long)bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) + bytes,
+                              memory_order_relaxed);
     }
 }
 
@@ -343,7 +344,7 @@ void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_m
     if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
         ct_profcomm_pattern(st, &cur, pm, bytes);
         if (pm->slot != NULL)
-            ct_pat_bump(pm->slot, bytes);
+            ct_pat_bump(pm->slot, 1, (uint64_t)bytes);
     }
     if (fp == NULL) {
         fp = &st->own;

@@ -258,27 +258,40 @@ static void ct_timed(ct_slot *s, uint64_t ns, int sampled, uint64_t wait)
 
 /* A call site's last call, per thread: when the same call comes again (a loop), everything
  * derived from its arguments is taken from here, its point's slot, size and fingerprint, and
- * the pattern it makes with the call before it (ct_pat_memo). Only calls whose derived data
- * depends on nothing else: count * size of a predefined datatype (never freed, so its handle
- * always means the same type) or MPI_Barrier, on a communicator whose state is still the one
- * seen (generation). Allocated per thread at its first memoised call (never freed: 16 small
- * entries per thread). */
-typedef struct ct_memo {
-    uint64_t id;                  /* of the fingerprint (profcomm.c); 0: empty */
+ * the pattern it makes with the call before it (ct_pat_memo); its repetitions are counted here
+ * and added to the shared counters when the entry is reused and at MPI_Finalize, so that a
+ * repetition touches two cache lines of it (ExaML computes ~9 us between its pairs: every line
+ * a call touches is a cache miss there). Only calls whose derived data depends on nothing else:
+ * count * size of a predefined datatype (never freed, so its handle always means the same type)
+ * or MPI_Barrier, on a communicator whose state is still the one seen (generation). Allocated
+ * per thread at its first memoised call, kept in a list for MPI_Finalize; never under
+ * MPI_THREAD_MULTIPLE (one thread at a time calls MPI otherwise, so plain increments do). */
+typedef struct __attribute__((aligned(64))) ct_memo {
+    /* the key: one cache line */
     const void *site;
     MPI_Comm comm;
-    unsigned generation;
-    int kind, count, root;
     MPI_Datatype type;
     MPI_Op op;
     const void *sendbuf, *recvbuf;
+    unsigned generation;
+    int kind, count, root;
+    /* what a repetition reads and counts: one cache line */
+    uint64_t id;                  /* of the fingerprint (profcomm.c); 0: empty */
     ct_slot *slot;
     int64_t bytes;
+    uint64_t calls, pairs;        /* repetitions, and pattern pairs, not yet in the counters */
     ct_pat_memo pattern;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
     ct_fingerprint fp;
 } ct_memo;
+_Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) <= 128, "ct_memo's hot lines");
 #define CT_MEMOS 16
+typedef struct ct_memo_block {
+    ct_memo memos[CT_MEMOS];
+    struct ct_memo_block *next;
+} ct_memo_block;
 static _Thread_local ct_memo *ct_memos __attribute__((tls_model("initial-exec")));
+static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
 {
@@ -313,13 +326,39 @@ static int ct_memoisable(int kind, const ct_call *call)
     return e->type == call->recvtype && e->tag > 1;
 }
 
-static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm)
+/* An entry's repetitions into the shared counters (before it is reused, and at MPI_Finalize). */
+static void ct_memo_flush(ct_memo *m)
+{
+    if (m->calls > 0) {
+        ct_bump(&m->slot->calls, m->calls);
+        ct_bump(&m->slot->bytes, m->calls * (uint64_t)m->bytes);
+        m->calls = 0;
+    }
+    if (m->pairs > 0) {
+        ct_pat_bump(m->pattern.slot, m->pairs, m->pairs * (uint64_t)m->bytes);
+        m->pairs = 0;
+    }
+}
+
+static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
+                            ct_slot *slot, int64_t bytes)
 {
     if (ct_mt)
         return NULL;   /* the repetitions' counters are not atomic */
-    if (ct_memos == NULL && (ct_memos = calloc(CT_MEMOS, sizeof *ct_memos)) == NULL)
-        return NULL;
+    if (ct_memos == NULL) {
+        ct_memo_block *b = aligned_alloc(64, sizeof *b);
+        if (b == NULL)
+            return NULL;
+        memset(b, 0, sizeof *b);
+        b->next = atomic_load_explicit(&ct_memo_blocks, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&ct_memo_blocks, &b->next, b,
+                                                      memory_order_release, memory_order_relaxed)) {
+        }
+        ct_memos = b->memos;
+    }
     ct_memo *m = ct_memo_at(ct_memos, site, kind);
+    if (m->id != 0)
+        ct_memo_flush(m);
     m->site = site;
     m->kind = kind;
     m->comm = comm;
@@ -332,7 +371,19 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
         m->sendbuf = call->sendbuf;
         m->recvbuf = call->recvbuf;
     }
+    m->slot = slot;
+    m->bytes = bytes;
+    uint64_t seen = atomic_load_explicit(&slot->calls, memory_order_relaxed);
+    m->time_all = seen < CT_TIME_ALL ? (uint32_t)(CT_TIME_ALL - seen) : 0;
     return m;
+}
+
+static void ct_memo_flush_all(void)
+{
+    for (ct_memo_block *b = atomic_load(&ct_memo_blocks); b != NULL; b = b->next)
+        for (int i = 0; i < CT_MEMOS; i++)
+            if (b->memos[i].id != 0)
+                ct_memo_flush(&b->memos[i]);
 }
 
 /* Every call that is not a memoised one's repetition: sizes, slots and fingerprints derived from
@@ -360,11 +411,10 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
         s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
     }
     if (st != NULL && rc == MPI_SUCCESS) {
-        ct_memo *m = s != NULL && ct_memoisable(kind, call) ? ct_memo_new(kind, call, site, comm)
-                                                            : NULL;
+        ct_memo *m = s != NULL && ct_memoisable(kind, call)
+                         ? ct_memo_new(kind, call, site, comm, s, bytes)
+                         : NULL;
         if (m != NULL) {
-            m->slot = s;
-            m->bytes = bytes;
             ct_profcomm_after(st, &m->fp, &m->id, &m->pattern, kind, site, call, bytes, seq);
         } else {
             ct_profcomm_after(st, NULL, NULL, NULL, kind, site, call, bytes, seq);
@@ -405,8 +455,16 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
     if (CT_UNLIKELY(st == NULL || m == NULL
                     || !ct_memo_is(m = ct_memo_at(m, site, kind), site, kind, call, comm)))
         return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait);
-    ct_slot *s = m->slot;
-    int timed = sampled || ct_time_this(s);
+    int timed = sampled;
+    if (CT_UNLIKELY(m->time_all > 0)) {
+        m->time_all--;
+        timed = 1;
+    } else if (CT_UNLIKELY(ct_time_left <= 1)) {
+        ct_time_rearm();
+        timed = 1;
+    } else {
+        ct_time_left--;
+    }
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = ct_serve(kind, call, comm);
     uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
@@ -414,14 +472,10 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
         ct_failed(kind, site, st->nprocs, timed, ns, sampled, wait);
         return rc;
     }
-    /* one thread calls MPI at a time (no memo under MPI_THREAD_MULTIPLE): plain increments */
-    atomic_store_explicit(&s->calls, atomic_load_explicit(&s->calls, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed)
-                                         + (uint64_t)m->bytes, memory_order_relaxed);
-    ct_profcomm_repeat(st, &m->fp, &m->id, &m->pattern, m->bytes, seq);
+    m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
+    ct_profcomm_repeat(st, &m->fp, &m->id, &m->pattern, &m->pairs, m->bytes, seq);
     if (timed)
-        ct_timed(s, ns, sampled, wait);
+        ct_timed(m->slot, ns, sampled, wait);
     return rc;
 }
 
@@ -557,6 +611,7 @@ void ct_profrun_finish(void)
     ct_ns_per_tick = ct_profrun_ns_per_tick();
     ct_profrun_on = 0;
     ct_p2p_on = 0;
+    ct_memo_flush_all();
     ct_profcomm_finish();
     char path[sizeof ct_dir + 32], tmp[sizeof ct_dir + 48];
     snprintf(path, sizeof path, "%s/rank-%d", ct_dir, ct_rank_);
