@@ -143,11 +143,14 @@ typedef struct __attribute__((aligned(64))) ct_pcomm {
 } ct_pcomm;
 
 /* A memoised call's pattern with the call it last followed directly (profcomm.c): `after` is
- * that call's fingerprint id (0: none yet), `slot` the pattern's counter (NULL: no pattern). */
+ * that call's fingerprint id (0: none yet), `pattern` the one their arguments other than the
+ * buffers make (-1: none), `slot` its counter; the buffers' part is checked on every call
+ * (ct_profcomm_buffers_fit: applications reduce into other buffers from call to call). */
 struct ct_pat_slot;
 typedef struct ct_pat_memo {
     uint64_t after;
     struct ct_pat_slot *slot;
+    int pattern;
 } ct_pat_memo;
 
 /* This thread's last communicator and its state, valid while `generation` is the global one
@@ -203,6 +206,13 @@ CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *f
 /* `pairs` pairs of `bytes` bytes (the second calls', summed) into a pattern's counter. */
 CT_PROFRUN_HIDDEN void ct_pat_bump(struct ct_pat_slot *slot, uint64_t pairs, uint64_t bytes);
 
+CT_PROFRUN_HIDDEN int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
+                                               const ct_fingerprint *prev,
+                                               const ct_fingerprint *cur);
+/* A call's buffers in its fingerprint (where its result is, what it reads). */
+CT_PROFRUN_HIDDEN void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind,
+                                              const struct ct_call *call);
+
 static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
                                       const uint64_t *idp, ct_pat_memo *pm, uint64_t *pending,
                                       int64_t bytes, uint64_t seq)
@@ -214,7 +224,7 @@ static inline void ct_profcomm_repeat(ct_pcomm *st, const ct_fingerprint *fp,
             *pending = 0;
             ct_profcomm_pattern(st, fp, pm, bytes);
         }
-        if (pm->slot != NULL)
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, fp))
             (*pending)++;
     }
     st->prev = fp;

@@ -267,6 +267,18 @@ static int ct_synchronising(int kind)
            || kind == CT_PR_BARRIER;
 }
 
+void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind, const ct_call *call)
+{
+    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
+        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
+        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
+        f->out = has_result ? call->recvbuf : NULL;
+    } else {
+        f->in = kind == CT_COLL_BCAST ? call->recvbuf : NULL;   /* the root's data */
+        f->out = NULL;
+    }
+}
+
 static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
                               const void *site, const ct_call *call, int64_t bytes)
 {
@@ -285,32 +297,36 @@ static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
     f->count = call->recvcount;
     f->type = call->recvtype;
     f->op = call->op;
-    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
-        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
-        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
-        f->out = has_result ? call->recvbuf : NULL;
-    } else if (kind == CT_COLL_BCAST) {
-        f->in = call->recvbuf;   /* the root's data */
-    }
+    ct_fingerprint_buffers(f, st, kind, call);
 }
 
-/* Does `cur`, made directly after `prev` on the same communicator, complete a pattern? */
-static int ct_pattern(const ct_pcomm *st, const ct_fingerprint *prev,
-                      const ct_fingerprint *cur)
+/* The pattern `cur`, made directly after `prev` on the same communicator, makes with it by all
+ * but their buffers (-1: none); at most one can (each wants another kind of second call). */
+static int ct_pattern_shape(const ct_fingerprint *prev, const ct_fingerprint *cur)
 {
     if (prev->kind == CT_COLL_REDUCE && cur->kind == CT_COLL_BCAST && prev->root == cur->root
-        && prev->count == cur->count && prev->type == cur->type
-        && (st->rank != cur->root || cur->in == prev->out))
+        && prev->count == cur->count && prev->type == cur->type)
         return CT_PAT_REDUCE_BCAST;
     if ((cur->kind == CT_COLL_ALLREDUCE || cur->kind == CT_COLL_REDUCE)
         && prev->kind == cur->kind && prev->root == cur->root && prev->op == cur->op
         && prev->type == cur->type && prev->bytes > 0 && prev->bytes <= CT_SMALL_BYTES
-        && cur->bytes > 0 && cur->bytes <= CT_SMALL_BYTES
-        && !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes))
-        return CT_PAT_SMALL_REDUCTIONS;   /* the second does not read the first's result */
+        && cur->bytes > 0 && cur->bytes <= CT_SMALL_BYTES)
+        return CT_PAT_SMALL_REDUCTIONS;
     if (prev->kind == CT_PR_BARRIER && ct_synchronising(cur->kind))
         return CT_PAT_BARRIER_SYNC;
     return -1;
+}
+
+/* ... and by their buffers: the broadcast sends the reduce's result (at the root, the only rank
+ * that has it); the second reduction does not read the first's result. */
+int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern, const ct_fingerprint *prev,
+                            const ct_fingerprint *cur)
+{
+    if (pattern == CT_PAT_REDUCE_BCAST)
+        return st->rank != cur->root || cur->in == prev->out;
+    if (pattern == CT_PAT_SMALL_REDUCTIONS)
+        return !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes);
+    return 1;
 }
 
 /* A new id for a rewritten fingerprint: process-wide, so that one rewritten by another thread
@@ -324,9 +340,12 @@ static uint64_t ct_new_id(void)
 void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *fp, ct_pat_memo *pm,
                          int64_t bytes)
 {
-    int pattern = ct_pattern(st, st->prev, fp);
-    pm->slot = pattern >= 0 ? ct_pat_slot_of(pattern, st->prev->site, fp->site, st->nprocs, bytes)
-                            : NULL;
+    pm->pattern = ct_pattern_shape(st->prev, fp);
+    pm->slot = pm->pattern >= 0
+                   ? ct_pat_slot_of(pm->pattern, st->prev->site, fp->site, st->nprocs, bytes)
+                   : NULL;
+    if (pm->slot == NULL)
+        pm->pattern = -1;   /* table full: counted as lost once */
     pm->after = st->prev_id;
 }
 
@@ -337,13 +356,13 @@ void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_m
     /* compared before it is stored: *fp may hold the previous call (its memo entry reused) */
     ct_fingerprint cur;
     ct_fingerprint_of(&cur, st, kind, site, call, bytes);
-    ct_pat_memo local = {0, NULL};
+    ct_pat_memo local;
     if (pm == NULL)
         pm = &local;
-    *pm = (ct_pat_memo){0, NULL};
+    *pm = (ct_pat_memo){0, NULL, -1};
     if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
         ct_profcomm_pattern(st, &cur, pm, bytes);
-        if (pm->slot != NULL)
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &cur))
             ct_pat_bump(pm->slot, 1, (uint64_t)bytes);
     }
     if (fp == NULL) {

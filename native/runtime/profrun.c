@@ -267,24 +267,24 @@ static void ct_timed(ct_slot *s, uint64_t ns, int sampled, uint64_t wait)
  * per thread at its first memoised call, kept in a list for MPI_Finalize; never under
  * MPI_THREAD_MULTIPLE (one thread at a time calls MPI otherwise, so plain increments do). */
 typedef struct __attribute__((aligned(64))) ct_memo {
-    /* the key: one cache line */
+    /* the key (not the buffers: applications reduce into other buffers from call to call, ExaML
+     * almost every time) and the timing countdown: one cache line */
     const void *site;
     MPI_Comm comm;
     MPI_Datatype type;
     MPI_Op op;
-    const void *sendbuf, *recvbuf;
     unsigned generation;
     int kind, count, root;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
     /* what a repetition reads and counts: one cache line */
-    uint64_t id;                  /* of the fingerprint (profcomm.c); 0: empty */
+    uint64_t __attribute__((aligned(64))) id;   /* of the fingerprint (profcomm.c); 0: empty */
     ct_slot *slot;
     int64_t bytes;
     uint64_t calls, pairs;        /* repetitions, and pattern pairs, not yet in the counters */
     ct_pat_memo pattern;
-    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
-    ct_fingerprint fp;
+    ct_fingerprint fp;            /* its buffers rewritten by every repetition */
 } ct_memo;
-_Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) <= 128, "ct_memo's hot lines");
+_Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
 #define CT_MEMOS 16
 typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
@@ -309,7 +309,7 @@ static inline int ct_memo_is(const ct_memo *m, const void *site, int kind, const
         return 0;
     return call == NULL
            || (m->count == call->recvcount && m->type == call->recvtype && m->root == call->root
-               && m->op == call->op && m->sendbuf == call->sendbuf && m->recvbuf == call->recvbuf);
+               && m->op == call->op);
 }
 
 /* Can this successful call be memoised? Its size from recvcount and recvtype alone, whose size
@@ -368,8 +368,6 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
         m->type = call->recvtype;
         m->root = call->root;
         m->op = call->op;
-        m->sendbuf = call->sendbuf;
-        m->recvbuf = call->recvbuf;
     }
     m->slot = slot;
     m->bytes = bytes;
@@ -473,6 +471,8 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
         return rc;
     }
     m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
+    if (call != NULL)
+        ct_fingerprint_buffers(&m->fp, st, kind, call);
     ct_profcomm_repeat(st, &m->fp, &m->id, &m->pattern, &m->pairs, m->bytes, seq);
     if (timed)
         ct_timed(m->slot, ns, sampled, wait);
