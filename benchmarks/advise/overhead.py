@@ -1,36 +1,157 @@
 #!/usr/bin/env python3
-"""What `colltune advise`'s profiling mode costs on a call-heavy application (issue 23): ExaML
-(Debian's examl, Open MPI 4.1 build, 2 ranks, 679,861 MPI_Reduce + 679,861 MPI_Bcast of 16-32
-bytes per rank), before (a build of an earlier commit) and after (this tree).
+"""What `colltune advise`'s profiling mode costs on real applications (issue 23): wall time of
+alternating plain and profiled runs, with builds of libcolltune before (an earlier commit) and
+after (this tree); instructions per intercepted call on ExaML from callgrind.
 
-    bash benchmarks/learning_runtime/apps.sh OUT --apps examl --runs 0   # installs examl once
-    .venv/bin/python benchmarks/advise/overhead.py OUT --runs 7                # wall time, alternating
-    .venv/bin/python benchmarks/advise/overhead.py OUT --callgrind             # instructions per call
+    bash benchmarks/advise/install.sh                                       # the applications (apt-get)
+    .venv/bin/python benchmarks/advise/overhead.py OUT --runs 9             # all four, alternating
+    .venv/bin/python benchmarks/advise/overhead.py OUT --apps examl --callgrind
+    .venv/bin/python benchmarks/advise/overhead.py OUT --percall            # ns per pair, in one run
+
+Applications (Debian packages built against Debian's Open MPI 4.1.4, 2 ranks, OMP_NUM_THREADS=1):
+  examl   ExaML 3.0 (examl-avx2), the 49-taxon example of its package, GAMMA model: 679,861
+          MPI_Reduce + 679,861 MPI_Bcast of 16-32 bytes per rank in ~6 s, a synchronous round
+          trip per pair: the worst case for per-call cost. Result: the likelihood (identical).
+  qe      Quantum ESPRESSO 6.7 pw.x, SCF of an 8-atom silicon cell (si8.in: 30 Ry, 3x3x3 k-points,
+          the pseudopotential of quantum-espresso-data): the MPI_Alltoall of its parallel FFT.
+          Result: the total energy (within 1e-8 Ry).
+  hpcc    HPCC 1.5.0, Debian's example input with N=2000 on a 1x2 grid. Result: Success=1.
+  lammps  LAMMPS 20220106, Lennard-Jones melt (in.lj, 4000 atoms, 4000 steps). Result: the
+          potential energy of the last step (identical).
+  pairs   pairs.c: 100,000 MPI_Reduce + MPI_Bcast pairs of 16 bytes, ExaML's call path in
+          miniature, for callgrind in seconds (--callgrind --apps pairs).
 
 Timing: per round one plain run (no preload) and one profiled run per build (LD_PRELOAD of that
-build's libcolltune, COLLTUNE_PROFILE_RUN set), in a fresh random order per round; median wall
-time with a distribution-free interval, the median of the per-round ratio to plain, the load
-average before each run; every run's likelihood is checked against the plain runs'.
-Callgrind: rank 0 under valgrind, the other native; per intercepted call the inclusive cost of
-the MPI_Reduce/MPI_Bcast wrappers minus that of the PMPI calls they make for the application
-(the library's own work, whose polling depends on timing), plus where libcolltune spends it.
-Reuses benchmarks/learning_runtime/apps.py (the ExaML set-up, launch lines, statistics).
+build's libcolltune, COLLTUNE_PROFILE_RUN set), in a fresh random order per round (seeded); median
+wall time (launcher) with a distribution-free ~95% interval of the median, the median of the
+per-round ratio to plain (paired) with its interval, the 1-minute load average before each run;
+every run's result checked against the plain runs'. Callgrind (ExaML): rank 0 under valgrind,
+the other native; per intercepted call the inclusive cost of the MPI_Reduce/MPI_Bcast wrappers
+minus that of the PMPI calls they make for the application (the library's own work, whose
+polling depends on timing), plus where libcolltune spends it.
+Reuses benchmarks/learning_runtime/apps.py (the ExaML set-up, launch lines, builds, statistics).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import re
 import shutil
+import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "learning_runtime"))
 import apps  # noqa: E402
 
-BEFORE = "08ed143"   # main when issue 23 was taken up
+from colltune.mpi import launch, libraries  # noqa: E402
+
+BEFORE = "f8bb28f"   # main when this round of issue 23 started (08ed143: when the issue was taken up)
+HPCC_SIZES = {"Ns": "2000", "NBs": "80", "Ps": "1", "Qs": "2"}
+LAMMPS_STEPS = 4000
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def debian_ompi() -> libraries.MpiLibrary:
+    return libraries.resolve("/usr/bin/mpicc.openmpi")
+
+
+def examl(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    app = apps.examl(out)
+    app.rank_env = {**app.rank_env, **ONE_THREAD}
+    return app, lambda: None
+
+
+def qe(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    work = out / "qe"
+    work.mkdir(parents=True, exist_ok=True)
+    pseudo = Path("/usr/share/doc/quantum-espresso/examples/EPW/sic/pp/Si.pz-vbc.UPF.gz")   # quantum-espresso-data
+    if not pseudo.exists():
+        raise SystemExit(f"no {pseudo}: run benchmarks/advise/install.sh")
+    target = work / "pseudo" / "Si.pz-vbc.UPF"
+    target.parent.mkdir(exist_ok=True)
+    if pseudo.suffix == ".gz":
+        import gzip
+        target.write_bytes(gzip.decompress(pseudo.read_bytes()))
+    else:
+        shutil.copy(pseudo, target)
+    shutil.copy(HERE / "si8.in", work / "si8.in")
+
+    def prepare() -> None:
+        shutil.rmtree(work / "qe-out", ignore_errors=True)
+
+    return apps.App("qe", debian_ompi(), work, ["/usr/bin/pw.x", "-in", "si8.in"], dict(ONE_THREAD),
+                    re.compile(r"!\s+total energy\s+=\s+(\S+)"), None, 1e-8), prepare
+
+
+def hpcc(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    work = out / "hpcc"
+    work.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for line in Path("/usr/share/doc/hpcc/examples/_hpccinf.txt").read_text().splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip() in HPCC_SIZES:
+            line = f"{HPCC_SIZES[parts[1].strip()]:<12} {parts[1]}"
+        lines.append(line)
+    (work / "hpccinf.txt").write_text("\n".join(lines) + "\n")
+
+    def prepare() -> None:   # HPCC appends to its output file
+        (work / "hpccoutf.txt").unlink(missing_ok=True)
+
+    return apps.App("hpcc", debian_ompi(), work, ["/usr/bin/hpcc"], dict(ONE_THREAD),
+                    re.compile(r"^Success=(\d+)", re.M), "hpccoutf.txt", 0.0), prepare
+
+
+def lammps(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    work = out / "lammps"
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "in.lj", work / "in.lj")
+    return apps.App("lammps", debian_ompi(), work,
+                    ["/usr/bin/lmp", "-in", "in.lj", "-var", "steps", str(LAMMPS_STEPS), "-screen", "none", "-log"],
+                    dict(ONE_THREAD), re.compile(rf"^\s*{LAMMPS_STEPS}\s+\S+\s+(\S+)", re.M), "{name}", 0.0,
+                    True), lambda: None
+
+
+def pairs(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    """ExaML's communication in miniature (pairs.c, 100,000 Reduce + Bcast pairs of 16 bytes):
+    the same call path under callgrind in seconds instead of ExaML's minutes."""
+    work = out / "pairs"
+    work.mkdir(parents=True, exist_ok=True)
+    exe = work / "pairs"
+    subprocess.run(["/usr/bin/mpicc.openmpi", "-O2", "-g", str(HERE / "pairs.c"), "-o", str(exe)], check=True)
+    return apps.App("pairs", debian_ompi(), work, [str(exe), "100000"], dict(ONE_THREAD),
+                    re.compile(r"sum (\S+)"), None, 0.0, False, {"reduce": 100_000, "bcast": 100_000}), lambda: None
+
+
+APPS = {"examl": examl, "qe": qe, "hpcc": hpcc, "lammps": lammps, "pairs": pairs}
+
+
+def run_once(app: apps.App, prepare: Callable[[], None], env: dict[str, str],
+             wrap: list[str] | None = None, timeout: float = 900) -> dict:
+    prepare()
+    name = f"r{os.getpid()}-{next(apps._seq)}-{int(time.time() * 1000)}"
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    argv = apps.launch_argv(app, env, name, wrap)
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=app.work, env=launch.launcher_env(app.lib, nprocs=apps.NPROCS),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{app.name}: exit {proc.returncode}: {' '.join(argv)}\n{proc.stderr[-3000:]}")
+    if app.per_run_name and app.result_file == "{name}":
+        result = apps.result_of(app, name, proc.stdout)
+        (app.work / name).unlink(missing_ok=True)
+    else:
+        result = apps.result_of(app, name, proc.stdout)
+    return {"wall_s": wall, "load": [float(x) for x in load], "result": result,
+            "stderr": [line for line in proc.stderr.splitlines() if line.startswith(("colltune:", "fuse_shim:"))][:8]}
 
 
 def profiled_env(so: Path, root: Path, tag: str) -> dict[str, str]:
@@ -39,7 +160,8 @@ def profiled_env(so: Path, root: Path, tag: str) -> dict[str, str]:
     return {"LD_PRELOAD": str(so), "COLLTUNE_PROFILE_RUN": str(d)}
 
 
-def timing(app: apps.App, out: Path, builds: dict[str, Path], runs: int, seed: int) -> dict:
+def timing(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path], runs: int,
+           seed: int) -> dict:
     configs = [("plain", None)] + [("profiled", b) for b in builds]
     rng = random.Random(seed)
     rows: list[dict] = []
@@ -50,47 +172,45 @@ def timing(app: apps.App, out: Path, builds: dict[str, Path], runs: int, seed: i
         rng.shuffle(order)
         for mode, b in order:
             env = {} if b is None else profiled_env(builds[b], root, b)
-            res = apps.run_once(app, env)
+            res = run_once(app, prepare, env)
             rows.append({"round": r, "mode": mode, "build": b or "-", **res})
-            print(f"  round {r} {mode:9s} {b or '-':6s} {res['wall_s']:7.3f} s  load {res['load'][0]:.2f}  "
-                  f"result {res['result']!r}", flush=True)
+            print(f"  {app.name} round {r} {mode:9s} {b or '-':6s} {res['wall_s']:7.3f} s  "
+                  f"load {res['load'][0]:.2f}  result {res['result']!r}", flush=True)
             if b is not None:
                 shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
     plain = [x["result"] for x in rows if x["mode"] == "plain"]
     for x in rows:
-        x["result_ok"] = x["result"] == plain[0]
+        x["result_ok"] = abs(x["result"] - plain[0]) <= app.tolerance
     return {"app": app.name, "mpi": app.lib.version, "runs": rows, "summary": summarize(rows)}
 
 
 def summarize(rows: list[dict]) -> list[dict]:
     plain = {x["round"]: x["wall_s"] for x in rows if x["mode"] == "plain"}
     out = []
-    for b in ("-", "before", "after"):
+    for b in dict.fromkeys(x["build"] for x in rows):
         sel = [x for x in rows if x["build"] == b]
-        if not sel:
-            continue
         med, lo, hi = apps.median_interval([x["wall_s"] for x in sel])
         rmed, rlo, rhi = apps.median_interval([x["wall_s"] / plain[x["round"]] for x in sel])
         out.append({"mode": sel[0]["mode"], "build": b, "n": len(sel), "median_s": med, "lo_s": lo, "hi_s": hi,
                     "ratio": rmed, "ratio_lo": rlo, "ratio_hi": rhi,
-                    "load_median": sorted(x["load"][0] for x in sel)[len(sel) // 2],
+                    "load_median": statistics.median(x["load"][0] for x in sel),
                     "results_ok": all(x["result_ok"] for x in sel)})
     return out
 
 
-def callgrind(app: apps.App, out: Path, builds: dict[str, Path]) -> list[dict]:
+def callgrind(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path]) -> list[dict]:
     rows = []
     calls = sum(app.calls.values())
     root = out / "advise-profiles"
     root.mkdir(exist_ok=True)
     for b, so in builds.items():
         cg = out / f"advise-{app.name}-profiled-{b}.callgrind"
-        res = apps.run_once(app, profiled_env(so, root, b),
-                            wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"], timeout=7200)
+        res = run_once(app, prepare, profiled_env(so, root, b),
+                       wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"], timeout=7200)
         inc, exc = apps.annotate(cg, True), apps.annotate(cg, False)
         wrappers = sum(inc.get(f"libcolltune:MPI_{c.capitalize()}", 0) for c in app.calls)
         library = sum(inc.get(f"other:PMPI_{c.capitalize()}", 0) for c in app.calls)
-        top = sorted(((v / calls, k) for k, v in exc.items() if k.startswith("libcolltune:")), reverse=True)[:12]
+        top = sorted(((v / calls, k) for k, v in exc.items() if k.startswith("libcolltune:")), reverse=True)[:14]
         others = sorted(((v / calls, k) for k, v in inc.items()
                          if k.startswith("other:") and not k.startswith(("other:PMPI_Reduce", "other:PMPI_Bcast"))
                          and v / calls >= 2), reverse=True)[:25]
@@ -103,33 +223,88 @@ def callgrind(app: apps.App, out: Path, builds: dict[str, Path]) -> list[dict]:
     return rows
 
 
+def percall(app: apps.App, out: Path, builds: dict[str, Path], n: int, blocks: int) -> list[dict]:
+    """Per Reduce + Bcast pair, what libcolltune's profiled wrappers add to the round trip, measured
+    inside one run (pairs.c's blocks mode: blocks through MPI_* and through PMPI_* alternate, so
+    both see the same load): the median over blocks of (MPI - PMPI) / n per build, with its
+    interval, and what that makes on ExaML (679,861 pairs) against its plain run."""
+    rows = []
+    root = out / "advise-profiles"
+    root.mkdir(exist_ok=True)
+    exe = app.program[0]
+    for b, so in builds.items():
+        env = profiled_env(so, root, b)
+        argv = [str(app.lib.mpiexec), *launch.placement_flags(app.lib, apps.NPROCS), "-n", str(apps.NPROCS),
+                *launch.rank_env_flags(app.lib, {**app.rank_env, **env}), exe, str(n), str(blocks)]
+        load = float(Path("/proc/loadavg").read_text().split()[0])
+        proc = subprocess.run(argv, cwd=app.work, env=launch.launcher_env(app.lib, nprocs=apps.NPROCS),
+                              capture_output=True, text=True, timeout=1800, check=True)
+        times: dict[str, list[float]] = {"mpi": [], "pmpi": []}
+        for line in proc.stdout.splitlines():
+            if line.startswith("block "):
+                _, kind, t = line.split()
+                times[kind].append(float(t))
+        diffs = [(a - c) / n * 1e9 for a, c in zip(times["mpi"], times["pmpi"])]
+        med, lo, hi = apps.median_interval(diffs)
+        pmpi = statistics.median(times["pmpi"]) / n * 1e9
+        row = {"build": b, "pairs_per_block": n, "blocks": len(diffs), "load": load,
+               "pmpi_pair_ns": pmpi, "added_per_pair_ns": med, "lo_ns": lo, "hi_ns": hi}
+        rows.append(row)
+        shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
+        print(f"  {b}: a pair takes {pmpi:.0f} ns through PMPI; profiled wrappers add {med:+.1f} ns "
+              f"(interval {lo:+.1f}..{hi:+.1f}) per pair, {len(diffs)} blocks of {n}, load {load:.2f}", flush=True)
+    return rows
+
+
+def print_summary(res: dict) -> None:
+    print(f"\n{res['app']} ({res['mpi'].split(',')[0]}), {apps.NPROCS} ranks")
+    print("| build | runs | median s | interval s | vs plain (paired median) | interval | load | results |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for s in res["summary"]:
+        print(f"| {s['build']} | {s['n']} | {s['median_s']:.3f} | {s['lo_s']:.3f}-{s['hi_s']:.3f} | "
+              f"{s['ratio']:.4f} | {s['ratio_lo']:.4f}-{s['ratio_hi']:.4f} | {s['load_median']:.2f} | "
+              f"{'same' if s['results_ok'] else 'DIFFER'} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--apps", default="examl,qe,hpcc,lammps")
+    ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--seed", type=int, default=23)
-    ap.add_argument("--before", default=BEFORE)
+    ap.add_argument("--before", default=BEFORE, help="commit of the `before` build")
     ap.add_argument("--builds", default="before,after")
-    ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--callgrind", action="store_true", help="instructions per call (ExaML) instead of timing")
+    ap.add_argument("--tag", default="", help="suffix of the result files")
+    ap.add_argument("--percall", action="store_true",
+                    help="per Reduce + Bcast pair, what the profiled wrappers add (pairs.c blocks)")
+    ap.add_argument("--blocks", type=int, default=100)
+    ap.add_argument("--pairs", type=int, default=5000, help="pairs per block (--percall)")
     args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    app = apps.examl(args.out.resolve())
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    lib = debian_ompi()
     want = args.builds.split(",")
     builds = {}
     if "before" in want:
-        builds["before"] = apps.before_build(args.out.resolve(), args.before, app.lib)
+        builds["before"] = apps.before_build(out, args.before, lib)
     if "after" in want:
-        builds["after"] = apps.after_build(app.lib)
-    if args.callgrind:
-        res = callgrind(app, args.out, builds)
-        (args.out / "overhead-callgrind-examl.json").write_text(json.dumps(res, indent=1) + "\n")
+        builds["after"] = apps.after_build(lib)
+    if args.percall:
+        app, _ = pairs(out)
+        rows = percall(app, out, builds, args.pairs, args.blocks)
+        (out / f"overhead-percall-pairs{args.tag}.json").write_text(json.dumps(rows, indent=1) + "\n")
         return
-    res = timing(app, args.out, builds, args.runs, args.seed)
-    (args.out / "overhead-timing-examl.json").write_text(json.dumps(res, indent=1) + "\n")
-    print("| build | runs | median s | interval s | vs plain (paired) | interval | load |")
-    for s in res["summary"]:
-        print(f"| {s['build']} | {s['n']} | {s['median_s']:.3f} | {s['lo_s']:.3f}-{s['hi_s']:.3f} | "
-              f"{s['ratio']:.4f} | {s['ratio_lo']:.4f}-{s['ratio_hi']:.4f} | {s['load_median']:.2f} |")
+    for name in args.apps.split(","):
+        app, prepare = APPS[name](out)
+        if args.callgrind:
+            res = callgrind(app, prepare, out, builds)
+            (out / f"overhead-callgrind-{name}{args.tag}.json").write_text(json.dumps(res, indent=1) + "\n")
+            continue
+        res = timing(app, prepare, out, builds, args.runs, args.seed)
+        res["before"] = args.before
+        (out / f"overhead-timing-{name}{args.tag}.json").write_text(json.dumps(res, indent=1) + "\n")
+        print_summary(res)
 
 
 if __name__ == "__main__":
