@@ -101,6 +101,16 @@ def test_cli_reports_patterns(openmpi, openmpi_build, programs, tmp_path):
     assert barrier["calls"] == 6 + 2 * 5 and barrier["bytes_min"] is None
 
 
+def test_moving_buffers(openmpi, openmpi_build, programs, tmp_path):
+    # ExaML reduces into other buffers almost every call: the memo of a site's last call hits
+    # anyway, and the broadcast's buffer is checked against the reduce's result on every call.
+    profiled(openmpi, openmpi_build, 2, [programs["advise_moving"]], tmp_path / "p")
+    run = profile_run.read(tmp_path / "p")
+    assert [(p.name, p.first, p.second, p.pairs) for p in patterns.find(run)] == [
+        ("reduce_bcast", "main (advise_moving.c:13)", "main (advise_moving.c:14)", 10)]
+    assert sorted(p.pairs for r in run.ranks for p in r.patterns) == [10, 20]   # the root, the other
+
+
 def _rank_file(path: Path, rank: int, reduce_ns: int, bcast_ns: int) -> None:
     """A synthetic rank of a 2-rank run: 1000 Reduce + Bcast pairs of 16 bytes at two sites, every
     call timed, with the given total time in each."""
