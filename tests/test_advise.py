@@ -110,7 +110,7 @@ def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, program
     db = tmp_path / "m.duckdb"
     report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
     assert [{k: v for k, v in m.items() if k != "own_s"} for m in report["missing_points"]] == [
-        {"collective": "bcast", "nprocs": 2, "bin": 12}]
+        {"collective": "bcast", "nprocs": 2, "bin": 12, "back_to_back": False}]
     res = CliRunner().invoke(advise_cmd, ["--db", str(db), "--out", str(tmp_path / "o2"), "--measure",
                                           "--json", str(tmp_path / "b.json"), "--from-profile-run",
                                           str(tmp_path / "out" / "profile-run")], catch_exceptions=False)

@@ -13,8 +13,12 @@ import pytest
 from advise_support import compile_advise_programs, profiled
 from click.testing import CliRunner
 
-from colltune.advise import patterns, profile_run
+from colltune.advise import collectives, measure, patterns, profile_run
+from colltune.advise.points import AppPoint
 from colltune.commands.advise import command as advise_cmd
+from colltune.measure import runner
+from colltune.measure.settings import BenchSettings
+from colltune.store import Store
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +55,8 @@ def test_planted_patterns_and_no_near_miss(openmpi, openmpi_build, programs, tmp
 def test_findings_and_predicted_saving(openmpi, openmpi_build, programs, tmp_path):
     profiled(openmpi, openmpi_build, 2, [programs["advise_patterns"]], tmp_path / "p")
     run = profile_run.read(tmp_path / "p")
-    # A database where Reduce + Bcast (the mock-up allreduce_as_reduce_bcast) takes 105 ns and the
-    # library's Allreduce 5 ns at 32 bytes (a saving of 100 ns per pair, below what two collective
-    # calls cost any rank in situ, so the run's bound does not bite: tested below); 24 and 48
-    # bytes for the small reductions.
+    # A database where, back to back, Reduce + Bcast (the mock-up allreduce_as_reduce_bcast) takes
+    # 105 ns and the library's Allreduce 5 ns at 32 bytes; 24 and 48 bytes for the small reductions.
     table = pd.DataFrame([
         {"collective": "allreduce", "nprocs": 2, "msg_bytes": 32, "variant": "default", "median_s": 5e-9},
         {"collective": "allreduce", "nprocs": 2, "msg_bytes": 32, "variant": "allreduce_as_reduce_bcast",
@@ -78,13 +80,13 @@ def test_findings_and_predicted_saving(openmpi, openmpi_build, programs, tmp_pat
                                    "planted (advise_patterns.c:32) by one MPI_Allreduce into the reduce's "
                                    "result buffer"}
     assert f.saving_s == pytest.approx(1.2e-6)
-    # Without a database: no prediction, and --measure is told to measure the fused call.
+    # Without a database: no prediction, and --measure is told to time the calls back to back.
     empty = pd.DataFrame(columns=["collective", "nprocs", "msg_bytes", "variant", "median_s"])
     pats = patterns.find(run)
     patterns.predict(pats, run, empty)
     # One point per log2 bin (the 48 bytes of the fused small reductions share the 32-byte bin).
-    assert sorted((p.collective, p.nprocs, p.bin, p.mean_bytes) for p in patterns.missing_points(pats, empty)) == [
-        ("allreduce", 2, 4, 24), ("allreduce", 2, 5, 32)]
+    assert sorted((p.collective, p.nprocs, p.bin, p.mean_bytes, p.loop) for p in patterns.missing_points(pats)) == [
+        ("allreduce", 2, 4, 24, True), ("allreduce", 2, 5, 32, True)]
 
 
 def test_cli_reports_patterns(openmpi, openmpi_build, programs, tmp_path):
@@ -111,31 +113,36 @@ def test_moving_buffers(openmpi, openmpi_build, programs, tmp_path):
     assert sorted(p.pairs for r in run.ranks for p in r.patterns) == [10, 20]   # the root, the other
 
 
-def _rank_file(path: Path, rank: int, reduce_ns: int, bcast_ns: int) -> None:
-    """A synthetic rank of a 2-rank run: 1000 Reduce + Bcast pairs of 16 bytes at two sites, every
-    call timed, with the given total time in each."""
-    path.write_text(f"colltune-profile-run 3\nrank {rank}\nnprocs 2\nwall_ns 1000000000\nhost h\nlibrary L\n"
-                    "cores_online 2\nomp_num_threads -\nsample_every 16\n"
-                    f"coll reduce 0x401000 2 4 1000 1000 {reduce_ns} 5000 16000 0 0 0 0 16 16\n"
-                    f"coll bcast 0x401010 2 4 1000 1000 {bcast_ns} 5000 16000 0 0 0 0 16 16\n"
-                    "pattern reduce_bcast 0x401000 0x401010 2 4 1000 16000\nend\n")
+def test_measure_times_pattern_points_back_to_back():
+    # --measure: a pattern's points in runs of their own, kind "loop", back to back, the default
+    # against the pair's mock-up for MPI_Allreduce; the application's own points synchronized,
+    # with the library's algorithms.
+    points = [AppPoint("allreduce", 2, 5, mean_bytes=32, loop=True), AppPoint("allreduce", 2, 5, mean_bytes=32),
+              AppPoint("reduce", 3, 4, mean_bytes=16, loop=True), AppPoint("allreduce", 2, 4, mean_bytes=24, loop=True)]
+    runs = measure.plan(points, "openmpi")
+    assert [(b.collectives, b.nprocs, b.sizes, b.sync, b.variants, b.barrier, b.library_algorithms,
+             measure.kind_of(b)) for b in runs] == [
+        (["allreduce"], [2], [24, 32], "none", ["default", "allreduce_as_reduce_bcast"], False, False, "loop"),
+        (["allreduce"], [2], [32], "dissemination", None, True, True, "bench"),
+        (["reduce"], [3], [16], "none", ["default"], False, False, "loop")]
 
 
-@pytest.mark.parametrize("rank1_pair_ns,saving_ns", [(3000, 200), (700, 100)])
-def test_reduce_bcast_saving_is_bounded_by_the_critical_path(tmp_path, rank1_pair_ns, saving_ns):
-    # The database says Reduce + Bcast 800 ns, Allreduce 600 ns: 200 ns per pair, timed with every
-    # rank starting together. In the run, rank 0 waits (2 us per pair); rank 1, the last to
-    # arrive, spends 3 us per pair in the two calls (the latencies are exposed: the database's
-    # 200 ns stands) or 700 ns (its data was awaited: at most 700 - 600 = 100 ns to save).
-    _rank_file(tmp_path / "rank-0", 0, 1000 * 1500, 1000 * 500)
-    _rank_file(tmp_path / "rank-1", 1, 1000 * rank1_pair_ns // 2, 1000 * rank1_pair_ns // 2)
-    run = profile_run.read(tmp_path)
-    table = pd.DataFrame([
-        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 16, "variant": "default", "median_s": 600e-9},
-        {"collective": "allreduce", "nprocs": 2, "msg_bytes": 16, "variant": "allreduce_as_reduce_bcast",
-         "median_s": 800e-9}])
-    [p] = patterns.find(run)
-    patterns.predict([p], run, table)
-    assert p.saving_per_pair_s == pytest.approx(saving_ns * 1e-9)
-    assert p.saving_s == pytest.approx(1000 * saving_ns * 1e-9)
-    assert ("the one that waits least" in p.basis) == (saving_ns == 100)
+def test_loop_medians_are_kept_apart(openmpi, openmpi_build, tmp_path):
+    # The same points timed back to back and from synchronized starts, in one database: advise's
+    # pattern predictions read only the first, its collective choices and `learn` only the second.
+    db = tmp_path / "db.duckdb"
+    run_ids = {}
+    for sync, kind in (("none", "loop"), ("dissemination", "bench")):
+        bench = BenchSettings(collectives=["allreduce"], sizes=[32], nprocs=[2], launches=1, sync=sync,
+                              variants=["default", "allreduce_as_reduce_bcast"], barrier=False,
+                              stop={"methods": [], "max_reps": 30})
+        run_ids[sync] = runner.run(bench, db, command="test", kind=kind)
+    with Store(db, read_only=True) as store:
+        m = store.measurements(valid_only=True, include_warmup=False)
+        learnt = store.library_medians(store.run_info(run_ids["none"])["mpi_name"])
+    assert set(m.groupby("run_id")["sync"].unique().map(tuple)) == {("none",), ("dissemination",)}
+    for loop, sync in ((True, "none"), (False, "dissemination")):
+        expect = m[m["run_id"] == run_ids[sync]].groupby("variant")["runtime_s"].median()
+        got = collectives.medians(db, "openmpi", loop=loop).set_index("variant")["median_s"]
+        assert got.to_dict() == expect.to_dict() and len(got) == 2
+    assert set(learnt["launch"].str.split(":").str[0]) == {run_ids["dissemination"]}

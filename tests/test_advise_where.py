@@ -74,11 +74,12 @@ def test_where_the_time_goes(openmpi, openmpi_build, programs, tmp_path):
 def test_measure_order_follows_the_profile(openmpi, openmpi_build, programs, tmp_path):
     # --measure benchmarks the points the database lacks, the most own cost first.
     report, _ = run_advise(openmpi, tmp_path, programs["advise_where"])
-    # The 7 Reduce back to back are a small_reductions pattern: the fused Reduce of 16 bytes is
-    # missing too, ranked by the own cost of the calls in its size bin (none: 0).
+    # The 7 Reduce back to back are a small_reductions pattern: the Reduce of 8 bytes and the fused
+    # one of 16 are missing too, timed back to back, ranked by the own cost of the calls in their
+    # size bin (none at 16 bytes: 0).
     missing = report["missing_points"]
-    assert sorted((m["collective"], m["bin"]) for m in missing) == [
-        ("bcast", 6), ("bcast", 11), ("reduce", 3), ("reduce", 4)]
+    assert sorted((m["collective"], m["bin"], m["back_to_back"]) for m in missing) == [
+        ("bcast", 6, False), ("bcast", 11, False), ("reduce", 3, False), ("reduce", 3, True), ("reduce", 4, True)]
     own = {(p["collective"], p["bin"]): p["own_s"] for p in report["points"]}
     assert [m["own_s"] for m in missing] == [own.get((m["collective"], m["bin"]), 0.0) for m in missing]
     assert [m["own_s"] for m in missing] == sorted((m["own_s"] for m in missing), reverse=True)

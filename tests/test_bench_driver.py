@@ -298,7 +298,7 @@ def test_intel_algorithm_only_in_its_own_launch(intel: mpi.MpiLibrary, tmp_path:
     assert hashes["1"] != hashes["8"]
 
 
-@pytest.mark.parametrize(("sync", "metric"), [("barrier", "max"), ("dissemination", "makespan")])
+@pytest.mark.parametrize(("sync", "metric"), [("barrier", "max"), ("dissemination", "makespan"), ("none", "max")])
 def test_summary_statistics_follow_the_chosen_metric(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
                                                      tmp_path: Path, sync: str, metric: str) -> None:
     """The stopping statistics rank 0 reports are those of the records it wrote, on the metric

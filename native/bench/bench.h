@@ -88,7 +88,11 @@ int ct_stop_parse_methods(const char *text, unsigned *methods);
 /* ---------------------------------------------------------------------------------------------
  * Clocks and synchronization. */
 
-typedef enum ct_sync_method { CT_SYNC_BARRIER = 0, CT_SYNC_DISSEMINATION, CT_SYNC_WINDOW } ct_sync_method;
+/* CT_SYNC_NONE: repetitions back to back, each rank starting when its previous one returned, as
+ * an application's loop of dependent calls does (a pattern's cost in a loop, advise --measure). */
+typedef enum ct_sync_method {
+    CT_SYNC_BARRIER = 0, CT_SYNC_DISSEMINATION, CT_SYNC_WINDOW, CT_SYNC_NONE
+} ct_sync_method;
 
 const char *ct_sync_name(ct_sync_method method);
 int ct_sync_parse(const char *text, ct_sync_method *method);

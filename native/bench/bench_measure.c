@@ -81,7 +81,7 @@ static int run_chunk(run_ctx *ctx, const ct_variant *vars, chunk *c, ct_sync_met
             rc = PMPI_Barrier(ctx->comm);
         else if (sync == CT_SYNC_DISSEMINATION)
             rc = ct_dissemination_barrier(ctx->comm);
-        else
+        else if (sync == CT_SYNC_WINDOW)
             late = ct_wait_until(&ctx->clock, c->target[k]);
         if (rc != MPI_SUCCESS)
             break;

@@ -1,6 +1,6 @@
 /*
  * Synchronization before each repetition: MPI_Barrier, a dissemination barrier on PMPI
- * point-to-point, or a start window on clocks synchronized against rank 0.
+ * point-to-point, a start window on clocks synchronized against rank 0, or none (back to back).
  */
 #define _POSIX_C_SOURCE 200809L /* sched_yield */
 
@@ -20,13 +20,14 @@ const char *ct_sync_name(ct_sync_method method)
     case CT_SYNC_BARRIER: return "barrier";
     case CT_SYNC_DISSEMINATION: return "dissemination";
     case CT_SYNC_WINDOW: return "window";
+    case CT_SYNC_NONE: return "none";
     }
     return "unknown";
 }
 
 int ct_sync_parse(const char *text, ct_sync_method *method)
 {
-    for (int m = CT_SYNC_BARRIER; m <= CT_SYNC_WINDOW; m++) {
+    for (int m = CT_SYNC_BARRIER; m <= CT_SYNC_NONE; m++) {
         if (strcmp(text, ct_sync_name((ct_sync_method)m)) == 0) {
             *method = (ct_sync_method)m;
             return 0;

@@ -52,7 +52,7 @@ static const ct_driver_option ct_driver_options[] = {
 static const char ct_driver_usage[] =
     "  --out                  records to this file (default stdout), rank 0 only\n"
     "  --profile              tuning profile for the variant `tuned`\n"
-    "  --sync                 synchronization before each repetition\n"
+    "  --sync                 synchronization before each repetition (none: back to back, as in a loop)\n"
     "  --metric               value the stopping rules watch: max local duration or global makespan\n"
     "  --seed                 seed of the randomized order of variants\n"
     "  --pingpongs            ping-pongs per rank to estimate clock offsets (window sync)\n"

@@ -37,11 +37,14 @@ class Advice:
 
 
 def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None,
-            launcher: str = "mpiexec") -> Advice:
-    """`launcher`: what started the application ("srun" or "mpiexec"), for the placement advice."""
+            launcher: str = "mpiexec", loop: pd.DataFrame | None = None) -> Advice:
+    """`table`, `loop`: the database's medians from synchronized starts and back to back (None:
+    read from `db`); `launcher`: what started the application ("srun" or "mpiexec"), for the
+    placement advice."""
     family = family_of(run.ranks[0].library)
     points = collective_points(run)
     table = collectives.medians(db, family) if table is None else table
+    loop = collectives.medians(db, family, loop=True) if loop is None else loop
     share_finding = share.finding(run, points)
     choices = collectives.choose(points, table)
     found = [share_finding]
@@ -56,19 +59,17 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None,
                 f.warning = caveat
     # Patterns are advised whatever the collectives' share: each names its saving, however small.
     pats = patterns.find(run)
-    patterns.predict(pats, run, table)
+    patterns.predict(pats, run, loop)
     found += patterns.findings(pats, run.wall_ns / 1e9)
     found += eager.findings(run, family)
     found += mapping.findings(run, family, launcher) + topology.findings(run, family, launcher)
     found += nodes.findings(run, family)   # several hosts: layout, both eager limits, time by span
     missing = collectives.missing(points, table)
-    have = {(p.collective, p.nprocs, p.bin) for p in missing}
-    for extra in patterns.missing_points(pats, table):
-        if (extra.collective, extra.nprocs, extra.bin) not in have:
-            # ranked by the own cost of the calls the fused one would replace (same size bin)
-            extra.own_s = max((q.own_s for q in points if q.nprocs == extra.nprocs and q.bin == extra.bin),
-                              default=0.0)
-            missing.append(extra)
+    for extra in patterns.missing_points(pats):
+        # ranked by the own cost of the calls the fused one would replace (same size bin)
+        extra.own_s = max((q.own_s for q in points if q.nprocs == extra.nprocs and q.bin == extra.bin),
+                          default=0.0)
+        missing.append(extra)
     # What --measure benchmarks first: the points where the run spends the most own cost.
     missing.sort(key=lambda q: (-q.own_s, q.collective, q.nprocs, q.bin))
     return Advice(run, family, points, ordered(found), choices, missing, share_finding.data, env,

@@ -38,8 +38,10 @@ class Choice:
         return min(self.point.calls * (self.default_s - self.best_s), self.point.own_s)
 
 
-def medians(db: Path, family: str) -> pd.DataFrame:
-    """Median runtime per (collective, nprocs, msg_bytes, variant) on `family`'s runs."""
+def medians(db: Path, family: str, *, loop: bool = False) -> pd.DataFrame:
+    """Median runtime per (collective, nprocs, msg_bytes, variant) on `family`'s runs: of the
+    repetitions timed from synchronized starts (a call's own cost), or (`loop`) of those timed
+    back to back (`--sync none`: what a call costs in a loop of dependent calls)."""
     if not db.exists():
         return pd.DataFrame(columns=["collective", "nprocs", "msg_bytes", "variant", "median_s"])
     with Store(db, read_only=True) as store:
@@ -47,7 +49,7 @@ def medians(db: Path, family: str) -> pd.DataFrame:
         m = store.measurements(valid_only=True, include_warmup=False)
     keep = runs[runs["abi_family"].fillna("").str.lower().eq(family)
                 | runs["mpi_name"].fillna("").str.lower().str.contains(family)]["run_id"]
-    m = m[m["run_id"].isin(set(keep))]
+    m = m[m["run_id"].isin(set(keep)) & (m["sync"].fillna("").eq("none") == loop)]
     if m.empty:
         return pd.DataFrame(columns=["collective", "nprocs", "msg_bytes", "variant", "median_s"])
     return (m.groupby(["collective", "nprocs", "msg_bytes", "variant"])["runtime_s"].median()

@@ -38,7 +38,8 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
                     "wait_s": p.wait_s, "sites": p.sites,
                     "per_rank_s": {str(k): v for k, v in p.per_rank_s.items()}}
                    for p in advice.points],
-        "missing_points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "own_s": p.own_s}
+        "missing_points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "own_s": p.own_s,
+                            "back_to_back": p.loop}
                            for p in advice.missing],
         "environment": advice.environment,
         "files": files,

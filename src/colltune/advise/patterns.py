@@ -5,19 +5,19 @@ breaks).
 
 - reduce_bcast: MPI_Reduce to root r, directly followed on the same communicator by MPI_Bcast
   from r with the same count and datatype, whose buffer at the root is the reduce's result ->
-  one MPI_Allreduce. Saving per pair: this machine's database, the median of the mock-up
-  `allreduce_as_reduce_bcast` (exactly Reduce + Bcast) minus the library's MPI_Allreduce, at
-  most what the pair costs in this run the rank that spends least in it, minus the Allreduce.
-  Why the bound: the database times the pair with every rank starting together, where it exposes
-  two latencies against the Allreduce's one. In an application the ranks arrive apart, and the
-  rank that arrives last (on the critical path) finds the other's contribution waiting: its pair
-  costs it little more than the calls' own overhead, the latency is hidden behind its compute,
-  and fusing saves no more than the pair costs it (ExaML: predicted 2.5% without the bound;
-  benchmarks/advise/README.md, "Hand-fused").
+  one MPI_Allreduce. Saving per pair: this machine's database, both timed back to back (`--sync
+  none`, as a loop runs them): the mock-up `allreduce_as_reduce_bcast` (exactly Reduce + Bcast)
+  minus the library's MPI_Allreduce.
+  Why back to back: timed from synchronized starts, each call pays a whole isolated latency (and
+  the exit skew of the synchronization); in a loop of dependent calls a call's local overheads
+  overlap the previous call's messages (the root's broadcast send returns at once, its next
+  reduce waits only for the data), and fusing saves what the chain of messages loses: on ExaML
+  0.6 us per pair from synchronized starts, 0.11 us back to back, and the hand-fused run
+  measured 0.11 us (benchmarks/advise/README.md, "Hand-fused").
 - small_reductions: two reductions of <= 4 KiB of the same kind, op, datatype (and root),
   back to back, the second not reading the first's result -> one reduction over both (a packed
   buffer or a derived datatype). Saving per pair: the database's cost of one such reduction at
-  the second's size, minus what the fused call costs more at twice the size.
+  the second's size, minus what the fused call costs more at twice the size, timed back to back.
 - barrier_before_sync: MPI_Barrier directly before a collective that synchronises the ranks
   anyway (Allreduce, Allgather, Alltoall, Reduce_scatter(_block), Barrier) -> drop the barrier.
   Saving per pair: the barrier's own cost at its site, measured in this run (its waiting moves
@@ -112,26 +112,6 @@ def _median(table: pd.DataFrame, collective: str, nprocs: int, size: float, vari
     return best, float(at[at["msg_bytes"] == best]["median_s"].iloc[0])
 
 
-def _least_pair_time(run: ProfileRun, p: Pattern) -> tuple[float, int] | None:
-    """(seconds per pair, rank) on the rank that spends least in the pattern's two calls: the
-    mean per call of its first collective at the first site plus its second at the second."""
-    names = (p.first_call.removeprefix("MPI_").lower(), p.second_call.removeprefix("MPI_").lower())
-    best: tuple[float, int] | None = None
-    for rank in run.ranks:
-        labels = symbols.resolve({q.site for q in rank.points}, rank.maps)
-        per_call = []
-        for site, name in zip((p.first, p.second), names):
-            at = [q for q in rank.points if q.kind == "coll" and q.name == name and q.nprocs == p.nprocs
-                  and labels[q.site].label == site]
-            calls = sum(q.calls for q in at)
-            if not calls:
-                return None
-            per_call.append(sum(q.total_ns for q in at) / calls / 1e9)
-        if best is None or sum(per_call) < best[0]:
-            best = (sum(per_call), rank.rank)
-    return best
-
-
 def _barrier_own_per_call(run: ProfileRun, site: str) -> tuple[float, str] | None:
     """The barrier's own cost per call, the slowest rank's: its sampled calls at `site`, else its
     sampled barriers anywhere (a barrier's cost does not depend on where it is called), else the
@@ -153,29 +133,25 @@ def _barrier_own_per_call(run: ProfileRun, site: str) -> tuple[float, str] | Non
     return best
 
 
-def predict(patterns: list[Pattern], run: ProfileRun, table: pd.DataFrame) -> None:
+def predict(patterns: list[Pattern], run: ProfileRun, loop: pd.DataFrame) -> None:
+    """Each pattern's saving per pair: reduce_bcast and small_reductions from `loop`, the
+    database's medians timed back to back; barrier_before_sync from the run itself."""
     for p in patterns:
         if p.name == "reduce_bcast":
-            fused = _median(table, "allreduce", p.nprocs, p.mean_bytes, catalog.DEFAULT)
-            pair = _median(table, "allreduce", p.nprocs, p.mean_bytes, "allreduce_as_reduce_bcast")
+            fused = _median(loop, "allreduce", p.nprocs, p.mean_bytes, catalog.DEFAULT)
+            pair = _median(loop, "allreduce", p.nprocs, p.mean_bytes, "allreduce_as_reduce_bcast")
             if fused and pair and fused[0] == pair[0]:
                 p.saving_per_pair_s = pair[1] - fused[1]
-                p.basis = (f"database at {fused[0]} B, {p.nprocs} ranks: Reduce + Bcast "
+                p.basis = (f"database, back to back at {fused[0]} B, {p.nprocs} ranks: Reduce + Bcast "
                            f"(allreduce_as_reduce_bcast) {fmt_s(pair[1])}, MPI_Allreduce {fmt_s(fused[1])}")
-                least = _least_pair_time(run, p)
-                if least is not None and least[0] - fused[1] < p.saving_per_pair_s:
-                    p.saving_per_pair_s = max(least[0] - fused[1], 0.0)
-                    p.basis += (f"; in this run the pair costs rank {least[1]}, the one that waits least "
-                                f"(on the critical path), {fmt_s(least[0])}: fusing saves it at most that "
-                                "minus the Allreduce")
         elif p.name == "small_reductions":
             coll = "allreduce" if "MPI_Allreduce" in p.second_call else "reduce"
-            one = _median(table, coll, p.nprocs, p.mean_bytes, catalog.DEFAULT)
-            two = _median(table, coll, p.nprocs, 2 * p.mean_bytes, catalog.DEFAULT)
+            one = _median(loop, coll, p.nprocs, p.mean_bytes, catalog.DEFAULT)
+            two = _median(loop, coll, p.nprocs, 2 * p.mean_bytes, catalog.DEFAULT)
             if one and two:
                 p.saving_per_pair_s = 2 * one[1] - two[1]
-                p.basis = (f"database, {p.nprocs} ranks: MPI_{coll.capitalize()} {fmt_s(one[1])} at "
-                           f"{one[0]} B, {fmt_s(two[1])} at {two[0]} B (two calls vs one of both)")
+                p.basis = (f"database, back to back, {p.nprocs} ranks: MPI_{coll.capitalize()} {fmt_s(one[1])} "
+                           f"at {one[0]} B, {fmt_s(two[1])} at {two[0]} B (two calls vs one of both)")
         elif p.name == "barrier_before_sync":
             own = _barrier_own_per_call(run, p.first)
             if own is not None:
@@ -183,8 +159,9 @@ def predict(patterns: list[Pattern], run: ProfileRun, table: pd.DataFrame) -> No
                 p.basis = f"this run: a barrier's own cost {fmt_s(own[0])} per call (slowest rank, {own[1]})"
 
 
-def missing_points(patterns: list[Pattern], table: pd.DataFrame) -> list[AppPoint]:
-    """Database points the predictions lack (what `--measure` measures): the fused call."""
+def missing_points(patterns: list[Pattern]) -> list[AppPoint]:
+    """Database points the predictions lack (what `--measure` measures, back to back): the pair
+    and the fused call."""
     out: dict[tuple[str, int, int], AppPoint] = {}
     for p in patterns:
         if p.saving_per_pair_s is not None or p.name == "barrier_before_sync":
@@ -192,7 +169,7 @@ def missing_points(patterns: list[Pattern], table: pd.DataFrame) -> list[AppPoin
         coll = "reduce" if p.name == "small_reductions" and "MPI_Allreduce" not in p.second_call else "allreduce"
         for size in ((p.mean_bytes,) if p.name == "reduce_bcast" else (p.mean_bytes, 2 * p.mean_bytes)):
             b = int(size).bit_length() - 1
-            out.setdefault((coll, p.nprocs, b), AppPoint(coll, p.nprocs, b, mean_bytes=int(size)))
+            out.setdefault((coll, p.nprocs, b), AppPoint(coll, p.nprocs, b, mean_bytes=int(size), loop=True))
     return list(out.values())
 
 
@@ -231,8 +208,8 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
             if p.saving_s <= 0:
                 evidence.append("on this machine the fused call is not faster: no saving predicted")
         else:
-            evidence.append("no prediction: the database lacks the fused call at this size "
-                            "(`colltune advise --measure` measures it)")
+            evidence.append("no prediction: the database lacks these calls timed back to back at this "
+                            "size (`colltune advise --measure` measures them)")
         out.append(Finding("pattern", TITLES[p.name].format(**fields), evidence,
                            {"source": CHANGES[p.name].format(**fields)},
                            None if p.saving_s is None else max(p.saving_s, 0.0),

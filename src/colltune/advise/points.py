@@ -22,6 +22,7 @@ class AppPoint:
     wait_s: float = 0.0              # its estimated waiting for late ranks
     sites: dict[str, int] = field(default_factory=dict)   # call site label -> calls (all ranks)
     per_rank_s: dict[int, float] = field(default_factory=dict)
+    loop: bool = False               # to be timed back to back (a call pattern's calls, in a loop)
 
 
 def own_and_wait(p: Point) -> tuple[float, float]:

@@ -11,7 +11,7 @@ import click
 from pydantic import ValidationError
 
 from colltune.measure.driver_options import CLI_OPTIONS
-from colltune.measure.settings import PRESETS, BenchError, BenchSettings
+from colltune.measure.settings import PRESETS, SYNC_METHODS, BenchError, BenchSettings
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] | None) -> list[int] | None:
@@ -60,8 +60,8 @@ _BENCH_OPTIONS = [
                  help="process counts (default 4)"),
     click.option("-R", "--launches", type=click.IntRange(1), default=None,
                  help="launches per process count, the statistical unit (default 5)"),
-    click.option("--sync", type=click.Choice(["barrier", "dissemination", "window"]), default=None,
-                 help="synchronization before each repetition (default dissemination)"),
+    click.option("--sync", type=click.Choice(SYNC_METHODS), default=None,
+                 help="synchronization before each repetition (default dissemination; none: back to back, as in a loop)"),
     click.option("--metric", type=click.Choice(["max", "makespan"]), default=None,
                  help="value the stopping rules watch: max local duration or global makespan"),
     click.option("--stop", "stop_methods", multiple=True, callback=_str_list, metavar="LIST",

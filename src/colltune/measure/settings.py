@@ -7,7 +7,7 @@ BenchSettings is stored as JSON with every run (runs.settings) and rebuilt from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -70,6 +70,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# Before each repetition (the driver's --sync). none: back to back, each rank starting when its
+# previous call returned, as a loop of dependent calls runs (what a call pattern costs in a loop).
+Sync = Literal["barrier", "dissemination", "window", "none"]
+SYNC_METHODS: tuple[str, ...] = get_args(Sync)
+
+
 class BenchSettings(BaseModel):
     """Everything a bench run needs; validated before anything is launched."""
 
@@ -82,7 +88,7 @@ class BenchSettings(BaseModel):
     sizes: list[int] | None = Field(None, description="bytes; None: pgchecker's lists per collective")
     nprocs: list[int] = Field(default_factory=lambda: [4])
     launches: int = Field(5, ge=1, description="R: launches per process count")
-    sync: Literal["barrier", "dissemination", "window"] = "dissemination"
+    sync: Sync = "dissemination"
     metric: Literal["max", "makespan"] = "max"
     stop: StopSettings = Field(default_factory=StopSettings)
     datatype: str | None = Field(None, description="None: byte (unsigned_char for reductions)")
