@@ -12,7 +12,7 @@ breaks).
   the exit skew of the synchronization); in a loop of dependent calls a call's local overheads
   overlap the previous call's messages (the root's broadcast send returns at once, its next
   reduce waits only for the data), and fusing saves what the chain of messages loses: on ExaML
-  0.6 us per pair from synchronized starts, 0.11 us back to back, and the hand-fused run
+  0.6 us per pair from synchronized starts, 0.12 us back to back, and the hand-fused run
   measured 0.11 us (benchmarks/advise/README.md, "Hand-fused").
 - small_reductions: two reductions of <= 4 KiB of the same kind, op, datatype (and root),
   back to back, the second not reading the first's result -> one reduction over both (a packed
