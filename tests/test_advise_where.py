@@ -219,3 +219,9 @@ def test_fortran_barrier_and_point_to_point_are_profiled(debian_fortran, tmp_pat
     assert per_rank[1] == sorted(both + [("Recv", at(24), 5, 8000, 8000)])
     assert [(p.name, p.first, p.second, p.pairs) for p in patterns.find(prof)] == [
         ("barrier_before_sync", at(17), at(18), 3)]
+
+
+def test_durations_keep_their_digits():
+    # A pattern's saving per pair is tens of nanoseconds on one node: "0.0 us" would hide it.
+    assert [where.fmt_s(s) for s in (None, 0.0, 4.2e-8, 1.19e-7, 2.5e-6, 0.0123, 3.456)] == [
+        "-", "0", "42 ns", "119 ns", "2.5 us", "12.3 ms", "3.46 s"]
