@@ -13,7 +13,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 # The page's diagram, top to bottom: a module may import its own layer and the ones below it.
 LAYERS = ("commands", "interposer", "compare", "report", "learn", "advise", "tune", "verify", "measure", "mpi",
-          "base")
+          "store", "base")
 TOP_LEVEL = {"cli.py": "commands", "interposer.py": "interposer"}  # other top-level modules: base
 
 
@@ -66,3 +66,15 @@ def test_imports_run_down_the_layers() -> None:
             if target is not None and LAYERS.index(_layer(target)) < mine:
                 upward.append(f"{module} imports {name} ({_layer(target)} is above {_layer(module)})")
     assert not upward, "\n".join(upward)
+
+
+def test_only_the_store_engine_imports_duckdb() -> None:
+    """DuckDB's errors leave the store as StoreError only if nothing else holds a connection."""
+    importers = set()
+    for module in _modules():
+        for node in ast.walk(ast.parse((PACKAGE / module).read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "duckdb" or n.startswith("duckdb.") for n in names):
+                importers.add(module)
+    assert importers == {"store/engine.py"}

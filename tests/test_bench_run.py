@@ -438,7 +438,8 @@ def test_overview_table_medians_of_launch_medians(tmp_path: Path) -> None:
     from rich.console import Console
 
     from colltune.commands.bench import _print_overview
-    from colltune.store import MEASUREMENT_COLUMNS, LaunchData
+    from colltune.schema import MEASUREMENT_COLUMNS
+    from colltune.store import LaunchData
 
     db = tmp_path / "o.duckdb"
     with Store(db) as store:

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from colltune import schema
-from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData, Store, StoreError
+from colltune.schema import JOB_COLUMNS, MEASUREMENT_COLUMNS
+from colltune.store import LaunchData, Store, StoreError
 
 T0 = datetime(2026, 11, 22, 5, 0, 0)
 

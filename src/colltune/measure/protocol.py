@@ -24,7 +24,8 @@ from colltune.measure.planning import Plan
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
-from colltune.store import JOB_COLUMNS, MEASUREMENT_COLUMNS, LaunchData
+from colltune.schema import JOB_COLUMNS, MEASUREMENT_COLUMNS
+from colltune.store import LaunchData
 
 
 @dataclass
