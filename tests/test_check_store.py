@@ -1,10 +1,9 @@
 """How often a `colltune check` walk opens the results database (issue 25: at most twice).
 
 Judging stored measurements (--no-measure) opens it once to read the run and store the verdicts,
-and the report once for every section of the page. A measuring check's first launches are the
-runner's, which opens the database per batch of launches so it can be read while they run; the
-adaptive rounds then run on one open store (the rounds' launches are written through it), and the
-report opens it once."""
+and the report once for every section of the page. A measuring check opens it once for its first
+launches, its adaptive rounds and its verdicts (the runner writes every launch through that
+store and opens none itself), and the report once."""
 
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def test_judging_and_its_report_open_the_store_once_each(tmp_path: Path, monkeyp
 
 
 @pytest.mark.slow
-def test_measuring_check_opens_the_store_once_for_its_rounds_and_once_for_its_report(
+def test_measuring_check_opens_the_store_once_for_its_launches_and_rounds_and_once_for_its_report(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two launches leave every comparison untested (3 per side are needed): the round runs.
     db = tmp_path / "m.duckdb"
@@ -64,10 +63,7 @@ def test_measuring_check_opens_the_store_once_for_its_rounds_and_once_for_its_re
                                   "--round-launches", "1", "--db", str(db), "--quiet", "--out", str(tmp_path / "out")])
     assert r.exit_code in (0, 1, 3), r.output
     assert "adaptive round 1/1" not in r.output   # --quiet
-    assert [o for o in opened if o[0] == "check"] == [("check", False), ("check", True)]
-    # the runner's own opens (create the run, write its launches in batches, mark it complete, then
-    # write the round's launches while the rounds hold the store): all for writing
-    assert {o for o in opened if o[0] == "runner"} == {("runner", False)}
+    assert opened == [("check", False), ("check", True)]   # launches, rounds, verdicts; the page
     with Store(db, read_only=True) as store:
         (run_id,) = store.runs()["run_id"]
         assert store.launches(run_id)["launch_idx"].tolist() == [0, 1, 2]

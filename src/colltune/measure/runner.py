@@ -129,26 +129,46 @@ def _describe_failure(code: int, stderr: str) -> str:
     return f"exit code {code}" + (f": {tail}" if tail else "")
 
 
-def run(settings: BenchSettings, db_path: str | Path, *, resume_run_id: str | None = None,
+class _Database:
+    """Where a run's rows go: a database file the runner opens only to write, per batch of
+    launches, so it can be queried while a run is in progress (`colltune bench`); or a store its
+    caller holds open for longer (a check's launches and its rounds), through which every row goes
+    at once."""
+
+    def __init__(self, db: Path | Store) -> None:
+        self.held = db if isinstance(db, Store) else None
+        self.path = db.path if isinstance(db, Store) else db
+
+    @contextmanager
+    def open(self) -> Iterator[Store]:
+        if self.held is not None:
+            yield self.held
+            return
+        with open_when_free(self.path) as store:
+            yield store
+
+
+def run(settings: BenchSettings, db: str | Path | Store, *, resume_run_id: str | None = None,
         progress: bool = True, console: Console | None = None, command: str | None = None,
         kind: str = "bench") -> str:
-    """Measure everything `settings` asks for into `db_path`; returns the run id.
+    """Measure everything `settings` asks for into `db` (a path, or a store held open: see
+    _Database); returns the run id.
 
     With `resume_run_id`, the run's stored settings are used and only its missing launches are
     measured. Ctrl-C (KeyboardInterrupt) or a failed launch leaves the run `interrupted` with
-    every finished launch stored, and re-raises (BenchError for a failed launch). The database
-    is opened only to write, so it can be queried while a run is in progress. The run's lock
+    every finished launch stored, and re-raises (BenchError for a failed launch). The run's lock
     (measure.runlock) is held throughout: a run being measured by a live process is refused."""
-    db_path = writable_file(db_path, "results database")  # the lock file lives next to it
-    with RunLock(db_path, resume_run_id or new_run_id()) as lock:
-        return _run_locked(settings, db_path, lock.run_id, resume_run_id is not None, progress=progress,
+    # the lock file lives next to the database
+    database = _Database(db if isinstance(db, Store) else writable_file(db, "results database"))
+    with RunLock(database.path, resume_run_id or new_run_id()) as lock:
+        return _run_locked(settings, database, lock.run_id, resume_run_id is not None, progress=progress,
                            console=console, command=command, kind=kind)
 
 
-def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: bool, *, progress: bool,
+def _run_locked(settings: BenchSettings, database: _Database, run_id: str, resume: bool, *, progress: bool,
                 console: Console | None, command: str | None, kind: str) -> str:
     resume_run_id = run_id if resume else None
-    with open_when_free(db_path) as store:
+    with database.open() as store:
         if resume_run_id is not None:
             info = store.run_info(resume_run_id)
             if info["status"] == "complete":
@@ -157,7 +177,7 @@ def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: boo
             done = store.finished_launches(resume_run_id)
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
-    with open_when_free(db_path) as store:
+    with database.open() as store:
         if resume_run_id is None:
             store.create_run(
                 kind=kind, command=command or "colltune bench", mpi_name=lib.name,
@@ -175,13 +195,13 @@ def _run_locked(settings: BenchSettings, db_path: Path, run_id: str, resume: boo
             for note in sorted(set(plan_jobs(settings, n, key).left_out)):
                 console.print(f"[yellow]left out at {n} processes:[/] {note}")
     try:
-        _run_launches(db_path, run_id, settings, lib, artifacts, todo, len(specs), len(done),
+        _run_launches(database, run_id, settings, lib, artifacts, todo, len(specs), len(done),
                       progress, console)
     except BaseException:
-        with open_when_free(db_path) as store:
+        with database.open() as store:
             store.set_run_status(run_id, "interrupted")
         raise
-    with open_when_free(db_path) as store:
+    with database.open() as store:
         store.set_run_status(run_id, "complete")
     return run_id
 
@@ -240,15 +260,16 @@ def describe(settings: BenchSettings) -> list[str]:
 # batches, so that at most this much measuring waits in memory (a longer launch is written as soon
 # as it ends). Ctrl-C, SIGTERM (a batch system's time limit), a failed or refused launch and the
 # end of the launches write them first; only a SIGKILL can lose what the last seconds measured.
+# A store held open costs no open: each launch is written as it ends.
 FLUSH_AFTER_S = 2.0
 
 
 class _LaunchWriter:
-    """Finished launches on their way to the database; the database is opened only to write, so
-    it can be queried while a run is in progress."""
+    """Finished launches on their way to the database."""
 
-    def __init__(self, db_path: Path, run_id: str) -> None:
-        self.db_path, self.run_id, self.flush_after_s = db_path, run_id, FLUSH_AFTER_S
+    def __init__(self, database: _Database, run_id: str) -> None:
+        self.database, self.run_id = database, run_id
+        self.flush_after_s = 0.0 if database.held is not None else FLUSH_AFTER_S
         self.pending: list[LaunchData] = []
         self.written_at = time.monotonic()
 
@@ -262,7 +283,7 @@ class _LaunchWriter:
         for it rather than lose the launches."""
         if not self.pending:
             return
-        with open_when_free(self.db_path) as store:
+        with self.database.open() as store:
             while self.pending:
                 store.write_launch(self.run_id, self.pending[0])
                 self.pending.pop(0)
@@ -287,19 +308,19 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _refuse(db_path: Path, run_id: str) -> None:
+def _refuse(database: _Database, run_id: str) -> None:
     """Nothing of a refused launch is stored; a run that has no launch yet is removed, so the
     database is as it was before the command."""
-    with open_when_free(db_path) as store:
+    with database.open() as store:
         if store.launches(run_id).empty:
             store.discard_run(run_id)
 
 
-def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
+def _run_launches(database: _Database, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                   artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
                   show: bool, console: Console | None, deadline: float | None = None) -> int:
     """Measure `todo` in order, none started after `deadline` (time.monotonic()); the number measured."""
-    writer = _LaunchWriter(db_path, run_id)
+    writer = _LaunchWriter(database, run_id)
     try:
         with _sigterm_interrupts():
             return _measure_launches(writer, run_id, settings, lib, artifacts, todo, total, already, show,
@@ -311,7 +332,7 @@ def _run_launches(db_path: Path, run_id: str, settings: BenchSettings, lib: mpi.
 def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                       artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
                       show: bool, console: Console | None, deadline: float | None) -> int:
-    db_path = writer.db_path
+    db_path = writer.database.path
     measured = 0
     key = algorithm_key(lib)
     layouts: dict[int, confirm.Layout] = {}  # the node layout of each process count's first launch
@@ -361,7 +382,7 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
             if refused is not None:
                 writer.flush()
-                _refuse(db_path, run_id)
+                _refuse(writer.database, run_id)
                 raise BenchError(
                     f"launch {launch_idx} ({nprocs} processes) refused, {refused}; nothing of it was stored\n"
                     f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}")
@@ -390,18 +411,19 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
     return measured
 
 
-def extend(settings: BenchSettings, db_path: str | Path, run_id: str, only: dict[int, Selection],
+def extend(settings: BenchSettings, store: Store, run_id: str, only: dict[int, Selection],
            launches: int, round_: int, after: tuple[int, int], deadline: float | None = None) -> int:
-    """One adaptive round of `colltune check`: up to `launches` more launches per process count of
-    a measured run, each measuring only `only`'s (collective, size, variant), numbered after the
-    run's stored launches (`after`: their largest launch index and repetition); no launch starts
-    after `deadline` (time.monotonic()). Returns the number of launches measured."""
-    db_path = Path(db_path)
+    """One adaptive round of `colltune check` on its open store: up to `launches` more launches
+    per process count of a measured run, each measuring only `only`'s (collective, size,
+    variant), numbered after the run's stored launches (`after`: their largest launch index and
+    repetition); no launch starts after `deadline` (time.monotonic()). Returns the number of
+    launches measured."""
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
     specs = adaptive_plan(settings, algorithm_key(lib), only, launches, after[0] + 1, after[1] + 1, round_)
-    with RunLock(db_path, run_id):
-        return _run_launches(db_path, run_id, settings, lib, artifacts, specs, len(specs), 0, False, None, deadline)
+    with RunLock(store.path, run_id):
+        return _run_launches(_Database(store), run_id, settings, lib, artifacts, specs, len(specs), 0, False, None,
+                             deadline)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,7 +467,7 @@ def prepare(settings: BenchSettings, db_path: str | Path, *, command: str, kind:
 def measure_launch(prepared: PreparedRun, spec: LaunchSpec) -> None:
     """Measure and store one launch of a prepared run (the same loop as `run`, without its
     progress display); a failed launch is stored and raised as BenchError, Ctrl-C re-raised."""
-    _run_launches(prepared.db_path, prepared.run_id, prepared.settings, prepared.lib, prepared.artifacts,
+    _run_launches(_Database(prepared.db_path), prepared.run_id, prepared.settings, prepared.lib, prepared.artifacts,
                   [spec], len(prepared.specs), 0, False, None)
 
 

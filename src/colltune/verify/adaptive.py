@@ -9,11 +9,10 @@ it"). The verdicts of the last look are stored in the run's database.
 
 `colltune check` and any other command that wants verdicts it can trust (`advise --measure`)
 call `measure_and_judge` with settings from `plan_rounds`; what to print about a round is the
-caller's (`on_round`). The first launches are the runner's (measure.runner), which opens the
-database per batch of launches, so it can be queried meanwhile; the rounds then run on one open
-store, which reads every look, receives the rounds' launches (the runner's writes reach it
-through DuckDB's one instance per process) and stores the verdicts: while they run, another
-process is told the database is in use (docs/architecture.md, "Results database").
+caller's (`on_round`). It opens the database once: the store receives the first launches and the
+rounds' (measure.runner writes them through it), reads every look and stores the verdicts; while
+it is open, another process is told the database is in use (docs/architecture.md, "Results
+database").
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from rich.console import Console
 
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
-from colltune.store import Store
+from colltune.store import Store, open_when_free
 from colltune.verify import check, decide
 
 # Verdicts need more launches than a measurement: ~100 comparisons are corrected together, and
@@ -97,10 +96,10 @@ def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check
                       command: str, kind: str = "check", progress: bool = False, console: Console | None = None,
                       on_round: Callable[[RoundEvent], None] | None = None, save: bool = True) -> check.CheckResult:
     """Measure a new run of `bench` into `db_path`, its adaptive rounds included, then judge it
-    and (`save`) store the verdicts. Ctrl-C and a failed launch raise as in measure.runner.run,
-    with every finished launch stored."""
-    run_id = runner.run(bench, db_path, progress=progress, console=console, command=command, kind=kind)
-    with check.open_store(db_path) as store:
+    and (`save`) store the verdicts, all on one open store (created if need be). Ctrl-C and a
+    failed launch raise as in measure.runner.run, with every finished launch stored."""
+    with open_when_free(db_path) as store:
+        run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind)
         return rounds(bench, store, run_id, settings, on_round, save=save)
 
 
@@ -126,7 +125,7 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         notify(RoundStart(round_, bench.rounds, sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED),
                           sum(len(s) for s in todo.values()), launches))
         after = (int(run.launches["launch_idx"].max()), int(run.launches["repetition"].max()))
-        runner.extend(bench, store.path, run_id, todo, launches, round_, after, deadline)
+        runner.extend(bench, store, run_id, todo, launches, round_, after, deadline)
         run = None
     result = check.judge(run or check.run_of(store, run_id), settings)
     if save:
