@@ -18,7 +18,7 @@ import pandas as pd
 from colltune import catalog
 from colltune.advise.findings import Finding
 from colltune.advise.points import AppPoint
-from colltune.store import Store
+from colltune.store.database import Store
 from colltune.tune import profile as prof
 from colltune.tune.native_export import Segment
 

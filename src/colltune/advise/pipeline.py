@@ -23,7 +23,8 @@ from colltune.advise.measure import measure_missing
 from colltune.errors import ColltuneError
 from colltune.mpi import build as build_mod
 from colltune.mpi.libraries import MpiLibrary
-from colltune.store import StoreError, open_when_free
+from colltune.store.database import open_when_free
+from colltune.store.engine import StoreError
 from colltune.verify import adaptive, check
 
 RUN_DIR = "profile-run"     # the profiling run's rank files, under --out

@@ -15,7 +15,8 @@ from rich.table import Table
 from colltune.commands import bench_options, nextsteps
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
-from colltune.store import Store, StoreError
+from colltune.store.database import Store
+from colltune.store.engine import StoreError
 from colltune.terminal import fits
 
 MAX_SKIP_REASONS = 8

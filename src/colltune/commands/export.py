@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from colltune.errors import ColltuneError
-from colltune.store import Store
+from colltune.store.database import Store
 
 
 def _native_exporter() -> object | None:

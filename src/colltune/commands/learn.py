@@ -18,7 +18,7 @@ from colltune.errors import ColltuneError
 from colltune.learn.models import ModelSettings, train, training_points
 from colltune.learn.selection import CellReport, SelectionSettings, build_table
 from colltune.learn.table import SelectionTable, write_table
-from colltune.store import Store
+from colltune.store.database import Store
 
 err = Console(stderr=True)
 

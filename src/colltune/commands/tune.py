@@ -108,7 +108,8 @@ def _run_settings(db_path: Path, run_id: str | None) -> dict[str, object]:
     """The measuring settings of the check the profile came from ({} if it is not stored)."""
     if run_id is None:
         return {}
-    from colltune.store import Store, StoreError
+    from colltune.store.database import Store
+    from colltune.store.engine import StoreError
 
     try:
         with Store(db_path, read_only=True) as store:

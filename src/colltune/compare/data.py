@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from colltune.compare.config import CompareError
-from colltune.store import Store, StoreError
+from colltune.store.database import Store
+from colltune.store.engine import StoreError
 from colltune.verify import check
 
 # Environment keys that say what a comparison compares, in the order they are shown.

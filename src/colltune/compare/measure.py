@@ -29,7 +29,7 @@ from colltune.measure import runner
 from colltune.measure.planning import LaunchSpec, launch_plan, validate
 from colltune.measure.settings import BenchSettings
 from colltune.mpi.algorithms import algorithm_key
-from colltune.store import Store
+from colltune.store.database import Store
 
 
 def new_comparison_id() -> str:

@@ -28,7 +28,7 @@ from colltune.learn.models import ModelSettings, train, training_points
 from colltune.learn.selection import CellReport, SelectionSettings, build_table, estimated_gain
 from colltune.learn.simulate import Simulator
 from colltune.learn.table import SelectionTable, content_hash, format_table, write_table
-from colltune.store import Store
+from colltune.store.database import Store
 
 
 @dataclass

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from colltune import catalog
-from colltune.store import Store
+from colltune.store.database import Store
 
 # run: the trace run, or `bench:<run id>:<launch>`, a point was measured in (the selection's
 # replication guard compares members within one run)

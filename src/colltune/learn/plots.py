@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from colltune.learn import draw  # noqa: E402
 from colltune.learn.selection import with_bins  # noqa: E402
 from colltune.learn.table import Bins, bin_range, parse_table  # noqa: E402
-from colltune.store import Store  # noqa: E402
+from colltune.store.database import Store  # noqa: E402
 from colltune.units import human_bytes  # noqa: E402
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from colltune import catalog, formats
 from colltune.errors import ColltuneError
-from colltune.store import Store
+from colltune.store.database import Store
 
 MAGIC = formats.TRACE_MAGIC  # the format family; the version field says which layout follows
 VERSION = formats.TRACE_VERSION

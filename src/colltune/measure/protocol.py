@@ -25,7 +25,7 @@ from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.schema import JOB_COLUMNS, MEASUREMENT_COLUMNS
-from colltune.store import LaunchData
+from colltune.store.runs import LaunchData
 
 
 @dataclass

@@ -52,7 +52,8 @@ from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
 from colltune.paths import writable_file
-from colltune.store import LaunchData, Store, new_run_id, open_when_free
+from colltune.store.database import Store, open_when_free
+from colltune.store.runs import LaunchData, new_run_id
 
 
 def _now() -> datetime:

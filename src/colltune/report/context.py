@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from colltune.store import Store  # noqa: E402
+from colltune.store.database import Store  # noqa: E402
 from colltune.verify import check  # noqa: E402
 
 # Run kinds whose pages are a check's: their runs are judged against the guidelines (a bench or a

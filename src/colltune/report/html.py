@@ -28,7 +28,7 @@ from colltune import __version__
 from colltune.paths import writable_dir
 from colltune.report import check_sections
 from colltune.report.context import CHECKED_KINDS, ReportContext, Section
-from colltune.store import Store
+from colltune.store.database import Store
 from colltune.verify import check
 
 __all__ = ["CHECKED_KINDS", "ReportContext", "Section", "build_context", "discover_sections", "latest_run_of_kind",

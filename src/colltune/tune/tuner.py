@@ -43,7 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from colltune import __version__, catalog
 from colltune.errors import ColltuneError
 from colltune.measure import confirm
-from colltune.store import Store, StoreError
+from colltune.store.database import Store
+from colltune.store.engine import StoreError
 from colltune.tune import profile as prof
 
 DEFAULT_SCRATCH_CAP = 256 * 1024 * 1024

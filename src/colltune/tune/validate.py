@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import schema
 from colltune.errors import ColltuneError
-from colltune.store import Store
+from colltune.store.database import Store
 from colltune.tune import profile as prof
 from colltune.verify import stats
 

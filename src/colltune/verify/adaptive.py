@@ -28,7 +28,7 @@ from rich.console import Console
 
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
-from colltune.store import Store, open_when_free
+from colltune.store.database import Store, open_when_free
 from colltune.verify import check, decide
 
 # Verdicts need more launches than a measurement: ~100 comparisons are corrected together, and

@@ -21,7 +21,9 @@ import pandas as pd
 from colltune import schema
 from colltune.errors import ColltuneError
 from colltune.measure import confirm
-from colltune.store import Store, StoreError, StoredRun, read_run
+from colltune.store.database import Store, read_run
+from colltune.store.engine import StoreError
+from colltune.store.runs import StoredRun
 from colltune.verify import decide as decide_mod
 from colltune.verify import stats
 # BARRIER, summarize, variant_label and CheckSettings are imported from here by their callers
