@@ -36,14 +36,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
 import re
 import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -133,25 +130,10 @@ def pairs(out: Path) -> tuple[apps.App, Callable[[], None]]:
 APPS = {"examl": examl, "qe": qe, "hpcc": hpcc, "lammps": lammps, "pairs": pairs}
 
 
-def run_once(app: apps.App, prepare: Callable[[], None], env: dict[str, str],
-             wrap: list[str] | None = None, timeout: float = 900) -> dict:
+def run_once(app: apps.App, prepare: Callable[[], None], env: dict[str, str], timeout: float = 900) -> dict:
+    """apps.run_once after `prepare` (what the application's last run left that changes the next)."""
     prepare()
-    name = f"r{os.getpid()}-{next(apps._seq)}-{int(time.time() * 1000)}"
-    load = Path("/proc/loadavg").read_text().split()[:3]
-    argv = apps.launch_argv(app, env, name, wrap)
-    t0 = time.perf_counter()
-    proc = subprocess.run(argv, cwd=app.work, env=launch.launcher_env(app.lib, nprocs=apps.NPROCS),
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{app.name}: exit {proc.returncode}: {' '.join(argv)}\n{proc.stderr[-3000:]}")
-    if app.per_run_name and app.result_file == "{name}":
-        result = apps.result_of(app, name, proc.stdout)
-        (app.work / name).unlink(missing_ok=True)
-    else:
-        result = apps.result_of(app, name, proc.stdout)
-    return {"wall_s": wall, "load": [float(x) for x in load], "result": result,
-            "stderr": [line for line in proc.stderr.splitlines() if line.startswith(("colltune:", "fuse_shim:"))][:8]}
+    return apps.run_once(app, env, timeout=timeout)
 
 
 def profiled_env(so: Path, root: Path, tag: str) -> dict[str, str]:
@@ -163,39 +145,24 @@ def profiled_env(so: Path, root: Path, tag: str) -> dict[str, str]:
 def timing(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path], runs: int,
            seed: int) -> dict:
     configs = [("plain", None)] + [("profiled", b) for b in builds]
-    rng = random.Random(seed)
-    rows: list[dict] = []
     root = out / "advise-profiles"
     root.mkdir(exist_ok=True)
-    for r in range(runs):
-        order = configs[:]
-        rng.shuffle(order)
-        for mode, b in order:
-            env = {} if b is None else profiled_env(builds[b], root, b)
-            res = run_once(app, prepare, env)
-            rows.append({"round": r, "mode": mode, "build": b or "-", **res})
-            print(f"  {app.name} round {r} {mode:9s} {b or '-':6s} {res['wall_s']:7.3f} s  "
-                  f"load {res['load'][0]:.2f}  result {res['result']!r}", flush=True)
+
+    def run(mode: str, b: str | None) -> dict:
+        env = {} if b is None else profiled_env(builds[b], root, b)
+        try:
+            return run_once(app, prepare, env)
+        finally:
             if b is not None:
                 shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
-    plain = [x["result"] for x in rows if x["mode"] == "plain"]
-    for x in rows:
-        x["result_ok"] = abs(x["result"] - plain[0]) <= app.tolerance
+
+    rows = apps.alternate(app, configs, runs, seed, run)
     return {"app": app.name, "mpi": app.lib.version, "runs": rows, "summary": summarize(rows)}
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    plain = {x["round"]: x["wall_s"] for x in rows if x["mode"] == "plain"}
-    out = []
-    for b in dict.fromkeys(x["build"] for x in rows):
-        sel = [x for x in rows if x["build"] == b]
-        med, lo, hi = apps.median_interval([x["wall_s"] for x in sel])
-        rmed, rlo, rhi = apps.median_interval([x["wall_s"] / plain[x["round"]] for x in sel])
-        out.append({"mode": sel[0]["mode"], "build": b, "n": len(sel), "median_s": med, "lo_s": lo, "hi_s": hi,
-                    "ratio": rmed, "ratio_lo": rlo, "ratio_hi": rhi,
-                    "load_median": statistics.median(x["load"][0] for x in sel),
-                    "results_ok": all(x["result_ok"] for x in sel)})
-    return out
+    plain = apps.plain_walls(rows)
+    return [apps.summary([x for x in rows if x["build"] == b], plain) for b in dict.fromkeys(x["build"] for x in rows)]
 
 
 def callgrind(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path]) -> list[dict]:
@@ -205,19 +172,16 @@ def callgrind(app: apps.App, prepare: Callable[[], None], out: Path, builds: dic
     root.mkdir(exist_ok=True)
     for b, so in builds.items():
         cg = out / f"advise-{app.name}-profiled-{b}.callgrind"
-        res = run_once(app, prepare, profiled_env(so, root, b),
-                       wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"], timeout=7200)
-        inc, exc = apps.annotate(cg, True), apps.annotate(cg, False)
-        wrappers = sum(inc.get(f"libcolltune:MPI_{c.capitalize()}", 0) for c in app.calls)
-        library = sum(inc.get(f"other:PMPI_{c.capitalize()}", 0) for c in app.calls)
-        top = sorted(((v / calls, k) for k, v in exc.items() if k.startswith("libcolltune:")), reverse=True)[:14]
-        others = sorted(((v / calls, k) for k, v in inc.items()
-                         if k.startswith("other:") and not k.startswith(("other:PMPI_Reduce", "other:PMPI_Bcast"))
-                         and v / calls >= 2), reverse=True)[:25]
-        row = {"build": b, "calls": calls, "per_call": (wrappers - library) / calls,
-               "application": exc["(application)"], "share": (wrappers - library) / exc["(application)"],
-               "result": res["result"], "libcolltune_exclusive": [(k, round(v, 1)) for v, k in top],
-               "inclusive_others": [(k, round(v, 1)) for v, k in others]}
+        prepare()
+        res = apps.under_callgrind(app, profiled_env(so, root, b), cg, timeout=7200)
+        inc, exc, per_call = apps.intercepted(app, cg)
+        others = apps.heaviest(inc, calls, lambda k, v: v >= 2 and k.startswith("other:")
+                               and not k.startswith(("other:PMPI_Reduce", "other:PMPI_Bcast")), 25)
+        row = {"build": b, "calls": calls, "per_call": per_call,
+               "application": exc["(application)"], "share": per_call * calls / exc["(application)"],
+               "result": res["result"],
+               "libcolltune_exclusive": apps.heaviest(exc, calls, lambda k, v: k.startswith("libcolltune:"), 14),
+               "inclusive_others": others}
         rows.append(row)
         print(json.dumps(row, indent=1), flush=True)
     return rows
@@ -254,16 +218,6 @@ def percall(app: apps.App, out: Path, builds: dict[str, Path], n: int, blocks: i
         print(f"  {b}: a pair takes {pmpi:.0f} ns through PMPI; profiled wrappers add {med:+.1f} ns "
               f"(interval {lo:+.1f}..{hi:+.1f}) per pair, {len(diffs)} blocks of {n}, load {load:.2f}", flush=True)
     return rows
-
-
-def print_summary(res: dict) -> None:
-    print(f"\n{res['app']} ({res['mpi'].split(',')[0]}), {apps.NPROCS} ranks")
-    print("| build | runs | median s | interval s | vs plain (paired median) | interval | load | results |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for s in res["summary"]:
-        print(f"| {s['build']} | {s['n']} | {s['median_s']:.3f} | {s['lo_s']:.3f}-{s['hi_s']:.3f} | "
-              f"{s['ratio']:.4f} | {s['ratio_lo']:.4f}-{s['ratio_hi']:.4f} | {s['load_median']:.2f} | "
-              f"{'same' if s['results_ok'] else 'DIFFER'} |")
 
 
 def main() -> None:
@@ -304,7 +258,7 @@ def main() -> None:
         res = timing(app, prepare, out, builds, args.runs, args.seed)
         res["before"] = args.before
         (out / f"overhead-timing-{name}{args.tag}.json").write_text(json.dumps(res, indent=1) + "\n")
-        print_summary(res)
+        apps.print_summary(res)
 
 
 if __name__ == "__main__":

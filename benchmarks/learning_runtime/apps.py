@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,9 @@ ANN = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\*?\s*(\S+)(?:\s+\[(.*)\])?\s*$")
 # objects of the MPI library and its runtime: their instructions include polling, which depends on
 # timing; everything else a rank executes is the application's own work (and libc, libm)
 MPI_OBJECTS = re.compile(r"libmpi|libopen-|openmpi|mca_|libpmix|libevent|libhwloc|libucx|libuc[pst]|libfabric|libcolltune")
+# what a run keeps of its stderr: the lines of the preloaded libraries (libcolltune, and
+# benchmarks/advise/fuse_shim.c for benchmarks/advise/fuse.py)
+NOTES = ("colltune:", "fuse_shim:")
 
 
 @dataclass
@@ -162,6 +166,8 @@ _seq = iter(range(1 << 30))
 
 
 def run_once(app: App, env: dict[str, str], wrap: list[str] | None = None, timeout: float = 600) -> dict:
+    """One run: wall time (launcher), the 1-minute load average before it, the result, the
+    preloaded libraries' notes."""
     name = f"r{os.getpid()}-{next(_seq)}-{int(time.time() * 1000)}"
     load = Path("/proc/loadavg").read_text().split()[:3]
     argv = launch_argv(app, env, name, wrap)
@@ -171,8 +177,32 @@ def run_once(app: App, env: dict[str, str], wrap: list[str] | None = None, timeo
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{app.name}: exit {proc.returncode}: {' '.join(argv)}\n{proc.stderr[-3000:]}")
-    return {"wall_s": wall, "load": [float(x) for x in load], "result": result_of(app, name, proc.stdout),
-            "stderr": [line for line in proc.stderr.splitlines() if line.startswith("colltune:")][:8]}
+    result = result_of(app, name, proc.stdout)
+    if app.result_file == "{name}":   # a log named after the run alone (LAMMPS): one per run, read once
+        (app.work / name).unlink(missing_ok=True)
+    return {"wall_s": wall, "load": [float(x) for x in load], "result": result,
+            "stderr": [line for line in proc.stderr.splitlines() if line.startswith(NOTES)][:8]}
+
+
+def alternate(app: App, configs: list[tuple[str, str | None]], runs: int, seed: int,
+              run: Callable[[str, str | None], dict]) -> list[dict]:
+    """`runs` rounds, each running every configuration (mode, build) once through `run`, in a fresh
+    order per round (random, seeded), so load drifts hit all alike; every run's result checked
+    against the first plain run's."""
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    for r in range(runs):
+        order = configs[:]
+        rng.shuffle(order)
+        for mode, b in order:
+            res = run(mode, b)
+            rows.append({"round": r, "mode": mode, "build": b or "-", **res})
+            print(f"  {app.name} round {r} {mode:9s} {b or '-':6s} {res['wall_s']:7.3f} s  load {res['load'][0]:.2f}  "
+                  f"result {res['result']!r}", flush=True)
+    plain = [x["result"] for x in rows if x["mode"] == "plain"]
+    for x in rows:
+        x["result_ok"] = abs(x["result"] - plain[0]) <= app.tolerance
+    return rows
 
 
 def tables(app: App, out: Path, after: Path) -> dict[str, Path]:
@@ -232,44 +262,43 @@ def median_interval(xs: list[float], coverage: float = 0.95) -> tuple[float, flo
 def timing(app: App, out: Path, builds: dict[str, Path], modes: list[str], runs: int, seed: int) -> dict:
     t = tables(app, out, builds["after"])
     configs = [("plain", None)] + [(m, b) for m in modes if m != "plain" for b in builds]
-    rng = random.Random(seed)
-    rows: list[dict] = []
     trace_root = out / f"{app.name}-traces"
     shutil.rmtree(trace_root, ignore_errors=True)
     trace_root.mkdir()
-    for r in range(runs):
-        order = configs[:]
-        rng.shuffle(order)
-        for mode, b in order:
-            res = run_once(app, mode_env(mode, builds[b] if b else None, t, trace_root))
-            rows.append({"round": r, "mode": mode, "build": b or "-", **res})
-            print(f"  round {r} {mode:9s} {b or '-':6s} {res['wall_s']:7.3f} s  load {res['load'][0]:.2f}  "
-                  f"result {res['result']!r}", flush=True)
-        shutil.rmtree(trace_root)
-        trace_root.mkdir()
-    plain = [x["result"] for x in rows if x["mode"] == "plain"]
-    for x in rows:
-        x["result_ok"] = abs(x["result"] - plain[0]) <= app.tolerance
+
+    def run(mode: str, b: str | None) -> dict:
+        env = mode_env(mode, builds[b] if b else None, t, trace_root)
+        try:
+            return run_once(app, env)
+        finally:
+            if "COLLTUNE_TRACE_DIR" in env:
+                shutil.rmtree(env["COLLTUNE_TRACE_DIR"])
+
+    rows = alternate(app, configs, runs, seed, run)
     return {"app": app.name, "mpi": app.lib.version, "runs": rows, "summary": summarize(rows)}
 
 
+def summary(sel: list[dict], plain: dict[int, float]) -> dict:
+    """One configuration's runs: median wall time with its interval, the median of the ratio to the
+    plain run of the same round (paired) with its interval, the median load, all results right."""
+    med, lo, hi = median_interval([x["wall_s"] for x in sel])
+    rmed, rlo, rhi = median_interval([x["wall_s"] / plain[x["round"]] for x in sel])
+    return {"mode": sel[0]["mode"], "build": sel[0]["build"], "n": len(sel), "median_s": med, "lo_s": lo,
+            "hi_s": hi, "min_s": min(x["wall_s"] for x in sel), "ratio": rmed, "ratio_lo": rlo, "ratio_hi": rhi,
+            "load_median": statistics.median(x["load"][0] for x in sel),
+            "results_ok": all(x["result_ok"] for x in sel)}
+
+
+def plain_walls(rows: list[dict]) -> dict[int, float]:
+    """Round -> wall time of its plain run."""
+    return {x["round"]: x["wall_s"] for x in rows if x["mode"] == "plain"}
+
+
 def summarize(rows: list[dict]) -> list[dict]:
-    plain = {x["round"]: x["wall_s"] for x in rows if x["mode"] == "plain"}
-    out = []
-    for mode in MODES:
-        for b in ("-", "before", "after"):
-            sel = [x for x in rows if x["mode"] == mode and x["build"] == b]
-            if not sel:
-                continue
-            med, lo, hi = median_interval([x["wall_s"] for x in sel])
-            ratio = [x["wall_s"] / plain[x["round"]] for x in sel]
-            rmed, rlo, rhi = median_interval(ratio)
-            out.append({"mode": mode, "build": b, "n": len(sel), "median_s": med, "lo_s": lo, "hi_s": hi,
-                        "min_s": min(x["wall_s"] for x in sel),
-                        "ratio": rmed, "ratio_lo": rlo, "ratio_hi": rhi,
-                        "load_median": statistics.median(x["load"][0] for x in sel),
-                        "results_ok": all(x["result_ok"] for x in sel)})
-    return out
+    plain = plain_walls(rows)
+    groups = ([x for x in rows if x["mode"] == mode and x["build"] == b]
+              for mode in MODES for b in ("-", "before", "after"))
+    return [summary(sel, plain) for sel in groups if sel]
 
 
 def print_summary(res: dict) -> None:
@@ -284,6 +313,28 @@ def print_summary(res: dict) -> None:
 
 
 # ---- callgrind ----------------------------------------------------------------------------------
+
+def under_callgrind(app: App, env: dict[str, str], cg: Path, timeout: float) -> dict:
+    """run_once with rank 0 under callgrind, its costs written to `cg`."""
+    return run_once(app, env, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"], timeout=timeout)
+
+
+def intercepted(app: App, cg: Path) -> tuple[dict[str, int], dict[str, int], float]:
+    """Inclusive and exclusive costs of a callgrind file (annotate), and the instructions per
+    intercepted call: the inclusive cost of the MPI_<collective> wrappers minus that of the
+    PMPI_<collective> calls they make (the library's own work, whose polling depends on timing),
+    over the application's calls."""
+    inc, exc = annotate(cg, True), annotate(cg, False)
+    wrappers = sum(inc.get(f"libcolltune:MPI_{c.capitalize()}", 0) for c in app.calls)
+    library = sum(inc.get(f"other:PMPI_{c.capitalize()}", 0) for c in app.calls)
+    return inc, exc, (wrappers - library) / sum(app.calls.values())
+
+
+def heaviest(costs: dict[str, int], per: int, keep: Callable[[str, float], bool], n: int) -> list[tuple[str, float]]:
+    """The `n` costliest entries that `keep` (name, cost per call) accepts, per call, costliest first."""
+    top = sorted(((v / per, k) for k, v in costs.items() if keep(k, v / per)), reverse=True)[:n]
+    return [(k, round(v, 1)) for v, k in top]
+
 
 def annotate(path: Path, inclusive: bool) -> dict[str, int]:
     """Costs by "libcolltune:<function>" / "other:<function>"; exclusive costs also add
@@ -316,20 +367,15 @@ def callgrind(app: App, out: Path, builds: dict[str, Path], modes: list[str], wh
     for b in which:
         for mode in modes:
             cg = out / f"{app.name}-{mode}-{b}.callgrind"
-            res = run_once(app, mode_env(mode, builds[b], t, trace_root),
-                           wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"], timeout=3600)
-            inc, exc = annotate(cg, True), annotate(cg, False)
-            wrappers = sum(inc.get(f"libcolltune:MPI_{c.capitalize()}", 0) for c in app.calls)
-            library = sum(inc.get(f"other:PMPI_{c.capitalize()}", 0) for c in app.calls)
+            res = under_callgrind(app, mode_env(mode, builds[b], t, trace_root), cg, timeout=3600)
+            inc, exc, per_call = intercepted(app, cg)
             init = inc.get("libcolltune:MPI_Init", 0) - inc.get("other:PMPI_Init", 0)
-            top = sorted(((v / calls, k) for k, v in exc.items() if k.startswith("libcolltune:")), reverse=True)[:8]
-            queries = sorted(((v / calls, k) for k, v in inc.items()
-                              if re.match(r"other:P?MPI_(Comm_\w+|Type_size|Op_commutative|Wtime)$|other:clock_gettime", k)
-                              and v / calls >= 0.5), reverse=True)
-            row = {"mode": mode, "build": b, "calls": calls, "per_call": (wrappers - library) / calls,
+            queries = heaviest(inc, calls, lambda k, v: v >= 0.5 and re.match(
+                r"other:P?MPI_(Comm_\w+|Type_size|Op_commutative|Wtime)$|other:clock_gettime", k) is not None, len(inc))
+            row = {"mode": mode, "build": b, "calls": calls, "per_call": per_call,
                    "init_extra": init, "result": res["result"], "application": exc["(application)"],
-                   "share": (wrappers - library + init) / exc["(application)"],
-                   "functions": [(k, round(v, 1)) for v, k in top], "queries": [(k, round(v, 1)) for v, k in queries]}
+                   "share": (per_call * calls + init) / exc["(application)"],
+                   "functions": heaviest(exc, calls, lambda k, v: k.startswith("libcolltune:"), 8), "queries": queries}
             rows.append(row)
             print(f"  callgrind {mode} {b}: {row['per_call']:.1f} instructions per intercepted call; "
                   f"MPI_Init +{init:,}; {100 * row['share']:.3f}% of the application's own "
