@@ -15,13 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from colltune.catalog import AA, DEFAULT
 from colltune.compare import stats as cstats
 from colltune.compare.data import Member
 from colltune.verify import check
 from colltune.verify import stats as vstats
+from colltune.verify.decide import JudgeSettings
 
 POINT = ["nprocs", "collective", "msg_bytes"]
 VERDICT_COLUMNS = [*POINT, "a", "b", "n_a", "n_b", "median_a_s", "median_b_s", "ratio", "ci_low", "ci_high",
@@ -33,18 +34,11 @@ Samples = dict[tuple[int, str, int], np.ndarray]
 SLOW_LAUNCH = 2.0
 
 
-class CompareSettings(BaseModel):
+class CompareSettings(JudgeSettings):
     """How verdicts between configurations are reached (docs/compare.md)."""
 
-    model_config = ConfigDict(frozen=True)
-
     test: vstats.Test = vstats.Test.MWU
-    alpha: float = Field(0.05, gt=0.0, lt=1.0)
-    tolerance: float = Field(0.05, ge=0.0, lt=1.0)
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    n_resamples: int = Field(2000, ge=100)
     min_launches: int = Field(3, ge=2, description="launches per side below which a point is not tested")
-    seed: int = 0
 
     @field_validator("test")
     @classmethod

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from colltune import schema
 from colltune.errors import ColltuneError
 from colltune.store.database import Store
 from colltune.tune import profile as prof
 from colltune.verify import stats
+from colltune.verify.decide import JudgeSettings
 
 VALIDATION_TABLE = "validations"
 VALIDATION_COLUMNS = schema.VALIDATION_COLUMNS
@@ -43,14 +43,8 @@ class ValidateError(ColltuneError):
     """Nothing to validate, or measurements without both sides; the message says what to run."""
 
 
-class ValidateSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ValidateSettings(JudgeSettings):
     test: stats.Test = stats.Test.PAIRED_T
-    alpha: float = Field(0.05, gt=0.0, lt=1.0)
-    tolerance: float = Field(0.05, ge=0.0, lt=1.0)
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    n_resamples: int = Field(2000, ge=100)
-    seed: int = 0
 
 
 def _speedup_from_rel(rel: float) -> float:

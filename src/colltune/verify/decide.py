@@ -42,22 +42,30 @@ VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "und
 DECIDED = (VIOLATION, NO_VIOLATION)
 
 
-class CheckSettings(BaseModel):
-    """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
+class JudgeSettings(BaseModel):
+    """What every judgment of per-launch medians is set by (check; validate, tune/validate.py;
+    compare, compare/judge.py): its test (each judgment has its own default), error rate and
+    practical tolerance, and the bootstrap of its intervals."""
 
     model_config = ConfigDict(frozen=True)
 
-    test: stats.Test = stats.Test.TRIMMED_T
-    correction: stats.Correction = stats.Correction.HOLM
+    test: stats.Test
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     tolerance: float = Field(0.05, ge=0.0, lt=1.0)
+    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    n_resamples: int = Field(2000, ge=100)
+    seed: int = 0
+
+
+class CheckSettings(JudgeSettings):
+    """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
+
+    test: stats.Test = stats.Test.TRIMMED_T
+    correction: stats.Correction = stats.Correction.HOLM
     min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
     min_reps: int = Field(5, ge=1, description="repetitions a per-launch median needs (at most the run's "
                                                "min_reps); fewer, cut by the time budget: that launch is left out")
     max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    n_resamples: int = Field(2000, ge=100)
-    seed: int = 0
     looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
 
 
