@@ -15,14 +15,6 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from colltune.compare.config import CompareError, Config
 from colltune.measure import runner
@@ -111,8 +103,7 @@ def _measure_alternating(configs: Sequence[Config], prepared: Sequence[runner.Pr
                          console: Console | None, progress: bool) -> None:
     order = alternate([p.specs for p in prepared])
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=console or Console(stderr=True), disable=not progress) as bar:
+        with runner.progress_bar(console, disable=not progress) as bar:
             task = bar.add_task("launches", total=len(order))
             for i, spec in order:
                 bar.update(task, description=f"launch {spec.repetition + 1} of {configs[i].label} "

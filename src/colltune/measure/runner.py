@@ -60,14 +60,18 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+def progress_bar(console: Console | None, *, disable: bool = False) -> Progress:
+    """The launches' progress display of every measuring command (on stderr unless `console`)."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=console or Console(stderr=True), transient=False, disable=disable)
+
+
 @contextmanager
 def _progress(enabled: bool, console: Console | None) -> Iterator[Progress | None]:
     if not enabled:
         yield None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console or Console(stderr=True),
-                  transient=False) as progress:
+    with progress_bar(console) as progress:
         yield progress
 
 
