@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colltune.measure import selftest as st
+from colltune.measure.protocol import json_record
 from colltune.mpi import build
 from colltune.mpi.algorithms import algorithm_key
 from colltune.mpi.libraries import MpiLibrary
@@ -71,11 +72,8 @@ def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of:
     """Fold a launch's proof lines into `members`; returns the classes a member launch announced."""
     classes: list[str] = []
     for line in lines:
-        if not line.startswith('{"type":"'):
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+        record = json_record(line)
+        if record is None:
             continue
         kind = record.get("type")
         if kind == "classes":

@@ -55,6 +55,18 @@ def _check_keys(kind: Any, obj: dict[str, Any]) -> None:
                          "it was built from another colltune; rebuild it with `colltune mpi build`")
 
 
+def json_record(line: str) -> dict[str, Any] | None:
+    """A driver's JSON line (colltune-bench's, colltune-selftest's) as a dict; None for any other
+    line: MPI libraries print their own notices on stdout, a crash truncates the last line."""
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def read_driver_output(text: str) -> DriverOutput:
     """Parse the driver's records; a truncated last line (crash) is ignored."""
     out = DriverOutput()
@@ -64,11 +76,8 @@ def read_driver_output(text: str) -> DriverOutput:
             if line.count(",") == len(RECORD_COLUMNS):
                 rec_lines.append(line[2:])
             continue
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+        obj = json_record(line)
+        if obj is None:
             continue
         kind = obj.get("type")
         _check_keys(kind, obj)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from colltune.measure.protocol import json_record
 from colltune.mpi import build, launch
 from colltune.mpi.libraries import MpiError, MpiLibrary
 
@@ -105,12 +106,8 @@ def parse(lines: Iterable[str], nprocs: int) -> Launch:
     summary: dict[str, object] | None = None
     library = ""
     for line in lines:
-        line = line.strip()
-        if not line.startswith("{"):
-            continue  # MPI libraries may print their own notices on stdout
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+        record = json_record(line.strip())
+        if record is None:
             continue
         kind = record.get("type")
         if kind == "start":
