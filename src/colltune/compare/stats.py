@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from colltune.verify.stats import Interval, Test, TestResult
+from colltune.verify.stats import Interval, Test, TestResult, percentile_bootstrap
 
 # The unpaired tests of the check's family that a comparison makes, two-sided (configurations
 # never share a launch): Mann-Whitney U (Wilcoxon rank-sum), exact for small samples, and
@@ -77,9 +77,8 @@ def ratio_ci(a: npt.ArrayLike, b: npt.ArrayLike, confidence: float = 0.95, n_res
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         value = float(x[0] / y[0])
         return Interval(value, value)
-    res = stats.bootstrap((x, y), _log_ratio, vectorized=True, paired=False, n_resamples=n_resamples,
-                          confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
-    return Interval(float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high)))
+    log = percentile_bootstrap((x, y), _log_ratio, confidence, n_resamples, seed, paired=False)
+    return Interval(float(np.exp(log.low)), float(np.exp(log.high)))
 
 
 def two_sided_test(a: npt.ArrayLike, b: npt.ArrayLike, test: Test = Test.MWU) -> TestResult:
