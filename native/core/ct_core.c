@@ -78,6 +78,12 @@ int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank)
     return err == MPI_SUCCESS ? PMPI_Comm_rank(comm, rank) : err;
 }
 
+int ct_comm_shape(MPI_Comm comm, MPI_Datatype type, int *size, int *rank, int64_t *elem)
+{
+    int err = ct_comm_size_rank(comm, size, rank);
+    return err == MPI_SUCCESS ? ct_type_size(type, elem) : err;
+}
+
 static int64_t ct_chunk_elems(int64_t elem)
 {
     int64_t chunk = (int64_t)colltune_chunk_bytes();

@@ -87,8 +87,29 @@ int ct_pack(const void *buf, int count, MPI_Datatype type, void *raw, int64_t by
 int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype type,
               MPI_Comm comm);
 
+/* The counts and displacements of p equal blocks of `count` elements each: the vector form of a
+ * regular call (GL4, GL8, GL12, GL22). The caller has checked that (p - 1) * count fits an int. */
+static inline void ct_fill_equal_blocks(int p, int count, int *counts, int *displs)
+{
+    for (int i = 0; i < p; i++) {
+        counts[i] = count;
+        displs[i] = i * count;
+    }
+}
+
+/* `count` elements padded to p equal blocks of ceil(count / p) (GL6, GL15); MPI_ERR_COUNT,
+ * raised, when the padded vector's count does not fit an int. */
+static inline int ct_padded_block(MPI_Comm comm, int count, int p, int64_t *block)
+{
+    *block = ((int64_t)count + p - 1) / p;
+    return *block * p > INT_MAX ? ct_raise(comm, MPI_ERR_COUNT) : MPI_SUCCESS;
+}
+
 /* Communicator size and rank in one call. */
 int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank);
+
+/* ... and the size of one element of `type`: the first lines of every reduction mock-up. */
+int ct_comm_shape(MPI_Comm comm, MPI_Datatype type, int *size, int *rank, int64_t *elem);
 
 /* A byte count from a COLLTUNE_* variable: digits with an optional binary suffix K, M or G
  * (64K = 65536). Returns 0 and the value, or -1 if `text` is not such a count. */

@@ -109,14 +109,7 @@ int colltune_allgather_as_allgatherv(const void *sendbuf, int sendcount, MPI_Dat
 {
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
-    if ((int64_t)(p - 1) * recvcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-    int *counts;
-    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
-    if (err != MPI_SUCCESS) return err;
-    int *displs = counts + p;
-    for (int i = 0; i < p; i++) {
-        counts[i] = recvcount;
-        displs[i] = i * recvcount;
-    }
+    int *counts, *displs;
+    if ((err = ct_equal_blocks(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS) return err;
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, comm);
 }

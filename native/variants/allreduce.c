@@ -34,12 +34,11 @@ int colltune_allreduce_as_reducescatterblock_allgather(const void *sendbuf, void
 {
     int p, rank;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
+    int64_t block = 0;
+    if (err == MPI_SUCCESS) err = ct_padded_block(comm, count, p, &block);
     if (err != MPI_SUCCESS) return err;
-    int64_t block = ((int64_t)count + p - 1) / p;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     void *vector = recvbuf;
     if (block * p != count) {
@@ -74,8 +73,7 @@ int colltune_allreduce_as_reducescatter_allgatherv(const void *sendbuf, void *re
 {
     int p, rank;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     int *counts;
     err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);

@@ -4,14 +4,6 @@
 #include "../core/ct_arena.h"
 #include "ct_variants.h"
 
-static void ct_regular(int p, int count, int *counts, int *displs)
-{
-    for (int i = 0; i < p; i++) {
-        counts[i] = count;
-        displs[i] = i * count;
-    }
-}
-
 /* GL8: MPI_Alltoallv with equal counts (one set of arrays when both sides count alike). */
 int colltune_alltoall_as_alltoallv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -29,12 +21,12 @@ int colltune_alltoall_as_alltoallv(const void *sendbuf, int sendcount, MPI_Datat
     err = ct_scratch(comm, (shared ? 2 : 4) * (size_t)p * sizeof(int), (void **)&rcounts);
     if (err != MPI_SUCCESS) return err;
     int *rdispls = rcounts + p;
-    ct_regular(p, recvcount, rcounts, rdispls);
+    ct_fill_equal_blocks(p, recvcount, rcounts, rdispls);
     int *scounts = rcounts, *sdispls = rdispls;
     if (!shared) {
         scounts = rdispls + p;
         sdispls = scounts + p;
-        ct_regular(p, sendcount, scounts, sdispls);
+        ct_fill_equal_blocks(p, sendcount, scounts, sdispls);
     }
     if (in_place) sendtype = recvtype; /* ignored by MPI; keeps argument checks quiet */
     return PMPI_Alltoallv(sendbuf, scounts, sdispls, sendtype, recvbuf, rcounts, rdispls, recvtype,

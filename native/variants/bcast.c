@@ -35,8 +35,7 @@ int colltune_bcast_as_scatter_allgather(void *buffer, int count, MPI_Datatype da
 {
     int p, rank, block;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     int64_t bytes = elem * count, padded = (bytes + p - 1) / p * p;
     if ((err = ct_to_int(comm, padded, &block)) != MPI_SUCCESS) return err;

@@ -55,16 +55,8 @@ int colltune_gather_as_gatherv(const void *sendbuf, int sendcount, MPI_Datatype 
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
     int *counts = NULL, *displs = NULL;
-    if (rank == root) {
-        if ((int64_t)(p - 1) * recvcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-        err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
-        if (err != MPI_SUCCESS) return err;
-        displs = counts + p;
-        for (int i = 0; i < p; i++) {
-            counts[i] = recvcount;
-            displs[i] = i * recvcount;
-        }
-    }
+    if (rank == root && (err = ct_equal_blocks(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS)
+        return err;
     return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, root,
                         comm);
 }

@@ -13,8 +13,7 @@ int colltune_reduce_as_allreduce(const void *sendbuf, void *recvbuf, int count,
 {
     int p, rank;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     int64_t bytes = elem * count;
     void *result = recvbuf;
@@ -33,12 +32,11 @@ int colltune_reduce_as_reducescatterblock_gather(const void *sendbuf, void *recv
 {
     int p, rank;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
+    int64_t block = 0;
+    if (err == MPI_SUCCESS) err = ct_padded_block(comm, count, p, &block);
     if (err != MPI_SUCCESS) return err;
-    int64_t block = ((int64_t)count + p - 1) / p;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    if (block * p > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     void *vector;
     if ((err = ct_scratch(comm, (size_t)(block_bytes * p), &vector)) != MPI_SUCCESS)
         return err;
@@ -65,8 +63,7 @@ int colltune_reduce_as_reducescatter_gatherv(const void *sendbuf, void *recvbuf,
 {
     int p, rank;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     /* Every rank gets at most ceil(chunks / p) chunks: size the scratch for that. */
     int64_t chunk = (int64_t)colltune_chunk_bytes() / (elem > 0 ? elem : 1);

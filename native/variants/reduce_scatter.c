@@ -25,8 +25,7 @@ int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
 {
     int p, rank, total;
     int64_t elem, below, sum;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
     if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
@@ -46,8 +45,7 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
 {
     int p, rank, total;
     int64_t elem, below, sum;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
     ct_prefix(recvcounts, p, rank, &below, &sum);
     if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;

@@ -17,8 +17,7 @@ int colltune_reducescatterblock_as_reduce_scatter(const void *sendbuf, void *rec
 {
     int p, rank, total;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
     if (err != MPI_SUCCESS) return err;
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -67,8 +66,7 @@ int colltune_reducescatterblock_as_allreduce(const void *sendbuf, void *recvbuf,
 {
     int p, rank, total;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
     if (err != MPI_SUCCESS) return err;
     int64_t block_bytes = elem * recvcount;

@@ -16,8 +16,7 @@ int colltune_scan_as_exscan_reducelocal(const void *sendbuf, void *recvbuf, int 
 {
     int p, rank, commutative;
     int64_t elem;
-    int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(datatype, &elem);
+    int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err == MPI_SUCCESS) err = PMPI_Op_commutative(op, &commutative);
     if (err != MPI_SUCCESS) return err;
     size_t bytes = (size_t)(elem * count);

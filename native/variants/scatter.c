@@ -45,16 +45,8 @@ int colltune_scatter_as_scatterv(const void *sendbuf, int sendcount, MPI_Datatyp
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
     int *counts = NULL, *displs = NULL;
-    if (rank == root) {
-        if ((int64_t)(p - 1) * sendcount > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-        err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
-        if (err != MPI_SUCCESS) return err;
-        displs = counts + p;
-        for (int i = 0; i < p; i++) {
-            counts[i] = sendcount;
-            displs[i] = i * sendcount;
-        }
-    }
+    if (rank == root && (err = ct_equal_blocks(comm, p, sendcount, &counts, &displs)) != MPI_SUCCESS)
+        return err;
     return PMPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype, root,
                          comm);
 }
