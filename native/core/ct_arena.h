@@ -37,4 +37,17 @@ static inline int ct_equal_blocks(MPI_Comm comm, int p, int count, int **counts,
     return MPI_SUCCESS;
 }
 
+/* The padded vector of GL6 and GL15 in the communicator's scratch: `bytes` of `input`, then
+ * zeros up to `padded` bytes (the padding is reduced like data, then dropped: zeros rather than
+ * whatever the scratch held). */
+static inline int ct_padded_copy(MPI_Comm comm, const void *input, int64_t bytes, int64_t padded,
+                                 void **vector)
+{
+    int err = ct_scratch(comm, (size_t)padded, vector);
+    if (err != MPI_SUCCESS) return err;
+    memcpy(*vector, input, (size_t)bytes);
+    memset(ct_offset(*vector, bytes), 0, (size_t)(padded - bytes));
+    return MPI_SUCCESS;
+}
+
 #endif /* CT_ARENA_H */

@@ -72,6 +72,29 @@ int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype
     return PMPI_Unpack(raw, (int)bytes, &position, buf, count, type, comm);
 }
 
+int ct_byte_blocks(MPI_Comm comm, int p, int holds, int count, MPI_Datatype type, ct_blocks *b)
+{
+    int64_t elem = 0;
+    *b = (ct_blocks){0, 0, 0};
+    int err = ct_type_size(type, &elem);
+    b->block = elem * count;
+    if (err != MPI_SUCCESS || !holds) return err;
+    err = ct_type_contiguous(type, &b->contiguous);
+    return err == MPI_SUCCESS ? ct_to_int(comm, (int64_t)p * count, &b->count) : err;
+}
+
+int ct_own_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int rank, void *raw, int64_t n,
+                 MPI_Comm comm)
+{
+    if (sendbuf != MPI_IN_PLACE) return ct_pack(sendbuf, sendcount, sendtype, raw, n, comm);
+    MPI_Aint lb, extent;
+    int err = PMPI_Type_get_extent(recvtype, &lb, &extent);
+    if (err != MPI_SUCCESS) return err;
+    return ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount, recvtype,
+                   raw, n, comm);
+}
+
 int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank)
 {
     int err = PMPI_Comm_size(comm, size);

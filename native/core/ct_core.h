@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline void *ct_offset(void *base, int64_t bytes)
 {
@@ -86,6 +87,34 @@ int ct_pack(const void *buf, int count, MPI_Datatype type, void *raw, int64_t by
             MPI_Comm comm);
 int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype type,
               MPI_Comm comm);
+
+/* p blocks of `count` elements of `type` that a mock-up moves as raw bytes (GL2, GL3, GL11,
+ * GL13, GL21). A rank that holds the typed buffer of all p blocks (every rank of an Allgather,
+ * the root of a Gather or Scatter) learns whether it is contiguous (then the mock-up works in
+ * it) and its count p * `count` for ct_pack/ct_unpack; another rank passes its own block's count
+ * and type (the same type signature, by the standard) and gets contiguous 0 (it works in scratch)
+ * and count 0. */
+typedef struct ct_blocks {
+    int64_t block;  /* bytes of one block */
+    int contiguous; /* holder only */
+    int count;      /* holder only */
+} ct_blocks;
+int ct_byte_blocks(MPI_Comm comm, int p, int holds, int count, MPI_Datatype type, ct_blocks *b);
+
+/* The own block as raw bytes at `raw` (n bytes) for the mock-ups that gather p blocks as bytes
+ * (GL2, GL3, GL11, GL13): from sendbuf, or with MPI_IN_PLACE (the caller's block already at its
+ * place, rank * recvcount elements into recvbuf) from there. */
+int ct_own_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int rank, void *raw, int64_t n,
+                 MPI_Comm comm);
+
+/* p blocks of `block` bytes at `all`: zero all but the rank's own, so that a bitwise-or
+ * reduction over the bytes leaves every rank's block at its place (GL3, GL13). */
+static inline void ct_zero_others(void *all, int p, int rank, int64_t block)
+{
+    memset(all, 0, (size_t)(rank * block));
+    memset(ct_offset(all, (rank + 1) * block), 0, (size_t)((p - rank - 1) * block));
+}
 
 /* The counts and displacements of p equal blocks of `count` elements each: the vector form of a
  * regular call (GL4, GL8, GL12, GL22). The caller has checked that (p - 1) * count fits an int. */

@@ -28,20 +28,6 @@ int colltune_allgather_as_gather_bcast(const void *sendbuf, int sendcount, MPI_D
     return PMPI_Bcast(recvbuf, total, recvtype, 0, comm);
 }
 
-/* The own block of an Allgather as raw bytes at `raw` (n bytes): from sendbuf, or with
- * MPI_IN_PLACE from its place in recvbuf. */
-static int ct_own_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, int rank, void *raw, int64_t n,
-                        MPI_Comm comm)
-{
-    if (sendbuf != MPI_IN_PLACE) return ct_pack(sendbuf, sendcount, sendtype, raw, n, comm);
-    MPI_Aint lb, extent;
-    int err = PMPI_Type_get_extent(recvtype, &lb, &extent);
-    if (err != MPI_SUCCESS) return err;
-    return ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount, recvtype,
-                   raw, n, comm);
-}
-
 /* GL2: a send buffer with p copies of the own block, then MPI_Alltoall. Data moves as MPI_BYTE
  * (n bytes per block, the same on every rank whatever datatypes the ranks passed); a receive
  * datatype with gaps receives into scratch and is unpacked. */
@@ -49,26 +35,24 @@ int colltune_allgather_as_alltoall(const void *sendbuf, int sendcount, MPI_Datat
                                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                    MPI_Comm comm)
 {
-    int p, rank, block, contiguous, total;
-    int64_t elem;
+    int p, rank, block;
+    ct_blocks b;
     int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(recvtype, &elem);
-    if (err == MPI_SUCCESS) err = ct_type_contiguous(recvtype, &contiguous);
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, elem * recvcount, &block);
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &total);
+    if (err == MPI_SUCCESS) err = ct_byte_blocks(comm, p, 1, recvcount, recvtype, &b);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, b.block, &block);
     if (err != MPI_SUCCESS) return err;
     int64_t all = (int64_t)p * block;
     void *copies;
-    if ((err = ct_scratch(comm, (size_t)(contiguous ? all : 2 * all), &copies)) != MPI_SUCCESS)
+    if ((err = ct_scratch(comm, (size_t)(b.contiguous ? all : 2 * all), &copies)) != MPI_SUCCESS)
         return err;
     err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank, copies,
                        block, comm);
     if (err != MPI_SUCCESS) return err;
     for (int i = 1; i < p; i++) memcpy(ct_offset(copies, (int64_t)i * block), copies, (size_t)block);
-    void *target = contiguous ? recvbuf : ct_offset(copies, all);
+    void *target = b.contiguous ? recvbuf : ct_offset(copies, all);
     err = PMPI_Alltoall(copies, block, MPI_BYTE, target, block, MPI_BYTE, comm);
-    if (err != MPI_SUCCESS || contiguous) return err;
-    return ct_unpack(target, all, recvbuf, total, recvtype, comm);
+    if (err != MPI_SUCCESS || b.contiguous) return err;
+    return ct_unpack(target, all, recvbuf, b.count, recvtype, comm);
 }
 
 /* GL3: every rank zeroes a p-block buffer around its own block; a bitwise-or MPI_Allreduce over
@@ -78,28 +62,23 @@ int colltune_allgather_as_allreduce(const void *sendbuf, int sendcount, MPI_Data
                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                     MPI_Comm comm)
 {
-    int p, rank, total, contiguous, count;
-    int64_t elem;
+    int p, rank, total;
+    ct_blocks b;
     int err = ct_comm_size_rank(comm, &p, &rank);
-    if (err == MPI_SUCCESS) err = ct_type_size(recvtype, &elem);
-    if (err == MPI_SUCCESS) err = ct_type_contiguous(recvtype, &contiguous);
-    int64_t block = elem * recvcount;
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * block, &total);
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, (int64_t)p * recvcount, &count);
+    if (err == MPI_SUCCESS) err = ct_byte_blocks(comm, p, 1, recvcount, recvtype, &b);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * b.block, &total);
     if (err != MPI_SUCCESS) return err;
     void *all = recvbuf;
-    if (!contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
-    void *own = ct_offset(all, rank * block);
-    if (sendbuf != MPI_IN_PLACE || !contiguous) {
-        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank, own,
-                           block, comm);
+    if (!b.contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
+    if (sendbuf != MPI_IN_PLACE || !b.contiguous) {
+        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
+                           ct_offset(all, rank * b.block), b.block, comm);
         if (err != MPI_SUCCESS) return err;
     }
-    memset(all, 0, (size_t)(rank * block));
-    memset(ct_offset(own, block), 0, (size_t)((p - rank - 1) * block));
+    ct_zero_others(all, p, rank, b.block);
     err = PMPI_Allreduce(MPI_IN_PLACE, all, total, MPI_BYTE, MPI_BOR, comm);
-    if (err != MPI_SUCCESS || contiguous) return err;
-    return ct_unpack(all, total, recvbuf, count, recvtype, comm);
+    if (err != MPI_SUCCESS || b.contiguous) return err;
+    return ct_unpack(all, total, recvbuf, b.count, recvtype, comm);
 }
 
 /* GL4: MPI_Allgatherv with equal counts. */

@@ -42,10 +42,8 @@ int colltune_allreduce_as_reducescatterblock_allgather(const void *sendbuf, void
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     void *vector = recvbuf;
     if (block * p != count) {
-        err = ct_scratch(comm, (size_t)(block_bytes * p), &vector);
+        err = ct_padded_copy(comm, input, bytes, block_bytes * p, &vector);
         if (err != MPI_SUCCESS) return err;
-        memcpy(vector, input, (size_t)bytes);
-        memset(ct_offset(vector, bytes), 0, (size_t)(block_bytes * p - bytes));
         input = MPI_IN_PLACE;
     } else if (sendbuf == MPI_IN_PLACE) {
         input = MPI_IN_PLACE;

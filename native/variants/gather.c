@@ -7,8 +7,6 @@
 #include "../core/ct_arena.h"
 #include "ct_variants.h"
 
-#include <string.h>
-
 /* GL11: MPI_Allgather in place on every rank (MPI_IN_PLACE of Allgather must be all or none,
  * and the root's choice is unknown elsewhere), as MPI_BYTE (n bytes per rank: the layouts may
  * differ between ranks): the root into recvbuf (into scratch and unpacked if its datatype has
@@ -17,33 +15,27 @@ int colltune_gather_as_allgather(const void *sendbuf, int sendcount, MPI_Datatyp
                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                                  MPI_Comm comm)
 {
-    int p, rank, block, contiguous = 0, count = 0;
-    int64_t elem;
+    int p, rank, block;
+    ct_blocks b;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
     int is_root = rank == root;
-    err = is_root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, elem * (is_root ? recvcount : sendcount), &block);
-    if (err == MPI_SUCCESS && is_root) err = ct_type_contiguous(recvtype, &contiguous);
-    if (err == MPI_SUCCESS && is_root) err = ct_to_int(comm, (int64_t)p * recvcount, &count);
+    err = is_root ? ct_byte_blocks(comm, p, 1, recvcount, recvtype, &b)
+                  : ct_byte_blocks(comm, p, 0, sendcount, sendtype, &b);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, b.block, &block);
     if (err != MPI_SUCCESS) return err;
     int64_t all = (int64_t)p * block;
     void *stage = recvbuf;
-    if (!contiguous && (err = ct_scratch(comm, (size_t)all, &stage)) != MPI_SUCCESS) return err;
-    void *own = ct_offset(stage, (int64_t)rank * block);
-    if (sendbuf != MPI_IN_PLACE) {
-        err = ct_pack(sendbuf, sendcount, sendtype, own, block, comm);
-    } else if (!contiguous) { /* the root's own block, in place in its recvbuf */
-        MPI_Aint lb, extent;
-        err = PMPI_Type_get_extent(recvtype, &lb, &extent);
-        if (err == MPI_SUCCESS)
-            err = ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount,
-                          recvtype, own, block, comm);
+    if (!b.contiguous && (err = ct_scratch(comm, (size_t)all, &stage)) != MPI_SUCCESS) return err;
+    /* The root in place with a contiguous recvbuf has its block at its place already. */
+    if (sendbuf != MPI_IN_PLACE || !b.contiguous) {
+        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
+                           ct_offset(stage, (int64_t)rank * block), block, comm);
+        if (err != MPI_SUCCESS) return err;
     }
-    if (err != MPI_SUCCESS) return err;
     err = PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, stage, block, MPI_BYTE, comm);
-    if (err != MPI_SUCCESS || !is_root || contiguous) return err;
-    return ct_unpack(stage, all, recvbuf, count, recvtype, comm);
+    if (err != MPI_SUCCESS || !is_root || b.contiguous) return err;
+    return ct_unpack(stage, all, recvbuf, b.count, recvtype, comm);
 }
 
 /* GL12: MPI_Gatherv with equal counts (arrays on the root only). */
@@ -68,34 +60,26 @@ int colltune_gather_as_reduce(const void *sendbuf, int sendcount, MPI_Datatype s
                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                               MPI_Comm comm)
 {
-    int p, rank, total, contiguous = 0, count = 0;
-    int64_t elem;
+    int p, rank, total;
+    ct_blocks b;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
     int is_root = rank == root;
-    err = is_root ? ct_type_size(recvtype, &elem) : ct_type_size(sendtype, &elem);
-    int64_t block = elem * (is_root ? recvcount : sendcount);
-    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * block, &total);
-    if (err == MPI_SUCCESS && is_root) err = ct_type_contiguous(recvtype, &contiguous);
-    if (err == MPI_SUCCESS && is_root) err = ct_to_int(comm, (int64_t)p * recvcount, &count);
+    err = is_root ? ct_byte_blocks(comm, p, 1, recvcount, recvtype, &b)
+                  : ct_byte_blocks(comm, p, 0, sendcount, sendtype, &b);
+    if (err == MPI_SUCCESS) err = ct_to_int(comm, p * b.block, &total);
     if (err != MPI_SUCCESS) return err;
     void *all = recvbuf;
-    if (!contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
-    void *own = ct_offset(all, rank * block);
-    if (sendbuf != MPI_IN_PLACE) {
-        err = ct_pack(sendbuf, sendcount, sendtype, own, block, comm);
-    } else if (!contiguous) { /* the root's own block, in place in its recvbuf */
-        MPI_Aint lb, extent;
-        err = PMPI_Type_get_extent(recvtype, &lb, &extent);
-        if (err == MPI_SUCCESS)
-            err = ct_pack(ct_offset(recvbuf, (int64_t)rank * recvcount * extent), recvcount,
-                          recvtype, own, block, comm);
+    if (!b.contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
+    /* The root in place with a contiguous recvbuf has its block at its place already. */
+    if (sendbuf != MPI_IN_PLACE || !b.contiguous) {
+        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
+                           ct_offset(all, rank * b.block), b.block, comm);
+        if (err != MPI_SUCCESS) return err;
     }
-    if (err != MPI_SUCCESS) return err;
-    memset(all, 0, (size_t)(rank * block));
-    memset(ct_offset(own, block), 0, (size_t)((p - rank - 1) * block));
+    ct_zero_others(all, p, rank, b.block);
     if (!is_root) return PMPI_Reduce(all, NULL, total, MPI_BYTE, MPI_BOR, root, comm);
     err = PMPI_Reduce(MPI_IN_PLACE, all, total, MPI_BYTE, MPI_BOR, root, comm);
-    if (err != MPI_SUCCESS || contiguous) return err;
-    return ct_unpack(all, total, recvbuf, count, recvtype, comm);
+    if (err != MPI_SUCCESS || b.contiguous) return err;
+    return ct_unpack(all, total, recvbuf, b.count, recvtype, comm);
 }

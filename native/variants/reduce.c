@@ -37,12 +37,10 @@ int colltune_reduce_as_reducescatterblock_gather(const void *sendbuf, void *recv
     if (err == MPI_SUCCESS) err = ct_padded_block(comm, count, p, &block);
     if (err != MPI_SUCCESS) return err;
     int64_t bytes = elem * count, block_bytes = elem * block;
-    void *vector;
-    if ((err = ct_scratch(comm, (size_t)(block_bytes * p), &vector)) != MPI_SUCCESS)
-        return err;
     const void *input = rank == root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    memcpy(vector, input, (size_t)bytes);
-    memset(ct_offset(vector, bytes), 0, (size_t)(block_bytes * p - bytes));
+    void *vector;
+    if ((err = ct_padded_copy(comm, input, bytes, block_bytes * p, &vector)) != MPI_SUCCESS)
+        return err;
     err = PMPI_Reduce_scatter_block(MPI_IN_PLACE, vector, (int)block, datatype, op, comm);
     if (err != MPI_SUCCESS) return err;
     if (rank != root)

@@ -8,14 +8,17 @@
 
 #include <string.h>
 
-/* Sum of the counts of ranks below `upto`, and of all ranks. */
-static void ct_prefix(const int *counts, int p, int upto, int64_t *below, int64_t *total)
+/* Sum of the counts of ranks below `upto`, and of all ranks: the whole vector's count, an int
+ * (else MPI_ERR_COUNT, raised). */
+static int ct_prefix(MPI_Comm comm, const int *counts, int p, int upto, int64_t *below, int *total)
 {
-    *below = *total = 0;
+    int64_t sum = 0;
+    *below = 0;
     for (int i = 0; i < p; i++) {
         if (i < upto) *below += counts[i];
-        *total += counts[i];
+        sum += counts[i];
     }
+    return ct_to_int(comm, sum, total);
 }
 
 /* RS1: MPI_Allreduce of the whole vector into scratch, keep the own block. */
@@ -24,13 +27,12 @@ int colltune_reducescatter_as_allreduce(const void *sendbuf, void *recvbuf,
                                         MPI_Comm comm)
 {
     int p, rank, total;
-    int64_t elem, below, sum;
+    int64_t elem, below;
     int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
+    if (err == MPI_SUCCESS) err = ct_prefix(comm, recvcounts, p, rank, &below, &total);
     if (err != MPI_SUCCESS) return err;
-    ct_prefix(recvcounts, p, rank, &below, &sum);
-    if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
     void *vector;
-    if ((err = ct_scratch(comm, (size_t)(elem * sum), &vector)) != MPI_SUCCESS) return err;
+    if ((err = ct_scratch(comm, (size_t)(elem * total), &vector)) != MPI_SUCCESS) return err;
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     err = PMPI_Allreduce(input, vector, total, datatype, op, comm);
     if (err == MPI_SUCCESS)
@@ -44,11 +46,10 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
                                               MPI_Op op, MPI_Comm comm)
 {
     int p, rank, total;
-    int64_t elem, below, sum;
+    int64_t elem, below;
     int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
+    if (err == MPI_SUCCESS) err = ct_prefix(comm, recvcounts, p, rank, &below, &total);
     if (err != MPI_SUCCESS) return err;
-    ct_prefix(recvcounts, p, rank, &below, &sum);
-    if ((err = ct_to_int(comm, sum, &total)) != MPI_SUCCESS) return err;
     const void *input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank != 0) {
         err = PMPI_Reduce(input, NULL, total, datatype, op, 0, comm);
@@ -58,7 +59,7 @@ int colltune_reducescatter_as_reduce_scatterv(const void *sendbuf, void *recvbuf
     }
     size_t arrays = ct_align_up((size_t)p * sizeof(int));
     void *scratch;
-    err = ct_scratch(comm, arrays + (size_t)(elem * sum), &scratch);
+    err = ct_scratch(comm, arrays + (size_t)(elem * total), &scratch);
     if (err != MPI_SUCCESS) return err;
     int *displs = scratch;
     for (int i = 0, at = 0; i < p; at += recvcounts[i], i++) displs[i] = at;
