@@ -11,6 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if MPI_VERSION < 4
+/* The name of control variable i into buf (before MPI 4 there is no lookup by name: callers
+ * walk the variables); 0, or -1 if the library does not describe it. */
+static int ct_cvar_name(int i, char buf[256])
+{
+    int len = 256, verb, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum en;
+    int err = MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope);
+    return err == MPI_SUCCESS ? 0 : -1;
+}
+#endif
+
 int ct_mpit_find(const char *name, int *index)
 {
 #if MPI_VERSION >= 4
@@ -21,11 +34,7 @@ int ct_mpit_find(const char *name, int *index)
         return -1;
     for (int i = 0; i < n; i++) {
         char buf[256];
-        int len = sizeof buf, verb, bind, scope;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
-            == MPI_SUCCESS && strcmp(buf, name) == 0) {
+        if (ct_cvar_name(i, buf) == 0 && strcmp(buf, name) == 0) {
             *index = i;
             return 0;
         }
@@ -55,11 +64,7 @@ void ct_mpit_find_all(const char *const *names, int n, int *indices)
         return;
     for (int i = 0; i < count; i++) {
         char buf[256];
-        int len = sizeof buf, verb, bind, scope;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        if (MPI_T_cvar_get_info(i, buf, &len, &verb, &dt, &en, NULL, NULL, &bind, &scope)
-            != MPI_SUCCESS || strncmp(buf, names[0], common) != 0)
+        if (ct_cvar_name(i, buf) != 0 || strncmp(buf, names[0], common) != 0)
             continue;
         for (int k = 0; k < n; k++)
             if (indices[k] < 0 && strcmp(buf, names[k]) == 0)
