@@ -34,11 +34,17 @@ int ct_type_contiguous(MPI_Datatype type, int *contiguous)
 
 #include <string.h>
 
-static int ct_pack_size_is(int count, MPI_Datatype type, int64_t bytes, MPI_Comm comm)
+/* What ct_pack and ct_unpack decide alike: a contiguous `type` is copied with memcpy; another
+ * goes through PMPI_Pack/PMPI_Unpack, which take the bytes as an int and whose format must be
+ * the data bytes alone (a pack size other than `bytes` is MPI_ERR_TYPE, raised). */
+static int ct_pack_plan(int count, MPI_Datatype type, int64_t bytes, MPI_Comm comm,
+                        int *contiguous)
 {
     int size;
-    int err = PMPI_Pack_size(count, type, comm, &size);
-    if (err != MPI_SUCCESS) return err;
+    int err = ct_type_contiguous(type, contiguous);
+    if (err != MPI_SUCCESS || *contiguous) return err;
+    if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
+    if ((err = PMPI_Pack_size(count, type, comm, &size)) != MPI_SUCCESS) return err;
     return size == bytes ? MPI_SUCCESS : ct_raise(comm, MPI_ERR_TYPE);
 }
 
@@ -46,30 +52,22 @@ int ct_pack(const void *buf, int count, MPI_Datatype type, void *raw, int64_t by
             MPI_Comm comm)
 {
     int contiguous, position = 0;
-    int err = ct_type_contiguous(type, &contiguous);
+    int err = ct_pack_plan(count, type, bytes, comm, &contiguous);
     if (err != MPI_SUCCESS) return err;
-    if (contiguous) {
-        memcpy(raw, buf, (size_t)bytes);
-        return MPI_SUCCESS;
-    }
-    if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-    if ((err = ct_pack_size_is(count, type, bytes, comm)) != MPI_SUCCESS) return err;
-    return PMPI_Pack(buf, count, type, raw, (int)bytes, &position, comm);
+    if (!contiguous) return PMPI_Pack(buf, count, type, raw, (int)bytes, &position, comm);
+    memcpy(raw, buf, (size_t)bytes);
+    return MPI_SUCCESS;
 }
 
 int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype type,
               MPI_Comm comm)
 {
     int contiguous, position = 0;
-    int err = ct_type_contiguous(type, &contiguous);
+    int err = ct_pack_plan(count, type, bytes, comm, &contiguous);
     if (err != MPI_SUCCESS) return err;
-    if (contiguous) {
-        memcpy(buf, raw, (size_t)bytes);
-        return MPI_SUCCESS;
-    }
-    if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-    if ((err = ct_pack_size_is(count, type, bytes, comm)) != MPI_SUCCESS) return err;
-    return PMPI_Unpack(raw, (int)bytes, &position, buf, count, type, comm);
+    if (!contiguous) return PMPI_Unpack(raw, (int)bytes, &position, buf, count, type, comm);
+    memcpy(buf, raw, (size_t)bytes);
+    return MPI_SUCCESS;
 }
 
 int ct_byte_blocks(MPI_Comm comm, int p, int holds, int count, MPI_Datatype type, ct_blocks *b)
