@@ -15,17 +15,7 @@
 
 #include "ct_catalog.h"
 #include "ct_profile.h"
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                           \
-        }                                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 static ct_profile *parse(const char *text, char *err, size_t errlen)
 {
@@ -261,6 +251,5 @@ int main(void)
     test_hash();
     test_layouts();
     test_limits();
-    printf("profile_unit: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return unit_check_done("profile_unit");
 }

@@ -4,33 +4,16 @@
 #   native/fuzz/run_select.sh [SECONDS]        default 60
 #
 # Needs clang and its libFuzzer/sanitizer runtimes: on Debian/Ubuntu, run as root, the script
-# installs them (apt-get install clang libclang-rt-14-dev) when clang is missing. Builds into
+# installs them (apt-get install clang libclang-rt-14-dev) when either is missing (setup.sh,
+# shared with run.sh). Builds into
 # build/fuzz-select/, starts from native/fuzz/corpus_select/, keeps new inputs in
 # build/fuzz-select/corpus/ and writes crashes as build/fuzz-select/crash-*. Exit status is
 # libFuzzer's: non-zero when it found a crash. Figures: benchmarks/learning_runtime/README.md.
 set -euo pipefail
 
 seconds="${1:-60}"
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-out="$root/build/fuzz-select"
-clang="${CLANG:-clang}"
+. "$(dirname "$0")/setup.sh" fuzz-select
 
-if ! command -v "$clang" >/dev/null 2>&1 && [ -z "${CLANG:-}" ] && command -v apt-get >/dev/null 2>&1 \
-        && [ "$(id -u)" = 0 ]; then
-    echo "run_select.sh: installing clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=900 \
-        clang libclang-rt-14-dev >&2
-fi
-if ! command -v "$clang" >/dev/null 2>&1; then
-    echo "run_select.sh: clang not found; install it (Debian: apt-get install -y clang libclang-rt-14-dev) or set CLANG=" >&2
-    exit 2
-fi
-python="$(command -v python3 || true)"
-[ -x "$root/.venv/bin/python" ] && python="$root/.venv/bin/python"
-
-mkdir -p "$out/catalog" "$out/corpus"
-"$python" "$here/gen_names.py" "$out/catalog"
 "$clang" -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$root/native/include" -I"$out/catalog" -I"$root/native/generated" \
     "$here/fuzz_select.c" "$root/native/core/select.c" "$root/native/core/select_draw.c" "$root/native/core/textformat.c" "$out/catalog/ct_catalog.c" \

@@ -20,17 +20,7 @@
 
 #include "ct_catalog.h"
 #include "ct_select.h"
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                           \
-        }                                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 static const struct {
     uint64_t seed, comm, call, bits;
@@ -287,6 +277,5 @@ int main(int argc, char **argv)
     test_table();
     test_redraw();
     test_library();
-    printf("select_unit: %d checks, %d failed\n", checks, failures);
-    return failures != 0;
+    return unit_check_done("select_unit");
 }
