@@ -412,11 +412,9 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
         ct_memo *m = s != NULL && ct_memoisable(kind, call)
                          ? ct_memo_new(kind, call, site, comm, s, bytes)
                          : NULL;
-        if (m != NULL) {
-            ct_profcomm_after(st, &m->fp, &m->id, &m->pattern, kind, site, call, bytes, seq);
-        } else {
-            ct_profcomm_after(st, NULL, NULL, NULL, kind, site, call, bytes, seq);
-        }
+        /* the memo entry keeps the fingerprint, else the communicator's state (NULLs) */
+        ct_profcomm_after(st, m ? &m->fp : NULL, m ? &m->id : NULL, m ? &m->pattern : NULL, kind,
+                          site, call, bytes, seq);
     }
     if (s != NULL) {
         ct_count(s, bytes);
