@@ -64,7 +64,7 @@ def line_format(fields: list[dict]) -> str:
 def profile_run_c(run: dict) -> list[str]:
     """The point and pattern lines as printf formats and the argument order as a comment; the
     writer passes its values in that order (gcc's -Wformat checks their types)."""
-    lines = ["/* Profiling runs (native/runtime/profrun.c, profcomm.c): dir/rank-N. */",
+    lines = ["/* Profiling runs (native/runtime/profrun.c, profcall.c, profcomm.c): dir/rank-N. */",
              f'#define CT_PROFRUN_MAGIC "{run["magic"]}"',
              f"#define CT_PROFRUN_VERSION {run['version']}"]
     for kind in ("point", "pattern"):

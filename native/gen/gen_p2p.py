@@ -4,7 +4,7 @@
 Output: native/generated/ct_p2p_wrappers.c, for every call of the table an MPI_<name> that
   - goes straight to PMPI_<name> when profiling is off (one predictable branch on ct_p2p_on);
   - else notes its call site, times PMPI_<name> and hands (call, bytes, time) to
-    ct_profrun_p2p (runtime/profrun.c), which records it without allocating.
+    ct_profrun_p2p (runtime/profcall.c), which records it without allocating.
 
 `--check` writes nothing and exits 1 if the committed file is stale (the test suite runs it).
 Stdlib only, like every generator.
@@ -81,7 +81,7 @@ def generate() -> str:
     calls = load()
     lines = [banner("gen_p2p.py", source="native/spec/p2p.toml").rstrip("\n"), ""]
     lines += [
-        "/* Point-to-point calls timed by the profiling mode (runtime/profrun.c). */",
+        "/* Point-to-point calls timed by the profiling mode (runtime/profcall.c). */",
         "#include <mpi.h>",
         "#include <stdint.h>",
         "",

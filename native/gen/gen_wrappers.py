@@ -3,7 +3,9 @@
 
 Output: native/generated/ct_wrappers.c, for every collective of the table
   - MPI_<Coll>: one predictable branch on ct_active[coll] (pass-through straight to PMPI_<Coll>),
-    else the arguments fill a ct_call by role and the decision point (ct_dispatch) runs;
+    else the arguments fill a ct_call by role and the decision point (ct_dispatch) runs, or
+    while profiling the profiling mode's call path (ct_profrun_dispatch, which times the call
+    and hands it to ct_dispatch itself; see `DISPATCH`);
   - MPI_<Coll>_c (MPI-4 large count, under `#if MPI_VERSION >= 4`): served like MPI_<Coll> when
     every significant count times its datatype size fits an int (a condition that is the same on
     all ranks, see `fit_conditions`), else passed to PMPI_<Coll>_c unchanged.
@@ -73,6 +75,17 @@ def fill_call(coll: Collective, value: dict[str, str], indent: str) -> list[str]
     return lines
 
 
+# The end of every serving wrapper. The profiling mode's test is here rather than in ct_dispatch so
+# that its call path calls the decision point and never the other way round (the test ct_dispatch
+# made first, moved); ct_profrun_inside: a collective the serving code makes itself is not
+# profiled again.
+DISPATCH = [
+    "    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))",
+    "        return ct_profrun_dispatch(&call);",
+    "    return ct_dispatch(&call);",
+]
+
+
 def wrapper(coll: Collective) -> list[str]:
     value = {FIELD[a.role]: a.name for a in coll.args}
     return [
@@ -82,7 +95,7 @@ def wrapper(coll: Collective) -> list[str]:
         f"        return P{coll.mpi}({call_args(coll)});",
         "    ct_profrun_site = __builtin_return_address(0);",
         *fill_call(coll, value, "    "),
-        "    return ct_dispatch(&call);",
+        *DISPATCH,
         "}",
         "",
     ]
@@ -153,7 +166,7 @@ def large_wrapper(coll: Collective) -> list[str]:
         f"        return P{name}({call_args(coll)});",
         "    }",
         *fill_call(coll, value, "    "),
-        "    return ct_dispatch(&call);",
+        *DISPATCH,
         "}",
         "",
     ]
@@ -182,7 +195,7 @@ def large_vector_body(coll: Collective) -> list[str]:
         f"        return P{coll.mpi}_c({call_args(coll)});",
         "    }",
         *fill_call(coll, value, "    "),
-        "    return ct_dispatch(&call);",
+        *DISPATCH,
         "}",
         "",
     ]
@@ -192,7 +205,8 @@ def generate() -> str:
     table = load()
     lines = [banner("gen_wrappers.py", source="native/spec/collectives.toml").rstrip("\n"), ""]
     lines += [
-        "/* The MPI_* collectives of libcolltune.so: pass-through or ct_dispatch (runtime/). */",
+        "/* The MPI_* collectives of libcolltune.so: pass-through, ct_dispatch or, while profiling,",
+        " * ct_profrun_dispatch (runtime/). */",
         "#include <mpi.h>",
         "",
         '#include "../runtime/ct_profrun.h"',

@@ -2,7 +2,9 @@
  * The interposer's runtime: modes, decision point, counting (libcolltune.so only).
  *
  * The generated wrappers (ct_wrappers.c) test one byte per collective, `ct_active[coll]`, and
- * call PMPI_* directly when it is 0: that is the whole pass-through cost. The byte is written
+ * call PMPI_* directly when it is 0: that is the whole pass-through cost. Otherwise they call
+ * ct_dispatch, or while profiling the profiling mode's call path (ct_profrun.h), which calls
+ * ct_dispatch itself. The byte is written
  * only inside MPI_Init/MPI_Init_thread (before the application can call a collective) and read
  * afterwards, so it needs no atomics; that is why it is process-global.
  */

@@ -150,7 +150,6 @@ static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
 
 int ct_dispatch(const ct_call *call)
 {
-    CT_PROFRUN_HOOK(call);
     /* learn.c checks erroneous calls itself, from the communicator's cached size and rank */
     if (ct_route[call->coll] == CT_ROUTE_LEARN_FAST)
         return ct_learn_dispatch(call);
@@ -203,7 +202,7 @@ const char *colltune_route_name(int coll)
     if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
         return NULL;
     /* The profiling mode activates every wrapper (ct_active) and times whoever serves the
-     * call: the library directly unless another mode serves it (profrun.c). */
+     * call: the library directly unless another mode serves it (profcall.c). */
     int profiling = ct_profrun_on != 0;
     if (profiling ? !ct_profrun_served(coll) : !ct_active[coll])
         return profiling ? "profiling" : "pass-through";

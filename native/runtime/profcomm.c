@@ -1,6 +1,7 @@
 /*
- * Profiling mode, per communicator (see ct_profrun.h): the sampling schedule with its time budget,
- * the call patterns one call could replace, and MPI_Barrier.
+ * Profiling mode, per communicator (see ct_profrun_impl.h): the sampling schedule with its time
+ * budget, and the call patterns one call could replace. The call path (profcall.c) calls in here;
+ * nothing here calls back: what a call is (its kind, site, number) comes as arguments.
  *
  * State: one small struct per communicator, found through a keyval attribute (allocated at the
  * communicator's first profiled call, freed by the attribute's delete callback) and cached per
@@ -35,7 +36,7 @@
 #include <string.h>
 
 #include "ct_formats.h"
-#include "ct_profrun.h"
+#include "ct_profrun_impl.h"
 #include "ct_runtime.h"
 
 #define CT_LEVEL_OVER 4u                /* levels in quarters of the budget */
@@ -45,27 +46,12 @@
 #define CT_PAT_SLOTS 256
 _Static_assert((CT_PAT_SLOTS & (CT_PAT_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
 
-/* (pattern, first site, second site, communicator size, log2 bytes of the second call); no
- * padding: compared and copied as bytes (ct_table_probe). */
-typedef struct ct_pat_key {
-    const void *first, *second;
-    int pattern, nprocs, bin, zero;
-} ct_pat_key;
-_Static_assert(sizeof(ct_pat_key) == 2 * sizeof(void *) + 4 * sizeof(int), "no padding");
-
-typedef struct ct_pat_slot {
-    atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
-    ct_pat_key key;
-    atomic_ullong count, bytes;
-} ct_pat_slot;
-
 static const char *const ct_pattern_names[CT_PAT_COUNT] = {
     [CT_PAT_REDUCE_BCAST] = "reduce_bcast",
     [CT_PAT_SMALL_REDUCTIONS] = "small_reductions",
     [CT_PAT_BARRIER_SYNC] = "barrier_before_sync",
 };
 
-CT_HIDDEN _Thread_local uint64_t ct_profrun_seq;
 CT_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache = {MPI_COMM_NULL, NULL, 0};
 CT_HIDDEN atomic_uint ct_profcomm_generation;
 static int ct_keyval = MPI_KEYVAL_INVALID;
@@ -77,7 +63,6 @@ static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ti
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
 /* the slot this thread counted last */
 static _Thread_local ct_pat_slot *ct_pat_last __attribute__((tls_model("initial-exec")));
-static int ct_mt;                               /* MPI_THREAD_MULTIPLE */
 static atomic_ullong ct_pat_lost;
 
 static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)
@@ -94,9 +79,8 @@ int ct_profcomm_prepare(void)
            == MPI_SUCCESS;
 }
 
-void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0, int mt)
+void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0)
 {
-    ct_mt = mt;
     ct_every = every;
     ct_budget_ppm = budget_ppm;
     ct_ns0 = ns0;
@@ -220,7 +204,7 @@ int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
 
 void ct_pat_bump(ct_pat_slot *s, uint64_t pairs, uint64_t bytes)
 {
-    if (ct_mt) {
+    if (ct_profrun_mt) {
         atomic_fetch_add_explicit(&s->count, pairs, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
     } else {   /* one thread at a time calls MPI: no locked instruction needed */
@@ -392,14 +376,4 @@ void ct_profcomm_write(FILE *out, double ns_per_tick)
             atomic_load(&ct_syncs),
             (unsigned long long)((double)atomic_load(&ct_latency_ns) * ns_per_tick + 0.5),
             atomic_load(&ct_latencies));
-}
-
-/* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */
-int MPI_Barrier(MPI_Comm comm)
-{
-    if (CT_LIKELY(!ct_profrun_on) || ct_profrun_inside)
-        return PMPI_Barrier(comm);
-    /* Fortran's MPI_Barrier (ct_fortran_wrappers.c) hands down the application's call site */
-    return ct_profrun_barrier(comm, ct_profrun_caller != NULL ? ct_profrun_caller
-                                                              : __builtin_return_address(0));
 }

@@ -1,0 +1,197 @@
+/*
+ * The profiling mode's inside (see ct_profrun.h), private to its files: the fixed tables; per
+ * communicator (profcomm.c) the sampling schedule with its budget and the call patterns, as the
+ * call path (profcall.c) uses them; and what MPI_Finalize (profrun.c) asks of both.
+ */
+#ifndef CT_PROFRUN_IMPL_H
+#define CT_PROFRUN_IMPL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "ct_profrun.h"
+
+/* ---- fixed open-addressing tables (profcall.c's points, profcomm.c's patterns) ------------- */
+/* A slot is `atomic_int state` (0 empty, 1 being claimed, 2 ready) and, `key_at` bytes in, its
+ * key of `key_bytes` (a struct without padding: compared and copied as bytes); every other field
+ * starts at zero. The slot of `key` in a table of `n` (a power of two) slots of `stride` bytes,
+ * probing from hash `h`: an empty slot is claimed by CAS and gets the key before it is
+ * published; a slot being claimed by another thread is waited for (a few stores). NULL when the
+ * table is full. No lock: MPI_THREAD_MULTIPLE safe. Inline: the sizes are constants. */
+static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_t h,
+                                   size_t key_at, const void *key, size_t key_bytes)
+{
+    for (size_t probe = 0; probe < n; probe++) {
+        char *slot = (char *)table + ((h + probe) & (n - 1)) * stride;
+        atomic_int *state = (atomic_int *)slot;
+        int st = atomic_load_explicit(state, memory_order_acquire);
+        if (st == 0) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong_explicit(state, &expected, 1, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                memcpy(slot + key_at, key, key_bytes);
+                atomic_store_explicit(state, 2, memory_order_release);
+                return slot;
+            }
+            st = expected;
+        }
+        while (st == 1)
+            st = atomic_load_explicit(state, memory_order_acquire);
+        if (memcmp(slot + key_at, key, key_bytes) == 0)
+            return slot;
+    }
+    return NULL;
+}
+
+/* ---- the points (profcall.c counts into them, profrun.c writes them at MPI_Finalize) ------- */
+#define CT_COLL_SLOTS 4096
+#define CT_P2P_SLOTS 1024
+#define CT_PR_BARRIER CT_NUM_COLLECTIVES   /* MPI_Barrier's kind in the collective table */
+_Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT_P2P_SLOTS - 1)) == 0,
+               "powers of two (ct_table_probe)");
+
+/* One (collective or p2p call, site, communicator size, log2 bytes) point. No padding: the
+ * key is compared and copied as bytes (ct_table_probe). */
+typedef struct ct_point_key {
+    const void *site;
+    int kind;                         /* ct_coll_id, CT_PR_BARRIER or ct_p2p_call */
+    int nprocs;                       /* communicator size (0 for p2p) */
+    int bin;                          /* floor(log2(bytes)), -1 for 0 bytes */
+    int zero;
+} ct_point_key;
+_Static_assert(sizeof(ct_point_key) == sizeof(void *) + 4 * sizeof(int), "no padding");
+
+/* Minima are kept as their bitwise complement under a maximum, so that a zeroed slot means "none
+ * yet" and a claimed slot needs nothing but its key. Durations in ticks (ct_profrun_ticks). */
+typedef struct ct_point {
+    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
+    ct_point_key key;
+    atomic_ullong calls, bytes, bytes_min_not, bytes_max;
+    atomic_ullong timed, timed_ns, max_ns;   /* the calls whose time was taken */
+    atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_not;
+} ct_point;
+
+extern CT_PROFRUN_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
+extern CT_PROFRUN_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
+/* calls not counted: their table was full */
+extern CT_PROFRUN_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
+
+/* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
+enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
+
+/* A call as patterns compare it with the next one on its communicator. */
+typedef struct ct_fingerprint {
+    const void *site;
+    int kind, root, count;
+    MPI_Datatype type;
+    MPI_Op op;
+    const void *in;             /* the reduction's input buffer (its recvbuf when in place) */
+    const void *out;            /* where this rank has the result, NULL where it has none */
+    int64_t bytes;
+} ct_fingerprint;
+
+/* A communicator's profiling state: a keyval attribute, allocated at its first profiled call.
+ * Defined here so that the call path reads its call counter and size inline. The previous
+ * collective call's fingerprint is a memoised call's (profcall.c) or `own`, identified by an id
+ * that changes whenever the fingerprint there is rewritten: valid while *prev_idp == prev_id. */
+typedef struct __attribute__((aligned(64))) ct_pcomm {
+    /* what every call reads and writes: one cache line */
+    uint64_t calls;             /* collective calls on it so far: the same number on every rank */
+    uint64_t next_sample;       /* the number of the next sampled call; UINT64_MAX: none */
+    const ct_fingerprint *prev;
+    const uint64_t *prev_idp;
+    uint64_t prev_id, prev_seq; /* prev_seq: its number in the thread's sequence of calls */
+    int nprocs, rank;
+    int inter;
+    uint64_t period, samples;
+    uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
+    uint64_t own_id;
+    ct_fingerprint own;         /* a call that is not memoised */
+} ct_pcomm;
+
+/* (pattern, first site, second site, communicator size, log2 bytes of the second call); no
+ * padding: compared and copied as bytes (ct_table_probe). */
+typedef struct ct_pat_key {
+    const void *first, *second;
+    int pattern, nprocs, bin, zero;
+} ct_pat_key;
+_Static_assert(sizeof(ct_pat_key) == 2 * sizeof(void *) + 4 * sizeof(int), "no padding");
+
+/* A pattern's counter (profcomm.c's table). */
+typedef struct ct_pat_slot {
+    atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
+    ct_pat_key key;
+    atomic_ullong count, bytes;
+} ct_pat_slot;
+
+/* A memoised call's pattern with the call it last followed directly: `after` is that call's
+ * fingerprint id (0: none yet), `pattern` the one their arguments other than the buffers make
+ * (-1: none), `slot` its counter; the buffers' part is checked on every call
+ * (ct_profcomm_buffers_fit: applications reduce into other buffers from call to call). */
+typedef struct ct_pat_memo {
+    uint64_t after;
+    ct_pat_slot *slot;
+    int pattern;
+} ct_pat_memo;
+
+/* This thread's last communicator and its state, valid while `generation` is the global one
+ * (bumped when any state is freed: a freed communicator's handle may be reused); the call path
+ * reads it inline (ct_pcomm_of in profcall.c), ct_profcomm_lookup fills it. */
+typedef struct ct_pcomm_cache {
+    MPI_Comm comm;
+    ct_pcomm *state;
+    unsigned generation;
+} ct_pcomm_cache;
+extern CT_PROFRUN_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache
+    __attribute__((tls_model("initial-exec")));
+extern CT_PROFRUN_HIDDEN atomic_uint ct_profcomm_generation;
+
+CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
+CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0);
+CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
+/* The communicator's state, found or made, and cached for this thread; NULL: none. */
+CT_PROFRUN_HIDDEN ct_pcomm *ct_profcomm_lookup(MPI_Comm comm);
+CT_PROFRUN_HIDDEN uint64_t ct_profcomm_gap(uint64_t period, uint64_t k);
+
+/* Counts the call; 1 if it is one to sample (then ct_profcomm_sync). */
+static inline int ct_profcomm_due(ct_pcomm *st)
+{
+    return __builtin_expect(st->calls++ == st->next_sample, 0);
+}
+
+/* A sampled call: the timed synchronisation before it (1, *wait_ns = its time; 0: failed). */
+CT_PROFRUN_HIDDEN int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns);
+/* After a successful call: its fingerprint is written to *fp (a memo entry's, else NULL: the
+ * state's own) under a new id in *idp; the pattern it completes with the previous call is
+ * counted (and cached in *pm where given); then it is the previous call. `seq`: its number in
+ * the thread's sequence of intercepted calls ("directly after" for patterns). */
+CT_PROFRUN_HIDDEN void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp,
+                                         ct_pat_memo *pm, int kind, const void *site,
+                                         const struct ct_call *call, int64_t bytes, uint64_t seq);
+/* The pattern a memoised call (fingerprint *fp) makes with the previous call, cached in *pm
+ * (profcall.c's ct_repeat_pattern asks only when the previous call is another than last time). */
+CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *fp,
+                                           ct_pat_memo *pm, int64_t bytes);
+/* `pairs` pairs of `bytes` bytes (the second calls', summed) into a pattern's counter. */
+CT_PROFRUN_HIDDEN void ct_pat_bump(ct_pat_slot *slot, uint64_t pairs, uint64_t bytes);
+
+CT_PROFRUN_HIDDEN int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
+                                               const ct_fingerprint *prev,
+                                               const ct_fingerprint *cur);
+/* A call's buffers in its fingerprint (where its result is, what it reads). */
+CT_PROFRUN_HIDDEN void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind,
+                                              const struct ct_call *call);
+
+/* The pattern lines, patterns_lost and sample_syncs of dir/rank-N (MPI_Finalize). */
+CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
+
+/* ---- the call path (profcall.c), as MPI_Finalize ends it ---------------------------------- */
+/* Every thread's memoised repetitions into the points (after ct_profrun_on is cleared). */
+CT_PROFRUN_HIDDEN void ct_profcall_finish(void);
+
+#endif /* CT_PROFRUN_IMPL_H */

@@ -1,0 +1,498 @@
+/*
+ * Profiling mode (COLLTUNE_PROFILE_RUN), the call path: see ct_profrun.h for what is recorded.
+ * The generated wrappers hand a collective here (ct_profrun_dispatch) instead of to ct_dispatch
+ * while profiling; it is timed, sampled and recorded here and served by ct_dispatch (modes.c)
+ * where another mode serves it, else by the library. MPI_Barrier's wrapper is here too.
+ *
+ * Fixed open-addressing tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe,
+ * no lock). A slot is claimed once by CAS on its state; when a table is full the call is only
+ * counted in `lost` (written out, so the front end can say what it misses). A call site's last
+ * call is memoised per thread (ct_memo): a loop's repetitions skip the size, the slot lookup and
+ * the pattern comparison, and only one in CT_TIME_EVERY reads the clock. (The clock is
+ * profclock.c's, the per-communicator state profcomm.c's; MPI_Finalize's file is profrun.c's.)
+ *
+ * Sampling must be identical on all ranks of a communicator, or the inserted synchronisation
+ * would deadlock: profcomm.c decides it from per-communicator call numbers, the same on all ranks.
+ * Below MPI_THREAD_MULTIPLE the counters are updated with plain loads and stores (no locked
+ * instruction on the call path): one thread at a time calls MPI.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_core.h"
+#include "ct_formats.h"
+#include "ct_profrun_impl.h"
+#include "ct_runtime.h"
+
+#define CT_HOT 16            /* per thread: the slots used last, by call site */
+/* Every call is counted; its time is taken for the first CT_TIME_ALL calls of each point and
+ * then for one call in CT_TIME_EVERY on average (gaps CT_TIME_EVERY/2 .. 3 CT_TIME_EVERY/2 from
+ * a per-thread xorshift, so no cycle of the application's calls is missed), and for every
+ * sampled call. Two TSC reads are ~80 cycles here; on ExaML (a synchronous Reduce/Bcast round
+ * trip, 1.36 M calls per rank in ~6 s) every call's clock reads alone were ~1.5% of the run.
+ * The front end scales a point's timed total by calls / timed. */
+#define CT_TIME_ALL 64
+#define CT_TIME_EVERY 16
+_Static_assert((CT_HOT & (CT_HOT - 1)) == 0, "a power of two (a mask)");
+
+CT_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
+CT_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
+CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
+
+/* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
+static _Thread_local uint64_t ct_seq __attribute__((tls_model("initial-exec")));
+
+int64_t ct_profrun_bytes(int count, MPI_Datatype type)
+{
+    int size;
+    if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+        return 0;
+    return (int64_t)count * size;
+}
+
+static int ct_bin(int64_t bytes)
+{
+    return bytes <= 0 ? -1 : 63 - __builtin_clzll((unsigned long long)bytes);
+}
+
+static void ct_max(atomic_ullong *m, uint64_t v)
+{
+    unsigned long long cur = atomic_load_explicit(m, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+}
+
+/* Find or claim the slot of a point; NULL (and `lost` counted) when the table is full. */
+static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const ct_point_key *key)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)key->site * 0x9E3779B97F4A7C15ull)
+                 ^ ((uint64_t)key->kind << 40 ^ (uint64_t)(key->bin + 1) << 32 ^ (uint64_t)key->nprocs);
+    h ^= h >> 29;
+    ct_point *s = ct_table_probe(table, n, sizeof *table, h, offsetof(ct_point, key), key,
+                                 sizeof *key);
+    if (s == NULL)
+        atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
+    return s;
+}
+
+/* This thread's slots used last, one per hash of (site, kind, bin): a loop's calls find theirs
+ * with one load and four compares instead of a hash and a probe of the shared table. */
+static _Thread_local ct_point *ct_hot[CT_HOT] __attribute__((tls_model("initial-exec")));
+
+static inline ct_point *ct_coll_slot(const void *site, int kind, int nprocs, int bin)
+{
+    ct_point_key key = {site, kind, nprocs, bin, 0};
+    unsigned i = (unsigned)(((uintptr_t)site >> 2) ^ (uintptr_t)kind ^ (uintptr_t)bin) & (CT_HOT - 1);
+    ct_point *s = ct_hot[i];
+    if (CT_LIKELY(s != NULL && memcmp(&s->key, &key, sizeof key) == 0))
+        return s;
+    s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, &key);
+    if (s != NULL)
+        ct_hot[i] = s;
+    return s;
+}
+
+static inline void ct_bump(atomic_ullong *x, uint64_t v)
+{
+    if (ct_profrun_mt)
+        atomic_fetch_add_explicit(x, v, memory_order_relaxed);
+    else
+        atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + v,
+                              memory_order_relaxed);
+}
+
+static inline void ct_count(ct_point *s, int64_t bytes)
+{
+    uint64_t b = (uint64_t)(bytes > 0 ? bytes : 0);
+    ct_bump(&s->calls, 1);
+    ct_bump(&s->bytes, b);
+    /* a slot holds one log2 bin: the exact range inside it (the CAS only when it widens) */
+    if (~b > atomic_load_explicit(&s->bytes_min_not, memory_order_relaxed))
+        ct_max(&s->bytes_min_not, ~b);
+    if (b > atomic_load_explicit(&s->bytes_max, memory_order_relaxed))
+        ct_max(&s->bytes_max, b);
+}
+
+static void ct_time(ct_point *s, uint64_t ticks)
+{
+    ct_bump(&s->timed, 1);
+    ct_bump(&s->timed_ns, ticks);
+    ct_max(&s->max_ns, ticks);
+}
+
+/* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call. */
+static _Thread_local uint32_t ct_time_left __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t ct_time_rng __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) void ct_time_rearm(void)
+{
+    uint32_t x = ct_time_rng ? ct_time_rng : (0x9E3779B9u ^ (uint32_t)(uintptr_t)&ct_time_rng) | 1u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    ct_time_rng = x;
+    ct_time_left = CT_TIME_EVERY / 2 + x % (CT_TIME_EVERY + 1);
+}
+
+static inline int ct_time_this(const ct_point *s)
+{
+    if (atomic_load_explicit(&s->calls, memory_order_relaxed) < CT_TIME_ALL)
+        return 1;
+    if (CT_LIKELY(ct_time_left > 1)) {
+        ct_time_left--;
+        return 0;
+    }
+    ct_time_rearm();
+    return 1;
+}
+
+void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
+{
+    ct_seq++;
+    if ((int64_t)ns < 0)
+        ns = 0;   /* ticks read on two cores a hair apart */
+    ct_point_key key = {site, (int)call, 0, ct_bin(bytes), 0};
+    ct_point *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
+    if (s != NULL) {
+        ct_count(s, bytes);
+        ct_time(s, ns);
+    }
+}
+
+/* A collective's bytes before the call for the count * size(type) collectives (ct_bytes_forms),
+ * the size cached per thread for predefined types (ct_type_size); -2: known only after the
+ * call, which reports a null datatype or negative count itself (a size query of
+ * MPI_DATATYPE_NULL would raise the error on MPI_COMM_WORLD instead of the caller's). */
+static inline int64_t ct_bytes_before(const ct_call *call)
+{
+    ct_bytes_form form = ct_bytes_forms[call->coll];
+    if (form.count_at < 0)
+        return -2;
+    int count;
+    MPI_Datatype type;
+    memcpy(&count, (const char *)call + form.count_at, sizeof count);
+    memcpy(&type, (const char *)call + form.type_at, sizeof type);
+    int64_t size;
+    if (count < 0 || type == MPI_DATATYPE_NULL || ct_type_size(type, &size) != MPI_SUCCESS)
+        return -2;
+    return (int64_t)count * size;
+}
+
+/* The library, or the mode that serves the call (not re-entered: ct_profrun_inside). */
+static inline int ct_serve(int kind, const ct_call *call, MPI_Comm comm)
+{
+    ct_profrun_inside = 1;
+    int rc = call == NULL                 ? PMPI_Barrier(comm)
+             : ct_profrun_by_modes[kind] ? ct_dispatch(call)
+                                         : colltune_invoke_library(call);
+    ct_profrun_inside = 0;
+    return rc;
+}
+
+/* The end of a call's record: its time where it was timed (ticks, converted at MPI_Finalize).
+ * The application's time in the call includes the inserted synchronisation: on a sampled call
+ * the wait for late ranks moved there from the collective. */
+static void ct_timed(ct_point *s, uint64_t ns, int sampled, uint64_t wait)
+{
+    if ((int64_t)ns < 0)
+        ns = 0;   /* ticks read on two cores a hair apart */
+    ct_time(s, wait + ns);
+    if (sampled) {
+        ct_bump(&s->samples, 1);
+        ct_bump(&s->sample_own_ns, ns);
+        ct_bump(&s->sample_wait_ns, wait);
+        ct_max(&s->sample_wait_min_not, ~wait);
+    }
+}
+
+/* A call site's last call, per thread: when the same call comes again (a loop), everything
+ * derived from its arguments is taken from here, its point's slot, size and fingerprint, and
+ * the pattern it makes with the call before it (ct_pat_memo); its repetitions are counted here
+ * and added to the shared counters when the entry is reused and at MPI_Finalize, so that a
+ * repetition touches two cache lines of it (ExaML computes ~9 us between its pairs: every line
+ * a call touches is a cache miss there). Only calls whose derived data depends on nothing else:
+ * count * size of a predefined datatype (never freed, so its handle always means the same type)
+ * or MPI_Barrier, on a communicator whose state is still the one seen (generation). Allocated
+ * per thread at its first memoised call, kept in a list for MPI_Finalize (ct_profcall_finish);
+ * never under
+ * MPI_THREAD_MULTIPLE (one thread at a time calls MPI otherwise, so plain increments do). */
+typedef struct __attribute__((aligned(64))) ct_memo {
+    /* the key (not the buffers: applications reduce into other buffers from call to call, ExaML
+     * almost every time) and the timing countdown: one cache line */
+    const void *site;
+    MPI_Comm comm;
+    MPI_Datatype type;
+    MPI_Op op;
+    unsigned generation;
+    int kind, count, root;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
+    /* what a repetition reads and counts: one cache line */
+    uint64_t __attribute__((aligned(64))) id;   /* of the fingerprint (profcomm.c); 0: empty */
+    ct_point *slot;
+    int64_t bytes;
+    uint64_t calls, pairs;        /* repetitions, and pattern pairs, not yet in the counters */
+    ct_pat_memo pattern;
+    ct_fingerprint fp;            /* its buffers rewritten by every repetition */
+} ct_memo;
+_Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
+#define CT_MEMOS 16
+typedef struct ct_memo_block {
+    ct_memo memos[CT_MEMOS];
+    struct ct_memo_block *next;
+} ct_memo_block;
+static _Thread_local ct_memo *ct_memos __attribute__((tls_model("initial-exec")));
+static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
+
+static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
+{
+    return &memos[(((uintptr_t)site >> 2) ^ (uintptr_t)kind) & (CT_MEMOS - 1)];
+}
+
+/* The communicator and its state's generation stand for the state. (The kind too is compared:
+ * one call instruction through a function pointer may call MPI_Allreduce and
+ * MPI_Reduce_scatter_block, whose signatures are the same.) */
+static inline int ct_memo_is(const ct_memo *m, const void *site, int kind, const ct_call *call,
+                             MPI_Comm comm)
+{
+    if (m->site != site || m->kind != kind || m->comm != comm
+        || m->generation != ct_profcomm_cache.generation)
+        return 0;
+    return call == NULL
+           || (m->count == call->recvcount && m->type == call->recvtype && m->root == call->root
+               && m->op == call->op);
+}
+
+/* Can this successful call be memoised? Its size from recvcount and recvtype alone, whose size
+ * ct_type_size cached as a named (predefined) type. */
+static int ct_memoisable(int kind, const ct_call *call)
+{
+    if (call == NULL)
+        return 1;
+    ct_bytes_form form = ct_bytes_forms[kind];
+    if (form.count_at != (signed char)offsetof(ct_call, recvcount)
+        || form.type_at != (signed char)offsetof(ct_call, recvtype))
+        return 0;
+    const ct_tsize *e = &ct_tsizes[ct_tslot(call->recvtype)];
+    return e->type == call->recvtype && e->tag > 1;
+}
+
+/* An entry's repetitions into the shared counters (before it is reused, and at MPI_Finalize). */
+static void ct_memo_flush(ct_memo *m)
+{
+    if (m->calls > 0) {
+        ct_bump(&m->slot->calls, m->calls);
+        ct_bump(&m->slot->bytes, m->calls * (uint64_t)m->bytes);
+        m->calls = 0;
+    }
+    if (m->pairs > 0) {
+        ct_pat_bump(m->pattern.slot, m->pairs, m->pairs * (uint64_t)m->bytes);
+        m->pairs = 0;
+    }
+}
+
+static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
+                            ct_point *slot, int64_t bytes)
+{
+    if (ct_profrun_mt)
+        return NULL;   /* the repetitions' counters are not atomic */
+    if (ct_memos == NULL) {
+        ct_memo_block *b = aligned_alloc(64, sizeof *b);
+        if (b == NULL)
+            return NULL;
+        memset(b, 0, sizeof *b);
+        b->next = atomic_load_explicit(&ct_memo_blocks, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&ct_memo_blocks, &b->next, b,
+                                                      memory_order_release, memory_order_relaxed)) {
+        }
+        ct_memos = b->memos;
+    }
+    ct_memo *m = ct_memo_at(ct_memos, site, kind);
+    if (m->id != 0)
+        ct_memo_flush(m);
+    m->site = site;
+    m->kind = kind;
+    m->comm = comm;
+    m->generation = ct_profcomm_cache.generation;
+    if (call != NULL) {
+        m->count = call->recvcount;
+        m->type = call->recvtype;
+        m->root = call->root;
+        m->op = call->op;
+    }
+    m->slot = slot;
+    m->bytes = bytes;
+    uint64_t seen = atomic_load_explicit(&slot->calls, memory_order_relaxed);
+    m->time_all = seen < CT_TIME_ALL ? (uint32_t)(CT_TIME_ALL - seen) : 0;
+    return m;
+}
+
+static void ct_memo_flush_all(void)
+{
+    for (ct_memo_block *b = atomic_load(&ct_memo_blocks); b != NULL; b = b->next)
+        for (int i = 0; i < CT_MEMOS; i++)
+            if (b->memos[i].id != 0)
+                ct_memo_flush(&b->memos[i]);
+}
+
+/* The communicator's state (profcomm.c's, NULL: none): one compare for a loop's calls on one
+ * communicator, profcomm.c's lookup otherwise. */
+static inline ct_pcomm *ct_pcomm_of(MPI_Comm comm)
+{
+    if (CT_LIKELY(comm == ct_profcomm_cache.comm
+                  && atomic_load_explicit(&ct_profcomm_generation, memory_order_relaxed)
+                         == ct_profcomm_cache.generation))
+        return ct_profcomm_cache.state;
+    return ct_profcomm_lookup(comm);
+}
+
+/* A memoised call's repetition becomes the previous call on its communicator. A pair it
+ * completes with the call directly before it, by the pattern cached in the entry (asked of
+ * profcomm.c only when that call is another than last time), is counted in m->pairs: added to
+ * the pattern's counter when the verdict is taken again and at the entry's flush. */
+static inline void ct_repeat_pattern(ct_pcomm *st, ct_memo *m, uint64_t seq)
+{
+    ct_pat_memo *pm = &m->pattern;
+    if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
+        if (CT_UNLIKELY(pm->after != st->prev_id)) {   /* first time after this call */
+            if (m->pairs > 0 && pm->slot != NULL)
+                ct_pat_bump(pm->slot, m->pairs, m->pairs * (uint64_t)m->bytes);
+            m->pairs = 0;
+            ct_profcomm_pattern(st, &m->fp, pm, m->bytes);
+        }
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &m->fp))
+            m->pairs++;
+    }
+    st->prev = &m->fp;
+    st->prev_idp = &m->id;
+    st->prev_id = m->id;
+    st->prev_seq = seq;
+}
+
+/* Every call that is not a memoised one's repetition: sizes, slots and fingerprints derived from
+ * the arguments (and the memo made where it can be). */
+static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *call,
+                                                      MPI_Comm comm, const void *site,
+                                                      uint64_t seq, ct_pcomm *st, int sampled,
+                                                      uint64_t wait)
+{
+    int nprocs = 0;
+    if (st != NULL)
+        nprocs = st->nprocs;
+    else if (comm != MPI_COMM_NULL)
+        PMPI_Comm_size(comm, &nprocs);
+    int64_t bytes = call == NULL ? 0 : ct_bytes_before(call);
+    ct_point *s = bytes >= 0 ? ct_coll_slot(site, kind, nprocs, ct_bin(bytes)) : NULL;
+    int timed = sampled || s == NULL || ct_time_this(s);
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    int rc = ct_serve(kind, call, comm);
+    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
+    if (CT_UNLIKELY(rc != MPI_SUCCESS || bytes < 0)) {
+        /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL,
+         * whose size query would raise the error on MPI_COMM_WORLD instead of the caller's. */
+        bytes = rc != MPI_SUCCESS ? -1 : colltune_call_bytes(call);
+        s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
+    }
+    if (st != NULL && rc == MPI_SUCCESS) {
+        ct_memo *m = s != NULL && ct_memoisable(kind, call)
+                         ? ct_memo_new(kind, call, site, comm, s, bytes)
+                         : NULL;
+        /* the memo entry keeps the fingerprint, else the communicator's state (NULLs) */
+        ct_profcomm_after(st, m ? &m->fp : NULL, m ? &m->id : NULL, m ? &m->pattern : NULL, kind,
+                          site, call, bytes, seq);
+    }
+    if (s != NULL) {
+        ct_count(s, bytes);
+        if (timed)
+            ct_timed(s, ns, sampled, wait);
+    }
+    return rc;
+}
+
+/* A memoised call's repetition failed: counted without a size, as any failed call. */
+static __attribute__((noinline)) void ct_failed(int kind, const void *site, int nprocs,
+                                                int timed, uint64_t ns, int sampled, uint64_t wait)
+{
+    ct_point *s = ct_coll_slot(site, kind, nprocs, -1);
+    if (s != NULL) {
+        ct_count(s, -1);
+        if (timed)
+            ct_timed(s, ns, sampled, wait);
+    }
+}
+
+/* One collective call (call == NULL: MPI_Barrier): counted, sampled, timed where due, recorded.
+ * The common case is a loop's call again: its memo has its slot, size and pattern, and what is
+ * left is a counter bump, the fingerprint's turn as the previous call, and the clock on one call
+ * in CT_TIME_EVERY. */
+static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_call *call,
+                                                             MPI_Comm comm, const void *site)
+{
+    uint64_t seq = ++ct_seq;
+    ct_pcomm *st = ct_pcomm_of(comm);
+    uint64_t wait = 0;
+    int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    ct_memo *m = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
+    if (CT_UNLIKELY(st == NULL || m == NULL
+                    || !ct_memo_is(m = ct_memo_at(m, site, kind), site, kind, call, comm)))
+        return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait);
+    int timed = sampled;
+    if (CT_UNLIKELY(m->time_all > 0)) {
+        m->time_all--;
+        timed = 1;
+    } else if (CT_UNLIKELY(ct_time_left <= 1)) {
+        ct_time_rearm();
+        timed = 1;
+    } else {
+        ct_time_left--;
+    }
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    int rc = ct_serve(kind, call, comm);
+    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
+    if (CT_UNLIKELY(rc != MPI_SUCCESS)) {
+        ct_failed(kind, site, st->nprocs, timed, ns, sampled, wait);
+        return rc;
+    }
+    m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
+    if (call != NULL)
+        ct_fingerprint_buffers(&m->fp, st, kind, call);
+    ct_repeat_pattern(st, m, seq);
+    if (timed)
+        ct_timed(m->slot, ns, sampled, wait);
+    return rc;
+}
+
+int ct_profrun_dispatch(const struct ct_call *call)
+{
+    return ct_profiled(call->coll, call, call->comm,
+                       ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site);
+}
+
+/* Out of line: MPI_Barrier's pass-through stays a test and a jump, like the generated wrappers. */
+static __attribute__((noinline)) int ct_profiled_barrier(MPI_Comm comm, const void *site)
+{
+    return ct_profiled(CT_PR_BARRIER, NULL, comm, site);
+}
+
+/* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */
+int MPI_Barrier(MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_profrun_on) || ct_profrun_inside)
+        return PMPI_Barrier(comm);
+    /* Fortran's MPI_Barrier (ct_fortran_wrappers.c) hands down the application's call site */
+    return ct_profiled_barrier(comm, ct_profrun_caller != NULL ? ct_profrun_caller
+                                                                : __builtin_return_address(0));
+}
+
+/* ---- MPI_Finalize (profrun.c calls it with ct_profrun_on cleared) ------------------------- */
+
+void ct_profcall_finish(void)
+{
+    ct_memo_flush_all();
+}

@@ -1,0 +1,21 @@
+/*
+ * Profiling mode: its switches (ct_profrun.h), the bottom of the mode. profrun.c sets them at
+ * MPI_Init and clears them at MPI_Finalize; the generated wrappers, the call path (profcall.c)
+ * and modes.c's route names read them. Kept apart so that what reads them needs nothing of the
+ * files that time and record calls.
+ */
+#include "ct_profrun.h"
+#include "ct_runtime.h"
+
+CT_HIDDEN unsigned char ct_profrun_on;
+CT_HIDDEN unsigned char ct_p2p_on;
+CT_HIDDEN int ct_profrun_mt;
+CT_HIDDEN unsigned char ct_profrun_by_modes[CT_NUM_COLLECTIVES];
+CT_HIDDEN _Thread_local const void *ct_profrun_site;
+CT_HIDDEN _Thread_local const void *ct_profrun_caller;
+CT_HIDDEN _Thread_local int ct_profrun_inside;
+
+int ct_profrun_served(int coll)
+{
+    return coll >= 0 && coll < CT_NUM_COLLECTIVES && ct_profrun_by_modes[coll];
+}
