@@ -191,7 +191,8 @@ CT_PROFRUN_HIDDEN void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm 
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
 
 /* ---- the call path (profcall.c), as MPI_Finalize ends it ---------------------------------- */
-/* Every thread's memoised repetitions into the points (after ct_profrun_on is cleared). */
+/* Every thread's memoised repetitions into the points, and the memo blocks freed: after
+ * ct_profrun_on is cleared (no call reaches the memo any more). */
 CT_PROFRUN_HIDDEN void ct_profcall_finish(void);
 
 #endif /* CT_PROFRUN_IMPL_H */

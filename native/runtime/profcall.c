@@ -220,8 +220,8 @@ static void ct_timed(ct_point *s, uint64_t ns, int sampled, uint64_t wait)
  * a call touches is a cache miss there). Only calls whose derived data depends on nothing else:
  * count * size of a predefined datatype (never freed, so its handle always means the same type)
  * or MPI_Barrier, on a communicator whose state is still the one seen (generation). Allocated
- * per thread at its first memoised call, kept in a list for MPI_Finalize (ct_profcall_finish);
- * never under
+ * per thread at its first memoised call, kept in a list for MPI_Finalize (flushed and freed
+ * there: ct_profcall_finish); never under
  * MPI_THREAD_MULTIPLE (one thread at a time calls MPI otherwise, so plain increments do). */
 typedef struct __attribute__((aligned(64))) ct_memo {
     /* the key (not the buffers: applications reduce into other buffers from call to call, ExaML
@@ -495,4 +495,15 @@ int MPI_Barrier(MPI_Comm comm)
 void ct_profcall_finish(void)
 {
     ct_memo_flush_all();
+    /* Then freed: no call reaches a memo any more (the wrappers and MPI_Barrier test
+     * ct_profrun_on first, and MPI cannot be initialised again), so the other threads' pointers
+     * to their blocks are never followed; this thread's is cleared all the same. Below
+     * MPI_THREAD_MULTIPLE no other thread is in an MPI call during MPI_Finalize. */
+    ct_memo_block *b = atomic_exchange(&ct_memo_blocks, NULL);
+    while (b != NULL) {
+        ct_memo_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    ct_memos = NULL;
 }
