@@ -195,7 +195,7 @@ def test_memo_is_flushed_and_freed_at_finalize(openmpi, openmpi_build, programs,
 
     valgrind = shutil.which("valgrind")
     if valgrind is None:
-        pytest.skip("valgrind is not installed (apt-get install valgrind)")
+        pytest.skip("valgrind is not installed (make setup-valgrind)")
     env = {**runenv.rank_environment(openmpi, openmpi_build), "COLLTUNE_PROFILE_RUN": str(tmp_path / "p"),
            "COLLTUNE_PROFILE_RUN_BUDGET": "0"}
     log = tmp_path / "memcheck.log"
