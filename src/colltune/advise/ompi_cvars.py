@@ -2,10 +2,10 @@
 
 On Open MPI before 5 the first MPI_T_init_thread loads every component's parameters (0.21 s on
 Debian's 4.1.4 here, 3% of an ExaML run, at MPI_Finalize where it delays every rank), so the
-profiling mode does not read MPI_T there (native/runtime/profrun.c writes `cvars_skipped`).
+profiling mode does not read MPI_T there (native/runtime/profenv.c writes `cvars_skipped`).
 ompi_info reads the same parameter sources as the ranks: defaults, parameter files, `OMPI_MCA_*`
 in the environment; a launch line's `--mca NAME VALUE` reaches the ranks as `OMPI_MCA_NAME`, so it
-is passed that way. The names kept are the runtime's (ct_cvar_wanted in profrun.c).
+is passed that way. The names kept are the runtime's (ct_cvar_wanted in native/runtime/profenv.c).
 """
 
 from __future__ import annotations
