@@ -91,9 +91,9 @@ int ct_unpack(const void *raw, int64_t bytes, void *buf, int count, MPI_Datatype
 /* p blocks of `count` elements of `type` that a mock-up moves as raw bytes (GL2, GL3, GL11,
  * GL13, GL21). A rank that holds the typed buffer of all p blocks (every rank of an Allgather,
  * the root of a Gather or Scatter) learns whether it is contiguous (then the mock-up works in
- * it) and its count p * `count` for ct_pack/ct_unpack; another rank passes its own block's count
- * and type (the same type signature, by the standard) and gets contiguous 0 (it works in scratch)
- * and count 0. */
+ * it) and its count p * `count` for ct_pack/ct_unpack (MPI_ERR_COUNT, raised, if that does not
+ * fit an int); another rank passes its own block's count and type (the same type signature, by
+ * the standard) and gets contiguous 0 (it works in scratch) and count 0. */
 typedef struct ct_blocks {
     int64_t block;  /* bytes of one block */
     int contiguous; /* holder only */

@@ -437,16 +437,11 @@ int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile 
     ps.name = name != NULL ? name : "<profile>";
     ps.err = err;
     ps.errlen = errlen;
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
-    if (profile == NULL)
-        return ct_fail(&ps, 0, "no output pointer");
-    *profile = NULL;
-    if (text == NULL && len > 0)
-        return ct_fail(&ps, 0, "no text");
-    if (len > CT_TEXT_MAX_FILE_BYTES)
-        return ct_fail(&ps, 1, "larger than %u bytes; a profile is never that big (wrong file?)",
-                       CT_TEXT_MAX_FILE_BYTES);
+    if (profile != NULL)
+        *profile = NULL;
+    if (ct_text_input(text, len, profile != NULL, ps.name, 1,
+                      "a profile is never that big (wrong file?)", err, errlen) != 0)
+        return -1;
     ps.p = calloc(1, sizeof *ps.p);
     if (ps.p == NULL)
         return ct_fail(&ps, 0, "out of memory");

@@ -477,15 +477,10 @@ int ct_select_parse(const char *text, size_t len, const char *name, ct_select **
     ps.name = name != NULL ? name : "<table>";
     ps.err = err;
     ps.errlen = errlen;
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
-    if (out == NULL)
-        return ct_sfail(&ps, 0, "no output pointer");
-    *out = NULL;
-    if (text == NULL && len > 0)
-        return ct_sfail(&ps, 0, "no text");
-    if (len > CT_TEXT_MAX_FILE_BYTES)
-        return ct_sfail(&ps, 0, "larger than %u bytes; not a selection table", CT_TEXT_MAX_FILE_BYTES);
+    if (out != NULL)
+        *out = NULL;
+    if (ct_text_input(text, len, out != NULL, ps.name, 0, "not a selection table", err, errlen) != 0)
+        return -1;
     ps.t = ct_new();
     if (ps.t == NULL)
         return ct_sfail(&ps, 0, "out of memory");

@@ -24,6 +24,21 @@ int ct_text_fail(char *err, size_t errlen, const char *name, long line, const ch
     return -1;
 }
 
+int ct_text_input(const char *text, size_t len, int has_out, const char *name, long big_line,
+                  const char *big, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (!has_out)
+        return ct_text_fail(err, errlen, name, 0, "no output pointer");
+    if (text == NULL && len > 0)
+        return ct_text_fail(err, errlen, name, 0, "no text");
+    if (len > CT_TEXT_MAX_FILE_BYTES)
+        return ct_text_fail(err, errlen, name, big_line, "larger than %u bytes; %s",
+                            CT_TEXT_MAX_FILE_BYTES, big);
+    return 0;
+}
+
 int ct_text_is(ct_text_word w, const char *s)
 {
     size_t n = strlen(s);

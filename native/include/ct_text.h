@@ -26,6 +26,11 @@ typedef struct ct_text_word {
 /* "name:line: " then the message into err (if any); returns -1 for `return ct_text_fail(...)`. */
 int ct_text_fail(char *err, size_t errlen, const char *name, long line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The checks both parsers open with, after clearing err: an output pointer (`has_out`), text
+ * unless `len` is 0, at most CT_TEXT_MAX_FILE_BYTES ("larger than N bytes; `big`", at line
+ * `big_line`). 0, or -1 and the message as ct_text_fail writes it. */
+int ct_text_input(const char *text, size_t len, int has_out, const char *name, long big_line,
+                  const char *big, char *err, size_t errlen);
 int ct_text_is(ct_text_word w, const char *s);
 /* A word as messages quote it: its first CT_TEXT_SHOW bytes, printable ASCII as is, any other
  * byte as \xNN (messages go to terminals and logs). Returns `out`. */
