@@ -13,7 +13,6 @@ Stdlib only: the generators must run before any dependency is installed.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -434,25 +433,22 @@ def gen_variants_header(t: tbl.Table) -> str:
     return "\n".join(L)
 
 
+def outputs() -> dict[Path, str]:
+    t = tbl.load()
+    validate(t)
+    return {
+        tbl.GENERATED_DIR / "ct_catalog.h": gen_header(t),
+        tbl.GENERATED_DIR / "ct_catalog.c": gen_source(t),
+        INCLUDE_DIR / "ct_variants.h": gen_variants_header(t),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
-    args = ap.parse_args(argv)
     try:
-        t = tbl.load()
-        validate(t)
-        outputs = {
-            tbl.GENERATED_DIR / "ct_catalog.h": gen_header(t),
-            tbl.GENERATED_DIR / "ct_catalog.c": gen_source(t),
-            INCLUDE_DIR / "ct_variants.h": gen_variants_header(t),
-        }
+        return tbl.run(argv, __doc__, GENERATOR, outputs)
     except (SpecError, KeyError, StopIteration) as exc:
         print(f"gen_catalog: native/spec/collectives.toml: {exc}", file=sys.stderr)
         return 2
-    stale = [p for p, text in outputs.items() if not tbl.write_or_check(p, text, args.check)]
-    for p in stale:
-        print(f"gen_catalog: {p} is stale: run `make generate`", file=sys.stderr)
-    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Stdlib only, like every generator.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import textwrap
@@ -20,7 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+from table import GENERATED_DIR, SPEC_DIR, banner, run
 
 ROOT = SPEC_DIR.parent.parent
 PY_OUT = ROOT / "src" / "colltune" / "measure" / "driver_options.py"
@@ -258,19 +257,15 @@ CLI_OPTIONS: tuple[CliOption, ...] = (
 ''')
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check that the outputs are current")
-    args = parser.parse_args()
+def outputs() -> dict[Path, str]:
     options, records, lines = load(), load_records(), load_lines()
-    ok = write_or_check(C_OUT, generate_c(options, records), args.check)
-    ok = write_or_check(GENERATED_DIR / "ct_driver_record.h", generate_record_h(records), args.check) and ok
-    ok = write_or_check(PY_OUT, generate_py(options, records, lines), args.check) and ok
-    if not ok:
-        print("stale: native/generated/ct_driver_options.h or src/colltune/measure/driver_options.py; "
-              "run `make generate`", file=sys.stderr)
-        return 1
-    return 0
+    return {C_OUT: generate_c(options, records),
+            GENERATED_DIR / "ct_driver_record.h": generate_record_h(records),
+            PY_OUT: generate_py(options, records, lines)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, __doc__, "gen_driver.py", outputs)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ Stdlib only, like every generator.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tomllib
 from pathlib import Path
 
-from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+from table import GENERATED_DIR, SPEC_DIR, banner, run
 
 ROOT = SPEC_DIR.parent.parent
 PYTHON_OUT = ROOT / "src" / "colltune" / "formats.py"
@@ -155,16 +154,13 @@ def py_module(spec: dict) -> str:
     return "\n".join(lines).replace("'", '"')
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if an output is stale")
-    args = ap.parse_args()
+def outputs() -> dict[Path, str]:
     spec = tomllib.loads((SPEC_DIR / "formats.toml").read_text())
-    stale = [p for p, content in ((GENERATED_DIR / "ct_formats.h", c_header(spec)), (PYTHON_OUT, py_module(spec)))
-             if not write_or_check(p, content, args.check)]
-    for p in stale:
-        print(f"{p.relative_to(ROOT)} is stale: run `make generate`", file=sys.stderr)
-    return 1 if stale else 0
+    return {GENERATED_DIR / "ct_formats.h": c_header(spec), PYTHON_OUT: py_module(spec)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, __doc__, "gen_formats.py", outputs)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,10 @@ Fortran application's barriers and messages reach the profiling mode like a C ap
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import gen_p2p
-from table import GENERATED_DIR, Collective, banner, load, write_or_check
+from table import GENERATED_DIR, Collective, banner, load, run
 
 BUFFERS = {"sendbuf", "recvbuf", "buffer"}
 
@@ -283,15 +282,7 @@ def generate() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
-    args = parser.parse_args(argv)
-    path = GENERATED_DIR / "ct_fortran_wrappers.c"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not write_or_check(path, generate(), args.check):
-        print(f"stale: {path} (run native/gen/gen_fortran.py)", file=sys.stderr)
-        return 1
-    return 0
+    return run(argv, __doc__, "gen_fortran.py", lambda: {GENERATED_DIR / "ct_fortran_wrappers.c": generate()})
 
 
 if __name__ == "__main__":

@@ -12,14 +12,13 @@ Stdlib only, like every generator.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+from table import GENERATED_DIR, SPEC_DIR, banner, run
 
 
 @dataclass(frozen=True)
@@ -107,18 +106,15 @@ def enum_header() -> str:
     return f"typedef enum ct_p2p_call {{\n{body}    CT_P2P_COUNT\n}} ct_p2p_call;\n"
 
 
+def outputs() -> dict[Path, str]:
+    return {GENERATED_DIR / "ct_p2p_wrappers.c": generate(),
+            GENERATED_DIR / "ct_p2p_calls.h": banner("gen_p2p.py", source="native/spec/p2p.toml")
+            + "#ifndef CT_P2P_CALLS_H\n#define CT_P2P_CALLS_H\n\n" + enum_header()
+            + "\n#endif /* CT_P2P_CALLS_H */\n"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
-    args = parser.parse_args(argv)
-    outputs = {GENERATED_DIR / "ct_p2p_wrappers.c": generate(),
-               GENERATED_DIR / "ct_p2p_calls.h": banner("gen_p2p.py", source="native/spec/p2p.toml")
-               + "#ifndef CT_P2P_CALLS_H\n#define CT_P2P_CALLS_H\n\n" + enum_header()
-               + "\n#endif /* CT_P2P_CALLS_H */\n"}
-    stale = [p for p, text in outputs.items() if not write_or_check(p, text, args.check)]
-    for p in stale:
-        print(f"stale: {p} (run native/gen/gen_p2p.py)", file=sys.stderr)
-    return 1 if stale else 0
+    return run(argv, __doc__, "gen_p2p.py", outputs)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,13 @@ Stdlib only, like every generator.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from table import GENERATED_DIR, SPEC_DIR, banner, write_or_check
+from table import GENERATED_DIR, SPEC_DIR, banner, run
 
 ROOT = SPEC_DIR.parent.parent
 BEGIN = "<!-- settings:begin -->"
@@ -142,23 +141,14 @@ def table_target(table: str) -> tuple[Path, str]:
     return ROOT / "docs" / "settings.md", doc
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if an output is stale")
-    args = parser.parse_args(argv)
+def outputs() -> dict[Path, str]:
     settings = load()
-    outputs = [(GENERATED_DIR / "ct_settings.h", header(settings)),
-               table_target(markdown_table(settings))]
-    stale = []
-    for path, content in outputs:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not write_or_check(path, content, args.check):
-            stale.append(path.relative_to(ROOT))
-    if stale:
-        print("stale: " + ", ".join(map(str, stale)) + " (run native/gen/gen_settings.py)",
-              file=sys.stderr)
-        return 1
-    return 0
+    return dict([(GENERATED_DIR / "ct_settings.h", header(settings)),
+                 table_target(markdown_table(settings))])
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, __doc__, "gen_settings.py", outputs)
 
 
 if __name__ == "__main__":

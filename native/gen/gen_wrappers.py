@@ -16,10 +16,9 @@ Stdlib only, like every generator.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from table import CALL_FIELD, GENERATED_DIR, Collective, banner, load, write_or_check
+from table import CALL_FIELD, GENERATED_DIR, Collective, banner, load, run
 
 FIELD = CALL_FIELD
 # Fields a collective does not have get a value no variant mistakes for a real argument.
@@ -228,15 +227,7 @@ def generate() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
-    args = parser.parse_args(argv)
-    path = GENERATED_DIR / "ct_wrappers.c"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not write_or_check(path, generate(), args.check):
-        print(f"stale: {path} (run native/gen/gen_wrappers.py)", file=sys.stderr)
-        return 1
-    return 0
+    return run(argv, __doc__, "gen_wrappers.py", lambda: {GENERATED_DIR / "ct_wrappers.c": generate()})
 
 
 if __name__ == "__main__":
