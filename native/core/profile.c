@@ -474,11 +474,6 @@ int ct_profile_load(const char *path, ct_profile **profile, char *err, size_t er
 {
     if (profile != NULL)
         *profile = NULL;
-    if (path == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "(null): no profile path given");
-        return -1;
-    }
     char *text;
     size_t len;
     if (ct_text_read(path, &text, &len) != 0) {

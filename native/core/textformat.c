@@ -140,7 +140,11 @@ int ct_text_read(const char *path, char **text, size_t *len)
 {
     *text = NULL;
     *len = 0;
-    FILE *f = path != NULL ? fopen(path, "rb") : NULL;
+    if (path == NULL) {
+        errno = EINVAL; /* ct_text_read_error says "no path given", not a stale strerror */
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
     if (f == NULL)
         return -1;
     size_t cap = CT_TEXT_MAX_FILE_BYTES + 1u, got;
@@ -167,12 +171,14 @@ void ct_text_read_error(char *err, size_t errlen, const char *path, int error, c
 {
     if (err == NULL || errlen == 0)
         return;
-    if (error == ENOMEM)
-        snprintf(err, errlen, "%s:0: out of memory", path ? path : "(null)");
+    if (path == NULL)
+        snprintf(err, errlen, "(null): no path given; %s", hint);
+    else if (error == ENOMEM)
+        snprintf(err, errlen, "%s:0: out of memory", path);
     else if (error == EIO)
-        snprintf(err, errlen, "%s:0: read error; check the file", path ? path : "(null)");
+        snprintf(err, errlen, "%s:0: read error; check the file", path);
     else
-        snprintf(err, errlen, "%s:0: cannot open: %s; %s", path ? path : "(null)", strerror(error),
+        snprintf(err, errlen, "%s:0: cannot open: %s; %s", path, strerror(error),
                  hint);
 }
 

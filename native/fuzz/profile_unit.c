@@ -42,6 +42,8 @@ static void test_arguments(void)
     CHECK(ct_profile_parse("x", 1, "name", &p, NULL, 0) == -1);
     CHECK(ct_profile_load("/nonexistent/colltune.prof", &p, err, sizeof err) == -1 && p == NULL);
     CHECK(strncmp(err, "/nonexistent/colltune.prof:0: cannot open: ", 43) == 0);
+    CHECK(ct_profile_load(NULL, &p, err, sizeof err) == -1 && p == NULL);
+    CHECK(strcmp(err, "(null): no path given; point COLLTUNE_PROFILE to a readable profile") == 0);
     CHECK(ct_profile_lookup(NULL, CT_COLL_BCAST, 4, 8) == -1);
     CHECK(ct_profile_hash(NULL) == 0);
     CHECK(ct_profile_rule_count(NULL) == 0);

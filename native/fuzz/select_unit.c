@@ -233,6 +233,11 @@ static void test_library(void)
                       "library: why; write the table for this library with colltune learn table")
           == 0);
     ct_select_clear_library(NULL);
+    /* No path: a message saying so, not the strerror of whatever failed before. */
+    ct_select *none = (ct_select *)&err;
+    CHECK(ct_select_load(NULL, &none, err, sizeof err) == -1 && none == NULL);
+    CHECK(strcmp(err, "(null): no path given; point COLLTUNE_SELECT to a readable selection "
+                      "table") == 0);
 }
 
 static int pick_command(char **argv)
