@@ -50,4 +50,25 @@ static inline int ct_padded_copy(MPI_Comm comm, const void *input, int64_t bytes
     return MPI_SUCCESS;
 }
 
+/* The byte vector of p blocks that a bitwise-or reduction assembles (GL3, GL13): in recvbuf
+ * when it holds all blocks contiguously (else `total` bytes of scratch), the own block at its
+ * place, zeros in every other block, so that or-ing the ranks' vectors leaves each block in
+ * place. With MPI_IN_PLACE and a contiguous recvbuf the own block is there already. */
+static inline int ct_or_vector(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int p,
+                               int rank, const ct_blocks *b, int total, void **all, MPI_Comm comm)
+{
+    int err;
+    *all = recvbuf;
+    if (!b->contiguous && (err = ct_scratch(comm, (size_t)total, all)) != MPI_SUCCESS) return err;
+    if (sendbuf != MPI_IN_PLACE || !b->contiguous) {
+        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
+                           ct_offset(*all, rank * b->block), b->block, comm);
+        if (err != MPI_SUCCESS) return err;
+    }
+    memset(*all, 0, (size_t)(rank * b->block));
+    memset(ct_offset(*all, (rank + 1) * b->block), 0, (size_t)((p - rank - 1) * b->block));
+    return MPI_SUCCESS;
+}
+
 #endif /* CT_ARENA_H */

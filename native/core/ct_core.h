@@ -108,14 +108,6 @@ int ct_own_block(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, int rank, void *raw, int64_t n,
                  MPI_Comm comm);
 
-/* p blocks of `block` bytes at `all`: zero all but the rank's own, so that a bitwise-or
- * reduction over the bytes leaves every rank's block at its place (GL3, GL13). */
-static inline void ct_zero_others(void *all, int p, int rank, int64_t block)
-{
-    memset(all, 0, (size_t)(rank * block));
-    memset(ct_offset(all, (rank + 1) * block), 0, (size_t)((p - rank - 1) * block));
-}
-
 /* The counts and displacements of p equal blocks of `count` elements each: the vector form of a
  * regular call (GL4, GL8, GL12, GL22). The caller has checked that (p - 1) * count fits an int. */
 static inline void ct_fill_equal_blocks(int p, int count, int *counts, int *displs)

@@ -68,14 +68,10 @@ int colltune_allgather_as_allreduce(const void *sendbuf, int sendcount, MPI_Data
     if (err == MPI_SUCCESS) err = ct_byte_blocks(comm, p, 1, recvcount, recvtype, &b);
     if (err == MPI_SUCCESS) err = ct_to_int(comm, p * b.block, &total);
     if (err != MPI_SUCCESS) return err;
-    void *all = recvbuf;
-    if (!b.contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
-    if (sendbuf != MPI_IN_PLACE || !b.contiguous) {
-        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
-                           ct_offset(all, rank * b.block), b.block, comm);
-        if (err != MPI_SUCCESS) return err;
-    }
-    ct_zero_others(all, p, rank, b.block);
+    void *all;
+    err = ct_or_vector(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, p, rank, &b,
+                       total, &all, comm);
+    if (err != MPI_SUCCESS) return err;
     err = PMPI_Allreduce(MPI_IN_PLACE, all, total, MPI_BYTE, MPI_BOR, comm);
     if (err != MPI_SUCCESS || b.contiguous) return err;
     return ct_unpack(all, total, recvbuf, b.count, recvtype, comm);

@@ -69,15 +69,10 @@ int colltune_gather_as_reduce(const void *sendbuf, int sendcount, MPI_Datatype s
                   : ct_byte_blocks(comm, p, 0, sendcount, sendtype, &b);
     if (err == MPI_SUCCESS) err = ct_to_int(comm, p * b.block, &total);
     if (err != MPI_SUCCESS) return err;
-    void *all = recvbuf;
-    if (!b.contiguous && (err = ct_scratch(comm, (size_t)total, &all)) != MPI_SUCCESS) return err;
-    /* The root in place with a contiguous recvbuf has its block at its place already. */
-    if (sendbuf != MPI_IN_PLACE || !b.contiguous) {
-        err = ct_own_block(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, rank,
-                           ct_offset(all, rank * b.block), b.block, comm);
-        if (err != MPI_SUCCESS) return err;
-    }
-    ct_zero_others(all, p, rank, b.block);
+    void *all;
+    err = ct_or_vector(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, p, rank, &b,
+                       total, &all, comm);
+    if (err != MPI_SUCCESS) return err;
     if (!is_root) return PMPI_Reduce(all, NULL, total, MPI_BYTE, MPI_BOR, root, comm);
     err = PMPI_Reduce(MPI_IN_PLACE, all, total, MPI_BYTE, MPI_BOR, root, comm);
     if (err != MPI_SUCCESS || b.contiguous) return err;
