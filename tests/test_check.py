@@ -310,3 +310,22 @@ def test_zero_runtimes_do_not_crash_the_paired_test(tmp_path: Path) -> None:
     v = check.check_db(write_db(tmp_path / "z.duckdb", m)).verdicts
     aa = v[v["kind"] == "aa"].iloc[0]
     assert aa["n_launches"] == 4 and aa["partial"] and aa["note"] == "measured in 4 of 5 launches"
+
+
+def test_calibration_line_tells_untested_from_unmeasured():
+    # -R 2: default#aa was measured, but no comparison had the launches for a test; the line
+    # used to say "no default#aa variant in this run".
+    from types import SimpleNamespace
+
+    def line(kinds_p: list[tuple[str, float]]) -> str:
+        verdicts = pd.DataFrame({"kind": [k for k, _ in kinds_p], "p_value": [p for _, p in kinds_p],
+                                 "raw_p_value": [p for _, p in kinds_p], "violation": [False] * len(kinds_p)})
+        result = SimpleNamespace(calibration=lambda: check.calibration_summary(verdicts, 0.05),
+                                 settings=check.CheckSettings())
+        return tables.render_calibration(result)
+
+    assert line([("aa", math.nan), ("aa", math.nan), ("pattern", 0.5)]) == (
+        "A/A calibration: not tested (2 identical-copy comparisons measured, each on too few launches "
+        "for a test: `--launches 3` or more)")
+    assert line([("pattern", 0.5)]) == "A/A calibration: not measured (no default#aa variant in this run)"
+    assert line([("aa", 0.5)]).startswith("A/A calibration [green]passed[/]: 0 of 1")

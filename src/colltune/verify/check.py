@@ -315,7 +315,8 @@ def _power_message(verdicts: pd.DataFrame, settings: CheckSettings, messages: li
 
 def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
     """The A/A result: how often the check flags a variant that is identical to the default."""
-    aa = verdicts[(verdicts["kind"] == "aa") & verdicts["p_value"].notna()]
+    measured = verdicts[verdicts["kind"] == "aa"]
+    aa = measured[measured["p_value"].notna()]
     n = int(len(aa))
     violations = int(aa["violation"].sum()) if n else 0
     raw_sig = int((aa["p_value"] <= alpha).sum()) if n else 0
@@ -323,6 +324,7 @@ def calibration_summary(verdicts: pd.DataFrame, alpha: float) -> dict[str, Any]:
     p_cal = stats.calibration_p_value(raw_sig, n, alpha)
     return {
         "comparisons": n,
+        "untested": int(len(measured)) - n,   # measured, but too few launches for a test
         "violations": violations,
         "uncorrected_significant": raw_sig,
         "uncorrected_rate": raw_sig / n if n else math.nan,

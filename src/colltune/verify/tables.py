@@ -402,6 +402,9 @@ def render_runtimes(summary: pd.DataFrame, relative: bool = False) -> Table:
 
 def render_calibration(result: CheckResult) -> str:
     c = result.calibration()
+    if c["comparisons"] == 0 and c["untested"]:
+        return (f"A/A calibration: not tested ({c['untested']} identical-copy comparisons measured, each on too "
+                f"few launches for a test: `--launches {result.settings.min_launches}` or more)")
     if c["comparisons"] == 0:
         return "A/A calibration: not measured (no default#aa variant in this run)"
     state = {True: "[green]passed[/]", False: "[red]FAILED[/]", None: "n/a"}[c["passed"]]
