@@ -235,7 +235,7 @@ def _profiles() -> st.SearchStrategy[prof.Profile]:
                 sections.append(prof.Section(collective=coll, blocks=tuple(blocks)))
         provenance = draw(st.dictionaries(st.sampled_from(prof.PROVENANCE_KEYS),
                                           st.text(st.characters(codec="utf-8"), min_size=0, max_size=30)
-                                          .filter(lambda s: prof._clean(s) != ""), max_size=4))
+                                          .filter(lambda s: prof.clean_value(s) != ""), max_size=4))
         return prof.Profile(provenance=provenance, sections=tuple(sections))
 
     return build()
@@ -247,7 +247,7 @@ def test_writer_round_trip_in_python_and_c(cbin: dict[str, Path], tmp_path: Path
     path = prof.write_profile(p, tmp_path / "rt.prof")
     back = prof.read_profile(path)
     assert back.sections == p.sections
-    assert back.provenance == {k: prof._clean(v) for k, v in p.provenance.items()}
+    assert back.provenance == {k: prof.clean_value(v) for k, v in p.provenance.items()}
     c = c_result(cbin, path)
     assert c == [f"ok hash={p.content_hash():016x} rules={p.rule_count()}"]
 

@@ -20,7 +20,7 @@ import pandas as pd
 from colltune import __version__, catalog
 from colltune.learn.selection import CellReport
 from colltune.learn.table import bin_range, count_bin
-from colltune.tune.profile import MAX_BYTES, Block, Profile, Rule, Section
+from colltune.tune.profile_model import MAX_BYTES, Block, Profile, Rule, Section
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from colltune import catalog
-from colltune.tune.profile import MAX_BYTES, MAX_PROCS, Block, Profile, ProfileError, Rule, Section
+from colltune.tune.profile_model import MAX_BYTES, MAX_PROCS, Block, Profile, ProfileError, Rule, Section
 
 
 def _prf_lines(text: str) -> Iterable[tuple[int, list[str]]]:
