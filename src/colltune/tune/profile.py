@@ -17,11 +17,8 @@ from colltune.paths import writable_file
 from colltune.textformat import MAX_LINE, NUMBER
 from colltune.textformat import show as _show
 from colltune.tune.profile_model import (
-    FORMAT_VERSION,
-    HEADER_WORD,
     MAX_BLOCKS,
     MAX_BYTES,
-    MAX_FIELDS,
     MAX_PROCS,
     MAX_RULES,
     PROVENANCE_KEYS,
@@ -32,6 +29,11 @@ from colltune.tune.profile_model import (
     Section,
     clean_value,
 )
+
+# The text syntax (the model does not depend on it).
+FORMAT_VERSION = 1
+HEADER_WORD = "colltune-profile"
+MAX_FIELDS = 8
 
 __all__ = [
     "FORMAT_VERSION", "HEADER_WORD", "MAX_BLOCKS", "MAX_BYTES", "MAX_FIELDS", "MAX_PROCS", "MAX_RULES",

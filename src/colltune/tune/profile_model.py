@@ -12,11 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from colltune import catalog, textformat
 from colltune.errors import ColltuneError
 
-FORMAT_VERSION = 1
-HEADER_WORD = "colltune-profile"
 MAX_RULES = 65536
 MAX_BLOCKS = 4096
-MAX_FIELDS = 8
 MAX_PROCS = 2**31 - 1
 MAX_BYTES = 2**63 - 1
 
