@@ -66,7 +66,7 @@ def profile_run_c(run: dict) -> list[str]:
     lines = ["/* Profiling runs (native/runtime/profrun.c, profcall.c, profcomm.c): dir/rank-N. */",
              f'#define CT_PROFRUN_MAGIC "{run["magic"]}"',
              f"#define CT_PROFRUN_VERSION {run['version']}"]
-    for kind in ("point", "pattern"):
+    for kind in ("point", "pattern", "request"):
         names = ", ".join(f["name"] for f in run[kind])
         lines += [f"/* {kind}: {names} */",
                   f'#define CT_PROFRUN_{kind.upper()}_FORMAT "{line_format(run[kind])}"',
@@ -146,6 +146,8 @@ def py_module(spec: dict) -> str:
     lines += [f'    ("{f["name"]}", "{f["type"]}"),' for f in spec["profile_run"]["point"]]
     lines += [")", "PROFILE_RUN_PATTERN: tuple[tuple[str, str], ...] = ("]
     lines += [f'    ("{f["name"]}", "{f["type"]}"),' for f in spec["profile_run"]["pattern"]]
+    lines += [")", "PROFILE_RUN_REQUEST: tuple[tuple[str, str], ...] = ("]
+    lines += [f'    ("{f["name"]}", "{f["type"]}"),' for f in spec["profile_run"]["request"]]
     lines += [")", "",
               "# The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names",
               "JOB_DATATYPE_SIZES = {"]

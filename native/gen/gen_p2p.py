@@ -27,6 +27,7 @@ class Call:
     args: str
     count: str | None
     type: str | None
+    wrapped: bool = True
 
     @property
     def arg_names(self) -> list[str]:
@@ -41,7 +42,8 @@ class Call:
 def load(path: Path = SPEC_DIR / "p2p.toml") -> list[Call]:
     with open(path, "rb") as f:
         raw = tomllib.load(f)
-    calls = [Call(c["name"], c["args"], c.get("count"), c.get("type")) for c in raw["call"]]
+    calls = [Call(c["name"], c["args"], c.get("count"), c.get("type"), c.get("wrapped", True))
+             for c in raw["call"]]
     for c in calls:
         if (c.count is None) != (c.type is None):
             raise ValueError(f"{path}: {c.name}: give both `count` and `type` or neither")
@@ -95,7 +97,8 @@ def generate() -> str:
         "",
     ]
     for c in calls:
-        lines += wrapper(c)
+        if c.wrapped:
+            lines += wrapper(c)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -132,6 +132,16 @@ def fit_conditions(coll: Collective) -> list[str]:
     return conds
 
 
+def large_enum(coll: Collective) -> str:
+    return f"CT_FN_{coll.name.upper()}_C"
+
+
+def note_large(coll: Collective, bytes_expr: str) -> list[str]:
+    """The large-count binding counted by function (watch.c tells the int binding's calls from
+    the collective's by it)."""
+    return ["    if (CT_UNLIKELY(ct_watch))", f"        ct_fn_note({large_enum(coll)}, {bytes_expr});"]
+
+
 def large_wrapper(coll: Collective) -> list[str]:
     args = role_arg(coll)
     name = f"{coll.mpi}_c"
@@ -162,9 +172,11 @@ def large_wrapper(coll: Collective) -> list[str]:
         "        why = COLLTUNE_NA_OVERFLOW;",
         "    if (why != COLLTUNE_APPLICABLE) {",
         f"        ct_count_passthrough({enum(coll)}, why);",
+        *("    " + x for x in note_large(coll, "-1")),
         f"        return P{name}({call_args(coll)});",
         "    }",
         *fill_call(coll, value, "    "),
+        *note_large(coll, "colltune_call_bytes(&call)"),
         *DISPATCH,
         "}",
         "",
@@ -191,9 +203,11 @@ def large_vector_body(coll: Collective) -> list[str]:
         "        why = COLLTUNE_NA_OVERFLOW;",
         "    if (why != COLLTUNE_APPLICABLE) {",
         f"        ct_count_passthrough({enum(coll)}, why);",
+        *("    " + x for x in note_large(coll, "-1")),
         f"        return P{coll.mpi}_c({call_args(coll)});",
         "    }",
         *fill_call(coll, value, "    "),
+        *note_large(coll, "colltune_call_bytes(&call)"),
         *DISPATCH,
         "}",
         "",
@@ -210,6 +224,7 @@ def generate() -> str:
         "",
         '#include "../runtime/ct_profrun.h"',
         '#include "../runtime/ct_runtime.h"',
+        '#include "../runtime/ct_watch.h"',
         "",
     ]
     for coll in table.collectives:

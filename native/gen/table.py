@@ -39,6 +39,19 @@ class Arg:
     role: str
 
 
+# The forms a row may declare (`forms`), each also in its large-count binding (`_c`, MPI-4) where
+# the row has `large_count = true`. The first is the row's own MPI name (MPI_Allreduce); the
+# others are named from it (MPI_Iallreduce, MPI_Allreduce_init) and take these arguments after
+# the blocking ones.
+FORM_EXTRA_ARGS = {
+    "blocking": (),
+    "nonblocking": (("MPI_Request *", "request"),),
+    "persistent": (("MPI_Info", "info"), ("MPI_Request *", "request")),
+}
+FORMS = tuple(FORM_EXTRA_ARGS)
+FAMILIES = ("collective", "neighborhood")
+
+
 @dataclass(frozen=True)
 class Collective:
     name: str
@@ -47,6 +60,41 @@ class Collective:
     uniform: tuple[str, ...]
     in_place: str | None
     bytes: str
+    forms: tuple[str, ...] = FORMS
+    large_count: bool = True
+    dispatch: bool = True
+    family: str = "collective"
+
+
+@dataclass(frozen=True)
+class Function:
+    """One MPI function of a row: a form, in its int or large-count (`_c`) binding."""
+
+    coll: Collective
+    form: str
+    large: bool
+
+    @property
+    def mpi(self) -> str:
+        base = self.coll.mpi
+        if self.form == "nonblocking":
+            base = "MPI_I" + base[len("MPI_"):].lower()
+        elif self.form == "persistent":
+            base += "_init"
+        return base + ("_c" if self.large else "")
+
+    @property
+    def name(self) -> str:
+        """Lower case without MPI_: iallreduce, allreduce_init_c (the runtime's names)."""
+        return self.mpi[len("MPI_"):].lower()
+
+    @property
+    def enum(self) -> str:
+        return f"CT_FN_{self.name.upper()}"
+
+    @property
+    def extra(self) -> tuple[tuple[str, str], ...]:
+        return FORM_EXTRA_ARGS[self.form]
 
 
 @dataclass(frozen=True)
@@ -61,17 +109,23 @@ class Variant:
 
 @dataclass(frozen=True)
 class Table:
-    collectives: tuple[Collective, ...]
+    collectives: tuple[Collective, ...]   # the rows the decision point serves (CT_COLL_*)
     variants: tuple[Variant, ...]
+    rows: tuple[Collective, ...] = ()     # every row, with those only watched (dispatch = false)
 
     def collective(self, name: str) -> Collective:
         return next(c for c in self.collectives if c.name == name)
+
+    def functions(self) -> tuple[Function, ...]:
+        """Every MPI function of every row: per row its forms in order, each int then _c."""
+        return tuple(Function(row, form, large) for row in self.rows for form in row.forms
+                     for large in ((False, True) if row.large_count else (False,)))
 
 
 def load(path: Path = SPEC_DIR / "collectives.toml") -> Table:
     with open(path, "rb") as f:
         raw = tomllib.load(f)
-    collectives = tuple(
+    rows = tuple(
         Collective(
             name=c["name"],
             mpi=c["mpi"],
@@ -79,9 +133,20 @@ def load(path: Path = SPEC_DIR / "collectives.toml") -> Table:
             uniform=tuple(c["uniform"]),
             in_place=c.get("in_place"),
             bytes=c["bytes"],
+            forms=tuple(c.get("forms", FORMS)),
+            large_count=c.get("large_count", True),
+            dispatch=c.get("dispatch", True),
+            family=c.get("family", "collective"),
         )
         for c in raw["collective"]
     )
+    for row in rows:
+        if not row.forms or row.forms[0] != "blocking" or set(row.forms) - set(FORMS):
+            raise ValueError(f"{path}: {row.name}: forms must start with \"blocking\" and be "
+                             f"among {', '.join(FORMS)}")
+        if row.family not in FAMILIES:
+            raise ValueError(f"{path}: {row.name}: family must be one of {', '.join(FAMILIES)}")
+    collectives = tuple(r for r in rows if r.dispatch)
     variants = tuple(
         Variant(
             name=v["name"],
@@ -93,7 +158,7 @@ def load(path: Path = SPEC_DIR / "collectives.toml") -> Table:
         )
         for v in raw["variant"]
     )
-    return Table(collectives, variants)
+    return Table(collectives, variants, rows)
 
 
 def banner(

@@ -89,6 +89,9 @@ _Static_assert(offsetof(ct_trace_record, duration) == 16, "trace record layout")
 /* pattern: name, first, second, nprocs, bin, pairs, bytes */
 #define CT_PROFRUN_PATTERN_FORMAT "%s %p %p %d %d %llu %llu"
 #define CT_PROFRUN_PATTERN_FIELDS 7
+/* request: name, site, nprocs, bin, starts, completed, wait_ns, span_ns */
+#define CT_PROFRUN_REQUEST_FORMAT "%s %p %d %d %llu %llu %llu %llu"
+#define CT_PROFRUN_REQUEST_FIELDS 8
 
 /* The job file's vocabulary (native/bench/bench_jobs.c): X(name, MPI handle, bytes) and
  * X(name, MPI handle); expanded where mpi.h is included. */

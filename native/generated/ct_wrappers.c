@@ -7,6 +7,7 @@
 
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
+#include "../runtime/ct_watch.h"
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
@@ -256,6 +257,8 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_ALLGATHER, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_ALLGATHER_C, -1);
         return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     const ct_call call = {
@@ -271,6 +274,8 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_ALLGATHER_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -289,6 +294,8 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_ALLREDUCE, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_ALLREDUCE_C, -1);
         return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     const ct_call call = {
@@ -304,6 +311,8 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_ALLREDUCE_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -323,6 +332,8 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_ALLTOALL, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_ALLTOALL_C, -1);
         return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     const ct_call call = {
@@ -338,6 +349,8 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_ALLTOALL_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -355,6 +368,8 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_BCAST, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_BCAST_C, -1);
         return PMPI_Bcast_c(buffer, count, datatype, root, comm);
     }
     const ct_call call = {
@@ -370,6 +385,8 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
         .root = root,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_BCAST_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -388,6 +405,8 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_GATHER, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_GATHER_C, -1);
         return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     const ct_call call = {
@@ -403,6 +422,8 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
         .root = root,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_GATHER_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -420,6 +441,8 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_REDUCE, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_REDUCE_C, -1);
         return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
     }
     const ct_call call = {
@@ -435,6 +458,8 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
         .root = root,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_REDUCE_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -453,6 +478,8 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_REDUCE_SCATTER_BLOCK, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_REDUCE_SCATTER_BLOCK_C, -1);
         return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
     }
     const ct_call call = {
@@ -468,6 +495,8 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_REDUCE_SCATTER_BLOCK_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -490,6 +519,8 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *re
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_REDUCE_SCATTER, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_REDUCE_SCATTER_C, -1);
         return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     }
     const ct_call call = {
@@ -505,6 +536,8 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *re
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_REDUCE_SCATTER_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -523,6 +556,8 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_SCAN, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_SCAN_C, -1);
         return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     const ct_call call = {
@@ -538,6 +573,8 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
         .root = -1,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_SCAN_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
@@ -556,6 +593,8 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
         why = COLLTUNE_NA_OVERFLOW;
     if (why != COLLTUNE_APPLICABLE) {
         ct_count_passthrough(CT_COLL_SCATTER, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_SCATTER_C, -1);
         return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     const ct_call call = {
@@ -571,6 +610,8 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
         .root = root,
         .comm = comm,
     };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_SCATTER_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);

@@ -12,11 +12,13 @@
  * library:<reason> (sent to the library before any decision, e.g. large-count overflow) |
  * redrawn:unproven (learning mode: explored calls whose draw hit this member where it is not
  * proven, drawn again among the proven members; each is also counted where it was served).
+ * Then every collective function called, the watched ones too (watch.c: "functions").
  */
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include "ct_runtime.h"
+#include "ct_watch.h"
 
 #define CT_SLOTS (CT_LIB_BASE + CT_LIB_MAX)
 
@@ -65,6 +67,27 @@ static void ct_print_slot(FILE *out, int coll, int slot)
                 "explore", variant, "redrawn:unproven", redrawn);
 }
 
+static unsigned long long ct_slot_calls(int slot)
+{
+    unsigned long long n = 0;
+    for (int m = 0; m < CT_MODE_COUNT; m++)
+        for (int r = 0; r < COLLTUNE_REASON_COUNT; r++)
+            n += atomic_load_explicit(&ct_counts[slot][m][r], memory_order_relaxed);
+    return n;
+}
+
+unsigned long long ct_count_calls(int coll)
+{
+    unsigned long long n = ct_slot_calls(CT_NUM_VARIANTS + coll);
+    for (int v = 0; v < CT_NUM_VARIANTS; v++)
+        if (colltune_variant_collective(v) == coll)
+            n += ct_slot_calls(v);
+    for (int id = CT_LIB_BASE; id < CT_SLOTS; id++)
+        if (ct_libalg_collective(id) == coll)
+            n += ct_slot_calls(id);
+    return n;
+}
+
 void ct_count_print(FILE *out, int rank, int nprocs)
 {
     fprintf(out, "colltune: calls on rank %d of %d: collective mode variant outcome calls\n",
@@ -79,5 +102,6 @@ void ct_count_print(FILE *out, int rank, int nprocs)
                 ct_print_slot(out, c, id);
     }
     fprintf(out, "colltune: end of calls\n");
+    ct_fn_print(out);
     fflush(out);
 }

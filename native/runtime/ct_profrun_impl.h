@@ -52,6 +52,7 @@ static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_
 #define CT_COLL_SLOTS 4096
 #define CT_P2P_SLOTS 1024
 #define CT_PR_BARRIER CT_NUM_COLLECTIVES   /* MPI_Barrier's kind in the collective table */
+#define CT_PR_FN_BASE (CT_NUM_COLLECTIVES + 1)   /* + ct_fn_id: a watched function (watch.c) */
 _Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT_P2P_SLOTS - 1)) == 0,
                "powers of two (ct_table_probe)");
 
@@ -59,7 +60,8 @@ _Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT
  * key is compared and copied as bytes (ct_table_probe). */
 typedef struct ct_point_key {
     const void *site;
-    int kind;                         /* ct_coll_id, CT_PR_BARRIER or ct_p2p_call */
+    int kind;                         /* ct_coll_id, CT_PR_BARRIER, CT_PR_FN_BASE + ct_fn_id
+                                         or ct_p2p_call */
     int nprocs;                       /* communicator size (0 for p2p) */
     int bin;                          /* floor(log2(bytes)), -1 for 0 bytes */
     int zero;
@@ -74,6 +76,8 @@ typedef struct ct_point {
     atomic_ullong calls, bytes, bytes_min_not, bytes_max;
     atomic_ullong timed, timed_ns, max_ns;   /* the calls whose time was taken */
     atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_not;
+    /* a nonblocking or persistent function's requests (requests.c): the `request` line */
+    atomic_ullong req_starts, req_done, req_wait_ns, req_span_ns;
 } ct_point;
 
 extern CT_PROFRUN_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
@@ -189,6 +193,11 @@ CT_PROFRUN_HIDDEN void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm 
 
 /* The pattern lines, patterns_lost and sample_syncs of dir/rank-N (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
+
+/* A watched function's call (watch.c): counted and timed at its point (kind CT_PR_FN_BASE + its
+ * ct_fn_id), which is returned (NULL: the table is full) for its requests' completion. */
+CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int nprocs,
+                                               int64_t bytes, uint64_t ticks);
 
 /* ---- the call path (profcall.c), as MPI_Finalize ends it ---------------------------------- */
 /* Every thread's memoised repetitions into the points, and the memo blocks freed: after

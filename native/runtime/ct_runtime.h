@@ -220,6 +220,8 @@ CT_HIDDEN void ct_count_decision(int coll, const ct_decision *d);
 /* An explored draw of member `id` redrawn because `id` is not proven for the call (learn.c). */
 CT_HIDDEN void ct_count_redraw(int id);
 CT_HIDDEN void ct_count_print(FILE *out, int rank, int nprocs);
+/* Calls of collective `coll` counted so far, every outcome. */
+CT_HIDDEN unsigned long long ct_count_calls(int coll);
 
 /* Debug queries for tests and benchmarks (exported: a program finds them with dlsym when
  * libcolltune is preloaded). How the wrapper of collective `coll` serves it now:

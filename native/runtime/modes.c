@@ -23,6 +23,7 @@
 #include "ct_runtime.h"
 #include "ct_member.h"
 #include "ct_settings.h"
+#include "ct_watch.h"
 
 CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 
@@ -126,6 +127,14 @@ static int ct_erroneous(const ct_call *call)
     return ct_args_erroneous(call, is_root);
 }
 
+/* The counting table's record of a decided call: its outcome, and its bytes for the functions
+ * section (watch.c; the decision path asked for them already, so the type sizes are cached). */
+static void ct_count_call(const ct_call *call, const ct_decision *d)
+{
+    ct_count_decision(call->coll, d);
+    ct_fn_coll_bytes(call->coll, colltune_call_bytes(call));
+}
+
 /* Every route but the learning mode's own: decide, count, run. Out of line so that the learning
  * mode's calls do not pay for its stack frame. */
 static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
@@ -136,11 +145,11 @@ static __attribute__((noinline)) int ct_dispatch_decided(const ct_call *call)
         int rc = d.mode >= CT_MODE_EXPLORE && ct_learn_tracing() ? ct_learn_run_traced(call, &d)
                                                                   : ct_libalg_run(call, &d);
         if (ct_counting)
-            ct_count_decision(call->coll, &d);
+            ct_count_call(call, &d);
         return rc;
     }
     if (ct_counting)
-        ct_count_decision(call->coll, &d);
+        ct_count_call(call, &d);
     if (d.mode >= CT_MODE_EXPLORE && ct_learn_tracing())
         return ct_learn_run_traced(call, &d);
     if (d.variant >= 0)
@@ -173,6 +182,7 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
 {
     ct_prof = profile;
     ct_counting = counting;
+    ct_watch = (unsigned char)counting;   /* the profiling mode sets it too (profrun.c) */
     if (ct_profile_has_layouts(profile, -1))
         ct_commlayout_start();
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
@@ -224,6 +234,8 @@ void ct_modes_clear(void)
     }
     ct_prof = NULL;
     ct_counting = 0;
+    ct_watch = 0;
+    ct_req_clear();
     ct_commlayout_stop();
 }
 

@@ -166,6 +166,19 @@ void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t 
     }
 }
 
+ct_point *ct_profrun_watched(int kind, const void *site, int nprocs, int64_t bytes, uint64_t ticks)
+{
+    ct_seq++;
+    if ((int64_t)ticks < 0)
+        ticks = 0;   /* ticks read on two cores a hair apart */
+    ct_point *s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
+    if (s != NULL) {
+        ct_count(s, bytes);
+        ct_time(s, ticks);
+    }
+    return s;
+}
+
 /* A collective's bytes before the call for the count * size(type) collectives (ct_bytes_forms),
  * the size cached per thread for predefined types (ct_type_size); -2: known only after the
  * call, which reports a null datatype or negative count itself (a size query of

@@ -18,6 +18,7 @@
 #include "ct_profrun_impl.h"
 #include "ct_runtime.h"
 #include "ct_settings.h"
+#include "ct_watch.h"
 
 static char ct_dir[4096];
 static int ct_rank_, ct_nprocs_;
@@ -105,6 +106,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     }
     ct_profrun_on = 1;
     ct_p2p_on = 1;
+    ct_watch = 1;   /* the watched functions and their requests (watch.c) */
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);
 }
@@ -115,6 +117,26 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
 static unsigned long long ct_ns(unsigned long long ticks, double ns_per_tick)
 {
     return (unsigned long long)((double)ticks * ns_per_tick + 0.5);
+}
+
+/* A collective point's name: its collective, barrier, or a watched function (iallreduce). */
+static const char *ct_kind_name(int kind)
+{
+    if (kind >= CT_PR_FN_BASE)
+        return ct_fns[kind - CT_PR_FN_BASE].name;
+    return kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(kind);
+}
+
+/* The request line of a nonblocking or persistent function's point (formats.toml). */
+static void ct_write_requests(FILE *out, ct_point *s, double rate)
+{
+    unsigned long long starts = atomic_load(&s->req_starts), done = atomic_load(&s->req_done);
+    if (starts == 0 && done == 0)
+        return;
+    _Static_assert(CT_PROFRUN_REQUEST_FIELDS == 8, "formats.toml's request line: update the writer");
+    fprintf(out, "request " CT_PROFRUN_REQUEST_FORMAT "\n", ct_kind_name(s->key.kind), s->key.site,
+            s->key.nprocs, s->key.bin, starts, done, ct_ns(atomic_load(&s->req_wait_ns), rate),
+            ct_ns(atomic_load(&s->req_span_ns), rate));
 }
 
 static void ct_write_slots(FILE *out, ct_point *table, size_t n, int coll, double rate)
@@ -128,14 +150,15 @@ static void ct_write_slots(FILE *out, ct_point *table, size_t n, int coll, doubl
         const ct_point_key *k = &s->key;
         _Static_assert(CT_PROFRUN_POINT_FIELDS == 15, "formats.toml's point line: update the writer");
         fprintf(out, "%s " CT_PROFRUN_POINT_FORMAT "\n", coll ? "coll" : "p2p",
-                !coll ? ct_p2p_names[k->kind]
-                      : k->kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(k->kind),
+                !coll ? ct_p2p_names[k->kind] : ct_kind_name(k->kind),
                 k->site, k->nprocs, k->bin, calls, atomic_load(&s->timed),
                 ct_ns(atomic_load(&s->timed_ns), rate), ct_ns(atomic_load(&s->max_ns), rate),
                 atomic_load(&s->bytes), samples, ct_ns(atomic_load(&s->sample_own_ns), rate),
                 ct_ns(atomic_load(&s->sample_wait_ns), rate),
                 samples ? ct_ns(~atomic_load(&s->sample_wait_min_not), rate) : 0ull,
                 ~atomic_load(&s->bytes_min_not), atomic_load(&s->bytes_max));
+        if (coll)
+            ct_write_requests(out, s, rate);
     }
 }
 

@@ -25,6 +25,22 @@ class Collective(BaseModel):
     uniform: tuple[str, ...]
     in_place: str | None = None
     bytes: str
+    forms: tuple[str, ...] = ("blocking", "nonblocking", "persistent")
+    large_count: bool = True
+    dispatch: bool = True        # false: watched only (counted, profiled), never served
+    family: str = "collective"   # or "neighborhood"
+
+    def functions(self) -> list[str]:
+        """Its MPI functions, as native/gen/table.py names them (MPI_Iallreduce, ..._init_c)."""
+        out = []
+        for form in self.forms:
+            base = self.mpi
+            if form == "nonblocking":
+                base = "MPI_I" + base[len("MPI_"):].lower()
+            elif form == "persistent":
+                base += "_init"
+            out += [base] + ([base + "_c"] if self.large_count else [])
+        return out
 
     @property
     def is_reduction(self) -> bool:
@@ -49,8 +65,16 @@ class Variant(BaseModel):
 
 class Catalog(BaseModel):
     model_config = ConfigDict(frozen=True)
-    collectives: tuple[Collective, ...]
+    collectives: tuple[Collective, ...]   # served by the decision point (dispatch = true)
     variants: tuple[Variant, ...]
+    rows: tuple[Collective, ...] = ()     # every row, the watched-only ones too
+
+    def function_row(self, mpi_name: str) -> Collective | None:
+        """The row an MPI function belongs to (MPI_Ineighbor_alltoall_c -> neighbor_alltoall)."""
+        for row in self.rows:
+            if mpi_name in row.functions():
+                return row
+        return None
 
     def collective_names(self) -> list[str]:
         return [c.name for c in self.collectives]
@@ -81,7 +105,9 @@ class Catalog(BaseModel):
 def load() -> Catalog:
     with open(native_dir() / "spec" / "collectives.toml", "rb") as f:
         raw = tomllib.load(f)
-    return Catalog(collectives=tuple(raw["collective"]), variants=tuple(raw["variant"]))
+    rows = tuple(Collective(**c) for c in raw["collective"])
+    return Catalog(collectives=tuple(r for r in rows if r.dispatch), variants=tuple(raw["variant"]),
+                   rows=rows)
 
 
 # Names of the pseudo variants and prefixes every stage shares (docs/architecture.md).

@@ -84,6 +84,16 @@ PROFILE_RUN_PATTERN: tuple[tuple[str, str], ...] = (
     ("pairs", "u64"),
     ("bytes", "u64"),
 )
+PROFILE_RUN_REQUEST: tuple[tuple[str, str], ...] = (
+    ("name", "word"),
+    ("site", "ptr"),
+    ("nprocs", "int"),
+    ("bin", "int"),
+    ("starts", "u64"),
+    ("completed", "u64"),
+    ("wait_ns", "u64"),
+    ("span_ns", "u64"),
+)
 
 # The job file vocabulary (colltune.measure.settings): datatype -> bytes, op names
 JOB_DATATYPE_SIZES = {

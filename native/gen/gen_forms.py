@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Generate the watched wrappers: every MPI function of native/spec/collectives.toml that the
+decision point does not serve (gen_wrappers.py's): the nonblocking (MPI_I*) and persistent
+(*_init) forms of every row, every function of a row with `dispatch = false` (the neighborhood
+collectives), each in its large-count binding (_c) too.
+
+Outputs
+  native/generated/ct_functions.h        enum CT_FN_* of every function of the table (the served
+                                         ones too), the table's type
+  native/generated/ct_form_wrappers.c    the function table; per watched function an MPI_<Name>
+                                         that is one predictable branch on ct_watch (pass-through
+                                         straight to PMPI_<Name>), else calls the library and hands
+                                         (function, call site, communicator, bytes, start time,
+                                         request) to ct_fn_seen (runtime/watch.c)
+
+A watched call is never changed: the library runs it with the caller's arguments. Its bytes
+follow the row's `bytes` rule, computed from the arguments after the call succeeded (-1 where the
+rule is "-" or a size cannot be taken). Persistent and large-count bindings are compiled where the
+library declares them (CT_HAVE_PERSISTENT, MPI_VERSION >= 4).
+
+`--check` writes nothing and exits 1 if a committed file is stale. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from table import GENERATED_DIR, Collective, Function, banner, load, run
+
+# A role's C type in the large-count binding (MPI-4: counts MPI_Count, displacements MPI_Aint).
+LARGE_CTYPE = {
+    "sendcount": "MPI_Count",
+    "recvcount": "MPI_Count",
+    "count": "MPI_Count",
+    "recvcounts": "const MPI_Count *",
+    "sendcounts": "const MPI_Count *",
+    "sdispls": "const MPI_Aint *",
+    "rdispls": "const MPI_Aint *",
+}
+FORM_ENUM = {"blocking": "CT_FORM_BLOCKING", "nonblocking": "CT_FORM_NONBLOCKING",
+             "persistent": "CT_FORM_PERSISTENT"}
+
+
+def served(fn: Function) -> bool:
+    """Served by gen_wrappers.py's wrappers (the decision point): the blocking form of a row
+    with dispatch, and its large-count binding."""
+    return fn.form == "blocking" and fn.coll.dispatch
+
+
+def params(fn: Function) -> list[tuple[str, str]]:
+    """(C type, name) of every parameter, in the standard's order."""
+    out = []
+    for a in fn.coll.args:
+        ctype = LARGE_CTYPE.get(a.role, a.ctype) if fn.large else a.ctype
+        out.append((ctype, a.name))
+    return out + list(fn.extra)
+
+
+def decl(pairs: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{t}{'' if t.endswith('*') else ' '}{n}" for t, n in pairs)
+
+
+def guard(fn: Function) -> str | None:
+    conds = []
+    if fn.form == "persistent":
+        conds.append("CT_HAVE_PERSISTENT")
+    if fn.large:
+        conds.append("MPI_VERSION >= 4")
+    return " && ".join(conds) or None
+
+
+def bytes_code(fn: Function) -> list[str]:
+    """Statements that set `bytes` from the row's `bytes` rule (after a successful call)."""
+    coll = fn.coll
+    role = {a.role: a.name for a in coll.args}
+    rule = coll.bytes.strip()
+    if rule == "-":
+        return ["int64_t bytes = -1;"]
+    m = re.fullmatch(r"(.*?)\s*(?:\[root with MPI_IN_PLACE:\s*(.*?)\s*\])?", rule)
+    assert m is not None
+    main, alt = m.group(1), m.group(2)
+
+    def expr(text: str) -> str:
+        terms = []
+        for f in (x.strip() for x in text.split("*")):
+            if mm := re.fullmatch(r"size\((\w+)\)", f):
+                terms.append(f"ct_watch_size({role[mm.group(1)]})")
+            elif mm := re.fullmatch(r"sum\((\w+)\)", f):
+                helper = "ct_watch_sum_large" if fn.large else "ct_watch_sum"
+                terms.append(f"{helper}({role[mm.group(1)]}, {role['comm']})")
+            elif f == "p":
+                terms.append(f"ct_watch_comm_size({role['comm']})")
+            elif f in role:
+                terms.append(f"(int64_t){role[f]}")
+            else:
+                raise ValueError(f"{coll.name}: cannot translate bytes factor {f!r}")
+        return "ct_watch_product((int64_t[]){" + ", ".join(terms) + f"}}, {len(terms)})"
+
+    if alt is None:
+        return [f"int64_t bytes = {expr(main)};"]
+    buf = (coll.in_place or "").split("@")[0]
+    return [f"int64_t bytes = {role[buf]} == MPI_IN_PLACE ? {expr(alt)} : {expr(main)};"]
+
+
+def wrapper(fn: Function) -> list[str]:
+    pairs = params(fn)
+    names = ", ".join(n for _, n in pairs)
+    comm = "comm" if any(a.role == "comm" for a in fn.coll.args) else "MPI_COMM_NULL"
+    request = "request" if fn.form != "blocking" else "NULL"
+    body = [
+        f"static __attribute__((noinline)) int ct_watched_{fn.name}(const void *site, {decl(pairs)})",
+        "{",
+        "    uint64_t t0 = ct_watch_clock();",
+        f"    int rc = P{fn.mpi}({names});",
+        "    if (rc != MPI_SUCCESS) {",
+        f"        ct_fn_seen({fn.enum}, site, {comm}, -1, t0, NULL);",
+        "        return rc;",
+        "    }",
+        *(f"    {s}" for s in bytes_code(fn)),
+        f"    ct_fn_seen({fn.enum}, site, {comm}, bytes, t0, {request});",
+        "    return rc;",
+        "}",
+        "",
+        f"int {fn.mpi}({decl(pairs)})",
+        "{",
+        "    if (CT_LIKELY(!ct_watch))",
+        f"        return P{fn.mpi}({names});",
+        f"    return ct_watched_{fn.name}(ct_watch_site(__builtin_return_address(0)), {names});",
+        "}",
+        "",
+    ]
+    g = guard(fn)
+    return [f"#if {g}", *body, "#endif", ""] if g else body
+
+
+def functions() -> tuple[Function, ...]:
+    return load().functions()
+
+
+def header() -> str:
+    fns = functions()
+    enum = "".join(f"    {f.enum} = {i},   /* {f.mpi} */\n" for i, f in enumerate(fns))
+    return (
+        banner("gen_forms.py", source="native/spec/collectives.toml")
+        + "/* Every MPI function of the table's rows (forms x bindings), for the counting and\n"
+        " * profiling modes (runtime/watch.c). */\n"
+        "#ifndef CT_FUNCTIONS_H\n#define CT_FUNCTIONS_H\n\n"
+        f"enum ct_fn_id {{\n{enum}    CT_NUM_FUNCTIONS = {len(fns)}\n}};\n\n"
+        "enum ct_form { CT_FORM_BLOCKING, CT_FORM_NONBLOCKING, CT_FORM_PERSISTENT };\n\n"
+        "typedef struct ct_fn_info {\n"
+        "    const char *name;      /* \"iallreduce\", \"neighbor_alltoall_init_c\" */\n"
+        "    const char *row;       /* its row of collectives.toml: \"allreduce\" */\n"
+        "    int coll;              /* CT_COLL_* where the decision point serves the row, else -1 */\n"
+        "    unsigned char form;    /* enum ct_form */\n"
+        "    unsigned char large;   /* the _c binding */\n"
+        "    unsigned char served;  /* its wrapper is gen_wrappers.py's (ct_dispatch) */\n"
+        "} ct_fn_info;\n\n"
+        "extern const ct_fn_info ct_fns[CT_NUM_FUNCTIONS];\n\n"
+        "#endif /* CT_FUNCTIONS_H */\n"
+    )
+
+
+def info(fn: Function) -> str:
+    coll = f"CT_COLL_{fn.coll.name.upper()}" if fn.coll.dispatch else "-1"
+    return (f'    [{fn.enum}] = {{"{fn.name}", "{fn.coll.name}", {coll}, {FORM_ENUM[fn.form]}, '
+            f"{int(fn.large)}, {int(served(fn))}}},")
+
+
+def generate() -> str:
+    fns = functions()
+    lines = [banner("gen_forms.py", source="native/spec/collectives.toml").rstrip("\n"), ""]
+    lines += [
+        "/* The watched MPI functions of libcolltune.so: pass-through, or counted and profiled",
+        " * around the library's own call (runtime/watch.c). */",
+        "#include <mpi.h>",
+        "#include <stdint.h>",
+        "",
+        '#include "../runtime/ct_runtime.h"',
+        '#include "../runtime/ct_watch.h"',
+        "",
+        "/* MPI-4's persistent collectives; Open MPI 5 declares them under MPI_VERSION 3. */",
+        "#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)",
+        "#define CT_HAVE_PERSISTENT 1",
+        "#else",
+        "#define CT_HAVE_PERSISTENT 0",
+        "#endif",
+        "",
+        "const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {",
+        *(info(f) for f in fns),
+        "};",
+        "",
+    ]
+    for fn in fns:
+        if not served(fn):
+            lines += wrapper(fn)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def outputs() -> dict[Path, str]:
+    return {GENERATED_DIR / "ct_functions.h": header(),
+            GENERATED_DIR / "ct_form_wrappers.c": generate()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, __doc__, "gen_forms.py", outputs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

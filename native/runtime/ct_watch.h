@@ -1,0 +1,101 @@
+/*
+ * Watching every collective function (watch.c, requests.c): the counting and profiling modes
+ * see the functions the decision point does not serve (nonblocking MPI_I*, persistent *_init,
+ * the neighborhood collectives; ct_form_wrappers.c) and the requests they make, up to their
+ * completion in the Wait/Test family, where the time spent is attributed to the collective.
+ *
+ * ct_watch is 1 while counting (COLLTUNE_VERBOSE=1) or profiling (COLLTUNE_PROFILE_RUN): the
+ * watched wrappers and MPI_Start/Wait/Test... test it and pass straight to PMPI_* when it is 0.
+ * Written only inside MPI_Init and MPI_Finalize, like ct_active.
+ */
+#ifndef CT_WATCH_H
+#define CT_WATCH_H
+
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "ct_functions.h"
+#include "ct_profrun.h"
+#include "ct_runtime.h"
+
+extern CT_HIDDEN unsigned char ct_watch;
+
+/* The application's call site: a Fortran wrapper's caller where one is set. */
+static inline const void *ct_watch_site(const void *ret)
+{
+    return ct_profrun_caller != NULL ? ct_profrun_caller : ret;
+}
+
+/* The profiling mode's clock while profiling, else 0 (counting needs no time). */
+static inline uint64_t ct_watch_clock(void)
+{
+    return ct_profrun_on ? ct_profrun_ticks() : 0;
+}
+
+/* Sizes for the `bytes` rules; -1 where a size cannot be taken. */
+CT_HIDDEN int64_t ct_watch_size(MPI_Datatype type);
+CT_HIDDEN int64_t ct_watch_comm_size(MPI_Comm comm);
+CT_HIDDEN int64_t ct_watch_sum(const int *counts, MPI_Comm comm);
+#if MPI_VERSION >= 4
+CT_HIDDEN int64_t ct_watch_sum_large(const MPI_Count *counts, MPI_Comm comm);
+#endif
+
+/* The product of n factors, -1 if any is negative (unknown). */
+static inline int64_t ct_watch_product(const int64_t *factors, int n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (factors[i] < 0)
+            return -1;
+        p *= factors[i];
+    }
+    return p;
+}
+
+/* A watched function's call, after the library ran it (t0: ct_watch_clock before it): counted;
+ * while profiling, recorded at (function, site, communicator size, log2 bytes); the request it
+ * made (nonblocking, persistent; NULL: none) is followed to its completion. */
+CT_HIDDEN void ct_fn_seen(int fn, const void *site, MPI_Comm comm, int64_t bytes, uint64_t t0,
+                          const MPI_Request *request);
+/* A large-count binding the decision point serves (gen_wrappers.py), counted by function; its
+ * bytes (-1: unknown) also go to its collective's, which the int binding's are told from. */
+CT_HIDDEN void ct_fn_note(int fn, int64_t bytes);
+/* A served collective's bytes, per collective (modes.c, while counting). */
+CT_HIDDEN void ct_fn_coll_bytes(int coll, int64_t bytes);
+/* Operations of a followed request started (MPI_Start) and completed (Wait/Test). */
+CT_HIDDEN void ct_req_count_start(int fn);
+CT_HIDDEN void ct_req_count_completion(int fn);
+/* The counting table's "functions" section (count.c prints it after the calls). */
+CT_HIDDEN void ct_fn_print(FILE *out);
+
+/* ---- requests (requests.c) ---------------------------------------------------------------- */
+/* A collective request made by a watched function: followed until it completes (nonblocking) or
+ * is freed (persistent). `point`: the profiling mode's point of the call, NULL when not
+ * profiling. */
+struct ct_point;
+CT_HIDDEN void ct_req_add(MPI_Request request, int fn, struct ct_point *point, int persistent,
+                          uint64_t start);
+CT_HIDDEN void ct_req_clear(void);   /* MPI_Finalize */
+
+/* The requests a Wait/Test call is given, before it runs: which are followed collective ones. */
+#define CT_REQ_BATCH 64
+typedef struct ct_reqwatch {
+    int n;                          /* followed requests among them */
+    int total;                      /* active requests given (the time is shared among them) */
+    int at[CT_REQ_BATCH];           /* their indices in the caller's array */
+    uint64_t key[CT_REQ_BATCH];     /* their handles */
+    uint64_t t0;
+} ct_reqwatch;
+/* Fills *w from the `count` requests (C handles); returns w->n. */
+CT_HIDDEN int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *requests);
+/* After the call: the time since ct_req_begin is shared among the active requests given; the
+ * followed ones that completed are recorded. Completed: all (`all`), the one at `index`, or
+ * those listed in `list` (n_list entries). Returns the share of the time of the requests that
+ * are not followed collective ones (the point-to-point part), in ticks. */
+CT_HIDDEN uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_list);
+/* MPI_Start / MPI_Startall of followed persistent requests. */
+CT_HIDDEN void ct_req_started(MPI_Request request, uint64_t t0);
+CT_HIDDEN void ct_req_freed(MPI_Request request);
+
+#endif /* CT_WATCH_H */

@@ -1,0 +1,90 @@
+"""Every collective function of MPI-4.1 reaches the counting mode (issue 33).
+
+tests/programs/ct_every.c calls each function once (blocking, nonblocking completed by each of
+the Wait/Test family in turn, persistent with MPI_Start/MPI_Startall, the large-count bindings
+where the library is MPI-4) and checks every result against its closed form. Pass-through and
+counting must give the plain run's output; the counting table's "functions" section must list
+every function of native/spec/collectives.toml's rows with exactly one call, one operation
+started and one completed, and the bytes of its row's rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from interposer_support import PROGRAMS, run_mpi
+
+from colltune import catalog
+from colltune.mpi import build, runenv
+from colltune.mpi import libraries as mpi
+
+FUNCTION_LINE = re.compile(r"^colltune:   (MPI_\w+)\s+(\d+)\s+(\d+|-)\s+(\d+)\s+(\d+)$")
+
+
+def functions_section(stderr: str) -> dict[str, tuple[int, int | None, int, int]]:
+    """function -> (calls, bytes or None, started, completed) of the counting table."""
+    out: dict[str, tuple[int, int | None, int, int]] = {}
+    inside = False
+    for line in stderr.splitlines():
+        if line.startswith("colltune: functions:"):
+            inside = True
+        elif line.startswith("colltune: end of functions"):
+            inside = False
+        elif inside and (m := FUNCTION_LINE.match(line)):
+            b = None if m.group(3) == "-" else int(m.group(3))
+            out[m.group(1)] = (int(m.group(2)), b, int(m.group(4)), int(m.group(5)))
+    return out
+
+
+def expected_bytes(row: str, p: int) -> int | None:
+    """Rank 0's bytes of ct_every.c's call of `row` by its `bytes` rule (one int per block)."""
+    return {"bcast": 8, "reduce_scatter": 4 * p, "reduce_scatter_block": 4 * p,
+            "neighbor_alltoallv": None, "neighbor_alltoallw": None}.get(row, 4)
+
+
+def expected(lib: mpi.MpiLibrary, p: int) -> dict[str, tuple[int, int | None, int, int]]:
+    """Every function of the table that the library declares: the large-count bindings where it
+    is MPI-4 (MPICH 5), the persistent forms from MPI-4 or Open MPI 5 on."""
+    large = lib.family == "mpich"
+    out = {}
+    for row in catalog.load().rows:
+        for fn in row.functions():
+            if fn.endswith("_c") and not large:
+                continue
+            out[fn] = (1, expected_bytes(row.name, p), 1, 1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def every(request, tmp_path_factory):
+    name = request.param
+    try:
+        lib = mpi.resolve(name)
+    except mpi.MpiError as exc:
+        pytest.skip(f"{name} not installed: {exc}")
+    from colltune.measure import proof
+    proof.ensure_proven(lib)
+    art = build.ensure_built(lib)
+    exe = build.compile_program(lib, [PROGRAMS / "ct_every.c"], tmp_path_factory.mktemp(name) / "ct_every",
+                                ["-Wextra"])
+    return lib, art, exe
+
+
+NPROCS = {"openmpi": 3, "mpich": 2}
+
+
+@pytest.mark.parametrize("every", ["openmpi", "mpich"], indirect=True)
+def test_every_function_counted_exactly(every):
+    lib, art, exe = every
+    p = NPROCS[lib.name if lib.name in NPROCS else lib.family]
+    plain = run_mpi(lib, p, [exe], {})
+    assert plain.returncode == 0, plain.describe()
+    total = re.search(r"every: (\d+) functions", plain.stdout)
+    assert total is not None, plain.describe()
+    passthrough = run_mpi(lib, p, [exe], runenv.rank_environment(lib, art))
+    counting = run_mpi(lib, p, [exe], runenv.rank_environment(lib, art, verbose=True))
+    for run in (passthrough, counting):
+        assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
+    seen = functions_section(counting.stderr)
+    assert seen == expected(lib, p), counting.describe()
