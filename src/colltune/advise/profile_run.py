@@ -15,6 +15,7 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   cvars_skipped ompi_info                        no cvar lines: Open MPI 4's MPI_T costs 0.2 s (ompi_cvars.py)
   coll <PROFILE_RUN_POINT>                       collectives and MPI_Barrier
   p2p  <PROFILE_RUN_POINT>                       point-to-point calls (nprocs 0, no samples)
+  request <PROFILE_RUN_REQUEST>                  a nonblocking/persistent point's requests
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
 counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
@@ -42,8 +43,10 @@ OLD_POINTS: dict[str, tuple[str, ...]] = {
 }
 POINT_FIELDS = {FORMAT_VERSION: tuple(n for n, _ in formats.PROFILE_RUN_POINT), **OLD_POINTS}
 READABLE_VERSIONS = tuple(POINT_FIELDS)
-WORDS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN) if t == "word"}
-POINTERS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN) if t == "ptr"}
+WORDS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN,
+                       *formats.PROFILE_RUN_REQUEST) if t == "word"}
+POINTERS = {n for n, t in (*formats.PROFILE_RUN_POINT, *formats.PROFILE_RUN_PATTERN,
+                          *formats.PROFILE_RUN_REQUEST) if t == "ptr"}
 
 
 class ProfileRunError(ColltuneError, ValueError):
@@ -78,6 +81,22 @@ class Point:
     bytes_min: int | None = None   # smallest and largest size of the calls (format 2; None before)
     bytes_max: int | None = None
     timed: int | None = None       # calls whose time was taken (format 3; before: all of them)
+
+
+@dataclass(frozen=True)
+class RequestCount:
+    """The requests a nonblocking or persistent collective's point made, on one rank
+    (native/runtime/requests.c): operations started and completed, the time the rank spent in
+    Wait/Test on them and from their start to their completion (the rest of it is overlap)."""
+
+    name: str          # iallreduce, allreduce_init
+    site: int
+    nprocs: int
+    bin: int
+    starts: int
+    completed: int
+    wait_ns: int
+    span_ns: int
 
 
 @dataclass(frozen=True)
@@ -117,6 +136,7 @@ class RankProfile:
     nohz_full: tuple[int, ...] | None = None
     loadavg: float | None = None                                      # 1-minute, at MPI_Finalize
     patterns: list[PatternCount] = field(default_factory=list)
+    requests: list[RequestCount] = field(default_factory=list)
     patterns_lost: int = 0
     sample_syncs: int = 0            # sampled calls' synchronisations (budgeted, profcomm.c)
     sync_latency_ns: float | None = None   # their mean latency (min over ranks per sync)
@@ -188,6 +208,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.loadavg = float(rest)
     elif key == "pattern":
         prof.patterns.append(PatternCount(**_fields(tuple(n for n, _ in formats.PROFILE_RUN_PATTERN), rest.split())))
+    elif key == "request":
+        prof.requests.append(RequestCount(**_fields(tuple(n for n, _ in formats.PROFILE_RUN_REQUEST), rest.split())))
     elif key == "patterns_lost":
         prof.patterns_lost = int(rest)
     elif key == "sample_syncs":

@@ -12,6 +12,12 @@ Definitions (docs/advise.md, "Where the time goes"):
 - a site's calls and time are the most of any rank at that site.
 Point-to-point calls have no waiting split (a receive's wait is its sender's lateness): their own
 cost is their time.
+A nonblocking or persistent collective (MPI_Iallreduce, MPI_Allreduce_init) adds to its starting
+calls' time the time the rank spent in Wait/Test completing its requests, which is its waiting;
+its overlap is the time from start to completion the rank spent elsewhere (computing).
+Tunable: the share of the collective time spent in functions colltune can serve with another
+member (the blocking forms of the collectives the decision point serves: collectives.toml's rows
+with dispatch); the rest is only seen.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from colltune import catalog
 from colltune.advise import symbols
 from colltune.advise.points import own_and_wait
-from colltune.advise.profile_run import Point, ProfileRun
+from colltune.advise.profile_run import Point, ProfileRun, RequestCount
 
 DEFAULT_TOP = 5
 
@@ -51,6 +58,12 @@ class TimeRow:
     fastest_rank: int = 0
     fastest_s: float = 0.0
     sites: list[SiteTime] = field(default_factory=list)
+    completed: int = 0              # requests completed by Wait/Test (nonblocking, persistent)
+    overlap_s: float | None = None  # their start-to-completion time not spent waiting
+
+    @property
+    def tunable(self) -> bool:
+        return self.kind == "coll" and is_tunable(self.name)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "calls": self.calls,
@@ -58,10 +71,19 @@ class TimeRow:
                 "time_s": self.time_s, "own_s": self.own_s, "wait_s": self.wait_s, "share": self.share,
                 "slowest_rank": self.slowest_rank, "slowest_s": self.slowest_s,
                 "fastest_rank": self.fastest_rank, "fastest_s": self.fastest_s,
-                "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites]}
+                "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites],
+                "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable}
 
 
-def mpi_name(p: Point) -> str:
+def is_tunable(mpi: str) -> bool:
+    """Whether colltune can serve calls of this MPI function with another member: the blocking
+    form (or its _c binding) of a collective the decision point serves."""
+    base = mpi.removesuffix("_c")
+    row = catalog.load().function_row(mpi)
+    return row is not None and row.dispatch and base == row.mpi
+
+
+def mpi_name(p: Point | RequestCount) -> str:
     """MPI_Reduce_scatter_block from the runtime's names (reduce_scatter_block, Send)."""
     return "MPI_" + (p.name[:1].upper() + p.name[1:])
 
@@ -77,12 +99,19 @@ def byte_range(p: Point) -> tuple[int, int] | None:
 
 
 def _per_rank(run: ProfileRun) -> dict[tuple[str, str], dict[int, list[float]]]:
-    """(kind, name) -> rank -> [calls, time, own, wait]."""
+    """(kind, name) -> rank -> [calls, time, own, wait, completed, overlap]; a nonblocking
+    collective's completion wait is in its time and its waiting."""
     acc: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(dict)
     for rank in run.ranks:
+        for r in rank.requests:
+            a = acc[("coll", mpi_name(r))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0])
+            a[1] += r.wait_ns / 1e9
+            a[3] += r.wait_ns / 1e9
+            a[4] += r.completed
+            a[5] += max(0, r.span_ns - r.wait_ns) / 1e9
         for p in rank.points:
             own, wait = own_and_wait(p) if p.kind == "coll" else (p.total_ns / 1e9, 0.0)
-            a = acc[(p.kind, mpi_name(p))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0])
+            a = acc[(p.kind, mpi_name(p))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0])
             a[0] += p.calls
             a[1] += p.total_ns / 1e9
             a[2] += own
@@ -118,7 +147,11 @@ def rows(run: ProfileRun) -> list[TimeRow]:
         row = out[key]
         slow = max(by_rank, key=lambda r: (by_rank[r][1], -r))
         fast = min(by_rank, key=lambda r: (by_rank[r][1], r))
-        calls, t, own, wait = by_rank[slow]
+        calls, t, own, wait, completed, overlap = by_rank[slow]
+        if key not in out:   # requests whose point was lost (its table was full)
+            continue
+        if completed:
+            row.completed, row.overlap_s = int(completed), overlap
         row.calls = int(max(v[0] for v in by_rank.values()))
         row.time_s, row.own_s = t, own
         row.wait_s = wait if row.kind == "coll" else None
@@ -131,8 +164,18 @@ def rows(run: ProfileRun) -> list[TimeRow]:
     return sorted(out.values(), key=lambda r: (r.kind != "coll", -r.own_s, -r.time_s, r.name))
 
 
+def coverage(table: list[TimeRow]) -> tuple[float, float]:
+    """(collective time seen, its tunable share): the rows' times on their slowest ranks."""
+    coll = [r for r in table if r.kind == "coll"]
+    seen = sum(r.time_s for r in coll)
+    tunable = sum(r.time_s for r in coll if r.tunable)
+    return seen, tunable / seen if seen else 0.0
+
+
 def as_json(run: ProfileRun, table: list[TimeRow]) -> dict[str, Any]:
+    seen, share = coverage(table)
     return {"wall_s": run.wall_ns / 1e9, "nprocs": run.nprocs,
+            "collective_s": seen, "tunable_share": share,
             "collectives": [r.as_dict() for r in table if r.kind == "coll"],
             "p2p": [r.as_dict() for r in table if r.kind == "p2p"]}
 
@@ -187,6 +230,9 @@ def _row_lines(row: TimeRow, sites: int) -> list[str]:
                  f"{fmt_s(row.wait_s):>9} {100 * row.share:>5.1f}%")
     lines.append(f"    slowest rank {row.slowest_rank} ({fmt_s(row.slowest_s)}), fastest rank "
                  f"{row.fastest_rank} ({fmt_s(row.fastest_s)})")
+    if row.overlap_s is not None:
+        lines.append(f"    {row.completed:,} requests completed, waiting {fmt_s(row.wait_s)} in "
+                     f"Wait/Test, overlap {fmt_s(row.overlap_s)}")
     for s in row.sites[:sites]:
         head = f"    {s.calls:>11,} {fmt_s(s.time_s):>9}  "
         lines.append(head + _fit(s.label, WIDTH - len(head)))
@@ -201,7 +247,12 @@ def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: i
     coll = [r for r in table if r.kind == "coll"]
     p2p = [r for r in table if r.kind == "p2p"]
     lines = [_fit(f"Where the time goes: {run.nprocs} ranks, wall {fmt_s(run.wall_ns / 1e9)}, each "
-                  "row on its slowest rank", WIDTH), HEAD]
+                  "row on its slowest rank", WIDTH)]
+    if coll:
+        seen, share = coverage(table)
+        lines.append(_fit(f"collective time {fmt_s(seen)}, {100 * share:.1f}% of it tunable here "
+                          "(the rest only seen)", WIDTH))
+    lines.append(HEAD)
     if not coll:
         lines.append("  no collective calls")
     for row in coll[:top]:
