@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 COLLTUNE := $(VENV)/bin/colltune
 NPROCS   ?= 4
 
-.PHONY: help setup setup-mpich setup-intel setup-fortran setup-valgrind build generate demo test test-fast fuzz clean slurm cluster
+.PHONY: help setup setup-mpich setup-intel setup-fortran setup-valgrind setup-smpi build generate demo test test-fast fuzz clean slurm cluster
 
 help:
 	@echo "make demo         set up .venv (package, pinned deps, embedded Open MPI), build, run the main job"
@@ -84,7 +84,14 @@ setup-valgrind:
 	  (apt-get update -qq && apt-get install -y -qq valgrind) || \
 	  echo "setup-valgrind: could not install valgrind; test_memo_is_flushed_and_freed_at_finalize will skip"
 
-test: setup setup-mpich slurm setup-fortran setup-valgrind
+# SimGrid SMPI (smpicc, smpirun: Debian's libsimgrid-dev 3.32): colltune on simulated clusters
+# (docs/smpi.md); without it tests/test_smpi.py skips and says so.
+setup-smpi:
+	@command -v smpicc >/dev/null && command -v smpirun >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq libsimgrid-dev) || \
+	  echo "setup-smpi: could not install libsimgrid-dev; tests/test_smpi.py will skip"
+
+test: setup setup-mpich slurm setup-fortran setup-valgrind setup-smpi
 	$(PY) -m pytest -q
 
 test-fast: setup

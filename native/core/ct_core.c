@@ -1,10 +1,11 @@
 /*
  * Small MPI queries and the arithmetic shared by the applicability checks and the mock-ups.
  */
+#include "ct_tls.h"
 #include "ct_core.h"
 
 __attribute__((visibility("hidden"))) _Thread_local ct_tsize ct_tsizes[4]
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 
 int ct_type_size_slow(MPI_Datatype type, int64_t *bytes)
 {

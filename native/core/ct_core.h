@@ -5,6 +5,7 @@
 #ifndef CT_CORE_H
 #define CT_CORE_H
 
+#include "ct_tls.h"
 #include "colltune.h"
 #include "ct_catalog.h"
 
@@ -52,7 +53,7 @@ typedef struct ct_tsize {
     int64_t tag;
 } ct_tsize;
 extern __attribute__((visibility("hidden"))) _Thread_local ct_tsize ct_tsizes[4]
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 int ct_type_size_slow(MPI_Datatype type, int64_t *bytes);
 
 static inline unsigned ct_tslot(MPI_Datatype type)

@@ -11,6 +11,10 @@
  *    dynamic rules on and coll/han out of the way).
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
  * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
+ * SimGrid SMPI has no MPI_T at all (include/ct_mpit_absent.h) and reads its algorithm once, when
+ * the simulation starts (`--cfg=smpi/<coll>:<name>` on the smpirun line): the front end starts
+ * one launch per algorithm too, and tells the ranks which one through COLLTUNE_SMPI_<COLL>
+ * (they cannot read SimGrid's string settings: xbt/config.h has getters for numbers only).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,19 +92,24 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
 static int open_at_launch(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
                           char *err, size_t errlen)
 {
+#ifdef COLLTUNE_ABI_FAMILY_SMPI
+    const char *prefix = "COLLTUNE_SMPI_";
+#else
+    const char *prefix = "I_MPI_ADJUST_";
     if (!ct_mpit_intel())
         return -1;
+#endif
     char ucoll[64], name[96];
     ct_mpit_upper(ucoll, coll, sizeof ucoll);
-    snprintf(name, sizeof name, "I_MPI_ADJUST_%s", ucoll);
+    snprintf(name, sizeof name, "%s%s", prefix, ucoll);
     const char *value = getenv(name);
     int mine = value && strcmp(value, algorithm) == 0, all = 0;
     int rc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     if (!all) {
-        snprintf(err, errlen, "Intel MPI fixes algorithms at launch: measure this variant in a "
-                 "launch with %s=%s on every rank (colltune bench does so by itself)", name,
+        snprintf(err, errlen, "this library fixes algorithms at launch: measure this variant in "
+                 "a launch with %s=%s on every rank (colltune bench does so by itself)", name,
                  algorithm);
         return MPI_ERR_ARG;
     }

@@ -22,8 +22,12 @@
 #define CT_BUILT_FOR "the MPICH family"
 #define CT_FOREIGN_SYMBOL "ompi_mpi_comm_world"  /* Open MPI's MPI_COMM_WORLD object */
 #define CT_FOREIGN_NAME "Open MPI"
+#elif defined(COLLTUNE_ABI_FAMILY_SMPI)
+#define CT_BUILT_FOR "SimGrid SMPI"
+#define CT_FOREIGN_SYMBOL "ompi_mpi_comm_world"  /* SMPI runs inside no real MPI library */
+#define CT_FOREIGN_NAME "Open MPI"
 #else
-#error "compile with -DCOLLTUNE_ABI_FAMILY_OPENMPI or -DCOLLTUNE_ABI_FAMILY_MPICH"
+#error "compile with -DCOLLTUNE_ABI_FAMILY_OPENMPI, _MPICH or _SMPI"
 #endif
 
 __attribute__((constructor)) static void ct_abi_guard(void)

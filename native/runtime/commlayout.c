@@ -17,6 +17,7 @@
  * MPI_Init) skips layouts while the others compute them: not agreed across ranks, like the
  * learning mode's, because it does not happen in practice.
  */
+#include "ct_tls.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -33,7 +34,7 @@ typedef struct ct_layout_cache {
 
 static int ct_layout_keyval = MPI_KEYVAL_INVALID;
 static atomic_uint ct_layout_generation = 1;
-static _Thread_local ct_layout_cache ct_lcache __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_layout_cache ct_lcache CT_TLS_MODEL;
 
 static int ct_layout_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
 {

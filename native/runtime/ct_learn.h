@@ -5,6 +5,7 @@
 #ifndef CT_LEARN_H
 #define CT_LEARN_H
 
+#include "ct_tls.h"
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,10 +48,10 @@ extern CT_HIDDEN int ct_checking;
 extern CT_HIDDEN atomic_int ct_recording;
 
 /* The record of the call this thread is deciding (traced ranks only), completed after the call. */
-extern CT_HIDDEN _Thread_local ct_trace_record ct_pending __attribute__((tls_model("initial-exec")));
+extern CT_HIDDEN _Thread_local ct_trace_record ct_pending CT_TLS_MODEL;
 /* The state of the communicator of ct_pending, for its `recorded` counter. */
 extern CT_HIDDEN _Thread_local ct_comm_state *ct_pending_state
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 
 /* Tracing (trace.c). ct_trace_setup reads COLLTUNE_TRACE_* at MPI_Init; ct_trace_active says
  * whether this rank records (its buffer exists, open or closed). */

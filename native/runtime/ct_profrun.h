@@ -19,6 +19,7 @@
 #ifndef CT_PROFRUN_H
 #define CT_PROFRUN_H
 
+#include "ct_tls.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -46,15 +47,15 @@ CT_PROFRUN_HIDDEN int ct_profrun_served(int coll);
  * __tls_get_addr (libcolltune is preloaded or linked, so its TLS is in the static block). */
 /* The call site of the collective being dispatched: set by the generated wrapper. */
 extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 /* Set by the Fortran wrappers around their call of the C wrapper: the application's call site
  * (the C wrapper's return address would be colltune's own ct_f_* frame). NULL otherwise. */
 extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_caller
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 /* 1 while the profiling mode serves a call: a collective the serving code makes itself is not
  * profiled again. */
 extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 
 /* ---- the clock (profclock.c) ------------------------------------------------------------- */
 /* Monotonic nanoseconds (CLOCK_MONOTONIC: one clock for all ranks of a node). */

@@ -6,6 +6,7 @@
 #ifndef CT_PROFRUN_IMPL_H
 #define CT_PROFRUN_IMPL_H
 
+#include "ct_tls.h"
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,7 +153,7 @@ typedef struct ct_pcomm_cache {
     unsigned generation;
 } ct_pcomm_cache;
 extern CT_PROFRUN_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache
-    __attribute__((tls_model("initial-exec")));
+    CT_TLS_MODEL;
 extern CT_PROFRUN_HIDDEN atomic_uint ct_profcomm_generation;
 
 CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */

@@ -85,8 +85,10 @@ static void ct_profile_verdict(const uint64_t *v, int state, const char *path, c
 static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *path)
 {
     ct_message("libcolltune active on %d ranks (built for %s)", ct_nprocs,
-#ifdef COLLTUNE_ABI_FAMILY_OPENMPI
+#if defined(COLLTUNE_ABI_FAMILY_OPENMPI)
                "Open MPI"
+#elif defined(COLLTUNE_ABI_FAMILY_SMPI)
+               "SimGrid SMPI"
 #else
                "MPICH family"
 #endif

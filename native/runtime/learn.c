@@ -24,6 +24,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "ct_tls.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ typedef struct ct_comm_cache {
     unsigned generation;
 } ct_comm_cache;
 static atomic_uint ct_generation = 1;
-static _Thread_local ct_comm_cache ct_cache __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_comm_cache ct_cache CT_TLS_MODEL;
 
 static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extra)
 {

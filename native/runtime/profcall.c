@@ -19,6 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "ct_tls.h"
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -46,7 +47,7 @@ CT_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
 CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 
 /* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
-static _Thread_local uint64_t ct_seq __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t ct_seq CT_TLS_MODEL;
 
 int64_t ct_profrun_bytes(int count, MPI_Datatype type)
 {
@@ -84,7 +85,7 @@ static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const c
 
 /* This thread's slots used last, one per hash of (site, kind, bin): a loop's calls find theirs
  * with one load and four compares instead of a hash and a probe of the shared table. */
-static _Thread_local ct_point *ct_hot[CT_HOT] __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_point *ct_hot[CT_HOT] CT_TLS_MODEL;
 
 static inline ct_point *ct_coll_slot(const void *site, int kind, int nprocs, int bin)
 {
@@ -128,8 +129,8 @@ static void ct_time(ct_point *s, uint64_t ticks)
 }
 
 /* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call. */
-static _Thread_local uint32_t ct_time_left __attribute__((tls_model("initial-exec")));
-static _Thread_local uint32_t ct_time_rng __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
+static _Thread_local uint32_t ct_time_rng CT_TLS_MODEL;
 
 static __attribute__((noinline)) void ct_time_rearm(void)
 {
@@ -260,7 +261,7 @@ typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
     struct ct_memo_block *next;
 } ct_memo_block;
-static _Thread_local ct_memo *ct_memos __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_memo *ct_memos CT_TLS_MODEL;
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)

@@ -29,6 +29,7 @@
  * (collectives, MPI_Barrier and the point-to-point calls of p2p.toml), so "directly after" means
  * no intercepted call in between on that thread.
  */
+#include "ct_tls.h"
 #include <limits.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -62,7 +63,7 @@ static uint64_t ct_ns0;                         /* MPI_Init, CLOCK_MONOTONIC ns 
 static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ticks */
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
 /* the slot this thread counted last */
-static _Thread_local ct_pat_slot *ct_pat_last __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_pat_slot *ct_pat_last CT_TLS_MODEL;
 static atomic_ullong ct_pat_lost;
 
 static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)

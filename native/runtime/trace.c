@@ -16,6 +16,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "ct_tls.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,8 @@ _Static_assert(CT_TRACE_TICKS_PER_SECOND == 1 << 20, "start ticks: the arithmeti
 
 
 atomic_int ct_recording;
-_Thread_local ct_trace_record ct_pending __attribute__((tls_model("initial-exec")));
-_Thread_local ct_comm_state *ct_pending_state __attribute__((tls_model("initial-exec")));
+_Thread_local ct_trace_record ct_pending CT_TLS_MODEL;
+_Thread_local ct_comm_state *ct_pending_state CT_TLS_MODEL;
 
 static int ct_world_rank, ct_world_size;
 static uint64_t ct_t0;

@@ -3,6 +3,7 @@ and their translation into BenchSettings."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from colltune.measure.driver_options import CLI_OPTIONS
 from colltune.measure.settings import PRESETS, SYNC_METHODS, BenchError, BenchSettings
+from colltune.mpi import smpi
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] | None) -> list[int] | None:
@@ -41,12 +43,29 @@ def _str_list(ctx: click.Context, param: click.Parameter, value: Sequence[str] |
     return [s.strip() for chunk in value for s in chunk.split(",") if s.strip()]
 
 
+def _use_platform(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--platform: checked now, then read by every SMPI launch of this command (mpi/smpi.py)."""
+    if value is None:
+        return
+    try:
+        smpi.platform(value)
+    except smpi.SmpiError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    os.environ[smpi.PLATFORM_VAR] = value
+
+
+platform_option = click.option(
+    "--platform", callback=_use_platform, expose_value=False, metavar="PRESET|FILE",
+    help=f"SimGrid SMPI only (--mpi smpi): the simulated platform, a preset ({', '.join(smpi.PRESETS)}) "
+         "or a SimGrid platform file (default: the smallest preset with enough cores)")
+
 _BENCH_OPTIONS = [
+    platform_option,
     click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
                  help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: 12 sizes per collective (1 B-16 KiB or 1 B-8 MiB), "
                       "up to 5000 repetitions / 3 s per job"),
     click.option("--mpi", "mpi_spec", default=None, metavar="LIB",
-                 help="openmpi | mpich | intel | path to an mpicc (default: embedded Open MPI)"),
+                 help="openmpi | mpich | intel | smpi | path to an mpicc (default: embedded Open MPI)"),
     click.option("-c", "--collectives", multiple=True, callback=_str_list, metavar="LIST",
                  help="collectives, comma-separated (default: all of the table)"),
     click.option("--variants", multiple=True, callback=_str_list, metavar="LIST",

@@ -16,7 +16,7 @@ from colltune.catalog import variant_kind
 from colltune.measure.settings import DATATYPE_SIZES, BenchError, BenchSettings
 from colltune.mpi import launch
 from colltune.mpi import libraries as mpi
-from colltune.mpi.algorithms import ALGORITHM_NPROCS, ALGORITHMS_AT_LAUNCH, algorithm_key
+from colltune.mpi.algorithms import ALGORITHM_NPROCS, ALGORITHMS_AT_LAUNCH, algorithm_key, launch_setting
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ def check_nprocs(settings: BenchSettings, lib: mpi.MpiLibrary) -> None:
     cores = _cores()
     biggest = max(settings.nprocs)
     # MPICH polls; Open MPI and Intel MPI yield the core when they wait (MPI-NOTES.md)
+    if lib.family == "smpi":
+        return  # simulated ranks: all in one process, as many as the platform has cores
     if lib.family == "mpich" and lib.name != "intel" and biggest > cores and not settings.allow_oversubscribe:
         raise BenchError(f"{lib.name} busy-polls: {biggest} ranks on {cores} cores make every "
                          f"collective take milliseconds; use at most -n {cores} here, or pass "
@@ -133,7 +135,7 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
     lib = mpi.resolve(settings.mpi)
     check_nprocs(settings, lib)
     key = algorithm_key(lib)
-    if key in ALGORITHMS_AT_LAUNCH:
+    if key == "intel":
         bad = [v for c in settings.collectives for v in settings.variants_for(c, key)
                if v.startswith("lib:") and not v.split(":")[2].isdigit()]
         if bad:
@@ -157,14 +159,15 @@ class LaunchSpec:
     idx: int
     nprocs: int
     repetition: int  # 0..R-1 for its process count
-    adjust: tuple[str, str] | None = None  # (collective, algorithm) fixed for this launch (Intel)
+    adjust: tuple[str, str] | None = None  # (collective, algorithm) fixed for this launch (Intel, SMPI)
     only: Selection | None = None  # adaptive round: just these (collective, size, variant)
     round: int = 0  # adaptive round of `colltune check` (0: the first R launches)
+    library: str = "intel"  # the LIBRARY_ALGORITHMS key whose launch setting `adjust` is
 
     def rank_env(self) -> dict[str, str]:
         if self.adjust is None:
             return {}
-        return {f"I_MPI_ADJUST_{self.adjust[0].upper()}": self.adjust[1]}
+        return launch_setting(self.library, *self.adjust)
 
 
 def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[LaunchSpec]:
@@ -179,7 +182,7 @@ def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[Launc
     for r in range(settings.launches):
         for n in settings.nprocs:
             for adjust in (None, *adjusts):
-                specs.append(LaunchSpec(len(specs), n, r, adjust))
+                specs.append(LaunchSpec(len(specs), n, r, adjust, library=library))
     return specs
 
 
@@ -194,5 +197,5 @@ def adaptive_plan(settings: BenchSettings, library: str, only: dict[int, Selecti
                 if library in ALGORITHMS_AT_LAUNCH else []
             ordinary = any(not (v.startswith("lib:") and adjusts) for _, _, v in sel)
             for adjust in ((None,) if ordinary else ()) + tuple(adjusts):
-                specs.append(LaunchSpec(first_idx + len(specs), n, first_repetition + r, adjust, sel, round_))
+                specs.append(LaunchSpec(first_idx + len(specs), n, first_repetition + r, adjust, sel, round_, library))
     return specs

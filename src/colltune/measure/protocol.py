@@ -22,7 +22,7 @@ from colltune import __version__, catalog
 from colltune.measure.driver_options import LINE_KEYS, RECORD_COLUMNS, RECORD_DTYPES
 from colltune.measure.planning import Plan
 from colltune.measure.settings import BenchError, BenchSettings
-from colltune.mpi import build, launch
+from colltune.mpi import build, launch, smpi
 from colltune.mpi import libraries as mpi
 from colltune.schema import JOB_COLUMNS, MEASUREMENT_COLUMNS
 from colltune.store.runs import LaunchData
@@ -131,6 +131,9 @@ def launch_environment(out: DriverOutput, lib: mpi.MpiLibrary, rank_env: dict[st
         # a launch that yields is load-sensitive, so comparisons must show it.
         "idle_wait": launch.idle_wait(lib, launcher, out.cvars.get("mpi_yield_when_idle")), "cores_available": str(launch.cores_available()),
     })
+    if lib.family == "smpi":  # the simulated machine: what the host names alone do not say
+        plat = smpi.platform(os.environ.get(smpi.PLATFORM_VAR), nprocs or 1)
+        env.update({"smpi_platform": plat.name, "smpi_config": " ".join(smpi.config_flags({**os.environ, **rank_env}))})
     env.update({f"cvar:{k}": v for k, v in out.cvars.items()})
     prefixes = ("OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "COLLTUNE_", "UCX_", "FI_")
     for key, value in sorted({**os.environ, **launcher, **rank_env}.items()):

@@ -63,12 +63,45 @@ LIBRARY_ALGORITHMS["intel"] = {
     "scatter": ("1", "3"),
 }
 
+# SimGrid SMPI: `--cfg=smpi/<coll>:<name>`, fixed per launch (read once when the simulation
+# starts: SimGrid's src/smpi/colls/smpi_coll.cpp lists them; `smpirun --help-coll`). Without the
+# family selectors (default, ompi, mpich, mvapich2, impi: whole decision functions, chosen with
+# `smpi/coll-selector`, mpi/smpi.py) and `automatic` (runs every algorithm to time them).
+# Algorithms with process-count or topology preconditions that abort instead of falling back
+# (2dmesh/3dmesh, the SMP_* and smp_* ones that need ranks-per-node set) are left out.
+LIBRARY_ALGORITHMS["smpi"] = {
+    "allreduce": ("lr", "rab1", "rab2", "rab_rdb", "rdb", "redbcast", "ompi_ring_segmented",
+                  "mvapich2_rs", "rab"),
+    "bcast": ("arrival_pattern_aware", "binomial_tree", "flattree", "flattree_pipeline", "NTSB",
+              "NTSL", "NTSL_Isend", "scatter_LR_allgather", "scatter_rdb_allgather",
+              "ompi_split_bintree", "ompi_pipeline"),
+    "allgather": ("bruck", "GB", "loosely_lr", "NTSLR", "NTSLR_NB", "pair", "rdb", "rhv", "ring",
+                  "spreading_simple", "ompi_neighborexchange"),
+    "alltoall": ("basic_linear", "bruck", "pair", "pair_light_barrier", "pair_mpi_barrier",
+                 "pair_one_barrier", "rdb", "ring", "ring_light_barrier", "ring_mpi_barrier",
+                 "ring_one_barrier", "mvapich2_scatter_dest"),
+    "reduce": ("arrival_pattern_aware", "binomial", "flat_tree", "NTSL", "scatter_gather",
+               "ompi_chain", "ompi_pipeline", "ompi_basic_linear", "ompi_in_order_binary",
+               "ompi_binary", "ompi_binomial", "rab"),
+    "gather": ("ompi_basic_linear", "ompi_binomial", "ompi_linear_sync"),
+    "scatter": ("ompi_basic_linear", "ompi_linear_nb", "ompi_binomial"),
+    "reduce_scatter": ("ompi_basic_recursivehalving", "ompi_ring", "ompi_butterfly", "mpich_pair",
+                       "mpich_rdb", "mpich_noncomm"),
+}
+
 # Algorithms that refuse other process counts with an error instead of falling back:
 # (library, algorithm) -> the only process count they serve.
 ALGORITHM_NPROCS = {("openmpi", "two_proc"): 2}
 
 # Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
-ALGORITHMS_AT_LAUNCH = frozenset({"intel"})
+ALGORITHMS_AT_LAUNCH = frozenset({"intel", "smpi"})
+
+
+def launch_setting(library: str, collective: str, algorithm: str) -> dict[str, str]:
+    """The environment of a launch whose `collective` runs `algorithm` (ALGORITHMS_AT_LAUNCH);
+    SMPI's launcher also turns it into `--cfg=smpi/<collective>:<algorithm>` (mpi/smpi.py)."""
+    prefix = "COLLTUNE_SMPI_" if library == "smpi" else "I_MPI_ADJUST_"
+    return {f"{prefix}{collective.upper()}": algorithm}
 
 
 def algorithm_key(lib: MpiLibrary) -> str:

@@ -117,6 +117,8 @@ def _build_into(lib: MpiLibrary, out: Path) -> None:
     flags = [*CFLAGS, f"-DCOLLTUNE_ABI_FAMILY_{lib.family.upper()}",
              f"-I{root / 'include'}", f"-I{root / 'generated'}", f"-I{root / 'core'}",
              f"-I{root / 'runtime'}"]
+    if lib.family == "smpi":  # SMPI has no MPI_T: every file sees it absent, no file changes
+        flags += ["-include", str(root / "include" / "ct_mpit_absent.h")]
     groups = {g for groups in _PRODUCTS.values() for g in groups}
     sources = sorted({src for g in groups for src in _sources(g)})
     if not sources:

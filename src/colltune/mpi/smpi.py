@@ -1,0 +1,204 @@
+"""SimGrid SMPI: simulated platforms, and the smpirun command line that starts ranks on them.
+
+SMPI runs every rank of a program as a simulated process of one host process (`smpirun` starts
+`smpimain`, which dlopens one copy of the program per rank), on a platform described in SimGrid's
+XML: hosts, cores, links with latency and bandwidth, routing. Times read through MPI_Wtime are
+simulated, so a measurement is the model's answer, not this machine's.
+
+A platform is given by `--platform` (or COLLTUNE_SMPI_PLATFORM): one of PRESETS, generated into
+the cache, or the path of the user's own SimGrid platform file, whose hosts are read from its
+`<host>` and `<cluster>` elements. Ranks are placed in blocks (ranks 0..ppn-1 on the first
+node), so a launch of n ranks spans ceil(n / ppn) nodes of ppn ranks: the layout every launch
+confirms from the host names its ranks report (measure/confirm.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from colltune.errors import ColltuneError
+from colltune.paths import cache_dir
+
+PLATFORM_VAR = "COLLTUNE_SMPI_PLATFORM"
+# Per-launch algorithm choice: COLLTUNE_SMPI_<COLLECTIVE>=<algorithm> in the launch environment
+# becomes `--cfg=smpi/<collective>:<algorithm>` (core/libalg.c checks it on every rank), and
+# COLLTUNE_SMPI_SELECTOR=<family> becomes `--cfg=smpi/coll-selector:<family>`.
+ALGORITHM_VAR_PREFIX = "COLLTUNE_SMPI_"
+SELECTOR_VAR = "COLLTUNE_SMPI_SELECTOR"
+SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
+
+# Every launch: no measured computation (SMPI would otherwise time this loaded host's CPU bursts
+# and inject them into the simulated clock, so that two launches of the same job differ), and
+# SimGrid's start-up chatter off (warnings and errors stay on stderr).
+BASE_CONFIG = ("--cfg=smpi/simulate-computation:no", "--log=root.thres:warning")
+
+
+class SmpiError(ColltuneError):
+    """A platform that cannot be used (unknown preset, unreadable file, too few cores)."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A generated platform: `nodes` hosts of `cores` cores behind one network topology."""
+
+    name: str
+    nodes: int
+    cores: int
+    topology: str  # SimGrid cluster topology: FLAT, FAT_TREE, DRAGONFLY
+    topo_parameters: str
+    link_bw: str
+    link_lat: str
+    loopback_bw: str  # between two ranks of one node (shared memory)
+    loopback_lat: str
+    about: str
+
+
+# InfiniBand-like figures: EDR 100 Gb/s links (12.5 GB/s) with ~1 us per switch hop in the
+# model's link latency; ranks on one node talk through memory at ~20 GB/s and 0.2 us.
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("small", 4, 4, "FLAT", "", "12.5GBps", "1us", "20GBps", "0.2us",
+           "4 nodes x 4 cores on one switch: tests and quick looks"),
+    Preset("fattree-64x16", 64, 16, "FAT_TREE", "2;8,8;1,4;1,1", "12.5GBps", "0.5us", "20GBps",
+           "0.2us", "2-level fat tree: 8 leaf switches of 8 nodes, 4 spines; 64 nodes x 16 cores"),
+    Preset("dragonfly-1024", 1024, 4, "DRAGONFLY", "8,4;4,2;8,1;4", "12.5GBps", "0.5us", "20GBps",
+           "0.2us", "dragonfly: 8 groups x 4 chassis x 8 routers x 4 nodes = 1024 nodes x 4 cores"),
+)}
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A platform ready for smpirun: its XML file and the hosts in rank order (one per core)."""
+
+    name: str  # preset name or the file's path
+    xml: Path
+    hosts: tuple[str, ...]  # one entry per core, node after node
+    ppn: int  # cores of the first node: the ranks placed per node
+
+    @property
+    def slots(self) -> int:
+        return len(self.hosts)
+
+    def layout(self, nprocs: int) -> tuple[int, int]:
+        """(nodes, ranks per node) of a launch of nprocs ranks placed in blocks."""
+        return math.ceil(nprocs / self.ppn), min(self.ppn, nprocs)
+
+    def hostfile(self, nprocs: int) -> Path:
+        """The first nprocs slots as an smpirun hostfile (no `host:n` lines: smpirun would
+        unroll those into a temporary file in the current directory)."""
+        if nprocs > self.slots:
+            raise SmpiError(f"platform {self.name} has {self.slots} cores, {nprocs} ranks asked: "
+                            f"choose a larger one ({', '.join(PRESETS)}) or fewer ranks")
+        path = self.xml.with_name(f"{self.xml.stem}.hosts{nprocs}")
+        if not path.exists():
+            _write_whole(path, "".join(f"{h}\n" for h in self.hosts[:nprocs]))
+        return path
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Concurrent launches read it: a whole file or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def preset_xml(preset: Preset) -> str:
+    topo = f' topology="{preset.topology}" topo_parameters="{preset.topo_parameters}"' \
+        if preset.topology != "FLAT" else ""
+    return (
+        "<?xml version='1.0'?>\n"
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        f"<!-- generated by colltune: preset {preset.name}: {preset.about} -->\n"
+        '<platform version="4.1">\n'
+        f'  <cluster id="{preset.name}" prefix="{preset.name}-" suffix="" radical="0-{preset.nodes - 1}"'
+        f' speed="1Gf" core="{preset.cores}" bw="{preset.link_bw}" lat="{preset.link_lat}"'
+        f' loopback_bw="{preset.loopback_bw}" loopback_lat="{preset.loopback_lat}"{topo}/>\n'
+        "</platform>\n"
+    )
+
+
+def _preset_platform(preset: Preset) -> Platform:
+    xml = cache_dir() / "smpi" / "platforms" / f"{preset.name}.xml"
+    text = preset_xml(preset)
+    if not xml.exists() or xml.read_text() != text:
+        _write_whole(xml, text)
+    hosts = tuple(f"{preset.name}-{n}" for n in range(preset.nodes) for _ in range(preset.cores))
+    return Platform(preset.name, xml, hosts, preset.cores)
+
+
+def _radical(text: str) -> list[int]:
+    """SimGrid's radical "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]."""
+    numbers: list[int] = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        numbers.extend(range(int(low), int(high or low) + 1))
+    return numbers
+
+
+def _file_platform(path: Path) -> Platform:
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise SmpiError(f"platform file {path} cannot be read as SimGrid XML ({exc}); give a "
+                        f"SimGrid platform file or a preset ({', '.join(PRESETS)})") from exc
+    hosts: list[str] = []
+    ppn = 0
+    for elem in root.iter():
+        if elem.tag == "host":
+            cores = int(elem.get("core", "1"))
+            hosts.extend([elem.get("id", "")] * cores)
+        elif elem.tag == "cluster":
+            cores = int(elem.get("core", "1"))
+            names = [f"{elem.get('prefix', '')}{n}{elem.get('suffix', '')}"
+                     for n in _radical(elem.get("radical", ""))]
+            hosts.extend(h for h in names for _ in range(cores))
+        else:
+            continue
+        ppn = ppn or cores
+    if not hosts:
+        raise SmpiError(f"platform file {path} declares no <host> or <cluster>: nowhere to run ranks")
+    return Platform(str(path), path.resolve(), tuple(hosts), ppn)
+
+
+def platform(spec: str | None = None, nprocs: int = 1) -> Platform:
+    """The platform named by `spec` (a preset or a file), else COLLTUNE_SMPI_PLATFORM, else the
+    smallest preset with nprocs cores."""
+    spec = spec or os.environ.get(PLATFORM_VAR) or None
+    if spec is None:
+        fitting = [p for p in PRESETS.values() if p.nodes * p.cores >= nprocs]
+        if not fitting:
+            raise SmpiError(f"no preset platform holds {nprocs} ranks; pass --platform <file>")
+        return _preset_platform(min(fitting, key=lambda p: p.nodes * p.cores))
+    if spec in PRESETS:
+        return _preset_platform(PRESETS[spec])
+    path = Path(spec)
+    if not path.is_file():
+        raise SmpiError(f"--platform {spec}: neither a preset ({', '.join(PRESETS)}) nor a file")
+    return _file_platform(path)
+
+
+def config_flags(env: Mapping[str, str]) -> list[str]:
+    """`--cfg=` flags from the launch environment's per-launch choices (sorted: equal
+    environments give equal command lines)."""
+    flags = list(BASE_CONFIG)
+    for key, value in sorted(env.items()):
+        if key == SELECTOR_VAR:
+            flags.append(f"--cfg=smpi/coll-selector:{value}")
+        elif key.startswith(ALGORITHM_VAR_PREFIX) and re.fullmatch(r"[A-Z_]+", key[len(ALGORITHM_VAR_PREFIX):]) \
+                and key != PLATFORM_VAR:
+            flags.append(f"--cfg=smpi/{key[len(ALGORITHM_VAR_PREFIX):].lower()}:{value}")
+    return flags
+
+
+def smpirun_argv(smpirun: Path, nprocs: int, argv: Sequence[str], env: Mapping[str, str],
+                 extra_flags: Sequence[str] = ()) -> list[str]:
+    """smpirun on the chosen platform, the first nprocs cores, the launch's --cfg choices."""
+    plat = platform(env.get(PLATFORM_VAR), nprocs)
+    return [str(smpirun), "-np", str(nprocs), "-platform", str(plat.xml),
+            "-hostfile", str(plat.hostfile(nprocs)), *config_flags(env), *extra_flags, *argv]

@@ -1,0 +1,113 @@
+"""SimGrid SMPI as a fourth library (docs/smpi.md): platforms, discovery, build, per-launch
+algorithms, a bench run on a simulated cluster. The SMPI tests skip, naming the fix, where
+`make setup-smpi` (Debian libsimgrid-dev) has not run; `make test` runs it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from colltune.cli import main
+from colltune.mpi import build, launch, smpi
+from colltune.mpi import libraries as mpi
+from colltune.mpi.algorithms import launch_setting
+
+needs_smpi = pytest.mark.skipif(shutil.which("smpicc") is None or shutil.which("smpirun") is None,
+                                reason="SimGrid SMPI absent: run `make setup-smpi` (libsimgrid-dev)")
+
+
+def test_presets_place_ranks_in_blocks_of_a_node() -> None:
+    small = smpi.platform("small")
+    assert (small.slots, small.ppn) == (16, 4)
+    assert small.hosts[:5] == ("small-0",) * 4 + ("small-1",)
+    assert small.layout(8) == (2, 4) and small.layout(3) == (1, 3) and small.layout(13) == (4, 4)
+    fat = smpi.platform("fattree-64x16")
+    assert (fat.slots, fat.ppn, fat.layout(256)) == (1024, 16, (16, 16))
+    assert 'topology="FAT_TREE" topo_parameters="2;8,8;1,4;1,1"' in fat.xml.read_text()
+    fly = smpi.platform("dragonfly-1024")
+    assert (fly.slots, fly.ppn, fly.layout(4096)) == (4096, 4, (1024, 4))
+    assert smpi.platform(None, 17).name == "fattree-64x16"  # the smallest preset that holds 17
+    assert small.hostfile(6).read_text().splitlines() == ["small-0"] * 4 + ["small-1"] * 2
+    with pytest.raises(smpi.SmpiError, match="has 16 cores, 17 ranks asked"):
+        small.hostfile(17)
+
+
+def test_platform_file_hosts_from_hosts_and_clusters(tmp_path: Path) -> None:
+    xml = tmp_path / "mine.xml"
+    xml.write_text("<?xml version='1.0'?><platform version='4.1'><zone id='z' routing='Full'>"
+                   "<host id='login' speed='1Gf' core='2'/>"
+                   "<cluster id='c' prefix='n' suffix='.x' radical='0-1,4' speed='1Gf' core='3' "
+                   "bw='1GBps' lat='1us'/></zone></platform>")
+    plat = smpi.platform(str(xml))
+    assert plat.hosts == ("login", "login", *(["n0.x"] * 3), *(["n1.x"] * 3), *(["n4.x"] * 3))
+    assert plat.ppn == 2
+    with pytest.raises(smpi.SmpiError, match="neither a preset"):
+        smpi.platform(str(tmp_path / "missing.xml"))
+    (tmp_path / "bad.xml").write_text("<platform>")
+    with pytest.raises(smpi.SmpiError, match="cannot be read as SimGrid XML"):
+        smpi.platform(str(tmp_path / "bad.xml"))
+
+
+def test_per_launch_choices_become_cfg_flags() -> None:
+    env = {**launch_setting("smpi", "allreduce", "rdb"), **launch_setting("smpi", "bcast", "NTSL"),
+           smpi.SELECTOR_VAR: "ompi", smpi.PLATFORM_VAR: "small", "COLLTUNE_SMPI_lower": "x"}
+    assert env["COLLTUNE_SMPI_ALLREDUCE"] == "rdb"
+    assert smpi.config_flags(env) == [*smpi.BASE_CONFIG, "--cfg=smpi/allreduce:rdb",
+                                      "--cfg=smpi/bcast:NTSL", "--cfg=smpi/coll-selector:ompi"]
+    assert launch_setting("intel", "allreduce", "3") == {"I_MPI_ADJUST_ALLREDUCE": "3"}
+
+
+@pytest.fixture(scope="module")
+def smpi_lib() -> mpi.MpiLibrary:
+    if shutil.which("smpicc") is None:
+        pytest.skip("SimGrid SMPI absent: run `make setup-smpi` (libsimgrid-dev)")
+    return mpi.resolve("smpi")
+
+
+@needs_smpi
+def test_smpi_found_built_and_launched_on_the_platform(smpi_lib: mpi.MpiLibrary, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (smpi_lib.name, smpi_lib.family, smpi_lib.short_version) == ("smpi", "smpi", "SMPI Version 3.32")
+    assert (smpi_lib.mpicc.name, smpi_lib.mpiexec.name) == ("smpicc", "smpirun")
+    art = build.ensure_built(smpi_lib)
+    assert art.bench.exists() and art.libcolltune.exists() and art.selftest.exists()
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "small")
+    argv = launch.mpiexec_argv(smpi_lib, 6, ["./app", "x"], launch_setting("smpi", "reduce", "binomial"))
+    plat = smpi.platform("small")
+    assert argv == [str(smpi_lib.mpiexec), "-np", "6", "-platform", str(plat.xml), "-hostfile",
+                    str(plat.hostfile(6)), *smpi.BASE_CONFIG, "--cfg=smpi/reduce:binomial", "./app", "x"]
+
+
+def _medians(db: Path) -> dict[tuple[str, int], float]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.sql("select variant, nprocs, median(runtime_s) from measurements where not warmup "
+                       "group by all").fetchall()
+    return {(v, n): t for v, n, t in rows}
+
+
+@needs_smpi
+def test_bench_on_two_simulated_nodes_is_deterministic(smpi_lib: mpi.MpiLibrary, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """8 ranks on the small preset = 2 nodes x 4; a library algorithm gets its own launch with
+    its --cfg; simulated time repeats exactly from launch to launch and run to run."""
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "small")  # --platform sets it for the process: restored after
+    args = ["bench", "--mpi", "smpi", "--platform", "small", "-n", "8", "-c", "allreduce", "-s", "64KiB",
+            "--variants", "default,lib:allreduce:rdb", "-R", "2", "--no-aa", "--no-barrier", "--seed", "3"]
+    medians = []
+    for k in (1, 2):
+        db = tmp_path / f"run{k}.duckdb"
+        result = CliRunner().invoke(main, [*args, "--db", str(db)])
+        assert result.exit_code == 0, result.output
+        medians.append(_medians(db))
+    assert medians[0] == medians[1]
+    assert set(medians[0]) == {("default", 8), ("lib:allreduce:rdb", 8)}
+    assert medians[0][("default", 8)] != medians[0][("lib:allreduce:rdb", 8)]
+    with duckdb.connect(str(tmp_path / "run1.duckdb"), read_only=True) as con:
+        env = dict(con.sql("select key || '@' || launch_idx, value from environment where key in "
+                           "('nodes', 'ranks_per_node', 'hostnames', 'smpi_platform', 'smpi_config')").fetchall())
+    assert env["nodes@0"] == "2" and env["ranks_per_node@0"] == "4,4"
+    assert env["hostnames@0"] == "small-0,small-1" and env["smpi_platform@0"] == "small"
+    assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/allreduce:rdb"])
