@@ -127,6 +127,29 @@ def test_fortran_counting_sees_every_call(debian: tuple[mpi.MpiLibrary, build.Ar
     assert {c: seen[c] for c in CALLS} == CALLS, run.describe()
 
 
+def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],
+                                                tmp_path: Path) -> None:
+    """tests/programs/ct_every.f90 calls every collective function `use mpi` has in Debian's Open
+    MPI 4.1.4 (blocking, nonblocking completed by each of the Wait/Test family, neighborhood)
+    once: pass-through and counting print the plain run's output, and the counting table's
+    functions section has every function of the table's rows that Fortran binds there (no
+    persistent forms in Open MPI 4.1, no _c outside mpi_f08) with one call started and completed."""
+    from test_every import expected_bytes, functions_section
+    lib, art, _ = debian
+    fort = _mpifort(lib)
+    assert fort is not None
+    exe = tmp_path / "ct_every_f"
+    subprocess.run([str(fort), "-O1", "-o", str(exe), str(PROGRAMS / "ct_every.f90")], check=True)
+    plain = run_mpi(lib, NPROCS, [exe], {})
+    assert plain.returncode == 0 and "every: 47 functions" in plain.stdout, plain.describe()
+    for env in (runenv.rank_environment(lib, art), runenv.rank_environment(lib, art, verbose=True)):
+        run = run_mpi(lib, NPROCS, [exe], env)
+        assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
+    want = {fn: (1, expected_bytes(row.name, NPROCS), 1, 1) for row in catalog.load().rows
+            for fn in row.functions() if not fn.endswith(("_c", "_init"))}
+    assert functions_section(run.stderr) == want, run.describe()
+
+
 def test_fortran_mpich_family_intel(tmp_path: Path) -> None:
     """MPICH-family Fortran (Intel MPI 2021.18's libmpifort, with gfortran): its bindings call
     MPI_* (nm: `U MPI_Allreduce`), so the generated wrappers, which do not know its Fortran

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from table import GENERATED_DIR, Collective, Function, banner, load, run
@@ -71,10 +72,15 @@ def guard(fn: Function) -> str | None:
     return " && ".join(conds) or None
 
 
-def bytes_code(fn: Function) -> list[str]:
-    """Statements that set `bytes` from the row's `bytes` rule (after a successful call)."""
+def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
+               in_place: Callable[[str], str] | None = None) -> list[str]:
+    """Statements that set `bytes` from the row's `bytes` rule (after a successful call).
+    `arg(role)` is the C expression of an argument (default: its name), `in_place(role)` the
+    condition that it is MPI_IN_PLACE (the Fortran wrappers translate both)."""
     coll = fn.coll
-    role = {a.role: a.name for a in coll.args}
+    names = {a.role: a.name for a in coll.args}
+    arg = arg or names.__getitem__
+    in_place = in_place or (lambda r: f"{names[r]} == MPI_IN_PLACE")
     rule = coll.bytes.strip()
     if rule == "-":
         return ["int64_t bytes = -1;"]
@@ -86,14 +92,14 @@ def bytes_code(fn: Function) -> list[str]:
         terms = []
         for f in (x.strip() for x in text.split("*")):
             if mm := re.fullmatch(r"size\((\w+)\)", f):
-                terms.append(f"ct_watch_size({role[mm.group(1)]})")
+                terms.append(f"ct_watch_size({arg(mm.group(1))})")
             elif mm := re.fullmatch(r"sum\((\w+)\)", f):
                 helper = "ct_watch_sum_large" if fn.large else "ct_watch_sum"
-                terms.append(f"{helper}({role[mm.group(1)]}, {role['comm']})")
+                terms.append(f"{helper}({arg(mm.group(1))}, {arg('comm')})")
             elif f == "p":
-                terms.append(f"ct_watch_comm_size({role['comm']})")
-            elif f in role:
-                terms.append(f"(int64_t){role[f]}")
+                terms.append(f"ct_watch_comm_size({arg('comm')})")
+            elif f in names:
+                terms.append(f"(int64_t){arg(f)}")
             else:
                 raise ValueError(f"{coll.name}: cannot translate bytes factor {f!r}")
         return "ct_watch_product((int64_t[]){" + ", ".join(terms) + f"}}, {len(terms)})"
@@ -101,7 +107,7 @@ def bytes_code(fn: Function) -> list[str]:
     if alt is None:
         return [f"int64_t bytes = {expr(main)};"]
     buf = (coll.in_place or "").split("@")[0]
-    return [f"int64_t bytes = {role[buf]} == MPI_IN_PLACE ? {expr(alt)} : {expr(main)};"]
+    return [f"int64_t bytes = {in_place(buf)} ? {expr(alt)} : {expr(main)};"]
 
 
 def wrapper(fn: Function) -> list[str]:
@@ -179,13 +185,6 @@ def generate() -> str:
         "",
         '#include "../runtime/ct_runtime.h"',
         '#include "../runtime/ct_watch.h"',
-        "",
-        "/* MPI-4's persistent collectives; Open MPI 5 declares them under MPI_VERSION 3. */",
-        "#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)",
-        "#define CT_HAVE_PERSISTENT 1",
-        "#else",
-        "#define CT_HAVE_PERSISTENT 0",
-        "#endif",
         "",
         "const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {",
         *(info(f) for f in fns),

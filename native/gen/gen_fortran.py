@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import sys
 
+import gen_forms
 import gen_p2p
-from table import GENERATED_DIR, Collective, banner, load, run
+from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 BUFFERS = {"sendbuf", "recvbuf", "buffer"}
 
@@ -113,6 +114,7 @@ PRELUDE = """\
 
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
+#include "../runtime/ct_watch.h"
 
 /* A profiled call's site is the application's line that called the Fortran symbol (its return
  * address, passed down as `caller`), not this file's call of the C wrapper. */
@@ -221,11 +223,110 @@ def barrier() -> list[str]:
     return lines
 
 
+# MPI_Start, MPI_Startall, MPI_Request_free: the library's Fortran binding runs; a followed
+# persistent collective request's start (or its end) is recorded as requests.c does in C.
+# (name, parameters, arguments, before the call, after a successful call)
+REQUEST_CALLS = [
+    ("start", "MPI_Fint *request, MPI_Fint *ierr", "request, ierr",
+     ["uint64_t t0 = ct_watch_clock();"], ["ct_req_started(PMPI_Request_f2c(*request), t0);"]),
+    ("startall", "MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr",
+     "count, array_of_requests, ierr", ["uint64_t t0 = ct_watch_clock();"],
+     ["for (int i = 0; i < (int)*count; i++)",
+      "    ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0);"]),
+    ("request_free", "MPI_Fint *request, MPI_Fint *ierr", "request, ierr",
+     ["MPI_Request before = PMPI_Request_f2c(*request);"], ["ct_req_freed(before);"]),
+]
+
+
+def request_calls() -> list[str]:
+    lines: list[str] = []
+    for name, params, args, before, after in REQUEST_CALLS:
+        lines += [
+            f"typedef void ct_f_{name}_fn({params});",
+            "",
+            f"static void ct_f_{name}({params}, const char *symbol)",
+            "{",
+            f"    static ct_f_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
+            f"    ct_f_{name}_fn *next = next_fn;",
+            "    if (next == NULL) {",
+            f"        next = (ct_f_{name}_fn *)ct_f_next(symbol);",
+            "        if (next == NULL) {",
+            "            *ierr = MPI_ERR_INTERN;",
+            "            return;",
+            "        }",
+            "        next_fn = next;",
+            "    }",
+            "    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {",
+            f"        next({args});",
+            "        return;",
+            "    }",
+            *(f"    {x}" for x in before),
+            f"    next({args});",
+            "    if (*ierr == MPI_SUCCESS) {",
+            *(f"        {x}" for x in after),
+            "    }",
+            "}",
+            "",
+        ]
+        for sym in manglings(name):
+            lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
+                      f'    ct_f_{name}({args}, "{sym}");', "}", ""]
+    return lines
+
+
 def p2p_params(c: gen_p2p.Call) -> str:
     """Fortran passes everything by reference: buffers as they are, every other argument
     (counts, handles, status arrays, request arrays, indices) as INTEGERs."""
     out = [f"void *{n}" if "buf" in n else f"MPI_Fint *{n}" for n in c.arg_names]
     return ", ".join(out + ["MPI_Fint *ierr"])
+
+
+# The Wait/Test family (p2p.toml `completes`): (number of requests, the request argument, which
+# completed: all of them, the one at an index, or the listed ones). Fortran's indices are 1-based.
+OK = "*ierr == MPI_SUCCESS"
+ANY = "(int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1"
+COMPLETES = {
+    "wait": ("1", "request", OK, "-1", False),
+    "waitall": ("(int)*count", "array_of_requests", OK, "-1", False),
+    "waitany": ("(int)*count", "array_of_requests", "0", f"{OK} && {ANY}", False),
+    "waitsome": ("(int)*incount", "array_of_requests", "0", "-1", True),
+    "test": ("1", "request", f"{OK} && *flag", "-1", False),
+    "testall": ("(int)*count", "array_of_requests", f"{OK} && *flag", "-1", False),
+    "testany": ("(int)*count", "array_of_requests", "0", f"{OK} && *flag && {ANY}", False),
+    "testsome": ("(int)*incount", "array_of_requests", "0", "-1", True),
+}
+
+
+def completion(c: gen_p2p.Call, args: str) -> list[str]:
+    """The call with its collective requests followed (runtime/requests.c): translated with
+    MPI_Request_f2c before it runs (a completed one's Fortran handle is gone after), completed
+    ones recorded after; the point-to-point part of its time recorded as before."""
+    count, reqs, done_all, done_at, some = COMPLETES[c.completes]
+    lines = [
+        "    MPI_Request requests_c[CT_REQ_BATCH];",
+        f"    int n = {count};",
+        "    if (n < 0 || n > CT_REQ_BATCH)",
+        "        n = 0;   /* not followed */",
+        "    for (int i = 0; i < n; i++)",
+        f"        requests_c[i] = PMPI_Request_f2c({reqs}[i]);",
+        "    ct_reqwatch w;",
+        "    ct_req_begin(&w, n, requests_c);",
+        f"    next({args});",
+    ]
+    if some:
+        lines += [
+            "    int done[CT_REQ_BATCH], n_done = 0;",
+            f"    if ({OK} && (int)*outcount != MPI_UNDEFINED)",
+            "        for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)",
+            "            done[n_done++] = (int)array_of_indices[k] - 1;",
+            "    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);",
+        ]
+    else:
+        lines.append(f"    uint64_t rest = ct_req_end(&w, {done_all}, {done_at}, NULL, 0);")
+    return lines + [
+        "    if (ct_p2p_on && (w.n == 0 || w.total > w.n))",
+        f"        ct_profrun_p2p({c.enum}, caller, 0, rest);",
+    ]
 
 
 def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
@@ -234,6 +335,8 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
     name = c.name.lower()
     size = (f"*ierr == MPI_SUCCESS ? ct_profrun_bytes((int)*{c.count}, PMPI_Type_f2c(*{c.type})) : 0"
             if c.count else "0")
+    # the Wait/Test family runs its slow path while collective requests may be followed
+    switch = "ct_watch" if c.completes else "ct_p2p_on"
     lines = [
         f"typedef void ct_f_{name}_fn({params});",
         "",
@@ -251,21 +354,109 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
         "    }",
         "    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),",
         "     * they may reach the C wrappers themselves: not timed twice */",
-        "    if (CT_LIKELY(!ct_p2p_on) || !ct_f_translatable()) {",
+        f"    if (CT_LIKELY(!{switch}) || !ct_f_translatable()) {{",
         f"        next({args});",
         "        return;",
         "    }",
-        "    uint64_t t0 = ct_profrun_ticks();",
-        f"    next({args});",
-        "    uint64_t ticks = ct_profrun_ticks() - t0;",
-        f"    ct_profrun_p2p({c.enum}, caller, {size}, ticks);",
-        "}",
-        "",
     ]
+    if c.completes:
+        lines += completion(c, args)
+    else:
+        lines += [
+            "    uint64_t t0 = ct_profrun_ticks();",
+            f"    next({args});",
+            "    uint64_t ticks = ct_profrun_ticks() - t0;",
+            f"    ct_profrun_p2p({c.enum}, caller, {size}, ticks);",
+        ]
+    lines += ["}", ""]
     for sym in manglings(c.name):
         lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
                   f'    ct_f_{name}({args}, "{sym}", __builtin_return_address(0));', "}", ""]
     return lines
+
+
+def watched_params(fn: Function) -> list[tuple[str, str]]:
+    """(C type, name) of a watched function's Fortran binding: buffers as they are, MPI_Aint
+    displacement arrays (INTEGER(KIND=MPI_ADDRESS_KIND)) as MPI_Aint, the rest as INTEGERs."""
+    out = []
+    for a in fn.coll.args:
+        if a.role in BUFFERS:
+            out.append(("void *", a.name))
+        elif "MPI_Aint" in a.ctype:
+            out.append(("MPI_Aint *", a.name))
+        else:
+            out.append(("MPI_Fint *", a.name))
+    return out + [("MPI_Fint *", name) for _, name in fn.extra] + [("MPI_Fint *", "ierr")]
+
+
+def watched_arg(fn: Function):
+    """The C value of a Fortran argument by role, for the bytes rule."""
+    names = {a.role: a.name for a in fn.coll.args}
+
+    def arg(role: str) -> str:
+        name = names[role]
+        if role in ("sendtype", "recvtype", "datatype"):
+            return f"PMPI_Type_f2c(*{name})"
+        if role == "comm":
+            return f"PMPI_Comm_f2c(*{name})"
+        if role in ("recvcounts", "sendcounts"):
+            return f"(const int *){name}"
+        return f"*{name}"
+
+    return arg, (lambda role: f"{names[role]} == (void *)&mpi_fortran_in_place_")
+
+
+def watched_wrapper(fn: Function) -> list[str]:
+    """A watched function's Fortran symbols: the library's own Fortran binding runs the call
+    unchanged (nothing to translate), then the call is counted and profiled as the C wrapper
+    would (ct_form_wrappers.c), its request translated with MPI_Request_f2c. Where the library's
+    Fortran is not Open MPI's (its bindings may reach the C wrappers) it is not counted twice."""
+    pairs = watched_params(fn)
+    params = ", ".join(f"{t}{n}" for t, n in pairs)
+    args = ", ".join(n for _, n in pairs)
+    has_comm = any(a.role == "comm" for a in fn.coll.args)
+    comm = "PMPI_Comm_f2c(*comm)" if has_comm else "MPI_COMM_NULL"
+    arg, in_place = watched_arg(fn)
+    name = fn.name
+    if fn.form == "blocking":
+        seen = [f"    ct_fn_seen({fn.enum}, caller, {comm}, bytes, t0, NULL);"]
+    else:
+        seen = ["    MPI_Request request_c = PMPI_Request_f2c(*request);",
+                f"    ct_fn_seen({fn.enum}, caller, {comm}, bytes, t0, &request_c);"]
+    lines = [
+        f"typedef void ct_fw_{name}_fn({params});",
+        "",
+        f"static void ct_fw_{name}({params}, const char *symbol, const void *caller)",
+        "{",
+        f"    static ct_fw_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
+        f"    ct_fw_{name}_fn *next = next_fn;",
+        "    if (next == NULL) {",
+        f"        next = (ct_fw_{name}_fn *)ct_f_next(symbol);",
+        "        if (next == NULL) {",
+        "            *ierr = MPI_ERR_INTERN;",
+        "            return;",
+        "        }",
+        "        next_fn = next;",
+        "    }",
+        "    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {",
+        f"        next({args});",
+        "        return;",
+        "    }",
+        "    uint64_t t0 = ct_watch_clock();",
+        f"    next({args});",
+        "    if (*ierr != MPI_SUCCESS) {",
+        f"        ct_fn_seen({fn.enum}, caller, {comm}, -1, t0, NULL);",
+        "        return;",
+        "    }",
+        *(f"    {s}" for s in gen_forms.bytes_code(fn, arg, in_place)),
+        *seen,
+        "}",
+        "",
+    ]
+    for sym in manglings(fn.name):
+        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
+                  f'    ct_fw_{name}({args}, "{sym}", __builtin_return_address(0));', "}", ""]
+    return (["#if CT_HAVE_PERSISTENT", *lines, "#endif", ""] if fn.form == "persistent" else lines)
 
 
 def generate() -> str:
@@ -276,6 +467,11 @@ def generate() -> str:
     for coll in table.collectives:
         lines += wrapper(coll)
     lines += barrier()
+    # the watched functions: Fortran has no large-count bindings in mpif.h / `use mpi`
+    for fn in load().functions():
+        if not gen_forms.served(fn) and not fn.large:
+            lines += watched_wrapper(fn)
+    lines += request_calls()
     for c in gen_p2p.load():
         lines += p2p_wrapper(c)
     return "\n".join(lines).rstrip("\n") + "\n"

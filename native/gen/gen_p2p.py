@@ -28,6 +28,7 @@ class Call:
     count: str | None
     type: str | None
     wrapped: bool = True
+    completes: str | None = None
 
     @property
     def arg_names(self) -> list[str]:
@@ -42,8 +43,8 @@ class Call:
 def load(path: Path = SPEC_DIR / "p2p.toml") -> list[Call]:
     with open(path, "rb") as f:
         raw = tomllib.load(f)
-    calls = [Call(c["name"], c["args"], c.get("count"), c.get("type"), c.get("wrapped", True))
-             for c in raw["call"]]
+    calls = [Call(c["name"], c["args"], c.get("count"), c.get("type"), c.get("wrapped", True),
+                  c.get("completes")) for c in raw["call"]]
     for c in calls:
         if (c.count is None) != (c.type is None):
             raise ValueError(f"{path}: {c.name}: give both `count` and `type` or neither")

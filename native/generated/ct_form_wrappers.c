@@ -9,13 +9,6 @@
 #include "../runtime/ct_runtime.h"
 #include "../runtime/ct_watch.h"
 
-/* MPI-4's persistent collectives; Open MPI 5 declares them under MPI_VERSION 3. */
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define CT_HAVE_PERSISTENT 1
-#else
-#define CT_HAVE_PERSISTENT 0
-#endif
-
 const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_ALLGATHER] = {"allgather", "allgather", CT_COLL_ALLGATHER, CT_FORM_BLOCKING, 0, 1},
     [CT_FN_ALLGATHER_C] = {"allgather_c", "allgather", CT_COLL_ALLGATHER, CT_FORM_BLOCKING, 1, 1},

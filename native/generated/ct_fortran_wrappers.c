@@ -10,6 +10,7 @@
 
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
+#include "../runtime/ct_watch.h"
 
 /* A profiled call's site is the application's line that called the Fortran symbol (its return
  * address, passed down as `caller`), not this file's call of the C wrapper. */
@@ -584,6 +585,2049 @@ void MPI_BARRIER(MPI_Fint *comm, MPI_Fint *ierr)
     ct_f_barrier(comm, ierr, "MPI_BARRIER", __builtin_return_address(0));
 }
 
+typedef void ct_fw_iallgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iallgather_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iallgather_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iallgather_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLGATHER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLGATHER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather_", __builtin_return_address(0));
+}
+
+void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather__", __builtin_return_address(0));
+}
+
+void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather", __builtin_return_address(0));
+}
+
+void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLGATHER", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_allgather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_allgather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_allgather_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_allgather_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLGATHER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLGATHER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init_", __builtin_return_address(0));
+}
+
+void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init__", __builtin_return_address(0));
+}
+
+void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init", __builtin_return_address(0));
+}
+
+void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLGATHER_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iallreduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iallreduce_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iallreduce_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iallreduce_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLREDUCE, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLREDUCE, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce_", __builtin_return_address(0));
+}
+
+void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce__", __builtin_return_address(0));
+}
+
+void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce", __builtin_return_address(0));
+}
+
+void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_IALLREDUCE", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_allreduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_allreduce_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_allreduce_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_allreduce_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLREDUCE_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLREDUCE_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init_", __builtin_return_address(0));
+}
+
+void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init__", __builtin_return_address(0));
+}
+
+void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init", __builtin_return_address(0));
+}
+
+void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_ALLREDUCE_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ialltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ialltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ialltoall_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ialltoall_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALL, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLTOALL, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall_", __builtin_return_address(0));
+}
+
+void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall__", __builtin_return_address(0));
+}
+
+void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall", __builtin_return_address(0));
+}
+
+void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLTOALL", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_alltoall_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_alltoall_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_alltoall_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_alltoall_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALL_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLTOALL_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init_", __builtin_return_address(0));
+}
+
+void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init__", __builtin_return_address(0));
+}
+
+void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init", __builtin_return_address(0));
+}
+
+void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLTOALL_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ibcast_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ibcast_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ibcast_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ibcast_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(buffer, count, datatype, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IBCAST, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IBCAST, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast_", __builtin_return_address(0));
+}
+
+void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast__", __builtin_return_address(0));
+}
+
+void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast", __builtin_return_address(0));
+}
+
+void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "MPI_IBCAST", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_bcast_init_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_bcast_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_bcast_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_bcast_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(buffer, count, datatype, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_BCAST_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_BCAST_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init_", __builtin_return_address(0));
+}
+
+void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init__", __builtin_return_address(0));
+}
+
+void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init", __builtin_return_address(0));
+}
+
+void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "MPI_BCAST_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_igather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_igather_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_igather_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_igather_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IGATHER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = sendbuf == (void *)&mpi_fortran_in_place_ ? ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2) : ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IGATHER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather_", __builtin_return_address(0));
+}
+
+void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather__", __builtin_return_address(0));
+}
+
+void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather", __builtin_return_address(0));
+}
+
+void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_IGATHER", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_gather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_gather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_gather_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_gather_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_GATHER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = sendbuf == (void *)&mpi_fortran_in_place_ ? ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2) : ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_GATHER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init_", __builtin_return_address(0));
+}
+
+void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init__", __builtin_return_address(0));
+}
+
+void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init", __builtin_return_address(0));
+}
+
+void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_GATHER_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ireduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ireduce_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ireduce_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ireduce_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IREDUCE, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IREDUCE, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce_", __builtin_return_address(0));
+}
+
+void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce__", __builtin_return_address(0));
+}
+
+void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce", __builtin_return_address(0));
+}
+
+void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "MPI_IREDUCE", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_reduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_reduce_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_reduce_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_reduce_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_REDUCE_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_REDUCE_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init_", __builtin_return_address(0));
+}
+
+void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init__", __builtin_return_address(0));
+}
+
+void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init", __builtin_return_address(0));
+}
+
+void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "MPI_REDUCE_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ireduce_scatter_block_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ireduce_scatter_block_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ireduce_scatter_block_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ireduce_scatter_block_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IREDUCE_SCATTER_BLOCK, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_comm_size(PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*datatype))}, 3);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IREDUCE_SCATTER_BLOCK, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block_", __builtin_return_address(0));
+}
+
+void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block__", __builtin_return_address(0));
+}
+
+void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block", __builtin_return_address(0));
+}
+
+void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER_BLOCK", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_reduce_scatter_block_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_reduce_scatter_block_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_reduce_scatter_block_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_reduce_scatter_block_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_REDUCE_SCATTER_BLOCK_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_comm_size(PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*datatype))}, 3);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_REDUCE_SCATTER_BLOCK_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init_", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init__", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init", __builtin_return_address(0));
+}
+
+void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_BLOCK_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ireduce_scatter_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ireduce_scatter_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ireduce_scatter_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ireduce_scatter_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IREDUCE_SCATTER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum((const int *)recvcounts, PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IREDUCE_SCATTER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_", __builtin_return_address(0));
+}
+
+void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter__", __builtin_return_address(0));
+}
+
+void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter", __builtin_return_address(0));
+}
+
+void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_reduce_scatter_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_reduce_scatter_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_reduce_scatter_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_reduce_scatter_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_REDUCE_SCATTER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum((const int *)recvcounts, PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_REDUCE_SCATTER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init_", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init__", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init", __builtin_return_address(0));
+}
+
+void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iscan_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iscan_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iscan_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ISCAN, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ISCAN, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan_", __builtin_return_address(0));
+}
+
+void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan__", __builtin_return_address(0));
+}
+
+void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan", __builtin_return_address(0));
+}
+
+void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_ISCAN", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_scan_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_scan_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_scan_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_scan_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCAN_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_SCAN_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init_", __builtin_return_address(0));
+}
+
+void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init__", __builtin_return_address(0));
+}
+
+void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init", __builtin_return_address(0));
+}
+
+void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_SCAN_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iscatter_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iscatter_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iscatter_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iscatter_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ISCATTER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = recvbuf == (void *)&mpi_fortran_in_place_ ? ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2) : ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ISCATTER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter_", __builtin_return_address(0));
+}
+
+void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter__", __builtin_return_address(0));
+}
+
+void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter", __builtin_return_address(0));
+}
+
+void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_ISCATTER", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_scatter_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_scatter_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_scatter_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_scatter_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCATTER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = recvbuf == (void *)&mpi_fortran_in_place_ ? ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2) : ct_watch_product((int64_t[]){(int64_t)*recvcount, ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_SCATTER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_", __builtin_return_address(0));
+}
+
+void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init__", __builtin_return_address(0));
+}
+
+void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init", __builtin_return_address(0));
+}
+
+void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_SCATTER_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_neighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_allgather_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_allgather_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_allgather_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
+}
+
+void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHER", __builtin_return_address(0));
+}
+
+typedef void ct_fw_ineighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ineighbor_allgather_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ineighbor_allgather_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ineighbor_allgather_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather_", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather__", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather", __builtin_return_address(0));
+}
+
+void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHER", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_neighbor_allgather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_allgather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_allgather_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_allgather_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHER_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_neighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_allgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_allgatherv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_allgatherv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
+}
+
+void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHERV", __builtin_return_address(0));
+}
+
+typedef void ct_fw_ineighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ineighbor_allgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ineighbor_allgatherv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ineighbor_allgatherv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv_", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv__", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv", __builtin_return_address(0));
+}
+
+void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHERV", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_neighbor_allgatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_allgatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_allgatherv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_allgatherv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHERV_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_neighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoall_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoall_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
+}
+
+void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALL", __builtin_return_address(0));
+}
+
+typedef void ct_fw_ineighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ineighbor_alltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ineighbor_alltoall_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ineighbor_alltoall_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall_", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall__", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall", __builtin_return_address(0));
+}
+
+void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALL", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_neighbor_alltoall_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoall_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoall_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoall_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALL_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_neighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoallv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoallv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
+}
+
+void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALLV", __builtin_return_address(0));
+}
+
+typedef void ct_fw_ineighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ineighbor_alltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ineighbor_alltoallv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ineighbor_alltoallv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv_", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv__", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv", __builtin_return_address(0));
+}
+
+void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLV", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_neighbor_alltoallv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoallv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoallv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoallv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLV_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_neighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoallw_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoallw_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
+}
+
+void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "MPI_NEIGHBOR_ALLTOALLW", __builtin_return_address(0));
+}
+
+typedef void ct_fw_ineighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ineighbor_alltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ineighbor_alltoallw_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ineighbor_alltoallw_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw_", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw__", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw", __builtin_return_address(0));
+}
+
+void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLW", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_neighbor_alltoallw_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_neighbor_alltoallw_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_neighbor_alltoallw_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_neighbor_alltoallw_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = -1;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLW_INIT", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_f_start_fn(MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_f_start(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
+{
+    static ct_f_start_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_start_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_start_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(request, ierr);
+    if (*ierr == MPI_SUCCESS) {
+        ct_req_started(PMPI_Request_f2c(*request), t0);
+    }
+}
+
+void mpi_start_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_start_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_start(request, ierr, "mpi_start_");
+}
+
+void mpi_start__(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_start__(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_start(request, ierr, "mpi_start__");
+}
+
+void mpi_start(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_start(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_start(request, ierr, "mpi_start");
+}
+
+void MPI_START(MPI_Fint *request, MPI_Fint *ierr);
+void MPI_START(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_start(request, ierr, "MPI_START");
+}
+
+typedef void ct_f_startall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+
+static void ct_f_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr, const char *symbol)
+{
+    static ct_f_startall_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_startall_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_startall_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(count, array_of_requests, ierr);
+    if (*ierr == MPI_SUCCESS) {
+        for (int i = 0; i < (int)*count; i++)
+            ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0);
+    }
+}
+
+void mpi_startall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void mpi_startall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    ct_f_startall(count, array_of_requests, ierr, "mpi_startall_");
+}
+
+void mpi_startall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void mpi_startall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    ct_f_startall(count, array_of_requests, ierr, "mpi_startall__");
+}
+
+void mpi_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void mpi_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    ct_f_startall(count, array_of_requests, ierr, "mpi_startall");
+}
+
+void MPI_STARTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void MPI_STARTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    ct_f_startall(count, array_of_requests, ierr, "MPI_STARTALL");
+}
+
+typedef void ct_f_request_free_fn(MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_f_request_free(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
+{
+    static ct_f_request_free_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_request_free_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_request_free_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(request, ierr);
+        return;
+    }
+    MPI_Request before = PMPI_Request_f2c(*request);
+    next(request, ierr);
+    if (*ierr == MPI_SUCCESS) {
+        ct_req_freed(before);
+    }
+}
+
+void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_request_free(request, ierr, "mpi_request_free_");
+}
+
+void mpi_request_free__(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_request_free__(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_request_free(request, ierr, "mpi_request_free__");
+}
+
+void mpi_request_free(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_request_free(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_request_free(request, ierr, "mpi_request_free");
+}
+
+void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr);
+void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_request_free(request, ierr, "MPI_REQUEST_FREE");
+}
+
 typedef void ct_f_send_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -950,14 +2994,22 @@ static void ct_f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr, const
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
-    if (CT_LIKELY(!ct_p2p_on) || !ct_f_translatable()) {
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(request, status, ierr);
         return;
     }
-    uint64_t t0 = ct_profrun_ticks();
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = 1;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(request[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
     next(request, status, ierr);
-    uint64_t ticks = ct_profrun_ticks() - t0;
-    ct_profrun_p2p(CT_P2P_WAIT, caller, 0, ticks);
+    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS, -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_WAIT, caller, 0, rest);
 }
 
 void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
@@ -1000,14 +3052,22 @@ static void ct_f_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
-    if (CT_LIKELY(!ct_p2p_on) || !ct_f_translatable()) {
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(count, array_of_requests, array_of_statuses, ierr);
         return;
     }
-    uint64_t t0 = ct_profrun_ticks();
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*count;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
     next(count, array_of_requests, array_of_statuses, ierr);
-    uint64_t ticks = ct_profrun_ticks() - t0;
-    ct_profrun_p2p(CT_P2P_WAITALL, caller, 0, ticks);
+    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS, -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_WAITALL, caller, 0, rest);
 }
 
 void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -1050,14 +3110,22 @@ static void ct_f_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
-    if (CT_LIKELY(!ct_p2p_on) || !ct_f_translatable()) {
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(count, array_of_requests, indx, status, ierr);
         return;
     }
-    uint64_t t0 = ct_profrun_ticks();
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*count;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
     next(count, array_of_requests, indx, status, ierr);
-    uint64_t ticks = ct_profrun_ticks() - t0;
-    ct_profrun_p2p(CT_P2P_WAITANY, caller, 0, ticks);
+    uint64_t rest = ct_req_end(&w, 0, *ierr == MPI_SUCCESS && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_WAITANY, caller, 0, rest);
 }
 
 void mpi_waitany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
@@ -1082,4 +3150,302 @@ void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, M
 void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "MPI_WAITANY", __builtin_return_address(0));
+}
+
+typedef void ct_f_waitsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+
+static void ct_f_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_f_waitsome_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_waitsome_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_waitsome_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
+     * they may reach the C wrappers themselves: not timed twice */
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*incount;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
+    next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+    int done[CT_REQ_BATCH], n_done = 0;
+    if (*ierr == MPI_SUCCESS && (int)*outcount != MPI_UNDEFINED)
+        for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)
+            done[n_done++] = (int)array_of_indices[k] - 1;
+    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_WAITSOME, caller, 0, rest);
+}
+
+void mpi_waitsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_waitsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome_", __builtin_return_address(0));
+}
+
+void mpi_waitsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_waitsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome__", __builtin_return_address(0));
+}
+
+void mpi_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome", __builtin_return_address(0));
+}
+
+void MPI_WAITSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void MPI_WAITSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_WAITSOME", __builtin_return_address(0));
+}
+
+typedef void ct_f_test_fn(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+
+static void ct_f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_f_test_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_test_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_test_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
+     * they may reach the C wrappers themselves: not timed twice */
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(request, flag, status, ierr);
+        return;
+    }
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = 1;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(request[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
+    next(request, flag, status, ierr);
+    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS && *flag, -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_TEST, caller, 0, rest);
+}
+
+void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_test(request, flag, status, ierr, "mpi_test_", __builtin_return_address(0));
+}
+
+void mpi_test__(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_test__(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_test(request, flag, status, ierr, "mpi_test__", __builtin_return_address(0));
+}
+
+void mpi_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_test(request, flag, status, ierr, "mpi_test", __builtin_return_address(0));
+}
+
+void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_test(request, flag, status, ierr, "MPI_TEST", __builtin_return_address(0));
+}
+
+typedef void ct_f_testall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+
+static void ct_f_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_f_testall_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_testall_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_testall_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
+     * they may reach the C wrappers themselves: not timed twice */
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*count;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
+    next(count, array_of_requests, flag, array_of_statuses, ierr);
+    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS && *flag, -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_TESTALL, caller, 0, rest);
+}
+
+void mpi_testall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall_", __builtin_return_address(0));
+}
+
+void mpi_testall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall__", __builtin_return_address(0));
+}
+
+void mpi_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall", __builtin_return_address(0));
+}
+
+void MPI_TESTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void MPI_TESTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "MPI_TESTALL", __builtin_return_address(0));
+}
+
+typedef void ct_f_testany_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+
+static void ct_f_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_f_testany_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_testany_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_testany_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
+     * they may reach the C wrappers themselves: not timed twice */
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*count;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
+    next(count, array_of_requests, indx, flag, status, ierr);
+    uint64_t rest = ct_req_end(&w, 0, *ierr == MPI_SUCCESS && *flag && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1, NULL, 0);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_TESTANY, caller, 0, rest);
+}
+
+void mpi_testany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_testany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany_", __builtin_return_address(0));
+}
+
+void mpi_testany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_testany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany__", __builtin_return_address(0));
+}
+
+void mpi_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany", __builtin_return_address(0));
+}
+
+void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "MPI_TESTANY", __builtin_return_address(0));
+}
+
+typedef void ct_f_testsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+
+static void ct_f_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_f_testsome_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_f_testsome_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_f_testsome_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
+     * they may reach the C wrappers themselves: not timed twice */
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
+    MPI_Request requests_c[CT_REQ_BATCH];
+    int n = (int)*incount;
+    if (n < 0 || n > CT_REQ_BATCH)
+        n = 0;   /* not followed */
+    for (int i = 0; i < n; i++)
+        requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
+    ct_reqwatch w;
+    ct_req_begin(&w, n, requests_c);
+    next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+    int done[CT_REQ_BATCH], n_done = 0;
+    if (*ierr == MPI_SUCCESS && (int)*outcount != MPI_UNDEFINED)
+        for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)
+            done[n_done++] = (int)array_of_indices[k] - 1;
+    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);
+    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
+        ct_profrun_p2p(CT_P2P_TESTSOME, caller, 0, rest);
+}
+
+void mpi_testsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome_", __builtin_return_address(0));
+}
+
+void mpi_testsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome__", __builtin_return_address(0));
+}
+
+void mpi_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome", __builtin_return_address(0));
+}
+
+void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_TESTSOME", __builtin_return_address(0));
 }

@@ -14,6 +14,11 @@ typedef enum ct_p2p_call {
     CT_P2P_WAIT,
     CT_P2P_WAITALL,
     CT_P2P_WAITANY,
+    CT_P2P_WAITSOME,
+    CT_P2P_TEST,
+    CT_P2P_TESTALL,
+    CT_P2P_TESTANY,
+    CT_P2P_TESTSOME,
     CT_P2P_COUNT
 } ct_p2p_call;
 

@@ -8,7 +8,7 @@
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
 
-_Static_assert(CT_P2P_COUNT == 10, "ct_p2p_calls.h is stale: run native/gen/gen_p2p.py");
+_Static_assert(CT_P2P_COUNT == 15, "ct_p2p_calls.h is stale: run native/gen/gen_p2p.py");
 
 const char *const ct_p2p_names[CT_P2P_COUNT] = {
     [CT_P2P_SEND] = "Send",
@@ -21,6 +21,11 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
     [CT_P2P_WAIT] = "Wait",
     [CT_P2P_WAITALL] = "Waitall",
     [CT_P2P_WAITANY] = "Waitany",
+    [CT_P2P_WAITSOME] = "Waitsome",
+    [CT_P2P_TEST] = "Test",
+    [CT_P2P_TESTALL] = "Testall",
+    [CT_P2P_TESTANY] = "Testany",
+    [CT_P2P_TESTSOME] = "Testsome",
 };
 
 static __attribute__((noinline)) int ct_timed_Send(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)

@@ -211,8 +211,8 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
 
-/* A completion call's point-to-point part into the profiling mode's p2p table, as the generated
- * p2p wrappers record Wait/Waitall/Waitany (only where it was given other requests too). */
+/* A completion call's point-to-point part into the profiling mode's p2p table (p2p.toml's Wait/Test
+ * family; only where it was given other requests than followed collective ones). */
 static void ct_p2p_part(ct_p2p_call call, const void *site, const ct_reqwatch *w, uint64_t ticks)
 {
     if (ct_p2p_on && !ct_profrun_inside && (w->n == 0 || w->total > w->n))
@@ -275,7 +275,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
                               status);
 }
 
-static __attribute__((noinline)) int ct_watched_waitsome(int incount, MPI_Request requests[],
+static __attribute__((noinline)) int ct_watched_waitsome(const void *site, int incount, MPI_Request requests[],
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
@@ -283,7 +283,7 @@ static __attribute__((noinline)) int ct_watched_waitsome(int incount, MPI_Reques
     ct_req_begin(&w, incount, requests);
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
-    ct_req_end(&w, 0, -1, indices, n);
+    ct_p2p_part(CT_P2P_WAITSOME, site, &w, ct_req_end(&w, 0, -1, indices, n));
     return rc;
 }
 
@@ -292,16 +292,17 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    return ct_watched_waitsome(incount, requests, outcount, indices, statuses);
+    return ct_watched_waitsome(ct_watch_site(__builtin_return_address(0)), incount, requests,
+                               outcount, indices, statuses);
 }
 
-static __attribute__((noinline)) int ct_watched_test(MPI_Request *request, int *flag,
+static __attribute__((noinline)) int ct_watched_test(const void *site, MPI_Request *request, int *flag,
                                                      MPI_Status *status)
 {
     ct_reqwatch w;
     ct_req_begin(&w, 1, request);
     int rc = PMPI_Test(request, flag, status);
-    ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0);
+    ct_p2p_part(CT_P2P_TEST, site, &w, ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0));
     return rc;
 }
 
@@ -309,16 +310,16 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Test(request, flag, status);
-    return ct_watched_test(request, flag, status);
+    return ct_watched_test(ct_watch_site(__builtin_return_address(0)), request, flag, status);
 }
 
-static __attribute__((noinline)) int ct_watched_testall(int count, MPI_Request requests[],
+static __attribute__((noinline)) int ct_watched_testall(const void *site, int count, MPI_Request requests[],
                                                         int *flag, MPI_Status statuses[])
 {
     ct_reqwatch w;
     ct_req_begin(&w, count, requests);
     int rc = PMPI_Testall(count, requests, flag, statuses);
-    ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0);
+    ct_p2p_part(CT_P2P_TESTALL, site, &w, ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0));
     return rc;
 }
 
@@ -326,17 +327,18 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testall(count, requests, flag, statuses);
-    return ct_watched_testall(count, requests, flag, statuses);
+    return ct_watched_testall(ct_watch_site(__builtin_return_address(0)), count, requests, flag,
+                              statuses);
 }
 
-static __attribute__((noinline)) int ct_watched_testany(int count, MPI_Request requests[],
+static __attribute__((noinline)) int ct_watched_testany(const void *site, int count, MPI_Request requests[],
                                                         int *index, int *flag, MPI_Status *status)
 {
     ct_reqwatch w;
     ct_req_begin(&w, count, requests);
     int rc = PMPI_Testany(count, requests, index, flag, status);
     int done = rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED ? *index : -1;
-    ct_req_end(&w, 0, done, NULL, 0);
+    ct_p2p_part(CT_P2P_TESTANY, site, &w, ct_req_end(&w, 0, done, NULL, 0));
     return rc;
 }
 
@@ -344,10 +346,11 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testany(count, requests, index, flag, status);
-    return ct_watched_testany(count, requests, index, flag, status);
+    return ct_watched_testany(ct_watch_site(__builtin_return_address(0)), count, requests, index,
+                              flag, status);
 }
 
-static __attribute__((noinline)) int ct_watched_testsome(int incount, MPI_Request requests[],
+static __attribute__((noinline)) int ct_watched_testsome(const void *site, int incount, MPI_Request requests[],
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
@@ -355,7 +358,7 @@ static __attribute__((noinline)) int ct_watched_testsome(int incount, MPI_Reques
     ct_req_begin(&w, incount, requests);
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
-    ct_req_end(&w, 0, -1, indices, n);
+    ct_p2p_part(CT_P2P_TESTSOME, site, &w, ct_req_end(&w, 0, -1, indices, n));
     return rc;
 }
 
@@ -364,7 +367,8 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    return ct_watched_testsome(incount, requests, outcount, indices, statuses);
+    return ct_watched_testsome(ct_watch_site(__builtin_return_address(0)), incount, requests,
+                               outcount, indices, statuses);
 }
 
 static __attribute__((noinline)) int ct_watched_start(MPI_Request *request)
