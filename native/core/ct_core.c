@@ -46,6 +46,12 @@ static int ct_pack_plan(int count, MPI_Datatype type, int64_t bytes, MPI_Comm co
     if (err != MPI_SUCCESS || *contiguous) return err;
     if (bytes > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
     if ((err = PMPI_Pack_size(count, type, comm, &size)) != MPI_SUCCESS) return err;
+#ifdef COLLTUNE_ABI_FAMILY_SMPI
+    /* SMPI answers count x max(size, extent), an upper bound as the standard allows
+     * (src/smpi/bindings/smpi_pmpi_type.cpp:359 at v3.32), while its MPI_Pack writes the data
+     * bytes alone (Datatype::pack: count x size) */
+    size = size >= bytes ? (int)bytes : size;
+#endif
     return size == bytes ? MPI_SUCCESS : ct_raise(comm, MPI_ERR_TYPE);
 }
 

