@@ -87,8 +87,8 @@ setup-valgrind:
 # SimGrid SMPI (smpicc, smpirun: Debian's libsimgrid-dev 3.32): colltune on simulated clusters
 # (docs/smpi.md); without it tests/test_smpi.py skips and says so.
 setup-smpi:
-	@command -v smpicc >/dev/null && command -v smpirun >/dev/null || \
-	  (apt-get update -qq && apt-get install -y -qq libsimgrid-dev) || \
+	@command -v smpicc >/dev/null && command -v smpirun >/dev/null && command -v patchelf >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq libsimgrid-dev patchelf) || \
 	  echo "setup-smpi: could not install libsimgrid-dev; tests/test_smpi.py will skip"
 
 test: setup setup-mpich slurm setup-fortran setup-valgrind setup-smpi

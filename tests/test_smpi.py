@@ -5,6 +5,8 @@ algorithms, a bench run on a simulated cluster. The SMPI tests skip, naming the 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -111,3 +113,33 @@ def test_bench_on_two_simulated_nodes_is_deterministic(smpi_lib: mpi.MpiLibrary,
     assert env["nodes@0"] == "2" and env["ranks_per_node@0"] == "4,4"
     assert env["hostnames@0"] == "small-0,small-1" and env["smpi_platform@0"] == "small"
     assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/allreduce:rdb"])
+
+
+@needs_smpi
+def test_run_interposes_an_unmodified_smpi_program(smpi_lib: mpi.MpiLibrary, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`colltune run -- smpirun ...` on a program built by plain smpicc: a patched copy loads
+    libcolltune (one copy per rank), the calls are counted per rank, the results are the plain
+    run's, and the program file is untouched."""
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "small")
+    app = build.compile_program(smpi_lib, [Path(__file__).parents[1] / "benchmarks" / "scale" / "app.c"],
+                                tmp_path / "app")
+    before = app.read_bytes()
+    plain = launch.run(smpi_lib, 16, [str(app), "7"])
+    assert plain.returncode == 0, plain.stderr
+    line = next(l for l in plain.stdout.splitlines() if l.startswith("scale-app"))
+    assert line.startswith("scale-app ranks 16 calls 7 checksum ")
+    run = subprocess.run([str(Path(sys.executable).with_name("colltune")), "run", "--mpi", "smpi", "--verbose",
+                          "--", "smpirun", "-np", "16", str(app), "7"], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    # the checksum of every result; not the simulated time: this smpirun line, unlike colltune's
+    # own launches, simulates computation, so host CPU bursts move the clock by nanoseconds
+    assert [l.split(" simulated_s")[0] for l in run.stdout.splitlines() if l.startswith("scale-app")] \
+        == [line.split(" simulated_s")[0]]
+    assert "colltune: libcolltune active on 16 ranks (built for SimGrid SMPI)" in run.stderr
+    counted = {l.split()[1]: int(l.split()[-1]) for l in run.stderr.splitlines()
+               if l.startswith("colltune:   MPI_")}
+    assert counted == {"MPI_Allreduce": 7, "MPI_Bcast": 7, "MPI_Reduce": 1}
+    assert app.read_bytes() == before

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from colltune.mpi import launch
+from colltune.mpi import launch, smpi
 from colltune.mpi.build import Artifacts
 from colltune.mpi.libraries import MpiError, MpiLibrary, discover
 
@@ -160,6 +160,11 @@ def inject(lib: MpiLibrary, argv: Sequence[str], env: Mapping[str, str]) -> tupl
     Refuses a launcher of the other ABI family than `lib`: the interposer would refuse to load."""
     if not argv:
         raise MpiError("give the launch command after `--`, e.g. `colltune run -- mpiexec -n 4 ./app`")
+    if lib.family == "smpi":  # link order, not LD_PRELOAD (docs/smpi.md)
+        if Path(argv[0]).name != "smpirun":
+            raise MpiError(f"SMPI programs run under smpirun, not {argv[0]!r}: "
+                           "`colltune run --mpi smpi -- smpirun -np 16 ./app`")
+        return smpi.interposed_command(argv, Path(env["LD_PRELOAD"].split()[0]), env)
     launcher = argv[0]
     name = Path(launcher).name
     if name in SRUN_NAMES:

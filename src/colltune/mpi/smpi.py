@@ -14,9 +14,12 @@ confirms from the host names its ranks report (measure/confirm.py).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -202,3 +205,79 @@ def smpirun_argv(smpirun: Path, nprocs: int, argv: Sequence[str], env: Mapping[s
     plat = platform(env.get(PLATFORM_VAR), nprocs)
     return [str(smpirun), "-np", str(nprocs), "-platform", str(plat.xml),
             "-hostfile", str(plat.hostfile(nprocs)), *config_flags(env), *extra_flags, *argv]
+
+
+# smpirun's options that take a value (smpirun --help, SimGrid 3.32); the first other word that
+# does not start with '-' is the program.
+_VALUE_OPTIONS = frozenset({"-np", "-n", "-bandwidth", "-latency", "-platform", "-hostfile",
+                            "-machinefile", "-replay", "-map", "-tmpdir", "-trace-comment",
+                            "-trace-comment-file", "-trace-file", "-wrapper"})
+INTERPOSER_SONAME = "libcolltune.so"
+
+
+def program_index(argv: Sequence[str]) -> int:
+    """Position of the program in an smpirun command line."""
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if word in _VALUE_OPTIONS:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return i
+    raise SmpiError(f"no program in `{' '.join(argv)}`: give `smpirun -np N -platform P ./app`")
+
+
+def interposed_program(program: Path, libcolltune: Path) -> Path:
+    """A copy of an smpicc-built program that loads libcolltune before libsimgrid.
+
+    An SMPI program cannot be interposed by LD_PRELOAD: smpimain opens each rank's copy of it
+    with RTLD_DEEPBIND, so the copy's own dependencies (libsimgrid) are searched before the
+    global scope (docs/smpi.md). The copy gets libcolltune as its first DT_NEEDED (patchelf), by
+    its bare name: smpirun puts SMPI's temporary directory, where smpi/privatize-libs places each
+    rank's copy of the library, on LD_LIBRARY_PATH. The program itself is not changed."""
+    patchelf = shutil.which("patchelf")
+    if patchelf is None:
+        raise SmpiError("colltune run under SMPI needs patchelf to add libcolltune to a copy of the "
+                        "program: run `make setup-smpi` (apt-get install patchelf), or link the "
+                        f"program with `-Wl,--no-as-needed -lcolltune` from {libcolltune.parent}")
+    resolved = program.resolve()
+    stat = resolved.stat()
+    key = f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}|{libcolltune.resolve()}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    copy = cache_dir() / "smpi" / "programs" / f"{resolved.name}-{digest}"
+    if copy.exists():
+        return copy
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    tmp = copy.with_name(f".{copy.name}.{os.getpid()}")
+    shutil.copy2(resolved, tmp)
+    proc = subprocess.run([patchelf, "--add-needed", INTERPOSER_SONAME, str(tmp)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise SmpiError(f"patchelf could not add {INTERPOSER_SONAME} to a copy of {program}: "
+                        f"{proc.stderr.strip()} (is it a program built by smpicc?)")
+    tmp.replace(copy)
+    return copy
+
+
+def interposed_command(argv: Sequence[str], libcolltune: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """`colltune run -- smpirun ... ./app args`: the command with the program's interposed copy,
+    one copy of libcolltune per rank (smpi/privatize-libs), a preset platform when the line names
+    none; and the ranks' settings, which go to smpirun's own environment (all ranks live in its
+    process). LD_PRELOAD is left out: it cannot reach the ranks."""
+    words = list(argv)
+    at = program_index(words)
+    words[at] = str(interposed_program(Path(words[at]), libcolltune))
+    added = [f"--cfg=smpi/privatize-libs:{libcolltune.resolve()}"]
+    if "-platform" not in words[:at] and "-hostfile" not in words[:at] and "-machinefile" not in words[:at]:
+        nprocs = next((int(words[i + 1]) for i in range(1, at - 1) if words[i] in ("-np", "-n")
+                       and words[i + 1].isdigit()), 1)
+        plat = platform(env.get(PLATFORM_VAR), nprocs)
+        added += ["-platform", str(plat.xml), "-hostfile", str(plat.hostfile(nprocs))]
+    settings = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    # the runtime looks for proof.txt next to the libcolltune it runs: here a copy in SMPI's
+    # temporary directory, so it is named where `colltune selftest` wrote it
+    settings.setdefault("COLLTUNE_PROOF", str(libcolltune.resolve().with_name("proof.txt")))
+    return [words[0], *added, *words[1:]], settings

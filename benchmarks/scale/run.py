@@ -1,0 +1,187 @@
+"""colltune's own cost as the ranks grow, on SimGrid SMPI (benchmarks/scale/README.md).
+
+For each rank count P, benchmarks/scale/app.c runs on the dragonfly-1024 preset (4096 cores):
+  plain        linked against SMPI alone
+  interposed   linked with libcolltune first (docs/smpi.md), one copy per rank
+               (smpi/privatize-libs): every call passes the decision point
+  traced       interposed in the learning mode (COLLTUNE_SELECT=-, every call exploring the
+               proven members) with COLLTUNE_TRACE_DIR set on every rank
+Host CPU seconds of each launch (getrusage of the child: less sensitive to the machine's load than
+wall time) give colltune's per-call cost, (interposed - plain) / (P x calls), and its first-call
+cost, the same difference for a run of 2 calls per rank; the trace directory's bytes, the rows
+`colltune traces ingest` stores, and the ingest time follow. The checksum and the simulated time
+printed by rank 0 must be equal across the three runs: the interposer changes no result.
+
+    .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024,4096 --out benchmarks/scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from colltune.mpi import build, smpi
+from colltune.mpi import libraries as mpi
+
+HERE = Path(__file__).resolve().parent
+PLATFORM = "dragonfly-1024"
+
+
+def compile_app(lib: mpi.MpiLibrary, art: build.Artifacts, out: Path) -> tuple[Path, Path]:
+    plain, linked = out / "app-plain", out / "app-colltune"
+    build.compile_program(lib, [HERE / "app.c"], plain)
+    build.compile_program(lib, [HERE / "app.c"], linked,
+                          [f"-L{art.dir}", "-Wl,--no-as-needed", "-lcolltune", "-Wl,--as-needed",
+                           f"-Wl,-rpath,{art.dir}"])
+    return plain, linked
+
+
+def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, calls: int,
+           env: dict[str, str]) -> tuple[float, float, str]:
+    """(host CPU seconds, wall seconds, rank 0's line) of one smpirun."""
+    flags = [f"--cfg=smpi/privatize-libs:{art.libcolltune}"] if "colltune" in exe.name else []
+    argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(calls)],
+                             {smpi.PLATFORM_VAR: PLATFORM}, flags)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env},
+                          stdin=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"launch failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr[-2000:]}")
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("scale-app"))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, line
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], p: int, calls: int,
+            work: Path) -> dict[str, object]:
+    plain, linked = apps
+    quiet = {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt")}
+    cpu_plain, wall_plain, line_plain = launch(lib, art, plain, p, calls, quiet)
+    cpu_ct, wall_ct, line_ct = launch(lib, art, linked, p, calls, quiet)
+    cpu_plain2, _, _ = launch(lib, art, plain, p, 2, quiet)
+    cpu_ct2, _, _ = launch(lib, art, linked, p, 2, quiet)
+    trace = work / f"trace-{p}"
+    shutil.rmtree(trace, ignore_errors=True)
+    trace.mkdir(parents=True)
+    cpu_tr, _, line_tr = launch(lib, art, linked, p, calls, {**quiet, "COLLTUNE_SELECT": "-",
+                                                            "COLLTUNE_SELECT_SEED": "1",
+                                                            "COLLTUNE_TRACE_DIR": str(trace),
+                                                            "COLLTUNE_PROOF": str(art.dir / "proof.txt")})
+    checksum = {re.search(r"checksum (\S+)", line)[1] for line in (line_plain, line_ct, line_tr)}
+    if len(checksum) != 1 or line_plain != line_ct:
+        sys.exit(f"results differ at {p} ranks:\n {line_plain}\n {line_ct}\n {line_tr}")
+    db = work / f"traces-{p}.duckdb"
+    db.unlink(missing_ok=True)
+    started = time.perf_counter()
+    ingest = subprocess.run([str(Path(sys.executable).with_name("colltune")), "traces", "ingest",
+                             str(trace), "--db", str(db)], capture_output=True, text=True, check=False)
+    ingest_s = time.perf_counter() - started
+    rows = 0
+    if ingest.returncode == 0:
+        import duckdb
+
+        with duckdb.connect(str(db), read_only=True) as con:
+            rows = int(con.sql("select count(*) from trace_calls").fetchall()[0][0])
+    per_rank_calls = 2 * calls + 3  # allreduce + bcast per round, split, the final reduce, free
+    return {
+        "ranks": p, "calls_per_rank": per_rank_calls,
+        "simulator_cpu_s": round(cpu_plain, 3), "interposed_cpu_s": round(cpu_ct, 3),
+        "per_call_cost_us": round(1e6 * (cpu_ct - cpu_plain - (cpu_ct2 - cpu_plain2))
+                                  / (p * (per_rank_calls - 7)), 3),
+        "first_calls_cost_us": round(1e6 * (cpu_ct2 - cpu_plain2) / p, 3),
+        "traced_cpu_s": round(cpu_tr, 3),
+        "trace_bytes": dir_bytes(trace), "trace_rows": rows, "ingest_s": round(ingest_s, 3),
+        "ingest_ok": ingest.returncode == 0, "wall_plain_s": round(wall_plain, 3),
+        "wall_interposed_s": round(wall_ct, 3),
+        # simulated seconds: equal with the interposer (no network traffic of its own); tracing
+        # adds its collectives (communicator ids, clock offsets) to the application's time
+        "simulated_plain_s": float(re.search(r"simulated_s (\S+)", line_plain)[1]),
+        "simulated_traced_s": float(re.search(r"simulated_s (\S+)", line_tr)[1]),
+        "checksum_line": line_plain,
+    }
+
+
+def growth_law(ranks: list[int], values: list[float]) -> str:
+    """flat, log P or P: the model a + b f(P) with the smallest squared error (f = 0, log P, P)."""
+    x = np.asarray(ranks, float)
+    y = np.asarray(values, float)
+    best, law = np.inf, "flat"
+    for name, f in (("flat", np.zeros_like(x)), ("log P", np.log2(x)), ("P", x)):
+        design = np.column_stack([np.ones_like(x), f]) if name != "flat" else np.ones((len(x), 1))
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        err = float(np.sum((design @ coef - y) ** 2))
+        # a slope must earn its parameter: 10% better than the simpler law
+        if err < 0.9 * best:
+            best, law = err, name
+    return law
+
+
+def plot(rows: list[dict[str, object]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks = [int(r["ranks"]) for r in rows]
+    items = [("per_call_cost_us", "per-call cost (us, host CPU)"),
+             ("first_calls_cost_us", "first calls per rank (us)"),
+             ("trace_bytes", "trace bytes"), ("trace_rows", "trace rows in the database"),
+             ("ingest_s", "traces ingest (s)"), ("simulator_cpu_s", "SMPI run, no colltune (s)")]
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
+    for ax, (key, title) in zip(axes.flat, items):
+        ax.plot(ranks, [float(r[key]) for r in rows], "o-")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{title}: {growth_law(ranks, [float(r[key]) for r in rows])}", fontsize=9)
+        ax.set_xlabel("simulated ranks")
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", default="16,64,256,1024,4096")
+    parser.add_argument("--calls", type=int, default=200, help="rounds of allreduce + bcast per rank")
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args()
+    lib = mpi.resolve("smpi")
+    art = build.ensure_built(lib)
+    with tempfile.TemporaryDirectory(prefix="colltune-scale-") as tmp:
+        work = Path(tmp)
+        apps = compile_app(lib, art, work)
+        rows = []
+        for p in (int(x) for x in args.ranks.split(",")):
+            rows.append(measure(lib, art, apps, p, args.calls, work))
+            print({k: v for k, v in rows[-1].items() if k != "checksum_line"}, flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "results.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    ranks = [int(r["ranks"]) for r in rows]
+    for key in ("per_call_cost_us", "first_calls_cost_us", "trace_bytes", "trace_rows", "ingest_s",
+                "simulator_cpu_s"):
+        print(f"{key}: {growth_law(ranks, [float(r[key]) for r in rows])}")
+    plot(rows, args.out)
+    print(f"load: {open('/proc/loadavg').read().strip()}")
+
+
+if __name__ == "__main__":
+    main()
