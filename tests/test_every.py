@@ -125,3 +125,29 @@ def test_every_function_profiled(every, tmp_path):
     seen_s, share = where.coverage(table)
     tunable_s = sum(r.time_s for r in table if r.kind == "coll" and r.tunable)
     assert seen_s > 0 and share == pytest.approx(tunable_s / seen_s)
+
+
+@pytest.mark.parametrize("every", ["openmpi", "mpich"], indirect=True)
+def test_every_function_under_the_serving_modes(every, tmp_path):
+    """Force (every collective's first variant), a profile and the learning mode with every call
+    exploring (`-`, traced) serve the blocking calls of ct_every.c: its results stay exact, and
+    the watched functions are untouched (the counting table still has each once)."""
+    from interposer_support import force_rounds, force_spec
+    lib, art, exe = every
+    p = NPROCS[lib.name if lib.name in NPROCS else lib.family]
+    plain = run_mpi(lib, p, [exe], {})
+    assert plain.returncode == 0, plain.describe()
+    profile = tmp_path / "every.prf"
+    profile.write_text("colltune-profile 1\ngenerator tests/test_every.py\n"
+                       "collective allreduce\n  procs 1 64\n    bytes 0 1000000 allreduce_as_reduce_bcast\n"
+                       "collective gather\n  procs 1 64\n    bytes 0 1000000 gather_as_gatherv\nend\n")
+    envs = {"force": runenv.rank_environment(lib, art, force=force_spec(force_rounds()[0]), verbose=True),
+            "profile": runenv.rank_environment(lib, art, profile=profile, verbose=True),
+            "learning": runenv.rank_environment(lib, art, learn="-", trace_dir=tmp_path / "traces",
+                                                 verbose=True)}
+    for mode, env in envs.items():
+        run = run_mpi(lib, p, [exe], env)
+        assert run.returncode == 0 and run.stdout == plain.stdout, (mode, run.describe())
+        seen = functions_section(run.stderr)
+        assert {fn: (c, s, d) for fn, (c, _, s, d) in seen.items()} == \
+            {fn: (c, s, d) for fn, (c, _, s, d) in expected(lib, p).items()}, (mode, run.describe())

@@ -1,0 +1,57 @@
+/*
+ * The new wrappers' pass-through path under callgrind (benchmarks/passthrough/forms.py): each of
+ * CALLS iterations makes one 8-byte MPI_Iallreduce completed by MPI_Wait, one MPI_Start of a
+ * persistent MPI_Allreduce_init request completed by MPI_Wait (where the library has persistent
+ * collectives), and one MPI_Neighbor_allgather on a periodic ring: every function once per
+ * iteration, so instructions / CALLS is the cost per call of each wrapper.
+ *
+ *   forms_loop CALLS [ignored]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define PERSISTENT 1
+#else
+#define PERSISTENT 0
+#endif
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int p, dims[1], periods[1] = {1};
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    dims[0] = p;
+    MPI_Comm ring;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    long calls = argc > 1 ? atol(argv[1]) : 2000;
+    double in = 1.0, out = 0.0, sum = 0.0, nb[2];
+    MPI_Request rq;
+#if PERSISTENT
+    MPI_Request prq;
+    MPI_Allreduce_init(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &prq);
+#endif
+    for (long i = 0; i < calls; i++) {
+        MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        sum += out;
+#if PERSISTENT
+        MPI_Start(&prq);
+        MPI_Wait(&prq, MPI_STATUS_IGNORE);
+        sum += out;
+#endif
+        MPI_Neighbor_allgather(&in, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, ring);
+        sum += nb[0] + nb[1];
+    }
+#if PERSISTENT
+    MPI_Request_free(&prq);
+#endif
+    MPI_Comm_free(&ring);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        printf("sum %.1f\n", sum);
+    MPI_Finalize();
+    return 0;
+}
