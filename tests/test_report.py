@@ -132,11 +132,18 @@ def test_heatmap_cells_follow_severity(db: Path) -> None:
     pts = point_penalties(ctx.verdicts, cautious=False).set_index(["collective", "msg_bytes"])
     assert pts.loc[("bcast", 1048576), "severity"] == "very critical"  # 2.5x
     assert pts.loc[("bcast", 65536), "severity"] == "tolerable"  # 1.33x
-    # no violation at 8 B, but none of its comparisons shown equivalent either: not a scored point
-    assert ("bcast", 8) not in pts.index
+    # 8 B: every comparison shown inside the tolerance once the directional correction steps down
+    # past the clear ones (issue 36), so a scored point without violation
+    assert pts.loc[("bcast", 8), "severity"] == "very good"
     v = ctx.verdicts
     assert set(v[(v["collective"] == "bcast") & (v["msg_bytes"] == 8) & (v["kind"] == "pattern")]["verdict"]) == {
-        "undecided"}
+        "no violation"}
+    # corrected per test over the whole family (the rule before), none of them is shown equivalent:
+    # a point with no decided comparison is not scored
+    separate = check.judge(check.load_run(db), check.CheckSettings(rule="separate")).verdicts
+    assert set(separate[(separate["collective"] == "bcast") & (separate["msg_bytes"] == 8)
+                        & (separate["kind"] == "pattern")]["verdict"]) == {"undecided"}
+    assert ("bcast", 8) not in point_penalties(separate, cautious=False).set_index(["collective", "msg_bytes"]).index
 
 
 def test_failed_calibration_is_shown_first(tmp_path: Path) -> None:

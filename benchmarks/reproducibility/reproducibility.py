@@ -1,15 +1,22 @@
-"""How reproducible are `colltune check` verdicts? Run the same check N times, compare verdicts.
+"""Do independent quick checks reach the same verdicts? (issue 36)
 
-    python benchmarks/reproducibility/reproducibility.py --runs 10 --db /tmp/repro.duckdb
-    python benchmarks/reproducibility/reproducibility.py --reuse --db /tmp/repro.duckdb   # re-analyse
+    python benchmarks/reproducibility/reproducibility.py --runs 10 --db /tmp/repro.duckdb --tag quiet
+    python benchmarks/reproducibility/reproducibility.py --runs 10 --db /tmp/repro-load.duckdb --tag load2 --busy
+    python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse  # re-analyse
+    python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --rejudge separate
 
-Each run is an independent `colltune check --preset quick -n 4` (own launches, own seed), stored
-as its own run in one database. A verdict is the violation flag of one guideline comparison
-(pattern, library, monotony, split) identified by process count, collective, variant and size.
-For every pair of runs we report the share of verdicts that agree, and over all runs how many
-verdicts flipped at least once. The same runs are also judged with the unpaired Mann-Whitney U
-(PGMPI's literal method) for comparison. Writes results[_TAG].json and agreement[_TAG].png here. Extra arguments go to `colltune check`
-(e.g. `-R 10`).
+Each run is an independent `colltune check --preset quick -n 4` (own launches, own seed), stored as
+its own run in one database; `--busy` keeps one other program busy on one core while the runs
+measure (the issue's "load ~2": a spinning process next to the check). Every run records
+/proc/loadavg before and after it: on a shared machine the load is part of the result.
+
+Per pair of runs: the overlap of the violation sets, |A and B| / |A or B| (a violation in one run
+that the other left undecided counts against it; two empty sets: 1), and the decided flips
+(violation in one, no violation in the other). Per run: the share of guideline comparisons left
+undecided or untested, and the wall time. Targets (issue 36): mean overlap >= 95%, worst pair
+>= 90%, 0 decided flips, undecided <= 5%, median wall <= 10 s. Comparisons that differ between
+runs are listed with their verdict in each run and, where undecided, the check's reason. Writes
+results_<tag>.json next to this script.
 """
 
 from __future__ import annotations
@@ -17,107 +24,132 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import duckdb
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from colltune.verify import (
-    check,  # noqa: E402
-    stats,  # noqa: E402
-)
+from colltune.verify import check, decide
 
 HERE = Path(__file__).resolve().parent
-KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes"]
+COLLTUNE = str(Path(sys.executable).parent / "colltune")
+TARGETS = {"overlap_mean": 0.95, "overlap_min": 0.90, "flips": 0, "undecided_max": 0.05, "wall_median_s": 10.0}
 
 
-def measure(db: Path, runs: int, extra: list[str]) -> None:
-    for i in range(runs):
-        t = time.time()
-        cmd = [str(Path(sys.executable).parent / "colltune"), "check", "--preset", "quick", "-n", "4", "--db", str(db),
-               "--quiet", "--seed", str(1000 + i), *extra]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode not in (0, 1, 3):  # 3: no violation, some comparisons undecided
-            sys.exit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-        print(f"run {i + 1}/{runs}: exit {proc.returncode}, {time.time() - t:.0f} s", flush=True)
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip()
 
 
-def run_ids(db: Path) -> list[str]:
-    with duckdb.connect(str(db), read_only=True) as con:
-        return [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
+def measure(db: Path, runs: int, first_seed: int, busy: bool, extra: list[str]) -> list[dict[str, object]]:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        if spinner is not None:
+            time.sleep(5)  # let the load average see it
+        out = []
+        for i in range(runs):
+            before = loadavg()
+            t0 = time.monotonic()
+            proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
+                                   "--seed", str(first_seed + i), *extra], capture_output=True, text=True, check=False)
+            wall = time.monotonic() - t0
+            if proc.returncode not in (0, 1, 3):
+                raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+            out.append({"run": i, "started_utc": time.strftime("%H:%M:%S", time.gmtime(time.time() - wall)),
+                        "wall_s": round(wall, 2), "exit": proc.returncode, "loadavg_before": before,
+                        "loadavg_after": loadavg()})
+            print(f"run {i}: {wall:.1f} s, exit {proc.returncode}, loadavg {before}", flush=True)
+        return out
+    finally:
+        if spinner is not None:
+            spinner.terminate()
+            spinner.wait()
 
 
-def verdict_table(db: Path, ids: list[str], settings: check.CheckSettings) -> pd.DataFrame:
-    frames = []
+def key(r: object) -> str:
+    # split rows keep only the smallest violating k per size, which may differ between runs
+    ref = f" vs {int(r.ref_bytes)} B" if r.kind == "monotony" else ""  # type: ignore[attr-defined]
+    return f"{r.kind} {r.collective} {r.variant} {int(r.msg_bytes)} B{ref}"  # type: ignore[attr-defined]
+
+
+def analyse(db: Path, ids: list[str], rule: str | None = None) -> dict[str, object]:
+    """The stored verdicts of each run, or (`rule`) the run judged again with that decision rule."""
+    verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
-        v = check.judge(check.load_run(db, rid), settings).verdicts
-        v = v[v["kind"].isin(check.GUIDELINE_KINDS)]
-        frames.append(v.set_index(KEY)["violation"].rename(rid))
-    return pd.concat(frames, axis=1)
-
-
-def agreement(table: pd.DataFrame) -> dict[str, object]:
-    table = table.dropna()
-    pairs = [float((table[a] == table[b]).mean()) for a, b in itertools.combinations(table.columns, 2)]
-    flipped = int((table.nunique(axis=1) > 1).sum())
-    # Agreement is inflated by the many clean comparisons; the overlap of the violation sets
-    # (|A and B| / |A or B|) looks at the violations alone.
-    jac = []
-    for a, b in itertools.combinations(table.columns, 2):
-        union = int((table[a] | table[b]).sum())
-        jac.append(float((table[a] & table[b]).sum() / union) if union else 1.0)
-    return {
-        "verdicts_per_run": int(len(table)),
-        "violations_per_run": [int(table[c].sum()) for c in table.columns],
-        "pairs": len(pairs),
-        "pair_agreement_min": min(pairs), "pair_agreement_mean": sum(pairs) / len(pairs),
-        "pair_agreement_max": max(pairs),
-        "pair_agreement": pairs,
-        "violation_overlap_mean": sum(jac) / len(jac),
-        "flipped_at_least_once": flipped,
-        "always_violation": int(table.all(axis=1).sum()),
-        "flipped": [" ".join(map(str, k)) for k in table.index[table.nunique(axis=1) > 1]],
-    }
+        v = check.load_verdicts(db, rid) if rule is None else \
+            check.judge(check.load_run(db, rid), check.CheckSettings(rule=rule)).verdicts
+        v = v[v["kind"].isin(decide.GUIDELINE_KINDS)]
+        verdicts[rid] = {key(r): (str(r.verdict), str(r.note or "")) for r in v.itertuples()}
+    pairs = []
+    for a, b in itertools.combinations(ids, 2):
+        va = {k for k, (x, _) in verdicts[a].items() if x == decide.VIOLATION}
+        vb = {k for k, (x, _) in verdicts[b].items() if x == decide.VIOLATION}
+        na = {k for k, (x, _) in verdicts[a].items() if x == decide.NO_VIOLATION}
+        nb = {k for k, (x, _) in verdicts[b].items() if x == decide.NO_VIOLATION}
+        pairs.append({"a": a, "b": b, "overlap": len(va & vb) / len(va | vb) if va | vb else 1.0,
+                      "flips": sorted((va & nb) | (vb & na)), "differ": sorted(va ^ vb)})
+    runs = []
+    for rid in ids:
+        states = [x for x, _ in verdicts[rid].values()]
+        runs.append({"run_id": rid, "comparisons": len(states), "violations": states.count(decide.VIOLATION),
+                     "no_violation": states.count(decide.NO_VIOLATION),
+                     "undecided": states.count(decide.UNDECIDED), "untested": states.count(decide.UNTESTED)})
+    differing = sorted({k for p in pairs for k in p["differ"]})
+    return {"runs": runs, "pairs": pairs,
+            "differing": {k: {rid[-6:]: verdicts[rid].get(k, ("-", ""))[0] for rid in ids} for k in differing},
+            "undecided_reasons": {k: sorted({verdicts[rid][k][1] for rid in ids
+                                             if verdicts[rid].get(k, ("", ""))[0] == decide.UNDECIDED})
+                                  for k in differing}}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", type=Path, default=Path("/tmp/colltune-repro.duckdb"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--db", type=Path, default=Path("/tmp/colltune-repro.duckdb"))
+    ap.add_argument("--tag", default="quiet", help="results_<tag>.json")
+    ap.add_argument("--busy", action="store_true", help="keep one other program busy on one core meanwhile")
     ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
-    ap.add_argument("--tag", default="", help="suffix of the output files, e.g. R20")
+    ap.add_argument("--first-seed", type=int, default=3600, help="seed of the first run (+1 per run)")
+    ap.add_argument("--rejudge", choices=["directional", "separate"],
+                    help="with --reuse: judge the stored runs again with this decision rule (separate: before "
+                         "issue 36; the rounds' launches were still chosen by the rule that measured them)")
     args, extra = ap.parse_known_args()
-    if not args.reuse:
-        measure(args.db, args.runs, extra)
-    ids = run_ids(args.db)
+    out = HERE / f"results_{args.tag}.json"
+    if args.reuse:  # measure nothing: the wall times are those of the results file, if any
+        timing = json.loads(out.read_text()).get("timing", []) if out.exists() else []
+    else:
+        timing = measure(args.db, args.runs, args.first_seed, args.busy, extra)
+    if args.rejudge:
+        out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
+    with duckdb.connect(str(args.db), read_only=True) as con:
+        ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created")]
     if len(ids) < 2:
-        sys.exit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
-    results = {"runs": ids, "command": "colltune check --preset quick -n 4 --seed <1000+i>"}
-    for name, settings in (("paired-t (default)", check.CheckSettings()),
-                           ("mwu (unpaired, PGMPI)", check.CheckSettings(test=stats.Test.MWU))):
-        results[name] = agreement(verdict_table(args.db, ids, settings))
-        r = results[name]
-        print(f"{name}: {r['verdicts_per_run']} verdicts/run, violations per run {r['violations_per_run']}; "
-              f"pairwise agreement {r['pair_agreement_min']:.1%} .. {r['pair_agreement_max']:.1%} "
-              f"(mean {r['pair_agreement_mean']:.1%}) over {r['pairs']} pairs; "
-              f"{r['flipped_at_least_once']} verdicts flipped at least once, {r['always_violation']} always violated; "
-              f"violation sets overlap {r['violation_overlap_mean']:.0%} on average")
-    (HERE / f"results{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(results, indent=2) + "\n")
-    fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    for name in ("paired-t (default)", "mwu (unpaired, PGMPI)"):
-        ax.hist([100 * a for a in results[name]["pair_agreement"]], bins=20, range=(80, 100), alpha=0.6, label=name)
-    ax.axvline(95, color="k", lw=0.8, ls="--")
-    ax.set_xlabel("verdicts agreeing between two runs (%)")
-    ax.set_ylabel("pairs of runs")
-    ax.legend(fontsize=8)
-    fig.savefig(HERE / f"agreement{'_' + args.tag if args.tag else ''}.png", dpi=110, bbox_inches="tight")
+        raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
+    res = analyse(args.db, ids, args.rejudge)
+    overlaps = [p["overlap"] for p in res["pairs"]]
+    flips = sum(len(p["flips"]) for p in res["pairs"])
+    undecided = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
+    walls = [t["wall_s"] for t in timing]
+    summary = {"runs": len(ids), "pairs": len(overlaps), "overlap_mean": statistics.fmean(overlaps),
+               "overlap_min": min(overlaps), "flips": flips, "undecided_max": max(undecided),
+               "undecided_mean": statistics.fmean(undecided),
+               "wall_median_s": statistics.median(walls) if walls else None,
+               "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy}
+    res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,
+           "targets": TARGETS, "timing": timing, **res}
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"{summary['runs']} runs, {summary['pairs']} pairs; violations per run {summary['violations_per_run']}")
+    for name, target in TARGETS.items():
+        got, at_most = summary[name], name in ("flips", "undecided_max", "wall_median_s")
+        ok = got is not None and (got <= target if at_most else got >= target)
+        print(f"  {name}: {got if got is None or isinstance(got, int) else round(got, 3)} "
+              f"(target {'<=' if at_most else '>='} {target}) {'met' if ok else 'NOT met'}")
+    for k, per_run in res["differing"].items():
+        print(f"  differs: {k}: {per_run}")
+    for t in timing:
+        print(f"  run {t['run']} {t['started_utc']} UTC: {t['wall_s']} s, loadavg before {t['loadavg_before']}")
 
 
 if __name__ == "__main__":

@@ -209,6 +209,20 @@ def _grouped(ctx: ReportContext) -> str:
             "faster, the fastest of them. * = barrier warning.</p>" + ctx.table(out, fmt, cls) + extra)
 
 
+@_section("undecided", "Undecided comparisons: why", 45)
+def _undecided(ctx: ReportContext) -> str | None:
+    u = T.undecided_table(ctx.verdicts)
+    if u.empty:
+        return None
+    u = u.assign(why=[str(n).removeprefix("undecided: ") for n in u["note"]]).drop(columns="note").rename(columns={
+        "nprocs": "procs", "lhs": "should not be slower", "rhs": "than", "msg_bytes": "size",
+        "n_launches": "launches"})
+    return ("<p>Neither a violation nor equivalence within the tolerance could be shown for these: each says "
+            "where its launches put it, how far its test got and what would decide it. They are counted neither as "
+            "violations nor as clean (docs/statistics.md).</p>"
+            + ctx.table(u, {"size": T.fmt_bytes, "slowdown": lambda x: T.fmt_float(x, 2)}))
+
+
 @_section("advice", "What to do", 50)
 def _advice(ctx: ReportContext) -> str:
     v = ctx.verdicts

@@ -3,14 +3,19 @@
 Every guideline comparison ends as one of (docs/statistics.md, "Three-way verdicts"):
 
   violation     shown beyond the tolerance: the one-sided test that ref x (1 - tolerance) is
-                still slower than alt (stats.beyond_tolerance_test), Holm-adjusted over the
-                family, p <= alpha_look, i.e. the corrected lower confidence bound of the ratio
-                lies beyond the tolerance;
+                still slower than alt (stats.beyond_tolerance_test), corrected, p <= alpha_look,
+                i.e. the corrected lower confidence bound of the ratio lies beyond the tolerance;
   no violation  equivalence shown: the mirror test that ref x (1 - tolerance) is faster than
-                alt (stats.equivalence_test), Holm-adjusted over the same family, p <= alpha_look,
-                i.e. the corrected upper confidence bound of the ratio lies inside the tolerance;
-  undecided     neither (the interval contains the tolerance);
+                alt (stats.equivalence_test), corrected, p <= alpha_look, i.e. the corrected upper
+                confidence bound of the ratio lies inside the tolerance;
+  undecided     neither (the interval contains the tolerance); undecided_reason says why;
   untested      too few launches for any test.
+
+The correction (rule "directional", issue 36) is one Holm (or BH) over the family's comparisons,
+each entering with the test its data point to (stats.adjust_directional): the two tests are
+mirror images whose p-values add up to about 1, and the comparisons shown inside the tolerance
+leave the step-down before the violations are judged. Rule "separate" corrects each test over
+the whole family on its own (before issue 36).
 
 Adaptive rounds look at the data several times. The looks and the launches each adds are fixed
 before the first launch (the run's settings), and look k is judged at alpha_k, the increment of
@@ -28,10 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
+from scipy import special
 
 from colltune import schema
 from colltune.verify import stats
@@ -40,6 +47,10 @@ from colltune.verify.comparisons import Comparison, Side, barrier_medians, compa
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
 DECIDED = (VIOLATION, NO_VIOLATION)
+# How the two one-sided tests of every comparison of a family are corrected: "directional", one
+# Holm (or BH) over the comparisons, each with the test its data point to; "separate", the rule
+# before issue 36, one correction per test (docs/statistics.md, "Three-way verdicts").
+Rule = Literal["directional", "separate"]
 
 
 class JudgeSettings(BaseModel):
@@ -67,6 +78,7 @@ class CheckSettings(JudgeSettings):
                                                "min_reps); fewer, cut by the time budget: that launch is left out")
     max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
     looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
+    rule: Rule = Field("directional", description="how the violation and equivalence tests are corrected")
 
 
 def round_launches(first: int, round_: int) -> int:
@@ -89,20 +101,27 @@ def look_alphas(alpha: float, looks: int, planned_launches: list[int] | None = N
     return np.diff(spent, prepend=0.0).tolist()
 
 
-def decide(verdicts: pd.DataFrame, alpha_look: float, tolerance: float,
-           correction: stats.Correction) -> pd.DataFrame:
+def decide(verdicts: pd.DataFrame, alpha_look: float, tolerance: float, correction: stats.Correction,
+           rule: Rule = "directional") -> pd.DataFrame:
     """Corrections per family (guidelines; A/A calibration and tuned separately), then verdicts
-    at this look's alpha."""
+    at this look's alpha, by `rule` (module docstring)."""
     v = verdicts.copy()
-    tested = {"p_value": "p_adjusted", "p_violation": "p_violation_adjusted",
-              "p_equivalence": "p_equivalence_adjusted"}
-    for adjusted in tested.values():
+    for adjusted in ("p_adjusted", "p_violation_adjusted", "p_equivalence_adjusted"):
         v[adjusted] = np.nan
     families = [v["kind"].isin(GUIDELINE_KINDS), v["kind"] == "aa", v["kind"] == "tuned"]
     for mask in families:
-        if mask.any():
-            for raw, adjusted in tested.items():
-                v.loc[mask, adjusted] = stats.adjust(v.loc[mask, raw].to_numpy(dtype=float), correction)
+        if not mask.any():
+            continue
+        v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), correction)
+        p_vio = v.loc[mask, "p_violation"].to_numpy(dtype=float)
+        p_equ = v.loc[mask, "p_equivalence"].to_numpy(dtype=float)
+        if rule == "separate":
+            v.loc[mask, "p_violation_adjusted"] = stats.adjust(p_vio, correction)
+            v.loc[mask, "p_equivalence_adjusted"] = stats.adjust(p_equ, correction)
+        else:
+            adj_vio, adj_equ = stats.adjust_directional(p_vio, p_equ, correction)
+            v.loc[mask, "p_violation_adjusted"] = adj_vio
+            v.loc[mask, "p_equivalence_adjusted"] = adj_equ
     # `significant`: a difference at all (the plain one-sided test, also what A/A calibrates);
     # a violation needs the difference shown beyond the tolerance.
     v["significant"] = (v["p_adjusted"] <= alpha_look).fillna(False).astype(bool)
@@ -174,6 +193,92 @@ def details(c: Comparison, e: Effect, settings: CheckSettings) -> dict[str, floa
     return {"ci_low": ci.low, "ci_high": ci.high, "raw_p_value": raw_p}
 
 
+# A comparison the check's planned launches could not decide gets no more launches: its verdict
+# stays undecided, and the rounds' time goes to the comparisons they can still decide (futility
+# stopping; it never decides anything, so no error rate changes). The estimate of the launches
+# needed rests on the launches so far, hence the factor (only comparisons that would need several
+# times the whole plan, e.g. a ratio on the tolerance: thousands) and the half of the plan measured
+# first: on the first 8 launches MPI_Reduce_scatter vs Reduce_scatterv at 1 KiB (1.15x, decided in
+# 16-32 launches in every run) looked like 162 launches.
+FUTILITY_FACTOR = 4
+
+
+def futile(e: Effect, needed_p: float, planned: int | None) -> bool:
+    """Whether the adaptive rounds should stop measuring an open comparison (FUTILITY_FACTOR)."""
+    return bool(planned) and 2 * e.n >= (planned or 0) and \
+        launches_to_decide(e, needed_p) > FUTILITY_FACTOR * (planned or 0)
+
+
+def launches_to_decide(e: Effect, needed_p: float) -> float:
+    """About how many launches would decide a comparison at the scatter its launches show: t grows
+    with the square root of the launches, so n x (t needed / t reached)^2; inf when its ratio lies
+    on the tolerance, NaN when the test is not a t-test (no such extrapolation)."""
+    if e.test_used not in (stats.Test.TRIMMED_T, stats.Test.PAIRED_T, stats.Test.WELCH_LOG) or e.n < 2:
+        return math.nan
+    t_now, t_needed = _pointed_t(e, needed_p)
+    if not math.isfinite(t_needed):
+        return math.nan
+    return math.ceil(e.n * (t_needed / t_now) ** 2) if t_now > 0.1 else math.inf
+
+
+def _pointed(e: Effect) -> stats.TestResult:
+    """The test pointing to the side of the boundary the data lie on (the one decide() corrects)."""
+    return e.violation if e.violation.p_value < e.equivalence.p_value else e.equivalence
+
+
+def _pointed_t(e: Effect, needed_p: float) -> tuple[float, float]:
+    """|t| reached by the pointed test and the t it needed for `needed_p`, at the test's own df."""
+    cut = math.floor(stats.TRIM * e.n) if e.test_used is stats.Test.TRIMMED_T else 0
+    df = max(e.n - 2 * cut - (2 if cut else 1), 1)
+    t_needed = float(special.stdtrit(df, 1.0 - needed_p)) if 0 < needed_p < 1 else math.nan
+    return abs(_pointed(e).statistic), t_needed
+
+
+def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, planned: int | None = None) -> str:
+    """Why a comparison stayed undecided, from what its launches show: two modes of launches on
+    either side of the tolerance; where the estimate lies and how far its test is from the
+    (corrected) level `needed_p` it had to reach; about how many launches would reach it at this
+    scatter, and whether that is beyond the `planned` launches (then the adaptive rounds stopped
+    measuring it); for monotony and split, that the sides are separate jobs."""
+    limit = 1.0 / (1.0 - tolerance)
+    if e.n < 2:
+        return "undecided: too few launches"
+    parts = []
+    cut = math.floor(stats.TRIM * e.n) if e.test_used is stats.Test.TRIMMED_T else 0
+    if e.test_used.paired:
+        d = np.log(e.x) - np.log(e.y)
+        center = float(np.mean(np.sort(d)[cut:d.size - cut]))
+        modes = stats.launch_modes(d)
+        if modes is not None and modes.low_ratio <= limit < modes.high_ratio:
+            parts.append(f"launches in two modes, {modes.low} of {e.n} at {modes.low_ratio:.2f}x and {modes.high} at "
+                         f"{modes.high_ratio:.2f}x, on either side of the tolerance ({limit:.2f}x): the estimate "
+                         "follows the run's mix of launches")
+        parts.append(f"per-launch ratios scatter by {float(d.std(ddof=1)):.2f} in log between launches")
+    else:
+        center = float(np.mean(np.log(e.x)) - np.mean(np.log(e.y)))
+    pointed = _pointed(e)
+    where = (f"mean ratio {math.exp(center):.2f}x, {'beyond' if pointed is e.violation else 'inside'} the "
+             f"tolerance ({limit:.2f}x)")
+    needed = launches_to_decide(e, needed_p)
+    if math.isnan(needed):
+        parts.append(f"{where} (p {pointed.p_value:.2g} > {needed_p:.2g} after correction)")
+    else:
+        t_now, t_needed = _pointed_t(e, needed_p)
+        parts.append(f"{where} by t = {t_now:.1f} where {t_needed:.1f} was needed (p {pointed.p_value:.2g} > "
+                     f"{needed_p:.2g} after correction)")
+        if needed > 10_000:
+            parts.append("it lies on the tolerance: no number of launches within reach decides it")
+        else:
+            parts.append(f"about {int(needed)} launches would decide it at this scatter")
+        if futile(e, needed_p, planned):
+            parts.append(f"more than {FUTILITY_FACTOR} x the {planned} launches the check plans: the adaptive "
+                         "rounds do not measure such a comparison again")
+    if kind in ("monotony", "split"):
+        parts.append("the two sizes are separate jobs of a launch, not interleaved, so their ratio carries "
+                     "the drift within the launch")
+    return "undecided: " + "; ".join(parts)
+
+
 EffectCache = dict[tuple[object, ...], Effect]
 
 # Filled by decide() and judge(); every other verdict column comes from judge_look's rows.
@@ -208,7 +313,7 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
     rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan), round_launches)
             for c, e in effects]
     verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
-    return decide(verdicts, alpha_look, settings.tolerance, settings.correction), effects
+    return decide(verdicts, alpha_look, settings.tolerance, settings.correction, settings.rule), effects
 
 
 def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
@@ -307,10 +412,15 @@ def coverage(verdicts: pd.DataFrame, launches: int | None, min_launches: int) ->
                         f"{more} or give the adaptive rounds more time (--round-budget)"))
 
 
-def selection(verdicts: pd.DataFrame) -> dict[int, frozenset[tuple[str, int, str]]]:
+def selection(verdicts: pd.DataFrame, futile: pd.Series | None = None) -> dict[int, frozenset[tuple[str, int, str]]]:
     """Per process count, the (collective, size, variant) whose measurements decide the comparisons
-    still open (undecided, or untested for want of launches): what an adaptive round measures."""
-    open_ = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["verdict"].isin((UNDECIDED, UNTESTED))]
+    still open (undecided, or untested for want of launches): what an adaptive round measures.
+    Rows marked `futile` (aligned with `verdicts`: more launches than the plan could give would
+    decide them, FUTILITY_FACTOR) are left out."""
+    keep = verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["verdict"].isin((UNDECIDED, UNTESTED))
+    if futile is not None:
+        keep &= ~futile.reindex(verdicts.index, fill_value=False).astype(bool)
+    open_ = verdicts[keep]
     out: dict[int, set[tuple[str, int, str]]] = {}
     for r in open_.itertuples(index=False):
         sel = out.setdefault(int(r.nprocs), set())

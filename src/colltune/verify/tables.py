@@ -400,6 +400,27 @@ def render_runtimes(summary: pd.DataFrame, relative: bool = False) -> Table:
     return t
 
 
+def undecided_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The guideline comparisons left undecided, each with why (its note, decide.undecided_reason)."""
+    v = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & (verdicts["verdict"] == "undecided")]
+    return v[["nprocs", "collective", "guideline", "lhs", "rhs", "msg_bytes", "n_launches", "slowdown",
+              "note"]].reset_index(drop=True)
+
+
+def render_undecided(verdicts: pd.DataFrame) -> Table | None:
+    v = undecided_table(verdicts)
+    if v.empty:
+        return None
+    t = _table(f"Undecided comparisons ({len(v)}): why", [("procs", "right"), ("guideline", "left"),
+                                                         ("should not be slower", "left"),
+                                                         ("than", "left"), ("launches", "right"), ("why", "left")],
+               nprocs=v["nprocs"])
+    for _, r in v.iterrows():
+        _add_row(t, str(r["nprocs"]), str(r["guideline"]), str(r["lhs"]), str(r["rhs"]), str(r["n_launches"]),
+                 str(r["note"]).removeprefix("undecided: "))
+    return t
+
+
 def render_calibration(result: CheckResult) -> str:
     c = result.calibration()
     if c["comparisons"] == 0 and c["untested"]:
@@ -446,6 +467,8 @@ def print_check(result: CheckResult, console: Console, comparer: str = "grouped"
     if v["violation"].any():
         console.print(render_per_collective(v))
         console.print(render_worst(v))
+    if (undecided := render_undecided(v)) is not None:
+        console.print(undecided)
     console.print(render_calibration(result))
     qc, qb = quality_score(v, cautious=True), quality_score(v, cautious=False)
     cov = result.coverage()
