@@ -111,6 +111,8 @@ def main() -> None:
     ap.add_argument("--tag", default="quiet", help="results_<tag>.json")
     ap.add_argument("--busy", action="store_true", help="keep one other program busy on one core meanwhile")
     ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
+    ap.add_argument("--last", type=int, help="analyse only the last N complete runs of --db [default: the runs "
+                                              "just measured; with --reuse all]")
     ap.add_argument("--first-seed", type=int, default=3600, help="seed of the first run (+1 per run)")
     ap.add_argument("--rejudge", choices=["directional", "separate"],
                     help="with --reuse: judge the stored runs again with this decision rule (separate: before "
@@ -125,6 +127,7 @@ def main() -> None:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created")]
+    ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
     res = analyse(args.db, ids, args.rejudge)
