@@ -52,3 +52,12 @@ def test_a_round_measures_only_the_open_comparisons(tmp_path: Path) -> None:
     stored = check.load_verdicts(db, run_id).set_index("variant")
     assert stored["n_launches"].to_dict() == v["n_launches"].to_dict()
     assert stored["verdict"].to_dict() == v["verdict"].to_dict()
+
+
+def test_a_round_the_budget_cut_short_is_said() -> None:
+    # issue 36: under load the 30 s budget gave a quick check's second round 1-13 of its 16
+    # launches; the undecided comparisons it left are then explained by it
+    assert adaptive.BudgetSpent(2, 30.0).describe() == "the round budget of 30 s was spent before round 2"
+    assert adaptive.BudgetSpent(2, 30.0, 4, 16).describe() == (
+        "the round budget of 30 s was spent during round 2, after 4 of its 16 launches: comparisons still "
+        "undecided had fewer launches than planned (a loaded machine? --round-budget)")

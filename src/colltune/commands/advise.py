@@ -91,8 +91,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
 
 def _print_round(event: adaptive.RoundEvent) -> None:
     if isinstance(event, adaptive.BudgetSpent):
-        err_console.print(f"[yellow]--measure:[/] budget of {event.budget_s:g} s for adaptive rounds spent "
-                          f"before round {event.round}", highlight=False)
+        err_console.print(f"[yellow]--measure:[/] {event.describe()}", highlight=False)
     else:
         err_console.print(f"--measure: adaptive round {event.round}/{event.rounds}: {event.open_} "
                           f"comparison(s) open, measuring {event.pairs} (collective, size, variant) again in "

@@ -131,8 +131,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
 
 def _print_round(event: adaptive.RoundEvent, quiet: bool) -> None:
     if isinstance(event, adaptive.BudgetSpent):
-        err_console.print(f"[yellow]adaptive rounds:[/] budget of {event.budget_s:g} s spent before "
-                          f"round {event.round}", highlight=False)
+        err_console.print(f"[yellow]adaptive rounds:[/] {event.describe()}", highlight=False)
     elif not quiet:
         err_console.print(f"adaptive round {event.round}/{event.rounds}: {event.open_} comparison(s) open, "
                           f"measuring {event.pairs} (collective, size, variant) in {event.launches} "

@@ -83,10 +83,20 @@ class RoundStart:
 
 @dataclass(frozen=True)
 class BudgetSpent:
-    """The rounds' time budget ran out before round `round`."""
+    """The rounds' time budget ran out before round `round`, or during it after `measured` of its
+    `planned` launches per process count."""
 
     round: int
     budget_s: float
+    measured: int | None = None
+    planned: int | None = None
+
+    def describe(self) -> str:
+        if self.measured is None:
+            return f"the round budget of {self.budget_s:g} s was spent before round {self.round}"
+        return (f"the round budget of {self.budget_s:g} s was spent during round {self.round}, after "
+                f"{self.measured} of its {self.planned} launches: comparisons still undecided had fewer launches "
+                "than planned (a loaded machine? --round-budget)")
 
 
 RoundEvent = RoundStart | BudgetSpent
@@ -108,7 +118,14 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
     """The adaptive rounds of a measured run on an open (writable) store, then its verdicts
     (stored if `save`). No launch starts after the budget; the verdicts are those of every look
     measured by then."""
-    notify = on_round or (lambda event: None)
+    spent: list[BudgetSpent] = []
+
+    def notify(event: RoundEvent) -> None:
+        if isinstance(event, BudgetSpent):
+            spent.append(event)
+        if on_round is not None:
+            on_round(event)
+
     deadline = time.monotonic() + bench.round_budget_s if bench.round_budget_s > 0 else None
     run: check.RunData | None = None  # the run as last read, while no launch has been added since
     for round_ in range(1, bench.rounds + 1):
@@ -125,9 +142,13 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         notify(RoundStart(round_, bench.rounds, sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED),
                           sum(len(s) for s in todo.values()), launches))
         after = (int(run.launches["launch_idx"].max()), int(run.launches["repetition"].max()))
-        runner.extend(bench, store, run_id, todo, launches, round_, after, deadline)
+        measured = runner.extend(bench, store, run_id, todo, launches, round_, after, deadline)
         run = None
+        if measured < launches * len(todo):  # launches per process count, summed over them
+            notify(BudgetSpent(round_, bench.round_budget_s, measured // max(len(todo), 1), launches))
+            break
     result = check.judge(run or check.run_of(store, run_id), settings)
+    result.messages.extend(event.describe() for event in spent)
     if save:
         check.store_verdicts(store, result.verdicts)
     return result

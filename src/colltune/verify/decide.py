@@ -20,9 +20,9 @@ the whole family on its own (before issue 36).
 Adaptive rounds look at the data several times. The looks and the launches each adds are fixed
 before the first launch (the run's settings), and look k is judged at alpha_k, the increment of
 alpha * t_k over the planned share t_k of all launches measured by then (linear alpha spending;
-alpha / K each when the plan is unknown). The alpha_k sum to alpha (Bonferroni over looks, Holm
-within a look over the whole family): the chance of any false violation, or of any false
-"no violation", over all looks together is at most alpha, whatever the dependence between looks.
+alpha / K each when the plan is unknown). The alpha_k sum to alpha (Bonferroni over looks, the
+correction within a look over the whole family), so what a single look guarantees holds for all
+looks together, whatever the dependence between looks.
 A decision is kept from the look that first reached it.
 
 judge_look() computes the effect, tests and CI of every comparison of one look (effect());

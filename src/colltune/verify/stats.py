@@ -284,11 +284,13 @@ def adjust_directional(p_beyond: npt.ArrayLike, p_inside: npt.ArrayLike,
     test its data point to, the smaller of its two p-values, and the other test is not made
     (adjusted p 1: the two add up to about 1, so it could never be rejected).
 
-    This is Holm (or BH) with directional decisions on the two-sided question "on which side of
-    the boundary does the ratio lie?" (Shaffer 1980; Finner 1999): the comparisons shown inside
-    the tolerance leave the step-down first, so a violation is corrected over the comparisons
-    still in doubt rather than over the whole family. Error rates, A/A and planted, before and
-    after: docs/statistics.md ("Measured error rates")."""
+    This is Holm (or BH) at level 2 alpha on the two-sided p-values 2 min(p_beyond, p_inside),
+    with directional decisions on the question "on which side of the boundary does the ratio
+    lie?" (Shaffer 1980; Finner 1999): the comparisons shown inside the tolerance leave the
+    step-down first, so a violation is corrected over the comparisons still in doubt rather than
+    over the whole family. Any false verdict of either kind: at most 2 alpha, as with one
+    correction per test; each kind at alpha: measured (docs/measurement.md, "Error rates before
+    and after")."""
     beyond = np.asarray(p_beyond, dtype=np.float64)
     inside = np.asarray(p_inside, dtype=np.float64)
     pointed = np.fmin(beyond, inside)
