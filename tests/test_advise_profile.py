@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from advise_support import compile_advise_programs, profiled
 
-from colltune.advise import profile_run, symbols
+from colltune.advise import callsites, profile_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def test_schedule_does_not_lock_onto_a_cycle():
 
 
 def _rows(rank: profile_run.RankProfile) -> dict[tuple[str, str, int, int], tuple[int, int, int]]:
-    sites = symbols.resolve({p.site for p in rank.points}, rank.maps)
+    sites = callsites.of(profile_run.ProfileRun(Path(), [rank]), rank)
     return {(p.name, sites[p.site].label, p.nprocs, p.bin): (p.calls, p.bytes, p.samples)
             for p in rank.points}
 
@@ -102,6 +102,19 @@ def test_off_writes_nothing(openmpi, openmpi_build, programs, tmp_path):
     profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "p",
              {"COLLTUNE_PROFILE_RUN": ""})
     assert not (tmp_path / "p").exists()
+
+
+def test_unwritable_directory_is_reported_at_init(openmpi, openmpi_build, programs, tmp_path):
+    # A path under a regular file cannot be made (even by root): said at MPI_Init, by each rank,
+    # and the application runs on unchanged; its parents are made where they can be.
+    (tmp_path / "file").write_text("")
+    run = profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "file" / "p")
+    assert "ok" in run.stdout
+    for rank in (0, 1):
+        assert (f"COLLTUNE_PROFILE_RUN={tmp_path / 'file' / 'p'} cannot be made: Not a directory (rank "
+                f"{rank}'s profile will be lost at MPI_Finalize") in run.stderr, run.describe()
+    profiled(openmpi, openmpi_build, 2, [programs["advise_sites"]], tmp_path / "a" / "b" / "p")
+    assert sorted(f.name for f in (tmp_path / "a" / "b" / "p").iterdir()) == ["rank-0", "rank-1"]
 
 
 def test_missing_ranks_are_refused(openmpi, openmpi_build, programs, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from advise_support import compile_advise_programs
 from click.testing import CliRunner
 
-from colltune.advise import profile_run, symbols, where
+from colltune.advise import callsites, profile_run, where
 from colltune.commands.advise import command as advise_cmd
 
 IMBALANCE = Path(__file__).resolve().parent / "data" / "advise-imbalance"
@@ -218,7 +218,7 @@ def test_fortran_barrier_and_point_to_point_are_profiled(debian_fortran, tmp_pat
     prof = profile_run.read(tmp_path / "p")
     per_rank = []
     for r in prof.ranks:
-        labels = symbols.resolve({p.site for p in r.points}, r.maps)
+        labels = callsites.of(prof, r)
         per_rank.append(sorted((p.name, labels[p.site].label, p.calls, p.bytes_min, p.bytes_max) for p in r.points))
     at = "MAIN__ (advise_fortran_p2p.f90:{})".format
     both = [("Irecv", at(28), 2, 800, 800), ("Isend", at(29), 2, 800, 800), ("Isend", at(33), 1, 8, 8),

@@ -200,6 +200,17 @@ CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
 CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int nprocs,
                                                int64_t bytes, uint64_t ticks);
 
+/* ---- call chains (profchain.c) ----------------------------------------------------------- */
+/* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */
+#define CT_CHAIN_DEPTH 8
+/* The call's site for the tables: its interned chain (the return address `site` into the
+ * caller of MPI_* and the frames above it); `anchor`: an address in the MPI_* wrapper's frame,
+ * the same for the same stack depth at the call. An unwind only for a chain new to the thread. */
+CT_PROFRUN_HIDDEN const void *ct_profchain_site(const void *site, const void *anchor);
+/* The chain lines and chains_made of dir/rank-N; the per-thread caches freed (MPI_Finalize). */
+CT_PROFRUN_HIDDEN void ct_profchain_write(FILE *out);
+CT_PROFRUN_HIDDEN void ct_profchain_finish(void);
+
 /* ---- the call path (profcall.c), as MPI_Finalize ends it ---------------------------------- */
 /* Every thread's memoised repetitions into the points, and the memo blocks freed: after
  * ct_profrun_on is cleared (no call reaches the memo any more). */

@@ -159,7 +159,8 @@ void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t 
     ct_seq++;
     if ((int64_t)ns < 0)
         ns = 0;   /* ticks read on two cores a hair apart */
-    ct_point_key key = {site, (int)call, 0, ct_bin(bytes), 0};
+    ct_point_key key = {ct_profchain_site(site, __builtin_frame_address(0)), (int)call, 0,
+                        ct_bin(bytes), 0};
     ct_point *s = ct_find(ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
     if (s != NULL) {
         ct_count(s, bytes);
@@ -484,14 +485,17 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
 
 int ct_profrun_dispatch(const struct ct_call *call)
 {
-    return ct_profiled(call->coll, call, call->comm,
-                       ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site);
+    /* the call struct is in the wrapper's frame: the anchor of the chain */
+    const void *site = ct_profchain_site(ct_profrun_caller != NULL ? ct_profrun_caller
+                                                                   : ct_profrun_site, call);
+    return ct_profiled(call->coll, call, call->comm, site);
 }
 
 /* Out of line: MPI_Barrier's pass-through stays a test and a jump, like the generated wrappers. */
 static __attribute__((noinline)) int ct_profiled_barrier(MPI_Comm comm, const void *site)
 {
-    return ct_profiled(CT_PR_BARRIER, NULL, comm, site);
+    return ct_profiled(CT_PR_BARRIER, NULL, comm,
+                       ct_profchain_site(site, __builtin_frame_address(0)));
 }
 
 /* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */

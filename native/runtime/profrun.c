@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ct_profrun_impl.h"
 #include "ct_runtime.h"
@@ -68,6 +69,29 @@ void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS])
     slots[CT_PR_BUDGET_NOT] = ~slots[CT_PR_BUDGET];
 }
 
+/* The directory made (with its parents) and tried at MPI_Init: a run of hours should not learn
+ * at MPI_Finalize that its profile cannot be written. Every rank tries (EEXIST is fine); a rank
+ * that cannot write says so and profiles on (its sampling must stay the same as the others'). */
+static void ct_check_dir(int rank)
+{
+    char path[sizeof ct_dir];
+    strcpy(path, ct_dir);
+    for (char *p = path + 1; *p != '\0'; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0777);
+            *p = '/';
+        }
+    if (mkdir(ct_dir, 0777) != 0 && errno != EEXIST) {
+        ct_message("warning: COLLTUNE_PROFILE_RUN=%s cannot be made: %s (rank %d's profile will be "
+                   "lost at MPI_Finalize; give a writable directory)", ct_dir, strerror(errno), rank);
+        return;
+    }
+    if (access(ct_dir, W_OK | X_OK) != 0)
+        ct_message("warning: COLLTUNE_PROFILE_RUN=%s is not writable: %s (rank %d's profile will be "
+                   "lost at MPI_Finalize; give a writable directory)", ct_dir, strerror(errno), rank);
+}
+
 /* MPI_Init, after the agreement (`agreed` holds the MPI_MAX of every rank's slots): any
  * disagreement turns sampling off everywhere; profiling itself stays on where it was asked. */
 void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int nprocs)
@@ -96,7 +120,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     PMPI_Query_thread(&level);
     ct_profrun_mt = level == MPI_THREAD_MULTIPLE;
     strcpy(ct_dir, dir);
-    mkdir(ct_dir, 0777);   /* every rank tries; EEXIST is fine, other errors show at Finalize */
+    ct_check_dir(rank);
     ct_rank_ = rank;
     ct_nprocs_ = nprocs;
     ct_profenv_read_maps();
@@ -181,6 +205,7 @@ void ct_profrun_finish(void)
     ct_p2p_on = 0;
     ct_profcall_finish();
     ct_profcomm_finish();
+    ct_profchain_finish();
     char path[sizeof ct_dir + 32], tmp[sizeof ct_dir + 48];
     snprintf(path, sizeof path, "%s/rank-%d", ct_dir, ct_rank_);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -193,6 +218,7 @@ void ct_profrun_finish(void)
     ct_profenv_write(out, ct_rank_, ct_nprocs_, wall, ct_every, ct_budget_ppm);
     ct_write_points(out, ns_per_tick);
     ct_profcomm_write(out, ns_per_tick);
+    ct_profchain_write(out);
     fprintf(out, "end\n");
     if (fclose(out) != 0 || rename(tmp, path) != 0)
         ct_message("warning: COLLTUNE_PROFILE_RUN: cannot write %s: %s", path, strerror(errno));

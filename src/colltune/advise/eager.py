@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from colltune.advise import symbols
+from colltune.advise import callsites
 from colltune.advise.findings import Finding
 from colltune.advise.profile_run import ProfileRun
 from colltune.units import human_bytes
@@ -58,7 +58,7 @@ def site_medians(run: ProfileRun) -> dict[str, int]:
     sizes: dict[str, list[tuple[int, int]]] = {}
     for rank in run.ranks:
         sends = [p for p in rank.points if p.kind == "p2p" and p.name in SENDS and p.calls]
-        labels = symbols.resolve({p.site for p in sends}, rank.maps)
+        labels = callsites.of(run, rank)
         for p in sends:
             key = f"MPI_{p.name} at {labels[p.site].label}"
             sizes.setdefault(key, []).append((p.bytes // p.calls, p.calls))

@@ -66,7 +66,7 @@ def layout(run: ProfileRun) -> dict[str, Any]:
 def thresholds(run: ProfileRun, family: str) -> dict[str, eager.Threshold | None]:
     """The eager threshold on a node and across nodes, as eager.threshold reads each: a view of
     the run with its first rank alone is a one-host run (the shared-memory transport's)."""
-    one_host = ProfileRun(run.directory, run.ranks[:1])
+    one_host = ProfileRun(run.directory, run.ranks[:1], run.layers)
     return {"on_node": eager.threshold(one_host, family), "across": eager.threshold(run, family)}
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from colltune import catalog
-from colltune.advise import symbols
+from colltune.advise import callsites
 from colltune.advise.findings import Finding
 from colltune.advise.points import AppPoint
 from colltune.advise.profile_run import ProfileRun
@@ -70,7 +70,7 @@ def _calls_at(run: ProfileRun) -> dict[str, set[str]]:
     """Site label -> the collectives called there (to name a pattern's two calls)."""
     out: dict[str, set[str]] = defaultdict(set)
     for rank in run.ranks:
-        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        labels = callsites.of(run, rank)
         for p in rank.points:
             if p.kind == "coll":
                 out[labels[p.site].label].add("MPI_" + p.name.capitalize())
@@ -81,7 +81,7 @@ def find(run: ProfileRun) -> list[Pattern]:
     """Every pattern every rank saw, by pairs (most first)."""
     per_rank: list[dict[tuple[str, str, str, int, int], tuple[int, int]]] = []
     for rank in run.ranks:
-        labels = symbols.resolve({a for p in rank.patterns for a in (p.first, p.second)}, rank.maps)
+        labels = callsites.of(run, rank)
         mine: dict[tuple[str, str, str, int, int], tuple[int, int]] = {}
         for p in rank.patterns:
             key = (p.name, labels[p.first].label, labels[p.second].label, p.nprocs, p.bin)
@@ -118,7 +118,7 @@ def _barrier_own_per_call(run: ProfileRun, site: str) -> tuple[float, str] | Non
     latency of the sampling synchronisations (an 8-byte MPI_Allreduce, as fast as a barrier)."""
     best: tuple[float, str] | None = None
     for rank in run.ranks:
-        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        labels = callsites.of(run, rank)
         barriers = [p for p in rank.points if p.name == "barrier" and p.samples]
         here = [p for p in barriers if labels[p.site].label == site]
         mine = None

@@ -43,6 +43,7 @@ class Plan:
     verify: bool = False
     runs: int = 5
     mpi_spec: str | None = None        # --mpi as given, for --measure's runs
+    layers: tuple[str, ...] = ()       # --layer: communication layers named by the user
 
 
 @dataclass
@@ -78,7 +79,7 @@ def advise(plan: Plan, *, on_advice: Callable[[Advice, dict[str, str]], None] | 
     run_dir = plan.from_run or plan.out_dir / RUN_DIR
     if plan.from_run is None:
         run_app(plan.lib, art, plan.command, run_dir=run_dir)
-    run = profile_run.read(run_dir)
+    run = profile_run.read(run_dir, plan.layers)
     ompi_cvars.fill(run, plan.lib.version, plan.lib.mpicc, plan.command)
     advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command))
     measured: list[check.CheckResult] = []
@@ -98,7 +99,7 @@ def advise(plan: Plan, *, on_advice: Callable[[Advice, dict[str, str]], None] | 
         tuning_profile = Path(files["profile"]) if "profile" in files else None
         outcome.verification = verify_mod.verify(plan.lib, art, plan.command, tuning_profile, output.env_settings(files),
                                                  advice.choices, advised_patterns(advice),
-                                                 plan.out_dir / "verify-runs", plan.runs)
+                                                 plan.out_dir / "verify-runs", plan.runs, layers=plan.layers)
         report["verification"] = output.verification_json(outcome.verification)
     (plan.out_dir / "advise.json").write_text(json.dumps(report, indent=1) + "\n")
     try:

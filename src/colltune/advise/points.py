@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from colltune.advise import symbols
+from colltune.advise import callsites
 from colltune.advise.profile_run import Point, ProfileRun
 
 
@@ -38,7 +38,7 @@ def collective_points(run: ProfileRun) -> list[AppPoint]:
     out: dict[tuple[str, int, int], AppPoint] = {}
     byte_sum: dict[tuple[str, int, int], list[int]] = defaultdict(lambda: [0, 0])
     for rank in run.ranks:
-        sites = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        sites = callsites.of(run, rank)
         mine: dict[tuple[str, int, int], list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
         for p in rank.points:
             if p.kind != "coll":

@@ -3,11 +3,13 @@
 Format of dir/rank-N: one fact per line, written at MPI_Finalize by native/runtime/profrun.c;
 the point and pattern lines' fields come from native/spec/formats.toml (colltune.formats
 PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"):
-  colltune-profile-run 3                         (2: every call timed; 1: no exact size range)
+  colltune-profile-run 4          (3: sites were return addresses; 2: every call timed; 1: no exact size range)
   rank R / nprocs P / wall_ns W / host H / library TEXT / cores_online C / omp_num_threads T|-
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
+  chain SITE RA...                               a site's chain: the caller of MPI_*, then up (profchain.c)
+  chains_made UNWINDS LOST                       chains unwound; calls whose chain was not kept
   pattern <PROFILE_RUN_PATTERN>                  call patterns (profcomm.c)
   patterns_lost N                                pattern pairs not recorded (table full)
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
@@ -36,6 +38,8 @@ from colltune.errors import ColltuneError
 FORMAT_VERSION = str(formats.PROFILE_RUN_VERSION)
 # Before the spec: format 2 (every call timed: TOTAL_NS, no TIMED) and 1 (nor the exact size range).
 OLD_POINTS: dict[str, tuple[str, ...]] = {
+    # format 3: sites were return addresses, not chains (no chain lines); same fields
+    "3": tuple(n for n, _ in formats.PROFILE_RUN_POINT),
     "2": ("name", "site", "nprocs", "bin", "calls", "timed_ns", "max_ns", "bytes", "samples", "own_ns",
           "wait_ns", "wait_min_ns", "bytes_min", "bytes_max"),
     "1": ("name", "site", "nprocs", "bin", "calls", "timed_ns", "max_ns", "bytes", "samples", "own_ns",
@@ -142,6 +146,10 @@ class RankProfile:
     sync_latency_ns: float | None = None   # their mean latency (min over ranks per sync)
     sample_budget_ppm: int | None = None
     cvars_skipped: str | None = None   # MPI_T not read (Open MPI 4: advise/ompi_cvars.py fills them)
+    # site id -> its chain of return addresses, the caller of MPI_* first (format 4, profchain.c)
+    chains: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    chain_unwinds: int = 0           # chains unwound (the new ones a thread met)
+    chains_lost: int = 0             # calls whose chain the full table could not keep
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -183,7 +191,7 @@ def _point(kind: str, words: list[str], version: str) -> Point:
     total = round(timed_ns * calls / timed) if timed else 0
     if f["bin"] < 0:
         f["bytes_min"] = f["bytes_max"] = None   # calls without a size: no range
-    return Point(kind, total_ns=total, timed=timed if version == FORMAT_VERSION else None, **f)
+    return Point(kind, total_ns=total, timed=None if version in ("1", "2") else timed, **f)
 
 
 def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> None:
@@ -219,6 +227,11 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.cvars_skipped = rest
     elif key == "sample_budget_ppm":
         prof.sample_budget_ppm = int(rest)
+    elif key == "chain":
+        ident, *frames = (int(w, 16) for w in rest.split())
+        prof.chains[ident] = tuple(frames)
+    elif key == "chains_made":
+        prof.chain_unwinds, prof.chains_lost = (int(x) for x in rest.split())
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
     else:
@@ -256,6 +269,10 @@ def read_rank(path: Path) -> RankProfile:
 class ProfileRun:
     directory: Path
     ranks: list[RankProfile]
+    # communication layers the user named (`advise --layer`): globs of binaries or functions
+    layers: tuple[str, ...] = ()
+    # advise/callsites.py's resolution, by layers (addr2line runs once per run)
+    site_cache: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def nprocs(self) -> int:
@@ -267,7 +284,8 @@ class ProfileRun:
         return max(r.wall_ns for r in self.ranks)
 
 
-def read(directory: Path) -> ProfileRun:
+def read(directory: Path, layers: tuple[str, ...] = ()) -> ProfileRun:
+    """Every rank's file; `layers`: the communication layers the user named (advise/callsites.py)."""
     files = sorted(directory.glob("rank-*"), key=lambda p: int(p.name.split("-")[1])
                    if p.name.split("-")[1].isdigit() else -1)
     files = [f for f in files if f.name.split("-")[1].isdigit()]
@@ -281,4 +299,4 @@ def read(directory: Path) -> ProfileRun:
         raise ProfileRunError(f"{directory}: {len(ranks)} rank files for {want} ranks (a rank "
                               "failed before MPI_Finalize, or files of two runs are mixed; use "
                               "an empty directory)")
-    return ProfileRun(directory, ranks)
+    return ProfileRun(directory, ranks, tuple(layers))

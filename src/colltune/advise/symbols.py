@@ -9,6 +9,7 @@ debug info. Without debug info the function name is still found where the symbol
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from colltune.advise.profile_run import Mapping
 
+ADDRESS_LINE = re.compile(r"0x[0-9a-f]+")
 ET_EXEC = 2
 PT_LOAD = 1
 
@@ -26,8 +28,10 @@ PT_LOAD = 1
 class Site:
     address: int
     binary: str          # file the address is in, "" if unknown
-    function: str        # "??" when unknown
+    function: str        # "??" when unknown; the innermost inlined function
     location: str        # "file.c:42", or "binary+0xoff" without debug info
+    # the functions the innermost one is inlined into, inside out: (function, its line of the call)
+    inlined_into: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -76,25 +80,33 @@ def elf_address(address: int, maps: list[Mapping]) -> tuple[str, int] | None:
     return None
 
 
-def _addr2line(binary: str, addresses: list[int]) -> list[tuple[str, str]]:
+def _location(loc: str, binary: str, address: int) -> str:
+    loc = loc.split(" (discriminator")[0]
+    if loc.startswith("??"):
+        return f"{Path(binary).name}+{hex(address)}"
+    return f"{Path(loc.split(':')[0]).name}:{loc.split(':')[1]}"
+
+
+def _addr2line(binary: str, addresses: list[int]) -> list[list[tuple[str, str]]]:
+    """Per address its (function, location) frames, the innermost inlined one first."""
     tool = shutil.which("addr2line")
+    unknown: list[list[tuple[str, str]]] = [[("??", "")] for _ in addresses]
     if tool is None or not addresses:
-        return [("??", "") for _ in addresses]
-    # A return address is the instruction after the call: look up the call itself (-1).
-    proc = subprocess.run([tool, "-f", "-C", "-e", binary, *(hex(a - 1) for a in addresses)],
+        return unknown
+    # A return address is the instruction after the call: look up the call itself (-1). -a
+    # prints each address before its frames (-i: one pair per inlined function).
+    proc = subprocess.run([tool, "-a", "-f", "-i", "-C", "-e", binary, *(hex(a - 1) for a in addresses)],
                           capture_output=True, text=True, check=False)
     lines = proc.stdout.splitlines()
-    if proc.returncode != 0 or len(lines) != 2 * len(addresses):
-        return [("??", "") for _ in addresses]
+    starts = [i for i, line in enumerate(lines) if ADDRESS_LINE.fullmatch(line)]
+    if proc.returncode != 0 or len(starts) != len(addresses):
+        return unknown
     out = []
-    for i in range(len(addresses)):
-        func, loc = lines[2 * i], lines[2 * i + 1]
-        loc = loc.split(" (discriminator")[0]
-        if loc.startswith("??"):
-            loc = f"{Path(binary).name}+{hex(addresses[i])}"
-        else:
-            loc = f"{Path(loc.split(':')[0]).name}:{loc.split(':')[1]}"
-        out.append((func, loc))
+    for k, (a, begin) in enumerate(zip(addresses, starts)):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        body = lines[begin + 1:end]
+        frames = [(body[j], _location(body[j + 1], binary, a)) for j in range(0, len(body) - 1, 2)]
+        out.append(frames or [("??", "")])
     return out
 
 
@@ -109,6 +121,7 @@ def resolve(addresses: set[int], maps: list[Mapping]) -> dict[int, Site]:
         else:
             by_file[hit[0]].append((a, hit[1]))
     for binary, pairs in by_file.items():
-        for (a, _), (func, loc) in zip(pairs, _addr2line(binary, [p[1] for p in pairs])):
-            sites[a] = Site(a, binary, func, loc)
+        for (a, _), frames in zip(pairs, _addr2line(binary, [p[1] for p in pairs])):
+            (func, loc), *outer = frames
+            sites[a] = Site(a, binary, func, loc, tuple(outer))
     return sites

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from colltune.advise import profile_run, symbols
+from colltune.advise import callsites, profile_run
 from colltune.advise.collectives import Choice, bin_range
 from colltune.advise.launch import run_app
 from colltune.advise.patterns import Pattern
@@ -237,7 +237,7 @@ def pattern_seconds(run: profile_run.ProfileRun, patterns: Sequence[Pattern]) ->
         return []
     best = [0.0] * len(patterns)
     for rank in run.ranks:
-        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        labels = callsites.of(run, rank)
         at: dict[tuple[str, int], list[float]] = {}     # (site label, nprocs) -> [calls, own s]
         for point in rank.points:
             if point.kind == "coll":
@@ -256,11 +256,12 @@ def pattern_seconds(run: profile_run.ProfileRun, patterns: Sequence[Pattern]) ->
 
 def verify(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], tuning_profile: Path | None,
            env: dict[str, str], choices: Sequence[Choice], patterns: Sequence[Pattern], workdir: Path,
-           runs: int = 5, predicted_s: float | None = None) -> Verification:
+           runs: int = 5, predicted_s: float | None = None, layers: tuple[str, ...] = ()) -> Verification:
     """Run `command` `runs` times per side, alternating, without and with the run-time advice
     (`tuning_profile`, `env`), and compare: the wall time, the in-situ own cost at the changed points
     (`choices`, whose savings are the prediction unless `predicted_s` is given), and that of the
-    `patterns`' calls."""
+    `patterns`' calls. `layers`: the communication layers the user named (the patterns' sites
+    are cut at them)."""
     keys = {(ch.point.collective, ch.point.nprocs, ch.point.bin) for ch in choices}
     figures: dict[bool, dict[str, list[Any]]] = {side: {"wall": [], "insitu": [], "points": [], "patterns": []}
                                             for side in (False, True)}
@@ -270,7 +271,7 @@ def verify(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], tu
             which = f"--verify: run {i + 1} of {runs} {'with' if use else 'without'} the advice"
             t = run_app(lib, art, command, run_dir=pdir, tuning_profile=tuning_profile if use else None,
                         extra=env if use else None, quiet=True, rerun=which).seconds
-            run = profile_run.read(pdir)
+            run = profile_run.read(pdir, layers)
             mine = figures[use]
             mine["wall"].append(t)
             mine["insitu"].append(insitu_seconds(run, keys))

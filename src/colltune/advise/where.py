@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colltune import catalog
-from colltune.advise import symbols
+from colltune.advise import callsites
 from colltune.advise.points import own_and_wait
 from colltune.advise.profile_run import Point, ProfileRun, RequestCount
 
@@ -127,7 +127,7 @@ def rows(run: ProfileRun) -> list[TimeRow]:
     sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])   # bytes, sized calls
     sites: dict[tuple[str, str], dict[str, SiteTime]] = defaultdict(dict)
     for rank in run.ranks:
-        labels = symbols.resolve({p.site for p in rank.points}, rank.maps)
+        labels = callsites.of(run, rank)
         here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0])
         for p in rank.points:
             key = (p.kind, mpi_name(p))

@@ -45,10 +45,15 @@ err_console = Console(stderr=True)
               help="--verify: runs per side (alternating); medians are compared.")
 @click.option("--top", default=where.DEFAULT_TOP, show_default=True, type=click.IntRange(1),
               help="Collectives (and point-to-point calls) shown in the where-the-time-goes table.")
+@click.option("--layer", "layers", multiple=True, metavar="GLOB",
+              help="A communication layer of the application (repeatable): a glob of a library's file name "
+                   "(libPstream.so) or of a function (MPIU_*). A call site is the first frame outside MPI and "
+                   "the layers; layers are also found from the data (a call through which several functions "
+                   "reach MPI).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path | None,
             from_run: Path | None, from_run_old: Path | None, measure: bool, verify: bool, runs: int, top: int,
-            command: tuple[str, ...]) -> None:
+            layers: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Run COMMAND (an mpiexec/srun line) once as a profiling run and advise.
 
     \b
@@ -64,7 +69,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
                                + ("" if verify else ", or --from-profile-run DIR"))
     lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
         (runenv.library_for_launcher(command[0]) if command else None) or mpi_mod.resolve(None))
-    plan = pipeline.Plan(db_path, lib, command, out_dir, from_run, measure, verify, runs, mpi_spec)
+    plan = pipeline.Plan(db_path, lib, command, out_dir, from_run, measure, verify, runs, mpi_spec, layers)
     try:
         outcome = pipeline.advise(plan, on_advice=lambda advice, files: output.print_summary(advice, files, top=top),
                                   on_round=_print_round)

@@ -1,0 +1,208 @@
+/*
+ * Profiling mode: a call's site is its chain of return addresses, so that a call made through
+ * the application's own communication layer (a `reduce()` template, PETSc's MPIU_Allreduce, a
+ * `comm.sum()` helper) is told apart by the application line that called the layer. The front
+ * end cuts each chain where the application's own code starts (advise/callsites.py).
+ *
+ * A chain is the return address into the caller of MPI_* (the site the wrappers take) and up to
+ * CT_CHAIN_DEPTH - 1 return addresses above it, interned in a fixed table; the address of its
+ * slot is the call's site for everything else (points, memo, patterns), and MPI_Finalize writes
+ * each chain's addresses (`chain` lines).
+ *
+ * Only a new chain costs an unwind (libgcc's _Unwind_Backtrace: a few microseconds). Each
+ * thread remembers the chains it saw last by (site, anchor): the anchor is an address in the
+ * wrapper's own frame, so the same anchor means the same stack depth at the call, and then the
+ * return address of each frame of a known chain sits at the same stack slot as when it was
+ * unwound. A call reads those slots (one load per frame) and compares them with the chain's
+ * addresses: all equal, it is that chain; else the next remembered one, else an unwind. Slots
+ * are read in order and the walk stops at the first difference, so only live return-address
+ * slots are read (a frame's position depends only on the frames below it). The slot of a
+ * return address is the CFA of the frame it returns from, less 8, on x86-64 (the call pushed it
+ * there); elsewhere a chain is its site alone.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unwind.h>
+
+#include "ct_profrun_impl.h"
+#include "ct_runtime.h"
+
+#define CT_CHAIN_SLOTS 4096
+#define CT_CHAIN_SETS 64          /* per thread: sets of remembered chains, by (site, anchor) */
+#define CT_CHAIN_WAYS 4
+_Static_assert((CT_CHAIN_SLOTS & (CT_CHAIN_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
+_Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
+
+typedef struct ct_chain_key {
+    const void *ra[CT_CHAIN_DEPTH];   /* [0]: the site; zeros after the chain's end */
+} ct_chain_key;
+
+typedef struct ct_chain_slot {
+    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
+    ct_chain_key key;
+} ct_chain_slot;
+
+static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
+static atomic_ullong ct_unwinds, ct_chains_lost;
+
+/* A chain as this thread met it: where its frames' return addresses were on the stack. */
+typedef struct ct_chain_seen {
+    const void *site, *anchor;
+    const void *id;                           /* its interned slot; NULL: empty */
+    int frames;                               /* return addresses above the site */
+    const void *const *at[CT_CHAIN_DEPTH - 1];
+    const void *ra[CT_CHAIN_DEPTH - 1];
+} ct_chain_seen;
+
+typedef struct ct_chain_cache {
+    ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
+    unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
+    struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
+} ct_chain_cache;
+
+static _Thread_local ct_chain_cache *ct_chain_mine __attribute__((tls_model("initial-exec")));
+static _Atomic(ct_chain_cache *) ct_chain_caches;
+
+/* ---- the unwind -------------------------------------------------------------------------- */
+
+typedef struct ct_walk {
+    const void *site;
+    int found;                 /* the site's frame reached */
+    ct_chain_seen *seen;
+} ct_walk;
+
+static _Unwind_Reason_Code ct_walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    ct_walk *w = arg;
+    const void *ip = (const void *)_Unwind_GetIP(ctx);
+    if (!w->found) {
+        /* libcolltune's own frames and the MPI_* wrapper's until the application's caller */
+        w->found = ip == w->site;
+        return _URC_NO_REASON;
+    }
+    ct_chain_seen *s = w->seen;
+#if defined(__x86_64__)
+    /* libgcc's context pairs a return address with the CFA of the frame it returns from */
+    uintptr_t cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+    const void *const *slot = (const void *const *)(cfa - sizeof(void *));
+    /* the unwinder's frame and the stack agree, or the chain ends here (unusual frames) */
+    if (ip == NULL || cfa == 0 || *slot != ip || s->frames == CT_CHAIN_DEPTH - 1)
+        return _URC_END_OF_STACK;
+    s->at[s->frames] = slot;
+    s->ra[s->frames++] = ip;
+    return _URC_NO_REASON;
+#else
+    (void)s;
+    return _URC_END_OF_STACK;
+#endif
+}
+
+/* The chain's interned slot; the site itself when the table is full. */
+static const void *ct_chain_intern(const void *site, const ct_chain_seen *s)
+{
+    ct_chain_key key;
+    memset(&key, 0, sizeof key);
+    key.ra[0] = site;
+    for (int i = 0; i < s->frames; i++)
+        key.ra[i + 1] = s->ra[i];
+    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < s->frames; i++)
+        h = (h ^ (uint64_t)(uintptr_t)s->ra[i]) * 0x100000001B3ull;
+    h ^= h >> 29;
+    ct_chain_slot *slot = ct_table_probe(ct_chains, CT_CHAIN_SLOTS, sizeof *ct_chains, h,
+                                         offsetof(ct_chain_slot, key), &key, sizeof key);
+    if (slot == NULL) {
+        atomic_fetch_add_explicit(&ct_chains_lost, 1, memory_order_relaxed);
+        return site;
+    }
+    return slot;
+}
+
+static ct_chain_cache *ct_chain_cache_new(void)
+{
+    ct_chain_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->list = atomic_load_explicit(&ct_chain_caches, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&ct_chain_caches, &c->list, c,
+                                                  memory_order_release, memory_order_relaxed)) {
+    }
+    return ct_chain_mine = c;
+}
+
+static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, const void *anchor,
+                                                              unsigned set)
+{
+    ct_chain_cache *c = ct_chain_mine != NULL ? ct_chain_mine : ct_chain_cache_new();
+    ct_chain_seen scratch, *s = &scratch;
+    if (c != NULL) {
+        s = &c->sets[set][c->next[set]];
+        c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
+    }
+    s->frames = 0;
+    s->id = NULL;
+    ct_walk w = {site, 0, s};
+    _Unwind_Backtrace(ct_walk_frame, &w);
+    atomic_fetch_add_explicit(&ct_unwinds, 1, memory_order_relaxed);
+    s->site = site;
+    s->anchor = anchor;
+    s->id = ct_chain_intern(site, s);
+    return s->id;
+}
+
+static inline int ct_chain_is(const ct_chain_seen *s, const void *site, const void *anchor)
+{
+    if (s->id == NULL || s->site != site || s->anchor != anchor)
+        return 0;
+    for (int i = 0; i < s->frames; i++)
+        if (*s->at[i] != s->ra[i])
+            return 0;
+    return 1;
+}
+
+const void *ct_profchain_site(const void *site, const void *anchor)
+{
+    unsigned set = (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+    ct_chain_cache *c = ct_chain_mine;
+    if (CT_LIKELY(c != NULL))
+        for (int way = 0; way < CT_CHAIN_WAYS; way++)
+            if (ct_chain_is(&c->sets[set][way], site, anchor))
+                return c->sets[set][way].id;
+    return ct_chain_unwind(site, anchor, set);
+}
+
+/* ---- MPI_Finalize -------------------------------------------------------------------------- */
+
+void ct_profchain_write(FILE *out)
+{
+    for (size_t i = 0; i < CT_CHAIN_SLOTS; i++) {
+        const ct_chain_slot *s = &ct_chains[i];
+        if (atomic_load(&s->state) != 2)
+            continue;
+        fprintf(out, "chain %p", (const void *)s);
+        for (int k = 0; k < CT_CHAIN_DEPTH && s->key.ra[k] != NULL; k++)
+            fprintf(out, " %p", s->key.ra[k]);
+        fputc('\n', out);
+    }
+    fprintf(out, "chains_made %llu %llu\n", (unsigned long long)atomic_load(&ct_unwinds),
+            (unsigned long long)atomic_load(&ct_chains_lost));
+}
+
+/* After ct_profrun_on is cleared: no call reaches a cache any more (as the memo blocks). */
+void ct_profchain_finish(void)
+{
+    ct_chain_cache *c = atomic_exchange(&ct_chain_caches, NULL);
+    while (c != NULL) {
+        ct_chain_cache *next = c->list;
+        free(c);
+        c = next;
+    }
+    ct_chain_mine = NULL;
+}

@@ -1,0 +1,180 @@
+"""Call sites in the application's own code through its communication layers (advise/callsites.py,
+native/runtime/profchain.c): tiny C, C++ (a template wrapper layer in a shared library), Fortran and
+mpi4py programs with known call chains (tests/programs/layers/). Each site names the application
+line that calls the layer, with the layer's frames below it; a layer the user names is honoured."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from advise_support import profiled
+from click.testing import CliRunner
+
+from colltune.advise import callsites, patterns, profile_run, where
+from colltune.commands.advise import command as advise_cmd
+
+SOURCES = Path(__file__).resolve().parent / "programs" / "layers"
+
+
+def line(source: str, marker: str) -> int:
+    """The line of `source` carrying the comment `marker` (the tests name lines, not numbers)."""
+    ends = (f"/* {marker} */", f"// {marker}", f"! {marker}")
+    [n] = [i for i, text in enumerate((SOURCES / source).read_text().splitlines(), 1) if text.rstrip().endswith(ends)]
+    return n
+
+
+def sites(run: profile_run.ProfileRun) -> dict[str, list[tuple[str, int]]]:
+    return {r.name: sorted((s.label, s.calls) for s in r.sites) for r in where.rows(run)}
+
+
+@pytest.fixture(scope="module")
+def cxx_app(openmpi, tmp_path_factory):
+    """libminipstream.so (the layer: reduce<T, Op> and gSum/gMax) and the application using it."""
+    out = tmp_path_factory.mktemp("layers")
+    cxx = Path(openmpi.mpicc).with_name("mpicxx")
+    subprocess.run([str(cxx), "-O2", "-g", "-fPIC", "-shared", "-o", str(out / "libminipstream.so"),
+                    str(SOURCES / "minipstream.cpp")], check=True)
+    subprocess.run([str(cxx), "-O2", "-g", "-o", str(out / "layers_app"), str(SOURCES / "layers_app.cpp"),
+                    f"-L{out}", "-lminipstream", f"-Wl,-rpath,{out}"], check=True)
+    return out / "layers_app"
+
+
+@pytest.fixture(scope="module")
+def cxx_run(openmpi, openmpi_build, cxx_app, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cxx-run") / "p"
+    run = profiled(openmpi, openmpi_build, 2, [cxx_app], directory)
+    assert "total 105" in run.stdout, run.describe()
+    return directory
+
+
+def test_cxx_layer_found_from_the_data(cxx_run):
+    # reduce<> is reached from gSum, gMax and norm: a layer. gSum and gMax have one caller each
+    # here: the data cannot tell they are layers (the user can, below).
+    run = profile_run.read(cxx_run)
+    assert sites(run) == {"MPI_Allreduce": [
+        ("mini::gMax (minipstream.cpp:25) <- mini::reduce", 7),
+        ("mini::gSum (minipstream.cpp:19) <- mini::reduce", 20),
+        (f"solver::norm (layers_app.cpp:{line('layers_app.cpp', 'LINE_D')}) <- mini::reduce", 4)]}
+    # each chain starts at the caller of MPI_Allreduce (reduce<> in the library)
+    for rank in run.ranks:
+        for site in callsites.of(run, rank).values():
+            assert site.frames[0] == "mini::reduce (minipstream.cpp:11)", site
+            assert site.frames[-1].startswith("_start (layers_app+0x"), site
+
+
+def test_cxx_user_layer_names_the_application_lines(cxx_run):
+    a, b, c, d = (line("layers_app.cpp", f"LINE_{x}") for x in "ABCD")
+    expected = {"MPI_Allreduce": [
+        (f"solver::PCG::solve (layers_app.cpp:{a}) <- mini::gSum <- mini::reduce", 10),
+        (f"solver::PCG::solve (layers_app.cpp:{b}) <- mini::gSum <- mini::reduce", 10),
+        (f"solver::Smoother::sweep (layers_app.cpp:{c}) <- mini::gMax <- mini::reduce", 7),
+        (f"solver::norm (layers_app.cpp:{d}) <- mini::reduce", 4)]}
+    for layer in ("libminipstream.so", "libminipstream*", "mini::g*"):
+        assert sites(profile_run.read(cxx_run, (layer,))) == expected, layer
+    # the pattern is per application line: two lines, not one wrapper frame twice
+    run = profile_run.read(cxx_run, ("libminipstream.so",))
+    first = [(p.name, p.first, p.second, p.pairs) for p in patterns.find(run)][0]
+    assert first == ("small_reductions", expected["MPI_Allreduce"][0][0], expected["MPI_Allreduce"][1][0], 10)
+
+
+def test_cli_layer_option_reaches_the_json(openmpi, openmpi_build, cxx_app, tmp_path):
+    out = tmp_path / "out"
+    args = ["--db", str(tmp_path / "none.duckdb"), "--out", str(out), "--json", str(tmp_path / "a.json"),
+            "--layer", "libminipstream.so", "--", str(openmpi.mpiexec), "-n", "2", str(cxx_app)]
+    res = CliRunner().invoke(advise_cmd, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "a.json").read_text())
+    [row] = report["where"]["collectives"]
+    a = line("layers_app.cpp", "LINE_A")
+    assert f"solver::PCG::solve (layers_app.cpp:{a}) <- mini::gSum <- mini::reduce" in {
+        s["site"] for s in row["sites"]}
+
+
+@pytest.fixture(scope="module")
+def c_run(openmpi, openmpi_build, tmp_path_factory):
+    from colltune.mpi import build
+
+    out = tmp_path_factory.mktemp("c-layers")
+    exe = build.compile_program(openmpi, [SOURCES / "layers_c.c"], out / "layers_c", ["-g"])
+    stripped = out / "stripped" / "layers_c"
+    stripped.parent.mkdir()
+    subprocess.run(["strip", "-s", "-o", str(stripped), str(exe)], check=True)
+    runs = {}
+    for name, program in (("debug", exe), ("stripped", stripped)):
+        runs[name] = out / name / "p"
+        run = profiled(openmpi, openmpi_build, 2, [program], runs[name])
+        assert "energy 12" in run.stdout, run.describe()
+    return runs
+
+
+def test_c_helper_named_by_the_user(c_run):
+    e, m = line("layers_c.c", "LINE_E"), line("layers_c.c", "LINE_M")
+    assert sites(profile_run.read(c_run["debug"])) == {
+        "MPI_Allreduce": [("comm_sum (layers_c.c:10)", 6)], "MPI_Bcast": [(f"main (layers_c.c:{m})", 3)]}
+    assert sites(profile_run.read(c_run["debug"], ("comm_*",))) == {
+        "MPI_Allreduce": [(f"energy (layers_c.c:{e}) <- comm_sum", 6)], "MPI_Bcast": [(f"main (layers_c.c:{m})", 3)]}
+
+
+def test_stripped_binary_sites_are_offsets(c_run):
+    # Without symbols each frame is `binary+0xoffset`, and a user layer by binary still cuts.
+    table = sites(profile_run.read(c_run["stripped"]))
+    [(allreduce, n)] = table["MPI_Allreduce"]
+    assert n == 6 and allreduce.startswith("layers_c+0x") and " <- " not in allreduce
+    run = profile_run.read(c_run["stripped"])
+    [site] = {s for rank in run.ranks[:1] for s in callsites.of(run, rank).values() if s.label == allreduce}
+    assert all(f.startswith("layers_c+0x") or "libc" in f for f in site.frames[:3]), site.frames
+
+
+DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
+
+
+@pytest.fixture(scope="module")
+def debian(tmp_path_factory):
+    """Debian's Open MPI (for gfortran's `use mpi` and for Debian's python3-mpi4py) and
+    libcolltune built for it."""
+    from colltune.measure import proof
+    from colltune.mpi import build
+    from colltune.mpi import libraries as mpi
+
+    if not DEBIAN_MPICC.exists():
+        pytest.skip("Debian's Open MPI is missing (make setup-fortran)")
+    lib = mpi.identify(DEBIAN_MPICC)
+    art = build.ensure_built(lib)
+    proof.ensure_proven(lib)
+    return lib, art, tmp_path_factory.mktemp("debian")
+
+
+def test_fortran_module_layer(debian):
+    lib, art, out = debian
+    fort = Path("/usr/bin/mpifort.openmpi")
+    if not fort.exists() or shutil.which("gfortran") is None:
+        pytest.skip("mpifort and gfortran are missing (make setup-fortran)")
+    exe = out / "layers_fortran"
+    subprocess.run([str(fort), "-g", "-O0", "-J", str(out), "-o", str(exe), str(SOURCES / "layers_fortran.f90")],
+                   check=True)
+    run = profiled(lib, art, 2, [exe], out / "f")
+    assert "total     40.0" in run.stdout, run.describe()
+    e, p = line("layers_fortran.f90", "LINE_E"), line("layers_fortran.f90", "LINE_P")
+    # comm_sum is called from energy and pressure: a layer from the data; gfortran's
+    # __comm_MOD_comm_sum reads comm::comm_sum
+    assert sites(profile_run.read(out / "f")) == {"MPI_Allreduce": [
+        (f"energy_ (layers_fortran.f90:{e}) <- comm::comm_sum", 5),
+        (f"pressure_ (layers_fortran.f90:{p}) <- comm::comm_sum", 3)]}
+
+
+def test_mpi4py_says_the_python_line_is_not_recorded(debian):
+    lib, art, out = debian
+    python = Path("/usr/bin/python3")
+    if subprocess.run([str(python), "-c", "import mpi4py"], capture_output=True).returncode != 0:
+        pytest.skip("Debian's python3-mpi4py is missing (make setup-mpi4py)")
+    run = profiled(lib, art, 2, [python, SOURCES / "layers_mpi4py.py"], out / "py")
+    assert "total 22.0" in run.stdout, run.describe()
+    table = sites(profile_run.read(out / "py"))
+    # mpi4py 3.1's comm.allreduce of a Python object is a reduce by Send/Recv and two Bcasts; every
+    # call comes through the interpreter: one site per call, saying why it is no line
+    note = callsites.PYTHON_NOTE
+    assert table == {"MPI_Bcast": [(note, 16)], "MPI_Send": [(note, 16)], "MPI_Recv": [(note, 16)]}
