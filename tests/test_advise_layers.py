@@ -81,7 +81,7 @@ def test_cxx_user_layer_names_the_application_lines(cxx_run):
     assert first == ("small_reductions", expected["MPI_Allreduce"][0][0], expected["MPI_Allreduce"][1][0], 10)
 
 
-def test_cli_layer_option_reaches_the_json(openmpi, openmpi_build, cxx_app, tmp_path):
+def test_cli_one_screen_application_lines_and_explain(openmpi, openmpi_build, cxx_app, tmp_path):
     out = tmp_path / "out"
     args = ["--db", str(tmp_path / "none.duckdb"), "--out", str(out), "--json", str(tmp_path / "a.json"),
             "--layer", "libminipstream.so", "--", str(openmpi.mpiexec), "-n", "2", str(cxx_app)]
@@ -89,9 +89,44 @@ def test_cli_layer_option_reaches_the_json(openmpi, openmpi_build, cxx_app, tmp_
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "a.json").read_text())
     [row] = report["where"]["collectives"]
-    a = line("layers_app.cpp", "LINE_A")
+    a, b = line("layers_app.cpp", "LINE_A"), line("layers_app.cpp", "LINE_B")
     assert f"solver::PCG::solve (layers_app.cpp:{a}) <- mini::gSum <- mini::reduce" in {
         s["site"] for s in row["sites"]}
+    # One screen of at most 80 columns (next steps' command lines are to be pasted whole).
+    lines = res.output.splitlines()
+    assert len(lines) <= 40, res.output
+    assert [x for x in lines if len(x) > 80 and not x.startswith("  $ ")] == [], res.output
+    # One line per finding naming the application lines; the claim the run cannot make is gone.
+    first = next(x for x in lines if x.startswith(" 1 "))
+    assert first.endswith(f"reductions 10x PCG::solve (layers_app.cpp:{a}, :{b}): fuse (check)"), first
+    assert "read the first's result here" not in res.output
+    pattern = next(f for f in report["findings"] if f["strategy"] == "pattern")
+    assert "buffers do not overlap the first's result" in " ".join(pattern["evidence"])
+    assert pattern["check"].startswith("the second reduction's input must not be computed from the first's")
+    # --explain N from the saved advice: the details, 80 columns, nothing run again
+    res = CliRunner().invoke(advise_cmd, ["--out", str(out), "--explain", "1"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith(f"1. {pattern['title'][:40]}")
+    assert "check before changing the source: the second reduction's input" in " ".join(res.output.split())
+    assert all(len(x) <= 80 for x in res.output.splitlines())
+    res = CliRunner().invoke(advise_cmd, ["--out", str(out), "--explain", "99"])
+    assert res.exit_code != 0 and "--explain 99: there are" in res.output
+
+
+def test_observable_safe_findings_rank_first():
+    # A Reduce+Bcast of the reduce's own result (safe as observed) outranks small reductions that
+    # save ten times more (their data flow is the user's to check).
+    from colltune.advise import findings
+
+    safe = patterns.Pattern("reduce_bcast", "f (a.c:1)", "f (a.c:2)", "MPI_Reduce", "MPI_Bcast", 2, 3, 10, 8.0,
+                            saving_per_pair_s=1e-6)
+    check = patterns.Pattern("small_reductions", "g (a.c:5) <- comm_sum", "g (a.c:6) <- comm_sum",
+                             "MPI_Allreduce", "MPI_Allreduce", 2, 3, 10, 8.0, saving_per_pair_s=1e-5)
+    found = findings.ordered(patterns.findings([check, safe], 0.01))
+    assert [f.data["pattern"] for f in found] == ["reduce_bcast", "small_reductions"]
+    assert [f.check == "" for f in found] == [True, False]
+    assert [f.brief for f in found] == ["Reduce+Bcast 10x f (a.c:1, :2): one MPI_Allreduce",
+                                        "reductions 10x g (a.c:5, :6): fuse (check)"]
 
 
 @pytest.fixture(scope="module")

@@ -130,7 +130,15 @@ def test_long_names_and_sites_stay_in_80_columns():
     lines = where._row_lines(row, 3)
     assert lines[0] == "MPI_Reduce_scatter_block"
     assert lines[1].split() == ["1,234,567", "3.0M", "(1.0M-5.0M)", "10.25", "s", "2.25", "s", "50.0%"]
-    assert all(len(line) <= 80 for line in lines) and lines[-1].endswith("...")
+    # the site is cut in the middle of its function's name: its file:line stays
+    assert all(len(line) <= 80 for line in lines) and lines[-1].endswith("a_very_long_fortran_...ran_subroutine_name_ (x.f90:1)")
+    # a layered site drops its layer frames first, then cuts the function's name
+    label = "solver::PCG::solve (layers_app.cpp:19) <- mini::gSum <- mini::reduce"
+    assert where.fit_site(label, 80) == label
+    assert where.fit_site(label, 59) == "solver::PCG::solve (layers_app.cpp:19) <- mini::gSum <- ..."
+    assert where.fit_site(label, 45) == "solver::PCG::solve (layers_app.cpp:19) <- ..."
+    assert where.fit_site(label, 40) == "solver::PCG::solve (layers_app.cpp:19)"
+    assert where.fit_site(label, 30) == "solv...lve (layers_app.cpp:19)"
 
 
 def test_report_section_has_the_table(openmpi, openmpi_build, programs, tmp_path):

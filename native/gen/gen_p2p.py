@@ -55,17 +55,17 @@ def load(path: Path = SPEC_DIR / "p2p.toml") -> list[Call]:
 
 
 def wrapper(c: Call) -> list[str]:
-    """The timed path is a separate function so that the pass-through path stays a compare and
-    a tail jump (no register saves: the compiler would otherwise set up the timed path's frame
-    before the test)."""
+    """The profiled path is a separate function so that the pass-through path stays a compare and
+    a tail jump (no register saves: the compiler would otherwise set up the profiled path's frame
+    before the test). Every call is counted; its time is taken for a sample (profcall.c)."""
     args = ", ".join(c.arg_names)
     size = f"ct_profrun_bytes({c.count}, {c.type})" if c.count else "0"
     return [
         f"static __attribute__((noinline)) int ct_timed_{c.name}(const void *site, {c.args})",
         "{",
-        "    uint64_t t0 = ct_profrun_ticks();",
+        f"    ct_p2p_rec rec = ct_profrun_p2p_begin({c.enum}, site, {size});",
         f"    int rc = PMPI_{c.name}({args});",
-        f"    ct_profrun_p2p({c.enum}, site, {size}, ct_profrun_ticks() - t0);",
+        "    ct_profrun_p2p_end(rec);",
         "    return rc;",
         "}",
         "",

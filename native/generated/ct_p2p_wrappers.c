@@ -30,9 +30,9 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 
 static __attribute__((noinline)) int ct_timed_Send(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -45,9 +45,9 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -60,9 +60,9 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Isend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -75,9 +75,9 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Issend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -90,9 +90,9 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 static __attribute__((noinline)) int ct_timed_Recv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    ct_profrun_p2p(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -105,9 +105,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 
 static __attribute__((noinline)) int ct_timed_Irecv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype));
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    ct_profrun_p2p(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -120,9 +120,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    uint64_t t0 = ct_profrun_ticks();
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype));
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    ct_profrun_p2p(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype), ct_profrun_ticks() - t0);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 

@@ -78,6 +78,16 @@ CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
 /* A point-to-point call; `ticks`: its duration on the call path's clock (ct_profrun_ticks). */
 CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes,
                                       uint64_t ticks);
+/* The generated point-to-point wrappers: counted at begin (before the library's call), timed
+ * for a sample as collectives are (a point's first 64 calls, then about one in 16), the time
+ * recorded at end. */
+typedef struct ct_p2p_rec {
+    void *slot;                 /* the point, NULL: its table was full */
+    uint64_t t0;                /* the clock at begin, when timed */
+    int timed;
+} ct_p2p_rec;
+CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes);
+CT_PROFRUN_HIDDEN void ct_profrun_p2p_end(ct_p2p_rec rec);
 
 /* ---- the environment (profenv.c, topo.c) ------------------------------------------------- */
 /* The node's topology from /sys (NUMA nodes, device locality, isolated cores), topo.c. */

@@ -51,8 +51,8 @@ static _Thread_local uint64_t ct_seq CT_TLS_MODEL;
 
 int64_t ct_profrun_bytes(int count, MPI_Datatype type)
 {
-    int size;
-    if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+    int64_t size;   /* predefined types' sizes cached per thread (ct_type_size) */
+    if (count <= 0 || type == MPI_DATATYPE_NULL || ct_type_size(type, &size) != MPI_SUCCESS)
         return 0;
     return (int64_t)count * size;
 }
@@ -87,17 +87,26 @@ static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const c
  * with one load and four compares instead of a hash and a probe of the shared table. */
 static _Thread_local ct_point *ct_hot[CT_HOT] CT_TLS_MODEL;
 
+static _Thread_local ct_point *ct_hot_p2p[CT_HOT] __attribute__((tls_model("initial-exec")));
+
+static inline ct_point *ct_slot(ct_point **hot, ct_point *table, size_t n, atomic_ullong *lost,
+                                const ct_point_key *key)
+{
+    unsigned i = (unsigned)(((uintptr_t)key->site >> 2) ^ (uintptr_t)key->kind ^ (uintptr_t)key->bin)
+                 & (CT_HOT - 1);
+    ct_point *s = hot[i];
+    if (CT_LIKELY(s != NULL && memcmp(&s->key, key, sizeof *key) == 0))
+        return s;
+    s = ct_find(table, n, lost, key);
+    if (s != NULL)
+        hot[i] = s;
+    return s;
+}
+
 static inline ct_point *ct_coll_slot(const void *site, int kind, int nprocs, int bin)
 {
     ct_point_key key = {site, kind, nprocs, bin, 0};
-    unsigned i = (unsigned)(((uintptr_t)site >> 2) ^ (uintptr_t)kind ^ (uintptr_t)bin) & (CT_HOT - 1);
-    ct_point *s = ct_hot[i];
-    if (CT_LIKELY(s != NULL && memcmp(&s->key, &key, sizeof key) == 0))
-        return s;
-    s = ct_find(ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, &key);
-    if (s != NULL)
-        ct_hot[i] = s;
-    return s;
+    return ct_slot(ct_hot, ct_coll_slots, CT_COLL_SLOTS, &ct_coll_lost, &key);
 }
 
 static inline void ct_bump(atomic_ullong *x, uint64_t v)
@@ -173,12 +182,39 @@ ct_point *ct_profrun_watched(int kind, const void *site, int nprocs, int64_t byt
     ct_seq++;
     if ((int64_t)ticks < 0)
         ticks = 0;   /* ticks read on two cores a hair apart */
-    ct_point *s = ct_coll_slot(site, kind, nprocs, ct_bin(bytes));
+    ct_point *s = ct_coll_slot(ct_profchain_site(site, __builtin_frame_address(0)), kind, nprocs,
+                               ct_bin(bytes));
     if (s != NULL) {
         ct_count(s, bytes);
         ct_time(s, ticks);
     }
     return s;
+}
+
+ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes)
+{
+    ct_seq++;
+    ct_p2p_rec rec = {NULL, 0, 0};
+    ct_point_key key = {ct_profchain_site(site, __builtin_frame_address(0)), (int)call, 0,
+                        ct_bin(bytes), 0};
+    ct_point *s = ct_slot(ct_hot_p2p, ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
+    if (s == NULL)
+        return rec;
+    ct_count(s, bytes);
+    rec.slot = s;
+    if (ct_time_this(s)) {
+        rec.timed = 1;
+        rec.t0 = ct_profrun_ticks();
+    }
+    return rec;
+}
+
+void ct_profrun_p2p_end(ct_p2p_rec rec)
+{
+    if (rec.timed) {
+        uint64_t ns = ct_profrun_ticks() - rec.t0;
+        ct_time(rec.slot, (int64_t)ns < 0 ? 0 : ns);   /* ticks read on two cores a hair apart */
+    }
 }
 
 /* A collective's bytes before the call for the count * size(type) collectives (ct_bytes_forms),

@@ -15,6 +15,11 @@ class Finding:
     saving_s: float | None = None    # predicted saving of wall time; None: not predictable
     warning: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    # What the user must check before applying it, where the run cannot show that the change is
+    # safe ("" where it can: run-time settings, a broadcast of the reduce's own result buffer).
+    check: str = ""
+    # The finding in one line: what, where, the change (the terminal's list; "" -> the title).
+    brief: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -31,6 +36,7 @@ def family_of(library: str) -> str:
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:
-    """What to do first: largest predicted saving, then the unpredicted ones, `share` last."""
-    return sorted(findings, key=lambda f: (f.strategy == "share", f.saving_s is None,
+    """What to do first: the changes whose safety the run shows before those the user must check,
+    each by largest predicted saving, then the unpredicted ones; `share` last."""
+    return sorted(findings, key=lambda f: (f.strategy == "share", bool(f.check), f.saving_s is None,
                                            -(f.saving_s or 0.0)))

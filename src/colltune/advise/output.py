@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ from rich.table import Table
 
 from colltune.advise import collectives, topology, where
 from colltune.advise.analyze import Advice
+from colltune.advise.findings import Finding
 from colltune.advise.verify import Verification, fmt_time
+from colltune.errors import ColltuneError
 from colltune.tune import native_export
 from colltune.tune import profile as prof
 
@@ -95,37 +98,88 @@ def env_settings(files: dict[str, str]) -> dict[str, str]:
     return out
 
 
+SHOWN_FINDINGS = 6     # the one-line list's length in the terminal (the JSON has every finding)
+
+
+def _saving(f: Finding, wall_s: float, share: bool = True) -> str:
+    if f.saving_s is None:
+        return "-"
+    if share and wall_s:
+        return f"{fmt_time(f.saving_s)} ({100 * f.saving_s / wall_s:.2f}% of the run)"
+    return fmt_time(f.saving_s)
+
+
+def finding_lines(findings: list[Finding], wall_s: float) -> list[str]:
+    """One line per finding (what, where, the change; its predicted saving first), 80 columns:
+    the details are `--explain N`'s and the report's."""
+    if not findings:
+        return []
+    lines = ["What to change, safe first, by predicted saving (--explain N: the details)",
+             f"{'#':>2} {'saving':>9}  finding: what, where, the change"]
+    for i, f in enumerate(findings[:SHOWN_FINDINGS], 1):
+        head = f"{i:>2} {_saving(f, wall_s, share=False):>9}  "
+        lines.append(head + where.shorten(f.brief or f.title, where.WIDTH - len(head)))
+    if len(findings) > SHOWN_FINDINGS:
+        lines.append(f"   ... {len(findings) - SHOWN_FINDINGS} more findings (--explain N, advise.json)")
+    return lines
+
+
+def explain_lines(f: Finding, number: int, wall_s: float) -> list[str]:
+    """Finding `number` in full, wrapped at 80 columns: evidence, what to check, the change."""
+    wrap = textwrap.TextWrapper(width=where.WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+    out = wrap.wrap(f"{number}. {f.title}")
+    out += wrap.wrap(f"  predicted saving: {_saving(f, wall_s)}")
+    for e in f.evidence:
+        out += wrap.wrap(f"  - {e}")
+    if f.warning:
+        out += wrap.wrap(f"  warning: {f.warning}")
+    if f.check:
+        out += wrap.wrap(f"  check before changing the source: {f.check}")
+    for k, v in f.changes.items():
+        out += wrap.wrap(f"  change ({k}): {v}")
+    return out
+
+
+def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAULT_TOP) -> list[str]:
+    """The terminal summary: at most 80 columns, one screen before any details."""
+    s = advice.shares
+    library = advice.run.ranks[0].library.split(",")[0]
+    lines = [where.shorten(f"colltune advise: {advice.run.nprocs} ranks, {library}; wall "
+                           f"{where.fmt_s(s['wall_s'])}"),
+             where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
+                           f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
+                           f"{100 * s['p2p_share']:.1f}%")]
+    lines += where.text(advice.run, advice.time_table, top, sites=2, compact=True)
+    lines += [where.shorten(line) for line in topology.describe(advice.environment)][:3]
+    lines += finding_lines(advice.findings, s["wall_s"])
+    if advice.missing:
+        lines.append(f"{len(advice.missing)} point(s) not in the database: `advise --measure` measures them")
+    if not advice.actionable:
+        lines.append("no advice: nothing to change")
+    if files:
+        names = ", ".join(Path(p).name for p in files.values())
+        lines.append(where.shorten(f"written: {names} (in {Path(next(iter(files.values()))).parent})"))
+    return lines
+
+
 def print_summary(advice: Advice, files: dict[str, str], console: Console | None = None,
                   top: int = where.DEFAULT_TOP) -> None:
     console = console or Console()
-    s = advice.shares
-    console.print(f"[bold]colltune advise[/]: {advice.run.nprocs} ranks, {advice.run.ranks[0].library}")
-    console.print(f"wall {where.fmt_s(s['wall_s'])}; collectives {100 * s['collective_share']:.1f}% "
-                  f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
-                  f"{100 * s['p2p_share']:.1f}%")
     # Plain text of <= 80 columns (not a rich table): the same lines on any terminal and in logs.
-    for line in where.text(advice.run, advice.time_table, top):
+    for line in summary_lines(advice, files, top):
         console.out(line, highlight=False)
-    for line in topology.describe(advice.environment):
-        console.print(line)
-    table = Table(title="What to change, by predicted saving", show_lines=True)
-    for col in ("#", "finding", "predicted saving", "change"):
-        table.add_column(col, overflow="fold")
-    for i, f in enumerate(advice.findings, 1):
-        saving = "-" if f.saving_s is None else (
-            f"{fmt_time(f.saving_s)} ({100 * f.saving_s / s['wall_s']:.1f}%)")
-        body = f.title + "".join(f"\n  {e}" for e in f.evidence)
-        if f.warning:
-            body += f"\n  [yellow]warning:[/] {f.warning}"
-        table.add_row(str(i), body, saving, "\n".join(f"{k}: {v}" for k, v in f.changes.items()))
-    console.print(table)
-    if advice.missing:
-        console.print(f"{len(advice.missing)} point(s) of the application are not in the database: "
-                      "`advise --measure` measures exactly them")
-    if not advice.actionable:
-        console.print("no advice: nothing to change")
-    for kind, path in files.items():
-        console.print(f"{FILE_LABELS.get(kind, kind)}: {path}", highlight=False)
+
+
+def print_explained(findings: list[dict[str, Any]] | list[Finding], numbers: tuple[int, ...], wall_s: float,
+                    console: Console | None = None) -> None:
+    """`--explain N` (repeatable): those findings in full (from the analysis or advise.json)."""
+    console = console or Console()
+    items = [f if isinstance(f, Finding) else Finding(**f) for f in findings]
+    for n in numbers:
+        if not 1 <= n <= len(items):
+            raise ColltuneError(f"--explain {n}: there are {len(items)} findings (1..{len(items)})")
+        for line in explain_lines(items[n - 1], n, wall_s):
+            console.out(line, highlight=False)
 
 
 def print_verification(v: Verification, console: Console | None = None) -> None:

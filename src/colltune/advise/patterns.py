@@ -15,13 +15,16 @@ breaks).
   0.6 us per pair from synchronized starts, 0.12 us back to back, and the hand-fused run
   measured 0.11 us (benchmarks/advise/README.md, "Hand-fused").
 - small_reductions: two reductions of <= 4 KiB of the same kind, op, datatype (and root),
-  back to back, the second not reading the first's result -> one reduction over both (a packed
-  buffer or a derived datatype). Saving per pair: the database's cost of one such reduction at
+  back to back, the second's buffers not overlapping the first's result -> one reduction over
+  both (a packed buffer or a derived datatype). Buffers cannot show data flow (the second's input
+  computed from the first's result through another variable, a convergence test between them):
+  the finding says what the user must check before fusing, and ranks below the observable-safe
+  ones (findings.ordered). Saving per pair: the database's cost of one such reduction at
   the second's size, minus what the fused call costs more at twice the size, timed back to back.
 - barrier_before_sync: MPI_Barrier directly before a collective that synchronises the ranks
   anyway (Allreduce, Allgather, Alltoall, Reduce_scatter(_block), Barrier) -> drop the barrier.
   Saving per pair: the barrier's own cost at its site, measured in this run (its waiting moves
-  to the next collective, it does not disappear).
+  to the next collective, it does not disappear). The user checks that it orders nothing else.
 
 A pattern counts only where every rank saw it (the minimum over ranks): only the root can check
 that a broadcast sends the reduce's result, the other ranks only check order, root, count, type.
@@ -182,14 +185,62 @@ TITLES = {
                            "anyway, {times}: the barrier can go",
 }
 
+# What the run saw that makes the pair one call's work (the buffers, never the data flow).
+OBSERVED = {
+    "reduce_bcast": "observed on every rank: same root, count and datatype, and at the root the "
+                    "broadcast sends the reduce's result buffer; MPI_Allreduce gives every rank "
+                    "those values",
+    "small_reductions": "observed on every rank: same op and datatype (and root), and the second "
+                        "call's buffers do not overlap the first's result",
+    "barrier_before_sync": "observed on every rank: no intercepted MPI call between the barrier "
+                           "and {second_call}",
+}
+
+# What the run cannot show and the user must check before changing the source ("": nothing).
+CHECKS = {
+    "reduce_bcast": "",
+    "small_reductions": "the second reduction's input must not be computed from the first's result "
+                        "(through another variable: buffers cannot show data flow), and no test of "
+                        "the first result (a convergence check) may decide whether the second runs",
+    "barrier_before_sync": "the barrier must order nothing outside MPI's collectives (file I/O, "
+                           "shared memory, one-sided windows, timers)",
+}
+
 CHANGES = {
     "reduce_bcast": "replace MPI_Reduce at {first} and MPI_Bcast at {second} by one MPI_Allreduce "
                     "into the reduce's result buffer",
-    "small_reductions": "pack the two reductions at {first} and {second} into one call (the second "
-                        "does not read the first's result here)",
+    "small_reductions": "pack the two reductions at {first} and {second} into one call, once the "
+                        "check holds",
     "barrier_before_sync": "remove MPI_Barrier at {first} (the {second_call} at {second} "
-                           "synchronises the ranks)",
+                           "synchronises the ranks), once the check holds",
 }
+
+# The finding in one line: what, where (the application lines), the change.
+BRIEFS = {
+    "reduce_bcast": "Reduce+Bcast {pairs:,}x {pair_where}: one MPI_Allreduce",
+    "small_reductions": "reductions {pairs:,}x {pair_where}: fuse (check)",
+    "barrier_before_sync": "Barrier before {second_call} {pairs:,}x {first_line}: remove (check)",
+}
+
+
+def _line(site: str) -> str:
+    """The application line of a site label, compact: without the layer frames below it, the
+    function without its namespaces (`PCG::solve (PCG.C:142)`)."""
+    line = site.split(" <- ")[0]
+    function, paren, where = line.partition(" (")
+    return "::".join(function.split("::")[-2:]) + paren + where
+
+
+def _pair_where(first: str, second: str) -> str:
+    """Both sites' application lines; one function's two lines as `f (file.c:12, :14)`."""
+    a, b = _line(first), _line(second)
+    fa, _, la = a.partition(" (")
+    fb, _, lb = b.partition(" (")
+    if a == b:
+        return a
+    if fa == fb and la.split(":")[0] == lb.split(":")[0] and ":" in lb:
+        return f"{fa} ({la.rstrip(')')}, :{lb.split(':')[-1]}"
+    return f"{a}, {b}"
 
 
 def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
@@ -197,9 +248,10 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
     for p in patterns:
         if p.saving_s is not None and p.saving_s < NEGLIGIBLE * wall_s:
             continue
-        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times"}
+        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times",
+                  "first_line": _line(p.first), "pair_where": _pair_where(p.first, p.second)}
         evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
-                    f"per call: {p.first} then {p.second}"]
+                    f"per call: {p.first} then {p.second}", OBSERVED[p.name].format(**fields)]
         if p.saving_s is not None:
             evidence.append(f"predicted saving {fmt_s(max(p.saving_s, 0.0))} = {p.pairs:,} x "
                             f"{fmt_s(max(p.saving_per_pair_s or 0.0, 0.0))} "
@@ -213,6 +265,7 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
         out.append(Finding("pattern", TITLES[p.name].format(**fields), evidence,
                            {"source": CHANGES[p.name].format(**fields)},
                            None if p.saving_s is None else max(p.saving_s, 0.0),
+                           check=CHECKS[p.name], brief=BRIEFS[p.name].format(**fields),
                            data={"pattern": p.name, "first": p.first, "second": p.second,
                                  "first_call": p.first_call, "second_call": p.second_call,
                                  "nprocs": p.nprocs, "bin": p.bin, "pairs": p.pairs, "mean_bytes": p.mean_bytes,

@@ -31,7 +31,7 @@ from colltune.advise import callsites
 from colltune.advise.points import own_and_wait
 from colltune.advise.profile_run import Point, ProfileRun, RequestCount
 
-DEFAULT_TOP = 5
+DEFAULT_TOP = 3
 
 
 @dataclass
@@ -220,30 +220,60 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def fit_site(label: str, width: int) -> str:
+    """A call site label in `width` characters: the layer frames below the application line go
+    first (`... <- ...`), then the function's name is cut in the middle; its file:line stays."""
+    if len(label) <= width:
+        return label
+    line, *below = label.split(" <- ")
+    for keep in range(len(below) - 1, -1, -1):
+        text = " <- ".join([line, *below[:keep], "..."])
+        if len(text) <= width:
+            return text
+    function, paren, where = line.partition(" (")
+    if paren and len(where) + 6 < width:
+        return shorten(function, width - len(where) - 2) + paren + where
+    return shorten(line, width)
+
+
+def shorten(text: str, width: int = WIDTH) -> str:
+    """At most `width` characters, cut in the middle: a call site keeps its function's start and
+    its file:line or its layer frames' end (`solver::PCG::so...<- mini::reduce`)."""
+    if len(text) <= width:
+        return text
+    head = (width - 3 + 1) // 2
+    return text[:head] + "..." + text[len(text) - (width - 3 - head):]
+
+
 HEAD = f"{'call':<20} {'calls/rank':>11} {'bytes (range)':>16} {'own':>9} {'waiting':>9} {'share':>6}"
 
 
-def _row_lines(row: TimeRow, sites: int) -> list[str]:
+def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
+    """A row's lines; `compact` (advise's one-screen summary): no rank spread, no count of the
+    sites not shown (the JSON and the report have both)."""
     name = row.name if len(row.name) <= 20 else ""
     lines = [] if name else [row.name]
     lines.append(f"{name:<20} {row.calls:>11,} {fmt_size(row):>16} {fmt_s(row.own_s):>9} "
                  f"{fmt_s(row.wait_s):>9} {100 * row.share:>5.1f}%")
-    lines.append(f"    slowest rank {row.slowest_rank} ({fmt_s(row.slowest_s)}), fastest rank "
-                 f"{row.fastest_rank} ({fmt_s(row.fastest_s)})")
+    if not compact:
+        lines.append(f"    slowest rank {row.slowest_rank} ({fmt_s(row.slowest_s)}), fastest rank "
+                     f"{row.fastest_rank} ({fmt_s(row.fastest_s)})")
     if row.overlap_s is not None:
         lines.append(f"    {row.completed:,} requests completed, waiting {fmt_s(row.wait_s)} in "
                      f"Wait/Test, overlap {fmt_s(row.overlap_s)}")
     for s in row.sites[:sites]:
         head = f"    {s.calls:>11,} {fmt_s(s.time_s):>9}  "
-        lines.append(head + _fit(s.label, WIDTH - len(head)))
-    if len(row.sites) > sites:
+        lines.append(head + fit_site(s.label, WIDTH - len(head)))
+    if len(row.sites) > sites and not compact:
         lines.append(f"    ... {len(row.sites) - sites} more call sites (all in the JSON)")
     return lines
 
 
-def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: int = 3) -> list[str]:
+def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: int = 3,
+         compact: bool = False) -> list[str]:
     """The table as lines of at most 80 characters: the `top` collectives by own cost, then the
-    `top` point-to-point calls; each with its rank spread and its call sites."""
+    `top` point-to-point calls; each with its rank spread and its call sites (`compact`: without
+    the rank spread, and at most 2 point-to-point calls with one site each)."""
     coll = [r for r in table if r.kind == "coll"]
     p2p = [r for r in table if r.kind == "p2p"]
     lines = [_fit(f"Where the time goes: {run.nprocs} ranks, wall {fmt_s(run.wall_ns / 1e9)}, each "
@@ -256,13 +286,14 @@ def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: i
     if not coll:
         lines.append("  no collective calls")
     for row in coll[:top]:
-        lines += _row_lines(row, sites)
+        lines += _row_lines(row, sites, compact)
     if len(coll) > top:
         lines.append(f"... {len(coll) - top} more collectives (--top N shows more)")
     if p2p:
         lines.append("point-to-point (own = time in the call, waiting for the partner included)")
-    for row in p2p[:top]:
-        lines += _row_lines(row, sites)
-    if len(p2p) > top:
-        lines.append(f"... {len(p2p) - top} more point-to-point calls (--top N shows more)")
+    p2p_top, p2p_sites = (min(top, 2), 1) if compact else (top, sites)
+    for row in p2p[:p2p_top]:
+        lines += _row_lines(row, p2p_sites, compact)
+    if len(p2p) > p2p_top:
+        lines.append(f"... {len(p2p) - p2p_top} more point-to-point calls (--top N shows more)")
     return lines

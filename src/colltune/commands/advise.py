@@ -3,6 +3,7 @@ The steps are advise/pipeline.py's; this module parses the options and prints.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -50,10 +51,13 @@ err_console = Console(stderr=True)
                    "(libPstream.so) or of a function (MPIU_*). A call site is the first frame outside MPI and "
                    "the layers; layers are also found from the data (a call through which several functions "
                    "reach MPI).")
+@click.option("--explain", "explain", multiple=True, type=click.IntRange(1), metavar="N",
+              help="Finding N in full (repeatable): its evidence, what to check, the exact change per "
+                   "library. Alone, of the last advice in --out (its advise.json), without running anything.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path | None,
             from_run: Path | None, from_run_old: Path | None, measure: bool, verify: bool, runs: int, top: int,
-            layers: tuple[str, ...], command: tuple[str, ...]) -> None:
+            layers: tuple[str, ...], explain: tuple[int, ...], command: tuple[str, ...]) -> None:
     """Run COMMAND (an mpiexec/srun line) once as a profiling run and advise.
 
     \b
@@ -64,6 +68,9 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     run, each with the exact change.
     """
     from_run = from_run or from_run_old
+    if explain and from_run is None and not command:
+        _explain_saved(out_dir, explain)
+        return
     if (from_run is None or verify) and not command:
         raise click.UsageError("give the application's command line after `--`"
                                + ("" if verify else ", or --from-profile-run DIR"))
@@ -82,6 +89,8 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
             f"`{nextsteps.cli('advise', '--db', db_path, '--from-profile-run', exc.run_dir)}`")
         failed.exit_code = exc.exit_code
         raise failed from exc
+    if explain:
+        output.print_explained(outcome.advice.findings, explain, outcome.advice.run.wall_ns / 1e9)
     if outcome.verification is not None:
         output.print_verification(outcome.verification)
     if outcome.not_recorded:
@@ -92,6 +101,16 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     if command:
         nextsteps.show(nextsteps.after_advise(db_path, command, out_dir, outcome.files, verified=verify,
                                               missing=len(outcome.advice.missing)))
+
+
+def _explain_saved(out_dir: Path, numbers: tuple[int, ...]) -> None:
+    saved = out_dir / "advise.json"
+    try:
+        report = json.loads(saved.read_text())
+    except (OSError, ValueError) as exc:
+        raise ColltuneError(f"--explain: cannot read {saved} ({exc}); run `colltune advise --out {out_dir} "
+                            "-- COMMAND` first, or give the --out of an earlier advice") from exc
+    output.print_explained(report["findings"], numbers, report["wall_s"])
 
 
 def _print_round(event: adaptive.RoundEvent) -> None:

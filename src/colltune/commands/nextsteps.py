@@ -246,8 +246,9 @@ def after_advise(db_path: Path, command_argv: Sequence[str], out_dir: Path, file
         if not verified:
             steps.append(Step("measure what the advice gains in this application",
                               f"{cli('advise', '--db', db_path, '--out', out_dir, '--verify')} -- {app}"))
-    steps.append(Step(f"learn the best collective algorithms from {LEARN_BATCHES} runs of it (run again to learn "
-                      "more: each loop starts from what the database holds)",
+    # (80 columns: advise's output is one screen)
+    steps.append(Step(f"learn the best algorithms in {LEARN_BATCHES} runs (each loop goes on from the "
+                      "database)",
                       f"{cli('learn', 'run', '--batches', str(LEARN_BATCHES), '--db', db_path)} -- {app}"))
     return steps
 

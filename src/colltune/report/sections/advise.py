@@ -86,6 +86,9 @@ def render(ctx: ReportContext) -> str | None:
         f"<li><b>{html.escape(f['title'])}</b>"
         + (f" (predicted saving {f['saving_s'] * 1e3:.2f} ms)" if f["saving_s"] is not None else "")
         + "".join(f"<br><code>{html.escape(k)}: {html.escape(v)}</code>" for k, v in f["changes"].items())
+        + (f"<br><i>check before changing the source:</i> {html.escape(f['check'])}" if f.get("check") else "")
+        + ("<ul class=\"evidence\">" + "".join(f"<li>{html.escape(e)}</li>" for e in f["evidence"]) + "</ul>"
+           if f.get("evidence") else "")
         + "</li>" for f in report["findings"])
     lead = (f"<p class=\"lead\">{report['nprocs']} ranks of {html.escape(report['library'])}, wall "
             f"{report['wall_s']:.3f} s; predicted saving {report['predicted_saving_s'] * 1e3:.2f} ms.</p>")
