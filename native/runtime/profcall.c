@@ -87,7 +87,7 @@ static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const c
  * with one load and four compares instead of a hash and a probe of the shared table. */
 static _Thread_local ct_point *ct_hot[CT_HOT] CT_TLS_MODEL;
 
-static _Thread_local ct_point *ct_hot_p2p[CT_HOT] __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_point *ct_hot_p2p[CT_HOT] CT_TLS_MODEL;
 
 static inline ct_point *ct_slot(ct_point **hot, ct_point *table, size_t n, atomic_ullong *lost,
                                 const ct_point_key *key)

@@ -67,7 +67,7 @@ typedef struct ct_chain_cache {
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
 } ct_chain_cache;
 
-static _Thread_local ct_chain_cache *ct_chain_mine __attribute__((tls_model("initial-exec")));
+static _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
 static _Atomic(ct_chain_cache *) ct_chain_caches;
 
 /* ---- the unwind -------------------------------------------------------------------------- */
