@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from advise_support import compile_advise_programs, profiled
 
-from colltune.advise import callsites, profile_run
+from colltune.advise import callsites, profile_run, where
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -242,6 +242,28 @@ def test_format_3_estimates_the_untimed_calls(tmp_path):
     f.write_text(f.read_text().replace(" 10 0 0 0 0 0 0 0 0 0 0", " 10 11 0 0 0 0 0 0 0 0 0"))
     with pytest.raises(profile_run.ProfileRunError, match="malformed line"):
         profile_run.read_rank(f)
+
+
+def test_estimates_never_exceed_the_run(tmp_path):
+    # A busy machine: 100 of 1000 Allreduce timed, 0.707 s in all (a few descheduled), in a run of
+    # 2.02 s. Their mean times the calls said 7.07 s, "collectives 350.0%". The measured 0.707 s
+    # stays, the estimated rest is scaled so that the rank's calls fill at most its run.
+    f = tmp_path / "rank-0"
+    f.write_text("colltune-profile-run 4\nrank 0\nnprocs 1\nwall_ns 2020000000\nhost h\nlibrary L\n"
+                 "cores_online 2\nomp_num_threads -\nsample_every 16\n"
+                 "coll allreduce 0x401000 1 3 1000 100 707000000 300000000 8000 0 0 0 0 8 8\n"
+                 "p2p Send 0x401020 0 3 5 5 13000000 3000000 40 0 0 0 0 8 8\nend\n")
+    rank = profile_run.read_rank(f)
+    allreduce, send = rank.points
+    assert (send.total_ns, send.total_lo_ns, send.total_hi_ns) == (13000000, 13000000, 13000000)
+    assert allreduce.total_lo_ns == 707000000 and allreduce.total_hi_ns == 2020000000
+    assert allreduce.total_ns + send.total_ns == 2020000000
+    [row] = [r for r in where.rows(profile_run.ProfileRun(tmp_path, [rank])) if r.kind == "coll"]
+    assert row.share == pytest.approx(2007000000 / 2020000000) and row.share <= 1
+    assert row.time_interval_s == (pytest.approx(0.707), pytest.approx(2.02))
+    # Below the run, nothing changes.
+    f.write_text(f.read_text().replace("wall_ns 2020000000", "wall_ns 9000000000"))
+    assert profile_run.read_rank(f).points[0].total_ns == 7070000000
 
 
 def test_route_names_say_what_serves_a_profiled_call(openmpi, openmpi_build, tmp_path):

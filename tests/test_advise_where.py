@@ -112,7 +112,8 @@ def test_figures_on_a_synthetic_run():
         "bytes_max": 15, "time_s": 1.28064, "own_s": 0.00064, "wait_s": 1.28,
         "share": pytest.approx(1.28064 / 1.32), "slowest_rank": 0, "slowest_s": 1.28064, "fastest_rank": 1,
         "fastest_s": 0.000704, "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064}],
-        "completed": 0, "overlap_s": None, "tunable": True}
+        "completed": 0, "overlap_s": None, "tunable": True,
+        "time_interval_s": [pytest.approx(1.28064), pytest.approx(1.28064)]}   # every call timed
     assert where.text(run, [row]) == [
         "Where the time goes: 2 ranks, wall 1.32 s, each row on its slowest rank",
         "collective time 1.28 s, 100.0% of it tunable here (the rest only seen)",

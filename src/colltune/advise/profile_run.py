@@ -27,6 +27,7 @@ Formats 1 and 2 timed every call (their TOTAL_NS stands where TIMED_NS is) and a
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,10 @@ class Point:
     bytes_min: int | None = None   # smallest and largest size of the calls (format 2; None before)
     bytes_max: int | None = None
     timed: int | None = None       # calls whose time was taken (format 3; before: all of them)
+    # The interval of total_ns: the timed calls' measured time, and that plus every untimed call
+    # as long as the longest timed one, at most the rank's run (bound_estimates).
+    total_lo_ns: int = 0
+    total_hi_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,27 @@ def _point(kind: str, words: list[str], version: str) -> Point:
     total = round(timed_ns * calls / timed) if timed else 0
     if f["bin"] < 0:
         f["bytes_min"] = f["bytes_max"] = None   # calls without a size: no range
-    return Point(kind, total_ns=total, timed=None if version in ("1", "2") else timed, **f)
+    return Point(kind, total_ns=total, timed=None if version in ("1", "2") else timed,
+                 total_lo_ns=timed_ns, total_hi_ns=timed_ns + (calls - timed) * f["max_ns"], **f)
+
+
+def bound_estimates(prof: RankProfile) -> None:
+    """No rank spends more than its run in MPI calls. A point's time is estimated from its timed
+    calls (TIMED_NS x CALLS / TIMED); on a busy machine a few descheduled timed calls make that
+    mean, and so the estimate, far too large (a rank's collectives at 350% of its run). The timed
+    calls' time is measured and stays; the estimated rest of every point is scaled down alike so
+    that the rank's total is at most its wall time, and each point's interval is capped there."""
+    wall = prof.wall_ns
+    if wall <= 0:
+        return
+    measured = sum(p.total_lo_ns for p in prof.points) + sum(r.wait_ns for r in prof.requests)
+    estimated = sum(p.total_ns - p.total_lo_ns for p in prof.points)
+    factor = 1.0
+    if measured + estimated > wall and estimated > 0:
+        factor = max(0.0, wall - measured) / estimated
+    prof.points = [dataclasses.replace(
+        p, total_ns=p.total_lo_ns + round((p.total_ns - p.total_lo_ns) * factor),
+        total_hi_ns=min(p.total_hi_ns, wall)) for p in prof.points]
 
 
 def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> None:
@@ -262,6 +287,7 @@ def read_rank(path: Path) -> RankProfile:
         prof.affinity = tuple(int(c) for c in facts.get("affinity", "").split())
     except (KeyError, ValueError) as exc:
         raise ProfileRunError(f"{path}: malformed line for {exc}; rerun the profile") from exc
+    bound_estimates(prof)
     return prof
 
 

@@ -58,6 +58,9 @@ class TimeRow:
     fastest_rank: int = 0
     fastest_s: float = 0.0
     sites: list[SiteTime] = field(default_factory=list)
+    # the slowest rank's time: measured (timed calls) .. at most every untimed call as long as
+    # the longest timed one, within the run (an estimate carries its interval)
+    time_interval_s: tuple[float, float] = (0.0, 0.0)
     completed: int = 0              # requests completed by Wait/Test (nonblocking, persistent)
     overlap_s: float | None = None  # their start-to-completion time not spent waiting
 
@@ -72,7 +75,8 @@ class TimeRow:
                 "slowest_rank": self.slowest_rank, "slowest_s": self.slowest_s,
                 "fastest_rank": self.fastest_rank, "fastest_s": self.fastest_s,
                 "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites],
-                "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable}
+                "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable,
+                "time_interval_s": list(self.time_interval_s)}
 
 
 def is_tunable(mpi: str) -> bool:
@@ -104,18 +108,22 @@ def _per_rank(run: ProfileRun) -> dict[tuple[str, str], dict[int, list[float]]]:
     acc: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(dict)
     for rank in run.ranks:
         for r in rank.requests:
-            a = acc[("coll", mpi_name(r))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0])
+            a = acc[("coll", mpi_name(r))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0])
             a[1] += r.wait_ns / 1e9
             a[3] += r.wait_ns / 1e9
             a[4] += r.completed
             a[5] += max(0, r.span_ns - r.wait_ns) / 1e9
+            a[6] += r.wait_ns / 1e9
+            a[7] += r.wait_ns / 1e9
         for p in rank.points:
             own, wait = own_and_wait(p) if p.kind == "coll" else (p.total_ns / 1e9, 0.0)
-            a = acc[(p.kind, mpi_name(p))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0])
+            a = acc[(p.kind, mpi_name(p))].setdefault(rank.rank, [0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0])
             a[0] += p.calls
             a[1] += p.total_ns / 1e9
             a[2] += own
             a[3] += wait
+            a[6] += p.total_lo_ns / 1e9   # the interval of the estimate (profile_run.bound_estimates)
+            a[7] += p.total_hi_ns / 1e9
     return acc
 
 
@@ -147,7 +155,7 @@ def rows(run: ProfileRun) -> list[TimeRow]:
         row = out[key]
         slow = max(by_rank, key=lambda r: (by_rank[r][1], -r))
         fast = min(by_rank, key=lambda r: (by_rank[r][1], r))
-        calls, t, own, wait, completed, overlap = by_rank[slow]
+        calls, t, own, wait, completed, overlap, lo, hi = by_rank[slow]
         if key not in out:   # requests whose point was lost (its table was full)
             continue
         if completed:
@@ -156,6 +164,7 @@ def rows(run: ProfileRun) -> list[TimeRow]:
         row.time_s, row.own_s = t, own
         row.wait_s = wait if row.kind == "coll" else None
         row.share = t / wall if wall else 0.0
+        row.time_interval_s = (lo, min(hi, wall) if wall else hi)
         row.slowest_rank, row.slowest_s = slow, t
         row.fastest_rank, row.fastest_s = fast, by_rank[fast][1]
         b, n = sizes[key]
