@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 COLLTUNE := $(VENV)/bin/colltune
 NPROCS   ?= 4
 
-.PHONY: help setup setup-mpich setup-intel setup-fortran setup-valgrind setup-smpi setup-mpi4py build generate demo test test-fast fuzz clean slurm cluster
+.PHONY: help setup setup-mpich setup-intel setup-fortran setup-valgrind setup-smpi setup-mpi4py setup-chromium build generate demo test test-fast fuzz clean slurm cluster
 
 help:
 	@echo "make demo         set up .venv (package, pinned deps, embedded Open MPI), build, run the main job"
@@ -83,6 +83,12 @@ setup-mpi4py: setup-fortran
 	  (apt-get update -qq && apt-get install -y -qq python3-mpi4py) || \
 	  echo "setup-mpi4py: could not install python3-mpi4py; the mpi4py test of tests/test_advise_layers.py will skip"
 
+# Debian's headless Chromium: tests/test_report_browser.py renders the report pages in it.
+setup-chromium:
+	@command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq chromium-headless-shell) || \
+	  echo "setup-chromium: could not install chromium-headless-shell; tests/test_report_browser.py will skip"
+
 # valgrind: tests/test_advise_profile.py runs a profiled rank under memcheck (the memo blocks are
 # freed, libcolltune touches no freed memory); without it that test skips and says so.
 setup-valgrind:
@@ -97,7 +103,7 @@ setup-smpi:
 	  (apt-get update -qq && apt-get install -y -qq libsimgrid-dev patchelf) || \
 	  echo "setup-smpi: could not install libsimgrid-dev; tests/test_smpi.py will skip"
 
-test: setup setup-mpich slurm setup-fortran setup-valgrind setup-smpi setup-mpi4py
+test: setup setup-mpich slurm setup-fortran setup-valgrind setup-smpi setup-mpi4py setup-chromium
 	$(PY) -m pytest -q
 
 test-fast: setup

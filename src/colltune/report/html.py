@@ -76,7 +76,8 @@ main{max-width:1180px;margin:0 auto;padding:24px 32px 64px;background:#fff;min-h
 h1{font-size:26px;margin:8px 0 2px} h2{font-size:20px;margin:36px 0 10px;border-bottom:2px solid #e3e6ea;padding-bottom:4px}
 h3{font-size:16px;margin:20px 0 6px}
 .sub{color:#666;margin:0 0 12px} nav a{margin-right:14px;color:#1565c0;text-decoration:none;font-size:14px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;font-size:13px;margin:8px 0;font-variant-numeric:tabular-nums;
+  display:block;max-width:100%;overflow-x:auto}
 th,td{padding:4px 10px;border-bottom:1px solid #eceff1;text-align:left;vertical-align:top}
 th{background:#f1f3f5;font-weight:600;position:sticky;top:0}
 tr.violation td{background:#ffebee} tr.warnrow td{background:#fff8e1}
@@ -89,6 +90,8 @@ code{background:#f1f3f5;padding:1px 5px;border-radius:4px;font-size:13px}
 .sev{display:inline-block;padding:0 6px;margin:0 3px;border-radius:3px;font-size:12px}
 .scroll{overflow-x:auto;max-height:640px} details summary{cursor:pointer;color:#1565c0}
 footer{margin-top:48px;color:#888;font-size:12px}
+code{overflow-wrap:anywhere} nav{display:flex;flex-wrap:wrap}
+@media (max-width:700px){main{padding:12px}}
 """
 
 
