@@ -328,3 +328,16 @@ def test_rounds_do_not_measure_again_what_the_plan_cannot_decide(tmp_path: Path)
     first = write_db(tmp_path / "e.duckdb", m[m["launch_idx"] < 8])
     _set_run(first, {"launches": 8, "rounds": 2, "round_launches": 8})
     assert check.judge(check.load_run(first), details=False).futile.tolist() == [False, False]
+
+
+def test_a_round_cut_short_by_the_budget_is_said(tmp_path: Path) -> None:
+    """Planned 4 + 4 + 8 launches; the second round measured 3 of its 8 (the budget ran out)."""
+    m = simulate(Truth(), {"bcast": ["default", "bcast_as_allgatherv"]}, [1024], launches=11, seed=9)
+    db = write_db(tmp_path / "b.duckdb", m)
+    _set_run(db, {"launches": 4, "rounds": 2, "round_launches": 4}, range(4, 8))
+    con = duckdb.connect(str(db))
+    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '2')", [[i] for i in range(8, 11)])
+    con.close()
+    notes = [n for n in check.check_db(db).messages if n.startswith("adaptive round")]
+    assert notes == ["adaptive round 2 measured 3 of its 8 planned launches at 4 processes (the round budget ran "
+                     "out: a loaded machine? --round-budget); its comparisons had fewer launches than planned"]

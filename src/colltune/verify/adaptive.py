@@ -148,7 +148,8 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
             notify(BudgetSpent(round_, bench.round_budget_s, measured // max(len(todo), 1), launches))
             break
     result = check.judge(run or check.run_of(store, run_id), settings)
-    result.messages.extend(event.describe() for event in spent)
+    # A round cut short is found in the stored launches (check.judge); one never started is not.
+    result.messages.extend(event.describe() for event in spent if event.measured is None)
     if save:
         check.store_verdicts(store, result.verdicts)
     return result

@@ -271,6 +271,7 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     futile = verdicts["_futile"].astype(bool).reset_index(drop=True)
     verdicts = verdicts[list(VERDICT_COLUMNS)].reset_index(drop=True)
     _power_message(verdicts, settings, messages)
+    messages.extend(_short_rounds(run))
     # The per-variant summary is for the tables: a look that only chooses a round's jobs skips it.
     summary = summarize(run.measurements) if details else pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     return CheckResult(run, settings, verdicts, summary, messages, futile)
@@ -294,6 +295,22 @@ def _needed_p(verdicts: pd.DataFrame, alpha_last: float) -> list[float]:
     open_ = ~verdicts["verdict"].isin(DECIDED)
     counts = pd.Series(open_.to_numpy()).groupby(family).transform("sum").to_numpy()
     return [alpha_last / max(int(c), 1) for c in counts]
+
+
+def _short_rounds(run: RunData) -> list[str]:
+    """Adaptive rounds that measured fewer launches than planned (the round budget ran out
+    during them): their comparisons had fewer launches than the looks' alpha was planned for."""
+    planned = run.planned_launches
+    if not planned or not run.rounds or run.launches.empty or "nprocs" not in run.launches.columns:
+        return []
+    nprocs = dict(zip(run.launches["launch_idx"].astype(int), run.launches["nprocs"].astype(int), strict=True))
+    counts: dict[tuple[int, int], int] = {}
+    for idx, round_ in run.rounds.items():
+        if round_ > 0 and idx in nprocs:
+            counts[(round_, nprocs[idx])] = counts.get((round_, nprocs[idx]), 0) + 1
+    return [f"adaptive round {k} measured {n} of its {planned[k]} planned launches at {p} processes (the round "
+            "budget ran out: a loaded machine? --round-budget); its comparisons had fewer launches than planned"
+            for (k, p), n in sorted(counts.items()) if k < len(planned) and n < planned[k]]
 
 
 def _well_sampled(measurements: pd.DataFrame, min_reps: int, messages: list[str]) -> pd.DataFrame:
