@@ -150,6 +150,50 @@ def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, bu
     assert functions_section(run.stderr) == want, run.describe()
 
 
+def test_fortran_f08_plain_buffers(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],
+                                   tmp_path: Path) -> None:
+    """`use mpi_f08` on Debian's Open MPI 4.1.4 passes buffers as addresses (ompi_info:
+    subarrays-supported no) to `mpi_x_f08_`, with the mpif.h arguments: colltune's wrappers
+    serve them (the optional ierror omitted throughout), MPI_IN_PLACE included, and count them."""
+    lib, art, _ = debian
+    fort = _mpifort(lib)
+    assert fort is not None
+    exe = tmp_path / "ct_f08"
+    subprocess.run([str(fort), "-O1", "-o", str(exe), str(PROGRAMS / "ct_f08.f90")], check=True)
+    plain = run_mpi(lib, NPROCS, [exe], {})
+    assert plain.returncode == 0 and f"f08 done {NPROCS * (NPROCS + 1) // 2}" in plain.stdout, plain.describe()
+    force = "allreduce=allreduce_as_reduce_bcast,bcast=bcast_as_allgatherv"
+    run = run_mpi(lib, NPROCS, [exe], runenv.rank_environment(lib, art, force=force, verbose=True))
+    assert run.returncode == 0 and run.stdout == plain.stdout and "wrong" not in run.stdout, run.describe()
+    assert _rows(run, "force") == Counter({("allreduce", "force", "allreduce_as_reduce_bcast", "applied"): 2,
+                                           ("bcast", "force", "bcast_as_allgatherv", "applied"): 1})
+    from test_every import functions_section
+    assert functions_section(run.stderr) == {"MPI_Allreduce": (2, 8, 2, 2), "MPI_Bcast": (1, 8, 1, 1),
+                                             "MPI_Iallreduce": (1, 4, 1, 1)}, run.describe()
+
+
+def test_fortran_f08_descriptors_refused(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],
+                                         tmp_path: Path) -> None:
+    """A library whose mpi_f08 passes descriptors (its bindings `mpi_x_f08ts_`: MPICH, Open MPI
+    with TS 29113) is told apart and refused by name: stood in for by a preloaded library that
+    defines mpi_allreduce_f08ts_, rank 0 warns once that such calls are unseen."""
+    lib, art, exe = debian
+    stub = tmp_path / "f08ts.c"
+    stub.write_text("void mpi_allreduce_f08ts_(void);\nvoid mpi_allreduce_f08ts_(void) {}\n")
+    so = tmp_path / "libf08ts.so"
+    subprocess.run([str(DEBIAN_MPICC), "-shared", "-fPIC", "-o", str(so), str(stub)], check=True)
+    env = runenv.rank_environment(lib, art, verbose=True)
+    env["LD_PRELOAD"] = f"{env['LD_PRELOAD']}:{so}"
+    run = run_mpi(lib, NPROCS, [exe], env)
+    assert run.returncode == 0, run.describe()
+    assert run.messages("mpi_f08 passes buffers as array descriptors") == [
+        "colltune: warning: this MPI library's mpi_f08 passes buffers as array descriptors "
+        "(mpi_*_f08ts_, TS 29113): collectives called through `use mpi_f08` reach the library "
+        "unseen and unserved by colltune; `use mpi` or mpif.h calls are seen"]
+    quiet = run_mpi(lib, NPROCS, [exe], runenv.rank_environment(lib, art, verbose=True))
+    assert quiet.messages("mpi_f08 passes buffers") == [], quiet.describe()
+
+
 def test_fortran_mpich_family_intel(tmp_path: Path) -> None:
     """MPICH-family Fortran (Intel MPI 2021.18's libmpifort, with gfortran): its bindings call
     MPI_* (nm: `U MPI_Allreduce`), so the generated wrappers, which do not know its Fortran

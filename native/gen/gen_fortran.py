@@ -12,8 +12,9 @@ When in doubt the call goes to the library's own Fortran symbol unchanged (dlsym
   - the library's Fortran sentinels are unknown (only Open MPI's `mpi_fortran_in_place_` /
     `mpi_fortran_bottom_` are recognised), or a buffer is MPI_BOTTOM;
   - a Fortran INTEGER is not a C int (MPI_Fint differs, e.g. -fdefault-integer-8 builds).
-mpi_f08 symbols are not wrapped: their buffers may be array descriptors (TS 29113), and an f08
-call therefore reaches the library unchanged (docs/interposer.md, "Fortran").
+`use mpi_f08`'s mpi_x_f08_ symbols get the same code where its buffers are plain addresses (their
+optional ierror may be NULL); descriptor bindings (mpi_x_f08ts_) are not wrapped, and
+runtime/fortran_f08.c says so (docs/interposer.md, "Fortran").
 
 MPI_Barrier and the point-to-point calls of native/spec/p2p.toml are wrapped too, so that a
 Fortran application's barriers and messages reach the profiling mode like a C application's:
@@ -92,16 +93,8 @@ def wrapper(coll: Collective) -> list[str]:
         "}",
         "",
     ]
-    for sym in (f"{low}_", f"{low}__", low, coll.mpi.upper()):
-        lines += [
-            f"void {sym}({fortran_params(coll)});",
-            f"void {sym}({fortran_params(coll)})",
-            "{",
-            f'    ct_f_{coll.name}({fargs}, "{sym}", __builtin_return_address(0));',
-            "}",
-            "",
-        ]
-    return lines
+    return lines + entries(coll.name, fortran_params(coll),
+                           f'ct_f_{coll.name}({fargs}, "{{sym}}", __builtin_return_address(0));')
 
 
 PRELUDE = """\
@@ -185,16 +178,27 @@ def lifecycle() -> list[str]:
             "}",
             "",
         ]
-        low = f"mpi_{name}"
-        for sym in (f"{low}_", f"{low}__", low, low.upper()):
-            lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
-                      f'    ct_f_{name}({args}, "{sym}");', "}", ""]
+        lines += entries(name, params, f'ct_f_{name}({args}, "{{sym}}");')
     return lines
 
 
 def manglings(name: str) -> tuple[str, ...]:
     low = f"mpi_{name.lower()}"
-    return (f"{low}_", f"{low}__", low, low.upper())
+    return (f"{low}_", f"{low}__", low, low.upper(), f"{low}_f08_")
+
+
+def entries(name: str, params: str, call: str) -> list[str]:
+    """The Fortran symbols of `name` (manglings), each calling `call` (its `{sym}` replaced by
+    the symbol). `use mpi_f08`'s `mpi_x_f08_` has the same arguments where its buffers are plain
+    addresses (a library whose mpi_f08 passes descriptors names those `mpi_x_f08ts_`: not
+    wrapped, runtime/fortran_f08.c says so), but its ierror is OPTIONAL: NULL when omitted."""
+    lines = []
+    for sym in manglings(name):
+        guard = (["    MPI_Fint ierr_here = MPI_SUCCESS;", "    if (ierr == NULL)", "        ierr = &ierr_here;"]
+                 if sym.endswith("_f08_") else [])
+        lines += [f"void {sym}({params});", f"void {sym}({params})", "{", *guard,
+                  "    " + call.replace("{sym}", sym), "}", ""]
+    return lines
 
 
 def barrier() -> list[str]:
@@ -217,10 +221,8 @@ def barrier() -> list[str]:
         "}",
         "",
     ]
-    for sym in manglings("barrier"):
-        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
-                  f'    ct_f_barrier(comm, ierr, "{sym}", __builtin_return_address(0));', "}", ""]
-    return lines
+    return lines + entries("barrier", params,
+                           'ct_f_barrier(comm, ierr, "{sym}", __builtin_return_address(0));')
 
 
 # MPI_Start, MPI_Startall, MPI_Request_free: the library's Fortran binding runs; a followed
@@ -268,9 +270,7 @@ def request_calls() -> list[str]:
             "}",
             "",
         ]
-        for sym in manglings(name):
-            lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
-                      f'    ct_f_{name}({args}, "{sym}");', "}", ""]
+        lines += entries(name, params, f'ct_f_{name}({args}, "{{sym}}");')
     return lines
 
 
@@ -369,10 +369,8 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
             f"    ct_profrun_p2p({c.enum}, caller, {size}, ticks);",
         ]
     lines += ["}", ""]
-    for sym in manglings(c.name):
-        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
-                  f'    ct_f_{name}({args}, "{sym}", __builtin_return_address(0));', "}", ""]
-    return lines
+    return lines + entries(c.name, params,
+                           f'ct_f_{name}({args}, "{{sym}}", __builtin_return_address(0));')
 
 
 def watched_params(fn: Function) -> list[tuple[str, str]]:
@@ -453,9 +451,7 @@ def watched_wrapper(fn: Function) -> list[str]:
         "}",
         "",
     ]
-    for sym in manglings(fn.name):
-        lines += [f"void {sym}({params});", f"void {sym}({params})", "{",
-                  f'    ct_fw_{name}({args}, "{sym}", __builtin_return_address(0));', "}", ""]
+    lines += entries(fn.name, params, f'ct_fw_{name}({args}, "{{sym}}", __builtin_return_address(0));')
     return (["#if CT_HAVE_PERSISTENT", *lines, "#endif", ""] if fn.form == "persistent" else lines)
 
 

@@ -80,6 +80,15 @@ void MPI_INIT(MPI_Fint *ierr)
     ct_f_init(ierr, "MPI_INIT");
 }
 
+void mpi_init_f08_(MPI_Fint *ierr);
+void mpi_init_f08_(MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_init(ierr, "mpi_init_f08_");
+}
+
 typedef void ct_f_init_thread_fn(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
 
 static void ct_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr, const char *symbol)
@@ -119,6 +128,15 @@ void MPI_INIT_THREAD(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
     ct_f_init_thread(required, provided, ierr, "MPI_INIT_THREAD");
 }
 
+void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
+void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_init_thread(required, provided, ierr, "mpi_init_thread_f08_");
+}
+
 typedef void ct_f_finalize_fn(MPI_Fint *ierr);
 
 static void ct_f_finalize(MPI_Fint *ierr, const char *symbol)
@@ -154,6 +172,15 @@ void MPI_FINALIZE(MPI_Fint *ierr);
 void MPI_FINALIZE(MPI_Fint *ierr)
 {
     ct_f_finalize(ierr, "MPI_FINALIZE");
+}
+
+void mpi_finalize_f08_(MPI_Fint *ierr);
+void mpi_finalize_f08_(MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_finalize(ierr, "mpi_finalize_f08_");
 }
 
 typedef void ct_f_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
@@ -195,6 +222,15 @@ void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
     ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLGATHER", __builtin_return_address(0));
 }
 
+void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_allreduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -232,6 +268,15 @@ void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_ALLREDUCE", __builtin_return_address(0));
+}
+
+void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
@@ -273,6 +318,15 @@ void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
     ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLTOALL", __builtin_return_address(0));
 }
 
+void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_bcast_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -310,6 +364,15 @@ void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root
 void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_bcast(buffer, count, datatype, root, comm, ierr, "MPI_BCAST", __builtin_return_address(0));
+}
+
+void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_gather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
@@ -351,6 +414,15 @@ void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *re
     ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_GATHER", __builtin_return_address(0));
 }
 
+void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_reduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -388,6 +460,15 @@ void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatyp
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "MPI_REDUCE", __builtin_return_address(0));
+}
+
+void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_scatter_block_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
@@ -429,6 +510,15 @@ void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
     ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER_BLOCK", __builtin_return_address(0));
 }
 
+void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_reduce_scatter_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -466,6 +556,15 @@ void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_scan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
@@ -507,6 +606,15 @@ void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
     ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_SCAN", __builtin_return_address(0));
 }
 
+void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_scatter_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -546,6 +654,15 @@ void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTER", __builtin_return_address(0));
 }
 
+void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_barrier_fn(MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_barrier(MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -583,6 +700,15 @@ void MPI_BARRIER(MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_BARRIER(MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_barrier(comm, ierr, "MPI_BARRIER", __builtin_return_address(0));
+}
+
+void mpi_barrier_f08_(MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_barrier_f08_(MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_barrier(comm, ierr, "mpi_barrier_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_fw_iallgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
@@ -638,6 +764,15 @@ void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
     ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLGATHER", __builtin_return_address(0));
 }
 
+void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_allgather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -690,6 +825,15 @@ void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLGATHER_INIT", __builtin_return_address(0));
+}
+
+void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -747,6 +891,15 @@ void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dat
     ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_IALLREDUCE", __builtin_return_address(0));
 }
 
+void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_allreduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -799,6 +952,15 @@ void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_ALLREDUCE_INIT", __builtin_return_address(0));
+}
+
+void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -856,6 +1018,15 @@ void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
     ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLTOALL", __builtin_return_address(0));
 }
 
+void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_alltoall_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -908,6 +1079,15 @@ void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLTOALL_INIT", __builtin_return_address(0));
+}
+
+void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -965,6 +1145,15 @@ void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *roo
     ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "MPI_IBCAST", __builtin_return_address(0));
 }
 
+void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_bcast_init_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1017,6 +1206,15 @@ void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "MPI_BCAST_INIT", __builtin_return_address(0));
+}
+
+void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1074,6 +1272,15 @@ void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
     ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_IGATHER", __builtin_return_address(0));
 }
 
+void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_gather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1126,6 +1333,15 @@ void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_GATHER_INIT", __builtin_return_address(0));
+}
+
+void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1183,6 +1399,15 @@ void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
     ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "MPI_IREDUCE", __builtin_return_address(0));
 }
 
+void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1235,6 +1460,15 @@ void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "MPI_REDUCE_INIT", __builtin_return_address(0));
+}
+
+void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1292,6 +1526,15 @@ void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount
     ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER_BLOCK", __builtin_return_address(0));
 }
 
+void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_scatter_block_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1344,6 +1587,15 @@ void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvc
 void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_BLOCK_INIT", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1401,6 +1653,15 @@ void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI
     ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER", __builtin_return_address(0));
 }
 
+void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_scatter_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1453,6 +1714,15 @@ void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
 void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_INIT", __builtin_return_address(0));
+}
+
+void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1510,6 +1780,15 @@ void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype
     ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_ISCAN", __builtin_return_address(0));
 }
 
+void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_scan_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1562,6 +1841,15 @@ void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_SCAN_INIT", __builtin_return_address(0));
+}
+
+void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1619,6 +1907,15 @@ void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
     ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_ISCATTER", __builtin_return_address(0));
 }
 
+void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter_f08_", __builtin_return_address(0));
+}
+
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_scatter_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -1671,6 +1968,15 @@ void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_SCATTER_INIT", __builtin_return_address(0));
+}
+
+void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_f08_", __builtin_return_address(0));
 }
 
 #endif
@@ -1727,6 +2033,15 @@ void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
     ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHER", __builtin_return_address(0));
 }
 
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_fw_ineighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -1778,6 +2093,15 @@ void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHER", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather_f08_", __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
@@ -1834,6 +2158,15 @@ void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
     ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHER_INIT", __builtin_return_address(0));
 }
 
+void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init_f08_", __builtin_return_address(0));
+}
+
 #endif
 
 typedef void ct_fw_neighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
@@ -1888,6 +2221,15 @@ void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
     ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHERV", __builtin_return_address(0));
 }
 
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_fw_ineighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -1939,6 +2281,15 @@ void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHERV", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv_f08_", __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
@@ -1995,6 +2346,15 @@ void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
     ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHERV_INIT", __builtin_return_address(0));
 }
 
+void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init_f08_", __builtin_return_address(0));
+}
+
 #endif
 
 typedef void ct_fw_neighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
@@ -2049,6 +2409,15 @@ void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
     ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALL", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_fw_ineighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2100,6 +2469,15 @@ void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALL", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall_f08_", __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
@@ -2156,6 +2534,15 @@ void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
     ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALL_INIT", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init_f08_", __builtin_return_address(0));
+}
+
 #endif
 
 typedef void ct_fw_neighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
@@ -2210,6 +2597,15 @@ void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
     ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALLV", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_fw_ineighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2261,6 +2657,15 @@ void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLV", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv_f08_", __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
@@ -2317,6 +2722,15 @@ void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
     ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLV_INIT", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init_f08_", __builtin_return_address(0));
+}
+
 #endif
 
 typedef void ct_fw_neighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
@@ -2371,6 +2785,15 @@ void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdisp
     ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "MPI_NEIGHBOR_ALLTOALLW", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_fw_ineighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2422,6 +2845,15 @@ void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdis
 void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLW", __builtin_return_address(0));
+}
+
+void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw_f08_", __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
@@ -2478,6 +2910,15 @@ void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *
     ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLW_INIT", __builtin_return_address(0));
 }
 
+void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init_f08_", __builtin_return_address(0));
+}
+
 #endif
 
 typedef void ct_f_start_fn(MPI_Fint *request, MPI_Fint *ierr);
@@ -2527,6 +2968,15 @@ void MPI_START(MPI_Fint *request, MPI_Fint *ierr);
 void MPI_START(MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_f_start(request, ierr, "MPI_START");
+}
+
+void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_start(request, ierr, "mpi_start_f08_");
 }
 
 typedef void ct_f_startall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
@@ -2579,6 +3029,15 @@ void MPI_STARTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
     ct_f_startall(count, array_of_requests, ierr, "MPI_STARTALL");
 }
 
+void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_startall(count, array_of_requests, ierr, "mpi_startall_f08_");
+}
+
 typedef void ct_f_request_free_fn(MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_f_request_free(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
@@ -2626,6 +3085,15 @@ void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr);
 void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_f_request_free(request, ierr, "MPI_REQUEST_FREE");
+}
+
+void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_request_free(request, ierr, "mpi_request_free_f08_");
 }
 
 typedef void ct_f_send_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
@@ -2678,6 +3146,15 @@ void MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MP
     ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "MPI_SEND", __builtin_return_address(0));
 }
 
+void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_ssend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2726,6 +3203,15 @@ void MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, M
 void MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
     ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "MPI_SSEND", __builtin_return_address(0));
+}
+
+void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_isend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
@@ -2778,6 +3264,15 @@ void MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, M
     ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "MPI_ISEND", __builtin_return_address(0));
 }
 
+void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_issend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_f_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2826,6 +3321,15 @@ void MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, 
 void MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "MPI_ISSEND", __builtin_return_address(0));
+}
+
+void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_recv_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
@@ -2878,6 +3382,15 @@ void MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, 
     ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "MPI_RECV", __builtin_return_address(0));
 }
 
+void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_irecv_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static void ct_f_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2928,6 +3441,15 @@ void MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source,
     ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "MPI_IRECV", __builtin_return_address(0));
 }
 
+void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_sendrecv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 
 static void ct_f_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -2976,6 +3498,15 @@ void MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fi
 void MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 {
     ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "MPI_SENDRECV", __builtin_return_address(0));
+}
+
+void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_wait_fn(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
@@ -3036,6 +3567,15 @@ void MPI_WAIT(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
     ct_f_wait(request, status, ierr, "MPI_WAIT", __builtin_return_address(0));
 }
 
+void mpi_wait_f08_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_wait_f08_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_wait(request, status, ierr, "mpi_wait_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_waitall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 
 static void ct_f_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -3094,6 +3634,15 @@ void MPI_WAITALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_o
     ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "MPI_WAITALL", __builtin_return_address(0));
 }
 
+void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_waitany_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 
 static void ct_f_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -3150,6 +3699,15 @@ void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, M
 void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "MPI_WAITANY", __builtin_return_address(0));
+}
+
+void mpi_waitany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_waitany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_waitsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -3214,6 +3772,15 @@ void MPI_WAITSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outc
     ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_WAITSOME", __builtin_return_address(0));
 }
 
+void mpi_waitsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_waitsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_test_fn(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 
 static void ct_f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -3270,6 +3837,15 @@ void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ier
 void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
     ct_f_test(request, flag, status, ierr, "MPI_TEST", __builtin_return_address(0));
+}
+
+void mpi_test_f08_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_test_f08_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_test(request, flag, status, ierr, "mpi_test_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_testall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -3330,6 +3906,15 @@ void MPI_TESTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, M
     ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "MPI_TESTALL", __builtin_return_address(0));
 }
 
+void mpi_testall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_testany_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 
 static void ct_f_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -3386,6 +3971,15 @@ void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, M
 void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
     ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "MPI_TESTANY", __builtin_return_address(0));
+}
+
+void mpi_testany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
+void mpi_testany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_f_testsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -3448,4 +4042,13 @@ void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outc
 void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
     ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_TESTSOME", __builtin_return_address(0));
+}
+
+void mpi_testsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
+void mpi_testsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome_f08_", __builtin_return_address(0));
 }

@@ -84,6 +84,10 @@ CT_HIDDEN int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], ch
  * or -1 if the value is none of these. */
 CT_HIDDEN int ct_env_bool(const char *name, int fallback, int *value);
 
+/* Rank 0: warn once that a library's descriptor-based mpi_f08 bindings are not seen
+ * (fortran_f08.c). */
+CT_HIDDEN void ct_f08_check(int rank);
+
 /* Rank 0: warn once about COLLTUNE_* variables that settings.toml does not declare. */
 CT_HIDDEN void ct_warn_unknown_settings(void);
 

@@ -214,6 +214,8 @@ static void ct_runtime_start(void)
             ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",
                        getenv(CT_ENV_VERBOSE));
         ct_warn_unknown_settings();
+        if (ct_verbose || ct_profrun_on)   /* where the user looks at what colltune sees */
+            ct_f08_check(ct_rank);
         if (ct_verbose)
             ct_print_settings(force, path);
         if (ct_verbose && learn)
