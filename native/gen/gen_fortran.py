@@ -187,6 +187,23 @@ def manglings(name: str) -> tuple[str, ...]:
     return (f"{low}_", f"{low}__", low, low.upper(), f"{low}_f08_")
 
 
+def next_lookup(fn: str) -> list[str]:
+    """The opening of a wrapper that calls the library's own Fortran symbol: `next`, looked up
+    once per wrapper function (MPI_ERR_INTERN where the library has none)."""
+    return [
+        f"    static {fn}_fn *_Atomic next_fn;   /* the library's: looked up once */",
+        f"    {fn}_fn *next = next_fn;",
+        "    if (next == NULL) {",
+        f"        next = ({fn}_fn *)ct_f_next(symbol);",
+        "        if (next == NULL) {",
+        "            *ierr = MPI_ERR_INTERN;",
+        "            return;",
+        "        }",
+        "        next_fn = next;",
+        "    }",
+    ]
+
+
 def entries(name: str, params: str, call: str) -> list[str]:
     """The Fortran symbols of `name` (manglings), each calling `call` (its `{sym}` replaced by
     the symbol). `use mpi_f08`'s `mpi_x_f08_` has the same arguments where its buffers are plain
@@ -248,16 +265,7 @@ def request_calls() -> list[str]:
             "",
             f"static void ct_f_{name}({params}, const char *symbol)",
             "{",
-            f"    static ct_f_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
-            f"    ct_f_{name}_fn *next = next_fn;",
-            "    if (next == NULL) {",
-            f"        next = (ct_f_{name}_fn *)ct_f_next(symbol);",
-            "        if (next == NULL) {",
-            "            *ierr = MPI_ERR_INTERN;",
-            "            return;",
-            "        }",
-            "        next_fn = next;",
-            "    }",
+            *next_lookup(f"ct_f_{name}"),
             "    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {",
             f"        next({args});",
             "        return;",
@@ -342,16 +350,7 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
         "",
         f"static void ct_f_{name}({params}, const char *symbol, const void *caller)",
         "{",
-        f"    static ct_f_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
-        f"    ct_f_{name}_fn *next = next_fn;",
-        "    if (next == NULL) {",
-        f"        next = (ct_f_{name}_fn *)ct_f_next(symbol);",
-        "        if (next == NULL) {",
-        "            *ierr = MPI_ERR_INTERN;",
-        "            return;",
-        "        }",
-        "        next_fn = next;",
-        "    }",
+        *next_lookup(f"ct_f_{name}"),
         "    /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),",
         "     * they may reach the C wrappers themselves: not timed twice */",
         f"    if (CT_LIKELY(!{switch}) || !ct_f_translatable()) {{",
@@ -426,16 +425,7 @@ def watched_wrapper(fn: Function) -> list[str]:
         "",
         f"static void ct_fw_{name}({params}, const char *symbol, const void *caller)",
         "{",
-        f"    static ct_fw_{name}_fn *_Atomic next_fn;   /* the library's: looked up once */",
-        f"    ct_fw_{name}_fn *next = next_fn;",
-        "    if (next == NULL) {",
-        f"        next = (ct_fw_{name}_fn *)ct_f_next(symbol);",
-        "        if (next == NULL) {",
-        "            *ierr = MPI_ERR_INTERN;",
-        "            return;",
-        "        }",
-        "        next_fn = next;",
-        "    }",
+        *next_lookup(f"ct_fw_{name}"),
         "    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {",
         f"        next({args});",
         "        return;",
