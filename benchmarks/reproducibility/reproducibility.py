@@ -126,7 +126,7 @@ def main() -> None:
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
-        ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created")]
+        ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
     ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
