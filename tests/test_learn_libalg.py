@@ -318,7 +318,7 @@ def test_read_only_dynamic_rules_switch(tmp_path):
     # passes the member for double sums stands in for the proof run of this library (the proof
     # of the embedded library's algorithms is tests/test_proof.py).
     stand_in = tmp_path / "proof.txt"
-    stand_in.write_text(f"colltune-proof 1\nmember lib:allreduce:{alg} passed separate/builtin/float\n")
+    stand_in.write_text(f"colltune-proof 2\nsizes 3\nmember lib:allreduce:{alg} passed separate/builtin/float\n")
     on = ok(run_mpi(debian, 3, [sums, "sums", "5", "1000"],
                     learn_env(debian, art, select=table, OMPI_MCA_coll_tuned_use_dynamic_rules="1",
                               COLLTUNE_PROOF=str(stand_in))))

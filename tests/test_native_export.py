@@ -205,7 +205,7 @@ def _env_file(path: Path) -> dict[str, str]:
 
 def _stand_in(tmp_path: Path, coll: str, algorithms: tuple[str, ...]) -> Path:
     path = tmp_path / "stand-in-proof.txt"
-    path.write_text("colltune-proof 1\n" + "".join(
+    path.write_text("colltune-proof 2\nsizes 2,3,4\n" + "".join(
         f"member lib:{coll}:{a} passed separate/builtin/float\n" for a in algorithms))
     return path
 

@@ -165,7 +165,7 @@ def test_report_says_which_library_algorithms_the_proof_refuses(db: Path, tmp_pa
     build_dir = tmp_path / "build"
     build_dir.mkdir()
     (build_dir / "proof.txt").write_text(
-        "colltune-proof 1\nmember lib:allreduce:ring passed separate/builtin/float\n"
+        "colltune-proof 2\nmember lib:allreduce:ring passed separate/builtin/float\n"
         "fail lib:allreduce:ring separate/builtin/int8 result on rank 0: differs\n")
     copy = tmp_path / "copy.duckdb"
     copy.write_bytes(db.read_bytes())

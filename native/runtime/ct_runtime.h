@@ -156,6 +156,8 @@ CT_HIDDEN void ct_libalg_finish(void);
  * library members are registered, returns the proof's hash (0: no proof, nothing is served). */
 CT_HIDDEN uint64_t ct_proof_load(void);
 CT_HIDDEN int ct_proof_loaded(void);
+/* A proof file of an older format was found (and not used: it must be redone). */
+CT_HIDDEN int ct_proof_stale(void);
 CT_HIDDEN const char *ct_proof_where(void);
 CT_HIDDEN void ct_proof_clear(void);
 CT_HIDDEN colltune_reason ct_proof_check(int id, const ct_call *call);

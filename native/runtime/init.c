@@ -200,8 +200,11 @@ static void ct_runtime_start(void)
         ct_proof_clear();
     }
     if (ct_rank == 0 && !ct_proof_loaded() && (ct_loaded != NULL || learn || ct_any_forced(force)))
-        ct_message("warning: no proof for this library at %s: no variant serves any call until "
-                   "`colltune selftest` has proven them here", ct_proof_where());
+        ct_message(ct_proof_stale()
+                   ? "warning: the proof at %s is of an older format, whose classes meant less: "
+                     "no variant serves any call until `colltune selftest` has redone it"
+                   : "warning: no proof for this library at %s: no variant serves any call until "
+                     "`colltune selftest` has proven them here", ct_proof_where());
     if (learn || v[CT_V_LEARN + CT_L_STATE] != CT_LEARN_OFF)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 

@@ -5,13 +5,16 @@
  * proof.txt next to libcolltune.so (the build cache is keyed by library identity, and the front
  * end deletes the proof whenever it rebuilds):
  *
- *   colltune-proof 1
- *   member <name> passed <class>,<class>,...      (classes as ct_proof_class_name writes them)
+ *   colltune-proof 2
+ *   sizes 1,2,3                                   (communicator sizes the sized classes were
+ *                                                  proven on, ct_proof.h)
+ *   member <name> passed <class>,<class>,...      (classes as ct_proof_class_name writes them;
+ *                                                  without its band: every band)
  *   fail <name> <class> <first failing case, free text to the end of the line>
  *
- * Without a proof every member is unproven: the calls go to the library, counted
- * `not-applicable:unproven`. The ranks compare the proof's hash at MPI_Init with the other
- * settings, so they all serve alike.
+ * Without a proof (or with one of an older format, whose classes meant less) every member is
+ * unproven: the calls go to the library, counted `not-applicable:unproven`. The ranks compare
+ * the proof's hash at MPI_Init with the other settings, so they all serve alike.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -24,16 +27,19 @@
 #include "ct_settings.h"
 
 #define CT_PROOF_IDS (CT_LIB_BASE + CT_LIB_MAX)
+#define CT_PROOF_HEADER "colltune-proof 2"
 
 /* Written at MPI_Init only, read by every call: process-wide because the proof is per library,
  * not per communicator. */
 CT_HIDDEN unsigned char ct_proof_full[CT_PROOF_IDS];
-static uint64_t ct_passed[CT_PROOF_IDS];
-static uint64_t ct_possible[CT_NUM_COLLECTIVES];   /* classes a call of the collective can be in */
+static ct_proof_set ct_passed[CT_PROOF_IDS];
+static ct_proof_set ct_possible[CT_NUM_COLLECTIVES];   /* classes a call of the collective can be in */
+static ct_proof_set ct_sized;
+static uint64_t ct_sizes;                             /* bit n: sized classes proven on n ranks */
 static char *ct_failure[CT_PROOF_IDS];               /* "class: case" of the first failure */
 static unsigned char ct_warned[CT_PROOF_IDS];
 static char ct_path[1024];
-static int ct_loaded;
+static int ct_loaded, ct_stale;
 
 static int ct_member_id(const char *name)
 {
@@ -68,14 +74,22 @@ static const char *ct_proof_path(void)
     return ct_path;
 }
 
-static uint64_t ct_class_list(char *list)
+static ct_proof_set ct_class_list(char *list)
+{
+    ct_proof_set set = {{0}};
+    list[strcspn(list, "\r\n")] = '\0';
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        ct_proof_class_parse(tok, &set);
+    return set;
+}
+
+static uint64_t ct_size_list(char *list)
 {
     uint64_t mask = 0;
-    list[strcspn(list, "\r\n")] = '\0';
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int cls = ct_proof_class_parse(tok);
-        if (cls >= 0)
-            mask |= (uint64_t)1 << cls;
+        long n = strtol(tok, NULL, 10);
+        if (n >= 1 && n <= CT_PROOF_MAX_SIZE)
+            mask |= (uint64_t)1 << n;
     }
     return mask;
 }
@@ -88,9 +102,13 @@ static void ct_proof_line(char *line)
         int id = ct_member_id(name);
         if (id >= 0) {
             ct_passed[id] = ct_class_list(line + offset);
-            uint64_t possible = ct_possible[ct_member_collective(id)];
-            ct_proof_full[id] = (ct_passed[id] & possible) == possible;
+            const ct_proof_set *possible = &ct_possible[ct_member_collective(id)];
+            /* Sized classes need the call's communicator size: never served unclassified. */
+            ct_proof_full[id] = ct_proof_set_covers(&ct_passed[id], possible)
+                                && !ct_proof_set_meets(possible, &ct_sized);
         }
+    } else if (sscanf(line, "sizes %n", &offset) == 0 && offset > 0) {
+        ct_sizes = ct_size_list(line + offset);
     } else if (sscanf(line, "fail %127s %47s %n", name, cls, &offset) == 2 && offset > 0) {
         int id = ct_member_id(name);
         size_t len = strlen(cls) + strlen(line + offset) + 3;
@@ -104,23 +122,33 @@ static void ct_proof_line(char *line)
 uint64_t ct_proof_load(void)
 {
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        ct_possible[c] = ct_proof_possible(c);
+        ct_proof_possible(c, &ct_possible[c]);
+    ct_proof_sized_set(&ct_sized);
     const char *path = ct_proof_path();
     FILE *f = path != NULL ? fopen(path, "r") : NULL;
     if (f == NULL)
         return 0;
-    char line[1024];
+    char *line = NULL;
+    size_t cap = 0;
     uint64_t hash = 14695981039346656037ull;
-    if (fgets(line, sizeof line, f) != NULL && strncmp(line, "colltune-proof 1", 16) == 0) {
-        ct_loaded = 1;
+    if (getline(&line, &cap, f) > 0) {
+        ct_loaded = strncmp(line, CT_PROOF_HEADER "\n", sizeof CT_PROOF_HEADER) == 0;
+        ct_stale = !ct_loaded && strncmp(line, "colltune-proof ", 15) == 0;
+    }
+    if (ct_loaded)
         do {
             for (const char *p = line; *p; p++)
                 hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
             ct_proof_line(line);
-        } while (fgets(line, sizeof line, f) != NULL);
-    }
+        } while (getline(&line, &cap, f) > 0);
+    free(line);
     fclose(f);
     return ct_loaded ? hash : 0;
+}
+
+int ct_proof_stale(void)
+{
+    return ct_stale;
 }
 
 int ct_proof_loaded(void)
@@ -134,33 +162,53 @@ const char *ct_proof_where(void)
     return env != NULL && env[0] != '\0' ? env : ct_path;
 }
 
+/* Whether the member passed every class the call may be in, and, for a sized class, on a
+ * communicator of the call's size. */
+static int ct_proven(int id, const ct_call *call, int *first_missing)
+{
+    ct_proof_set required;
+    *first_missing = -1;
+    if (ct_proof_required(call, &required) != MPI_SUCCESS)
+        return 0;
+    int size = 0;
+    if (ct_proof_set_meets(&required, &ct_sized) && PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
+        return 0;
+    int size_proven = size >= 1 && size <= CT_PROOF_MAX_SIZE && (ct_sizes >> size & 1);
+    for (int c = 0; c < CT_PROOF_CLASSES; c++)
+        if (ct_proof_set_has(&required, c)
+            && (!ct_proof_set_has(&ct_passed[id], c) || (ct_proof_sized(c) && !size_proven))) {
+            *first_missing = c;
+            return 0;
+        }
+    return 1;
+}
+
 int ct_proof_passes(int id, const ct_call *call)
 {
-    if (ct_proof_full[id])
-        return 1;
-    uint64_t required = ct_proof_required(call);
-    return required != 0 && (ct_passed[id] & required) == required;
+    int missing;
+    return ct_proof_full[id] || ct_proven(id, call, &missing);
 }
 
 colltune_reason ct_proof_check(int id, const ct_call *call)
 {
-    uint64_t required = ct_proof_required(call);
-    if (required != 0 && (ct_passed[id] & required) == required)
+    int missing;
+    if (ct_proven(id, call, &missing))
         return COLLTUNE_APPLICABLE;
     if (!ct_warned[id]) {   /* decisions are uniform: every rank warns alike, rank 0 speaks */
         ct_warned[id] = 1;
-        int rank = 0;
+        int rank = 0, size = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        char cls[CT_PROOF_NAME] = "?";
-        for (int c = 0; c < CT_PROOF_CLASSES; c++)
-            if ((required >> c & 1) && !(ct_passed[id] >> c & 1)) {
-                ct_proof_class_name(c, cls, sizeof cls);
-                break;
-            }
+        PMPI_Comm_size(call->comm, &size);
+        char cls[CT_PROOF_NAME] = "unclassifiable", why[64] = "";
+        if (missing >= 0)
+            ct_proof_class_name(missing, cls, sizeof cls);
+        if (missing >= 0 && ct_proof_sized(missing) && ct_proof_set_has(&ct_passed[id], missing))
+            snprintf(why, sizeof why, "on %d ranks: the proof ran on other sizes", size);
         if (rank == 0)
             ct_message("%s is not proven on this library for %s calls (%s); those calls go to "
                        "the library", ct_member_name(id), cls,
                        !ct_loaded ? "no proof: run `colltune selftest`"
+                       : why[0] != '\0' ? why
                        : ct_failure[id] != NULL ? ct_failure[id] : "not tested in that class");
     }
     return COLLTUNE_NA_UNPROVEN;
@@ -172,8 +220,9 @@ void ct_proof_clear(void)
         free(ct_failure[id]);
         ct_failure[id] = NULL;
         ct_warned[id] = 0;
-        ct_passed[id] = 0;
+        ct_passed[id] = (ct_proof_set){{0}};
         ct_proof_full[id] = 0;
     }
-    ct_loaded = 0;
+    ct_sizes = 0;
+    ct_loaded = ct_stale = 0;
 }

@@ -25,7 +25,13 @@
  * algorithms. Files: st_case.c (case geometry, comparison), st_run.c (one case), st_data.c
  * (datatypes, ops, inputs), st_expect.c (the applicability rules), st_proof.c (the proof).
  *
- * Usage: colltune-selftest [--no-big] [--quick] [--collective NAME]
+ * With --sweep it also runs the proof's sweep (st_run_sweep), whose cases count for the proof
+ * only.
+ *
+ * With --fuzz SEED [--cases N] it runs N random cases instead (st_run_fuzz), for the proof only.
+ *
+ * Usage: colltune-selftest [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]]
+ *                          [--collective NAME]
  *                          [--member lib:<collective>:<algorithm> [--classes CLASS,...]]
  *                          [--list-members]
  */
@@ -140,6 +146,128 @@ static void st_run_big(const st_comm *comm, int coll, const st_type *types, cons
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The proof's sweep (--sweep; docs/select.md, "The proof"): the cases that can tell a member
+ * from the default, compared bit for bit and counted for the proof only (another rounding of a
+ * double sum is another result here, where the matrix above accepts it as correct). Counts on
+ * both sides of the vector widths (16, 32, 64 bytes), of the segment sizes the algorithms cut
+ * vectors into, and of the libraries' short/long switches (2 KiB, 64 KiB). */
+
+/* 8460: found by the fuzzer (seed 5): Open MPI's ring allreduce on 2 ranks cuts 8460 8-bit
+ * elements into halves of 4230, whose last 6 op/avx adds in its scalar loop (wrapping) where the
+ * default saturates: no count above differed there. 32379: found by reduction_hashes
+ * (reduce_scatter of int8 on 3 ranks, ring), the same way. */
+static const int st_sweep_counts[] = {1, 2, 3, 15, 16, 17, 63, 64, 65, 128, 1000, 4099, 8460,
+                                      32379, 70000};
+#define ST_SWEEP_COUNTS ((int)(sizeof st_sweep_counts / sizeof *st_sweep_counts))
+
+/* A reduction of a few floats shows another combination order only in some inputs (three
+ * floats summed in two orders agree about half the time): those cases run with 8 inputs. */
+static void st_sweep_case(const st_comm *comm, int coll, const st_type *type, const st_op *op,
+                          int count, st_buffers *b, st_log *log)
+{
+    int roots[3];
+    int nroots = st_roots(coll, comm->size, roots);
+    int few_floats = (type->kind == ST_FLOAT || type->kind == ST_DOUBLE) && op != NULL
+                     && count * type->size < 16;
+    for (unsigned rep = 0; rep < (few_floats ? 8u : 1u); rep++)
+        for (int ri = 0; ri < nroots; ri++)
+            for (int ip = 0; ip <= st_has_in_place(coll); ip++) {
+                st_case c = {coll, comm, type, op, count, roots[ri], ip, 1, rep};
+                st_run_case(&c, b, log);
+            }
+}
+
+/* The sized classes (ct_proof.h: 8-, 16-bit and float sums and products) on every communicator,
+ * as the order of their combination changes with its size; the bands of the other classes on
+ * MPI_COMM_WORLD where the matrix leaves them out (its counts stop at 1000, its 1 MiB cases
+ * are MPI_INT sums and MPI_INT data movement; data movement at 70000 on the split too, where
+ * 2-rank algorithms such as Open MPI's two_proc apply). */
+static void st_run_sweep(const st_comm *comm, int coll, const st_type *sweep, const st_type *types,
+                         const st_op *ops, st_buffers *b, st_log *log)
+{
+    static const int large[] = {4099, 70000};
+    int world = comm->slot == 0;
+    if (ct_collectives[coll].has_op) {
+        /* Products of 8- and 16-bit integers wrap like their sums would without op/avx: the
+         * sums decide those classes; wider integers are not sized, so world alone. */
+        static const enum st_op_kind order_ops[] = {ST_SUM, ST_PROD};
+        for (int t = 0; t < ST_SWEEP_TYPES; t++)
+            for (int o = 0; o < 2; o++) {
+                int narrow = sweep[t].kind == ST_RAW && sweep[t].size <= 2;
+                if ((narrow && o == 1) || (!world && sweep[t].kind == ST_RAW && !narrow)) continue;
+                for (int k = 0; k < ST_SWEEP_COUNTS; k++)
+                    st_sweep_case(comm, coll, &sweep[t], &ops[order_ops[o]], st_sweep_counts[k], b,
+                                  log);
+            }
+        st_proof_swept_size(comm->size);
+        static const struct { enum st_kind type; enum st_op_kind op; } rest[] = {
+            {ST_INT, ST_MAX}, {ST_INT, ST_BOR}, {ST_INT, ST_USER_COMM}, {ST_INT, ST_USER_NONCOMM},
+            {ST_CONTIG, ST_USER_COMM}, {ST_CONTIG, ST_USER_NONCOMM}, {ST_BYTE, ST_BOR}};
+        for (size_t i = 0; world && i < sizeof rest / sizeof *rest; i++)
+            for (int k = 0; k < 2; k++)
+                st_sweep_case(comm, coll, &types[rest[i].type], &ops[rest[i].op], large[k], b, log);
+    } else {
+        /* Per-rank layouts at 70000 for the library's algorithms only: MPICH 5.0.2's ring
+         * MPI_Allgatherv aborts ("Message truncated") on 70000 of them, under
+         * allgather_as_allgatherv, and would take every mock-up's proof with it (a member's
+         * crash costs only its own launch: docs/select.md). */
+        static const int counts[] = {15, 16, 63, 64, 65, 4099, 70000};
+        static const enum st_kind moved[] = {ST_BYTE, ST_MIXED};
+        for (int t = 0; t < 2; t++)
+            for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
+                if ((moved[t] != ST_MIXED || counts[k] <= 4099 || st_member_active())
+                    && (world || counts[k] == 70000))
+                    st_sweep_case(comm, coll, &types[moved[t]], NULL, counts[k], b, log);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The differential fuzzer (--fuzz SEED --cases N): random cases, the same draw on every rank,
+ * compared bit for bit like the sweep: a difference in a class the proof passed is a case the
+ * matrix misses (benchmarks/proof/fuzz.py). */
+
+static uint64_t st_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static const st_op *st_fuzz_op(int coll, const st_type *type, const st_op *ops, uint64_t *state)
+{
+    if (!ct_collectives[coll].has_op) return NULL;
+    for (int tries = 0; tries < 16; tries++) {
+        const st_op *op = &ops[st_next(state) % ST_NUM_OPS];
+        if (op->kind != ST_USER_COUNT && st_op_valid(op, type)) return op;
+    }
+    return NULL;
+}
+
+static void st_run_fuzz(const st_comm comms[2], int only, uint64_t seed, long cases,
+                        const st_type *types, const st_type *sweep, const st_op *ops,
+                        st_buffers *b, st_log logs[2])
+{
+    uint64_t state = seed;
+    for (long i = 0; i < cases; i++) {
+        int coll = only >= 0 ? only : (int)(st_next(&state) % CT_NUM_COLLECTIVES);
+        int slot = (int)(st_next(&state) % 2);
+        int t = (int)(st_next(&state) % (ST_NUM_TYPES + ST_SWEEP_TYPES));
+        const st_type *type = t < ST_NUM_TYPES ? &types[t] : &sweep[t - ST_NUM_TYPES];
+        const st_op *op = st_fuzz_op(coll, type, ops, &state);
+        double u = (double)(st_next(&state) >> 11) / 9007199254740992.0;
+        int count = (int)exp(u * log(100001.0)) - 1;
+        uint64_t root = st_next(&state), in_place = st_next(&state) & 1;
+        if (ct_collectives[coll].has_op && op == NULL) continue;
+        const st_comm *comm = &comms[slot];
+        st_case c = {coll, comm, type, op, count,
+                     ct_collectives[coll].has_root ? (int)(root % (uint64_t)comm->size) : -1,
+                     (int)in_place && st_has_in_place(coll), 1, (unsigned)(seed * 1000003u + (uint64_t)i)};
+        st_run_case(&c, b, &logs[slot]);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Applicability probes: calls that are never run, only asked whether a variant applies. */
 
 static void st_probe(const st_case *c, st_log *log)
@@ -217,6 +345,7 @@ static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *
             st_proof_account(r->variant, r->cls, reason_max == COLLTUNE_APPLICABLE
                              && reason_min == reason_max, reason_min != reason_max,
                              v[5 * i + 3] || v[5 * i + 4]);
+        if (r->sweep) continue;   /* the proof's only */
         if (r->probe) {
             t->probes++;
             if (reason_min == reason_max) t->probe_reasons[reason_max]++;
@@ -345,26 +474,36 @@ static int st_list_members(int *argc, char ***argv)
 
 static int st_usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--no-big] [--quick] [--collective NAME] "
+    fprintf(stderr, "usage: %s [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]] "
+            "[--collective NAME] "
             "[--member lib:<collective>:<algorithm> [--classes CLASS,...]]\n", argv0);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    int big = 1, only = -1, quick = 0;
+    int big = 1, only = -1, quick = 0, sweep = 0;
+    long fuzz_cases = -1;
+    uint64_t fuzz_seed = 0;
     const char *member = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-big") == 0) {
             big = 0;
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--sweep") == 0) {
+            sweep = 1;
+        } else if (strcmp(argv[i], "--fuzz") == 0 && i + 1 < argc) {
+            fuzz_seed = strtoull(argv[++i], NULL, 10);
+            if (fuzz_cases < 0) fuzz_cases = 1000;
+        } else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) {
+            fuzz_cases = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--list-members") == 0) {
             return st_list_members(&argc, &argv);
         } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
             member = argv[++i];
         } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
-            st_class_filter = st_parse_classes(argv[++i]);
+            st_parse_classes(argv[++i]);
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
             only = colltune_collective_index(argv[++i]);
             if (only < 0) {
@@ -425,9 +564,10 @@ int main(int argc, char **argv)
                 PMPI_Abort(MPI_COMM_WORLD, 2);
             }
     }
-    st_type types[ST_NUM_TYPES];
+    st_type types[ST_NUM_TYPES], sweep_types[ST_SWEEP_TYPES];
     st_op ops[ST_NUM_OPS];
     st_types_init(types);
+    st_sweep_types_init(sweep_types);
     st_ops_init(ops);
     char library[MPI_MAX_LIBRARY_VERSION_STRING + 1];
     st_library_version(library);
@@ -441,12 +581,21 @@ int main(int argc, char **argv)
     st_buffers buffers = {0};
     st_log logs[3] = {{0}}, probe_log = {0};
     int steps = 3 * (only >= 0 ? 1 : CT_NUM_COLLECTIVES), done = 0;
-    for (int i = 0; i < 3; i++)
+    if (fuzz_cases >= 0) {
+        st_run_fuzz(comms, only, fuzz_seed, fuzz_cases, types, sweep_types, ops, &buffers, logs);
+        steps = 0;
+        if (rank == 0)
+            printf("{\"type\":\"fuzz\",\"seed\":%llu,\"cases\":%ld}\n",
+                   (unsigned long long)fuzz_seed, fuzz_cases);
+    }
+    for (int i = 0; i < 3 && fuzz_cases < 0; i++)
         for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
             if (only >= 0 && coll != only) continue;
             st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
             if (big && i == 0) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
             if (i == 0) st_run_adjacent(&comms[i], coll, types, ops, &buffers, &logs[i]);
+            if (sweep && i < 2)   /* dup has world's size: nothing the sweep would not see */
+                st_run_sweep(&comms[i], coll, sweep_types, types, ops, &buffers, &logs[i]);
             if (rank == 0) {
                 printf("{\"type\":\"progress\",\"done\":%d,\"total\":%d,\"comm\":\"%s\","
                        "\"collective\":\"%s\"}\n", ++done, steps, comms[i].name,
@@ -454,7 +603,7 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
         }
-    if (member == NULL)
+    if (member == NULL && fuzz_cases < 0)
         st_run_probes(&comms[0], inter != MPI_COMM_NULL ? &intercomm : NULL, types, ops, &probe_log);
     char arena_detail[256] = "";
     int arena_ok = st_check_arena(&comms[0], arena_detail, sizeof arena_detail);

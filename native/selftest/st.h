@@ -14,8 +14,14 @@
 /* ST_MIXED: layouts that differ between ranks with one type signature (the standard allows it
  * outside reductions): the vector on even ranks, twice as many MPI_INT on odd ranks. */
 /* ST_UINT8: 8-bit sums overflow with our inputs, where Open MPI 5.0's op/avx saturates instead of
- * wrapping and its algorithms disagree (a case class of its own in the proof). */
-enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_MIXED, ST_UINT8, ST_NUM_TYPES };
+ * wrapping and its algorithms disagree (a case class of its own in the proof).
+ * The first ST_NUM_TYPES kinds are the matrix's; the proof's sweep adds ST_RAW (any integer
+ * type, every bit pattern: sums and products overflow) and ST_FLOAT (magnitudes that make every
+ * summation order round differently). */
+enum st_kind { ST_BYTE, ST_INT, ST_DOUBLE, ST_CONTIG, ST_VECTOR, ST_MIXED, ST_UINT8, ST_RAW,
+               ST_FLOAT, ST_NUM_KINDS };
+#define ST_NUM_TYPES (ST_UINT8 + 1)
+#define ST_SWEEP_TYPES 11
 
 typedef struct st_type {
     const char *name;
@@ -29,7 +35,9 @@ typedef struct st_type {
     int64_t odd_extent;
 } st_type;
 
-enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_USER_COUNT, ST_NUM_OPS };
+/* ST_PROD comes last: the matrix takes it with no datatype, the sweep with ST_RAW and ST_FLOAT. */
+enum st_op_kind { ST_SUM, ST_MAX, ST_BOR, ST_USER_COMM, ST_USER_NONCOMM, ST_USER_COUNT, ST_PROD,
+                  ST_NUM_OPS };
 
 /* ST_USER_COUNT is written the way many application programmers write ops (MPICH's red3 and
  * red4 tests): it assumes it is called with its caller's count. The selftest sets the count
@@ -60,19 +68,29 @@ typedef struct st_case {
     int count;           /* elements per block (Reduce_scatter: base of the irregular counts) */
     int root;            /* -1 for collectives without a root */
     int in_place;
+    int sweep;           /* the proof's sweep: bit for bit, counted for the proof only */
+    unsigned rep;        /* the sweep's repetition of a case: other inputs each time */
 } st_case;
 
 /* st_data.c: datatypes, ops and deterministic contents. */
 void st_types_init(st_type types[ST_NUM_TYPES]);
+void st_sweep_types_init(st_type types[ST_SWEEP_TYPES]);
 void st_ops_init(st_op ops[ST_NUM_OPS]);
 int st_op_valid(const st_op *op, const st_type *type);
+int st_op_user(const st_op *op);
 /* Input of comm rank `rank` for buffer slot `slot` (slot = index of the base element:
  * byte, int or double). */
 int32_t st_int_value(int rank, int64_t slot);
 double st_double_value(int rank, int64_t slot);
 unsigned char st_byte_value(int rank, int64_t slot);
+float st_float_value(int rank, int64_t slot);
 /* Fill `bytes` bytes of `buf` (slot 0 at `buf`) with rank `rank`'s input of type `kind`. */
 void st_fill(void *buf, int64_t bytes, enum st_kind kind, int rank, int64_t first_slot);
+/* Inputs of the sweep's cases differ case by case (the matrix's: 0, the same everywhere);
+ * st_prepare sets it from the case. */
+extern uint64_t st_salt;
+uint64_t st_case_salt(const char *type, int coll, int op, int count, int root, int in_place,
+                      unsigned rep);
 #define ST_SENTINEL 0x5a
 
 /* st_expect.c: the rules, written independently of the core, that say which reason
@@ -88,6 +106,7 @@ typedef struct st_record {
     int error;       /* an MPI error (variant or library) */
     int probe;       /* applicability-only case */
     int cls;         /* case class of the proof (ct_proof.h), -1 for probes */
+    int sweep;       /* counted for the proof only */
 } st_record;
 
 typedef struct st_log {
@@ -130,9 +149,11 @@ void st_run_case(const st_case *c, st_buffers *b, st_log *log);
 /* st_proof.c: the proof of every member per case class (docs/select.md, "The proof"). Member
  * ST_LIB_MEMBER is the library algorithm forced with --member; the others are the mock-ups. */
 #define ST_LIB_MEMBER CT_NUM_VARIANTS
-int st_case_class(const st_case *c);
+int st_case_class(const st_case *c, const ct_call *call);
 void st_proof_failure(int member, const st_case *c, int cls, const char *what, const char *detail);
 void st_proof_account(int member, int cls, int applicable, int nonuniform, int failed);
+/* A sized class (ct_proof.h) was swept on a communicator of `size` ranks. */
+void st_proof_swept_size(int size);
 int st_proof_finish(MPI_Comm world, int rank, const char *lib_member);
 /* --member lib:<coll>:<alg>: force it on each communicator of the matrix (slot = comm index). */
 int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *err, size_t len);
@@ -142,8 +163,8 @@ int st_member_select(void);
 int st_member_restore(void);
 void st_member_close(void);
 /* --classes A,B: run the member only in these classes (a rerun after a crash). */
-extern uint64_t st_class_filter;
-uint64_t st_parse_classes(const char *names);
+int st_class_selected(int cls);
+void st_parse_classes(const char *names);
 void st_print_member_classes(int coll);
 
 #endif /* ST_H */

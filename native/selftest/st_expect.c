@@ -143,7 +143,7 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     if (c->comm->inter) return COLLTUNE_NA_INTERCOMM;
     if (rule->contiguous == 1 && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
     if (rule->contiguous == 2 && c->in_place && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
-    if (rule->predefined_op && c->op != NULL && c->op->kind >= ST_USER_COMM) return COLLTUNE_NA_OP;
+    if (rule->predefined_op && c->op != NULL && st_op_user(c->op)) return COLLTUNE_NA_OP;
     if (rule->commutative && c->op != NULL && !c->op->commutative)
         return COLLTUNE_NA_NONCOMMUTATIVE;
     int64_t p = c->comm->size, sum = 0;

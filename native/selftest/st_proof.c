@@ -22,18 +22,19 @@
 #define ST_MEMBERS (CT_NUM_VARIANTS + 1)
 #define ST_SLOTS 3
 
-uint64_t st_class_filter = ~(uint64_t)0;
-
-static uint64_t st_tested[ST_MEMBERS], st_failed[ST_MEMBERS];   /* rank 0, merged */
-static uint64_t st_reported[ST_MEMBERS];                          /* this rank's failure lines */
+static ct_proof_set st_filter;
+static int st_filtered;
+static ct_proof_set st_tested[ST_MEMBERS], st_failed[ST_MEMBERS];   /* rank 0, merged */
+static ct_proof_set st_reported[ST_MEMBERS];                         /* this rank's failure lines */
+static uint64_t st_swept_sizes;
 static ct_libalg st_forced[ST_SLOTS];
 static int st_forced_open[ST_SLOTS];
 static char st_member_name[160];
 
-int st_case_class(const st_case *c)
+int st_case_class(const st_case *c, const ct_call *call)
 {
     return ct_proof_class(c->coll, c->in_place, c->op != NULL ? c->op->op : MPI_OP_NULL,
-                          c->type->type);
+                          c->type->type, colltune_call_bytes(call));
 }
 
 static const char *st_name(int member)
@@ -43,9 +44,9 @@ static const char *st_name(int member)
 
 void st_proof_failure(int member, const st_case *c, int cls, const char *what, const char *detail)
 {
-    if (cls < 0 || (st_reported[member] >> cls & 1))
+    if (cls < 0 || ct_proof_set_has(&st_reported[member], cls))
         return;
-    st_reported[member] |= (uint64_t)1 << cls;
+    ct_proof_set_add(&st_reported[member], cls);
     char name[CT_PROOF_NAME];
     ct_proof_class_name(cls, name, sizeof name);
     int rank = 0;
@@ -64,19 +65,24 @@ void st_proof_account(int member, int cls, int applicable, int nonuniform, int f
 {
     if (cls < 0)
         return;
-    uint64_t bit = (uint64_t)1 << cls;
     if (applicable || nonuniform)
-        st_tested[member] |= bit;
+        ct_proof_set_add(&st_tested[member], cls);
     if (nonuniform || (applicable && failed))
-        st_failed[member] |= bit;
+        ct_proof_set_add(&st_failed[member], cls);
 }
 
-static void st_print_classes(const char *key, uint64_t mask)
+void st_proof_swept_size(int size)
+{
+    if (size >= 1 && size <= CT_PROOF_MAX_SIZE)
+        st_swept_sizes |= (uint64_t)1 << size;
+}
+
+static void st_print_classes(const char *key, const ct_proof_set *set)
 {
     printf(",\"%s\":[", key);
     int first = 1;
     for (int cls = 0; cls < CT_PROOF_CLASSES; cls++)
-        if (mask >> cls & 1) {
+        if (ct_proof_set_has(set, cls)) {
             char name[CT_PROOF_NAME];
             ct_proof_class_name(cls, name, sizeof name);
             printf("%s\"%s\"", first ? "" : ",", name);
@@ -85,20 +91,45 @@ static void st_print_classes(const char *key, uint64_t mask)
     printf("]");
 }
 
+/* {"type":"proof_format","bands":[...],"sizes":[...]}: the band names (a member that passed all
+ * of a class's bands is written without them) and the communicator sizes the sized classes were
+ * swept on. */
+static void st_print_format(uint64_t sizes)
+{
+    printf("{\"type\":\"proof_format\",\"bands\":[");
+    for (int b = 0; b < CT_PROOF_BANDS; b++)
+        printf("%s\"%s\"", b ? "," : "", ct_proof_band_name(b));
+    printf("],\"sizes\":[");
+    int first = 1;
+    for (int n = 1; n <= CT_PROOF_MAX_SIZE; n++)
+        if (sizes >> n & 1) {
+            printf("%s%d", first ? "" : ",", n);
+            first = 0;
+        }
+    printf("]}\n");
+}
+
 int st_proof_finish(MPI_Comm world, int rank, const char *lib_member)
 {
-    uint64_t masks[2 * ST_MEMBERS];
+    enum { W = CT_PROOF_WORDS };
+    uint64_t masks[2 * ST_MEMBERS * W + 1];
     memcpy(masks, st_tested, sizeof st_tested);
-    memcpy(masks + ST_MEMBERS, st_failed, sizeof st_failed);
-    int err = PMPI_Allreduce(MPI_IN_PLACE, masks, 2 * ST_MEMBERS, MPI_UINT64_T, MPI_BOR, world);
+    memcpy(masks + ST_MEMBERS * W, st_failed, sizeof st_failed);
+    masks[2 * ST_MEMBERS * W] = st_swept_sizes;
+    int err = PMPI_Allreduce(MPI_IN_PLACE, masks, 2 * ST_MEMBERS * W + 1, MPI_UINT64_T, MPI_BOR,
+                             world);
     if (err != MPI_SUCCESS || rank != 0)
         return err;
+    st_print_format(masks[2 * ST_MEMBERS * W]);
     for (int m = 0; m < ST_MEMBERS; m++) {
         if ((m == ST_LIB_MEMBER) != (lib_member != NULL))
             continue;
+        ct_proof_set tested, failed;
+        memcpy(&tested, masks + m * W, sizeof tested);
+        memcpy(&failed, masks + (ST_MEMBERS + m) * W, sizeof failed);
         printf("{\"type\":\"proof\",\"member\":\"%s\"", st_name(m));
-        st_print_classes("tested", masks[m]);
-        st_print_classes("failed", masks[ST_MEMBERS + m]);
+        st_print_classes("tested", &tested);
+        st_print_classes("failed", &failed);
         printf("}\n");
     }
     fflush(stdout);
@@ -107,22 +138,27 @@ int st_proof_finish(MPI_Comm world, int rank, const char *lib_member)
 
 void st_print_member_classes(int coll)
 {
+    ct_proof_set possible;
+    ct_proof_possible(coll, &possible);
     printf("{\"type\":\"classes\",\"collective\":\"%s\"", colltune_collective_name(coll));
-    st_print_classes("classes", ct_proof_possible(coll));
+    st_print_classes("classes", &possible);
     printf("}\n");
     fflush(stdout);
 }
 
-uint64_t st_parse_classes(const char *names)
+int st_class_selected(int cls)
 {
-    uint64_t mask = 0;
-    char copy[2048];
+    return !st_filtered || ct_proof_set_has(&st_filter, cls);
+}
+
+/* --classes: full class names (a rerun after a crash), or "none" (no case at all). */
+void st_parse_classes(const char *names)
+{
+    char copy[4096];
     snprintf(copy, sizeof copy, "%s", names);
-    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int cls = ct_proof_class_parse(tok);
-        if (cls >= 0) mask |= (uint64_t)1 << cls;
-    }
-    return mask;
+    st_filtered = 1;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        ct_proof_class_parse(tok, &st_filter);
 }
 
 /* ---- the library's own algorithm, forced ---------------------------------------------------- */

@@ -6,7 +6,8 @@ crashes or hangs takes only its own verdict with it; such a launch is run again 
 tell which class does it. The verdicts go to `proof.txt` in the build directory of the library
 (the build cache is keyed by library identity; a rebuild deletes it), which the runtime reads at
 MPI_Init: a member serves a call only in the classes it passed. The class names come from the C
-core (native/core/proof.c); this module never decodes them.
+core (native/core/proof.c); this module only drops the size band of a class whose every band
+passed (or failed), as the driver's `proof_format` line names the bands.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from colltune.mpi.algorithms import algorithm_key
 from colltune.mpi.libraries import MpiLibrary
 
 PROOF_FILE = "proof.txt"
-HEADER = "colltune-proof 1"
-# A forced algorithm's launch normally ends in seconds; one that does not has hung.
-MEMBER_TIMEOUT_S = 20.0
+HEADER = "colltune-proof 2"
+# A forced algorithm's launch normally ends in seconds (the sweep's included; MPICH busy-polls,
+# so a loaded machine stretches it): one that does not has hung.
+MEMBER_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -50,12 +52,22 @@ class MemberProof:
 
 
 @dataclass
+class Format:
+    """What the driver says about its class names: the size bands, and the communicator sizes
+    the sized classes (order-sensitive sums and products, ct_proof.h) were swept on."""
+
+    bands: list[str] = field(default_factory=list)
+    sizes: set[int] = field(default_factory=set)
+
+
+@dataclass
 class Proof:
     library: MpiLibrary
     nprocs: tuple[int, ...]
     members: dict[str, MemberProof]
     findings: list[str]
     seconds: float
+    fmt: Format = field(default_factory=Format)
 
     def member(self, name: str) -> MemberProof | None:
         return self.members.get(name)
@@ -68,8 +80,9 @@ def _evidence(record: dict[str, object]) -> str:
 
 
 def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of: Callable[[str], str],
-           findings: list[str]) -> list[str]:
-    """Fold a launch's proof lines into `members`; returns the classes a member launch announced."""
+           findings: list[str], fmt: Format | None = None) -> list[str]:
+    """Fold a launch's proof lines into `members` (and its format into `fmt`); returns the
+    classes a member launch announced."""
     classes: list[str] = []
     for line in lines:
         record = json_record(line)
@@ -78,6 +91,9 @@ def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of:
         kind = record.get("type")
         if kind == "classes":
             classes = list(record["classes"])
+        elif kind == "proof_format" and fmt is not None:
+            fmt.bands = [str(b) for b in record["bands"]]
+            fmt.sizes.update(int(n) for n in record["sizes"])
         elif kind == "proof":
             name = str(record["member"])
             m = members.setdefault(name, MemberProof(name, collective_of(name)))
@@ -122,18 +138,19 @@ def _mockup_collective(name: str) -> str:
 
 
 def _member_launch(lib: MpiLibrary, n: int, argv: list[str], member: str,
-                   members: dict[str, MemberProof], findings: list[str]) -> None:
+                   members: dict[str, MemberProof], findings: list[str], fmt: Format) -> None:
     collective = member.split(":")[1]
     try:
         launch = st.run_launch_lines(lib, n, argv + ["--member", member], MEMBER_TIMEOUT_S)
     except st.SelftestError as exc:
-        _isolate(lib, n, argv, member, collective, members, findings, str(exc))
+        _isolate(lib, n, argv, member, collective, members, findings, str(exc), fmt)
         return
-    absorb(launch, members, lambda _n: collective, findings)
+    absorb(launch, members, lambda _n: collective, findings, fmt)
 
 
 def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
-             members: dict[str, MemberProof], findings: list[str], error: str) -> None:
+             members: dict[str, MemberProof], findings: list[str], error: str,
+             fmt: Format) -> None:
     """The member's launch crashed or hung: run it class by class; a class whose launch fails
     again is failed with what the launch said as evidence."""
     m = members.setdefault(member, MemberProof(member, collective))
@@ -152,7 +169,7 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
             how = "hung" if "time limit" in str(exc) else "crashed"
             m.fail(cls, f"{how} on {n} ranks: {text[-1] if text else last}")
             continue
-        absorb(lines, members, lambda _n: collective, findings)
+        absorb(lines, members, lambda _n: collective, findings, fmt)
 
 
 _CLASSES: dict[str, list[str]] = {}
@@ -175,10 +192,11 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     """Run the whole portfolio through the matrix and return the proof (not yet written)."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
-    argv = st.driver_argv(artifacts, quick=quick)
+    argv = st.driver_argv(artifacts, quick=quick) + ["--sweep"]
     counts = tuple(nprocs or default_nprocs(lib))
     members: dict[str, MemberProof] = {}
     findings: list[str] = []
+    fmt = Format()
     libs = library_members(lib, argv)
     steps = len(counts) * (1 + len(libs))
     done = 0
@@ -186,32 +204,127 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
         if on_step:
             on_step(done, steps, f"{n} ranks: mock-ups")
         lines = st.run_launch_lines(lib, n, argv, None)
-        absorb(lines, members, _mockup_collective, findings)
+        absorb(lines, members, _mockup_collective, findings, fmt)
         done += 1
         for member in libs:
             if on_step:
                 on_step(done, steps, f"{n} ranks: {member}")
-            _member_launch(lib, n, argv, member, members, findings)
+            _member_launch(lib, n, argv, member, members, findings, fmt)
             done += 1
     if on_step:
         on_step(done, steps, "done")
     seconds = (datetime.datetime.now() - started).total_seconds()
-    return Proof(lib, counts, members, findings, seconds)
+    return Proof(lib, counts, members, findings, seconds, fmt)
+
+
+def compress(classes: Iterable[str], bands: Sequence[str]) -> dict[str, list[str]]:
+    """Class names as the proof writes them -> the full names each stands for: a class present in
+    every band is written without its band (`separate/builtin/int`), the others with it
+    (`separate/builtin/int8/0-15B`)."""
+    by_base: dict[str, list[str]] = {}
+    for cls in classes:
+        base, _, band = cls.rpartition("/")
+        by_base.setdefault(base if band in bands else cls, []).append(cls)
+    out: dict[str, list[str]] = {}
+    for base, full in sorted(by_base.items()):
+        if bands and len(full) == len(bands) and base not in full:
+            out[base] = sorted(full)
+        else:
+            out.update({cls: [cls] for cls in sorted(full)})
+    return out
+
+
+@dataclass
+class FuzzReport:
+    """The differential fuzzer's run: seeded random cases, every member against the default."""
+
+    library: MpiLibrary
+    seed: int
+    cases: int  # per launch (the mock-ups' launch, then each library member's)
+    nprocs: int
+    launches: int
+    members: dict[str, MemberProof]
+    seconds: float
+
+    @property
+    def tried(self) -> int:
+        """Cases drawn (a case whose op is invalid for its datatype is drawn and skipped)."""
+        return self.cases * self.launches
+
+    def differences(self) -> dict[str, dict[str, str]]:
+        """member -> class -> the first case where it gave other bits than the default."""
+        return {name: {c: m.evidence.get(c, "failed") for c in sorted(m.failed)}
+                for name, m in sorted(self.members.items()) if m.failed}
+
+    def holes(self, passed: dict[str, set[str]]) -> dict[str, dict[str, str]]:
+        """Differences in classes the proof passed (written with or without their band): cases the
+        proof's matrix misses, each to become a fixed case of it."""
+        def covered(member: str, cls: str) -> bool:
+            names = passed.get(member, set())
+            return cls in names or cls.rpartition("/")[0] in names
+        return {m: {c: e for c, e in found.items() if covered(m, c)}
+                for m, found in self.differences().items()
+                if any(covered(m, c) for c in found)}
+
+
+def fuzz(lib: MpiLibrary, seed: int, cases: int, nprocs: int | None = None,
+         only: Sequence[str] | None = None,
+         on_step: Callable[[int, int, str], None] | None = None) -> FuzzReport:
+    """Run the differential fuzzer (`colltune-selftest --fuzz SEED --cases N`) for the mock-ups
+    and each of the library's own algorithms (or those named in `only`), one launch each."""
+    started = datetime.datetime.now()
+    artifacts = build.ensure_built(lib)
+    argv = st.driver_argv(artifacts) + ["--fuzz", str(seed), "--cases", str(cases)]
+    n = nprocs or default_nprocs(lib)[0]
+    members: dict[str, MemberProof] = {}
+    findings: list[str] = []
+    libs = list(only) if only is not None else library_members(lib, argv[:1])
+    for i, member in enumerate([None, *libs]):
+        if on_step:
+            on_step(i, 1 + len(libs), member or "mock-ups")
+        extra = [] if member is None else ["--member", member]
+        collective = (lambda _n, m=member: m.split(":")[1]) if member else _mockup_collective
+        try:
+            lines = st.run_launch_lines(lib, n, argv + extra, None if member is None else 4 * MEMBER_TIMEOUT_S)
+        except st.SelftestError as exc:
+            assert member is not None, exc
+            text = str(exc).strip().splitlines()
+            m = members.setdefault(member, MemberProof(member, member.split(":")[1]))
+            m.fail(f"{member.split(':')[1]}: crashed", f"crashed on {n} ranks: {text[-1] if text else ''}")
+            continue
+        absorb(lines, members, collective, findings)
+    seconds = (datetime.datetime.now() - started).total_seconds()
+    return FuzzReport(lib, seed, cases, n, 1 + len(libs), members, seconds)
 
 
 def render(proof: Proof) -> str:
-    """proof.txt: what the runtime reads (member/fail lines) and what people read (comments)."""
+    """proof.txt: what the runtime reads (sizes/member/fail lines) and what people read
+    (comments)."""
+    sizes = ",".join(map(str, sorted(proof.fmt.sizes))) or "-"
     out = [HEADER,
            f"# library: {proof.library.short_version} ({proof.library.identity})",
            f"# proven on {', '.join(map(str, proof.nprocs))} ranks in {proof.seconds:.0f} s, "
-           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}"]
+           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+           "# sums and products of floats and of 8- and 16-bit integers depend on the order of "
+           "combination, which changes with the communicator's size: members serve them only on "
+           "communicators of the sizes below (docs/select.md, \"The proof\")",
+           f"sizes {sizes}"]
     out += [f"# library finding: {f}" for f in proof.findings]
     for name in sorted(proof.members):
         m = proof.members[name]
-        out.append(f"member {name} passed {','.join(m.passed) or '-'}")
-        for cls in sorted(m.failed):
-            out.append(f"fail {name} {cls} {m.evidence.get(cls, 'failed')}")
+        out.append(f"member {name} passed {','.join(compress(m.passed, proof.fmt.bands)) or '-'}")
+        for cls, full in compress(m.failed, proof.fmt.bands).items():
+            evidence = next((m.evidence[c] for c in full if c in m.evidence), "failed")
+            out.append(f"fail {name} {cls} {evidence}")
     return "\n".join(out) + "\n"
+
+
+def is_current(path: Path) -> bool:
+    """Whether `path` is a proof of this format (an older one's classes meant less: redo it)."""
+    if not path.exists():
+        return False
+    with path.open() as f:
+        return f.readline().rstrip("\n") == HEADER
 
 
 def proof_path(artifacts: build.Artifacts) -> Path:
@@ -269,7 +382,7 @@ def proof_of_run(environment: dict[str, str]) -> Path | None:
 def ensure_proven(lib: MpiLibrary, on_step: Callable[[int, int, str], None] | None = None) -> Path:
     """The proof of `lib`, made first if this build has none (a few minutes, once per build)."""
     path = proof_path(build.ensure_built(lib))
-    if not path.exists():
+    if not is_current(path):
         write(prove(lib, on_step=on_step))
     return path
 
@@ -278,13 +391,14 @@ def ensure_proven_shown(lib: MpiLibrary) -> Path:
     """ensure_proven with a progress bar on stderr and the time it took, for commands that are
     about to let the interposer serve calls."""
     path = proof_path(build.ensure_built(lib))
-    if path.exists():
+    if is_current(path):
         return path
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    console.print(f"colltune: no proof yet for {lib.short_version}: proving every member first "
+    why = "the proof is of an older format" if path.exists() else "no proof yet"
+    console.print(f"colltune: {why} for {lib.short_version}: proving every member first "
                   "(once per build; `colltune selftest` does the same)")
     started = datetime.datetime.now()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -297,5 +411,6 @@ def ensure_proven_shown(lib: MpiLibrary) -> Path:
     return path
 
 
-__all__ = ["MemberProof", "Proof", "absorb", "default_nprocs", "ensure_proven", "failed_members",
-           "library_members", "prove", "read_passed", "render", "write"]
+__all__ = ["Format", "FuzzReport", "MemberProof", "fuzz", "Proof", "absorb", "compress", "default_nprocs",
+           "ensure_proven", "failed_members", "is_current", "library_members", "prove",
+           "read_passed", "render", "write"]
