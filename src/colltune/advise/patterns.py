@@ -238,8 +238,9 @@ def _pair_where(first: str, second: str) -> str:
     fb, _, lb = b.partition(" (")
     if a == b:
         return a
-    if fa == fb and la.split(":")[0] == lb.split(":")[0] and ":" in lb:
-        return f"{fa} ({la.rstrip(')')}, :{lb.split(':')[-1]}"
+    for sep in (":", "+"):   # file.c:12 and :14; lib.so+0x5fe53e and +0x5fe6ca
+        if fa == fb and sep in la and sep in lb and la.rsplit(sep, 1)[0] == lb.rsplit(sep, 1)[0]:
+            return f"{fa} ({la.rstrip(')')}, {sep}{lb.rsplit(sep, 1)[1]}"
     return f"{a}, {b}"
 
 

@@ -1,0 +1,79 @@
+#!/bin/bash
+# OpenFOAM (Debian's openfoam, built against Debian's Open MPI 4.1) under `colltune advise`: the
+# issue-34 case, a C++ code whose communication goes through its own layer (libPstream.so,
+# Foam::reduce), with more point-to-point than collective calls. icoFoam on the lid-driven cavity
+# of openfoam-examples (40x40 cells, 2 subdomains, 20 steps; 10 under callgrind).
+#
+#   bash benchmarks/advise/openfoam.sh OUT             # apt-get installs openfoam openfoam-examples
+#   bash benchmarks/advise/openfoam.sh OUT callgrind   # rank 0 under callgrind, profiled
+#
+# Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
+# with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
+set -euo pipefail
+out=$(realpath -m "$1")
+mode=${2:-advise}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+command -v icoFoam >/dev/null || apt-get install -y -qq openfoam openfoam-examples
+mkdir -p "$out"
+rm -rf "$out/cavity"
+cp -r /usr/share/doc/openfoam-examples/examples/incompressible/icoFoam/cavity/cavity "$out/cavity"
+cd "$out/cavity"
+sed -i 's/(20 20 1)/(40 40 1)/' system/blockMeshDict
+steps_end=$([ "$mode" = callgrind ] && echo 0.005 || echo 0.01)
+sed -i "s/^endTime .*/endTime         $steps_end;/; s/^deltaT .*/deltaT          0.0005;/; s/^writeInterval .*/writeInterval   100000;/" system/controlDict
+cat > system/decomposeParDict <<'EOF'
+FoamFile { version 2.0; format ascii; class dictionary; object decomposeParDict; }
+numberOfSubdomains 2;
+method simple;
+coeffs { n (2 1 1); }
+simpleCoeffs { n (2 1 1); delta 0.001; }
+EOF
+bash -c 'source /usr/share/openfoam/etc/bashrc 2>/dev/null; blockMesh > log.blockMesh 2>&1; decomposePar -force > log.decompose 2>&1'
+export COLLTUNE_CACHE=${COLLTUNE_CACHE:-$out/cache}
+if [ "$mode" = callgrind ]; then
+  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).interposer)")
+  cat > cg.sh <<EOF
+#!/bin/bash
+source /usr/share/openfoam/etc/bashrc 2>/dev/null
+export LD_PRELOAD=$lib COLLTUNE_PROFILE_RUN=$out/cavity/prof
+if [ "\$OMPI_COMM_WORLD_RANK" = 0 ]; then exec valgrind --tool=callgrind --callgrind-out-file=$out/cg.out icoFoam -parallel; fi
+exec icoFoam -parallel
+EOF
+  chmod +x cg.sh
+  mpirun.openmpi --allow-run-as-root -np 2 ./cg.sh > log.cg 2>&1
+  callgrind_annotate --inclusive=no --threshold=100 "$out/cg.out" | sed -n '1,40p' > "$out/cg-annotate.txt"
+  # instructions per object (exclusive): libcolltune's share of rank 0's instructions
+  "$repo/.venv/bin/python" - "$out/cg.out" > "$out/cg-objects.txt" <<'EOF'
+import collections, re, sys
+totals, obj, files, call_cost = collections.Counter(), None, {}, False
+for line in open(sys.argv[1]):
+    if m := re.match(r"ob=\((\d+)\)(?: (.*))?", line):
+        if m[2]:
+            files[m[1]] = m[2].strip()
+        obj = files[m[1]]
+    elif m := re.match(r"cob=\((\d+)\)(?: (.*))?", line):
+        if m[2]:
+            files[m[1]] = m[2].strip()
+    elif line.startswith("calls="):
+        call_cost = True     # the next cost line is the call's inclusive cost: not this object's
+    elif line[:1].isdigit() or line[:1] in "+-*":
+        parts = line.split()
+        if call_cost:
+            call_cost = False
+        elif len(parts) >= 2 and obj is not None:
+            totals[obj] += int(parts[1])
+total = sum(totals.values())
+for o, n in totals.most_common(12):
+    print(f"{n:>14,} {100 * n / total:6.2f}%  {o}")
+print(f"{total:>14,} total")
+EOF
+else
+  cat > run.sh <<'EOF'
+#!/bin/bash
+source /usr/share/openfoam/etc/bashrc 2>/dev/null
+exec icoFoam -parallel "$@"
+EOF
+  chmod +x run.sh
+  "$repo/.venv/bin/colltune" advise --db "$out/none.duckdb" --out "$out/advise" \
+    -- mpirun.openmpi --allow-run-as-root -np 2 ./run.sh | sed -n '/^colltune advise:/,$p' > "$out/advise.txt"
+fi
