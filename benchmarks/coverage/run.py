@@ -100,7 +100,10 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--apps", default=",".join(APPS))
     ap.add_argument("--before", default=BEFORE)
+    ap.add_argument("--lammps-steps", type=int, default=overhead.LAMMPS_STEPS,
+                    help="LAMMPS time steps (fewer on a loaded machine: the shares, not the times, matter)")
     args = ap.parse_args()
+    overhead.LAMMPS_STEPS = args.lammps_steps
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in args.apps.split(","):
