@@ -135,8 +135,7 @@ typedef enum ct_variant_kind {
     CT_VK_AA,           /* `default#aa`: the default again, under another name */
     CT_VK_MOCKUP,       /* a mock-up from the catalog */
     CT_VK_LIBRARY,      /* lib:<coll>:<alg> */
-    CT_VK_TUNED,        /* what the interposer would do with --profile */
-    CT_VK_BARRIER       /* the pseudo collective `barrier` */
+    CT_VK_TUNED         /* what the interposer would do with --profile */
 } ct_variant_kind;
 
 typedef struct ct_variant {
@@ -170,6 +169,8 @@ int ct_jobs_read(const char *path, ct_job **jobs, int *njobs, char *err, size_t 
 typedef struct ct_buffers {
     void *send, *recv;
     int *recvcounts;
+    int *arrays;                 /* the v/w forms' counts, displacements (one allocation) */
+    MPI_Datatype *types;         /* Alltoallw's send and receive datatypes */
     size_t send_bytes, recv_bytes;
 } ct_buffers;
 

@@ -48,16 +48,22 @@ static int op_by_name(const char *name, MPI_Op *op)
 /* Collectives the driver can set up, and how their buffers scale with p. */
 typedef enum shape {
     SH_ALLGATHER, SH_ALLREDUCE, SH_ALLTOALL, SH_BCAST, SH_GATHER, SH_REDUCE, SH_RSB, SH_RS,
-    SH_SCAN, SH_SCATTER, SH_BARRIER
+    SH_SCAN, SH_SCATTER, SH_BARRIER, SH_GATHERV, SH_SCATTERV, SH_ALLGATHERV, SH_ALLTOALLV,
+    SH_ALLTOALLW, SH_LOCAL
 } shape;
 
+/* The irregular forms are measured with equal counts (n bytes per block, block i at i*n): what
+ * the guidelines compare with the regular form (docs/guidelines.md, "Irregular forms"). */
 static const struct { const char *name; shape shape; int reduction, rooted; } collectives[] = {
     {"allgather", SH_ALLGATHER, 0, 0}, {"allreduce", SH_ALLREDUCE, 1, 0},
     {"alltoall", SH_ALLTOALL, 0, 0},   {"bcast", SH_BCAST, 0, 1},
     {"gather", SH_GATHER, 0, 1},       {"reduce", SH_REDUCE, 1, 1},
     {"reduce_scatter_block", SH_RSB, 1, 0}, {"reduce_scatter", SH_RS, 1, 0},
     {"scan", SH_SCAN, 1, 0},           {"scatter", SH_SCATTER, 0, 1},
-    {"barrier", SH_BARRIER, 0, 0},
+    {"barrier", SH_BARRIER, 0, 0},     {"exscan", SH_SCAN, 1, 0},
+    {"gatherv", SH_GATHERV, 0, 1},     {"scatterv", SH_SCATTERV, 0, 1},
+    {"allgatherv", SH_ALLGATHERV, 0, 0}, {"alltoallv", SH_ALLTOALLV, 0, 0},
+    {"alltoallw", SH_ALLTOALLW, 0, 0}, {"reduce_local", SH_LOCAL, 1, 0},
 };
 
 static int collective_by_name(const char *name)
@@ -176,6 +182,8 @@ void ct_buffers_free(ct_buffers *b)
     free(b->send);
     free(b->recv);
     free(b->recvcounts);
+    free(b->arrays);
+    free(b->types);
     memset(b, 0, sizeof *b);
 }
 
@@ -187,6 +195,40 @@ static int alloc_buffers(ct_buffers *b, size_t send, size_t recv)
     b->send_bytes = send;
     b->recv_bytes = recv;
     return b->send && b->recv ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Equal counts and displacements of the v/w forms: block i of `count` elements at i*count
+ * (in bytes for Alltoallw, whose datatypes are all `type`). Fills the ct_call's arrays. */
+static int irregular_arrays(shape sh, ct_call *call, ct_buffers *b, int p, int count, int tsize,
+                            MPI_Datatype type)
+{
+    b->arrays = malloc(4 * (size_t)p * sizeof *b->arrays);
+    if (!b->arrays)
+        return MPI_ERR_NO_MEM;
+    int *counts = b->arrays, *displs = b->arrays + p, *bytes_displs = b->arrays + 2 * p;
+    for (int i = 0; i < p; i++) {
+        counts[i] = count;
+        displs[i] = i * count;
+        bytes_displs[i] = i * count * tsize;
+    }
+    if (sh == SH_ALLTOALLW) {
+        b->types = malloc((size_t)p * sizeof *b->types);
+        if (!b->types)
+            return MPI_ERR_NO_MEM;
+        for (int i = 0; i < p; i++)
+            b->types[i] = type;
+        call->sendtypes = call->recvtypes = b->types;
+        displs = bytes_displs;
+    }
+    if (sh != SH_GATHERV && sh != SH_ALLGATHERV) {
+        call->sendcounts = counts;
+        call->sdispls = displs;
+    }
+    if (sh != SH_SCATTERV) {
+        call->recvcounts = counts;
+        call->rdispls = displs;
+    }
+    return MPI_SUCCESS;
 }
 
 int ct_job_setup(const ct_job *job, MPI_Comm comm, ct_call *call, ct_buffers *b, char *err,
@@ -229,22 +271,29 @@ int ct_job_setup(const ct_job *job, MPI_Comm comm, ct_call *call, ct_buffers *b,
     int64_t count = sh == SH_BARRIER ? 0 : job->msg_bytes / unit;
     int64_t whole = count * tsize * (int64_t)p;
     if (count > INT32_MAX || (sh != SH_ALLREDUCE && sh != SH_BCAST && sh != SH_REDUCE
-                              && sh != SH_SCAN && whole / tsize > INT32_MAX)) {
+                              && sh != SH_SCAN && sh != SH_LOCAL && whole / tsize > INT32_MAX)) {
         snprintf(err, errlen, "%lld bytes overflow an int count", (long long)job->msg_bytes);
         return MPI_ERR_COUNT;
     }
     size_t n = (size_t)count * (size_t)tsize, all = n * (size_t)p;
-    call->coll = sh == SH_BARRIER ? -1 : colltune_collective_index(job->collective);
+    call->coll = colltune_collective_index(job->collective);
     call->sendtype = call->recvtype = type;
     call->sendcount = call->recvcount = (int)count;
     call->op = op;
     call->root = collectives[ci].rooted ? job->root : -1;
-    call->comm = comm;
+    call->comm = sh == SH_LOCAL ? MPI_COMM_SELF : comm;   /* as the wrapper describes it */
+    if (sh >= SH_GATHERV && sh <= SH_ALLTOALLW
+        && (rc = irregular_arrays(sh, call, b, p, (int)count, tsize, type)) != MPI_SUCCESS) {
+        snprintf(err, errlen, "cannot allocate the counts of %d processes", p);
+        return rc;
+    }
     switch (sh) {
-    case SH_ALLGATHER: case SH_GATHER: rc = alloc_buffers(b, n, all); break;
-    case SH_SCATTER: rc = alloc_buffers(b, all, n); break;
-    case SH_ALLTOALL: rc = alloc_buffers(b, all, all); break;
-    case SH_ALLREDUCE: case SH_REDUCE: case SH_SCAN: rc = alloc_buffers(b, n, n); break;
+    case SH_ALLGATHER: case SH_GATHER: case SH_ALLGATHERV: case SH_GATHERV:
+        rc = alloc_buffers(b, n, all);
+        break;
+    case SH_SCATTER: case SH_SCATTERV: rc = alloc_buffers(b, all, n); break;
+    case SH_ALLTOALL: case SH_ALLTOALLV: case SH_ALLTOALLW: rc = alloc_buffers(b, all, all); break;
+    case SH_ALLREDUCE: case SH_REDUCE: case SH_SCAN: case SH_LOCAL: rc = alloc_buffers(b, n, n); break;
     case SH_BCAST: rc = alloc_buffers(b, 0, n); break;
     case SH_RSB: rc = alloc_buffers(b, all, n); break;
     case SH_RS: {

@@ -67,14 +67,9 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
     v->call = *call;
     v->libalg = -1;
     v->index = -1;
-    int barrier = strcmp(job->collective, "barrier") == 0;
     if (strcmp(name, "default") == 0 || strcmp(name, "default#aa") == 0) {
-        v->kind = barrier ? CT_VK_BARRIER : (name[7] ? CT_VK_AA : CT_VK_DEFAULT);
+        v->kind = name[7] ? CT_VK_AA : CT_VK_DEFAULT;
         return 1;
-    }
-    if (barrier) {
-        snprintf(why, whylen, "barrier is measured as `default` (and `default#aa`) only");
-        return 0;
     }
     if (strcmp(name, "tuned") == 0) {
         if (!ctx->profile) {
@@ -168,7 +163,6 @@ int ct_run_invoke(const run_ctx *ctx, const ct_variant *v)
     switch (v->kind) {
     case CT_VK_MOCKUP: return colltune_invoke(v->index, &v->call);
     case CT_VK_TUNED: return invoke_tuned(ctx, &v->call);
-    case CT_VK_BARRIER: return PMPI_Barrier(v->call.comm);
     case CT_VK_DEFAULT: case CT_VK_AA: case CT_VK_LIBRARY: break;
     }
     return colltune_invoke_library(&v->call);

@@ -94,17 +94,15 @@ int ct_proof_class(int coll, int in_place, MPI_Op op, MPI_Datatype datatype, int
 int ct_proof_required(const ct_call *call, ct_proof_set *out)
 {
     int in_place;
-    switch (call->coll) {
-    case CT_COLL_BCAST:
+    switch (ct_collectives[call->coll].in_place) {
+    case CT_IN_PLACE_NONE:
         in_place = 0;
         break;
-    case CT_COLL_GATHER:
-    case CT_COLL_SCATTER:
-    case CT_COLL_REDUCE:
-        in_place = -1;   /* root-only: both modes */
+    case CT_IN_PLACE_SENDBUF:
+        in_place = call->sendbuf == MPI_IN_PLACE;
         break;
     default:
-        in_place = call->sendbuf == MPI_IN_PLACE;
+        in_place = -1;   /* root-only: both modes */
         break;
     }
     *out = (ct_proof_set){{0}};
@@ -196,7 +194,7 @@ void ct_proof_possible(int coll, ct_proof_set *out)
         int ip = cls / (CT_PROOF_BANDS * CT_PROOF_DTS * CT_PROOF_OPS);
         if ((dt == CT_PROOF_DT_ANY) == reduction || (op == CT_PROOF_OP_NONE) == reduction)
             continue;
-        if (ip && coll == CT_COLL_BCAST)
+        if (ip && ct_collectives[coll].in_place == CT_IN_PLACE_NONE)
             continue;
         ct_proof_set_add(out, cls);
     }

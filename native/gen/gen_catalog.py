@@ -114,6 +114,13 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
     """(statements computing the operands, the C expression) for one `bytes` expression."""
     roles = {a.role for a in c.args}
     stmts: list[str] = []
+    if expr.strip() == "0":   # no uniform argument carries a size (docs in the table)
+        return ["(void)call;"], "0"
+    expr, per_rank, divisor = expr.partition("/")
+    if per_rank and divisor.strip() != "p":
+        raise SpecError(f"{c.name}: bytes may only be divided by p, not {divisor.strip()!r}")
+    if per_rank:
+        expr = expr + " * p"   # p is computed once; the product then divided by it
     factors = [f.strip() for f in expr.split("*")]
     out: list[str] = []
     for f in factors:
@@ -139,6 +146,8 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
             out.append(f"(int64_t)call->{FIELD[f]}")
         else:
             raise SpecError(f"{c.name}: cannot translate bytes factor {f!r}")
+    if per_rank:   # the mean block: the last factor is the p appended above
+        return stmts, f"({' * '.join(out[:-1])}) / {out[-1]}"
     return stmts, " * ".join(out)
 
 

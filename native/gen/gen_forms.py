@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gen_wrappers import served_large
 from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 # A role's C type in the large-count binding (MPI-4: counts MPI_Count, displacements MPI_Aint).
@@ -46,8 +47,8 @@ FORM_ENUM = {"blocking": "CT_FORM_BLOCKING", "nonblocking": "CT_FORM_NONBLOCKING
 
 def served(fn: Function) -> bool:
     """Served by gen_wrappers.py's wrappers (the decision point): the blocking form of a row
-    with dispatch, and its large-count binding."""
-    return fn.form == "blocking" and fn.coll.dispatch
+    with dispatch, and its large-count binding where gen_wrappers serves that one too."""
+    return fn.form == "blocking" and fn.coll.dispatch and (not fn.large or served_large(fn.coll))
 
 
 def params(fn: Function) -> list[tuple[str, str]]:
@@ -84,6 +85,9 @@ def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
     rule = coll.bytes.strip()
     if rule == "-":
         return ["int64_t bytes = -1;"]
+    if rule == "0":   # the barrier; the size-blind irregular forms (collectives.toml)
+        return ["int64_t bytes = 0;"]
+    rule, per_rank, _ = rule.partition("/")   # "... / p": the mean block
     m = re.fullmatch(r"(.*?)\s*(?:\[root with MPI_IN_PLACE:\s*(.*?)\s*\])?", rule)
     assert m is not None
     main, alt = m.group(1), m.group(2)
@@ -104,6 +108,9 @@ def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
                 raise ValueError(f"{coll.name}: cannot translate bytes factor {f!r}")
         return "ct_watch_product((int64_t[]){" + ", ".join(terms) + f"}}, {len(terms)})"
 
+    if alt is None and per_rank:
+        return [f"int64_t bytes = {expr(main)};",
+                f"if (bytes > 0) bytes /= ct_watch_comm_size({arg('comm')});"]
     if alt is None:
         return [f"int64_t bytes = {expr(main)};"]
     buf = (coll.in_place or "").split("@")[0]

@@ -16,9 +16,8 @@ When in doubt the call goes to the library's own Fortran symbol unchanged (dlsym
 optional ierror may be NULL); descriptor bindings (mpi_x_f08ts_) are not wrapped, and
 runtime/fortran_f08.c says so (docs/interposer.md, "Fortran").
 
-MPI_Barrier and the point-to-point calls of native/spec/p2p.toml are wrapped too, so that a
-Fortran application's barriers and messages reach the profiling mode like a C application's:
-  - MPI_Barrier translates its communicator and calls the C MPI_Barrier (runtime/profcomm.c);
+The point-to-point calls of native/spec/p2p.toml are wrapped too, so that a Fortran
+application's messages reach the profiling mode like a C application's:
   - a point-to-point call goes to the library's own Fortran symbol with the same arguments (no
     translation of statuses, requests or Fortran's 1-based indices to get wrong); profiling
     only adds the clock around it and records (call, the application's call site, bytes), where
@@ -37,6 +36,11 @@ import gen_p2p
 from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 BUFFERS = {"sendbuf", "recvbuf", "buffer"}
+# INTEGER arrays a C int array can alias (ct_f_translatable: MPI_Fint is int).
+INT_ARRAYS = {"recvcounts", "sendcounts", "sdispls", "rdispls"}
+# Arrays of handles would need converting one by one (MPI_Type_f2c): Alltoallw's Fortran call
+# goes to the library's own symbol (no wrapper defined here).
+HANDLE_ARRAYS = {"sendtypes", "recvtypes"}
 
 
 def fortran_params(coll: Collective) -> str:
@@ -63,7 +67,7 @@ def c_args(coll: Collective) -> str:
             out.append(f"PMPI_Op_f2c(*{a.name})")
         elif a.role == "comm":
             out.append(f"PMPI_Comm_f2c(*{a.name})")
-        elif a.role == "recvcounts":
+        elif a.role in INT_ARRAYS:
             out.append(f"(const int *){a.name}")
         else:
             out.append(f"(int)*{a.name}")
@@ -75,13 +79,13 @@ def wrapper(coll: Collective) -> list[str]:
     names = [a.name for a in coll.args]
     bufs = [a.name for a in coll.args if a.role in BUFFERS]
     fargs = ", ".join(names + ["ierr"])
-    bottom = " || ".join(f"ct_f_is_bottom({b})" for b in bufs)
+    bottom = "".join(f" || ct_f_is_bottom({b})" for b in bufs)
     lines = [
         f"typedef void ct_f_{coll.name}_fn({fortran_params(coll)});",
         "",
         f"static void ct_f_{coll.name}({fortran_params(coll)}, const char *symbol, const void *caller)",
         "{",
-        f"    if (!ct_f_translatable() || {bottom}) {{",
+        f"    if (!ct_f_translatable(){bottom}) {{",
         f"        ct_f_{coll.name}_fn *next = (ct_f_{coll.name}_fn *)ct_f_next(symbol);",
         f"        if (next != NULL) next({fargs});",
         "        else *ierr = MPI_ERR_INTERN;",
@@ -216,30 +220,6 @@ def entries(name: str, params: str, call: str) -> list[str]:
         lines += [f"void {sym}({params});", f"void {sym}({params})", "{", *guard,
                   "    " + call.replace("{sym}", sym), "}", ""]
     return lines
-
-
-def barrier() -> list[str]:
-    """MPI_Barrier: the communicator translated, then the C wrapper (profiled like a collective)."""
-    params = "MPI_Fint *comm, MPI_Fint *ierr"
-    lines = [
-        f"typedef void ct_f_barrier_fn({params});",
-        "",
-        f"static void ct_f_barrier({params}, const char *symbol, const void *caller)",
-        "{",
-        "    if (!ct_f_translatable()) {",
-        "        ct_f_barrier_fn *next = (ct_f_barrier_fn *)ct_f_next(symbol);",
-        "        if (next != NULL) next(comm, ierr);",
-        "        else *ierr = MPI_ERR_INTERN;",
-        "        return;",
-        "    }",
-        "    ct_profrun_caller = caller;",
-        "    *ierr = (MPI_Fint)MPI_Barrier(PMPI_Comm_f2c(*comm));",
-        "    ct_profrun_caller = NULL;",
-        "}",
-        "",
-    ]
-    return lines + entries("barrier", params,
-                           'ct_f_barrier(comm, ierr, "{sym}", __builtin_return_address(0));')
 
 
 # MPI_Start, MPI_Startall, MPI_Request_free: the library's Fortran binding runs; a followed
@@ -451,8 +431,8 @@ def generate() -> str:
     lines += PRELUDE.splitlines() + [""]
     lines += lifecycle()
     for coll in table.collectives:
-        lines += wrapper(coll)
-    lines += barrier()
+        if not any(a.role in HANDLE_ARRAYS for a in coll.args):
+            lines += wrapper(coll)
     # the watched functions: Fortran has no large-count bindings in mpif.h / `use mpi`
     for fn in load().functions():
         if not gen_forms.served(fn) and not fn.large:

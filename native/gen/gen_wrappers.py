@@ -28,13 +28,22 @@ UNSET = {
     "sendcount": "0",
     "recvcount": "0",
     "recvcounts": "NULL",
+    "sendcounts": "NULL",
+    "sdispls": "NULL",
+    "rdispls": "NULL",
     "sendtype": "MPI_DATATYPE_NULL",
     "recvtype": "MPI_DATATYPE_NULL",
+    "sendtypes": "NULL",
+    "recvtypes": "NULL",
     "op": "MPI_OP_NULL",
     "root": "-1",
+    "comm": "MPI_COMM_SELF",   # Reduce_local: a reduction over one process
 }
-FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendtype",
-               "recvtype", "op", "root", "comm"]
+FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendcounts",
+               "sdispls", "rdispls", "sendtype", "recvtype", "sendtypes", "recvtypes", "op",
+               "root", "comm"]
+# Roles of the v/w forms' arrays (their large-count bindings have MPI_Count / MPI_Aint arrays).
+ARRAY_ROLES = {"sendcounts", "sdispls", "rdispls", "sendtypes", "recvtypes"}
 COUNT_TYPE = {"sendcount": "sendtype", "recvcount": "recvtype", "count": "datatype"}
 # Reduce_scatter_c converts its count array on the stack, up to this communicator size.
 MAX_STACK_COUNTS = 512
@@ -49,13 +58,17 @@ def role_arg(coll: Collective) -> dict[str, str]:
 
 
 def params(coll: Collective, large: bool) -> str:
+    """The C signature; `large`: the MPI-4 large-count one (counts MPI_Count, displacements
+    MPI_Aint)."""
     out = []
     for a in coll.args:
         ctype = a.ctype
         if large and a.role in COUNT_TYPE:
             ctype = "MPI_Count"
-        if large and a.role == "recvcounts":
+        elif large and a.role in ("recvcounts", "sendcounts"):
             ctype = "const MPI_Count *"
+        elif large and a.role in ("sdispls", "rdispls"):
+            ctype = "const MPI_Aint *"
         sep = "" if ctype.endswith("*") else " "
         out.append(f"{ctype}{sep}{a.name}")
     return ", ".join(out)
@@ -140,6 +153,14 @@ def note_large(coll: Collective, bytes_expr: str) -> list[str]:
     """The large-count binding counted by function (watch.c tells the int binding's calls from
     the collective's by it)."""
     return ["    if (CT_UNLIKELY(ct_watch))", f"        ct_fn_note({large_enum(coll)}, {bytes_expr});"]
+
+
+def served_large(coll: Collective) -> bool:
+    """Has a large-count binding served here: not MPI_Barrier (none), not a v/w form (its
+    MPI_Count / MPI_Aint arrays are not converted), not Reduce_local (no communicator). The
+    others' MPI_X_c stay the library's own symbols."""
+    roles = {a.role for a in coll.args}
+    return coll.large_count and "comm" in roles and not roles & ARRAY_ROLES and bool(roles & (set(COUNT_TYPE) | {"recvcounts"}))
 
 
 def large_wrapper(coll: Collective) -> list[str]:
@@ -236,7 +257,8 @@ def generate() -> str:
         "",
     ]
     for coll in table.collectives:
-        lines += large_wrapper(coll)
+        if served_large(coll):
+            lines += large_wrapper(coll)
     lines.append("#endif /* MPI_VERSION >= 4 */")
     return "\n".join(lines) + "\n"
 

@@ -15,6 +15,7 @@ GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
 
 # Argument role -> the field of struct ct_call (colltune.h) it fills. Bcast's `buffer` and the
 # `count`/`datatype` of reductions share the receive-side fields so every collective fits one struct.
+# A collective without a `comm` argument (Reduce_local) fills `comm` with MPI_COMM_SELF.
 CALL_FIELD = {
     "sendbuf": "sendbuf",
     "recvbuf": "recvbuf",
@@ -23,6 +24,11 @@ CALL_FIELD = {
     "recvcount": "recvcount",
     "count": "recvcount",
     "recvcounts": "recvcounts",
+    "sendcounts": "sendcounts",
+    "sdispls": "sdispls",
+    "rdispls": "rdispls",
+    "sendtypes": "sendtypes",
+    "recvtypes": "recvtypes",
     "sendtype": "sendtype",
     "recvtype": "recvtype",
     "datatype": "recvtype",

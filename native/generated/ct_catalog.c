@@ -19,6 +19,14 @@ const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {
     [CT_COLL_REDUCE_SCATTER] = {"reduce_scatter", "MPI_Reduce_scatter", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 1},
     [CT_COLL_SCAN] = {"scan", "MPI_Scan", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 1},
     [CT_COLL_SCATTER] = {"scatter", "MPI_Scatter", CT_IN_PLACE_RECVBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0},
+    [CT_COLL_ALLGATHERV] = {"allgatherv", "MPI_Allgatherv", CT_IN_PLACE_SENDBUF, CT_ELEM_BYTES, 0, 0},
+    [CT_COLL_ALLTOALLV] = {"alltoallv", "MPI_Alltoallv", CT_IN_PLACE_SENDBUF, CT_ELEM_BYTES, 0, 0},
+    [CT_COLL_ALLTOALLW] = {"alltoallw", "MPI_Alltoallw", CT_IN_PLACE_SENDBUF, CT_ELEM_BYTES, 0, 0},
+    [CT_COLL_BARRIER] = {"barrier", "MPI_Barrier", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0},
+    [CT_COLL_EXSCAN] = {"exscan", "MPI_Exscan", CT_IN_PLACE_SENDBUF, CT_ELEM_UNIFORM_TYPE, 0, 1},
+    [CT_COLL_GATHERV] = {"gatherv", "MPI_Gatherv", CT_IN_PLACE_SENDBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0},
+    [CT_COLL_REDUCE_LOCAL] = {"reduce_local", "MPI_Reduce_local", CT_IN_PLACE_NONE, CT_ELEM_UNIFORM_TYPE, 0, 1},
+    [CT_COLL_SCATTERV] = {"scatterv", "MPI_Scatterv", CT_IN_PLACE_RECVBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0},
 };
 
 /* GL1 allgather_as_gather_bcast: 0 */
@@ -368,6 +376,62 @@ static int64_t ct_bytes_scatter(const ct_call *call)
     return (int64_t)call->recvcount * size_recvtype;
 }
 
+static int64_t ct_bytes_allgatherv(const ct_call *call)
+{
+    int64_t sum;
+    if (ct_sum_counts(call->recvcounts, call->comm, &sum) != MPI_SUCCESS)
+        return -1;
+    int64_t size_recvtype;
+    if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
+    int p;
+    if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
+    return (sum * size_recvtype) / (int64_t)p;
+}
+
+static int64_t ct_bytes_alltoallv(const ct_call *call)
+{
+    (void)call;
+    return 0;
+}
+
+static int64_t ct_bytes_alltoallw(const ct_call *call)
+{
+    (void)call;
+    return 0;
+}
+
+static int64_t ct_bytes_barrier(const ct_call *call)
+{
+    (void)call;
+    return 0;
+}
+
+static int64_t ct_bytes_exscan(const ct_call *call)
+{
+    int64_t size_datatype;
+    if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
+    return (int64_t)call->recvcount * size_datatype;
+}
+
+static int64_t ct_bytes_gatherv(const ct_call *call)
+{
+    (void)call;
+    return 0;
+}
+
+static int64_t ct_bytes_reduce_local(const ct_call *call)
+{
+    int64_t size_datatype;
+    if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
+    return (int64_t)call->recvcount * size_datatype;
+}
+
+static int64_t ct_bytes_scatterv(const ct_call *call)
+{
+    (void)call;
+    return 0;
+}
+
 const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_ALLGATHER] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_ALLREDUCE] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
@@ -379,6 +443,14 @@ const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_REDUCE_SCATTER] = {-1, -1},
     [CT_COLL_SCAN] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_SCATTER] = {-1, -1},
+    [CT_COLL_ALLGATHERV] = {-1, -1},
+    [CT_COLL_ALLTOALLV] = {-1, -1},
+    [CT_COLL_ALLTOALLW] = {-1, -1},
+    [CT_COLL_BARRIER] = {-1, -1},
+    [CT_COLL_EXSCAN] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_GATHERV] = {-1, -1},
+    [CT_COLL_REDUCE_LOCAL] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
+    [CT_COLL_SCATTERV] = {-1, -1},
 };
 
 int64_t colltune_call_bytes(const ct_call *call)
@@ -394,6 +466,14 @@ int64_t colltune_call_bytes(const ct_call *call)
     case CT_COLL_REDUCE_SCATTER: return ct_bytes_reduce_scatter(call);
     case CT_COLL_SCAN: return ct_bytes_scan(call);
     case CT_COLL_SCATTER: return ct_bytes_scatter(call);
+    case CT_COLL_ALLGATHERV: return ct_bytes_allgatherv(call);
+    case CT_COLL_ALLTOALLV: return ct_bytes_alltoallv(call);
+    case CT_COLL_ALLTOALLW: return ct_bytes_alltoallw(call);
+    case CT_COLL_BARRIER: return ct_bytes_barrier(call);
+    case CT_COLL_EXSCAN: return ct_bytes_exscan(call);
+    case CT_COLL_GATHERV: return ct_bytes_gatherv(call);
+    case CT_COLL_REDUCE_LOCAL: return ct_bytes_reduce_local(call);
+    case CT_COLL_SCATTERV: return ct_bytes_scatterv(call);
     default: return -1;
     }
 }
@@ -476,6 +556,22 @@ int colltune_invoke_library(const ct_call *call)
         return PMPI_Scan(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm);
     case CT_COLL_SCATTER:
         return PMPI_Scatter(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm);
+    case CT_COLL_ALLGATHERV:
+        return PMPI_Allgatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_COLL_ALLTOALLV:
+        return PMPI_Alltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_COLL_ALLTOALLW:
+        return PMPI_Alltoallw(call->sendbuf, call->sendcounts, call->sdispls, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls, call->recvtypes, call->comm);
+    case CT_COLL_BARRIER:
+        return PMPI_Barrier(call->comm);
+    case CT_COLL_EXSCAN:
+        return PMPI_Exscan(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm);
+    case CT_COLL_GATHERV:
+        return PMPI_Gatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->root, call->comm);
+    case CT_COLL_REDUCE_LOCAL:
+        return PMPI_Reduce_local(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op);
+    case CT_COLL_SCATTERV:
+        return PMPI_Scatterv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm);
     default: return MPI_ERR_ARG;
     }
 }

@@ -70,6 +70,47 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_ISCATTER_C] = {"iscatter_c", "scatter", CT_COLL_SCATTER, CT_FORM_NONBLOCKING, 1, 0},
     [CT_FN_SCATTER_INIT] = {"scatter_init", "scatter", CT_COLL_SCATTER, CT_FORM_PERSISTENT, 0, 0},
     [CT_FN_SCATTER_INIT_C] = {"scatter_init_c", "scatter", CT_COLL_SCATTER, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_ALLGATHERV] = {"allgatherv", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_ALLGATHERV_C] = {"allgatherv_c", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_IALLGATHERV] = {"iallgatherv", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_IALLGATHERV_C] = {"iallgatherv_c", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_ALLGATHERV_INIT] = {"allgatherv_init", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_ALLGATHERV_INIT_C] = {"allgatherv_init_c", "allgatherv", CT_COLL_ALLGATHERV, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_ALLTOALLV] = {"alltoallv", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_ALLTOALLV_C] = {"alltoallv_c", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_IALLTOALLV] = {"ialltoallv", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_IALLTOALLV_C] = {"ialltoallv_c", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_ALLTOALLV_INIT] = {"alltoallv_init", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_ALLTOALLV_INIT_C] = {"alltoallv_init_c", "alltoallv", CT_COLL_ALLTOALLV, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_ALLTOALLW] = {"alltoallw", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_ALLTOALLW_C] = {"alltoallw_c", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_IALLTOALLW] = {"ialltoallw", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_IALLTOALLW_C] = {"ialltoallw_c", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_ALLTOALLW_INIT] = {"alltoallw_init", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_ALLTOALLW_INIT_C] = {"alltoallw_init_c", "alltoallw", CT_COLL_ALLTOALLW, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_BARRIER] = {"barrier", "barrier", CT_COLL_BARRIER, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_IBARRIER] = {"ibarrier", "barrier", CT_COLL_BARRIER, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_BARRIER_INIT] = {"barrier_init", "barrier", CT_COLL_BARRIER, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_EXSCAN] = {"exscan", "exscan", CT_COLL_EXSCAN, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_EXSCAN_C] = {"exscan_c", "exscan", CT_COLL_EXSCAN, CT_FORM_BLOCKING, 1, 1},
+    [CT_FN_IEXSCAN] = {"iexscan", "exscan", CT_COLL_EXSCAN, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_IEXSCAN_C] = {"iexscan_c", "exscan", CT_COLL_EXSCAN, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_EXSCAN_INIT] = {"exscan_init", "exscan", CT_COLL_EXSCAN, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_EXSCAN_INIT_C] = {"exscan_init_c", "exscan", CT_COLL_EXSCAN, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_GATHERV] = {"gatherv", "gatherv", CT_COLL_GATHERV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_GATHERV_C] = {"gatherv_c", "gatherv", CT_COLL_GATHERV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_IGATHERV] = {"igatherv", "gatherv", CT_COLL_GATHERV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_IGATHERV_C] = {"igatherv_c", "gatherv", CT_COLL_GATHERV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_GATHERV_INIT] = {"gatherv_init", "gatherv", CT_COLL_GATHERV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_GATHERV_INIT_C] = {"gatherv_init_c", "gatherv", CT_COLL_GATHERV, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_REDUCE_LOCAL] = {"reduce_local", "reduce_local", CT_COLL_REDUCE_LOCAL, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_REDUCE_LOCAL_C] = {"reduce_local_c", "reduce_local", CT_COLL_REDUCE_LOCAL, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_SCATTERV] = {"scatterv", "scatterv", CT_COLL_SCATTERV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_SCATTERV_C] = {"scatterv_c", "scatterv", CT_COLL_SCATTERV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_ISCATTERV] = {"iscatterv", "scatterv", CT_COLL_SCATTERV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_ISCATTERV_C] = {"iscatterv_c", "scatterv", CT_COLL_SCATTERV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_SCATTERV_INIT] = {"scatterv_init", "scatterv", CT_COLL_SCATTERV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_SCATTERV_INIT_C] = {"scatterv_init_c", "scatterv", CT_COLL_SCATTERV, CT_FORM_PERSISTENT, 1, 0},
     [CT_FN_NEIGHBOR_ALLGATHER] = {"neighbor_allgather", "neighbor_allgather", -1, CT_FORM_BLOCKING, 0, 0},
     [CT_FN_NEIGHBOR_ALLGATHER_C] = {"neighbor_allgather_c", "neighbor_allgather", -1, CT_FORM_BLOCKING, 1, 0},
     [CT_FN_INEIGHBOR_ALLGATHER] = {"ineighbor_allgather", "neighbor_allgather", -1, CT_FORM_NONBLOCKING, 0, 0},
@@ -988,6 +1029,726 @@ int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatter_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLGATHERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum_large(recvcounts, comm), ct_watch_size(recvtype)}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(comm);
+    ct_fn_seen(CT_FN_ALLGATHERV_C, site, comm, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_watched_allgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_iallgatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLGATHERV, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum(recvcounts, comm), ct_watch_size(recvtype)}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(comm);
+    ct_fn_seen(CT_FN_IALLGATHERV, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_iallgatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLGATHERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum_large(recvcounts, comm), ct_watch_size(recvtype)}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(comm);
+    ct_fn_seen(CT_FN_IALLGATHERV_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_iallgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLGATHERV_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum(recvcounts, comm), ct_watch_size(recvtype)}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(comm);
+    ct_fn_seen(CT_FN_ALLGATHERV_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_allgatherv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLGATHERV_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum_large(recvcounts, comm), ct_watch_size(recvtype)}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(comm);
+    ct_fn_seen(CT_FN_ALLGATHERV_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_allgatherv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLV_C, site, comm, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_watched_alltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_ialltoallv(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLV, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IALLTOALLV, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ialltoallv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IALLTOALLV_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ialltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_alltoallv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLV_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLV_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_alltoallv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLW_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLW_C, site, comm, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_watched_alltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_ialltoallw(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLW, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IALLTOALLW, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ialltoallw(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLW_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IALLTOALLW_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ialltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_alltoallw_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLW_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ALLTOALLW_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_alltoallw_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_ibarrier(const void *site, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Ibarrier(comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IBARRIER, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IBARRIER, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Ibarrier(comm, request);
+    return ct_watched_ibarrier(ct_watch_site(__builtin_return_address(0)), comm, request);
+}
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_barrier_init(const void *site, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Barrier_init(comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_BARRIER_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_BARRIER_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Barrier_init(comm, info, request);
+    return ct_watched_barrier_init(ct_watch_site(__builtin_return_address(0)), comm, info, request);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_iexscan(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IEXSCAN, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)count, ct_watch_size(datatype)}, 2);
+    ct_fn_seen(CT_FN_IEXSCAN, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iexscan(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_iexscan_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IEXSCAN_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)count, ct_watch_size(datatype)}, 2);
+    ct_fn_seen(CT_FN_IEXSCAN_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iexscan_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_exscan_init(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_EXSCAN_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)count, ct_watch_size(datatype)}, 2);
+    ct_fn_seen(CT_FN_EXSCAN_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_exscan_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_EXSCAN_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)count, ct_watch_size(datatype)}, 2);
+    ct_fn_seen(CT_FN_EXSCAN_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_exscan_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_gatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_GATHERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_GATHERV_C, site, comm, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return ct_watched_gatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_igatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IGATHERV, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IGATHERV, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    return ct_watched_igatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_igatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IGATHERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_IGATHERV_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    return ct_watched_igatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_gatherv_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    return ct_watched_gatherv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_GATHERV_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_GATHERV_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    return ct_watched_gatherv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_reduce_local_c(const void *site, const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_REDUCE_LOCAL_C, site, MPI_COMM_NULL, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)count, ct_watch_size(datatype)}, 2);
+    ct_fn_seen(CT_FN_REDUCE_LOCAL_C, site, MPI_COMM_NULL, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
+    return ct_watched_reduce_local_c(ct_watch_site(__builtin_return_address(0)), inbuf, inoutbuf, count, datatype, op);
+}
+
+#endif
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_scatterv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCATTERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_SCATTERV_C, site, comm, bytes, t0, NULL);
+    return rc;
+}
+
+int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_watched_scatterv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+#endif
+
+static __attribute__((noinline)) int ct_watched_iscatterv(const void *site, const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ISCATTERV, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ISCATTERV, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatterv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+}
+
+#if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ISCATTERV_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_ISCATTERV_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatterv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_watched_scatterv_init(const void *site, const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatterv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+}
+
+#endif
+
+#if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    uint64_t t0 = ct_watch_clock();
+    int rc = PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCATTERV_INIT_C, site, comm, -1, t0, NULL);
+        return rc;
+    }
+    int64_t bytes = 0;
+    ct_fn_seen(CT_FN_SCATTERV_INIT_C, site, comm, bytes, t0, request);
+    return rc;
+}
+
+int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    if (CT_LIKELY(!ct_watch))
+        return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatterv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif

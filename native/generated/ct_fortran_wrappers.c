@@ -663,6 +663,102 @@ void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_f08_", __builtin_return_address(0));
 }
 
+typedef void ct_f_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_f_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
+        ct_f_allgatherv_fn *next = (ct_f_allgatherv_fn *)ct_f_next(symbol);
+        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Allgatherv(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)displs, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv_", __builtin_return_address(0));
+}
+
+void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv__", __builtin_return_address(0));
+}
+
+void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv", __builtin_return_address(0));
+}
+
+void MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_ALLGATHERV", __builtin_return_address(0));
+}
+
+void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv_f08_", __builtin_return_address(0));
+}
+
+typedef void ct_f_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_f_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
+        ct_f_alltoallv_fn *next = (ct_f_alltoallv_fn *)ct_f_next(symbol);
+        if (next != NULL) next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Alltoallv(ct_f_in_place(sendbuf), (const int *)sendcounts, (const int *)sdispls, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)rdispls, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv_", __builtin_return_address(0));
+}
+
+void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv__", __builtin_return_address(0));
+}
+
+void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv", __builtin_return_address(0));
+}
+
+void MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_ALLTOALLV", __builtin_return_address(0));
+}
+
+void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv_f08_", __builtin_return_address(0));
+}
+
 typedef void ct_f_barrier_fn(MPI_Fint *comm, MPI_Fint *ierr);
 
 static void ct_f_barrier(MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
@@ -709,6 +805,198 @@ void mpi_barrier_f08_(MPI_Fint *comm, MPI_Fint *ierr)
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_barrier(comm, ierr, "mpi_barrier_f08_", __builtin_return_address(0));
+}
+
+typedef void ct_f_exscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_f_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
+        ct_f_exscan_fn *next = (ct_f_exscan_fn *)ct_f_next(symbol);
+        if (next != NULL) next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Exscan(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan_", __builtin_return_address(0));
+}
+
+void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan__", __builtin_return_address(0));
+}
+
+void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan", __builtin_return_address(0));
+}
+
+void MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_EXSCAN", __builtin_return_address(0));
+}
+
+void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan_f08_", __builtin_return_address(0));
+}
+
+typedef void ct_f_gatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_f_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
+        ct_f_gatherv_fn *next = (ct_f_gatherv_fn *)ct_f_next(symbol);
+        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Gatherv(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)displs, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv_", __builtin_return_address(0));
+}
+
+void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv__", __builtin_return_address(0));
+}
+
+void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv", __builtin_return_address(0));
+}
+
+void MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "MPI_GATHERV", __builtin_return_address(0));
+}
+
+void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv_f08_", __builtin_return_address(0));
+}
+
+typedef void ct_f_reduce_local_fn(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+
+static void ct_f_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(inbuf) || ct_f_is_bottom(inoutbuf)) {
+        ct_f_reduce_local_fn *next = (ct_f_reduce_local_fn *)ct_f_next(symbol);
+        if (next != NULL) next(inbuf, inoutbuf, count, datatype, op, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Reduce_local(inbuf, inoutbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_reduce_local_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+void mpi_reduce_local_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
+{
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local_", __builtin_return_address(0));
+}
+
+void mpi_reduce_local__(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+void mpi_reduce_local__(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
+{
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local__", __builtin_return_address(0));
+}
+
+void mpi_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+void mpi_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
+{
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local", __builtin_return_address(0));
+}
+
+void MPI_REDUCE_LOCAL(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+void MPI_REDUCE_LOCAL(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
+{
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "MPI_REDUCE_LOCAL", __builtin_return_address(0));
+}
+
+void mpi_reduce_local_f08_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
+void mpi_reduce_local_f08_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local_f08_", __builtin_return_address(0));
+}
+
+typedef void ct_f_scatterv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+
+static void ct_f_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
+        ct_f_scatterv_fn *next = (ct_f_scatterv_fn *)ct_f_next(symbol);
+        if (next != NULL) next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        else *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Scatterv(sendbuf, (const int *)sendcounts, (const int *)displs, PMPI_Type_f2c(*sendtype), ct_f_in_place(recvbuf), (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv_", __builtin_return_address(0));
+}
+
+void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv__", __builtin_return_address(0));
+}
+
+void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv", __builtin_return_address(0));
+}
+
+void MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTERV", __builtin_return_address(0));
+}
+
+void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv_f08_", __builtin_return_address(0));
 }
 
 typedef void ct_fw_iallgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
@@ -1977,6 +2265,897 @@ void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iallgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iallgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iallgatherv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iallgatherv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum((const int *)recvcounts, PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(PMPI_Comm_f2c(*comm));
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv_", __builtin_return_address(0));
+}
+
+void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv__", __builtin_return_address(0));
+}
+
+void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv", __builtin_return_address(0));
+}
+
+void MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "MPI_IALLGATHERV", __builtin_return_address(0));
+}
+
+void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_allgatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_allgatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_allgatherv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_allgatherv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLGATHERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){ct_watch_sum((const int *)recvcounts, PMPI_Comm_f2c(*comm)), ct_watch_size(PMPI_Type_f2c(*recvtype))}, 2);
+    if (bytes > 0) bytes /= ct_watch_comm_size(PMPI_Comm_f2c(*comm));
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLGATHERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init_", __builtin_return_address(0));
+}
+
+void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init__", __builtin_return_address(0));
+}
+
+void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init", __builtin_return_address(0));
+}
+
+void MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "MPI_ALLGATHERV_INIT", __builtin_return_address(0));
+}
+
+void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ialltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ialltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ialltoallv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ialltoallv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv_", __builtin_return_address(0));
+}
+
+void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv__", __builtin_return_address(0));
+}
+
+void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv", __builtin_return_address(0));
+}
+
+void MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "MPI_IALLTOALLV", __builtin_return_address(0));
+}
+
+void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_alltoallv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_alltoallv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_alltoallv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_alltoallv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init_", __builtin_return_address(0));
+}
+
+void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init__", __builtin_return_address(0));
+}
+
+void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init", __builtin_return_address(0));
+}
+
+void MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "MPI_ALLTOALLV_INIT", __builtin_return_address(0));
+}
+
+void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ialltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ialltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ialltoallw_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ialltoallw_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw_", __builtin_return_address(0));
+}
+
+void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw__", __builtin_return_address(0));
+}
+
+void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw", __builtin_return_address(0));
+}
+
+void MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "MPI_IALLTOALLW", __builtin_return_address(0));
+}
+
+void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_alltoallw_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_alltoallw_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_alltoallw_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_alltoallw_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init_", __builtin_return_address(0));
+}
+
+void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init__", __builtin_return_address(0));
+}
+
+void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init", __builtin_return_address(0));
+}
+
+void MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "MPI_ALLTOALLW_INIT", __builtin_return_address(0));
+}
+
+void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_ibarrier_fn(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_ibarrier_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_ibarrier_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_ibarrier_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IBARRIER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IBARRIER, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier_", __builtin_return_address(0));
+}
+
+void mpi_ibarrier__(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibarrier__(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier__", __builtin_return_address(0));
+}
+
+void mpi_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier", __builtin_return_address(0));
+}
+
+void MPI_IBARRIER(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IBARRIER(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_ibarrier(comm, request, ierr, "MPI_IBARRIER", __builtin_return_address(0));
+}
+
+void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_barrier_init_fn(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_barrier_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_barrier_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_barrier_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_BARRIER_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_BARRIER_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_barrier_init_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_barrier_init_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init_", __builtin_return_address(0));
+}
+
+void mpi_barrier_init__(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_barrier_init__(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init__", __builtin_return_address(0));
+}
+
+void mpi_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init", __builtin_return_address(0));
+}
+
+void MPI_BARRIER_INIT(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_BARRIER_INIT(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_barrier_init(comm, info, request, ierr, "MPI_BARRIER_INIT", __builtin_return_address(0));
+}
+
+void mpi_barrier_init_f08_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_barrier_init_f08_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iexscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iexscan_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iexscan_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iexscan_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IEXSCAN, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IEXSCAN, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan_", __builtin_return_address(0));
+}
+
+void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan__", __builtin_return_address(0));
+}
+
+void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan", __builtin_return_address(0));
+}
+
+void MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_IEXSCAN", __builtin_return_address(0));
+}
+
+void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_exscan_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_exscan_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_exscan_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_exscan_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_EXSCAN_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*count, ct_watch_size(PMPI_Type_f2c(*datatype))}, 2);
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_EXSCAN_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init_", __builtin_return_address(0));
+}
+
+void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init__", __builtin_return_address(0));
+}
+
+void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init", __builtin_return_address(0));
+}
+
+void MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_EXSCAN_INIT", __builtin_return_address(0));
+}
+
+void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_igatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_igatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_igatherv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_igatherv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_IGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_IGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv_", __builtin_return_address(0));
+}
+
+void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv__", __builtin_return_address(0));
+}
+
+void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv", __builtin_return_address(0));
+}
+
+void MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "MPI_IGATHERV", __builtin_return_address(0));
+}
+
+void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_gatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_gatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_gatherv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_gatherv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_GATHERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_GATHERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init_", __builtin_return_address(0));
+}
+
+void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init__", __builtin_return_address(0));
+}
+
+void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init", __builtin_return_address(0));
+}
+
+void MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "MPI_GATHERV_INIT", __builtin_return_address(0));
+}
+
+void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init_f08_", __builtin_return_address(0));
+}
+
+#endif
+
+typedef void ct_fw_iscatterv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_iscatterv_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_iscatterv_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_iscatterv_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_ISCATTERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_ISCATTERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv_", __builtin_return_address(0));
+}
+
+void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv__", __builtin_return_address(0));
+}
+
+void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv", __builtin_return_address(0));
+}
+
+void MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_ISCATTERV", __builtin_return_address(0));
+}
+
+void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv_f08_", __builtin_return_address(0));
+}
+
+#if CT_HAVE_PERSISTENT
+typedef void ct_fw_scatterv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+
+static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    static ct_fw_scatterv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
+    ct_fw_scatterv_init_fn *next = next_fn;
+    if (next == NULL) {
+        next = (ct_fw_scatterv_init_fn *)ct_f_next(symbol);
+        if (next == NULL) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+        next_fn = next;
+    }
+    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_watch_clock();
+    next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+    if (*ierr != MPI_SUCCESS) {
+        ct_fn_seen(CT_FN_SCATTERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
+        return;
+    }
+    int64_t bytes = 0;
+    MPI_Request request_c = PMPI_Request_f2c(*request);
+    ct_fn_seen(CT_FN_SCATTERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
+}
+
+void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init_", __builtin_return_address(0));
+}
+
+void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init__", __builtin_return_address(0));
+}
+
+void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init", __builtin_return_address(0));
+}
+
+void MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_SCATTERV_INIT", __builtin_return_address(0));
+}
+
+void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init_f08_", __builtin_return_address(0));
 }
 
 #endif

@@ -21,8 +21,13 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         .sendcount = sendcount,
         .recvcount = recvcount,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = -1,
         .comm = comm,
@@ -44,8 +49,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         .sendcount = 0,
         .recvcount = count,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -67,8 +77,13 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         .sendcount = sendcount,
         .recvcount = recvcount,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = -1,
         .comm = comm,
@@ -90,8 +105,13 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
         .sendcount = 0,
         .recvcount = count,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
@@ -113,8 +133,13 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
         .sendcount = sendcount,
         .recvcount = recvcount,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
@@ -136,8 +161,13 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
         .sendcount = 0,
         .recvcount = count,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = root,
         .comm = comm,
@@ -159,8 +189,13 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
         .sendcount = 0,
         .recvcount = recvcount,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -182,8 +217,13 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts
         .sendcount = 0,
         .recvcount = 0,
         .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -205,8 +245,13 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
         .sendcount = 0,
         .recvcount = count,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -228,8 +273,237 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
         .sendcount = sendcount,
         .recvcount = recvcount,
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]))
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]))
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLW]))
+        return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]))
+        return PMPI_Barrier(comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_BARRIER,
+        .sendbuf = NULL,
+        .recvbuf = NULL,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]))
+        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_GATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]))
+        return PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_LOCAL,
+        .sendbuf = inbuf,
+        .recvbuf = inoutbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = MPI_COMM_SELF,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]))
+        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_SCATTERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = sendcounts,
+        .sdispls = displs,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
@@ -268,8 +542,13 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = -1,
         .comm = comm,
@@ -305,8 +584,13 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
         .sendcount = 0,
         .recvcount = ct_narrow(count),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -343,8 +627,13 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = -1,
         .comm = comm,
@@ -379,8 +668,13 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
         .sendcount = 0,
         .recvcount = ct_narrow(count),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
@@ -416,8 +710,13 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
@@ -452,8 +751,13 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
         .sendcount = 0,
         .recvcount = ct_narrow(count),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = root,
         .comm = comm,
@@ -489,8 +793,13 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
         .sendcount = 0,
         .recvcount = ct_narrow(recvcount),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -530,8 +839,13 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *re
         .sendcount = 0,
         .recvcount = 0,
         .recvcounts = small,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -567,8 +881,13 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
         .sendcount = 0,
         .recvcount = ct_narrow(count),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = op,
         .root = -1,
         .comm = comm,
@@ -604,14 +923,61 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
         .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
         .op = MPI_OP_NULL,
         .root = root,
         .comm = comm,
     };
     if (CT_UNLIKELY(ct_watch))
         ct_fn_note(CT_FN_SCATTER_C, colltune_call_bytes(&call));
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
+        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    ct_profrun_site = __builtin_return_address(0);
+    int rank;
+    colltune_reason why = ct_large_comm(comm, &rank);
+    (void)rank;
+    if (why == COLLTUNE_APPLICABLE
+        && !(ct_fits(count, datatype)))
+        why = COLLTUNE_NA_OVERFLOW;
+    if (why != COLLTUNE_APPLICABLE) {
+        ct_count_passthrough(CT_COLL_EXSCAN, why);
+        if (CT_UNLIKELY(ct_watch))
+            ct_fn_note(CT_FN_EXSCAN_C, -1);
+        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_watch))
+        ct_fn_note(CT_FN_EXSCAN_C, colltune_call_bytes(&call));
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);

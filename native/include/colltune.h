@@ -36,12 +36,17 @@ typedef struct ct_call {
     void *recvbuf;               /* also the `buffer` of Bcast */
     int sendcount;
     int recvcount;               /* also `count` of Allreduce/Bcast/Reduce/Scan */
-    const int *recvcounts;       /* Reduce_scatter only */
+    const int *recvcounts;       /* Reduce_scatter and the v/w forms */
+    const int *sendcounts;       /* Scatterv, Alltoallv, Alltoallw */
+    const int *sdispls;          /* Scatterv (`displs`), Alltoallv, Alltoallw */
+    const int *rdispls;          /* Gatherv and Allgatherv (`displs`), Alltoallv, Alltoallw */
     MPI_Datatype sendtype;
     MPI_Datatype recvtype;       /* also `datatype` of reductions and Bcast */
+    const MPI_Datatype *sendtypes; /* Alltoallw */
+    const MPI_Datatype *recvtypes; /* Alltoallw */
     MPI_Op op;                   /* MPI_OP_NULL where the collective has none */
     int root;                    /* -1 where the collective has none */
-    MPI_Comm comm;
+    MPI_Comm comm;               /* MPI_COMM_SELF for Reduce_local */
 } ct_call;
 
 /* Why a variant cannot serve a call. Order matters only for printing. */

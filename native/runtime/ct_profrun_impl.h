@@ -52,8 +52,8 @@ static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_
 /* ---- the points (profcall.c counts into them, profrun.c writes them at MPI_Finalize) ------- */
 #define CT_COLL_SLOTS 4096
 #define CT_P2P_SLOTS 1024
-#define CT_PR_BARRIER CT_NUM_COLLECTIVES   /* MPI_Barrier's kind in the collective table */
-#define CT_PR_FN_BASE (CT_NUM_COLLECTIVES + 1)   /* + ct_fn_id: a watched function (watch.c) */
+#define CT_PR_BARRIER CT_COLL_BARRIER      /* MPI_Barrier: a collective of the table */
+#define CT_PR_FN_BASE CT_NUM_COLLECTIVES   /* + ct_fn_id: a watched function (watch.c) */
 _Static_assert((CT_COLL_SLOTS & (CT_COLL_SLOTS - 1)) == 0 && (CT_P2P_SLOTS & (CT_P2P_SLOTS - 1)) == 0,
                "powers of two (ct_table_probe)");
 

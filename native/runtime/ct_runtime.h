@@ -174,10 +174,47 @@ CT_HIDDEN const char *ct_member_name(int id);
  * (modes.c, ct_erroneous): the decision path's own queries (PMPI_Type_size of
  * MPI_DATATYPE_NULL, ...) would raise the error on MPI_COMM_WORLD's handler instead of the
  * communicator's. */
+/* One side of a v/w form (its counts, displacements and datatype or datatypes) is missing. */
+static inline int ct_side_missing(const int *counts, const int *displs, int no_type)
+{
+    return counts == NULL || displs == NULL || no_type;
+}
+
 static inline int ct_args_erroneous(const ct_call *call, int is_root)
 {
     int send = 0, recv = 1;
+    int own_send = call->sendbuf != MPI_IN_PLACE;
     switch (call->coll) {
+    case CT_COLL_BARRIER:
+        recv = 0;
+        break;
+    case CT_COLL_ALLGATHERV:
+    case CT_COLL_GATHERV:
+        send = call->coll == CT_COLL_ALLGATHERV ? own_send : !(is_root && !own_send);
+        recv = 0;   /* counts of the receive side: checked here, at the root only for Gatherv */
+        if ((is_root || call->coll == CT_COLL_ALLGATHERV)
+            && ct_side_missing(call->recvcounts, call->rdispls, call->recvtype == MPI_DATATYPE_NULL))
+            return 1;
+        break;
+    case CT_COLL_SCATTERV:
+        if (is_root
+            && ct_side_missing(call->sendcounts, call->sdispls, call->sendtype == MPI_DATATYPE_NULL))
+            return 1;
+        recv = !(is_root && call->recvbuf == MPI_IN_PLACE);
+        break;
+    case CT_COLL_ALLTOALLV:
+    case CT_COLL_ALLTOALLW: {
+        int w = call->coll == CT_COLL_ALLTOALLW;
+        recv = 0;
+        if (own_send && ct_side_missing(call->sendcounts, call->sdispls,
+                                        w ? call->sendtypes == NULL
+                                          : call->sendtype == MPI_DATATYPE_NULL))
+            return 1;
+        if (ct_side_missing(call->recvcounts, call->rdispls,
+                            w ? call->recvtypes == NULL : call->recvtype == MPI_DATATYPE_NULL))
+            return 1;
+        break;
+    }
     case CT_COLL_ALLGATHER:
     case CT_COLL_ALLTOALL:
         send = call->sendbuf != MPI_IN_PLACE;

@@ -2,7 +2,7 @@
  * Profiling mode (COLLTUNE_PROFILE_RUN), the call path: see ct_profrun.h for what is recorded.
  * The generated wrappers hand a collective here (ct_profrun_dispatch) instead of to ct_dispatch
  * while profiling; it is timed, sampled and recorded here and served by ct_dispatch (modes.c)
- * where another mode serves it, else by the library. MPI_Barrier's wrapper is here too.
+ * where another mode serves it, else by the library (MPI_Barrier too: a row of the table).
  *
  * Fixed open-addressing tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe,
  * no lock). A slot is claimed once by CAS on its state; when a table is full the call is only
@@ -324,7 +324,7 @@ static inline int ct_memo_is(const ct_memo *m, const void *site, int kind, const
  * ct_type_size cached as a named (predefined) type. */
 static int ct_memoisable(int kind, const ct_call *call)
 {
-    if (call == NULL)
+    if (call == NULL || kind == CT_PR_BARRIER)   /* 0 bytes, nothing else to compare */
         return 1;
     ct_bytes_form form = ct_bytes_forms[kind];
     if (form.count_at != (signed char)offsetof(ct_call, recvcount)
@@ -525,23 +525,6 @@ int ct_profrun_dispatch(const struct ct_call *call)
     const void *site = ct_profchain_site(ct_profrun_caller != NULL ? ct_profrun_caller
                                                                    : ct_profrun_site, call);
     return ct_profiled(call->coll, call, call->comm, site);
-}
-
-/* Out of line: MPI_Barrier's pass-through stays a test and a jump, like the generated wrappers. */
-static __attribute__((noinline)) int ct_profiled_barrier(MPI_Comm comm, const void *site)
-{
-    return ct_profiled(CT_PR_BARRIER, NULL, comm,
-                       ct_profchain_site(site, __builtin_frame_address(0)));
-}
-
-/* MPI_Barrier: a pass-through unless profiling; then timed and sampled like a collective. */
-int MPI_Barrier(MPI_Comm comm)
-{
-    if (CT_LIKELY(!ct_profrun_on) || ct_profrun_inside)
-        return PMPI_Barrier(comm);
-    /* Fortran's MPI_Barrier (ct_fortran_wrappers.c) hands down the application's call site */
-    return ct_profiled_barrier(comm, ct_profrun_caller != NULL ? ct_profrun_caller
-                                                                : __builtin_return_address(0));
 }
 
 /* ---- MPI_Finalize (profrun.c calls it with ct_profrun_on cleared) ------------------------- */

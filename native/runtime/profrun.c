@@ -148,7 +148,7 @@ static const char *ct_kind_name(int kind)
 {
     if (kind >= CT_PR_FN_BASE)
         return ct_fns[kind - CT_PR_FN_BASE].name;
-    return kind == CT_PR_BARRIER ? "barrier" : colltune_collective_name(kind);
+    return colltune_collective_name(kind);
 }
 
 /* The request line of a nonblocking or persistent function's point (formats.toml). */

@@ -60,6 +60,13 @@ void st_reserve(st_buffers *b, const st_layout *L)
 /* ------------------------------------------------------------------------------------------ */
 /* Case geometry */
 
+/* The collectives whose buffers this file describes: the table's rows before Allgatherv (the
+ * irregular forms, Barrier, Exscan and Reduce_local have no member yet). */
+int st_geometry_known(int coll)
+{
+    return coll >= 0 && coll < CT_COLL_ALLGATHERV;
+}
+
 int st_has_in_place(int coll)
 {
     return ct_collectives[coll].in_place != CT_IN_PLACE_NONE;
@@ -153,7 +160,7 @@ st_layout st_layout_of(const st_case *c, const int *rc)
     case CT_COLL_SCATTER:
         L.send_bytes = is_root ? p * blk : 0, L.recv_bytes = is_root && ip ? 0 : blk;
         break;
-    case CT_NUM_COLLECTIVES:
+    default:   /* st_geometry_known */
         break;
     }
     L.out_bytes = L.recv_bytes;

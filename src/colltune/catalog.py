@@ -86,10 +86,10 @@ class Catalog(BaseModel):
         raise KeyError(f"unknown collective {name!r}; known: {', '.join(self.collective_names())}")
 
     def is_reduction(self, name: str) -> bool:
-        return name != "barrier" and self.collective(name).is_reduction
+        return self.collective(name).is_reduction
 
     def is_rooted(self, name: str) -> bool:
-        return name != "barrier" and self.collective(name).is_rooted
+        return self.collective(name).is_rooted
 
     def variants_of(self, collective: str) -> list[Variant]:
         return [v for v in self.variants if v.collective == collective]

@@ -83,7 +83,7 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
             chosen = variants if only is None else tuple(v for v in variants if (coll, size, v) in only)
             if chosen:
                 plan.jobs.append(Job(coll, size, dtype, settings.op, settings.root, chosen))
-    if settings.barrier and adjust is None and only is None:
+    if settings.barrier and adjust is None and only is None and "barrier" not in settings.collectives:
         plan.jobs.append(Job("barrier", 0, "byte", "-", 0,
                              ("default", "default#aa") if settings.aa else ("default",)))
     return plan
@@ -97,7 +97,7 @@ def all_variants(settings: BenchSettings, library: str) -> list[tuple[str, str, 
     for coll in settings.collectives:
         for name in settings.variants_for(coll, library):
             rows.append((coll, name, variant_kind(name), guideline.get(name)))
-    if settings.barrier:
+    if settings.barrier and "barrier" not in settings.collectives:
         rows.append(("barrier", "default", "default", None))
         if settings.aa:
             rows.append(("barrier", "default#aa", "aa", None))
