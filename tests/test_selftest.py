@@ -207,7 +207,7 @@ def test_cli_selftest(openmpi_build: Artifacts) -> None:
     assert "OK: 2 variants" in result.output
     bad = CliRunner().invoke(main, ["selftest", "-n", "0"])
     assert bad.exit_code == 2 and "not a process count" in bad.output
-    bad = CliRunner().invoke(main, ["selftest", "-c", "allgatherv"])
+    bad = CliRunner().invoke(main, ["selftest", "-c", "allgatherx"])
     assert bad.exit_code == 2 and "unknown collective" in bad.output
 
 
