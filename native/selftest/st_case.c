@@ -60,11 +60,45 @@ void st_reserve(st_buffers *b, const st_layout *L)
 /* ------------------------------------------------------------------------------------------ */
 /* Case geometry */
 
-/* The collectives whose buffers this file describes: the table's rows before Allgatherv (the
- * irregular forms, Barrier, Exscan and Reduce_local have no member yet). */
+/* The collectives whose buffers this file describes: all but Alltoallw (datatype arrays) and
+ * Reduce_local (local: no library algorithm to prove). */
 int st_geometry_known(int coll)
 {
-    return coll >= 0 && coll < CT_COLL_ALLGATHERV;
+    return coll >= 0 && coll < CT_NUM_COLLECTIVES && coll != CT_COLL_ALLTOALLW
+           && coll != CT_COLL_REDUCE_LOCAL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The irregular forms: the block from rank `from` to rank `to` has st_block elements (of the
+ * case's datatype; ST_MIXED's odd ranks count odd_factor as many). Symmetric in from and to,
+ * so that in-place Alltoallv is legal; a zero block among them whenever p > 1. Blocks are laid
+ * out in rank order with a gap of one element after each, which must keep its contents. */
+#define ST_MAXP 4096
+static int st_sc[ST_MAXP], st_sd[ST_MAXP], st_rc[ST_MAXP], st_rd[ST_MAXP];
+
+static int st_is_irregular(int coll)
+{
+    return coll == CT_COLL_GATHERV || coll == CT_COLL_SCATTERV || coll == CT_COLL_ALLGATHERV
+           || coll == CT_COLL_ALLTOALLV;
+}
+
+static int st_block(const st_case *c, int from, int to)
+{
+    int k = (from + to) % 3;
+    return c->count == 0 || k == 1 ? 0 : c->count + k;
+}
+
+/* counts[i] = block between `me` and i (me the sender if `sending`), displacements with gaps;
+ * returns the span in elements. `mult`: elements of this rank's datatype per case element. */
+static int64_t st_v_side(const st_case *c, int me, int sending, int mult, int *counts, int *displs)
+{
+    int64_t at = 0;
+    for (int i = 0; i < c->comm->size && i < ST_MAXP; i++) {
+        counts[i] = mult * (sending ? st_block(c, me, i) : st_block(c, i, me));
+        displs[i] = (int)at;
+        at += counts[i] + mult;
+    }
+    return at;
 }
 
 int st_has_in_place(int coll)
@@ -116,6 +150,64 @@ int64_t st_case_bytes(const st_case *c, const int *recvcounts)
     return (int64_t)c->count * c->type->size;
 }
 
+/* Counts and displacements of this rank for an irregular case (st_sc.. st_rd); the spans in
+ * elements of its datatype. Gatherv and Allgatherv gather blocks sent to rank 0 / the root,
+ * Scatterv scatters the root's. */
+static void st_v_geometry(const st_case *c, int mult, int64_t *send_span, int64_t *recv_span)
+{
+    int r = c->comm->rank, root = c->root < 0 ? 0 : c->root;
+    switch (c->coll) {
+    case CT_COLL_GATHERV:
+    case CT_COLL_ALLGATHERV:
+        *recv_span = 0;
+        for (int i = 0, at = 0; i < c->comm->size && i < ST_MAXP; i++) {
+            st_rc[i] = mult * st_block(c, i, root);
+            st_rd[i] = at;
+            at += st_rc[i] + mult;
+            *recv_span = at;
+        }
+        *send_span = mult * st_block(c, r, root);
+        break;
+    case CT_COLL_SCATTERV:
+        *send_span = st_v_side(c, root, 1, mult, st_sc, st_sd);
+        *recv_span = mult * st_block(c, root, r);
+        break;
+    default: /* Alltoallv */
+        *send_span = st_v_side(c, r, 1, mult, st_sc, st_sd);
+        *recv_span = st_v_side(c, r, 0, mult, st_rc, st_rd);
+        break;
+    }
+}
+
+static int st_mult(const st_case *c)
+{
+    return c->type->kind == ST_MIXED && c->comm->rank % 2 == 1 ? c->type->odd_factor : 1;
+}
+
+static st_layout st_v_layout_of(const st_case *c, int64_t x)
+{
+    int64_t send_span, recv_span;
+    st_v_geometry(c, st_mult(c), &send_span, &recv_span);
+    int is_root = c->comm->rank == c->root, ip = c->in_place;
+    st_layout L = {0, 0, 0, 0, 0, 0};
+    switch (c->coll) {
+    case CT_COLL_GATHERV:
+        L.send_bytes = is_root && ip ? 0 : send_span * x;
+        L.recv_bytes = is_root ? recv_span * x : 0;
+        break;
+    case CT_COLL_SCATTERV:
+        L.send_bytes = is_root ? send_span * x : 0;
+        L.recv_bytes = is_root && ip ? 0 : recv_span * x;
+        break;
+    default: /* Allgatherv, Alltoallv */
+        L.send_bytes = ip ? 0 : send_span * x;
+        L.recv_bytes = recv_span * x;
+        break;
+    }
+    L.out_bytes = L.recv_bytes;
+    return L;
+}
+
 st_layout st_layout_of(const st_case *c, const int *rc)
 {
     int64_t p = c->comm->size, r = c->comm->rank, x;
@@ -125,7 +217,12 @@ st_layout st_layout_of(const st_case *c, const int *rc)
     int64_t blk = count * x;
     int is_root = r == c->root, ip = c->in_place;
     st_layout L = {0, 0, 0, 0, 0, 0};
+    if (st_is_irregular(c->coll)) return st_v_layout_of(c, x);
     switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_EXSCAN:   /* rank 0's result is undefined: nothing compared there */
+        L.send_bytes = ip ? 0 : blk, L.recv_bytes = blk;
+        L.out_bytes = r == 0 ? 0 : blk;
+        return L;
     case CT_COLL_ALLGATHER:
         L.send_bytes = ip ? 0 : blk, L.recv_bytes = p * blk;
         break;
@@ -167,6 +264,44 @@ st_layout st_layout_of(const st_case *c, const int *rc)
     return L;
 }
 
+/* The irregular forms' call: arrays significant on this rank only (NULL elsewhere), the own
+ * block in place where MPI_IN_PLACE asks for it there. */
+static void st_v_prepare(const st_case *c, const st_layout *L, unsigned char *recv, int64_t x,
+                         ct_call *call)
+{
+    int r = c->comm->rank, is_root = r == c->root, mult = st_mult(c);
+    int64_t send_span, recv_span;
+    st_v_geometry(c, mult, &send_span, &recv_span);
+    enum st_kind kind = c->type->kind;
+    int coll = c->coll, ip = c->in_place;
+    call->sendcounts = st_sc, call->sdispls = st_sd, call->recvcounts = st_rc, call->rdispls = st_rd;
+    call->sendcount = (int)send_span, call->recvcount = (int)recv_span;
+    if (coll == CT_COLL_GATHERV || coll == CT_COLL_ALLGATHERV) {
+        call->sendcounts = call->sdispls = NULL;
+        call->recvcount = 0;
+        if (coll == CT_COLL_GATHERV && !is_root)
+            call->recvcounts = call->rdispls = NULL, call->recvtype = MPI_DATATYPE_NULL;
+        if (ip && (is_root || coll == CT_COLL_ALLGATHERV)) {
+            st_fill(recv + st_rd[r] * x, st_rc[r] * x, kind, r, 0);
+            call->sendbuf = MPI_IN_PLACE, call->sendcount = 0, call->sendtype = MPI_DATATYPE_NULL;
+        }
+    } else if (coll == CT_COLL_SCATTERV) {
+        call->recvcounts = call->rdispls = NULL;
+        call->sendcount = 0;
+        if (!is_root)
+            call->sendcounts = call->sdispls = NULL, call->sendtype = MPI_DATATYPE_NULL;
+        if (ip && is_root)
+            call->recvbuf = MPI_IN_PLACE, call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
+    } else {   /* Alltoallv */
+        call->sendcount = call->recvcount = 0;
+        if (ip) {
+            st_fill(recv, L->recv_bytes, kind, r, 0);
+            call->sendbuf = MPI_IN_PLACE, call->sendcounts = call->sdispls = NULL;
+            call->sendtype = MPI_DATATYPE_NULL;
+        }
+    }
+}
+
 /* Fill the buffers with this rank's input (identical for the library's and the variant's run)
  * and describe the call. */
 void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned char *send,
@@ -190,7 +325,16 @@ void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned ch
     if (L->send_bytes == 0) call->sendbuf = NULL;
     if (L->recv_bytes == 0) call->recvbuf = NULL;
     int ip = c->in_place;
+    if (st_is_irregular(c->coll)) {
+        st_v_prepare(c, L, recv, extent, call);
+        return;
+    }
     switch ((enum ct_coll_id)c->coll) {
+    case CT_COLL_BARRIER:
+        call->sendbuf = NULL, call->recvbuf = NULL;
+        call->sendtype = call->recvtype = MPI_DATATYPE_NULL;
+        call->sendcount = call->recvcount = 0;
+        return;
     case CT_COLL_ALLGATHER:
         if (ip) st_fill(recv + r * blk, blk, kind, r, r * blk / slot);
         break;
