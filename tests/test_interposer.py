@@ -60,7 +60,8 @@ def assert_forced(run: Run, choice: dict[str, str]) -> None:
     calls = run.program_calls
     assert set(calls) == set(COLLECTIVES), run.describe()
     for coll, variant in choice.items():
-        assert rows_of(run, coll) == expected_force_counts(coll, variant, calls[coll]), (coll, run.describe())
+        if coll in COLLECTIVES:   # the later rows' variants: tests/test_irregular.py
+            assert rows_of(run, coll) == expected_force_counts(coll, variant, calls[coll]), (coll, run.describe())
 
 
 # ---- generated files --------------------------------------------------------------------------

@@ -78,6 +78,17 @@ static colltune_reason ct_check_contiguous(const ct_call *call)
     return COLLTUNE_APPLICABLE;
 }
 
+/* Every block of recvcounts holds as many bytes as the first: bytes, not counts, as the
+ * receive datatype may differ by rank (then so do the counts, the bytes do not). */
+static colltune_reason ct_check_equal_blocks(const ct_call *call)
+{
+    int p;
+    if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
+    for (int i = 1; i < p; i++)
+        if (call->recvcounts[i] != call->recvcounts[0]) return COLLTUNE_NA_SIZE;
+    return COLLTUNE_APPLICABLE;
+}
+
 static int ct_fits_int(int64_t value)
 {
     return value >= 0 && value <= INT_MAX;
@@ -112,6 +123,7 @@ static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args
     case CT_VAR_ALLGATHER_AS_ALLREDUCE: /* p*n bytes reduced as MPI_BYTE */
     case CT_VAR_GATHER_AS_REDUCE:
     case CT_VAR_SCATTER_AS_BCAST: /* Bcast of p blocks */
+    case CT_VAR_ALLGATHERV_AS_ALLGATHER: /* p blocks of n bytes as MPI_BYTE */
         return ct_fits_int(p * n);
     case CT_VAR_ALLGATHER_AS_ALLGATHERV: /* displacements */
     case CT_VAR_ALLTOALL_AS_ALLTOALLV:
@@ -133,6 +145,9 @@ static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args
     case CT_VAR_REDUCE_AS_REDUCESCATTER_GATHERV:
     case CT_VAR_REDUCESCATTERBLOCK_AS_REDUCESCATTER:
     case CT_VAR_SCAN_AS_EXSCAN_REDUCELOCAL:
+    case CT_VAR_BARRIER_AS_ALLREDUCE:
+    case CT_VAR_ALLGATHERV_AS_GATHERV_BCAST: /* the caller's own counts and displacements */
+    case CT_VAR_EXSCAN_AS_SCAN:
     case CT_NUM_VARIANTS:
         return 1;
     }
@@ -163,6 +178,13 @@ colltune_reason colltune_applicable(int variant, const ct_call *call)
     /* A user-defined op may handle only the count its caller passed: padding or blocks of the
      * vector would reach it. Predefined ops are uniform across ranks, so is this answer. */
     if ((v->needs & CT_NEED_PREDEFINED_OP) && !ct_op_predefined(call->op)) return COLLTUNE_NA_OP;
+    /* The op and datatype of a reduction are the same on all ranks: so is this answer. */
+    if ((v->needs & CT_NEED_INVERTIBLE) && !ct_op_invertible(call->op, call->recvtype))
+        return COLLTUNE_NA_OP;
+    if (v->needs & CT_NEED_EQUAL_COUNTS) {
+        colltune_reason reason = ct_check_equal_blocks(call);
+        if (reason != COLLTUNE_APPLICABLE) return reason;
+    }
     if (v->needs & CT_NEED_COMMUTATIVE) {
         int commutative;
         if (PMPI_Op_commutative(call->op, &commutative) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;

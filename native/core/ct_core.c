@@ -167,3 +167,17 @@ int ct_op_predefined(MPI_Op op)
         if (op == predefined[i]) return 1;
     return 0;
 }
+
+int ct_op_invertible(MPI_Op op, MPI_Datatype type)
+{
+    static const MPI_Datatype integers[] = {
+        MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_INT,
+        MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG,
+        MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T,
+        MPI_UINT32_T, MPI_UINT64_T};
+    if (op != MPI_SUM && op != MPI_BXOR) return 0;
+    if (op == MPI_BXOR && type == MPI_BYTE) return 1;
+    for (size_t i = 0; i < sizeof integers / sizeof integers[0]; i++)
+        if (type == integers[i]) return 1;
+    return 0;
+}

@@ -85,6 +85,9 @@ int ct_type_contiguous(MPI_Datatype type, int *contiguous);
 
 /* 1 if `op` is one of MPI's predefined reduction operations. */
 int ct_op_predefined(MPI_Op op);
+/* Has `op` on `type` an exact inverse: MPI_SUM on a predefined integer type (two's complement
+ * arithmetic wraps) or MPI_BXOR on one or on MPI_BYTE (CT4 subtracts or xors the own input). */
+int ct_op_invertible(MPI_Op op, MPI_Datatype type);
 
 /* Typed buffer <-> raw bytes, for the mock-ups that move data as MPI_BYTE (every rank then
  * agrees on counts derived from the uniform n, whatever datatypes the ranks passed). A

@@ -33,6 +33,8 @@ NEEDS = {
     "commutative": ("CT_NEED_COMMUTATIVE", "a commutative op (the variant reorders the reduction)"),
     "bitwise_or": ("CT_NEED_BITWISE_OR", "reduces raw bytes with MPI_BOR (informational)"),
     "predefined_op": ("CT_NEED_PREDEFINED_OP", "a predefined op (the variant pads or splits the count)"),
+    "invertible": ("CT_NEED_INVERTIBLE", "the op has an exact inverse on the datatype"),
+    "equal_counts": ("CT_NEED_EQUAL_COUNTS", "every block of the counts array holds the same bytes"),
 }
 
 IN_PLACE = {

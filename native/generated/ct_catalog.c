@@ -218,6 +218,35 @@ static int64_t ct_scratch_reducescatter_as_reduce_scatterv(const ct_scratch_args
     return n + p * I;
 }
 
+/* CT1 barrier_as_allreduce: 0 */
+static int64_t ct_scratch_barrier_as_allreduce(const ct_scratch_args *a)
+{
+    (void)a;
+    return 0;
+}
+
+/* CT2 allgatherv_as_gatherv_bcast: 0 */
+static int64_t ct_scratch_allgatherv_as_gatherv_bcast(const ct_scratch_args *a)
+{
+    (void)a;
+    return 0;
+}
+
+/* CT3 allgatherv_as_allgather: p * n */
+static int64_t ct_scratch_allgatherv_as_allgather(const ct_scratch_args *a)
+{
+    const int64_t n = a->n;
+    const int64_t p = a->p;
+    return p * n;
+}
+
+/* CT4 exscan_as_scan: n */
+static int64_t ct_scratch_exscan_as_scan(const ct_scratch_args *a)
+{
+    const int64_t n = a->n;
+    return n;
+}
+
 const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {
     [CT_VAR_ALLGATHER_AS_GATHER_BCAST] = {"allgather_as_gather_bcast", CT_COLL_ALLGATHER, "GL1", "MPI_Gather + MPI_Bcast", CT_NEED_INTRA, "0", ct_scratch_allgather_as_gather_bcast},
     [CT_VAR_ALLGATHER_AS_ALLTOALL] = {"allgather_as_alltoall", CT_COLL_ALLGATHER, "GL2", "MPI_Alltoall", CT_NEED_INTRA, "2 * p * n", ct_scratch_allgather_as_alltoall},
@@ -243,6 +272,10 @@ const ct_variant_info ct_variants[CT_NUM_VARIANTS] = {
     [CT_VAR_SCATTER_AS_SCATTERV] = {"scatter_as_scatterv", CT_COLL_SCATTER, "GL22", "MPI_Scatterv", CT_NEED_INTRA, "2 * p * I", ct_scratch_scatter_as_scatterv},
     [CT_VAR_REDUCESCATTER_AS_ALLREDUCE] = {"reducescatter_as_allreduce", CT_COLL_REDUCE_SCATTER, "RS1", "MPI_Allreduce", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n", ct_scratch_reducescatter_as_allreduce},
     [CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV] = {"reducescatter_as_reduce_scatterv", CT_COLL_REDUCE_SCATTER, "RS2", "MPI_Reduce + MPI_Scatterv", CT_NEED_INTRA | CT_NEED_CONTIGUOUS, "n + p * I", ct_scratch_reducescatter_as_reduce_scatterv},
+    [CT_VAR_BARRIER_AS_ALLREDUCE] = {"barrier_as_allreduce", CT_COLL_BARRIER, "CT1", "MPI_Allreduce", CT_NEED_INTRA, "0", ct_scratch_barrier_as_allreduce},
+    [CT_VAR_ALLGATHERV_AS_GATHERV_BCAST] = {"allgatherv_as_gatherv_bcast", CT_COLL_ALLGATHERV, "CT2", "MPI_Gatherv + MPI_Bcast", CT_NEED_INTRA, "0", ct_scratch_allgatherv_as_gatherv_bcast},
+    [CT_VAR_ALLGATHERV_AS_ALLGATHER] = {"allgatherv_as_allgather", CT_COLL_ALLGATHERV, "CT3", "MPI_Allgather", CT_NEED_INTRA | CT_NEED_EQUAL_COUNTS, "p * n", ct_scratch_allgatherv_as_allgather},
+    [CT_VAR_EXSCAN_AS_SCAN] = {"exscan_as_scan", CT_COLL_EXSCAN, "CT4", "MPI_Scan", CT_NEED_INTRA | CT_NEED_CONTIGUOUS | CT_NEED_INVERTIBLE, "n", ct_scratch_exscan_as_scan},
 };
 
 int colltune_collective_index(const char *name)
@@ -529,6 +562,14 @@ int colltune_invoke(int variant, const ct_call *call)
         return colltune_reducescatter_as_allreduce(call->sendbuf, call->recvbuf, call->recvcounts, call->recvtype, call->op, call->comm);
     case CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV:
         return colltune_reducescatter_as_reduce_scatterv(call->sendbuf, call->recvbuf, call->recvcounts, call->recvtype, call->op, call->comm);
+    case CT_VAR_BARRIER_AS_ALLREDUCE:
+        return colltune_barrier_as_allreduce(call->comm);
+    case CT_VAR_ALLGATHERV_AS_GATHERV_BCAST:
+        return colltune_allgatherv_as_gatherv_bcast(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_VAR_ALLGATHERV_AS_ALLGATHER:
+        return colltune_allgatherv_as_allgather(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_VAR_EXSCAN_AS_SCAN:
+        return colltune_exscan_as_scan(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm);
     default: return MPI_ERR_ARG;
     }
 }

@@ -54,7 +54,11 @@ enum ct_var_id {
     CT_VAR_SCATTER_AS_SCATTERV = 21, /* GL22: MPI_Scatterv */
     CT_VAR_REDUCESCATTER_AS_ALLREDUCE = 22, /* RS1: MPI_Allreduce */
     CT_VAR_REDUCESCATTER_AS_REDUCE_SCATTERV = 23, /* RS2: MPI_Reduce + MPI_Scatterv */
-    CT_NUM_VARIANTS = 24
+    CT_VAR_BARRIER_AS_ALLREDUCE = 24, /* CT1: MPI_Allreduce */
+    CT_VAR_ALLGATHERV_AS_GATHERV_BCAST = 25, /* CT2: MPI_Gatherv + MPI_Bcast */
+    CT_VAR_ALLGATHERV_AS_ALLGATHER = 26, /* CT3: MPI_Allgather */
+    CT_VAR_EXSCAN_AS_SCAN = 27, /* CT4: MPI_Scan */
+    CT_NUM_VARIANTS = 28
 };
 
 /* What a variant needs to give the library's exact result (`needs`). */
@@ -64,6 +68,8 @@ enum ct_need {
     CT_NEED_COMMUTATIVE = 1u << 2, /* a commutative op (the variant reorders the reduction) */
     CT_NEED_BITWISE_OR = 1u << 3, /* reduces raw bytes with MPI_BOR (informational) */
     CT_NEED_PREDEFINED_OP = 1u << 4, /* a predefined op (the variant pads or splits the count) */
+    CT_NEED_INVERTIBLE = 1u << 5, /* the op has an exact inverse on the datatype */
+    CT_NEED_EQUAL_COUNTS = 1u << 6, /* every block of the counts array holds the same bytes */
 };
 
 /* Where MPI_IN_PLACE is allowed. */

@@ -52,4 +52,14 @@ int colltune_scan_as_exscan_reducelocal(const void *sendbuf, void *recvbuf, int 
 int colltune_scatter_as_bcast(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm); /* GL21: MPI_Bcast */
 int colltune_scatter_as_scatterv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm); /* GL22: MPI_Scatterv */
 
+/* MPI_Allgatherv */
+int colltune_allgatherv_as_gatherv_bcast(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm); /* CT2: MPI_Gatherv + MPI_Bcast */
+int colltune_allgatherv_as_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm); /* CT3: MPI_Allgather */
+
+/* MPI_Barrier */
+int colltune_barrier_as_allreduce(MPI_Comm comm); /* CT1: MPI_Allreduce */
+
+/* MPI_Exscan */
+int colltune_exscan_as_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm); /* CT4: MPI_Scan */
+
 #endif /* CT_VARIANTS_H */

@@ -312,14 +312,18 @@ static void st_run_probes(const st_comm *world, const st_comm *inter, const st_t
     int p = world->size;
     int64_t cap = (int64_t)colltune_scratch_cap();
     for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
-        if (coll >= CT_COLL_ALLGATHERV) continue;   /* no mock-up of the later rows to probe */
+        if (!st_geometry_known(coll)) continue;
+        /* The irregular forms' rules read their counts arrays, which a probe does not have:
+         * the intercommunicator probe only. */
+        int by_count = coll != CT_COLL_GATHERV && coll != CT_COLL_SCATTERV
+                       && coll != CT_COLL_ALLGATHERV && coll != CT_COLL_ALLTOALLV;
         const st_op *op = ct_collectives[coll].has_op ? &ops[ST_SUM] : NULL;
         int root = ct_collectives[coll].has_root ? 0 : -1;
         int per_rank = coll == CT_COLL_REDUCE_SCATTER_BLOCK || coll == CT_COLL_REDUCE_SCATTER;
         /* n around the cap: the variants whose scratch grows with n no longer fit. */
         int64_t at_cap = cap / 4 / (per_rank ? p : 1);
         int64_t counts[] = {1 << 30, at_cap < INT_MAX ? at_cap : INT_MAX};
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 2 && by_count; k++) {
             st_case c = {coll, world, &types[ST_INT], op, (int)counts[k], root, 0};
             st_probe(&c, log);
         }

@@ -82,10 +82,18 @@ static int st_is_irregular(int coll)
            || coll == CT_COLL_ALLTOALLV;
 }
 
+/* Count 7 gives equal blocks (the regular case, which CT3 serves), the other counts irregular
+ * ones. */
 static int st_block(const st_case *c, int from, int to)
 {
     int k = (from + to) % 3;
+    if (c->count == 7) return c->count;
     return c->count == 0 || k == 1 ? 0 : c->count + k;
+}
+
+int st_equal_blocks(const st_case *c)
+{
+    return c->count == 0 || c->count == 7 || c->comm->size == 1;
 }
 
 /* counts[i] = block between `me` and i (me the sender if `sending`), displacements with gaps;

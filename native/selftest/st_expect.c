@@ -39,6 +39,8 @@ typedef struct st_rule {
     int predefined_op;         /* pads or splits the count: no user-defined op */
     enum st_overflow overflow;
     enum st_scratch scratch;
+    int invertible;            /* MPI_SUM on an integer type (the matrix has no MPI_BXOR) */
+    int equal_counts;          /* every block the same size */
 } st_rule;
 
 static const st_rule st_rules[] = {
@@ -66,6 +68,10 @@ static const st_rule st_rules[] = {
     {"scatter_as_scatterv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
     {"reducescatter_as_allreduce", 1, 0, 0, OV_SUM, SC_N},
     {"reducescatter_as_reduce_scatterv", 1, 0, 0, OV_SUM, SC_N_INTS},
+    {"barrier_as_allreduce", 0, 0, 0, OV_NONE, SC_ZERO},
+    {"allgatherv_as_gatherv_bcast", 0, 0, 0, OV_NONE, SC_ZERO},
+    {"allgatherv_as_allgather", 0, 0, 0, OV_P_BYTES, SC_PN, 0, 1},
+    {"exscan_as_scan", 1, 0, 0, OV_NONE, SC_N, 1, 0},
 };
 
 #define ST_NUM_RULES ((int)(sizeof st_rules / sizeof st_rules[0]))
@@ -133,6 +139,21 @@ static int64_t st_scratch_bytes(enum st_scratch rule, int64_t p, int64_t count, 
     return 0;
 }
 
+/* CT4's `invertible`: MPI_SUM on a C integer type of the standard (the matrix has no
+ * MPI_BXOR), as docs/variants.md states it. */
+static int st_invertible(const st_case *c)
+{
+    static const MPI_Datatype integers[] = {
+        MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED,
+        MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_INT8_T,
+        MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T,
+        MPI_UINT64_T};
+    if (c->op == NULL || c->op->kind != ST_SUM) return 0;
+    for (size_t i = 0; i < sizeof integers / sizeof integers[0]; i++)
+        if (c->type->type == integers[i]) return 1;
+    return 0;
+}
+
 /* n: the call's message bytes as the table defines them (computed by the caller from the case).
  * The core may add up to 256 bytes of alignment slack to its scratch formulas: probes stay
  * clear of that margin. */
@@ -144,6 +165,8 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     if (rule->contiguous == 1 && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
     if (rule->contiguous == 2 && c->in_place && !c->type->contiguous) return COLLTUNE_NA_DATATYPE;
     if (rule->predefined_op && c->op != NULL && st_op_user(c->op)) return COLLTUNE_NA_OP;
+    if (rule->invertible && !st_invertible(c)) return COLLTUNE_NA_OP;
+    if (rule->equal_counts && !st_equal_blocks(c)) return COLLTUNE_NA_SIZE;
     if (rule->commutative && c->op != NULL && !c->op->commutative)
         return COLLTUNE_NA_NONCOMMUTATIVE;
     int64_t p = c->comm->size, sum = 0;

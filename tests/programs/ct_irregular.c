@@ -8,7 +8,7 @@
  *
  * Each irregular call is made with equal counts, with irregular counts (zeros among them), with
  * MPI_IN_PLACE where the collective allows it, and with a datatype with gaps (vector of ints,
- * stride 2), at every root. Rank 0 prints "calls COLL N" per collective.
+ * stride 2), at every root. Rank 0 prints "calls COLL all=N" per collective.
  * Exit status 0 when every result is right; otherwise "FAIL ..." and MPI_Abort.
  */
 #include <mpi.h>
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
         check_rc(BARRIER, MPI_Barrier(MPI_COMM_WORLD));
     }
     if (rank == 0)
-        for (int c = 0; c < NCOLLS; c++) printf("calls %s %ld\n", names[c], calls[c]);
+        for (int c = 0; c < NCOLLS; c++) printf("calls %s all=%ld\n", names[c], calls[c]);
     MPI_Op_free(&keep_left);
     MPI_Type_free(&vec);
     MPI_Finalize();
