@@ -36,9 +36,10 @@ def served(run: Run, collective: str) -> Counter[tuple[str, str]]:
     return Counter({(k[2], k[3]): n for k, n in run.counts.items() if k[0] == collective})
 
 
-def test_pass_through_and_counting(openmpi, openmpi_build, programs):
+def test_counting(openmpi, openmpi_build, programs):
+    """COLLTUNE_VERBOSE alone: the counting mode, every call to the library, each counted."""
     run = irregular(openmpi, openmpi_build, programs, 3)
-    assert not run.counts   # nothing active: no table
+    assert run.counts == {(c, "none", "library", "library"): n for c, n in expected_calls(3).items()}
 
 
 def test_forced_mockups_are_exact(openmpi, openmpi_build, programs):
@@ -68,3 +69,58 @@ def test_learning_explores_every_member_exactly(openmpi, openmpi_build, programs
     for member in ("barrier_as_allreduce", "lib:barrier:bruck", "lib:exscan:recursive_doubling",
                    "exscan_as_scan", "allgatherv_as_gatherv_bcast", "lib:alltoallv:pairwise"):
         assert any(m == member for _, m in drawn), (member, run.describe())
+
+
+# ---- the preset and the guidelines between collectives (no MPI) -------------------------------
+
+def test_quick_preset_measures_what_it_did():
+    from colltune.measure.settings import GUIDELINE_COLLECTIVES, BenchSettings
+    assert BenchSettings.from_preset("quick").collectives == list(GUIDELINE_COLLECTIVES)
+    assert BenchSettings().collectives == list(GUIDELINE_COLLECTIVES)
+
+
+def test_irregular_preset_plan():
+    from colltune.measure.planning import plan_jobs
+    from colltune.measure.settings import BenchSettings
+    settings = BenchSettings.from_preset("irregular")
+    plan = plan_jobs(settings, 4, "openmpi")
+    jobs = {(j.collective, j.msg_bytes): j.variants for j in plan.jobs}
+    assert [k for k in jobs if k[0] == "barrier"] == [("barrier", 0)]   # once, not twice
+    assert jobs[("barrier", 0)] == ("default", "default#aa", "barrier_as_allreduce")
+    assert jobs[("allgatherv", 1024)] == ("default", "default#aa", "allgatherv_as_gatherv_bcast",
+                                          "allgatherv_as_allgather")
+    assert jobs[("exscan", 32768)] == ("default", "default#aa", "exscan_as_scan")
+    assert jobs[("alltoallw", 1)] == ("default", "default#aa")
+    assert jobs[("allreduce", 1)] == ("default", "default#aa")
+    assert len(plan.jobs) == 12 * 3 + 1
+    libs = plan_jobs(BenchSettings.from_preset("irregular", library_algorithms=True), 4, "mpich")
+    assert {j.collective: j.variants for j in libs.jobs if j.msg_bytes in (0, 1)}["gatherv"] == (
+        "default", "default#aa", "lib:gatherv:linear")
+
+
+def _side(medians: list[float]):
+    import numpy as np
+    from colltune.verify.comparisons import Side
+    return Side(np.arange(len(medians)), np.array(medians), np.array(medians))
+
+
+def test_form_comparisons_pair_the_two_collectives():
+    from colltune.verify.comparisons import comparisons
+    import pandas as pd
+    by_side = {(4, "allgather", "default", 64): _side([1.0, 2.0]),
+               (4, "allgatherv", "default", 64): _side([3.0, 4.0]),
+               (4, "allgatherv", "default", 128): _side([5.0, 6.0]),
+               (4, "barrier", "default", 0): _side([0.5, 0.5]),
+               (4, "allreduce", "default", 1): _side([0.7, 0.8]),
+               (4, "exscan", "default", 8): _side([1.0, 1.0])}
+    messages: list[str] = []
+    forms = [c for c in comparisons(pd.DataFrame(), by_side, 64, messages)
+             if c.guideline in ("GL4", "F2", "F3")]
+    got = sorted((c.collective, c.variant, c.guideline, c.msg_bytes, c.lhs, c.rhs,
+                  tuple(c.ref.launch_medians), tuple(c.alt.launch_medians)) for c in forms)
+    assert got == [
+        ("allgather", "allgatherv", "GL4", 64, "MPI_Allgather(64 B)", "MPI_Allgatherv(64 B)",
+         (1.0, 2.0), (3.0, 4.0)),
+        ("barrier", "allreduce", "F3", 0, "MPI_Barrier(0 B)", "MPI_Allreduce(1 B)", (0.5, 0.5),
+         (0.7, 0.8)),
+    ]   # no F2: Scan was not measured

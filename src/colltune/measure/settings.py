@@ -73,6 +73,17 @@ PRESETS: dict[str, dict[str, Any]] = {
               "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2}},
     # pgchecker Listing 4.2: size lists per collective, 5000 repetitions, 3 s per job
     "full": {"sizes": None, "stop": {"max_reps": 5000, "time_budget_s": 3.0}},
+    # the later rows of the table against their regular partners (docs/guidelines.md): quick's
+    # stopping rule; 1 B for Barrier against a one-byte Allreduce; the mock-ups of these rows
+    # and the defaults (the partners' own mock-ups are quick's business)
+    "irregular": {"sizes": [1, 1024, 32768],
+                  "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2},
+                  "collectives": ["allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw",
+                                  "gather", "gatherv", "scatter", "scatterv", "scan", "exscan",
+                                  "allreduce", "barrier"],
+                  "variants": ["default", "default#aa", "barrier_as_allreduce",
+                               "allgatherv_as_gatherv_bcast", "allgatherv_as_allgather",
+                               "exscan_as_scan"]},
 }
 
 
@@ -107,7 +118,7 @@ class BenchSettings(BaseModel):
     seed: int = Field(1, ge=0)
     launch_timeout_s: float | None = Field(None, gt=0)
     allow_oversubscribe: bool = Field(False, description="MPICH ranks beyond the cores")
-    preset: Literal["quick", "full"] | None = None
+    preset: Literal["quick", "full", "irregular"] | None = None
     # `colltune check`'s adaptive rounds, fixed before the first launch: the number of looks at
     # the data (1 + rounds) sets the alpha of each look (docs/statistics.md)
     rounds: int = Field(0, ge=0, description="adaptive rounds after the first R launches")
@@ -191,6 +202,9 @@ class BenchSettings(BaseModel):
             values["sizes"] = base["sizes"]
             values["stop"] = dict(base["stop"])
             values["preset"] = preset
+            for key in ("collectives", "variants"):
+                if key in base:
+                    values[key] = list(base[key])
         stop_over = overrides.pop("stop", None) or {}
         values.update({k: v for k, v in overrides.items() if v is not None})
         values["stop"] = {**values.get("stop", {}), **{k: v for k, v in stop_over.items() if v is not None}}

@@ -29,6 +29,11 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
         "reduce_scatter_block": ("basic_linear", "recursive_doubling", "recursive_halving",
                                  "butterfly"),
         "scan": ("linear", "recursive_doubling"),
+        # none of allgatherv (Open MPI 5.0.11 registers coll_tuned_allgatherv_algorithm read-only
+        # for MPI_T: no run-time member, nothing measured), gatherv or scatterv (no variable)
+        "alltoallv": ("basic_linear", "pairwise"),
+        "barrier": ("linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"),
+        "exscan": ("linear", "recursive_doubling"),
     },
     "mpich": {
         "allreduce": ("recursive_doubling", "reduce_scatter_allgather", "tree", "recexch", "ring",
@@ -45,6 +50,13 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
         "reduce_scatter_block": ("noncommutative", "pairwise", "recursive_doubling",
                                  "recursive_halving"),
         "scan": ("recursive_doubling",),
+        "allgatherv": ("brucks", "recursive_doubling", "ring"),
+        "alltoallv": ("pairwise_sendrecv_replace", "scattered"),
+        "alltoallw": ("pairwise_sendrecv_replace", "scattered"),
+        "barrier": ("k_dissemination", "recexch"),
+        "exscan": ("recursive_doubling",),
+        "gatherv": ("linear",),
+        "scatterv": ("linear",),
     },
 }
 
@@ -61,6 +73,13 @@ LIBRARY_ALGORITHMS["intel"] = {
     "reduce_scatter_block": ("1", "2", "3", "4"),
     "scan": ("1",),
     "scatter": ("1", "3"),
+    "allgatherv": ("1", "2", "3", "5"),
+    "alltoallv": ("1", "2"),
+    "alltoallw": ("1",),
+    "barrier": ("1", "2", "5"),
+    "exscan": ("1",),
+    "gatherv": ("1", "3"),
+    "scatterv": ("1",),
 }
 
 # SimGrid SMPI: `--cfg=smpi/<coll>:<name>`, fixed per launch (read once when the simulation

@@ -95,9 +95,11 @@ OMPI_COLL_IDS = {
     "reduce_scatter": 12, "reduce_scatter_block": 13, "scan": 14, "scatter": 15, "scatterv": 16,
 }
 # Open MPI's dynamic decision multiplies our per-block size by p for these (coll_tuned_decision_
-# dynamic.c); scan is decided on type size * p only, i.e. not by message size at all.
+# dynamic.c); scan and exscan are decided on type size * p only, i.e. not by message size at all;
+# Allgatherv on the mean block (total / p), our bytes. Barrier and Alltoallv are size-blind on
+# our side (collectives.toml: no size every rank holds): one algorithm for all sizes or none.
 OMPI_TIMES_P = {"allgather", "alltoall", "gather", "scatter"}
-OMPI_SIZE_BLIND = {"scan"}
+OMPI_SIZE_BLIND = {"scan", "exscan", "barrier", "alltoallv"}
 # Which fan-out the forced-algorithm path passes (what the measurement used through MPI_T).
 OMPI_CHAIN_FANOUT = {"bcast", "reduce", "reduce_scatter", "reduce_scatter_block", "scatter"}
 
@@ -220,7 +222,7 @@ def openmpi_settings(rules_path: Path) -> dict[str, str]:
 # MPICH: collective selection JSON
 
 MPICH_AVG = {"allreduce", "bcast", "reduce", "alltoall"}  # avg_msg_size == our bytes
-MPICH_TOTAL_TIMES_P = {"allgather", "gather", "scatter"}  # total_msg_size == our bytes * p
+MPICH_TOTAL_TIMES_P = {"allgather", "gather", "scatter", "allgatherv"}  # total_msg_size == our bytes * p
 MPICH_TOTAL = {"reduce_scatter", "reduce_scatter_block"}  # total_msg_size == our bytes
 # Algorithms whose selection container takes no parameters (the others need tree kinds, radix...
 # that only the MPIR_CVAR_<COLL>_* defaults know): exported; others are reported, not guessed.
@@ -235,6 +237,13 @@ MPICH_PLAIN = {
     "reduce_scatter": {"noncommutative", "pairwise", "recursive_doubling", "recursive_halving", "nb"},
     "reduce_scatter_block": {"noncommutative", "pairwise", "recursive_doubling", "recursive_halving", "nb"},
     "scan": {"recursive_doubling", "smp", "nb"},
+    "allgatherv": {"brucks", "recursive_doubling", "ring", "nb"},
+    "alltoallv": {"pairwise_sendrecv_replace", "scattered", "nb"},
+    "alltoallw": {"pairwise_sendrecv_replace", "scattered", "nb"},
+    "exscan": {"recursive_doubling", "nb"},
+    "gatherv": {"linear", "nb"},
+    "scatterv": {"linear", "nb"},
+    "barrier": {"smp", "nb"},
 }
 
 

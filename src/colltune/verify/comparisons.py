@@ -10,6 +10,8 @@ medians, the experimental unit (PGMPI).
   monotony  default(m_i)                default(m_j), m_j next size      "monotony"
   split     default(m_j)                k * default(m_i), k=ceil(mj/mi)  "split"
   aa        default(n)                  default#aa(n)                    "A/A" (calibration)
+  pattern   default(n) of one           default(n) of another            FORMS: GL4, GL8, GL12,
+            collective                  collective (docs/guidelines.md)  GL22, F1-F3
 """
 
 from __future__ import annotations
@@ -32,6 +34,32 @@ SUMMARY_COLUMNS = (
 )
 
 SideKey = tuple[int, str, str, int]  # nprocs, collective, variant, msg_bytes
+
+
+@dataclass(frozen=True)
+class Form:
+    """A guideline between two collectives, each measured by its own call (its `default`):
+    `ref`(n) should not be slower than `alt`(n), or at the fixed sizes given (the barrier)."""
+
+    ref: str
+    alt: str
+    guideline: str
+    ref_bytes: int | None = None
+    alt_bytes: int | None = None
+
+
+# docs/guidelines.md states each with its source: the regular form is not slower than its
+# irregular counterpart with equal counts (PGMPITuneLib GL4, GL8, GL12, GL22); a specific
+# operation is not slower than a more general one that gives the same result (F1, F2, F3).
+FORMS: tuple[Form, ...] = (
+    Form("allgather", "allgatherv", "GL4"),
+    Form("alltoall", "alltoallv", "GL8"),
+    Form("gather", "gatherv", "GL12"),
+    Form("scatter", "scatterv", "GL22"),
+    Form("alltoallv", "alltoallw", "F1"),
+    Form("exscan", "scan", "F2"),
+    Form("barrier", "allreduce", "F3", ref_bytes=0, alt_bytes=1),
+)
 
 
 @dataclass(frozen=True)
@@ -137,8 +165,8 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
         by_coll.setdefault((p, coll), {}).setdefault(var, {})[n] = side
 
     for (p, coll), per_variant in sorted(by_coll.items()):
-        if coll == BARRIER:
-            continue
+        if coll == BARRIER and set(per_variant) <= {DEFAULT, AA}:
+            continue   # measured as the noise reference of the run only
         mpi_name = variant_label(coll, DEFAULT, cat)
         default = per_variant.get(DEFAULT, {})
         if not default:
@@ -171,12 +199,34 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
             out.append(Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
                                   f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
                                   default[large], scaled))
+    return out + form_comparisons(by_coll, cat)
+
+
+def form_comparisons(by_coll: dict[tuple[int, str], dict[str, dict[int, Side]]],
+                     cat: catalog_mod.Catalog) -> list[Comparison]:
+    """The FORMS whose two defaults were measured at the same process count and size."""
+    out: list[Comparison] = []
+    for f in FORMS:
+        for (p, coll), per_variant in sorted(by_coll.items()):
+            if coll != f.ref:
+                continue
+            ref_sides = per_variant.get(DEFAULT, {})
+            alt_sides = by_coll.get((p, f.alt), {}).get(DEFAULT, {})
+            sizes = ([(f.ref_bytes, f.alt_bytes)] if f.ref_bytes is not None
+                     else [(n, n) for n in sorted(ref_sides)])
+            for n, m in sizes:
+                if n in ref_sides and m in alt_sides:
+                    out.append(Comparison(
+                        p, f.ref, f.alt, "pattern", f.guideline, n, None, None,
+                        f"{variant_label(f.ref, DEFAULT, cat)}({human_bytes(n)})",
+                        f"{variant_label(f.alt, DEFAULT, cat)}({human_bytes(m)})",
+                        ref_sides[n], alt_sides[m], note="both collectives called directly"))
     return out
 
 
 def barrier_medians(by_side: dict[SideKey, Side]) -> dict[int, float]:
     per_p: dict[int, list[np.ndarray]] = {}
-    for (p, coll, _var, _n), side in by_side.items():
-        if coll == BARRIER:
+    for (p, coll, var, _n), side in by_side.items():
+        if coll == BARRIER and var in (DEFAULT, AA):
             per_p.setdefault(p, []).append(side.launch_medians)
     return {p: float(np.median(np.concatenate(v))) for p, v in per_p.items()}
