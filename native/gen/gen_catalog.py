@@ -5,7 +5,7 @@ Writes
   native/generated/ct_catalog.h   enums CT_COLL_* / CT_VAR_*, `needs` flags, the tables' types
   native/generated/ct_catalog.c   the tables, name lookups, scratch formulas, colltune_call_bytes,
                                   colltune_invoke (-> mock-up) and colltune_invoke_library (-> PMPI)
-  native/include/ct_variants.h    the prototypes of the 24 mock-ups (exact MPI signatures)
+  native/include/ct_variants.h    the prototypes of the mock-ups (exact MPI signatures)
 
 Usage: gen_catalog.py [--check]   (--check: write nothing, exit 1 if a file is stale)
 Stdlib only: the generators must run before any dependency is installed.
