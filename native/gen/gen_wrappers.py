@@ -42,8 +42,6 @@ UNSET = {
 FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendcounts",
                "sdispls", "rdispls", "sendtype", "recvtype", "sendtypes", "recvtypes", "op",
                "root", "comm"]
-# Roles of the v/w forms' arrays (their large-count bindings have MPI_Count / MPI_Aint arrays).
-ARRAY_ROLES = {"sendcounts", "sdispls", "rdispls", "sendtypes", "recvtypes"}
 COUNT_TYPE = {"sendcount": "sendtype", "recvcount": "recvtype", "count": "datatype"}
 # Reduce_scatter_c converts its count array on the stack, up to this communicator size.
 MAX_STACK_COUNTS = 512
@@ -156,11 +154,9 @@ def note_large(coll: Collective, bytes_expr: str) -> list[str]:
 
 
 def served_large(coll: Collective) -> bool:
-    """Has a large-count binding served here: not MPI_Barrier (none), not a v/w form (its
-    MPI_Count / MPI_Aint arrays are not converted), not Reduce_local (no communicator). The
-    others' MPI_X_c stay the library's own symbols."""
-    roles = {a.role for a in coll.args}
-    return coll.large_count and "comm" in roles and not roles & ARRAY_ROLES and bool(roles & (set(COUNT_TYPE) | {"recvcounts"}))
+    """Its large-count blocking binding is served here (`large_count` and `serve_large` of the
+    table); the others' MPI_X_c are watched (gen_forms.py)."""
+    return coll.dispatch and coll.large_count and coll.serve_large
 
 
 def large_wrapper(coll: Collective) -> list[str]:

@@ -70,6 +70,7 @@ class Collective:
     large_count: bool = True
     dispatch: bool = True
     family: str = "collective"
+    serve_large: bool = True
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def load(path: Path = SPEC_DIR / "collectives.toml") -> Table:
             large_count=c.get("large_count", True),
             dispatch=c.get("dispatch", True),
             family=c.get("family", "collective"),
+            serve_large=c.get("serve_large", True),
         )
         for c in raw["collective"]
     )

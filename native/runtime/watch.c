@@ -143,9 +143,10 @@ void ct_fn_print(FILE *out)
         unsigned long long completed = ct_get(&c[CT_FN_COMPLETED]);
         if (f->served && !f->large) {
             /* the int binding of a served collective: the counting table's calls of the
-             * collective (every binding) less its _c binding's, the next function */
+             * collective (every served binding) less its _c binding's, the next function,
+             * where that is served too (else it is watched, counted on its own) */
             atomic_ullong *large = fn + 1 < CT_NUM_FUNCTIONS && ct_fns[fn + 1].large
-                                       ? ct_fn_counts[fn + 1] : NULL;
+                                       && ct_fns[fn + 1].served ? ct_fn_counts[fn + 1] : NULL;
             calls = ct_count_calls(f->coll) - (large ? ct_get(&large[CT_FN_CALLS]) : 0);
             bytes = ct_get(&ct_coll_bytes[f->coll][0]) - (large ? ct_get(&large[CT_FN_BYTES]) : 0);
             sized = ct_get(&ct_coll_bytes[f->coll][1]) - (large ? ct_get(&large[CT_FN_SIZED]) : 0);

@@ -28,6 +28,7 @@ class Collective(BaseModel):
     forms: tuple[str, ...] = ("blocking", "nonblocking", "persistent")
     large_count: bool = True
     dispatch: bool = True        # false: watched only (counted, profiled), never served
+    serve_large: bool = True     # false: the blocking _c binding is watched only
     family: str = "collective"   # or "neighborhood"
 
     def functions(self) -> list[str]:
