@@ -39,8 +39,13 @@ BUFFERS = {"sendbuf", "recvbuf", "buffer"}
 # INTEGER arrays a C int array can alias (ct_f_translatable: MPI_Fint is int).
 INT_ARRAYS = {"recvcounts", "sendcounts", "sdispls", "rdispls"}
 # Arrays of handles would need converting one by one (MPI_Type_f2c): Alltoallw's Fortran call
-# goes to the library's own symbol (no wrapper defined here).
+# goes to the library's own symbol, watched (counted and profiled) but not served.
 HANDLE_ARRAYS = {"sendtypes", "recvtypes"}
+
+
+def untranslatable(coll: Collective) -> bool:
+    """Arrays of handles (Alltoallw's datatypes): the C wrapper is not called from Fortran."""
+    return any(a.role in HANDLE_ARRAYS for a in coll.args)
 
 
 def fortran_params(coll: Collective) -> str:
@@ -431,11 +436,12 @@ def generate() -> str:
     lines += PRELUDE.splitlines() + [""]
     lines += lifecycle()
     for coll in table.collectives:
-        if not any(a.role in HANDLE_ARRAYS for a in coll.args):
+        if not untranslatable(coll):
             lines += wrapper(coll)
-    # the watched functions: Fortran has no large-count bindings in mpif.h / `use mpi`
+    # the watched functions: Fortran has no large-count bindings in mpif.h / `use mpi`; a served
+    # row whose handle arrays are not translated (Alltoallw) is watched from Fortran
     for fn in load().functions():
-        if not gen_forms.served(fn) and not fn.large:
+        if not fn.large and (not gen_forms.served(fn) or untranslatable(fn.coll)):
             lines += watched_wrapper(fn)
     lines += request_calls()
     for c in gen_p2p.load():
