@@ -1,15 +1,17 @@
 """colltune's own cost as the ranks grow, on SimGrid SMPI (benchmarks/scale/README.md).
 
-For each rank count P, benchmarks/scale/app.c runs on the dragonfly-1024 preset (4096 cores):
+For each rank count P, benchmarks/scale/app.c runs on the dragonfly-1024 preset (4096 cores),
+`--calls` rounds of allreduce + bcast per rank:
   plain        linked against SMPI alone
   interposed   linked with libcolltune first (docs/smpi.md), one copy per rank
                (smpi/privatize-libs): every call passes the decision point
   traced       interposed in the learning mode (COLLTUNE_SELECT=-, every call exploring the
                proven members) with COLLTUNE_TRACE_DIR set on every rank
-Host CPU seconds of each launch (getrusage of the child: less sensitive to the machine's load than
-wall time) give colltune's per-call cost, (interposed - plain) / (P x calls), and its first-call
-cost, the same difference for a run of 2 calls per rank; the trace directory's bytes, the rows
-`colltune traces ingest` stores, and the ingest time follow. The checksum and the simulated time
+Up to CALLGRIND_MAX_RANKS, the interposed runs are repeated under callgrind (instruction counts
+repeat under load, host CPU time does not) with --calls rounds and with 2: libcolltune's
+instructions per call are the difference over the extra calls, its setup per rank the 2-round
+run's. The trace directory's bytes, the rows `colltune traces ingest` stores and the ingest time
+follow. The checksum and the simulated time
 printed by rank 0 must be equal across the three runs: the interposer changes no result.
 
     .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024,4096 --out benchmarks/scale
@@ -36,6 +38,7 @@ from colltune.mpi import libraries as mpi
 
 HERE = Path(__file__).resolve().parent
 PLATFORM = "dragonfly-1024"
+CALLGRIND_MAX_RANKS = 256  # callgrind slows SMPI ~50x: the instruction counts stop here
 
 
 def compile_app(lib: mpi.MpiLibrary, art: build.Artifacts, out: Path) -> tuple[Path, Path]:
@@ -66,6 +69,48 @@ def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, ca
     return cpu, wall, line
 
 
+def colltune_instructions(callgrind_out: Path) -> int:
+    """Instructions executed in libcolltune (self cost of every function of its per-rank copies,
+    which SMPI names <7 digits>tune.so) from a callgrind output file."""
+    names: dict[str, str] = {}
+    current = ""
+    total = 0
+    skip_next = False
+    for line in callgrind_out.read_text(errors="replace").splitlines():
+        if skip_next:  # the inclusive cost of a call, counted in the callee
+            skip_next = False
+            continue
+        if line.startswith(("ob=", "cob=")):  # a name is given once, on either, then its (id)
+            ref, _, name = line.partition("=")[2].partition(" ")
+            if name:
+                names[ref] = name
+            if line.startswith("ob="):
+                current = ref
+        elif line.startswith("calls="):
+            skip_next = True
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            parts = line.split()
+            if len(parts) >= 2 and names.get(current, "").endswith("tune.so"):
+                total += int(parts[-1])
+    return total
+
+
+def instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, calls: int,
+                 work: Path, learn: bool = False) -> int:
+    """libcolltune's instructions in one interposed run under callgrind (repeatable under load)."""
+    out = work / f"callgrind-{nprocs}-{calls}-{int(learn)}.out"
+    learning = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
+    argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(calls)], {smpi.PLATFORM_VAR: PLATFORM},
+                             [f"--cfg=smpi/privatize-libs:{art.libcolltune}", "-wrapper",
+                              f"valgrind --tool=callgrind --callgrind-out-file={out}"])
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
+                               "COLLTUNE_PROOF": str(art.dir / "proof.txt")}, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"callgrind run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
+    return colltune_instructions(out)
+
+
 def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -76,8 +121,6 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
     quiet = {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt")}
     cpu_plain, wall_plain, line_plain = launch(lib, art, plain, p, calls, quiet)
     cpu_ct, wall_ct, line_ct = launch(lib, art, linked, p, calls, quiet)
-    cpu_plain2, _, _ = launch(lib, art, plain, p, 2, quiet)
-    cpu_ct2, _, _ = launch(lib, art, linked, p, 2, quiet)
     trace = work / f"trace-{p}"
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir(parents=True)
@@ -101,12 +144,27 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
         with duckdb.connect(str(db), read_only=True) as con:
             rows = int(con.sql("select count(*) from trace_calls").fetchall()[0][0])
     per_rank_calls = 2 * calls + 3  # allreduce + bcast per round, split, the final reduce, free
+    ir: dict[tuple[int, bool], int] = {}
+    if p <= CALLGRIND_MAX_RANKS:
+        ir = {(n, learn): instructions(lib, art, linked, p, n, work, learn)
+              for n in (calls, 2) for learn in (False, True)}
+
+    def per_call(learn: bool) -> float | None:
+        return round((ir[calls, learn] - ir[2, learn]) / (p * 2 * (calls - 2)), 1) if ir else None
     return {
         "ranks": p, "calls_per_rank": per_rank_calls,
         "simulator_cpu_s": round(cpu_plain, 3), "interposed_cpu_s": round(cpu_ct, 3),
-        "per_call_cost_us": round(1e6 * (cpu_ct - cpu_plain - (cpu_ct2 - cpu_plain2))
-                                  / (p * (per_rank_calls - 7)), 3),
-        "first_calls_cost_us": round(1e6 * (cpu_ct2 - cpu_plain2) / p, 3),
+        # host CPU of the whole run over the plain one, per rank: SMPI's per-rank copy of the
+        # library (a file copy, a `sed` process, a dlopen) dominates it
+        "interposed_extra_cpu_ms_per_rank": round(1e3 * (cpu_ct - cpu_plain) / p, 3),
+        # callgrind: libcolltune's instructions per collective call after the first rounds
+        # (pass-through: no mode set; learning: every call drawn among the proven members and
+        # recorded), and per rank for a whole run of 2 rounds (MPI_Init's setup, the first calls'
+        # communicator state and layout, MPI_Finalize)
+        "per_call_instructions": per_call(False),
+        "per_call_instructions_learn": per_call(True),
+        "setup_instructions_per_rank": round(ir[2, False] / p) if ir else None,
+        "setup_instructions_per_rank_learn": round(ir[2, True] / p) if ir else None,
         "traced_cpu_s": round(cpu_tr, 3),
         "trace_bytes": dir_bytes(trace), "trace_rows": rows, "ingest_s": round(ingest_s, 3),
         "ingest_ok": ingest.returncode == 0, "wall_plain_s": round(wall_plain, 3),
@@ -140,16 +198,17 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ranks = [int(r["ranks"]) for r in rows]
-    items = [("per_call_cost_us", "per-call cost (us, host CPU)"),
-             ("first_calls_cost_us", "first calls per rank (us)"),
+    items = [("per_call_instructions_learn", "per-call instructions, learning"),
+             ("setup_instructions_per_rank_learn", "setup + first calls per rank (instr.)"),
              ("trace_bytes", "trace bytes"), ("trace_rows", "trace rows in the database"),
              ("ingest_s", "traces ingest (s)"), ("simulator_cpu_s", "SMPI run, no colltune (s)")]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
     for ax, (key, title) in zip(axes.flat, items):
-        ax.plot(ranks, [float(r[key]) for r in rows], "o-")
+        have = [r for r in rows if r[key] is not None]
+        ranks, values = [int(r["ranks"]) for r in have], [float(r[key]) for r in have]  # type: ignore[arg-type]
+        ax.plot(ranks, values, "o-")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{title}: {growth_law(ranks, [float(r[key]) for r in rows])}", fontsize=9)
+        ax.set_title(f"{title}: {growth_law(ranks, values)}", fontsize=9)
         ax.set_xlabel("simulated ranks")
     fig.tight_layout()
     fig.savefig(out / "scale.png", dpi=110)
@@ -175,10 +234,11 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    ranks = [int(r["ranks"]) for r in rows]
-    for key in ("per_call_cost_us", "first_calls_cost_us", "trace_bytes", "trace_rows", "ingest_s",
-                "simulator_cpu_s"):
-        print(f"{key}: {growth_law(ranks, [float(r[key]) for r in rows])}")
+    for key in ("per_call_instructions", "per_call_instructions_learn", "setup_instructions_per_rank",
+                "setup_instructions_per_rank_learn", "interposed_extra_cpu_ms_per_rank", "trace_bytes",
+                "trace_rows", "ingest_s", "simulator_cpu_s"):
+        have = [r for r in rows if r[key] is not None]
+        print(f"{key}: {growth_law([int(r['ranks']) for r in have], [float(r[key]) for r in have])}")
     plot(rows, args.out)
     print(f"load: {open('/proc/loadavg').read().strip()}")
 
