@@ -178,14 +178,19 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
 
 
 def growth_law(ranks: list[int], values: list[float]) -> str:
-    """flat, log P or P: the model a + b f(P) with the smallest squared error (f = 0, log P, P)."""
+    """flat, log P or P: the model a + b f(P) (b > 0) with the smallest squared error (f = 0,
+    log P, P); flat when every value is within 10% of their mean."""
     x = np.asarray(ranks, float)
     y = np.asarray(values, float)
+    if len(y) < 2 or np.ptp(y) <= 0.1 * abs(float(np.mean(y))):
+        return "flat"  # within 10% over the whole range: no law to fit
     best, law = np.inf, "flat"
     for name, f in (("flat", np.zeros_like(x)), ("log P", np.log2(x)), ("P", x)):
         design = np.column_stack([np.ones_like(x), f]) if name != "flat" else np.ones((len(x), 1))
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
         err = float(np.sum((design @ coef - y) ** 2))
+        if name != "flat" and coef[1] <= 0:
+            continue  # a cost that falls as P grows is no growth law
         # a slope must earn its parameter: 10% better than the simpler law
         if err < 0.9 * best:
             best, law = err, name
