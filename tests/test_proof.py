@@ -227,3 +227,21 @@ def test_forced_library_member_on_mpich(mpich, mpich_build, tmp_path):
     rows = [r[:5] for r in _rows(forced.stderr)]
     assert ["allgather", "force", "lib:allgather:ring", "applied", "100"] in rows
     assert ["allreduce", "force", "lib:allreduce:ring", "applied", "200"] in rows
+
+
+@pytest.mark.mpich
+def test_preloaded_library_leaves_mpich_float_sums_alone(mpich, mpich_build, tmp_path):
+    """MPICH 5.0.2 switches a communicator's node-level algorithms after 5 collective calls
+    (MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD), which changes the bits of float sums: libcolltune's
+    own agreement at MPI_Init ran on MPI_COMM_WORLD and made the application's switch come a
+    call early (calls 5 and 15 of this program differed at 4 ranks, pass-through alone). It now
+    runs on a private duplicate, so every call's hash is the plain run's."""
+    exe = build.compile_program(mpich, [HASHES], tmp_path / "reduction_hashes")
+    plain = run_mpi(mpich, 4, [exe, "20", "1"], {})
+    assert plain.returncode == 0, plain.describe()
+    preloaded = run_mpi(mpich, 4, [exe, "20", "1"],
+                        runenv.rank_environment(mpich, mpich_build, verbose=True))
+    assert preloaded.returncode == 0, preloaded.describe()
+    calls = [line for line in plain.stdout.splitlines() if line.startswith("call ")]
+    assert len(calls) == 100
+    assert [line for line in preloaded.stdout.splitlines() if line.startswith("call ")] == calls

@@ -27,9 +27,19 @@ int ct_comm_layout(MPI_Comm comm, uint64_t *carry, ct_layout *out)
      * maximum of the complements, the smallest group in one reduction. */
     uint64_t sums[2] = {carry != NULL ? *carry : 0, local_rank == 0};
     uint64_t most[2] = {(uint64_t)local_size, ~(uint64_t)local_size};
-    rc = PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, comm);
+    /* On a private duplicate: MPICH switches a communicator's node-level algorithms (and the
+     * bits of its float sums) after a count of the collective calls it saw, so the
+     * application's communicator must see only the application's calls (runtime/init.c). */
+    MPI_Comm own;
+    rc = PMPI_Comm_dup(comm, &own);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, own);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_UINT64_T, MPI_MAX, comm);
+        rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_UINT64_T, MPI_MAX, own);
+    int freed = PMPI_Comm_free(&own);
+    if (rc == MPI_SUCCESS)
+        rc = freed;
     if (rc != MPI_SUCCESS)
         return rc;
     if (carry != NULL)

@@ -120,6 +120,23 @@ static int ct_any_library_forced(const int force[CT_NUM_COLLECTIVES])
     return 0;
 }
 
+/* MPICH counts the collective calls each communicator sees and switches its node-level
+ * algorithms after a threshold (MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD, 5 in MPICH 5.0.2), and with
+ * them the bits of a floating-point sum: one call of ours on MPI_COMM_WORLD made the
+ * application's fourth reduction take the new path a call early (tests/programs/
+ * reduction_hashes.c, 4 ranks). Our agreement runs on a private duplicate, whose own creation
+ * the counter does not see, so MPI_COMM_WORLD sees exactly the application's calls. */
+static int ct_agree_privately(uint64_t *v, int n)
+{
+    MPI_Comm own;
+    int rc = PMPI_Comm_dup(MPI_COMM_WORLD, &own);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_MAX, own);
+    int freed = PMPI_Comm_free(&own);
+    return rc != MPI_SUCCESS ? rc : freed;
+}
+
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
 static void ct_runtime_start(void)
 {
@@ -157,8 +174,7 @@ static void ct_runtime_start(void)
     if (ct_rank != 0)
         v[CT_V_LEARN + CT_L_SEED] = 0;
     ct_profrun_prepare(v + CT_V_PROFRUN);   /* MPI_MAX then gives every rank rank 0's seed */
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, CT_V_COUNT, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD)
-        != MPI_SUCCESS) {
+    if (ct_agree_privately(v, CT_V_COUNT) != MPI_SUCCESS) {
         if (ct_rank == 0)
             ct_message("warning: could not compare settings across ranks; libcolltune is off");
         ct_profile_free(ct_loaded);

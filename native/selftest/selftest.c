@@ -216,12 +216,17 @@ static void st_run_sweep(const st_comm *comm, int coll, const st_type *sweep, co
         /* Per-rank layouts at 70000 for the library's algorithms only: MPICH 5.0.2's ring
          * MPI_Allgatherv aborts ("Message truncated") on 70000 of them, under
          * allgather_as_allgatherv, and would take every mock-up's proof with it (a member's
-         * crash costs only its own launch: docs/select.md). */
+         * crash costs only its own launch: docs/select.md). Not for the irregular forms:
+         * there MPICH 5.0.2's MPI_Allgatherv algorithms fail on 70000 of them on one rank only
+         * ("Message truncated", as its default does under allgather_as_allgatherv) and the
+         * other rank waits, so every class launch of every algorithm ran into the 60 s limit
+         * and the MPICH proof past 10 minutes. */
         static const int counts[] = {15, 16, 63, 64, 65, 4099, 70000};
         static const enum st_kind moved[] = {ST_BYTE, ST_MIXED};
         for (int t = 0; t < 2; t++)
             for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
-                if ((moved[t] != ST_MIXED || counts[k] <= 4099 || st_member_active())
+                if ((moved[t] != ST_MIXED || counts[k] <= 4099
+                     || (st_member_active() && !st_is_irregular(coll)))
                     && (world || counts[k] == 70000))
                     st_sweep_case(comm, coll, &types[moved[t]], NULL, counts[k], b, log);
     }

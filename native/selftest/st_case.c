@@ -76,7 +76,7 @@ int st_geometry_known(int coll)
 #define ST_MAXP 4096
 static int st_sc[ST_MAXP], st_sd[ST_MAXP], st_rc[ST_MAXP], st_rd[ST_MAXP];
 
-static int st_is_irregular(int coll)
+int st_is_irregular(int coll)
 {
     return coll == CT_COLL_GATHERV || coll == CT_COLL_SCATTERV || coll == CT_COLL_ALLGATHERV
            || coll == CT_COLL_ALLTOALLV;
