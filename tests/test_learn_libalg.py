@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from interposer_support import compile_programs, run_mpi
-from test_learn_runtime import learn_env, ok, predicted, read_calls, refused_members
+from test_learn_runtime import learn_env, ok, predicted, read_calls, refused_members, stand_in_proof
 
 from colltune.learn import table as sel
 from colltune.mpi import algorithms, build, libraries
@@ -93,7 +93,9 @@ def test_library_members_really_run(request, library, tmp_path):
                      f"  members {' '.join(members)}\n  cell 13 0 1 explore {' '.join('1' for _ in members)}\nend\n")
     trace = tmp_path / "trace"
     trace.mkdir()
-    run = ok(run_mpi(lib, 3, [*prog, "60", "1000"], learn_env(lib, art, select=table, trace=trace), timeout=240))
+    proof = stand_in_proof(tmp_path / "proof.txt", members, 3)
+    run = ok(run_mpi(lib, 3, [*prog, "60", "1000"],
+                     learn_env(lib, art, select=table, trace=trace, COLLTUNE_PROOF=str(proof)), timeout=240))
     bits = sum_bits(run.stdout)
     calls, portfolios = read_calls(trace, 3)
     assert len(calls) == 60 and set(portfolios["allreduce"]) >= set(members)
@@ -195,8 +197,9 @@ def test_learning_loop_with_library_members(openmpi, openmpi_build, libalg_progr
                      f"  members {' '.join(members)}\n  cell 13 0 1 explore {' '.join('1' for _ in members)}\nend\n")
     trace, db = tmp_path / "trace", tmp_path / "x.duckdb"
     trace.mkdir()
-    ok(run_mpi(openmpi, 3, [*prog, "140", "1000"], learn_env(openmpi, openmpi_build, select=table, trace=trace),
-               timeout=240))
+    proof = str(stand_in_proof(tmp_path / "proof.txt", members, 3))
+    ok(run_mpi(openmpi, 3, [*prog, "140", "1000"],
+               learn_env(openmpi, openmpi_build, select=table, trace=trace, COLLTUNE_PROOF=proof), timeout=240))
     subprocess.run([colltune, "traces", "ingest", str(trace), "--db", str(db), "--mpi", "openmpi"], check=True,
                    capture_output=True)
     learned = tmp_path / "learned.select"
@@ -208,7 +211,8 @@ def test_learning_loop_with_library_members(openmpi, openmpi_build, libalg_progr
     weights = block.cells[13, 0, 1].weights
     best = block.members[weights.index(max(weights))]
     frozen = sel.write_table(sel.read_table(learned).frozen(), tmp_path / "frozen.select")
-    run = ok(run_mpi(openmpi, 3, [*prog, "5", "1000"], learn_env(openmpi, openmpi_build, select=frozen)))
+    run = ok(run_mpi(openmpi, 3, [*prog, "5", "1000"],
+                     learn_env(openmpi, openmpi_build, select=frozen, COLLTUNE_PROOF=proof)))
     served = ("allreduce", "exploit", best, "applied") if best != "default" else \
         ("allreduce", "exploit", "library", "library")
     assert run.counts == {served: 5}, run.describe()

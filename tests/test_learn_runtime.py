@@ -51,6 +51,15 @@ def learn_env(lib, art, select: str | Path = "-", trace: Path | None = None, **e
     return env
 
 
+def stand_in_proof(path: Path, members, sizes: int, classes: str = "separate/builtin/float") -> Path:
+    """A proof that admits `members` for double sums on `sizes` ranks. The real proof refuses a
+    member whose float bits differ from the default's (issue 37), which is exactly what the tests
+    using this tell members apart by: they are about which member runs, not about the proof."""
+    path.write_text(f"colltune-proof 2\nsizes {sizes}\n"
+                    + "".join(f"member {m} passed {classes}\n" for m in members if m != "default"))
+    return path
+
+
 def ok(run: Run) -> Run:
     assert run.returncode == 0 and not run.timed_out, run.describe()
     assert "FAIL" not in run.stderr and "warning" not in run.stderr, run.describe()
@@ -153,7 +162,7 @@ def test_uniform_exploration_draws_every_member_with_exact_results(openmpi, open
                                               refused_members(openmpi_build))
     # every member of every portfolio was drawn at least once, and counted as explored
     drawn = {(c, m) for c, m in zip(calls["collective"], calls["member"], strict=True)}
-    assert drawn == {(c, m) for c, ms in portfolios.items() for m in ms}
+    assert drawn == {(c, m) for c, ms in portfolios.items() if c in made for m in ms}
     assert set(calls.loc[calls["outcome"] == "applied", "mode"]) == {"explore"}
     assert {k[1] for k in run.counts} == {"explore"}
     assert sum(run.counts.values()) == sum(made.values())
@@ -464,11 +473,15 @@ def test_check_mode_compares_every_explored_variant_call(request, library):
                                        "library: all identical"], run.describe()
 
 
-def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, learn_programs):
+def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, learn_programs, tmp_path):
     """Sums of mixed-magnitude doubles: mock-ups add in another order than the library, and the
-    check mode reports it on every rank (the application still gets the library's bytes)."""
+    check mode reports it on every rank (the application still gets the library's bytes). The
+    real proof refuses those members for double sums, so a stand-in proof admits them here."""
+    members = [v.name for v in catalog.load().variants_of("allreduce")]
+    proof = stand_in_proof(tmp_path / "proof.txt", members, 4, "in_place/builtin/float")
     run = run_mpi(openmpi, 4, [learn_programs["learn_float"]],
-                  learn_env(openmpi, openmpi_build, COLLTUNE_SELECT_CHECK="1"), timeout=240)
+                  learn_env(openmpi, openmpi_build, COLLTUNE_SELECT_CHECK="1", COLLTUNE_PROOF=str(proof)),
+                  timeout=240)
     assert run.returncode == 0 and "learn_float done" in run.stdout, run.describe()
     reports = run.messages("explored calls with the library")
     assert len(reports) == 4 and all(" differ (first: allreduce by allreduce_as_" in r for r in reports), run.describe()

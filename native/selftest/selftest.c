@@ -269,7 +269,9 @@ static void st_run_fuzz(const st_comm comms[2], int only, uint64_t seed, long ca
         double u = (double)(st_next(&state) >> 11) / 9007199254740992.0;
         int count = (int)exp(u * log(100001.0)) - 1;
         uint64_t root = st_next(&state), in_place = st_next(&state) & 1;
-        if (ct_collectives[coll].has_op && op == NULL) continue;
+        /* every draw is taken above whatever is skipped, so a seed names the same cases
+         * whichever collectives the matrix describes */
+        if (!st_geometry_known(coll) || (ct_collectives[coll].has_op && op == NULL)) continue;
         const st_comm *comm = &comms[slot];
         st_case c = {coll, comm, type, op, count,
                      ct_collectives[coll].has_root ? (int)(root % (uint64_t)comm->size) : -1,

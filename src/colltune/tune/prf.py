@@ -23,7 +23,8 @@ def read_prf(text: str, name: str = "<prf>") -> tuple[str, int, list[Rule]]:
     """One PGMPITuneLib profile -> (collective, nprocs, sorted rules). Ranges that select the
     mock-up `default` (PGMPITuneLib's id 0) are the library: they produce no rule."""
     cat = catalog.load()
-    by_mpi = {c.mpi.lower(): c.name for c in cat.collectives}
+    # a .prf names mock-ups only, so a collective without one cannot appear in it
+    by_mpi = {c.mpi.lower(): c.name for c in cat.collectives if cat.variants_of(c.name)}
     lines = iter(_prf_lines(text))
 
     def take(what: str) -> tuple[int, list[str]]:
@@ -42,7 +43,7 @@ def read_prf(text: str, name: str = "<prf>") -> tuple[str, int, list[Rule]]:
     if collective is None:
         raise ProfileError(
             f"{name}:{line}: {words[0]!r} is not a collective colltune can tune; expected one of "
-            + ", ".join(c.mpi for c in cat.collectives)
+            + ", ".join(c.mpi for c in cat.collectives if c.name in by_mpi.values())
         )
     line, words = take("the number of processes")
     nprocs = integer(line, words[0], "the number of processes", 1)
