@@ -135,7 +135,9 @@ typedef enum ct_variant_kind {
     CT_VK_AA,           /* `default#aa`: the default again, under another name */
     CT_VK_MOCKUP,       /* a mock-up from the catalog */
     CT_VK_LIBRARY,      /* lib:<coll>:<alg> */
-    CT_VK_TUNED         /* what the interposer would do with --profile */
+    CT_VK_TUNED,        /* what the interposer would do with --profile */
+    CT_VK_NONBLOCKING,  /* `default#nonblocking`: PMPI_I<coll> then PMPI_Wait */
+    CT_VK_PERSISTENT    /* `default#persistent`: PMPI_Start then PMPI_Wait of one <coll>_init */
 } ct_variant_kind;
 
 typedef struct ct_variant {
@@ -145,6 +147,7 @@ typedef struct ct_variant {
     int libalg;           /* index into the run's library algorithms, -1 if none */
     int applicable;       /* colltune_reason */
     ct_call call;         /* the call this variant makes (communicator may differ) */
+    MPI_Request request;  /* CT_VK_PERSISTENT: initialized once per job, freed after it */
 } ct_variant;
 
 typedef struct ct_job {

@@ -20,7 +20,8 @@ static const char usage[] =
     "\n"
     "JOBFILE: one job per line, `#` comments:\n"
     "  <collective> <msg_bytes> <datatype|-> <op|-> <root|-> <variant>[,<variant>...]\n"
-    "  variants: default, default#aa, tuned, <mock-up name>, lib:<collective>:<algorithm>\n"
+    "  variants: default, default#aa, default#nonblocking, default#persistent, tuned,\n"
+    "            <mock-up name>, lib:<collective>:<algorithm>\n"
     "\n"
     "options (native/spec/driver.toml; also --probe, and --rounds N for clocktest):\n";
 

@@ -261,6 +261,10 @@ static int run_job(run_ctx *ctx, const ct_job *job)
         summary_lines(ctx, job, vars, nv, res);
     free_series(res, nv);
 out:
+    if (vars) {
+        int released = ct_run_release(vars, nv);
+        rc = rc == MPI_SUCCESS ? released : rc;
+    }
     if (rc == MPI_SUCCESS)
         rc = ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1});
     if (ctx->out)

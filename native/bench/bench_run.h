@@ -56,6 +56,9 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call, const c
                    ct_variant *v, char *why, size_t whylen);
 int ct_run_prepare(run_ctx *ctx, const ct_variant *v);
 int ct_run_invoke(const run_ctx *ctx, const ct_variant *v);
+/* Free what resolving the variants allocated (persistent requests); MPI_SUCCESS or the first
+ * error. */
+int ct_run_release(ct_variant *vars, int nv);
 
 /* bench_measure.c: say on stderr which call failed; measure the job's variants (records written
  * by rank 0 when `emit`). */

@@ -3,10 +3,12 @@
  * default or one of its own algorithms forced through MPI_T, a tuning profile's choice), tried
  * once where the library may refuse it, selected and run.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_run.h"
+#include "ct_catalog.h"
 #include "ct_libalg.h"
 
 static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll, const char *alg)
@@ -25,6 +27,28 @@ static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll,
     return slot;
 }
 
+/* Did the trial call succeed on every rank? If not, `why` says what failed: `prefix` and the
+ * library's own reason where this rank has one. */
+static int agreed(run_ctx *ctx, int rc, const char *prefix, char *why, size_t whylen)
+{
+    int ok = rc == MPI_SUCCESS, all = 0;
+    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        all = 0;
+    if (!all) {
+        char text[MPI_MAX_ERROR_STRING] = "failed on another rank";
+        int len;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_string(rc, text, &len);
+        /* MPICH's error text is a stack; its last line is the specific reason */
+        size_t end = strlen(text);
+        while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' '))
+            text[--end] = '\0';
+        const char *last = strrchr(text, '\n');
+        snprintf(why, whylen, "%s: %.190s", prefix, last ? last + 1 : text);
+    }
+    return all;
+}
+
 /* One call before measuring: a library that refuses the forced algorithm for this call (MPICH
  * with fallback=error, Open MPI's two_proc on more processes) says so with an error code on
  * every rank (its checks use uniform arguments), and the variant is skipped rather than
@@ -39,23 +63,58 @@ static int library_trial(run_ctx *ctx, const ct_variant *v, char *why, size_t wh
     int restored = ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1});
     if (rc == MPI_SUCCESS)
         rc = restored;
-    int ok = rc == MPI_SUCCESS, all = 0;
-    if (PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
-        all = 0;
-    if (!all) {
-        char text[MPI_MAX_ERROR_STRING] = "failed on another rank";
-        int len;
-        if (rc != MPI_SUCCESS)
-            MPI_Error_string(rc, text, &len);
-        /* MPICH's error text is a stack; its last line is the specific reason */
-        size_t end = strlen(text);
-        while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' '))
-            text[--end] = '\0';
-        const char *last = strrchr(text, '\n');
-        snprintf(why, whylen, "the library refused this algorithm for this call: %.190s",
-                 last ? last + 1 : text);
+    return agreed(ctx, rc, "the library refused this algorithm for this call", why, whylen);
+}
+
+/* `default#<form>`: the library's own collective in another form the standard defines for it
+ * (collectives.toml `forms`), timed as the blocking call is: its start (for the persistent
+ * form MPI_Start of a request initialized once per job, outside every timed region) and the
+ * MPI_Wait that completes it. */
+static const struct { const char *name; ct_variant_kind kind; } form_variants[] = {
+    {"default#nonblocking", CT_VK_NONBLOCKING},
+    {"default#persistent", CT_VK_PERSISTENT},
+};
+
+static int start_and_wait(const ct_variant *v)
+{
+    MPI_Request request = v->request;   /* a persistent request keeps its handle */
+    int rc = v->kind == CT_VK_PERSISTENT ? PMPI_Start(&request)
+                                         : colltune_start_library(&v->call, &request);
+    return rc == MPI_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : rc;
+}
+
+/* Set the form up and run it once on every rank. A form that the row or the library lacks is
+ * MPI_ERR_UNSUPPORTED_OPERATION on every rank alike (the same row, the same build). */
+static int form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
+{
+    const char *mpi = ct_collectives[v->call.coll].mpi;
+    char function[CT_NAME_LEN];
+    if (v->kind == CT_VK_PERSISTENT)
+        snprintf(function, sizeof function, "%s_init", mpi);
+    else {
+        snprintf(function, sizeof function, "MPI_I%s", mpi + 4);
+        for (char *c = function + 5; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
     }
-    return all;
+    int rc = MPI_SUCCESS;
+    v->request = MPI_REQUEST_NULL;
+    if (v->kind == CT_VK_PERSISTENT)
+        rc = colltune_init_library(&v->call, MPI_INFO_NULL, &v->request);
+    if (rc == MPI_SUCCESS)
+        rc = start_and_wait(v);
+    if (rc == MPI_ERR_UNSUPPORTED_OPERATION) {
+        snprintf(why, whylen, v->kind == CT_VK_PERSISTENT && !CT_HAVE_PERSISTENT
+                 ? "%s: this MPI library does not declare MPI-4's persistent collectives"
+                 : "%s: the standard defines no such form (collectives.toml `forms`)", function);
+        return 0;
+    }
+    char prefix[2 * CT_NAME_LEN];
+    snprintf(prefix, sizeof prefix, "%s failed", function);
+    if (agreed(ctx, rc, prefix, why, whylen))
+        return 1;
+    if (v->request != MPI_REQUEST_NULL)
+        PMPI_Request_free(&v->request);
+    return 0;
 }
 
 /* Decide how to run `name` for this job, or why it cannot run (returns 0 and fills why). */
@@ -67,6 +126,12 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
     v->call = *call;
     v->libalg = -1;
     v->index = -1;
+    v->request = MPI_REQUEST_NULL;
+    for (size_t i = 0; i < sizeof form_variants / sizeof form_variants[0]; i++)
+        if (strcmp(name, form_variants[i].name) == 0) {
+            v->kind = form_variants[i].kind;
+            return form_trial(ctx, v, why, whylen);
+        }
     if (strcmp(name, "default") == 0 || strcmp(name, "default#aa") == 0) {
         v->kind = name[7] ? CT_VK_AA : CT_VK_DEFAULT;
         return 1;
@@ -163,7 +228,19 @@ int ct_run_invoke(const run_ctx *ctx, const ct_variant *v)
     switch (v->kind) {
     case CT_VK_MOCKUP: return colltune_invoke(v->index, &v->call);
     case CT_VK_TUNED: return invoke_tuned(ctx, &v->call);
+    case CT_VK_NONBLOCKING: case CT_VK_PERSISTENT: return start_and_wait(v);
     case CT_VK_DEFAULT: case CT_VK_AA: case CT_VK_LIBRARY: break;
     }
     return colltune_invoke_library(&v->call);
+}
+
+int ct_run_release(ct_variant *vars, int nv)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < nv; i++)
+        if (vars[i].kind == CT_VK_PERSISTENT && vars[i].request != MPI_REQUEST_NULL) {
+            int freed = PMPI_Request_free(&vars[i].request);
+            rc = rc == MPI_SUCCESS ? freed : rc;
+        }
+    return rc;
 }

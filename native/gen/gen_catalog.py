@@ -418,7 +418,30 @@ def gen_source(t: tbl.Table) -> str:
         L.append(f"    case {coll_enum(c.name)}:")
         L.append(f"        return {pmpi_name(c)}({call_args(c)});")
     L += ["    default: return MPI_ERR_ARG;", "    }", "}", ""]
+    L += form_dispatch(t, "nonblocking", "colltune_start_library(const ct_call *call, MPI_Request *request)")
+    L += form_dispatch(t, "persistent",
+                       "colltune_init_library(const ct_call *call, MPI_Info info, MPI_Request *request)",
+                       guard="CT_HAVE_PERSISTENT")
     return "\n".join(L)
+
+
+def form_dispatch(t: tbl.Table, form: str, signature: str, guard: str | None = None) -> list[str]:
+    """The library's call of every row that has `form`, with the form's extra arguments; the
+    other rows (and every row where `guard` is false) are unsupported."""
+    extra = ", ".join(name for _, name in tbl.FORM_EXTRA_ARGS[form])
+    L = [f"int {signature}", "{"]
+    L += [f"#if {guard}"] if guard else []
+    L.append("    switch (call->coll) {")
+    for c in t.collectives:
+        if form in c.forms:
+            L.append(f"    case {coll_enum(c.name)}:")
+            L.append(f"        return P{tbl.Function(c, form, False).mpi}({call_args(c)}, {extra});")
+    L += ["    default: return MPI_ERR_UNSUPPORTED_OPERATION;", "    }"]
+    if guard:
+        L += ["#else", *(f"    (void){name};" for name in ("call", *extra.split(", "))),
+              "    return MPI_ERR_UNSUPPORTED_OPERATION;", "#endif"]
+    L += ["}", ""]
+    return L
 
 
 def gen_variants_header(t: tbl.Table) -> str:

@@ -616,3 +616,92 @@ int colltune_invoke_library(const ct_call *call)
     default: return MPI_ERR_ARG;
     }
 }
+
+int colltune_start_library(const ct_call *call, MPI_Request *request)
+{
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER:
+        return PMPI_Iallgather(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, request);
+    case CT_COLL_ALLREDUCE:
+        return PMPI_Iallreduce(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, request);
+    case CT_COLL_ALLTOALL:
+        return PMPI_Ialltoall(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, request);
+    case CT_COLL_BCAST:
+        return PMPI_Ibcast(call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, request);
+    case CT_COLL_GATHER:
+        return PMPI_Igather(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, request);
+    case CT_COLL_REDUCE:
+        return PMPI_Ireduce(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->root, call->comm, request);
+    case CT_COLL_REDUCE_SCATTER_BLOCK:
+        return PMPI_Ireduce_scatter_block(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, request);
+    case CT_COLL_REDUCE_SCATTER:
+        return PMPI_Ireduce_scatter(call->sendbuf, call->recvbuf, call->recvcounts, call->recvtype, call->op, call->comm, request);
+    case CT_COLL_SCAN:
+        return PMPI_Iscan(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, request);
+    case CT_COLL_SCATTER:
+        return PMPI_Iscatter(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, request);
+    case CT_COLL_ALLGATHERV:
+        return PMPI_Iallgatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, request);
+    case CT_COLL_ALLTOALLV:
+        return PMPI_Ialltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, request);
+    case CT_COLL_ALLTOALLW:
+        return PMPI_Ialltoallw(call->sendbuf, call->sendcounts, call->sdispls, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls, call->recvtypes, call->comm, request);
+    case CT_COLL_BARRIER:
+        return PMPI_Ibarrier(call->comm, request);
+    case CT_COLL_EXSCAN:
+        return PMPI_Iexscan(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, request);
+    case CT_COLL_GATHERV:
+        return PMPI_Igatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->root, call->comm, request);
+    case CT_COLL_SCATTERV:
+        return PMPI_Iscatterv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, request);
+    default: return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+}
+
+int colltune_init_library(const ct_call *call, MPI_Info info, MPI_Request *request)
+{
+#if CT_HAVE_PERSISTENT
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER:
+        return PMPI_Allgather_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, info, request);
+    case CT_COLL_ALLREDUCE:
+        return PMPI_Allreduce_init(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, info, request);
+    case CT_COLL_ALLTOALL:
+        return PMPI_Alltoall_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, info, request);
+    case CT_COLL_BCAST:
+        return PMPI_Bcast_init(call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, info, request);
+    case CT_COLL_GATHER:
+        return PMPI_Gather_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, info, request);
+    case CT_COLL_REDUCE:
+        return PMPI_Reduce_init(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->root, call->comm, info, request);
+    case CT_COLL_REDUCE_SCATTER_BLOCK:
+        return PMPI_Reduce_scatter_block_init(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, info, request);
+    case CT_COLL_REDUCE_SCATTER:
+        return PMPI_Reduce_scatter_init(call->sendbuf, call->recvbuf, call->recvcounts, call->recvtype, call->op, call->comm, info, request);
+    case CT_COLL_SCAN:
+        return PMPI_Scan_init(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, info, request);
+    case CT_COLL_SCATTER:
+        return PMPI_Scatter_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, info, request);
+    case CT_COLL_ALLGATHERV:
+        return PMPI_Allgatherv_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, info, request);
+    case CT_COLL_ALLTOALLV:
+        return PMPI_Alltoallv_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, info, request);
+    case CT_COLL_ALLTOALLW:
+        return PMPI_Alltoallw_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls, call->recvtypes, call->comm, info, request);
+    case CT_COLL_BARRIER:
+        return PMPI_Barrier_init(call->comm, info, request);
+    case CT_COLL_EXSCAN:
+        return PMPI_Exscan_init(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op, call->comm, info, request);
+    case CT_COLL_GATHERV:
+        return PMPI_Gatherv_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->root, call->comm, info, request);
+    case CT_COLL_SCATTERV:
+        return PMPI_Scatterv_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, info, request);
+    default: return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+#else
+    (void)call;
+    (void)info;
+    (void)request;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+#endif
+}

@@ -18,6 +18,14 @@
 extern "C" {
 #endif
 
+/* MPI-4's persistent collectives (MPI_Allreduce_init, ...); Open MPI 5 declares them under
+ * MPI_VERSION 3. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define CT_HAVE_PERSISTENT 1
+#else
+#define CT_HAVE_PERSISTENT 0
+#endif
+
 /* The catalog, generated from native/spec/collectives.toml into ct_catalog.{h,c}:
  *   enum ct_coll_id  { CT_COLL_ALLGATHER, ..., CT_NUM_COLLECTIVES };
  *   enum ct_var_id   { CT_VAR_ALLGATHER_AS_GATHER_BCAST, ..., CT_NUM_VARIANTS };
@@ -83,6 +91,13 @@ int colltune_invoke(int variant, const ct_call *call);
 
 /* Invoke the library's own collective (PMPI_*) for `call`. */
 int colltune_invoke_library(const ct_call *call);
+
+/* The library's own collective for `call` in its other forms (collectives.toml `forms`), the
+ * request left to the caller: started nonblocking (PMPI_I<coll>), or initialized persistent
+ * (PMPI_<Coll>_init, inactive until MPI_Start). MPI_ERR_UNSUPPORTED_OPERATION where the row has
+ * no such form, or this library does not declare MPI-4's persistent collectives. */
+int colltune_start_library(const ct_call *call, MPI_Request *request);
+int colltune_init_library(const ct_call *call, MPI_Info info, MPI_Request *request);
 
 /* Chunk size C (bytes) of GL7/GL16; from COLLTUNE_CHUNK_BYTES, default 64. */
 size_t colltune_chunk_bytes(void);

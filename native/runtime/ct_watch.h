@@ -21,14 +21,6 @@
 
 extern CT_HIDDEN unsigned char ct_watch;
 
-/* MPI-4's persistent collectives (MPI_Allreduce_init, ...); Open MPI 5 declares them under
- * MPI_VERSION 3. */
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define CT_HAVE_PERSISTENT 1
-#else
-#define CT_HAVE_PERSISTENT 0
-#endif
-
 /* The application's call site: a Fortran wrapper's caller where one is set. */
 static inline const void *ct_watch_site(const void *ret)
 {

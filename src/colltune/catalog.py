@@ -17,6 +17,10 @@ class Arg(BaseModel):
     role: str
 
 
+# The forms a row may have (native/gen/table.py FORMS), the blocking one first.
+FORMS = ("blocking", "nonblocking", "persistent")
+
+
 class Collective(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
@@ -25,23 +29,22 @@ class Collective(BaseModel):
     uniform: tuple[str, ...]
     in_place: str | None = None
     bytes: str
-    forms: tuple[str, ...] = ("blocking", "nonblocking", "persistent")
+    forms: tuple[str, ...] = FORMS
     large_count: bool = True
     dispatch: bool = True        # false: watched only (counted, profiled), never served
     serve_large: bool = True     # false: the blocking _c binding is watched only
     family: str = "collective"   # or "neighborhood"
 
+    def function(self, form: str) -> str:
+        """Its MPI function in `form`, as native/gen/table.py names it (MPI_Iallreduce, ..._init)."""
+        if form == "nonblocking":
+            return "MPI_I" + self.mpi[len("MPI_"):].lower()
+        return self.mpi + ("_init" if form == "persistent" else "")
+
     def functions(self) -> list[str]:
-        """Its MPI functions, as native/gen/table.py names them (MPI_Iallreduce, ..._init_c)."""
-        out = []
-        for form in self.forms:
-            base = self.mpi
-            if form == "nonblocking":
-                base = "MPI_I" + base[len("MPI_"):].lower()
-            elif form == "persistent":
-                base += "_init"
-            out += [base] + ([base + "_c"] if self.large_count else [])
-        return out
+        """Its MPI functions, every form in its int and (large_count) _c binding."""
+        return [name for form in self.forms
+                for name in (self.function(form), *((self.function(form) + "_c",) if self.large_count else ()))]
 
     @property
     def is_reduction(self) -> bool:
@@ -116,16 +119,25 @@ DEFAULT = "default"
 AA = "default#aa"
 TUNED = "tuned"
 LIB_PREFIX = "lib:"
+# The library's own collective in another form of its row, timed from its start to the MPI_Wait
+# that completes it (native/bench/bench_variant.c; docs/guidelines.md, "Forms"): one name per
+# form beyond the blocking one, the same rule for every row.
+NONBLOCKING = f"{DEFAULT}#nonblocking"
+PERSISTENT = f"{DEFAULT}#persistent"
+FORM_VARIANTS = {f"{DEFAULT}#{form}": form for form in FORMS[1:]}
 
 
 def variant_kind(name: str) -> str:
-    """`kind` of a variant name: default, aa (A/A copy), tuned, library (lib:...) or mockup."""
+    """`kind` of a variant name: default, aa (A/A copy), tuned, form (default#nonblocking,
+    default#persistent), library (lib:...) or mockup."""
     if name == DEFAULT:
         return "default"
     if name == AA:
         return "aa"
     if name == TUNED:
         return "tuned"
+    if name in FORM_VARIANTS:
+        return "form"
     if name.startswith(LIB_PREFIX):
         return "library"
     return "mockup"

@@ -27,7 +27,7 @@ DATATYPE_SIZES = formats.JOB_DATATYPE_SIZES
 OPS = formats.JOB_OPS
 
 
-PSEUDO_VARIANTS = ("default", "default#aa", "tuned")
+PSEUDO_VARIANTS = ("default", "default#aa", "tuned", *catalog.FORM_VARIANTS)
 
 
 
@@ -84,6 +84,15 @@ PRESETS: dict[str, dict[str, Any]] = {
                   "variants": ["default", "default#aa", "barrier_as_allreduce",
                                "allgatherv_as_gatherv_bcast", "allgatherv_as_allgather",
                                "exscan_as_scan"]},
+    # every row's blocking, nonblocking and persistent forms against each other (docs/guidelines.md,
+    # "Forms": NB1-NB3) at quick's sizes and stopping rule; every row that has the other forms
+    # (tests/test_forms.py holds this list to the table)
+    "nonblocking": {"sizes": [8, 1024, 32768],
+                    "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2},
+                    "collectives": ["allgather", "allreduce", "alltoall", "bcast", "gather", "reduce",
+                                    "reduce_scatter_block", "reduce_scatter", "scan", "scatter", "barrier",
+                                    "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw"],
+                    "variants": ["default", "default#aa", *catalog.FORM_VARIANTS]},
 }
 
 
@@ -118,7 +127,7 @@ class BenchSettings(BaseModel):
     seed: int = Field(1, ge=0)
     launch_timeout_s: float | None = Field(None, gt=0)
     allow_oversubscribe: bool = Field(False, description="MPICH ranks beyond the cores")
-    preset: Literal["quick", "full", "irregular"] | None = None
+    preset: Literal["quick", "full", "irregular", "nonblocking"] | None = None
     # `colltune check`'s adaptive rounds, fixed before the first launch: the number of looks at
     # the data (1 + rounds) sets the alpha of each look (docs/statistics.md)
     rounds: int = Field(0, ge=0, description="adaptive rounds after the first R launches")
@@ -185,7 +194,7 @@ class BenchSettings(BaseModel):
                 if parts[1] not in cat.collective_names():
                     raise ValueError(f"library variant {name!r}: unknown collective {parts[1]!r}")
                 continue
-            raise ValueError(f"unknown variant {name!r}; known: default, default#aa, tuned, "
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(PSEUDO_VARIANTS)}, "
                              f"lib:<collective>:<algorithm>, {', '.join(known)}")
         if "tuned" in self.variants and self.profile is None:
             raise ValueError("variant `tuned` needs a profile (--profile FILE)")
@@ -233,7 +242,9 @@ class BenchSettings(BaseModel):
             if self.profile is not None:
                 names.append("tuned")
         else:
-            names = [n for n in self.variants if n in PSEUDO_VARIANTS
+            forms = cat.collective(collective).forms   # default#<form> where the row has the form
+            names = [n for n in self.variants
+                     if (n in PSEUDO_VARIANTS and catalog.FORM_VARIANTS.get(n, "blocking") in forms)
                      or (n.startswith("lib:") and n.split(":")[1] == collective)
                      or (n in {v.name for v in cat.variants_of(collective)})]
         if self.library_algorithms:

@@ -205,7 +205,8 @@ class CheckResult:
 
 
 
-_KEY = ["nprocs", "kind", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
+# guideline too: two forms of a collective are compared twice under one variant (NB2, NB3)
+_KEY = ["nprocs", "kind", "guideline", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
 _Judged = tuple[Comparison, decide_mod.Effect]
 
 

@@ -12,6 +12,8 @@ medians, the experimental unit (PGMPI).
   aa        default(n)                  default#aa(n)                    "A/A" (calibration)
   pattern   default(n) of one           default(n) of another            FORMS: GL4, GL8, GL12,
             collective                  collective (docs/guidelines.md)  GL22, F1-F3
+  pattern   one form of a collective    another form of it (n)           FORM_PAIRS: NB1-NB3
+            (n): default, default#nonblocking, default#persistent
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from colltune import catalog as catalog_mod
-from colltune.catalog import AA, DEFAULT, LIB_PREFIX, TUNED, variant_kind
+from colltune.catalog import AA, DEFAULT, FORM_VARIANTS, LIB_PREFIX, NONBLOCKING, PERSISTENT, TUNED, variant_kind
 from colltune.units import human_bytes
 from colltune.verify import stats
 
@@ -63,6 +65,27 @@ FORMS: tuple[Form, ...] = (
 
 
 @dataclass(frozen=True)
+class FormPair:
+    """A guideline between two forms of one collective, each measured as its own variant:
+    `ref`(n) should not be slower than `alt`(n); the verdict is filed under `variant`."""
+
+    ref: str
+    alt: str
+    guideline: str
+    variant: str
+
+
+# docs/guidelines.md, "Forms", states each with its source: the blocking call is not slower than
+# starting the nonblocking one and waiting at once (NB1); a persistent collective, planned once,
+# is not slower per Start+Wait than the nonblocking call (NB2) nor than the blocking one (NB3).
+FORM_PAIRS: tuple[FormPair, ...] = (
+    FormPair(DEFAULT, NONBLOCKING, "NB1", NONBLOCKING),
+    FormPair(PERSISTENT, NONBLOCKING, "NB2", PERSISTENT),
+    FormPair(PERSISTENT, DEFAULT, "NB3", PERSISTENT),
+)
+
+
+@dataclass(frozen=True)
 class Side:
     launch_ids: np.ndarray  # ascending
     launch_medians: np.ndarray
@@ -96,6 +119,11 @@ def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None
         return f"{mpi_name} (A/A copy)"
     if variant == TUNED:
         return f"{mpi_name} (tuning profile)"
+    if variant in FORM_VARIANTS:
+        row = next((c for c in cat.rows if c.name == collective), None)
+        form = FORM_VARIANTS[variant]
+        name = row.function(form) if row else f"{mpi_name} ({form})"
+        return f"{name} + MPI_Wait" if form == "nonblocking" else f"MPI_Start + MPI_Wait of {name}"
     if variant.startswith(LIB_PREFIX):
         alg = variant.split(":", 2)[-1]
         return f"{mpi_name} algorithm {alg}"
@@ -174,7 +202,7 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
                             f"{len(per_variant)} variant(s) can be judged")
             continue
         for var, per_size in sorted(per_variant.items()):
-            if var == DEFAULT:
+            if var == DEFAULT or var in FORM_VARIANTS:
                 continue
             kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
             guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, stored, cat)
@@ -199,7 +227,7 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
             out.append(Comparison(p, coll, DEFAULT, "split", "split", large, small, k,
                                   f"{mpi_name}({human_bytes(large)})", f"{k} x {mpi_name}({human_bytes(small)})",
                                   default[large], scaled))
-    return out + form_comparisons(by_coll, cat)
+    return out + form_comparisons(by_coll, cat) + form_pair_comparisons(by_coll, cat)
 
 
 def form_comparisons(by_coll: dict[tuple[int, str], dict[str, dict[int, Side]]],
@@ -221,6 +249,21 @@ def form_comparisons(by_coll: dict[tuple[int, str], dict[str, dict[int, Side]]],
                         f"{variant_label(f.ref, DEFAULT, cat)}({human_bytes(n)})",
                         f"{variant_label(f.alt, DEFAULT, cat)}({human_bytes(m)})",
                         ref_sides[n], alt_sides[m], note="both collectives called directly"))
+    return out
+
+
+def form_pair_comparisons(by_coll: dict[tuple[int, str], dict[str, dict[int, Side]]],
+                          cat: catalog_mod.Catalog) -> list[Comparison]:
+    """The FORM_PAIRS of every collective whose two forms were measured at the same size."""
+    out: list[Comparison] = []
+    for (p, coll), per_variant in sorted(by_coll.items()):
+        for f in FORM_PAIRS:
+            ref_sides, alt_sides = per_variant.get(f.ref, {}), per_variant.get(f.alt, {})
+            for n in sorted(set(ref_sides) & set(alt_sides)):
+                out.append(Comparison(
+                    p, coll, f.variant, "pattern", f.guideline, n, None, None,
+                    f"{variant_label(coll, f.ref, cat)}({human_bytes(n)})",
+                    f"{variant_label(coll, f.alt, cat)}({human_bytes(n)})", ref_sides[n], alt_sides[n]))
     return out
 
 

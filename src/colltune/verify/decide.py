@@ -42,7 +42,7 @@ from scipy import special
 
 from colltune import schema
 from colltune.verify import stats
-from colltune.verify.comparisons import Comparison, Side, barrier_medians, comparisons, sides
+from colltune.verify.comparisons import FORM_PAIRS, Comparison, Side, barrier_medians, comparisons, sides
 
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
@@ -289,7 +289,7 @@ COMPUTED = ("p_adjusted", "significant", "violation", "correction", "alpha", "to
 def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -> Effect:
     # A comparison whose sides have the same launches as at an earlier look has the same data:
     # the looks of one judgement recompute only what the adaptive rounds measured again.
-    key = (c.kind, c.nprocs, c.collective, c.variant, c.msg_bytes, c.ref_bytes, c.k,
+    key = (c.kind, c.guideline, c.nprocs, c.collective, c.variant, c.msg_bytes, c.ref_bytes, c.k,
            c.ref.launch_ids.tobytes(), c.alt.launch_ids.tobytes())
     if key not in cache:
         cache[key] = effect(c.ref, c.alt, settings)
@@ -425,7 +425,10 @@ def selection(verdicts: pd.DataFrame, futile: pd.Series | None = None) -> dict[i
     for r in open_.itertuples(index=False):
         sel = out.setdefault(int(r.nprocs), set())
         sel.add((str(r.collective), int(r.msg_bytes), "default"))
-        if r.kind in ("pattern", "library"):
+        pair = next((f for f in FORM_PAIRS if f.guideline == getattr(r, "guideline", None)), None)
+        if pair is not None:  # two forms of the collective, either of them other than the default
+            sel.update((str(r.collective), int(r.msg_bytes), v) for v in (pair.ref, pair.alt))
+        elif r.kind in ("pattern", "library"):
             sel.add((str(r.collective), int(r.msg_bytes), str(r.variant)))
         else:  # monotony and split: the default at the other size
             sel.add((str(r.collective), int(r.ref_bytes), "default"))

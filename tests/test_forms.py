@@ -1,0 +1,121 @@
+"""A collective's nonblocking and persistent forms measured as variants of its row
+(`default#nonblocking`, `default#persistent`: native/bench/bench_variant.c) and judged against its
+blocking form (NB1-NB3, docs/guidelines.md "Forms")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from check_synth import Truth, simulate, write_db
+from test_bench_driver import FIXED, drive
+
+from colltune import catalog
+from colltune.mpi import build
+from colltune.mpi import libraries as mpi
+from colltune.verify import check
+
+FORMS = "default,default#nonblocking,default#persistent"
+
+
+def row_jobs(rows: tuple[str, ...]) -> str:
+    """One 96-byte job of each row with every form (int sums: every algorithm gives the same)."""
+    cat = catalog.load()
+    lines = []
+    for name in rows:
+        row = cat.collective(name)
+        size = 0 if name == "barrier" else 96
+        dtype, op = ("int", "sum") if row.is_reduction else ("byte" if size else "-", "-")
+        lines.append(f"{name} {size} {dtype} {op} {1 if row.is_rooted else '-'} {FORMS}\n")
+    return "".join(lines)
+
+
+def test_nonblocking_preset_has_every_row_with_the_forms() -> None:
+    from colltune.measure.planning import plan_jobs
+    from colltune.measure.settings import BenchSettings
+    rows = [c.name for c in catalog.load().collectives if "nonblocking" in c.forms]
+    settings = BenchSettings.from_preset("nonblocking")
+    assert sorted(settings.collectives) == sorted(rows)
+    jobs = {(j.collective, j.msg_bytes): j.variants for j in plan_jobs(settings, 4, "openmpi").jobs}
+    assert jobs[("barrier", 0)] == ("default", "default#aa", "default#nonblocking", "default#persistent")
+    assert jobs[("alltoallw", 32768)] == jobs[("barrier", 0)]
+    assert len(jobs) == (len(rows) - 1) * 3 + 1
+    # a row without the forms is measured blocking only
+    local = BenchSettings(collectives=["reduce_local"], variants=["default", "default#persistent"])
+    assert local.variants_for("reduce_local", "openmpi") == ["default"]
+
+
+def test_every_row_runs_each_form_exactly_on_open_mpi(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                    tmp_path: Path) -> None:
+    rows = tuple(c.name for c in catalog.load().collectives)
+    out = drive(openmpi, openmpi_build, tmp_path, 3, row_jobs(rows), "--probe")
+    hashes: dict[str, dict[str, str]] = {}
+    for p in out.probes:
+        hashes.setdefault(out.jobs[p["job"]]["collective"], {})[p["variant"]] = p["hash"]
+    with_forms = {c.name for c in catalog.load().collectives if "persistent" in c.forms}
+    assert set(hashes) == set(rows)
+    for name, h in hashes.items():
+        assert list(h) == (FORMS.split(",") if name in with_forms else ["default"]), name
+        assert len(set(h.values())) == 1, (name, h)   # the same result by every form
+    assert sorted((s["variant"], s["reason"]) for s in out.skips) == [
+        ("default#nonblocking", "MPI_Ireduce_local: the standard defines no such form (collectives.toml `forms`)"),
+        ("default#persistent", "MPI_Reduce_local_init: the standard defines no such form (collectives.toml `forms`)"),
+    ]
+
+
+def test_forms_are_timed_like_the_blocking_call(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                tmp_path: Path) -> None:
+    out = drive(openmpi, openmpi_build, tmp_path, 2, f"allreduce 1024 int sum - {FORMS}\n", *FIXED)
+    assert out.jobs[0]["variants"] == FORMS.split(",")
+    counts = out.records.groupby(["variant_idx", "warmup"]).size().to_dict()
+    assert counts == {(v, w): n for v in range(3) for w, n in ((0, 20), (1, 3))}   # as every variant
+    assert (out.records.runtime_s > 0).all()
+
+
+def test_every_row_runs_each_form_exactly_on_mpich(mpich: mpi.MpiLibrary, mpich_build: build.Artifacts,
+                                                 tmp_path: Path) -> None:
+    rows = ("allreduce", "bcast", "alltoallv", "barrier", "exscan", "reduce_scatter_block")
+    out = drive(mpich, mpich_build, tmp_path, 2, row_jobs(rows), "--probe")
+    got: dict[str, set[str]] = {}
+    for p in out.probes:
+        got.setdefault(out.jobs[p["job"]]["collective"], set()).add(p["hash"])
+    assert {k: len(v) for k, v in got.items()} == dict.fromkeys(rows, 1)
+    assert len(out.probes) == 3 * len(rows) and out.skips == []
+
+
+def test_persistent_form_is_skipped_where_the_library_has_none(tmp_path: Path) -> None:
+    """Debian's Open MPI 4.1.4 (MPI 3.1) has the nonblocking forms but no MPI_<Coll>_init."""
+    try:
+        debian = mpi.resolve("/usr/bin/mpicc")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Debian's Open MPI not available: {exc}")
+    if not debian.version.startswith("Open MPI v4"):
+        pytest.skip(f"/usr/bin/mpicc is {debian.version}, not Open MPI 4")
+    out = drive(debian, build.ensure_built(debian), tmp_path, 2, row_jobs(("allreduce", "barrier")), "--probe")
+    assert [p["variant"] for p in out.probes] == ["default", "default#nonblocking"] * 2
+    assert [s["reason"] for s in out.skips] == [
+        "MPI_Allreduce_init: this MPI library does not declare MPI-4's persistent collectives",
+        "MPI_Barrier_init: this MPI library does not declare MPI-4's persistent collectives"]
+
+
+def test_nb_guidelines_direction_and_identity(tmp_path: Path) -> None:
+    """Known truth: Iallreduce + Wait twice as fast as Allreduce (NB1 violated), the persistent form
+    as slow as the blocking one (NB2 violated, NB3 not); NB2 and NB3 are two verdicts under one
+    variant."""
+    truth = Truth(factors={("allreduce", "default#nonblocking"): 0.5})
+    sizes = [8, 1024]
+    meas = simulate(truth, {"allreduce": ["default", "default#nonblocking", "default#persistent"]}, sizes)
+    res = check.check_db(write_db(tmp_path / "forms.duckdb", meas))
+    v = res.verdicts[res.verdicts["guideline"].isin(["NB1", "NB2", "NB3"])]
+    assert sorted(zip(v["guideline"], v["variant"], v["msg_bytes"], v["verdict"], strict=True)) == [
+        ("NB1", "default#nonblocking", 8, "violation"), ("NB1", "default#nonblocking", 1024, "violation"),
+        ("NB2", "default#persistent", 8, "violation"), ("NB2", "default#persistent", 1024, "violation"),
+        ("NB3", "default#persistent", 8, "no violation"), ("NB3", "default#persistent", 1024, "no violation")]
+    assert set(v["kind"]) == {"pattern"}
+    nb2 = v[(v["guideline"] == "NB2") & (v["msg_bytes"] == 8)].iloc[0]
+    assert (nb2["lhs"], nb2["rhs"]) == ("MPI_Start + MPI_Wait of MPI_Allreduce_init(8 B)",
+                                        "MPI_Iallreduce + MPI_Wait(8 B)")
+    assert nb2["slowdown"] == pytest.approx(2.0, rel=0.05)
+    # the forms are not judged as mock-ups of the default as well
+    assert not res.verdicts[(res.verdicts["variant"] == "default#persistent")
+                            & ~res.verdicts["guideline"].isin(["NB2", "NB3"])].shape[0]
