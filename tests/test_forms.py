@@ -119,3 +119,20 @@ def test_nb_guidelines_direction_and_identity(tmp_path: Path) -> None:
     # the forms are not judged as mock-ups of the default as well
     assert not res.verdicts[(res.verdicts["variant"] == "default#persistent")
                             & ~res.verdicts["guideline"].isin(["NB2", "NB3"])].shape[0]
+
+
+def test_adaptive_rounds_measure_both_sides_of_forms_and_collectives() -> None:
+    """An open NB2 needs the persistent and the nonblocking form, an open GL4 (Allgather against
+    Allgatherv, both called directly) Allgatherv's default, F3 the one-byte Allreduce."""
+    import pandas as pd
+
+    from colltune.verify import decide
+    rows = [("NB2", "allreduce", "default#persistent", 8), ("GL4", "allgather", "allgatherv", 1024),
+            ("F3", "barrier", "allreduce", 0), ("GL4", "allgather", "allgather_as_allgatherv", 64)]
+    v = pd.DataFrame([{"nprocs": 4, "kind": "pattern", "guideline": g, "collective": c, "variant": var,
+                       "msg_bytes": n, "ref_bytes": None, "verdict": "undecided"} for g, c, var, n in rows])
+    assert decide.selection(v) == {4: frozenset({
+        ("allreduce", 8, "default#persistent"), ("allreduce", 8, "default#nonblocking"),
+        ("allgather", 1024, "default"), ("allgatherv", 1024, "default"),
+        ("barrier", 0, "default"), ("allreduce", 1, "default"),
+        ("allgather", 64, "default"), ("allgather", 64, "allgather_as_allgatherv")})}

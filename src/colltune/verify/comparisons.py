@@ -85,6 +85,20 @@ FORM_PAIRS: tuple[FormPair, ...] = (
 )
 
 
+def measured_sides(collective: str, variant: str, guideline: str, n: int) -> tuple[tuple[str, int, str], ...]:
+    """The (collective, size, variant) that a comparison between two collectives (FORMS: its
+    `variant` is the other collective) or two forms (FORM_PAIRS) was measured on; () for the
+    others, whose sides are the default and the variant of `collective` itself."""
+    for pair in FORM_PAIRS:
+        if pair.guideline == guideline:
+            return (collective, n, pair.ref), (collective, n, pair.alt)
+    for f in FORMS:
+        if (f.guideline, f.ref, f.alt) == (guideline, collective, variant):
+            return ((f.ref, n if f.ref_bytes is None else f.ref_bytes, DEFAULT),
+                    (f.alt, n if f.alt_bytes is None else f.alt_bytes, DEFAULT))
+    return ()
+
+
 @dataclass(frozen=True)
 class Side:
     launch_ids: np.ndarray  # ascending

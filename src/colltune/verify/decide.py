@@ -42,7 +42,7 @@ from scipy import special
 
 from colltune import schema
 from colltune.verify import stats
-from colltune.verify.comparisons import FORM_PAIRS, Comparison, Side, barrier_medians, comparisons, sides
+from colltune.verify.comparisons import Comparison, Side, barrier_medians, comparisons, measured_sides, sides
 
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
@@ -424,11 +424,12 @@ def selection(verdicts: pd.DataFrame, futile: pd.Series | None = None) -> dict[i
     out: dict[int, set[tuple[str, int, str]]] = {}
     for r in open_.itertuples(index=False):
         sel = out.setdefault(int(r.nprocs), set())
+        both = measured_sides(str(r.collective), str(r.variant), str(getattr(r, "guideline", "")), int(r.msg_bytes))
+        if both:  # two collectives, or two forms of one: each side as it was measured
+            sel.update(both)
+            continue
         sel.add((str(r.collective), int(r.msg_bytes), "default"))
-        pair = next((f for f in FORM_PAIRS if f.guideline == getattr(r, "guideline", None)), None)
-        if pair is not None:  # two forms of the collective, either of them other than the default
-            sel.update((str(r.collective), int(r.msg_bytes), v) for v in (pair.ref, pair.alt))
-        elif r.kind in ("pattern", "library"):
+        if r.kind in ("pattern", "library"):
             sel.add((str(r.collective), int(r.msg_bytes), str(r.variant)))
         else:  # monotony and split: the default at the other size
             sel.add((str(r.collective), int(r.ref_bytes), "default"))
