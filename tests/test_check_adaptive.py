@@ -28,15 +28,15 @@ def test_plan_rounds_defaults_by_preset() -> None:
 
 
 @pytest.mark.slow
-def test_a_round_measures_only_the_open_comparisons(tmp_path: Path) -> None:
-    """Two launches leave every comparison untested (3 per side are needed): round 1 measures the
-    default and both mock-ups once more, not the A/A copy, and the stored verdicts are the ones
-    returned."""
+def test_a_round_measures_the_whole_jobs_of_the_open_comparisons(tmp_path: Path) -> None:
+    """Two launches leave every comparison untested (3 per side are needed): round 1 measures
+    their job once more, whole (the default, both mock-ups and the A/A copy: the same company as
+    in the first launches), and the stored verdicts are the ones returned."""
     db = tmp_path / "a.duckdb"
     bench = adaptive.plan_rounds(BenchSettings(**SETTINGS), rounds=1, round_launches=1)
     events: list[adaptive.RoundEvent] = []
     result = adaptive.measure_and_judge(bench, db, check.CheckSettings(), command="test", on_round=events.append)
-    assert events == [adaptive.RoundStart(round=1, rounds=1, open_=2, pairs=3, launches=1)]
+    assert events == [adaptive.RoundStart(round=1, rounds=1, open_=2, pairs=4, launches=1)]
     with Store(db, read_only=True) as store:
         (run_id,) = store.runs()["run_id"]
         launches = store.launches(run_id)
@@ -45,10 +45,10 @@ def test_a_round_measures_only_the_open_comparisons(tmp_path: Path) -> None:
     assert launches["launch_idx"].tolist() == [0, 1, 2] and launches["repetition"].tolist() == [0, 1, 2]
     assert env[(env["key"] == "round")][["launch_idx", "value"]].values.tolist() == [[2, "1"]]
     assert sorted(set(measured[measured["launch_idx"] == 2]["variant"])) == [
-        "bcast_as_allgatherv", "bcast_as_scatter_allgather", "default"]
+        "bcast_as_allgatherv", "bcast_as_scatter_allgather", "default", "default#aa"]
     v = result.verdicts.set_index("variant")
     assert v["n_launches"].to_dict() == {"bcast_as_allgatherv": 3, "bcast_as_scatter_allgather": 3,
-                                         "default#aa": 2}  # the A/A copy decides no guideline
+                                         "default#aa": 3}
     stored = check.load_verdicts(db, run_id).set_index("variant")
     assert stored["n_launches"].to_dict() == v["n_launches"].to_dict()
     assert stored["verdict"].to_dict() == v["verdict"].to_dict()

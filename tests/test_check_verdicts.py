@@ -121,7 +121,7 @@ def test_looks_spend_alpha_and_keep_the_first_decision(tmp_path: Path) -> None:
     # decided at the first look on 4 launches, kept; the 10% gain needed the second look's 16
     assert v.loc["bcast_as_scatter_allgather", ["verdict", "look", "n_launches"]].tolist() == ["violation", 0, 4]
     assert v.loc["bcast_as_allgatherv", ["verdict", "look", "n_launches"]].tolist() == ["violation", 1, 16]
-    assert decide.selection(r.verdicts) == {}
+    assert decide.selection(r.verdicts, r.run.measurements) == {}
     # the same data judged as one look: alpha is not spent, the decisions rest on all launches
     one = check.judge(check.load_run(db), check.CheckSettings(looks=1, test=stats.Test.PAIRED_T))
     assert set(one.verdicts["looks"]) == {2}  # two looks are in the data: never fewer than that
@@ -170,7 +170,10 @@ def test_launches_the_time_budget_cut_short_are_left_out(tmp_path: Path) -> None
     assert row["n_launches"] == 10 and row["verdict"] != "violation"  # in the plain t it hides the 1.7x
 
 
-def test_selection_names_the_jobs_of_open_comparisons() -> None:
+def test_selection_names_the_whole_jobs_of_open_comparisons() -> None:
+    """A round measures every variant interleaved in an open comparison's job (the same company
+    as in the first launches), the default's job at the other size for monotony; a library
+    algorithm measured in launches of its own (Intel MPI) only for its own comparison."""
     v = pd.DataFrame([
         {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_allgatherv", "msg_bytes": 8,
          "ref_bytes": None, "verdict": "undecided"},
@@ -178,11 +181,25 @@ def test_selection_names_the_jobs_of_open_comparisons() -> None:
          "ref_bytes": 1024, "verdict": "untested"},
         {"nprocs": 4, "kind": "pattern", "collective": "bcast", "variant": "bcast_as_scatter_allgather",
          "msg_bytes": 8, "ref_bytes": None, "verdict": "violation"},
+        {"nprocs": 4, "kind": "library", "collective": "bcast", "variant": "lib:bcast:2", "msg_bytes": 8,
+         "ref_bytes": None, "verdict": "undecided"},
         {"nprocs": 2, "kind": "aa", "collective": "bcast", "variant": "default#aa", "msg_bytes": 8,
          "ref_bytes": None, "verdict": "undecided"},
     ])
-    assert decide.selection(v) == {4: frozenset({("bcast", 8, "default"), ("bcast", 8, "bcast_as_allgatherv"),
-                                                 ("bcast", 1024, "default")})}
+    measured = pd.DataFrame(
+        [(4, "bcast", 8, var, launch) for launch in (0, 1)
+         for var in ("default", "default#aa", "bcast_as_allgatherv", "bcast_as_scatter_allgather")]
+        + [(4, "bcast", size, var, launch) for launch in (0, 1) for size in (1024, 32768)
+           for var in ("default", "default#aa")]
+        + [(4, "bcast", 8, "lib:bcast:1", 2), (4, "bcast", 8, "lib:bcast:2", 3), (2, "bcast", 8, "default", 4),
+           (2, "bcast", 8, "default#aa", 4), (4, "barrier", 0, "default", 0)],
+        columns=["nprocs", "collective", "msg_bytes", "variant", "launch_idx"])
+    assert decide.selection(v, measured) == {4: frozenset({
+        ("bcast", 8, "default"), ("bcast", 8, "default#aa"), ("bcast", 8, "bcast_as_allgatherv"),
+        ("bcast", 8, "bcast_as_scatter_allgather"), ("bcast", 8, "lib:bcast:2"),
+        ("bcast", 1024, "default"), ("bcast", 1024, "default#aa")})}
+    decided = v.assign(verdict="violation")
+    assert decide.selection(decided, measured) == {}
 
 
 def test_intel_algorithms_are_tested_not_skipped(tmp_path: Path) -> None:
@@ -310,7 +327,8 @@ def test_launch_modes_finds_two_separated_groups_only() -> None:
 def test_rounds_do_not_measure_again_what_the_plan_cannot_decide(tmp_path: Path) -> None:
     """Futility stopping: a ratio on the tolerance would need thousands of launches, more than 4 x
     the 32 the check plans, so once half of them are measured the rounds leave its jobs out and
-    say so; a 10% gain still open is measured again. On the first 8 launches nothing is stopped."""
+    say so: it opens no job of its own (a 10% gain still open does; its job is measured whole). On
+    the first 8 launches nothing is stopped."""
     truth = Truth(factors={("bcast", "bcast_as_scatter_ring_allgather"): 0.95, ("bcast", "bcast_as_allgatherv"): 0.9})
     plan = {"bcast": ["default", "bcast_as_scatter_ring_allgather", "bcast_as_allgatherv"]}
     m = simulate(truth, plan, [1024], launches=16, seed=5, variant_launch_sigma=0.15)
@@ -323,8 +341,11 @@ def test_rounds_do_not_measure_again_what_the_plan_cannot_decide(tmp_path: Path)
     assert r.futile is not None and r.futile.tolist() == [False, True]
     assert v.loc["bcast_as_scatter_ring_allgather", "note"].endswith(
         "; more than 4 x the 32 launches the check plans: the adaptive rounds do not measure such a comparison again")
-    assert decide.selection(r.verdicts, r.futile) == {4: frozenset({("bcast", 1024, "default"),
-                                                                     ("bcast", 1024, "bcast_as_allgatherv")})}
+    # the whole job, the futile comparison's variant in it too: every launch keeps the same company
+    assert decide.selection(r.verdicts, r.run.measurements, r.futile) == {4: frozenset({
+        ("bcast", 1024, "default"), ("bcast", 1024, "bcast_as_scatter_ring_allgather"),
+        ("bcast", 1024, "bcast_as_allgatherv")})}
+    assert decide.selection(r.verdicts, r.run.measurements, r.futile.map(lambda _: True)) == {}
     first = write_db(tmp_path / "e.duckdb", m[m["launch_idx"] < 8])
     _set_run(first, {"launches": 8, "rounds": 2, "round_launches": 8})
     assert check.judge(check.load_run(first), details=False).futile.tolist() == [False, False]

@@ -131,8 +131,12 @@ def test_adaptive_rounds_measure_both_sides_of_forms_and_collectives() -> None:
             ("F3", "barrier", "allreduce", 0), ("GL4", "allgather", "allgather_as_allgatherv", 64)]
     v = pd.DataFrame([{"nprocs": 4, "kind": "pattern", "guideline": g, "collective": c, "variant": var,
                        "msg_bytes": n, "ref_bytes": None, "verdict": "undecided"} for g, c, var, n in rows])
-    assert decide.selection(v) == {4: frozenset({
-        ("allreduce", 8, "default#persistent"), ("allreduce", 8, "default#nonblocking"),
-        ("allgather", 1024, "default"), ("allgatherv", 1024, "default"),
-        ("barrier", 0, "default"), ("allreduce", 1, "default"),
-        ("allgather", 64, "default"), ("allgather", 64, "allgather_as_allgatherv")})}
+    # each side's job whole (verify/decide.selection): what else the first launches measured there too
+    jobs = {("allreduce", 8): ["default", "default#persistent", "default#nonblocking", "default#aa"],
+            ("allgather", 1024): ["default", "allgather_as_alltoall"], ("allgatherv", 1024): ["default"],
+            ("barrier", 0): ["default"], ("allreduce", 1): ["default", "default#aa"],
+            ("allgather", 64): ["default", "allgather_as_allgatherv"], ("scan", 8): ["default"]}
+    measured = pd.DataFrame([(4, c, n, var, 0) for (c, n), variants in jobs.items() for var in variants],
+                            columns=["nprocs", "collective", "msg_bytes", "variant", "launch_idx"])
+    assert decide.selection(v, measured) == {4: frozenset(
+        (c, n, var) for (c, n), variants in jobs.items() if c != "scan" for var in variants)}

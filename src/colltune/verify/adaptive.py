@@ -140,7 +140,7 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         run = check.run_of(store, run_id)
         # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
         result = check.judge(run, settings, details=False)
-        todo = decide.selection(result.verdicts, result.futile)
+        todo = decide.selection(result.verdicts, run.measurements, result.futile)
         if not todo:
             break
         launches = decide.round_launches(bench.round_launches, round_)

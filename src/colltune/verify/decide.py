@@ -412,25 +412,46 @@ def coverage(verdicts: pd.DataFrame, launches: int | None, min_launches: int) ->
                         f"{more} or give the adaptive rounds more time (--round-budget)"))
 
 
-def selection(verdicts: pd.DataFrame, futile: pd.Series | None = None) -> dict[int, frozenset[tuple[str, int, str]]]:
-    """Per process count, the (collective, size, variant) whose measurements decide the comparisons
-    still open (undecided, or untested for want of launches): what an adaptive round measures.
-    Rows marked `futile` (aligned with `verdicts`: more launches than the plan could give would
-    decide them, FUTILITY_FACTOR) are left out."""
+def selection(verdicts: pd.DataFrame, measured: pd.DataFrame,
+              futile: pd.Series | None = None) -> dict[int, frozenset[tuple[str, int, str]]]:
+    """Per process count, the (collective, size, variant) an adaptive round measures: the whole
+    job (every variant `measured` interleaved with the default at that process count, collective
+    and size) of each side of each comparison still open (undecided, or untested for want of
+    launches): for a mock-up or library comparison its collective's job at that size, for
+    monotony and split the jobs at both sizes, between two collectives or two forms the jobs its
+    sides were measured in (comparisons.measured_sides). A variant measured in launches of its own
+    (Intel MPI's algorithms) is measured again only for its own comparison. Rows marked `futile`
+    (aligned with `verdicts`: more launches than the plan could give would decide them,
+    FUTILITY_FACTOR) open no job.
+
+    Whole jobs, not just the two variants compared: the variants interleaved with a call change
+    its time (caches, the library's state), so a comparison must be measured in the same company
+    in every launch. MPI_Allgather vs the Alltoall mock-up at 1 KiB, 4 ranks: 1.18-1.22x
+    interleaved with each other alone, 1.10-1.11x among the job's six variants (three pairs of
+    16-24 launches); rounds of pairs made its verdict follow each run's share of round launches
+    (docs/measurement.md, "Why verdicts split between runs")."""
     keep = verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["verdict"].isin((UNDECIDED, UNTESTED))
     if futile is not None:
         keep &= ~futile.reindex(verdicts.index, fill_value=False).astype(bool)
-    open_ = verdicts[keep]
-    out: dict[int, set[tuple[str, int, str]]] = {}
-    for r in open_.itertuples(index=False):
-        sel = out.setdefault(int(r.nprocs), set())
-        both = measured_sides(str(r.collective), str(r.variant), str(getattr(r, "guideline", "")), int(r.msg_bytes))
+    compared: set[tuple[int, str, int, str]] = set()  # (nprocs, collective, size, variant) of each side
+    for r in verdicts[keep].itertuples(index=False):
+        n, coll, size = int(r.nprocs), str(r.collective), int(r.msg_bytes)
+        both = measured_sides(coll, str(r.variant), str(getattr(r, "guideline", "")), size)
         if both:  # two collectives, or two forms of one: each side as it was measured
-            sel.update(both)
+            compared.update((n, *side) for side in both)
+        elif r.kind in ("pattern", "library"):
+            compared.update({(n, coll, size, "default"), (n, coll, size, str(r.variant))})
+        else:  # monotony and split: the default at both sizes
+            compared.update({(n, coll, size, "default"), (n, coll, int(r.ref_bytes), "default")})
+    wanted = {side[:3] for side in compared}
+    launches = measured.groupby(["nprocs", "collective", "msg_bytes", "variant"], observed=True)["launch_idx"].unique()
+    out: dict[int, set[tuple[str, int, str]]] = {}
+    for (n, coll, size, variant), ids in launches.items():
+        job = (int(n), str(coll), int(size))
+        if job not in wanted:
             continue
-        sel.add((str(r.collective), int(r.msg_bytes), "default"))
-        if r.kind in ("pattern", "library"):
-            sel.add((str(r.collective), int(r.msg_bytes), str(r.variant)))
-        else:  # monotony and split: the default at the other size
-            sel.add((str(r.collective), int(r.ref_bytes), "default"))
+        default = launches.get((n, coll, size, "default"))
+        company = default is not None and np.intersect1d(ids, default).size > 0
+        if company or (*job, str(variant)) in compared:
+            out.setdefault(job[0], set()).add((job[1], job[2], str(variant)))
     return {n: frozenset(s) for n, s in out.items()}
