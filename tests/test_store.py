@@ -67,6 +67,24 @@ def test_roundtrip_and_plain_sql(tmp_path: Path) -> None:
     con.close()
 
 
+def test_launches_written_together_are_the_launches_written_one_by_one(tmp_path: Path) -> None:
+    """write_launches (the runner's batches): the same rows as write_launch per launch, and a
+    launch written again replaces its earlier rows."""
+    tables = ("launches", "environment", "jobs", "measurements")
+    rows = {}
+    for name, write in (("one", lambda s, r: [s.write_launch(r, _launch(i)) for i in (0, 1, 2)]),
+                        ("batch", lambda s, r: (s.write_launches(r, [_launch(0, reps=9)]),
+                                                s.write_launches(r, [_launch(0), _launch(1), _launch(2)]),
+                                                s.write_launches(r, [])))):
+        with Store(tmp_path / f"{name}.duckdb") as store:
+            run_id = _run(store)
+            write(store, run_id)
+            rows[name] = {t: store.con.execute(f"SELECT * EXCLUDE (run_id) FROM {t} ORDER BY ALL").fetchall()
+                          for t in tables}
+    assert rows["batch"] == rows["one"]
+    assert [len(rows["one"][t]) for t in tables] == [3, 6, 6, 24]
+
+
 def test_a_failed_write_leaves_nothing_of_that_launch(tmp_path: Path) -> None:
     with Store(tmp_path / "r.duckdb") as store:
         run_id = _run(store)
