@@ -4,6 +4,7 @@
     python benchmarks/reproducibility/reproducibility.py --runs 10 --db /tmp/repro-load.duckdb --tag load2 --busy
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse  # re-analyse
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --rejudge separate
+    python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --keep-rounds 8,8
 
 Each run is an independent `colltune check --preset quick -n 4` (own launches, own seed), stored as
 its own run in one database; `--busy` keeps one other program busy on one core while the runs
@@ -17,11 +18,16 @@ undecided or untested, and the wall time. Targets (issue 36): mean overlap >= 95
 >= 90%, 0 decided flips, undecided <= 5%, median wall <= 10 s. Comparisons that differ between
 runs are listed with their verdict in each run and, where undecided, the check's reason. Writes
 results_<tag>.json next to this script.
+
+Offline, `--reuse` judges the stored runs again: `--rejudge RULE` with another decision rule,
+`--keep-rounds N1,N2` as if adaptive round k had measured only its first Nk launches (the looks'
+alpha planned for R, N1, N2 launches; the rounds' jobs stay those the run chose).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -74,12 +80,39 @@ def key(r: object) -> str:
     return f"{r.kind} {r.collective} {r.variant} {int(r.msg_bytes)} B{ref}"  # type: ignore[attr-defined]
 
 
-def analyse(db: Path, ids: list[str], rule: str | None = None) -> dict[str, object]:
-    """The stored verdicts of each run, or (`rule`) the run judged again with that decision rule."""
+@dataclasses.dataclass
+class _PlannedRun(check.RunData):
+    """A stored run whose looks are judged as planned for `plan` launches (--keep-rounds)."""
+
+    plan: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def planned_launches(self) -> list[int] | None:
+        return self.plan
+
+
+def keep_rounds(run: check.RunData, keep: list[int]) -> check.RunData:
+    """`run` as if adaptive round k had measured only its first keep[k-1] launches."""
+    drop: set[int] = set()
+    for k, n in enumerate(keep, start=1):
+        drop |= set(sorted(i for i, r in run.rounds.items() if r == k)[n:])
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(check.RunData)}
+    fields["measurements"] = run.measurements[~run.measurements["launch_idx"].isin(drop)]
+    fields["rounds"] = {i: r for i, r in run.rounds.items() if i not in drop}
+    return _PlannedRun(**fields, plan=[run.launches_per_nprocs or 0, *keep])
+
+
+def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None) -> dict[str, object]:
+    """The stored verdicts of each run, or the run judged again with decision rule `rule` and/or
+    its rounds cut to their first `keep` launches."""
     verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
-        v = check.load_verdicts(db, rid) if rule is None else \
-            check.judge(check.load_run(db, rid), check.CheckSettings(rule=rule)).verdicts
+        if rule is None and keep is None:
+            v = check.load_verdicts(db, rid)
+        else:
+            run = check.load_run(db, rid)
+            settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None)
+            v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
         v = v[v["kind"].isin(decide.GUIDELINE_KINDS)]
         verdicts[rid] = {key(r): (str(r.verdict), str(r.note or "")) for r in v.itertuples()}
     pairs = []
@@ -117,7 +150,10 @@ def main() -> None:
     ap.add_argument("--rejudge", choices=["directional", "separate"],
                     help="with --reuse: judge the stored runs again with this decision rule (separate: before "
                          "issue 36; the rounds' launches were still chosen by the rule that measured them)")
+    ap.add_argument("--keep-rounds", metavar="N1,N2",
+                    help="with --reuse: judge the stored runs as if round k had measured its first Nk launches")
     args, extra = ap.parse_known_args()
+    keep = [int(x) for x in args.keep_rounds.split(",")] if args.keep_rounds else None
     out = HERE / f"results_{args.tag}.json"
     if args.reuse:  # measure nothing: the wall times are those of the results file, if any
         timing = json.loads(out.read_text()).get("timing", []) if out.exists() else []
@@ -125,12 +161,14 @@ def main() -> None:
         timing = measure(args.db, args.runs, args.first_seed, args.busy, extra)
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
+    if keep:
+        out = out.with_name(f"{out.stem}_rounds_{'_'.join(map(str, keep))}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
     ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
-    res = analyse(args.db, ids, args.rejudge)
+    res = analyse(args.db, ids, args.rejudge, keep)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
     undecided = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
@@ -139,7 +177,8 @@ def main() -> None:
                "overlap_min": min(overlaps), "flips": flips, "undecided_max": max(undecided),
                "undecided_mean": statistics.fmean(undecided),
                "wall_median_s": statistics.median(walls) if walls else None,
-               "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy}
+               "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy,
+               "rejudged": {"rule": args.rejudge, "keep_rounds": keep} if args.rejudge or keep else None}
     res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,
            "targets": TARGETS, "timing": timing, **res}
     out.write_text(json.dumps(res, indent=1) + "\n")

@@ -11,7 +11,10 @@ For the complete runs of a results database (independent `colltune check --prese
 2. what a launch costs: least squares of each launch's duration on its repetitions;
 3. the comparisons the adaptive rounds measured again whose per-launch log-ratio scatters most
    (sd > 0.2 in a run of >= 16 launches), with their
-   launch modes (colltune.verify.stats.launch_modes) per run.
+   launch modes (colltune.verify.stats.launch_modes) per run;
+4. the same comparison in the first launches (every job) and in the adaptive rounds' launches
+   (before issue 36's second change: only the pair compared): mean per-launch ratio of each,
+   over the runs whose rounds measured it, largest shifts first.
 
 Pure reading: measures nothing. docs/measurement.md ("Why verdicts split between runs") quotes it.
 """
@@ -39,6 +42,8 @@ def main() -> None:
         m = con.execute("SELECT m.run_id, m.launch_idx, m.collective, m.variant, m.msg_bytes, m.rep, m.runtime_s "
                         "FROM measurements m JOIN runs r USING (run_id) WHERE r.status = 'complete' AND m.valid "
                         "AND NOT m.warmup AND m.nprocs = ? AND m.collective <> 'barrier'", [args.nprocs]).fetchdf()
+        rounds = dict(((r, int(i)), int(v)) for r, i, v in con.execute(
+            "SELECT run_id, launch_idx, value FROM environment WHERE key = 'round'").fetchall())
         launches = con.execute(
             "SELECT l.run_id, l.launch_idx, epoch(l.finished) - epoch(l.started) AS seconds, count(m.rep) AS reps "
             "FROM launches l JOIN measurements m USING (run_id, launch_idx) GROUP BY 1, 2, 3").fetchdf()
@@ -75,6 +80,22 @@ def main() -> None:
             shown = (f"{modes.low} launches at {modes.low_ratio:.2f}x, {modes.high} at {modes.high_ratio:.2f}x"
                      if modes else "one mode")
             print(f"    run {r.run[-6:]}: {r.d.size} launches, sd {np.sqrt(r.var):.2f}, {shown}")
+
+    med = m.groupby(SIDE)["runtime_s"].median().unstack("variant")
+    shifts = []
+    for var in med.columns.drop("default"):
+        d = np.log(med["default"] / med[var]).dropna()
+        for (coll, size), g in d.groupby(level=["collective", "msg_bytes"]):
+            in_round = np.array([rounds.get((r, int(i)), 0) > 0 for r, i in
+                                 zip(g.index.get_level_values("run_id"), g.index.get_level_values("launch_idx"))])
+            runs = g[in_round].index.get_level_values("run_id").unique()
+            first = g[~in_round & g.index.get_level_values("run_id").isin(runs)]
+            if len(runs) >= 3:
+                shifts.append((f"{coll} {var} {size} B", len(runs), first.size, float(first.mean()),
+                               int(in_round.sum()), float(g[in_round].mean())))
+    print("\n4. first launches vs the rounds' launches (runs whose rounds measured it): mean ratio default/variant")
+    for name, runs_, n0, m0, n1, m1 in sorted(shifts, key=lambda x: -abs(x[5] - x[3]))[:12]:
+        print(f"  {name}: {runs_} runs; first launches {np.exp(m0):.3f}x ({n0}), rounds {np.exp(m1):.3f}x ({n1})")
 
 
 if __name__ == "__main__":
