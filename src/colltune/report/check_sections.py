@@ -195,14 +195,14 @@ def _grouped(ctx: ReportContext) -> str:
         if not r["fastest violating variant"]:
             return ""
         return "warnrow" if r["fastest violating variant"].endswith("*") else "violation"
-    mono = ctx.verdicts[ctx.verdicts["kind"].isin(["monotony", "split"]) & ctx.verdicts["violation"]]
+    mono = ctx.verdicts[T.side_violations(ctx.verdicts)]
     extra = ""
     if len(mono):
-        m = mono[["nprocs", "kind", "lhs", "rhs", "slowdown", "rel_diff", "ci_low", "ci_high", "p_adjusted",
+        m = mono[["nprocs", "guideline", "lhs", "rhs", "slowdown", "rel_diff", "ci_low", "ci_high", "p_adjusted",
                   "barrier_warning"]].rename(columns={"nprocs": "procs", "lhs": "should not be slower",
                                                       "rhs": "than", "p_adjusted": "p (adj.)",
                                                       "barrier_warning": "barrier warning"})
-        extra = ("<h3>Monotony and split-robustness violations</h3>" +
+        extra = ("<h3>Monotony, split-robustness and form violations</h3>" +
                  ctx.table(m, {"slowdown": lambda x: T.fmt_float(x, 2), "rel_diff": T.fmt_pct, "ci_low": T.fmt_pct,
                                "ci_high": T.fmt_pct, "p (adj.)": T.fmt_p}))
     return ("<p>One row per collective and size; where mock-ups or library algorithms are significantly "

@@ -21,9 +21,19 @@ from colltune import catalog as catalog_mod
 from colltune.paths import writable_dir
 from colltune.units import human_bytes
 from colltune.verify.check import GUIDELINE_KINDS, CheckResult, variant_label
+from colltune.verify.comparisons import FORM_PAIRS
 from colltune.verify.quality import quality_score
 
 PATTERN_KINDS = ("pattern", "library")
+# Guidelines whose ref is not the collective's default (a persistent form against the other
+# forms): no faster alternative to the default, so they are listed by their two sides with the
+# monotony and split violations, not in the grouped view.
+OTHER_REF = tuple(f.guideline for f in FORM_PAIRS if f.ref != catalog_mod.DEFAULT)
+
+
+def side_violations(verdicts: pd.DataFrame) -> pd.Series:
+    """Violations listed by their two sides: monotony, split and the OTHER_REF guidelines."""
+    return (verdicts["kind"].isin(["monotony", "split"]) | verdicts["guideline"].isin(OTHER_REF)) & verdicts["violation"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,7 +120,7 @@ def detailed_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """GroupedViolationComparer: one row per (collective, size), the fastest violating variant."""
-    v = verdicts[verdicts["kind"].isin(PATTERN_KINDS)]
+    v = verdicts[verdicts["kind"].isin(PATTERN_KINDS) & ~verdicts["guideline"].isin(OTHER_REF)]
     rows = []
     for (p, coll, n), grp in v.groupby(["nprocs", "collective", "msg_bytes"], sort=True):
         bad = grp[grp["violation"]].sort_values("variant_median_s", kind="stable")
@@ -328,15 +338,17 @@ def _gaps(r: pd.Series) -> str:
     return ", ".join(parts) if parts else ""
 
 
-def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] = ("monotony", "split")) -> Table:
+def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] | None = None) -> Table:
+    """The violations of `kinds` by their two sides; None: those of side_violations."""
     d = detailed_violation_table(verdicts)
-    d = d[d["kind"].isin(kinds) & d["violation"]]
-    t = _table(f"{' and '.join(kinds).capitalize()} violations",
+    d = d[d["kind"].isin(kinds) & d["violation"]] if kinds else d[side_violations(d).to_numpy()]
+    title = " and ".join(kinds).capitalize() if kinds else "Monotony, split and form"
+    t = _table(f"{title} violations",
                [("procs", "right"), ("guideline", "left"), ("should not be slower", "left"), ("than", "left"),
                 ("slowdown", "right"), ("rel. diff [95% CI]", "right"), ("p adj.", "right"), ("test", "left")],
                nprocs=d["nprocs"])
     for _, r in d.iterrows():
-        _add_row(t, str(r["nprocs"]), r["kind"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
+        _add_row(t, str(r["nprocs"]), r["guideline"], r["lhs"], r["rhs"] + ("*" if r["barrier_warning"] else ""),
                   fmt_float(r["slowdown"], 2),
                   f"{fmt_pct(r['rel_diff'])} [{fmt_pct(r['ci_low'])}, {fmt_pct(r['ci_high'])}]", fmt_p(r["p_adjusted"]),
                   str(r["test"]))
@@ -461,7 +473,7 @@ def print_check(result: CheckResult, console: Console, comparer: str = "grouped"
     """The terminal output of `colltune check`: the chosen comparer, then totals and quality."""
     v = result.verdicts
     console.print(COMPARERS[comparer](result))
-    if comparer == "grouped" and ((v["kind"].isin(["monotony", "split"])) & v["violation"]).any():
+    if comparer == "grouped" and side_violations(v).any():
         console.print(render_detailed(v))
     console.print(render_totals(v))
     if v["violation"].any():
