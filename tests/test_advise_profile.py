@@ -188,6 +188,32 @@ def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_
         assert p.max_ns <= p.total_ns
 
 
+def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs, tmp_path):
+    # advise_halo phased: 200,000 MPI_Sendrecv first (no collective, so no sample), then 3,000
+    # MPI_Allreduce. The budget counts the call path's own time, point-to-point calls included:
+    # with a budget of 1 millionth (plus the fixed 1 ms) it is over budget at the first sampled
+    # call (the second Allreduce; 200,000 calls of tens of nanoseconds each), and stays over, so
+    # every synchronisation doubles the period. The schedule is then exact: replayed here. (When
+    # only the synchronisations counted, the period never widened here: 185 synchronisations, the
+    # fixed period's, for 2 ms of sampling against the 1 ms allowance.)
+    reductions = 3000
+    profiled(openmpi, openmpi_build, 2, [programs["advise_halo"], "100000", str(reductions)],
+             tmp_path / "p", {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
+    run = profile_run.read(tmp_path / "p")
+    period, n, k, expected = 16, 1, 0, 0
+    while n < reductions:
+        expected += 1
+        period = min(2 * period, 1 << 20)
+        n, k = n + gap(period, k), k + 1
+    assert expected == 7 and len(schedule(16, reductions)) == 185
+    for r in run.ranks:
+        assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
+        assert r.own_cost_ns is not None and r.own_cost_ns > 1_000_000, r.own_cost_ns
+        [p] = [p for p in r.points if p.kind == "coll"]
+        assert p.calls == reductions and p.samples == expected
+        assert sorted(p.calls for p in r.points if p.kind == "p2p") == [100000, 100000]
+
+
 def _memcheck_blocks(log: Path) -> list[str]:
     """valgrind's report as blocks (an error, a loss record), its `==PID==` prefixes removed."""
     lines = [line.split("== ", 1)[-1] if line.startswith("==") else line

@@ -105,7 +105,7 @@ enum ct_setting_type {
 
 /* COLLTUNE_PROFILE_RUN_BUDGET (string, mode profiling, read by libcolltune) */
 #define CT_ENV_PROFILE_RUN_BUDGET "COLLTUNE_PROFILE_RUN_BUDGET"
-#define CT_DEFAULT_PROFILE_RUN_BUDGET "2500"
+#define CT_DEFAULT_PROFILE_RUN_BUDGET "10000"
 
 /* X(ident, name, type, default text, read by the C core) for tables and loops. */
 #define CT_SETTINGS(X) \
@@ -131,7 +131,7 @@ enum ct_setting_type {
     X(MPI, "COLLTUNE_MPI", CT_SETTING_STRING, "", 0) \
     X(PROFILE_RUN, "COLLTUNE_PROFILE_RUN", CT_SETTING_PATH, "", 1) \
     X(PROFILE_RUN_SAMPLE, "COLLTUNE_PROFILE_RUN_SAMPLE", CT_SETTING_STRING, "16", 1) \
-    X(PROFILE_RUN_BUDGET, "COLLTUNE_PROFILE_RUN_BUDGET", CT_SETTING_STRING, "2500", 1) \
+    X(PROFILE_RUN_BUDGET, "COLLTUNE_PROFILE_RUN_BUDGET", CT_SETTING_STRING, "10000", 1) \
 
 #define CT_NUM_SETTINGS 23
 

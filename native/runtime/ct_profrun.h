@@ -84,6 +84,8 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_
 typedef struct ct_p2p_rec {
     void *slot;                 /* the point, NULL: its table was full */
     uint64_t t0;                /* the clock at begin, when timed */
+    uint64_t t_in;              /* the clock at begin's entry on the countdown's calls (the
+                                   budget's measure of the call path's own time), else 0 */
     int timed;
 } ct_p2p_rec;
 CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes);

@@ -86,6 +86,23 @@ extern CT_PROFRUN_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
 /* calls not counted: their table was full */
 extern CT_PROFRUN_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 
+/* ---- the budget's measure of the profiling run's own time (profcomm.c's ct_level) -------- */
+/* The call path's own time (outside the library's calls), in ticks: measured on the calls the
+ * countdown times (one in CT_TIME_EVERY on average, each standing for CT_TIME_EVERY calls, as
+ * the front end scales a point's time), plus every chain's unwind; the synchronisations are
+ * counted apart (their latency). One sample is capped (CT_OWN_CAP ticks, ~40 us at 3 GHz: a
+ * call path of a few hundred instructions never takes that; a descheduling in the middle does,
+ * and must not count 16 times). */
+#define CT_OWN_CAP (1ull << 17)
+extern CT_PROFRUN_HIDDEN atomic_ullong ct_own_ticks;
+static inline void ct_own_add(uint64_t ticks, uint64_t weight)
+{
+    if ((int64_t)ticks < 0)
+        return;   /* ticks read on two cores a hair apart */
+    atomic_fetch_add_explicit(&ct_own_ticks, (ticks < CT_OWN_CAP ? ticks : CT_OWN_CAP) * weight,
+                              memory_order_relaxed);
+}
+
 /* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
 enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
 

@@ -151,6 +151,8 @@ static __attribute__((noinline)) void ct_time_rearm(void)
     ct_time_left = CT_TIME_EVERY / 2 + x % (CT_TIME_EVERY + 1);
 }
 
+/* 0: not timed; 1: timed (a point's first CT_TIME_ALL); 2: timed by the countdown (then it also
+ * measures the call path's own time for the budget: ct_own_add). */
 static inline int ct_time_this(const ct_point *s)
 {
     if (atomic_load_explicit(&s->calls, memory_order_relaxed) < CT_TIME_ALL)
@@ -160,7 +162,14 @@ static inline int ct_time_this(const ct_point *s)
         return 0;
     }
     ct_time_rearm();
-    return 1;
+    return 2;
+}
+
+/* The clock at a call path's entry where the countdown may time this call (0: it will not):
+ * read before anything else the path does, so that its own time is measured whole. */
+static inline uint64_t ct_own_entry(void)
+{
+    return CT_UNLIKELY(ct_time_left <= 1) ? ct_profrun_ticks() : 0;
 }
 
 void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
@@ -193,8 +202,9 @@ ct_point *ct_profrun_watched(int kind, const void *site, int nprocs, int64_t byt
 
 ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes)
 {
+    uint64_t t_in = ct_own_entry();
     ct_seq++;
-    ct_p2p_rec rec = {NULL, 0, 0};
+    ct_p2p_rec rec = {NULL, 0, 0, 0};
     ct_point_key key = {ct_profchain_site(site, __builtin_frame_address(0)), (int)call, 0,
                         ct_bin(bytes), 0};
     ct_point *s = ct_slot(ct_hot_p2p, ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
@@ -202,9 +212,11 @@ ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t byte
         return rec;
     ct_count(s, bytes);
     rec.slot = s;
-    if (ct_time_this(s)) {
+    int timed = ct_time_this(s);
+    if (timed) {
         rec.timed = 1;
         rec.t0 = ct_profrun_ticks();
+        rec.t_in = timed == 2 ? t_in : 0;
     }
     return rec;
 }
@@ -212,8 +224,10 @@ ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t byte
 void ct_profrun_p2p_end(ct_p2p_rec rec)
 {
     if (rec.timed) {
-        uint64_t ns = ct_profrun_ticks() - rec.t0;
+        uint64_t t1 = ct_profrun_ticks(), ns = t1 - rec.t0;
         ct_time(rec.slot, (int64_t)ns < 0 ? 0 : ns);   /* ticks read on two cores a hair apart */
+        if (rec.t_in != 0)
+            ct_own_add(rec.t0 - rec.t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
     }
 }
 
@@ -293,7 +307,7 @@ typedef struct __attribute__((aligned(64))) ct_memo {
     ct_fingerprint fp;            /* its buffers rewritten by every repetition */
 } ct_memo;
 _Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
-#define CT_MEMOS 16
+#define CT_MEMOS 64   /* direct-mapped: two sites alternating in one entry take the full path */
 typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
     struct ct_memo_block *next;
@@ -301,9 +315,13 @@ typedef struct ct_memo_block {
 static _Thread_local ct_memo *ct_memos CT_TLS_MODEL;
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
+/* Sites are chains' slots, 72 bytes apart: a multiplicative hash spreads them over the entries
+ * (their low bits repeat every 8 slots; with `site >> 2` as index two of OpenFOAM-like
+ * alternating sites shared an entry and every call took the full path). */
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
 {
-    return &memos[(((uintptr_t)site >> 2) ^ (uintptr_t)kind) & (CT_MEMOS - 1)];
+    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
+    return &memos[((h >> 58) ^ (uint64_t)kind) & (CT_MEMOS - 1)];
 }
 
 /* The communicator and its state's generation stand for the state. (The kind too is compared:
@@ -431,7 +449,7 @@ static inline void ct_repeat_pattern(ct_pcomm *st, ct_memo *m, uint64_t seq)
 static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *call,
                                                       MPI_Comm comm, const void *site,
                                                       uint64_t seq, ct_pcomm *st, int sampled,
-                                                      uint64_t wait)
+                                                      uint64_t wait, uint64_t t_in)
 {
     int nprocs = 0;
     if (st != NULL)
@@ -440,10 +458,10 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
         PMPI_Comm_size(comm, &nprocs);
     int64_t bytes = call == NULL ? 0 : ct_bytes_before(call);
     ct_point *s = bytes >= 0 ? ct_coll_slot(site, kind, nprocs, ct_bin(bytes)) : NULL;
-    int timed = sampled || s == NULL || ct_time_this(s);
+    int timed = sampled || s == NULL ? 1 : ct_time_this(s);
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = ct_serve(kind, call, comm);
-    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
+    uint64_t t1 = timed ? ct_profrun_ticks() : 0, ns = t1 - t0;
     if (CT_UNLIKELY(rc != MPI_SUCCESS || bytes < 0)) {
         /* Sizes only of calls that succeeded: an erroneous call may carry MPI_DATATYPE_NULL,
          * whose size query would raise the error on MPI_COMM_WORLD instead of the caller's. */
@@ -463,6 +481,8 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
         if (timed)
             ct_timed(s, ns, sampled, wait);
     }
+    if (timed == 2 && t_in != 0)
+        ct_own_add(t0 - t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
     return rc;
 }
 
@@ -489,23 +509,25 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
     ct_pcomm *st = ct_pcomm_of(comm);
     uint64_t wait = 0;
     int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    /* (after the synchronisation: its time is counted apart, as its latency) */
+    uint64_t t_in = sampled ? 0 : ct_own_entry();
     ct_memo *m = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
     if (CT_UNLIKELY(st == NULL || m == NULL
                     || !ct_memo_is(m = ct_memo_at(m, site, kind), site, kind, call, comm)))
-        return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait);
+        return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait, t_in);
     int timed = sampled;
     if (CT_UNLIKELY(m->time_all > 0)) {
         m->time_all--;
         timed = 1;
     } else if (CT_UNLIKELY(ct_time_left <= 1)) {
         ct_time_rearm();
-        timed = 1;
+        timed = 2;
     } else {
         ct_time_left--;
     }
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = ct_serve(kind, call, comm);
-    uint64_t ns = timed ? ct_profrun_ticks() - t0 : 0;
+    uint64_t t1 = timed ? ct_profrun_ticks() : 0, ns = t1 - t0;
     if (CT_UNLIKELY(rc != MPI_SUCCESS)) {
         ct_failed(kind, site, st->nprocs, timed, ns, sampled, wait);
         return rc;
@@ -516,6 +538,8 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
     ct_repeat_pattern(st, m, seq);
     if (timed)
         ct_timed(m->slot, ns, sampled, wait);
+    if (timed == 2 && t_in != 0)
+        ct_own_add(t0 - t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
     return rc;
 }
 

@@ -146,6 +146,7 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
         s = &c->sets[set][c->next[set]];
         c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
     }
+    uint64_t t = ct_profrun_ticks();   /* a few microseconds: the budget counts each one */
     s->frames = 0;
     s->id = NULL;
     ct_walk w = {site, 0, s};
@@ -154,6 +155,7 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     s->site = site;
     s->anchor = anchor;
     s->id = ct_chain_intern(site, s);
+    ct_own_add(ct_profrun_ticks() - t, 1);
     return s->id;
 }
 

@@ -61,6 +61,8 @@ static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
 static uint64_t ct_ns0;                         /* MPI_Init, CLOCK_MONOTONIC ns */
 /* Synchronisations made, and the agreed latencies learned (sum and how many): see top. */
 static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ticks */
+CT_HIDDEN atomic_ullong ct_own_ticks;           /* the call path's own time (ct_own_add) */
+static atomic_ullong ct_widened, ct_narrowed;   /* the period's changes, every communicator */
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
 /* the slot this thread counted last */
 static _Thread_local ct_pat_slot *ct_pat_last CT_TLS_MODEL;
@@ -128,20 +130,29 @@ ct_pcomm *ct_profcomm_lookup(MPI_Comm comm)
     return st;
 }
 
-/* This rank's sampling cost in quarters of its budget (capped). Sampled calls only: latencies
- * are in the call path's ticks, the budget in nanoseconds since MPI_Init. */
+/* The profiling run's own time so far on this rank, in ticks: its call path's (measured,
+ * ct_own_add) and every synchronisation at the mean latency learned. */
+static double ct_own_cost(void)
+{
+    double cost = (double)atomic_load_explicit(&ct_own_ticks, memory_order_relaxed);
+    uint64_t n = atomic_load_explicit(&ct_latencies, memory_order_relaxed);
+    if (n > 0)
+        cost += (double)atomic_load_explicit(&ct_latency_ns, memory_order_relaxed) / (double)n
+                * (double)atomic_load_explicit(&ct_syncs, memory_order_relaxed);
+    return cost;
+}
+
+/* This rank's profiling cost in quarters of its budget (capped): the whole own time, point-to-
+ * point calls included (on a code with more point-to-point than collective calls, the
+ * synchronisations alone stayed under the fixed allowance and the period never widened while the
+ * run paid several times its budget). Only the sampling can be shed (the period, and with it the
+ * synchronisations), the counting of every call cannot: the file says what it cost. Ticks of the
+ * call path against a budget in nanoseconds since MPI_Init. */
 static unsigned ct_level(void)
 {
     /* plus a fixed allowance, or the first samples of every run would be over budget */
     uint64_t budget = (ct_profrun_ns() - ct_ns0) / 1000000u * ct_budget_ppm + CT_BUDGET_FLOOR_NS;
-    uint64_t syncs = atomic_load_explicit(&ct_syncs, memory_order_relaxed);
-    uint64_t n = atomic_load_explicit(&ct_latencies, memory_order_relaxed);
-    if (n == 0)
-        return 0;
-    /* every synchronisation so far at the mean latency learned */
-    double cost = (double)atomic_load_explicit(&ct_latency_ns, memory_order_relaxed) / (double)n
-                  * (double)syncs * ct_profrun_ns_per_tick();
-    double level = cost * CT_LEVEL_OVER / (double)budget;
+    double level = ct_own_cost() * ct_profrun_ns_per_tick() * CT_LEVEL_OVER / (double)budget;
     return level > 255 ? 255u : (unsigned)level;
 }
 
@@ -153,10 +164,13 @@ static void ct_adapt(ct_pcomm *st, const unsigned agreed[2])
     }
     if (ct_budget_ppm == 0)
         return;
-    if (agreed[0] > CT_LEVEL_OVER && st->period < CT_MAX_PERIOD)
+    if (agreed[0] > CT_LEVEL_OVER && st->period < CT_MAX_PERIOD) {
         st->period *= 2;
-    else if (agreed[0] <= 1 && st->period / 2 >= ct_every)
+        atomic_fetch_add_explicit(&ct_widened, 1, memory_order_relaxed);
+    } else if (agreed[0] <= 1 && st->period / 2 >= ct_every) {
         st->period /= 2;
+        atomic_fetch_add_explicit(&ct_narrowed, 1, memory_order_relaxed);
+    }
 }
 
 /* Calls from one sampled call to the next: `period` on average, jittered by a hash of the
@@ -181,6 +195,12 @@ int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
     unsigned mine[2] = {ct_level(), UINT_MAX - (unsigned)(st->last_sync_ns < UINT_MAX
                                                             ? st->last_sync_ns : UINT_MAX - 1)};
     unsigned agreed[2] = {0, 0};
+    /* The library's blocking call, which polls while this rank waits for late ranks: that wait
+     * moved here from the collective, which would have polled for it. A nonblocking one tested
+     * with sched_yield between tests polled less (5,473 against 7,847 instructions a sample,
+     * callgrind) but progressed only inside the tests, a yield per step of its schedule on every
+     * rank: its latency was 2-160 us against 0.6-1.9 us, a run 1.3-6x longer on a loaded node
+     * (benchmarks/advise/README.md, "The sampling synchronisation"). */
     int ok = st->inter ? PMPI_Barrier(comm) == MPI_SUCCESS
                        : PMPI_Allreduce(mine, agreed, 2, MPI_UNSIGNED, MPI_MAX, comm) == MPI_SUCCESS;
     uint64_t wait = ct_profrun_ticks() - t0;
@@ -377,4 +397,6 @@ void ct_profcomm_write(FILE *out, double ns_per_tick)
             atomic_load(&ct_syncs),
             (unsigned long long)((double)atomic_load(&ct_latency_ns) * ns_per_tick + 0.5),
             atomic_load(&ct_latencies));
+    fprintf(out, "own_cost %llu %llu %llu\n", (unsigned long long)(ct_own_cost() * ns_per_tick + 0.5),
+            atomic_load(&ct_widened), atomic_load(&ct_narrowed));
 }

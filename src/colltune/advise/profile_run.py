@@ -13,7 +13,9 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   pattern <PROFILE_RUN_PATTERN>                  call patterns (profcomm.c)
   patterns_lost N                                pattern pairs not recorded (table full)
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
-  sample_budget_ppm B                            sampling budget (millionths of the run, 0: none)
+  sample_budget_ppm B                            the run's budget (millionths of the run, 0: none)
+  own_cost NS WIDENED NARROWED                   the profiling's own time the budget saw (call path
+                                                 and synchronisations), the period's changes
   cvars_skipped ompi_info                        no cvar lines: Open MPI 4's MPI_T costs 0.2 s (ompi_cvars.py)
   coll <PROFILE_RUN_POINT>                       collectives and MPI_Barrier
   p2p  <PROFILE_RUN_POINT>                       point-to-point calls (nprocs 0, no samples)
@@ -150,6 +152,11 @@ class RankProfile:
     sample_syncs: int = 0            # sampled calls' synchronisations (budgeted, profcomm.c)
     sync_latency_ns: float | None = None   # their mean latency (min over ranks per sync)
     sample_budget_ppm: int | None = None
+    # the profiling run's own time as its budget measured it (profcomm.c: the call path on the
+    # countdown's calls, scaled, the unwinds, the synchronisations) and the period's changes
+    own_cost_ns: int | None = None
+    period_widened: int = 0
+    period_narrowed: int = 0
     cvars_skipped: str | None = None   # MPI_T not read (Open MPI 4: advise/ompi_cvars.py fills them)
     # site id -> its chain of return addresses, the caller of MPI_* first (format 4, profchain.c)
     chains: dict[int, tuple[int, ...]] = field(default_factory=dict)
@@ -252,6 +259,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.cvars_skipped = rest
     elif key == "sample_budget_ppm":
         prof.sample_budget_ppm = int(rest)
+    elif key == "own_cost":
+        prof.own_cost_ns, prof.period_widened, prof.period_narrowed = (int(x) for x in rest.split())
     elif key == "chain":
         ident, *frames = (int(w, 16) for w in rest.split())
         prof.chains[ident] = tuple(frames)
