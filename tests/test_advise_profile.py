@@ -214,6 +214,20 @@ def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs,
         assert sorted(p.calls for p in r.points if p.kind == "p2p") == [100000, 100000]
 
 
+def test_summary_states_the_profiling_cost():
+    # advise's first line: the costliest rank's own time over its wall (the budget's figure);
+    # nothing from files that do not say it (format 4 before the own_cost line).
+    from types import SimpleNamespace
+
+    from colltune.advise import output
+
+    def advice(*ranks: tuple[int | None, int]) -> SimpleNamespace:
+        return SimpleNamespace(run=SimpleNamespace(ranks=[SimpleNamespace(own_cost_ns=c, wall_ns=w) for c, w in ranks]))
+
+    assert output._own_cost(advice((5_000_000, 10**9), (12_000_000, 10**9))) == ", profiling ~1.2% of it"
+    assert output._own_cost(advice((None, 10**9))) == ""
+
+
 def _memcheck_blocks(log: Path) -> list[str]:
     """valgrind's report as blocks (an error, a loss record), its `==PID==` prefixes removed."""
     lines = [line.split("== ", 1)[-1] if line.startswith("==") else line

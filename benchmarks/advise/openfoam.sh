@@ -31,7 +31,7 @@ EOF
 bash -c 'source /usr/share/openfoam/etc/bashrc 2>/dev/null; blockMesh > log.blockMesh 2>&1; decomposePar -force > log.decompose 2>&1'
 export COLLTUNE_CACHE=${COLLTUNE_CACHE:-$out/cache}
 if [ "$mode" = callgrind ]; then
-  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).interposer)")
+  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")
   cat > cg.sh <<EOF
 #!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null

@@ -7,6 +7,8 @@ after (this tree); instructions per intercepted call on ExaML from callgrind.
     .venv/bin/python benchmarks/advise/overhead.py OUT --runs 9             # all four, alternating
     .venv/bin/python benchmarks/advise/overhead.py OUT --apps examl --callgrind
     .venv/bin/python benchmarks/advise/overhead.py OUT --percall            # ns per pair, in one run
+    nice -n 10 .venv/bin/python benchmarks/advise/overhead.py OUT --cost --apps examl,lammps
+                                   # the profiling run's share of rank 0's instructions, chains on
 
 Applications (Debian packages built against Debian's Open MPI 4.1.4, 2 ranks, OMP_NUM_THREADS=1):
   examl   ExaML 3.0 (examl-avx2), the 49-taxon example of its package, GAMMA model: 679,861
@@ -29,6 +31,14 @@ every run's result checked against the plain runs'. Callgrind (ExaML): rank 0 un
 the other native; per intercepted call the inclusive cost of the MPI_Reduce/MPI_Bcast wrappers
 minus that of the PMPI calls they make for the application (the library's own work, whose
 polling depends on timing), plus where libcolltune spends it.
+--cost (issue 34: every intercepted call takes its chain, point-to-point calls are counted and
+sampled): rank 0 under callgrind with this tree's libcolltune, profiled, on smaller inputs than
+the timing (a valgrind run takes minutes: ExaML evaluates the given tree, `-f e`; LAMMPS 1000
+steps; HPCC N=1000); the profiling run's own instructions are libcolltune's exclusive ones, the
+unwinder's (libgcc_s, called only by profchain.c's unwinds in these codes) and the library calls
+of the sampling synchronisations (the callees of ct_profcomm_sync outside libcolltune); its share
+of all of rank 0's instructions and of the application's own (outside MPI and libcolltune, the
+denominator of the issue-23 figures). Writes overhead-cost-APP.json.
 Reuses benchmarks/learning_runtime/apps.py (the ExaML set-up, launch lines, builds, statistics).
 """
 
@@ -48,6 +58,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "learning_runtime"))
 import apps  # noqa: E402
 
+from colltune.advise import profile_run  # noqa: E402
 from colltune.mpi import launch, libraries  # noqa: E402
 
 BEFORE = "f8bb28f"   # main when this round of issue 23 started (08ed143: when the issue was taken up)
@@ -128,6 +139,19 @@ def pairs(out: Path) -> tuple[apps.App, Callable[[], None]]:
 
 
 APPS = {"examl": examl, "qe": qe, "hpcc": hpcc, "lammps": lammps, "pairs": pairs}
+COST_LAMMPS_STEPS = 1000
+
+
+def cost_input(name: str, app: apps.App) -> None:
+    """--cost: inputs small enough for callgrind (rank 0 runs ~50x slower there)."""
+    if name == "examl":
+        app.program.extend(["-f", "e"])   # the likelihood of the given tree, model optimised once
+    elif name == "lammps":
+        app.program[app.program.index(str(LAMMPS_STEPS))] = str(COST_LAMMPS_STEPS)
+        app.result = re.compile(rf"^\s*{COST_LAMMPS_STEPS}\s+\S+\s+(\S+)", re.M)
+    elif name == "hpcc":
+        inf = app.work / "hpccinf.txt"
+        inf.write_text(re.sub(rf"^{HPCC_SIZES['Ns']}(\s+Ns)", r"1000\1", inf.read_text(), flags=re.M))
 
 
 def run_once(app: apps.App, prepare: Callable[[], None], env: dict[str, str], timeout: float = 900) -> dict:
@@ -187,6 +211,77 @@ def callgrind(app: apps.App, prepare: Callable[[], None], out: Path, builds: dic
     return rows
 
 
+def objects_exclusive(cg: Path) -> dict[str, int]:
+    """Exclusive instructions per object (shared library or executable) of a callgrind file."""
+    totals: dict[str, int] = {}
+    files: dict[str, str] = {}
+    obj, call_cost = None, False
+    for line in cg.read_text(errors="replace").splitlines():
+        if m := re.match(r"ob=\((\d+)\)(?: (.*))?", line):
+            if m[2]:
+                files[m[1]] = m[2].strip()
+            obj = files[m[1]]
+        elif m := re.match(r"cob=\((\d+)\)(?: (.*))?", line):
+            if m[2]:
+                files[m[1]] = m[2].strip()
+        elif line.startswith("calls="):
+            call_cost = True   # the next cost line is the call's inclusive cost, not this object's
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            parts = line.split()
+            if call_cost:
+                call_cost = False
+            elif len(parts) >= 2 and obj is not None:
+                totals[obj] = totals.get(obj, 0) + int(parts[1])
+    return totals
+
+
+def sync_library_cost(cg: Path) -> int:
+    """Instructions of the library calls the sampling synchronisations make (the callees of
+    ct_profcomm_sync outside libcolltune), from callgrind_annotate's calling tree."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--tree=calling", "--threshold=100", str(cg)],
+                          capture_output=True, text=True, check=True).stdout
+    total, inside = 0, False
+    for line in text.splitlines():
+        if re.search(r"\*\s+\S*:ct_profcomm_sync ", line):
+            inside = True
+        elif inside and ">" in line:
+            if "libcolltune" not in line:
+                total += int(line.split()[0].replace(",", ""))
+        elif inside:
+            break
+    return total
+
+
+def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: Path) -> dict:
+    cg = out / f"cost-{name}.callgrind"
+    prepare()
+    env = profiled_env(so, out / "advise-profiles", "cost")
+    res = apps.under_callgrind(app, env, cg, timeout=3600)
+    objects = objects_exclusive(cg)
+    total = sum(objects.values())
+    mine = sum(v for k, v in objects.items() if "libcolltune" in k)
+    unwinder = sum(v for k, v in objects.items() if "libgcc_s" in k)
+    sync = sync_library_cost(cg)
+    application = sum(v for k, v in objects.items() if not apps.MPI_OBJECTS.search(k))
+    rank0 = profile_run.read_rank(Path(env["COLLTUNE_PROFILE_RUN"]) / "rank-0")
+    own = mine + unwinder + sync
+    row = {"app": name, "program": app.program, "mpi": app.lib.version, "result": res["result"],
+           "load_before": res["load"], "load_after": [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]],
+           "instructions": total, "application": application, "libcolltune": mine, "unwinder": unwinder,
+           "sync_library": sync, "own": own, "share_of_all": own / total, "share_of_application": own / application,
+           "coll_calls": sum(p.calls for p in rank0.points if p.kind == "coll"),
+           "p2p_calls": sum(p.calls for p in rank0.points if p.kind == "p2p"),
+           "chains": len(rank0.chains), "unwinds": rank0.chain_unwinds, "syncs": rank0.sample_syncs,
+           "period_widened": rank0.period_widened, "own_cost_ns": rank0.own_cost_ns, "wall_ns": rank0.wall_ns,
+           "objects": dict(sorted(objects.items(), key=lambda kv: -kv[1])[:12])}
+    shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
+    print(f"  {name}: {own:,} of {total:,} instructions on rank 0 ({100 * own / total:.2f}%; "
+          f"{100 * own / application:.2f}% of the application's own): libcolltune {mine:,}, unwinds {unwinder:,}, "
+          f"synchronisations {sync:,}; {row['coll_calls']:,} collective and {row['p2p_calls']:,} point-to-point "
+          f"calls, {row['chains']} chains", flush=True)
+    return row
+
+
 def percall(app: apps.App, out: Path, builds: dict[str, Path], n: int, blocks: int) -> list[dict]:
     """Per Reduce + Bcast pair, what libcolltune's profiled wrappers add to the round trip, measured
     inside one run (pairs.c's blocks mode: blocks through MPI_* and through PMPI_* alternate, so
@@ -232,12 +327,23 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix of the result files")
     ap.add_argument("--percall", action="store_true",
                     help="per Reduce + Bcast pair, what the profiled wrappers add (pairs.c blocks)")
+    ap.add_argument("--cost", action="store_true",
+                    help="the profiling run's share of rank 0's instructions (callgrind, this tree, small inputs)")
     ap.add_argument("--blocks", type=int, default=100)
     ap.add_argument("--pairs", type=int, default=5000, help="pairs per block (--percall)")
     args = ap.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     lib = debian_ompi()
+    if args.cost:
+        (out / "advise-profiles").mkdir(exist_ok=True)
+        so = apps.after_build(lib)
+        for name in args.apps.split(","):
+            app, prepare = APPS[name](out)
+            cost_input(name, app)
+            row = cost(name, app, prepare, out, so)
+            (out / f"overhead-cost-{name}{args.tag}.json").write_text(json.dumps(row, indent=1) + "\n")
+        return
     want = args.builds.split(",")
     builds = {}
     if "before" in want:

@@ -140,12 +140,19 @@ def explain_lines(f: Finding, number: int, wall_s: float) -> list[str]:
     return out
 
 
+def _own_cost(advice: Advice) -> str:
+    """What the profiling run cost, as its budget measured it (the costliest rank's own time over
+    its wall time; libcolltune's own_cost line), or nothing where the files do not say."""
+    costs = [r.own_cost_ns / r.wall_ns for r in advice.run.ranks if r.own_cost_ns is not None and r.wall_ns]
+    return f", profiling ~{100 * max(costs):.1f}% of it" if costs else ""
+
+
 def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAULT_TOP) -> list[str]:
     """The terminal summary: at most 80 columns, one screen before any details."""
     s = advice.shares
     library = advice.run.ranks[0].library.split(",")[0]
     lines = [where.shorten(f"colltune advise: {advice.run.nprocs} ranks, {library}; wall "
-                           f"{where.fmt_s(s['wall_s'])}"),
+                           f"{where.fmt_s(s['wall_s'])}{_own_cost(advice)}"),
              where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
                            f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
                            f"{100 * s['p2p_share']:.1f}%")]
