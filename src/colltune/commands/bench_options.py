@@ -72,7 +72,8 @@ _BENCH_OPTIONS = [
                  help="collectives, comma-separated (default: all of the table)"),
     click.option("--variants", multiple=True, callback=_str_list, metavar="LIST",
                  help="variants to measure (default: default, every mock-up, default#aa); also "
-                      "tuned and lib:<collective>:<algorithm>"),
+                      "tuned, lib:<collective>:<algorithm>, and the other forms of each collective: "
+                      "default#nonblocking (MPI_I<coll> + MPI_Wait), default#persistent (MPI_Start + MPI_Wait)"),
     click.option("--library-algorithms", is_flag=True, default=None,
                  help="also measure every algorithm of the MPI library (lib:<coll>:<alg>)"),
     click.option("-s", "--sizes", multiple=True, callback=_int_list, metavar="LIST",
