@@ -61,6 +61,9 @@ def test_per_launch_choices_become_cfg_flags() -> None:
     assert smpi.config_flags(env) == [*smpi.BASE_CONFIG, "--cfg=smpi/allreduce:rdb",
                                       "--cfg=smpi/bcast:NTSL", "--cfg=smpi/coll-selector:ompi"]
     assert launch_setting("intel", "allreduce", "3") == {"I_MPI_ADJUST_ALLREDUCE": "3"}
+    # without a family named, MPICH's: SimGrid's own `default` family is its naive one
+    assert smpi.config_flags({}) == [*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich"]
+    assert smpi.config_flags({smpi.SELECTOR_VAR: "default"}) == [*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:default"]
 
 
 @pytest.fixture(scope="module")

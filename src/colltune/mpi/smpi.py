@@ -35,6 +35,12 @@ PLATFORM_VAR = "COLLTUNE_SMPI_PLATFORM"
 ALGORITHM_VAR_PREFIX = "COLLTUNE_SMPI_"
 SELECTOR_VAR = "COLLTUNE_SMPI_SELECTOR"
 SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
+# colltune's launches take MPICH's decision functions unless the launch names a family. SimGrid's
+# own `default` selector is its naive set ("should not be trusted for performance evaluations",
+# src/smpi/colls/smpi_default_selector.cpp): its Allgather is an all-pairs Iallgather, so that 3
+# Allgathers of 8 B on 256 simulated ranks ran for more than 300 s of host time against 0.4 s
+# with the MPICH family (benchmarks/scale/README.md). `COLLTUNE_SMPI_SELECTOR=default` keeps it.
+DEFAULT_SELECTOR = "mpich"
 
 # Every launch: no measured computation (SMPI would otherwise time this loaded host's CPU bursts
 # and inject them into the simulated clock, so that two launches of the same job differ), and
@@ -190,6 +196,8 @@ def config_flags(env: Mapping[str, str]) -> list[str]:
     """`--cfg=` flags from the launch environment's per-launch choices (sorted: equal
     environments give equal command lines)."""
     flags = list(BASE_CONFIG)
+    if SELECTOR_VAR not in env:
+        flags.append(f"--cfg=smpi/coll-selector:{DEFAULT_SELECTOR}")
     for key, value in sorted(env.items()):
         if key == SELECTOR_VAR:
             flags.append(f"--cfg=smpi/coll-selector:{value}")
