@@ -125,8 +125,9 @@ def decide(verdicts: pd.DataFrame, alpha_look: float, tolerance: float, correcti
     # `significant`: a difference at all (the plain one-sided test, also what A/A calibrates);
     # a violation needs the difference shown beyond the tolerance.
     v["significant"] = (v["p_adjusted"] <= alpha_look).fillna(False).astype(bool)
-    v["violation"] = [stats.is_violation(pa, rd, alpha_look, tolerance)
-                      for pa, rd in zip(v["p_violation_adjusted"], v["rel_diff"], strict=True)]
+    # a bool array even without rows (a list would make an empty object column, which np.select refuses)
+    v["violation"] = np.array([bool(stats.is_violation(pa, rd, alpha_look, tolerance))
+                               for pa, rd in zip(v["p_violation_adjusted"], v["rel_diff"], strict=True)], dtype=bool)
     equivalent = (v["p_equivalence_adjusted"] <= alpha_look).fillna(False).astype(bool)
     v["verdict"] = np.select([v["p_value"].isna(), v["violation"], equivalent],
                              [UNTESTED, VIOLATION, NO_VIOLATION], UNDECIDED)
