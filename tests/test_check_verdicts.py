@@ -351,6 +351,37 @@ def test_rounds_do_not_measure_again_what_the_plan_cannot_decide(tmp_path: Path)
     assert check.judge(check.load_run(first), details=False).futile.tolist() == [False, False]
 
 
+def test_a_comparison_stopped_for_futility_keeps_its_verdict_whatever_its_job_measures_later(tmp_path: Path) -> None:
+    """Rounds measure whole jobs, so a comparison the futility rule stopped after 16 launches may
+    still get launches when another comparison of its job is open: its verdict is that of the
+    look that stopped it, never of launches it got by the company it keeps. Here its last 16
+    launches would make it a violation (0.5 instead of 0.95); it stays undecided on 16 launches,
+    as in a run whose job closed. The other comparison is judged on all 32."""
+    plan = {"bcast": ["default", "bcast_as_scatter_ring_allgather", "bcast_as_allgatherv"]}
+    first = simulate(Truth(factors={("bcast", "bcast_as_scatter_ring_allgather"): 0.95,
+                                    ("bcast", "bcast_as_allgatherv"): 0.9}),
+                     plan, [1024], launches=16, seed=5, variant_launch_sigma=0.15)
+    later = simulate(Truth(factors={("bcast", "bcast_as_scatter_ring_allgather"): 0.5,
+                                    ("bcast", "bcast_as_allgatherv"): 0.9}),
+                     plan, [1024], launches=16, seed=6, variant_launch_sigma=0.15)
+    db = write_db(tmp_path / "s.duckdb", pd.concat([first, later.assign(launch_idx=later["launch_idx"] + 16)]))
+    _set_run(db, {"launches": 8, "rounds": 2, "round_launches": 8}, range(8, 16))
+    con = duckdb.connect(str(db))
+    con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '2')", [[i] for i in range(16, 32)])
+    con.close()
+    r = check.judge(check.load_run(db), details=False)
+    v = r.verdicts.set_index("variant")
+    stopped = v.loc["bcast_as_scatter_ring_allgather"]
+    assert (stopped["verdict"], stopped["n_launches"], stopped["look"]) == ("undecided", 16, 1)
+    assert stopped["note"].endswith("the adaptive rounds do not measure such a comparison again")
+    assert v.loc["bcast_as_allgatherv", "n_launches"] == 32
+    assert r.futile is not None and dict(zip(r.verdicts["variant"], r.futile))["bcast_as_scatter_ring_allgather"]
+    # without the plan there is no futility: the same launches make it a violation
+    _set_run(db, {"launches": 8})
+    assert check.judge(check.load_run(db), details=False).verdicts.set_index("variant").loc[
+        "bcast_as_scatter_ring_allgather", "verdict"] == "violation"
+
+
 def test_a_round_cut_short_by_the_budget_is_said(tmp_path: Path) -> None:
     """Planned 4 + 4 + 8 launches; the second round measured 3 of its 8 (the budget ran out)."""
     m = simulate(Truth(), {"bcast": ["default", "bcast_as_allgatherv"]}, [1024], launches=11, seed=9)

@@ -236,7 +236,9 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
         looks = last + 1
     alphas = decide_mod.look_alphas(settings.alpha, looks, run.planned_launches if looks == run.looks else None)
     round_launches = frozenset(i for i, r in run.rounds.items() if r > 0)
+    planned = sum(run.planned_launches or []) or None
     frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]] = {}
+    stopped: dict[tuple[object, ...], float] = {}  # futile at an earlier look: the p it had to reach there
     cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
     effects: list[_Judged] = []
@@ -245,21 +247,26 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
                                                   settings, alphas[k], messages if k == last else [], cache,
                                                   round_launches)
         verdicts["look"] = k
-        for key, (_, row), eff in zip(_keys(verdicts), verdicts.iterrows(), effects, strict=True):
+        keys = _keys(verdicts)
+        for key, (_, row), eff in zip(keys, verdicts.iterrows(), effects, strict=True):
             if key not in frozen and row["verdict"] in DECIDED:
                 frozen[key] = (row, eff)
-    final = [frozen.get(key, (verdicts.iloc[i], effects[i])) for i, key in enumerate(_keys(verdicts))]
+        if k < last and planned:
+            _stop_futile(verdicts, effects, keys, frozen, stopped, alphas[k], planned)
+    keys = _keys(verdicts)
+    final = [frozen.get(key, (verdicts.iloc[i], effects[i])) for i, key in enumerate(keys)]
     verdicts = pd.DataFrame([row for row, _ in final], columns=verdicts.columns).reset_index(drop=True)
     if details and len(verdicts):
         extra = pd.DataFrame([decide_mod.details(c, e, settings) for _, (c, e) in final])
         verdicts[extra.columns] = extra.to_numpy()
-    planned = sum(run.planned_launches or []) or None
-    needed_p = _needed_p(verdicts, alphas[last])
+    needed_p = [stopped.get(key, p) for key, p in zip(keys, _needed_p(verdicts, alphas[last]), strict=True)]
     verdicts["note"] = [_with_reason(row, c.kind, e, settings.tolerance, p, planned)
                         for (_, row), (_, (c, e)), p in zip(verdicts.iterrows(), final, needed_p, strict=True)]
     # Open comparisons the whole plan could not decide (decide.FUTILITY_FACTOR): the rounds skip them.
-    verdicts["_futile"] = [row["verdict"] == decide_mod.UNDECIDED and decide_mod.futile(e, p, planned)
-                           for (_, row), (_, (_, e)), p in zip(verdicts.iterrows(), final, needed_p, strict=True)]
+    verdicts["_futile"] = [key in stopped or (row["verdict"] == decide_mod.UNDECIDED and
+                                              decide_mod.futile(e, p, planned))
+                           for key, (_, row), (_, (_, e)), p in zip(keys, verdicts.iterrows(), final, needed_p,
+                                                                    strict=True)]
     verdicts["looks"] = looks
     verdicts = _collapse_split(verdicts)
     verdicts["correction"] = str(settings.correction)
@@ -276,6 +283,22 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     # The per-variant summary is for the tables: a look that only chooses a round's jobs skips it.
     summary = summarize(run.measurements) if details else pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     return CheckResult(run, settings, verdicts, summary, messages, futile)
+
+
+def _stop_futile(verdicts: pd.DataFrame, effects: list[_Judged], keys: list[tuple[object, ...]],
+                 frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]], stopped: dict[tuple[object, ...], float],
+                 alpha_look: float, planned: int) -> None:
+    """Freeze, undecided, the comparisons that look (not the last) found futile: what the rounds
+    stopped measuring there keeps that look's row, even where a round measured its job again for
+    another comparison (rounds measure whole jobs, decide.selection). Its verdict then never
+    depends on the company of other comparisons still open in its job."""
+    merged = pd.DataFrame([frozen.get(key, (verdicts.iloc[i], effects[i]))[0] for i, key in enumerate(keys)],
+                          columns=verdicts.columns)
+    for i, (key, p) in enumerate(zip(keys, _needed_p(merged, alpha_look), strict=True)):
+        if key not in frozen and verdicts.iloc[i]["verdict"] == decide_mod.UNDECIDED and \
+                decide_mod.futile(effects[i][1], p, planned):
+            frozen[key] = (verdicts.iloc[i], effects[i])
+            stopped[key] = p
 
 
 def _with_reason(row: pd.Series, kind: str, e: decide_mod.Effect, tolerance: float, needed_p: float,
