@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from colltune.verify import check, decide
 
@@ -113,8 +114,19 @@ def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] |
             run = check.load_run(db, rid)
             settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None)
             v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
-        v = v[v["kind"].isin(decide.GUIDELINE_KINDS)]
-        verdicts[rid] = {key(r): (str(r.verdict), str(r.note or "")) for r in v.itertuples()}
+        verdicts[rid] = keyed(v)
+    return agreement(verdicts)
+
+
+def keyed(v: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """A run's guideline verdicts: comparison -> (verdict, note)."""
+    v = v[v["kind"].isin(decide.GUIDELINE_KINDS)]
+    return {key(r): (str(r.verdict), str(r.note or "")) for r in v.itertuples()}
+
+
+def agreement(verdicts: dict[str, dict[str, tuple[str, str]]]) -> dict[str, object]:
+    """Overlap and flips of every pair of runs, counts per run, the comparisons that differ."""
+    ids = list(verdicts)
     pairs = []
     for a, b in itertools.combinations(ids, 2):
         va = {k for k, (x, _) in verdicts[a].items() if x == decide.VIOLATION}
