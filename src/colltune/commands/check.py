@@ -46,7 +46,7 @@ err_console = Console(stderr=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every table as CSV and Parquet and report.html into this directory.")
 @click.option("--rounds", type=click.IntRange(0, 10), default=None,
-              help=f"Adaptive rounds after the first R launches, measuring only undecided comparisons "
+              help=f"Adaptive rounds after the first R launches, measuring again only the jobs of undecided comparisons "
                    f"[default: {adaptive.DEFAULT_ROUNDS}; 0: none].")
 @click.option("--round-launches", type=click.IntRange(1), default=None,
               help="Launches per process count in the first adaptive round, doubled in each further "
@@ -65,8 +65,9 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
     then judges pattern,
     library, monotony and split-robustness guidelines with per-launch statistics, a correction
     for multiple comparisons and a practical tolerance: each comparison is a violation, no
-    violation (equivalence shown) or undecided. Adaptive rounds then measure only the undecided
-    ones, within a time budget. An A/A copy of each default calibrates the error rate.
+    violation (equivalence shown) or undecided. Adaptive rounds then measure again only the jobs
+    of the undecided ones (every variant of such a job, as in the first launches), within a time
+    budget. An A/A copy of each default calibrates the error rate.
     Exit code: 0 all decided, no violation; 1 violations found; 3 none found but some
     comparisons undecided or untested; 2 error.
 

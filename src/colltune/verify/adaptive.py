@@ -2,7 +2,7 @@
 
 After the first R launches per process count, each round judges the run so far and measures
 again only the jobs of the comparisons still open (undecided, or untested for want of
-launches), R' launches per process count in round 1, doubled every further round, until all are
+launches), each job whole (decide.selection), R' launches per process count in round 1, doubled every further round, until all are
 decided, the planned rounds are done or their time budget is spent. The number of rounds is
 fixed before the first launch: it sets the alpha of every look (docs/statistics.md, "Running
 it"). The verdicts of the last look are stored in the run's database.
