@@ -331,7 +331,8 @@ def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckS
         note = f"sides measured in separate launches: tested unpaired ({e.test_used}), {n_ref} and {n_alt} launches"
     # Paired on fewer launches than were measured: some launches lack the other side. Not so in
     # the adaptive rounds' launches, which measure only the open comparisons' jobs: the default
-    # there serves other comparisons (e.g. a job opened for its other size by a monotony row).
+    # there serves other comparisons (e.g. a job opened by a mock-up comparison: the monotony
+    # comparison with the default at another size, whose job stayed closed, gets one side only).
     one_side = np.setxor1d(c.ref.launch_ids, c.alt.launch_ids)
     expected = (np.intersect1d(c.ref.launch_ids, c.alt.launch_ids).size
                 + sum(1 for i in one_side if int(i) not in round_launches))
