@@ -13,8 +13,9 @@ For the complete runs of a results database (independent `colltune check --prese
    (sd > 0.2 in a run of >= 16 launches), with their
    launch modes (colltune.verify.stats.launch_modes) per run;
 4. the same comparison in the first launches (every job) and in the adaptive rounds' launches
-   (before issue 36's second change: only the pair compared): mean per-launch ratio of each,
-   over the runs whose rounds measured it, largest shifts first.
+   (only the pair compared before issue 36's session 2, the whole job since): how many
+   comparisons the rounds put above the first launches, the median shift, and the mean
+   per-launch ratio of each, over the runs whose rounds measured it, largest shifts first.
 
 Pure reading: measures nothing. docs/measurement.md ("Why verdicts split between runs") quotes it.
 """
@@ -94,6 +95,10 @@ def main() -> None:
                 shifts.append((f"{coll} {var} {size} B", len(runs), first.size, float(first.mean()),
                                int(in_round.sum()), float(g[in_round].mean())))
     print("\n4. first launches vs the rounds' launches (runs whose rounds measured it): mean ratio default/variant")
+    if shifts:
+        shift = np.array([m1 - m0 for *_, m0, _, m1 in shifts])
+        print(f"  {len(shifts)} comparisons in the rounds of >= 3 runs; rounds above the first launches in "
+              f"{int((shift > 0).sum())}; mean shift {shift.mean():+.4f} in log (median {np.median(shift):+.4f})")
     for name, runs_, n0, m0, n1, m1 in sorted(shifts, key=lambda x: -abs(x[5] - x[3]))[:12]:
         print(f"  {name}: {runs_} runs; first launches {np.exp(m0):.3f}x ({n0}), rounds {np.exp(m1):.3f}x ({n1})")
 
