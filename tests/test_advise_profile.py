@@ -214,6 +214,18 @@ def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs,
         assert sorted(p.calls for p in r.points if p.kind == "p2p") == [100000, 100000]
 
 
+def test_many_chains_at_one_site_are_unwound_once(openmpi, openmpi_build, programs, tmp_path):
+    # advise_chains: eight callers of one MPI_Allreduce site at one stack depth, in turn, 1000
+    # rounds. The chain cache's set for (site, depth) has 4 ways: the chains they push out are
+    # kept in the set's spill, so each chain is unwound once (before: every one of the 8,000
+    # calls unwound, as ExaML's recursion did 16,875 times for 167 chains).
+    profiled(openmpi, openmpi_build, 2, [programs["advise_chains"], "1000"], tmp_path / "p")
+    run = profile_run.read(tmp_path / "p")
+    for r in run.ranks:
+        assert r.chain_unwinds == 8 and r.chains_lost == 0 and len(r.chains) == 8
+        assert sorted(p.calls for p in r.points if p.kind == "coll") == [1000] * 8
+
+
 def test_summary_states_the_profiling_cost():
     # advise's first line: the costliest rank's own time over its wall (the budget's figure);
     # nothing from files that do not say it (format 4 before the own_cost line).

@@ -33,7 +33,7 @@ minus that of the PMPI calls they make for the application (the library's own wo
 polling depends on timing), plus where libcolltune spends it.
 --cost (issue 34: every intercepted call takes its chain, point-to-point calls are counted and
 sampled): rank 0 under callgrind with this tree's libcolltune, profiled, on smaller inputs than
-the timing (a valgrind run takes minutes: ExaML evaluates the given tree, `-f e`; LAMMPS 1000
+the timing (a valgrind run takes minutes: ExaML evaluates the given tree, `-f e -e 10`; LAMMPS 1000
 steps; HPCC N=1000); the profiling run's own instructions are libcolltune's exclusive ones, the
 unwinder's (libgcc_s, called only by profchain.c's unwinds in these codes) and the library calls
 of the sampling synchronisations (the callees of ct_profcomm_sync outside libcolltune); its share
@@ -145,7 +145,10 @@ COST_LAMMPS_STEPS = 1000
 def cost_input(name: str, app: apps.App) -> None:
     """--cost: inputs small enough for callgrind (rank 0 runs ~50x slower there)."""
     if name == "examl":
-        app.program.extend(["-f", "e"])   # the likelihood of the given tree, model optimised once
+        # (before -n NAME) the likelihood of the given tree, its model optimised to 10 log units
+        app.program[-1:-1] = ["-f", "e", "-e", "10"]
+        app.result = re.compile(r"Likelihood tree 0: (\S+)")
+        app.result_file = None   # stdout
     elif name == "lammps":
         app.program[app.program.index(str(LAMMPS_STEPS))] = str(COST_LAMMPS_STEPS)
         app.result = re.compile(rf"^\s*{COST_LAMMPS_STEPS}\s+\S+\s+(\S+)", re.M)

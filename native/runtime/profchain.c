@@ -37,6 +37,11 @@
 #define CT_CHAIN_SLOTS 4096
 #define CT_CHAIN_SETS 512   /* per thread, by (site, anchor): 64 made OpenFOAM unwind its 133 chains 676 times in 20 steps */
 #define CT_CHAIN_WAYS 4
+/* Chains pushed out of a full set (per set, grown by doubling; the oldest overwritten beyond):
+ * a recursive code reaches one MPI call with one stack depth through many callers above it
+ * (ExaML: 60 chains at one site), and a set of 4 ways evicted them in turn, an unwind per 5.7
+ * calls (16,875 unwinds for 167 chains, 3% of its instructions). */
+#define CT_CHAIN_SPILL_MAX 256
 _Static_assert((CT_CHAIN_SLOTS & (CT_CHAIN_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
 _Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
 
@@ -61,9 +66,15 @@ typedef struct ct_chain_seen {
     const void *ra[CT_CHAIN_DEPTH - 1];
 } ct_chain_seen;
 
+typedef struct ct_chain_spill {
+    unsigned used, size, next;                /* next: the entry overwritten when full */
+    ct_chain_seen seen[];
+} ct_chain_spill;
+
 typedef struct ct_chain_cache {
     ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
     unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
+    ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
 } ct_chain_cache;
 
@@ -137,13 +148,71 @@ static ct_chain_cache *ct_chain_cache_new(void)
     return ct_chain_mine = c;
 }
 
+/* A way's chain kept in its set's spill before the way is reused (dropped where no memory). */
+static void ct_chain_spill_keep(ct_chain_cache *c, unsigned set, const ct_chain_seen *s)
+{
+    ct_chain_spill *sp = c->spill[set];
+    if (s->id == NULL)
+        return;
+    if (sp == NULL || (sp->used == sp->size && sp->size < CT_CHAIN_SPILL_MAX)) {
+        unsigned size = sp == NULL ? 8 : 2 * sp->size;
+        ct_chain_spill *grown = realloc(sp, sizeof *sp + size * sizeof sp->seen[0]);
+        if (grown == NULL)
+            return;
+        if (sp == NULL)
+            grown->used = grown->next = 0;
+        grown->size = size;
+        c->spill[set] = sp = grown;
+    }
+    if (sp->used < sp->size) {
+        sp->seen[sp->used++] = *s;
+    } else {
+        sp->seen[sp->next] = *s;
+        sp->next = (sp->next + 1) % sp->size;
+    }
+}
+
+static inline int ct_chain_is(const ct_chain_seen *s, const void *site, const void *anchor)
+{
+    if (s->id == NULL || s->site != site || s->anchor != anchor)
+        return 0;
+    for (int i = 0; i < s->frames; i++)
+        if (*s->at[i] != s->ra[i])
+            return 0;
+    return 1;
+}
+
+/* Not in the set's ways: in its spill (swapped into the way replaced next, so that a loop's
+ * chains come back to the ways), else NULL. */
+static const void *ct_chain_from_spill(ct_chain_cache *c, unsigned set, const void *site,
+                                       const void *anchor)
+{
+    ct_chain_spill *sp = c->spill[set];
+    if (sp == NULL)
+        return NULL;
+    for (unsigned i = 0; i < sp->used; i++)
+        if (ct_chain_is(&sp->seen[i], site, anchor)) {
+            ct_chain_seen *way = &c->sets[set][c->next[set]];
+            ct_chain_seen found = sp->seen[i];
+            sp->seen[i] = *way;   /* an empty way leaves an entry that never matches (id NULL) */
+            *way = found;
+            c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
+            return found.id;
+        }
+    return NULL;
+}
+
 static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, const void *anchor,
                                                               unsigned set)
 {
     ct_chain_cache *c = ct_chain_mine != NULL ? ct_chain_mine : ct_chain_cache_new();
     ct_chain_seen scratch, *s = &scratch;
     if (c != NULL) {
+        const void *id = ct_chain_from_spill(c, set, site, anchor);
+        if (id != NULL)
+            return id;
         s = &c->sets[set][c->next[set]];
+        ct_chain_spill_keep(c, set, s);
         c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
     }
     uint64_t t = ct_profrun_ticks();   /* a few microseconds: the budget counts each one */
@@ -157,16 +226,6 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     s->id = ct_chain_intern(site, s);
     ct_own_add(ct_profrun_ticks() - t, 1);
     return s->id;
-}
-
-static inline int ct_chain_is(const ct_chain_seen *s, const void *site, const void *anchor)
-{
-    if (s->id == NULL || s->site != site || s->anchor != anchor)
-        return 0;
-    for (int i = 0; i < s->frames; i++)
-        if (*s->at[i] != s->ra[i])
-            return 0;
-    return 1;
 }
 
 const void *ct_profchain_site(const void *site, const void *anchor)
@@ -203,6 +262,8 @@ void ct_profchain_finish(void)
     ct_chain_cache *c = atomic_exchange(&ct_chain_caches, NULL);
     while (c != NULL) {
         ct_chain_cache *next = c->list;
+        for (unsigned set = 0; set < CT_CHAIN_SETS; set++)
+            free(c->spill[set]);
         free(c);
         c = next;
     }
