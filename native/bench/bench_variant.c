@@ -83,31 +83,37 @@ static int start_and_wait(const ct_variant *v)
     return rc == MPI_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : rc;
 }
 
-/* Set the form up and run it once on every rank. A form that the row or the library lacks is
- * MPI_ERR_UNSUPPORTED_OPERATION on every rank alike (the same row, the same build). */
+/* Set the form up and run it once on every rank, unless the row or the library lacks it (the
+ * same on every rank: the same row, the same build). */
 static int form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
 {
+    int persistent = v->kind == CT_VK_PERSISTENT;
     const char *mpi = ct_collectives[v->call.coll].mpi;
     char function[CT_NAME_LEN];
-    if (v->kind == CT_VK_PERSISTENT)
+    if (persistent)
         snprintf(function, sizeof function, "%s_init", mpi);
     else {
         snprintf(function, sizeof function, "MPI_I%s", mpi + 4);
         for (char *c = function + 5; *c; c++)
             *c = (char)tolower((unsigned char)*c);
     }
+    unsigned form = persistent ? CT_ROW_PERSISTENT : CT_ROW_NONBLOCKING;
+    if (!(ct_collectives[v->call.coll].forms & form)) {
+        snprintf(why, whylen, "%s: the standard defines no such form (collectives.toml `forms`)",
+                 function);
+        return 0;
+    }
+    if (persistent && !CT_HAVE_PERSISTENT) {
+        snprintf(why, whylen,
+                 "%s: this MPI library does not declare MPI-4's persistent collectives", function);
+        return 0;
+    }
     int rc = MPI_SUCCESS;
     v->request = MPI_REQUEST_NULL;
-    if (v->kind == CT_VK_PERSISTENT)
+    if (persistent)
         rc = colltune_init_library(&v->call, MPI_INFO_NULL, &v->request);
     if (rc == MPI_SUCCESS)
         rc = start_and_wait(v);
-    if (rc == MPI_ERR_UNSUPPORTED_OPERATION) {
-        snprintf(why, whylen, v->kind == CT_VK_PERSISTENT && !CT_HAVE_PERSISTENT
-                 ? "%s: this MPI library does not declare MPI-4's persistent collectives"
-                 : "%s: the standard defines no such form (collectives.toml `forms`)", function);
-        return 0;
-    }
     char prefix[2 * CT_NAME_LEN];
     snprintf(prefix, sizeof prefix, "%s failed", function);
     if (agreed(ctx, rc, prefix, why, whylen))

@@ -229,6 +229,10 @@ def pmpi_name(c: tbl.Collective) -> str:
     return "P" + c.mpi
 
 
+def form_bit(form: str) -> str:
+    return f"CT_ROW_{form.upper()}"
+
+
 def elem_kind(c: tbl.Collective) -> str:
     """Only reductions have a datatype equal on all ranks (the op needs it); the others move
     bytes whose datatypes may differ between ranks as long as type signatures match."""
@@ -273,6 +277,11 @@ def gen_header(t: tbl.Table) -> str:
         "    CT_ELEM_BYTES,        /* data movement (datatypes may differ by rank): 1 */",
         "};",
         "",
+        "/* The forms a row has (`forms`), as bits of ct_collective_info.forms. */",
+        "enum ct_row_form {",
+        *(f"    {form_bit(f)} = 1u << {i}," for i, f in enumerate(tbl.FORMS)),
+        "};",
+        "",
         "typedef struct ct_collective_info {",
         "    const char *name;          /* \"allgather\" */",
         "    const char *mpi;           /* \"MPI_Allgather\" */",
@@ -280,6 +289,7 @@ def gen_header(t: tbl.Table) -> str:
         "    enum ct_elem_kind elem;",
         "    int has_root;",
         "    int has_op;",
+        "    unsigned forms;            /* enum ct_row_form */",
         "} ct_collective_info;",
         "",
         "/* Inputs of a scratch formula, all int64_t bytes except p (see gen_catalog.py). */",
@@ -333,7 +343,8 @@ def gen_source(t: tbl.Table) -> str:
         roles = {a.role for a in c.args}
         L.append(
             f'    [{coll_enum(c.name)}] = {{"{c.name}", "{c.mpi}", {IN_PLACE[c.in_place]}, '
-            f'{elem_kind(c)}, {int("root" in roles)}, {int("op" in roles)}}},'
+            f'{elem_kind(c)}, {int("root" in roles)}, {int("op" in roles)}, '
+            f'{" | ".join(form_bit(f) for f in c.forms)}}},'
         )
     L += ["};", ""]
     for v in t.variants:

@@ -86,6 +86,13 @@ enum ct_elem_kind {
     CT_ELEM_BYTES,        /* data movement (datatypes may differ by rank): 1 */
 };
 
+/* The forms a row has (`forms`), as bits of ct_collective_info.forms. */
+enum ct_row_form {
+    CT_ROW_BLOCKING = 1u << 0,
+    CT_ROW_NONBLOCKING = 1u << 1,
+    CT_ROW_PERSISTENT = 1u << 2,
+};
+
 typedef struct ct_collective_info {
     const char *name;          /* "allgather" */
     const char *mpi;           /* "MPI_Allgather" */
@@ -93,6 +100,7 @@ typedef struct ct_collective_info {
     enum ct_elem_kind elem;
     int has_root;
     int has_op;
+    unsigned forms;            /* enum ct_row_form */
 } ct_collective_info;
 
 /* Inputs of a scratch formula, all int64_t bytes except p (see gen_catalog.py). */
