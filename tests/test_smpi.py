@@ -146,3 +146,18 @@ def test_run_interposes_an_unmodified_smpi_program(smpi_lib: mpi.MpiLibrary, tmp
                if l.startswith("colltune:   MPI_")}
     assert counted == {"MPI_Allreduce": 7, "MPI_Bcast": 7, "MPI_Reduce": 1}
     assert app.read_bytes() == before
+
+
+def test_scan_is_left_out_where_simgrid_aborts() -> None:
+    """SimGrid 3.32's solver aborts on MPI_Scan/MPI_Exscan from 128 ranks on: the plan says so
+    instead of crashing the launch; below that, and on other libraries, they are measured."""
+    from colltune.measure.planning import plan_jobs
+    from colltune.measure.settings import BenchSettings
+
+    settings = BenchSettings(collectives=["scan", "exscan", "bcast"], sizes=[8], barrier=False)
+    at_256 = plan_jobs(settings, 256, "smpi")
+    assert [j.collective for j in at_256.jobs] == ["bcast"]
+    assert [note.split(":")[0] for note in at_256.left_out] == ["scan", "exscan"]
+    assert "maxmin.cpp:217" in at_256.left_out[0]
+    assert [j.collective for j in plan_jobs(settings, 64, "smpi").jobs] == ["scan", "exscan", "bcast"]
+    assert [j.collective for j in plan_jobs(settings, 256, "mpich").jobs] == ["scan", "exscan", "bcast"]

@@ -16,7 +16,13 @@ from colltune.catalog import variant_kind
 from colltune.measure.settings import DATATYPE_SIZES, BenchError, BenchSettings
 from colltune.mpi import launch
 from colltune.mpi import libraries as mpi
-from colltune.mpi.algorithms import ALGORITHM_NPROCS, ALGORITHMS_AT_LAUNCH, algorithm_key, launch_setting
+from colltune.mpi.algorithms import (
+    ALGORITHM_NPROCS,
+    ALGORITHMS_AT_LAUNCH,
+    COLLECTIVE_NPROCS_LIMITS,
+    algorithm_key,
+    launch_setting,
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,10 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
     at_launch = library in ALGORITHMS_AT_LAUNCH
     for coll in settings.collectives:
         if adjust is not None and coll != adjust[0]:
+            continue
+        limit = COLLECTIVE_NPROCS_LIMITS.get((library, coll))
+        if limit is not None and nprocs >= limit[0]:
+            plan.left_out.append(f"{coll}: {limit[1]}")
             continue
         names = settings.variants_for(coll, library)
         if adjust is not None:

@@ -112,6 +112,15 @@ LIBRARY_ALGORITHMS["smpi"] = {
 # (library, algorithm) -> the only process count they serve.
 ALGORITHM_NPROCS = {("openmpi", "two_proc"): 2}
 
+# Collectives a library cannot run from some process count on: (library, collective) -> (the
+# smallest failing count, why). Measured, never guessed; the bench leaves them out and says why.
+COLLECTIVE_NPROCS_LIMITS = {
+    ("smpi", coll): (128, "SimGrid 3.32 aborts in its max-min solver from 128 ranks on (\"Cannot "
+                     "saturate more a constraint that has no active element\", maxmin.cpp:217; "
+                     "plain SMPI, no colltune; any maxmin/precision; fattree-64x16)")
+    for coll in ("scan", "exscan")
+}
+
 # Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
 ALGORITHMS_AT_LAUNCH = frozenset({"intel", "smpi"})
 
