@@ -105,15 +105,21 @@ def test_the_first_hour(tmp_path: Path, openmpi: mpi.MpiLibrary, openmpi_build: 
     j.sh(check.replace(" check ", f" check -c {COLLECTIVES} --quiet ", 1))
     with Store(home / db, read_only=True) as store:
         (check_run,) = store.runs()["run_id"]
-    _, tuned = j.steps(tune)
+    tune_out, tuned = j.steps(tune)
+    # export --native is offered only where the library's proof passed an algorithm that won
+    # (issue 37 refuses e.g. basic_linear's float sums): which ones win is this machine's noise.
+    native = f"{colltune} export --native openmpi --db {db} --out colltune-out/native"
+    has_native = native in tuned.values()
+    if not has_native:
+        assert "library's proof refuses" in tune_out or "library algorithm is >=" not in tune_out, tune_out
     assert list(tuned.values()) == [
         f"{colltune} run --profile colltune-out/tuned.prof -- {app}",
         f"{colltune} mpi env --profile colltune-out/tuned.prof",
         f"{colltune} validate --profile colltune-out/tuned.prof --db {db} --preset quick",
-        f"{colltune} export --native openmpi --db {db} --out colltune-out/native",
+        *([native] if has_native else []),
         f"{colltune} advise --db {db} -- {app}",
     ], tuned
-    run_tuned, env_line, validate, native, advise = tuned.values()
+    run_tuned, env_line, validate, advise = (line for line in tuned.values() if line != native)
 
     # validate, then the report: about the check, with the validation in its own section.
     _, validated = j.steps(validate, ok=(0, 1))  # 1: a point measured slower (noise on 2 cores)
@@ -146,8 +152,11 @@ def test_the_first_hour(tmp_path: Path, openmpi: mpi.MpiLibrary, openmpi_build: 
     _, learned = j.steps(learn)
     assert list(learned.values()) == [f"{colltune} learn export --db {db} --out colltune-out/learned.prof"]
     _, exported = j.steps(learned.popitem()[1])
-    assert list(exported.values()) == [f"{colltune} run --profile colltune-out/learned.prof -- {app}", native]
+    assert list(exported.values()) == [f"{colltune} run --profile colltune-out/learned.prof -- {app}",
+                                       *([native] if has_native else [])]
     assert "journey_app ok 4" in j.sh(list(exported.values())[0])
+    if not has_native:
+        return
 
     # export --native, and the program with the library's own tuning file.
     _, natives = j.steps(native)

@@ -83,7 +83,7 @@ def test_smpi_found_built_and_launched_on_the_platform(smpi_lib: mpi.MpiLibrary,
     argv = launch.mpiexec_argv(smpi_lib, 6, ["./app", "x"], launch_setting("smpi", "reduce", "binomial"))
     plat = smpi.platform("small")
     assert argv == [str(smpi_lib.mpiexec), "-np", "6", "-platform", str(plat.xml), "-hostfile",
-                    str(plat.hostfile(6)), *smpi.BASE_CONFIG, "--cfg=smpi/reduce:binomial", "./app", "x"]
+                    str(plat.hostfile(6)), *smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/reduce:binomial", "./app", "x"]
 
 
 def _medians(db: Path) -> dict[tuple[str, int], float]:
@@ -115,7 +115,7 @@ def test_bench_on_two_simulated_nodes_is_deterministic(smpi_lib: mpi.MpiLibrary,
                            "('nodes', 'ranks_per_node', 'hostnames', 'smpi_platform', 'smpi_config')").fetchall())
     assert env["nodes@0"] == "2" and env["ranks_per_node@0"] == "4,4"
     assert env["hostnames@0"] == "small-0,small-1" and env["smpi_platform@0"] == "small"
-    assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/allreduce:rdb"])
+    assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/allreduce:rdb"])
 
 
 @needs_smpi

@@ -177,7 +177,29 @@ def _db_with_verdicts(path: Path) -> Path:
     return path
 
 
-def test_cli_writes_a_profile_from_the_database(tmp_path: Path) -> None:
+def _stand_in_proof(path: Path, ring: str) -> Path:
+    path.write_text(f"colltune-proof 2\nsizes 1,2,3\nmember lib:allreduce:ring passed separate/builtin/int\n{ring}")
+    return path
+
+
+def test_exportable_points_follow_the_proof(tmp_path: Path) -> None:
+    lib = tune.library_choices(verdicts())
+    assert len(lib) == 6
+    from colltune.tune.native_export import exportable_points
+
+    assert exportable_points(lib, _stand_in_proof(tmp_path / "ok.txt", "")) == 6
+    failing = _stand_in_proof(tmp_path / "no.txt", "fail lib:allreduce:ring in_place/builtin/float crashed\n")
+    assert exportable_points(lib, failing) == 0
+    assert exportable_points(lib, None) == 6                      # no proof at hand: the export proves
+    assert exportable_points(lib, tmp_path / "absent.txt") == 6
+
+
+@pytest.mark.parametrize("proven", [True, False])
+def test_cli_writes_a_profile_from_the_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proven: bool) -> None:
+    from colltune.tune import native_export
+
+    proof_file = _stand_in_proof(tmp_path / "proof.txt", "" if proven else "fail lib:allreduce:ring in_place/builtin/float x\n")
+    monkeypatch.setattr(native_export, "proof_of", lambda lib: proof_file)
     db = _db_with_verdicts(tmp_path / "r.duckdb")
     out = tmp_path / "tuned.prof"
     res = CliRunner().invoke(tune_cmd, ["--db", str(db), "--out", str(out), "--show-decisions"],
@@ -190,7 +212,9 @@ def test_cli_writes_a_profile_from_the_database(tmp_path: Path) -> None:
     assert p.provenance["machine"] == "node17 x86_64"
     assert p.provenance["scratch-cap"] == "100000"
     assert p.provenance["check-run"] == "run-1"
-    assert "colltune export --native" in res.output
+    # export --native is offered only for algorithms the library's proof passed in every class
+    assert ("colltune export --native" in res.output) == proven
+    assert ("6 of them use an algorithm the library's proof refuses" in " ".join(res.output.split())) == (not proven)
     text = out.read_text().splitlines()
     assert text[0] == "colltune-profile 1" and text[-1] == "end"
 

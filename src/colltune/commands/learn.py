@@ -157,6 +157,10 @@ def export_cmd(db_path: Path, out_path: Path, **kw: Any) -> None:
                  "cannot name: they are left out (the library decides there); to apply them run with the "
                  "selection table itself, frozen (colltune run --learn TABLE, docs/select.md)"
                  if res.library_cells else ""), highlight=False, soft_wrap=True)
+    if native:
+        from colltune.tune.native_export import writable_segments
+
+        native = native if writable_segments(db_path, native) else None  # offer only what export can write
     nextsteps.show(nextsteps.after_learn_export(db_path, out_path, launch_argv, native, res.rules))
 
 

@@ -98,9 +98,19 @@ def command(db_path: Path, out: Path, run_ids: tuple[str, ...], min_gain: float,
         console.print("the profile changes nothing: no mock-up was faster by the margin anywhere", highlight=False)
     run_settings = _run_settings(db_path, used[0] if used else None)
     counts = [int(x) for x in profile.provenance.get("nprocs", "").split() if x.isdigit()]
+    # the next step offers `export --native` only for points it can write (proven algorithms)
+    from colltune.tune import native_export
+
+    spec = run_settings.get("mpi")
+    exportable = native_export.exportable_points(
+        lib, native_export.proof_of(nextsteps.library_of_run(str(spec) if spec else None)))
+    if exportable < len(lib):
+        console.print(f"{len(lib) - exportable} of them use an algorithm the library's proof refuses in some class: "
+                      "a native tuning file cannot apply it (`colltune selftest` shows why)",
+                      highlight=False, soft_wrap=True)
     nextsteps.show(nextsteps.after_tune(
         db_path, out, rules=profile.rule_count(), nprocs=max(counts or [4]), run_settings=run_settings,
-        library_points=len(lib)),
+        library_points=exportable),
         note=f"{nextsteps.APP} stands for your program and its arguments")
 
 

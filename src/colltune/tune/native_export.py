@@ -379,6 +379,54 @@ def settings_path(out_path: Path, library: str) -> Path:
     return out_path if library == "intel" else out_path.with_name(out_path.name + ".env")
 
 
+def proof_of(library: mpi_mod.MpiLibrary | None) -> Path | None:
+    """The proof file `export --native` checks a library's algorithms against (Open MPI and
+    MPICH: their tuning files apply an algorithm to every call); None where none applies."""
+    if library is None or library.family not in ("openmpi", "mpich"):
+        return None
+    from colltune.measure import proof
+    from colltune.mpi import build
+
+    return proof.proof_path(build.ensure_built(library))
+
+
+def exportable_points(points: pd.DataFrame, proof_file: Path | None) -> int:
+    """How many of `points` (library_choices rows) `export --native` can write: with a current
+    proof, only algorithms proven in every class (drop_unproven); without one, all (the export
+    proves first). Never runs the proof itself."""
+    from colltune.measure import proof
+
+    if points.empty or proof_file is None or not proof.is_current(proof_file):
+        return len(points)
+    failed, passed = proof.failed_members(proof_file), proof.read_passed(proof_file)
+    return int(sum(1 for m in points["variant"] if m in passed and m not in failed))
+
+
+def writable_segments(db_path: str | Path, library: str) -> int:
+    """How many segments `export --native` would write from the latest check in `db_path`, 0
+    where it would refuse (no library verdicts, nothing faster, nothing proven). Never proves."""
+    from colltune.verify.check import CheckError, load_verdicts
+
+    try:
+        verdicts = load_verdicts(db_path)
+    except CheckError:
+        return 0
+    if verdicts.empty or not (verdicts["kind"] == "library").any():
+        return 0
+    choices = choices_from_verdicts(verdicts)
+    if library in ("openmpi", "mpich"):
+        lib = _resolve(library)
+        if lib is None:
+            return 0
+        from colltune.measure import proof
+        from colltune.mpi import build
+
+        path = proof.proof_path(build.ensure_built(lib))
+        if proof.is_current(path):
+            choices, _ = drop_unproven(choices, path)
+    return sum(len(segments) for segments in choices.values())
+
+
 def drop_unproven(choices: Choices, proof_file: Path) -> tuple[Choices, dict[str, list[str]]]:
     """Only algorithms proven in every class: a native tuning file applies its choice to every
     call, in place or not, of every datatype and op, with no proof gate in between. Returns the
