@@ -70,17 +70,12 @@ def compile_programs(lib: MpiLibrary, outdir: Path) -> dict[str, Path]:
     }
 
 
-# Open MPI's launcher sometimes dies before any rank ran, on a loaded machine (seen in CI on a
-# test that expected the ranks' own error): nothing ran, so launching again changes nothing.
-LAUNCHER_DIED = "The PMIx server's listener thread failed to start"
-
-
 def run_argv(lib: MpiLibrary, argv: Sequence[str], timeout: float = 120) -> Run:
     """Run a full launcher command line (again, twice at most, when the launcher died before any
-    rank ran); on timeout kill the whole process group (ranks too)."""
+    rank ran: launch.launcher_died); on timeout kill the whole process group (ranks too)."""
     for _ in range(2):
         run = _run_once(lib, argv, timeout)
-        if run.returncode == 0 or LAUNCHER_DIED not in run.stderr:
+        if run.returncode == 0 or not launch.launcher_died(run.stderr):
             return run
     return _run_once(lib, argv, timeout)
 

@@ -158,3 +158,26 @@ def test_the_ranks_receive_the_decision(openmpi: MpiLibrary, monkeypatch: pytest
 def test_layout_a_launch_line_asks_for(argv: list[str], env: dict[str, str],
                                        expected: tuple[int, tuple[int, int]] | None) -> None:
     assert launch.planned_layout(argv, env) == expected
+
+
+@pytest.mark.parametrize(("stderrs", "expected_calls", "expected_code"), [
+    (["The PMIx server's listener thread failed to start. We cannot\ncontinue.", ""], 2, 0),
+    (["The PMIx server's listener thread failed to start."] * 3, 3, 213),
+    (["rank 1 aborted: MPI_ERR_COUNT"], 1, 213),  # the ranks' own failure is never launched again
+])
+def test_a_launcher_that_died_before_any_rank_is_started_again(
+        monkeypatch: pytest.MonkeyPatch, stderrs: list[str], expected_calls: int, expected_code: int) -> None:
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    def fake_run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        stderr = stderrs[len(calls)]
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 213 if stderr else 0, "", stderr)
+
+    monkeypatch.setattr(launch.subprocess, "run", fake_run)
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSE_S", 0.0)
+    proc = launch.run(OMPI, 2, ["./app"])
+    assert len(calls) == expected_calls and proc.returncode == expected_code
+    assert all(argv == calls[0] for argv in calls)

@@ -245,3 +245,34 @@ def test_preloaded_library_leaves_mpich_float_sums_alone(mpich, mpich_build, tmp
     calls = [line for line in plain.stdout.splitlines() if line.startswith("call ")]
     assert len(calls) == 100
     assert [line for line in preloaded.stdout.splitlines() if line.startswith("call ")] == calls
+
+
+@pytest.mark.mpich
+def test_learning_on_mpich_waits_for_the_library_warmup(mpich, mpich_build, tmp_path):
+    """Issue 37: under every-call exploration (seed 2, 4 ranks) members served among the first
+    calls moved MPICH's count of node-level collectives (MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD), so
+    call 15, an Allreduce of 505 floats that the library served itself, took the other algorithm
+    than in the plain run. With the warm-up every call's hash is the plain run's; without it
+    (COLLTUNE_LIBRARY_WARMUP=0) that call differs again, so the test can fail."""
+    exe = build.compile_program(mpich, [HASHES], tmp_path / "reduction_hashes")
+    plain = run_mpi(mpich, 4, [exe, "40", "1"], {})
+    assert plain.returncode == 0, plain.describe()
+    calls = [line for line in plain.stdout.splitlines() if line.startswith("call ")]
+    assert len(calls) == 200
+
+    def explored(warmup: str) -> list[str]:
+        env = runenv.rank_environment(mpich, mpich_build, verbose=True)
+        env.update(COLLTUNE_SELECT="-", COLLTUNE_SELECT_SEED="2", COLLTUNE_SELECT_BUDGET="1000000000",
+                   COLLTUNE_SELECT_CELL_BUDGET="1000000000", COLLTUNE_LIBRARY_WARMUP=warmup)
+        run = run_mpi(mpich, 4, [exe, "40", "1"], env)
+        assert run.returncode == 0, run.describe()
+        if warmup == "auto":  # the first 5 counted calls on MPI_COMM_WORLD, and what lies between
+            assert run.counts["allreduce", "none", "library", "library:warmup"] == 3, run.describe()
+            assert run.counts["reduce", "none", "library", "library:warmup"] == 2, run.describe()
+            assert run.counts["allgather", "none", "library", "library:warmup"] == 2, run.describe()
+        return [line for line in run.stdout.splitlines() if line.startswith("call ")]
+
+    assert explored("auto") == calls
+    without = explored("0")
+    assert [(a, b) for a, b in zip(without, calls, strict=True) if a != b][0][1].startswith(
+        "call 15 allreduce float 505 ")

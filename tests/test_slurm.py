@@ -40,10 +40,30 @@ def slurm_env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    # `timeout` on every Slurm command: with a daemon gone, clients retry for minutes.
-    return subprocess.run(["timeout", str(int(timeout)), *argv], capture_output=True, text=True, env=env,
-                          timeout=timeout + 30, stdin=subprocess.DEVNULL, check=False)
+def _run(argv: list[str], env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    # `timeout` on every Slurm command: with a daemon gone, clients retry for minutes. It ends well
+    # before pytest's own timeout so that a hang fails with the command's output and the cluster's
+    # state (a CI run once hung in `srun` for 600 s and told nothing).
+    proc = subprocess.run(["timeout", "-k", "10", str(int(timeout)), *argv], capture_output=True, text=True,
+                          env=env, timeout=timeout + 30, stdin=subprocess.DEVNULL, check=False)
+    if proc.returncode in (124, 137):
+        proc.stderr += f"\n[timed out after {timeout:.0f} s]\n" + _cluster_state(env)
+    return proc
+
+
+def _cluster_state(env: dict[str, str]) -> str:
+    said = []
+    for argv in (["squeue", "-a", "-o", "%i %T %R %M %C"], ["sinfo", "-N", "-o", "%N %T %C %E"]):
+        try:
+            got = subprocess.run(["timeout", "20", *argv], capture_output=True, text=True, env=env, check=False,
+                                 stdin=subprocess.DEVNULL)
+            said.append(f"$ {' '.join(argv)}\n{got.stdout}{got.stderr}")
+        except OSError as error:
+            said.append(f"$ {' '.join(argv)}: {error}")
+    log = Path(os.environ.get("COLLTUNE_SLURM_DIR", "/tmp/colltune-slurm")) / "slurmd.log"
+    if log.exists():
+        said.append("slurmd.log, last lines:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-30:]))
+    return "\n".join(said)
 
 
 def _check_in_allocation(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
     [COLLTUNE_NA_REFUSED] = "refused",
     [COLLTUNE_NA_UNAVAILABLE] = "unavailable",
     [COLLTUNE_NA_UNPROVEN] = "unproven",
+    [COLLTUNE_NA_WARMUP] = "warmup",
 };
 
 const char *colltune_reason_name(colltune_reason reason)

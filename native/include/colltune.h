@@ -72,6 +72,7 @@ typedef enum colltune_reason {
     COLLTUNE_NA_REFUSED,          /* the library refused its own algorithm for this call */
     COLLTUNE_NA_UNAVAILABLE,      /* MPI_T or the algorithm's communicator failed */
     COLLTUNE_NA_UNPROVEN,         /* not proven exact on this library in the call's case class */
+    COLLTUNE_NA_WARMUP,           /* the communicator's first calls, whose count the library acts on */
     COLLTUNE_REASON_COUNT
 } colltune_reason;
 

@@ -20,6 +20,7 @@ typedef struct ct_comm_state {
     int size, rank;                 /* intra-communicators: the erroneous-call check's facts */
     uint16_t slot;                  /* traced ranks: index in the trace's communicator table */
     uint32_t np_cell;               /* the nodes and ppn part of a cube index */
+    uint32_t warm_left;             /* the library's warm-up: counted calls still to pass (warmup.c) */
     /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
     atomic_ullong calls, explored;

@@ -103,6 +103,17 @@ CT_HIDDEN void ct_commlayout_start(void);
 CT_HIDDEN void ct_commlayout_stop(void);
 CT_HIDDEN void ct_commlayout_of(MPI_Comm comm, int *nodes, int *ppn);
 
+/* The library's warm-up (warmup.c): the first ct_warmup_calls counted calls of each
+ * communicator go to the library unchanged, with everything between them. ct_warmup_start at
+ * MPI_Init (-1 and a message in err for a malformed COLLTUNE_LIBRARY_WARMUP), ct_warmup_stop at
+ * MPI_Finalize; ct_warmup_pass: 1 when the call must go to the library (and it is counted);
+ * ct_warmup_counted: whether the library counts this call. */
+CT_HIDDEN extern unsigned ct_warmup_calls;
+CT_HIDDEN int ct_warmup_start(char *err, size_t len);
+CT_HIDDEN void ct_warmup_stop(void);
+CT_HIDDEN int ct_warmup_pass(const ct_call *call);
+CT_HIDDEN int ct_warmup_counted(const ct_call *call);
+
 /* Learning mode (learn.c). At MPI_Init: ct_learn_prepare reads the settings and fills the
  * slots the ranks compare (state, table hash and their complements, rank 0's seed); after the
  * PMPI_Allreduce (MPI_MAX) ct_learn_start says whether the mode is on (1) and warns if not. */

@@ -50,8 +50,9 @@ static uint64_t ct_config_hash(const int force[CT_NUM_COLLECTIVES])
         int64_t f = force[c];
         h = ct_fnv1a(h, &f, sizeof f);
     }
-    uint64_t cap = colltune_scratch_cap(), chunk = colltune_chunk_bytes();
+    uint64_t cap = colltune_scratch_cap(), chunk = colltune_chunk_bytes(), warm = ct_warmup_calls;
     h = ct_fnv1a(h, &cap, sizeof cap);
+    h = ct_fnv1a(h, &warm, sizeof warm);
     return ct_fnv1a(h, &chunk, sizeof chunk);
 }
 
@@ -102,6 +103,10 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
                    (unsigned long long)ct_profile_hash(ct_loaded));
     ct_message("scratch cap %zu bytes, chunk %zu bytes", colltune_scratch_cap(),
                colltune_chunk_bytes());
+    if (ct_warmup_calls != 0)
+        ct_message("library warm-up: the first %u Barrier/Bcast/Reduce/Allreduce calls of each "
+                   "communicator go to the library, with every call between them",
+                   ct_warmup_calls);
 }
 
 static int ct_any_forced(const int force[CT_NUM_COLLECTIVES])
@@ -160,6 +165,12 @@ static void ct_runtime_start(void)
         state = ct_profile_load(path, &ct_loaded, profile_err, sizeof profile_err) == 0
                     ? CT_PROFILE_OK : CT_PROFILE_BAD;
 
+    /* Only where something may serve calls: a preloaded pass-through asks MPI_T nothing. */
+    char warmup_err[256] = "";
+    int warmup_bad = (path != NULL || ct_learn_wanted() || ct_any_forced(force))
+                     && ct_warmup_start(warmup_err, sizeof warmup_err) != 0;
+    if (warmup_bad && ct_rank == 0)
+        ct_message("warning: %s", warmup_err);
     uint64_t cfg = ct_config_hash(force) ^ (force_lib ? portfolio : 0);
     uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
@@ -199,8 +210,8 @@ static void ct_runtime_start(void)
     }
     if (!ct_agree(v, CT_V_CFG, CT_V_CFG_NOT)) {
         if (ct_rank == 0)
-            ct_message("warning: COLLTUNE_FORCE, COLLTUNE_SCRATCH_BYTES or COLLTUNE_CHUNK_BYTES "
-                       "differ across ranks; libcolltune is off, every call goes to the "
+            ct_message("warning: COLLTUNE_FORCE, COLLTUNE_SCRATCH_BYTES, COLLTUNE_CHUNK_BYTES or "
+                       "COLLTUNE_LIBRARY_WARMUP differ across ranks; libcolltune is off, every call goes to the "
                        "library (give all ranks the same settings, e.g. with `colltune run`)");
         ct_profile_free(ct_loaded);
         ct_loaded = NULL;
@@ -264,6 +275,7 @@ int MPI_Finalize(void)
     if (ct_verbose && ct_rank == 0)
         ct_count_print(stderr, ct_rank, ct_nprocs);
     ct_modes_clear();
+    ct_warmup_stop();
     ct_learn_finish();
     ct_libalg_finish();   /* after the learning mode, which still names its members */
     ct_profile_free(ct_loaded);

@@ -231,6 +231,7 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     s->id = (uint32_t)id;
     s->size = size;
     s->rank = rank;
+    s->warm_left = ct_warmup_calls;
     if (ct_trace_active())
         s->slot = ct_trace_slot(s, (uint32_t)size, layout.nodes, layout.ppn_max);
     s->np_cell = (uint32_t)(ct_select_count_bin(layout.nodes, ct_nbins[1]) * ct_nbins[2]
@@ -391,8 +392,8 @@ static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
  * before its own erroneous-call check, whose root check alone costs three PMPI queries, 122
  * instructions per rooted call in Open MPI 4.1: issue 26). Its common case in few instructions:
  * a known intra-communicator, whose size and rank the state keeps, a rank that neither traces
- * nor checks (or whose trace is closed), an exploit cell. Anything else takes the full path
- * before touching the counters. Erroneous calls go to the library untouched and uncounted,
+ * nor checks (or whose trace is closed), past the library's warm-up, an exploit cell.
+ * Anything else takes the full path before touching the counters. Erroneous calls go to the library untouched and uncounted,
  * as from modes.c; the communicator's state may be made by one (its first collective), which
  * is collective over a valid communicator like any other first call. */
 int ct_learn_dispatch(const ct_call *call)
@@ -404,6 +405,10 @@ int ct_learn_dispatch(const ct_call *call)
         return colltune_invoke_library(call);   /* what the full path decides for them */
     if (CT_UNLIKELY(ct_erroneous_intra(call, s->size, s->rank)))
         return colltune_invoke_library(call);
+    if (CT_UNLIKELY(s->warm_left != 0)) {   /* the library's warm-up (warmup.c) */
+        s->warm_left -= (uint32_t)ct_warmup_counted(call);
+        return colltune_invoke_library(call);
+    }
     const uint8_t *codes = ct_codes[call->coll];
     if (CT_UNLIKELY(atomic_load_explicit(&ct_recording, memory_order_relaxed) || codes == NULL))
         return ct_learn_dispatch_full(call);

@@ -166,6 +166,10 @@ int ct_dispatch(const ct_call *call)
         ct_count_passthrough(call->coll, COLLTUNE_NA_ERROR);
         return colltune_invoke_library(call);
     }
+    if (CT_UNLIKELY(ct_warmup_calls != 0) && ct_warmup_pass(call)) {
+        ct_count_passthrough(call->coll, COLLTUNE_NA_WARMUP);
+        return colltune_invoke_library(call);
+    }
     return ct_dispatch_decided(call);
 }
 
