@@ -66,6 +66,29 @@ def test_per_launch_choices_become_cfg_flags() -> None:
     assert smpi.config_flags({smpi.SELECTOR_VAR: "default"}) == [*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:default"]
 
 
+def test_members_serve_only_where_the_line_takes_the_proven_collectives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proof is made with the MPICH family: an smpirun line with SimGrid's own family (none
+    named) or a collective's algorithm of its own gets a proof that passes no member, saying why."""
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
+    assert smpi.unproven_choice(["smpirun", "-np", "4", "--cfg=smpi/coll-selector:mpich"]) is None
+    assert "'default' family" in str(smpi.unproven_choice(["smpirun", "-np", "4"]))
+    assert "'ompi' family" in str(smpi.unproven_choice(["smpirun", "--cfg=smpi/coll-selector:ompi"]))
+    assert smpi.unproven_choice(["smpirun", "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/bcast:NTSL"]) \
+        == "the line chooses bcast's algorithm (--cfg=smpi/bcast:NTSL)"
+    lib = tmp_path / "build" / "libcolltune.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    (lib.parent / "proof.txt").write_text("colltune-proof 2\nsizes 3\nmember a passed x\n")
+    _, env = smpi.interposed_command(["smpirun", "-np", "4", "--cfg=smpi/coll-selector:mpich", "-platform", "p",
+                                      "/bin/true"], lib, {})
+    assert env["COLLTUNE_PROOF"] == str(lib.parent / "proof.txt")
+    _, env = smpi.interposed_command(["smpirun", "-np", "4", "-platform", "p", "/bin/true"], lib, {})
+    assert Path(env["COLLTUNE_PROOF"]).read_text().splitlines() == [
+        "colltune-proof 2", "# no member serves: " + str(smpi.unproven_choice(["smpirun"]))]
+
+
 @pytest.fixture(scope="module")
 def smpi_lib() -> mpi.MpiLibrary:
     if shutil.which("smpicc") is None:
@@ -161,3 +184,29 @@ def test_scan_is_left_out_where_simgrid_aborts() -> None:
     assert "maxmin.cpp:217" in at_256.left_out[0]
     assert [j.collective for j in plan_jobs(settings, 64, "smpi").jobs] == ["scan", "exscan", "bcast"]
     assert [j.collective for j in plan_jobs(settings, 256, "mpich").jobs] == ["scan", "exscan", "bcast"]
+
+
+@needs_smpi
+def test_selftest_and_proof_complete_with_the_cases_smpi_cannot_take_refused(smpi_lib: mpi.MpiLibrary) -> None:
+    """The selftest and the proof run through on SMPI (docs/smpi.md, "The proof on SMPI"): the
+    cases SimGrid 3.32 cannot take are named by their SimGrid line, a case the library's own call
+    cannot take is not run, and a mock-up that would run into one is refused in the whole class,
+    with the line as the proof's evidence; the other classes pass and are served."""
+    result = CliRunner().invoke(main, ["selftest", "--mpi", "smpi", "-n", "4", "--quick", "--quiet"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    for line in ("reduce-mvapich-two-level.cpp:149", "smpi_pmpi_coll.cpp:851", "smpi_coll.cpp:391",
+                 "smpi_mpich_selector.cpp:180-181"):
+        assert "library finding: a case SMPI cannot take: " in text and line in text
+    proof = (build.ensure_built(smpi_lib).dir / "proof.txt").read_text().splitlines()
+    passed = {l.split()[1]: l.split()[3] for l in proof if l.startswith("member ")}
+    assert passed["alltoall_as_alltoallv"] == "separate/none/any"  # in place: SMPI's Alltoallv
+    assert passed["gather_as_reduce"] == ("in_place/none/any/2048-65535B,in_place/none/any/65536B+,"
+                                          "separate/none/any/2048-65535B,separate/none/any/65536B+")
+    assert passed["allgather_as_alltoall"] == ("in_place/none/any/0-15B,in_place/none/any/16-2047B,"
+                                               "separate/none/any/0-15B,separate/none/any/16-2047B")
+    assert passed["allgather_as_gather_bcast"] == "in_place/none/any,separate/none/any"
+    fails = {tuple(l.split()[1:3]): l for l in proof if l.startswith("fail ")}
+    assert "refused on rank" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
+    assert "reduce-mvapich-two-level.cpp:149" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
+    assert "smpi_pmpi_coll.cpp:851" in fails[("alltoall_as_alltoallv", "in_place/none/any")]

@@ -359,9 +359,12 @@ static int st_merge(const st_log *log, MPI_Comm comm, int count_here, st_tally *
         const st_record *r = &log->records[i];
         st_tally *t = &tally[r->variant];
         int reason_max = v[5 * i], reason_min = -v[5 * i + 1];
+        /* A mock-up refused where SMPI cannot take the class (st_smpi.c): tested and failed. */
+        int refused = r->variant != ST_LIB_MEMBER && reason_max == COLLTUNE_NA_REFUSED
+                      && reason_min == reason_max && v[5 * i + 4];
         if (!r->probe)
-            st_proof_account(r->variant, r->cls, reason_max == COLLTUNE_APPLICABLE
-                             && reason_min == reason_max, reason_min != reason_max,
+            st_proof_account(r->variant, r->cls, (reason_max == COLLTUNE_APPLICABLE
+                             && reason_min == reason_max) || refused, reason_min != reason_max,
                              v[5 * i + 3] || v[5 * i + 4]);
         if (r->sweep) continue;   /* the proof's only */
         if (r->probe) {
@@ -567,6 +570,7 @@ int main(int argc, char **argv)
         comms[i] = (st_comm){names[i], i, handles[i], 0, 0, 0};
         PMPI_Comm_size(handles[i], &comms[i].size);
         PMPI_Comm_rank(handles[i], &comms[i].rank);
+        st_smpi_init(&comms[i]);
     }
     st_comm intercomm = {"intercomm", 3, inter, 0, 0, 1};
     if (inter != MPI_COMM_NULL) {

@@ -171,4 +171,11 @@ int st_class_selected(int cls);
 void st_parse_classes(const char *names);
 void st_print_member_classes(int coll);
 
+/* st_smpi.c: the cases SimGrid SMPI 3.32 cannot take, with the SimGrid line that says why
+ * (NULL: none; other libraries: always NULL). st_smpi_init: once per communicator of the
+ * matrix, collectively. */
+void st_smpi_init(const st_comm *comm);
+const char *st_smpi_library_gap(const st_case *c);
+const char *st_smpi_member_gap(int variant, const st_case *c);
+
 #endif /* ST_H */

@@ -310,6 +310,20 @@ static void st_v_prepare(const st_case *c, const st_layout *L, unsigned char *re
     }
 }
 
+/* SMPI 3.32 checks this rank's recvbuf of MPI_Reduce_scatter against every rank's count
+ * (src/smpi/bindings/smpi_pmpi_coll.cpp:645-648): a NULL one, legal where this rank's own count
+ * is 0, fails on this rank alone and the others wait. The case passes the (legal) unused buffer
+ * there instead. */
+static int st_keeps_recvbuf(const st_case *c)
+{
+#ifdef COLLTUNE_ABI_FAMILY_SMPI
+    return c->coll == CT_COLL_REDUCE_SCATTER;
+#else
+    (void)c;
+    return 0;
+#endif
+}
+
 /* Fill the buffers with this rank's input (identical for the library's and the variant's run)
  * and describe the call. */
 void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned char *send,
@@ -331,7 +345,7 @@ void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned ch
                       .recvtype = type, .op = c->op ? c->op->op : MPI_OP_NULL,
                       .root = c->root, .comm = c->comm->comm};
     if (L->send_bytes == 0) call->sendbuf = NULL;
-    if (L->recv_bytes == 0) call->recvbuf = NULL;
+    if (L->recv_bytes == 0 && !st_keeps_recvbuf(c)) call->recvbuf = NULL;
     int ip = c->in_place;
     if (st_is_irregular(c->coll)) {
         st_v_prepare(c, L, recv, extent, call);

@@ -270,6 +270,37 @@ def interposed_program(program: Path, libcolltune: Path) -> Path:
     return copy
 
 
+def unproven_choice(argv: Sequence[str]) -> str | None:
+    """Why the library collectives of an smpirun line are not those `colltune selftest` proved
+    the members against (the MPICH family, colltune's launches', and no per-collective choice),
+    or None when they are. A member's exact result is the proven library algorithm's; against
+    another family's it is not known (sums of floats round in another order)."""
+    from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
+
+    selector = "default"  # SimGrid's, when the line names none
+    for word in argv:
+        m = re.fullmatch(r"--cfg=smpi/([a-z_-]+):(.*)", word)
+        if m is None:
+            continue
+        if m.group(1) == "coll-selector":
+            selector = m.group(2)
+        elif m.group(1) in LIBRARY_ALGORITHMS["smpi"]:
+            return f"the line chooses {m.group(1)}'s algorithm ({word})"
+    if selector != DEFAULT_SELECTOR:
+        return (f"the line's collectives are SimGrid's {selector!r} family, the proof's the "
+                f"{DEFAULT_SELECTOR!r} family (add --cfg=smpi/coll-selector:{DEFAULT_SELECTOR})")
+    return None
+
+
+def _no_proof(proof: Path, why: str) -> Path:
+    """A proof that passes no member, saying why: the header of the real one and a comment."""
+    header = proof.read_text().splitlines()[0] if proof.exists() else ""
+    path = cache_dir() / "smpi" / f"unproven-{hashlib.sha256(why.encode()).hexdigest()[:12]}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{header}\n# no member serves: {why}\n")
+    return path
+
+
 def interposed_command(argv: Sequence[str], libcolltune: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     """`colltune run -- smpirun ... ./app args`: the command with the program's interposed copy,
     one copy of libcolltune per rank (smpi/privatize-libs), a preset platform when the line names
@@ -287,5 +318,7 @@ def interposed_command(argv: Sequence[str], libcolltune: Path, env: Mapping[str,
     settings = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
     # the runtime looks for proof.txt next to the libcolltune it runs: here a copy in SMPI's
     # temporary directory, so it is named where `colltune selftest` wrote it
-    settings.setdefault("COLLTUNE_PROOF", str(libcolltune.resolve().with_name("proof.txt")))
+    proof = libcolltune.resolve().with_name("proof.txt")
+    why = unproven_choice(words[:at])
+    settings.setdefault("COLLTUNE_PROOF", str(proof if why is None else _no_proof(proof, why)))
     return [words[0], *added, *words[1:]], settings
