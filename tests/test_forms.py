@@ -11,8 +11,10 @@ from check_synth import Truth, simulate, write_db
 from test_bench_driver import FIXED, drive
 
 from colltune import catalog
+from colltune.measure.protocol import DriverOutput
 from colltune.mpi import build
 from colltune.mpi import libraries as mpi
+from colltune.mpi.algorithms import NONBLOCKING_ALGORITHMS
 from colltune.verify import check
 
 FORMS = "default,default#nonblocking,default#persistent"
@@ -140,3 +142,108 @@ def test_adaptive_rounds_measure_both_sides_of_forms_and_collectives() -> None:
                             columns=["nprocs", "collective", "msg_bytes", "variant", "launch_idx"])
     assert decide.selection(v, measured) == {4: frozenset(
         (c, n, var) for (c, n), variants in jobs.items() if c != "scan" for var in variants)}
+
+
+# -- the libraries' own algorithms of the other forms: lib:<coll>:<alg>#nonblocking|#persistent --
+
+def started_jobs(family: str, sizes: tuple[int, ...] = (96, 3072)) -> tuple[str, dict[str, list[str]]]:
+    """Jobs with every listed algorithm of the nonblocking form, each also persistent, next to the
+    forms' defaults (int sums: every algorithm gives the same bits)."""
+    cat = catalog.load()
+    lines, listed = [], {}
+    for name, algs in NONBLOCKING_ALGORITHMS[family].items():
+        row = cat.collective(name)
+        listed[name] = ["default", "default#nonblocking", "default#persistent",
+                        *(f"lib:{name}:{a}#{form}" for a in algs for form in ("nonblocking", "persistent"))]
+        dtype, op = ("int", "sum") if row.is_reduction else ("byte", "-")
+        for size in (0,) if name == "barrier" else sizes:
+            lines.append(f"{name} {size} {dtype if size else '-'} {op} {1 if row.is_rooted else '-'} "
+                         f"{','.join(listed[name])}\n")
+    return "".join(lines), listed
+
+
+def assert_exact(out: DriverOutput, listed: dict[str, list[str]]) -> None:
+    """Every listed variant ran in every job, with the default's exact result."""
+    assert out.skips == []
+    per_job: dict[int, dict[str, str]] = {}
+    for p in out.probes:
+        per_job.setdefault(p["job"], {})[p["variant"]] = p["hash"]
+    assert len(per_job) == len(out.jobs)
+    for job, hashes in per_job.items():
+        coll = out.jobs[job]["collective"]
+        assert list(hashes) == listed[coll], coll
+        assert {v for v, h in hashes.items() if h != hashes["default"]} == set(), (coll, out.jobs[job]["msg_bytes"])
+
+
+ORDER_SENSITIVE = "allreduce 8000 double sum - default,default#nonblocking,{0}#nonblocking,{0}#persistent\n"
+
+
+def test_every_nonblocking_algorithm_of_open_mpi_runs_exactly(openmpi: mpi.MpiLibrary,
+                                                             openmpi_build: build.Artifacts, tmp_path: Path) -> None:
+    jobs, listed = started_jobs("openmpi")
+    assert_exact(drive(openmpi, openmpi_build, tmp_path, 4, jobs, "--probe"), listed)
+    # forced for real: a double sum whose bits depend on the order, libnbc's ring against the
+    # binomial tree it chooses at 4 ranks below 64 KiB, in both forms
+    out = drive(openmpi, openmpi_build, tmp_path, 4, ORDER_SENSITIVE.format("lib:allreduce:ring"), "--probe")
+    h = [p["hash"] for p in out.probes]
+    assert h[0] == h[1] != h[2] == h[3]
+
+
+@pytest.mark.mpich
+def test_every_nonblocking_algorithm_of_mpich_runs_exactly(mpich: mpi.MpiLibrary, mpich_build: build.Artifacts,
+                                                           tmp_path: Path) -> None:
+    jobs, listed = started_jobs("mpich")
+    assert_exact(drive(mpich, mpich_build, tmp_path, 2, jobs, "--probe"), listed)
+    out = drive(mpich, mpich_build, tmp_path, 3, ORDER_SENSITIVE.format("lib:allreduce:tsp_ring"), "--probe")
+    h = [p["hash"] for p in out.probes]
+    assert h[0] == h[1] != h[2] == h[3]
+
+
+def test_an_unknown_nonblocking_algorithm_is_refused(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
+                                                    tmp_path: Path) -> None:
+    job = ("allreduce 96 int sum - default#nonblocking,lib:allreduce:nope#nonblocking,lib:allreduce:ring#sometimes\n"
+           "alltoall 96 byte - - default#nonblocking,lib:alltoall:linear#nonblocking\n")
+    out = drive(openmpi, openmpi_build, tmp_path, 2, job, "--probe")
+    assert [p["variant"] for p in out.probes] == ["default#nonblocking"] * 2
+    assert [(s["variant"], s["reason"]) for s in out.skips] == [
+        ("lib:allreduce:nope#nonblocking",
+         "coll_libnbc_iallreduce_algorithm has no algorithm 'nope' (see `ompi_info --param coll libnbc --level 9`)"),
+        ("lib:allreduce:ring#sometimes",
+         "unknown form '#sometimes': library variants of the other forms end in #nonblocking or #persistent"),
+        ("lib:alltoall:linear#nonblocking",
+         "this MPI library offers no run-time algorithm choice for the nonblocking alltoall through MPI_T "
+         "(Open MPI's libnbc has one for iallgather, iallreduce, ibcast, iexscan, ireduce and iscan; "
+         "MPICH one per collective)")]
+    from colltune.measure.settings import BenchSettings
+    with pytest.raises(ValueError, match="optionally followed by #nonblocking or #persistent"):
+        BenchSettings(variants=["lib:allreduce:ring#sometimes"])
+    with pytest.raises(ValueError, match="reduce_local has no nonblocking form"):
+        BenchSettings(variants=["lib:reduce_local:x#nonblocking"])
+
+
+def test_library_algorithms_of_a_form_add_that_forms_algorithms() -> None:
+    from colltune.measure.settings import BenchSettings
+    s = BenchSettings(collectives=["allreduce", "alltoall"], variants=["default#nonblocking"], library_algorithms=True)
+    got = s.variants_for("allreduce", "openmpi")
+    assert [v for v in got if "#" in v] == ["default#nonblocking", *(
+        f"lib:allreduce:{a}#nonblocking" for a in ("ring", "binomial", "rabenseifner", "recursive_doubling"))]
+    assert [v for v in s.variants_for("alltoall", "openmpi") if "#" in v] == ["default#nonblocking"]
+
+
+def test_a_library_algorithm_of_a_form_is_judged_against_that_forms_default(tmp_path: Path) -> None:
+    """Known truth: MPI_Iallreduce twice as slow as MPI_Allreduce, its ring algorithm as fast as
+    the blocking call: a violation with slowdown 2 against default#nonblocking (against the
+    blocking default it would be none)."""
+    ring = "lib:allreduce:ring#nonblocking"
+    truth = Truth(factors={("allreduce", "default#nonblocking"): 2.0})
+    meas = simulate(truth, {"allreduce": ["default", "default#nonblocking", ring]}, [8, 1024])
+    res = check.check_db(write_db(tmp_path / "libforms.duckdb", meas))
+    v = res.verdicts[res.verdicts["variant"] == ring]
+    assert sorted(zip(v["kind"], v["guideline"], v["msg_bytes"], v["verdict"], strict=True)) == [
+        ("library", "library", 8, "violation"), ("library", "library", 1024, "violation")]
+    row = v[v["msg_bytes"] == 8].iloc[0]
+    assert (row["lhs"], row["rhs"]) == ("MPI_Iallreduce + MPI_Wait(8 B)", "MPI_Iallreduce + MPI_Wait algorithm ring")
+    assert row["slowdown"] == pytest.approx(2.0, rel=0.05)
+    from colltune.verify import comparisons
+    assert comparisons.measured_sides("allreduce", ring, "library", 8) == (
+        ("allreduce", 8, "default#nonblocking"), ("allreduce", 8, ring))

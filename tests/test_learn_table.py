@@ -199,6 +199,8 @@ ERRORS = [
     (HEAD + "collective allreduce\n  members bcast_as_allgatherv\nend\n", 3, "unknown member 'bcast_as_allgatherv' of allreduce"),
     (HEAD + "collective allreduce\n  members lib:bcast:2\nend\n", 3, "library member 'lib:bcast:2' is not lib:allreduce:<algorithm>"),
     (HEAD + "collective allreduce\n  members lib:allreduce:\nend\n", 3, "library member 'lib:allreduce:'"),
+    (HEAD + "collective allreduce\n  members lib:allreduce:ring#nonblocking\nend\n", 3,
+     "library member 'lib:allreduce:ring#nonblocking' is an algorithm of another form"),
     (HEAD + "cell 0 0 0 explore 1\nend\n", 2, "'cell' outside a collective block"),
     (HEAD + COLL + "  cell 0 0 0 explore 1\nend\n", 4, "'cell' takes S N P MODE and 2 weights (one per member), got 5 fields"),
     (HEAD + COLL + "  cell 24 0 0 explore 1 1\nend\n", 4, "size bin '24' is not a whole number in 0..23"),

@@ -91,6 +91,9 @@ def test_choices_merge_consecutive_sizes_only() -> None:
                                           ne.Segment(65536, 65536, "basic_linear")]}
     rows = [verdict(4, "bcast", "lib:bcast:binomial", n, 1.3) for n in (8, 16, 32)]
     assert ne.choices_from_verdicts(pd.DataFrame(rows)) == {("bcast", 4): [ne.Segment(8, 32, "binomial")]}
+    # an algorithm of the nonblocking form, however fast, is no choice of the blocking call's file
+    rows += [verdict(4, "bcast", "lib:bcast:chain#nonblocking", n, 3.0) for n in (8, 16, 32)]
+    assert ne.choices_from_verdicts(pd.DataFrame(rows)) == {("bcast", 4): [ne.Segment(8, 32, "binomial")]}
 
 
 PARAMS = ne.OmpiParams(

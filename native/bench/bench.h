@@ -134,7 +134,7 @@ typedef enum ct_variant_kind {
     CT_VK_DEFAULT = 0,  /* the library's collective (PMPI) */
     CT_VK_AA,           /* `default#aa`: the default again, under another name */
     CT_VK_MOCKUP,       /* a mock-up from the catalog */
-    CT_VK_LIBRARY,      /* lib:<coll>:<alg> */
+    CT_VK_LIBRARY,      /* lib:<coll>:<alg>; lib:<coll>:<alg>#<form> is of its form's kind */
     CT_VK_TUNED,        /* what the interposer would do with --profile */
     CT_VK_NONBLOCKING,  /* `default#nonblocking`: PMPI_I<coll> then PMPI_Wait */
     CT_VK_PERSISTENT    /* `default#persistent`: PMPI_Start then PMPI_Wait of one <coll>_init */

@@ -21,7 +21,7 @@ static const char usage[] =
     "JOBFILE: one job per line, `#` comments:\n"
     "  <collective> <msg_bytes> <datatype|-> <op|-> <root|-> <variant>[,<variant>...]\n"
     "  variants: default, default#aa, default#nonblocking, default#persistent, tuned,\n"
-    "            <mock-up name>, lib:<collective>:<algorithm>\n"
+    "            <mock-up name>, lib:<collective>:<algorithm>[#nonblocking|#persistent]\n"
     "\n"
     "options (native/spec/driver.toml; also --probe, and --rounds N for clocktest):\n";
 

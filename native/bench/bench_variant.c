@@ -11,7 +11,9 @@
 #include "ct_catalog.h"
 #include "ct_libalg.h"
 
-static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll, const char *alg)
+/* `started`: the algorithm of the nonblocking and persistent forms (ct_libalg_open_started). */
+static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll, const char *alg,
+                               int started)
 {
     for (int i = 0; i < ctx->nlibalgs; i++)
         if (strcmp(ctx->libalgs[i].name, name) == 0)
@@ -21,7 +23,8 @@ static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll,
     libalg_slot *slot = &ctx->libalgs[ctx->nlibalgs++];
     snprintf(slot->name, sizeof slot->name, "%s", name);
     slot->err[0] = '\0';
-    slot->rc = ct_libalg_open(coll, alg, ctx->comm, &slot->alg, slot->err, sizeof slot->err);
+    slot->rc = started ? ct_libalg_open_started(coll, alg, &slot->alg, slot->err, sizeof slot->err)
+                       : ct_libalg_open(coll, alg, ctx->comm, &slot->alg, slot->err, sizeof slot->err);
     if (slot->rc != MPI_SUCCESS && slot->err[0] == '\0')
         snprintf(slot->err, sizeof slot->err, "MPI error %d", slot->rc);
     return slot;
@@ -69,7 +72,9 @@ static int library_trial(run_ctx *ctx, const ct_variant *v, char *why, size_t wh
 /* `default#<form>`: the library's own collective in another form the standard defines for it
  * (collectives.toml `forms`), timed as the blocking call is: its start (for the persistent
  * form MPI_Start of a request initialized once per job, outside every timed region) and the
- * MPI_Wait that completes it. */
+ * MPI_Wait that completes it. `lib:<coll>:<alg>#<form>`: the same with one of the library's
+ * own algorithms of that form forced (selected before the start and before the persistent
+ * request's initialization, where the libraries fix a persistent request's algorithm). */
 static const struct { const char *name; ct_variant_kind kind; } form_variants[] = {
     {"default#nonblocking", CT_VK_NONBLOCKING},
     {"default#persistent", CT_VK_PERSISTENT},
@@ -84,7 +89,7 @@ static int start_and_wait(const ct_variant *v)
 }
 
 /* Set the form up and run it once on every rank, unless the row or the library lacks it (the
- * same on every rank: the same row, the same build). */
+ * same on every rank: the same row, the same build) or refuses the forced algorithm. */
 static int form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
 {
     int persistent = v->kind == CT_VK_PERSISTENT;
@@ -108,19 +113,80 @@ static int form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
                  "%s: this MPI library does not declare MPI-4's persistent collectives", function);
         return 0;
     }
-    int rc = MPI_SUCCESS;
     v->request = MPI_REQUEST_NULL;
-    if (persistent)
+    int rc = ct_run_prepare(ctx, v);
+    if (rc == MPI_SUCCESS && persistent)
         rc = colltune_init_library(&v->call, MPI_INFO_NULL, &v->request);
     if (rc == MPI_SUCCESS)
         rc = start_and_wait(v);
+    int restored = ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1});
+    rc = rc == MPI_SUCCESS ? restored : rc;
     char prefix[2 * CT_NAME_LEN];
-    snprintf(prefix, sizeof prefix, "%s failed", function);
+    if (v->libalg >= 0)
+        snprintf(prefix, sizeof prefix, "the library refused this algorithm for %s", function);
+    else
+        snprintf(prefix, sizeof prefix, "%s failed", function);
     if (agreed(ctx, rc, prefix, why, whylen))
         return 1;
     if (v->request != MPI_REQUEST_NULL)
         PMPI_Request_free(&v->request);
     return 0;
+}
+
+/* `lib:<coll>:<alg>` (blocking) or `lib:<coll>:<alg>#<form>` (docs/measurement.md). */
+static int resolve_library(run_ctx *ctx, const ct_job *job, const char *name, ct_variant *v,
+                           char *why, size_t whylen)
+{
+    char coll[CT_NAME_LEN], alg[CT_NAME_LEN];
+    const char *sep = strchr(name + 4, ':');
+    size_t len = sep ? (size_t)(sep - (name + 4)) : 0;
+    const char *hash = sep ? strchr(sep + 1, '#') : NULL;
+    size_t alen = sep ? (hash ? (size_t)(hash - sep - 1) : strlen(sep + 1)) : 0;
+    if (!sep || len >= sizeof coll || alen == 0 || alen >= sizeof alg) {
+        snprintf(why, whylen, "library variants are named lib:<collective>:<algorithm>, "
+                 "lib:<collective>:<algorithm>#nonblocking or ...#persistent");
+        return 0;
+    }
+    memcpy(coll, name + 4, len);
+    coll[len] = '\0';
+    memcpy(alg, sep + 1, alen);
+    alg[alen] = '\0';
+    if (strcmp(coll, job->collective) != 0) {
+        snprintf(why, whylen, "an algorithm of %s, not of %s", coll, job->collective);
+        return 0;
+    }
+    v->kind = CT_VK_LIBRARY;
+    if (hash) {
+        size_t i = 0, n = sizeof form_variants / sizeof form_variants[0];
+        while (i < n && strcmp(strchr(form_variants[i].name, '#'), hash) != 0)
+            i++;
+        if (i == n) {
+            snprintf(why, whylen, "unknown form '%s': library variants of the other forms end in "
+                     "#nonblocking or #persistent", hash);
+            return 0;
+        }
+        v->kind = form_variants[i].kind;
+    }
+    /* opening reads the library's current values as the ones to restore */
+    if (ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1}) != MPI_SUCCESS) {
+        snprintf(why, whylen, "cannot restore the library's algorithm settings");
+        return 0;
+    }
+    libalg_slot *slot = libalg_get(ctx, name, coll, alg, hash != NULL);
+    if (!slot) {
+        snprintf(why, whylen, "more than %d library algorithms in one launch", CT_MAX_LIBALGS);
+        return 0;
+    }
+    if (slot->rc != MPI_SUCCESS) {
+        snprintf(why, whylen, "%s", slot->err);
+        return 0;
+    }
+    v->libalg = (int)(slot - ctx->libalgs);
+    if (hash)
+        return form_trial(ctx, v, why, whylen);
+    if (slot->alg.comm != MPI_COMM_NULL)
+        v->call.comm = slot->alg.comm;
+    return library_trial(ctx, v, why, whylen);
 }
 
 /* Decide how to run `name` for this job, or why it cannot run (returns 0 and fills why). */
@@ -150,40 +216,8 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
         v->kind = CT_VK_TUNED;
         return 1;
     }
-    if (strncmp(name, "lib:", 4) == 0) {
-        char coll[CT_NAME_LEN];
-        const char *sep = strchr(name + 4, ':');
-        size_t len = sep ? (size_t)(sep - (name + 4)) : 0;
-        if (!sep || len >= sizeof coll || sep[1] == '\0') {
-            snprintf(why, whylen, "library variants are named lib:<collective>:<algorithm>");
-            return 0;
-        }
-        memcpy(coll, name + 4, len);
-        coll[len] = '\0';
-        if (strcmp(coll, job->collective) != 0) {
-            snprintf(why, whylen, "an algorithm of %s, not of %s", coll, job->collective);
-            return 0;
-        }
-        /* opening reads the library's current values as the ones to restore */
-        if (ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1}) != MPI_SUCCESS) {
-            snprintf(why, whylen, "cannot restore the library's algorithm settings");
-            return 0;
-        }
-        libalg_slot *slot = libalg_get(ctx, name, coll, sep + 1);
-        if (!slot) {
-            snprintf(why, whylen, "more than %d library algorithms in one launch", CT_MAX_LIBALGS);
-            return 0;
-        }
-        if (slot->rc != MPI_SUCCESS) {
-            snprintf(why, whylen, "%s", slot->err);
-            return 0;
-        }
-        v->kind = CT_VK_LIBRARY;
-        v->libalg = (int)(slot - ctx->libalgs);
-        if (slot->alg.comm != MPI_COMM_NULL)
-            v->call.comm = slot->alg.comm;
-        return library_trial(ctx, v, why, whylen);
-    }
+    if (strncmp(name, "lib:", 4) == 0)
+        return resolve_library(ctx, job, name, v, why, whylen);
     v->kind = CT_VK_MOCKUP;
     v->index = colltune_variant_index(name);
     if (v->index < 0) {
@@ -207,7 +241,7 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
  * restore the library's values before anything else runs. Outside the timed region. */
 int ct_run_prepare(run_ctx *ctx, const ct_variant *v)
 {
-    int want = v->kind == CT_VK_LIBRARY ? v->libalg : -1;
+    int want = v->libalg;   /* -1 but for library algorithms, of any form */
     if (want == ctx->selected)
         return MPI_SUCCESS;
     int rc = MPI_SUCCESS;

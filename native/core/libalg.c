@@ -1,7 +1,8 @@
 /*
  * Forcing one of the library's own collective algorithms through MPI_T control variables, for
  * the measurement driver's `lib:` variants and the selftest's proof of them:
- *  - MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM is read on every call, so it is written before
+ *  - MPICH: MPIR_CVAR_<COLL>_INTRA_ALGORITHM (MPIR_CVAR_I<COLL>_INTRA_ALGORITHM for the
+ *    nonblocking and persistent forms) is read on every call, so it is written before
  *    each repetition of the variant (and MPIR_CVAR_DEVICE_COLLECTIVES set to `none`, or device
  *    collectives override the choice, and MPIR_CVAR_COLLECTIVE_FALLBACK to `error`, so that an
  *    algorithm unusable for a call fails instead of being silently replaced), and the library's
@@ -9,6 +10,10 @@
  *  - Open MPI: coll_tuned_<coll>_algorithm is copied into a communicator when it is created, so
  *    the variant gets its own communicator made while the value is set (core/mpit.c, with
  *    dynamic rules on and coll/han out of the way).
+ *  - Open MPI's nonblocking and persistent forms (coll/libnbc, the only component serving them
+ *    on one node): coll_libnbc_i<coll>_algorithm is a plain global that libnbc reads when it
+ *    builds each call's schedule (MPI_I<coll>, MPI_<Coll>_init), so it is written before each
+ *    call as MPICH's variables are; no communicator of its own.
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
  * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
  * SimGrid SMPI has no MPI_T at all (include/ct_mpit_absent.h) and reads its algorithm once, when
@@ -23,16 +28,18 @@
 #include "ct_libalg.h"
 #include "ct_mpit.h"
 
-static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
-                      size_t errlen)
+/* `started`: the variable of the nonblocking form (MPI_I<coll>), which the persistent one
+ * shares, instead of the blocking call's. */
+static int open_mpich(const char *coll, const char *algorithm, int started, ct_libalg *alg,
+                      char *err, size_t errlen)
 {
     char ucoll[64], name[160];
     int cvar, index;
     ct_mpit_upper(ucoll, coll, sizeof ucoll);
-    snprintf(name, sizeof name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
+    snprintf(name, sizeof name, "MPIR_CVAR_%s%s_INTRA_ALGORITHM", started ? "I" : "", ucoll);
     if (ct_mpit_find(name, &cvar) != 0)
         return -1;
-    alg->kind = CT_LIBALG_MPICH;
+    alg->kind = CT_LIBALG_EACH_CALL;
     if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
         snprintf(err, errlen, "%s has no algorithm '%s' (see `mpivars`)", name, algorithm);
         return MPI_ERR_ARG;
@@ -45,6 +52,26 @@ static int open_mpich(const char *coll, const char *algorithm, ct_libalg *alg, c
     if (rc == MPI_SUCCESS)
         rc = ct_mpit_var_open(&alg->fallback, ct_mpit_find("MPIR_CVAR_COLLECTIVE_FALLBACK", &index)
                                                   == 0 ? index : -1, "error");
+    if (rc != MPI_SUCCESS)
+        snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
+    return rc;
+}
+
+static int open_libnbc(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
+                       size_t errlen)
+{
+    char name[160];
+    int cvar;
+    snprintf(name, sizeof name, "coll_libnbc_i%s_algorithm", coll);
+    if (ct_mpit_find(name, &cvar) != 0)
+        return -1;
+    alg->kind = CT_LIBALG_EACH_CALL;
+    if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll libnbc "
+                 "--level 9`)", name, algorithm);
+        return MPI_ERR_ARG;
+    }
+    int rc = ct_mpit_var_open(&alg->alg, cvar, NULL);
     if (rc != MPI_SUCCESS)
         snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
     return rc;
@@ -122,7 +149,7 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
 {
     memset(alg, 0, sizeof *alg);
     alg->comm = MPI_COMM_NULL;
-    int rc = open_mpich(collective, algorithm, alg, err, errlen);
+    int rc = open_mpich(collective, algorithm, 0, alg, err, errlen);
     if (rc == -1)
         rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
     if (rc == -1)
@@ -136,9 +163,27 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
     return rc;
 }
 
+int ct_libalg_open_started(const char *collective, const char *algorithm, ct_libalg *alg,
+                           char *err, size_t errlen)
+{
+    memset(alg, 0, sizeof *alg);
+    alg->comm = MPI_COMM_NULL;
+    int rc = open_mpich(collective, algorithm, 1, alg, err, errlen);
+    if (rc == -1)
+        rc = open_libnbc(collective, algorithm, alg, err, errlen);
+    if (rc == -1) {
+        snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for the "
+                 "nonblocking %s through MPI_T (Open MPI's libnbc has one for iallgather, "
+                 "iallreduce, ibcast, iexscan, ireduce and iscan; MPICH one per collective)",
+                 collective);
+        return MPI_ERR_ARG;
+    }
+    return rc;
+}
+
 int ct_libalg_select(const ct_libalg *alg)
 {
-    if (alg->kind != CT_LIBALG_MPICH)
+    if (alg->kind != CT_LIBALG_EACH_CALL)
         return MPI_SUCCESS;
     int rc = ct_mpit_var_set(&alg->alg, alg->value);
     if (rc == MPI_SUCCESS)
@@ -150,7 +195,7 @@ int ct_libalg_select(const ct_libalg *alg)
 
 int ct_libalg_restore(const ct_libalg *alg)
 {
-    if (alg->kind != CT_LIBALG_MPICH)
+    if (alg->kind != CT_LIBALG_EACH_CALL)
         return MPI_SUCCESS;
     int rc = ct_mpit_var_restore(&alg->alg);
     if (rc == MPI_SUCCESS)

@@ -12,9 +12,9 @@
 
 typedef enum ct_libalg_kind {
     CT_LIBALG_NONE = 0,
-    CT_LIBALG_MPICH,    /* MPI_T write before each call */
-    CT_LIBALG_OPENMPI,  /* MPI_T write, then a communicator of its own */
-    CT_LIBALG_LAUNCH    /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
+    CT_LIBALG_EACH_CALL,  /* MPI_T write before each call (MPICH; Open MPI's libnbc) */
+    CT_LIBALG_OPENMPI,    /* MPI_T write, then a communicator of its own (coll/tuned) */
+    CT_LIBALG_LAUNCH      /* fixed for the launch by the environment (Intel MPI I_MPI_ADJUST_*) */
 } ct_libalg_kind;
 
 typedef struct ct_libalg {
@@ -32,6 +32,11 @@ typedef struct ct_libalg {
  * MPI error code and writes the reason into `err`. Collective (Open MPI makes a communicator). */
 int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
                    ct_libalg *alg, char *err, size_t errlen);
+/* The same for the nonblocking form of `collective` (MPI_I<coll>) and its persistent form
+ * (MPI_<Coll>_init), which the libraries serve with one variable: MPICH's
+ * MPIR_CVAR_I<COLL>_INTRA_ALGORITHM, Open MPI's coll_libnbc_i<coll>_algorithm. Not collective. */
+int ct_libalg_open_started(const char *collective, const char *algorithm, ct_libalg *alg,
+                           char *err, size_t errlen);
 /* Make the variant's algorithm current (MPICH) before a call; restore the library's defaults. */
 int ct_libalg_select(const ct_libalg *alg);
 int ct_libalg_restore(const ct_libalg *alg);

@@ -127,9 +127,40 @@ PERSISTENT = f"{DEFAULT}#persistent"
 FORM_VARIANTS = {f"{DEFAULT}#{form}": form for form in FORMS[1:]}
 
 
+def library_variant(name: str) -> tuple[str, str, str]:
+    """(collective, algorithm, form) of a library algorithm variant: `lib:<coll>:<alg>` runs the
+    blocking call, `lib:<coll>:<alg>#<form>` the call of another form (MPI_I<coll> + MPI_Wait, or
+    MPI_Start + MPI_Wait) with the library's own algorithm of that form forced (MPICH's
+    MPIR_CVAR_I<COLL>_INTRA_ALGORITHM, Open MPI's coll_libnbc_i<coll>_algorithm). ValueError
+    for any other name."""
+    parts = name.split(":", 2)
+    alg, _, form = parts[-1].partition("#")
+    if len(parts) != 3 or parts[0] != LIB_PREFIX[:-1] or not parts[1] or not alg or (form and form not in FORMS[1:]):
+        raise ValueError(f"{name!r} is not a library algorithm variant: write lib:<collective>:<algorithm>, "
+                         f"optionally followed by {' or '.join('#' + f for f in FORMS[1:])}")
+    return parts[1], alg, form or FORMS[0]
+
+
+def form_of(name: str) -> str:
+    """The form a variant calls: `default#<form>` and `lib:...#<form>` their form, all others the
+    blocking one."""
+    if name in FORM_VARIANTS:
+        return FORM_VARIANTS[name]
+    if name.startswith(LIB_PREFIX) and "#" in name:
+        return name.rsplit("#", 1)[1]
+    return FORMS[0]
+
+
+def form_default(name: str) -> str:
+    """The library's own call of the variant's form, which its library algorithms are compared
+    with: `default` or `default#<form>`."""
+    form = form_of(name)
+    return DEFAULT if form == FORMS[0] else f"{DEFAULT}#{form}"
+
+
 def variant_kind(name: str) -> str:
     """`kind` of a variant name: default, aa (A/A copy), tuned, form (default#nonblocking,
-    default#persistent), library (lib:...) or mockup."""
+    default#persistent), library (lib:..., of any form) or mockup."""
     if name == DEFAULT:
         return "default"
     if name == AA:

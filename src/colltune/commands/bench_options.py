@@ -73,9 +73,11 @@ _BENCH_OPTIONS = [
     click.option("--variants", multiple=True, callback=_str_list, metavar="LIST",
                  help="variants to measure (default: default, every mock-up, default#aa); also "
                       "tuned, lib:<collective>:<algorithm>, and the other forms of each collective: "
-                      "default#nonblocking (MPI_I<coll> + MPI_Wait), default#persistent (MPI_Start + MPI_Wait)"),
+                      "default#nonblocking (MPI_I<coll> + MPI_Wait), default#persistent (MPI_Start + MPI_Wait), "
+                      "lib:<collective>:<algorithm>#nonblocking|#persistent (the library's algorithm of that form)"),
     click.option("--library-algorithms", is_flag=True, default=None,
-                 help="also measure every algorithm of the MPI library (lib:<coll>:<alg>)"),
+                 help="also measure every algorithm of the MPI library (lib:<coll>:<alg>), and of the other "
+                      "forms measured (lib:<coll>:<alg>#<form>)"),
     click.option("-s", "--sizes", multiple=True, callback=_int_list, metavar="LIST",
                  help="message sizes in bytes, e.g. 8,1KiB,64KiB (default: 12 sizes per collective, 1 B-16 KiB for allgather, alltoall, gather and scatter, 1 B-8 MiB for the others)"),
     click.option("-n", "--nprocs", multiple=True, callback=_int_list, metavar="LIST",

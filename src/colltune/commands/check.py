@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from colltune import catalog
 from colltune.commands import bench_options, nextsteps
 from colltune.measure.settings import BenchError
 from colltune.verify import adaptive, check, stats, tables
@@ -145,7 +146,8 @@ bench_options.state_launches_default(
 
 def _print_unproven(result: check.CheckResult, err_console: Console) -> None:
     """Library algorithms may be measured unproven; say where the proof keeps them from serving."""
-    measured = sorted({str(v) for v in result.verdicts.get("variant", []) if str(v).startswith("lib:")})
+    measured = sorted({str(v) for v in result.verdicts.get("variant", [])
+                       if str(v).startswith("lib:") and catalog.form_of(str(v)) == "blocking"})
     if not measured:
         return
     from colltune.measure import proof

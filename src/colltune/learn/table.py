@@ -318,6 +318,9 @@ class _Parser:
             if m.startswith(catalog.LIB_PREFIX):
                 if len(lib) != 3 or lib[1] != coll or not lib[2]:
                     raise self.fail(f"library member '{_show(word)}' is not lib:{coll}:<algorithm>")
+                if "#" in lib[2]:
+                    raise self.fail(f"library member '{_show(word)}' is an algorithm of another form; "
+                                    f"members serve the blocking call: lib:{coll}:<algorithm>")
             elif m != catalog.DEFAULT and m not in own:
                 raise self.fail(f"unknown member '{_show(word)}' of {coll}; use default, a mock-up of "
                                 f"{coll} or lib:{coll}:<algorithm>")

@@ -70,6 +70,12 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
             plan.left_out.append(f"{coll}: {limit[1]}")
             continue
         names = settings.variants_for(coll, library)
+        if at_launch:
+            started = [v for v in names if v.startswith("lib:") and catalog.form_of(v) != "blocking"]
+            plan.left_out += [f"{v}: {library} fixes its algorithms per launch for the blocking calls "
+                              "only; the other forms' algorithms are chosen through MPI_T (Open MPI, MPICH)"
+                              for v in started if adjust is None]
+            names = [v for v in names if v not in started]
         if adjust is not None:
             variants: tuple[str, ...] = (f"lib:{adjust[0]}:{adjust[1]}",)
         else:
@@ -187,7 +193,8 @@ def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[Launc
     adjusts: list[tuple[str, str]] = []
     if library in ALGORITHMS_AT_LAUNCH:
         adjusts = [(c, v.split(":")[2]) for c in settings.collectives
-                   for v in settings.variants_for(c, library) if v.startswith("lib:")]
+                   for v in settings.variants_for(c, library)
+                   if v.startswith("lib:") and catalog.form_of(v) == "blocking"]
     specs: list[LaunchSpec] = []
     for r in range(settings.launches):
         for n in settings.nprocs:

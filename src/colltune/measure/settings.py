@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from colltune import catalog, formats
 from colltune.errors import ColltuneError
 from colltune.measure.driver_options import DRIVER_FLAGS, StopFields
-from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, NONBLOCKING_ALGORITHMS
 
 # Seed 003, Listing 4.2: collectives whose total data grows with p get the small list, the
 # others the large one (collectives the listing lacks follow the same rule).
@@ -188,14 +188,15 @@ class BenchSettings(BaseModel):
             if name in PSEUDO_VARIANTS or name in known:
                 continue
             if name.startswith("lib:"):
-                parts = name.split(":")
-                if len(parts) != 3 or not parts[2]:
-                    raise ValueError(f"library variant {name!r}: write lib:<collective>:<algorithm>")
-                if parts[1] not in cat.collective_names():
-                    raise ValueError(f"library variant {name!r}: unknown collective {parts[1]!r}")
+                coll, _, form = catalog.library_variant(name)   # ValueError names the forms
+                if coll not in cat.collective_names():
+                    raise ValueError(f"library variant {name!r}: unknown collective {coll!r}")
+                if form not in cat.collective(coll).forms:
+                    raise ValueError(f"library variant {name!r}: {coll} has no {form} form "
+                                     f"(its forms: {', '.join(cat.collective(coll).forms)})")
                 continue
             raise ValueError(f"unknown variant {name!r}; known: {', '.join(PSEUDO_VARIANTS)}, "
-                             f"lib:<collective>:<algorithm>, {', '.join(known)}")
+                             f"lib:<collective>:<algorithm>[#nonblocking|#persistent], {', '.join(known)}")
         if "tuned" in self.variants and self.profile is None:
             raise ValueError("variant `tuned` needs a profile (--profile FILE)")
         return self
@@ -250,4 +251,8 @@ class BenchSettings(BaseModel):
         if self.library_algorithms:
             algs = LIBRARY_ALGORITHMS.get(family, {}).get(collective, ())
             names += [f"lib:{collective}:{a}" for a in algs]
+            # the other forms' algorithms wherever that form's default is measured
+            started = NONBLOCKING_ALGORITHMS.get(family, {}).get(collective, ())
+            names += [f"lib:{collective}:{a}#{catalog.form_of(n)}" for n in list(names)
+                      if n in catalog.FORM_VARIANTS for a in started]
         return list(dict.fromkeys(names))

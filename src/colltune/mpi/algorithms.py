@@ -60,6 +60,53 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 
+# The algorithms of the nonblocking form (`lib:<collective>:<algorithm>#nonblocking`, and
+# `#persistent`: the libraries build MPI_<Coll>_init's schedule with the same variable), as MPI_T
+# lists them on Open MPI 5.0.11 (coll_libnbc_i<coll>_algorithm, read by libnbc on every call;
+# libnbc has no variable for the other collectives) and MPICH 5.0.2
+# (MPIR_CVAR_I<COLL>_INTRA_ALGORITHM). Left out: the library's own choice (`ignore`, `auto`,
+# `sched_auto`), MPICH's `sched_smp` (the blocking `smp` hangs on one node, libalg.c),
+# `sched_noncommutative` (the blocking one asserts at non-power-of-two sizes) and the alltoall(v/w)
+# `*_inplace` ones (MPICH refuses them but for MPI_IN_PLACE, which the bench does not call).
+NONBLOCKING_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "openmpi": {
+        "allgather": ("linear", "recursive_doubling"),
+        "allreduce": ("ring", "binomial", "rabenseifner", "recursive_doubling"),
+        "bcast": ("linear", "binomial", "chain", "knomial"),
+        "exscan": ("linear", "recursive_doubling"),
+        "reduce": ("chain", "binomial", "rabenseifner"),
+        "scan": ("linear", "recursive_doubling"),
+    },
+    "mpich": {
+        "barrier": ("sched_recursive_doubling", "tsp_recexch", "tsp_k_dissemination"),
+        "bcast": ("sched_binomial", "sched_scatter_recursive_doubling_allgather",
+                  "sched_scatter_ring_allgather", "tsp_tree", "tsp_scatterv_recexch_allgatherv",
+                  "tsp_scatterv_ring_allgatherv", "tsp_ring"),
+        "gather": ("sched_binomial", "tsp_tree"),
+        "gatherv": ("sched_linear", "tsp_linear"),
+        "scatter": ("sched_binomial", "tsp_tree"),
+        "scatterv": ("sched_linear", "tsp_linear"),
+        "allgather": ("sched_ring", "sched_brucks", "sched_recursive_doubling", "tsp_ring",
+                      "tsp_brucks", "tsp_recexch_doubling", "tsp_recexch_halving"),
+        "allgatherv": ("sched_brucks", "sched_recursive_doubling", "sched_ring",
+                       "tsp_recexch_doubling", "tsp_recexch_halving", "tsp_ring", "tsp_brucks"),
+        "alltoall": ("sched_brucks", "sched_pairwise", "sched_permuted_sendrecv", "tsp_ring",
+                     "tsp_brucks", "tsp_scattered"),
+        "alltoallv": ("sched_blocked", "tsp_scattered", "tsp_blocked"),
+        "alltoallw": ("sched_blocked", "tsp_blocked"),
+        "reduce": ("sched_binomial", "sched_reduce_scatter_gather", "tsp_tree", "tsp_ring"),
+        "allreduce": ("sched_naive", "sched_recursive_doubling", "sched_reduce_scatter_allgather",
+                      "tsp_recexch_single_buffer", "tsp_recexch_multiple_buffer", "tsp_tree",
+                      "tsp_ring", "tsp_recexch_reduce_scatter_recexch_allgatherv"),
+        "reduce_scatter": ("sched_recursive_doubling", "sched_pairwise", "sched_recursive_halving",
+                           "tsp_recexch"),
+        "reduce_scatter_block": ("sched_recursive_doubling", "sched_pairwise",
+                                 "sched_recursive_halving", "tsp_recexch"),
+        "scan": ("sched_recursive_doubling", "tsp_recursive_doubling"),
+        "exscan": ("sched_recursive_doubling",),
+    },
+}
+
 # Intel MPI: I_MPI_ADJUST_<COLL>=<id> (impi_info -a; Developer Reference), fixed per launch.
 # Ids without the topology-aware presets that need several nodes to differ.
 LIBRARY_ALGORITHMS["intel"] = {

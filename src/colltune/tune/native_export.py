@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from colltune import catalog
 from colltune.errors import ColltuneError
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, openmpi_algorithm_id
@@ -62,7 +63,9 @@ def _algorithm(variant: str) -> str:
 
 def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10) -> Choices:
     """Best library algorithm per measured point, merged into segments (range rule of tune)."""
-    lib = verdicts[verdicts["kind"] == "library"]
+    # the blocking calls' algorithms only: the native files choose those (other forms' are measured)
+    lib = verdicts[(verdicts["kind"] == "library")
+                   & (verdicts["variant"].map(catalog.form_of) == "blocking")]
     out: Choices = {}
     for (coll, nprocs), group in lib.groupby(["collective", "nprocs"], sort=True):
         points: list[tuple[int, str | None]] = []

@@ -7,6 +7,7 @@ medians, the experimental unit (PGMPI).
   kind      ref                         alt                              guideline
   pattern   default(n)                  mock-up(n)                       GL1..GL22, RS1, RS2
   library   default(n)                  lib:<coll>:<alg>(n)              "library"
+  library   default#<form>(n)           lib:<coll>:<alg>#<form>(n)       "library"
   monotony  default(m_i)                default(m_j), m_j next size      "monotony"
   split     default(m_j)                k * default(m_i), k=ceil(mj/mi)  "split"
   aa        default(n)                  default#aa(n)                    "A/A" (calibration)
@@ -87,11 +88,14 @@ FORM_PAIRS: tuple[FormPair, ...] = (
 
 def measured_sides(collective: str, variant: str, guideline: str, n: int) -> tuple[tuple[str, int, str], ...]:
     """The (collective, size, variant) that a comparison between two collectives (FORMS: its
-    `variant` is the other collective) or two forms (FORM_PAIRS) was measured on; () for the
-    others, whose sides are the default and the variant of `collective` itself."""
+    `variant` is the other collective), two forms (FORM_PAIRS) or a library algorithm of another
+    form and that form's default was measured on; () for the others, whose sides are the default
+    and the variant of `collective` itself."""
     for pair in FORM_PAIRS:
         if pair.guideline == guideline:
             return (collective, n, pair.ref), (collective, n, pair.alt)
+    if guideline == "library" and catalog_mod.form_of(variant) != "blocking":
+        return (collective, n, catalog_mod.form_default(variant)), (collective, n, variant)
     for f in FORMS:
         if (f.guideline, f.ref, f.alt) == (guideline, collective, variant):
             return ((f.ref, n if f.ref_bytes is None else f.ref_bytes, DEFAULT),
@@ -139,8 +143,9 @@ def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None
         name = row.function(form) if row else f"{mpi_name} ({form})"
         return f"{name} + MPI_Wait" if form == "nonblocking" else f"MPI_Start + MPI_Wait of {name}"
     if variant.startswith(LIB_PREFIX):
-        alg = variant.split(":", 2)[-1]
-        return f"{mpi_name} algorithm {alg}"
+        _, alg, form = catalog_mod.library_variant(variant)
+        base = variant_label(collective, catalog_mod.form_default(variant), cat)
+        return f"{base} algorithm {alg}" if form != "blocking" else f"{mpi_name} algorithm {alg}"
     try:
         return cat.variant(variant).rhs
     except KeyError:
@@ -220,14 +225,17 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
                 continue
             kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
             guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, stored, cat)
+            # a library algorithm of another form against the library's own call of that form
+            base = catalog_mod.form_default(var) if kind == "library" else DEFAULT
+            base_label = variant_label(coll, base, cat)
             for n, alt in sorted(per_size.items()):
-                ref = default.get(n)
+                ref = per_variant.get(base, {}).get(n)
                 if ref is None:
-                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without the default; "
+                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without {base}; "
                                     "not judged")
                     continue
                 out.append(Comparison(p, coll, var, kind, guideline, n, None, None,
-                                      f"{mpi_name}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
+                                      f"{base_label}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
         sizes = sorted(default)
         for small, large in stats.monotony_pairs(sizes):
             out.append(Comparison(p, coll, DEFAULT, "monotony", "monotony", small, large, None,
