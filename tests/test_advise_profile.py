@@ -214,6 +214,46 @@ def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs,
         assert sorted(p.calls for p in r.points if p.kind == "p2p") == [100000, 100000]
 
 
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_polling_is_in_the_budget_and_its_time_goes_to_the_collective(family, request, tmp_path):
+    # advise_poll: 200,000 MPI_Test that complete nothing (a polling loop: after the first, each
+    # is its site's memoised repetition, requests.c), then 3,000 MPI_Allreduce at a budget of 1
+    # millionth, then an MPI_Iallreduce polled by MPI_Testany together with a receive that cannot
+    # complete yet. The polls' own time is in the budget: over it at the first sampled call, so
+    # every synchronisation widens the period, the schedule replayed here (before, the watched
+    # path was not counted: the period never widened, 185 synchronisations). Each poll counted
+    # once, timed, and its time shared half and half: the collective's waiting is the MPI_Testany
+    # point's time, to the nanosecond (both are sums of the same shares).
+    from advise_support import PROGRAMS
+
+    from colltune.mpi import build
+
+    lib, art = request.getfixturevalue(family), request.getfixturevalue(f"{family}_build")
+    exe = build.compile_program(lib, [PROGRAMS / "advise_poll.c"], tmp_path / "advise_poll", ["-g", "-Wextra"])
+    polls, reductions = 200_000, 3000
+    run = profiled(lib, art, 2, [exe, str(polls), str(reductions)], tmp_path / "p",
+                   {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
+    assert f"poll {2.0 * reductions + 3.0:.1f}" in run.stdout, run.describe()
+    testany = {int(line.split()[1]): int(line.split()[3]) for line in run.stdout.splitlines()
+               if line.startswith("rank ") and " testany " in line}
+    assert sorted(testany) == [0, 1], run.describe()
+    calls = reductions + 2   # on MPI_COMM_WORLD: a barrier, the reductions, a barrier
+    period, n, k, expected = 16, 1, 0, 0
+    while n < calls:
+        expected += 1
+        period = min(2 * period, 1 << 20)
+        n, k = n + gap(period, k), k + 1
+    assert expected == 7 and len(schedule(16, calls)) == 185
+    for r in profile_run.read(tmp_path / "p").ranks:
+        assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
+        p2p = {p.name: p for p in r.points if p.kind == "p2p"}
+        assert p2p["Test"].calls == p2p["Test"].timed == polls
+        assert p2p["Testany"].calls == p2p["Testany"].timed == testany[r.rank]
+        [iallreduce] = [q for q in r.requests if q.name == "iallreduce"]
+        assert iallreduce.completed == 1 and iallreduce.wait_ns == p2p["Testany"].total_ns > 0
+        assert iallreduce.wait_ns <= iallreduce.span_ns
+
+
 def test_many_chains_at_one_site_are_unwound_once(openmpi, openmpi_build, programs, tmp_path):
     # advise_chains: eight callers of one MPI_Allreduce site at one stack depth, in turn, 1000
     # rounds. The chain cache's set for (site, depth) has 4 ways: the chains they push out are

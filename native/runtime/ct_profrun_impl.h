@@ -103,6 +103,24 @@ static inline void ct_own_add(uint64_t ticks, uint64_t weight)
                               memory_order_relaxed);
 }
 
+/* Calls timed by the countdown, and so the own-time samples, are one in CT_TIME_EVERY on
+ * average (profcall.c's ct_time_this); this thread's countdown, and its rearming. */
+#define CT_TIME_EVERY 16
+extern CT_PROFRUN_HIDDEN _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
+CT_PROFRUN_HIDDEN void ct_time_rearm(void);
+/* A call path that is not a collective's or a generated point-to-point wrapper's (the watched
+ * Wait/Test family, requests.c) counts itself down here: the clock at its entry when this call
+ * is the countdown's (its own time then stands for CT_TIME_EVERY calls), else 0. */
+static inline uint64_t ct_own_begin(void)
+{
+    if (__builtin_expect(ct_time_left > 1, 1)) {
+        ct_time_left--;
+        return 0;
+    }
+    ct_time_rearm();
+    return ct_profrun_ticks();
+}
+
 /* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
 enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
 
@@ -216,6 +234,11 @@ CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
  * ct_fn_id), which is returned (NULL: the table is full) for its requests' completion. */
 CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int nprocs,
                                                int64_t bytes, uint64_t ticks);
+/* A Wait/Test call's point-to-point point at its chain (bytes 0; NULL: the table is full, the
+ * call counted as lost), and one call recorded there (counted, `ticks` its time; the thread's
+ * call sequence advanced, as every intercepted call does it). */
+CT_PROFRUN_HIDDEN ct_point *ct_profrun_p2p_slot(ct_p2p_call call, const void *chain);
+CT_PROFRUN_HIDDEN void ct_profrun_p2p_record(ct_point *s, uint64_t ticks);
 
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */
@@ -224,6 +247,28 @@ CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int n
  * caller of MPI_* and the frames above it); `anchor`: an address in the MPI_* wrapper's frame,
  * the same for the same stack depth at the call. An unwind only for a chain new to the thread. */
 CT_PROFRUN_HIDDEN const void *ct_profchain_site(const void *site, const void *anchor);
+/* A chain as a thread met it: where its frames' return addresses were on the stack. */
+typedef struct ct_chain_seen {
+    const void *site, *anchor;
+    const void *id;                           /* its interned slot; NULL: empty */
+    int frames;                               /* return addresses above the site */
+    const void *const *at[CT_CHAIN_DEPTH - 1];
+    const void *ra[CT_CHAIN_DEPTH - 1];
+} ct_chain_seen;
+/* Is the call at (site, anchor) this chain? One load per frame, no unwind. */
+static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, const void *anchor)
+{
+    if (s->id == NULL || s->site != site || s->anchor != anchor)
+        return 0;
+    for (int i = 0; i < s->frames; i++)
+        if (*s->at[i] != s->ra[i])
+            return 0;
+    return 1;
+}
+/* ct_profchain_site, and a copy of the chain as met for a caller's memo to check a repetition
+ * against (ct_profchain_is); out->id NULL: none to check against. */
+CT_PROFRUN_HIDDEN const void *ct_profchain_seen(const void *site, const void *anchor,
+                                                ct_chain_seen *out);
 /* The chain lines and chains_made of dir/rank-N; the per-thread caches freed (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profchain_write(FILE *out);
 CT_PROFRUN_HIDDEN void ct_profchain_finish(void);

@@ -85,7 +85,7 @@ typedef struct ct_reqwatch {
     int total;                      /* active requests given (the time is shared among them) */
     int at[CT_REQ_BATCH];           /* their indices in the caller's array */
     uint64_t key[CT_REQ_BATCH];     /* their handles */
-    uint64_t t0;
+    uint64_t t0, t1;                /* the clock before the call and after it (ct_req_end) */
 } ct_reqwatch;
 /* Fills *w from the `count` requests (C handles); returns w->n. */
 CT_HIDDEN int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *requests);

@@ -39,7 +39,6 @@
  * trip, 1.36 M calls per rank in ~6 s) every call's clock reads alone were ~1.5% of the run.
  * The front end scales a point's timed total by calls / timed. */
 #define CT_TIME_ALL 64
-#define CT_TIME_EVERY 16
 _Static_assert((CT_HOT & (CT_HOT - 1)) == 0, "a power of two (a mask)");
 
 CT_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
@@ -137,11 +136,12 @@ static void ct_time(ct_point *s, uint64_t ticks)
     ct_max(&s->max_ns, ticks);
 }
 
-/* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call. */
-static _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
+/* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call
+ * (the watched Wait/Test path counts down on it too: ct_own_begin). */
+CT_HIDDEN _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
 static _Thread_local uint32_t ct_time_rng CT_TLS_MODEL;
 
-static __attribute__((noinline)) void ct_time_rearm(void)
+__attribute__((noinline)) void ct_time_rearm(void)
 {
     uint32_t x = ct_time_rng ? ct_time_rng : (0x9E3779B9u ^ (uint32_t)(uintptr_t)&ct_time_rng) | 1u;
     x ^= x << 13;
@@ -183,6 +183,21 @@ void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t 
     if (s != NULL) {
         ct_count(s, bytes);
         ct_time(s, ns);
+    }
+}
+
+ct_point *ct_profrun_p2p_slot(ct_p2p_call call, const void *chain)
+{
+    ct_point_key key = {chain, (int)call, 0, -1, 0};
+    return ct_slot(ct_hot_p2p, ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
+}
+
+void ct_profrun_p2p_record(ct_point *s, uint64_t ticks)
+{
+    ct_seq++;
+    if (s != NULL) {
+        ct_count(s, 0);
+        ct_time(s, (int64_t)ticks < 0 ? 0 : ticks);   /* ticks read on two cores a hair apart */
     }
 }
 

@@ -57,15 +57,6 @@ typedef struct ct_chain_slot {
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
 static atomic_ullong ct_unwinds, ct_chains_lost;
 
-/* A chain as this thread met it: where its frames' return addresses were on the stack. */
-typedef struct ct_chain_seen {
-    const void *site, *anchor;
-    const void *id;                           /* its interned slot; NULL: empty */
-    int frames;                               /* return addresses above the site */
-    const void *const *at[CT_CHAIN_DEPTH - 1];
-    const void *ra[CT_CHAIN_DEPTH - 1];
-} ct_chain_seen;
-
 typedef struct ct_chain_spill {
     unsigned used, size, next;                /* next: the entry overwritten when full */
     ct_chain_seen seen[];
@@ -172,16 +163,6 @@ static void ct_chain_spill_keep(ct_chain_cache *c, unsigned set, const ct_chain_
     }
 }
 
-static inline int ct_chain_is(const ct_chain_seen *s, const void *site, const void *anchor)
-{
-    if (s->id == NULL || s->site != site || s->anchor != anchor)
-        return 0;
-    for (int i = 0; i < s->frames; i++)
-        if (*s->at[i] != s->ra[i])
-            return 0;
-    return 1;
-}
-
 /* Not in the set's ways: in its spill (swapped into the way replaced next, so that a loop's
  * chains come back to the ways), else NULL. */
 static const void *ct_chain_from_spill(ct_chain_cache *c, unsigned set, const void *site,
@@ -191,7 +172,7 @@ static const void *ct_chain_from_spill(ct_chain_cache *c, unsigned set, const vo
     if (sp == NULL)
         return NULL;
     for (unsigned i = 0; i < sp->used; i++)
-        if (ct_chain_is(&sp->seen[i], site, anchor)) {
+        if (ct_profchain_is(&sp->seen[i], site, anchor)) {
             ct_chain_seen *way = &c->sets[set][c->next[set]];
             ct_chain_seen found = sp->seen[i];
             sp->seen[i] = *way;   /* an empty way leaves an entry that never matches (id NULL) */
@@ -234,9 +215,22 @@ const void *ct_profchain_site(const void *site, const void *anchor)
     ct_chain_cache *c = ct_chain_mine;
     if (CT_LIKELY(c != NULL))
         for (int way = 0; way < CT_CHAIN_WAYS; way++)
-            if (ct_chain_is(&c->sets[set][way], site, anchor))
+            if (ct_profchain_is(&c->sets[set][way], site, anchor))
                 return c->sets[set][way].id;
     return ct_chain_unwind(site, anchor, set);
+}
+
+const void *ct_profchain_seen(const void *site, const void *anchor, ct_chain_seen *out)
+{
+    const void *id = ct_profchain_site(site, anchor);
+    unsigned set = (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+    ct_chain_cache *c = ct_chain_mine;
+    out->id = NULL;   /* no cache (no memory): nothing a repetition could be checked against */
+    if (c != NULL)
+        for (int way = 0; way < CT_CHAIN_WAYS; way++)
+            if (c->sets[set][way].id == id && ct_profchain_is(&c->sets[set][way], site, anchor))
+                *out = c->sets[set][way];
+    return id;
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */

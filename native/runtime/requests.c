@@ -6,7 +6,8 @@
  * call that made it gets (completed, waiting, start-to-completion span): the overlap the
  * application got is the span less the waiting. Point-to-point requests are untouched: a call
  * given none of the followed requests takes the point-to-point path (the profiling mode's p2p
- * record of Wait/Waitall/Waitany, as before).
+ * record of Wait/Waitall/Waitany, as before). A call repeated at one site while the map is
+ * unchanged (a polling loop) takes its derived data from a memo (below).
  *
  * The map: request handle -> (function, point, persistent, operation's start, waiting so far),
  * open addressing with tombstones in a fixed table, under a spin lock (only while counting or
@@ -37,6 +38,9 @@ typedef struct ct_req {
 
 static ct_req ct_reqs[CT_REQ_SLOTS];
 static atomic_int ct_req_live;           /* followed requests: 0 lets Wait/Test skip the map */
+/* Bumped whenever the map changes (a request followed, started, completed, dropped): a polling
+ * call's memo (below) holds only while it is unchanged. */
+static atomic_uint ct_req_gen;
 static int ct_req_gone;                  /* tombstones */
 static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 
@@ -77,8 +81,14 @@ static ct_req *ct_find(uint64_t key)
     return NULL;
 }
 
+static void ct_changed(void)
+{
+    atomic_fetch_add_explicit(&ct_req_gen, 1, memory_order_relaxed);
+}
+
 static void ct_drop(ct_req *r)
 {
+    ct_changed();
     r->state = CT_SLOT_GONE;
     ct_req_gone++;
     atomic_fetch_sub_explicit(&ct_req_live, 1, memory_order_relaxed);
@@ -103,6 +113,7 @@ void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, ui
             if (r->state == CT_SLOT_GONE)
                 ct_req_gone--;
             *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0};
+            ct_changed();
             atomic_fetch_add_explicit(&ct_req_live, 1, memory_order_relaxed);
             break;
         }
@@ -116,6 +127,7 @@ void ct_req_clear(void)
     memset(ct_reqs, 0, sizeof ct_reqs);
     ct_req_gone = 0;
     atomic_store(&ct_req_live, 0);
+    ct_changed();
     ct_unlock();
 }
 
@@ -126,6 +138,7 @@ void ct_req_started(MPI_Request request, uint64_t t0)
     ct_lock();
     ct_req *r = ct_find(ct_key(request));
     if (r != NULL && r->persistent) {
+        ct_changed();
         r->active = 1;
         r->start = t0;
         r->waited = 0;
@@ -180,7 +193,7 @@ static int ct_listed(int i, const int *list, int n)
 
 uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_list)
 {
-    uint64_t t1 = ct_watch_clock(), dt = t1 > w->t0 ? t1 - w->t0 : 0;
+    uint64_t t1 = w->t1 = ct_watch_clock(), dt = t1 > w->t0 ? t1 - w->t0 : 0;
     if (w->n == 0)
         return dt;
     uint64_t share = w->total > 0 ? dt / (uint64_t)w->total : 0;
@@ -200,32 +213,220 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
             atomic_fetch_add_explicit(&r->point->req_span_ns, t1 > r->start ? t1 - r->start : 0,
                                       memory_order_relaxed);
         }
-        if (r->persistent)
+        if (r->persistent) {
+            ct_changed();
             r->active = 0;
-        else
+        } else {
             ct_drop(r);
+        }
     }
     ct_unlock();
     return share * (uint64_t)(w->total - w->n);
 }
 
-/* ---- the wrappers --------------------------------------------------------------------------- */
+/* ---- a polling call's memo ------------------------------------------------------------------ */
+/* A code that polls (HPCC's RandomAccess: 2.18 M MPI_Testany on rank 0 against 3,265 collectives)
+ * paid the whole path on every poll: the map's lookup under its lock, the chain's lookup and the
+ * point-to-point table's probe, ~340 instructions a poll, 27.6% of the application's own
+ * instructions. A Wait/Test call repeated at one site (same function, return address, stack depth
+ * and chain) while the map is unchanged (ct_req_gen) is the same call as the entry's: its chain,
+ * point and followed requests are the entry's, and what is left is the clock around it, its
+ * point's counters and, for the followed collective requests it was given, their share of its
+ * time, as ct_req_end would add it. Where no request was followed when the entry was made, the
+ * handles given do not matter (no handle becomes a followed one without the map changing); else
+ * the entry holds the handles (up to CT_POLL_HANDLES), a repetition gives the same ones, and one
+ * that completes a followed request takes ct_req_end like any call. Process-wide like the map:
+ * used only below MPI_THREAD_MULTIPLE (one thread at a time in MPI), and only while profiling. */
+#define CT_POLLS 16
+#define CT_POLL_FOLLOWED 4
+#define CT_POLL_HANDLES 16
+_Static_assert((CT_POLLS & (CT_POLLS - 1)) == 0, "a power of two (a mask)");
 
-/* A completion call's point-to-point part into the profiling mode's p2p table (p2p.toml's Wait/Test
- * family; only where it was given other requests than followed collective ones). */
-static void ct_p2p_part(ct_p2p_call call, const void *site, const ct_reqwatch *w, uint64_t ticks)
+typedef struct ct_poll {
+    const void *site, *anchor;    /* site NULL: empty */
+    int call;                     /* ct_p2p_call */
+    unsigned gen;                 /* ct_req_gen when it was made */
+    int any;                      /* no request was followed then: the handles do not matter */
+    int count;
+    const MPI_Request *requests;
+    MPI_Request handles[CT_POLL_HANDLES];
+    ct_point *point;              /* its point-to-point part's point; NULL: none (not recorded) */
+    ct_chain_seen chain;          /* the point's chain (checked only where there is a point) */
+    int n, total;                 /* followed requests given, active requests given */
+    int at[CT_POLL_FOLLOWED];
+    ct_req *req[CT_POLL_FOLLOWED];
+} ct_poll;
+
+static ct_poll ct_polls[CT_POLLS];
+
+static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *site)
 {
-    if (ct_p2p_on && !ct_profrun_inside && (w->n == 0 || w->total > w->n))
-        ct_profrun_p2p(call, site, 0, ticks);
+    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
+    return &ct_polls[((h >> 58) ^ (uint64_t)call) & (CT_POLLS - 1)];
 }
+
+/* The entry this call repeats, or NULL. */
+static inline ct_poll *ct_poll_find(ct_p2p_call call, const void *site, const void *anchor,
+                                    int count, const MPI_Request *requests)
+{
+    ct_poll *p = ct_poll_at(call, site);
+    if (p->site != site || p->anchor != anchor || p->call != (int)call
+        || p->gen != atomic_load_explicit(&ct_req_gen, memory_order_relaxed))
+        return NULL;
+    if (!p->any && (p->requests != requests || p->count != count
+                    || memcmp(p->handles, requests, (size_t)count * sizeof *requests) != 0))
+        return NULL;
+    return p->point == NULL || ct_profchain_is(&p->chain, site, anchor) ? p : NULL;
+}
+
+/* A Wait/Test call on the watched path, from before the library's call to after it. */
+typedef struct ct_watchcall {
+    ct_p2p_call call;
+    const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
+    ct_poll *memo;                /* the entry it repeats, NULL: the full path */
+    uint64_t t_in;                /* the clock at entry where it samples the own time, else 0 */
+    unsigned gen;                 /* the map's generation before the call (full path) */
+    int none_followed;            /* no request was followed before the call (full path) */
+    ct_reqwatch w;                /* the full path's; a repetition uses its t0 and t1 only */
+} ct_watchcall;
+
+static inline void ct_watch_begin(ct_watchcall *c, ct_p2p_call call, const void *site,
+                                  const void *anchor, int count, const MPI_Request *requests)
+{
+    c->call = call;
+    c->site = site;
+    c->anchor = anchor;
+    c->memo = NULL;
+    c->t_in = 0;
+    if (ct_profrun_on) {
+        c->t_in = ct_own_begin();
+        if (!ct_profrun_mt && !ct_profrun_inside)
+            c->memo = ct_poll_find(call, site, anchor, count, requests);
+        if (c->memo != NULL) {
+            c->w.t0 = ct_profrun_ticks();
+            return;
+        }
+    }
+    c->gen = atomic_load_explicit(&ct_req_gen, memory_order_relaxed);
+    c->none_followed = atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
+    ct_req_begin(&c->w, count, requests);
+}
+
+/* A repetition that completed no followed request: what ct_req_end and the point-to-point part
+ * would record, from the entry. */
+static inline void ct_poll_again(ct_poll *p, ct_watchcall *c)
+{
+    uint64_t t1 = c->w.t1 = ct_profrun_ticks(), dt = t1 > c->w.t0 ? t1 - c->w.t0 : 0;
+    if (p->n > 0) {
+        uint64_t share = dt / (uint64_t)p->total;
+        for (int k = 0; k < p->n; k++)
+            p->req[k]->waited += share;
+        dt = share * (uint64_t)(p->total - p->n);
+    }
+    if (p->point != NULL)
+        ct_profrun_p2p_record(p->point, dt);
+}
+
+/* The entry of a call that completed nothing it followed (none_followed: whatever it completed),
+ * if it can be memoised. */
+static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *requests,
+                         ct_point *point, const ct_chain_seen *chain)
+{
+    const ct_reqwatch *w = &c->w;
+    int any = c->none_followed;
+    if (atomic_load_explicit(&ct_req_gen, memory_order_relaxed) != c->gen
+        || (point != NULL && chain->id == NULL)
+        || (!any && (requests == NULL || count < 0 || count > CT_POLL_HANDLES || w->n > CT_POLL_FOLLOWED)))
+        return;
+    ct_poll *p = ct_poll_at(c->call, c->site);
+    p->site = NULL;   /* (the entry is made whole or left empty) */
+    ct_lock();
+    for (int k = 0; k < w->n; k++) {
+        ct_req *r = ct_find(w->key[k]);
+        if (r == NULL || !r->active) {
+            ct_unlock();
+            return;
+        }
+        p->at[k] = w->at[k];
+        p->req[k] = r;
+    }
+    ct_unlock();
+    p->anchor = c->anchor;
+    p->call = (int)c->call;
+    p->gen = c->gen;
+    p->any = any;
+    p->count = count;
+    p->requests = requests;
+    if (!any)
+        memcpy(p->handles, requests, (size_t)count * sizeof *requests);
+    p->point = point;
+    if (point != NULL)
+        p->chain = *chain;
+    p->n = w->n;
+    p->total = w->total;
+    p->site = c->site;
+}
+
+/* Every call that is not a repetition of a memoised one, and a repetition that completed a
+ * followed request: ct_req_end, then the point-to-point part at its chain's point (and the
+ * entry made where the call can be memoised). */
+static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
+                                                    const MPI_Request *requests, int done, int all,
+                                                    int index, const int *list, int n_list)
+{
+    ct_poll *p = c->memo;
+    if (p != NULL) {   /* the followed requests the entry holds, as ct_req_begin found them */
+        c->w.n = p->n;
+        c->w.total = p->total;
+        for (int k = 0; k < p->n; k++) {
+            c->w.at[k] = p->at[k];
+            c->w.key[k] = p->req[k]->key;
+        }
+    }
+    uint64_t ticks = ct_req_end(&c->w, all, index, list, n_list);
+    int p2p = ct_p2p_on && !ct_profrun_inside && (c->w.n == 0 || c->w.total > c->w.n);
+    if (p != NULL) {
+        if (p2p)
+            ct_profrun_p2p_record(p->point, ticks);
+        return;
+    }
+    ct_point *point = NULL;
+    ct_chain_seen chain;
+    if (p2p) {
+        point = ct_profrun_p2p_slot(c->call, ct_profchain_seen(c->site, c->anchor, &chain));
+        ct_profrun_p2p_record(point, ticks);
+        if (point == NULL)
+            return;   /* the table is full: every call counted as lost */
+    }
+    if (ct_profrun_on && !ct_profrun_mt && !ct_profrun_inside && (c->none_followed || !done))
+        ct_poll_make(c, count, requests, point, &chain);
+}
+
+/* After the library's call: `done`, the call completed a request; which ones: all (`all`), the
+ * one at `index`, those in `list` (ct_req_end). The own time where the countdown took it. */
+static inline void ct_watch_end(ct_watchcall *c, int count, const MPI_Request *requests, int done,
+                                int all, int index, const int *list, int n_list)
+{
+    ct_poll *p = c->memo;
+    if (p != NULL && (p->n == 0 || !done))
+        ct_poll_again(p, c);
+    else
+        ct_watch_full(c, count, requests, done, all, index, list, n_list);
+    if (c->t_in != 0)
+        ct_own_add(c->w.t0 - c->t_in + (ct_profrun_ticks() - c->w.t1), CT_TIME_EVERY);
+}
+
+/* ---- the wrappers --------------------------------------------------------------------------- */
+/* The Wait/Test family: its point-to-point part (a call given other requests than followed
+ * collective ones) goes to the profiling mode's p2p table (p2p.toml's Wait/Test family). */
 
 static __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, 1, request);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAIT, site, __builtin_frame_address(0), 1, request);
     int rc = PMPI_Wait(request, status);
-    ct_p2p_part(CT_P2P_WAIT, site, &w, ct_req_end(&w, rc == MPI_SUCCESS, -1, NULL, 0));
+    ct_watch_end(&c, 1, request, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
     return rc;
 }
 
@@ -240,11 +441,11 @@ static __attribute__((noinline)) int ct_watched_waitall(const void *site, int co
                                                         MPI_Request requests[],
                                                         MPI_Status statuses[])
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, count, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAITALL, site, __builtin_frame_address(0), count, requests);
     int rc = PMPI_Waitall(count, requests, statuses);
     /* MPI_ERR_IN_STATUS: some completed; the followed ones are then not counted (rare) */
-    ct_p2p_part(CT_P2P_WAITALL, site, &w, ct_req_end(&w, rc == MPI_SUCCESS, -1, NULL, 0));
+    ct_watch_end(&c, count, requests, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
     return rc;
 }
 
@@ -259,11 +460,11 @@ static __attribute__((noinline)) int ct_watched_waitany(const void *site, int co
                                                         MPI_Request requests[], int *index,
                                                         MPI_Status *status)
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, count, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAITANY, site, __builtin_frame_address(0), count, requests);
     int rc = PMPI_Waitany(count, requests, index, status);
     int done = rc == MPI_SUCCESS && *index != MPI_UNDEFINED ? *index : -1;
-    ct_p2p_part(CT_P2P_WAITANY, site, &w, ct_req_end(&w, 0, done, NULL, 0));
+    ct_watch_end(&c, count, requests, done >= 0, 0, done, NULL, 0);
     return rc;
 }
 
@@ -279,11 +480,11 @@ static __attribute__((noinline)) int ct_watched_waitsome(const void *site, int i
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, incount, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAITSOME, site, __builtin_frame_address(0), incount, requests);
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
-    ct_p2p_part(CT_P2P_WAITSOME, site, &w, ct_req_end(&w, 0, -1, indices, n));
+    ct_watch_end(&c, incount, requests, n > 0, 0, -1, indices, n);
     return rc;
 }
 
@@ -299,10 +500,11 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 static __attribute__((noinline)) int ct_watched_test(const void *site, MPI_Request *request, int *flag,
                                                      MPI_Status *status)
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, 1, request);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_TEST, site, __builtin_frame_address(0), 1, request);
     int rc = PMPI_Test(request, flag, status);
-    ct_p2p_part(CT_P2P_TEST, site, &w, ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0));
+    int done = rc == MPI_SUCCESS && *flag;
+    ct_watch_end(&c, 1, request, done, done, -1, NULL, 0);
     return rc;
 }
 
@@ -316,10 +518,11 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 static __attribute__((noinline)) int ct_watched_testall(const void *site, int count, MPI_Request requests[],
                                                         int *flag, MPI_Status statuses[])
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, count, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_TESTALL, site, __builtin_frame_address(0), count, requests);
     int rc = PMPI_Testall(count, requests, flag, statuses);
-    ct_p2p_part(CT_P2P_TESTALL, site, &w, ct_req_end(&w, rc == MPI_SUCCESS && *flag, -1, NULL, 0));
+    int done = rc == MPI_SUCCESS && *flag;
+    ct_watch_end(&c, count, requests, done, done, -1, NULL, 0);
     return rc;
 }
 
@@ -334,11 +537,11 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 static __attribute__((noinline)) int ct_watched_testany(const void *site, int count, MPI_Request requests[],
                                                         int *index, int *flag, MPI_Status *status)
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, count, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_TESTANY, site, __builtin_frame_address(0), count, requests);
     int rc = PMPI_Testany(count, requests, index, flag, status);
     int done = rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED ? *index : -1;
-    ct_p2p_part(CT_P2P_TESTANY, site, &w, ct_req_end(&w, 0, done, NULL, 0));
+    ct_watch_end(&c, count, requests, done >= 0, 0, done, NULL, 0);
     return rc;
 }
 
@@ -354,11 +557,11 @@ static __attribute__((noinline)) int ct_watched_testsome(const void *site, int i
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
-    ct_reqwatch w;
-    ct_req_begin(&w, incount, requests);
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_TESTSOME, site, __builtin_frame_address(0), incount, requests);
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
-    ct_p2p_part(CT_P2P_TESTSOME, site, &w, ct_req_end(&w, 0, -1, indices, n));
+    ct_watch_end(&c, incount, requests, n > 0, 0, -1, indices, n);
     return rc;
 }
 
