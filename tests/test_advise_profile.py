@@ -222,8 +222,10 @@ def test_polling_is_in_the_budget_and_its_time_goes_to_the_collective(family, re
     # complete yet. The polls' own time is in the budget: over it at the first sampled call, so
     # every synchronisation widens the period, the schedule replayed here (before, the watched
     # path was not counted: the period never widened, 185 synchronisations). Each poll counted
-    # once, timed, and its time shared half and half: the collective's waiting is the MPI_Testany
-    # point's time, to the nanosecond (both are sums of the same shares).
+    # once; the MPI_Test polls timed as point-to-point calls are (the first 64, then one in 16
+    # on average); the MPI_Testany polls, given a collective's request, every one, their time
+    # shared half and half: the collective's waiting is the MPI_Testany point's time, to the
+    # nanosecond (both are sums of the same shares).
     from advise_support import PROGRAMS
 
     from colltune.mpi import build
@@ -247,7 +249,7 @@ def test_polling_is_in_the_budget_and_its_time_goes_to_the_collective(family, re
     for r in profile_run.read(tmp_path / "p").ranks:
         assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
         p2p = {p.name: p for p in r.points if p.kind == "p2p"}
-        assert p2p["Test"].calls == p2p["Test"].timed == polls
+        assert p2p["Test"].calls == polls and 64 + (polls - 64) / 17 < p2p["Test"].timed < 64 + (polls - 64) / 15
         assert p2p["Testany"].calls == p2p["Testany"].timed == testany[r.rank]
         [iallreduce] = [q for q in r.requests if q.name == "iallreduce"]
         assert iallreduce.completed == 1 and iallreduce.wait_ns == p2p["Testany"].total_ns > 0

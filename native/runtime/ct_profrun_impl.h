@@ -103,8 +103,10 @@ static inline void ct_own_add(uint64_t ticks, uint64_t weight)
                               memory_order_relaxed);
 }
 
-/* Calls timed by the countdown, and so the own-time samples, are one in CT_TIME_EVERY on
- * average (profcall.c's ct_time_this); this thread's countdown, and its rearming. */
+/* A point's first CT_TIME_ALL calls are timed; then the countdown's, one in CT_TIME_EVERY on
+ * average, which are also the own-time samples (profcall.c's ct_time_this); this thread's
+ * countdown, and its rearming. */
+#define CT_TIME_ALL 64
 #define CT_TIME_EVERY 16
 extern CT_PROFRUN_HIDDEN _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
 CT_PROFRUN_HIDDEN void ct_time_rearm(void);
@@ -239,6 +241,16 @@ CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int n
  * call sequence advanced, as every intercepted call does it). */
 CT_PROFRUN_HIDDEN ct_point *ct_profrun_p2p_slot(ct_p2p_call call, const void *chain);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_record(ct_point *s, uint64_t ticks);
+/* `calls` (>= 1) calls of 0 bytes at once, `timed` of them timed, `ticks` their time, `max` the
+ * longest (a memoised polling call's repetitions, requests.c). */
+CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t timed,
+                                          uint64_t ticks, uint64_t max);
+/* This thread's intercepted calls, numbered: every intercepted call advances it (patterns'
+ * "directly after"); a memoised polling call does it inline. */
+extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
+/* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
+ * the points are written). */
+CT_PROFRUN_HIDDEN void ct_profrun_polls_finish(void);
 
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */

@@ -38,7 +38,6 @@
  * sampled call. Two TSC reads are ~80 cycles here; on ExaML (a synchronous Reduce/Bcast round
  * trip, 1.36 M calls per rank in ~6 s) every call's clock reads alone were ~1.5% of the run.
  * The front end scales a point's timed total by calls / timed. */
-#define CT_TIME_ALL 64
 _Static_assert((CT_HOT & (CT_HOT - 1)) == 0, "a power of two (a mask)");
 
 CT_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
@@ -46,7 +45,7 @@ CT_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
 CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 
 /* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
-static _Thread_local uint64_t ct_seq CT_TLS_MODEL;
+CT_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
 
 int64_t ct_profrun_bytes(int count, MPI_Datatype type)
 {
@@ -199,6 +198,15 @@ void ct_profrun_p2p_record(ct_point *s, uint64_t ticks)
         ct_count(s, 0);
         ct_time(s, (int64_t)ticks < 0 ? 0 : ticks);   /* ticks read on two cores a hair apart */
     }
+}
+
+void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t max)
+{
+    ct_count(s, 0);   /* its range: 0 bytes */
+    ct_bump(&s->calls, calls - 1);
+    ct_bump(&s->timed, timed);
+    ct_bump(&s->timed_ns, ticks);
+    ct_max(&s->max_ns, max);
 }
 
 ct_point *ct_profrun_watched(int kind, const void *site, int nprocs, int64_t bytes, uint64_t ticks)

@@ -203,6 +203,7 @@ void ct_profrun_finish(void)
     double ns_per_tick = ct_profrun_ns_per_tick();   /* the run's own rate */
     ct_profrun_on = 0;
     ct_p2p_on = 0;
+    ct_profrun_polls_finish();
     ct_profcall_finish();
     ct_profcomm_finish();
     ct_profchain_finish();

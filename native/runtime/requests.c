@@ -226,17 +226,21 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
 
 /* ---- a polling call's memo ------------------------------------------------------------------ */
 /* A code that polls (HPCC's RandomAccess: 2.18 M MPI_Testany on rank 0 against 3,265 collectives)
- * paid the whole path on every poll: the map's lookup under its lock, the chain's lookup and the
- * point-to-point table's probe, ~340 instructions a poll, 27.6% of the application's own
- * instructions. A Wait/Test call repeated at one site (same function, return address, stack depth
- * and chain) while the map is unchanged (ct_req_gen) is the same call as the entry's: its chain,
- * point and followed requests are the entry's, and what is left is the clock around it, its
- * point's counters and, for the followed collective requests it was given, their share of its
- * time, as ct_req_end would add it. Where no request was followed when the entry was made, the
- * handles given do not matter (no handle becomes a followed one without the map changing); else
- * the entry holds the handles (up to CT_POLL_HANDLES), a repetition gives the same ones, and one
- * that completes a followed request takes ct_req_end like any call. Process-wide like the map:
- * used only below MPI_THREAD_MULTIPLE (one thread at a time in MPI), and only while profiling. */
+ * paid the whole path on every poll: the map's lookup under its lock, the chain's lookup, the
+ * point-to-point table's probe and two clock reads, ~340 instructions a poll, 27.6% of the
+ * application's own instructions. A Wait/Test call repeated at one site (same function, return
+ * address, stack depth and chain) while the map is unchanged (ct_req_gen) is the same call as
+ * the entry's: its chain, point and followed requests are the entry's. Where it was given no
+ * followed request, a repetition is counted in the entry and timed as a point-to-point call is
+ * (its point's first CT_TIME_ALL calls, then the countdown's: one in CT_TIME_EVERY), and the
+ * entry's counts go to the point when the entry is reused and at MPI_Finalize. Where it was given
+ * followed collective requests, every repetition is timed and their share of its time added to
+ * them as ct_req_end would (their waiting is made of those shares), and one that completes a
+ * followed request takes ct_req_end like any call. Where no request at all was followed when
+ * the entry was made, the handles given do not matter (none becomes a followed one without the
+ * map changing); else the entry holds them (up to CT_POLL_HANDLES) and a repetition must give
+ * the same. Process-wide like the map: only below MPI_THREAD_MULTIPLE (one thread at a time in
+ * MPI) and only while profiling. */
 #define CT_POLLS 16
 #define CT_POLL_FOLLOWED 4
 #define CT_POLL_HANDLES 16
@@ -249,12 +253,17 @@ typedef struct ct_poll {
     int any;                      /* no request was followed then: the handles do not matter */
     int count;
     const MPI_Request *requests;
-    MPI_Request handles[CT_POLL_HANDLES];
     ct_point *point;              /* its point-to-point part's point; NULL: none (not recorded) */
-    ct_chain_seen chain;          /* the point's chain (checked only where there is a point) */
+    /* repetitions not yet in the point: calls, timed ones, their ticks and the longest */
+    uint64_t calls, timed, ticks, max;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
     int n, total;                 /* followed requests given, active requests given */
     int at[CT_POLL_FOLLOWED];
     ct_req *req[CT_POLL_FOLLOWED];
+    /* the point's chain, its unused frames pointing at their own return address (so that a
+     * repetition compares all frames without a branch: ct_poll_chain) */
+    ct_chain_seen chain;
+    MPI_Request handles[CT_POLL_HANDLES];
 } ct_poll;
 
 static ct_poll ct_polls[CT_POLLS];
@@ -265,8 +274,20 @@ static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *site)
     return &ct_polls[((h >> 58) ^ (uint64_t)call) & (CT_POLLS - 1)];
 }
 
+/* The chain's frames all where they were (the site and stack depth are compared already). All
+ * are read: past a frame that differs the result is "not this chain" whatever the slots hold,
+ * and every slot is in this thread's stack above the wrapper's frame (the anchor is the same). */
+static inline int ct_poll_chain(const ct_chain_seen *s)
+{
+    uintptr_t diff = 0;
+#pragma GCC unroll 8
+    for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++)
+        diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
+    return diff == 0;
+}
+
 /* The entry this call repeats, or NULL. */
-static inline ct_poll *ct_poll_find(ct_p2p_call call, const void *site, const void *anchor,
+static inline __attribute__((always_inline)) ct_poll *ct_poll_find(ct_p2p_call call, const void *site, const void *anchor,
                                     int count, const MPI_Request *requests)
 {
     ct_poll *p = ct_poll_at(call, site);
@@ -276,55 +297,93 @@ static inline ct_poll *ct_poll_find(ct_p2p_call call, const void *site, const vo
     if (!p->any && (p->requests != requests || p->count != count
                     || memcmp(p->handles, requests, (size_t)count * sizeof *requests) != 0))
         return NULL;
-    return p->point == NULL || ct_profchain_is(&p->chain, site, anchor) ? p : NULL;
+    return p->point == NULL || ct_poll_chain(&p->chain) ? p : NULL;
+}
+
+static void ct_poll_flush(ct_poll *p)
+{
+    if (p->point != NULL && p->calls > 0)
+        ct_profrun_p2p_add(p->point, p->calls, p->timed, p->ticks, p->max);
+    p->calls = p->timed = p->ticks = p->max = 0;
+}
+
+void ct_profrun_polls_finish(void)
+{
+    for (int i = 0; i < CT_POLLS; i++) {
+        ct_poll_flush(&ct_polls[i]);
+        ct_polls[i].site = NULL;
+    }
 }
 
 /* A Wait/Test call on the watched path, from before the library's call to after it. */
 typedef struct ct_watchcall {
-    ct_p2p_call call;
-    const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
     ct_poll *memo;                /* the entry it repeats, NULL: the full path */
     uint64_t t_in;                /* the clock at entry where it samples the own time, else 0 */
+    ct_p2p_call call;
+    const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
     unsigned gen;                 /* the map's generation before the call (full path) */
     int none_followed;            /* no request was followed before the call (full path) */
-    ct_reqwatch w;                /* the full path's; a repetition uses its t0 and t1 only */
+    ct_reqwatch w;                /* the full path's; a repetition's t0 (0: not timed) and t1 */
 } ct_watchcall;
 
-static inline void ct_watch_begin(ct_watchcall *c, ct_p2p_call call, const void *site,
-                                  const void *anchor, int count, const MPI_Request *requests)
+static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2p_call call,
+                                                          const void *site, const void *anchor,
+                                                          int count, const MPI_Request *requests)
 {
     c->call = call;
     c->site = site;
     c->anchor = anchor;
+    c->gen = atomic_load_explicit(&ct_req_gen, memory_order_relaxed);
+    c->none_followed = atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
+    ct_req_begin(&c->w, count, requests);
+}
+
+/* Inline in each wrapper, with ct_watch_end: a repetition's path is a few loads and compares. */
+static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c, ct_p2p_call call,
+                                                                 const void *site,
+                                                                 const void *anchor, int count,
+                                                                 const MPI_Request *requests)
+{
     c->memo = NULL;
     c->t_in = 0;
     if (ct_profrun_on) {
         c->t_in = ct_own_begin();
         if (!ct_profrun_mt && !ct_profrun_inside)
             c->memo = ct_poll_find(call, site, anchor, count, requests);
-        if (c->memo != NULL) {
-            c->w.t0 = ct_profrun_ticks();
+        ct_poll *p = c->memo;
+        if (p != NULL) {
+            c->w.t0 = 0;
+            if (c->t_in != 0 || p->n > 0 || p->time_all > 0)
+                c->w.t0 = ct_profrun_ticks();
             return;
         }
     }
-    c->gen = atomic_load_explicit(&ct_req_gen, memory_order_relaxed);
-    c->none_followed = atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
-    ct_req_begin(&c->w, count, requests);
+    ct_watch_begin_full(c, call, site, anchor, count, requests);
 }
 
 /* A repetition that completed no followed request: what ct_req_end and the point-to-point part
  * would record, from the entry. */
-static inline void ct_poll_again(ct_poll *p, ct_watchcall *c)
+static inline __attribute__((always_inline)) void ct_poll_again(ct_poll *p, ct_watchcall *c)
 {
+    if (p->point != NULL) {
+        ct_seq++;
+        p->calls++;
+    }
+    if (c->w.t0 == 0)
+        return;
     uint64_t t1 = c->w.t1 = ct_profrun_ticks(), dt = t1 > c->w.t0 ? t1 - c->w.t0 : 0;
+    if (p->time_all > 0)
+        p->time_all--;
     if (p->n > 0) {
         uint64_t share = dt / (uint64_t)p->total;
         for (int k = 0; k < p->n; k++)
             p->req[k]->waited += share;
         dt = share * (uint64_t)(p->total - p->n);
     }
-    if (p->point != NULL)
-        ct_profrun_p2p_record(p->point, dt);
+    p->timed++;
+    p->ticks += dt;
+    if (dt > p->max)
+        p->max = dt;
 }
 
 /* The entry of a call that completed nothing it followed (none_followed: whatever it completed),
@@ -339,6 +398,7 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
         || (!any && (requests == NULL || count < 0 || count > CT_POLL_HANDLES || w->n > CT_POLL_FOLLOWED)))
         return;
     ct_poll *p = ct_poll_at(c->call, c->site);
+    ct_poll_flush(p);
     p->site = NULL;   /* (the entry is made whole or left empty) */
     ct_lock();
     for (int k = 0; k < w->n; k++) {
@@ -360,8 +420,14 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
     if (!any)
         memcpy(p->handles, requests, (size_t)count * sizeof *requests);
     p->point = point;
-    if (point != NULL)
+    p->time_all = 0;
+    if (point != NULL) {
+        uint64_t seen = atomic_load_explicit(&point->calls, memory_order_relaxed);
+        p->time_all = seen < CT_TIME_ALL ? (uint32_t)(CT_TIME_ALL - seen) : 0;
         p->chain = *chain;
+        for (int i = chain->frames; i < CT_CHAIN_DEPTH - 1; i++)
+            p->chain.at[i] = &p->chain.ra[i];
+    }
     p->n = w->n;
     p->total = w->total;
     p->site = c->site;
@@ -404,8 +470,10 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
 
 /* After the library's call: `done`, the call completed a request; which ones: all (`all`), the
  * one at `index`, those in `list` (ct_req_end). The own time where the countdown took it. */
-static inline void ct_watch_end(ct_watchcall *c, int count, const MPI_Request *requests, int done,
-                                int all, int index, const int *list, int n_list)
+static inline __attribute__((always_inline)) void ct_watch_end(ct_watchcall *c, int count,
+                                                               const MPI_Request *requests,
+                                                               int done, int all, int index,
+                                                               const int *list, int n_list)
 {
     ct_poll *p = c->memo;
     if (p != NULL && (p->n == 0 || !done))
