@@ -4,6 +4,7 @@ algorithms, a bench run on a simulated cluster. The SMPI tests skip, naming the 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -210,3 +211,32 @@ def test_selftest_and_proof_complete_with_the_cases_smpi_cannot_take_refused(smp
     assert "refused on rank" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
     assert "reduce-mvapich-two-level.cpp:149" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
     assert "smpi_pmpi_coll.cpp:851" in fails[("alltoall_as_alltoallv", "in_place/none/any")]
+
+
+@needs_smpi
+def test_learning_mode_serves_proven_members_with_the_plain_results(smpi_lib: mpi.MpiLibrary, tmp_path: Path) -> None:
+    """`colltune run --learn -` (every call exploring, seed 2) on an unmodified smpicc program, 16
+    simulated ranks, the proven MPICH family on the line: the members the proof passed serve most
+    calls and every result is the plain run's (benchmarks/scale/learn.py does it up to 1024)."""
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    app = build.compile_program(smpi_lib, [Path(__file__).parents[1] / "benchmarks" / "scale" / "app.c"],
+                                tmp_path / "app")
+    plat = smpi.platform("small")
+    line = ["smpirun", "-np", "16", "-platform", str(plat.xml), "-hostfile", str(plat.hostfile(16)),
+            "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/simulate-computation:no", str(app), "50"]
+    plain = subprocess.run(line, capture_output=True, text=True, check=False)
+    assert plain.returncode == 0, plain.stderr
+    learn = subprocess.run([str(Path(sys.executable).with_name("colltune")), "run", "--mpi", "smpi", "--learn", "-",
+                            "--verbose", "--", *line], capture_output=True, text=True, check=False,
+                           env={**os.environ, "COLLTUNE_SELECT_SEED": "2"})
+    assert learn.returncode == 0, learn.stderr
+    result = [l.split(" simulated_s")[0] for l in plain.stdout.splitlines() if l.startswith("scale-app")]
+    assert result and [l.split(" simulated_s")[0] for l in learn.stdout.splitlines() if l.startswith("scale-app")] == result
+    served = {f"{w[1]}:{w[3]}": int(w[5]) for w in (l.split() for l in learn.stderr.splitlines())
+              if len(w) == 6 and w[0] == "colltune:" and w[4] in ("applied", "library")}
+    assert served == {"allreduce:library": 8, "allreduce:allreduce_as_reduce_bcast": 6,
+                      "allreduce:allreduce_as_reducescatter_allgatherv": 13,
+                      "allreduce:allreduce_as_reducescatterblock_allgather": 23,
+                      "bcast:library": 9, "bcast:bcast_as_allgatherv": 18, "bcast:bcast_as_scatter_allgather": 23,
+                      "reduce:library": 1}

@@ -116,11 +116,13 @@ def dir_bytes(path: Path) -> int:
 
 
 def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], p: int, calls: int,
-            work: Path) -> dict[str, object]:
+            work: Path, traced: bool = True) -> dict[str, object]:
     plain, linked = apps
     quiet = {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt")}
     cpu_plain, wall_plain, line_plain = launch(lib, art, plain, p, calls, quiet)
     cpu_ct, wall_ct, line_ct = launch(lib, art, linked, p, calls, quiet)
+    if not traced:
+        return untraced_row(p, calls, cpu_plain, cpu_ct, wall_plain, wall_ct, line_plain, line_ct)
     trace = work / f"trace-{p}"
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir(parents=True)
@@ -177,6 +179,23 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
     }
 
 
+def untraced_row(p: int, calls: int, cpu_plain: float, cpu_ct: float, wall_plain: float, wall_ct: float,
+                 line_plain: str, line_ct: str) -> dict[str, object]:
+    """--untraced-from: plain and pass-through only (the learning run's members cost the
+    simulator P^2 messages per call there: bcast_as_allgatherv, README)."""
+    if line_plain != line_ct:
+        sys.exit(f"results differ at {p} ranks:\n {line_plain}\n {line_ct}")
+    keys = ("per_call_instructions", "per_call_instructions_learn", "setup_instructions_per_rank",
+            "setup_instructions_per_rank_learn", "traced_cpu_s", "trace_bytes", "trace_rows", "ingest_s",
+            "ingest_ok", "simulated_traced_s")
+    return {"ranks": p, "calls_per_rank": 2 * calls + 3, "simulator_cpu_s": round(cpu_plain, 3),
+            "interposed_cpu_s": round(cpu_ct, 3),
+            "interposed_extra_cpu_ms_per_rank": round(1e3 * (cpu_ct - cpu_plain) / p, 3),
+            **dict.fromkeys(keys), "wall_plain_s": round(wall_plain, 3), "wall_interposed_s": round(wall_ct, 3),
+            "simulated_plain_s": float(re.search(r"simulated_s (\S+)", line_plain)[1]),  # type: ignore[index]
+            "checksum_line": line_plain}
+
+
 def growth_law(ranks: list[int], values: list[float]) -> str:
     """flat, log P or P: the model a + b f(P) (b > 0) with the smallest squared error (f = 0,
     log P, P); flat when every value is within 10% of their mean."""
@@ -219,11 +238,23 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
     fig.savefig(out / "scale.png", dpi=110)
 
 
+def earlier_rows(path: Path, measured: set[int]) -> list[dict[str, object]]:
+    """The rows of an earlier results.csv for rank counts not measured now (empty cells: None)."""
+    with open(path, newline="") as fh:
+        return [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)
+                if int(row["ranks"]) not in measured]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", default="16,64,256,1024,4096")
     parser.add_argument("--calls", type=int, default=200, help="rounds of allreduce + bcast per rank")
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--untraced-from", type=int, default=1 << 30, metavar="P",
+                        help="from P ranks on, the plain and pass-through runs only")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep OUT/results.csv's rows of the other rank counts (a table assembled "
+                             "from several invocations)")
     args = parser.parse_args()
     lib = mpi.resolve("smpi")
     art = build.ensure_built(lib)
@@ -232,9 +263,14 @@ def main() -> None:
         apps = compile_app(lib, art, work)
         rows = []
         for p in (int(x) for x in args.ranks.split(",")):
-            rows.append(measure(lib, art, apps, p, args.calls, work))
+            rows.append(measure(lib, art, apps, p, args.calls, work, traced=p < args.untraced_from))
             print({k: v for k, v in rows[-1].items() if k != "checksum_line"}, flush=True)
+    for row in rows:
+        del row["checksum_line"]
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.merge and (args.out / "results.csv").exists():
+        rows = sorted(rows + earlier_rows(args.out / "results.csv", {int(r["ranks"]) for r in rows}),
+                      key=lambda r: int(r["ranks"]))  # type: ignore[call-overload]
     with open(args.out / "results.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
