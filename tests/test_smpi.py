@@ -231,6 +231,12 @@ def test_learning_mode_serves_proven_members_with_the_plain_results(smpi_lib: mp
                             "--verbose", "--", *line], capture_output=True, text=True, check=False,
                            env={**os.environ, "COLLTUNE_SELECT_SEED": "2"})
     assert learn.returncode == 0, learn.stderr
+    assert "no member serves" not in learn.stderr
+    default = subprocess.run([str(Path(sys.executable).with_name("colltune")), "run", "--mpi", "smpi", "--learn", "-",
+                              "--dry-run", "--", "smpirun", "-np", "16", str(app), "50"],
+                             capture_output=True, text=True, check=False)
+    assert "colltune: no member serves this run: the line's collectives are SimGrid's 'default' family" \
+        in default.stderr, default.stderr
     result = [l.split(" simulated_s")[0] for l in plain.stdout.splitlines() if l.startswith("scale-app")]
     assert result and [l.split(" simulated_s")[0] for l in learn.stdout.splitlines() if l.startswith("scale-app")] == result
     served = {f"{w[1]}:{w[3]}": int(w[5]) for w in (l.split() for l in learn.stderr.splitlines())

@@ -59,6 +59,7 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         from colltune.measure import proof
 
         proof.ensure_proven_shown(lib)
+        _warn_unproven_smpi_line(lib, command)
     if profile:
         _warn_layout(profile, command)
     env = interposer.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
@@ -72,6 +73,20 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
     if proc.returncode != 0:
         _hint_oversubscribe(lib, command)
     sys.exit(proc.returncode)
+
+
+def _warn_unproven_smpi_line(lib: mpi_mod.MpiLibrary, command: tuple[str, ...]) -> None:
+    """Under SMPI the proof holds for the collectives it was made with (docs/smpi.md)."""
+    from colltune.mpi import smpi
+
+    if lib.family != "smpi":
+        return
+    try:
+        why = smpi.unproven_choice(command[:smpi.program_index(list(command))])
+    except smpi.SmpiError:
+        return  # no program: the launch says so
+    if why is not None:
+        click.echo(f"colltune: no member serves this run: {why}", err=True)
 
 
 def _warn_layout(path: str, command: tuple[str, ...]) -> None:
