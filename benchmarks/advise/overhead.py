@@ -34,7 +34,9 @@ polling depends on timing), plus where libcolltune spends it.
 --cost (issue 34: every intercepted call takes its chain, point-to-point calls are counted and
 sampled): rank 0 under callgrind with this tree's libcolltune, profiled, on smaller inputs than
 the timing (a valgrind run takes minutes: ExaML evaluates the given tree, `-f e -e 10`; LAMMPS 1000
-steps; HPCC N=1000); the profiling run's own instructions are libcolltune's exclusive ones, the
+steps; HPCC N=1000), after one profiled run of it without valgrind (each rank's point-to-point
+calls there: a polling loop's count depends on timing); the profiling run's own instructions are
+libcolltune's exclusive ones, the
 unwinder's (libgcc_s, called only by profchain.c's unwinds in these codes): the call path; their
 share of all of rank 0's instructions and of the application's own (outside MPI, libcolltune and
 libgcc_s, the denominator of the issue-23 figures). The library calls of the sampling
@@ -258,10 +260,24 @@ def sync_library_cost(cg: Path) -> int:
     return total
 
 
+def native_counts(app: apps.App, prepare: Callable[[], None], env: dict[str, str]) -> dict:
+    """The same profiled run without valgrind: each rank's point-to-point calls (a polling loop's
+    count depends on how long a rank waits, which the rank under callgrind changes) and wall."""
+    prepare()
+    res = apps.run_once(app, env, timeout=1800)
+    run = profile_run.read(Path(env["COLLTUNE_PROFILE_RUN"]))
+    shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
+    return {"native_wall_s": res["wall_s"], "native_load": res["load"],
+            "native_p2p_calls": [sum(p.calls for p in r.points if p.kind == "p2p") for r in run.ranks],
+            "native_own_cost_ns": [r.own_cost_ns for r in run.ranks],
+            "native_rank_wall_ns": [r.wall_ns for r in run.ranks]}
+
+
 def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: Path) -> dict:
     cg = out / f"cost-{name}.callgrind"
-    prepare()
     env = profiled_env(so, out / "advise-profiles", "cost")
+    native = native_counts(app, prepare, env)
+    prepare()
     res = apps.under_callgrind(app, env, cg, timeout=3600)
     objects = objects_exclusive(cg)
     total = sum(objects.values())
@@ -280,13 +296,16 @@ def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: P
            "p2p_calls": sum(p.calls for p in rank0.points if p.kind == "p2p"),
            "chains": len(rank0.chains), "unwinds": rank0.chain_unwinds, "syncs": rank0.sample_syncs,
            "period_widened": rank0.period_widened, "own_cost_ns": rank0.own_cost_ns, "wall_ns": rank0.wall_ns,
+           "libcolltune_per_call": mine / max(sum(p.calls for p in rank0.points), 1), **native,
            "objects": dict(sorted(objects.items(), key=lambda kv: -kv[1])[:12])}
     shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
     print(f"  {name}: call path {own:,} of {total:,} instructions on rank 0 ({100 * own / total:.2f}%; "
           f"{100 * own / application:.2f}% of the application's own {application:,}): libcolltune {mine:,}, "
           f"unwinds {unwinder:,} ({rank0.chain_unwinds} for {len(rank0.chains)} chains); {rank0.sample_syncs} "
           f"synchronisations: {sync:,} in the library ({row['sync_library_per_sync']:,.0f} each, waiting "
-          f"included); {row['coll_calls']:,} collective and {row['p2p_calls']:,} point-to-point calls", flush=True)
+          f"included); {row['coll_calls']:,} collective and {row['p2p_calls']:,} point-to-point calls "
+          f"({mine / max(row['coll_calls'] + row['p2p_calls'], 1):.0f} instructions a call); without valgrind "
+          f"the ranks made {', '.join(f'{n:,}' for n in native['native_p2p_calls'])} point-to-point calls", flush=True)
     return row
 
 
