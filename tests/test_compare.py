@@ -217,3 +217,40 @@ def test_three_libraries_are_compared_pair_by_pair(two_dbs: tuple[Path, Path], t
 
     page = report.render(cmp)
     assert page.count('alt="ratio ') == 3  # one heat map per pair
+
+
+NB_PLAN = {"allreduce": ["default", "default#aa", "default#nonblocking", "lib:allreduce:ring#nonblocking"]}
+
+
+def test_sides_compare_the_nonblocking_forms_and_their_algorithms(tmp_path: Path) -> None:
+    """Planted: equal blocking calls; mpich's MPI_Iallreduce twice as fast as Open MPI's, whose
+    ring algorithm is as fast as mpich's: the verdicts follow the side each configuration names."""
+    a = _library_db(tmp_path / "a.duckdb", "openmpi", {("allreduce", "default"): 1.0,
+                                                       ("allreduce", "default#nonblocking"): 2.0}, seed=6, plan=NB_PLAN)
+    b = _library_db(tmp_path / "b.duckdb", "mpich", {("allreduce", "default"): 1.0}, seed=7, plan=NB_PLAN)
+    sources = [str(a), str(b)]
+
+    def verdicts(*sides: str) -> dict[int, tuple[str, str]]:
+        members = data.from_sources(sources)
+        data.set_sides(members, sides)
+        return {r.msg_bytes: (r.verdict, r.faster) for r in judge.compare(members).verdicts.itertuples()}
+
+    assert verdicts() == {8: ("no difference", ""), 1024: ("no difference", "")}
+    assert verdicts("default#nonblocking") == {8: ("B faster", "mpich"), 1024: ("B faster", "mpich")}
+    assert verdicts("openmpi=lib:allreduce:ring#nonblocking", "mpich=default#nonblocking") == {
+        8: ("no difference", ""), 1024: ("no difference", "")}
+    members = data.from_sources(sources)
+    data.set_sides(members, ["default#nonblocking"])
+    cmp = judge.compare(members)
+    absolute = ctables.absolute_table(cmp).set_index("msg_bytes")
+    assert absolute.loc[8, "openmpi median_s"] / absolute.loc[8, "mpich median_s"] == pytest.approx(2.0, rel=0.05)
+    assert "openmpi is judged by default#nonblocking at every point (--side)" in cmp.messages
+    with pytest.raises(config.CompareError, match="no configuration is labelled 'intel'"):
+        data.parse_sides(["intel=default#nonblocking"], ["openmpi", "mpich"])
+    with pytest.raises(config.CompareError, match="a side is the library's own call"):
+        data.parse_sides(["allreduce_as_reduce_bcast"], ["openmpi", "mpich"])
+    with pytest.raises(config.CompareError, match="optionally followed by #nonblocking or #persistent"):
+        data.parse_sides(["lib:allreduce:ring#later"], ["openmpi", "mpich"])
+    r = CliRunner().invoke(main, ["compare", "--mpi", "openmpi,mpich", "-c", "allreduce", "--side",
+                                  "mpich=default#nonblocking", "--dry-run"])
+    assert r.exit_code == 2 and "add default#nonblocking to --variants" in r.output

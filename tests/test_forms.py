@@ -244,6 +244,11 @@ def test_a_library_algorithm_of_a_form_is_judged_against_that_forms_default(tmp_
     row = v[v["msg_bytes"] == 8].iloc[0]
     assert (row["lhs"], row["rhs"]) == ("MPI_Iallreduce + MPI_Wait(8 B)", "MPI_Iallreduce + MPI_Wait algorithm ring")
     assert row["slowdown"] == pytest.approx(2.0, rel=0.05)
+    from colltune.verify.advice import advice
+    assert advice(row, "openmpi").endswith(
+        "the library's ring algorithm: `mpiexec --mca coll_libnbc_iallreduce_algorithm ring ...`.")
+    assert advice(row, "mpich").endswith(
+        "`export MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM=ring MPIR_CVAR_DEVICE_COLLECTIVES=none`.")
     from colltune.verify import comparisons
     assert comparisons.measured_sides("allreduce", ring, "library", 8) == (
         ("allreduce", 8, "default#nonblocking"), ("allreduce", 8, ring))

@@ -35,6 +35,11 @@ COMPARE_DEFAULT_LAUNCHES = 20
 @click.option("--config", "config_specs", multiple=True, metavar="LABEL:LIB[:VAR=VALUE ...]",
               help="A configuration to measure: a label, an MPI library and shell-quoted settings set for its "
                    "launches (e.g. after:openmpi:OMPI_MCA_coll_tuned_use_dynamic_rules=1); repeat it.")
+@click.option("--side", "side_specs", multiple=True, metavar="[LABEL=]VARIANT",
+              help="The variant that stands for configuration LABEL (every one without LABEL=) at each point, "
+                   "instead of its blocking call: default#nonblocking, default#persistent or one of the "
+                   "library's algorithms (lib:allreduce:ring#nonblocking); when measuring, list it in --variants "
+                   "too. Repeat it per configuration.")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("colltune.duckdb"),
               show_default=True, help="Results database to measure into, or to read the newest comparison of.")
 @click.option("--comparison", "comparison_id", metavar="ID", help="Without measuring: the comparison of --db to judge.")
@@ -52,7 +57,8 @@ COMPARE_DEFAULT_LAUNCHES = 20
               help="Write every table as CSV and Parquet and compare.html into this directory.")
 @click.option("--dry-run", is_flag=True, help="Print the configurations and the launch order; measure nothing.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Path, comparison_id: str | None,
+def command(sources: tuple[str, ...], config_specs: tuple[str, ...], side_specs: tuple[str, ...], db_path: Path,
+            comparison_id: str | None,
             resume: str | None, test: str, alpha: float, tolerance: float, comparer: str, out_dir: Path | None, dry_run: bool,
             quiet: bool, **options: Any) -> None:
     """Compare MPI libraries (or machines, or two configurations of one library) collective by
@@ -65,6 +71,12 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
       colltune compare --mpi openmpi,mpich -n 2 --preset quick --out cmp
       colltune compare --config base:openmpi \\
           --config dyn:openmpi:OMPI_MCA_coll_tuned_use_dynamic_rules=1 -n 2 --preset quick
+    Nonblocking calls, and a library algorithm of them, against each other:
+      colltune compare --mpi openmpi,mpich -c allreduce --variants default#nonblocking \\
+          --side default#nonblocking -n 2
+      colltune compare --config own:openmpi --config ring:openmpi -c allreduce \\
+          --variants default#nonblocking,lib:allreduce:ring#nonblocking \\
+          --side own=default#nonblocking --side ring=lib:allreduce:ring#nonblocking -n 4
     Compare databases measured earlier or elsewhere ([LABEL=]DB[@RUN]):
       colltune compare old=before.duckdb new=after.duckdb --out cmp
       colltune compare --db colltune.duckdb            (its newest comparison)
@@ -88,6 +100,10 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
         if options.get("launches") is None:
             options["launches"] = COMPARE_DEFAULT_LAUNCHES
         base = bench_options.settings_from_options(options)
+        for label, side in data.parse_sides(side_specs, [c.label for c in configs]).items():
+            if side not in (base.variants or ["default"]):
+                raise click.UsageError(f"--side {label}={side}: the runs measure only what --variants lists; "
+                                       f"add {side} to --variants")
         if dry_run:
             for line in cmeasure.describe(configs, base):
                 click.echo(line)
@@ -119,6 +135,7 @@ def command(sources: tuple[str, ...], config_specs: tuple[str, ...], db_path: Pa
                              "--resume latest`") from None
     members = data.from_sources(sources) if sources else data.from_comparison(db_path, comparison_id)
     data.require_two(members)
+    data.set_sides(members, side_specs)
     if dry_run:
         for m in members:
             click.echo(f"{m.label}: run {m.run.run_id} in {m.run.db_path}")

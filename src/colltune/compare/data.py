@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from colltune import catalog
+from colltune.catalog import DEFAULT
 from colltune.compare.config import CompareError
 from colltune.store.database import Store
 from colltune.store.engine import StoreError
@@ -28,11 +30,14 @@ FACTS = ("mpi_name", "mpi_version", "library_version", "hostnames", "cpu_model",
 
 @dataclass
 class Member:
-    """One configuration of a comparison: its label and its measured run."""
+    """One configuration of a comparison: its label, its measured run, and the variant that stands
+    for it at every point (`side`: the library's blocking call, or another form of it, or one of
+    the library's algorithms: set_sides)."""
 
     label: str
     run: check.RunData
     config_env: dict[str, str] = field(default_factory=dict)
+    side: str = DEFAULT
 
     @property
     def mpi_name(self) -> str:
@@ -98,6 +103,36 @@ def _unique_labels(members: list[Member]) -> None:
             names = [o.run.db_path.stem for o in twins]
             for o in twins:
                 o.label = f"{o.label}@{o.run.db_path.stem if len(set(names)) == len(names) else o.run.run_id}"
+
+
+def parse_sides(specs: Sequence[str], labels: Sequence[str]) -> dict[str, str]:
+    """`--side [LABEL=]VARIANT` -> {label: variant}: the variant that stands for a configuration
+    (all of them without LABEL=) at every point, e.g. `default#nonblocking`, `default#persistent`
+    or `lib:allreduce:ring#nonblocking`; the others keep `default`."""
+    sides: dict[str, str] = {}
+    for spec in specs:
+        label, eq, variant = spec.partition("=")
+        if not eq:
+            label, variant = "", spec
+        if label and label not in labels:
+            raise CompareError(f"--side {spec!r}: no configuration is labelled {label!r}; the labels are "
+                               f"{', '.join(labels)}")
+        kind = catalog.variant_kind(variant)
+        if kind not in ("default", "form", "library"):
+            raise CompareError(f"--side {spec!r}: a side is the library's own call: default, "
+                               f"{', '.join(catalog.FORM_VARIANTS)} or lib:<collective>:<algorithm>[#<form>]")
+        if kind == "library":
+            try:
+                catalog.library_variant(variant)
+            except ValueError as exc:
+                raise CompareError(f"--side {spec!r}: {exc}") from None
+        sides.update({x: variant for x in ([label] if label else labels)})
+    return sides
+
+
+def set_sides(members: Sequence[Member], specs: Sequence[str]) -> None:
+    for label, variant in parse_sides(specs, [m.label for m in members]).items():
+        next(m for m in members if m.label == label).side = variant
 
 
 def require_two(members: Sequence[Member]) -> None:

@@ -2,7 +2,9 @@
 per configuration, its guideline verdicts (verify.check) on the common points; the A/A
 calibration of the unpaired method; and the fastest choice at every point.
 
-A *point* is (process count, collective, message size). Only points whose default was measured
+A *point* is (process count, collective, message size). Each configuration is represented there
+by its side (data.Member.side: `default`, the library's blocking call, unless `--side` names
+another form of the call or one of the library's algorithms). Only points whose side was measured
 by every configuration are compared; the others are listed as left out.
 """
 
@@ -84,7 +86,7 @@ def default_samples(member: Member, variant: str = DEFAULT) -> dict[tuple[int, s
 
 
 def _points(members: Sequence[Member]) -> tuple[list[tuple[int, str, int]], pd.DataFrame, list[Samples]]:
-    samples = [{k: v[1] for k, v in default_samples(m).items()} for m in members]
+    samples = [{k: v[1] for k, v in default_samples(m, m.side).items()} for m in members]
     every = sorted(set().union(*samples))
     common = [k for k in every if all(k in s for s in samples)]
     rows = []
@@ -146,6 +148,7 @@ def compare(members: Sequence[Member], settings: CompareSettings | None = None,
     members = list(members)
     common, left_out, samples = _points(members)
     messages: list[str] = [f"{m.label}: {p}" for m in members for p in m.run.problems]
+    messages += [f"{m.label} is judged by {m.side} at every point (--side)" for m in members if m.side != DEFAULT]
     if len(left_out):
         messages.append(f"{len(left_out)} point(s) were not measured by every configuration and are left out "
                         f"(see the left-out table); {len(common)} are compared")

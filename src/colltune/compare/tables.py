@@ -1,7 +1,7 @@
 """The tables of a comparison (pgchecker's comparers, pgchecker 3.3, across configurations),
 as DataFrames (the CSV/Parquet files) and rich tables (the terminal).
 
-absolute  each configuration's default median per point
+absolute  each configuration's default (its side: judge) median per point
 relative  ratio of the defaults per pair of configurations, with interval, test and verdict
 violations  each configuration's guideline violations, brave and cautious, at the compared points
 grouped   one row per point: who is faster, the fastest default and the fastest variant anywhere
@@ -29,7 +29,7 @@ def absolute_table(cmp: Comparison) -> pd.DataFrame:
     out = cmp.common.copy()
     for m in cmp.members:
         s = cmp.checks[m.label].summary
-        s = s[s["variant"] == "default"].set_index(POINT)
+        s = s[s["variant"] == m.side].set_index(POINT)
         key = pd.MultiIndex.from_frame(out[POINT])
         out[f"{m.label} median_s"] = s["median_s"].reindex(key).to_numpy()
         out[f"{m.label} launches"] = s["n_launches"].reindex(key).to_numpy()
@@ -68,11 +68,12 @@ def best_table(cmp: Comparison) -> pd.DataFrame:
     summaries = []
     for m in cmp.members:
         s = cmp.checks[m.label].summary
-        summaries.append(s[(s["variant"] != AA) & (s["collective"] != check.BARRIER)].assign(configuration=m.label))
+        summaries.append(s[(s["variant"] != AA) & (s["collective"] != check.BARRIER)].assign(
+            configuration=m.label, side=s["variant"] == m.side))
     allv = pd.concat(summaries, ignore_index=True).merge(cmp.common, on=POINT)
     rows = []
     for point, grp in allv.groupby(POINT, sort=True):
-        d = grp[grp["variant"] == "default"].sort_values("median_s", kind="stable")
+        d = grp[grp["side"]].sort_values("median_s", kind="stable")
         best = grp.sort_values("median_s", kind="stable").iloc[0]
         rows.append({**dict(zip(POINT, point, strict=True)),
                      "fastest_default": d.iloc[0]["configuration"], "fastest_default_s": float(d.iloc[0]["median_s"]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from colltune.catalog import library_variant
 from colltune.mpi.algorithms import openmpi_algorithm_id
 from colltune.units import human_bytes
 
@@ -20,8 +21,16 @@ def library_family(info: dict[str, object]) -> str:
     return fam or "openmpi"
 
 
-def library_setting(family: str, collective: str, algorithm: str) -> str:
-    """The library's own way to force this algorithm for every call of the collective."""
+def library_setting(family: str, collective: str, algorithm: str, form: str = "blocking") -> str:
+    """The library's own way to force this algorithm for every call of the collective (of its
+    nonblocking and persistent forms when `form` is one of them)."""
+    if form != "blocking":
+        if family == "openmpi":
+            return f"mpiexec --mca coll_libnbc_i{collective}_algorithm {algorithm} ..."
+        if family == "mpich":
+            return (f"export MPIR_CVAR_I{collective.upper()}_INTRA_ALGORITHM={algorithm} "
+                    "MPIR_CVAR_DEVICE_COLLECTIVES=none")
+        return f"the library's setting that selects the {algorithm} algorithm of MPI_I{collective}"
     if family == "openmpi":
         alg_id = algorithm if algorithm.isdigit() else openmpi_algorithm_id(collective, algorithm)
         ident = alg_id if alg_id is not None else f"<id of {algorithm}: ompi_info --param coll tuned --level 9>"
@@ -60,9 +69,9 @@ def advice(row: pd.Series, family: str) -> str:
     if kind == "pattern":
         return f"{row['lhs']} takes {s:.2f}x as long as {row['rhs']} ({row['guideline']}).{doubt}"
     if kind == "library":
-        alg = str(row["variant"]).split(":", 2)[-1]
+        _, alg, form = library_variant(str(row["variant"]))
         return (f"{row['lhs']} takes {s:.2f}x as long as the library's {alg} algorithm: "
-                f"`{library_setting(family, row['collective'], alg)}`.{doubt}")
+                f"`{library_setting(family, row['collective'], alg, form)}`.{doubt}")
     if kind == "monotony":
         return (f"{row['lhs']} takes {s:.2f}x as long as {row['rhs']}; pad to "
                 f"{human_bytes(int(row['ref_bytes']))}.{doubt}")

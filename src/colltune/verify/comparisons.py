@@ -201,6 +201,12 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
+def _base(variant: str) -> str:
+    """What a variant is compared with: its form's default for a library algorithm of another
+    form (lib:<coll>:<alg>#nonblocking against default#nonblocking), else the default."""
+    return catalog_mod.form_default(variant) if variant_kind(variant) == "library" else DEFAULT
+
+
 def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split: int,
                 messages: list[str]) -> list[Comparison]:
     """Every comparison the measured sides allow; what cannot be judged is said in `messages`."""
@@ -216,26 +222,28 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
             continue   # measured as the noise reference of the run only
         mpi_name = variant_label(coll, DEFAULT, cat)
         default = per_variant.get(DEFAULT, {})
-        if not default:
+        judged = {var: _base(var) for var in per_variant if var != DEFAULT and var not in FORM_VARIANTS}
+        if not default and DEFAULT in judged.values():
             messages.append(f"{mpi_name} at {p} processes: the default was not measured, so none of its "
                             f"{len(per_variant)} variant(s) can be judged")
-            continue
-        for var, per_size in sorted(per_variant.items()):
-            if var == DEFAULT or var in FORM_VARIANTS:
+        for var, base in sorted(judged.items()):
+            if base not in per_variant:
+                if base != DEFAULT:
+                    messages.append(f"{mpi_name} at {p} processes: {var} measured without {base}; not judged")
                 continue
             kind = {"aa": "aa", "tuned": "tuned", "library": "library", "mockup": "pattern"}[variant_kind(var)]
             guideline = {"aa": "A/A", "tuned": "tuned"}.get(kind) or _guideline(coll, var, stored, cat)
-            # a library algorithm of another form against the library's own call of that form
-            base = catalog_mod.form_default(var) if kind == "library" else DEFAULT
             base_label = variant_label(coll, base, cat)
-            for n, alt in sorted(per_size.items()):
-                ref = per_variant.get(base, {}).get(n)
+            for n, alt in sorted(per_variant[var].items()):
+                ref = per_variant[base].get(n)
                 if ref is None:
-                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without {base}; "
-                                    "not judged")
+                    messages.append(f"{mpi_name} at {n} B, {p} processes: {var} measured without the "
+                                    f"{'default' if base == DEFAULT else base}; not judged")
                     continue
                 out.append(Comparison(p, coll, var, kind, guideline, n, None, None,
                                       f"{base_label}({human_bytes(n)})", variant_label(coll, var, cat), ref, alt))
+        if not default:
+            continue
         sizes = sorted(default)
         for small, large in stats.monotony_pairs(sizes):
             out.append(Comparison(p, coll, DEFAULT, "monotony", "monotony", small, large, None,
