@@ -57,23 +57,33 @@ static int open_mpich(const char *coll, const char *algorithm, int started, ct_l
     return rc;
 }
 
+/* Open MPI's variable `coll_<component>_<call>_algorithm` and the value of `algorithm` in it:
+ * -1 if this library has no such variable, MPI_ERR_ARG (reason in err) if it lacks the name. */
+static int find_openmpi(const char *component, const char *call, const char *algorithm,
+                        ct_libalg_kind kind, ct_libalg *alg, int *cvar, char *err, size_t errlen)
+{
+    char name[160];
+    snprintf(name, sizeof name, "coll_%s_%s_algorithm", component, call);
+    if (ct_mpit_find(name, cvar) != 0)
+        return -1;
+    alg->kind = kind;
+    if (ct_mpit_value(*cvar, algorithm, &alg->value) != 0) {
+        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll %s "
+                 "--level 9`)", name, algorithm, component);
+        return MPI_ERR_ARG;
+    }
+    return MPI_SUCCESS;
+}
+
 static int open_libnbc(const char *coll, const char *algorithm, ct_libalg *alg, char *err,
                        size_t errlen)
 {
-    char name[160];
+    char call[64];
     int cvar;
-    snprintf(name, sizeof name, "coll_libnbc_i%s_algorithm", coll);
-    if (ct_mpit_find(name, &cvar) != 0)
-        return -1;
-    alg->kind = CT_LIBALG_EACH_CALL;
-    if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
-        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll libnbc "
-                 "--level 9`)", name, algorithm);
-        return MPI_ERR_ARG;
-    }
-    int rc = ct_mpit_var_open(&alg->alg, cvar, NULL);
-    if (rc != MPI_SUCCESS)
-        snprintf(err, errlen, "MPI_T access to %s failed (error %d)", name, rc);
+    snprintf(call, sizeof call, "i%s", coll);
+    int rc = find_openmpi("libnbc", call, algorithm, CT_LIBALG_EACH_CALL, alg, &cvar, err, errlen);
+    if (rc == MPI_SUCCESS && (rc = ct_mpit_var_open(&alg->alg, cvar, NULL)) != MPI_SUCCESS)
+        snprintf(err, errlen, "MPI_T access to coll_libnbc_%s_algorithm failed (error %d)", call, rc);
     return rc;
 }
 
@@ -83,15 +93,10 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     char name[160];
     int cvar;
     ct_mpit_var dynamic, han;
+    int found = find_openmpi("tuned", coll, algorithm, CT_LIBALG_OPENMPI, alg, &cvar, err, errlen);
+    if (found != MPI_SUCCESS)
+        return found;
     snprintf(name, sizeof name, "coll_tuned_%s_algorithm", coll);
-    if (ct_mpit_find(name, &cvar) != 0)
-        return -1;
-    alg->kind = CT_LIBALG_OPENMPI;
-    if (ct_mpit_value(cvar, algorithm, &alg->value) != 0) {
-        snprintf(err, errlen, "%s has no algorithm '%s' (see `ompi_info --param coll tuned "
-                 "--level 9`)", name, algorithm);
-        return MPI_ERR_ARG;
-    }
     int rc = ct_mpit_var_open(&alg->alg, cvar, NULL);
     if (rc == MPI_SUCCESS && !ct_mpit_dynamic_rules(&dynamic)) {
         snprintf(name, sizeof name, "coll_tuned_use_dynamic_rules");
