@@ -134,7 +134,7 @@ def _style(verdict: str) -> str | None:
 
 
 def render_grouped(cmp: Comparison) -> Table:
-    t = vt._table("Which is faster (ratio A/B of default medians [CI]; best of both)",
+    t = vt._table("Which is faster (ratio A/B of the defaults' medians (--side: the sides') [CI]; best of both)",
                   [("procs", "right"), ("collective", "left"), ("size", "right"), ("A", "left"), ("B", "left"),
                    ("A/B [CI]", "right"), ("p adj.", "right"), ("verdict", "left"), ("fastest variant anywhere", "left"),
                    ("its median", "right"), ("gain", "right")],
@@ -159,7 +159,7 @@ def render_absolute(cmp: Comparison) -> Table:
 
 
 def render_relative(cmp: Comparison) -> Table:
-    t = vt._table("Relative: ratio of default medians A/B per pair", [
+    t = vt._table("Relative: ratio of the defaults' (--side: the sides') medians A/B per pair", [
         ("procs", "right"), ("collective", "left"), ("size", "right"), ("A", "left"), ("B", "left"),
         ("launches", "right"), ("A/B [CI]", "right"), ("p", "right"), ("p adj.", "right"), ("verdict", "left")])
     for _, r in cmp.verdicts.iterrows():
