@@ -252,3 +252,17 @@ def test_a_library_algorithm_of_a_form_is_judged_against_that_forms_default(tmp_
     from colltune.verify import comparisons
     assert comparisons.measured_sides("allreduce", ring, "library", 8) == (
         ("allreduce", 8, "default#nonblocking"), ("allreduce", 8, ring))
+
+
+def test_a_check_with_nothing_to_compare_prints_its_totals(tmp_path: Path) -> None:
+    """Only MPI_Iallreduce measured: no comparison, and the totals print zeros (an empty verdict
+    table once failed on its missing columns)."""
+    from rich.console import Console
+
+    from colltune.verify import tables
+    meas = simulate(Truth(factors={}), {"allreduce": ["default#nonblocking"]}, [8])
+    res = check.check_db(write_db(tmp_path / "empty.duckdb", meas))
+    assert res.verdicts.empty
+    console = Console(record=True, width=200)
+    tables.print_check(res, console, "grouped")
+    assert "Verdict: 0 violations, 0 no violation (equivalence shown)" in console.export_text()

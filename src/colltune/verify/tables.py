@@ -164,7 +164,7 @@ def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
     tested = v[v["p_value"].notna()]
-    vio = tested[tested["violation"]]
+    vio = tested[tested["violation"].astype(bool)]   # an empty object column would select columns
     return {"scope": scope, "tested": int(len(tested)), "brave": int(len(vio)),
             "cautious": int((~vio["barrier_warning"]).sum()),
             "no_violation": int((tested["verdict"] == "no violation").sum()),
