@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from colltune import catalog
 from colltune.measure import proof
 from colltune.report.html import ReportContext, Section
 
@@ -21,8 +22,9 @@ def _proof_file(ctx: ReportContext) -> Path | None:
 
 
 def render(ctx: ReportContext) -> str | None:
+    # the blocking calls' algorithms: those of the other forms are measured, never served
     measured = sorted({str(v) for v in ctx.verdicts.get("variant", pd.Series(dtype=str))
-                       if str(v).startswith("lib:")})
+                       if str(v).startswith("lib:") and catalog.form_of(str(v)) == "blocking"})
     if not measured:
         return None
     path = _proof_file(ctx)
