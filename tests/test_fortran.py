@@ -183,6 +183,15 @@ def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, bu
     want = {fn: (1, expected_bytes(row.name, NPROCS), 1, 1) for row in catalog.load().rows
             for fn in row.functions() if not fn.endswith(("_c", "_init"))}
     assert functions_section(run.stderr) == want, run.describe()
+    # profiled: the Fortran Wait/Test wrappers take the C wrappers' path (a Test loop's
+    # repetitions from the memo, requests.c): every nonblocking call's request completed once
+    from colltune.advise import profile_run, where
+    env = runenv.rank_environment(lib, art, extra={"COLLTUNE_PROFILE_RUN": str(tmp_path / "prof")})
+    run = run_mpi(lib, NPROCS, [exe], env)
+    assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
+    rows = {r.name: (r.calls, r.completed) for r in where.rows(profile_run.read(tmp_path / "prof")) if r.kind == "coll"}
+    started = sorted(fn for fn in want if fn.startswith("MPI_I"))
+    assert len(started) >= 10 and {fn: rows.get(fn) for fn in started} == {fn: (1, 1) for fn in started}
 
 
 def test_fortran_f08_plain_buffers(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],

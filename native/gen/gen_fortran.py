@@ -292,8 +292,9 @@ COMPLETES = {
 
 def completion(c: gen_p2p.Call, args: str) -> list[str]:
     """The call with its collective requests followed (runtime/requests.c): translated with
-    MPI_Request_f2c before it runs (a completed one's Fortran handle is gone after), completed
-    ones recorded after; the point-to-point part of its time recorded as before."""
+    MPI_Request_f2c before it runs (a completed one's Fortran handle is gone after), then the C
+    wrappers' path around it (ct_watch_enter/ct_watch_leave: a polling loop's memo, the own time
+    in the profiling budget, the point-to-point part of its time)."""
     count, reqs, done_all, done_at, some = COMPLETES[c.completes]
     lines = [
         "    MPI_Request requests_c[CT_REQ_BATCH];",
@@ -302,8 +303,8 @@ def completion(c: gen_p2p.Call, args: str) -> list[str]:
         "        n = 0;   /* not followed */",
         "    for (int i = 0; i < n; i++)",
         f"        requests_c[i] = PMPI_Request_f2c({reqs}[i]);",
-        "    ct_reqwatch w;",
-        "    ct_req_begin(&w, n, requests_c);",
+        "    ct_watchcall c;",
+        f"    ct_watch_enter(&c, {c.enum}, caller, __builtin_frame_address(0), n, requests_c);",
         f"    next({args});",
     ]
     if some:
@@ -312,14 +313,12 @@ def completion(c: gen_p2p.Call, args: str) -> list[str]:
             f"    if ({OK} && (int)*outcount != MPI_UNDEFINED)",
             "        for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)",
             "            done[n_done++] = (int)array_of_indices[k] - 1;",
-            "    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);",
+            "    ct_watch_leave(&c, n, requests_c, n_done > 0, 0, -1, done, n_done);",
         ]
     else:
-        lines.append(f"    uint64_t rest = ct_req_end(&w, {done_all}, {done_at}, NULL, 0);")
-    return lines + [
-        "    if (ct_p2p_on && (w.n == 0 || w.total > w.n))",
-        f"        ct_profrun_p2p({c.enum}, caller, 0, rest);",
-    ]
+        lines += [f"    int all = {done_all}, at = {done_at};",
+                  "    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);"]
+    return lines
 
 
 def p2p_wrapper(c: gen_p2p.Call) -> list[str]:

@@ -4775,12 +4775,11 @@ static void ct_f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr, const
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(request[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_WAIT, caller, __builtin_frame_address(0), n, requests_c);
     next(request, status, ierr);
-    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS, -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_WAIT, caller, 0, rest);
+    int all = *ierr == MPI_SUCCESS, at = -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
@@ -4842,12 +4841,11 @@ static void ct_f_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_WAITALL, caller, __builtin_frame_address(0), n, requests_c);
     next(count, array_of_requests, array_of_statuses, ierr);
-    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS, -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_WAITALL, caller, 0, rest);
+    int all = *ierr == MPI_SUCCESS, at = -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -4909,12 +4907,11 @@ static void ct_f_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_WAITANY, caller, __builtin_frame_address(0), n, requests_c);
     next(count, array_of_requests, indx, status, ierr);
-    uint64_t rest = ct_req_end(&w, 0, *ierr == MPI_SUCCESS && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_WAITANY, caller, 0, rest);
+    int all = 0, at = *ierr == MPI_SUCCESS && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_waitany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
@@ -4976,16 +4973,14 @@ static void ct_f_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fi
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_WAITSOME, caller, __builtin_frame_address(0), n, requests_c);
     next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
     int done[CT_REQ_BATCH], n_done = 0;
     if (*ierr == MPI_SUCCESS && (int)*outcount != MPI_UNDEFINED)
         for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)
             done[n_done++] = (int)array_of_indices[k] - 1;
-    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_WAITSOME, caller, 0, rest);
+    ct_watch_leave(&c, n, requests_c, n_done > 0, 0, -1, done, n_done);
 }
 
 void mpi_waitsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -5047,12 +5042,11 @@ static void ct_f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_F
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(request[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_TEST, caller, __builtin_frame_address(0), n, requests_c);
     next(request, flag, status, ierr);
-    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS && *flag, -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_TEST, caller, 0, rest);
+    int all = *ierr == MPI_SUCCESS && *flag, at = -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
@@ -5114,12 +5108,11 @@ static void ct_f_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_TESTALL, caller, __builtin_frame_address(0), n, requests_c);
     next(count, array_of_requests, flag, array_of_statuses, ierr);
-    uint64_t rest = ct_req_end(&w, *ierr == MPI_SUCCESS && *flag, -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_TESTALL, caller, 0, rest);
+    int all = *ierr == MPI_SUCCESS && *flag, at = -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_testall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
@@ -5181,12 +5174,11 @@ static void ct_f_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_TESTANY, caller, __builtin_frame_address(0), n, requests_c);
     next(count, array_of_requests, indx, flag, status, ierr);
-    uint64_t rest = ct_req_end(&w, 0, *ierr == MPI_SUCCESS && *flag && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1, NULL, 0);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_TESTANY, caller, 0, rest);
+    int all = 0, at = *ierr == MPI_SUCCESS && *flag && (int)*indx != MPI_UNDEFINED ? (int)*indx - 1 : -1;
+    ct_watch_leave(&c, n, requests_c, all || at >= 0, all, at, NULL, 0);
 }
 
 void mpi_testany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
@@ -5248,16 +5240,14 @@ static void ct_f_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fi
         n = 0;   /* not followed */
     for (int i = 0; i < n; i++)
         requests_c[i] = PMPI_Request_f2c(array_of_requests[i]);
-    ct_reqwatch w;
-    ct_req_begin(&w, n, requests_c);
+    ct_watchcall c;
+    ct_watch_enter(&c, CT_P2P_TESTSOME, caller, __builtin_frame_address(0), n, requests_c);
     next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
     int done[CT_REQ_BATCH], n_done = 0;
     if (*ierr == MPI_SUCCESS && (int)*outcount != MPI_UNDEFINED)
         for (int k = 0; k < (int)*outcount && k < CT_REQ_BATCH; k++)
             done[n_done++] = (int)array_of_indices[k] - 1;
-    uint64_t rest = ct_req_end(&w, 0, -1, done, n_done);
-    if (ct_p2p_on && (w.n == 0 || w.total > w.n))
-        ct_profrun_p2p(CT_P2P_TESTSOME, caller, 0, rest);
+    ct_watch_leave(&c, n, requests_c, n_done > 0, 0, -1, done, n_done);
 }
 
 void mpi_testsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);

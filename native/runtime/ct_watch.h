@@ -94,6 +94,25 @@ CT_HIDDEN int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *request
  * those listed in `list` (n_list entries). Returns the share of the time of the requests that
  * are not followed collective ones (the point-to-point part), in ticks. */
 CT_HIDDEN uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_list);
+/* A Wait/Test call on the watched path, from before the library's call to after it
+ * (requests.c; a repetition at one site takes a memo entry, `struct ct_poll`). */
+struct ct_poll;
+typedef struct ct_watchcall {
+    struct ct_poll *memo;         /* the entry it repeats, NULL: the full path */
+    uint64_t t_in;                /* the clock at entry where it samples the own time, else 0 */
+    ct_p2p_call call;
+    const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
+    unsigned gen;                 /* the map's generation before the call (full path) */
+    int none_followed;            /* no request was followed before the call (full path) */
+    ct_reqwatch w;                /* the full path's; a repetition's t0 (0: not timed) and t1 */
+} ct_watchcall;
+/* The Fortran wrappers' Wait/Test family (gen_fortran.py), around the library's call, with the
+ * handles translated to C: the C wrappers' path (memo, own time, point-to-point part). `done`:
+ * the call completed a request; which: all (`all`), the one at `index`, those in `list`. */
+CT_HIDDEN void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site,
+                              const void *anchor, int count, const MPI_Request *requests);
+CT_HIDDEN void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done,
+                              int all, int index, const int *list, int n_list);
 /* MPI_Start / MPI_Startall of followed persistent requests. */
 CT_HIDDEN void ct_req_started(MPI_Request request, uint64_t t0);
 CT_HIDDEN void ct_req_freed(MPI_Request request);

@@ -315,17 +315,6 @@ void ct_profrun_polls_finish(void)
     }
 }
 
-/* A Wait/Test call on the watched path, from before the library's call to after it. */
-typedef struct ct_watchcall {
-    ct_poll *memo;                /* the entry it repeats, NULL: the full path */
-    uint64_t t_in;                /* the clock at entry where it samples the own time, else 0 */
-    ct_p2p_call call;
-    const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
-    unsigned gen;                 /* the map's generation before the call (full path) */
-    int none_followed;            /* no request was followed before the call (full path) */
-    ct_reqwatch w;                /* the full path's; a repetition's t0 (0: not timed) and t1 */
-} ct_watchcall;
-
 static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2p_call call,
                                                           const void *site, const void *anchor,
                                                           int count, const MPI_Request *requests)
@@ -482,6 +471,18 @@ static inline __attribute__((always_inline)) void ct_watch_end(ct_watchcall *c, 
         ct_watch_full(c, count, requests, done, all, index, list, n_list);
     if (c->t_in != 0)
         ct_own_add(c->w.t0 - c->t_in + (ct_profrun_ticks() - c->w.t1), CT_TIME_EVERY);
+}
+
+void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const void *anchor,
+                    int count, const MPI_Request *requests)
+{
+    ct_watch_begin(c, call, site, anchor, count, requests);
+}
+
+void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done, int all,
+                    int index, const int *list, int n_list)
+{
+    ct_watch_end(c, count, requests, done, all, index, list, n_list);
 }
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
