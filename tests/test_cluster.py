@@ -166,7 +166,7 @@ def _check_across_nodes(lib: mpi.MpiLibrary, env: dict[str, str], tmp_path: Path
 def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.MpiLibrary,
                                         openmpi_build: build.Artifacts, tmp_path: Path) -> None:
     """... and the profile tuned from it says its layout; `run --profile` on another layout warns."""
-    _check_across_nodes(openmpi, cluster, tmp_path, "0.1")
+    _check_across_nodes(openmpi, cluster, tmp_path, "1")
     prf = tmp_path / "p.prf"
     tuned = _run([COLLTUNE, "tune", "--db", str(tmp_path / "cluster.duckdb"), "--out", str(prf)], cluster)
     assert tuned.returncode == 0, tuned.stderr[-2000:]
@@ -184,7 +184,7 @@ def test_check_across_two_nodes_openmpi(cluster: dict[str, str], openmpi: mpi.Mp
     # layouts (docs/profile.md, "Layouts"), and the profile fits either launch.
     db = tmp_path / "cluster.duckdb"
     one = _run(["salloc", "-N", "1", "-n", "4", "-O", COLLTUNE, "check", "-n", "4", "-c", "allreduce",
-                "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40", "--time-budget", "0.1", "--db",
+                "-s", "8,4KiB", "-R", "3", "--rounds", "0", "--max-reps", "40", "--time-budget", "1", "--db",
                 str(db), "--out", str(tmp_path / "out1")], cluster, timeout=600)
     assert one.returncode in (0, 1, 3), one.stderr[-3000:]
     assert "4 processes on 1 node x 4" in " ".join((one.stdout + one.stderr).split())
