@@ -188,6 +188,17 @@ def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_
         assert p.max_ns <= p.total_ns
 
 
+def widened_syncs(calls: int) -> int:
+    """Synchronisations of a run whose own cost is over the budget from the first sampled call
+    on: each doubles the period (capped at 2^20), the draws replayed from the same gaps."""
+    period, n, k, syncs = 16, 1, 0, 0
+    while n < calls:
+        syncs += 1
+        period = min(2 * period, 1 << 20)
+        n, k = n + gap(period, k), k + 1
+    return syncs
+
+
 def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs, tmp_path):
     # advise_halo phased: 200,000 MPI_Sendrecv first (no collective, so no sample), then 3,000
     # MPI_Allreduce. The budget counts the call path's own time, point-to-point calls included:
@@ -200,11 +211,7 @@ def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs,
     profiled(openmpi, openmpi_build, 2, [programs["advise_halo"], "100000", str(reductions)],
              tmp_path / "p", {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
     run = profile_run.read(tmp_path / "p")
-    period, n, k, expected = 16, 1, 0, 0
-    while n < reductions:
-        expected += 1
-        period = min(2 * period, 1 << 20)
-        n, k = n + gap(period, k), k + 1
+    expected = widened_syncs(reductions)
     assert expected == 7 and len(schedule(16, reductions)) == 185
     for r in run.ranks:
         assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
@@ -240,11 +247,7 @@ def test_polling_is_in_the_budget_and_its_time_goes_to_the_collective(family, re
                if line.startswith("rank ") and " testany " in line}
     assert sorted(testany) == [0, 1], run.describe()
     calls = reductions + 2   # on MPI_COMM_WORLD: a barrier, the reductions, a barrier
-    period, n, k, expected = 16, 1, 0, 0
-    while n < calls:
-        expected += 1
-        period = min(2 * period, 1 << 20)
-        n, k = n + gap(period, k), k + 1
+    expected = widened_syncs(calls)
     assert expected == 7 and len(schedule(16, calls)) == 185
     for r in profile_run.read(tmp_path / "p").ranks:
         assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
