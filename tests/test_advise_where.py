@@ -63,14 +63,17 @@ def test_where_the_time_goes(openmpi, openmpi_build, programs, tmp_path):
                                                                reverse=True)
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Where the time goes: 2 ranks"))
-    # The collective time seen and its tunable share (advise_where.c calls served collectives only;
-    # tests/test_every.py has the watched ones).
-    seen = sum(r["time_s"] for r in table["collectives"])
-    tunable = sum(r["time_s"] for r in table["collectives"] if r["tunable"])
+    # The collective time seen (the rank with the most, summed over its collectives) and its
+    # tunable share (advise_where.c calls served collectives only; tests/test_every.py has the
+    # watched ones).
+    per_rank = {rank: sum(r["rank_s"].get(rank, 0.0) for r in table["collectives"]) for rank in ("0", "1")}
+    rank = max(per_rank, key=lambda k: per_rank[k])
+    seen = per_rank[rank]
     assert [r["name"] for r in table["collectives"] if not r["tunable"]] == []
-    assert table["tunable_share"] == pytest.approx(tunable / seen) and table["collective_s"] == pytest.approx(seen)
-    assert lines[start + 1] == (f"collective time {where.fmt_s(seen)}, {100 * tunable / seen:.1f}% of it "
-                                "tunable here (the rest only seen)")
+    assert table["tunable_share"] == 1.0 and table["collective_s"] == pytest.approx(seen)
+    assert table["collective_rank"] == int(rank) and seen <= table["wall_s"]
+    assert lines[start + 1] == (f"collective time {where.fmt_s(seen)} (rank {rank}), 100.0% of it "
+                                "tunable (the rest only seen)")
     assert lines[start + 2].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
     [bline] = [line for line in lines if line.startswith("MPI_Bcast ")]
     assert bline.split()[:3] == ["MPI_Bcast", "25", "888"] and bline.split()[3] == "(100-3.9K)"
@@ -113,14 +116,45 @@ def test_figures_on_a_synthetic_run():
         "share": pytest.approx(1.28064 / 1.32), "slowest_rank": 0, "slowest_s": 1.28064, "fastest_rank": 1,
         "fastest_s": 0.000704, "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064}],
         "completed": 0, "overlap_s": None, "tunable": True,
-        "time_interval_s": [pytest.approx(1.28064), pytest.approx(1.28064)]}   # every call timed
+        "time_interval_s": [pytest.approx(1.28064), pytest.approx(1.28064)],   # every call timed
+        "rank_s": {"0": 1.28064, "1": 0.000704}}
     assert where.text(run, [row]) == [
         "Where the time goes: 2 ranks, wall 1.32 s, each row on its slowest rank",
-        "collective time 1.28 s, 100.0% of it tunable here (the rest only seen)",
+        "collective time 1.28 s (rank 0), 100.0% of it tunable (the rest only seen)",
         where.HEAD,
         "MPI_Allreduce                 64         8 (8-15)  640.0 us    1.28 s  97.0%",
         "    slowest rank 0 (1.28 s), fastest rank 1 (704.0 us)",
         "             64    1.28 s  unknown"]
+
+
+def _point(name: str, calls: int, total_ns: int) -> profile_run.Point:
+    """Calls of `name` at one site, every one timed."""
+    return profile_run.Point("coll", name, 0x1000, 2, 3, calls, total_ns, total_ns // calls, 8 * calls,
+                             0, 0, 0, 0, 8, 8, calls, total_ns, total_ns)
+
+
+def test_collective_time_is_one_ranks_and_never_exceeds_the_run():
+    # ExaML's Reduce+Bcast pairs on two ranks: the root (rank 0) waits in MPI_Reduce for rank 1's
+    # contribution, rank 1 waits in MPI_Bcast for the root's result. Each rank's collectives take
+    # 9 of its 10 s; each function's slowest rank has 8 s of it: summed, 16 s, 160% of the run.
+    ranks = [profile_run.RankProfile(rank, 2, 10_000_000_000, "h", "lib", 2, None, 0, (),
+                                     points=[_point("reduce", 1000, reduce_ns), _point("bcast", 1000, bcast_ns)])
+             for rank, reduce_ns, bcast_ns in ((0, 8_000_000_000, 1_000_000_000),
+                                               (1, 1_000_000_000, 8_000_000_000))]
+    run = profile_run.ProfileRun(Path("synthetic"), ranks)
+    table = where.rows(run)
+    assert [(r.name, r.time_s, r.slowest_rank) for r in table] == [("MPI_Bcast", 8.0, 1),
+                                                                     ("MPI_Reduce", 8.0, 0)]
+    assert sum(r.time_s for r in table) == 16.0   # the old figure: 160% of the 10 s run
+    assert where.coverage_of(table) == where.Coverage(9.0, 0, 1.0)   # a tie: the lower rank
+    assert where.coverage(table) == (9.0, 1.0)
+    doc = where.as_json(run, table)
+    assert (doc["collective_s"], doc["collective_rank"], doc["wall_s"]) == (9.0, 0, 10.0)
+    assert where.text(run, table)[1] == ("collective time 9.00 s (rank 0), 100.0% of it tunable (the rest "
+                                         "only seen)")
+    # rank 1 a little slower in its Bcast: its 9.5 s is the run's collective time
+    ranks[1].points[1] = _point("bcast", 1000, 8_500_000_000)
+    assert where.coverage_of(where.rows(run)) == where.Coverage(9.5, 1, 1.0)
 
 
 def test_long_names_and_sites_stay_in_80_columns():

@@ -117,16 +117,19 @@ def test_every_function_profiled(every, tmp_path):
     run = run_mpi(lib, p, [exe], runenv.rank_environment(
         lib, art, extra={"COLLTUNE_PROFILE_RUN": str(tmp_path)}))
     assert run.returncode == 0 and "every:" in run.stdout, run.describe()
-    table = where.rows(profile_run.read(tmp_path))
+    prof = profile_run.read(tmp_path)
+    table = where.rows(prof)
     seen = {r.name: (r.calls, r.completed) for r in table if r.kind == "coll"}
     assert seen == profiled_rows(lib)
     for r in table:
         if r.completed:
             assert r.wait_s is not None and r.wait_s >= 0 and r.overlap_s is not None and r.overlap_s >= 0
             assert not r.tunable
-    seen_s, share = where.coverage(table)
-    tunable_s = sum(r.time_s for r in table if r.kind == "coll" and r.tunable)
-    assert seen_s > 0 and share == pytest.approx(tunable_s / seen_s)
+    cov = where.coverage_of(table)
+    on_rank = [r.rank_s.get(cov.rank, 0.0) for r in table if r.kind == "coll"]
+    tunable_s = sum(r.rank_s.get(cov.rank, 0.0) for r in table if r.kind == "coll" and r.tunable)
+    assert cov.seen_s == pytest.approx(sum(on_rank)) and cov.seen_s <= prof.wall_ns / 1e9
+    assert cov.seen_s > 0 and cov.tunable_share == pytest.approx(tunable_s / cov.seen_s)
 
 
 @pytest.mark.parametrize("every", ["openmpi", "mpich"], indirect=True)

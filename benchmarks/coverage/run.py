@@ -13,8 +13,8 @@ uses it (ethanol DFT) but with Debian's nwchem.openmpi; 2 ranks, OMP_NUM_THREADS
 Per application: one plain run (its result is the reference), one profiled run with the `before`
 build (main when the issue was taken up: ten blocking collectives and MPI_Barrier wrapped) and one
 with this tree's, each result checked against the plain one. From each profile, advise's own
-table (colltune.advise.where): the collective time seen (sum over the collective rows, each on
-its slowest rank), its share of the wall time, and the share of it colltune can tune here
+table (colltune.advise.where.coverage_of): the collective time seen (the rank with the most of
+it, summed over its collective functions), its share of the wall time, and the share of it colltune can tune here
 (where.is_tunable: the blocking forms of the collectives the decision point serves). The after
 run also splits its collective time into the functions the before build wrapped and the others,
 exact within one run (the two runs' times differ by the machine's noise). Writes OUT/coverage.json.
@@ -70,11 +70,14 @@ def profiled(app: apps.App, prepare, so: Path, where_to: Path) -> tuple[dict, li
 
 
 def figures(rows: list[where.TimeRow], wall: float) -> dict:
-    seen, tunable = where.coverage(rows)
+    cov = where.coverage_of(rows)
     coll = [r for r in rows if r.kind == "coll"]
-    return {"collective_s": seen, "collective_share_of_wall": seen / wall if wall else 0.0,
-            "tunable_share": tunable, "wall_s": wall,
-            "functions": {r.name: {"calls": r.calls, "time_s": r.time_s, "tunable": r.tunable}
+    # time_s: the function's slowest rank; rank_time_s: on the rank whose collective time is seen
+    return {"collective_s": cov.seen_s, "collective_rank": cov.rank,
+            "collective_share_of_wall": cov.seen_s / wall if wall else 0.0,
+            "tunable_share": cov.tunable_share, "wall_s": wall,
+            "functions": {r.name: {"calls": r.calls, "time_s": r.time_s,
+                                   "rank_time_s": r.rank_s.get(cov.rank, 0.0), "tunable": r.tunable}
                           for r in sorted(coll, key=lambda r: -r.time_s)}}
 
 
@@ -90,7 +93,7 @@ def measure(name: str, out: Path, before_commit: str) -> dict:
             raise SystemExit(f"{name} {tag}: result {run['result']} differs from plain {plain['result']}")
         res[tag] = {"run": run, **figures(rows, wall)}
     after = res["after"]
-    old = sum(f["time_s"] for n, f in after["functions"].items() if n in BEFORE_SEEN)
+    old = sum(f["rank_time_s"] for n, f in after["functions"].items() if n in BEFORE_SEEN)
     after["seen_before_share"] = old / after["collective_s"] if after["collective_s"] else 0.0
     return res
 

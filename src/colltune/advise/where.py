@@ -9,7 +9,10 @@ Definitions (docs/advise.md, "Where the time goes"):
   its share is that time over the run's wall time; the fastest rank is the one with the least;
 - calls are the most calls any rank made (a collective's calls are the same on every rank);
 - bytes: mean over every rank's calls with a size, range over all of them;
-- a site's calls and time are the most of any rank at that site.
+- a site's calls and time are the most of any rank at that site;
+- the run's collective time (coverage_of) is one rank's: the sum over the collective rows on
+  each rank, then the rank with the most (the sum of each row's slowest rank can exceed the run
+  where ranks wait in different functions of a pair).
 Point-to-point calls have no waiting split (a receive's wait is its sender's lateness): their own
 cost is their time.
 A nonblocking or persistent collective (MPI_Iallreduce, MPI_Allreduce_init) adds to its starting
@@ -63,6 +66,8 @@ class TimeRow:
     time_interval_s: tuple[float, float] = (0.0, 0.0)
     completed: int = 0              # requests completed by Wait/Test (nonblocking, persistent)
     overlap_s: float | None = None  # their start-to-completion time not spent waiting
+    # every rank's time in it (coverage: the run's collective time is one rank's sum)
+    rank_s: dict[int, float] = field(default_factory=dict)
 
     @property
     def tunable(self) -> bool:
@@ -76,7 +81,8 @@ class TimeRow:
                 "fastest_rank": self.fastest_rank, "fastest_s": self.fastest_s,
                 "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites],
                 "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable,
-                "time_interval_s": list(self.time_interval_s)}
+                "time_interval_s": list(self.time_interval_s),
+                "rank_s": {str(rank): t for rank, t in sorted(self.rank_s.items())}}
 
 
 def is_tunable(mpi: str) -> bool:
@@ -167,24 +173,50 @@ def rows(run: ProfileRun) -> list[TimeRow]:
         row.time_interval_s = (lo, min(hi, wall) if wall else hi)
         row.slowest_rank, row.slowest_s = slow, t
         row.fastest_rank, row.fastest_s = fast, by_rank[fast][1]
+        row.rank_s = {rank: v[1] for rank, v in by_rank.items()}
         b, n = sizes[key]
         row.bytes_mean = b / n if n else 0.0
         row.sites = sorted(sites[key].values(), key=lambda s: (-s.time_s, -s.calls, s.label))
     return sorted(out.values(), key=lambda r: (r.kind != "coll", -r.own_s, -r.time_s, r.name))
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """The run's collective time: one rank's, summed over the collective functions on that rank
+    (the slowest rank: the most collective time), so it is at most that rank's run. (A sum of each
+    function's slowest rank counted one wait twice where the ranks wait in different functions
+    of a pair: ExaML's root in MPI_Reduce, the other rank in MPI_Bcast, 122% of the wall.)"""
+
+    seen_s: float          # the slowest rank's collective time
+    rank: int              # that rank (0 when there is none)
+    tunable_share: float   # of it, in functions colltune can serve (is_tunable)
+
+
+def coverage_of(table: list[TimeRow]) -> Coverage:
+    """The run's collective time and its tunable share, on the rank with the most of it."""
+    per_rank: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])   # all, tunable
+    for r in table:
+        if r.kind == "coll":
+            for rank, t in r.rank_s.items():
+                per_rank[rank][0] += t
+                per_rank[rank][1] += t if r.tunable else 0.0
+    if not per_rank:
+        return Coverage(0.0, 0, 0.0)
+    rank = max(per_rank, key=lambda k: (per_rank[k][0], -k))
+    seen, tunable = per_rank[rank]
+    return Coverage(seen, rank, tunable / seen if seen else 0.0)
+
+
 def coverage(table: list[TimeRow]) -> tuple[float, float]:
-    """(collective time seen, its tunable share): the rows' times on their slowest ranks."""
-    coll = [r for r in table if r.kind == "coll"]
-    seen = sum(r.time_s for r in coll)
-    tunable = sum(r.time_s for r in coll if r.tunable)
-    return seen, tunable / seen if seen else 0.0
+    """(collective time seen, its tunable share): coverage_of's."""
+    c = coverage_of(table)
+    return c.seen_s, c.tunable_share
 
 
 def as_json(run: ProfileRun, table: list[TimeRow]) -> dict[str, Any]:
-    seen, share = coverage(table)
+    cov = coverage_of(table)
     return {"wall_s": run.wall_ns / 1e9, "nprocs": run.nprocs,
-            "collective_s": seen, "tunable_share": share,
+            "collective_s": cov.seen_s, "collective_rank": cov.rank, "tunable_share": cov.tunable_share,
             "collectives": [r.as_dict() for r in table if r.kind == "coll"],
             "p2p": [r.as_dict() for r in table if r.kind == "p2p"]}
 
@@ -288,9 +320,9 @@ def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: i
     lines = [_fit(f"Where the time goes: {run.nprocs} ranks, wall {fmt_s(run.wall_ns / 1e9)}, each "
                   "row on its slowest rank", WIDTH)]
     if coll:
-        seen, share = coverage(table)
-        lines.append(_fit(f"collective time {fmt_s(seen)}, {100 * share:.1f}% of it tunable here "
-                          "(the rest only seen)", WIDTH))
+        cov = coverage_of(table)
+        lines.append(_fit(f"collective time {fmt_s(cov.seen_s)} (rank {cov.rank}), "
+                          f"{100 * cov.tunable_share:.1f}% of it tunable (the rest only seen)", WIDTH))
     lines.append(HEAD)
     if not coll:
         lines.append("  no collective calls")
