@@ -127,7 +127,7 @@ def select_unit(tmp_path_factory) -> Path:
 def test_c_draw_matches_the_documented_vectors(select_unit):
     run = subprocess.run([str(select_unit)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
-    assert run.stdout.splitlines()[-1] == "select_unit: 97 checks, 0 failed"
+    assert run.stdout.splitlines()[-1] == "select_unit: 102 checks, 0 failed"
 
 
 def test_c_and_python_pick_the_same_member(select_unit, tmp_path):
@@ -485,6 +485,34 @@ def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, lear
     assert run.returncode == 0 and "learn_float done" in run.stdout, run.describe()
     reports = run.messages("explored calls with the library")
     assert len(reports) == 4 and all(" differ (first: allreduce by allreduce_as_" in r for r in reports), run.describe()
+
+
+def test_spent_budget_serves_the_cells_best_member_on_the_short_path(openmpi, openmpi_build, learn_programs, tmp_path):
+    """Once a communicator's budget is spent, an explore cell picks its best member and an unlisted
+    cell the library, on learn.c's short path (not counting: no verbose). learn_float's 32 KiB
+    in-place double sums on 4 ranks (size bin 16, one node, ppn bin 2) tell the member apart by
+    its bits: the settled cell gives exactly what the same member in an exploit cell gives."""
+    proof = stand_in_proof(tmp_path / "proof.txt", ["allreduce_as_reduce_bcast"], 4, "in_place/builtin/float")
+
+    def digest(cell: str | None, **extra: str) -> str:
+        env = runenv.rank_environment(openmpi, openmpi_build)
+        if cell is not None:
+            table = tmp_path / f"t{len(list(tmp_path.glob('t*.select')))}.select"
+            table.write_text("colltune-select 1\ncollective allreduce\n  members default allreduce_as_reduce_bcast\n"
+                             f"  cell {cell}\nend\n")
+            env.update(COLLTUNE_SELECT=str(table), COLLTUNE_SELECT_SEED=SEED, COLLTUNE_PROOF=str(proof), **extra)
+        run = ok(run_mpi(openmpi, 4, [learn_programs["learn_float"]], env, timeout=240))
+        words = [line.split() for line in run.stdout.splitlines() if line.startswith("learn_float done")]
+        assert len(words) == 1 and len(words[0]) == 3, run.describe()
+        return words[0][2]
+
+    library = digest(None)
+    mockup = digest("16 0 2 exploit 0.1 0.9")
+    assert mockup != library   # the member's additions are in another order: the bits tell
+    assert digest("16 0 2 explore 0.1 0.9", COLLTUNE_SELECT_BUDGET="0") == mockup
+    assert digest("16 0 2 explore 0.1 0.9", COLLTUNE_SELECT_CELL_BUDGET="0") == mockup
+    assert digest("16 0 2 explore 0.9 0.1", COLLTUNE_SELECT_BUDGET="0") == library
+    assert digest("3 0 2 exploit 0.1 0.9", COLLTUNE_SELECT_BUDGET="0") == library   # unlisted cell
 
 
 # ---- cost of the mode (issue 26): routes and bounds, observed through the debug queries ----------

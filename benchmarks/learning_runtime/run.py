@@ -140,6 +140,11 @@ def main() -> None:
                                                          "COLLTUNE_TRACE_RECORDS": str(2 * CALLS + 100)},
             "explored (draw), rank traced": {"COLLTUNE_SELECT": str(explore), "COLLTUNE_TRACE_DIR": str(trace),
                                              "COLLTUNE_TRACE_RECORDS": str(2 * CALLS + 100)},
+            # A spent budget makes explore and unlisted cells pick as an exploit cell would:
+            # these must cost what the exploit cell costs (issue 33).
+            "explore cell, budget spent": {"COLLTUNE_SELECT": str(explore), "COLLTUNE_SELECT_BUDGET": "0"},
+            "uniform table (-), budget spent": {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_BUDGET": "0"},
+            "uniform table (-), cell budget spent": {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_CELL_BUDGET": "0"},
         }
         if shutil.which("valgrind") is None:
             raise SystemExit("valgrind not found (apt-get install valgrind)")

@@ -198,6 +198,15 @@ int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t se
     return ct_scan(t->uniform + t->uniform_at[coll], ct_select_portfolio_size(coll), u);
 }
 
+unsigned ct_select_settled_code(const ct_select *t, int coll, uint32_t cell)
+{
+    const ct_scoll *c = &t->colls[coll];
+    unsigned code = c->code != NULL ? c->code[cell] : 0;
+    if (code == CT_CODE_EXPLORE)
+        return 1u + c->best[c->explore[cell]];
+    return code == 0 ? 1u : code;
+}
+
 int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
                    uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
 {

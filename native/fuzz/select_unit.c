@@ -204,6 +204,46 @@ static void test_redraw(void)
     ct_select_free(u);
 }
 
+/* A spent budget: the runtime's short path reads ct_select_settled_code where the full path asks
+ * ct_select_pick_cell with may_explore 0; both must pick alike in every cell, listed or not. */
+static void test_settled(void)
+{
+    const char *texts[] = {
+        table,
+        "colltune-select 1\nunlisted explore\ncollective allreduce\n"
+        "  members default allreduce_as_reduce_bcast\n  cell 16 0 2 explore 0.1 0.9\n"
+        "  cell 3 0 0 explore 0.9 0.1\n  cell 4 0 0 exploit 0.2 0.8\nend\n",
+        "colltune-select 1\nunlisted exploit\nend\n",
+    };
+    char err[512];
+    int mismatches = 0, checked = 0;
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        ct_select *t = parse(texts[k], err, sizeof err);
+        CHECK(t != NULL);
+        if (t == NULL)
+            continue;
+        int nbins[3];
+        ct_select_nbins(t, nbins);
+        uint32_t cells = (uint32_t)(nbins[0] * nbins[1] * nbins[2]);
+        for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++)
+            for (uint32_t cell = 0; cell < cells; cell++) {
+                int outcome = -1;
+                int m = ct_select_pick_cell(t, coll, cell, 1, 2, 3, 0, &outcome);
+                unsigned want = m < 0 ? 1u : 1u + (unsigned)m;   /* "library" is member 0's code */
+                mismatches += ct_select_settled_code(t, coll, cell) != want;
+                checked++;
+            }
+        ct_select_free(t);
+    }
+    CHECK(checked == 3 * CT_NUM_COLLECTIVES * 24 * 4 * 8 && mismatches == 0);
+    /* the second table's explore cell 16 0 2 settles on its best, the mock-up */
+    ct_select *t = parse(texts[1], err, sizeof err);
+    int coll = colltune_collective_index("allreduce"), bins[3] = {16, 0, 2};
+    int v = colltune_variant_index("allreduce_as_reduce_bcast");
+    CHECK(t != NULL && ct_select_member_variant(coll, (int)ct_select_settled_code(t, coll, ct_select_cell(t, bins)) - 1) == v);
+    ct_select_free(t);
+}
+
 /* Library members come after the mock-ups, carry the runtime's id, and only registered names
  * parse; the registry's note ends the refusal. */
 static void test_library(void)
@@ -281,6 +321,7 @@ int main(int argc, char **argv)
     test_probabilities();
     test_table();
     test_redraw();
+    test_settled();
     test_library();
     return unit_check_done("select_unit");
 }

@@ -91,6 +91,11 @@ const uint8_t *ct_select_codes(const ct_select *t, int coll);
 int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t seed,
                         uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome);
 
+/* What ct_select_pick_cell picks in `cell` once exploring is no longer allowed (a spent budget),
+ * as a cell code: 1 + the portfolio index; 1 (the default, the library) for an unlisted cell,
+ * whatever the table's `unlisted`. The runtime's short path serves such calls as exploit cells. */
+unsigned ct_select_settled_code(const ct_select *t, int coll, uint32_t cell);
+
 /* An explored call's draw again, from the cell's explore distribution restricted to the
  * portfolio indices set in `usable` (the draw hit a member that may not serve the call): with a
  * uniform `u` independent of the first draw's, the result is distributed as a draw from the

@@ -291,6 +291,20 @@ static inline int64_t ct_learn_bytes(const ct_call *call)
     return ct_type_size(type, &size) == MPI_SUCCESS ? (int64_t)count * size : -1;
 }
 
+static inline atomic_uint *ct_cell_explored(ct_comm_state *s, int coll, uint32_t size_bin)
+{
+    return &s->cell_explored[(uint32_t)coll * (uint32_t)ct_nbins[0] + size_bin];
+}
+
+/* The communicator's budget, or its cap for this collective and size bin, is spent: explore and
+ * unlisted cells pick what ct_select_settled_code says, as ct_select_pick_cell would. */
+static inline int ct_settled(ct_comm_state *s, int coll, uint32_t size_bin)
+{
+    return atomic_load_explicit(&s->explored, memory_order_relaxed) >= ct_budget
+           || atomic_load_explicit(ct_cell_explored(s, coll, size_bin), memory_order_relaxed)
+                  >= ct_cell_budget;
+}
+
 /* An explored call drew a member not proven for its case class: draw again among the members
  * that are proven and applicable (the library default always is), with a second uniform number, so that exploration
  * serves proven (member, class) pairs only and spends no budget on refusals. Uniform arguments
@@ -332,8 +346,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         outcome = CT_PICK_EXPLOIT;
     } else {
         /* Both counters advance only on explored calls: uniform ones, so in step on every rank. */
-        atomic_uint *in_cell = &s->cell_explored[(uint32_t)call->coll * (uint32_t)ct_nbins[0]
-                                                 + size_bin];
+        atomic_uint *in_cell = ct_cell_explored(s, call->coll, size_bin);
         uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
         unsigned spent = atomic_load_explicit(in_cell, memory_order_relaxed);
         member = ct_select_pick_cell(ct_table, call->coll, cell, ct_seed, s->id, index,
@@ -392,7 +405,8 @@ static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
  * before its own erroneous-call check, whose root check alone costs three PMPI queries, 122
  * instructions per rooted call in Open MPI 4.1: issue 26). Its common case in few instructions:
  * a known intra-communicator, whose size and rank the state keeps, a rank that neither traces
- * nor checks (or whose trace is closed), past the library's warm-up, an exploit cell.
+ * nor checks (or whose trace is closed), past the library's warm-up, an exploit cell (or an
+ * explore or unlisted cell once its budget is spent).
  * Anything else takes the full path before touching the counters. Erroneous calls go to the library untouched and uncounted,
  * as from modes.c; the communicator's state may be made by one (its first collective), which
  * is collective over a valid communicator like any other first call. */
@@ -409,16 +423,22 @@ int ct_learn_dispatch(const ct_call *call)
         s->warm_left -= (uint32_t)ct_warmup_counted(call);
         return colltune_invoke_library(call);
     }
-    const uint8_t *codes = ct_codes[call->coll];
-    if (CT_UNLIKELY(atomic_load_explicit(&ct_recording, memory_order_relaxed) || codes == NULL))
+    if (CT_UNLIKELY(atomic_load_explicit(&ct_recording, memory_order_relaxed)))
         return ct_learn_dispatch_full(call);
     int64_t bytes = ct_learn_bytes(call);
     if (CT_UNLIKELY(bytes < 0))
         return colltune_invoke_library(call);
-    unsigned code = codes[(uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]) * ct_size_stride
-                          + s->np_cell];
-    if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u))
-        return ct_learn_dispatch_full(call);
+    uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
+    uint32_t cell = size_bin * ct_size_stride + s->np_cell;
+    const uint8_t *codes = ct_codes[call->coll];
+    unsigned code = codes != NULL ? codes[cell] : 0u;
+    if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u)) {
+        /* An explore or unlisted cell (a uniform table has only these) whose budget is spent
+         * picks without a draw: it costs what an exploit cell costs (issue 33). */
+        if (!ct_settled(s, call->coll, size_bin))
+            return ct_learn_dispatch_full(call);
+        code = ct_select_settled_code(ct_table, call->coll, cell);
+    }
     uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
     atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
     if (code == 1)   /* member 0: default, the library */
