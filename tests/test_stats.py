@@ -197,6 +197,42 @@ def test_calibration_p_value_binomial() -> None:
     expected = 1 - 0.95**10 - 10 * 0.05 * 0.95**9
     assert stats.calibration_p_value(2, 10, 0.05) == pytest.approx(expected)
     assert math.isnan(stats.calibration_p_value(0, 0, 0.05))
+    for k, n in ((1, 20), (3, 60), (0, 60), (60, 60)):
+        assert stats.calibration_p_value(k, n, 0.05) == pytest.approx(
+            sps.binomtest(k, n, 0.05, alternative="greater").pvalue, rel=1e-12)
+
+
+def test_mann_whitney_is_scipys() -> None:
+    """The pooled view's rank test, written out in numpy for large or tied samples, gives scipy's
+    U and p (method "auto") on every kind of input: large with ties (repetitions on a coarse
+    clock), large without, small with ties, small without (scipy's exact test)."""
+    rng = np.random.default_rng(5)
+    cases = [(np.round(rng.normal(10, 1, 300), 1), np.round(rng.normal(9.9, 1, 280), 1)),
+             (rng.normal(10, 1, 40), rng.normal(10.4, 1, 35)),
+             (np.array([1.0, 2, 2, 3, 5]), np.array([2.0, 2, 4])),
+             (np.array([3.0, 5, 7, 9]), np.array([1.0, 4, 6])),
+             (np.full(20, 2.0), np.full(20, 2.0))]
+    for x, y in cases:
+        ours = stats.one_sided_test(x, y, stats.Test.MWU)
+        theirs = sps.mannwhitneyu(x, y, alternative="greater", method="auto")
+        assert ours.statistic == pytest.approx(theirs.statistic, rel=1e-12)
+        assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-9, nan_ok=True)
+
+
+def test_percentile_bootstrap_is_the_percentiles_of_its_resamples() -> None:
+    """Resampling whole positions (paired) or each sample on its own, seeded."""
+    x, y = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1.0, 1.0, 2.0])
+    rng = np.random.default_rng(9)
+    picks = rng.integers(0, 4, size=(50, 4))
+    expected = np.percentile(np.median(x[picks], axis=-1), [5.0, 95.0])
+    ci = stats.percentile_bootstrap((x,), np.median, 0.9, 50, 9)
+    assert (ci.low, ci.high) == pytest.approx((expected[0], expected[1]), rel=1e-12)
+    rng = np.random.default_rng(9)
+    mx, my = x[rng.integers(0, 4, size=(50, 4))], y[rng.integers(0, 3, size=(50, 3))]
+    expected = np.percentile(np.median(mx, axis=-1) - np.median(my, axis=-1), [2.5, 97.5])
+    ci = stats.percentile_bootstrap((x, y), lambda a, b, axis: np.median(a, axis=axis) - np.median(b, axis=axis),
+                                    0.95, 50, 9, paired=False)
+    assert (ci.low, ci.high) == pytest.approx((expected[0], expected[1]), rel=1e-12)
 
 
 def test_severity_classes() -> None:
