@@ -24,6 +24,7 @@ from colltune.measure import confirm
 from colltune.store.database import Store, read_run
 from colltune.store.engine import StoreError
 from colltune.store.runs import StoredRun
+from colltune.verify import comparisons as comparisons_mod
 from colltune.verify import decide as decide_mod
 from colltune.verify import stats
 # BARRIER, summarize, variant_label and CheckSettings are imported from here by their callers
@@ -208,6 +209,7 @@ class CheckResult:
 # guideline too: two forms of a collective are compared twice under one variant (NB2, NB3)
 _KEY = ["nprocs", "kind", "guideline", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
 _Judged = tuple[Comparison, decide_mod.Effect]
+_Row = dict[str, Any]  # one verdict row of a look
 
 
 def _keys(verdicts: pd.DataFrame) -> list[tuple[object, ...]]:
@@ -229,44 +231,49 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     looks = settings.looks or run.looks
     messages = list(run.problems)
     meas = _well_sampled(run.measurements, min(settings.min_reps, run.min_reps), messages)
-    round_of = meas["launch_idx"].map(lambda i: run.rounds.get(int(i), 0))
-    last = int(round_of.max()) if len(meas) else 0
+    launch_ids = np.unique(meas["launch_idx"].to_numpy(dtype=np.int64))
+    round_of_launch = np.array([run.rounds.get(int(i), 0) for i in launch_ids], dtype=np.int64)
+    last = int(round_of_launch.max()) if len(meas) else 0
     if last + 1 > looks:
         messages.append(f"the run has {last + 1} looks but {looks} were planned: judged at alpha / {last + 1}")
         looks = last + 1
     alphas = decide_mod.look_alphas(settings.alpha, looks, run.planned_launches if looks == run.looks else None)
     round_launches = frozenset(i for i, r in run.rounds.items() if r > 0)
     planned = sum(run.planned_launches or []) or None
-    frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]] = {}
+    frozen: dict[tuple[object, ...], tuple[_Row, _Judged]] = {}
     stopped: dict[tuple[object, ...], float] = {}  # futile at an earlier look: the p it had to reach there
     cache: decide_mod.EffectCache = {}
     verdicts = pd.DataFrame()
     effects: list[_Judged] = []
+    rows: list[_Row] = []
+    # One grouping of the measurements; each look takes its launches' part of every side.
+    all_sides = comparisons_mod.sides(meas)
     for k in range(last + 1):
-        verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas[round_of <= k],
-                                                  settings, alphas[k], messages if k == last else [], cache,
-                                                  round_launches)
+        look_sides = all_sides if k == last else comparisons_mod.sides_within(all_sides, launch_ids[round_of_launch <= k])
+        verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas, settings, alphas[k],
+                                                  messages if k == last else [], cache, round_launches, look_sides)
         verdicts["look"] = k
         keys = _keys(verdicts)
-        for key, (_, row), eff in zip(keys, verdicts.iterrows(), effects, strict=True):
+        rows = verdicts.to_dict("records")
+        for key, row, eff in zip(keys, rows, effects, strict=True):
             if key not in frozen and row["verdict"] in DECIDED:
                 frozen[key] = (row, eff)
         if k < last and planned:
-            _stop_futile(verdicts, effects, keys, frozen, stopped, alphas[k], planned)
+            _stop_futile(rows, effects, keys, frozen, stopped, alphas[k], planned)
     keys = _keys(verdicts)
-    final = [frozen.get(key, (verdicts.iloc[i], effects[i])) for i, key in enumerate(keys)]
+    final = [frozen[key] if key in frozen else (rows[i], effects[i]) for i, key in enumerate(keys)]
     verdicts = pd.DataFrame([row for row, _ in final], columns=verdicts.columns).reset_index(drop=True)
     if details and len(verdicts):
         extra = pd.DataFrame([decide_mod.details(c, e, settings) for _, (c, e) in final])
         verdicts[extra.columns] = extra.to_numpy()
-    needed_p = [stopped.get(key, p) for key, p in zip(keys, _needed_p(verdicts, alphas[last]), strict=True)]
-    verdicts["note"] = [_with_reason(row, c.kind, e, settings.tolerance, p, planned)
-                        for (_, row), (_, (c, e)), p in zip(verdicts.iterrows(), final, needed_p, strict=True)]
+    needed_p = [stopped.get(key, p) for key, p in
+                zip(keys, _needed_p(verdicts["kind"].tolist(), verdicts["verdict"].tolist(), alphas[last]), strict=True)]
+    notes, verdict_of = verdicts["note"].tolist(), verdicts["verdict"].tolist()
+    verdicts["note"] = [_with_reason(note, verdict, c.kind, e, settings.tolerance, p, planned)
+                        for note, verdict, (_, (c, e)), p in zip(notes, verdict_of, final, needed_p, strict=True)]
     # Open comparisons the whole plan could not decide (decide.FUTILITY_FACTOR): the rounds skip them.
-    verdicts["_futile"] = [key in stopped or (row["verdict"] == decide_mod.UNDECIDED and
-                                              decide_mod.futile(e, p, planned))
-                           for key, (_, row), (_, (_, e)), p in zip(keys, verdicts.iterrows(), final, needed_p,
-                                                                    strict=True)]
+    verdicts["_futile"] = [key in stopped or (verdict == decide_mod.UNDECIDED and decide_mod.futile(e, p, planned))
+                           for key, verdict, (_, (_, e)), p in zip(keys, verdict_of, final, needed_p, strict=True)]
     verdicts["looks"] = looks
     verdicts = _collapse_split(verdicts)
     verdicts["correction"] = str(settings.correction)
@@ -285,39 +292,39 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     return CheckResult(run, settings, verdicts, summary, messages, futile)
 
 
-def _stop_futile(verdicts: pd.DataFrame, effects: list[_Judged], keys: list[tuple[object, ...]],
-                 frozen: dict[tuple[object, ...], tuple[pd.Series, _Judged]], stopped: dict[tuple[object, ...], float],
+def _stop_futile(rows: list[_Row], effects: list[_Judged], keys: list[tuple[object, ...]],
+                 frozen: dict[tuple[object, ...], tuple[_Row, _Judged]], stopped: dict[tuple[object, ...], float],
                  alpha_look: float, planned: int) -> None:
     """Freeze, undecided, the comparisons that look (not the last) found futile: what the rounds
     stopped measuring there keeps that look's row, even where a round measured its job again for
     another comparison (rounds measure whole jobs, decide.selection). Its verdict then never
     depends on the company of other comparisons still open in its job."""
-    merged = pd.DataFrame([frozen.get(key, (verdicts.iloc[i], effects[i]))[0] for i, key in enumerate(keys)],
-                          columns=verdicts.columns)
-    for i, (key, p) in enumerate(zip(keys, _needed_p(merged, alpha_look), strict=True)):
-        if key not in frozen and verdicts.iloc[i]["verdict"] == decide_mod.UNDECIDED and \
+    merged = [frozen[key][0] if key in frozen else row for key, row in zip(keys, rows, strict=True)]
+    needed = _needed_p([r["kind"] for r in merged], [r["verdict"] for r in merged], alpha_look)
+    for i, (key, p) in enumerate(zip(keys, needed, strict=True)):
+        if key not in frozen and rows[i]["verdict"] == decide_mod.UNDECIDED and \
                 decide_mod.futile(effects[i][1], p, planned):
-            frozen[key] = (verdicts.iloc[i], effects[i])
+            frozen[key] = (rows[i], effects[i])
             stopped[key] = p
 
 
-def _with_reason(row: pd.Series, kind: str, e: decide_mod.Effect, tolerance: float, needed_p: float,
+def _with_reason(note: object, verdict: str, kind: str, e: decide_mod.Effect, tolerance: float, needed_p: float,
                  planned: int | None) -> str:
     """The row's note, and for an undecided comparison why it is undecided."""
-    note = row["note"] if isinstance(row["note"], str) else ""
-    if row["verdict"] != decide_mod.UNDECIDED:
+    note = note if isinstance(note, str) else ""
+    if verdict != decide_mod.UNDECIDED:
         return note
     return "; ".join(x for x in (note, decide_mod.undecided_reason(kind, e, tolerance, needed_p, planned)) if x)
 
 
-def _needed_p(verdicts: pd.DataFrame, alpha_last: float) -> list[float]:
-    """Per row, about the raw p-value an open comparison's test had to reach at the last look: that
-    look's alpha over the comparisons of its family still open (Holm's factor for the first of
-    them)."""
-    family = np.select([verdicts["kind"].isin(GUIDELINE_KINDS), verdicts["kind"] == "aa"], ["guideline", "aa"],
-                       "tuned")
-    open_ = ~verdicts["verdict"].isin(DECIDED)
-    counts = pd.Series(open_.to_numpy()).groupby(family).transform("sum").to_numpy()
+def _needed_p(kinds: list[str], verdicts: list[str], alpha_last: float) -> list[float]:
+    """Per row (its kind and verdict), about the raw p-value an open comparison's test had to reach
+    at the last look: that look's alpha over the comparisons of its family still open (Holm's
+    factor for the first of them)."""
+    kind = np.asarray(kinds, dtype=object)
+    family = np.select([np.isin(kind, GUIDELINE_KINDS), kind == "aa"], ["guideline", "aa"], "tuned")
+    open_ = ~np.isin(np.asarray(verdicts, dtype=object), DECIDED)
+    counts = pd.Series(open_).groupby(family).transform("sum").to_numpy()
     return [alpha_last / max(int(c), 1) for c in counts]
 
 

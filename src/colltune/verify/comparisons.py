@@ -108,6 +108,20 @@ class Side:
     launch_ids: np.ndarray  # ascending
     launch_medians: np.ndarray
     raw: np.ndarray
+    raw_launches: np.ndarray | None = None  # the launch of each raw value (sides() fills it in)
+
+    def within(self, launches: np.ndarray) -> Side | None:
+        """This side on the launches in `launches` only (sorted ids), None if it has none there:
+        what sides() gives for the measurements of those launches, without grouping them again."""
+        keep = np.isin(self.launch_ids, launches, assume_unique=True)
+        if not keep.any():
+            return None
+        if keep.all():
+            return self
+        if self.raw_launches is None:
+            raise ValueError("a side without the launch of each raw value cannot be restricted to launches")
+        raw_keep = np.isin(self.raw_launches, self.launch_ids[keep])
+        return Side(self.launch_ids[keep], self.launch_medians[keep], self.raw[raw_keep], self.raw_launches[raw_keep])
 
 
 @dataclass
@@ -179,19 +193,32 @@ def sides(measurements: pd.DataFrame) -> dict[SideKey, Side]:
     # One grouped median over (side, launch) instead of a Python loop per side and launch: the
     # adaptive rounds judge every look again, so this runs several times per check.
     medians = m.groupby([*keys, "launch_idx"], sort=True)["runtime_s"].median()
-    raw = {k: g.to_numpy(dtype=float) for k, g in m.groupby(keys, sort=True)["runtime_s"]}
+    raw = {k: (g["runtime_s"].to_numpy(dtype=float), g["launch_idx"].to_numpy(dtype=np.int64))
+           for k, g in m.groupby(keys, sort=True)[["runtime_s", "launch_idx"]]}
     out: dict[SideKey, Side] = {}
     for key, per_launch in medians.groupby(level=[0, 1, 2, 3], sort=True):
         k = (int(key[0]), str(key[1]), str(key[2]), int(key[3]))
         ids = per_launch.index.get_level_values("launch_idx").to_numpy(dtype=np.int64)
-        out[k] = Side(ids, per_launch.to_numpy(dtype=float), raw[key])
+        out[k] = Side(ids, per_launch.to_numpy(dtype=float), *raw[key])
     return out
 
 
-def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
-    """Per (nprocs, collective, variant, size): launches, samples, median of per-launch medians."""
+def sides_within(by_side: dict[SideKey, Side], launches: np.ndarray) -> dict[SideKey, Side]:
+    """`sides()` of the measurements of `launches` (sorted ids), from the sides of more launches:
+    the looks of a judgement take their sides from one grouping of the run's measurements."""
+    out: dict[SideKey, Side] = {}
+    for key, side in by_side.items():
+        part = side.within(launches)
+        if part is not None:
+            out[key] = part
+    return out
+
+
+def summarize(measurements: pd.DataFrame, by_side: dict[SideKey, Side] | None = None) -> pd.DataFrame:
+    """Per (nprocs, collective, variant, size): launches, samples, median of per-launch medians
+    (`by_side`: the sides of these measurements, when already grouped)."""
     rows = []
-    for (p, coll, var, n), side in sides(measurements).items():
+    for (p, coll, var, n), side in (sides(measurements) if by_side is None else by_side).items():
         rows.append({
             "nprocs": p, "collective": coll, "variant": var, "kind": variant_kind(var), "msg_bytes": n,
             "n_launches": int(side.launch_medians.size), "n_samples": int(side.raw.size),

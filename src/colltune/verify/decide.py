@@ -42,7 +42,8 @@ from scipy import special
 
 from colltune import schema
 from colltune.verify import stats
-from colltune.verify.comparisons import Comparison, Side, barrier_medians, comparisons, measured_sides, sides
+from colltune.verify.comparisons import (Comparison, Side, SideKey, barrier_medians, comparisons, measured_sides,
+                                         sides)
 
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
@@ -300,10 +301,11 @@ def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -
 def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements: pd.DataFrame,
                settings: CheckSettings, alpha_look: float, messages: list[str],
                cache: EffectCache | None = None, round_launches: frozenset[int] = frozenset(),
-               ) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
+               by_side: dict[SideKey, Side] | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
     """Verdicts of every comparison on these measurements (one look), judged at `alpha_look`,
-    and each row's comparison and effect (for `details`). CI and raw view are left NaN."""
-    by_side = sides(measurements)
+    and each row's comparison and effect (for `details`). CI and raw view are left NaN.
+    `by_side`: the sides of `measurements` when the caller has them (comparisons.sides_within)."""
+    by_side = sides(measurements) if by_side is None else by_side
     comps = comparisons(variants, by_side, settings.max_split, messages)
     barrier = barrier_medians(by_side)
     if not barrier:
