@@ -3,6 +3,7 @@ environment facts, composition with force; and the p2p wrappers' generator is cu
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -222,40 +223,84 @@ def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs,
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
-def test_polling_is_in_the_budget_and_its_time_goes_to_the_collective(family, request, tmp_path):
-    # advise_poll: 200,000 MPI_Test that complete nothing (a polling loop: after the first, each
-    # is its site's memoised repetition, requests.c), then 3,000 MPI_Allreduce at a budget of 1
-    # millionth, then an MPI_Iallreduce polled by MPI_Testany together with a receive that cannot
-    # complete yet. The polls' own time is in the budget: over it at the first sampled call, so
-    # every synchronisation widens the period, the schedule replayed here (before, the watched
-    # path was not counted: the period never widened, 185 synchronisations). Each poll counted
-    # once; the MPI_Test polls timed as point-to-point calls are (the first 64, then one in 16
-    # on average); the MPI_Testany polls, given a collective's request, every one, their time
-    # shared half and half: the collective's waiting is the MPI_Testany point's time, to the
-    # nanosecond (both are sums of the same shares).
+def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(family, request, tmp_path):
+    # advise_poll: 2,000,000 MPI_Test that complete nothing while no collective request is
+    # followed (requests.c's light path: counted per function only), 3 of 4 at test_a, 1 of 4 at
+    # test_b; then MPI_Test at test_c until its receive completes; then 3,000 MPI_Allreduce at a
+    # budget of 1 millionth; then an MPI_Iallreduce polled by MPI_Testany together with a
+    # receive that cannot complete yet (a followed request: the exact path).
+    # - The Test totals are exact: every poll that completed nothing is in the `polls` line, the
+    #   one that completed is counted at test_c. Only the polls' countdown's (one in 64, gaps
+    #   32..96) reached the points, each timed; a site's calls are its sample scaled to the
+    #   total, rounded so that the sites sum to it, with the exact binomial interval.
+    # - The sampled polls' own time is in the budget (each stands for itself: ~31,000 full paths
+    #   of a few hundred instructions, over the 1 ms allowance; the light polls' few
+    #   instructions each are not measured): over it at the first sampled call, so every
+    #   synchronisation widens the period (the schedule replayed; 185 at the fixed period).
+    # - The MPI_Testany polls, given a collective's request, are every one counted and timed,
+    #   their time shared half and half: the collective's waiting is the MPI_Testany point's
+    #   time, to the nanosecond (both are sums of the same shares).
     from advise_support import PROGRAMS
+    from scipy import stats
 
     from colltune.mpi import build
 
     lib, art = request.getfixturevalue(family), request.getfixturevalue(f"{family}_build")
     exe = build.compile_program(lib, [PROGRAMS / "advise_poll.c"], tmp_path / "advise_poll", ["-g", "-Wextra"])
-    polls, reductions = 200_000, 3000
+    polls, reductions = 2_000_000, 3000
     run = profiled(lib, art, 2, [exe, str(polls), str(reductions)], tmp_path / "p",
                    {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
     assert f"poll {2.0 * reductions + 3.0:.1f}" in run.stdout, run.describe()
-    testany = {int(line.split()[1]): int(line.split()[3]) for line in run.stdout.splitlines()
-               if line.startswith("rank ") and " testany " in line}
-    assert sorted(testany) == [0, 1], run.describe()
+
+    def printed(what: str) -> dict[int, int]:
+        return {int(line.split()[1]): int(line.split()[3]) for line in run.stdout.splitlines()
+                if line.startswith("rank ") and f" {what} " in line}
+
+    testany, tests_c = printed("testany"), printed("test")
+    assert sorted(testany) == sorted(tests_c) == [0, 1], run.describe()
     calls = reductions + 2   # on MPI_COMM_WORLD: a barrier, the reductions, a barrier
     expected = widened_syncs(calls)
     assert expected == 7 and len(schedule(16, calls)) == 185
-    for r in profile_run.read(tmp_path / "p").ranks:
+    prof = profile_run.read(tmp_path / "p")
+    for r in prof.ranks:
         assert r.sample_syncs == expected and r.period_widened == expected and r.period_narrowed == 0
-        p2p = {p.name: p for p in r.points if p.kind == "p2p"}
-        assert p2p["Test"].calls == polls and 64 + (polls - 64) / 17 < p2p["Test"].timed < 64 + (polls - 64) / 15
-        assert p2p["Testany"].calls == p2p["Testany"].timed == testany[r.rank]
+        empty = polls + tests_c[r.rank] - 1
+        [(name, (total, sampled))] = r.polls.items()
+        assert (name, total) == ("Test", empty) and empty / 96 < sampled < empty / 32
+        words = [line.split() for line in (tmp_path / "p" / f"rank-{r.rank}").read_text().splitlines()]
+        raw = {int(w[2], 16): (int(w[5]), int(w[6])) for w in words if w[:2] == ["p2p", "Test"]}
+        samples = {int(w[2], 16): int(w[3]) for w in words if w[:2] == ["polled", "Test"]}
+        assert sum(samples.values()) == sampled
+        labels = callsites.of(prof, r)
+        tests = {labels[p.site].label.split(" (")[0]: p for p in r.points if p.kind == "p2p" and p.name == "Test"}
+        assert sorted(tests) == ["test_a", "test_b", "test_c"]
+        assert sum(p.calls for p in tests.values()) == empty + 1   # exact: the completing one too
+        for fn, p in tests.items():
+            calls, timed = raw[p.site]
+            s = samples.get(p.site, 0)
+            exact = calls - s           # test_c's completing poll
+            assert exact == (fn == "test_c") and timed - s in (0, exact)   # every sampled poll timed
+            if s == 0:   # (test_c's few polls may all be unsampled: its completing one counted)
+                assert p.calls == exact and p.calls_interval is None
+                continue
+            share = s * empty / sampled
+            assert abs(p.calls - exact - share) < 1
+            ci = stats.binomtest(s, sampled).proportion_ci(0.95, method="exact")
+            lo, hi = max(s, math.floor(ci.low * empty)), min(empty, math.ceil(ci.high * empty))
+            est = p.calls - exact
+            assert p.calls_interval == (exact + min(lo, est), exact + max(hi, est))
+            # the timed polls' mean times the estimate (less where the rank's estimates were over
+            # its run: bound_estimates)
+            assert p.total_lo_ns <= p.total_ns <= round(p.total_lo_ns * p.calls / timed)
+        # test_a 1,500,000 and test_b 500,000 polls: each estimate within 6 standard deviations
+        for fn, true in (("test_a", polls * 3 // 4), ("test_b", polls // 4)):
+            sd = empty * (true / empty * (1 - true / empty) / sampled) ** 0.5
+            assert abs(tests[fn].calls - true) < 6 * sd, (fn, tests[fn].calls, true, sd)
+        testany_point = [p for p in r.points if p.kind == "p2p" and p.name == "Testany"]
+        [ta] = testany_point
+        assert ta.calls == ta.timed == testany[r.rank] and ta.calls_interval is None
         [iallreduce] = [q for q in r.requests if q.name == "iallreduce"]
-        assert iallreduce.completed == 1 and iallreduce.wait_ns == p2p["Testany"].total_ns > 0
+        assert iallreduce.completed == 1 and iallreduce.wait_ns == ta.total_ns > 0
         assert iallreduce.wait_ns <= iallreduce.span_ns
 
 

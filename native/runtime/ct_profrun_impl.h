@@ -79,6 +79,9 @@ typedef struct ct_point {
     atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_not;
     /* a nonblocking or persistent function's requests (requests.c): the `request` line */
     atomic_ullong req_starts, req_done, req_wait_ns, req_span_ns;
+    /* a Test-family point: its calls that were the countdown's sample of the polls completing
+     * nothing (requests.c's light path; the `polled` line) */
+    atomic_ullong polls;
 } ct_point;
 
 extern CT_PROFRUN_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
@@ -241,6 +244,8 @@ CT_PROFRUN_HIDDEN ct_point *ct_profrun_watched(int kind, const void *site, int n
  * call sequence advanced, as every intercepted call does it). */
 CT_PROFRUN_HIDDEN ct_point *ct_profrun_p2p_slot(ct_p2p_call call, const void *chain);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_record(ct_point *s, uint64_t ticks);
+/* One call counted there, untimed (a poll that completed a request on the light path). */
+CT_PROFRUN_HIDDEN void ct_profrun_p2p_count(ct_point *s);
 /* `calls` (>= 1) calls of 0 bytes at once, `timed` of them timed, `ticks` their time, `max` the
  * longest (a memoised polling call's repetitions, requests.c). */
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t timed,
@@ -251,6 +256,12 @@ extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
 /* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
  * the points are written). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_finish(void);
+/* The polls' light path on or off (requests.c): on while profiling below MPI_THREAD_MULTIPLE
+ * (profrun.c calls it once ct_profrun_on is set) and no collective request is followed. */
+CT_PROFRUN_HIDDEN void ct_profrun_polls_start(void);
+/* The polls lines of dir/rank-N: per Test-family function, its polls that completed nothing and
+ * the countdown's sample of them (MPI_Finalize). */
+CT_PROFRUN_HIDDEN void ct_profrun_polls_write(FILE *out);
 
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */

@@ -104,6 +104,8 @@ typedef struct ct_watchcall {
     const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
     unsigned gen;                 /* the map's generation before the call (full path) */
     int none_followed;            /* no request was followed before the call (full path) */
+    int sampled;                  /* a poll the countdown sampled off the light path */
+    int light;                    /* a Fortran poll on the light path (ct_watch_enter) */
     ct_reqwatch w;                /* the full path's; a repetition's t0 (0: not timed) and t1 */
 } ct_watchcall;
 /* The Fortran wrappers' Wait/Test family (gen_fortran.py), around the library's call, with the

@@ -200,6 +200,11 @@ void ct_profrun_p2p_record(ct_point *s, uint64_t ticks)
     }
 }
 
+void ct_profrun_p2p_count(ct_point *s)
+{
+    ct_count(s, 0);
+}
+
 void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t timed, uint64_t ticks, uint64_t max)
 {
     ct_count(s, 0);   /* its range: 0 bytes */

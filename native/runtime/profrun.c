@@ -131,6 +131,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     ct_profrun_on = 1;
     ct_p2p_on = 1;
     ct_watch = 1;   /* the watched functions and their requests (watch.c) */
+    ct_profrun_polls_start();
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);
 }
@@ -183,6 +184,9 @@ static void ct_write_slots(FILE *out, ct_point *table, size_t n, int coll, doubl
                 ~atomic_load(&s->bytes_min_not), atomic_load(&s->bytes_max));
         if (coll)
             ct_write_requests(out, s, rate);
+        else if (atomic_load(&s->polls) > 0)
+            fprintf(out, "polled %s %p %llu\n", ct_p2p_names[k->kind], k->site,
+                    (unsigned long long)atomic_load(&s->polls));
     }
 }
 
@@ -193,6 +197,7 @@ static void ct_write_points(FILE *out, double ns_per_tick)
             (unsigned long long)atomic_load(&ct_p2p_lost));
     ct_write_slots(out, ct_coll_slots, CT_COLL_SLOTS, 1, ns_per_tick);
     ct_write_slots(out, ct_p2p_slots, CT_P2P_SLOTS, 0, ns_per_tick);
+    ct_profrun_polls_write(out);
 }
 
 void ct_profrun_finish(void)

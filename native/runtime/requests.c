@@ -44,6 +44,17 @@ static atomic_uint ct_req_gen;
 static int ct_req_gone;                  /* tombstones */
 static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 
+/* A poll's light path (below, "a poll's light path") is open while profiling below
+ * MPI_THREAD_MULTIPLE (ct_poll_lite_ok) and no collective request is followed (ct_req_live 0):
+ * one byte for the Test wrappers to read. */
+static unsigned char ct_poll_lite_ok;
+static unsigned char ct_poll_lite;
+
+static void ct_poll_lite_set(void)
+{
+    ct_poll_lite = ct_poll_lite_ok && atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
+}
+
 static void ct_lock(void)
 {
     while (atomic_flag_test_and_set_explicit(&ct_req_lock, memory_order_acquire)) {
@@ -96,6 +107,7 @@ static void ct_drop(ct_req *r)
         memset(ct_reqs, 0, sizeof ct_reqs);
         ct_req_gone = 0;
     }
+    ct_poll_lite_set();
 }
 
 void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, uint64_t start)
@@ -115,6 +127,7 @@ void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, ui
             *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0};
             ct_changed();
             atomic_fetch_add_explicit(&ct_req_live, 1, memory_order_relaxed);
+            ct_poll_lite_set();
             break;
         }
     }
@@ -128,6 +141,7 @@ void ct_req_clear(void)
     ct_req_gone = 0;
     atomic_store(&ct_req_live, 0);
     ct_changed();
+    ct_poll_lite_set();
     ct_unlock();
 }
 
@@ -309,9 +323,118 @@ static void ct_poll_flush(ct_poll *p)
 
 void ct_profrun_polls_finish(void)
 {
+    ct_poll_lite_ok = 0;
+    ct_poll_lite_set();
     for (int i = 0; i < CT_POLLS; i++) {
         ct_poll_flush(&ct_polls[i]);
         ct_polls[i].site = NULL;
+    }
+}
+
+/* ---- a poll's light path -------------------------------------------------------------------- */
+/* HPCC's RandomAccess polls MPI_Testany once per ~1,250 of its own instructions on rank 0: the
+ * memo's 135 instructions a poll were still 12.3% of them. A Test-family call made while no
+ * collective request is followed, that completes nothing, is counted in its function's total
+ * only (ct_polls_empty): no chain, no memo key, no clock. The polls' countdown's calls (one
+ * in CT_POLL_EVERY on average, below) take the full path instead: their chain's point counts
+ * and times them, and those that complete nothing are its sample (ct_point.polls,
+ * ct_polls_sampled). advise scales a site's sample by its function's total over its sample (an
+ * estimate with its interval); the totals stay exact. The Wait family blocks, and completes: it
+ * takes the exact path. A
+ * light poll that completes a request (or fails) is counted at its site as before, untimed (its
+ * time is its point's timed calls' mean); a call given a followed collective request takes the
+ * exact path (the map, the memo): a nonblocking collective's waiting stays exact. */
+static uint64_t ct_polls_empty[CT_P2P_COUNT], ct_polls_sampled[CT_P2P_COUNT];
+
+/* The polls' own countdown to the next sampled one: one in CT_POLL_EVERY on average, gaps
+ * CT_POLL_EVERY/2 .. 3 CT_POLL_EVERY/2 from an xorshift as the call path's (so that no cycle of
+ * the application's polls is missed); sparser than the call path's one in CT_TIME_EVERY, as a
+ * sampled poll's full path (~400 instructions: chain, point, two clock reads) would otherwise
+ * cost more than the light path itself. Process-wide, as the light path is only below
+ * MPI_THREAD_MULTIPLE: a decrement and a branch. */
+#define CT_POLL_EVERY 64
+static uint32_t ct_poll_left = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
+
+static void ct_poll_rearm(void)
+{
+    uint32_t x = ct_poll_rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    ct_poll_rng = x;
+    ct_poll_left = CT_POLL_EVERY / 2 + x % (CT_POLL_EVERY + 1);
+}
+
+static inline int ct_is_poll(ct_p2p_call call)
+{
+    return call == CT_P2P_TEST || call == CT_P2P_TESTALL || call == CT_P2P_TESTANY
+           || call == CT_P2P_TESTSOME;
+}
+
+void ct_profrun_polls_start(void)
+{
+    memset(ct_polls_empty, 0, sizeof ct_polls_empty);
+    memset(ct_polls_sampled, 0, sizeof ct_polls_sampled);
+    ct_poll_rearm();
+    ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
+    ct_poll_lite_set();
+}
+
+void ct_profrun_polls_write(FILE *out)
+{
+    for (int f = 0; f < CT_P2P_COUNT; f++)
+        if (ct_polls_empty[f] > 0)
+            fprintf(out, "polls %s %llu %llu\n", ct_p2p_names[f],
+                    (unsigned long long)ct_polls_empty[f], (unsigned long long)ct_polls_sampled[f]);
+}
+
+/* Before the library's call: 1 for the light path. (A poll made from inside a call colltune
+ * serves, ct_profrun_inside, is counted too: colltune's own code never polls through MPI_Test.) */
+static inline __attribute__((always_inline)) int ct_poll_light(void)
+{
+    return ct_poll_lite && CT_LIKELY(--ct_poll_left != 0);
+}
+
+/* A light poll that completed a request or failed: counted at its chain's point, untimed.
+ * `anchor`: an address in a frame below the wrapper's (the same for the same depth). */
+static void ct_poll_light_record(ct_p2p_call call, const void *site, const void *anchor)
+{
+    if (!ct_p2p_on)
+        return;
+    ct_point *point = ct_profrun_p2p_slot(call, ct_profchain_site(site, anchor));
+    if (point != NULL)
+        ct_profrun_p2p_count(point);
+}
+
+/* The C wrappers' (called from MPI_Test...: this frame's address is the same for a site). */
+static __attribute__((noinline)) void ct_poll_light_done(ct_p2p_call call, const void *ret)
+{
+    ct_poll_light_record(call, ct_watch_site(ret), __builtin_frame_address(0));
+}
+
+/* After the library's call on the light path; `done`: it completed a request; `ret`: the
+ * wrapper's return address. */
+static inline __attribute__((always_inline)) void ct_poll_light_end(ct_p2p_call call, int rc,
+                                                                    int done, const void *ret)
+{
+    ct_seq++;
+    if (CT_LIKELY(rc == MPI_SUCCESS && !done))
+        ct_polls_empty[call]++;
+    else
+        ct_poll_light_done(call, ret);
+}
+
+/* A poll the countdown sampled in the light path's stead, after its full path recorded it at
+ * `point` (NULL: the table was full). */
+static void ct_poll_sampled(ct_p2p_call call, ct_point *point, int done)
+{
+    if (done)
+        return;
+    ct_polls_empty[call]++;
+    if (point != NULL) {
+        ct_polls_sampled[call]++;
+        atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     }
 }
 
@@ -335,9 +458,15 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
 {
     c->memo = NULL;
     c->t_in = 0;
+    c->sampled = 0;
     if (ct_profrun_on) {
-        c->t_in = ct_own_begin();
-        if (!ct_profrun_mt && !ct_profrun_inside)
+        /* a Test-family call here while the light path is open: the polls' countdown's sample
+         * (its own time measured: it stands for itself, ct_watch_end) */
+        c->sampled = ct_is_poll(call) && ct_poll_lite;
+        if (c->sampled)
+            ct_poll_rearm();
+        c->t_in = c->sampled ? ct_profrun_ticks() : ct_own_begin();
+        if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled)
             c->memo = ct_poll_find(call, site, anchor, count, requests);
         ct_poll *p = c->memo;
         if (p != NULL) {
@@ -450,9 +579,13 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
     if (p2p) {
         point = ct_profrun_p2p_slot(c->call, ct_profchain_seen(c->site, c->anchor, &chain));
         ct_profrun_p2p_record(point, ticks);
-        if (point == NULL)
-            return;   /* the table is full: every call counted as lost */
     }
+    if (c->sampled) {
+        ct_poll_sampled(c->call, point, done);
+        return;   /* no memo: the light path takes the next ones */
+    }
+    if (p2p && point == NULL)
+        return;   /* the table is full: every call counted as lost */
     if (ct_profrun_on && !ct_profrun_mt && !ct_profrun_inside && (c->none_followed || !done))
         ct_poll_make(c, count, requests, point, &chain);
 }
@@ -469,20 +602,37 @@ static inline __attribute__((always_inline)) void ct_watch_end(ct_watchcall *c, 
         ct_poll_again(p, c);
     else
         ct_watch_full(c, count, requests, done, all, index, list, n_list);
+    /* (a sampled poll's full path stands for itself: the light polls around it cost a few
+     * instructions each, which no clock read here could measure) */
     if (c->t_in != 0)
-        ct_own_add(c->w.t0 - c->t_in + (ct_profrun_ticks() - c->w.t1), CT_TIME_EVERY);
+        ct_own_add(c->w.t0 - c->t_in + (ct_profrun_ticks() - c->w.t1),
+                   c->sampled ? 1 : CT_TIME_EVERY);
 }
 
 void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const void *anchor,
                     int count, const MPI_Request *requests)
 {
+    c->light = ct_is_poll(call) && ct_poll_light();
+    if (c->light) {
+        c->call = call;
+        c->site = site;
+        c->anchor = anchor;
+        return;
+    }
     ct_watch_begin(c, call, site, anchor, count, requests);
 }
 
 void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done, int all,
                     int index, const int *list, int n_list)
 {
-    ct_watch_end(c, count, requests, done, all, index, list, n_list);
+    if (c->light) {
+        ct_seq++;
+        if (done)
+            ct_poll_light_record(c->call, c->site, c->anchor);
+        else
+            ct_polls_empty[c->call]++;
+    } else
+        ct_watch_end(c, count, requests, done, all, index, list, n_list);
 }
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
@@ -581,6 +731,12 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Test(request, flag, status);
+    if (ct_poll_light()) {
+        int rc = PMPI_Test(request, flag, status);
+        ct_poll_light_end(CT_P2P_TEST, rc, rc == MPI_SUCCESS && (*flag),
+                          __builtin_return_address(0));
+        return rc;
+    }
     return ct_watched_test(ct_watch_site(__builtin_return_address(0)), request, flag, status);
 }
 
@@ -599,6 +755,12 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testall(count, requests, flag, statuses);
+    if (ct_poll_light()) {
+        int rc = PMPI_Testall(count, requests, flag, statuses);
+        ct_poll_light_end(CT_P2P_TESTALL, rc, rc == MPI_SUCCESS && (*flag),
+                          __builtin_return_address(0));
+        return rc;
+    }
     return ct_watched_testall(ct_watch_site(__builtin_return_address(0)), count, requests, flag,
                               statuses);
 }
@@ -618,6 +780,12 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testany(count, requests, index, flag, status);
+    if (ct_poll_light()) {
+        int rc = PMPI_Testany(count, requests, index, flag, status);
+        ct_poll_light_end(CT_P2P_TESTANY, rc, rc == MPI_SUCCESS && (*flag && *index != MPI_UNDEFINED),
+                          __builtin_return_address(0));
+        return rc;
+    }
     return ct_watched_testany(ct_watch_site(__builtin_return_address(0)), count, requests, index,
                               flag, status);
 }
@@ -639,6 +807,12 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    if (ct_poll_light()) {
+        int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        ct_poll_light_end(CT_P2P_TESTSOME, rc, rc == MPI_SUCCESS && (*outcount > 0),
+                          __builtin_return_address(0));
+        return rc;
+    }
     return ct_watched_testsome(ct_watch_site(__builtin_return_address(0)), incount, requests,
                                outcount, indices, statuses);
 }

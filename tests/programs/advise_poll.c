@@ -2,7 +2,9 @@
  * profiling budget, and a poll's time attributed to the collective it completes), 2 ranks or more:
  *   advise_poll POLLS REDUCTIONS
  * 1. POLLS calls of MPI_Test on a receive from the previous rank that cannot complete: that rank
- *    sends only after the MPI_Barrier that follows. Exactly POLLS polls, none completing.
+ *    sends only after the MPI_Barrier that follows. Exactly POLLS polls, none completing, at two
+ *    sites: 3 of 4 at test_a, 1 of 4 at test_b. Then MPI_Test at test_c until the receive
+ *    completes; each rank prints "rank R test N" (its number of those polls, the last completes).
  * 2. REDUCTIONS MPI_Allreduce of 8 bytes (with a small budget the polls' own cost is over it
  *    before the first sampled call, so every synchronisation widens the period).
  * 3. An MPI_Iallreduce polled with MPI_Testany over (its request, a receive that cannot complete
@@ -16,21 +18,47 @@
 
 static int rank, size, prev, next;
 
+/* Three sites (noipa: identical functions are not folded into one) */
+static __attribute__((noipa)) int test_a(MPI_Request *r)
+{
+    int flag = 0;
+    MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+
+static __attribute__((noipa)) int test_b(MPI_Request *r)
+{
+    int flag = 0;
+    MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+
+static __attribute__((noipa)) int test_c(MPI_Request *r)
+{
+    int flag = 0;
+    MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+
 static __attribute__((noinline)) void poll_nothing(long polls)
 {
-    int token = 0, got = -1, flag = 0;
+    int token = 0, got = -1;
+    long tests = 0;
     MPI_Request recv;
     MPI_Irecv(&got, 1, MPI_INT, prev, 1, MPI_COMM_WORLD, &recv);
     for (long i = 0; i < polls; i++) {
-        MPI_Test(&recv, &flag, MPI_STATUS_IGNORE);
-        if (flag) {
+        if (i % 4 == 3 ? test_b(&recv) : test_a(&recv)) {
             fprintf(stderr, "advise_poll: a receive completed before its send\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Send(&token, 1, MPI_INT, next, 1, MPI_COMM_WORLD);
-    MPI_Wait(&recv, MPI_STATUS_IGNORE);
+    do
+        tests++;
+    while (!test_c(&recv));
+    printf("rank %d test %ld\n", rank, tests);
+    fflush(stdout);
 }
 
 static __attribute__((noinline)) double poll_collective(void)

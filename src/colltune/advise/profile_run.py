@@ -20,6 +20,10 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   coll <PROFILE_RUN_POINT>                       collectives and MPI_Barrier
   p2p  <PROFILE_RUN_POINT>                       point-to-point calls (nprocs 0, no samples)
   request <PROFILE_RUN_REQUEST>                  a nonblocking/persistent point's requests
+  polled NAME SITE N                             a Test-family point's sample of the polls that
+                                                 completed nothing (requests.c's light path)
+  polls NAME EMPTY SAMPLED                       a Test-family function's polls that completed
+                                                 nothing (exact) and its sample of them
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
 counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
@@ -30,6 +34,7 @@ Formats 1 and 2 timed every call (their TOTAL_NS stands where TIMED_NS is) and a
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +97,9 @@ class Point:
     # as long as the longest timed one, at most the rank's run (bound_estimates).
     total_lo_ns: int = 0
     total_hi_ns: int = 0
+    # Where a Test-family point's calls are partly an estimate (scale_polls): the interval of
+    # `calls`; None: every call counted.
+    calls_interval: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,11 @@ class RankProfile:
     chains: dict[int, tuple[int, ...]] = field(default_factory=dict)
     chain_unwinds: int = 0           # chains unwound (the new ones a thread met)
     chains_lost: int = 0             # calls whose chain the full table could not keep
+    # Test-family polls that completed nothing while no collective request was followed
+    # (requests.c's light path): per function (Testany) its count and the sample of it that
+    # went to the points, exact; per (function, site) that point's part of the sample.
+    polls: dict[str, tuple[int, int]] = field(default_factory=dict)
+    polled: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -205,6 +218,56 @@ def _point(kind: str, words: list[str], version: str) -> Point:
         f["bytes_min"] = f["bytes_max"] = None   # calls without a size: no range
     return Point(kind, total_ns=total, timed=None if version in ("1", "2") else timed,
                  total_lo_ns=timed_ns, total_hi_ns=timed_ns + (calls - timed) * f["max_ns"], **f)
+
+
+POLL_CONFIDENCE = 0.95
+
+
+def _apportion(shares: list[float], total: int) -> list[int]:
+    """Integers summing to `total` (the sum of `shares`), each its share rounded down or up: the
+    largest remainders up, ties by order."""
+    out = [int(x) for x in shares]
+    order = sorted(range(len(shares)), key=lambda i: (-(shares[i] - out[i]), i))
+    for i in order[:total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def scale_polls(prof: RankProfile) -> None:
+    """A Test-family point's polls that completed nothing were counted only when the polls'
+    countdown sampled them (requests.c): its sample s of its function's S sampled polls stands
+    for s/S of the function's N (exact). The estimate is rounded so that the function's points
+    sum to N, with the exact (Clopper-Pearson, 95%) interval of the proportion s/S times N
+    (exact where every poll was sampled); the point's time is its timed calls' mean times the
+    estimated calls, its interval's top every untimed call as long as the longest timed one."""
+    from scipy import stats
+
+    by_function: dict[str, list[int]] = {}
+    for i, p in enumerate(prof.points):
+        if p.kind == "p2p" and (p.name, p.site) in prof.polled:
+            by_function.setdefault(p.name, []).append(i)
+    for name, where in by_function.items():
+        total, sampled = prof.polls.get(name, (0, 0))
+        samples = [prof.polled[(prof.points[i].name, prof.points[i].site)] for i in where]
+        if sampled <= 0 or sum(samples) != sampled:
+            raise ValueError(f"{name}: {sum(samples)} polls sampled at its sites, {sampled} in all")
+        estimates = _apportion([s * total / sampled for s in samples], total)
+        for i, s, est in zip(where, samples, estimates):
+            p = prof.points[i]
+            if sampled == total:
+                lo = hi = est
+            else:
+                ci = stats.binomtest(s, sampled).proportion_ci(POLL_CONFIDENCE, method="exact")
+                lo, hi = max(s, math.floor(ci.low * total)), min(total, math.ceil(ci.high * total))
+                lo, hi = min(lo, est), max(hi, est)
+            exact = p.calls - s
+            calls = exact + est
+            timed = p.timed if p.timed is not None else p.calls
+            total_ns = round(p.total_lo_ns * calls / timed) if timed else 0
+            prof.points[i] = dataclasses.replace(
+                p, calls=calls, total_ns=total_ns,
+                total_hi_ns=p.total_lo_ns + (exact + hi - timed) * p.max_ns,
+                calls_interval=(exact + lo, exact + hi))
 
 
 def bound_estimates(prof: RankProfile) -> None:
@@ -268,6 +331,12 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.chain_unwinds, prof.chains_lost = (int(x) for x in rest.split())
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
+    elif key == "polls":
+        name, empty, sampled = rest.split()
+        prof.polls[name] = (int(empty), int(sampled))
+    elif key == "polled":
+        name, site, n = rest.split()
+        prof.polled[(name, int(site, 16))] = int(n)
     else:
         facts[key] = rest
 
@@ -296,6 +365,10 @@ def read_rank(path: Path) -> RankProfile:
         prof.affinity = tuple(int(c) for c in facts.get("affinity", "").split())
     except (KeyError, ValueError) as exc:
         raise ProfileRunError(f"{path}: malformed line for {exc}; rerun the profile") from exc
+    try:
+        scale_polls(prof)
+    except ValueError as exc:
+        raise ProfileRunError(f"{path}: polls and polled lines disagree ({exc}); rerun the profile") from exc
     bound_estimates(prof)
     return prof
 

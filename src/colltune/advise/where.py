@@ -42,6 +42,8 @@ class SiteTime:
     label: str
     calls: int = 0
     time_s: float = 0.0
+    # an estimate's interval (polls sampled: profile_run.scale_polls), None: counted
+    calls_interval: tuple[int, int] | None = None
 
 
 @dataclass
@@ -79,7 +81,10 @@ class TimeRow:
                 "time_s": self.time_s, "own_s": self.own_s, "wait_s": self.wait_s, "share": self.share,
                 "slowest_rank": self.slowest_rank, "slowest_s": self.slowest_s,
                 "fastest_rank": self.fastest_rank, "fastest_s": self.fastest_s,
-                "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s} for s in self.sites],
+                "sites": [{"site": s.label, "calls": s.calls, "time_s": s.time_s,
+                           "calls_estimated": s.calls_interval is not None,
+                           **({"calls_interval": list(s.calls_interval)} if s.calls_interval else {})}
+                          for s in self.sites],
                 "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable,
                 "time_interval_s": list(self.time_interval_s),
                 "rank_s": {str(rank): t for rank, t in sorted(self.rank_s.items())}}
@@ -142,7 +147,8 @@ def rows(run: ProfileRun) -> list[TimeRow]:
     sites: dict[tuple[str, str], dict[str, SiteTime]] = defaultdict(dict)
     for rank in run.ranks:
         labels = callsites.of(run, rank)
-        here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0])
+        # calls, time, the calls' interval, whether any of them is an estimate
+        here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0, 0, 0, 0])
         for p in rank.points:
             key = (p.kind, mpi_name(p))
             row = out.setdefault(key, TimeRow(p.kind, key[1], wait_s=None if p.kind == "p2p" else 0.0))
@@ -154,9 +160,16 @@ def rows(run: ProfileRun) -> list[TimeRow]:
             h = here[(key, labels[p.site].label)]
             h[0] += p.calls
             h[1] += p.total_ns / 1e9
-        for (key, label), (calls, t) in here.items():
+            lo, hi = p.calls_interval or (p.calls, p.calls)
+            h[2] += lo
+            h[3] += hi
+            h[4] = h[4] or p.calls_interval is not None
+        for (key, label), (calls, t, lo, hi, estimated) in here.items():
             s = sites[key].setdefault(label, SiteTime(label))
             s.calls, s.time_s = max(s.calls, int(calls)), max(s.time_s, t)
+            if estimated:   # the most of any rank: the interval's ends the most of any rank's
+                old = s.calls_interval or (0, 0)
+                s.calls_interval = (max(old[0], int(lo)), max(old[1], int(hi)))
     for key, by_rank in _per_rank(run).items():
         row = out[key]
         slow = max(by_rank, key=lambda r: (by_rank[r][1], -r))
@@ -303,10 +316,13 @@ def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
         lines.append(f"    {row.completed:,} requests completed, waiting {fmt_s(row.wait_s)} in "
                      f"Wait/Test, overlap {fmt_s(row.overlap_s)}")
     for s in row.sites[:sites]:
-        head = f"    {s.calls:>11,} {fmt_s(s.time_s):>9}  "
+        calls = f"~{s.calls:,}" if s.calls_interval else f"{s.calls:,}"
+        head = f"    {calls:>11} {fmt_s(s.time_s):>9}  "
         lines.append(head + fit_site(s.label, WIDTH - len(head)))
     if len(row.sites) > sites and not compact:
         lines.append(f"    ... {len(row.sites) - sites} more call sites (all in the JSON)")
+    if not compact and any(s.calls_interval for s in row.sites[:sites]):
+        lines.append("    ~ estimated from a sample of the polls (intervals in the JSON)")
     return lines
 
 
