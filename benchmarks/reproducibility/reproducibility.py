@@ -5,6 +5,7 @@
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse  # re-analyse
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --rejudge separate
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --keep-rounds 8,8
+    python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --test paired-t
 
 Each run is an independent `colltune check --preset quick -n 4` (own launches, own seed), stored as
 its own run in one database; `--busy` keeps one other program busy on one core while the runs
@@ -39,7 +40,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from colltune.verify import check, decide
+from colltune.verify import check, decide, stats
 
 HERE = Path(__file__).resolve().parent
 COLLTUNE = str(Path(sys.executable).parent / "colltune")
@@ -103,16 +104,18 @@ def keep_rounds(run: check.RunData, keep: list[int]) -> check.RunData:
     return _PlannedRun(**fields, plan=[run.launches_per_nprocs or 0, *keep])
 
 
-def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None) -> dict[str, object]:
-    """The stored verdicts of each run, or the run judged again with decision rule `rule` and/or
-    its rounds cut to their first `keep` launches."""
+def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None,
+            test: str | None = None) -> dict[str, object]:
+    """The stored verdicts of each run, or the run judged again with decision rule `rule`, test
+    `test` and/or its rounds cut to their first `keep` launches."""
     verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
-        if rule is None and keep is None:
+        if rule is None and keep is None and test is None:
             v = check.load_verdicts(db, rid)
         else:
             run = check.load_run(db, rid)
-            settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None)
+            settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None,
+                                           **({"test": test} if test else {}))
             v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
         verdicts[rid] = keyed(v)
     return agreement(verdicts)
@@ -162,6 +165,9 @@ def main() -> None:
     ap.add_argument("--rejudge", choices=["directional", "separate"],
                     help="with --reuse: judge the stored runs again with this decision rule (separate: before "
                          "issue 36; the rounds' launches were still chosen by the rule that measured them)")
+    ap.add_argument("--test", choices=[str(t) for t in stats.Test],
+                    help="with --reuse: judge the stored runs again with this test (the rounds' launches were "
+                         "still chosen by the test that measured them)")
     ap.add_argument("--keep-rounds", metavar="N1,N2",
                     help="with --reuse: judge the stored runs as if round k had measured its first Nk launches")
     args, extra = ap.parse_known_args()
@@ -173,6 +179,8 @@ def main() -> None:
         timing = measure(args.db, args.runs, args.first_seed, args.busy, extra)
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
+    if args.test:
+        out = out.with_name(f"{out.stem}_test_{args.test}.json")
     if keep:
         out = out.with_name(f"{out.stem}_rounds_{'_'.join(map(str, keep))}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
@@ -180,7 +188,7 @@ def main() -> None:
     ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
-    res = analyse(args.db, ids, args.rejudge, keep)
+    res = analyse(args.db, ids, args.rejudge, keep, args.test)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
     undecided = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
@@ -190,7 +198,8 @@ def main() -> None:
                "undecided_mean": statistics.fmean(undecided),
                "wall_median_s": statistics.median(walls) if walls else None,
                "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy,
-               "rejudged": {"rule": args.rejudge, "keep_rounds": keep} if args.rejudge or keep else None}
+               "rejudged": ({"rule": args.rejudge, "keep_rounds": keep, "test": args.test}
+                            if args.rejudge or keep or args.test else None)}
     res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,
            "targets": TARGETS, "timing": timing, **res}
     out.write_text(json.dumps(res, indent=1) + "\n")
