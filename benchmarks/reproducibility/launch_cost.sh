@@ -1,0 +1,38 @@
+#!/bin/bash
+# What one launch of 4 ranks of the embedded Open MPI costs, and which part could be cut (issue 36).
+#
+#     bash benchmarks/reproducibility/launch_cost.sh [ROUNDS]      # from the repository, after make setup
+#
+# Interleaved, ROUNDS times (default 6): `mpirun -n 4 /bin/true` (the launcher alone), a program
+# that only calls MPI_Init and MPI_Finalize with colltune's start-up settings (mtl=^ofi btl=^ofi,
+# measure/startup.py), the same with UCX's and TCP's components left out too, and with only
+# self/sm and ob1. Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
+# each; prints /proc/loadavg before and after: wall times on a shared machine follow its load.
+# Then tries a persistent PRRTE DVM (prte + mpirun --dvm) and says whether it runs.
+set -u
+ROUNDS=${1:-6}
+V=$(cd "$(dirname "$0")/../.." && pwd)/.venv/bin
+TMP=$(mktemp -d)
+trap 'kill "$DVM" 2>/dev/null; rm -rf "$TMP"' EXIT
+DVM=
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
+printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$TMP/hello.c"
+"$V/mpicc" -o "$TMP/hello" "$TMP/hello.c"
+declare -A cfg=(
+  [launcher_only]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi|/bin/true"
+  [init_finalize]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi|$TMP/hello"
+  [without_ucx_tcp]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx|$TMP/hello"
+  [self_sm_ob1]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=self,sm OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm,rdma|$TMP/hello"
+)
+echo "loadavg before: $(cat /proc/loadavg)"
+for _ in $(seq "$ROUNDS"); do
+  for k in launcher_only init_finalize without_ucx_tcp self_sm_ob1; do
+    env ${cfg[$k]%%|*} /usr/bin/time -f "$k %e %U %S" "$V/mpirun" -n 4 --oversubscribe --bind-to none "${cfg[$k]##*|}" 2>&1 | tail -1
+  done
+done > "$TMP/times"
+echo "loadavg after:  $(cat /proc/loadavg)"
+awk '{w[$1]+=$2; c[$1]+=$3+$4; n[$1]++} END {for (k in w) printf "%-16s wall %.3f s  cpu %.3f s  (%d launches)\n", k, w[k]/n[k], c[k]/n[k], n[k]}' "$TMP/times" | sort
+(OPAL_PREFIX=$V/.. PRTE_PREFIX=$V/.. PMIX_PREFIX=$V/.. "$V/prte" --report-uri "$TMP/uri" --no-ready-msg > "$TMP/prte.log" 2>&1 & echo $! > "$TMP/pid")
+sleep 2; DVM=$(cat "$TMP/pid")
+OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi "$V/mpirun" --dvm "pid:$DVM" -n 4 --oversubscribe --bind-to none "$TMP/hello" > /dev/null 2>&1
+echo "a launch into a persistent DVM (prte, then mpirun --dvm pid:N): exit $?"
