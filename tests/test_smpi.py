@@ -246,3 +246,84 @@ def test_learning_mode_serves_proven_members_with_the_plain_results(smpi_lib: mp
                       "allreduce:allreduce_as_reducescatterblock_allgather": 23,
                       "bcast:library": 9, "bcast:bcast_as_allgatherv": 18, "bcast:bcast_as_scatter_allgather": 23,
                       "reduce:library": 1}
+
+
+@needs_smpi
+def test_rules_of_a_simulated_layout_serve_that_layout_only(smpi_lib: mpi.MpiLibrary, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-layout rules from SMPI measurements (benchmarks/scale/README.md: 16 x 16 and 64 x 16):
+    `check` of 1 KiB scatters on 16 ranks of `small` (4 nodes x 4) finds Scatterv faster (GL22),
+    `tune --per-layout` writes it as a `nodes 4 ppn 4` rule; under that profile the world of
+    tests/programs/cluster_layouts.c and its dup (4 x 4) take it, its node communicators (1 x 4),
+    one rank per node (4 x 1) and ranks 0-2 (1 x 3) the library, every result checked exactly."""
+    from interposer_support import PROGRAMS, Run
+
+    from colltune.tune import profile as prof
+
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "small")  # --platform sets it for the process: restored after
+    db, out = tmp_path / "c.duckdb", tmp_path / "layout.prof"
+    checked = CliRunner().invoke(main, ["check", "--mpi", "smpi", "--platform", "small", "-n", "16", "-c", "scatter",
+                                        "-s", "1KiB", "-R", "3", "--min-reps", "3", "--max-reps", "3", "--warmup", "1",
+                                        "--no-barrier", "--no-aa", "--rounds", "0", "--quiet", "--db", str(db)])
+    assert checked.exit_code == 1, checked.output  # 1: violations found
+    tuned = CliRunner().invoke(main, ["tune", "--db", str(db), "--out", str(out), "--per-layout"])
+    assert tuned.exit_code == 0, tuned.output
+    profile = prof.read_profile(out)
+    assert profile.provenance["layout"] == "16:4x4"
+    assert [(s.collective, b.procs_lo, b.layout, [(r.lo, r.hi, r.variant) for r in b.rules])
+            for s in profile.sections for b in s.blocks] == [("scatter", 16, (4, 4), [(1024, 1024, "scatter_as_scatterv")])]
+    app = build.compile_program(smpi_lib, [PROGRAMS / "cluster_layouts.c"], tmp_path / "cluster_layouts")
+    plat = smpi.platform("small")
+    run = subprocess.run([str(Path(sys.executable).with_name("colltune")), "run", "--mpi", "smpi", "--profile", str(out),
+                          "--verbose", "--", "smpirun", "-np", "16", "-platform", str(plat.xml), "-hostfile",
+                          str(plat.hostfile(16)), "--cfg=smpi/coll-selector:mpich",
+                          "--cfg=smpi/simulate-computation:no", str(app), "256", "scatter"],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and "ok 15" in run.stdout, run.stdout + run.stderr
+    assert "unknown setting" not in run.stderr  # COLLTUNE_SMPI_PLATFORM is the front end's, not the ranks'
+    assert Run(run.returncode, run.stdout, run.stderr).counts == {
+        ("scatter", "profile", "scatter_as_scatterv", "applied"): 6,  # world 5 + its dup 1: 4 x 4
+        ("scatter", "profile", "library", "library"): 9}  # 1 x 4, 4 x 1, 1 x 3: no rule
+
+
+@needs_smpi
+def test_learning_loop_runs_on_simulated_ranks(smpi_lib: mpi.MpiLibrary, tmp_path: Path) -> None:
+    """`colltune learn run --mpi smpi --platform small -- smpirun -np 16 ...` (docs/learn.md):
+    the loop's batches run an unmodified smpicc program on 16 simulated ranks (4 x 4), their
+    traces are ingested with the simulated layout, and with the seed fixed the loop repeats
+    exactly (benchmarks/scale/README.md runs it at 256 ranks)."""
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    app = build.compile_program(smpi_lib, [Path(__file__).parents[1] / "benchmarks" / "scale" / "app.c"],
+                                tmp_path / "app")
+    db = tmp_path / "learn.duckdb"
+    run = subprocess.run([str(Path(sys.executable).with_name("colltune")), "learn", "run", "--batches", "2",
+                          "--db", str(db), "--table-out", str(tmp_path / "t.sel"), "--trace-root",
+                          str(tmp_path / "traces"), "--mpi", "smpi", "--platform", "small", "--trees", "20",
+                          "--min-timings", "5", "--min-cell-evidence", "2", "--replicate", "0", "--",
+                          "smpirun", "-np", "16", "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/simulate-computation:no",
+                          str(app), "50"],
+                         capture_output=True, text=True, check=False, env={**os.environ, "COLLTUNE_SELECT_SEED": "2"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "no member serves" not in run.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        runs = con.sql("select mpi_name, world_size, nodes, ppn from trace_runs order by batch").fetchall()
+        batches = con.sql("select batch, source, traced_calls, explored_calls, round(collective_s, 9) "
+                          "from learn_batches order by batch").fetchall()
+        calls = con.sql("select batch, collective, member, mode, count(*) from trace_calls join trace_runs "
+                        "using (trace_run_id) group by all order by all").fetchall()
+    assert runs == [("smpi", 16, 4, 4)] * 2
+    # batch 1: an empty table, every call explored; SMPI's MPICH family is the fastest at every
+    # point here, so batch 2 exploits the library and explores only the one unlisted Reduce
+    assert batches == [(1, "app", 101, 101, 0.001721375), (2, "app", 101, 1, 0.0014469)]
+    assert calls == [
+        (1, "allreduce", "allreduce_as_reduce_bcast", "explore", 6),
+        (1, "allreduce", "allreduce_as_reducescatter_allgatherv", "explore", 13),
+        (1, "allreduce", "allreduce_as_reducescatterblock_allgather", "explore", 23),
+        (1, "allreduce", "default", "explore", 8),
+        (1, "bcast", "bcast_as_allgatherv", "explore", 18), (1, "bcast", "bcast_as_scatter_allgather", "explore", 23),
+        (1, "bcast", "default", "explore", 9), (1, "reduce", "default", "explore", 1),
+        (2, "allreduce", "default", "exploit", 50), (2, "bcast", "default", "exploit", 50),
+        (2, "reduce", "default", "explore", 1)]

@@ -269,6 +269,24 @@ def test_several_layouts_of_one_process_count_get_one_block_each() -> None:
     assert back.sections == p.sections and back.content_hash() == p.content_hash()
 
 
+def test_per_layout_gives_a_process_counts_only_layout_its_block() -> None:
+    """--per-layout (simulated layouts: 256 ranks as 16 x 16, 1024 as 64 x 16): a block per
+    uniform layout even where a process count was measured on one; a layout not nodes x ppn
+    keeps the layout-free block."""
+    v = pd.DataFrame(layout_rows("r256", 256, 16, 16, {32768: (A, 3.7)})
+                     + layout_rows("r1024", 1024, 64, 16, {8: (B, 1.2)})
+                     + layout_rows("uneven", 4, 2, 3, {64: (A, 1.5)}))
+    p, _ = tune.tune(v, tune.TuneSettings(per_layout=True), now=NOW)
+    section = p.section("allreduce")
+    assert section is not None
+    assert [(b.procs_lo, b.layout, [(r.lo, r.hi, r.variant) for r in b.rules]) for b in section.blocks] == [
+        (4, None, [(64, 64, A)]), (256, (16, 16), [(32768, 32768, A)]), (1024, (64, 16), [(8, 8, B)])]
+    assert p.lookup("allreduce", 256, 32768, (16, 16)) == A and p.lookup("allreduce", 256, 32768, (32, 8)) is None
+    assert p.lookup("allreduce", 1024, 8, (64, 16)) == B and p.lookup("allreduce", 1024, 8) is None
+    without, _ = tune.tune(v, tune.TuneSettings(), now=NOW)
+    assert [b.layout for b in without.sections[0].blocks] == [None, None, None]
+
+
 def test_a_layout_that_is_not_nodes_x_ppn_keeps_the_layout_free_block() -> None:
     # 4 processes as 3 + 1 on 2 nodes (ppn 3 is the most on one node) and as 2 x 2
     v = pd.DataFrame(layout_rows("uneven", 4, 2, 3, {8: (A, 1.5)}) + layout_rows("even", 4, 2, 2, {8: (B, 1.5)}))

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.live import Live
 
 from colltune.commands import nextsteps
+from colltune.commands.bench_options import platform_option
+from colltune.commands.run import warn_unproven_smpi_line
 from colltune.errors import ColltuneError
 from colltune.learn.models import ModelSettings, train, training_points
 from colltune.learn.selection import CellReport, SelectionSettings, build_table
@@ -192,7 +194,9 @@ def _launch_and_native(store: Store, name: str) -> tuple[list[str] | None, str |
 @click.option("--simulate", "truth", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="run the simulator on this ground truth (docs/learn.md) instead of an application")
 @click.option("--mpi", "mpi_spec", default=None, metavar="NAME|MPICC",
-              help="MPI library the application runs with [default: the launcher's]")
+              help="MPI library the application runs with [default: the launcher's]; smpi: SimGrid's "
+                   "simulated ranks, `-- smpirun -np N ./app` (docs/smpi.md)")
+@platform_option
 @click.option("--also", "also", multiple=True, metavar="CMD",
               help="another launch line run in every batch (an application group), e.g. "
                    "--also 'mpiexec -n 2 ./other'")
@@ -208,6 +212,8 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
 
     \b
       colltune learn run --batches 10 --db app.duckdb -- mpiexec -n 4 ./app args
+      colltune learn run --batches 4 --mpi smpi --platform fattree-64x16 -- \\
+          smpirun -np 256 --cfg=smpi/coll-selector:mpich ./app args
       colltune learn run --batches 10 --db sim.duckdb --simulate truth.toml
     """
     from colltune.learn.loop import ApplicationBackend, LoopSettings, SimulatedBackend, run_loop
@@ -236,6 +242,8 @@ def run_cmd(batches: int, db_path: Path, table_out: Path, trace_root: Path | Non
             from colltune.measure import proof
 
             proof.ensure_proven_shown(lib)
+            for line in (list(command_argv), *(shlex.split(a) for a in also)):
+                warn_unproven_smpi_line(lib, tuple(line))
             backend = ApplicationBackend(lib, art, [list(command_argv), *(shlex.split(a) for a in also)], store,
                                          check)
         done: list[Any] = []

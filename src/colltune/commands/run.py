@@ -59,7 +59,7 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
         from colltune.measure import proof
 
         proof.ensure_proven_shown(lib)
-        _warn_unproven_smpi_line(lib, command)
+        warn_unproven_smpi_line(lib, command)
     if profile:
         _warn_layout(profile, command)
     env = interposer.rank_environment(lib, art, force=force_spec, profile=profile, verbose=verbose,
@@ -75,7 +75,7 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
     sys.exit(proc.returncode)
 
 
-def _warn_unproven_smpi_line(lib: mpi_mod.MpiLibrary, command: tuple[str, ...]) -> None:
+def warn_unproven_smpi_line(lib: mpi_mod.MpiLibrary, command: tuple[str, ...]) -> None:
     """Under SMPI the proof holds for the collectives it was made with (docs/smpi.md)."""
     from colltune.mpi import smpi
 

@@ -43,10 +43,14 @@ def _bytes_option(ctx: click.Context, param: click.Parameter, value: str | None)
 @click.option("--extension", type=click.Choice(["between", "none"]), default="between", show_default=True,
               help="between: a rule spans consecutive measured sizes with the same choice; "
                    "none: one rule per measured size. Never past the measured interval.")
+@click.option("--per-layout", is_flag=True,
+              help="A `nodes N ppn P` block for every node layout measured, also a process count's only one: "
+                   "each rule applies only to communicators of the layout it was measured on (docs/profile.md, "
+                   "\"Layouts\"; simulated layouts: docs/smpi.md). Default: layout-free where one layout was measured.")
 @click.option("--cautious", is_flag=True, help="Ignore gains that carry a barrier warning (may be sync noise).")
 @click.option("--show-decisions", is_flag=True, help="Print the decision for every measured size.")
 def command(db_path: Path, out: Path, run_ids: tuple[str, ...], min_gain: float, scratch_cap: int,
-            extension: str, cautious: bool, show_decisions: bool) -> None:
+            extension: str, per_layout: bool, cautious: bool, show_decisions: bool) -> None:
     """Write a tuning profile from the verdicts of `colltune check`.
 
     A mock-up replaces the library's collective for a (process count, message size) only where
@@ -62,7 +66,7 @@ def command(db_path: Path, out: Path, run_ids: tuple[str, ...], min_gain: float,
       COLLTUNE_PROFILE=tuned.prof  (or: colltune run --profile tuned.prof -- mpiexec -n 4 ./app)
     """
     settings = tune_mod.TuneSettings(min_gain=min_gain, scratch_cap=scratch_cap, extension=extension,
-                                     cautious=cautious)
+                                     cautious=cautious, per_layout=per_layout)
     profile, decisions = tune_mod.tune_db(db_path, out, settings, list(run_ids))
 
     if show_decisions:

@@ -142,6 +142,8 @@ def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
     env.pop("LD_PRELOAD", None)  # never into the launcher
     if lib.family == "smpi":  # the launcher's process is where the simulated ranks run
         env.update(rank_env or {})
+        # the front end's choice, already the line's -platform/-hostfile: not a runtime setting
+        env.pop(smpi.PLATFORM_VAR, None)
     if lib.family == "openmpi":
         # Containers and CI run as root; Open MPI refuses that unless told it is intended.
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")

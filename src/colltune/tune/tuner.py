@@ -18,7 +18,9 @@ the library (extension "between"), or every rule covers one measured size (exten
 Node layouts (docs/profile.md, "Layouts"): a process count measured on one layout gets a
 layout-free block (`procs p p`) as always; one measured on several (check runs inside
 allocations of different shapes) gets a block per uniform layout (`nodes N ppn P`), which the
-interposer selects by each communicator's own layout.
+interposer selects by each communicator's own layout. With `per_layout` every uniform layout gets
+its block, a process count's only one too: rules that apply only where they were measured (the
+simulated layouts of SimGrid SMPI, docs/smpi.md, are exactly known).
 
 Library algorithms (`lib:<coll>:<alg>`) are reported but never written into a profile: the
 interposer cannot select them. `colltune export --native` writes them into the library's own
@@ -72,6 +74,8 @@ class TuneSettings(BaseModel):
     cautious: bool = Field(False, description="ignore gains that carry a barrier warning")
     chunk_bytes: int = Field(DEFAULT_CHUNK_BYTES, ge=1)
     element_bytes: int = Field(DEFAULT_ELEMENT_BYTES, ge=1)
+    per_layout: bool = Field(False, description="a `nodes N ppn P` block for every uniform layout, "
+                                                "also a process count's only one")
 
 
 def scratch_cap_from_env(env: Mapping[str, str] | None = None) -> int:
@@ -224,17 +228,18 @@ def _layouts(decisions: pd.DataFrame) -> dict[int, list[Layout]]:
     return {n: sorted(v) for n, v in out.items()}
 
 
-def block_layouts(decisions: pd.DataFrame) -> dict[tuple[int, Layout], Layout | None]:
+def block_layouts(decisions: pd.DataFrame, per_layout: bool = False) -> dict[tuple[int, Layout], Layout | None]:
     """(process count, measured layout) -> the layout its block says, None for layout-free.
 
     One layout for a process count: layout-free, as before layouts existed (the profile's
-    `layout` says where it was measured, `colltune run --profile` warns elsewhere). Several: a
-    `nodes N ppn P` block per uniform layout (N x P = the process count); the others (not
-    uniform, or not recorded) cannot be named in the grammar and keep the layout-free block,
-    which applies where no layout block matches: at most one such per process count."""
+    `layout` says where it was measured, `colltune run --profile` warns elsewhere), unless
+    per_layout. Several: a `nodes N ppn P` block per uniform layout (N x P = the process count);
+    the others (not uniform, or not recorded) cannot be named in the grammar and keep the
+    layout-free block, which applies where no layout block matches: at most one such per
+    process count."""
     out: dict[tuple[int, Layout], Layout | None] = {}
     for nprocs, layouts in _layouts(decisions).items():
-        if len(layouts) == 1:
+        if len(layouts) == 1 and not per_layout:
             out[(nprocs, layouts[0])] = None
             continue
         unnamed = [lay for lay in layouts if not (lay[0] > 0 and lay[0] * lay[1] == nprocs)]
@@ -252,9 +257,9 @@ def _describe(layout: Layout) -> str:
 
 
 def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
-                  extension: Literal["between", "none"] = "between") -> prof.Profile:
+                  extension: Literal["between", "none"] = "between", per_layout: bool = False) -> prof.Profile:
     sections = []
-    named = block_layouts(decisions)
+    named = block_layouts(decisions, per_layout)
     for coll in catalog.load().collective_names():
         d = decisions[decisions["collective"] == coll].fillna({"nodes": 0, "ppn": 0})
         free, per_layout = [], []
@@ -344,7 +349,7 @@ def tune(verdicts: pd.DataFrame, settings: TuneSettings, provenance: dict[str, s
     layouts = {(int(n), int(a), int(b)) for n, a, b in keyed[["nprocs", "_nodes", "_ppn"]].itertuples(index=False)}
     if all(a > 0 for _, a, _ in layouts):  # recorded for every process count: what was really combined
         prov["layout"] = " ".join(f"{n}:{a}x{b}" for n, a, b in sorted(layouts))
-    return build_profile(decisions, prov, settings.extension), decisions
+    return build_profile(decisions, prov, settings.extension, settings.per_layout), decisions
 
 
 def layout_companions(db_path: str | Path, main: pd.DataFrame) -> pd.DataFrame:
