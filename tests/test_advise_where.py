@@ -5,6 +5,7 @@ of known calls (tests/programs/advise_where.c), the figures' definitions on a sy
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,41 @@ def test_durations_keep_their_digits():
     # A pattern's saving per pair is tens of nanoseconds on one node: "0.0 us" would hide it.
     assert [where.fmt_s(s) for s in (None, 0.0, 4.2e-8, 1.19e-7, 2.5e-6, 0.0123, 3.456)] == [
         "-", "0", "42 ns", "119 ns", "2.5 us", "12.3 ms", "3.46 s"]
+
+
+def test_sampled_polls_are_estimates_with_their_interval(tmp_path):
+    # A rank's MPI_Test polls that completed nothing: 4,001 in all (the `polls` line, exact), of
+    # which the countdown sampled 40: 30 at one site, 10 at another (`polled` lines); the second
+    # site also counted 1 poll that completed a request (exactly). The sites get 3,000.75 and
+    # 1,000.25 rounded to sum to 4,001, each with the exact binomial interval times 4,001.
+    from scipy import stats
+
+    from colltune.report.sections.advise import _site_calls
+
+    f = tmp_path / "rank-0"
+    f.write_text("colltune-profile-run 4\nrank 0\nnprocs 1\nwall_ns 10000000000\nhost h\nlibrary L\n"
+                 "cores_online 2\nomp_num_threads -\nsample_every 16\n"
+                 "p2p Test 0x401000 0 -1 30 30 30000 2000 0 0 0 0 0 0 0\npolled Test 0x401000 30\n"
+                 "p2p Test 0x401020 0 -1 11 11 11000 1000 0 0 0 0 0 0 0\npolled Test 0x401020 10\n"
+                 "polls Test 4001 40\nend\n")
+    rank = profile_run.read_rank(f)
+    a, b = rank.points
+    assert (a.calls, b.calls) == (3001, 1001)   # 3,000.75 and 1,000.25 + 1: the largest remainder up
+    for p, s, exact in ((a, 30, 0), (b, 10, 1)):
+        ci = stats.binomtest(s, 40).proportion_ci(0.95, method="exact")
+        assert p.calls_interval == (exact + max(s, math.floor(ci.low * 4001)), exact + math.ceil(ci.high * 4001))
+        assert p.total_ns == round(p.total_lo_ns * p.calls / p.timed) and p.total_lo_ns == 1000 * (s + exact)
+    run = profile_run.ProfileRun(tmp_path, [rank])
+    [row] = where.rows(run)
+    assert row.calls == 4002   # the function's total: exact
+    sites = row.as_dict()["sites"]
+    assert [(s["calls"], s["calls_estimated"], s["calls_interval"]) for s in sites] == [
+        (3001, True, list(a.calls_interval)), (1001, True, list(b.calls_interval))]
+    lines = where.text(run, [row])
+    assert lines[-3].split()[0] == "~3,001" and lines[-2].split()[0] == "~1,001"
+    assert lines[-1] == "    ~ estimated from a sample of the polls (intervals in the JSON)"
+    assert _site_calls(sites[0]) == f"~3,001 ({a.calls_interval[0]:,}-{a.calls_interval[1]:,})"
+    # An inconsistent file says so.
+    f.write_text(f.read_text().replace("polls Test 4001 40", "polls Test 4001 41"))
+    with pytest.raises(profile_run.ProfileRunError, match="polls and polled lines disagree"):
+        profile_run.read_rank(f)

@@ -67,7 +67,7 @@ def _where_table(report: dict[str, Any], top: int = 10) -> str:
     for r in table["collectives"][:top] + table["p2p"][:top]:
         size = where.fmt_size(where.TimeRow(r["kind"], r["name"], bytes_mean=r["bytes_mean"],
                                             bytes_min=r["bytes_min"], bytes_max=r["bytes_max"]))
-        sites = "<br>".join(f"<code>{html.escape(s['site'])}</code> {s['calls']:,}, {where.fmt_s(s['time_s'])}"
+        sites = "<br>".join(f"<code>{html.escape(s['site'])}</code> {_site_calls(s)}, {where.fmt_s(s['time_s'])}"
                             for s in r["sites"])
         cells = (html.escape(r["name"]), f"{r['calls']:,}", size, where.fmt_s(r["own_s"]), where.fmt_s(r["wait_s"]),
                  f"{100 * r['share']:.1f}%", f"{r['slowest_rank']} ({where.fmt_s(r['slowest_s'])})",
@@ -75,7 +75,16 @@ def _where_table(report: dict[str, Any], top: int = 10) -> str:
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return ("<h3>Where the time goes</h3><p>Collectives by own cost, then point-to-point calls; "
             "figures of each call's slowest rank, share of the wall time "
-            f"{table['wall_s']:.3f} s.</p><table><tr>{head}</tr>{''.join(body)}</table>")
+            f"{table['wall_s']:.3f} s; ~: a site's polls estimated from a sample (95% interval), "
+            f"its function's total exact.</p><table><tr>{head}</tr>{''.join(body)}</table>")
+
+
+def _site_calls(site: dict) -> str:
+    """A call site's calls; an estimate (polls sampled) with `~` and its interval."""
+    if not site.get("calls_estimated"):
+        return f"{site['calls']:,}"
+    lo, hi = site["calls_interval"]
+    return f"~{site['calls']:,} ({lo:,}-{hi:,})"
 
 
 def render(ctx: ReportContext) -> str | None:
