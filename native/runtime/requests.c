@@ -6,8 +6,9 @@
  * call that made it gets (completed, waiting, start-to-completion span): the overlap the
  * application got is the span less the waiting. Point-to-point requests are untouched: a call
  * given none of the followed requests takes the point-to-point path (the profiling mode's p2p
- * record of Wait/Waitall/Waitany, as before). A call repeated at one site while the map is
- * unchanged (a polling loop) takes its derived data from a memo (below).
+ * record of Wait/Waitall/Waitany, as before). A Test-family poll that completes nothing while
+ * no request is followed takes a light path (counted per function, its site sampled: below); a
+ * call repeated at one site while the map is unchanged takes its derived data from a memo.
  *
  * The map: request handle -> (function, point, persistent, operation's start, waiting so far),
  * open addressing with tombstones in a fixed table, under a spin lock (only while counting or
@@ -339,11 +340,10 @@ void ct_profrun_polls_finish(void)
  * in CT_POLL_EVERY on average, below) take the full path instead: their chain's point counts
  * and times them, and those that complete nothing are its sample (ct_point.polls,
  * ct_polls_sampled). advise scales a site's sample by its function's total over its sample (an
- * estimate with its interval); the totals stay exact. The Wait family blocks, and completes: it
- * takes the exact path. A
- * light poll that completes a request (or fails) is counted at its site as before, untimed (its
- * time is its point's timed calls' mean); a call given a followed collective request takes the
- * exact path (the map, the memo): a nonblocking collective's waiting stays exact. */
+ * estimate with its interval); the totals stay exact. A light poll that completes a request (or
+ * fails) is counted at its site as before, untimed (its time is its point's timed calls' mean).
+ * The Wait family (it blocks, and completes) and a call given a followed collective request take
+ * the exact path (the map, the memo): a nonblocking collective's waiting stays exact. */
 static uint64_t ct_polls_empty[CT_P2P_COUNT], ct_polls_sampled[CT_P2P_COUNT];
 
 /* The polls' own countdown to the next sampled one: one in CT_POLL_EVERY on average, gaps
