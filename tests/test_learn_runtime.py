@@ -489,16 +489,18 @@ def test_check_mode_sees_floating_point_differences(openmpi, openmpi_build, lear
 
 def test_spent_budget_serves_the_cells_best_member_on_the_short_path(openmpi, openmpi_build, learn_programs, tmp_path):
     """Once a communicator's budget is spent, an explore cell picks its best member and an unlisted
-    cell the library, on learn.c's short path (not counting: no verbose). learn_float's 32 KiB
+    cell the library (at once when unlisted cells never explore), on learn.c's short path (not
+    counting: no verbose). learn_float's 32 KiB
     in-place double sums on 4 ranks (size bin 16, one node, ppn bin 2) tell the member apart by
     its bits: the settled cell gives exactly what the same member in an exploit cell gives."""
     proof = stand_in_proof(tmp_path / "proof.txt", ["allreduce_as_reduce_bcast"], 4, "in_place/builtin/float")
 
-    def digest(cell: str | None, **extra: str) -> str:
+    def digest(cell: str | None, unlisted: str = "explore", **extra: str) -> str:
         env = runenv.rank_environment(openmpi, openmpi_build)
         if cell is not None:
             table = tmp_path / f"t{len(list(tmp_path.glob('t*.select')))}.select"
-            table.write_text("colltune-select 1\ncollective allreduce\n  members default allreduce_as_reduce_bcast\n"
+            table.write_text(f"colltune-select 1\nunlisted {unlisted}\n"
+                             "collective allreduce\n  members default allreduce_as_reduce_bcast\n"
                              f"  cell {cell}\nend\n")
             env.update(COLLTUNE_SELECT=str(table), COLLTUNE_SELECT_SEED=SEED, COLLTUNE_PROOF=str(proof), **extra)
         run = ok(run_mpi(openmpi, 4, [learn_programs["learn_float"]], env, timeout=240))
@@ -513,6 +515,7 @@ def test_spent_budget_serves_the_cells_best_member_on_the_short_path(openmpi, op
     assert digest("16 0 2 explore 0.1 0.9", COLLTUNE_SELECT_CELL_BUDGET="0") == mockup
     assert digest("16 0 2 explore 0.9 0.1", COLLTUNE_SELECT_BUDGET="0") == library
     assert digest("3 0 2 exploit 0.1 0.9", COLLTUNE_SELECT_BUDGET="0") == library   # unlisted cell
+    assert digest("3 0 2 exploit 0.1 0.9", unlisted="exploit") == library    # unlisted never explores
 
 
 # ---- cost of the mode (issue 26): routes and bounds, observed through the debug queries ----------

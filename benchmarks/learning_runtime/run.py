@@ -54,15 +54,17 @@ def annotate(out: Path, inclusive: bool) -> list[tuple[int, str, str]]:
     return rows
 
 
-def callgrind(lib, art, exe: Path, extra: dict[str, str]) -> dict[str, float]:
+def callgrind(lib, art, exe: Path, extra: dict[str, str], args: tuple[str, ...] = (str(CALLS), "1"),
+              function: str = "MPI_Allreduce") -> dict[str, float]:
+    """Instructions per call inside `function` (CALLS calls on rank 0 of 2) by where they run."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         env = runenv.rank_environment(lib, art, extra=extra)
-        rank0 = ["valgrind", "--tool=callgrind", "--toggle-collect=MPI_Allreduce", f"--callgrind-out-file={out}",
-                 str(exe), str(CALLS), "1"]
+        rank0 = ["valgrind", "--tool=callgrind", f"--toggle-collect={function}", f"--callgrind-out-file={out}",
+                 str(exe), *args]
         argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
                 "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
-                "-n", "1", *launch.rank_env_flags(lib, env), str(exe), str(CALLS), "1"]
+                "-n", "1", *launch.rank_env_flags(lib, env), str(exe), *args]
         subprocess.run(argv, env=launch.launcher_env(lib), capture_output=True, text=True,
                        timeout=900, check=True, stdin=subprocess.DEVNULL)
         costs: dict[str, float] = {}

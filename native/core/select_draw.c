@@ -207,6 +207,11 @@ unsigned ct_select_settled_code(const ct_select *t, int coll, uint32_t cell)
     return code == 0 ? 1u : code;
 }
 
+int ct_select_unlisted_fixed(const ct_select *t)
+{
+    return t->unlisted != CT_UNLISTED_EXPLORE;
+}
+
 int ct_select_pick(const ct_select *t, int coll, const int bins[3], uint64_t seed,
                    uint64_t comm_id, uint64_t call_index, int may_explore, int *outcome)
 {

@@ -112,12 +112,16 @@ def bytes_parts(c: tbl.Collective) -> tuple[str, str | None]:
     return m.group(1), m.group(2)
 
 
+# The communicator's size, once per function: `p` is the caller's when it knows it (> 0).
+COMM_SIZE = ["if (p <= 0 && PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;"]
+
+
 def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
     """(statements computing the operands, the C expression) for one `bytes` expression."""
     roles = {a.role for a in c.args}
     stmts: list[str] = []
     if expr.strip() == "0":   # no uniform argument carries a size (docs in the table)
-        return ["(void)call;"], "0"
+        return ["(void)call;", "(void)p;"], "0"
     expr, per_rank, divisor = expr.partition("/")
     if per_rank and divisor.strip() != "p":
         raise SpecError(f"{c.name}: bytes may only be divided by p, not {divisor.strip()!r}")
@@ -136,26 +140,31 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
             out.append(var)
         elif m := re.fullmatch(r"sum\((\w+)\)", f):
             role = m.group(1)
-            stmts.append("int64_t sum;")
-            stmts.append(f"if (ct_sum_counts(call->{FIELD[role]}, call->comm, &sum) != MPI_SUCCESS)")
-            stmts.append("    return -1;")
+            stmts += COMM_SIZE
+            stmts.append("int64_t sum = 0;")
+            stmts.append(f"for (int i = 0; i < p; i++) sum += call->{FIELD[role]}[i];")
             out.append("sum")
         elif f == "p":
-            stmts.append("int p;")
-            stmts.append("if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;")
+            stmts += COMM_SIZE
             out.append("(int64_t)p")
         elif f in roles:
             out.append(f"(int64_t)call->{FIELD[f]}")
         else:
             raise SpecError(f"{c.name}: cannot translate bytes factor {f!r}")
+    stmts = list(dict.fromkeys(stmts))   # the size query once, however many factors use p
+    if not any(s is COMM_SIZE[0] for s in stmts):
+        stmts.insert(0, "(void)p;")
     if per_rank:   # the mean block: the last factor is the p appended above
         return stmts, f"({' * '.join(out[:-1])}) / {out[-1]}"
     return stmts, " * ".join(out)
 
 
 def bytes_form(c: tbl.Collective) -> str:
-    """`{count offset, datatype offset}` of a plain `count * size(type)` collective, else {-1, -1}."""
+    """`{count offset, datatype offset}` of a plain `count * size(type)` collective,
+    {CT_BYTES_ZERO, -1} of one whose bytes are 0, else {-1, -1}."""
     main, alt = bytes_parts(c)
+    if alt is None and main.strip() == "0":
+        return "{CT_BYTES_ZERO, -1}"
     roles = {a.role for a in c.args}
     m = re.fullmatch(r"(\w+)\s*\*\s*size\((\w+)\)", main)
     if alt is not None or m is None or m.group(1) not in roles or m.group(2) not in roles:
@@ -166,7 +175,7 @@ def bytes_form(c: tbl.Collective) -> str:
 
 def gen_bytes_fn(c: tbl.Collective) -> str:
     main, alt = bytes_parts(c)
-    lines = [f"static int64_t ct_bytes_{c.name}(const ct_call *call)", "{"]
+    lines = [f"static int64_t ct_bytes_{c.name}(const ct_call *call, int p)", "{"]
     if alt is not None:
         field = {"sendbuf@root": "sendbuf", "recvbuf@root": "recvbuf"}.get(c.in_place or "")
         if field is None:
@@ -314,8 +323,10 @@ def gen_header(t: tbl.Table) -> str:
         "extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];",
         "",
         "/* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,",
-        " * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call, else -1 (then only",
-        " * colltune_call_bytes knows). Lets the learning mode's call path skip the general function. */",
+        " * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no",
+        " * uniform argument carries a size (the bytes are 0); else -1 (then only colltune_call_bytes",
+        " * knows). Lets the learning mode's call path skip the general function. */",
+        "#define CT_BYTES_ZERO (-2)",
         "typedef struct ct_bytes_form {",
         "    signed char count_at, type_at;",
         "} ct_bytes_form;",
@@ -395,29 +406,19 @@ def gen_source(t: tbl.Table) -> str:
         "}",
         "",
     ]
-    if any("sum(" in c.bytes for c in t.collectives):
-        L += [
-            "static int ct_sum_counts(const int *counts, MPI_Comm comm, int64_t *sum)",
-            "{",
-            "    int p;",
-            "    int err = PMPI_Comm_size(comm, &p);",
-            "    if (err != MPI_SUCCESS) return err;",
-            "    *sum = 0;",
-            "    for (int i = 0; i < p; i++) *sum += counts[i];",
-            "    return MPI_SUCCESS;",
-            "}",
-            "",
-        ]
     for c in t.collectives:
         L += [gen_bytes_fn(c), ""]
     L += ["const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {"]
     for c in t.collectives:
         L.append(f"    [{coll_enum(c.name)}] = {bytes_form(c)},")
     L += ["};", ""]
-    L += ["int64_t colltune_call_bytes(const ct_call *call)", "{", "    switch (call->coll) {"]
+    L += ["int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)", "{",
+          "    switch (call->coll) {"]
     for c in t.collectives:
-        L.append(f"    case {coll_enum(c.name)}: return ct_bytes_{c.name}(call);")
+        L.append(f"    case {coll_enum(c.name)}: return ct_bytes_{c.name}(call, comm_size);")
     L += ["    default: return -1;", "    }", "}", ""]
+    L += ["int64_t colltune_call_bytes(const ct_call *call)", "{",
+          "    return colltune_call_bytes_in(call, 0);", "}", ""]
     L += ["int colltune_invoke(int variant, const ct_call *call)", "{", "    switch (variant) {"]
     for v in t.variants:
         c = t.collective(v.collective)

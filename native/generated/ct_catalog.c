@@ -314,154 +314,158 @@ static int ct_size_of(MPI_Datatype type, int64_t *bytes)
     return ct_type_size(type, bytes);
 }
 
-static int ct_sum_counts(const int *counts, MPI_Comm comm, int64_t *sum)
+static int64_t ct_bytes_allgather(const ct_call *call, int p)
 {
-    int p;
-    int err = PMPI_Comm_size(comm, &p);
-    if (err != MPI_SUCCESS) return err;
-    *sum = 0;
-    for (int i = 0; i < p; i++) *sum += counts[i];
-    return MPI_SUCCESS;
-}
-
-static int64_t ct_bytes_allgather(const ct_call *call)
-{
+    (void)p;
     int64_t size_recvtype;
     if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_recvtype;
 }
 
-static int64_t ct_bytes_allreduce(const ct_call *call)
+static int64_t ct_bytes_allreduce(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_alltoall(const ct_call *call)
+static int64_t ct_bytes_alltoall(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_recvtype;
     if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_recvtype;
 }
 
-static int64_t ct_bytes_bcast(const ct_call *call)
+static int64_t ct_bytes_bcast(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_gather(const ct_call *call)
+static int64_t ct_bytes_gather(const ct_call *call, int p)
 {
     if (call->sendbuf == MPI_IN_PLACE) {
+        (void)p;
         int64_t size_recvtype;
         if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
         return (int64_t)call->recvcount * size_recvtype;
     }
+    (void)p;
     int64_t size_sendtype;
     if (ct_size_of(call->sendtype, &size_sendtype) != MPI_SUCCESS) return -1;
     return (int64_t)call->sendcount * size_sendtype;
 }
 
-static int64_t ct_bytes_reduce(const ct_call *call)
+static int64_t ct_bytes_reduce(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_reduce_scatter_block(const ct_call *call)
+static int64_t ct_bytes_reduce_scatter_block(const ct_call *call, int p)
 {
-    int p;
-    if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
+    if (p <= 0 && PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * (int64_t)p * size_datatype;
 }
 
-static int64_t ct_bytes_reduce_scatter(const ct_call *call)
+static int64_t ct_bytes_reduce_scatter(const ct_call *call, int p)
 {
-    int64_t sum;
-    if (ct_sum_counts(call->recvcounts, call->comm, &sum) != MPI_SUCCESS)
-        return -1;
+    if (p <= 0 && PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
+    int64_t sum = 0;
+    for (int i = 0; i < p; i++) sum += call->recvcounts[i];
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return sum * size_datatype;
 }
 
-static int64_t ct_bytes_scan(const ct_call *call)
+static int64_t ct_bytes_scan(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_scatter(const ct_call *call)
+static int64_t ct_bytes_scatter(const ct_call *call, int p)
 {
     if (call->recvbuf == MPI_IN_PLACE) {
+        (void)p;
         int64_t size_sendtype;
         if (ct_size_of(call->sendtype, &size_sendtype) != MPI_SUCCESS) return -1;
         return (int64_t)call->sendcount * size_sendtype;
     }
+    (void)p;
     int64_t size_recvtype;
     if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_recvtype;
 }
 
-static int64_t ct_bytes_allgatherv(const ct_call *call)
+static int64_t ct_bytes_allgatherv(const ct_call *call, int p)
 {
-    int64_t sum;
-    if (ct_sum_counts(call->recvcounts, call->comm, &sum) != MPI_SUCCESS)
-        return -1;
+    if (p <= 0 && PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
+    int64_t sum = 0;
+    for (int i = 0; i < p; i++) sum += call->recvcounts[i];
     int64_t size_recvtype;
     if (ct_size_of(call->recvtype, &size_recvtype) != MPI_SUCCESS) return -1;
-    int p;
-    if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS) return -1;
     return (sum * size_recvtype) / (int64_t)p;
 }
 
-static int64_t ct_bytes_alltoallv(const ct_call *call)
+static int64_t ct_bytes_alltoallv(const ct_call *call, int p)
 {
     (void)call;
+    (void)p;
     return 0;
 }
 
-static int64_t ct_bytes_alltoallw(const ct_call *call)
+static int64_t ct_bytes_alltoallw(const ct_call *call, int p)
 {
     (void)call;
+    (void)p;
     return 0;
 }
 
-static int64_t ct_bytes_barrier(const ct_call *call)
+static int64_t ct_bytes_barrier(const ct_call *call, int p)
 {
     (void)call;
+    (void)p;
     return 0;
 }
 
-static int64_t ct_bytes_exscan(const ct_call *call)
+static int64_t ct_bytes_exscan(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_gatherv(const ct_call *call)
+static int64_t ct_bytes_gatherv(const ct_call *call, int p)
 {
     (void)call;
+    (void)p;
     return 0;
 }
 
-static int64_t ct_bytes_reduce_local(const ct_call *call)
+static int64_t ct_bytes_reduce_local(const ct_call *call, int p)
 {
+    (void)p;
     int64_t size_datatype;
     if (ct_size_of(call->recvtype, &size_datatype) != MPI_SUCCESS) return -1;
     return (int64_t)call->recvcount * size_datatype;
 }
 
-static int64_t ct_bytes_scatterv(const ct_call *call)
+static int64_t ct_bytes_scatterv(const ct_call *call, int p)
 {
     (void)call;
+    (void)p;
     return 0;
 }
 
@@ -477,38 +481,43 @@ const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_SCAN] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_SCATTER] = {-1, -1},
     [CT_COLL_ALLGATHERV] = {-1, -1},
-    [CT_COLL_ALLTOALLV] = {-1, -1},
-    [CT_COLL_ALLTOALLW] = {-1, -1},
-    [CT_COLL_BARRIER] = {-1, -1},
+    [CT_COLL_ALLTOALLV] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_ALLTOALLW] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_BARRIER] = {CT_BYTES_ZERO, -1},
     [CT_COLL_EXSCAN] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
-    [CT_COLL_GATHERV] = {-1, -1},
+    [CT_COLL_GATHERV] = {CT_BYTES_ZERO, -1},
     [CT_COLL_REDUCE_LOCAL] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
-    [CT_COLL_SCATTERV] = {-1, -1},
+    [CT_COLL_SCATTERV] = {CT_BYTES_ZERO, -1},
 };
+
+int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
+{
+    switch (call->coll) {
+    case CT_COLL_ALLGATHER: return ct_bytes_allgather(call, comm_size);
+    case CT_COLL_ALLREDUCE: return ct_bytes_allreduce(call, comm_size);
+    case CT_COLL_ALLTOALL: return ct_bytes_alltoall(call, comm_size);
+    case CT_COLL_BCAST: return ct_bytes_bcast(call, comm_size);
+    case CT_COLL_GATHER: return ct_bytes_gather(call, comm_size);
+    case CT_COLL_REDUCE: return ct_bytes_reduce(call, comm_size);
+    case CT_COLL_REDUCE_SCATTER_BLOCK: return ct_bytes_reduce_scatter_block(call, comm_size);
+    case CT_COLL_REDUCE_SCATTER: return ct_bytes_reduce_scatter(call, comm_size);
+    case CT_COLL_SCAN: return ct_bytes_scan(call, comm_size);
+    case CT_COLL_SCATTER: return ct_bytes_scatter(call, comm_size);
+    case CT_COLL_ALLGATHERV: return ct_bytes_allgatherv(call, comm_size);
+    case CT_COLL_ALLTOALLV: return ct_bytes_alltoallv(call, comm_size);
+    case CT_COLL_ALLTOALLW: return ct_bytes_alltoallw(call, comm_size);
+    case CT_COLL_BARRIER: return ct_bytes_barrier(call, comm_size);
+    case CT_COLL_EXSCAN: return ct_bytes_exscan(call, comm_size);
+    case CT_COLL_GATHERV: return ct_bytes_gatherv(call, comm_size);
+    case CT_COLL_REDUCE_LOCAL: return ct_bytes_reduce_local(call, comm_size);
+    case CT_COLL_SCATTERV: return ct_bytes_scatterv(call, comm_size);
+    default: return -1;
+    }
+}
 
 int64_t colltune_call_bytes(const ct_call *call)
 {
-    switch (call->coll) {
-    case CT_COLL_ALLGATHER: return ct_bytes_allgather(call);
-    case CT_COLL_ALLREDUCE: return ct_bytes_allreduce(call);
-    case CT_COLL_ALLTOALL: return ct_bytes_alltoall(call);
-    case CT_COLL_BCAST: return ct_bytes_bcast(call);
-    case CT_COLL_GATHER: return ct_bytes_gather(call);
-    case CT_COLL_REDUCE: return ct_bytes_reduce(call);
-    case CT_COLL_REDUCE_SCATTER_BLOCK: return ct_bytes_reduce_scatter_block(call);
-    case CT_COLL_REDUCE_SCATTER: return ct_bytes_reduce_scatter(call);
-    case CT_COLL_SCAN: return ct_bytes_scan(call);
-    case CT_COLL_SCATTER: return ct_bytes_scatter(call);
-    case CT_COLL_ALLGATHERV: return ct_bytes_allgatherv(call);
-    case CT_COLL_ALLTOALLV: return ct_bytes_alltoallv(call);
-    case CT_COLL_ALLTOALLW: return ct_bytes_alltoallw(call);
-    case CT_COLL_BARRIER: return ct_bytes_barrier(call);
-    case CT_COLL_EXSCAN: return ct_bytes_exscan(call);
-    case CT_COLL_GATHERV: return ct_bytes_gatherv(call);
-    case CT_COLL_REDUCE_LOCAL: return ct_bytes_reduce_local(call);
-    case CT_COLL_SCATTERV: return ct_bytes_scatterv(call);
-    default: return -1;
-    }
+    return colltune_call_bytes_in(call, 0);
 }
 
 int colltune_invoke(int variant, const ct_call *call)

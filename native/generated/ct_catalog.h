@@ -126,8 +126,10 @@ extern const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES];
 extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];
 
 /* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,
- * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call, else -1 (then only
- * colltune_call_bytes knows). Lets the learning mode's call path skip the general function. */
+ * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no
+ * uniform argument carries a size (the bytes are 0); else -1 (then only colltune_call_bytes
+ * knows). Lets the learning mode's call path skip the general function. */
+#define CT_BYTES_ZERO (-2)
 typedef struct ct_bytes_form {
     signed char count_at, type_at;
 } ct_bytes_form;

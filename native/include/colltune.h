@@ -82,6 +82,8 @@ const char *colltune_reason_name(colltune_reason reason);
 /* Message size in bytes used for decisions, from uniform arguments only (see collectives.toml).
  * Returns -1 if it cannot be computed (then the call goes to the library). */
 int64_t colltune_call_bytes(const ct_call *call);
+/* The same where the caller knows the communicator's size (`comm_size` > 0; else it is asked). */
+int64_t colltune_call_bytes_in(const ct_call *call, int comm_size);
 
 /* Is `variant` (index into the generated variant table) able to give the library's exact result
  * for `call`? Uses only arguments identical on all ranks, so all ranks agree. */

@@ -96,6 +96,10 @@ int ct_select_pick_cell(const ct_select *t, int coll, uint32_t cell, uint64_t se
  * whatever the table's `unlisted`. The runtime's short path serves such calls as exploit cells. */
 unsigned ct_select_settled_code(const ct_select *t, int coll, uint32_t cell);
 
+/* Whether the table's unlisted cells never explore (`unlisted library` or `exploit`): their pick
+ * is ct_select_settled_code's whatever the budget. */
+int ct_select_unlisted_fixed(const ct_select *t);
+
 /* An explored call's draw again, from the cell's explore distribution restricted to the
  * portfolio indices set in `usable` (the draw hit a member that may not serve the call): with a
  * uniform `u` independent of the first draw's, the result is distributed as a draw from the

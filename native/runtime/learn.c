@@ -38,6 +38,7 @@
 #include "ct_settings.h"
 
 static ct_select *ct_table;
+static int ct_unlisted_fixed;   /* the table's unlisted cells never explore */
 int ct_checking;
 static uint64_t ct_seed, ct_budget, ct_cell_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
@@ -175,6 +176,7 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
                    getenv(CT_ENV_SELECT_CHECK));
     ct_select_nbins(ct_table, ct_nbins);
     ct_size_stride = (uint32_t)(ct_nbins[1] * ct_nbins[2]);
+    ct_unlisted_fixed = ct_select_unlisted_fixed(ct_table);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_codes[c] = ct_select_codes(ct_table, c);
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
@@ -277,12 +279,13 @@ static void **ct_learn_lib_slot(MPI_Comm comm)
 
 /* ---- decision and tracing ------------------------------------------------------------------ */
 
-/* colltune_call_bytes without its switch and calls for the count * size(type) collectives. */
-static inline int64_t ct_learn_bytes(const ct_call *call)
+/* colltune_call_bytes without its switch and calls for the count * size(type) collectives and
+ * those of no size, and with the communicator's size the state keeps for the others. */
+static inline int64_t ct_learn_bytes(const ct_call *call, int comm_size)
 {
     ct_bytes_form form = ct_bytes_forms[call->coll];
     if (form.count_at < 0)
-        return colltune_call_bytes(call);
+        return form.count_at == CT_BYTES_ZERO ? 0 : colltune_call_bytes_in(call, comm_size);
     int count;
     MPI_Datatype type;
     int64_t size;
@@ -331,7 +334,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
     ct_comm_state *s = ct_comm(call->comm);
     if (CT_UNLIKELY(s == NULL || s->inter))
         return d;
-    int64_t bytes = ct_learn_bytes(call);
+    int64_t bytes = ct_learn_bytes(call, s->size);
     if (CT_UNLIKELY(bytes < 0))
         return d;
     uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
@@ -425,7 +428,7 @@ int ct_learn_dispatch(const ct_call *call)
     }
     if (CT_UNLIKELY(atomic_load_explicit(&ct_recording, memory_order_relaxed)))
         return ct_learn_dispatch_full(call);
-    int64_t bytes = ct_learn_bytes(call);
+    int64_t bytes = ct_learn_bytes(call, s->size);
     if (CT_UNLIKELY(bytes < 0))
         return colltune_invoke_library(call);
     uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
@@ -433,9 +436,10 @@ int ct_learn_dispatch(const ct_call *call)
     const uint8_t *codes = ct_codes[call->coll];
     unsigned code = codes != NULL ? codes[cell] : 0u;
     if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u)) {
-        /* An explore or unlisted cell (a uniform table has only these) whose budget is spent
-         * picks without a draw: it costs what an exploit cell costs (issue 33). */
-        if (!ct_settled(s, call->coll, size_bin))
+        /* An explore or unlisted cell (a uniform table has only these) whose budget is spent,
+         * or an unlisted cell that never explores, picks without a draw: it costs what an
+         * exploit cell costs (issue 33). */
+        if (!(code == 0 && ct_unlisted_fixed) && !ct_settled(s, call->coll, size_bin))
             return ct_learn_dispatch_full(call);
         code = ct_select_settled_code(ct_table, call->coll, cell);
     }
@@ -466,6 +470,7 @@ void ct_learn_stop(void)
     ct_select_free(ct_table);
     ct_table = NULL;
     ct_checking = 0;
+    ct_unlisted_fixed = 0;
     memset(ct_codes, 0, sizeof ct_codes);
     ct_libalg_slots_from(NULL);
     if (ct_keyval != MPI_KEYVAL_INVALID)
