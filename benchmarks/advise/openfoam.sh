@@ -6,6 +6,7 @@
 #
 #   bash benchmarks/advise/openfoam.sh OUT             # apt-get installs openfoam openfoam-examples
 #   bash benchmarks/advise/openfoam.sh OUT callgrind   # rank 0 under callgrind, profiled
+#   bash benchmarks/advise/openfoam.sh OUT callgrind 200   # the same over 200 steps (default 10)
 #
 # Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
 # with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
@@ -19,7 +20,8 @@ rm -rf "$out/cavity"
 cp -r /usr/share/doc/openfoam-examples/examples/incompressible/icoFoam/cavity/cavity "$out/cavity"
 cd "$out/cavity"
 sed -i 's/(20 20 1)/(40 40 1)/' system/blockMeshDict
-steps_end=$([ "$mode" = callgrind ] && echo 0.005 || echo 0.01)
+steps=${3:-$([ "$mode" = callgrind ] && echo 10 || echo 20)}
+steps_end=$(awk -v n="$steps" 'BEGIN { printf "%g", n * 0.0005 }')
 sed -i "s/^endTime .*/endTime         $steps_end;/; s/^deltaT .*/deltaT          0.0005;/; s/^writeInterval .*/writeInterval   100000;/" system/controlDict
 cat > system/decomposeParDict <<'EOF'
 FoamFile { version 2.0; format ascii; class dictionary; object decomposeParDict; }
@@ -41,32 +43,9 @@ exec icoFoam -parallel
 EOF
   chmod +x cg.sh
   mpirun.openmpi --allow-run-as-root -np 2 ./cg.sh > log.cg 2>&1
-  callgrind_annotate --inclusive=no --threshold=100 "$out/cg.out" | sed -n '1,40p' > "$out/cg-annotate.txt"
-  # instructions per object (exclusive): libcolltune's share of rank 0's instructions
-  "$repo/.venv/bin/python" - "$out/cg.out" > "$out/cg-objects.txt" <<'EOF'
-import collections, re, sys
-totals, obj, files, call_cost = collections.Counter(), None, {}, False
-for line in open(sys.argv[1]):
-    if m := re.match(r"ob=\((\d+)\)(?: (.*))?", line):
-        if m[2]:
-            files[m[1]] = m[2].strip()
-        obj = files[m[1]]
-    elif m := re.match(r"cob=\((\d+)\)(?: (.*))?", line):
-        if m[2]:
-            files[m[1]] = m[2].strip()
-    elif line.startswith("calls="):
-        call_cost = True     # the next cost line is the call's inclusive cost: not this object's
-    elif line[:1].isdigit() or line[:1] in "+-*":
-        parts = line.split()
-        if call_cost:
-            call_cost = False
-        elif len(parts) >= 2 and obj is not None:
-            totals[obj] += int(parts[1])
-total = sum(totals.values())
-for o, n in totals.most_common(12):
-    print(f"{n:>14,} {100 * n / total:6.2f}%  {o}")
-print(f"{total:>14,} total")
-EOF
+  callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out/cg.out" | sed -n '1,40p' > "$out/cg-annotate.txt"
+  # instructions per object (exclusive, exact) and the call path's share
+  "$repo/.venv/bin/python" "$repo/benchmarks/advise/overhead.py" --read "$out/cg.out" > "$out/cg-objects.txt"
 else
   cat > run.sh <<'EOF'
 #!/bin/bash

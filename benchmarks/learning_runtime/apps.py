@@ -61,7 +61,8 @@ NPROCS = 2
 BEFORE = "2892eff"  # main when issue 26 was taken up
 MODES = ("plain", "pass", "exploit", "traced", "refused", "profile", "counting")
 NWCHEM_TOLERANCE = 1e-8
-ANN = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\*?\s*(\S+)(?:\s+\[(.*)\])?\s*$")
+# a row of callgrind_annotate: cost, "file:function" (a C++ function's name has spaces and colons), [object]
+ANN = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\*?\s*([^\s:]*:.+?)(?:\s+\[([^\]]*)\])?\s*$")
 # objects of the MPI library and its runtime: their instructions include polling, which depends on
 # timing; everything else a rank executes is the application's own work (and libc, libm)
 MPI_OBJECTS = re.compile(r"libmpi|libopen-|openmpi|mca_|libpmix|libevent|libhwloc|libucx|libuc[pst]|libfabric|libcolltune")
@@ -338,23 +339,26 @@ def heaviest(costs: dict[str, int], per: int, keep: Callable[[str, float], bool]
 
 def annotate(path: Path, inclusive: bool) -> dict[str, int]:
     """Costs by "libcolltune:<function>" / "other:<function>"; exclusive costs also add
-    "(application)": the rank's instructions outside the MPI library, its runtime and libcolltune."""
-    text = _run(["callgrind_annotate", "--threshold=100", f"--inclusive={'yes' if inclusive else 'no'}",
+    "(application)": the rank's instructions outside the MPI library, its runtime and libcolltune.
+    callgrind_annotate shows a function's lines inlined from another file (a header: ct_core.h,
+    ct_profrun_impl.h, even gcc's ia32intrin.h for the TSC read) as a row "header:function" without
+    the object, so such a row takes the object of the function's own row; exclusive, the sum per
+    object is then overhead.py's objects_exclusive (the cost lines read per object) exactly."""
+    text = _run(["callgrind_annotate", "--threshold=100", "--auto=no", f"--inclusive={'yes' if inclusive else 'no'}",
                  str(path)]).stdout
+    rows = [(int(m.group(1).replace(",", "")), m.group(2).split(":", 1)[1], m.group(3) or "")
+            for line in text.splitlines() if (m := ANN.match(line))]
+    object_of = {fn: obj for _, fn, obj in rows if obj}
     costs: dict[str, int] = {"(application)": 0}
-    for line in text.splitlines():
-        if m := ANN.match(line):
-            fn, obj, ir = m.group(2).split(":")[-1], m.group(3) or "", int(m.group(1).replace(",", ""))
-            if not obj and re.match(r"(.*/)?native/", m.group(2)):
-                # libcolltune's code inlined from a header (ct_runtime.h, ct_core.h, ...):
-                # callgrind_annotate shows no object; exclusive costs only
-                if not inclusive:
-                    costs[f"libcolltune:{fn}"] = costs.get(f"libcolltune:{fn}", 0) + ir
-                continue
-            where = "libcolltune" if "libcolltune" in obj else "other"
-            costs[f"{where}:{fn}"] = costs.get(f"{where}:{fn}", 0) + ir
-            if not inclusive and not MPI_OBJECTS.search(obj):
-                costs["(application)"] += ir
+    for ir, fn, obj in rows:
+        if not obj:
+            if inclusive:
+                continue   # an inlined part's inclusive cost is already its function's
+            obj = object_of.get(fn, "")
+        where = "libcolltune" if "libcolltune" in obj else "other"
+        costs[f"{where}:{fn}"] = costs.get(f"{where}:{fn}", 0) + ir
+        if not inclusive and not MPI_OBJECTS.search(obj):
+            costs["(application)"] += ir
     return costs
 
 
