@@ -7,6 +7,8 @@ and the plain run's output, and the counting table must hold every start and com
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from interposer_support import PROGRAMS, force_rounds, force_spec, run_mpi
 from test_every import functions_section
@@ -66,3 +68,75 @@ def test_nonblocking_collectives_overtaken_by_p2p_in_every_mode(overlap, tmp_pat
     assert runs["force"].counts[("allreduce", "force", first, "applied")] == ROUNDS + 1, runs["force"].describe()
     explored = {k: n for k, n in runs["learning"].counts.items() if k[0] == "allreduce"}
     assert {k[1] for k in explored} == {"explore"} and sum(explored.values()) == ROUNDS + 1
+
+
+# Algorithms of the nonblocking forms forced on MPI_I<coll> (COLLTUNE_FORCE), proven here first.
+NB_MEMBERS = {
+    "openmpi": ("lib:allreduce:ring#nonblocking", "lib:bcast:binomial#nonblocking"),  # libnbc: no ibarrier variable
+    "mpich": ("lib:barrier:tsp_recexch#nonblocking", "lib:allreduce:tsp_ring#nonblocking",
+              "lib:bcast:tsp_tree#nonblocking"),
+}
+RING = {"openmpi": "lib:allreduce:ring#nonblocking", "mpich": "lib:allreduce:tsp_ring#nonblocking"}
+
+
+def nonblocking_proof(lib: mpi.MpiLibrary, tmp_path) -> Path:
+    """The build's proof with NB_MEMBERS proven (one launch each) and added."""
+    from colltune.measure import proof
+    extra = proof.prove(lib, only=NB_MEMBERS[lib.family])
+    path = tmp_path / "proof.txt"
+    path.write_text(proof.merged(proof.ensure_proven(lib).read_text(), extra))
+    return path
+
+
+def force_env(lib, art, members, proof_path) -> dict[str, str]:
+    force = ",".join(f"{m.split(':')[1]}={m}" for m in members)
+    return runenv.rank_environment(lib, art, force=force, verbose=True, library_members=members,
+                                   extra={"COLLTUNE_PROOF": str(proof_path)})
+
+
+def test_forced_nonblocking_members_start_without_blocking(overlap, tmp_path):
+    """Every MPI_Ibarrier (MPICH), MPI_Iallreduce and MPI_Ibcast of ct_overlap started by a forced
+    algorithm of its nonblocking form: the sends still overtake them, the results are the plain
+    run's, and the blocking MPI_Allreduce is not touched by the nonblocking form's member."""
+    lib, art, exe = overlap
+    members = NB_MEMBERS[lib.family]
+    path = nonblocking_proof(lib, tmp_path)
+    from colltune.measure import proof
+    passed = proof.read_passed(path)
+    assert all(passed.get(m) for m in members), {m: passed.get(m) for m in members}
+    argv = [exe, "-r", str(ROUNDS)]
+    plain = run_mpi(lib, NPROCS[lib.family], argv, {}, timeout=60)
+    run = run_mpi(lib, NPROCS[lib.family], argv, force_env(lib, art, members, path), timeout=60)
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    assert run.stdout == plain.stdout and f"{ROUNDS} rounds" in run.stdout, run.describe()
+    served = {k: n for k, n in run.counts.items() if k[1] == "force"}
+    assert served == {(m.split(":")[1], "force", m, "applied"): ROUNDS for m in members}, run.describe()
+    seen = functions_section(run.stderr)
+    assert seen["MPI_Allreduce"][0] == ROUNDS + 1 and seen["MPI_Iallreduce"][0] == ROUNDS, run.describe()
+
+
+def test_forced_nonblocking_member_serves_only_where_proven(overlap, tmp_path):
+    """ct_nbmember's double MPI_Iallreduce rounds by the algorithm's order, its int one does not
+    (3 ranks: two summands would commute exactly). Under the real proof the ring algorithm of the
+    nonblocking form is refused the double sum (Open MPI: libnbc's ring gives other bits than its
+    binomial default; MPICH: proven at 2 ranks only) and serves the int sum: the plain run's output.
+    Under a proof that claims the double sum too, the hash changes and the int sum does not: the
+    forced algorithm really runs."""
+    lib, art, _ = overlap
+    exe = build.compile_program(lib, [PROGRAMS / "ct_nbmember.c"], tmp_path / "ct_nbmember", ["-Wextra"])
+    ring = RING[lib.family]
+    plain = run_mpi(lib, 3, [exe], {}, timeout=60)
+    assert plain.returncode == 0, plain.describe()
+    gated = run_mpi(lib, 3, [exe], force_env(lib, art, [ring], nonblocking_proof(lib, tmp_path)), timeout=60)
+    assert gated.stdout == plain.stdout, gated.describe()
+    assert {k: n for k, n in gated.counts.items() if k[1] == "force"} == {
+        ("allreduce", "force", ring, "applied"): 1,
+        ("allreduce", "force", ring, "not-applicable:unproven"): 1}, gated.describe()
+    claimed = tmp_path / "claimed.txt"
+    claimed.write_text(f"colltune-proof 2\nsizes 1,2,3\nmember {ring} passed separate/builtin/int,"
+                       "separate/builtin/float\n")
+    forced = run_mpi(lib, 3, [exe], force_env(lib, art, [ring], claimed), timeout=60)
+    assert forced.returncode == 0, forced.describe()
+    assert forced.stdout.split("int sum")[1] == plain.stdout.split("int sum")[1], forced.describe()
+    assert forced.stdout.split(",")[0] != plain.stdout.split(",")[0], (plain.stdout, forced.describe())
+    assert forced.counts[("allreduce", "force", ring, "applied")] == 2, forced.describe()

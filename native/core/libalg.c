@@ -264,25 +264,43 @@ static int ct_forceable(int cvar, int mpich)
     return ok;
 }
 
-int ct_libalg_members(const char *collective, char names[][64], int max)
+/* The nonblocking form's algorithms that are no members: the library's own choice (MPICH
+ * `auto`/`sched_auto`, Open MPI's value 0), MPICH's `sched_smp` (refused on one rank while
+ * running on the other, as the blocking `smp`) and `sched_noncommutative`, and its
+ * alltoall(v/w) `*_inplace` ones, which MPICH refuses unless the call is in place (and then
+ * leaks the failed request: "freeing inactive persistent request" at MPI_Finalize). */
+int ct_libalg_skipped_started(int mpich, const char *name, int value)
+{
+    if (!mpich)
+        return value == 0;
+    return strcmp(name, "auto") == 0 || strcmp(name, "sched_auto") == 0
+           || strcmp(name, "sched_smp") == 0 || strcmp(name, "sched_noncommutative") == 0
+           || strstr(name, "inplace") != NULL;
+}
+
+int ct_libalg_members(const char *collective, int started, char names[][64], int max)
 {
     char ucoll[64], cvar_name[160];
     int cvar, mpich = 1;
     ct_mpit_upper(ucoll, collective, sizeof ucoll);
-    snprintf(cvar_name, sizeof cvar_name, "MPIR_CVAR_%s_INTRA_ALGORITHM", ucoll);
+    snprintf(cvar_name, sizeof cvar_name, "MPIR_CVAR_%s%s_INTRA_ALGORITHM", started ? "I" : "", ucoll);
     if (ct_mpit_find(cvar_name, &cvar) != 0) {
         mpich = 0;
-        snprintf(cvar_name, sizeof cvar_name, "coll_tuned_%s_algorithm", collective);
+        snprintf(cvar_name, sizeof cvar_name, "coll_%s_%s%s_algorithm", started ? "libnbc" : "tuned",
+                 started ? "i" : "", collective);
         if (ct_mpit_find(cvar_name, &cvar) != 0)
             return 0;
     }
-    if (!ct_forceable(cvar, mpich))
-        return 0;   /* the runtime offers no member it cannot force (Open MPI before 5.0) */
+    /* the runtime offers no member it cannot force (Open MPI before 5.0); libnbc's variables
+     * need no dynamic rules */
+    if (started ? !ct_forceable(cvar, 1) : !ct_forceable(cvar, mpich))
+        return 0;
     char listed[64][CT_MPIT_NAME];
     int values[64];
     int n = ct_mpit_list(cvar, listed, values, 64), kept = 0;
     for (int i = 0; i < n && kept < max; i++)
-        if (!ct_libalg_skipped(mpich, collective, listed[i], values[i]))
+        if (started ? !ct_libalg_skipped_started(mpich, listed[i], values[i])
+                    : !ct_libalg_skipped(mpich, collective, listed[i], values[i]))
             snprintf(names[kept++], 64, "%s", listed[i]);
     return kept;
 }

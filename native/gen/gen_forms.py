@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gen_wrappers import served_large
+from gen_wrappers import FIELD, fill_call, served_large
 from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 # A role's C type in the large-count binding (MPI-4: counts MPI_Count, displacements MPI_Aint).
@@ -49,6 +49,13 @@ def served(fn: Function) -> bool:
     """Served by gen_wrappers.py's wrappers (the decision point): the blocking form of a row
     with dispatch, and its large-count binding where gen_wrappers serves that one too."""
     return fn.form == "blocking" and fn.coll.dispatch and (not fn.large or served_large(fn.coll))
+
+
+def served_started(fn: Function) -> bool:
+    """The nonblocking call of a row the decision point serves (int binding): started by a
+    forced member of the nonblocking form where there is one (modes.c ct_dispatch_started),
+    tested on ct_start_watch instead of ct_watch."""
+    return fn.form == "nonblocking" and fn.coll.dispatch and not fn.large
 
 
 def params(fn: Function) -> list[tuple[str, str]]:
@@ -117,16 +124,37 @@ def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
     return [f"int64_t bytes = {in_place(buf)} ? {expr(alt)} : {expr(main)};"]
 
 
+def start_code(fn: Function, names: str) -> list[str]:
+    """The watched path's library call; a served row's nonblocking call goes through
+    ct_dispatch_started while a member of that form is forced, and is counted or profiled only
+    where ct_watch says so."""
+    if not served_started(fn):
+        return [f"    int rc = P{fn.mpi}({names});"]
+    value = {FIELD[a.role]: a.name for a in fn.coll.args}
+    return [
+        "    int rc;",
+        "    if (ct_start_watch & CT_START_SERVE) {",
+        *fill_call(fn.coll, value, "        "),
+        "        rc = ct_dispatch_started(&call, request);",
+        "    } else {",
+        f"        rc = P{fn.mpi}({names});",
+        "    }",
+        "    if (!ct_watch)",
+        "        return rc;",
+    ]
+
+
 def wrapper(fn: Function) -> list[str]:
     pairs = params(fn)
     names = ", ".join(n for _, n in pairs)
     comm = "comm" if any(a.role == "comm" for a in fn.coll.args) else "MPI_COMM_NULL"
     request = "request" if fn.form != "blocking" else "NULL"
+    flag = "ct_start_watch" if served_started(fn) else "ct_watch"
     body = [
         f"static __attribute__((noinline)) int ct_watched_{fn.name}(const void *site, {decl(pairs)})",
         "{",
         "    uint64_t t0 = ct_watch_clock();",
-        f"    int rc = P{fn.mpi}({names});",
+        *start_code(fn, names),
         "    if (rc != MPI_SUCCESS) {",
         f"        ct_fn_seen({fn.enum}, site, {comm}, -1, t0, NULL);",
         "        return rc;",
@@ -138,7 +166,7 @@ def wrapper(fn: Function) -> list[str]:
         "",
         f"int {fn.mpi}({decl(pairs)})",
         "{",
-        "    if (CT_LIKELY(!ct_watch))",
+        f"    if (CT_LIKELY(!{flag}))",
         f"        return P{fn.mpi}({names});",
         f"    return ct_watched_{fn.name}(ct_watch_site(__builtin_return_address(0)), {names});",
         "}",

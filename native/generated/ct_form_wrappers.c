@@ -146,7 +146,32 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
 static __attribute__((noinline)) int ct_watched_iallgather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLGATHER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLGATHER, site, comm, -1, t0, NULL);
         return rc;
@@ -158,7 +183,7 @@ static __attribute__((noinline)) int ct_watched_iallgather(const void *site, con
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_iallgather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -235,7 +260,32 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
 static __attribute__((noinline)) int ct_watched_iallreduce(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLREDUCE,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLREDUCE, site, comm, -1, t0, NULL);
         return rc;
@@ -247,7 +297,7 @@ static __attribute__((noinline)) int ct_watched_iallreduce(const void *site, con
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iallreduce(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -324,7 +374,32 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
 static __attribute__((noinline)) int ct_watched_ialltoall(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALL,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALL, site, comm, -1, t0, NULL);
         return rc;
@@ -336,7 +411,7 @@ static __attribute__((noinline)) int ct_watched_ialltoall(const void *site, cons
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ialltoall(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -413,7 +488,32 @@ int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
 static __attribute__((noinline)) int ct_watched_ibcast(const void *site, void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_BCAST,
+            .sendbuf = NULL,
+            .recvbuf = buffer,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IBCAST, site, comm, -1, t0, NULL);
         return rc;
@@ -425,7 +525,7 @@ static __attribute__((noinline)) int ct_watched_ibcast(const void *site, void *b
 
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     return ct_watched_ibcast(ct_watch_site(__builtin_return_address(0)), buffer, count, datatype, root, comm, request);
 }
@@ -502,7 +602,32 @@ int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int r
 static __attribute__((noinline)) int ct_watched_igather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_GATHER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IGATHER, site, comm, -1, t0, NULL);
         return rc;
@@ -514,7 +639,7 @@ static __attribute__((noinline)) int ct_watched_igather(const void *site, const 
 
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_igather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
@@ -591,7 +716,32 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 static __attribute__((noinline)) int ct_watched_ireduce(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE, site, comm, -1, t0, NULL);
         return rc;
@@ -603,7 +753,7 @@ static __attribute__((noinline)) int ct_watched_ireduce(const void *site, const 
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return ct_watched_ireduce(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
@@ -680,7 +830,32 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void *site, const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_SCATTER_BLOCK, site, comm, -1, t0, NULL);
         return rc;
@@ -692,7 +867,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     return ct_watched_ireduce_scatter_block(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
@@ -769,7 +944,32 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
 static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *site, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE_SCATTER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_SCATTER, site, comm, -1, t0, NULL);
         return rc;
@@ -781,7 +981,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *site
 
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     return ct_watched_ireduce_scatter(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
@@ -858,7 +1058,32 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
 static __attribute__((noinline)) int ct_watched_iscan(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCAN,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCAN, site, comm, -1, t0, NULL);
         return rc;
@@ -870,7 +1095,7 @@ static __attribute__((noinline)) int ct_watched_iscan(const void *site, const vo
 
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iscan(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -947,7 +1172,32 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 static __attribute__((noinline)) int ct_watched_iscatter(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCATTER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCATTER, site, comm, -1, t0, NULL);
         return rc;
@@ -959,7 +1209,7 @@ static __attribute__((noinline)) int ct_watched_iscatter(const void *site, const
 
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatter(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
@@ -1060,7 +1310,32 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 static __attribute__((noinline)) int ct_watched_iallgatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLGATHERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = displs,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLGATHERV, site, comm, -1, t0, NULL);
         return rc;
@@ -1073,7 +1348,7 @@ static __attribute__((noinline)) int ct_watched_iallgatherv(const void *site, co
 
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_iallgatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
@@ -1176,7 +1451,32 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 static __attribute__((noinline)) int ct_watched_ialltoallv(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALLV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = sendcounts,
+            .sdispls = sdispls,
+            .rdispls = rdispls,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALLV, site, comm, -1, t0, NULL);
         return rc;
@@ -1188,7 +1488,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallv(const void *site, con
 
 int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ialltoallv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
@@ -1288,7 +1588,32 @@ int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 static __attribute__((noinline)) int ct_watched_ialltoallw(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALLW,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = sendcounts,
+            .sdispls = sdispls,
+            .rdispls = rdispls,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = MPI_DATATYPE_NULL,
+            .sendtypes = sendtypes,
+            .recvtypes = recvtypes,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALLW, site, comm, -1, t0, NULL);
         return rc;
@@ -1300,7 +1625,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallw(const void *site, con
 
 int MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ialltoallw(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
@@ -1377,7 +1702,32 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const
 static __attribute__((noinline)) int ct_watched_ibarrier(const void *site, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ibarrier(comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_BARRIER,
+            .sendbuf = NULL,
+            .recvbuf = NULL,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = MPI_DATATYPE_NULL,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Ibarrier(comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IBARRIER, site, comm, -1, t0, NULL);
         return rc;
@@ -1389,7 +1739,7 @@ static __attribute__((noinline)) int ct_watched_ibarrier(const void *site, MPI_C
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibarrier(comm, request);
     return ct_watched_ibarrier(ct_watch_site(__builtin_return_address(0)), comm, request);
 }
@@ -1420,7 +1770,32 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 static __attribute__((noinline)) int ct_watched_iexscan(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_EXSCAN,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IEXSCAN, site, comm, -1, t0, NULL);
         return rc;
@@ -1432,7 +1807,7 @@ static __attribute__((noinline)) int ct_watched_iexscan(const void *site, const 
 
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iexscan(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -1532,7 +1907,32 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 static __attribute__((noinline)) int ct_watched_igatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_GATHERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = displs,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IGATHERV, site, comm, -1, t0, NULL);
         return rc;
@@ -1544,7 +1944,7 @@ static __attribute__((noinline)) int ct_watched_igatherv(const void *site, const
 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     return ct_watched_igatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
@@ -1667,7 +2067,32 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_A
 static __attribute__((noinline)) int ct_watched_iscatterv(const void *site, const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCATTERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = sendcounts,
+            .sdispls = displs,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_started(&call, request);
+    } else {
+        rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCATTERV, site, comm, -1, t0, NULL);
         return rc;
@@ -1679,7 +2104,7 @@ static __attribute__((noinline)) int ct_watched_iscatterv(const void *site, cons
 
 int MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatterv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }

@@ -45,8 +45,11 @@ void ct_libalg_close(ct_libalg *alg);
 /* Algorithms that are no members of the portfolio (the library's own choice, or unusable: see
  * libalg.c); `mpich`: the MPICH family's names, else Open MPI's. */
 int ct_libalg_skipped(int mpich, const char *collective, const char *name, int value);
+/* The same for the algorithms of the nonblocking form (libalg.c says which and why). */
+int ct_libalg_skipped_started(int mpich, const char *name, int value);
 /* The member names of `collective` this library lists through MPI_T (MPI_T initialized), skipped
- * ones left out; returns how many (0: none, or no algorithm variable). */
-int ct_libalg_members(const char *collective, char names[][64], int max);
+ * ones left out, of its nonblocking form's variable with `started`; returns how many (0: none,
+ * or no algorithm variable). */
+int ct_libalg_members(const char *collective, int started, char names[][64], int max);
 
 #endif /* CT_LIBALG_H */

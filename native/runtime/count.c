@@ -82,8 +82,8 @@ unsigned long long ct_count_calls(int coll)
     for (int v = 0; v < CT_NUM_VARIANTS; v++)
         if (colltune_variant_collective(v) == coll)
             n += ct_slot_calls(v);
-    for (int id = CT_LIB_BASE; id < CT_SLOTS; id++)
-        if (ct_libalg_collective(id) == coll)
+    for (int id = CT_LIB_BASE; id < CT_SLOTS; id++)   /* the blocking calls' */
+        if (ct_libalg_collective(id) == coll && !ct_libalg_started(id))
             n += ct_slot_calls(id);
     return n;
 }

@@ -52,6 +52,11 @@ CT_HIDDEN ct_decision ct_decide(const ct_call *call);
 
 /* Decide, run the variant or the library, count; returns the MPI error code of whoever ran. */
 CT_HIDDEN int ct_dispatch(const ct_call *call);
+/* The nonblocking call of a served row (ct_form_wrappers.c) while a member of its nonblocking
+ * form is forced (ct_start_watch, ct_watch.h): started by that member or by the library. */
+CT_HIDDEN int ct_dispatch_started(const ct_call *call, MPI_Request *request);
+/* MPI_Init, after every mode is on: ct_start_watch from ct_watch and the forced members. */
+CT_HIDDEN void ct_modes_watch_started(void);
 
 /* Count a call that the wrapper sent to the library without a decision (e.g. a large-count call
  * whose counts do not fit an int). */
@@ -71,13 +76,16 @@ CT_HIDDEN int ct_fits_counts(const MPI_Count *counts, int n, MPI_Datatype type, 
 #endif
 
 /* Settings and modes (modes.c). The forced choice of a collective: CT_FORCE_UNSET (none),
- * CT_FORCE_LIBRARY, a ct_var_id or a library member's id (>= CT_LIB_BASE). */
+ * CT_FORCE_LIBRARY, a ct_var_id or a library member's id (>= CT_LIB_BASE). Slot c is the
+ * blocking call of collective c, slot CT_NUM_COLLECTIVES + c its nonblocking form (MPI_I<coll>,
+ * which only a library member of that form, `lib:<coll>:<alg>#nonblocking`, is forced on). */
 #define CT_FORCE_UNSET (-2)
 #define CT_FORCE_LIBRARY (-1)
+#define CT_FORCE_SLOTS (2 * CT_NUM_COLLECTIVES)
 
 /* Parse COLLTUNE_FORCE (library members must be registered first: ct_libalg_setup). Returns 0,
  * or -1 with a message naming the valid choices. */
-CT_HIDDEN int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err,
+CT_HIDDEN int ct_force_parse(const char *text, int force[CT_FORCE_SLOTS], char *err,
                              size_t errlen);
 
 /* Read a bool setting ("1", "yes", "true", "on" / "0", "no", "false", "off", empty). Returns 0,
@@ -93,7 +101,7 @@ CT_HIDDEN void ct_warn_unknown_settings(void);
 
 /* Install the modes (called once at MPI_Init, after the cross-rank checks). */
 struct ct_profile;
-CT_HIDDEN void ct_modes_install(const int force[CT_NUM_COLLECTIVES], struct ct_profile *profile,
+CT_HIDDEN void ct_modes_install(const int force[CT_FORCE_SLOTS], struct ct_profile *profile,
                                 int learning, int counting);
 CT_HIDDEN void ct_modes_clear(void);
 /* Each communicator's uniform node layout for the profile's layout blocks (commlayout.c):
@@ -155,6 +163,11 @@ CT_HIDDEN int ct_libalg_collective(int id);
 /* Run member d->variant; if it could not serve the call, the library's choice runs and
  * d->reason says why (refused, unavailable). */
 CT_HIDDEN int ct_libalg_run(const ct_call *call, ct_decision *d);
+/* The same for a member of the nonblocking form (`lib:<coll>:<alg>#nonblocking`): the call
+ * started with its algorithm (the library's own if it could not), its request in *request. */
+CT_HIDDEN int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Request *request);
+/* Whether `id` is a member of the nonblocking form (served by ct_libalg_start only). */
+CT_HIDDEN int ct_libalg_started(int id);
 /* Where member communicators of `comm` hang while the learning mode runs: learn.c hands its
  * per-communicator slot lookup (NULL: none, libalg_online.c then uses an attribute of its own);
  * they are released with the communicator (its attribute's delete callback) or at MPI_Finalize

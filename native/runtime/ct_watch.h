@@ -20,6 +20,12 @@
 #include "ct_runtime.h"
 
 extern CT_HIDDEN unsigned char ct_watch;
+/* What the nonblocking wrappers of the rows the decision point serves (MPI_I<coll> of a row
+ * with dispatch) do besides passing through: CT_START_SEE as ct_watch, CT_START_SERVE where a
+ * member of the collective's nonblocking form is forced (modes.c, ct_dispatch_started). One
+ * byte, so that their pass-through stays one test; written at MPI_Init and MPI_Finalize only. */
+extern CT_HIDDEN unsigned char ct_start_watch;
+enum { CT_START_SEE = 1, CT_START_SERVE = 2 };
 
 /* The application's call site: a Fortran wrapper's caller where one is set. */
 static inline const void *ct_watch_site(const void *ret)

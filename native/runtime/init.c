@@ -43,10 +43,10 @@ static uint64_t ct_fnv1a(uint64_t h, const void *data, size_t len)
 }
 
 /* The settings that change decisions (not COLLTUNE_VERBOSE: counting decides nothing). */
-static uint64_t ct_config_hash(const int force[CT_NUM_COLLECTIVES])
+static uint64_t ct_config_hash(const int force[CT_FORCE_SLOTS])
 {
     uint64_t h = 14695981039346656037ull;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+    for (int c = 0; c < CT_FORCE_SLOTS; c++) {
         int64_t f = force[c];
         h = ct_fnv1a(h, &f, sizeof f);
     }
@@ -83,7 +83,7 @@ static void ct_profile_verdict(const uint64_t *v, int state, const char *path, c
                    "file visible to all ranks", path);
 }
 
-static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *path)
+static void ct_print_settings(const int force[CT_FORCE_SLOTS], const char *path)
 {
     ct_message("libcolltune active on %d ranks (built for %s)", ct_nprocs,
 #if defined(COLLTUNE_ABI_FAMILY_OPENMPI)
@@ -94,9 +94,9 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
                "MPICH family"
 #endif
     );
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_FORCE_SLOTS; c++)
         if (force[c] != CT_FORCE_UNSET)
-            ct_message("force %s=%s", colltune_collective_name(c),
+            ct_message("force %s=%s", colltune_collective_name(c % CT_NUM_COLLECTIVES),
                        force[c] == CT_FORCE_LIBRARY ? "library" : ct_member_name(force[c]));
     if (ct_loaded != NULL)
         ct_message("profile %s (content hash %016llx)", path,
@@ -109,17 +109,17 @@ static void ct_print_settings(const int force[CT_NUM_COLLECTIVES], const char *p
                    ct_warmup_calls);
 }
 
-static int ct_any_forced(const int force[CT_NUM_COLLECTIVES])
+static int ct_any_forced(const int force[CT_FORCE_SLOTS])
 {
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_FORCE_SLOTS; c++)
         if (force[c] >= 0)
             return 1;
     return 0;
 }
 
-static int ct_any_library_forced(const int force[CT_NUM_COLLECTIVES])
+static int ct_any_library_forced(const int force[CT_FORCE_SLOTS])
 {
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_FORCE_SLOTS; c++)
         if (force[c] >= CT_LIB_BASE)
             return 1;
     return 0;
@@ -146,7 +146,7 @@ static int ct_agree_privately(uint64_t *v, int n)
 static void ct_runtime_start(void)
 {
     char force_err[1536] = "", profile_err[1024] = "", learn_err[1024] = "";
-    int force[CT_NUM_COLLECTIVES];
+    int force[CT_FORCE_SLOTS];
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ct_nprocs);
@@ -215,7 +215,7 @@ static void ct_runtime_start(void)
                        "library (give all ranks the same settings, e.g. with `colltune run`)");
         ct_profile_free(ct_loaded);
         ct_loaded = NULL;
-        for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        for (int c = 0; c < CT_FORCE_SLOTS; c++)
             force[c] = CT_FORCE_UNSET;
         v[CT_V_LEARN + CT_L_STATE] = CT_LEARN_OFF;
     }
@@ -239,6 +239,7 @@ static void ct_runtime_start(void)
         ct_libalg_finish();   /* no mode can serve a library algorithm: MPI_T not kept open */
     ct_modes_install(force, ct_loaded, learn, ct_verbose);
     ct_profrun_start(v + CT_V_PROFRUN, ct_rank, ct_nprocs);
+    ct_modes_watch_started();   /* after the profiling mode set ct_watch */
     if (ct_rank == 0) {
         if (verbose_bad)
             ct_message("warning: COLLTUNE_VERBOSE=%s is not 0 or 1; counting is off",

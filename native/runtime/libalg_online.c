@@ -22,6 +22,11 @@
  *    or, when only COLLTUNE_FORCE names members, in an attribute of its own; freed with the
  *    parent or at MPI_Finalize, and gets MPI_ERRORS_RETURN: a refusal (two_proc on 3 ranks)
  *    falls back like MPICH's.
+ *  - The nonblocking form (`lib:<coll>:<alg>#nonblocking`, COLLTUNE_FORCE only: modes.c): both
+ *    libraries read MPIR_CVAR_I<COLL>_INTRA_ALGORITHM / coll_libnbc_i<coll>_algorithm when
+ *    MPI_I<coll> builds its schedule, so it is written before the call and restored after, as
+ *    MPICH's blocking variables are; the call's algorithm is fixed when it starts and its
+ *    completion (the application's Wait/Test) needs nothing from us.
  *  - Intel MPI fixes algorithms per launch (I_MPI_ADJUST_*, its MPI_T writes do nothing): no
  *    library members there.
  * Library members are off under MPI_THREAD_MULTIPLE: the variables are process-wide, so a
@@ -42,6 +47,7 @@ enum { CT_LIB_NONE, CT_LIB_MPICH, CT_LIB_OPENMPI };
 
 typedef struct ct_lib_member {
     int coll, value;
+    int started;   /* an algorithm of the nonblocking form (`#nonblocking`: MPI_I<coll>) */
     char name[CT_SELECT_LIB_NAME];
 } ct_lib_member;
 
@@ -62,6 +68,10 @@ static int ct_nmembers;
  * collective; MPICH's device collectives (forced `none`) and fallback (forced `error`); Open
  * MPI's dynamic rules (forced on) and coll/han priority (forced 0). */
 static ct_mpit_var ct_alg[CT_NUM_COLLECTIVES];
+/* The nonblocking form's variable of each collective (MPICH MPIR_CVAR_I<COLL>_INTRA_ALGORITHM,
+ * Open MPI coll_libnbc_i<coll>_algorithm): both libraries read it when a call starts, so it is
+ * written just before MPI_I<coll> and restored just after, for Open MPI too. */
+static ct_mpit_var ct_alg_started[CT_NUM_COLLECTIVES];
 static ct_mpit_var ct_device, ct_fallback, ct_dynamic, ct_han;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, MPI_COMM_NULL, {0}, {0}};
 static int ct_lib_keyval = MPI_KEYVAL_INVALID;   /* caches outside the learning mode */
@@ -73,30 +83,38 @@ static const char *ct_note;                      /* why there are no members, or
 
 static int ct_read_only;  /* algorithm variables found but refused a write (Open MPI 4.x) */
 
-static int ct_skipped(int coll, const char *name, int value)
+static int ct_skipped(int coll, const char *name, int value, int started)
 {
+    if (started)
+        return ct_libalg_skipped_started(ct_kind == CT_LIB_MPICH, name, value);
     return ct_libalg_skipped(ct_kind == CT_LIB_MPICH, colltune_collective_name(coll), name, value);
 }
 
-static void ct_register(int coll, int index)
+/* The algorithms of collective `coll`'s variable `index` (`started`: its nonblocking form's),
+ * as members. Only the blocking ones go to the selection table's parser: the learning mode
+ * serves blocking calls only. */
+static void ct_register(int coll, int index, int started)
 {
     char names[CT_SELECT_MAX_LIB * 2][CT_MPIT_NAME];
     int values[CT_SELECT_MAX_LIB * 2];
+    ct_mpit_var *var = started ? &ct_alg_started[coll] : &ct_alg[coll];
     /* usable only if it takes a write: a read-only variable (Open MPI 4.1) offers no member,
      * rather than one failing every drawn call */
-    if (ct_mpit_var_open(&ct_alg[coll], index, NULL) != MPI_SUCCESS)
+    if (ct_mpit_var_open(var, index, NULL) != MPI_SUCCESS)
         ct_read_only++;
-    if (!ct_alg[coll].present)
+    if (!var->present)
         return;
     int n = ct_mpit_list(index, names, values, CT_SELECT_MAX_LIB * 2);
     for (int i = 0; i < n && ct_nmembers < CT_LIB_MAX; i++) {
         ct_lib_member *m = &ct_members[ct_nmembers];
-        if (ct_skipped(coll, names[i], values[i]))
+        if (ct_skipped(coll, names[i], values[i], started))
             continue;
         m->coll = coll;
         m->value = values[i];
-        snprintf(m->name, sizeof m->name, "lib:%s:%s", colltune_collective_name(coll), names[i]);
-        if (ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
+        m->started = started;
+        snprintf(m->name, sizeof m->name, "lib:%s:%s%s", colltune_collective_name(coll), names[i],
+                 started ? "#nonblocking" : "");
+        if (started || ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
             ct_nmembers++;
     }
 }
@@ -146,23 +164,34 @@ uint64_t ct_libalg_setup(void)
 #else
     ct_kind = CT_LIB_MPICH;
 #endif
-    /* The algorithm variable of every collective, then the companions, found in one pass. */
-    char text[CT_NUM_COLLECTIVES][96];
-    const char *names[CT_NUM_COLLECTIVES + 2];
-    int index[CT_NUM_COLLECTIVES + 2];
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+    /* The algorithm variable of every collective, the companions, then the variable of every
+     * collective's nonblocking form (rows without that form ask for one no library has), found
+     * in one pass. */
+    enum { C = CT_NUM_COLLECTIVES };
+    char text[2 * C][96];
+    const char *names[2 * C + 2];
+    int index[2 * C + 2];
+    for (int c = 0; c < C; c++) {
         char upper[64];
-        ct_mpit_upper(upper, colltune_collective_name(c), sizeof upper);
-        if (ct_kind == CT_LIB_OPENMPI)
-            snprintf(text[c], sizeof text[c], "coll_tuned_%s_algorithm", colltune_collective_name(c));
-        else
+        const char *coll = colltune_collective_name(c);
+        ct_mpit_upper(upper, coll, sizeof upper);
+        int nonblocking = (ct_collectives[c].forms & CT_ROW_NONBLOCKING) != 0;
+        if (ct_kind == CT_LIB_OPENMPI) {
+            snprintf(text[c], sizeof text[c], "coll_tuned_%s_algorithm", coll);
+            snprintf(text[C + c], sizeof text[C + c], "coll_libnbc_i%s_algorithm", coll);
+        } else {
             snprintf(text[c], sizeof text[c], "MPIR_CVAR_%s_INTRA_ALGORITHM", upper);
+            snprintf(text[C + c], sizeof text[C + c], "MPIR_CVAR_I%s_INTRA_ALGORITHM", upper);
+        }
+        if (!nonblocking)
+            text[C + c][0] = '\0';
         names[c] = text[c];
+        names[C + 2 + c] = text[C + c];
     }
-    names[CT_NUM_COLLECTIVES] = ct_kind == CT_LIB_OPENMPI ? "coll_tuned_use_dynamic_rules"
-                                                          : "MPIR_CVAR_DEVICE_COLLECTIVES";
-    names[CT_NUM_COLLECTIVES + 1] = "MPIR_CVAR_COLLECTIVE_FALLBACK";
-    ct_mpit_find_all(names, CT_NUM_COLLECTIVES + (ct_kind == CT_LIB_OPENMPI ? 1 : 2), index);
+    names[C] = ct_kind == CT_LIB_OPENMPI ? "coll_tuned_use_dynamic_rules"
+                                         : "MPIR_CVAR_DEVICE_COLLECTIVES";
+    names[C + 1] = ct_kind == CT_LIB_OPENMPI ? "" : "MPIR_CVAR_COLLECTIVE_FALLBACK";
+    ct_mpit_find_all(names, 2 * C + 2, index);
     if (ct_kind == CT_LIB_OPENMPI) {
         if (!ct_mpit_dynamic_rules(&ct_dynamic)) {
             ct_select_clear_library(ct_note = CT_OMPI4_NOTE);
@@ -170,15 +199,22 @@ uint64_t ct_libalg_setup(void)
         }
         ct_mpit_han(&ct_han);   /* members on several nodes: docs/cluster.md */
     } else {
-        ct_mpit_var_open(&ct_device, index[CT_NUM_COLLECTIVES], "none");
-        ct_mpit_var_open(&ct_fallback, index[CT_NUM_COLLECTIVES + 1], "error");
+        ct_mpit_var_open(&ct_device, index[C], "none");
+        ct_mpit_var_open(&ct_fallback, index[C + 1], "error");
     }
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
-        ct_register(c, index[c]);
-    if (ct_nmembers == 0)
+    for (int c = 0; c < C; c++)
+        ct_register(c, index[c], 0);
+    for (int c = 0; c < C; c++)
+        ct_register(c, index[C + 2 + c], 1);
+    int blocking = 0;   /* the selection table's members (Open MPI without coll/tuned: libnbc's only) */
+    for (int k = 0; k < ct_nmembers; k++)
+        blocking += !ct_members[k].started;
+    if (blocking == 0)
         ct_select_clear_library(ct_note = ct_read_only > 0
             ? "this library's algorithm control variables are read-only through MPI_T (Open MPI "
               "before 5.0): its algorithms can be chosen only at launch"
+            : ct_nmembers > 0 ? "this library lists no algorithm control variables in MPI_T for "
+                                "the blocking collectives"
             : "this library lists no algorithm control variables in MPI_T");
     uint64_t h = 14695981039346656037ull;
     for (int i = 0; i < ct_nmembers; i++)
@@ -228,6 +264,15 @@ colltune_reason ct_libalg_applicable(int id, const ct_call *call)
     int commutative = 1;
     if (id < CT_LIB_BASE || id >= CT_LIB_BASE + ct_nmembers)
         return COLLTUNE_NA_ERROR;
+    if (ct_members[id - CT_LIB_BASE].started) {
+        /* the variables choose among intra-communicator algorithms: on an intercommunicator the
+         * library would run its own under the member's name */
+        int inter = 1;
+        if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS)
+            return COLLTUNE_NA_ERROR;
+        if (inter)
+            return COLLTUNE_NA_INTERCOMM;
+    }
     if ((call->coll == CT_COLL_REDUCE_SCATTER || call->coll == CT_COLL_REDUCE_SCATTER_BLOCK)
         && call->sendbuf == MPI_IN_PLACE)
         return COLLTUNE_NA_IN_PLACE;
@@ -254,22 +299,32 @@ static int ct_loud(MPI_Comm comm, MPI_Errhandler *saved)
     return rc;
 }
 
-static int ct_mpich_run(const ct_lib_member *m, const ct_call *call, ct_decision *d)
+/* The library's call, blocking or (`request`) started in its nonblocking form. */
+static int ct_library(const ct_call *call, MPI_Request *request)
 {
+    return request != NULL ? colltune_start_library(call, request) : colltune_invoke_library(call);
+}
+
+/* A member whose variable the library reads on every call (MPICH; the nonblocking form of
+ * both): written just before the call, the library's values back just after. */
+static int ct_each_call_run(const ct_lib_member *m, const ct_call *call, ct_decision *d,
+                            MPI_Request *request)
+{
+    ct_mpit_var *alg = m->started ? &ct_alg_started[m->coll] : &ct_alg[m->coll];
     MPI_Errhandler saved;
     int rc = ct_quiet(call->comm, &saved), ran = 0;
     if (rc == MPI_SUCCESS) {
-        rc = ct_mpit_var_set(&ct_alg[m->coll], m->value);
+        rc = ct_mpit_var_set(alg, m->value);
         if (rc == MPI_SUCCESS)
             rc = ct_mpit_var_force(&ct_device);
         if (rc == MPI_SUCCESS)
             rc = ct_mpit_var_force(&ct_fallback);
         if (rc == MPI_SUCCESS) {
             ran = 1;
-            rc = colltune_invoke_library(call);
+            rc = ct_library(call, request);
         }
         /* The library's own values back before anything else can run. */
-        int back = ct_mpit_var_restore(&ct_alg[m->coll]) | ct_mpit_var_restore(&ct_device)
+        int back = ct_mpit_var_restore(alg) | ct_mpit_var_restore(&ct_device)
                    | ct_mpit_var_restore(&ct_fallback);
         back |= ct_loud(call->comm, &saved);
         if (rc == MPI_SUCCESS && back != MPI_SUCCESS)
@@ -278,7 +333,7 @@ static int ct_mpich_run(const ct_lib_member *m, const ct_call *call, ct_decision
     if (rc == MPI_SUCCESS)
         return rc;
     d->reason = ran ? COLLTUNE_NA_REFUSED : COLLTUNE_NA_UNAVAILABLE;
-    return colltune_invoke_library(call);
+    return ct_library(call, request);
 }
 
 /* Collective over `parent`: a communicator whose coll/tuned serves `m`'s algorithm, with
@@ -393,12 +448,27 @@ static int ct_ompi_run(int k, const ct_call *call, ct_decision *d)
 int ct_libalg_run(const ct_call *call, ct_decision *d)
 {
     int k = d->variant - CT_LIB_BASE;
-    if (k < 0 || k >= ct_nmembers) {
+    if (k < 0 || k >= ct_nmembers || ct_members[k].started) {
         d->reason = COLLTUNE_NA_ERROR;
         return colltune_invoke_library(call);
     }
-    return ct_kind == CT_LIB_MPICH ? ct_mpich_run(&ct_members[k], call, d)
+    return ct_kind == CT_LIB_MPICH ? ct_each_call_run(&ct_members[k], call, d, NULL)
                                    : ct_ompi_run(k, call, d);
+}
+
+int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Request *request)
+{
+    int k = d->variant - CT_LIB_BASE;
+    if (k < 0 || k >= ct_nmembers || !ct_members[k].started) {
+        d->reason = COLLTUNE_NA_ERROR;
+        return colltune_start_library(call, request);
+    }
+    return ct_each_call_run(&ct_members[k], call, d, request);
+}
+
+int ct_libalg_started(int id)
+{
+    return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers && ct_members[id - CT_LIB_BASE].started;
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
@@ -418,8 +488,10 @@ void ct_libalg_finish(void)
     ct_mpit_var *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ct_mpit_var_close(all[i]);
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_mpit_var_close(&ct_alg[c]);
+        ct_mpit_var_close(&ct_alg_started[c]);
+    }
     if (ct_mpit_up)
         MPI_T_finalize();
     ct_mpit_up = 0;

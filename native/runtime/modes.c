@@ -27,7 +27,8 @@
 
 CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 
-static int ct_force[CT_NUM_COLLECTIVES];
+static int ct_force[CT_FORCE_SLOTS];
+static int ct_force_started_any;   /* some nonblocking form has a forced member */
 static ct_profile *ct_prof;
 static int ct_counting;
 /* 1 where the profile has layout blocks for the collective: only then is the communicator's
@@ -173,6 +174,31 @@ int ct_dispatch(const ct_call *call)
     return ct_dispatch_decided(call);
 }
 
+/* A nonblocking call (MPI_I<coll>) of a row whose nonblocking form has a forced member: the
+ * member's algorithm if it may serve the call (applicable, proven for that form), else the
+ * library's. Nothing waits here: the call is only started, as the application asked. The
+ * library's warm-up is not counted: it counts the blocking calls MPICH's node-level layer sees. */
+int ct_dispatch_started(const ct_call *call, MPI_Request *request)
+{
+    int id = ct_force[CT_NUM_COLLECTIVES + call->coll];
+    if (id < CT_LIB_BASE)
+        return colltune_start_library(call, request);
+    /* counted under the member, apart from the blocking calls (count.c) */
+    ct_decision d = {-1, id, CT_MODE_FORCE, COLLTUNE_NA_ERROR};
+    if (CT_LIKELY(!ct_erroneous(call)))
+        d.reason = ct_member_applicable(id, call);
+    int rc;
+    if (d.reason == COLLTUNE_APPLICABLE) {
+        d.variant = id;
+        rc = ct_libalg_start(call, &d, request);
+    } else {
+        rc = colltune_start_library(call, request);
+    }
+    if (ct_counting)
+        ct_count_decision(call->coll, &d);
+    return rc;
+}
+
 void ct_count_passthrough(int coll, colltune_reason reason)
 {
     if (!ct_counting)
@@ -181,9 +207,14 @@ void ct_count_passthrough(int coll, colltune_reason reason)
     ct_count_decision(coll, &d);
 }
 
-void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, int learning,
+void ct_modes_install(const int force[CT_FORCE_SLOTS], ct_profile *profile, int learning,
                       int counting)
 {
+    ct_force_started_any = 0;
+    for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++) {
+        ct_force[c] = force[c];
+        ct_force_started_any |= force[c] >= CT_LIB_BASE;
+    }
     ct_prof = profile;
     ct_counting = counting;
     ct_watch = (unsigned char)counting;   /* the profiling mode sets it too (profrun.c) */
@@ -202,6 +233,12 @@ void ct_modes_install(const int force[CT_NUM_COLLECTIVES], ct_profile *profile, 
         ct_active[c] = (unsigned char)(force[c] != CT_FORCE_UNSET || profile != NULL || learning
                                        || counting);
     }
+}
+
+void ct_modes_watch_started(void)
+{
+    ct_start_watch = (unsigned char)((ct_watch ? CT_START_SEE : 0)
+                                     | (ct_force_started_any ? CT_START_SERVE : 0));
 }
 
 const char *colltune_route_name(int coll)
@@ -237,8 +274,12 @@ void ct_modes_clear(void)
         ct_prof_layouts[c] = 0;
     }
     ct_prof = NULL;
+    for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++)
+        ct_force[c] = CT_FORCE_UNSET;
+    ct_force_started_any = 0;
     ct_counting = 0;
     ct_watch = 0;
+    ct_start_watch = 0;
     ct_req_clear();
     ct_commlayout_stop();
 }
@@ -276,14 +317,15 @@ static void ct_list_variants(int coll, char *out, size_t len)
         snprintf(out + used, len - used, "library");
 }
 
-/* A variant of the catalog or, `lib:<coll>:<alg>`, an algorithm of the running library. */
+/* A variant of the catalog or, `lib:<coll>:<alg>[#nonblocking]`, an algorithm of the running
+ * library (of its nonblocking form). */
 static int ct_force_member(const char *name)
 {
     return strncmp(name, "lib:", 4) == 0 ? ct_libalg_find(name) : colltune_variant_index(name);
 }
 
 /* One `key=value` entry, [b, e) without blanks around it. */
-static int ct_force_entry(char *b, char *e, int force[CT_NUM_COLLECTIVES], char *err,
+static int ct_force_entry(char *b, char *e, int force[CT_FORCE_SLOTS], char *err,
                           size_t errlen)
 {
     char choices[1024];
@@ -304,15 +346,18 @@ static int ct_force_entry(char *b, char *e, int force[CT_NUM_COLLECTIVES], char 
                  kb, choices);
         return -1;
     }
-    if (force[coll] != CT_FORCE_UNSET) {
-        snprintf(err, errlen, "COLLTUNE_FORCE: collective '%s' is given twice", kb);
+    int var = strcmp(vb, "library") == 0 ? CT_FORCE_LIBRARY : ct_force_member(vb);
+    /* a member of the nonblocking form is forced on MPI_I<coll>, its own slot */
+    int slot = var >= CT_LIB_BASE && ct_libalg_started(var) ? CT_NUM_COLLECTIVES + coll : coll;
+    if (force[slot] != CT_FORCE_UNSET) {
+        snprintf(err, errlen, "COLLTUNE_FORCE: collective '%s' is given twice%s", kb,
+                 slot != coll ? " with a member of the nonblocking form" : "");
         return -1;
     }
-    if (strcmp(vb, "library") == 0) {
+    if (var == CT_FORCE_LIBRARY) {
         force[coll] = CT_FORCE_LIBRARY;
         return 0;
     }
-    int var = ct_force_member(vb);
     int of = var < 0 ? -1 : var >= CT_LIB_BASE ? ct_libalg_collective(var)
                                                : colltune_variant_collective(var);
     if (var < 0 || of != coll) {
@@ -324,13 +369,13 @@ static int ct_force_entry(char *b, char *e, int force[CT_NUM_COLLECTIVES], char 
                  note ? note : "", note ? ")" : "");
         return -1;
     }
-    force[coll] = var;
+    force[slot] = var;
     return 0;
 }
 
-int ct_force_parse(const char *text, int force[CT_NUM_COLLECTIVES], char *err, size_t errlen)
+int ct_force_parse(const char *text, int force[CT_FORCE_SLOTS], char *err, size_t errlen)
 {
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_FORCE_SLOTS; c++)
         force[c] = CT_FORCE_UNSET;
     if (text == NULL)
         return 0;

@@ -209,7 +209,10 @@ colltune_reason ct_proof_check(int id, const ct_call *call)
                        "the library", ct_member_name(id), cls,
                        !ct_loaded ? "no proof: run `colltune selftest`"
                        : why[0] != '\0' ? why
-                       : ct_failure[id] != NULL ? ct_failure[id] : "not tested in that class");
+                       : ct_failure[id] != NULL ? ct_failure[id]
+                       : ct_libalg_started(id) ? "not tested: the nonblocking forms' algorithms are "
+                                                 "proven by `colltune selftest --nonblocking`"
+                       : "not tested in that class");
     }
     return COLLTUNE_NA_UNPROVEN;
 }

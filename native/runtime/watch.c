@@ -21,6 +21,7 @@
 #include "ct_watch.h"
 
 CT_HIDDEN unsigned char ct_watch;
+CT_HIDDEN unsigned char ct_start_watch;
 
 enum { CT_FN_CALLS, CT_FN_BYTES, CT_FN_SIZED, CT_FN_STARTED, CT_FN_COMPLETED, CT_FN_FIELDS };
 static atomic_ullong ct_fn_counts[CT_NUM_FUNCTIONS][CT_FN_FIELDS];

@@ -480,12 +480,16 @@ static int st_list_members(int *argc, char ***argv)
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS) {
         for (int coll = 0; coll < CT_NUM_COLLECTIVES && rank == 0; coll++) {
             if (!st_geometry_known(coll)) continue;   /* no proof for them yet: unserved */
-            char names[64][64];
-            int n = ct_libalg_members(colltune_collective_name(coll), names, 64);
-            printf("{\"type\":\"members\",\"collective\":\"%s\",\"names\":[",
-                   colltune_collective_name(coll));
-            for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? "," : "", names[i]);
-            printf("]}\n");
+            for (int started = 0; started < 2; started++) {   /* then the nonblocking form's */
+                if (started && !(ct_collectives[coll].forms & CT_ROW_NONBLOCKING)) continue;
+                char names[64][64];
+                int n = ct_libalg_members(colltune_collective_name(coll), started, names, 64);
+                printf("{\"type\":\"members\",\"collective\":\"%s\",\"form\":\"%s\","
+                       "\"names\":[", colltune_collective_name(coll),
+                       started ? "nonblocking" : "blocking");
+                for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? "," : "", names[i]);
+                printf("]}\n");
+            }
         }
         fflush(stdout);
         MPI_T_finalize();

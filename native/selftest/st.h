@@ -159,9 +159,13 @@ void st_proof_account(int member, int cls, int applicable, int nonuniform, int f
 /* A sized class (ct_proof.h) was swept on a communicator of `size` ranks. */
 void st_proof_swept_size(int size);
 int st_proof_finish(MPI_Comm world, int rank, const char *lib_member);
-/* --member lib:<coll>:<alg>: force it on each communicator of the matrix (slot = comm index). */
+/* --member lib:<coll>:<alg>[#nonblocking]: force it on each communicator of the matrix (slot =
+ * comm index). */
 int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *err, size_t len);
 int st_member_active(void);
+/* The --member is an algorithm of the nonblocking form (`#nonblocking`): it and the library's
+ * default are run as MPI_I<coll> + MPI_Wait. */
+int st_member_nonblocking(void);
 MPI_Comm st_member_comm(int slot, MPI_Comm comm);
 int st_member_select(void);
 int st_member_restore(void);

@@ -30,6 +30,7 @@ static uint64_t st_swept_sizes;
 static ct_libalg st_forced[ST_SLOTS];
 static int st_forced_open[ST_SLOTS];
 static char st_member_name[160];
+static int st_member_started;   /* the --member is of the nonblocking form */
 
 int st_case_class(const st_case *c, const ct_call *call)
 {
@@ -178,8 +179,19 @@ int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *e
         snprintf(err, len, "unknown collective '%s' in --member %s", collective, spec);
         return MPI_ERR_ARG;
     }
+    char *form = strchr(algorithm, '#');
+    if (form != NULL) {   /* `#nonblocking`: MPI_I<coll> against the library's MPI_I<coll> */
+        *form++ = '\0';
+        if (strcmp(form, "nonblocking") != 0) {
+            snprintf(err, len, "--member %s: the only form proven is #nonblocking", spec);
+            return MPI_ERR_ARG;
+        }
+    }
+    st_member_started = form != NULL;
     snprintf(st_member_name, sizeof st_member_name, "%s", spec);
-    int rc = ct_libalg_open(collective, algorithm, comm, &st_forced[slot], err, len);
+    int rc = st_member_started
+                 ? ct_libalg_open_started(collective, algorithm, &st_forced[slot], err, len)
+                 : ct_libalg_open(collective, algorithm, comm, &st_forced[slot], err, len);
     st_forced_open[slot] = rc == MPI_SUCCESS;
     if (rc == MPI_SUCCESS && st_forced[slot].comm != MPI_COMM_NULL)
         PMPI_Comm_set_errhandler(st_forced[slot].comm, MPI_ERRORS_RETURN);
@@ -189,6 +201,11 @@ int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *e
 int st_member_active(void)
 {
     return st_member_name[0] != '\0';
+}
+
+int st_member_nonblocking(void)
+{
+    return st_member_started;
 }
 
 MPI_Comm st_member_comm(int slot, MPI_Comm comm)

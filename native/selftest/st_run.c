@@ -72,6 +72,16 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
     st_log_add(log, rec);
 }
 
+/* The library's own call, blocking or started (a member of the nonblocking form is proven
+ * against the library's nonblocking call) and waited for. */
+static int st_library_call(const ct_call *call, int started)
+{
+    if (!started) return colltune_invoke_library(call);
+    MPI_Request request = MPI_REQUEST_NULL;
+    int err = colltune_start_library(call, &request);
+    return err == MPI_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : err;
+}
+
 /* The library's algorithm forced with --member, against the library's own choice. An error on
  * every rank is a refusal (the runtime then lets the library choose), on some ranks a failure. */
 static void st_run_member(const st_case *c, const st_layout *L, const int *rc, st_buffers *b,
@@ -88,10 +98,13 @@ static void st_run_member(const st_case *c, const st_layout *L, const int *rc, s
     st_record rec = {ST_LIB_MEMBER, COLLTUNE_APPLICABLE, 0, 0, 0, 0, cls, c->sweep};
     st_caller_count = c->count;
     st_count_misuse = 0;
+    int started = st_member_nonblocking();
+    MPI_Request request = MPI_REQUEST_NULL;
     int err = st_member_select();
-    if (err == MPI_SUCCESS) {
-        err = colltune_invoke_library(&call);
+    if (err == MPI_SUCCESS) {   /* a started call's algorithm is fixed at its start */
+        err = started ? colltune_start_library(&call, &request) : colltune_invoke_library(&call);
         int restored = st_member_restore();
+        if (err == MPI_SUCCESS && started) err = PMPI_Wait(&request, MPI_STATUS_IGNORE);
         if (err == MPI_SUCCESS) err = restored;
     }
     char detail[512] = "";
@@ -154,7 +167,7 @@ void st_run_case(const st_case *c, st_buffers *b, st_log *log)
     int cls = st_case_class(c, &lib_call);
     if (st_member_active()) {
         if (cls < 0 || !st_class_selected(cls)) return;
-        st_run_member(c, &L, rc, b, colltune_invoke_library(&lib_call), cls, log);
+        st_run_member(c, &L, rc, b, st_library_call(&lib_call, st_member_nonblocking()), cls, log);
         return;
     }
     int lib_err = colltune_invoke_library(&lib_call);

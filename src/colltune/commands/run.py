@@ -22,7 +22,9 @@ from colltune.mpi import libraries as mpi_mod
               help="Use these variants wherever applicable and proven, e.g. "
                    "bcast=bcast_as_scatter_allgather,allreduce=allreduce_as_reduce_bcast; "
                    "lib:<collective>:<algorithm> forces one of the library's own algorithms "
-                   "(`colltune selftest` lists them)")
+                   "(`colltune selftest` lists them), lib:<collective>:<algorithm>#nonblocking "
+                   "one of its nonblocking form's on MPI_I<collective> (`colltune selftest "
+                   "--nonblocking` proves them)")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False),
               help="Tuning profile (colltune tune) for the collectives --force does not name.")
 @click.option("--learn", metavar="TABLE|-",

@@ -95,9 +95,13 @@ def _print_failures(console: Console, report: st.Report) -> None:
 @click.option("--prove/--no-prove", default=True, show_default=True,
               help="also prove every member (mock-ups and the library's own algorithms) per case "
                    "class and write the proof the interposer serves by (not with --collective)")
+@click.option("--nonblocking", is_flag=True,
+              help="the proof also covers the library's algorithms of the nonblocking forms "
+                   "(lib:<coll>:<alg>#nonblocking, which COLLTUNE_FORCE may name for MPI_I<coll>), "
+                   "each against the library's own MPI_I<coll>: one launch each, 1-3 min more")
 def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: bool,
             collective: str | None, json_path: Path | None, timeout: float, quiet: bool,
-            prove: bool) -> None:
+            prove: bool, nonblocking: bool) -> None:
     """Run every variant against the MPI library's own collective and compare the results.
 
     Cases: MPI_BYTE, MPI_INT, MPI_DOUBLE, a contiguous and a vector derived datatype; counts 0,
@@ -127,6 +131,7 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
       colltune selftest -n 1,2,3,4,5,8
       colltune selftest --mpi mpich -n 2
       colltune selftest -c allreduce --json allreduce.json
+      colltune selftest --nonblocking       the nonblocking forms' algorithms proven too
     """
     console = Console()
     errors = Console(stderr=True)
@@ -159,7 +164,7 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     proof = None
     if prove and collective is None:
         # Without -n the proof runs at its own default (a non-power-of-two count).
-        proof = _prove(lib, _nprocs(nprocs), quiet, errors)
+        proof = _prove(lib, _nprocs(nprocs), quiet, errors, nonblocking)
         console.print(_members_table(proof))
         for finding in proof.findings:
             console.print(f"[yellow]library finding:[/] {finding}", highlight=False)
@@ -176,10 +181,11 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
                      f"({proof.seconds:.0f} s)"))
 
 
-def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console) -> pf.Proof:
+def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
+           nonblocking: bool) -> pf.Proof:
     nprocs = tuple(counts) if counts else None
     if quiet:
-        proof = pf.prove(lib, nprocs)
+        proof = pf.prove(lib, nprocs, nonblocking=nonblocking)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=errors, transient=True) as progress:
@@ -188,7 +194,7 @@ def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console)
             def step(done: int, total: int, what: str) -> None:
                 progress.update(task, completed=done, total=total, description=f"proof: {what}")
 
-            proof = pf.prove(lib, nprocs, on_step=step)
+            proof = pf.prove(lib, nprocs, on_step=step, nonblocking=nonblocking)
     pf.write(proof)
     return proof
 

@@ -110,16 +110,25 @@ def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of:
     return classes
 
 
-def library_members(lib: MpiLibrary, argv: list[str]) -> list[str]:
+NONBLOCKING = "#nonblocking"
+
+
+def library_members(lib: MpiLibrary, argv: list[str], nonblocking: bool = False) -> list[str]:
     """The library's own algorithms as the runtime registers them: listed by the library through
-    MPI_T (the driver asks it), without those the runtime keeps out (native/core/libalg.c)."""
+    MPI_T (the driver asks it), without those the runtime keeps out (native/core/libalg.c); with
+    `nonblocking`, also the algorithms of the nonblocking forms (`lib:<coll>:<alg>#nonblocking`,
+    which COLLTUNE_FORCE may name for MPI_I<coll>)."""
     if algorithm_key(lib) == "intel":
         return []  # fixed per launch: never members of the learning mode
     members = []
     for line in st.run_launch_lines(lib, 1, [argv[0], "--list-members"], MEMBER_TIMEOUT_S):
         if line.startswith('{"type":"members"'):
             record = json.loads(line)
-            members += [f"lib:{record['collective']}:{name}" for name in record["names"]]
+            started = record.get("form") == "nonblocking"
+            if started and not nonblocking:
+                continue
+            suffix = NONBLOCKING if started else ""
+            members += [f"lib:{record['collective']}:{name}{suffix}" for name in record["names"]]
     return members
 
 
@@ -188,8 +197,13 @@ def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
 
 
 def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = False,
-          on_step: Callable[[int, int, str], None] | None = None) -> Proof:
-    """Run the whole portfolio through the matrix and return the proof (not yet written)."""
+          on_step: Callable[[int, int, str], None] | None = None, nonblocking: bool = False,
+          only: Sequence[str] | None = None) -> Proof:
+    """Run the whole portfolio through the matrix and return the proof (not yet written); with
+    `nonblocking` the algorithms of the nonblocking forms too, each against the library's own
+    MPI_I<coll> + MPI_Wait (one launch each: some 40 s more for Open MPI, 2-3 min for MPICH's
+    71, so only on request); with `only`, just those library members (no mock-ups), to add to a
+    proof with `merged`."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
     argv = st.driver_argv(artifacts, quick=quick) + ["--sweep"]
@@ -197,15 +211,17 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     members: dict[str, MemberProof] = {}
     findings: list[str] = []
     fmt = Format()
-    libs = library_members(lib, argv)
-    steps = len(counts) * (1 + len(libs))
+    libs = list(only) if only is not None else library_members(lib, argv, nonblocking)
+    mockups = only is None
+    steps = len(counts) * (mockups + len(libs))
     done = 0
     for n in counts:
-        if on_step:
-            on_step(done, steps, f"{n} ranks: mock-ups")
-        lines = st.run_launch_lines(lib, n, argv, None)
-        absorb(lines, members, _mockup_collective, findings, fmt)
-        done += 1
+        if mockups:
+            if on_step:
+                on_step(done, steps, f"{n} ranks: mock-ups")
+            lines = st.run_launch_lines(lib, n, argv, None)
+            absorb(lines, members, _mockup_collective, findings, fmt)
+            done += 1
         for member in libs:
             if on_step:
                 on_step(done, steps, f"{n} ranks: {member}")
@@ -319,6 +335,16 @@ def render(proof: Proof) -> str:
     return "\n".join(out) + "\n"
 
 
+def merged(text: str, extra: Proof) -> str:
+    """The proof `text` with `extra`'s members added (their earlier lines replaced): members
+    proven one by one (prove(..., only=...)) at the process counts of the proof they join."""
+    names = set(extra.members)
+    kept = [line for line in text.splitlines()
+            if not (line.startswith(("member ", "fail ")) and line.split()[1] in names)]
+    added = [line for line in render(extra).splitlines() if line.startswith(("member ", "fail "))]
+    return "\n".join(kept + added) + "\n"
+
+
 def is_current(path: Path) -> bool:
     """Whether `path` is a proof of this format (an older one's classes meant less: redo it)."""
     if not path.exists():
@@ -412,5 +438,5 @@ def ensure_proven_shown(lib: MpiLibrary) -> Path:
 
 
 __all__ = ["Format", "FuzzReport", "MemberProof", "fuzz", "Proof", "absorb", "compress", "default_nprocs",
-           "ensure_proven", "failed_members", "is_current", "library_members", "prove",
+           "ensure_proven", "failed_members", "is_current", "library_members", "merged", "prove",
            "read_passed", "render", "write"]
