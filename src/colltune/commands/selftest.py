@@ -98,7 +98,7 @@ def _print_failures(console: Console, report: st.Report) -> None:
 @click.option("--nonblocking", is_flag=True,
               help="the proof also covers the library's algorithms of the nonblocking forms "
                    "(lib:<coll>:<alg>#nonblocking, which COLLTUNE_FORCE may name for MPI_I<coll>), "
-                   "each against the library's own MPI_I<coll>: one launch each, 1-3 min more")
+                   "each against the library's own MPI_I<coll>: one launch each, 30-45 s more here")
 def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: bool,
             collective: str | None, json_path: Path | None, timeout: float, quiet: bool,
             prove: bool, nonblocking: bool) -> None:

@@ -201,8 +201,8 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
           only: Sequence[str] | None = None) -> Proof:
     """Run the whole portfolio through the matrix and return the proof (not yet written); with
     `nonblocking` the algorithms of the nonblocking forms too, each against the library's own
-    MPI_I<coll> + MPI_Wait (one launch each: some 40 s more for Open MPI, 2-3 min for MPICH's
-    71, so only on request); with `only`, just those library members (no mock-ups), to add to a
+    MPI_I<coll> + MPI_Wait (one launch each: 44 s more for Open MPI's 17, 32 s for MPICH's 64
+    at load 4, so only on request); with `only`, just those library members (no mock-ups), to add to a
     proof with `merged`."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
