@@ -140,3 +140,15 @@ def test_forced_nonblocking_member_serves_only_where_proven(overlap, tmp_path):
     assert forced.stdout.split("int sum")[1] == plain.stdout.split("int sum")[1], forced.describe()
     assert forced.stdout.split(",")[0] != plain.stdout.split(",")[0], (plain.stdout, forced.describe())
     assert forced.counts[("allreduce", "force", ring, "applied")] == 2, forced.describe()
+
+
+def test_force_names_each_form_once() -> None:
+    """`--force` takes a collective once per form: the nonblocking form's member has a slot of its
+    own, reaches the ranks under the collective's name, and one the proof lacks names the fix."""
+    ring = "lib:allreduce:ring#nonblocking"
+    chosen = runenv.parse_force(f"allreduce={ring},allreduce=allreduce_as_reduce_bcast", [ring])
+    assert chosen == {"allreduce#nonblocking": ring, "allreduce": "allreduce_as_reduce_bcast"}
+    with pytest.raises(mpi.MpiError, match="given twice with a member of the nonblocking form"):
+        runenv.parse_force(f"allreduce={ring},allreduce={ring}", [ring])
+    with pytest.raises(mpi.MpiError, match=r"proven by `colltune selftest --nonblocking`"):
+        runenv.parse_force(f"allreduce={ring}", ["lib:allreduce:ring"])
