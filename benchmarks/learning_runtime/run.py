@@ -45,13 +45,17 @@ ANN = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(\S+)(?:\s+\[(.*)\])?\s*$")
 
 
 def annotate(out: Path, inclusive: bool) -> list[tuple[int, str, str]]:
-    text = subprocess.run(["callgrind_annotate", "--threshold=100", f"--inclusive={'yes' if inclusive else 'no'}",
-                           str(out)], capture_output=True, text=True, check=True).stdout
-    rows = []
-    for line in text.splitlines():
-        if m := ANN.match(line):
-            rows.append((int(m.group(1).replace(",", "")), m.group(2).split(":")[-1], m.group(3) or ""))
-    return rows
+    """(instructions, function, object) rows. callgrind_annotate shows a function's lines inlined
+    from a header (ct_core.h, ct_runtime.h, ...) as a row "header:function" without the object:
+    exclusive, such a row takes the object of the function's own row (apps.annotate does the
+    same); inclusive, it is already inside its function's cost."""
+    text = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no",
+                           f"--inclusive={'yes' if inclusive else 'no'}", str(out)],
+                          capture_output=True, text=True, check=True).stdout
+    rows = [(int(m.group(1).replace(",", "")), m.group(2).split(":")[-1], m.group(3) or "")
+            for line in text.splitlines() if (m := ANN.match(line))]
+    object_of = {fn: obj for _, fn, obj in rows if obj}
+    return [(ir, fn, obj or object_of.get(fn, "")) for ir, fn, obj in rows if obj or not inclusive]
 
 
 def callgrind(lib, art, exe: Path, extra: dict[str, str], args: tuple[str, ...] = (str(CALLS), "1"),
