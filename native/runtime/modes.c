@@ -346,7 +346,9 @@ static int ct_force_entry(char *b, char *e, int force[CT_FORCE_SLOTS], char *err
                  kb, choices);
         return -1;
     }
-    int var = strcmp(vb, "library") == 0 ? CT_FORCE_LIBRARY : ct_force_member(vb);
+    /* `library` by its name only: an unknown member is -1 too, which is CT_FORCE_LIBRARY */
+    int library = strcmp(vb, "library") == 0;
+    int var = library ? CT_FORCE_LIBRARY : ct_force_member(vb);
     /* a member of the nonblocking form is forced on MPI_I<coll>, its own slot */
     int slot = var >= CT_LIB_BASE && ct_libalg_started(var) ? CT_NUM_COLLECTIVES + coll : coll;
     if (force[slot] != CT_FORCE_UNSET) {
@@ -354,7 +356,7 @@ static int ct_force_entry(char *b, char *e, int force[CT_FORCE_SLOTS], char *err
                  slot != coll ? " with a member of the nonblocking form" : "");
         return -1;
     }
-    if (var == CT_FORCE_LIBRARY) {
+    if (library) {
         force[coll] = CT_FORCE_LIBRARY;
         return 0;
     }
