@@ -25,18 +25,6 @@ static inline int ct_scratch(MPI_Comm comm, size_t bytes, void **buffer)
     return err == MPI_SUCCESS ? err : ct_raise(comm, err);
 }
 
-/* ct_fill_equal_blocks into 2p ints of the communicator's scratch (counts, then displs), after
- * checking that the last displacement fits an int (else MPI_ERR_COUNT, raised). */
-static inline int ct_equal_blocks(MPI_Comm comm, int p, int count, int **counts, int **displs)
-{
-    if ((int64_t)(p - 1) * count > INT_MAX) return ct_raise(comm, MPI_ERR_COUNT);
-    int err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)counts);
-    if (err != MPI_SUCCESS) return err;
-    *displs = *counts + p;
-    ct_fill_equal_blocks(p, count, *counts, *displs);
-    return MPI_SUCCESS;
-}
-
 /* The padded vector of GL6 and GL15 in the communicator's scratch: `bytes` of `input`, then
  * zeros up to `padded` bytes (the padding is reduced like data, then dropped: zeros rather than
  * whatever the scratch held). */

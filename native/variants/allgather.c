@@ -2,6 +2,7 @@
  * MPI_Allgather mock-ups (PGMPITuneLib, GL1-GL4).
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 #include <string.h>
@@ -84,7 +85,7 @@ int colltune_allgather_as_allgatherv(const void *sendbuf, int sendcount, MPI_Dat
 {
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
-    int *counts, *displs;
-    if ((err = ct_equal_blocks(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS) return err;
+    const int *counts, *displs;
+    if ((err = ct_table_equal(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS) return err;
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, comm);
 }

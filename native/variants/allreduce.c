@@ -3,6 +3,7 @@
  * library's reductions do), so non-commutative ops give the library's result.
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 #include <string.h>
@@ -73,11 +74,8 @@ int colltune_allreduce_as_reducescatter_allgatherv(const void *sendbuf, void *re
     int64_t elem;
     int err = ct_comm_shape(comm, datatype, &p, &rank, &elem);
     if (err != MPI_SUCCESS) return err;
-    int *counts;
-    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
-    if (err != MPI_SUCCESS) return err;
-    int *displs = counts + p;
-    ct_chunk_split(count, elem, p, counts, displs);
+    const int *counts, *displs;
+    if ((err = ct_table_chunks(comm, p, count, elem, &counts, &displs)) != MPI_SUCCESS) return err;
     /* A rank that owns no element (count < chunks of p ranks) must not point one past the end
      * of recvbuf: that may be the caller's sendbuf, which MPICH rejects as aliased. */
     void *own = counts[rank] > 0 ? ct_offset(recvbuf, elem * displs[rank]) : recvbuf;

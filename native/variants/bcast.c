@@ -2,6 +2,7 @@
  * MPI_Bcast mock-ups (PGMPITuneLib, GL9-GL10).
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 #include <string.h>
@@ -13,14 +14,9 @@ int colltune_bcast_as_allgatherv(void *buffer, int count, MPI_Datatype datatype,
 {
     int p, err;
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
-    int *counts;
-    err = ct_scratch(comm, 2 * (size_t)p * sizeof(int), (void **)&counts);
+    const int *counts, *displs;
+    err = ct_table_root_only(comm, p, root, count, &counts, &displs);
     if (err != MPI_SUCCESS) return err;
-    int *displs = counts + p;
-    for (int i = 0; i < p; i++) {
-        counts[i] = i == root ? count : 0;
-        displs[i] = 0;
-    }
     return PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, counts, displs, datatype,
                            comm);
 }

@@ -5,6 +5,7 @@
  * block with sendcount/sendtype (same type signature by the standard).
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 /* GL11: MPI_Allgather in place on every rank (MPI_IN_PLACE of Allgather must be all or none,
@@ -46,8 +47,8 @@ int colltune_gather_as_gatherv(const void *sendbuf, int sendcount, MPI_Datatype 
     int p, rank;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
-    int *counts = NULL, *displs = NULL;
-    if (rank == root && (err = ct_equal_blocks(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS)
+    const int *counts = NULL, *displs = NULL;
+    if (rank == root && (err = ct_table_equal(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS)
         return err;
     return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, root,
                         comm);

@@ -3,6 +3,7 @@
  * the inner collectives must not depend on it: every rank calls them the same way.
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 #include <string.h>
@@ -67,13 +68,10 @@ int colltune_reduce_as_reducescatter_gatherv(const void *sendbuf, void *recvbuf,
     int64_t chunk = (int64_t)colltune_chunk_bytes() / (elem > 0 ? elem : 1);
     if (chunk < 1) chunk = 1;
     int64_t most = (((int64_t)count + chunk - 1) / chunk + p - 1) / p * chunk;
-    size_t arrays = ct_align_up(2 * (size_t)p * sizeof(int));
-    void *scratch;
-    err = ct_scratch(comm, arrays + (size_t)(most * elem), &scratch);
-    if (err != MPI_SUCCESS) return err;
-    int *counts = scratch, *displs = counts + p;
-    void *part = ct_offset(scratch, (int64_t)arrays);
-    ct_chunk_split(count, elem, p, counts, displs);
+    const int *counts, *displs;
+    if ((err = ct_table_chunks(comm, p, count, elem, &counts, &displs)) != MPI_SUCCESS) return err;
+    void *part;
+    if ((err = ct_scratch(comm, (size_t)(most * elem), &part)) != MPI_SUCCESS) return err;
     const void *input = rank == root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     err = PMPI_Reduce_scatter(input, part, counts, datatype, op, comm);
     if (err != MPI_SUCCESS) return err;

@@ -5,6 +5,7 @@
  * rely on it).
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 #include <string.h>
@@ -45,15 +46,12 @@ int colltune_reducescatterblock_as_reducescatter(const void *sendbuf, void *recv
     if ((err = PMPI_Comm_size(comm, &p)) != MPI_SUCCESS) return err;
     if ((err = ct_type_size(datatype, &elem)) != MPI_SUCCESS) return err;
     int in_place = sendbuf == MPI_IN_PLACE;
-    size_t arrays = ct_align_up((size_t)p * sizeof(int));
     int64_t block_bytes = elem * recvcount;
-    void *scratch;
-    err = ct_scratch(comm, arrays + (in_place ? (size_t)block_bytes : 0), &scratch);
-    if (err != MPI_SUCCESS) return err;
-    int *counts = scratch;
-    for (int i = 0; i < p; i++) counts[i] = recvcount;
+    const int *counts, *displs;
+    if ((err = ct_table_equal(comm, p, recvcount, &counts, &displs)) != MPI_SUCCESS) return err;
     if (!in_place) return PMPI_Reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm);
-    void *block = ct_offset(scratch, (int64_t)arrays);
+    void *block;
+    if ((err = ct_scratch(comm, (size_t)block_bytes, &block)) != MPI_SUCCESS) return err;
     err = PMPI_Reduce_scatter(recvbuf, block, counts, datatype, op, comm);
     if (err == MPI_SUCCESS) memcpy(recvbuf, block, (size_t)block_bytes);
     return err;

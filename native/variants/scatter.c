@@ -3,6 +3,7 @@
  * significant at the root only; non-roots describe one block with recvcount/recvtype.
  */
 #include "../core/ct_arena.h"
+#include "ct_tables.h"
 #include "ct_variants.h"
 
 /* GL21: broadcast the whole send buffer (p blocks) as MPI_BYTE, keep the own block. The root
@@ -40,8 +41,8 @@ int colltune_scatter_as_scatterv(const void *sendbuf, int sendcount, MPI_Datatyp
     int p, rank;
     int err = ct_comm_size_rank(comm, &p, &rank);
     if (err != MPI_SUCCESS) return err;
-    int *counts = NULL, *displs = NULL;
-    if (rank == root && (err = ct_equal_blocks(comm, p, sendcount, &counts, &displs)) != MPI_SUCCESS)
+    const int *counts = NULL, *displs = NULL;
+    if (rank == root && (err = ct_table_equal(comm, p, sendcount, &counts, &displs)) != MPI_SUCCESS)
         return err;
     return PMPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype, root,
                          comm);
