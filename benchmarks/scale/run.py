@@ -1,20 +1,22 @@
 """colltune's own cost as the ranks grow, on SimGrid SMPI (benchmarks/scale/README.md).
 
 For each rank count P, benchmarks/scale/app.c runs on the dragonfly-1024 preset (4096 cores),
-`--calls` rounds of allreduce + bcast per rank:
+`--calls` rounds of allreduce + bcast per rank (the same program at every P, so that each column
+is comparable across the rows its growth law is fitted on):
   plain        linked against SMPI alone
   interposed   linked with libcolltune first (docs/smpi.md), one copy per rank
                (smpi/privatize-libs): every call passes the decision point
   traced       interposed in the learning mode (COLLTUNE_SELECT=-, every call exploring the
                proven members) with COLLTUNE_TRACE_DIR set on every rank
 Up to CALLGRIND_MAX_RANKS, the interposed runs are repeated under callgrind (instruction counts
-repeat under load, host CPU time does not) with --calls rounds and with 2: libcolltune's
-instructions per call are the difference over the extra calls, its setup per rank the 2-round
-run's. The trace directory's bytes, the rows `colltune traces ingest` stores and the ingest time
+repeat under load, host CPU time does not) with --callgrind-calls rounds and with 2:
+libcolltune's instructions per call are the difference over the extra calls (many of them, so
+that work done once per communicator and member, such as a member's first counts table, is
+spread thin), its setup per rank the 2-round run's. The trace directory's bytes, the rows `colltune traces ingest` stores and the ingest time
 follow. The checksum and the simulated time
 printed by rank 0 must be equal across the three runs: the interposer changes no result.
 
-    .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024,4096 --out benchmarks/scale
+    .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024,4096 --calls 4 --out benchmarks/scale
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def dir_bytes(path: Path) -> int:
 
 
 def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], p: int, calls: int,
-            work: Path, traced: bool = True) -> dict[str, object]:
+            work: Path, traced: bool = True, callgrind_calls: int = 50) -> dict[str, object]:
     plain, linked = apps
     quiet = {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt")}
     cpu_plain, wall_plain, line_plain = launch(lib, art, plain, p, calls, quiet)
@@ -151,10 +153,11 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
     ir: dict[tuple[int, bool], int] = {}
     if p <= CALLGRIND_MAX_RANKS:
         ir = {(n, learn): instructions(lib, art, linked, p, n, work, learn)
-              for n in (calls, 2) for learn in (False, True)}
+              for n in (callgrind_calls, 2) for learn in (False, True)}
 
     def per_call(learn: bool) -> float | None:
-        return round((ir[calls, learn] - ir[2, learn]) / (p * 2 * (calls - 2)), 1) if ir else None
+        extra = p * 2 * (callgrind_calls - 2)
+        return round((ir[callgrind_calls, learn] - ir[2, learn]) / extra, 1) if ir else None
     return {
         "ranks": p, "calls_per_rank": per_rank_calls,
         "simulator_cpu_s": round(cpu_plain, 3), "interposed_cpu_s": round(cpu_ct, 3),
@@ -250,13 +253,17 @@ def earlier_rows(path: Path, measured: set[int]) -> list[dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", default="16,64,256,1024,4096")
-    parser.add_argument("--calls", type=int, default=200, help="rounds of allreduce + bcast per rank")
+    parser.add_argument("--calls", type=int, default=4, help="rounds of allreduce + bcast per rank")
+    parser.add_argument("--callgrind-calls", type=int, default=50, metavar="N",
+                        help="rounds of the callgrind runs (per-call instructions: N rounds minus 2)")
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--untraced-from", type=int, default=1 << 30, metavar="P",
                         help="from P ranks on, the plain and pass-through runs only")
     parser.add_argument("--merge", action="store_true",
                         help="keep OUT/results.csv's rows of the other rank counts (a table assembled "
                              "from several invocations)")
+    parser.add_argument("--keep-callgrind", type=Path, metavar="DIR",
+                        help="copy the callgrind outputs to DIR (per-function reading: callgrind_annotate)")
     args = parser.parse_args()
     lib = mpi.resolve("smpi")
     art = build.ensure_built(lib)
@@ -265,8 +272,13 @@ def main() -> None:
         apps = compile_app(lib, art, work)
         rows = []
         for p in (int(x) for x in args.ranks.split(",")):
-            rows.append(measure(lib, art, apps, p, args.calls, work, traced=p < args.untraced_from))
+            rows.append(measure(lib, art, apps, p, args.calls, work, traced=p < args.untraced_from,
+                                callgrind_calls=args.callgrind_calls))
             print({k: v for k, v in rows[-1].items() if k != "checksum_line"}, flush=True)
+            if args.keep_callgrind:
+                args.keep_callgrind.mkdir(parents=True, exist_ok=True)
+                for out in work.glob(f"callgrind-{p}-*.out"):
+                    shutil.copy(out, args.keep_callgrind)
     for row in rows:
         del row["checksum_line"]
     args.out.mkdir(parents=True, exist_ok=True)
