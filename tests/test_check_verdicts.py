@@ -325,29 +325,30 @@ def test_launch_modes_finds_two_separated_groups_only() -> None:
 
 
 def test_rounds_do_not_measure_again_what_the_plan_cannot_decide(tmp_path: Path) -> None:
-    """Futility stopping: a ratio on the tolerance would need thousands of launches, more than 4 x
-    the 32 the check plans, so once half of them are measured the rounds leave its jobs out and
-    say so: it opens no job of its own (a 10% gain still open does; its job is measured whole). On
-    the first 8 launches nothing is stopped."""
+    """Futility stopping: a ratio on the tolerance would need thousands of launches, and even one
+    standard error further from it more than 4 x the 20 the check plans (114 here), so once half of
+    them are measured the rounds leave its jobs out and say so: it opens no job of its own (a 10%
+    gain still open does; its job is measured whole). On the first 8 launches nothing is stopped."""
     truth = Truth(factors={("bcast", "bcast_as_scatter_ring_allgather"): 0.95, ("bcast", "bcast_as_allgatherv"): 0.9})
     plan = {"bcast": ["default", "bcast_as_scatter_ring_allgather", "bcast_as_allgatherv"]}
     m = simulate(truth, plan, [1024], launches=16, seed=5, variant_launch_sigma=0.15)
     db = write_db(tmp_path / "f.duckdb", m)
-    _set_run(db, {"launches": 8, "rounds": 2, "round_launches": 8})
+    _set_run(db, {"launches": 8, "rounds": 2, "round_launches": 4})
     r = check.judge(check.load_run(db), details=False)
     v = r.verdicts.set_index("variant")
     assert v.loc[["bcast_as_scatter_ring_allgather", "bcast_as_allgatherv"], "verdict"].tolist() == [
         "undecided", "undecided"]
     assert r.futile is not None and r.futile.tolist() == [False, True]
     assert v.loc["bcast_as_scatter_ring_allgather", "note"].endswith(
-        "; more than 4 x the 32 launches the check plans: the adaptive rounds do not measure such a comparison again")
+        "; more than 4 x the 20 launches the check plans even 1 standard error further from the tolerance: the "
+        "adaptive rounds do not measure such a comparison again")
     # the whole job, the futile comparison's variant in it too: every launch keeps the same company
     assert decide.selection(r.verdicts, r.run.measurements, r.futile) == {4: frozenset({
         ("bcast", 1024, "default"), ("bcast", 1024, "bcast_as_scatter_ring_allgather"),
         ("bcast", 1024, "bcast_as_allgatherv")})}
     assert decide.selection(r.verdicts, r.run.measurements, r.futile.map(lambda _: True)) == {}
     first = write_db(tmp_path / "e.duckdb", m[m["launch_idx"] < 8])
-    _set_run(first, {"launches": 8, "rounds": 2, "round_launches": 8})
+    _set_run(first, {"launches": 8, "rounds": 2, "round_launches": 4})
     assert check.judge(check.load_run(first), details=False).futile.tolist() == [False, False]
 
 
@@ -365,7 +366,7 @@ def test_a_comparison_stopped_for_futility_keeps_its_verdict_whatever_its_job_me
                                     ("bcast", "bcast_as_allgatherv"): 0.9}),
                      plan, [1024], launches=16, seed=6, variant_launch_sigma=0.15)
     db = write_db(tmp_path / "s.duckdb", pd.concat([first, later.assign(launch_idx=later["launch_idx"] + 16)]))
-    _set_run(db, {"launches": 8, "rounds": 2, "round_launches": 8}, range(8, 16))
+    _set_run(db, {"launches": 8, "rounds": 2, "round_launches": 4}, range(8, 16))
     con = duckdb.connect(str(db))
     con.executemany("INSERT INTO environment VALUES ('run-1', ?, 'round', '2')", [[i] for i in range(16, 32)])
     con.close()
