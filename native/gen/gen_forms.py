@@ -145,14 +145,17 @@ def start_code(fn: Function, names: str) -> list[str]:
 
 
 def wrapper(fn: Function) -> list[str]:
+    """Pass-through is one test and a tail call: the watched path has the wrapper's signature and
+    takes the call site as its own return address (see gen_wrappers.split)."""
     pairs = params(fn)
     names = ", ".join(n for _, n in pairs)
     comm = "comm" if any(a.role == "comm" for a in fn.coll.args) else "MPI_COMM_NULL"
     request = "request" if fn.form != "blocking" else "NULL"
     flag = "ct_start_watch" if served_started(fn) else "ct_watch"
     body = [
-        f"static __attribute__((noinline)) int ct_watched_{fn.name}(const void *site, {decl(pairs)})",
+        f"static __attribute__((noinline)) int ct_watched_{fn.name}({decl(pairs)})",
         "{",
+        "    const void *site = ct_watch_site(__builtin_return_address(0));",
         "    uint64_t t0 = ct_watch_clock();",
         *start_code(fn, names),
         "    if (rc != MPI_SUCCESS) {",
@@ -168,7 +171,7 @@ def wrapper(fn: Function) -> list[str]:
         "{",
         f"    if (CT_LIKELY(!{flag}))",
         f"        return P{fn.mpi}({names});",
-        f"    return ct_watched_{fn.name}(ct_watch_site(__builtin_return_address(0)), {names});",
+        f"    return ct_watched_{fn.name}({names});",
         "}",
         "",
     ]

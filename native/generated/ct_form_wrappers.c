@@ -143,8 +143,9 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_NEIGHBOR_ALLTOALLW_INIT_C] = {"neighbor_alltoallw_init_c", "neighbor_alltoallw", -1, CT_FORM_PERSISTENT, 1, 0},
 };
 
-static __attribute__((noinline)) int ct_watched_iallgather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -185,12 +186,13 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_iallgather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iallgather_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -206,14 +208,15 @@ int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_iallgather_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_allgather_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -229,14 +232,15 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_allgather_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -252,13 +256,14 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_allgather_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iallreduce(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -299,12 +304,13 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iallreduce(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -320,14 +326,15 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iallreduce_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_allreduce_init(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -343,14 +350,15 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_allreduce_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -366,13 +374,14 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_allreduce_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ialltoall(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -413,12 +422,13 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ialltoall(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -434,14 +444,15 @@ int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ialltoall_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_alltoall_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -457,14 +468,15 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_alltoall_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -480,13 +492,14 @@ int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_alltoall_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ibcast(const void *site, void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -527,12 +540,13 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    return ct_watched_ibcast(ct_watch_site(__builtin_return_address(0)), buffer, count, datatype, root, comm, request);
+    return ct_watched_ibcast(buffer, count, datatype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ibcast_c(const void *site, void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -548,14 +562,15 @@ int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
-    return ct_watched_ibcast_c(ct_watch_site(__builtin_return_address(0)), buffer, count, datatype, root, comm, request);
+    return ct_watched_ibcast_c(buffer, count, datatype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_bcast_init(const void *site, void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -571,14 +586,15 @@ int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
-    return ct_watched_bcast_init(ct_watch_site(__builtin_return_address(0)), buffer, count, datatype, root, comm, info, request);
+    return ct_watched_bcast_init(buffer, count, datatype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_bcast_init_c(const void *site, void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -594,13 +610,14 @@ int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int r
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
-    return ct_watched_bcast_init_c(ct_watch_site(__builtin_return_address(0)), buffer, count, datatype, root, comm, info, request);
+    return ct_watched_bcast_init_c(buffer, count, datatype, root, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_igather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -641,12 +658,13 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_igather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_igather_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -662,14 +680,15 @@ int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_igather_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_gather_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -685,14 +704,15 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_gather_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_gather_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -708,13 +728,14 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_gather_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ireduce(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -755,12 +776,13 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    return ct_watched_ireduce(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    return ct_watched_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ireduce_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -776,14 +798,15 @@ int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    return ct_watched_ireduce_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    return ct_watched_ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_reduce_init(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -799,14 +822,15 @@ int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    return ct_watched_reduce_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    return ct_watched_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -822,13 +846,14 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    return ct_watched_reduce_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    return ct_watched_reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void *site, const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -869,12 +894,13 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    return ct_watched_ireduce_scatter_block(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    return ct_watched_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -890,14 +916,15 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    return ct_watched_ireduce_scatter_block_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    return ct_watched_ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const void *site, const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -913,14 +940,15 @@ int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvco
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    return ct_watched_reduce_scatter_block_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    return ct_watched_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -936,13 +964,14 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    return ct_watched_reduce_scatter_block_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    return ct_watched_reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *site, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -983,12 +1012,13 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcount
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-    return ct_watched_ireduce_scatter(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    return ct_watched_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ireduce_scatter_c(const void *site, const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1004,14 +1034,15 @@ int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *r
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-    return ct_watched_ireduce_scatter_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    return ct_watched_ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *site, const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1027,14 +1058,15 @@ int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvc
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    return ct_watched_reduce_scatter_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    return ct_watched_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_reduce_scatter_init_c(const void *site, const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1050,13 +1082,14 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    return ct_watched_reduce_scatter_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    return ct_watched_reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iscan(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1097,12 +1130,13 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iscan(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iscan_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1118,14 +1152,15 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iscan_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_scan_init(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1141,14 +1176,15 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_scan_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_scan_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1164,13 +1200,14 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_scan_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iscatter(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1211,12 +1248,13 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_iscatter(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iscatter_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1232,14 +1270,15 @@ int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_iscatter_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_scatter_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1255,14 +1294,15 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_scatter_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1278,14 +1318,15 @@ int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_scatter_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -1302,13 +1343,14 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    return ct_watched_allgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_watched_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iallgatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1350,12 +1392,13 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    return ct_watched_iallgatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1372,14 +1415,15 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    return ct_watched_iallgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1396,14 +1440,15 @@ int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    return ct_watched_allgatherv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1420,14 +1465,15 @@ int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    return ct_watched_allgatherv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -1443,13 +1489,14 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    return ct_watched_alltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_watched_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ialltoallv(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1490,12 +1537,13 @@ int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispl
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    return ct_watched_ialltoallv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1511,14 +1559,15 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    return ct_watched_ialltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1534,14 +1583,15 @@ int MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sd
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    return ct_watched_alltoallv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1557,14 +1607,15 @@ int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    return ct_watched_alltoallv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     if (rc != MPI_SUCCESS) {
@@ -1580,13 +1631,14 @@ int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    return ct_watched_alltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_watched_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ialltoallw(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1627,12 +1679,13 @@ int MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispl
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    return ct_watched_ialltoallw(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1648,14 +1701,15 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    return ct_watched_ialltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1671,14 +1725,15 @@ int MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sd
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    return ct_watched_alltoallw_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1694,13 +1749,14 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    return ct_watched_alltoallw_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ibarrier(const void *site, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1741,12 +1797,13 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibarrier(comm, request);
-    return ct_watched_ibarrier(ct_watch_site(__builtin_return_address(0)), comm, request);
+    return ct_watched_ibarrier(comm, request);
 }
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_barrier_init(const void *site, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Barrier_init(comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1762,13 +1819,14 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Barrier_init(comm, info, request);
-    return ct_watched_barrier_init(ct_watch_site(__builtin_return_address(0)), comm, info, request);
+    return ct_watched_barrier_init(comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iexscan(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1809,12 +1867,13 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iexscan(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iexscan_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1830,14 +1889,15 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return ct_watched_iexscan_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, request);
+    return ct_watched_iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_exscan_init(const void *site, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1853,14 +1913,15 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_exscan_init(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *site, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1876,14 +1937,15 @@ int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_watched_exscan_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return ct_watched_exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_gatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     if (rc != MPI_SUCCESS) {
@@ -1899,13 +1961,14 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-    return ct_watched_gatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return ct_watched_gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_igatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -1946,12 +2009,13 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-    return ct_watched_igatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    return ct_watched_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_igatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -1967,14 +2031,15 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-    return ct_watched_igatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    return ct_watched_igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_gatherv_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -1990,14 +2055,15 @@ int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    return ct_watched_gatherv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    return ct_watched_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2013,14 +2079,15 @@ int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    return ct_watched_gatherv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    return ct_watched_gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_reduce_local_c(const void *site, const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
+static __attribute__((noinline)) int ct_watched_reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
     if (rc != MPI_SUCCESS) {
@@ -2036,14 +2103,15 @@ int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_D
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
-    return ct_watched_reduce_local_c(ct_watch_site(__builtin_return_address(0)), inbuf, inoutbuf, count, datatype, op);
+    return ct_watched_reduce_local_c(inbuf, inoutbuf, count, datatype, op);
 }
 
 #endif
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_scatterv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     if (rc != MPI_SUCCESS) {
@@ -2059,13 +2127,14 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_A
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    return ct_watched_scatterv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_watched_scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_iscatterv(const void *site, const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc;
     if (ct_start_watch & CT_START_SERVE) {
@@ -2106,12 +2175,13 @@ int MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs,
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_iscatterv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2127,14 +2197,15 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return ct_watched_iscatterv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return ct_watched_iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_scatterv_init(const void *site, const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2150,14 +2221,15 @@ int MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *dis
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_scatterv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2173,13 +2245,14 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    return ct_watched_scatterv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    return ct_watched_scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_allgather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2195,12 +2268,13 @@ int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_allgather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_watched_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2216,13 +2290,14 @@ int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_allgather_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_watched_neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2238,12 +2313,13 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ineighbor_allgather(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ineighbor_allgather_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2259,14 +2335,15 @@ int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ineighbor_allgather_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2282,14 +2359,15 @@ int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_neighbor_allgather_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_allgather_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2305,13 +2383,14 @@ int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_neighbor_allgather_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_allgatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2327,12 +2406,13 @@ int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    return ct_watched_neighbor_allgatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_watched_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2348,13 +2428,14 @@ int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    return ct_watched_neighbor_allgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_watched_neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2370,12 +2451,13 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    return ct_watched_ineighbor_allgatherv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2391,14 +2473,15 @@ int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    return ct_watched_ineighbor_allgatherv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    return ct_watched_ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2414,14 +2497,15 @@ int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatyp
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    return ct_watched_neighbor_allgatherv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2437,13 +2521,14 @@ int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    return ct_watched_neighbor_allgatherv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    return ct_watched_neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_alltoall(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2459,12 +2544,13 @@ int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendt
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_alltoall(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_watched_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2480,13 +2566,14 @@ int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_alltoall_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_watched_neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2502,12 +2589,13 @@ int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ineighbor_alltoall(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoall_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2523,14 +2611,15 @@ int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return ct_watched_ineighbor_alltoall_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return ct_watched_ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2546,14 +2635,15 @@ int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_neighbor_alltoall_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init_c(const void *site, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2569,13 +2659,14 @@ int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_D
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    return ct_watched_neighbor_alltoall_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    return ct_watched_neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2591,12 +2682,13 @@ int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    return ct_watched_neighbor_alltoallv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_watched_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     if (rc != MPI_SUCCESS) {
@@ -2612,13 +2704,14 @@ int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, c
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    return ct_watched_neighbor_alltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_watched_neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2634,12 +2727,13 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const in
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    return ct_watched_ineighbor_alltoallv(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2655,14 +2749,15 @@ int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    return ct_watched_ineighbor_alltoallv_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    return ct_watched_ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const void *site, const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2678,14 +2773,15 @@ int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, cons
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    return ct_watched_neighbor_alltoallv_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2701,13 +2797,14 @@ int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcoun
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    return ct_watched_neighbor_alltoallv_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    return ct_watched_neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *site, const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     if (rc != MPI_SUCCESS) {
@@ -2723,12 +2820,13 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    return ct_watched_neighbor_alltoallw(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_watched_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     if (rc != MPI_SUCCESS) {
@@ -2744,13 +2842,14 @@ int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, c
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    return ct_watched_neighbor_alltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_watched_neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *site, const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2766,12 +2865,13 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MP
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    return ct_watched_ineighbor_alltoallw(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
 #if MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     if (rc != MPI_SUCCESS) {
@@ -2787,14 +2887,15 @@ int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    return ct_watched_ineighbor_alltoallw_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    return ct_watched_ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const void *site, const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2810,14 +2911,15 @@ int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, cons
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    return ct_watched_neighbor_alltoallw_init(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const void *site, const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
     int rc = PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     if (rc != MPI_SUCCESS) {
@@ -2833,7 +2935,7 @@ int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcoun
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    return ct_watched_neighbor_alltoallw_init_c(ct_watch_site(__builtin_return_address(0)), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    return ct_watched_neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 
 #endif

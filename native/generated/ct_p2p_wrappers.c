@@ -28,9 +28,9 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
     [CT_P2P_TESTSOME] = "Testsome",
 };
 
-static __attribute__((noinline)) int ct_timed_Send(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -40,12 +40,12 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    return ct_timed_Send(__builtin_return_address(0), buf, count, datatype, dest, tag, comm);
+    return ct_timed_Send(buf, count, datatype, dest, tag, comm);
 }
 
-static __attribute__((noinline)) int ct_timed_Ssend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -55,12 +55,12 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    return ct_timed_Ssend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm);
+    return ct_timed_Ssend(buf, count, datatype, dest, tag, comm);
 }
 
-static __attribute__((noinline)) int ct_timed_Isend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -70,12 +70,12 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    return ct_timed_Isend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm, request);
+    return ct_timed_Isend(buf, count, datatype, dest, tag, comm, request);
 }
 
-static __attribute__((noinline)) int ct_timed_Issend(const void *site, const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -85,12 +85,12 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    return ct_timed_Issend(__builtin_return_address(0), buf, count, datatype, dest, tag, comm, request);
+    return ct_timed_Issend(buf, count, datatype, dest, tag, comm, request);
 }
 
-static __attribute__((noinline)) int ct_timed_Recv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -100,12 +100,12 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    return ct_timed_Recv(__builtin_return_address(0), buf, count, datatype, source, tag, comm, status);
+    return ct_timed_Recv(buf, count, datatype, source, tag, comm, status);
 }
 
-static __attribute__((noinline)) int ct_timed_Irecv(const void *site, void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, site, ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -115,12 +115,12 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    return ct_timed_Irecv(__builtin_return_address(0), buf, count, datatype, source, tag, comm, request);
+    return ct_timed_Irecv(buf, count, datatype, source, tag, comm, request);
 }
 
-static __attribute__((noinline)) int ct_timed_Sendrecv(const void *site, const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, site, ct_profrun_bytes(sendcount, sendtype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), ct_profrun_bytes(sendcount, sendtype));
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     ct_profrun_p2p_end(rec);
     return rc;
@@ -130,5 +130,5 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    return ct_timed_Sendrecv(__builtin_return_address(0), sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+    return ct_timed_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
 }

@@ -9,10 +9,8 @@
 #include "../runtime/ct_runtime.h"
 #include "../runtime/ct_watch.h"
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLGATHER,
@@ -37,10 +35,15 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     return ct_dispatch(&call);
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
@@ -65,10 +68,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return ct_dispatch(&call);
 }
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
-        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLTOALL,
@@ -93,10 +101,15 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     return ct_dispatch(&call);
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
-        return PMPI_Bcast(buffer, count, datatype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_BCAST,
@@ -121,10 +134,15 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     return ct_dispatch(&call);
 }
 
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
+        return PMPI_Bcast(buffer, count, datatype, root, comm);
+    return ct_serve_bcast(buffer, count, datatype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_GATHER,
@@ -149,10 +167,15 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
-        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_serve_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
@@ -177,10 +200,15 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return ct_serve_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
@@ -205,10 +233,15 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
-        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    return ct_serve_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER,
@@ -233,10 +266,15 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts
     return ct_dispatch(&call);
 }
 
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
-        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return ct_serve_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_SCAN,
@@ -261,10 +299,15 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
     return ct_dispatch(&call);
 }
 
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_scan(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_SCATTER,
@@ -289,10 +332,15 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return ct_dispatch(&call);
 }
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]))
-        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
+        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_serve_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLGATHERV,
@@ -317,10 +365,15 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     return ct_dispatch(&call);
 }
 
-int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]))
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]))
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_serve_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLV,
@@ -345,10 +398,15 @@ int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls
     return ct_dispatch(&call);
 }
 
-int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLW]))
-        return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]))
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_serve_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLW,
@@ -373,10 +431,15 @@ int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls
     return ct_dispatch(&call);
 }
 
-int MPI_Barrier(MPI_Comm comm)
+int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]))
-        return PMPI_Barrier(comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLW]))
+        return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_serve_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_barrier(MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_BARRIER,
@@ -401,10 +464,15 @@ int MPI_Barrier(MPI_Comm comm)
     return ct_dispatch(&call);
 }
 
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Barrier(MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
-        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]))
+        return PMPI_Barrier(comm);
+    return ct_serve_barrier(comm);
+}
+
+static __attribute__((noinline)) int ct_serve_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_EXSCAN,
@@ -429,10 +497,15 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     return ct_dispatch(&call);
 }
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]))
-        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_exscan(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_GATHERV,
@@ -457,10 +530,15 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]))
-        return PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op);
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]))
+        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return ct_serve_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_REDUCE_LOCAL,
@@ -485,10 +563,15 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
     return ct_dispatch(&call);
 }
 
-int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]))
-        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]))
+        return PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op);
+    return ct_serve_reduce_local(inbuf, inoutbuf, count, datatype, op);
+}
+
+static __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
         .coll = CT_COLL_SCATTERV,
@@ -513,14 +596,19 @@ int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, 
     return ct_dispatch(&call);
 }
 
+int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]))
+        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_serve_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
 #if MPI_VERSION >= 4
 /* MPI-4 large-count bindings. */
 #define CT_MAX_STACK_COUNTS 512
 
-int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
-        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -560,10 +648,15 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
     return ct_dispatch(&call);
 }
 
-int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
-        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
+        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -602,10 +695,15 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
     return ct_dispatch(&call);
 }
 
-int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
-        return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
+        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -645,10 +743,15 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
     return ct_dispatch(&call);
 }
 
-int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
+int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
-        return PMPI_Bcast_c(buffer, count, datatype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
+        return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -686,10 +789,15 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
     return ct_dispatch(&call);
 }
 
-int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
-        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
+        return PMPI_Bcast_c(buffer, count, datatype, root, comm);
+    return ct_serve_bcast_c(buffer, count, datatype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -728,10 +836,15 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
-        return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
+        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_serve_gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -769,10 +882,15 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
-        return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
+        return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return ct_serve_reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -811,10 +929,15 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
     return ct_dispatch(&call);
 }
 
-int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
-        return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]))
+        return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    return ct_serve_reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank, size, small[CT_MAX_STACK_COUNTS];
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -857,10 +980,15 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *re
     return ct_dispatch(&call);
 }
 
-int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
-        return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]))
+        return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return ct_serve_reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -899,10 +1027,15 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
     return ct_dispatch(&call);
 }
 
-int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
-        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]))
+        return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -941,10 +1074,15 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
     return ct_dispatch(&call);
 }
 
-int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
-        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
+        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return ct_serve_scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
     ct_profrun_site = __builtin_return_address(0);
     int rank;
     colltune_reason why = ct_large_comm(comm, &rank);
@@ -981,6 +1119,13 @@ int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
+}
+
+int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]))
+        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_serve_exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 #endif /* MPI_VERSION >= 4 */

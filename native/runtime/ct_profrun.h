@@ -45,7 +45,8 @@ CT_PROFRUN_HIDDEN int ct_profrun_served(int coll);
 
 /* Per thread. initial-exec: a plain %fs access on every intercepted call instead of
  * __tls_get_addr (libcolltune is preloaded or linked, so its TLS is in the static block). */
-/* The call site of the collective being dispatched: set by the generated wrapper. */
+/* The call site of the collective being dispatched: set first thing by the generated serving
+ * function (gen_wrappers.split), which the wrapper reaches by a tail jump. */
 extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site
     CT_TLS_MODEL;
 /* Set by the Fortran wrappers around their call of the C wrapper: the application's call site
