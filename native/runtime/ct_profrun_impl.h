@@ -79,8 +79,8 @@ typedef struct ct_point {
     atomic_ullong samples, sample_own_ns, sample_wait_ns, sample_wait_min_not;
     /* a nonblocking or persistent function's requests (requests.c): the `request` line */
     atomic_ullong req_starts, req_done, req_wait_ns, req_span_ns;
-    /* a Test-family point: its calls that were the countdown's sample of the polls completing
-     * nothing (requests.c's light path; the `polled` line) */
+    /* a Test-family point: its calls that are the polls' countdown's sample of the light
+     * path's polls (requests.c; the `polled` line) */
     atomic_ullong polls;
 } ct_point;
 
@@ -251,17 +251,29 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_count(ct_point *s);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t timed,
                                           uint64_t ticks, uint64_t max);
 /* This thread's intercepted calls, numbered: every intercepted call advances it (patterns'
- * "directly after"); a memoised polling call does it inline. */
+ * "directly after"); a memoised polling call does it inline. A poll on the light path does not:
+ * it counts only its function's total (requests.c, below MPI_THREAD_MULTIPLE), so a call's
+ * number is ct_call_number's: this thread's calls and the process's light polls. */
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
+extern CT_PROFRUN_HIDDEN uint64_t ct_polls_light[CT_P2P_COUNT];
+static inline uint64_t ct_call_number(void)
+{
+    return ++ct_seq + ct_polls_light[CT_P2P_TEST] + ct_polls_light[CT_P2P_TESTALL]
+           + ct_polls_light[CT_P2P_TESTANY] + ct_polls_light[CT_P2P_TESTSOME];
+}
 /* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
  * the points are written). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_finish(void);
 /* The polls' light path on or off (requests.c): on while profiling below MPI_THREAD_MULTIPLE
  * (profrun.c calls it once ct_profrun_on is set) and no collective request is followed. */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_start(void);
-/* The polls lines of dir/rank-N: per Test-family function, its polls that completed nothing and
- * the countdown's sample of them (MPI_Finalize). */
+/* The polls lines of dir/rank-N: per Test-family function, its light path's polls and the
+ * countdown's sample of them; the polls' period and its doublings (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_write(FILE *out);
+/* The run is over its budget (profcomm.c, at a synchronisation): the polls' sampling period
+ * doubled, half the sample so far dropped at random, if polls were sampled since the last time
+ * (requests.c; a polling phase over, its sample is kept whole). */
+CT_PROFRUN_HIDDEN void ct_profrun_polls_over_budget(void);
 
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */

@@ -533,7 +533,7 @@ static __attribute__((noinline)) void ct_failed(int kind, const void *site, int 
 static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_call *call,
                                                              MPI_Comm comm, const void *site)
 {
-    uint64_t seq = ++ct_seq;
+    uint64_t seq = ct_call_number();
     ct_pcomm *st = ct_pcomm_of(comm);
     uint64_t wait = 0;
     int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);

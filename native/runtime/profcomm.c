@@ -164,9 +164,12 @@ static void ct_adapt(ct_pcomm *st, const unsigned agreed[2])
     }
     if (ct_budget_ppm == 0)
         return;
-    if (agreed[0] > CT_LEVEL_OVER && st->period < CT_MAX_PERIOD) {
-        st->period *= 2;
-        atomic_fetch_add_explicit(&ct_widened, 1, memory_order_relaxed);
+    if (agreed[0] > CT_LEVEL_OVER) {
+        ct_profrun_polls_over_budget();   /* (the polls' period: this rank's, requests.c) */
+        if (st->period < CT_MAX_PERIOD) {
+            st->period *= 2;
+            atomic_fetch_add_explicit(&ct_widened, 1, memory_order_relaxed);
+        }
     } else if (agreed[0] <= 1 && st->period / 2 >= ct_every) {
         st->period /= 2;
         atomic_fetch_add_explicit(&ct_narrowed, 1, memory_order_relaxed);

@@ -6,8 +6,8 @@
  * call that made it gets (completed, waiting, start-to-completion span): the overlap the
  * application got is the span less the waiting. Point-to-point requests are untouched: a call
  * given none of the followed requests takes the point-to-point path (the profiling mode's p2p
- * record of Wait/Waitall/Waitany, as before). A Test-family poll that completes nothing while
- * no request is followed takes a light path (counted per function, its site sampled: below); a
+ * record of Wait/Waitall/Waitany, as before). A Test-family poll made while no request is
+ * followed takes a light path (counted per function, its site sampled: below); a
  * call repeated at one site while the map is unchanged takes its derived data from a memo.
  *
  * The map: request handle -> (function, point, persistent, operation's start, waiting so far),
@@ -334,35 +334,91 @@ void ct_profrun_polls_finish(void)
 
 /* ---- a poll's light path -------------------------------------------------------------------- */
 /* HPCC's RandomAccess polls MPI_Testany once per ~1,250 of its own instructions on rank 0: the
- * memo's 135 instructions a poll were still 12.3% of them. A Test-family call made while no
- * collective request is followed, that completes nothing, is counted in its function's total
- * only (ct_polls_empty): no chain, no memo key, no clock. The polls' countdown's calls (one
- * in CT_POLL_EVERY on average, below) take the full path instead: their chain's point counts
- * and times them, and those that complete nothing are its sample (ct_point.polls,
- * ct_polls_sampled). advise scales a site's sample by its function's total over its sample (an
- * estimate with its interval); the totals stay exact. A light poll that completes a request (or
- * fails) is counted at its site as before, untimed (its time is its point's timed calls' mean).
- * The Wait family (it blocks, and completes) and a call given a followed collective request take
- * the exact path (the map, the memo): a nonblocking collective's waiting stays exact. */
-static uint64_t ct_polls_empty[CT_P2P_COUNT], ct_polls_sampled[CT_P2P_COUNT];
+ * memo's 135 instructions a poll were 12.3% of them, a light path that read the call's result
+ * back (to count a completing poll at its site) 26 instructions, still 2.1%. A Test-family call
+ * made while no collective request is followed is counted in its function's total only
+ * (ct_polls_light), before the library's call, which is then the wrapper's tail call: 5
+ * instructions over the bare pass-through (the light byte's test, the countdown's decrement, the
+ * count; ~10 M instructions of HPCC's 2.7 G on rank 0). The polls' countdown's calls
+ * (one in ct_poll_every on average, below) take the full path instead: their chain's point
+ * counts and times them, and they are its sample (ct_point.polls, ct_polls_sampled), completing
+ * or not. advise scales a site's sample by its function's total over its sample (an estimate
+ * with its interval); the totals stay exact. The Wait family (it blocks, and completes) and a
+ * call given a followed collective request take the exact path (the map, the memo): a
+ * nonblocking collective's waiting stays exact. */
+CT_HIDDEN uint64_t ct_polls_light[CT_P2P_COUNT];
+static uint64_t ct_polls_sampled[CT_P2P_COUNT], ct_polls_thinned[CT_P2P_COUNT];
 
-/* The polls' own countdown to the next sampled one: one in CT_POLL_EVERY on average, gaps
- * CT_POLL_EVERY/2 .. 3 CT_POLL_EVERY/2 from an xorshift as the call path's (so that no cycle of
- * the application's polls is missed); sparser than the call path's one in CT_TIME_EVERY, as a
- * sampled poll's full path (~400 instructions: chain, point, two clock reads) would otherwise
- * cost more than the light path itself. Process-wide, as the light path is only below
- * MPI_THREAD_MULTIPLE: a decrement and a branch. */
+/* The polls' sampling period: one in ct_poll_every on average, gaps ct_poll_every/2 ..
+ * 3 ct_poll_every/2 from an xorshift as the call path's (so that no cycle of the application's
+ * polls is missed). A sampled poll's full path costs ~600 instructions (chain, point, clock
+ * reads): sampling at a fixed rate made them most of a polling code's profiling cost (HPCC: 34,000
+ * of them, 0.7% of its instructions). The period doubles when the sample reaches CT_POLL_SAMPLE
+ * (a site's estimate needs a sample of that size, not one that grows with the run: it then stays
+ * between a half and the whole of it, and the samples taken grow with the log of the polls) and
+ * when the profiling run is over its budget where polls were sampled since the last time
+ * (profcomm.c, at a synchronisation, as the collectives' period). At each
+ * doubling half of the sample so far is dropped, each at random, so that what is kept is a sample
+ * at the new period of every poll so far; a dropped one stays counted at its site (its calls),
+ * out of its function's total. Never narrowed: samples dropped cannot be taken back. Process-wide,
+ * as the light path is only below MPI_THREAD_MULTIPLE (plain counters). */
 #define CT_POLL_EVERY 64
-static uint32_t ct_poll_left = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
+#define CT_POLL_SAMPLE 4096
+#define CT_POLL_MAX_PERIOD (1u << 24)
+static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_left = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
+static uint64_t ct_poll_sample, ct_poll_widened;   /* the sample's size (every function's) */
+static uint64_t ct_poll_sampled_at_sync;           /* ct_poll_sample_all at the last over_budget */
+static uint64_t ct_poll_sample_all;                /* polls sampled, dropped ones included */
 
-static void ct_poll_rearm(void)
+static uint32_t ct_poll_random(void)
 {
     uint32_t x = ct_poll_rng;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    ct_poll_rng = x;
-    ct_poll_left = CT_POLL_EVERY / 2 + x % (CT_POLL_EVERY + 1);
+    return ct_poll_rng = x;
+}
+
+static void ct_poll_rearm(void)
+{
+    ct_poll_left = ct_poll_every / 2 + ct_poll_random() % (ct_poll_every + 1);
+}
+
+/* Each of `n` samples kept with probability 1/2: how many are kept. */
+static uint64_t ct_poll_halve(uint64_t n)
+{
+    uint64_t kept = 0;
+    for (; n >= 32; n -= 32)
+        kept += (uint64_t)__builtin_popcount(ct_poll_random());
+    if (n > 0)
+        kept += (uint64_t)__builtin_popcount(ct_poll_random() & ((1u << n) - 1));
+    return kept;
+}
+
+static void ct_poll_widen(void)
+{
+    if (!ct_poll_lite_ok || ct_poll_every >= CT_POLL_MAX_PERIOD)
+        return;
+    ct_poll_every *= 2;
+    ct_poll_widened++;
+    for (size_t i = 0; i < CT_P2P_SLOTS; i++) {
+        ct_point *s = &ct_p2p_slots[i];
+        uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
+        if (n == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
+            continue;
+        uint64_t dropped = n - ct_poll_halve(n);
+        atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
+        ct_polls_sampled[s->key.kind] -= dropped;
+        ct_polls_thinned[s->key.kind] += dropped;
+        ct_poll_sample -= dropped;
+    }
+}
+
+void ct_profrun_polls_over_budget(void)
+{
+    if (ct_poll_sample_all > ct_poll_sampled_at_sync)
+        ct_poll_widen();
+    ct_poll_sampled_at_sync = ct_poll_sample_all;
 }
 
 static inline int ct_is_poll(ct_p2p_call call)
@@ -373,8 +429,11 @@ static inline int ct_is_poll(ct_p2p_call call)
 
 void ct_profrun_polls_start(void)
 {
-    memset(ct_polls_empty, 0, sizeof ct_polls_empty);
+    memset(ct_polls_light, 0, sizeof ct_polls_light);
     memset(ct_polls_sampled, 0, sizeof ct_polls_sampled);
+    memset(ct_polls_thinned, 0, sizeof ct_polls_thinned);
+    ct_poll_every = CT_POLL_EVERY;
+    ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
     ct_poll_rearm();
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
@@ -382,10 +441,16 @@ void ct_profrun_polls_start(void)
 
 void ct_profrun_polls_write(FILE *out)
 {
+    int any = 0;
     for (int f = 0; f < CT_P2P_COUNT; f++)
-        if (ct_polls_empty[f] > 0)
+        if (ct_polls_light[f] > ct_polls_thinned[f]) {
+            any = 1;
             fprintf(out, "polls %s %llu %llu\n", ct_p2p_names[f],
-                    (unsigned long long)ct_polls_empty[f], (unsigned long long)ct_polls_sampled[f]);
+                    (unsigned long long)(ct_polls_light[f] - ct_polls_thinned[f]),
+                    (unsigned long long)ct_polls_sampled[f]);
+        }
+    if (any)
+        fprintf(out, "poll_period %u %llu\n", ct_poll_every, (unsigned long long)ct_poll_widened);
 }
 
 /* Before the library's call: 1 for the light path. (A poll made from inside a call colltune
@@ -395,47 +460,28 @@ static inline __attribute__((always_inline)) int ct_poll_light(void)
     return ct_poll_lite && CT_LIKELY(--ct_poll_left != 0);
 }
 
-/* A light poll that completed a request or failed: counted at its chain's point, untimed.
- * `anchor`: an address in a frame below the wrapper's (the same for the same depth). */
-static void ct_poll_light_record(ct_p2p_call call, const void *site, const void *anchor)
+/* A Test-family call off the light path while it is open: the countdown's sample (rearmed). */
+static int ct_poll_sampling(ct_p2p_call call)
 {
-    if (!ct_p2p_on)
+    if (!ct_is_poll(call) || !ct_poll_lite)
+        return 0;
+    ct_poll_rearm();
+    return 1;
+}
+
+/* A poll the countdown sampled, after its full path recorded it at `point` (NULL: the table
+ * was full: counted in its function's total, no site's sample). */
+static void ct_poll_sampled(ct_p2p_call call, ct_point *point)
+{
+    ct_polls_light[call]++;
+    if (point == NULL)
         return;
-    ct_point *point = ct_profrun_p2p_slot(call, ct_profchain_site(site, anchor));
-    if (point != NULL)
-        ct_profrun_p2p_count(point);
-}
-
-/* The C wrappers' (called from MPI_Test...: this frame's address is the same for a site). */
-static __attribute__((noinline)) void ct_poll_light_done(ct_p2p_call call, const void *ret)
-{
-    ct_poll_light_record(call, ct_watch_site(ret), __builtin_frame_address(0));
-}
-
-/* After the library's call on the light path; `done`: it completed a request; `ret`: the
- * wrapper's return address. */
-static inline __attribute__((always_inline)) void ct_poll_light_end(ct_p2p_call call, int rc,
-                                                                    int done, const void *ret)
-{
-    ct_seq++;
-    if (CT_LIKELY(rc == MPI_SUCCESS && !done))
-        ct_polls_empty[call]++;
-    else
-        ct_poll_light_done(call, ret);
-}
-
-/* A poll the countdown sampled in the light path's stead, after its full path recorded it at
- * `point` (NULL: the table was full). */
-static void ct_poll_sampled(ct_p2p_call call, ct_point *point, int done)
-{
-    if (done)
-        return;
-    ct_polls_empty[call]++;
-    if (point != NULL) {
-        ct_polls_sampled[call]++;
-        atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-    }
+    ct_polls_sampled[call]++;
+    atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    ct_poll_sample_all++;
+    if (++ct_poll_sample >= CT_POLL_SAMPLE)
+        ct_poll_widen();
 }
 
 static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2p_call call,
@@ -458,13 +504,10 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
 {
     c->memo = NULL;
     c->t_in = 0;
-    c->sampled = 0;
+    /* a Test-family call here while the light path is open (only while profiling): the polls'
+     * countdown's sample (its own time measured: it stands for itself, ct_watch_end) */
+    c->sampled = ct_poll_sampling(call);
     if (ct_profrun_on) {
-        /* a Test-family call here while the light path is open: the polls' countdown's sample
-         * (its own time measured: it stands for itself, ct_watch_end) */
-        c->sampled = ct_is_poll(call) && ct_poll_lite;
-        if (c->sampled)
-            ct_poll_rearm();
         c->t_in = c->sampled ? ct_profrun_ticks() : ct_own_begin();
         if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled)
             c->memo = ct_poll_find(call, site, anchor, count, requests);
@@ -581,7 +624,7 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
         ct_profrun_p2p_record(point, ticks);
     }
     if (c->sampled) {
-        ct_poll_sampled(c->call, point, done);
+        ct_poll_sampled(c->call, point);
         return;   /* no memo: the light path takes the next ones */
     }
     if (p2p && point == NULL)
@@ -614,9 +657,7 @@ void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const v
 {
     c->light = ct_is_poll(call) && ct_poll_light();
     if (c->light) {
-        c->call = call;
-        c->site = site;
-        c->anchor = anchor;
+        ct_polls_light[call]++;
         return;
     }
     ct_watch_begin(c, call, site, anchor, count, requests);
@@ -625,17 +666,19 @@ void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const v
 void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done, int all,
                     int index, const int *list, int n_list)
 {
-    if (c->light) {
-        ct_seq++;
-        if (done)
-            ct_poll_light_record(c->call, c->site, c->anchor);
-        else
-            ct_polls_empty[c->call]++;
-    } else
+    if (!c->light)
         ct_watch_end(c, count, requests, done, all, index, list, n_list);
 }
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
+/* The Test wrappers' light path ends in its own jump to the library (gcc would merge it with the
+ * bare path's: one more jump a poll, 2.2 M on HPCC's rank 0). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CT_OWN_TAIL_CALLS __attribute__((optimize("no-crossjumping")))
+#else
+#define CT_OWN_TAIL_CALLS
+#endif
+
 /* The Wait/Test family: its point-to-point part (a call given other requests than followed
  * collective ones) goes to the profiling mode's p2p table (p2p.toml's Wait/Test family). */
 
@@ -727,15 +770,13 @@ static __attribute__((noinline)) int ct_watched_test(const void *site, MPI_Reque
     return rc;
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+CT_OWN_TAIL_CALLS int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Test(request, flag, status);
     if (ct_poll_light()) {
-        int rc = PMPI_Test(request, flag, status);
-        ct_poll_light_end(CT_P2P_TEST, rc, rc == MPI_SUCCESS && (*flag),
-                          __builtin_return_address(0));
-        return rc;
+        ct_polls_light[CT_P2P_TEST]++;
+        return PMPI_Test(request, flag, status);
     }
     return ct_watched_test(ct_watch_site(__builtin_return_address(0)), request, flag, status);
 }
@@ -751,15 +792,13 @@ static __attribute__((noinline)) int ct_watched_testall(const void *site, int co
     return rc;
 }
 
-int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+CT_OWN_TAIL_CALLS int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testall(count, requests, flag, statuses);
     if (ct_poll_light()) {
-        int rc = PMPI_Testall(count, requests, flag, statuses);
-        ct_poll_light_end(CT_P2P_TESTALL, rc, rc == MPI_SUCCESS && (*flag),
-                          __builtin_return_address(0));
-        return rc;
+        ct_polls_light[CT_P2P_TESTALL]++;
+        return PMPI_Testall(count, requests, flag, statuses);
     }
     return ct_watched_testall(ct_watch_site(__builtin_return_address(0)), count, requests, flag,
                               statuses);
@@ -776,15 +815,13 @@ static __attribute__((noinline)) int ct_watched_testany(const void *site, int co
     return rc;
 }
 
-int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+CT_OWN_TAIL_CALLS int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testany(count, requests, index, flag, status);
     if (ct_poll_light()) {
-        int rc = PMPI_Testany(count, requests, index, flag, status);
-        ct_poll_light_end(CT_P2P_TESTANY, rc, rc == MPI_SUCCESS && (*flag && *index != MPI_UNDEFINED),
-                          __builtin_return_address(0));
-        return rc;
+        ct_polls_light[CT_P2P_TESTANY]++;
+        return PMPI_Testany(count, requests, index, flag, status);
     }
     return ct_watched_testany(ct_watch_site(__builtin_return_address(0)), count, requests, index,
                               flag, status);
@@ -802,16 +839,14 @@ static __attribute__((noinline)) int ct_watched_testsome(const void *site, int i
     return rc;
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+CT_OWN_TAIL_CALLS int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (ct_poll_light()) {
-        int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
-        ct_poll_light_end(CT_P2P_TESTSOME, rc, rc == MPI_SUCCESS && (*outcount > 0),
-                          __builtin_return_address(0));
-        return rc;
+        ct_polls_light[CT_P2P_TESTSOME]++;
+        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
     return ct_watched_testsome(ct_watch_site(__builtin_return_address(0)), incount, requests,
                                outcount, indices, statuses);

@@ -20,10 +20,12 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   coll <PROFILE_RUN_POINT>                       collectives and MPI_Barrier
   p2p  <PROFILE_RUN_POINT>                       point-to-point calls (nprocs 0, no samples)
   request <PROFILE_RUN_REQUEST>                  a nonblocking/persistent point's requests
-  polled NAME SITE N                             a Test-family point's sample of the polls that
-                                                 completed nothing (requests.c's light path)
-  polls NAME EMPTY SAMPLED                       a Test-family function's polls that completed
-                                                 nothing (exact) and its sample of them
+  polled NAME SITE N                             a Test-family point's sample of the polls of
+                                                 requests.c's light path
+  polls NAME LIGHT SAMPLED                       a Test-family function's polls on the light path
+                                                 (exact, less the dropped samples counted at their
+                                                 points) and its sample of them
+  poll_period PERIOD WIDENED                     the polls' sampling period at the end, its doublings
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
 counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
@@ -170,11 +172,14 @@ class RankProfile:
     chains: dict[int, tuple[int, ...]] = field(default_factory=dict)
     chain_unwinds: int = 0           # chains unwound (the new ones a thread met)
     chains_lost: int = 0             # calls whose chain the full table could not keep
-    # Test-family polls that completed nothing while no collective request was followed
-    # (requests.c's light path): per function (Testany) its count and the sample of it that
-    # went to the points, exact; per (function, site) that point's part of the sample.
+    # Test-family polls made while no collective request was followed (requests.c's light
+    # path): per function (Testany) its count and the sample of it that went to the points,
+    # exact; per (function, site) that point's part of the sample; the polls' sampling period at
+    # the end and its doublings (each dropped half the sample so far, at random).
     polls: dict[str, tuple[int, int]] = field(default_factory=dict)
     polled: dict[tuple[str, int], int] = field(default_factory=dict)
+    poll_period: int | None = None
+    poll_widened: int = 0
 
 
 def cpulist(text: str) -> tuple[int, ...]:
@@ -234,7 +239,7 @@ def _apportion(shares: list[float], total: int) -> list[int]:
 
 
 def scale_polls(prof: RankProfile) -> None:
-    """A Test-family point's polls that completed nothing were counted only when the polls'
+    """A Test-family point's polls on the light path were counted only when the polls'
     countdown sampled them (requests.c): its sample s of its function's S sampled polls stands
     for s/S of the function's N (exact). The estimate is rounded so that the function's points
     sum to N, with the exact (Clopper-Pearson, 95%) interval of the proportion s/S times N
@@ -334,6 +339,8 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
     elif key == "polls":
         name, empty, sampled = rest.split()
         prof.polls[name] = (int(empty), int(sampled))
+    elif key == "poll_period":
+        prof.poll_period, prof.poll_widened = (int(x) for x in rest.split())
     elif key == "polled":
         name, site, n = rest.split()
         prof.polled[(name, int(site, 16))] = int(n)
