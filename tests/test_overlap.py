@@ -1,5 +1,6 @@
 """A nonblocking collective is never made blocking (issue 33): tests/programs/ct_overlap.c starts
-MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and a persistent MPI_Allreduce_init request and lets an
+MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and persistent MPI_Barrier_init and MPI_Allreduce_init
+requests and lets an
 MPI_Ssend from the last rank overtake each (it completes only if rank 0 returned from its start),
 runs a blocking MPI_Allreduce while an MPI_Iallreduce is pending, and completes by Wait, a Test
 loop and a mixed Waitall. Under every mode of the interposer it must finish, with exact results
@@ -49,9 +50,10 @@ def test_nonblocking_collectives_overtaken_by_p2p_in_every_mode(overlap, tmp_pat
         "learning": runenv.rank_environment(lib, art, learn="-", trace_dir=tmp_path / "traces", verbose=True),
     }
     # every start completed once per round: Ibarrier by Wait, Iallreduce by Test, Ibcast by
-    # Waitall, the persistent request by Start + Wait (its _init once)
+    # Waitall, the persistent requests by Start + Wait (their _init once)
     want = {"MPI_Ibarrier": (ROUNDS, ROUNDS, ROUNDS), "MPI_Iallreduce": (ROUNDS, ROUNDS, ROUNDS),
-            "MPI_Ibcast": (ROUNDS, ROUNDS, ROUNDS), "MPI_Allreduce_init": (1, ROUNDS, ROUNDS)}
+            "MPI_Ibcast": (ROUNDS, ROUNDS, ROUNDS), "MPI_Allreduce_init": (1, ROUNDS, ROUNDS),
+            "MPI_Barrier_init": (1, ROUNDS, ROUNDS)}
     runs = {}
     for mode, env in envs.items():
         run = runs[mode] = run_mpi(lib, p, argv, env, timeout=60)
@@ -70,19 +72,25 @@ def test_nonblocking_collectives_overtaken_by_p2p_in_every_mode(overlap, tmp_pat
     assert {k[1] for k in explored} == {"explore"} and sum(explored.values()) == ROUNDS + 1
 
 
-# Algorithms of the nonblocking forms forced on MPI_I<coll> (COLLTUNE_FORCE), proven here first.
+# Algorithms of the nonblocking forms forced on MPI_I<coll> and of the persistent forms forced
+# on MPI_<Coll>_init (COLLTUNE_FORCE), proven here first. Open MPI's libnbc has no ibarrier
+# variable: its Barrier_init is the library's.
 NB_MEMBERS = {
-    "openmpi": ("lib:allreduce:ring#nonblocking", "lib:bcast:binomial#nonblocking"),  # libnbc: no ibarrier variable
+    "openmpi": ("lib:allreduce:ring#nonblocking", "lib:bcast:binomial#nonblocking"),
     "mpich": ("lib:barrier:tsp_recexch#nonblocking", "lib:allreduce:tsp_ring#nonblocking",
               "lib:bcast:tsp_tree#nonblocking"),
 }
-RING = {"openmpi": "lib:allreduce:ring#nonblocking", "mpich": "lib:allreduce:tsp_ring#nonblocking"}
+PERSISTENT_MEMBERS = {
+    "openmpi": ("lib:allreduce:ring#persistent",),
+    "mpich": ("lib:barrier:tsp_recexch#persistent", "lib:allreduce:tsp_ring#persistent"),
+}
+RING = {"openmpi": "lib:allreduce:ring", "mpich": "lib:allreduce:tsp_ring"}
 
 
-def nonblocking_proof(lib: mpi.MpiLibrary, tmp_path) -> Path:
-    """The build's proof with NB_MEMBERS proven (one launch each) and added."""
+def started_proof(lib: mpi.MpiLibrary, tmp_path, members) -> Path:
+    """The build's proof with `members` proven (one launch each) and added."""
     from colltune.measure import proof
-    extra = proof.prove(lib, only=NB_MEMBERS[lib.family])
+    extra = proof.prove(lib, only=members)
     path = tmp_path / "proof.txt"
     path.write_text(proof.merged(proof.ensure_proven(lib).read_text(), extra))
     return path
@@ -94,13 +102,15 @@ def force_env(lib, art, members, proof_path) -> dict[str, str]:
                                    extra={"COLLTUNE_PROOF": str(proof_path)})
 
 
-def test_forced_nonblocking_members_start_without_blocking(overlap, tmp_path):
+def test_forced_started_members_start_without_blocking(overlap, tmp_path):
     """Every MPI_Ibarrier (MPICH), MPI_Iallreduce and MPI_Ibcast of ct_overlap started by a forced
-    algorithm of its nonblocking form: the sends still overtake them, the results are the plain
-    run's, and the blocking MPI_Allreduce is not touched by the nonblocking form's member."""
+    algorithm of its nonblocking form, and its MPI_Barrier_init (MPICH) and MPI_Allreduce_init
+    requests made by one of the persistent form and started every round: the sends still
+    overtake them, the results are the plain run's, and the blocking MPI_Allreduce is not
+    touched by the members of the other forms."""
     lib, art, exe = overlap
-    members = NB_MEMBERS[lib.family]
-    path = nonblocking_proof(lib, tmp_path)
+    members = NB_MEMBERS[lib.family] + PERSISTENT_MEMBERS[lib.family]
+    path = started_proof(lib, tmp_path, members)
     from colltune.measure import proof
     passed = proof.read_passed(path)
     assert all(passed.get(m) for m in members), {m: passed.get(m) for m in members}
@@ -110,45 +120,68 @@ def test_forced_nonblocking_members_start_without_blocking(overlap, tmp_path):
     assert run.returncode == 0 and not run.timed_out, run.describe()
     assert run.stdout == plain.stdout and f"{ROUNDS} rounds" in run.stdout, run.describe()
     served = {k: n for k, n in run.counts.items() if k[1] == "force"}
-    assert served == {(m.split(":")[1], "force", m, "applied"): ROUNDS for m in members}, run.describe()
+    # a persistent member serves the one MPI_<Coll>_init; its MPI_Start calls are the library's
+    assert served == {(m.split(":")[1], "force", m, "applied"): 1 if m.endswith("#persistent") else ROUNDS
+                      for m in members}, run.describe()
     seen = functions_section(run.stderr)
     assert seen["MPI_Allreduce"][0] == ROUNDS + 1 and seen["MPI_Iallreduce"][0] == ROUNDS, run.describe()
+    assert seen["MPI_Allreduce_init"][0] == 1 and seen["MPI_Start"][0] == 2 * ROUNDS, run.describe()
 
 
-def test_forced_nonblocking_member_serves_only_where_proven(overlap, tmp_path):
-    """ct_nbmember's double MPI_Iallreduce rounds by the algorithm's order, its int one does not
-    (3 ranks: two summands would commute exactly). Under the real proof the ring algorithm of the
-    nonblocking form is refused the double sum (Open MPI: libnbc's ring gives other bits than its
-    binomial default; MPICH: proven at 2 ranks only) and serves the int sum: the plain run's output.
-    Under a proof that claims the double sum too, the hash changes and the int sum does not: the
-    forced algorithm really runs."""
+def _sums(stdout: str) -> dict[str, tuple[str, str]]:
+    """ct_nbmember's lines: form -> (double hash, int sum)."""
+    out = {}
+    for line in stdout.splitlines():
+        form, _, rest = line.partition(": double hash ")
+        if rest:
+            digest, _, isum = rest.partition(", int sum ")
+            out[form] = (digest, isum)
+    return out
+
+
+def test_forced_started_members_serve_only_where_proven(overlap, tmp_path):
+    """ct_nbmember's double sums (MPI_Iallreduce, then an MPI_Allreduce_init request started
+    twice) round by the algorithm's order, its int ones do not (3 ranks: two summands would
+    commute exactly). Under the real proof the ring algorithms of the nonblocking and the
+    persistent form are refused the double sum (Open MPI: libnbc's ring gives other bits than its
+    binomial default; MPICH: proven at 2 ranks only) and serve the int sum: the plain run's
+    output. Under a proof that claims the double sum too, the hashes change and the int sums do
+    not: the forced algorithms really run, the persistent one at init."""
     lib, art, _ = overlap
     exe = build.compile_program(lib, [PROGRAMS / "ct_nbmember.c"], tmp_path / "ct_nbmember", ["-Wextra"])
-    ring = RING[lib.family]
+    rings = [RING[lib.family] + "#nonblocking", RING[lib.family] + "#persistent"]
     plain = run_mpi(lib, 3, [exe], {}, timeout=60)
-    assert plain.returncode == 0, plain.describe()
-    gated = run_mpi(lib, 3, [exe], force_env(lib, art, [ring], nonblocking_proof(lib, tmp_path)), timeout=60)
+    assert plain.returncode == 0 and set(_sums(plain.stdout)) == {"nbmember", "persistent"}, plain.describe()
+    gated = run_mpi(lib, 3, [exe], force_env(lib, art, rings, started_proof(lib, tmp_path, rings)), timeout=60)
     assert gated.stdout == plain.stdout, gated.describe()
     assert {k: n for k, n in gated.counts.items() if k[1] == "force"} == {
-        ("allreduce", "force", ring, "applied"): 1,
-        ("allreduce", "force", ring, "not-applicable:unproven"): 1}, gated.describe()
+        ("allreduce", "force", ring, why): 1 for ring in rings
+        for why in ("applied", "not-applicable:unproven")}, gated.describe()
     claimed = tmp_path / "claimed.txt"
-    claimed.write_text(f"colltune-proof 2\nsizes 1,2,3\nmember {ring} passed separate/builtin/int,"
-                       "separate/builtin/float\n")
-    forced = run_mpi(lib, 3, [exe], force_env(lib, art, [ring], claimed), timeout=60)
+    claimed.write_text("colltune-proof 2\nsizes 1,2,3\n" + "".join(
+        f"member {ring} passed separate/builtin/int,separate/builtin/float\n" for ring in rings))
+    forced = run_mpi(lib, 3, [exe], force_env(lib, art, rings, claimed), timeout=60)
     assert forced.returncode == 0, forced.describe()
-    assert forced.stdout.split("int sum")[1] == plain.stdout.split("int sum")[1], forced.describe()
-    assert forced.stdout.split(",")[0] != plain.stdout.split(",")[0], (plain.stdout, forced.describe())
-    assert forced.counts[("allreduce", "force", ring, "applied")] == 2, forced.describe()
+    got, want = _sums(forced.stdout), _sums(plain.stdout)
+    for form in want:
+        assert got[form][1] == want[form][1] and got[form][0] != want[form][0], (plain.stdout, forced.describe())
+    assert all(forced.counts[("allreduce", "force", ring, "applied")] == 2 for ring in rings), forced.describe()
 
 
 def test_force_names_each_form_once() -> None:
-    """`--force` takes a collective once per form: the nonblocking form's member has a slot of its
-    own, reaches the ranks under the collective's name, and one the proof lacks names the fix."""
-    ring = "lib:allreduce:ring#nonblocking"
-    chosen = runenv.parse_force(f"allreduce={ring},allreduce=allreduce_as_reduce_bcast", [ring])
-    assert chosen == {"allreduce#nonblocking": ring, "allreduce": "allreduce_as_reduce_bcast"}
+    """`--force` takes a collective once per form: the nonblocking and the persistent form's
+    members have slots of their own, reach the ranks under the collective's name, and one the
+    proof lacks names the fix."""
+    ring, kept = "lib:allreduce:ring#nonblocking", "lib:allreduce:ring#persistent"
+    chosen = runenv.parse_force(f"allreduce={ring},allreduce=allreduce_as_reduce_bcast,allreduce={kept}",
+                                [ring, kept])
+    assert chosen == {"allreduce#nonblocking": ring, "allreduce": "allreduce_as_reduce_bcast",
+                      "allreduce#persistent": kept}
     with pytest.raises(mpi.MpiError, match="given twice with a member of the nonblocking form"):
         runenv.parse_force(f"allreduce={ring},allreduce={ring}", [ring])
+    with pytest.raises(mpi.MpiError, match="given twice with a member of the persistent form"):
+        runenv.parse_force(f"allreduce={kept},allreduce={kept}", [kept])
     with pytest.raises(mpi.MpiError, match=r"proven by `colltune selftest --nonblocking`"):
         runenv.parse_force(f"allreduce={ring}", ["lib:allreduce:ring"])
+    with pytest.raises(mpi.MpiError, match=r"proven by `colltune selftest --persistent`"):
+        runenv.parse_force(f"allreduce={kept}", ["lib:allreduce:ring", ring])

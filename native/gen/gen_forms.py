@@ -51,11 +51,16 @@ def served(fn: Function) -> bool:
     return fn.form == "blocking" and fn.coll.dispatch and (not fn.large or served_large(fn.coll))
 
 
+# The dispatcher of each started form's call (modes.c): MPI_I<coll> and MPI_<Coll>_init.
+DISPATCH_STARTED = {"nonblocking": "ct_dispatch_started(&call, request)",
+                    "persistent": "ct_dispatch_init(&call, info, request)"}
+
+
 def served_started(fn: Function) -> bool:
-    """The nonblocking call of a row the decision point serves (int binding): started by a
-    forced member of the nonblocking form where there is one (modes.c ct_dispatch_started),
-    tested on ct_start_watch instead of ct_watch."""
-    return fn.form == "nonblocking" and fn.coll.dispatch and not fn.large
+    """The nonblocking or persistent call of a row the decision point serves (int binding):
+    started or initialized by a forced member of its form where there is one (modes.c
+    ct_dispatch_started / ct_dispatch_init), tested on ct_start_watch instead of ct_watch."""
+    return fn.form in DISPATCH_STARTED and fn.coll.dispatch and not fn.large
 
 
 def params(fn: Function) -> list[tuple[str, str]]:
@@ -125,9 +130,9 @@ def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
 
 
 def start_code(fn: Function, names: str) -> list[str]:
-    """The watched path's library call; a served row's nonblocking call goes through
-    ct_dispatch_started while a member of that form is forced, and is counted or profiled only
-    where ct_watch says so."""
+    """The watched path's library call; a served row's nonblocking or persistent call goes
+    through its form's dispatcher while a member of a started form is forced, and is counted or
+    profiled only where ct_watch says so."""
     if not served_started(fn):
         return [f"    int rc = P{fn.mpi}({names});"]
     value = {FIELD[a.role]: a.name for a in fn.coll.args}
@@ -135,7 +140,7 @@ def start_code(fn: Function, names: str) -> list[str]:
         "    int rc;",
         "    if (ct_start_watch & CT_START_SERVE) {",
         *fill_call(fn.coll, value, "        "),
-        "        rc = ct_dispatch_started(&call, request);",
+        f"        rc = {DISPATCH_STARTED[fn.form]};",
         "    } else {",
         f"        rc = P{fn.mpi}({names});",
         "    }",

@@ -218,7 +218,32 @@ static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendb
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLGATHER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLGATHER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -230,7 +255,7 @@ static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendb
 
 int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -336,7 +361,32 @@ static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendb
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLREDUCE,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLREDUCE_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -348,7 +398,7 @@ static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendb
 
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -454,7 +504,32 @@ static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbu
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALL,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALL_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -466,7 +541,7 @@ static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbu
 
 int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -572,7 +647,32 @@ static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int cou
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_BCAST,
+            .sendbuf = NULL,
+            .recvbuf = buffer,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_BCAST_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -584,7 +684,7 @@ static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int cou
 
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
     return ct_watched_bcast_init(buffer, count, datatype, root, comm, info, request);
 }
@@ -690,7 +790,32 @@ static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf,
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_GATHER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_GATHER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -702,7 +827,7 @@ static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf,
 
 int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
@@ -808,7 +933,32 @@ static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf,
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -820,7 +970,7 @@ static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf,
 
 int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     return ct_watched_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
@@ -926,7 +1076,32 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const 
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_SCATTER_BLOCK_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -938,7 +1113,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const 
 
 int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
@@ -1044,7 +1219,32 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_REDUCE_SCATTER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_SCATTER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1056,7 +1256,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *
 
 int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
 }
@@ -1162,7 +1362,32 @@ static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, v
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCAN,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCAN_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1174,7 +1399,7 @@ static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, v
 
 int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -1280,7 +1505,32 @@ static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCATTER,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCATTER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1292,7 +1542,7 @@ static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf
 
 int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
@@ -1425,7 +1675,32 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *send
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLGATHERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = displs,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLGATHERV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1438,7 +1713,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *send
 
 int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
@@ -1569,7 +1844,32 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALLV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = sendcounts,
+            .sdispls = sdispls,
+            .rdispls = rdispls,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1581,7 +1881,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
 
 int MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
@@ -1711,7 +2011,32 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_ALLTOALLW,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = sendcounts,
+            .sdispls = sdispls,
+            .rdispls = rdispls,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = MPI_DATATYPE_NULL,
+            .sendtypes = sendtypes,
+            .recvtypes = recvtypes,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1723,7 +2048,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
 
 int MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
@@ -1805,7 +2130,32 @@ static __attribute__((noinline)) int ct_watched_barrier_init(MPI_Comm comm, MPI_
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Barrier_init(comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_BARRIER,
+            .sendbuf = NULL,
+            .recvbuf = NULL,
+            .sendcount = 0,
+            .recvcount = 0,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = MPI_DATATYPE_NULL,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Barrier_init(comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_BARRIER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1817,7 +2167,7 @@ static __attribute__((noinline)) int ct_watched_barrier_init(MPI_Comm comm, MPI_
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Barrier_init(comm, info, request);
     return ct_watched_barrier_init(comm, info, request);
 }
@@ -1899,7 +2249,32 @@ static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf,
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_EXSCAN,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = count,
+            .recvcounts = NULL,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = NULL,
+            .sendtype = MPI_DATATYPE_NULL,
+            .recvtype = datatype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = op,
+            .root = -1,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_EXSCAN_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -1911,7 +2286,7 @@ static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf,
 
 int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -2041,7 +2416,32 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_GATHERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = sendcount,
+            .recvcount = 0,
+            .recvcounts = recvcounts,
+            .sendcounts = NULL,
+            .sdispls = NULL,
+            .rdispls = displs,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -2053,7 +2453,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
 
 int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     return ct_watched_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
 }
@@ -2207,7 +2607,32 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    int rc;
+    if (ct_start_watch & CT_START_SERVE) {
+        const ct_call call = {
+            .coll = CT_COLL_SCATTERV,
+            .sendbuf = sendbuf,
+            .recvbuf = recvbuf,
+            .sendcount = 0,
+            .recvcount = recvcount,
+            .recvcounts = NULL,
+            .sendcounts = sendcounts,
+            .sdispls = displs,
+            .rdispls = NULL,
+            .sendtype = sendtype,
+            .recvtype = recvtype,
+            .sendtypes = NULL,
+            .recvtypes = NULL,
+            .op = MPI_OP_NULL,
+            .root = root,
+            .comm = comm,
+        };
+        rc = ct_dispatch_init(&call, info, request);
+    } else {
+        rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    }
+    if (!ct_watch)
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -2219,7 +2644,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
 
 int MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }

@@ -83,7 +83,7 @@ unsigned long long ct_count_calls(int coll)
         if (colltune_variant_collective(v) == coll)
             n += ct_slot_calls(v);
     for (int id = CT_LIB_BASE; id < CT_SLOTS; id++)   /* the blocking calls' */
-        if (ct_libalg_collective(id) == coll && !ct_libalg_started(id))
+        if (ct_libalg_collective(id) == coll && ct_libalg_form(id) == CT_FORM_BLOCKING)
             n += ct_slot_calls(id);
     return n;
 }

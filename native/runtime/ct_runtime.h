@@ -17,6 +17,7 @@
 #include "colltune.h"
 #include "ct_catalog.h"
 #include "ct_formats.h"
+#include "ct_functions.h"
 
 #define CT_HIDDEN __attribute__((visibility("hidden")))
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -53,8 +54,12 @@ CT_HIDDEN ct_decision ct_decide(const ct_call *call);
 /* Decide, run the variant or the library, count; returns the MPI error code of whoever ran. */
 CT_HIDDEN int ct_dispatch(const ct_call *call);
 /* The nonblocking call of a served row (ct_form_wrappers.c) while a member of its nonblocking
- * form is forced (ct_start_watch, ct_watch.h): started by that member or by the library. */
+ * or persistent form is forced (ct_start_watch, ct_watch.h): started by that member or by the
+ * library. */
 CT_HIDDEN int ct_dispatch_started(const ct_call *call, MPI_Request *request);
+/* The same for the persistent call (MPI_<Coll>_init): the request initialized by the member of
+ * the persistent form or by the library; its MPI_Start/MPI_Startall are the library's. */
+CT_HIDDEN int ct_dispatch_init(const ct_call *call, MPI_Info info, MPI_Request *request);
 /* MPI_Init, after every mode is on: ct_start_watch from ct_watch and the forced members. */
 CT_HIDDEN void ct_modes_watch_started(void);
 
@@ -76,12 +81,13 @@ CT_HIDDEN int ct_fits_counts(const MPI_Count *counts, int n, MPI_Datatype type, 
 #endif
 
 /* Settings and modes (modes.c). The forced choice of a collective: CT_FORCE_UNSET (none),
- * CT_FORCE_LIBRARY, a ct_var_id or a library member's id (>= CT_LIB_BASE). Slot c is the
- * blocking call of collective c, slot CT_NUM_COLLECTIVES + c its nonblocking form (MPI_I<coll>,
- * which only a library member of that form, `lib:<coll>:<alg>#nonblocking`, is forced on). */
+ * CT_FORCE_LIBRARY, a ct_var_id or a library member's id (>= CT_LIB_BASE). Slot
+ * form * CT_NUM_COLLECTIVES + c is collective c's call of that form (enum ct_form): the blocking
+ * call, MPI_I<coll> and MPI_<Coll>_init, the last two forced only on a library member of their
+ * form (`lib:<coll>:<alg>#nonblocking`, `...#persistent`). */
 #define CT_FORCE_UNSET (-2)
 #define CT_FORCE_LIBRARY (-1)
-#define CT_FORCE_SLOTS (2 * CT_NUM_COLLECTIVES)
+#define CT_FORCE_SLOTS (3 * CT_NUM_COLLECTIVES)
 
 /* Parse COLLTUNE_FORCE (library members must be registered first: ct_libalg_setup). Returns 0,
  * or -1 with a message naming the valid choices. */
@@ -163,11 +169,15 @@ CT_HIDDEN int ct_libalg_collective(int id);
 /* Run member d->variant; if it could not serve the call, the library's choice runs and
  * d->reason says why (refused, unavailable). */
 CT_HIDDEN int ct_libalg_run(const ct_call *call, ct_decision *d);
-/* The same for a member of the nonblocking form (`lib:<coll>:<alg>#nonblocking`): the call
- * started with its algorithm (the library's own if it could not), its request in *request. */
-CT_HIDDEN int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Request *request);
-/* Whether `id` is a member of the nonblocking form (served by ct_libalg_start only). */
-CT_HIDDEN int ct_libalg_started(int id);
+/* The same for a member of the nonblocking or persistent form (`lib:<coll>:<alg>#nonblocking`,
+ * `...#persistent`): the call started (MPI_I<coll>) or the persistent request initialized
+ * (MPI_<Coll>_init with `info`) with its algorithm (the library's own if it could not), the
+ * request in *request. A member of another form: nothing called, d->variant -1. */
+CT_HIDDEN int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Info info,
+                              MPI_Request *request);
+/* The form of the calls member `id` serves (enum ct_form, ct_functions.h): CT_FORM_BLOCKING for
+ * the blocking ones and for any id that is no library member. */
+CT_HIDDEN int ct_libalg_form(int id);
 /* Where member communicators of `comm` hang while the learning mode runs: learn.c hands its
  * per-communicator slot lookup (NULL: none, libalg_online.c then uses an attribute of its own);
  * they are released with the communicator (its attribute's delete callback) or at MPI_Finalize

@@ -27,6 +27,11 @@
  *    MPI_I<coll> builds its schedule, so it is written before the call and restored after, as
  *    MPICH's blocking variables are; the call's algorithm is fixed when it starts and its
  *    completion (the application's Wait/Test) needs nothing from us.
+ *  - The persistent form (`lib:<coll>:<alg>#persistent`, COLLTUNE_FORCE only): both libraries
+ *    build a persistent request's schedule in MPI_<Coll>_init from the same variable (Open MPI's
+ *    persistent collectives are libnbc's, MPICH's are its nonblocking schedules), so it is
+ *    written around the init call only; MPI_Start/MPI_Startall replay that schedule and pass
+ *    through untouched.
  *  - Intel MPI fixes algorithms per launch (I_MPI_ADJUST_*, its MPI_T writes do nothing): no
  *    library members there.
  * Library members are off under MPI_THREAD_MULTIPLE: the variables are process-wide, so a
@@ -47,7 +52,7 @@ enum { CT_LIB_NONE, CT_LIB_MPICH, CT_LIB_OPENMPI };
 
 typedef struct ct_lib_member {
     int coll, value;
-    int started;   /* an algorithm of the nonblocking form (`#nonblocking`: MPI_I<coll>) */
+    enum ct_form form;   /* the calls it serves: MPI_<Coll>, MPI_I<coll> or MPI_<Coll>_init */
     char name[CT_SELECT_LIB_NAME];
 } ct_lib_member;
 
@@ -69,8 +74,9 @@ static int ct_nmembers;
  * MPI's dynamic rules (forced on) and coll/han priority (forced 0). */
 static ct_mpit_var ct_alg[CT_NUM_COLLECTIVES];
 /* The nonblocking form's variable of each collective (MPICH MPIR_CVAR_I<COLL>_INTRA_ALGORITHM,
- * Open MPI coll_libnbc_i<coll>_algorithm): both libraries read it when a call starts, so it is
- * written just before MPI_I<coll> and restored just after, for Open MPI too. */
+ * Open MPI coll_libnbc_i<coll>_algorithm): both libraries read it when a call starts or a
+ * persistent request is initialized, so it is written just before MPI_I<coll> or
+ * MPI_<Coll>_init and restored just after, for Open MPI too. */
 static ct_mpit_var ct_alg_started[CT_NUM_COLLECTIVES];
 static ct_mpit_var ct_device, ct_fallback, ct_dynamic, ct_han;
 static ct_lib_cache ct_caches = {&ct_caches, &ct_caches, NULL, MPI_COMM_NULL, {0}, {0}};
@@ -83,38 +89,40 @@ static const char *ct_note;                      /* why there are no members, or
 
 static int ct_read_only;  /* algorithm variables found but refused a write (Open MPI 4.x) */
 
-static int ct_skipped(int coll, const char *name, int value, int started)
+static int ct_skipped(int coll, const char *name, int value, enum ct_form form)
 {
-    if (started)
+    if (form != CT_FORM_BLOCKING)
         return ct_libalg_skipped_started(ct_kind == CT_LIB_MPICH, name, value);
     return ct_libalg_skipped(ct_kind == CT_LIB_MPICH, colltune_collective_name(coll), name, value);
 }
 
-/* The algorithms of collective `coll`'s variable `index` (`started`: its nonblocking form's),
- * as members. Only the blocking ones go to the selection table's parser: the learning mode
- * serves blocking calls only. */
-static void ct_register(int coll, int index, int started)
+/* The algorithms of collective `coll`'s variable `index` as members of `form` (the nonblocking
+ * and persistent forms share the nonblocking form's variable, opened once). Only the blocking
+ * ones go to the selection table's parser: the learning mode serves blocking calls only. */
+static void ct_register(int coll, int index, enum ct_form form)
 {
+    static const char *const suffix[] = {"", "#nonblocking", "#persistent"};
     char names[CT_SELECT_MAX_LIB * 2][CT_MPIT_NAME];
     int values[CT_SELECT_MAX_LIB * 2];
-    ct_mpit_var *var = started ? &ct_alg_started[coll] : &ct_alg[coll];
+    ct_mpit_var *var = form != CT_FORM_BLOCKING ? &ct_alg_started[coll] : &ct_alg[coll];
     /* usable only if it takes a write: a read-only variable (Open MPI 4.1) offers no member,
      * rather than one failing every drawn call */
-    if (ct_mpit_var_open(var, index, NULL) != MPI_SUCCESS)
+    if (form != CT_FORM_PERSISTENT && ct_mpit_var_open(var, index, NULL) != MPI_SUCCESS)
         ct_read_only++;
     if (!var->present)
         return;
     int n = ct_mpit_list(index, names, values, CT_SELECT_MAX_LIB * 2);
     for (int i = 0; i < n && ct_nmembers < CT_LIB_MAX; i++) {
         ct_lib_member *m = &ct_members[ct_nmembers];
-        if (ct_skipped(coll, names[i], values[i], started))
+        if (ct_skipped(coll, names[i], values[i], form))
             continue;
         m->coll = coll;
         m->value = values[i];
-        m->started = started;
+        m->form = form;
         snprintf(m->name, sizeof m->name, "lib:%s:%s%s", colltune_collective_name(coll), names[i],
-                 started ? "#nonblocking" : "");
-        if (started || ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
+                 suffix[form]);
+        if (form != CT_FORM_BLOCKING
+            || ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
             ct_nmembers++;
     }
 }
@@ -203,12 +211,15 @@ uint64_t ct_libalg_setup(void)
         ct_mpit_var_open(&ct_fallback, index[C + 1], "error");
     }
     for (int c = 0; c < C; c++)
-        ct_register(c, index[c], 0);
+        ct_register(c, index[c], CT_FORM_BLOCKING);
     for (int c = 0; c < C; c++)
-        ct_register(c, index[C + 2 + c], 1);
+        ct_register(c, index[C + 2 + c], CT_FORM_NONBLOCKING);
+    for (int c = 0; c < C && CT_HAVE_PERSISTENT; c++)
+        if (ct_collectives[c].forms & CT_ROW_PERSISTENT)
+            ct_register(c, index[C + 2 + c], CT_FORM_PERSISTENT);
     int blocking = 0;   /* the selection table's members (Open MPI without coll/tuned: libnbc's only) */
     for (int k = 0; k < ct_nmembers; k++)
-        blocking += !ct_members[k].started;
+        blocking += ct_members[k].form == CT_FORM_BLOCKING;
     if (blocking == 0)
         ct_select_clear_library(ct_note = ct_read_only > 0
             ? "this library's algorithm control variables are read-only through MPI_T (Open MPI "
@@ -264,7 +275,7 @@ colltune_reason ct_libalg_applicable(int id, const ct_call *call)
     int commutative = 1;
     if (id < CT_LIB_BASE || id >= CT_LIB_BASE + ct_nmembers)
         return COLLTUNE_NA_ERROR;
-    if (ct_members[id - CT_LIB_BASE].started) {
+    if (ct_members[id - CT_LIB_BASE].form != CT_FORM_BLOCKING) {
         /* the variables choose among intra-communicator algorithms: on an intercommunicator the
          * library would run its own under the member's name */
         int inter = 1;
@@ -299,18 +310,23 @@ static int ct_loud(MPI_Comm comm, MPI_Errhandler *saved)
     return rc;
 }
 
-/* The library's call, blocking or (`request`) started in its nonblocking form. */
-static int ct_library(const ct_call *call, MPI_Request *request)
+/* The library's call of the member's form: blocking, started (MPI_I<coll>) or a persistent
+ * request initialized (MPI_<Coll>_init with `info`). */
+static int ct_library(const ct_lib_member *m, const ct_call *call, MPI_Info info,
+                      MPI_Request *request)
 {
-    return request != NULL ? colltune_start_library(call, request) : colltune_invoke_library(call);
+    return m->form == CT_FORM_NONBLOCKING ? colltune_start_library(call, request)
+           : m->form == CT_FORM_PERSISTENT ? colltune_init_library(call, info, request)
+                                           : colltune_invoke_library(call);
 }
 
-/* A member whose variable the library reads on every call (MPICH; the nonblocking form of
- * both): written just before the call, the library's values back just after. */
+/* A member whose variable the library reads on every call (MPICH; the nonblocking and
+ * persistent forms of both): written just before the call, the library's values back just
+ * after. */
 static int ct_each_call_run(const ct_lib_member *m, const ct_call *call, ct_decision *d,
-                            MPI_Request *request)
+                            MPI_Info info, MPI_Request *request)
 {
-    ct_mpit_var *alg = m->started ? &ct_alg_started[m->coll] : &ct_alg[m->coll];
+    ct_mpit_var *alg = m->form != CT_FORM_BLOCKING ? &ct_alg_started[m->coll] : &ct_alg[m->coll];
     MPI_Errhandler saved;
     int rc = ct_quiet(call->comm, &saved), ran = 0;
     if (rc == MPI_SUCCESS) {
@@ -321,7 +337,7 @@ static int ct_each_call_run(const ct_lib_member *m, const ct_call *call, ct_deci
             rc = ct_mpit_var_force(&ct_fallback);
         if (rc == MPI_SUCCESS) {
             ran = 1;
-            rc = ct_library(call, request);
+            rc = ct_library(m, call, info, request);
         }
         /* The library's own values back before anything else can run. */
         int back = ct_mpit_var_restore(alg) | ct_mpit_var_restore(&ct_device)
@@ -333,7 +349,7 @@ static int ct_each_call_run(const ct_lib_member *m, const ct_call *call, ct_deci
     if (rc == MPI_SUCCESS)
         return rc;
     d->reason = ran ? COLLTUNE_NA_REFUSED : COLLTUNE_NA_UNAVAILABLE;
-    return ct_library(call, request);
+    return ct_library(m, call, info, request);
 }
 
 /* Collective over `parent`: a communicator whose coll/tuned serves `m`'s algorithm, with
@@ -448,27 +464,29 @@ static int ct_ompi_run(int k, const ct_call *call, ct_decision *d)
 int ct_libalg_run(const ct_call *call, ct_decision *d)
 {
     int k = d->variant - CT_LIB_BASE;
-    if (k < 0 || k >= ct_nmembers || ct_members[k].started) {
+    if (k < 0 || k >= ct_nmembers || ct_members[k].form != CT_FORM_BLOCKING) {
         d->reason = COLLTUNE_NA_ERROR;
         return colltune_invoke_library(call);
     }
-    return ct_kind == CT_LIB_MPICH ? ct_each_call_run(&ct_members[k], call, d, NULL)
+    return ct_kind == CT_LIB_MPICH ? ct_each_call_run(&ct_members[k], call, d, MPI_INFO_NULL, NULL)
                                    : ct_ompi_run(k, call, d);
 }
 
-int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Request *request)
+int ct_libalg_start(const ct_call *call, ct_decision *d, MPI_Info info, MPI_Request *request)
 {
     int k = d->variant - CT_LIB_BASE;
-    if (k < 0 || k >= ct_nmembers || !ct_members[k].started) {
+    if (k < 0 || k >= ct_nmembers || ct_members[k].form == CT_FORM_BLOCKING) {
+        d->variant = -1;   /* modes.c then lets the library start the call */
         d->reason = COLLTUNE_NA_ERROR;
-        return colltune_start_library(call, request);
+        return MPI_SUCCESS;
     }
-    return ct_each_call_run(&ct_members[k], call, d, request);
+    return ct_each_call_run(&ct_members[k], call, d, info, request);
 }
 
-int ct_libalg_started(int id)
+int ct_libalg_form(int id)
 {
-    return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers && ct_members[id - CT_LIB_BASE].started;
+    return id >= CT_LIB_BASE && id < CT_LIB_BASE + ct_nmembers ? (int)ct_members[id - CT_LIB_BASE].form
+                                                              : CT_FORM_BLOCKING;
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */

@@ -28,7 +28,7 @@
 CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 
 static int ct_force[CT_FORCE_SLOTS];
-static int ct_force_started_any;   /* some nonblocking form has a forced member */
+static int ct_force_started_any;   /* some nonblocking or persistent form has a forced member */
 static ct_profile *ct_prof;
 static int ct_counting;
 /* 1 where the profile has layout blocks for the collective: only then is the communicator's
@@ -174,29 +174,49 @@ int ct_dispatch(const ct_call *call)
     return ct_dispatch_decided(call);
 }
 
-/* A nonblocking call (MPI_I<coll>) of a row whose nonblocking form has a forced member: the
- * member's algorithm if it may serve the call (applicable, proven for that form), else the
- * library's. Nothing waits here: the call is only started, as the application asked. The
- * library's warm-up is not counted: it counts the blocking calls MPICH's node-level layer sees. */
-int ct_dispatch_started(const ct_call *call, MPI_Request *request)
+/* The library's own call of a started form: MPI_I<coll>, or MPI_<Coll>_init with `info`. */
+static int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
+                            MPI_Request *request)
 {
-    int id = ct_force[CT_NUM_COLLECTIVES + call->coll];
+    return form == CT_FORM_PERSISTENT ? colltune_init_library(call, info, request)
+                                      : colltune_start_library(call, request);
+}
+
+/* A nonblocking or persistent call (MPI_I<coll>, MPI_<Coll>_init) of a row whose form has a
+ * forced member: the member's algorithm if it may serve the call (applicable, proven for that
+ * form), else the library's. Nothing waits here: the call is only started (or its request
+ * initialized), as the application asked. The library's warm-up is not counted: it counts the
+ * blocking calls MPICH's node-level layer sees. */
+static int ct_dispatch_form(enum ct_form form, const ct_call *call, MPI_Info info,
+                            MPI_Request *request)
+{
+    int id = ct_force[form * CT_NUM_COLLECTIVES + call->coll];
     if (id < CT_LIB_BASE)
-        return colltune_start_library(call, request);
+        return ct_start_library(form, call, info, request);
     /* counted under the member, apart from the blocking calls (count.c) */
     ct_decision d = {-1, id, CT_MODE_FORCE, COLLTUNE_NA_ERROR};
     if (CT_LIKELY(!ct_erroneous(call)))
         d.reason = ct_member_applicable(id, call);
-    int rc;
+    int rc = MPI_SUCCESS;
     if (d.reason == COLLTUNE_APPLICABLE) {
         d.variant = id;
-        rc = ct_libalg_start(call, &d, request);
-    } else {
-        rc = colltune_start_library(call, request);
+        rc = ct_libalg_start(call, &d, info, request);
     }
+    if (d.variant != id)   /* not applicable, or no member of this form (ct_libalg_start) */
+        rc = ct_start_library(form, call, info, request);
     if (ct_counting)
         ct_count_decision(call->coll, &d);
     return rc;
+}
+
+int ct_dispatch_started(const ct_call *call, MPI_Request *request)
+{
+    return ct_dispatch_form(CT_FORM_NONBLOCKING, call, MPI_INFO_NULL, request);
+}
+
+int ct_dispatch_init(const ct_call *call, MPI_Info info, MPI_Request *request)
+{
+    return ct_dispatch_form(CT_FORM_PERSISTENT, call, info, request);
 }
 
 void ct_count_passthrough(int coll, colltune_reason reason)
@@ -317,8 +337,8 @@ static void ct_list_variants(int coll, char *out, size_t len)
         snprintf(out + used, len - used, "library");
 }
 
-/* A variant of the catalog or, `lib:<coll>:<alg>[#nonblocking]`, an algorithm of the running
- * library (of its nonblocking form). */
+/* A variant of the catalog or, `lib:<coll>:<alg>[#nonblocking|#persistent]`, an algorithm of
+ * the running library (of that form). */
 static int ct_force_member(const char *name)
 {
     return strncmp(name, "lib:", 4) == 0 ? ct_libalg_find(name) : colltune_variant_index(name);
@@ -349,11 +369,14 @@ static int ct_force_entry(char *b, char *e, int force[CT_FORCE_SLOTS], char *err
     /* `library` by its name only: an unknown member is -1 too, which is CT_FORCE_LIBRARY */
     int library = strcmp(vb, "library") == 0;
     int var = library ? CT_FORCE_LIBRARY : ct_force_member(vb);
-    /* a member of the nonblocking form is forced on MPI_I<coll>, its own slot */
-    int slot = var >= CT_LIB_BASE && ct_libalg_started(var) ? CT_NUM_COLLECTIVES + coll : coll;
+    /* a member of the nonblocking (persistent) form is forced on MPI_I<coll> (MPI_<Coll>_init),
+     * its own slot */
+    static const char *const of_form[] = {"", " with a member of the nonblocking form",
+                                          " with a member of the persistent form"};
+    int form = ct_libalg_form(var);
+    int slot = form * CT_NUM_COLLECTIVES + coll;
     if (force[slot] != CT_FORCE_UNSET) {
-        snprintf(err, errlen, "COLLTUNE_FORCE: collective '%s' is given twice%s", kb,
-                 slot != coll ? " with a member of the nonblocking form" : "");
+        snprintf(err, errlen, "COLLTUNE_FORCE: collective '%s' is given twice%s", kb, of_form[form]);
         return -1;
     }
     if (library) {

@@ -210,8 +210,12 @@ colltune_reason ct_proof_check(int id, const ct_call *call)
                        !ct_loaded ? "no proof: run `colltune selftest`"
                        : why[0] != '\0' ? why
                        : ct_failure[id] != NULL ? ct_failure[id]
-                       : ct_libalg_started(id) ? "not tested: the nonblocking forms' algorithms are "
-                                                 "proven by `colltune selftest --nonblocking`"
+                       : ct_libalg_form(id) == CT_FORM_NONBLOCKING
+                           ? "not tested: the nonblocking forms' algorithms are proven by "
+                             "`colltune selftest --nonblocking`"
+                       : ct_libalg_form(id) == CT_FORM_PERSISTENT
+                           ? "not tested: the persistent forms' algorithms are proven by "
+                             "`colltune selftest --persistent`"
                        : "not tested in that class");
     }
     return COLLTUNE_NA_UNPROVEN;

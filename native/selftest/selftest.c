@@ -480,13 +480,18 @@ static int st_list_members(int *argc, char ***argv)
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS) {
         for (int coll = 0; coll < CT_NUM_COLLECTIVES && rank == 0; coll++) {
             if (!st_geometry_known(coll)) continue;   /* no proof for them yet: unserved */
-            for (int started = 0; started < 2; started++) {   /* then the nonblocking form's */
-                if (started && !(ct_collectives[coll].forms & CT_ROW_NONBLOCKING)) continue;
+            /* each form's (the persistent form reads the nonblocking form's variable) */
+            static const char *const form_name[] = {"blocking", "nonblocking", "persistent"};
+            static const unsigned row_form[] = {0, CT_ROW_NONBLOCKING, CT_ROW_PERSISTENT};
+            for (int form = CT_FORM_BLOCKING; form <= CT_FORM_PERSISTENT; form++) {
+                if (form != CT_FORM_BLOCKING && !(ct_collectives[coll].forms & row_form[form]))
+                    continue;
+                if (form == CT_FORM_PERSISTENT && !CT_HAVE_PERSISTENT) continue;
                 char names[64][64];
-                int n = ct_libalg_members(colltune_collective_name(coll), started, names, 64);
+                int n = ct_libalg_members(colltune_collective_name(coll), form != CT_FORM_BLOCKING,
+                                          names, 64);
                 printf("{\"type\":\"members\",\"collective\":\"%s\",\"form\":\"%s\","
-                       "\"names\":[", colltune_collective_name(coll),
-                       started ? "nonblocking" : "blocking");
+                       "\"names\":[", colltune_collective_name(coll), form_name[form]);
                 for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? "," : "", names[i]);
                 printf("]}\n");
             }

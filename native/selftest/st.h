@@ -7,6 +7,7 @@
 
 #include "colltune.h"
 #include "ct_catalog.h"
+#include "ct_functions.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -159,13 +160,14 @@ void st_proof_account(int member, int cls, int applicable, int nonuniform, int f
 /* A sized class (ct_proof.h) was swept on a communicator of `size` ranks. */
 void st_proof_swept_size(int size);
 int st_proof_finish(MPI_Comm world, int rank, const char *lib_member);
-/* --member lib:<coll>:<alg>[#nonblocking]: force it on each communicator of the matrix (slot =
- * comm index). */
+/* --member lib:<coll>:<alg>[#nonblocking|#persistent]: force it on each communicator of the
+ * matrix (slot = comm index). */
 int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *err, size_t len);
 int st_member_active(void);
-/* The --member is an algorithm of the nonblocking form (`#nonblocking`): it and the library's
- * default are run as MPI_I<coll> + MPI_Wait. */
-int st_member_nonblocking(void);
+/* The --member's form (enum ct_form): of the nonblocking form (`#nonblocking`) it and the
+ * library's default are run as MPI_I<coll> + MPI_Wait, of the persistent form (`#persistent`)
+ * as MPI_<Coll>_init, MPI_Start + MPI_Wait twice, MPI_Request_free (st_run.c). */
+int st_member_form(void);
 MPI_Comm st_member_comm(int slot, MPI_Comm comm);
 int st_member_select(void);
 int st_member_restore(void);

@@ -30,7 +30,7 @@ static uint64_t st_swept_sizes;
 static ct_libalg st_forced[ST_SLOTS];
 static int st_forced_open[ST_SLOTS];
 static char st_member_name[160];
-static int st_member_started;   /* the --member is of the nonblocking form */
+static int st_member_kind;   /* the --member's form (enum ct_form) */
 
 int st_case_class(const st_case *c, const ct_call *call)
 {
@@ -179,17 +179,25 @@ int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *e
         snprintf(err, len, "unknown collective '%s' in --member %s", collective, spec);
         return MPI_ERR_ARG;
     }
+    /* `#nonblocking`: MPI_I<coll> against the library's MPI_I<coll>; `#persistent`:
+     * MPI_<Coll>_init + MPI_Start against the library's */
     char *form = strchr(algorithm, '#');
-    if (form != NULL) {   /* `#nonblocking`: MPI_I<coll> against the library's MPI_I<coll> */
+    st_member_kind = CT_FORM_BLOCKING;
+    if (form != NULL) {
         *form++ = '\0';
-        if (strcmp(form, "nonblocking") != 0) {
-            snprintf(err, len, "--member %s: the only form proven is #nonblocking", spec);
+        if (strcmp(form, "nonblocking") == 0) {
+            st_member_kind = CT_FORM_NONBLOCKING;
+        } else if (strcmp(form, "persistent") == 0 && CT_HAVE_PERSISTENT) {
+            st_member_kind = CT_FORM_PERSISTENT;
+        } else {
+            snprintf(err, len, "--member %s: the forms proven are #nonblocking and #persistent "
+                     "(the latter where the library declares MPI-4's persistent collectives)",
+                     spec);
             return MPI_ERR_ARG;
         }
     }
-    st_member_started = form != NULL;
     snprintf(st_member_name, sizeof st_member_name, "%s", spec);
-    int rc = st_member_started
+    int rc = st_member_kind != CT_FORM_BLOCKING
                  ? ct_libalg_open_started(collective, algorithm, &st_forced[slot], err, len)
                  : ct_libalg_open(collective, algorithm, comm, &st_forced[slot], err, len);
     st_forced_open[slot] = rc == MPI_SUCCESS;
@@ -203,9 +211,9 @@ int st_member_active(void)
     return st_member_name[0] != '\0';
 }
 
-int st_member_nonblocking(void)
+int st_member_form(void)
 {
-    return st_member_started;
+    return st_member_kind;
 }
 
 MPI_Comm st_member_comm(int slot, MPI_Comm comm)

@@ -72,14 +72,41 @@ static void st_run_variant(const st_case *c, const st_layout *L, const int *rc, 
     st_log_add(log, rec);
 }
 
-/* The library's own call, blocking or started (a member of the nonblocking form is proven
- * against the library's nonblocking call) and waited for. */
-static int st_library_call(const ct_call *call, int started)
+/* A persistent request is started this many times before it is freed: the schedule fixed at
+ * init must give the same bits at every start, and a second start must find it reusable. */
+enum { ST_PERSISTENT_STARTS = 2 };
+
+/* The call of `form` (enum ct_form) as the library makes it: the blocking call; MPI_I<coll>;
+ * MPI_<Coll>_init. Where a member's algorithm is forced, this is the call that fixes it. */
+static int st_form_begin(int form, const ct_call *call, MPI_Request *request)
 {
-    if (!started) return colltune_invoke_library(call);
+    return form == CT_FORM_NONBLOCKING ? colltune_start_library(call, request)
+           : form == CT_FORM_PERSISTENT ? colltune_init_library(call, MPI_INFO_NULL, request)
+                                        : colltune_invoke_library(call);
+}
+
+/* Its completion: the started call waited for; the persistent request started and waited for
+ * ST_PERSISTENT_STARTS times, then freed (whatever happened). */
+static int st_form_complete(int form, MPI_Request *request)
+{
+    if (form == CT_FORM_NONBLOCKING) return PMPI_Wait(request, MPI_STATUS_IGNORE);
+    if (form != CT_FORM_PERSISTENT) return MPI_SUCCESS;
+    int err = MPI_SUCCESS;
+    for (int i = 0; i < ST_PERSISTENT_STARTS && err == MPI_SUCCESS; i++) {
+        err = PMPI_Start(request);
+        if (err == MPI_SUCCESS) err = PMPI_Wait(request, MPI_STATUS_IGNORE);
+    }
+    int freed = *request != MPI_REQUEST_NULL ? PMPI_Request_free(request) : MPI_SUCCESS;
+    return err != MPI_SUCCESS ? err : freed;
+}
+
+/* The library's own call of the --member's form (a member of the nonblocking or persistent
+ * form is proven against the library's call of that form), completed. */
+static int st_library_call(const ct_call *call, int form)
+{
     MPI_Request request = MPI_REQUEST_NULL;
-    int err = colltune_start_library(call, &request);
-    return err == MPI_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : err;
+    int err = st_form_begin(form, call, &request);
+    return err == MPI_SUCCESS ? st_form_complete(form, &request) : err;
 }
 
 /* The library's algorithm forced with --member, against the library's own choice. An error on
@@ -98,13 +125,13 @@ static void st_run_member(const st_case *c, const st_layout *L, const int *rc, s
     st_record rec = {ST_LIB_MEMBER, COLLTUNE_APPLICABLE, 0, 0, 0, 0, cls, c->sweep};
     st_caller_count = c->count;
     st_count_misuse = 0;
-    int started = st_member_nonblocking();
+    int form = st_member_form();
     MPI_Request request = MPI_REQUEST_NULL;
     int err = st_member_select();
-    if (err == MPI_SUCCESS) {   /* a started call's algorithm is fixed at its start */
-        err = started ? colltune_start_library(&call, &request) : colltune_invoke_library(&call);
+    if (err == MPI_SUCCESS) {   /* a started call's algorithm is fixed at its start or init */
+        err = st_form_begin(form, &call, &request);
         int restored = st_member_restore();
-        if (err == MPI_SUCCESS && started) err = PMPI_Wait(&request, MPI_STATUS_IGNORE);
+        if (err == MPI_SUCCESS) err = st_form_complete(form, &request);
         if (err == MPI_SUCCESS) err = restored;
     }
     char detail[512] = "";
@@ -167,7 +194,7 @@ void st_run_case(const st_case *c, st_buffers *b, st_log *log)
     int cls = st_case_class(c, &lib_call);
     if (st_member_active()) {
         if (cls < 0 || !st_class_selected(cls)) return;
-        st_run_member(c, &L, rc, b, st_library_call(&lib_call, st_member_nonblocking()), cls, log);
+        st_run_member(c, &L, rc, b, st_library_call(&lib_call, st_member_form()), cls, log);
         return;
     }
     int lib_err = colltune_invoke_library(&lib_call);

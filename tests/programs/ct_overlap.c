@@ -1,5 +1,6 @@
 /*
- * Nonblocking collectives that point-to-point traffic must overtake (issue 33): each is started,
+ * Nonblocking collectives that point-to-point traffic must overtake (issue 33): each is started
+ * (MPI_I<coll>, or MPI_Start of a persistent Barrier_init or Allreduce_init request),
  * then the last rank sends to rank 0 with MPI_Ssend, which completes only once rank 0 has posted
  * the matching receive, and rank 0 posts it only after starting the collective while the last
  * rank starts it only after the send. A start that blocked until every rank arrived would
@@ -103,11 +104,19 @@ static void bcast_round(int round)
 }
 
 #if HAVE_PERSISTENT
-/* One Allreduce_init request started every round, the send overtaking it, completed by Wait. */
-static void persistent_round(int round, MPI_Request *req, int *in, int *out)
+/* One Barrier_init and one Allreduce_init request started every round, the send overtaking
+ * each; the barrier completed by Wait, the allreduce by Wait too. */
+static void persistent_round(int round, MPI_Request *barrier, MPI_Request *req, int *in, int *out)
 {
     for (int i = 0; i < N; i++)
         in[i] = rank + i * round;
+    if (rank == size - 1)
+        overtake(round);
+    MPI_Start(barrier);
+    if (rank != size - 1)
+        overtake(round);
+    MPI_Wait(barrier, MPI_STATUS_IGNORE);
+    expect(*barrier != MPI_REQUEST_NULL, "Barrier_init request kept", round);
     if (rank == size - 1)
         overtake(round);
     MPI_Start(req);
@@ -130,7 +139,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 #if HAVE_PERSISTENT
     static int pin[N], pout[N];
-    MPI_Request preq;
+    MPI_Request preq, pbarrier;
+    MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &pbarrier);
     MPI_Allreduce_init(pin, pout, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
 #endif
     for (int r = 0; r < rounds; r++) {
@@ -138,11 +148,12 @@ int main(int argc, char **argv)
         allreduce_round(r);
         bcast_round(r);
 #if HAVE_PERSISTENT
-        persistent_round(r, &preq, pin, pout);
+        persistent_round(r, &pbarrier, &preq, pin, pout);
 #endif
     }
 #if HAVE_PERSISTENT
     MPI_Request_free(&preq);
+    MPI_Request_free(&pbarrier);
 #endif
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

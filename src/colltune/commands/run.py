@@ -24,7 +24,8 @@ from colltune.mpi import libraries as mpi_mod
                    "lib:<collective>:<algorithm> forces one of the library's own algorithms "
                    "(`colltune selftest` lists them), lib:<collective>:<algorithm>#nonblocking "
                    "one of its nonblocking form's on MPI_I<collective> (`colltune selftest "
-                   "--nonblocking` proves them)")
+                   "--nonblocking` proves them), ...#persistent one of its persistent form's on "
+                   "MPI_<Collective>_init (`colltune selftest --persistent`)")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False),
               help="Tuning profile (colltune tune) for the collectives --force does not name.")
 @click.option("--learn", metavar="TABLE|-",

@@ -99,9 +99,14 @@ def _print_failures(console: Console, report: st.Report) -> None:
               help="the proof also covers the library's algorithms of the nonblocking forms "
                    "(lib:<coll>:<alg>#nonblocking, which COLLTUNE_FORCE may name for MPI_I<coll>), "
                    "each against the library's own MPI_I<coll>: one launch each, 30-45 s more here")
+@click.option("--persistent", is_flag=True,
+              help="the proof also covers the library's algorithms of the persistent forms "
+                   "(lib:<coll>:<alg>#persistent, which COLLTUNE_FORCE may name for "
+                   "MPI_<Coll>_init), each against the library's own MPI_<Coll>_init started "
+                   "twice: one launch each, as long again as --nonblocking")
 def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: bool,
             collective: str | None, json_path: Path | None, timeout: float, quiet: bool,
-            prove: bool, nonblocking: bool) -> None:
+            prove: bool, nonblocking: bool, persistent: bool) -> None:
     """Run every variant against the MPI library's own collective and compare the results.
 
     Cases: MPI_BYTE, MPI_INT, MPI_DOUBLE, a contiguous and a vector derived datatype; counts 0,
@@ -132,6 +137,7 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
       colltune selftest --mpi mpich -n 2
       colltune selftest -c allreduce --json allreduce.json
       colltune selftest --nonblocking       the nonblocking forms' algorithms proven too
+      colltune selftest --persistent        the persistent forms' algorithms proven too
     """
     console = Console()
     errors = Console(stderr=True)
@@ -164,7 +170,8 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     proof = None
     if prove and collective is None:
         # Without -n the proof runs at its own default (a non-power-of-two count).
-        proof = _prove(lib, _nprocs(nprocs), quiet, errors, nonblocking)
+        forms = [f for f, on in (("nonblocking", nonblocking), ("persistent", persistent)) if on]
+        proof = _prove(lib, _nprocs(nprocs), quiet, errors, forms)
         console.print(_members_table(proof))
         for finding in proof.findings:
             console.print(f"[yellow]library finding:[/] {finding}", highlight=False)
@@ -182,10 +189,10 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
 
 
 def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
-           nonblocking: bool) -> pf.Proof:
+           forms: list[str]) -> pf.Proof:
     nprocs = tuple(counts) if counts else None
     if quiet:
-        proof = pf.prove(lib, nprocs, nonblocking=nonblocking)
+        proof = pf.prove(lib, nprocs, forms=forms)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=errors, transient=True) as progress:
@@ -194,7 +201,7 @@ def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
             def step(done: int, total: int, what: str) -> None:
                 progress.update(task, completed=done, total=total, description=f"proof: {what}")
 
-            proof = pf.prove(lib, nprocs, on_step=step, nonblocking=nonblocking)
+            proof = pf.prove(lib, nprocs, on_step=step, forms=forms)
     pf.write(proof)
     return proof
 

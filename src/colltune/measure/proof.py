@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,23 +111,27 @@ def absorb(lines: Iterable[str], members: dict[str, MemberProof], collective_of:
 
 
 NONBLOCKING = "#nonblocking"
+PERSISTENT = "#persistent"
+# The forms whose algorithms are proven only on request (one launch each), by their suffix.
+STARTED_FORMS = {"nonblocking": NONBLOCKING, "persistent": PERSISTENT}
 
 
-def library_members(lib: MpiLibrary, argv: list[str], nonblocking: bool = False) -> list[str]:
+def library_members(lib: MpiLibrary, argv: list[str], forms: Collection[str] = ()) -> list[str]:
     """The library's own algorithms as the runtime registers them: listed by the library through
     MPI_T (the driver asks it), without those the runtime keeps out (native/core/libalg.c); with
-    `nonblocking`, also the algorithms of the nonblocking forms (`lib:<coll>:<alg>#nonblocking`,
-    which COLLTUNE_FORCE may name for MPI_I<coll>)."""
+    `forms` ("nonblocking", "persistent"), also the algorithms of those forms
+    (`lib:<coll>:<alg>#nonblocking` and `...#persistent`, which COLLTUNE_FORCE may name for
+    MPI_I<coll> and MPI_<Coll>_init)."""
     if algorithm_key(lib) == "intel":
         return []  # fixed per launch: never members of the learning mode
     members = []
     for line in st.run_launch_lines(lib, 1, [argv[0], "--list-members"], MEMBER_TIMEOUT_S):
         if line.startswith('{"type":"members"'):
             record = json.loads(line)
-            started = record.get("form") == "nonblocking"
-            if started and not nonblocking:
+            form = record.get("form", "blocking")
+            if form != "blocking" and form not in forms:
                 continue
-            suffix = NONBLOCKING if started else ""
+            suffix = STARTED_FORMS.get(form, "")
             members += [f"lib:{record['collective']}:{name}{suffix}" for name in record["names"]]
     return members
 
@@ -197,13 +201,14 @@ def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
 
 
 def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = False,
-          on_step: Callable[[int, int, str], None] | None = None, nonblocking: bool = False,
-          only: Sequence[str] | None = None) -> Proof:
+          on_step: Callable[[int, int, str], None] | None = None,
+          forms: Collection[str] = (), only: Sequence[str] | None = None) -> Proof:
     """Run the whole portfolio through the matrix and return the proof (not yet written); with
-    `nonblocking` the algorithms of the nonblocking forms too, each against the library's own
+    `forms` the algorithms of those forms too: "nonblocking" each against the library's own
     MPI_I<coll> + MPI_Wait (one launch each: 44 s more for Open MPI's 17, 32 s for MPICH's 64
-    at load 4, so only on request); with `only`, just those library members (no mock-ups), to add to a
-    proof with `merged`."""
+    at load 4, so only on request), "persistent" each against the library's own
+    MPI_<Coll>_init, two MPI_Start + MPI_Wait, MPI_Request_free (as many launches again); with
+    `only`, just those library members (no mock-ups), to add to a proof with `merged`."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
     argv = st.driver_argv(artifacts, quick=quick) + ["--sweep"]
@@ -211,7 +216,7 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     members: dict[str, MemberProof] = {}
     findings: list[str] = []
     fmt = Format()
-    libs = list(only) if only is not None else library_members(lib, argv, nonblocking)
+    libs = list(only) if only is not None else library_members(lib, argv, forms)
     mockups = only is None
     steps = len(counts) * (mockups + len(libs))
     done = 0

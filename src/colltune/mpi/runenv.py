@@ -28,7 +28,9 @@ SRUN_NAMES = ("srun",)
 LAUNCHER_NAME = re.compile(r"^(mpiexec|mpirun|orterun|prterun|mpiexec\.hydra)")
 
 
-NONBLOCKING = "#nonblocking"
+# The forms a library member may be of besides the blocking one, by suffix: forced on
+# MPI_I<coll> and MPI_<Coll>_init, each its own slot (native/runtime/modes.c).
+STARTED_FORMS = {"#nonblocking": "nonblocking", "#persistent": "persistent"}
 
 
 def parse_force(spec: str, library_members: Sequence[str] = ()) -> dict[str, str]:
@@ -36,8 +38,10 @@ def parse_force(spec: str, library_members: Sequence[str] = ()) -> dict[str, str
 
     A value may also be one of `library_members`, the library's own algorithms as the proof
     names them (`lib:bcast:binomial`); one of the nonblocking form (`lib:allreduce:ring#nonblocking`)
-    is forced on MPI_I<coll> and keyed `<collective>#nonblocking`, so a collective may be given
-    once per form. Raises MpiError naming the valid choices, like the C runtime does at MPI_Init."""
+    is forced on MPI_I<coll> and keyed `<collective>#nonblocking`, one of the persistent form
+    (`...#persistent`) on MPI_<Coll>_init and keyed `<collective>#persistent`, so a collective
+    may be given once per form. Raises MpiError naming the valid choices, like the C runtime does
+    at MPI_Init."""
     from colltune import catalog  # pydantic: only when --force is given (colltune run's start)
 
     cat = catalog.load()
@@ -51,19 +55,20 @@ def parse_force(spec: str, library_members: Sequence[str] = ()) -> dict[str, str
             raise MpiError(f"--force: entry {entry!r} is not collective=variant")
         if key not in names:
             raise MpiError(f"--force: unknown collective {key!r}; valid collectives: {', '.join(names)}")
-        slot = key + NONBLOCKING if value.endswith(NONBLOCKING) else key
+        suffix = next((s for s in STARTED_FORMS if value.endswith(s)), "")
+        slot = key + suffix
         if slot in chosen:
             raise MpiError(f"--force: collective {key!r} is given twice"
-                           + (" with a member of the nonblocking form" if slot != key else ""))
+                           + (f" with a member of the {STARTED_FORMS[suffix]} form" if suffix else ""))
         own = [m for m in library_members if m.startswith(f"lib:{key}:")]
         valid = [v.name for v in cat.variants_of(key)] + own + ["library"]
         if value not in valid:
             hint = ("" if own or not value.startswith("lib:") else
                     " (the proof of this library lists none of its own algorithms for "
                     f"{key}: `colltune selftest` proves them where MPI_T can force them)")
-            if value.endswith(NONBLOCKING) and not any(m.endswith(NONBLOCKING) for m in own):
-                hint = (" (the algorithms of the nonblocking forms are proven by `colltune "
-                        "selftest --nonblocking`)")
+            if suffix and not any(m.endswith(suffix) for m in own):
+                hint = (f" (the algorithms of the {STARTED_FORMS[suffix]} forms are proven by "
+                        f"`colltune selftest --{STARTED_FORMS[suffix]}`)")
             raise MpiError(f"--force: unknown variant {value!r} for {key}; valid choices for "
                            f"{key}: {', '.join(valid)}{hint}")
         chosen[slot] = value
@@ -95,7 +100,7 @@ def rank_environment(
     env = {"LD_PRELOAD": " ".join(preload)}
     if force:
         chosen = parse_force(force, library_members)
-        env["COLLTUNE_FORCE"] = ",".join(f"{k.removesuffix(NONBLOCKING)}={v}" for k, v in chosen.items())
+        env["COLLTUNE_FORCE"] = ",".join(f"{k.split('#')[0]}={v}" for k, v in chosen.items())
     if profile is not None:
         env["COLLTUNE_PROFILE"] = str(Path(profile).expanduser().resolve())
     if verbose:
