@@ -200,6 +200,10 @@ int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *e
     int rc = st_member_kind != CT_FORM_BLOCKING
                  ? ct_libalg_open_started(collective, algorithm, &st_forced[slot], err, len)
                  : ct_libalg_open(collective, algorithm, comm, &st_forced[slot], err, len);
+    /* as the runtime does (libalg_online.c): the persistent form keeps MPICH's own fallback,
+     * since a refused MPI_<Coll>_init leaks its request and may abort MPI_Finalize */
+    if (rc == MPI_SUCCESS && st_member_kind == CT_FORM_PERSISTENT)
+        ct_mpit_var_close(&st_forced[slot].fallback);
     st_forced_open[slot] = rc == MPI_SUCCESS;
     if (rc == MPI_SUCCESS && st_forced[slot].comm != MPI_COMM_NULL)
         PMPI_Comm_set_errhandler(st_forced[slot].comm, MPI_ERRORS_RETURN);
