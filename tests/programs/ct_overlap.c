@@ -104,25 +104,25 @@ static void bcast_round(int round)
 }
 
 #if HAVE_PERSISTENT
-/* One Barrier_init and one Allreduce_init request started every round, the send overtaking
- * each; the barrier completed by Wait, the allreduce by Wait too. */
-static void persistent_round(int round, MPI_Request *barrier, MPI_Request *req, int *in, int *out)
+/* A persistent request started with the send overtaking it, completed by Wait; it stays. */
+static void start_overtaken(MPI_Request *req, int round)
 {
-    for (int i = 0; i < N; i++)
-        in[i] = rank + i * round;
-    if (rank == size - 1)
-        overtake(round);
-    MPI_Start(barrier);
-    if (rank != size - 1)
-        overtake(round);
-    MPI_Wait(barrier, MPI_STATUS_IGNORE);
-    expect(*barrier != MPI_REQUEST_NULL, "Barrier_init request kept", round);
     if (rank == size - 1)
         overtake(round);
     MPI_Start(req);
     if (rank != size - 1)
         overtake(round);
     MPI_Wait(req, MPI_STATUS_IGNORE);
+    expect(*req != MPI_REQUEST_NULL, "persistent request kept", round);
+}
+
+/* One Barrier_init and one Allreduce_init request started every round. */
+static void persistent_round(int round, MPI_Request *barrier, MPI_Request *req, int *in, int *out)
+{
+    for (int i = 0; i < N; i++)
+        in[i] = rank + i * round;
+    start_overtaken(barrier, round);
+    start_overtaken(req, round);
     for (int i = 0; i < N; i++)
         expect(out[i] == size * (size - 1) / 2 + size * i * round, "Allreduce_init sum", round);
 }
