@@ -46,17 +46,7 @@ static int ct_arena_of(MPI_Comm comm, ct_arena **arena)
 {
     pthread_once(&ct_keyval_once, ct_keyval_create);
     if (ct_keyval_error != MPI_SUCCESS) return ct_keyval_error;
-    int found = 0;
-    int err = PMPI_Comm_get_attr(comm, ct_keyval, arena, &found);
-    if (err != MPI_SUCCESS || found) return err;
-    *arena = calloc(1, sizeof **arena);
-    if (*arena == NULL) return MPI_ERR_NO_MEM;
-    err = PMPI_Comm_set_attr(comm, ct_keyval, *arena);
-    if (err != MPI_SUCCESS) {
-        free(*arena);
-        *arena = NULL;
-    }
-    return err;
+    return ct_comm_attr(comm, ct_keyval, sizeof **arena, (void **)arena);
 }
 
 static int ct_arena_grow(ct_arena *arena, size_t bytes, size_t cap)

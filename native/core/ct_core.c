@@ -4,6 +4,8 @@
 #include "ct_tls.h"
 #include "ct_core.h"
 
+#include <stdlib.h>
+
 __attribute__((visibility("hidden"))) _Thread_local ct_tsize ct_tsizes[4]
     CT_TLS_MODEL;
 
@@ -104,6 +106,21 @@ int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank)
 {
     int err = PMPI_Comm_size(comm, size);
     return err == MPI_SUCCESS ? PMPI_Comm_rank(comm, rank) : err;
+}
+
+int ct_comm_attr(MPI_Comm comm, int keyval, size_t size, void **attribute)
+{
+    int found = 0;
+    int err = PMPI_Comm_get_attr(comm, keyval, attribute, &found);
+    if (err != MPI_SUCCESS || found) return err;
+    *attribute = calloc(1, size);
+    if (*attribute == NULL) return MPI_ERR_NO_MEM;
+    err = PMPI_Comm_set_attr(comm, keyval, *attribute);
+    if (err != MPI_SUCCESS) {
+        free(*attribute);
+        *attribute = NULL;
+    }
+    return err;
 }
 
 int ct_comm_shape(MPI_Comm comm, MPI_Datatype type, int *size, int *rank, int64_t *elem)

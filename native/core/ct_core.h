@@ -140,6 +140,10 @@ static inline int ct_padded_block(MPI_Comm comm, int count, int p, int64_t *bloc
 /* Communicator size and rank in one call. */
 int ct_comm_size_rank(MPI_Comm comm, int *size, int *rank);
 
+/* The communicator's attribute under `keyval`, or a new zeroed one of `size` bytes set there
+ * (freed by the keyval's delete callback); MPI_ERR_NO_MEM or MPI's error otherwise. */
+int ct_comm_attr(MPI_Comm comm, int keyval, size_t size, void **attribute);
+
 /* ... and the size of one element of `type`: the first lines of every reduction mock-up. */
 int ct_comm_shape(MPI_Comm comm, MPI_Datatype type, int *size, int *rank, int64_t *elem);
 

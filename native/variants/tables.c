@@ -65,17 +65,7 @@ static int ct_tables_of(MPI_Comm comm, ct_tables **tables)
 {
     pthread_once(&ct_tables_once, ct_tables_keyval_create);
     if (ct_tables_keyval_error != MPI_SUCCESS) return ct_tables_keyval_error;
-    int found = 0;
-    int err = PMPI_Comm_get_attr(comm, ct_tables_keyval, tables, &found);
-    if (err != MPI_SUCCESS || found) return err;
-    *tables = calloc(1, sizeof **tables);
-    if (*tables == NULL) return MPI_ERR_NO_MEM;
-    err = PMPI_Comm_set_attr(comm, ct_tables_keyval, *tables);
-    if (err != MPI_SUCCESS) {
-        free(*tables);
-        *tables = NULL;
-    }
-    return err;
+    return ct_comm_attr(comm, ct_tables_keyval, sizeof **tables, (void **)tables);
 }
 
 static int ct_key_equal(const ct_table_key *a, const ct_table_key *b)
