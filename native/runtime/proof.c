@@ -163,38 +163,44 @@ const char *ct_proof_where(void)
 }
 
 /* Whether the member passed every class the call may be in, and, for a sized class, on a
- * communicator of the call's size. */
+ * communicator of the call's size. `first_missing` (NULL: not wanted) receives the first class
+ * that fails it, or -1: only the warning names it, and finding it walks every class
+ * (thousands of instructions), while every exploring call of the learning mode asks, redraws
+ * included. */
 static int ct_proven(int id, const ct_call *call, int *first_missing)
 {
     ct_proof_set required;
-    *first_missing = -1;
+    if (first_missing != NULL)
+        *first_missing = -1;
     if (ct_proof_required(call, &required) != MPI_SUCCESS)
         return 0;
-    int size = 0;
-    if (ct_proof_set_meets(&required, &ct_sized) && PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
+    int size = 0, sized = ct_proof_set_meets(&required, &ct_sized);
+    if (sized && PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
         return 0;
     int size_proven = size >= 1 && size <= CT_PROOF_MAX_SIZE && (ct_sizes >> size & 1);
-    for (int c = 0; c < CT_PROOF_CLASSES; c++)
+    if (ct_proof_set_covers(&ct_passed[id], &required) && (size_proven || !sized))
+        return 1;
+    for (int c = 0; first_missing != NULL && c < CT_PROOF_CLASSES; c++)
         if (ct_proof_set_has(&required, c)
             && (!ct_proof_set_has(&ct_passed[id], c) || (ct_proof_sized(c) && !size_proven))) {
             *first_missing = c;
-            return 0;
+            break;
         }
-    return 1;
+    return 0;
 }
 
 int ct_proof_passes(int id, const ct_call *call)
 {
-    int missing;
-    return ct_proof_full[id] || ct_proven(id, call, &missing);
+    return ct_proof_full[id] || ct_proven(id, call, NULL);
 }
 
 colltune_reason ct_proof_check(int id, const ct_call *call)
 {
     int missing;
-    if (ct_proven(id, call, &missing))
+    if (ct_proven(id, call, NULL))
         return COLLTUNE_APPLICABLE;
     if (!ct_warned[id]) {   /* decisions are uniform: every rank warns alike, rank 0 speaks */
+        ct_proven(id, call, &missing);   /* again, to name the class: once per member */
         ct_warned[id] = 1;
         int rank = 0, size = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
