@@ -24,7 +24,8 @@ from run import CALLS, LOOP, callgrind  # noqa: E402  (this directory's measurin
 from colltune.mpi import build  # noqa: E402
 from colltune.mpi import libraries as mpi  # noqa: E402
 
-PROOF_FUNCTIONS = ("ct_proven", "ct_proof_check", "ct_proof_passes", "ct_proof_required",
+PROOF_FUNCTIONS = ("ct_proven", "ct_proof_check", "ct_proof_passes", "ct_proof_meets_need",
+                   "ct_proof_need_fill", "ct_proof_required",
                    "ct_proof_class")
 
 

@@ -8,23 +8,28 @@
 
 #include "ct_runtime.h"
 
+/* Whether a variant or library member can serve the call, the proof aside. */
+static inline colltune_reason ct_member_fits(int id, const ct_call *call)
+{
+    return CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
+                                          : colltune_applicable(id, call);
+}
+
 /* Whether a variant or library member can serve the call (uniform arguments only): applicable
  * and proven on this library in the call's case class. */
 static inline colltune_reason ct_member_applicable(int id, const ct_call *call)
 {
-    colltune_reason reason = CT_UNLIKELY(id >= CT_LIB_BASE) ? ct_libalg_applicable(id, call)
-                                                            : colltune_applicable(id, call);
+    colltune_reason reason = ct_member_fits(id, call);
     if (reason != COLLTUNE_APPLICABLE || CT_LIKELY(ct_proof_full[id]))
         return reason;
     return ct_proof_check(id, call);
 }
 
-/* ct_member_applicable without the proof's warning: whether `id` would serve the call. */
-static inline int ct_member_usable(int id, const ct_call *call)
+/* ct_member_applicable without the proof's warning, the call classified once for all the
+ * members asked (`need`, see ct_proof_need). */
+static inline int ct_member_usable(int id, const ct_call *call, ct_proof_need *need)
 {
-    colltune_reason reason = id >= CT_LIB_BASE ? ct_libalg_applicable(id, call)
-                                               : colltune_applicable(id, call);
-    return reason == COLLTUNE_APPLICABLE && ct_proof_passes(id, call);
+    return ct_member_fits(id, call) == COLLTUNE_APPLICABLE && ct_proof_meets_need(id, call, need);
 }
 
 /* Run the decided variant or library member. */

@@ -18,6 +18,7 @@
 #include "ct_catalog.h"
 #include "ct_formats.h"
 #include "ct_functions.h"
+#include "ct_proof.h"
 
 #define CT_HIDDEN __attribute__((visibility("hidden")))
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -195,8 +196,17 @@ CT_HIDDEN int ct_proof_stale(void);
 CT_HIDDEN const char *ct_proof_where(void);
 CT_HIDDEN void ct_proof_clear(void);
 CT_HIDDEN colltune_reason ct_proof_check(int id, const ct_call *call);
-/* Whether member `id` is proven for the call's class, without ct_proof_check's warning. */
-CT_HIDDEN int ct_proof_passes(int id, const ct_call *call);
+/* What the proof must hold for one call, worked out on the first member that needs it and then
+ * asked of every member the decision considers: classifying a call costs PMPI datatype and
+ * communicator queries, ~1,500 instructions, and a learning redraw asks of the whole portfolio.
+ * Start it as CT_PROOF_NEED_UNKNOWN; it is valid for that one call only. */
+typedef struct ct_proof_need {
+    ct_proof_set classes;
+    int state;             /* 0 unknown, 1 known, -1 unclassifiable: no member is proven */
+    int size_ok;           /* a sized class is required and proven on the call's size, or none is */
+} ct_proof_need;
+#define CT_PROOF_NEED_UNKNOWN {.state = 0}
+CT_HIDDEN int ct_proof_meets_need(int id, const ct_call *call, ct_proof_need *need);
 /* Members proven in every class their collective can take: no per-call classification. */
 extern CT_HIDDEN unsigned char ct_proof_full[CT_LIB_BASE + CT_LIB_MAX];
 

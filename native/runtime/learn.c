@@ -312,13 +312,14 @@ static inline int ct_settled(ct_comm_state *s, int coll, uint32_t size_bin)
  * that are proven and applicable (the library default always is), with a second uniform number, so that exploration
  * serves proven (member, class) pairs only and spends no budget on refusals. Uniform arguments
  * only, like the first draw: every rank redraws alike. Returns the portfolio index. */
-static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, uint32_t cell,
-                                                     uint32_t comm_id, uint64_t index)
+static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, ct_proof_need *need,
+                                                     uint32_t cell, uint32_t comm_id,
+                                                     uint64_t index)
 {
     uint64_t usable = 1;   /* index 0: the library's default */
     int m = ct_select_portfolio_size(call->coll);
     for (int i = 1; i < m && i < 64; i++)
-        if (ct_member_usable(ct_member_variant[call->coll][i], call))
+        if (ct_member_usable(ct_member_variant[call->coll][i], call, need))
             usable |= (uint64_t)1 << i;
     double u = ct_select_uniform(ct_splitmix64(ct_seed ^ UINT64_C(0x5EED0F4EDBA11)), comm_id,
                                  index);
@@ -363,15 +364,22 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
     unsigned redrawn = 0;
     if (member > 0) {
         int id = ct_member_variant[call->coll][member];
-        if (CT_UNLIKELY(outcome == CT_PICK_EXPLORE && !ct_proof_passes(id, call))) {
-            redrawn = 0x80u;   /* status bit 7: drawn again */
-            ct_count_redraw(id);   /* cheap enough unconditionally: the redraw is rare */
-            member = ct_learn_redraw(call, cell, s->id, index);
-            id = member > 0 ? ct_member_variant[call->coll][member] : -1;
+        if (CT_UNLIKELY(outcome == CT_PICK_EXPLORE)) {
+            /* An explored call is served by a proven member only, so the proof is asked first
+             * and answered for the whole redraw at once; its answer stands for the member run. */
+            ct_proof_need need = CT_PROOF_NEED_UNKNOWN;
+            if (!ct_proof_meets_need(id, call, &need)) {
+                redrawn = 0x80u;   /* status bit 7: drawn again */
+                ct_count_redraw(id);   /* cheap enough unconditionally: the redraw is rare */
+                member = ct_learn_redraw(call, &need, cell, s->id, index);
+                id = member > 0 ? ct_member_variant[call->coll][member] : -1;
+            }
+            d.reason = member > 0 ? ct_member_fits(id, call) : COLLTUNE_APPLICABLE;
+        } else {
+            d.reason = ct_member_applicable(id, call);
         }
         if (member > 0) {
             d.chosen = id;
-            d.reason = ct_member_applicable(d.chosen, call);
             if (d.reason == COLLTUNE_APPLICABLE)
                 d.variant = d.chosen;
         }

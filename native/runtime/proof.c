@@ -162,45 +162,55 @@ const char *ct_proof_where(void)
     return env != NULL && env[0] != '\0' ? env : ct_path;
 }
 
-/* Whether the member passed every class the call may be in, and, for a sized class, on a
- * communicator of the call's size. `first_missing` (NULL: not wanted) receives the first class
- * that fails it, or -1: only the warning names it, and finding it walks every class
- * (thousands of instructions), while every exploring call of the learning mode asks, redraws
- * included. */
-static int ct_proven(int id, const ct_call *call, int *first_missing)
+/* Classify the call once (see ct_proof_need). */
+static void ct_proof_need_fill(const ct_call *call, ct_proof_need *need)
 {
-    ct_proof_set required;
-    if (first_missing != NULL)
-        *first_missing = -1;
-    if (ct_proof_required(call, &required) != MPI_SUCCESS)
-        return 0;
-    int size = 0, sized = ct_proof_set_meets(&required, &ct_sized);
+    need->state = -1;
+    if (ct_proof_required(call, &need->classes) != MPI_SUCCESS)
+        return;
+    int size = 0, sized = ct_proof_set_meets(&need->classes, &ct_sized);
     if (sized && PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
-        return 0;
-    int size_proven = size >= 1 && size <= CT_PROOF_MAX_SIZE && (ct_sizes >> size & 1);
-    if (ct_proof_set_covers(&ct_passed[id], &required) && (size_proven || !sized))
-        return 1;
-    for (int c = 0; first_missing != NULL && c < CT_PROOF_CLASSES; c++)
-        if (ct_proof_set_has(&required, c)
-            && (!ct_proof_set_has(&ct_passed[id], c) || (ct_proof_sized(c) && !size_proven))) {
-            *first_missing = c;
-            break;
-        }
-    return 0;
+        return;
+    need->size_ok = !sized || (size >= 1 && size <= CT_PROOF_MAX_SIZE && (ct_sizes >> size & 1));
+    need->state = 1;
 }
 
-int ct_proof_passes(int id, const ct_call *call)
+/* Whether the member passed every class the call may be in, and, for a sized class, on a
+ * communicator of the call's size. */
+int ct_proof_meets_need(int id, const ct_call *call, ct_proof_need *need)
 {
-    return ct_proof_full[id] || ct_proven(id, call, NULL);
+    if (ct_proof_full[id])
+        return 1;
+    if (need->state == 0)
+        ct_proof_need_fill(call, need);
+    return need->state > 0 && need->size_ok && ct_proof_set_covers(&ct_passed[id], &need->classes);
+}
+
+/* The first class the member is not proven in for the call, or -1: only the once-per-member
+ * warning names it, and finding it walks every class (thousands of instructions). */
+static int ct_first_missing(int id, const ct_call *call)
+{
+    ct_proof_need need = CT_PROOF_NEED_UNKNOWN;
+    ct_proof_need_fill(call, &need);
+    for (int c = 0; need.state > 0 && c < CT_PROOF_CLASSES; c++)
+        if (ct_proof_set_has(&need.classes, c)
+            && (!ct_proof_set_has(&ct_passed[id], c) || (ct_proof_sized(c) && !need.size_ok)))
+            return c;
+    return -1;
+}
+
+static int ct_proof_passes(int id, const ct_call *call)
+{
+    ct_proof_need need = CT_PROOF_NEED_UNKNOWN;
+    return ct_proof_meets_need(id, call, &need);
 }
 
 colltune_reason ct_proof_check(int id, const ct_call *call)
 {
-    int missing;
-    if (ct_proven(id, call, NULL))
+    if (ct_proof_passes(id, call))
         return COLLTUNE_APPLICABLE;
     if (!ct_warned[id]) {   /* decisions are uniform: every rank warns alike, rank 0 speaks */
-        ct_proven(id, call, &missing);   /* again, to name the class: once per member */
+        int missing = ct_first_missing(id, call);
         ct_warned[id] = 1;
         int rank = 0, size = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
