@@ -13,10 +13,12 @@ repeat under load, host CPU time does not) with --callgrind-calls rounds and wit
 libcolltune's instructions per call are the difference over the extra calls (many of them, so
 that work done once per communicator and member, such as a member's first counts table, is
 spread thin), its setup per rank the 2-round run's. The trace directory's bytes, the rows `colltune traces ingest` stores and the ingest time
-follow. The checksum and the simulated time
-printed by rank 0 must be equal across the three runs: the interposer changes no result.
+follow. The checksum printed by rank 0 must be equal across the three runs: the interposer
+changes no result.
 
-    .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024,4096 --calls 4 --out benchmarks/scale
+    .venv/bin/python benchmarks/scale/run.py --ranks 16,64,256,1024 --calls 4 --out benchmarks/scale
+
+(4096 ranks with --smpi-cfg and --merge: README, "4096 ranks").
 """
 
 from __future__ import annotations
@@ -52,10 +54,16 @@ def compile_app(lib: mpi.MpiLibrary, art: build.Artifacts, out: Path) -> tuple[P
     return plain, linked
 
 
+# --smpi-cfg: SimGrid settings added to every launch of the run (plain, interposed, traced,
+# callgrind), recorded in results.csv's smpi_cfg column
+SMPI_CFG: list[str] = []
+
+
 def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, calls: int,
            env: dict[str, str]) -> tuple[float, float, str]:
     """(host CPU seconds, wall seconds, rank 0's line) of one smpirun."""
     flags = [f"--cfg=smpi/privatize-libs:{art.libcolltune}"] if "colltune" in exe.name else []
+    flags += [f"--cfg={setting}" for setting in SMPI_CFG]
     argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(calls)],
                              {smpi.PLATFORM_VAR: PLATFORM}, flags)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -68,6 +76,10 @@ def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, ca
         sys.exit(f"launch failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr[-2000:]}")
     line = next(l for l in proc.stdout.splitlines() if l.startswith("scale-app"))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # each launch as it ends: a row stopped later (a long learning run) keeps what it measured
+    print(f"{exe.name} {env.get('COLLTUNE_SELECT', 'pass-through') if 'colltune' in exe.name else 'plain'}: "
+          f"{cpu:.1f} s CPU, {wall:.1f} s wall, load {open('/proc/loadavg').read().split()[0]}: {line}",
+          file=sys.stderr, flush=True)
     return cpu, wall, line
 
 
@@ -103,7 +115,8 @@ def instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: i
     out = work / f"callgrind-{nprocs}-{calls}-{int(learn)}.out"
     learning = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
     argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(calls)], {smpi.PLATFORM_VAR: PLATFORM},
-                             [f"--cfg=smpi/privatize-libs:{art.libcolltune}", "-wrapper",
+                             [f"--cfg=smpi/privatize-libs:{art.libcolltune}",
+                              *(f"--cfg={setting}" for setting in SMPI_CFG), "-wrapper",
                               f"valgrind --tool=callgrind --callgrind-out-file={out}"])
     proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
@@ -180,6 +193,7 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
         # adds its collectives (communicator ids, clock offsets) to the application's time
         "simulated_plain_s": float(re.search(r"simulated_s (\S+)", line_plain)[1]),
         "simulated_traced_s": float(re.search(r"simulated_s (\S+)", line_tr)[1]),
+        "smpi_cfg": " ".join(SMPI_CFG),
         "checksum_line": line_plain,
     }
 
@@ -198,18 +212,19 @@ def untraced_row(p: int, calls: int, cpu_plain: float, cpu_ct: float, wall_plain
             "interposed_extra_cpu_ms_per_rank": round(1e3 * (cpu_ct - cpu_plain) / p, 3),
             **dict.fromkeys(keys), "wall_plain_s": round(wall_plain, 3), "wall_interposed_s": round(wall_ct, 3),
             "simulated_plain_s": float(re.search(r"simulated_s (\S+)", line_plain)[1]),  # type: ignore[index]
-            "checksum_line": line_plain}
+            "smpi_cfg": " ".join(SMPI_CFG), "checksum_line": line_plain}
 
 
 def growth_law(ranks: list[int], values: list[float]) -> str:
-    """flat, log P or P: the model a + b f(P) (b > 0) with the smallest squared error (f = 0,
-    log P, P); flat when every value is within 10% of their mean."""
+    """flat, log P, P or P^2: the model a + b f(P) (b > 0) with the smallest squared error (f = 0,
+    log P, P, P^2); flat when every value is within 10% of their mean. P^2 is there for SMPI's
+    own cost (README, "Why SMPI's cost grows faster than P"), not expected of colltune's."""
     x = np.asarray(ranks, float)
     y = np.asarray(values, float)
     if len(y) < 2 or np.ptp(y) <= 0.1 * abs(float(np.mean(y))):
         return "flat"  # within 10% over the whole range: no law to fit
     best, law = np.inf, "flat"
-    for name, f in (("flat", np.zeros_like(x)), ("log P", np.log2(x)), ("P", x)):
+    for name, f in (("flat", np.zeros_like(x)), ("log P", np.log2(x)), ("P", x), ("P^2", x * x)):
         design = np.column_stack([np.ones_like(x), f]) if name != "flat" else np.ones((len(x), 1))
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
         err = float(np.sum((design @ coef - y) ** 2))
@@ -219,6 +234,17 @@ def growth_law(ranks: list[int], values: list[float]) -> str:
         if err < 0.9 * best:
             best, law = err, name
     return law
+
+
+# columns that measure the simulator, not colltune: a row run with other SimGrid settings
+# (--smpi-cfg) is not on their curve
+SIMULATOR_COLUMNS = frozenset({"simulator_cpu_s", "interposed_extra_cpu_ms_per_rank"})
+
+
+def fitted(rows: list[dict[str, object]], key: str) -> list[dict[str, object]]:
+    """The rows a column's growth law is fitted on."""
+    return [r for r in rows if r[key] is not None
+            and not (key in SIMULATOR_COLUMNS and r.get("smpi_cfg"))]
 
 
 def plot(rows: list[dict[str, object]], out: Path) -> None:
@@ -233,7 +259,7 @@ def plot(rows: list[dict[str, object]], out: Path) -> None:
              ("ingest_s", "traces ingest (s)"), ("simulator_cpu_s", "SMPI run, no colltune (s)")]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
     for ax, (key, title) in zip(axes.flat, items):
-        have = [r for r in rows if r[key] is not None]
+        have = fitted(rows, key)
         ranks, values = [int(r["ranks"]) for r in have], [float(r[key]) for r in have]  # type: ignore[arg-type]
         ax.plot(ranks, values, "o-")
         ax.set_xscale("log", base=2)
@@ -264,7 +290,16 @@ def main() -> None:
                              "from several invocations)")
     parser.add_argument("--keep-callgrind", type=Path, metavar="DIR",
                         help="copy the callgrind outputs to DIR (per-function reading: callgrind_annotate)")
+    parser.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
+                        help="a SimGrid setting for every launch (--cfg=NAME:VALUE), recorded in the "
+                             "row, e.g. smpi/send-is-detached-thresh:0 (README, \"4096 ranks\")")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="run nothing: the growth laws and scale.png from OUT/results.csv")
     args = parser.parse_args()
+    SMPI_CFG.extend(args.smpi_cfg)
+    if args.plot_only:
+        report(earlier_rows(args.out / "results.csv", set()), args.out)
+        return
     lib = mpi.resolve("smpi")
     art = build.ensure_built(lib)
     with tempfile.TemporaryDirectory(prefix="colltune-scale-") as tmp:
@@ -286,15 +321,25 @@ def main() -> None:
         rows = sorted(rows + earlier_rows(args.out / "results.csv", {int(r["ranks"]) for r in rows}),
                       key=lambda r: int(r["ranks"]))  # type: ignore[call-overload]
     with open(args.out / "results.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        # rows of an earlier invocation may lack a newer column (smpi_cfg): every key, in order
+        writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
         writer.writeheader()
         writer.writerows(rows)
+    report(rows, args.out)
+
+
+def report(rows: list[dict[str, object]], out: Path) -> None:
+    """Each column's growth law (printed) and scale.png."""
     for key in ("per_call_instructions", "per_call_instructions_learn", "setup_instructions_per_rank",
                 "setup_instructions_per_rank_learn", "interposed_extra_cpu_ms_per_rank", "trace_bytes",
                 "trace_rows", "ingest_s", "simulator_cpu_s"):
-        have = [r for r in rows if r[key] is not None]
-        print(f"{key}: {growth_law([int(r['ranks']) for r in have], [float(r[key]) for r in have])}")
-    plot(rows, args.out)
+        have = fitted(rows, key)
+        if not have:
+            print(f"{key}: not measured")
+            continue
+        print(f"{key}: {growth_law([int(r['ranks']) for r in have], [float(r[key]) for r in have])} "
+              f"({', '.join(str(r['ranks']) for r in have)} ranks)")
+    plot(rows, out)
     print(f"load: {open('/proc/loadavg').read().strip()}")
 
 
