@@ -14,9 +14,10 @@
  * wrapper's own frame, so the same anchor means the same stack depth at the call, and then the
  * return address of each frame of a known chain sits at the same stack slot as when it was
  * unwound. A call reads those slots (one load per frame) and compares them with the chain's
- * addresses: all equal, it is that chain; else the next remembered one, else an unwind. Slots
- * are read in order and the walk stops at the first difference, so only live return-address
- * slots are read (a frame's position depends only on the frames below it). The slot of a
+ * addresses: all equal, it is that chain; else the next remembered one, else an unwind. All the
+ * chain's slots are read (ct_profchain_is): a frame's position depends only on the frames below
+ * it, so past a differing frame a slot may hold anything, and the answer is "not this chain"
+ * all the same; every slot is in this thread's stack above the wrapper's frame. The slot of a
  * return address is the CFA of the frame it returns from, less 8, on x86-64 (the call pushed it
  * there); elsewhere a chain is its site alone.
  */
@@ -55,6 +56,7 @@ typedef struct ct_chain_slot {
 } ct_chain_slot;
 
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
+CT_HIDDEN const void *const ct_chain_none = NULL;
 static atomic_ullong ct_unwinds, ct_chains_lost;
 
 typedef struct ct_chain_spill {
@@ -62,8 +64,20 @@ typedef struct ct_chain_spill {
     ct_chain_seen seen[];
 } ct_chain_spill;
 
+/* A set holds the chains of its (site, anchor) pairs: at one site and stack depth the chains
+ * that differ in the frame above the site (OpenFOAM: one Foam::reduce site reached from 35
+ * callers, most of them telling apart at that frame) were found by comparing way after way, ~100
+ * instructions a call. So each thread also remembers, by (site, anchor, that frame's return
+ * address), the way that matched last: the frame is read where the set's first chain of that
+ * site and anchor has it (the same slot for every chain there: the site's function's frame),
+ * and the remembered way is compared whole (a hint: a way reused since, or a frame read from a
+ * slot that moved, only makes it miss). */
+#define CT_CHAIN_HINTS 2048
+_Static_assert((CT_CHAIN_HINTS & (CT_CHAIN_HINTS - 1)) == 0, "a power of two (a mask)");
+
 typedef struct ct_chain_cache {
     ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
+    ct_chain_seen *hint[CT_CHAIN_HINTS];
     unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
     ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
@@ -201,6 +215,10 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     s->id = NULL;
     ct_walk w = {site, 0, s};
     _Unwind_Backtrace(ct_walk_frame, &w);
+    for (int i = s->frames; i < CT_CHAIN_DEPTH - 1; i++) {   /* (ct_profchain_is reads them) */
+        s->at[i] = &ct_chain_none;
+        s->ra[i] = NULL;
+    }
     atomic_fetch_add_explicit(&ct_unwinds, 1, memory_order_relaxed);
     s->site = site;
     s->anchor = anchor;
@@ -209,21 +227,41 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     return s->id;
 }
 
+static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
+{
+    return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+}
+
 const void *ct_profchain_site(const void *site, const void *anchor)
 {
-    unsigned set = (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+    unsigned set = ct_chain_set_of(site, anchor);
     ct_chain_cache *c = ct_chain_mine;
-    if (CT_LIKELY(c != NULL))
-        for (int way = 0; way < CT_CHAIN_WAYS; way++)
-            if (ct_profchain_is(&c->sets[set][way], site, anchor))
-                return c->sets[set][way].id;
+    if (CT_UNLIKELY(c == NULL))
+        return ct_chain_unwind(site, anchor, set);
+    ct_chain_seen *ways = c->sets[set], **hint = NULL;
+    for (int way = 0; way < CT_CHAIN_WAYS; way++)
+        if (ways[way].site == site && ways[way].anchor == anchor && ways[way].id != NULL) {
+            const void *above = ways[way].frames > 0 ? *ways[way].at[0] : NULL;
+            uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
+                          ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
+            hint = &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+            if (*hint != NULL && ct_profchain_is(*hint, site, anchor))
+                return (*hint)->id;
+            break;
+        }
+    for (int way = 0; way < CT_CHAIN_WAYS; way++)
+        if (ct_profchain_is(&ways[way], site, anchor)) {
+            if (hint != NULL)
+                *hint = &ways[way];
+            return ways[way].id;
+        }
     return ct_chain_unwind(site, anchor, set);
 }
 
 const void *ct_profchain_seen(const void *site, const void *anchor, ct_chain_seen *out)
 {
     const void *id = ct_profchain_site(site, anchor);
-    unsigned set = (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+    unsigned set = ct_chain_set_of(site, anchor);
     ct_chain_cache *c = ct_chain_mine;
     out->id = NULL;   /* no cache (no memory): nothing a repetition could be checked against */
     if (c != NULL)
