@@ -7,6 +7,8 @@ after (this tree); instructions per intercepted call on ExaML from callgrind.
     .venv/bin/python benchmarks/advise/overhead.py OUT --runs 9             # all four, alternating
     .venv/bin/python benchmarks/advise/overhead.py OUT --apps examl --callgrind
     .venv/bin/python benchmarks/advise/overhead.py OUT --percall            # ns per pair, in one run
+    .venv/bin/python benchmarks/advise/overhead.py OUT --apps hpcc,startup --builds after --pass-through
+                                   # plain / preloaded, profiling off / profiled: the preload's part
     nice -n 10 .venv/bin/python benchmarks/advise/overhead.py OUT --cost --apps examl,lammps
                                    # the profiling run's share of rank 0's instructions, chains on
 
@@ -22,6 +24,7 @@ Applications (Debian packages built against Debian's Open MPI 4.1.4, 2 ranks, OM
           potential energy of the last step (identical).
   pairs   pairs.c: 100,000 MPI_Reduce + MPI_Bcast pairs of 16 bytes, ExaML's call path in
           miniature, for callgrind in seconds (--callgrind --apps pairs).
+  startup pairs.c with one pair: the launch, MPI_Init and MPI_Finalize alone.
 
 Timing: per round one plain run (no preload) and one profiled run per build (LD_PRELOAD of that
 build's libcolltune, COLLTUNE_PROFILE_RUN set), in a fresh random order per round (seeded); median
@@ -143,7 +146,15 @@ def pairs(out: Path) -> tuple[apps.App, Callable[[], None]]:
                     re.compile(r"sum (\S+)"), None, 0.0, False, {"reduce": 100_000, "bcast": 100_000}), lambda: None
 
 
-APPS = {"examl": examl, "qe": qe, "hpcc": hpcc, "lammps": lammps, "pairs": pairs}
+def startup(out: Path) -> tuple[apps.App, Callable[[], None]]:
+    """pairs.c with one pair: what the launch, MPI_Init and MPI_Finalize cost, preloaded or not
+    (the fixed part of a timing's difference)."""
+    app, prepare = pairs(out)
+    app.name, app.program[-1], app.calls = "startup", "1", {"reduce": 1, "bcast": 1}
+    return app, prepare
+
+
+APPS = {"examl": examl, "qe": qe, "hpcc": hpcc, "lammps": lammps, "pairs": pairs, "startup": startup}
 COST_LAMMPS_STEPS = 1000
 
 
@@ -175,17 +186,21 @@ def profiled_env(so: Path, root: Path, tag: str) -> dict[str, str]:
 
 
 def timing(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path], runs: int,
-           seed: int) -> dict:
-    configs = [("plain", None)] + [("profiled", b) for b in builds]
+           seed: int, pass_through: bool = False) -> dict:
+    """pass_through: each build also preloaded without profiling (mode `pass`), so that a profiled
+    run's difference to plain splits into the preload's own part and the profiling's."""
+    configs = ([("plain", None)] + [("profiled", b) for b in builds]
+               + ([("pass", b) for b in builds] if pass_through else []))
     root = out / "advise-profiles"
     root.mkdir(exist_ok=True)
 
     def run(mode: str, b: str | None) -> dict:
-        env = {} if b is None else profiled_env(builds[b], root, b)
+        env = ({} if b is None else {"LD_PRELOAD": str(builds[b])} if mode == "pass"
+               else profiled_env(builds[b], root, b))
         try:
             return run_once(app, prepare, env)
         finally:
-            if b is not None:
+            if "COLLTUNE_PROFILE_RUN" in env:
                 shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
 
     rows = apps.alternate(app, configs, runs, seed, run)
@@ -194,7 +209,8 @@ def timing(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[s
 
 def summarize(rows: list[dict]) -> list[dict]:
     plain = apps.plain_walls(rows)
-    return [apps.summary([x for x in rows if x["build"] == b], plain) for b in dict.fromkeys(x["build"] for x in rows)]
+    configs = dict.fromkeys((x["mode"], x["build"]) for x in rows)
+    return [apps.summary([x for x in rows if (x["mode"], x["build"]) == c], plain) for c in configs]
 
 
 def callgrind(app: apps.App, prepare: Callable[[], None], out: Path, builds: dict[str, Path]) -> list[dict]:
@@ -380,6 +396,8 @@ def main() -> None:
                     help="the profiling run's share of rank 0's instructions (callgrind, this tree, small inputs)")
     ap.add_argument("--read", action="store_true",
                     help="OUT is a callgrind file: print its instructions per object and the call path's share")
+    ap.add_argument("--pass-through", action="store_true",
+                    help="timing: each build also preloaded with profiling off (the preload's own cost)")
     ap.add_argument("--blocks", type=int, default=100)
     ap.add_argument("--pairs", type=int, default=5000, help="pairs per block (--percall)")
     args = ap.parse_args()
@@ -415,7 +433,7 @@ def main() -> None:
             res = callgrind(app, prepare, out, builds)
             (out / f"overhead-callgrind-{name}{args.tag}.json").write_text(json.dumps(res, indent=1) + "\n")
             continue
-        res = timing(app, prepare, out, builds, args.runs, args.seed)
+        res = timing(app, prepare, out, builds, args.runs, args.seed, args.pass_through)
         res["before"] = args.before
         (out / f"overhead-timing-{name}{args.tag}.json").write_text(json.dumps(res, indent=1) + "\n")
         apps.print_summary(res)
