@@ -30,10 +30,10 @@ err_console = Console(stderr=True)
 @click.option("--no-measure", is_flag=True, help="Judge what the database already holds; measure nothing.")
 @click.option("--run", "run_id", metavar="RUN_ID",
               help="With --no-measure: the run to judge [default: the latest with measurements].")
-@click.option("--test", type=click.Choice([t.value for t in stats.Test]), default=stats.Test.TRIMMED_T.value,
+@click.option("--test", type=click.Choice([t.value for t in stats.Test]), default=stats.Test.SCREENED_T.value,
               show_default=True,
-              help="One-sided test on per-launch medians: paired by launch (trimmed-t: robust to a wild "
-                   "launch; paired-t, signed-rank) or "
+              help="One-sided test on per-launch medians: paired by launch (screened-t: the paired t without "
+                   "wild launches, 4x or more from the median ratio; trimmed-t; paired-t, signed-rank) or "
                    "unpaired (mwu = Wilcoxon rank-sum, ks, welch).")
 @click.option("--correction", type=click.Choice([c.value for c in stats.Correction]),
               default=stats.Correction.HOLM.value, show_default=True,

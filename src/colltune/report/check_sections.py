@@ -141,6 +141,9 @@ def _method(ctx: ReportContext) -> str:
         "paired-t": "one-sided t-test on the per-launch log-ratios log(default/variant), paired by launch",
         "trimmed-t": "one-sided Yuen t-test on the 10%-trimmed mean of the per-launch log-ratios "
                      "log(default/variant), paired by launch",
+        "screened-t": "one-sided t-test on the per-launch log-ratios log(default/variant), paired by launch, "
+                      "without wild launches (4x and 8 robust standard deviations or more from the median "
+                      "ratio; below 16 launches the 10%-trimmed Yuen t-test)",
         "signed-rank": "one-sided Wilcoxon signed-rank test on the per-launch log-ratios, paired by launch",
         "mwu": "one-sided Mann-Whitney U (Wilcoxon rank-sum) on the per-launch medians, unpaired",
         "ks": "one-sided Kolmogorov-Smirnov on the per-launch medians, unpaired",

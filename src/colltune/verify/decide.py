@@ -72,7 +72,7 @@ class JudgeSettings(BaseModel):
 class CheckSettings(JudgeSettings):
     """How verdicts are reached. Defaults are the documented ones (docs/statistics.md)."""
 
-    test: stats.Test = stats.Test.TRIMMED_T
+    test: stats.Test = stats.Test.SCREENED_T
     correction: stats.Correction = stats.Correction.HOLM
     min_launches: int = Field(3, ge=2, description="launches per side below which no test is made")
     min_reps: int = Field(5, ge=1, description="repetitions a per-launch median needs (at most the run's "
@@ -219,7 +219,8 @@ def launches_to_decide(e: Effect, needed_p: float, optimism: float = 0.0) -> flo
     with the square root of the launches, so n x (t needed / t reached)^2; inf when its ratio lies
     on the tolerance, NaN when the test is not a t-test (no such extrapolation). `optimism`: as if
     its distance to the tolerance were that many standard errors larger (t reached + optimism)."""
-    if e.test_used not in (stats.Test.TRIMMED_T, stats.Test.PAIRED_T, stats.Test.WELCH_LOG) or e.n < 2:
+    if e.test_used not in (stats.Test.TRIMMED_T, stats.Test.SCREENED_T, stats.Test.PAIRED_T, stats.Test.WELCH_LOG) \
+            or e.n < 2:
         return math.nan
     t_now, t_needed = _pointed_t(e, needed_p)
     t_now += optimism
@@ -235,8 +236,10 @@ def _pointed(e: Effect) -> stats.TestResult:
 
 def _pointed_t(e: Effect, needed_p: float) -> tuple[float, float]:
     """|t| reached by the pointed test and the t it needed for `needed_p`, at the test's own df."""
-    cut = math.floor(stats.TRIM * e.n) if e.test_used is stats.Test.TRIMMED_T else 0
-    df = max(e.n - 2 * cut - (2 if cut else 1), 1)
+    if e.test_used.paired:
+        df = max(stats.tested_launches(np.log(e.x) - np.log(e.y), e.test_used)[1], 1)
+    else:
+        df = max(e.n - 1, 1)
     t_needed = float(special.stdtrit(df, 1.0 - needed_p)) if 0 < needed_p < 1 else math.nan
     return abs(_pointed(e).statistic), t_needed
 
@@ -251,10 +254,9 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
     if e.n < 2:
         return "undecided: too few launches"
     parts = []
-    cut = math.floor(stats.TRIM * e.n) if e.test_used is stats.Test.TRIMMED_T else 0
     if e.test_used.paired:
         d = np.log(e.x) - np.log(e.y)
-        center = float(np.mean(np.sort(d)[cut:d.size - cut]))
+        center = float(np.mean(stats.tested_launches(d, e.test_used)[0]))
         modes = stats.launch_modes(d)
         if modes is not None and modes.low_ratio <= limit < modes.high_ratio:
             parts.append(f"launches in two modes, {modes.low} of {e.n} at {modes.low_ratio:.2f}x and {modes.high} at "
