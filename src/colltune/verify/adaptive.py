@@ -133,13 +133,14 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
 
     deadline = time.monotonic() + bench.round_budget_s if bench.round_budget_s > 0 else None
     run: check.RunData | None = None  # the run as last read, while no launch has been added since
+    cache: decide.EffectCache = {}  # every look judges the earlier looks again: their effects are kept
     for round_ in range(1, bench.rounds + 1):
         if deadline is not None and time.monotonic() >= deadline:
             notify(BudgetSpent(round_, bench.round_budget_s))
             break
         run = check.run_of(store, run_id)
         # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
-        result = check.judge(run, settings, details=False)
+        result = check.judge(run, settings, details=False, cache=cache)
         todo = decide.selection(result.verdicts, run.measurements, result.futile)
         if not todo:
             break
@@ -152,7 +153,7 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         if measured < launches * len(todo):  # launches per process count, summed over them
             notify(BudgetSpent(round_, bench.round_budget_s, measured // max(len(todo), 1), launches))
             break
-    result = check.judge(run or check.run_of(store, run_id), settings)
+    result = check.judge(run or check.run_of(store, run_id), settings, cache=cache)
     # A round cut short is found in the stored launches (check.judge); one never started is not.
     result.messages.extend(event.describe() for event in spent if event.measured is None)
     if save:

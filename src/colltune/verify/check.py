@@ -220,13 +220,16 @@ def _keys(verdicts: pd.DataFrame) -> list[tuple[object, ...]]:
             for row in key.itertuples(index=False, name=None)]
 
 
-def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool = True) -> CheckResult:
+def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool = True,
+          cache: decide_mod.EffectCache | None = None) -> CheckResult:
     """All verdicts of a run. Never raises on thin data: such comparisons are untested and partial.
 
     With adaptive rounds the run is judged look by look (launches of rounds <= k), each at its
     share of alpha (decide.look_alphas), and a comparison keeps the row of the look that first decided it. Without
     `details` (what the adaptive rounds need to choose their jobs) the bootstrap CI and the
-    pooled raw p-value are left NaN and the summary is empty."""
+    pooled raw p-value are left NaN and the summary is empty. `cache`: the effects of earlier
+    judgements of the same run with the same settings (the adaptive rounds judge the earlier looks
+    again after every round; a comparison whose sides have the same launches has the same effect)."""
     settings = settings or CheckSettings()
     looks = settings.looks or run.looks
     messages = list(run.problems)
@@ -242,7 +245,7 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     planned = sum(run.planned_launches or []) or None
     frozen: dict[tuple[object, ...], tuple[_Row, _Judged]] = {}
     stopped: dict[tuple[object, ...], float] = {}  # futile at an earlier look: the p it had to reach there
-    cache: decide_mod.EffectCache = {}
+    cache = {} if cache is None else cache
     verdicts = pd.DataFrame()
     effects: list[_Judged] = []
     rows: list[_Row] = []
