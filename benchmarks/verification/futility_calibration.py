@@ -14,6 +14,12 @@ with 32 launches: all variants share one job, so every launch measures every com
 stopped comparison keeps its undecided row of the look that stopped it, as the check keeps it
 whatever its job measures later. Reported per rule: the rates of rule_calibration.py and the
 share of planted comparisons stopped. Writes futility_calibration.json next to this script.
+
+`--test screened-t` (or trimmed-t) judges with that test and the futility rule of now only, and
+writes futility_calibration_<test>.json (issue 36, session 6: the screened t replaced the trimmed
+t); the configuration "under load" has one (launch, variant, size) in 20 wild (rule_calibration.py):
+
+    python benchmarks/verification/futility_calibration.py --trials 100 --test screened-t
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from rule_calibration import CONFIGS, PLAN, PLANTED, SIZES, SLOW, Truth, simulate
+from rule_calibration import CONFIGS, PLAN, PLANTED, SIZES, SLOW, Truth, simulate, with_wild_launches
 
 from colltune.verify import check, decide
 
@@ -34,16 +40,21 @@ ROUNDS = {i: 1 for i in range(8, 16)} | {i: 2 for i in range(16, 32)}
 RULES = {"futility on the estimate (before)": 0.0, "futility one standard error optimistic (now)": 1.0}
 
 
-def trial(seed: int, shared: float, unshared: float, factor: float) -> dict[str, dict[str, float]]:
+def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[str, float],
+          test: str | None) -> dict[str, dict[str, float]]:
+    name, _, shared, unshared, factor = config
     truth = Truth(factors={("bcast", PLANTED): factor, ("bcast", SLOW): 2.0})
     m = simulate(truth, PLAN, SIZES, launches=32, reps=10, launch_sigma=shared, seed=seed, barrier_s=None,
                  variant_launch_sigma=unshared)
+    if "wild" in name:
+        m = with_wild_launches(m, seed)
     run = check.RunData(Path("memory"), f"t{seed}", {"status": "complete", "settings": PLANNED}, {},
                         pd.DataFrame(), pd.DataFrame(), m, rounds=dict(ROUNDS))
+    settings = check.CheckSettings(n_resamples=100, **({"test": test} if test else {}))
     out = {}
-    for rule, z in RULES.items():
+    for rule, z in rules.items():
         decide.FUTILITY_Z = z
-        v = check.judge(run, check.CheckSettings(n_resamples=100), details=False).verdicts
+        v = check.judge(run, settings, details=False).verdicts
         guide = v[v["kind"].isin(decide.GUIDELINE_KINDS)]
         planted = guide["variant"] == PLANTED
         out[rule] = {"aa_flagged": float(v[v["kind"] == "aa"]["violation"].any()),
@@ -60,20 +71,24 @@ def trial(seed: int, shared: float, unshared: float, factor: float) -> dict[str,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--test", help="judge with this test, futility of now only (futility_calibration_<test>.json)")
     args = ap.parse_args()
+    rules = {k: v for k, v in RULES.items() if v == 1.0} if args.test else RULES
     rows = []
-    for name, launches, shared, unshared, factor in CONFIGS:
-        if launches != 32:
+    for config in CONFIGS:
+        name, launches = config[0], config[1]
+        if launches != 32 or ("wild" in name and not args.test):
             continue
         t0 = time.monotonic()
-        results = [trial(seed, shared, unshared, factor) for seed in range(args.trials)]
-        for rule in RULES:
+        results = [trial(seed, config, rules, args.test) for seed in range(args.trials)]
+        for rule in rules:
             rates = {k: sum(r[rule][k] for r in results) / len(results) for k in results[0][rule]}
             rows.append({"configuration": name.replace("32 launches", "8 + 8 + 16 launches, 3 looks"),
-                         "rule": rule, "trials": args.trials, **rates})
+                         "rule": rule, **({"test": args.test} if args.test else {}), "trials": args.trials, **rates})
             print(f"{name:50s} {rule:45s} " + "  ".join(f"{k} {v:.3f}" for k, v in rates.items()), flush=True)
         print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
-    (HERE / "futility_calibration.json").write_text(json.dumps(rows, indent=1) + "\n")
+    out = f"futility_calibration_{args.test}.json" if args.test else "futility_calibration.json"
+    (HERE / out).write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":
