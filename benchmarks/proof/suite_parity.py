@@ -13,7 +13,11 @@ checked exactly, at the same rank counts), mpi4py's own collective tests (from i
 fetches them) at 2 ranks WITHOUT threads (MPI4PY_RC_THREADS=0: under MPI_THREAD_MULTIPLE the
 library members are off, which hid the sparbit bug), and tests/programs/proof_calls.c (8-bit
 sums: distinct results across ranks and runs; in-place allgather errors) at 2-5 ranks (MPICH at 2:
-it busy-polls). Writes results/<library>.json and prints a table; rerun:
+it busy-polls). Issue 33's rows: every collective test file of mpi4py (`mpi4py_all`: blocking,
+nonblocking, persistent, neighborhood) and tests/programs/ct_every.c (every collective function
+of MPI-4.1 once, its results checked by the program; ct_every.f90 too where the library has
+mpifort), whose output must be the plain run's. Writes results/<library>.json and prints a
+table; rerun:
 
     .venv/bin/python benchmarks/proof/suite_parity.py [--mpi openmpi|mpich] [--seeds 1,2,3]
 """
@@ -40,6 +44,23 @@ from colltune.mpi import libraries as mpi  # noqa: E402
 COLLTUNE = str(Path(sys.executable).with_name("colltune"))
 EXPLORE_ALL = {"COLLTUNE_SELECT_BUDGET": "1000000000", "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"}
 MPI4PY_TESTS = ["test_cco_buf", "test_cco_obj", "test_cco_vec", "test_cco_buf_inter", "test_cco_obj_inter"]
+# issue 33: every collective test file of mpi4py 4.1.2, blocking, nonblocking (nb), persistent
+# (pr) and neighborhood (ngh); a file whose functions the library lacks skips them itself
+MPI4PY_ALL_TESTS = [*MPI4PY_TESTS, "test_cco_vec_inter", "test_cco_nb_buf", "test_cco_nb_vec",
+                    "test_cco_pr_buf", "test_cco_pr_vec", "test_cco_ngh_buf", "test_cco_ngh_obj",
+                    "test_cco_pr_ngh_buf"]
+
+
+def mpi_arg(lib: mpi.MpiLibrary) -> str:
+    """`--mpi` naming exactly this library: its name picks the first library of that name (the
+    embedded Open MPI before Debian's), whose interposer would be preloaded into the other's
+    programs."""
+    try:
+        if mpi.resolve(lib.name).mpicc == lib.mpicc:
+            return lib.name
+    except mpi.MpiError:
+        pass
+    return str(lib.mpicc)
 
 
 def open_gate(real: Path, out: Path) -> Path:
@@ -82,24 +103,52 @@ def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subpro
                           stdin=subprocess.DEVNULL, check=False, env={**os.environ, **env})
 
 
-def mpi4py_case(lib: mpi.MpiLibrary, tests: Path, seed: str, proof_file: Path) -> dict:
+def mpi4py_case(lib: mpi.MpiLibrary, tests: Path, seed: str, proof_file: Path,
+                files: list[str] = MPI4PY_TESTS, program: str = "mpi4py collective tests") -> dict:
     env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file),
            "MPI4PY_RC_THREADS": "0"}
-    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+    argv = [COLLTUNE, "run", "--mpi", mpi_arg(lib), "--verbose", "--learn", "-", "--",
             str(lib.mpiexec), "-n", "2", "-x" if lib.family == "openmpi" else "-genv",
             *(["MPI4PY_RC_THREADS=0"] if lib.family == "openmpi" else ["MPI4PY_RC_THREADS", "0"]),
-            sys.executable, "main.py", "-f", *MPI4PY_TESTS]
+            sys.executable, "main.py", "-f", *files]
     proc = run(argv, env, cwd=tests)
     text = proc.stdout + proc.stderr
     passed = proc.returncode == 0 and "FAILED" not in text and text.count("OK") >= 2
-    return {"program": "mpi4py collective tests", "nprocs": 2, "seed": seed, "passed": passed,
+    ran = re.findall(r"Ran (\d+) tests?", text)
+    skipped = re.findall(r"skipped=(\d+)", text)
+    return {"program": program, "nprocs": 2, "seed": seed, "passed": passed,
+            "returncode": proc.returncode, "tests_run": int(ran[0]) if ran else 0,
+            "tests_skipped": int(skipped[0]) if skipped else 0,
+            **counts(proc.stderr)}
+
+
+def every_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: Path,
+               plain: str, program: str) -> dict:
+    """tests/programs/ct_every.c (or .f90): every collective function once, each result checked
+    against its closed form by the program; its output must be the plain run's."""
+    env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
+    argv = [COLLTUNE, "run", "--mpi", mpi_arg(lib), "--verbose", "--learn", "-", "--",
+            *_launch(lib, n, [str(exe)])]
+    proc = run(argv, env)
+    passed = proc.returncode == 0 and proc.stdout == plain
+    return {"program": program, "nprocs": n, "seed": seed, "passed": passed,
             "returncode": proc.returncode, **counts(proc.stderr)}
+
+
+def plain_output(lib: mpi.MpiLibrary, exe: Path, n: int) -> str:
+    from colltune.mpi import launch
+
+    proc = subprocess.run(_launch(lib, n, [str(exe)]), capture_output=True, text=True,
+                          timeout=600, check=False, env=launch.launcher_env(lib, nprocs=n))
+    if proc.returncode != 0:
+        raise SystemExit(f"plain run of {exe.name} on {n} ranks failed:\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
 def program_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: Path,
                  plain: set[str]) -> dict:
     env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
-    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+    argv = [COLLTUNE, "run", "--mpi", mpi_arg(lib), "--verbose", "--learn", "-", "--",
             str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []),
             "-n", str(n), str(exe)]
     proc = run(argv, env)
@@ -115,7 +164,7 @@ def program_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: 
 def collectives_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: Path) -> dict:
     """tests/programs/ct_collectives.c -t: every collective, every buffer mode, checked exactly."""
     env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
-    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+    argv = [COLLTUNE, "run", "--mpi", mpi_arg(lib), "--verbose", "--learn", "-", "--",
             str(lib.mpiexec), *(["--oversubscribe"] if lib.family == "openmpi" else []),
             "-n", str(n), str(exe), "-t"]
     proc = run(argv, env)
@@ -151,7 +200,7 @@ def hashes_case(lib: mpi.MpiLibrary, exe: Path, n: int, seed: str, proof_file: P
     """tests/programs/reduction_hashes.c (issue 37): every call's result hash against a plain
     run's; the differing calls are counted by collective and datatype."""
     env = {**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": seed, "COLLTUNE_PROOF": str(proof_file)}
-    argv = [COLLTUNE, "run", "--mpi", lib.name, "--verbose", "--learn", "-", "--",
+    argv = [COLLTUNE, "run", "--mpi", mpi_arg(lib), "--verbose", "--learn", "-", "--",
             *_launch(lib, n, [str(exe), *args])]
     proc = run(argv, env)
     ranks, calls = _hash_lines(proc.stdout)
@@ -184,9 +233,13 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--modes", default="gate open,proof",
                         help="which of 'gate open' and 'proof' to run; the other's rows stay as stored")
-    parser.add_argument("--programs", default="mpi4py,proof_calls,ct_collectives,reduction_hashes",
+    parser.add_argument("--programs",
+                        default="mpi4py,mpi4py_all,proof_calls,ct_collectives,reduction_hashes,ct_every",
                         help="which programs to run; the others' rows stay as stored")
     parser.add_argument("--rounds", type=int, default=240, help="rounds of reduction_hashes")
+    parser.add_argument("--results", default=None,
+                        help="results/<NAME>.json (default: the library's name; e.g. openmpi-debian "
+                             "for --mpi /usr/bin/mpicc.openmpi, whose Fortran runs ct_every.f90)")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",")]
     programs = [p.strip() for p in args.programs.split(",")]
@@ -198,8 +251,18 @@ def main() -> None:
     colls = build.compile_program(lib, [ROOT / "tests" / "programs" / "ct_collectives.c"], tmp / "ct_collectives")
     hashes = build.compile_program(lib, [ROOT / "tests" / "programs" / "reduction_hashes.c"],
                                    tmp / "reduction_hashes")
+    every = {}
+    if "ct_every" in programs:
+        every["ct_every"] = build.compile_program(lib, [ROOT / "tests" / "programs" / "ct_every.c"],
+                                                  tmp / "ct_every")
+        # Fortran where the library has it (Debian's Open MPI; the pip wheels have none)
+        fort = lib.mpicc.parent / lib.mpicc.name.replace("mpicc", "mpifort")
+        if fort.exists():
+            subprocess.run([str(fort), "-O1", "-o", str(tmp / "ct_every_f"),
+                            str(ROOT / "tests" / "programs" / "ct_every.f90")], check=True)
+            every["ct_every.f90"] = tmp / "ct_every_f"
     tests = None
-    if "mpi4py" in programs:
+    if "mpi4py" in programs or "mpi4py_all" in programs:
         from test_interposer_thirdparty import mpi4py_tests
 
         tests = mpi4py_tests.__wrapped__()  # the fixture's body: fetch mpi4py's sdist tests once
@@ -210,18 +273,28 @@ def main() -> None:
     plains = {n: plain_hashes(lib, exe, n) for n in sizes} if "proof_calls" in programs else {}
     hash_plains = ({n: plain_results(lib, hashes, n, rh_args) for n in hash_sizes}
                    if "reduction_hashes" in programs else {})
-    out = HERE / "results" / f"{lib.name}.json"
+    out = HERE / "results" / f"{args.results or lib.name}.json"
     kept = json.loads(out.read_text())["rows"] if out.exists() else []
+    every_sizes = (2,) if lib.family == "mpich" else (3, 4)
+    every_plain = {(name, n): plain_output(lib, exe_, n) for name, exe_ in every.items()
+                   for n in every_sizes}
     names = {"mpi4py": "mpi4py collective tests", "proof_calls": "proof_calls",
-             "ct_collectives": "ct_collectives -t", "reduction_hashes": "reduction_hashes"}
-    rerun = {names[p] for p in programs}
+             "ct_collectives": "ct_collectives -t", "reduction_hashes": "reduction_hashes",
+             "mpi4py_all": "mpi4py test_cco* (13 files)", "ct_every": "ct_every"}
+    rerun = {names[p] for p in programs} | ({"ct_every.f90"} if "ct_every" in programs else set())
     rows = [r for r in kept if r["mode"] not in modes or r["program"] not in rerun]
     for label, proof_file in (("gate open", gate), ("proof", real)):
         if label not in modes:
             continue
         for seed in args.seeds.split(","):
-            if tests is not None:
+            if tests is not None and "mpi4py" in programs:
                 rows.append({"mode": label, **mpi4py_case(lib, tests, seed, proof_file)})
+            if tests is not None and "mpi4py_all" in programs:
+                rows.append({"mode": label, **mpi4py_case(lib, tests, seed, proof_file,
+                                                          MPI4PY_ALL_TESTS, names["mpi4py_all"])})
+            for (name, n), plain_out in every_plain.items():
+                rows.append({"mode": label, **every_case(lib, every[name], n, seed, proof_file,
+                                                         plain_out, name)})
             for n in sizes:
                 if "proof_calls" in programs:
                     rows.append({"mode": label, **program_case(lib, exe, n, seed, proof_file, plains[n])})
