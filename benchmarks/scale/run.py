@@ -42,7 +42,7 @@ from colltune.mpi import libraries as mpi
 
 HERE = Path(__file__).resolve().parent
 PLATFORM = "dragonfly-1024"
-CALLGRIND_MAX_RANKS = 256  # callgrind slows SMPI ~50x: the instruction counts stop here
+CALLGRIND_MAX_RANKS = 256  # callgrind slows SMPI ~50x: the instruction counts stop here by default
 
 
 def compile_app(lib: mpi.MpiLibrary, art: build.Artifacts, out: Path) -> tuple[Path, Path]:
@@ -123,7 +123,10 @@ def instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: i
                                "COLLTUNE_PROOF": str(art.dir / "proof.txt")}, check=False)
     if proc.returncode != 0:
         sys.exit(f"callgrind run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
-    return colltune_instructions(out)
+    total = colltune_instructions(out)
+    print(f"callgrind {nprocs} ranks, {calls} rounds, {'learning' if learn else 'pass-through'}: "
+          f"{total} instructions in libcolltune", file=sys.stderr, flush=True)
+    return total
 
 
 def dir_bytes(path: Path) -> int:
@@ -131,7 +134,8 @@ def dir_bytes(path: Path) -> int:
 
 
 def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], p: int, calls: int,
-            work: Path, traced: bool = True, callgrind_calls: int = 50) -> dict[str, object]:
+            work: Path, traced: bool = True, callgrind_calls: int = 50,
+            callgrind_max_ranks: int = CALLGRIND_MAX_RANKS) -> dict[str, object]:
     plain, linked = apps
     quiet = {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt")}
     cpu_plain, wall_plain, line_plain = launch(lib, art, plain, p, calls, quiet)
@@ -164,9 +168,10 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, apps: tuple[Path, Path], 
             rows = int(con.sql("select count(*) from trace_calls").fetchall()[0][0])
     per_rank_calls = 2 * calls + 3  # allreduce + bcast per round, split, the final reduce, free
     ir: dict[tuple[int, bool], int] = {}
-    if p <= CALLGRIND_MAX_RANKS:
+    if p <= callgrind_max_ranks:
+        # pass-through's pair first: a run stopped in the (longer) learning pair keeps it
         ir = {(n, learn): instructions(lib, art, linked, p, n, work, learn)
-              for n in (callgrind_calls, 2) for learn in (False, True)}
+              for learn in (False, True) for n in (callgrind_calls, 2)}
 
     def per_call(learn: bool) -> float | None:
         extra = p * 2 * (callgrind_calls - 2)
@@ -283,6 +288,8 @@ def main() -> None:
     parser.add_argument("--callgrind-calls", type=int, default=50, metavar="N",
                         help="rounds of the callgrind runs (per-call instructions: N rounds minus 2)")
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--callgrind-max-ranks", type=int, default=CALLGRIND_MAX_RANKS, metavar="P",
+                        help="the callgrind runs up to P ranks")
     parser.add_argument("--untraced-from", type=int, default=1 << 30, metavar="P",
                         help="from P ranks on, the plain and pass-through runs only")
     parser.add_argument("--merge", action="store_true",
@@ -308,7 +315,8 @@ def main() -> None:
         rows = []
         for p in (int(x) for x in args.ranks.split(",")):
             rows.append(measure(lib, art, apps, p, args.calls, work, traced=p < args.untraced_from,
-                                callgrind_calls=args.callgrind_calls))
+                                callgrind_calls=args.callgrind_calls,
+                                callgrind_max_ranks=args.callgrind_max_ranks))
             print({k: v for k, v in rows[-1].items() if k != "checksum_line"}, flush=True)
             if args.keep_callgrind:
                 args.keep_callgrind.mkdir(parents=True, exist_ok=True)
