@@ -46,14 +46,29 @@ static int ct_req_gone;                  /* tombstones */
 static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 
 /* A poll's light path (below, "a poll's light path") is open while profiling below
- * MPI_THREAD_MULTIPLE (ct_poll_lite_ok) and no collective request is followed (ct_req_live 0):
- * one byte for the Test wrappers to read. */
+ * MPI_THREAD_MULTIPLE (ct_poll_lite_ok) and no collective request is followed (ct_req_live 0).
+ * The Test wrappers read only the polls' countdown (ct_poll_light), which is the state too: open,
+ * it counts down to the next sampled poll (> 0); shut, it holds CT_POLL_SHUT, far below 0, so
+ * every poll takes the full path, which puts it back there (ct_poll_sampling): the racing
+ * decrements of MPI_THREAD_MULTIPLE, where it is always shut, cannot bring it above 0. While
+ * shut, the countdown's remainder waits in ct_poll_kept. */
+#define CT_POLL_SHUT (INT32_MIN / 2)
 static unsigned char ct_poll_lite_ok;
 static unsigned char ct_poll_lite;
+static int32_t ct_poll_left = CT_POLL_SHUT, ct_poll_kept;
 
 static void ct_poll_lite_set(void)
 {
-    ct_poll_lite = ct_poll_lite_ok && atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
+    unsigned char open = ct_poll_lite_ok && atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
+    if (open == ct_poll_lite)
+        return;
+    if (open) {
+        ct_poll_left = ct_poll_kept;
+    } else {
+        ct_poll_kept = ct_poll_left > 0 ? ct_poll_left : 1;
+        ct_poll_left = CT_POLL_SHUT;
+    }
+    ct_poll_lite = open;
 }
 
 static void ct_lock(void)
@@ -337,9 +352,9 @@ void ct_profrun_polls_finish(void)
  * memo's 135 instructions a poll were 12.3% of them, a light path that read the call's result
  * back (to count a completing poll at its site) 26 instructions, still 2.1%. A Test-family call
  * made while no collective request is followed is counted in its function's total only
- * (ct_polls_light), before the library's call, which is then the wrapper's tail call: 5
- * instructions over the bare pass-through (the light byte's test, the countdown's decrement, the
- * count; ~10 M instructions of HPCC's 2.7 G on rank 0). The polls' countdown's calls
+ * (ct_polls_light), before the library's call, which is then the wrapper's tail call: 3
+ * instructions over the bare pass-through (the countdown's decrement and its branch, the count;
+ * ~7 M instructions of HPCC's 2.7 G on rank 0). The polls' countdown's calls
  * (one in ct_poll_every on average, below) take the full path instead: their chain's point
  * counts and times them, and they are its sample (ct_point.polls, ct_polls_sampled), completing
  * or not. advise scales a site's sample by its function's total over its sample (an estimate
@@ -365,7 +380,7 @@ static uint64_t ct_polls_sampled[CT_P2P_COUNT], ct_polls_thinned[CT_P2P_COUNT];
 #define CT_POLL_EVERY 64
 #define CT_POLL_SAMPLE 4096
 #define CT_POLL_MAX_PERIOD (1u << 24)
-static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_left = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
+static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
 static uint64_t ct_poll_sample, ct_poll_widened;   /* the sample's size (every function's) */
 static uint64_t ct_poll_sampled_at_sync;           /* ct_poll_sample_all at the last over_budget */
 static uint64_t ct_poll_sample_all;                /* polls sampled, dropped ones included */
@@ -379,9 +394,9 @@ static uint32_t ct_poll_random(void)
     return ct_poll_rng = x;
 }
 
-static void ct_poll_rearm(void)
+static int32_t ct_poll_gap(void)
 {
-    ct_poll_left = ct_poll_every / 2 + ct_poll_random() % (ct_poll_every + 1);
+    return (int32_t)(ct_poll_every / 2 + ct_poll_random() % (ct_poll_every + 1));
 }
 
 /* Each of `n` samples kept with probability 1/2: how many are kept. */
@@ -434,7 +449,7 @@ void ct_profrun_polls_start(void)
     memset(ct_polls_thinned, 0, sizeof ct_polls_thinned);
     ct_poll_every = CT_POLL_EVERY;
     ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
-    ct_poll_rearm();
+    ct_poll_kept = ct_poll_gap();
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
 }
@@ -457,15 +472,27 @@ void ct_profrun_polls_write(FILE *out)
  * serves, ct_profrun_inside, is counted too: colltune's own code never polls through MPI_Test.) */
 static inline __attribute__((always_inline)) int ct_poll_light(void)
 {
-    return ct_poll_lite && CT_LIKELY(--ct_poll_left != 0);
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+    /* the decrement's own flags: two instructions (gcc reloads and tests the value for `> 0`) */
+    int above;
+    __asm__("subl $1, %0" : "+m"(ct_poll_left), "=@ccg"(above));
+    return CT_LIKELY(above);
+#else
+    return CT_LIKELY(--ct_poll_left > 0);
+#endif
 }
 
-/* A Test-family call off the light path while it is open: the countdown's sample (rearmed). */
+/* A Test-family call off the light path: while it is open, the countdown's sample (rearmed);
+ * shut, the countdown is put back far below 0. */
 static int ct_poll_sampling(ct_p2p_call call)
 {
-    if (!ct_is_poll(call) || !ct_poll_lite)
+    if (!ct_is_poll(call))
         return 0;
-    ct_poll_rearm();
+    if (!ct_poll_lite) {
+        ct_poll_left = CT_POLL_SHUT;
+        return 0;
+    }
+    ct_poll_left = ct_poll_gap();
     return 1;
 }
 
@@ -672,7 +699,13 @@ void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
 /* The Test wrappers' light path ends in its own jump to the library (gcc would merge it with the
- * bare path's: one more jump a poll, 2.2 M on HPCC's rank 0). */
+ * bare path's: one more jump a poll, 2.2 M on HPCC's rank 0), and their jumps to the library go
+ * through its GOT entry, not the PLT (one jump less a poll, light or bare). These four are in
+ * every MPI library, so binding them when libcolltune is loaded cannot fail. */
+extern __typeof__(PMPI_Test) PMPI_Test __attribute__((noplt));
+extern __typeof__(PMPI_Testall) PMPI_Testall __attribute__((noplt));
+extern __typeof__(PMPI_Testany) PMPI_Testany __attribute__((noplt));
+extern __typeof__(PMPI_Testsome) PMPI_Testsome __attribute__((noplt));
 #if defined(__GNUC__) && !defined(__clang__)
 #define CT_OWN_TAIL_CALLS __attribute__((optimize("no-crossjumping")))
 #else
