@@ -373,6 +373,22 @@ def test_colltune_run_injects_into_the_ranks_only(openmpi, openmpi_build, ompi_p
     assert run.counts == Counter({("bcast", "force", "bcast_as_allgatherv", "applied"): 12}), run.describe()
 
 
+def test_colltune_run_warns_of_a_launcher_of_another_install(openmpi):
+    """`--mpi openmpi` names the embedded Open MPI; Debian's mpiexec launches programs built for
+    its 4.1, which would load both libmpi.so.40 (a Fortran program crashed in MPI_Init)."""
+    debian = runenv.library_for_launcher("/usr/bin/mpiexec.openmpi")
+    if debian is None or debian.mpicc.resolve() == openmpi.mpicc.resolve():
+        pytest.skip("Debian's Open MPI is not installed (make setup-fortran)")
+    proc = colltune("run", "--mpi", "openmpi", "--dry-run", "--", "/usr/bin/mpiexec.openmpi", "-n", "2", "true")
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 0
+    assert (f"warning: /usr/bin/mpiexec.openmpi is the launcher of {debian.short_version} ({debian.mpicc}), "
+            f"but the interposer is built for {openmpi.short_version}") in said
+    assert said.endswith(f"pass `--mpi {debian.mpicc}`")
+    proc = colltune("run", "--mpi", str(debian.mpicc), "--dry-run", "--", "/usr/bin/mpiexec.openmpi", "-n", "2", "true")
+    assert proc.returncode == 0 and "warning" not in proc.stderr
+
+
 @pytest.mark.mpich
 def test_colltune_run_refuses_a_launcher_of_the_other_family(openmpi, mpich):
     proc = colltune("run", "--mpi", "openmpi", "--", str(mpich.mpiexec), "-n", "2", "true")

