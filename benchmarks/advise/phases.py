@@ -14,6 +14,7 @@ import argparse
 import json
 import random
 import re
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -45,7 +46,11 @@ def main() -> None:
         for mode in rng.sample(MODES, len(MODES)):
             env = ({} if mode == "plain" else {"LD_PRELOAD": str(so)} if mode == "pass"
                    else overhead.profiled_env(so, out, "phases"))
-            res = overhead.run_once(app, prepare, env)
+            try:
+                res = overhead.run_once(app, prepare, env)
+            finally:
+                if "COLLTUNE_PROFILE_RUN" in env:
+                    shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
             text = (app.work / "hpccoutf.txt").read_text()
             phases = {k: float(m[1]) for k in PHASES if (m := re.search(rf"^{k}=(\S+)", text, re.M))}
             runs.append({"round": r, "mode": mode, "wall_s": res["wall_s"], "load": res["load"], **phases})
