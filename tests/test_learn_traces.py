@@ -67,10 +67,10 @@ def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
 def test_read_back_what_was_written(tmp_path: Path) -> None:
     d = _write_dir(tmp_path / "t")
     data = (d / "rank-0.cttrace").read_bytes()
-    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 3) and HEADER.size == 104
+    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 4) and HEADER.size == 104
     # header, members text, two communicators of 16 bytes, three records of 20 bytes
     assert len(data) == 104 + len(MEMBERS_TEXT) + 2 * 16 + 3 * 20
-    # stop 0 (open), reserved, record limit (the records), no time bound, stopped at wall_s
+    # stop 0 (open), no unrewarded records, record limit (the records), no time bound, stopped at wall_s
     assert data[72:104] == struct.pack("<IIQdd", 0, 0, 3, 0.0, 3.5)
     comms = data[104 + len(MEMBERS_TEXT):104 + len(MEMBERS_TEXT) + 32]
     assert struct.unpack("<8I", comms) == (0, 4, 2, 2, 5, 2, 1, 2)
@@ -188,7 +188,7 @@ def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda b: b"CTTRACE9" + b[8:], "not a colltune trace"),
-    (lambda b: b[:8] + struct.pack("<I", 4) + b[12:], "trace version 4, this colltune reads 1 to 3"),
+    (lambda b: b[:8] + struct.pack("<I", 5) + b[12:], "trace version 5, this colltune reads 1 to 4"),
     (lambda b: b[:-5], "header says 3 records of 20 bytes"),
     (lambda b: b[:40], "shorter than the 104-byte header"),
     (lambda b: b[:72] + struct.pack("<I", 3) + b[76:], "stop code 3 in the header"),
@@ -224,3 +224,30 @@ def test_cli_ingest(tmp_path: Path) -> None:
     with Store(tmp_path / "x.duckdb", read_only=True) as s:
         assert s.trace_runs()["batch"].tolist() == [1]
         assert len(s.trace_calls()) == 3
+
+
+def test_nonblocking_records_and_their_rewards(tmp_path: Path) -> None:
+    """Version 4: a record's collective index past the collectives names the collective's
+    nonblocking portfolio (`<coll>#nonblocking`); a NaN duration is a started call without a
+    reward, counted in the header, and a call without one on any traced rank has none (NaN
+    runtime: left out of training)."""
+    n = len(catalog.load().collective_names())
+    port = {**PORT, "allreduce#nonblocking": ["default", "lib:allreduce:ring#nonblocking"]}
+    nan = float("nan")
+    rank0 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.25, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, nan, 0)]
+    rank1 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.125, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, 0.5, 0)]
+    write_trace(tmp_path / "rank-0.cttrace", TraceFile(0, 4, 1, 2, 0, 1.0, port, _records(rank0)))
+    write_trace(tmp_path / "rank-1.cttrace", TraceFile(1, 4, 1, 2, 0, 1.0, port, _records(rank1)))
+    data = (tmp_path / "rank-0.cttrace").read_bytes()
+    assert struct.unpack_from("<I", data, 76)[0] == 1
+    t = read_trace(tmp_path / "rank-0.cttrace")
+    assert t.unrewarded == 1 and t.portfolios["allreduce#nonblocking"] == port["allreduce#nonblocking"]
+    calls, _ = calls_frame([t, read_trace(tmp_path / "rank-1.cttrace")])
+    assert calls["collective"].tolist() == ["allreduce#nonblocking"] * 2
+    assert calls["member"].tolist() == ["lib:allreduce:ring#nonblocking", "default"]
+    assert calls["runtime_s"].iloc[0] == 0.25 and np.isnan(calls["runtime_s"].iloc[1])
+    with Store(tmp_path / "t.duckdb") as store:
+        assert ingest(tmp_path, store).unrewarded == 1
+        points = store.trace_points(None, explored_only=True)
+    assert points[["collective", "member", "time_s"]].values.tolist() == [
+        ["allreduce#nonblocking", "lib:allreduce:ring#nonblocking", 0.25]]

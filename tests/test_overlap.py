@@ -102,15 +102,22 @@ def force_env(lib, art, members, proof_path) -> dict[str, str]:
                                    extra={"COLLTUNE_PROOF": str(proof_path)})
 
 
-def test_forced_started_members_start_without_blocking(overlap, tmp_path):
+@pytest.fixture(scope="module")
+def started_members(overlap, tmp_path_factory):
+    """The members of both started forms and the build's proof with them proven (one launch each)."""
+    lib, _, _ = overlap
+    members = NB_MEMBERS[lib.family] + PERSISTENT_MEMBERS[lib.family]
+    return members, started_proof(lib, tmp_path_factory.mktemp(f"proof-{lib.family}"), members)
+
+
+def test_forced_started_members_start_without_blocking(overlap, started_members):
     """Every MPI_Ibarrier (MPICH), MPI_Iallreduce and MPI_Ibcast of ct_overlap started by a forced
     algorithm of its nonblocking form, and its MPI_Barrier_init (MPICH) and MPI_Allreduce_init
     requests made by one of the persistent form and started every round: the sends still
     overtake them, the results are the plain run's, and the blocking MPI_Allreduce is not
     touched by the members of the other forms."""
     lib, art, exe = overlap
-    members = NB_MEMBERS[lib.family] + PERSISTENT_MEMBERS[lib.family]
-    path = started_proof(lib, tmp_path, members)
+    members, path = started_members
     from colltune.measure import proof
     passed = proof.read_passed(path)
     assert all(passed.get(m) for m in members), {m: passed.get(m) for m in members}
@@ -126,6 +133,49 @@ def test_forced_started_members_start_without_blocking(overlap, tmp_path):
     seen = functions_section(run.stderr)
     assert seen["MPI_Allreduce"][0] == ROUNDS + 1 and seen["MPI_Iallreduce"][0] == ROUNDS, run.describe()
     assert seen["MPI_Allreduce_init"][::2] == (1, ROUNDS) and seen["MPI_Barrier_init"][::2] == (1, ROUNDS), run.describe()
+
+
+def test_learning_decides_nonblocking_calls(overlap, started_members, tmp_path):
+    """Every call exploring (`--learn -`, budgets 10^9) with the nonblocking members proven: each
+    MPI_Ibarrier, MPI_Iallreduce and MPI_Ibcast of ct_overlap after the communicator's first
+    blocking collective is drawn at its start (before it the ranks have not agreed on the
+    communicator's state, and making it there would block: the library starts those). The sends
+    still overtake them, the output is the plain run's on seeds 1-3, the proven members serve, and
+    each rank's trace holds every such start in call order: rewarded where MPI_Wait or a Test loop
+    completed the request alone, without a reward (NaN, counted) where MPI_Waitall completed it
+    with point-to-point requests; ingesting keeps those out of training."""
+    lib, art, exe = overlap
+    members, path = started_members
+    from colltune.learn import traces
+    from colltune.store.database import Store
+    p, argv = NPROCS[lib.family], [exe, "-r", str(ROUNDS)]
+    plain = run_mpi(lib, p, argv, {}, timeout=60)
+    served: set[str] = set()
+    for seed in (1, 2, 3):
+        tdir = tmp_path / f"traces-{seed}"
+        env = runenv.rank_environment(lib, art, learn="-", trace_dir=tdir, verbose=True, extra={
+            "COLLTUNE_PROOF": str(path), "COLLTUNE_SELECT_SEED": str(seed), "COLLTUNE_LIBRARY_WARMUP": "0",
+            "COLLTUNE_SELECT_BUDGET": "1000000000", "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"})
+        run = run_mpi(lib, p, argv, env, timeout=60)
+        assert run.returncode == 0 and not run.timed_out and run.stdout == plain.stdout, run.describe()
+        served |= {k[2] for k in run.counts if k[2].endswith("#nonblocking") and k[3] == "applied"}
+        for rank in range(p):
+            trace = traces.read_trace(tdir / f"rank-{rank}.cttrace")
+            calls, _ = traces.calls_frame([trace])
+            started = calls[calls["collective"].str.endswith("#nonblocking")]
+            assert started.groupby("collective").size().to_dict() == {
+                "barrier#nonblocking": ROUNDS - 1, "allreduce#nonblocking": ROUNDS - 1,
+                "bcast#nonblocking": ROUNDS}, (seed, rank, started)
+            assert (started["mode"] == "explore").all()
+            assert (started["runtime_s"].isna() == (started["collective"] == "bcast#nonblocking")).all(), started
+            assert trace.unrewarded == ROUNDS
+        with Store(tmp_path / f"t{seed}.duckdb") as store:
+            res = traces.ingest(tdir, store)
+            assert res.unrewarded == ROUNDS
+            trained = set(store.trace_points(None, explored_only=True)["collective"])
+        assert {"allreduce#nonblocking", "barrier#nonblocking"} <= trained and "bcast#nonblocking" not in trained
+    # the members of ct_overlap's collectives (int sums, every size of the proof's classes)
+    assert served == {m for m in members if m.endswith("#nonblocking")}, served
 
 
 def _sums(stdout: str) -> dict[str, tuple[str, str]]:

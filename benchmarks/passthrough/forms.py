@@ -4,7 +4,7 @@ watched nonblocking (MPI_Iallreduce), persistent (MPI_Start of an MPI_Allreduce_
 neighborhood (MPI_Neighbor_allgather) functions and MPI_Wait, with nothing set (pass-through)
 and while counting (COLLTUNE_VERBOSE=1: counted, requests followed to their completion).
 
-    .venv/bin/python benchmarks/passthrough/forms.py [--mpi openmpi|mpich] [--calls 20000]
+    .venv/bin/python benchmarks/passthrough/forms.py [--mpi openmpi|mpich] [--calls 20000] [--learning]
 
 Rank 0 under valgrind, rank 1 native; exclusive instructions executed in libcolltune.so per loop
 iteration of forms_loop.c (each function once), by function, plus the MPI queries the counting
@@ -24,12 +24,24 @@ from colltune.mpi import libraries as mpi
 
 HERE = Path(__file__).resolve().parent
 CASES = {"pass-through (nothing set)": {}, "counting (COLLTUNE_VERBOSE=1)": {"COLLTUNE_VERBOSE": "1"}}
+# The learning mode (`--learn -`): with the build's proof, which proves no member of the
+# nonblocking form, it decides no MPI_I<coll> (their pass-through, and Wait's, unchanged); with
+# NB_MEMBER proven it decides every MPI_Iallreduce (every call explores until the budget of 1000
+# explored calls is spent, then takes the default), and on a tracing rank follows its request
+# to the MPI_Wait that completes it (the reward).
+NB_MEMBER = "lib:allreduce:recursive_doubling#nonblocking"
+LEARNING = {"learning (--learn -), no nonblocking member proven": {"COLLTUNE_SELECT": "-"},
+            f"learning, {NB_MEMBER} proven": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof"},
+            f"learning, {NB_MEMBER} proven, tracing": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof",
+                                                       "COLLTUNE_TRACE_DIR": "@traces"}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--calls", type=int, default=20_000)
+    ap.add_argument("--learning", action="store_true",
+                    help=f"also the learning mode's cases (proves {NB_MEMBER}: one selftest launch)")
     args = ap.parse_args()
     lib = mpi.resolve(args.mpi)
     art = build.ensure_built(lib)
@@ -37,7 +49,16 @@ def main() -> None:
         exe = build.compile_program(lib, [HERE / "forms_loop.c"], Path(tmp) / "forms_loop")
         print(f"{lib.name} ({lib.short_version}): instructions per iteration in libcolltune.so "
               f"(rank 0, exclusive, {args.calls} iterations)")
-        for label, extra in CASES.items():
+        cases = dict(CASES)
+        if args.learning:
+            from colltune.measure import proof
+
+            proven = Path(tmp) / "proof.txt"
+            proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(lib, only=[NB_MEMBER])))
+            (Path(tmp) / "traces").mkdir()
+            at = {"@proof": str(proven), "@traces": str(Path(tmp) / "traces")}
+            cases.update({label: {k: at.get(v, v) for k, v in extra.items()} for label, extra in LEARNING.items()})
+        for label, extra in cases.items():
             costs = callgrind(lib, art, exe, args.calls, extra)
             print(f"  {label}: {sum(costs.values()):.1f} in all")
             for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):

@@ -26,6 +26,9 @@ int main(int argc, char **argv)
     MPI_Comm ring;
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
     long calls = argc > 1 ? atol(argv[1]) : 2000;
+    /* a blocking collective first: the learning mode decides a communicator's nonblocking calls
+     * only after its first blocking one (docs/select.md, "Nonblocking calls") */
+    MPI_Barrier(MPI_COMM_WORLD);
     double in = 1.0, out = 0.0, sum = 0.0, nb[2];
     MPI_Request rq;
 #if PERSISTENT

@@ -27,7 +27,7 @@ typedef struct ct_scoll {
 } ct_scoll;
 
 struct ct_select {
-    ct_scoll colls[CT_NUM_COLLECTIVES];
+    ct_scoll colls[CT_SELECT_PORTFOLIOS];
     int nbins[3];
     uint32_t cells;          /* cells of a cube */
     double lo, hi;
@@ -35,7 +35,7 @@ struct ct_select {
     uint64_t budget;
     uint64_t cell_budget;
     uint64_t hash;
-    uint16_t uniform_at[CT_NUM_COLLECTIVES];
+    uint16_t uniform_at[CT_SELECT_PORTFOLIOS];
     double uniform[];        /* prefix sums of unlisted explore, portfolio by portfolio */
 };
 

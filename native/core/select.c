@@ -227,11 +227,35 @@ static int ct_build_block(ct_sparser *ps)
     return 0;
 }
 
+/* The portfolio a block's name stands for: `<collective>` or `<collective>#nonblocking`. */
+static int ct_portfolio_index(char *name)
+{
+    char *form = strchr(name, '#');
+    if (form == NULL)
+        return colltune_collective_index(name);
+    if (strcmp(form, CT_SELECT_FORM_SUFFIX) != 0)
+        return -1;
+    *form = '\0';
+    int coll = colltune_collective_index(name);
+    *form = '#';
+    return coll < 0 ? -1 : CT_SELECT_NONBLOCKING(coll);
+}
+
+/* The collective of portfolio `p`, and the form's suffix of its name ("" for blocking calls). */
+static const char *ct_portfolio_coll(int p, const char **suffix)
+{
+    *suffix = p >= CT_NUM_COLLECTIVES ? CT_SELECT_FORM_SUFFIX : "";
+    return colltune_collective_name(p % CT_NUM_COLLECTIVES);
+}
+
 static int ct_close_block(ct_sparser *ps)
 {
     if (ps->state == CT_S_COLL)
-        return ct_sfail(ps, ps->coll_line, "collective %s has no 'members' line; add 'members M1 "
-                        "M2 ...' right after it", colltune_collective_name(ps->coll));
+    {
+        const char *suffix, *cname = ct_portfolio_coll(ps->coll, &suffix);
+        return ct_sfail(ps, ps->coll_line, "collective %s%s has no 'members' line; add 'members M1 "
+                        "M2 ...' right after it", cname, suffix);
+    }
     return ps->state == CT_S_CELLS ? ct_build_block(ps) : 0;
 }
 
@@ -248,11 +272,12 @@ static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
     if (w[1].n < sizeof name) {
         memcpy(name, w[1].s, w[1].n);
         name[w[1].n] = '\0';
-        coll = colltune_collective_index(name);
+        coll = ct_portfolio_index(name);
     }
     if (coll < 0)
         return ct_sfail(ps, ps->line, "unknown collective '%s'; use a collective of "
-                        "collectives.toml", ct_sq(ps, w[1]));
+                        "collectives.toml, or <collective>" CT_SELECT_FORM_SUFFIX
+                        " for its nonblocking calls", ct_sq(ps, w[1]));
     if (ps->t->colls[coll].listed)
         return ct_sfail(ps, ps->line, "collective %s appears twice; merge its blocks", name);
     ps->t->colls[coll].listed = 1;
@@ -266,21 +291,21 @@ static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
 static int ct_member(ct_sparser *ps, int coll, ct_sword w)
 {
     char name[128];
-    const char *cname = colltune_collective_name(coll);
+    const char *suffix, *cname = ct_portfolio_coll(coll, &suffix);
     if (w.n >= 4 && memcmp(w.s, "lib:", 4) == 0) {
         size_t cn = strlen(cname);
         int shaped = w.n > 5 + cn && memcmp(w.s + 4, cname, cn) == 0 && w.s[4 + cn] == ':'
                      && memchr(w.s + 5 + cn, ':', w.n - 5 - cn) == NULL;
         if (!shaped)
-            return ct_sfail(ps, ps->line, "library member '%s' is not lib:%s:<algorithm>",
-                            ct_sq(ps, w), cname);
+            return ct_sfail(ps, ps->line, "library member '%s' is not lib:%s:<algorithm>%s",
+                            ct_sq(ps, w), cname, suffix);
         int index = ct_select_library_index(coll, w.s, w.n);
         if (index > 0)
             return index;
         const char *note = ct_select_library_note();
-        return ct_sfail(ps, ps->line, "member '%s' of %s is not offered by this MPI library%s%s; "
+        return ct_sfail(ps, ps->line, "member '%s' of %s%s is not offered by this MPI library%s%s; "
                         "write the table for this library with colltune learn table",
-                        ct_sq(ps, w), cname, note[0] ? ": " : "", note);
+                        ct_sq(ps, w), cname, suffix, note[0] ? ": " : "", note);
     }
     if (ct_is(w, "default"))
         return 0;
@@ -290,6 +315,10 @@ static int ct_member(ct_sparser *ps, int coll, ct_sword w)
         name[w.n] = '\0';
         var = colltune_variant_index(name);
     }
+    if (coll >= CT_NUM_COLLECTIVES)
+        return ct_sfail(ps, ps->line, "unknown member '%s' of %s%s; use default or "
+                        "lib:%s:<algorithm>%s (its nonblocking calls have no mock-ups)",
+                        ct_sq(ps, w), cname, suffix, cname, suffix);
     if (var < 0 || colltune_variant_collective(var) != coll)
         return ct_sfail(ps, ps->line, "unknown member '%s' of %s; use default, a mock-up of %s "
                         "or lib:%s:<algorithm>", ct_sq(ps, w), cname, cname, cname);
@@ -359,10 +388,11 @@ static int ct_cell(ct_sparser *ps, const ct_sword *w, int nw)
         return ct_sfail(ps, ps->line, "the weights of a cell are all 0; give at least one "
                         "positive weight");
     uint32_t cell = (uint32_t)((b[0] * (uint64_t)t->nbins[1] + b[1]) * (uint64_t)t->nbins[2] + b[2]);
+    const char *suffix, *cname = ct_portfolio_coll(ps->coll, &suffix);
     if (ps->code[cell] != 0)
-        return ct_sfail(ps, ps->line, "cell %llu %llu %llu of %s appears twice; keep one",
+        return ct_sfail(ps, ps->line, "cell %llu %llu %llu of %s%s appears twice; keep one",
                         (unsigned long long)b[0], (unsigned long long)b[1],
-                        (unsigned long long)b[2], colltune_collective_name(ps->coll));
+                        (unsigned long long)b[2], cname, suffix);
     uint8_t best = ps->port[ct_select_pick_exploit(weights, c->m)];
     if (!explore) {
         ps->code[cell] = (uint8_t)(1u + best);
@@ -436,14 +466,14 @@ static void ct_finish(ct_select *t)
     double ones[CT_SELECT_MAX_MEMBERS];
     for (int i = 0; i < CT_SELECT_MAX_MEMBERS; i++)
         ones[i] = 1.0;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         ct_select_prefix(ones, ct_select_portfolio_size(c), t->lo, t->hi, t->uniform + t->uniform_at[c]);
 }
 
 static size_t ct_uniform_count(void)
 {
     size_t n = 0;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         n += (size_t)ct_select_portfolio_size(c);
     return n;
 }
@@ -462,7 +492,7 @@ static ct_select *ct_new(void)
     t->unlisted = CT_UNLISTED_EXPLORE;
     t->budget = 1000;
     t->cell_budget = 100;
-    for (int c = 0, at = 0; c < CT_NUM_COLLECTIVES; c++) {
+    for (int c = 0, at = 0; c < CT_SELECT_PORTFOLIOS; c++) {
         t->uniform_at[c] = (uint16_t)at;
         at += ct_select_portfolio_size(c);
     }
@@ -536,7 +566,7 @@ void ct_select_free(ct_select *t)
 {
     if (t == NULL)
         return;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         free(t->colls[c].block);
     free(t);
 }
@@ -567,7 +597,7 @@ size_t ct_select_bytes(const ct_select *t)
     if (t == NULL)
         return 0;
     size_t n = sizeof *t + ct_uniform_count() * sizeof(double);
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         n += t->colls[c].block_bytes;
     return n;
 }

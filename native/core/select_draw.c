@@ -74,15 +74,16 @@ int ct_select_pick_exploit(const double *w, int m)
 static struct {
     char name[CT_SELECT_LIB_NAME];
     int id;
-} ct_lib[CT_NUM_COLLECTIVES][CT_SELECT_MAX_LIB];
-static int ct_nlib[CT_NUM_COLLECTIVES];
+} ct_lib[CT_SELECT_PORTFOLIOS][CT_SELECT_MAX_LIB];
+static int ct_nlib[CT_SELECT_PORTFOLIOS];
 static char ct_lib_note[256];
 
+/* Mock-ups of portfolio `coll`: the nonblocking portfolios have none. */
 static int ct_mockups(int coll)
 {
-    static int count[CT_NUM_COLLECTIVES] = {-1};   /* computed once: the catalog is constant */
+    static int count[CT_SELECT_PORTFOLIOS] = {-1};   /* computed once: the catalog is constant */
     if (count[0] < 0) {
-        int n[CT_NUM_COLLECTIVES] = {0};
+        int n[CT_SELECT_PORTFOLIOS] = {0};
         for (int v = 0; v < CT_NUM_VARIANTS; v++)
             n[colltune_variant_collective(v)]++;
         memcpy(count, n, sizeof n);
@@ -92,7 +93,7 @@ static int ct_mockups(int coll)
 
 int ct_select_add_library(int coll, const char *name, int id)
 {
-    if (coll < 0 || coll >= CT_NUM_COLLECTIVES || ct_nlib[coll] == CT_SELECT_MAX_LIB
+    if (coll < 0 || coll >= CT_SELECT_PORTFOLIOS || ct_nlib[coll] == CT_SELECT_MAX_LIB
         || 1 + ct_mockups(coll) + ct_nlib[coll] >= CT_SELECT_MAX_MEMBERS
         || strlen(name) >= CT_SELECT_LIB_NAME)
         return -1;

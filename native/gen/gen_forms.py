@@ -144,7 +144,7 @@ def start_code(fn: Function, names: str) -> list[str]:
         "    } else {",
         f"        rc = P{fn.mpi}({names});",
         "    }",
-        "    if (!ct_watch)",
+        "    if (!(ct_watch & CT_WATCH_SEE))",
         "        return rc;",
     ]
 
@@ -156,7 +156,8 @@ def wrapper(fn: Function) -> list[str]:
     names = ", ".join(n for _, n in pairs)
     comm = "comm" if any(a.role == "comm" for a in fn.coll.args) else "MPI_COMM_NULL"
     request = "request" if fn.form != "blocking" else "NULL"
-    flag = "ct_start_watch" if served_started(fn) else "ct_watch"
+    # counting and profiling only: the learning mode's bit (CT_WATCH_LEARN) is for Wait/Test
+    flag = "ct_start_watch" if served_started(fn) else "(ct_watch & CT_WATCH_SEE)"
     body = [
         f"static __attribute__((noinline)) int ct_watched_{fn.name}({decl(pairs)})",
         "{",

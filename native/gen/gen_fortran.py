@@ -410,7 +410,7 @@ def watched_wrapper(fn: Function) -> list[str]:
         f"static void ct_fw_{name}({params}, const char *symbol, const void *caller)",
         "{",
         *next_lookup(f"ct_fw_{name}"),
-        "    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {",
+        "    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {",
         f"        next({args});",
         "        return;",
         "    }",

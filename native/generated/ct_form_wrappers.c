@@ -171,7 +171,7 @@ static __attribute__((noinline)) int ct_watched_iallgather(const void *sendbuf, 
     } else {
         rc = PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLGATHER, site, comm, -1, t0, NULL);
@@ -206,7 +206,7 @@ static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf
 
 int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -242,7 +242,7 @@ static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendb
     } else {
         rc = PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLGATHER_INIT, site, comm, -1, t0, NULL);
@@ -279,7 +279,7 @@ static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sen
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -314,7 +314,7 @@ static __attribute__((noinline)) int ct_watched_iallreduce(const void *sendbuf, 
     } else {
         rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLREDUCE, site, comm, -1, t0, NULL);
@@ -349,7 +349,7 @@ static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf
 
 int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -385,7 +385,7 @@ static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendb
     } else {
         rc = PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLREDUCE_INIT, site, comm, -1, t0, NULL);
@@ -422,7 +422,7 @@ static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sen
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -457,7 +457,7 @@ static __attribute__((noinline)) int ct_watched_ialltoall(const void *sendbuf, i
     } else {
         rc = PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALL, site, comm, -1, t0, NULL);
@@ -492,7 +492,7 @@ static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf,
 
 int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -528,7 +528,7 @@ static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbu
     } else {
         rc = PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALL_INIT, site, comm, -1, t0, NULL);
@@ -565,7 +565,7 @@ static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *send
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -600,7 +600,7 @@ static __attribute__((noinline)) int ct_watched_ibcast(void *buffer, int count, 
     } else {
         rc = PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IBCAST, site, comm, -1, t0, NULL);
@@ -635,7 +635,7 @@ static __attribute__((noinline)) int ct_watched_ibcast_c(void *buffer, MPI_Count
 
 int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
     return ct_watched_ibcast_c(buffer, count, datatype, root, comm, request);
 }
@@ -671,7 +671,7 @@ static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int cou
     } else {
         rc = PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_BCAST_INIT, site, comm, -1, t0, NULL);
@@ -708,7 +708,7 @@ static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_C
 
 int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
     return ct_watched_bcast_init_c(buffer, count, datatype, root, comm, info, request);
 }
@@ -743,7 +743,7 @@ static __attribute__((noinline)) int ct_watched_igather(const void *sendbuf, int
     } else {
         rc = PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IGATHER, site, comm, -1, t0, NULL);
@@ -778,7 +778,7 @@ static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, M
 
 int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
@@ -814,7 +814,7 @@ static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf,
     } else {
         rc = PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_GATHER_INIT, site, comm, -1, t0, NULL);
@@ -851,7 +851,7 @@ static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbu
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
@@ -886,7 +886,7 @@ static __attribute__((noinline)) int ct_watched_ireduce(const void *sendbuf, voi
     } else {
         rc = PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE, site, comm, -1, t0, NULL);
@@ -921,7 +921,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, v
 
 int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return ct_watched_ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
@@ -957,7 +957,7 @@ static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf,
     } else {
         rc = PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_INIT, site, comm, -1, t0, NULL);
@@ -994,7 +994,7 @@ static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbu
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     return ct_watched_reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
@@ -1029,7 +1029,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void
     } else {
         rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_SCATTER_BLOCK, site, comm, -1, t0, NULL);
@@ -1064,7 +1064,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const vo
 
 int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     return ct_watched_ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
@@ -1100,7 +1100,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const 
     } else {
         rc = PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_SCATTER_BLOCK_INIT, site, comm, -1, t0, NULL);
@@ -1137,7 +1137,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(cons
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
@@ -1172,7 +1172,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *send
     } else {
         rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_SCATTER, site, comm, -1, t0, NULL);
@@ -1207,7 +1207,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_c(const void *se
 
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     return ct_watched_ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
@@ -1243,7 +1243,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *
     } else {
         rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_SCATTER_INIT, site, comm, -1, t0, NULL);
@@ -1280,7 +1280,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init_c(const void
 
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
 }
@@ -1315,7 +1315,7 @@ static __attribute__((noinline)) int ct_watched_iscan(const void *sendbuf, void 
     } else {
         rc = PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCAN, site, comm, -1, t0, NULL);
@@ -1350,7 +1350,7 @@ static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, voi
 
 int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -1386,7 +1386,7 @@ static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, v
     } else {
         rc = PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCAN_INIT, site, comm, -1, t0, NULL);
@@ -1423,7 +1423,7 @@ static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf,
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -1458,7 +1458,7 @@ static __attribute__((noinline)) int ct_watched_iscatter(const void *sendbuf, in
     } else {
         rc = PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCATTER, site, comm, -1, t0, NULL);
@@ -1493,7 +1493,7 @@ static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, 
 
 int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
@@ -1529,7 +1529,7 @@ static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf
     } else {
         rc = PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCATTER_INIT, site, comm, -1, t0, NULL);
@@ -1566,7 +1566,7 @@ static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendb
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
@@ -1591,7 +1591,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *sendbuf
 
 int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     return ct_watched_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
@@ -1626,7 +1626,7 @@ static __attribute__((noinline)) int ct_watched_iallgatherv(const void *sendbuf,
     } else {
         rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLGATHERV, site, comm, -1, t0, NULL);
@@ -1663,7 +1663,7 @@ static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *sendbu
 
 int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
@@ -1699,7 +1699,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *send
     } else {
         rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLGATHERV_INIT, site, comm, -1, t0, NULL);
@@ -1738,7 +1738,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *se
 
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
@@ -1762,7 +1762,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *sendbuf,
 
 int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     return ct_watched_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
@@ -1797,7 +1797,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, 
     } else {
         rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALLV, site, comm, -1, t0, NULL);
@@ -1832,7 +1832,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *sendbuf
 
 int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
@@ -1868,7 +1868,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
     } else {
         rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
@@ -1905,7 +1905,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *sen
 
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
@@ -1929,7 +1929,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *sendbuf,
 
 int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     return ct_watched_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
@@ -1964,7 +1964,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, 
     } else {
         rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALLW, site, comm, -1, t0, NULL);
@@ -1999,7 +1999,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *sendbuf
 
 int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
@@ -2035,7 +2035,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
     } else {
         rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
@@ -2072,7 +2072,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *sen
 
 int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
@@ -2107,7 +2107,7 @@ static __attribute__((noinline)) int ct_watched_ibarrier(MPI_Comm comm, MPI_Requ
     } else {
         rc = PMPI_Ibarrier(comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IBARRIER, site, comm, -1, t0, NULL);
@@ -2154,7 +2154,7 @@ static __attribute__((noinline)) int ct_watched_barrier_init(MPI_Comm comm, MPI_
     } else {
         rc = PMPI_Barrier_init(comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_BARRIER_INIT, site, comm, -1, t0, NULL);
@@ -2202,7 +2202,7 @@ static __attribute__((noinline)) int ct_watched_iexscan(const void *sendbuf, voi
     } else {
         rc = PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IEXSCAN, site, comm, -1, t0, NULL);
@@ -2237,7 +2237,7 @@ static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, v
 
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
@@ -2273,7 +2273,7 @@ static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf,
     } else {
         rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_EXSCAN_INIT, site, comm, -1, t0, NULL);
@@ -2310,7 +2310,7 @@ static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbu
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
@@ -2334,7 +2334,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_c(const void *sendbuf, M
 
 int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     return ct_watched_gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
 }
@@ -2369,7 +2369,7 @@ static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, in
     } else {
         rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IGATHERV, site, comm, -1, t0, NULL);
@@ -2404,7 +2404,7 @@ static __attribute__((noinline)) int ct_watched_igatherv_c(const void *sendbuf, 
 
 int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     return ct_watched_igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
@@ -2440,7 +2440,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
     } else {
         rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, -1, t0, NULL);
@@ -2477,7 +2477,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *sendb
 
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     return ct_watched_gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
 }
@@ -2501,7 +2501,7 @@ static __attribute__((noinline)) int ct_watched_reduce_local_c(const void *inbuf
 
 int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
     return ct_watched_reduce_local_c(inbuf, inoutbuf, count, datatype, op);
 }
@@ -2525,7 +2525,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_c(const void *sendbuf, 
 
 int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_watched_scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
@@ -2560,7 +2560,7 @@ static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, c
     } else {
         rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCATTERV, site, comm, -1, t0, NULL);
@@ -2595,7 +2595,7 @@ static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *sendbuf,
 
 int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
@@ -2631,7 +2631,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
     } else {
         rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     }
-    if (!ct_watch)
+    if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, -1, t0, NULL);
@@ -2668,7 +2668,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *send
 
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
@@ -2691,7 +2691,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather(const void *s
 
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_watched_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -2713,7 +2713,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void 
 
 int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_watched_neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -2736,7 +2736,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *
 
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -2758,7 +2758,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather_c(const void
 
 int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -2782,7 +2782,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const vo
 
 int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -2806,7 +2806,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init_c(const 
 
 int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -2829,7 +2829,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv(const void *
 
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     return ct_watched_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
@@ -2851,7 +2851,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void
 
 int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     return ct_watched_neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
@@ -2874,7 +2874,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void 
 
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
@@ -2896,7 +2896,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv_c(const voi
 
 int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
@@ -2920,7 +2920,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const v
 
 int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
@@ -2944,7 +2944,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init_c(const
 
 int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
@@ -2967,7 +2967,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall(const void *se
 
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_watched_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -2989,7 +2989,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *
 
 int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_watched_neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -3012,7 +3012,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *s
 
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3034,7 +3034,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall_c(const void 
 
 int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3058,7 +3058,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const voi
 
 int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -3082,7 +3082,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init_c(const v
 
 int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
@@ -3105,7 +3105,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *s
 
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     return ct_watched_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
@@ -3127,7 +3127,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void 
 
 int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     return ct_watched_neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
@@ -3150,7 +3150,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *
 
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
@@ -3172,7 +3172,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void
 
 int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
@@ -3196,7 +3196,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const vo
 
 int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
@@ -3220,7 +3220,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const 
 
 int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
@@ -3243,7 +3243,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *s
 
 int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     return ct_watched_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
@@ -3265,7 +3265,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void 
 
 int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     return ct_watched_neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
@@ -3288,7 +3288,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *
 
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
@@ -3310,7 +3310,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void
 
 int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
@@ -3334,7 +3334,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const vo
 
 int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
@@ -3358,7 +3358,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const 
 
 int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!ct_watch))
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }

@@ -1013,7 +1013,7 @@ static void ct_fw_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
         return;
     }
@@ -1076,7 +1076,7 @@ static void ct_fw_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
         return;
     }
@@ -1140,7 +1140,7 @@ static void ct_fw_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
         return;
     }
@@ -1203,7 +1203,7 @@ static void ct_fw_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, 
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
         return;
     }
@@ -1267,7 +1267,7 @@ static void ct_fw_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
         return;
     }
@@ -1330,7 +1330,7 @@ static void ct_fw_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
         return;
     }
@@ -1394,7 +1394,7 @@ static void ct_fw_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(buffer, count, datatype, root, comm, request, ierr);
         return;
     }
@@ -1457,7 +1457,7 @@ static void ct_fw_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, 
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(buffer, count, datatype, root, comm, info, request, ierr);
         return;
     }
@@ -1521,7 +1521,7 @@ static void ct_fw_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
         return;
     }
@@ -1584,7 +1584,7 @@ static void ct_fw_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
         return;
     }
@@ -1648,7 +1648,7 @@ static void ct_fw_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
         return;
     }
@@ -1711,7 +1711,7 @@ static void ct_fw_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
         return;
     }
@@ -1775,7 +1775,7 @@ static void ct_fw_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
         return;
     }
@@ -1838,7 +1838,7 @@ static void ct_fw_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fi
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
         return;
     }
@@ -1902,7 +1902,7 @@ static void ct_fw_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvco
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
         return;
     }
@@ -1965,7 +1965,7 @@ static void ct_fw_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *re
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
         return;
     }
@@ -2029,7 +2029,7 @@ static void ct_fw_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
         return;
     }
@@ -2092,7 +2092,7 @@ static void ct_fw_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
         return;
     }
@@ -2156,7 +2156,7 @@ static void ct_fw_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
         return;
     }
@@ -2219,7 +2219,7 @@ static void ct_fw_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
         return;
     }
@@ -2283,7 +2283,7 @@ static void ct_fw_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
         return;
     }
@@ -2347,7 +2347,7 @@ static void ct_fw_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
         return;
     }
@@ -2412,7 +2412,7 @@ static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
         return;
     }
@@ -2475,7 +2475,7 @@ static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
         return;
     }
@@ -2539,7 +2539,7 @@ static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
         return;
     }
@@ -2600,7 +2600,7 @@ static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
         return;
     }
@@ -2663,7 +2663,7 @@ static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
         return;
     }
@@ -2727,7 +2727,7 @@ static void ct_fw_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, co
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(comm, request, ierr);
         return;
     }
@@ -2790,7 +2790,7 @@ static void ct_fw_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(comm, info, request, ierr);
         return;
     }
@@ -2854,7 +2854,7 @@ static void ct_fw_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
         return;
     }
@@ -2917,7 +2917,7 @@ static void ct_fw_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
         return;
     }
@@ -2981,7 +2981,7 @@ static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
         return;
     }
@@ -3044,7 +3044,7 @@ static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
         return;
     }
@@ -3108,7 +3108,7 @@ static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displ
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
         return;
     }
@@ -3171,7 +3171,7 @@ static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *d
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
         return;
     }
@@ -3235,7 +3235,7 @@ static void ct_fw_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
         return;
     }
@@ -3296,7 +3296,7 @@ static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
         return;
     }
@@ -3359,7 +3359,7 @@ static void ct_fw_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MP
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
         return;
     }
@@ -3423,7 +3423,7 @@ static void ct_fw_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
         return;
     }
@@ -3484,7 +3484,7 @@ static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_F
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
         return;
     }
@@ -3547,7 +3547,7 @@ static void ct_fw_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, M
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
         return;
     }
@@ -3611,7 +3611,7 @@ static void ct_fw_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
         return;
     }
@@ -3672,7 +3672,7 @@ static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
         return;
     }
@@ -3735,7 +3735,7 @@ static void ct_fw_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
         return;
     }
@@ -3799,7 +3799,7 @@ static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fi
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
         return;
     }
@@ -3860,7 +3860,7 @@ static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_F
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
         return;
     }
@@ -3923,7 +3923,7 @@ static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, M
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
         return;
     }
@@ -3987,7 +3987,7 @@ static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Ai
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
         return;
     }
@@ -4048,7 +4048,7 @@ static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_A
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
         return;
     }
@@ -4111,7 +4111,7 @@ static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, M
         }
         next_fn = next;
     }
-    if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
         return;
     }

@@ -34,6 +34,15 @@ uint64_t ct_select_cell_budget(const ct_select *t);
 void ct_select_nbins(const ct_select *t, int nbins[3]);
 size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occupies */
 
+/* Portfolios: one per collective for its blocking calls (index `coll`), one for its nonblocking
+ * calls (CT_SELECT_NONBLOCKING(coll): MPI_I<coll>, `collective <coll>#nonblocking` in a table,
+ * whose members are `default`, the library's MPI_I<coll>, and the library's algorithms of that
+ * form). The macros need ct_catalog.h's CT_NUM_COLLECTIVES where they are used. Every function
+ * below that takes a `coll` takes a portfolio. */
+#define CT_SELECT_PORTFOLIOS (2 * CT_NUM_COLLECTIVES)
+#define CT_SELECT_NONBLOCKING(coll) (CT_NUM_COLLECTIVES + (coll))
+#define CT_SELECT_FORM_SUFFIX "#nonblocking"
+
 /* The runtime portfolio of a collective: index 0 = default (the library), then its mock-ups in
  * catalog order, then the library's own algorithms registered with ct_select_add_library. Member
  * i>0 is ct_select_member_variant(coll, i): a ct_var_id, or the id given at registration. */

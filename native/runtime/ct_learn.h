@@ -67,6 +67,9 @@ static inline int ct_trace_active(void)
  * or the communicator freed (ct_trace_comm_gone). */
 CT_HIDDEN uint16_t ct_trace_slot(ct_comm_state *s, uint32_t size, uint32_t nodes, uint32_t ppn);
 CT_HIDDEN void ct_trace_comm_gone(ct_comm_state *s);
+/* A started call's record (learn.c, ct_learn_started), in call order, its reward still missing:
+ * its index + 1, 0 if not recorded. */
+CT_HIDDEN uint64_t ct_trace_started(const ct_decision *d, uint64_t start, uint64_t end);
 /* MPI_Finalize: write DIR/rank-N.cttrace (and warn about lost records); free everything. */
 CT_HIDDEN void ct_trace_finish(uint64_t seed, uint64_t table_hash);
 CT_HIDDEN void ct_trace_free(void);

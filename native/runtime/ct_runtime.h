@@ -145,6 +145,14 @@ CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
 /* The whole call when the learning mode alone looks at it (no counting): decide, run, trace. */
 CT_HIDDEN int ct_learn_dispatch(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
+/* MPI_I<coll> decided by the learning mode (its nonblocking portfolio), when ct_learn_nonblocking
+ * (set at MPI_Init): started, traced, its request followed on a tracing rank; `d` for counting. */
+extern CT_HIDDEN int ct_learn_nonblocking;
+CT_HIDDEN int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d);
+/* The record (index + 1) of a followed started call completed: `ns` its own time (start and
+ * the Wait/Test calls given it alone), `alone` 0 if a call completed it with other requests or
+ * was given it among others: then it keeps no reward (trace.c). */
+CT_HIDDEN void ct_trace_completed(uint64_t record, uint64_t ns, int alone);
 /* Run the decided call, timed; its record was prepared by ct_learn_decide on this thread. */
 CT_HIDDEN int ct_learn_run_traced(const ct_call *call, ct_decision *d);
 /* Check mode (check.c, COLLTUNE_SELECT_CHECK=1): run the variant and the library, compare. */
@@ -207,6 +215,8 @@ typedef struct ct_proof_need {
 } ct_proof_need;
 #define CT_PROOF_NEED_UNKNOWN {.state = 0}
 CT_HIDDEN int ct_proof_meets_need(int id, const ct_call *call, ct_proof_need *need);
+/* Whether member `id` passed some class of the proof (or all). */
+CT_HIDDEN int ct_proof_some(int id);
 /* Members proven in every class their collective can take: no per-call classification. */
 extern CT_HIDDEN unsigned char ct_proof_full[CT_LIB_BASE + CT_LIB_MAX];
 

@@ -4,9 +4,11 @@
  * the neighborhood collectives; ct_form_wrappers.c) and the requests they make, up to their
  * completion in the Wait/Test family, where the time spent is attributed to the collective.
  *
- * ct_watch is 1 while counting (COLLTUNE_VERBOSE=1) or profiling (COLLTUNE_PROFILE_RUN): the
- * watched wrappers and MPI_Start/Wait/Test... test it and pass straight to PMPI_* when it is 0.
- * Written only inside MPI_Init and MPI_Finalize, like ct_active.
+ * ct_watch has CT_WATCH_SEE while counting (COLLTUNE_VERBOSE=1) or profiling
+ * (COLLTUNE_PROFILE_RUN), CT_WATCH_LEARN while the learning mode follows the requests of the
+ * nonblocking calls it decides on a tracing rank (their reward ends in the Wait/Test that
+ * completes them): the watched wrappers and MPI_Start/Wait/Test... test it and pass straight to
+ * PMPI_* when it is 0. Written only inside MPI_Init and MPI_Finalize, like ct_active.
  */
 #ifndef CT_WATCH_H
 #define CT_WATCH_H
@@ -20,6 +22,7 @@
 #include "ct_runtime.h"
 
 extern CT_HIDDEN unsigned char ct_watch;
+enum { CT_WATCH_SEE = 1, CT_WATCH_LEARN = 2 };
 /* What the nonblocking wrappers of the rows the decision point serves (MPI_I<coll> of a row
  * with dispatch) do besides passing through: CT_START_SEE as ct_watch, CT_START_SERVE where a
  * member of the collective's nonblocking form is forced (modes.c, ct_dispatch_started). One
@@ -83,6 +86,10 @@ struct ct_point;
 CT_HIDDEN void ct_req_add(MPI_Request request, int fn, struct ct_point *point, int persistent,
                           uint64_t start);
 CT_HIDDEN void ct_req_clear(void);   /* MPI_Finalize */
+/* A request of a nonblocking call the learning mode decided, whose trace record (index + 1)
+ * gets its reward at completion: `own_ns` the start's time, to which the Wait/Test calls given
+ * this request alone add theirs (ct_trace_completed). */
+CT_HIDDEN void ct_req_learned(MPI_Request request, int fn, uint64_t record, uint64_t own_ns);
 
 /* The requests a Wait/Test call is given, before it runs: which are followed collective ones. */
 #define CT_REQ_BATCH 64
@@ -92,6 +99,7 @@ typedef struct ct_reqwatch {
     int at[CT_REQ_BATCH];           /* their indices in the caller's array */
     uint64_t key[CT_REQ_BATCH];     /* their handles */
     uint64_t t0, t1;                /* the clock before the call and after it (ct_req_end) */
+    uint64_t ns0;                   /* ct_now() before the call if a learned request is given */
 } ct_reqwatch;
 /* Fills *w from the `count` requests (C handles); returns w->n. */
 CT_HIDDEN int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *requests);

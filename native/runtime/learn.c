@@ -36,6 +36,7 @@
 #include "ct_member.h"
 #include "ct_select.h"
 #include "ct_settings.h"
+#include "ct_watch.h"
 
 static ct_select *ct_table;
 static int ct_unlisted_fixed;   /* the table's unlisted cells never explore */
@@ -44,11 +45,15 @@ static uint64_t ct_seed, ct_budget, ct_cell_budget;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
 static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bin * this + np_cell */
-static const uint8_t *ct_codes[CT_NUM_COLLECTIVES];   /* the table's cubes (ct_select_codes) */
+static const uint8_t *ct_codes[CT_SELECT_PORTFOLIOS];   /* the table's cubes (ct_select_codes) */
 static atomic_uint ct_comms_created;
 static int ct_world_rank;
 
-static int16_t ct_member_variant[CT_NUM_COLLECTIVES][CT_SELECT_MAX_MEMBERS];
+static int16_t ct_member_variant[CT_SELECT_PORTFOLIOS][CT_SELECT_MAX_MEMBERS];
+/* The learning mode decides MPI_I<coll> (ct_learn_started): some nonblocking portfolio the
+ * table may explore or exploit has a library member proven in some class. */
+CT_HIDDEN int ct_learn_nonblocking;
+static int ct_started_fn[CT_NUM_COLLECTIVES];   /* the ct_fn_id of MPI_I<coll> (its int binding) */
 static void **ct_learn_lib_slot(MPI_Comm comm);
 static const char *ct_select_path;
 
@@ -143,6 +148,23 @@ static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extr
     return MPI_SUCCESS;
 }
 
+/* Whether a nonblocking call can ever be served by a member: the table lists its portfolio or
+ * explores unlisted cells, and one of the portfolio's library members passed some class of the
+ * proof (`colltune selftest --nonblocking`). Otherwise MPI_I<coll> keeps its pass-through and
+ * the Wait/Test family its own (nothing to follow). */
+static int ct_decides_nonblocking(void)
+{
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+        int p = CT_SELECT_NONBLOCKING(c);
+        if (ct_codes[p] == NULL && ct_unlisted_fixed)
+            continue;
+        for (int m = 1; m < ct_select_portfolio_size(p); m++)
+            if (ct_proof_some(ct_member_variant[p][m]))
+                return 1;
+    }
+    return 0;
+}
+
 int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, const char *err)
 {
     ct_world_rank = rank;
@@ -177,11 +199,15 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     ct_select_nbins(ct_table, ct_nbins);
     ct_size_stride = (uint32_t)(ct_nbins[1] * ct_nbins[2]);
     ct_unlisted_fixed = ct_select_unlisted_fixed(ct_table);
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         ct_codes[c] = ct_select_codes(ct_table, c);
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
+    ct_learn_nonblocking = ct_decides_nonblocking();
+    for (int fn = 0; fn < CT_NUM_FUNCTIONS; fn++)
+        if (ct_fns[fn].coll >= 0 && ct_fns[fn].form == CT_FORM_NONBLOCKING && !ct_fns[fn].large)
+            ct_started_fn[ct_fns[fn].coll] = fn;
     ct_trace_setup(rank, size, ct_now());
     ct_libalg_slots_from(ct_learn_lib_slot);
     if (ct_checking)
@@ -209,7 +235,7 @@ static uint32_t ct_sat32(uint64_t v)
 /* Collective over `comm`: every rank of it is inside its first intercepted collective. */
 static ct_comm_state *ct_comm_create(MPI_Comm comm)
 {
-    ct_comm_state *s = calloc(1, sizeof *s + (size_t)CT_NUM_COLLECTIVES * (size_t)ct_nbins[0]
+    ct_comm_state *s = calloc(1, sizeof *s + (size_t)CT_SELECT_PORTFOLIOS * (size_t)ct_nbins[0]
                                                  * sizeof s->cell_explored[0]);
     if (s == NULL)
         return NULL;
@@ -241,14 +267,18 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     return s;
 }
 
-/* The cache missed: the attribute, or a new state (the communicator's first collective). */
-static __attribute__((noinline)) ct_comm_state *ct_comm_lookup(MPI_Comm comm, unsigned generation)
+/* The cache missed: the attribute, or a new state (the communicator's first collective; with
+ * `create` 0, NULL instead). */
+static __attribute__((noinline)) ct_comm_state *ct_comm_lookup(MPI_Comm comm, unsigned generation,
+                                                               int create)
 {
     void *value = NULL;
     int found = 0;
     if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
         return NULL;
     ct_comm_state *s = value;
+    if (!found && !create)
+        return NULL;
     if (!found) {
         s = ct_comm_create(comm);
         if (s != NULL && PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
@@ -260,12 +290,17 @@ static __attribute__((noinline)) ct_comm_state *ct_comm_lookup(MPI_Comm comm, un
     return s;
 }
 
-static inline ct_comm_state *ct_comm(MPI_Comm comm)
+static inline ct_comm_state *ct_comm_of(MPI_Comm comm, int create)
 {
     unsigned generation = atomic_load_explicit(&ct_generation, memory_order_acquire);
     if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation))
         return ct_cache.state;
-    return ct_comm_lookup(comm, generation);
+    return ct_comm_lookup(comm, generation, create);
+}
+
+static inline ct_comm_state *ct_comm(MPI_Comm comm)
+{
+    return ct_comm_of(comm, 1);
 }
 
 /* The slot of `comm`'s state for its library members' communicators (libalg_online.c). */
@@ -312,27 +347,30 @@ static inline int ct_settled(ct_comm_state *s, int coll, uint32_t size_bin)
  * that are proven and applicable (the library default always is), with a second uniform number, so that exploration
  * serves proven (member, class) pairs only and spends no budget on refusals. Uniform arguments
  * only, like the first draw: every rank redraws alike. Returns the portfolio index. */
-static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, ct_proof_need *need,
-                                                     uint32_t cell, uint32_t comm_id,
-                                                     uint64_t index)
+static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, int port,
+                                                     ct_proof_need *need, uint32_t cell,
+                                                     uint32_t comm_id, uint64_t index)
 {
     uint64_t usable = 1;   /* index 0: the library's default */
-    int m = ct_select_portfolio_size(call->coll);
+    int m = ct_select_portfolio_size(port);
     for (int i = 1; i < m && i < 64; i++)
-        if (ct_member_usable(ct_member_variant[call->coll][i], call, need))
+        if (ct_member_usable(ct_member_variant[port][i], call, need))
             usable |= (uint64_t)1 << i;
     double u = ct_select_uniform(ct_splitmix64(ct_seed ^ UINT64_C(0x5EED0F4EDBA11)), comm_id,
                                  index);
-    int member = ct_select_redraw(ct_table, call->coll, cell, usable, u);
+    int member = ct_select_redraw(ct_table, port, cell, usable, u);
     return member > 0 ? member : 0;
 }
 
-/* The decision of the learning mode, inlined into both callers: an exploit cell is one load from
- * the cube; explore cells, unlisted cells and the budget are ct_select_pick_cell's. */
-static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const ct_call *call)
+/* The decision of the learning mode, inlined into its callers: an exploit cell is one load from
+ * the cube; explore cells, unlisted cells and the budget are ct_select_pick_cell's. `port`: the
+ * portfolio, the call's collective or (MPI_I<coll>) its nonblocking one; both count on the
+ * communicator's one call counter, as MPI orders both alike on every rank. */
+static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const ct_call *call,
+                                                                         int port)
 {
     ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
-    ct_comm_state *s = ct_comm(call->comm);
+    ct_comm_state *s = ct_comm_of(call->comm, port < CT_NUM_COLLECTIVES);
     if (CT_UNLIKELY(s == NULL || s->inter))
         return d;
     int64_t bytes = ct_learn_bytes(call, s->size);
@@ -342,7 +380,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
     atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
     uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
     uint32_t cell = size_bin * ct_size_stride + s->np_cell;
-    const uint8_t *codes = ct_codes[call->coll];
+    const uint8_t *codes = ct_codes[port];
     unsigned code = codes != NULL ? codes[cell] : 0;
     int member, outcome;
     if (CT_LIKELY(code - 1u < CT_SELECT_CODE_EXPLORE - 1u)) {
@@ -350,10 +388,10 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         outcome = CT_PICK_EXPLOIT;
     } else {
         /* Both counters advance only on explored calls: uniform ones, so in step on every rank. */
-        atomic_uint *in_cell = ct_cell_explored(s, call->coll, size_bin);
+        atomic_uint *in_cell = ct_cell_explored(s, port, size_bin);
         uint64_t explored = atomic_load_explicit(&s->explored, memory_order_relaxed);
         unsigned spent = atomic_load_explicit(in_cell, memory_order_relaxed);
-        member = ct_select_pick_cell(ct_table, call->coll, cell, ct_seed, s->id, index,
+        member = ct_select_pick_cell(ct_table, port, cell, ct_seed, s->id, index,
                                      explored < ct_budget && spent < ct_cell_budget, &outcome);
         if (outcome == CT_PICK_EXPLORE) {
             atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
@@ -363,7 +401,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
     unsigned redrawn = 0;
     if (member > 0) {
-        int id = ct_member_variant[call->coll][member];
+        int id = ct_member_variant[port][member];
         if (CT_UNLIKELY(outcome == CT_PICK_EXPLORE)) {
             /* An explored call is served by a proven member only, so the proof is asked first
              * and answered for the whole redraw at once; its answer stands for the member run. */
@@ -371,8 +409,8 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
             if (!ct_proof_meets_need(id, call, &need)) {
                 redrawn = 0x80u;   /* status bit 7: drawn again */
                 ct_count_redraw(id);   /* cheap enough unconditionally: the redraw is rare */
-                member = ct_learn_redraw(call, &need, cell, s->id, index);
-                id = member > 0 ? ct_member_variant[call->coll][member] : -1;
+                member = ct_learn_redraw(call, port, &need, cell, s->id, index);
+                id = member > 0 ? ct_member_variant[port][member] : -1;
             }
             d.reason = member > 0 ? ct_member_fits(id, call) : COLLTUNE_APPLICABLE;
         } else {
@@ -389,7 +427,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         ct_trace_record *r = &ct_pending;
         r->comm = s->slot;
         r->call_lo = (uint16_t)index;
-        r->collective = (uint8_t)call->coll;
+        r->collective = (uint8_t)port;   /* nonblocking: CT_SELECT_NONBLOCKING(coll) */
         r->member = (uint8_t)(member > 0 ? member : 0);
         r->status = (uint8_t)((unsigned)outcome | redrawn);
         r->msg_bytes = ct_sat32((uint64_t)bytes);
@@ -399,12 +437,45 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
 
 ct_decision ct_learn_decide(const ct_call *call)
 {
-    return ct_learn_choose(call);
+    return ct_learn_choose(call, call->coll);
+}
+
+/* MPI_I<coll> of a row the learning mode decides (modes.c, while ct_learn_nonblocking): a member
+ * of the nonblocking portfolio drawn from the communicator's call counter like a blocking call's,
+ * so every rank draws the same; the algorithm is fixed when the call starts and nothing waits
+ * here. On a tracing rank the call gets its record now, in call order, with the time of the
+ * start; requests.c follows the request and completes the record at its completion
+ * (ct_trace_completed): the reward is the start's time plus that of the Wait/Test calls that
+ * were given this request alone. */
+int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
+{
+    /* A communicator's state is made by its first blocking collective (the ranks agree on its
+     * id and layout there, with blocking calls: inside a start they could deadlock against a
+     * rank that communicates before starting, as MPI allows); until then the library starts
+     * the calls, alike on every rank, since collectives are ordered alike. */
+    ct_comm_state *s = call->comm != MPI_COMM_NULL ? ct_comm_of(call->comm, 0) : NULL;
+    if (s == NULL || s->inter || ct_erroneous_intra(call, s->size, s->rank))
+        return colltune_start_library(call, request);
+    *d = ct_learn_choose(call, CT_SELECT_NONBLOCKING(call->coll));
+    int traced = ct_learn_tracing();
+    uint64_t start = traced ? ct_now() : 0;
+    int rc = MPI_SUCCESS;
+    if (d->variant >= 0)
+        rc = ct_libalg_start(call, d, MPI_INFO_NULL, request);
+    if (d->variant < 0)   /* the library's choice, or no member of this form (ct_libalg_start) */
+        rc = colltune_start_library(call, request);
+    if (traced && d->mode != CT_MODE_NONE) {
+        uint64_t end = ct_now();
+        uint64_t record = ct_trace_started(d, start, end);
+        if (record != 0 && rc == MPI_SUCCESS && *request != MPI_REQUEST_NULL)
+            ct_req_learned(*request, ct_started_fn[call->coll], record, end - start);
+    }
+    return rc;
 }
 
 static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
 {
-    ct_decision d = ct_learn_choose(call);
+    ct_decision d = ct_learn_choose(call, call->coll);
     if (d.mode != CT_MODE_NONE && ct_learn_tracing())
         return ct_learn_run_traced(call, &d);
     if (d.variant >= 0)
@@ -479,6 +550,7 @@ void ct_learn_stop(void)
     ct_table = NULL;
     ct_checking = 0;
     ct_unlisted_fixed = 0;
+    ct_learn_nonblocking = 0;
     memset(ct_codes, 0, sizeof ct_codes);
     ct_libalg_slots_from(NULL);
     if (ct_keyval != MPI_KEYVAL_INVALID)

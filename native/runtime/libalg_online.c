@@ -22,7 +22,8 @@
  *    or, when only COLLTUNE_FORCE names members, in an attribute of its own; freed with the
  *    parent or at MPI_Finalize, and gets MPI_ERRORS_RETURN: a refusal (two_proc on 3 ranks)
  *    falls back like MPICH's.
- *  - The nonblocking form (`lib:<coll>:<alg>#nonblocking`, COLLTUNE_FORCE only: modes.c): both
+ *  - The nonblocking form (`lib:<coll>:<alg>#nonblocking`, COLLTUNE_FORCE and the learning
+ *    mode's nonblocking portfolios: modes.c, learn.c): both
  *    libraries read MPIR_CVAR_I<COLL>_INTRA_ALGORITHM / coll_libnbc_i<coll>_algorithm when
  *    MPI_I<coll> builds its schedule, so it is written before the call and restored after, as
  *    MPICH's blocking variables are; the call's algorithm is fixed when it starts and its
@@ -97,8 +98,9 @@ static int ct_skipped(int coll, const char *name, int value, enum ct_form form)
 }
 
 /* The algorithms of collective `coll`'s variable `index` as members of `form` (the nonblocking
- * and persistent forms share the nonblocking form's variable, opened once). Only the blocking
- * ones go to the selection table's parser: the learning mode serves blocking calls only. */
+ * and persistent forms share the nonblocking form's variable, opened once). The blocking and
+ * nonblocking ones go to the selection table's parser, each to its portfolio; the persistent
+ * ones are forced only. */
 static void ct_register(int coll, int index, enum ct_form form)
 {
     static const char *const suffix[] = {"", "#nonblocking", "#persistent"};
@@ -121,8 +123,12 @@ static void ct_register(int coll, int index, enum ct_form form)
         m->form = form;
         snprintf(m->name, sizeof m->name, "lib:%s:%s%s", colltune_collective_name(coll), names[i],
                  suffix[form]);
-        if (form != CT_FORM_BLOCKING
-            || ct_select_add_library(coll, m->name, CT_LIB_BASE + ct_nmembers) == 0)
+        /* the learning mode's portfolios: blocking calls, MPI_I<coll> (persistent: forced only);
+         * a nonblocking member that finds its portfolio full can still be forced */
+        int port = form == CT_FORM_BLOCKING ? coll : CT_SELECT_NONBLOCKING(coll);
+        int listed = form != CT_FORM_PERSISTENT
+                     && ct_select_add_library(port, m->name, CT_LIB_BASE + ct_nmembers) == 0;
+        if (form != CT_FORM_BLOCKING || listed)
             ct_nmembers++;
     }
 }

@@ -182,8 +182,27 @@ static int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info inf
                                       : colltune_start_library(call, request);
 }
 
+/* Whether the learning mode decides MPI_I<coll>: it decides the blocking calls of the
+ * collective (no force, no profile) and its nonblocking portfolio may serve (learn.c). */
+static int ct_learns_started(int coll)
+{
+    return ct_learn_nonblocking
+           && (ct_route[coll] == CT_ROUTE_LEARN || ct_route[coll] == CT_ROUTE_LEARN_FAST);
+}
+
+/* MPI_I<coll> the learning mode decides; counted under a library member only (the library's
+ * MPI_I<coll> is in the functions section, not among the blocking calls' decisions). */
+static int ct_learned_start(const ct_call *call, MPI_Request *request)
+{
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    int rc = ct_learn_started(call, request, &d);
+    if (ct_counting && d.chosen >= CT_LIB_BASE)
+        ct_count_decision(call->coll, &d);
+    return rc;
+}
+
 /* A nonblocking or persistent call (MPI_I<coll>, MPI_<Coll>_init) of a row whose form has a
- * forced member: the member's algorithm if it may serve the call (applicable, proven for that
+ * forced member, or (MPI_I<coll>) that the learning mode decides: the member's algorithm if it may serve the call (applicable, proven for that
  * form), else the library's. Nothing waits here: the call is only started (or its request
  * initialized), as the application asked. The library's warm-up is not counted: it counts the
  * blocking calls MPICH's node-level layer sees. */
@@ -191,6 +210,8 @@ static int ct_dispatch_form(enum ct_form form, const ct_call *call, MPI_Info inf
                             MPI_Request *request)
 {
     int id = ct_force[form * CT_NUM_COLLECTIVES + call->coll];
+    if (id == CT_FORCE_UNSET && form == CT_FORM_NONBLOCKING && ct_learns_started(call->coll))
+        return ct_learned_start(call, request);
     if (id < CT_LIB_BASE)
         return ct_start_library(form, call, info, request);
     /* counted under the member, apart from the blocking calls (count.c) */
@@ -237,7 +258,7 @@ void ct_modes_install(const int force[CT_FORCE_SLOTS], ct_profile *profile, int 
     }
     ct_prof = profile;
     ct_counting = counting;
-    ct_watch = (unsigned char)counting;   /* the profiling mode sets it too (profrun.c) */
+    ct_watch = counting ? CT_WATCH_SEE : 0;   /* the profiling mode sets it too (profrun.c) */
     if (ct_profile_has_layouts(profile, -1))
         ct_commlayout_start();
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
@@ -257,8 +278,14 @@ void ct_modes_install(const int force[CT_FORCE_SLOTS], ct_profile *profile, int 
 
 void ct_modes_watch_started(void)
 {
-    ct_start_watch = (unsigned char)((ct_watch ? CT_START_SEE : 0)
-                                     | (ct_force_started_any ? CT_START_SERVE : 0));
+    int learns = 0;
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+        learns |= ct_learns_started(c);
+    /* requests followed only where a reward is recorded: the decision needs nothing at the end */
+    if (learns && ct_learn_tracing())
+        ct_watch |= CT_WATCH_LEARN;
+    ct_start_watch = (unsigned char)((ct_watch & CT_WATCH_SEE ? CT_START_SEE : 0)
+                                     | (ct_force_started_any || learns ? CT_START_SERVE : 0));
 }
 
 const char *colltune_route_name(int coll)

@@ -130,7 +130,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     }
     ct_profrun_on = 1;
     ct_p2p_on = 1;
-    ct_watch = 1;   /* the watched functions and their requests (watch.c) */
+    ct_watch |= CT_WATCH_SEE;   /* the watched functions and their requests (watch.c) */
     ct_profrun_polls_start();
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);

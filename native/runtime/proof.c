@@ -175,6 +175,16 @@ static void ct_proof_need_fill(const ct_call *call, ct_proof_need *need)
     need->state = 1;
 }
 
+int ct_proof_some(int id)
+{
+    if (id < 0 || id >= CT_PROOF_IDS)
+        return 0;
+    uint64_t any = ct_proof_full[id];
+    for (int i = 0; i < CT_PROOF_WORDS; i++)
+        any |= ct_passed[id].w[i];
+    return any != 0;
+}
+
 /* Whether the member passed every class the call may be in, and, for a sized class, on a
  * communicator of the call's size. */
 int ct_proof_meets_need(int id, const ct_call *call, ct_proof_need *need)

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "ct_learn.h"
 #include "ct_profrun_impl.h"
 #include "ct_watch.h"
 
@@ -35,6 +36,10 @@ typedef struct ct_req {
     ct_point *point;         /* the profiling mode's point of that call, or NULL */
     uint64_t start;          /* ticks at the start of the current operation */
     uint64_t waited;         /* ticks of Wait/Test shared to it in the current operation */
+    /* learning mode (ct_req_learned): its trace record (index + 1; 0 none), its own ns so far,
+     * and whether a Wait/Test call was given it among other requests (no reward then) */
+    uint64_t record, own_ns;
+    int shared;
 } ct_req;
 
 static ct_req ct_reqs[CT_REQ_SLOTS];
@@ -126,12 +131,19 @@ static void ct_drop(ct_req *r)
     ct_poll_lite_set();
 }
 
-void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, uint64_t start)
+/* Under the lock: `request` followed (a new slot), or NULL when the table is full. */
+static ct_req *ct_follow(MPI_Request request, int fn, ct_point *point, int persistent,
+                         uint64_t start)
 {
     uint64_t key = ct_key(request);
-    ct_lock();
-    ct_req *old = ct_find(key);   /* a handle the library reused after a request we missed */
-    if (old != NULL)
+    ct_req *old = ct_find(key);
+    if (old != NULL && old->record != 0 && old->active && !persistent && old->fn == fn) {
+        /* the same start seen by counting after the learning mode: one request, both records */
+        old->point = point;
+        old->start = start;
+        return old;
+    }
+    if (old != NULL)   /* a handle the library reused after a request we missed */
         ct_drop(old);
     if (atomic_load_explicit(&ct_req_live, memory_order_relaxed) + ct_req_gone < CT_REQ_SLOTS - 1) {
         for (size_t i = ct_hash(key);; i = (i + 1) & (CT_REQ_SLOTS - 1)) {
@@ -140,12 +152,30 @@ void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, ui
                 continue;
             if (r->state == CT_SLOT_GONE)
                 ct_req_gone--;
-            *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0};
+            *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0, 0, 0, 0};
             ct_changed();
             atomic_fetch_add_explicit(&ct_req_live, 1, memory_order_relaxed);
             ct_poll_lite_set();
-            break;
+            return r;
         }
+    }
+    return NULL;
+}
+
+void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, uint64_t start)
+{
+    ct_lock();
+    ct_follow(request, fn, point, persistent, start);
+    ct_unlock();
+}
+
+void ct_req_learned(MPI_Request request, int fn, uint64_t record, uint64_t own_ns)
+{
+    ct_lock();
+    ct_req *r = ct_follow(request, fn, NULL, 0, ct_watch_clock());
+    if (r != NULL) {
+        r->record = record;
+        r->own_ns = own_ns;
     }
     ct_unlock();
 }
@@ -194,6 +224,7 @@ int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *requests)
 {
     w->n = 0;
     w->total = 0;
+    w->ns0 = 0;
     w->t0 = ct_watch_clock();
     if (atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0 || requests == NULL)
         return 0;
@@ -207,9 +238,12 @@ int ct_req_begin(ct_reqwatch *w, int count, const MPI_Request *requests)
             w->at[w->n] = i;
             w->key[w->n] = r->key;
             w->n++;
+            w->ns0 |= r->record != 0;
         }
     }
     ct_unlock();
+    if (w->ns0)   /* the learning mode's reward: the call's own time, read last before it */
+        w->ns0 = ct_now();
     return w->n;
 }
 
@@ -227,16 +261,23 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
     if (w->n == 0)
         return dt;
     uint64_t share = w->total > 0 ? dt / (uint64_t)w->total : 0;
+    uint64_t own_ns = w->ns0 != 0 ? ct_now() - w->ns0 : 0;
     ct_lock();
     for (int k = 0; k < w->n; k++) {
         ct_req *r = ct_find(w->key[k]);
         if (r == NULL || !r->active)
             continue;
         r->waited += share;
+        if (r->record != 0) {   /* the call's own time is this request's only if given it alone */
+            r->own_ns += own_ns;
+            r->shared |= w->total != 1;
+        }
         int i = w->at[k];
         if (!(all || i == index || (list != NULL && ct_listed(i, list, n_list))))
             continue;
         ct_req_count_completion(r->fn);
+        if (r->record != 0)
+            ct_trace_completed(r->record, r->own_ns, !r->shared);
         if (r->point != NULL) {
             atomic_fetch_add_explicit(&r->point->req_done, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&r->point->req_wait_ns, r->waited, memory_order_relaxed);
@@ -591,7 +632,7 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
     ct_lock();
     for (int k = 0; k < w->n; k++) {
         ct_req *r = ct_find(w->key[k]);
-        if (r == NULL || !r->active) {
+        if (r == NULL || !r->active || r->record != 0) {   /* learned: every call's own time */
             ct_unlock();
             return;
         }

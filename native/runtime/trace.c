@@ -18,6 +18,7 @@
 #endif
 #include "ct_tls.h"
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -227,28 +228,25 @@ static __attribute__((noinline)) void ct_trace_close(int why, uint64_t at)
     }
 }
 
-int ct_learn_run_traced(const ct_call *call, ct_decision *d)
+/* The record of the call ct_pending describes, decided as `d`, run from `start` to `end`: its
+ * index + 1 in the buffer, or 0 where the trace is closed or the call is not recorded. */
+static uint64_t ct_trace_put(const ct_decision *d, uint64_t start, uint64_t end)
 {
-    uint64_t start = ct_now();
-    int rc = d->variant < 0 ? colltune_invoke_library(call)
-             : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
-                                                         : ct_run_member(call, d);
-    uint64_t end = ct_now();
     if (ct_trace == NULL || atomic_load_explicit(&ct_stop, memory_order_relaxed) != CT_TRACE_STOP_OPEN)
-        return rc;
+        return 0;
     uint64_t ns = start - ct_t0;
     if (CT_UNLIKELY(ns >= ct_limit_ns)) {
         ct_trace_close(CT_TRACE_STOP_SECONDS, start);
-        return rc;
+        return 0;
     }
     if (CT_UNLIKELY(ct_pending.comm == CT_NO_SLOT)) {
         atomic_fetch_add_explicit(&ct_trace_unslotted, 1, memory_order_relaxed);
-        return rc;
+        return 0;
     }
     uint64_t slot = atomic_fetch_add_explicit(&ct_trace_next, 1, memory_order_relaxed);
     if (CT_UNLIKELY(slot >= ct_trace_cap)) {
         ct_trace_close(CT_TRACE_STOP_RECORDS, start);
-        return rc;
+        return 0;
     }
     ct_trace_record *r = &ct_trace[slot];
     *r = ct_pending;
@@ -262,7 +260,43 @@ int ct_learn_run_traced(const ct_call *call, ct_decision *d)
     ct_comm_state *s = ct_pending_state;
     atomic_store_explicit(&s->recorded, atomic_load_explicit(&s->recorded, memory_order_relaxed) + 1,
                           memory_order_relaxed);
+    return slot + 1;
+}
+
+int ct_learn_run_traced(const ct_call *call, ct_decision *d)
+{
+    uint64_t start = ct_now();
+    int rc = d->variant < 0 ? colltune_invoke_library(call)
+             : ct_checking && d->mode == CT_MODE_EXPLORE ? ct_check_run(call, d)
+                                                         : ct_run_member(call, d);
+    ct_trace_put(d, start, ct_now());
     return rc;
+}
+
+/* A started call's record, in call order like every record; its duration stays NaN (no reward)
+ * until ct_trace_completed gives it one. */
+uint64_t ct_trace_started(const ct_decision *d, uint64_t start, uint64_t end)
+{
+    uint64_t record = ct_trace_put(d, start, end);
+    if (record != 0)
+        ct_trace[record - 1].duration = NAN;
+    return record;
+}
+
+void ct_trace_completed(uint64_t record, uint64_t ns, int alone)
+{
+    if (ct_trace != NULL && record != 0 && record <= ct_trace_cap && alone)
+        ct_trace[record - 1].duration = (float)((double)ns * 1e-9);
+}
+
+/* Records without a reward: started calls completed together with other requests, or never
+ * completed here (freed active, or pending at MPI_Finalize). */
+static uint64_t ct_unrewarded(uint64_t kept)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < kept; i++)
+        n += isnan(ct_trace[i].duration);
+    return n;
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
@@ -312,15 +346,19 @@ static int ct_write_trace(FILE *f, uint64_t seed, uint64_t table_hash, uint64_t 
     ct_put(h + CT_TRACE_H_WALL_S, ct_double_bits(wall), 8);
     ct_put(h + CT_TRACE_H_N_COMMS, ct_ntcomms, 4);
     ct_put(h + CT_TRACE_H_COMM_BYTES, CT_TRACE_COMM_BYTES, 4);
-    ct_put(h + CT_TRACE_H_STOP, (uint64_t)stop, 4);   /* CT_TRACE_H_RESERVED stays 0 */
+    ct_put(h + CT_TRACE_H_STOP, (uint64_t)stop, 4);
+    ct_put(h + CT_TRACE_H_UNREWARDED, ct_unrewarded(kept), 4);
     ct_put(h + CT_TRACE_H_RECORD_LIMIT, ct_trace_cap, 8);
     ct_put(h + CT_TRACE_H_SECONDS_LIMIT,
            ct_double_bits(ct_limit_ns == UINT64_MAX ? 0.0 : ct_limit_s), 8);
     ct_put(h + CT_TRACE_H_STOP_S, ct_double_bits(stopped), 8);
     int bad = fwrite(h, sizeof h, 1, f) != 1;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        fputs(colltune_collective_name(c), f);
-        fputs(" default", f);
+    for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++) {
+        int coll = c % CT_NUM_COLLECTIVES;
+        if (c != coll && !(ct_collectives[coll].forms & CT_ROW_NONBLOCKING))
+            continue;
+        fprintf(f, "%s%s default", colltune_collective_name(coll),
+                c != coll ? CT_SELECT_FORM_SUFFIX : "");
         for (int m = 1; m < ct_select_portfolio_size(c); m++)
             fprintf(f, " %s", ct_select_member_name(c, m));
         fputc('\n', f);

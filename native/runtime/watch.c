@@ -93,6 +93,8 @@ static void ct_fn_count(int fn, int64_t bytes, int started, int completed)
 void ct_fn_seen(int fn, const void *site, MPI_Comm comm, int64_t bytes, uint64_t t0,
                 const MPI_Request *request)
 {
+    if (!(ct_watch & CT_WATCH_SEE))
+        return;   /* only the learning mode follows requests: its own (ct_req_learned) */
     uint64_t t1 = ct_watch_clock();
     int form = ct_fns[fn].form;
     int made = request != NULL && *request != MPI_REQUEST_NULL;

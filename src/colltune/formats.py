@@ -7,9 +7,9 @@ TEXT_MAX_LINE = 1023
 TEXT_MAX_FILE_BYTES = 16777216
 TEXT_SHOW = 40
 
-# Learning-mode traces (colltune.learn.traces), version 3
+# Learning-mode traces (colltune.learn.traces), version 4
 TRACE_MAGIC = b"CTTRACE1"
-TRACE_VERSION = 3
+TRACE_VERSION = 4
 TRACE_TICKS_PER_SECOND = 1048576
 TRACE_HEADER = "<8sIIIIQQQQdIIIIQdd"  # struct format, 104 bytes
 TRACE_HEADER_FIELDS = (
@@ -26,7 +26,7 @@ TRACE_HEADER_FIELDS = (
     "n_comms",
     "comm_bytes",
     "stop",
-    "reserved",
+    "unrewarded",
     "record_limit",
     "seconds_limit",
     "stop_s",

@@ -140,6 +140,16 @@ class SelectionTable:
         return replace(self, collectives=colls, unlisted="library")
 
 
+NONBLOCKING = "nonblocking"  # the call form a table block may name besides the blocking one
+
+
+def portfolio_form(block: str) -> tuple[str, str]:
+    """(collective, form) of a block name: `allreduce` decides MPI_Allreduce, `allreduce#nonblocking`
+    MPI_Iallreduce (docs/select.md, "Nonblocking calls"). The form is returned unchecked."""
+    coll, _, form = block.partition("#")
+    return coll, form or "blocking"
+
+
 def check_members(table: SelectionTable, available: dict[str, Iterable[str]]) -> None:
     """Refuse members the running library does not offer (the runtime's rule, docs/select.md)."""
     for name, block in table.collectives.items():
@@ -292,8 +302,10 @@ class _Parser:
         from colltune import catalog
 
         name = w[1].decode("utf-8", "replace")
-        if name not in catalog.load().collective_names():
-            raise self.fail(f"unknown collective '{_show(w[1])}'; use a collective of collectives.toml")
+        base, form = portfolio_form(name)
+        if base not in catalog.load().collective_names() or form not in (catalog.FORMS[0], NONBLOCKING):
+            raise self.fail(f"unknown collective '{_show(w[1])}'; use a collective of collectives.toml, "
+                            f"or <collective>#{NONBLOCKING} for its nonblocking calls")
         if any(b[0] == name for b in self.blocks):
             raise self.fail(f"collective {name} appears twice; merge its blocks")
         self.blocks.append((name, [], {}))
@@ -306,24 +318,27 @@ class _Parser:
             raise self.fail(f"'members' {where}; give it once, right after 'collective NAME'")
         from colltune import catalog
 
-        coll, members, _ = self.blocks[-1]
+        block, members, _ = self.blocks[-1]
+        coll, form = portfolio_form(block)
+        suffix = "" if form == catalog.FORMS[0] else f"#{form}"
         if not 1 <= len(w) - 1 <= MAX_MEMBERS:
             raise self.fail(f"'members' takes 1 to {MAX_MEMBERS} member names")
-        own = {v.name for v in catalog.load().variants_of(coll)}
+        own = {v.name for v in catalog.load().variants_of(coll)} if not suffix else set()
         for word in w[1:]:
             m = word.decode("utf-8", "replace")
             if m in members:
                 raise self.fail(f"member {m} is listed twice; list each once")
             lib = m.split(":")
             if m.startswith(catalog.LIB_PREFIX):
-                if len(lib) != 3 or lib[1] != coll or not lib[2]:
-                    raise self.fail(f"library member '{_show(word)}' is not lib:{coll}:<algorithm>")
-                if "#" in lib[2]:
+                if len(lib) != 3 or lib[1] != coll or not lib[2].partition("#")[0]:
+                    raise self.fail(f"library member '{_show(word)}' is not lib:{coll}:<algorithm>{suffix}")
+                if catalog.form_of(m) != form:
                     raise self.fail(f"library member '{_show(word)}' is an algorithm of another form; "
-                                    f"members serve the blocking call: lib:{coll}:<algorithm>")
+                                    f"members of {block} serve its {form} calls: lib:{coll}:<algorithm>{suffix}")
             elif m != catalog.DEFAULT and m not in own:
-                raise self.fail(f"unknown member '{_show(word)}' of {coll}; use default, a mock-up of "
-                                f"{coll} or lib:{coll}:<algorithm>")
+                raise self.fail(f"unknown member '{_show(word)}' of {block}; use default, "
+                                + (f"a mock-up of {coll} or " if not suffix else "")
+                                + f"lib:{coll}:<algorithm>{suffix}")
             members.append(m)
         self.state = "cells"
 

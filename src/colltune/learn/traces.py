@@ -5,9 +5,13 @@ it: the same bytes the runtime writes), `ingest` joins a directory's ranks by (c
 call_index) into one row per call (runtime = max over traced ranks of the local duration, the
 seed's metric) and stores them in `trace_runs` / `trace_calls`. The record layout is declared
 once, in native/spec/formats.toml (colltune.formats, RECORD_FIELDS here); the record size is always taken from the header, so a runtime that adds
-fields at the end stays readable. Version 3 files (20-byte records, the communicator facts once per
-communicator, the header saying which bound stopped the trace) are what the runtime writes;
-versions 2 (the same without the bounds) and 1 (32-byte records) are still read.
+fields at the end stays readable. Version 4 files are what the runtime writes: version 3's
+layout (20-byte records, the communicator facts once per communicator, the header saying which
+bound stopped the trace), with records of nonblocking calls (MPI_I<coll>, collective index +
+the number of collectives: `<coll>#nonblocking`) whose duration is their reward or NaN where they
+have none (completed together with other requests: docs/select.md, "Nonblocking calls"), counted
+in the header's `unrewarded`. Versions 3 (no nonblocking records), 2 (no bounds) and 1 (32-byte
+records) are still read.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ class TraceFile:
     record_limit: int | None = None
     seconds_limit: float | None = None
     stop_s: float | None = None
+    # Version 4: records of nonblocking calls without a reward (NaN duration); 0 before.
+    unrewarded: int = 0
 
 
 def _members_text(p: Path, data: bytes, at: int) -> tuple[dict[str, list[str]], int]:
@@ -177,10 +183,10 @@ def read_trace(path: str | Path) -> TraceFile:
     magic, version = data[:8], struct.unpack_from("<I", data, 8)[0]
     if magic != MAGIC:
         raise TraceError(f"{p}: not a colltune trace (magic {magic!r}, expected {MAGIC!r})")
-    if version not in (1, 2, 3):
-        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 to 3; ingest it with "
+    if version not in (1, 2, 3, 4):
+        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 to 4; ingest it with "
                          "the colltune that ran the application")
-    head = {1: HEADER_V1, 2: HEADER_V2, 3: HEADER}[version]
+    head = {1: HEADER_V1, 2: HEADER_V2, 3: HEADER, 4: HEADER}[version]
     if len(data) < head.size:
         raise TraceError(f"{p}: {len(data)} bytes, shorter than the {head.size}-byte header (truncated?)")
     fields = head.unpack_from(data)
@@ -194,11 +200,11 @@ def read_trace(path: str | Path) -> TraceFile:
         records = _decode_v2(p, comms, _records(p, data, at + n_comms * comm_bytes, n, rec_bytes, RECORD_FIELDS))
     if version < 3:
         return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records, stop=None)
-    stop, _, limit, seconds, stop_s = fields[12:17]
+    stop, unrewarded, limit, seconds, stop_s = fields[12:17]
     if stop not in STOPS:
         raise TraceError(f"{p}: stop code {stop} in the header, expected one of {sorted(STOPS)} (corrupt?)")
     return TraceFile(rank, size, seed, thash, overflow, wall, portfolios, records, STOPS[stop], limit, seconds,
-                     stop_s)
+                     stop_s, unrewarded if version >= 4 else 0)
 
 
 def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -221,14 +227,14 @@ def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
 
 
 def write_trace(path: str | Path, trace: TraceFile) -> Path:
-    """The bytes the runtime writes at MPI_Finalize for these calls (version 3 layout; a trace
+    """The bytes the runtime writes at MPI_Finalize for these calls (version 4 layout; a trace
     without stated bounds is written as one that ran open to the end, with no time bound)."""
     comms, rec = encode_records(trace.records)
     text = "".join(f"{c} {' '.join(m)}\n" for c, m in trace.portfolios.items()) + "\n"
     stop = {v: k for k, v in STOPS.items()}[trace.stop or "open"]
     header = HEADER.pack(MAGIC, VERSION, RECORD_BYTES, trace.rank, trace.world_size, trace.seed,
                          trace.table_hash, len(rec), trace.overflow, trace.wall_s, len(comms) // COMM.size,
-                         COMM.size, stop, 0, trace.record_limit if trace.record_limit is not None else len(rec),
+                         COMM.size, stop, int(np.isnan(trace.records["duration"]).sum()), trace.record_limit if trace.record_limit is not None else len(rec),
                          trace.seconds_limit or 0.0, trace.stop_s if trace.stop_s is not None else trace.wall_s)
     p = Path(path)
     p.write_bytes(header + text.encode() + comms + rec.tobytes())
@@ -263,10 +269,10 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
     disagree = int(((g["collective"].nunique() > 1) | (g["member"].nunique() > 1)).sum())
     out = first.reset_index()[["comm_id", "call_index"]].astype("int64")
     coll_idx = first["collective"].to_numpy(int)
-    if (coll_idx >= len(names)).any():
+    if (coll_idx >= 2 * len(names)).any():
         raise TraceError(f"collective index {int(coll_idx.max())} beyond the {len(names)} collectives of this "
                          "colltune's collectives.toml; ingest with the colltune that ran the application")
-    out["collective"] = [names[i] for i in coll_idx]
+    out["collective"] = [portfolio_name(names, i) for i in coll_idx]
     portfolios = traces[0].portfolios
     members = []
     for c, m in zip(out["collective"], first["member"].to_numpy(int), strict=True):
@@ -287,11 +293,20 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
     out["size_bin"] = _bits(out["msg_bytes"].to_numpy())
     out["nodes_bin"] = _bits(out["nodes"].clip(lower=1).to_numpy()) - 1
     out["ppn_bin"] = _bits(out["ppn"].clip(lower=1).to_numpy()) - 1
-    out["runtime_s"] = g["duration"].max().to_numpy("float64")
+    # a call without a reward on some traced rank (a nonblocking one completed with other
+    # requests there) has none: NaN, which training leaves out
+    unrewarded = raw["duration"].isna().groupby([raw["comm_id"], raw["call_index"]], sort=True).any()
+    out["runtime_s"] = g["duration"].max().where(~unrewarded).to_numpy("float64")
     out["ranks_traced"] = g["rank"].nunique().to_numpy("int64")
     out["start_s"] = g["start"].min().to_numpy("float64")
     out["redrawn"] = first["redrawn"].to_numpy(bool)
     return out, disagree
+
+
+def portfolio_name(names: list[str], index: int) -> str:
+    """The portfolio a record's collective index names: a collective of collectives.toml, or
+    (index + the number of collectives, version 4) its nonblocking calls, `<coll>#nonblocking`."""
+    return names[index] if index < len(names) else f"{names[index - len(names)]}#nonblocking"
 
 
 @dataclass
@@ -302,6 +317,9 @@ class IngestResult:
     calls: int
     overflow: int
     disagreements: int
+    # nonblocking calls without a reward (completed with other requests on some traced rank):
+    # explored, left out of training (docs/select.md, "Nonblocking calls")
+    unrewarded: int = 0
 
 
 def ingest(trace_dir: str | Path, db: str | Path | Store, *, command: str = "", batch: int | None = None,
@@ -338,7 +356,10 @@ def ingest(trace_dir: str | Path, db: str | Path | Store, *, command: str = "", 
     finally:
         if not isinstance(db, Store):
             store.close()
-    return IngestResult(run_id, len(traces), int(run["records"]), len(calls), int(run["overflow"]), disagree)
+    unrewarded = int(calls["collective"].str.endswith("#nonblocking").mul(calls["runtime_s"].isna()).sum()) \
+        if not calls.empty else 0
+    return IngestResult(run_id, len(traces), int(run["records"]), len(calls), int(run["overflow"]), disagree,
+                        unrewarded)
 
 
 def _app_name(command: str) -> str:
