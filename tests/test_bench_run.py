@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 from pathlib import Path
 
@@ -364,6 +365,39 @@ def test_launcher_failing_before_the_ranks_start_is_started_again(tmp_path: Path
     monkeypatch.setattr(runner, "_run_launch", always_fails)
     with pytest.raises(BenchError, match="launch 0 \\(2 processes\\) failed, exit code 213: The PMIx server"):
         runner.run(BenchSettings(**SMALL), tmp_path / "c.duckdb", progress=False)  # type: ignore[arg-type]
+
+
+def test_launch_hanging_before_mpi_init_returns_is_started_again(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch whose ranks never reach their launch record (an MPICH rank's garbled PMI-2
+    request under Slurm left the others spinning in MPI_Init: CI, 2026-11-29) is stopped at the
+    start timeout and started again, instead of waiting forever; the run's rows are complete."""
+    db = tmp_path / "b.duckdb"
+    real = launch.popen
+    started: list[list[str]] = []
+
+    def hangs_once(lib, nprocs, argv, rank_env=None, extra_flags=()):  # type: ignore[no-untyped-def]
+        started.append(list(argv))
+        if len(started) == 2:  # launch 1's first attempt: a launcher that never starts the ranks
+            return subprocess.Popen(["sleep", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True)
+        return real(lib, nprocs, argv, rank_env, extra_flags)
+
+    monkeypatch.setattr(launch, "popen", hangs_once)
+    monkeypatch.setattr(runner, "STARTUP_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(runner, "STARTUP_RETRY_PAUSE_S", 0.0)
+    run_id = runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
+    assert len(started) == 4 and started[1] == started[2]  # the same launch, started again
+    _expected_rows(db, run_id)
+
+
+def test_launch_timeouts_follow_the_budgets() -> None:
+    openmpi = mpi.resolve(None)
+    quick = BenchSettings(preset="quick")
+    whole, start = runner.launch_timeouts(quick, openmpi, 32)
+    assert (whole, start) == (60.0 + 10.0 * quick.stop.time_budget_s * 32 + 60.0, 60.0)
+    assert runner.launch_timeouts(BenchSettings(launch_timeout_s=30.0), openmpi, 32) == (30.0, 30.0)
+    assert runner.launch_timeouts(BenchSettings(stop={"time_budget_s": 0.0}), openmpi, 32) == (None, 60.0)
 
 
 @pytest.mark.mpich

@@ -43,20 +43,20 @@ def test_intel_command_line_uses_genv_without_binding_flags() -> None:
 def test_srun_inside_slurm_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
     argv = launch.mpiexec_argv(OMPI, 8, ["./app"], {"LD_PRELOAD": "/c/l.so"})
-    assert argv == ["srun", "-n", "8", "--export=ALL,LD_PRELOAD=/c/l.so", "--mpi=pmix", "./app"]
+    assert argv == ["srun", "-n", "8", "--export=ALL,LD_PRELOAD=/c/l.so", "--kill-on-bad-exit=1", "--mpi=pmix", "./app"]
 
 
 @pytest.mark.parametrize(("lib", "plugin"), [(OMPI, "pmix"), (MPICH, "pmi2"), (INTEL, "pmi2")])
 def test_srun_gets_the_pmi_plugin_of_the_library(monkeypatch: pytest.MonkeyPatch, lib: MpiLibrary,
                                                  plugin: str) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
-    assert launch.mpiexec_argv(lib, 2, ["./app"]) == ["srun", "-n", "2", "--export=ALL", f"--mpi={plugin}", "./app"]
+    assert launch.mpiexec_argv(lib, 2, ["./app"]) == ["srun", "-n", "2", "--export=ALL", "--kill-on-bad-exit=1", f"--mpi={plugin}", "./app"]
 
 
 def test_srun_plugin_chosen_by_the_user_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
     monkeypatch.setenv("COLLTUNE_MPIEXEC_FLAGS", "--mpi=pmi2")
-    assert launch.mpiexec_argv(OMPI, 2, ["./app"]) == ["srun", "-n", "2", "--export=ALL", "--mpi=pmi2", "./app"]
+    assert launch.mpiexec_argv(OMPI, 2, ["./app"]) == ["srun", "-n", "2", "--export=ALL", "--kill-on-bad-exit=1", "--mpi=pmi2", "./app"]
     assert launch.srun_mpi_flags(MPICH, ["--mpi", "pmix", "-n", "2"]) == []
     monkeypatch.setenv("SLURM_MPI_TYPE", "pmix")
     assert launch.srun_mpi_flags(MPICH, ["-n", "2"]) == []

@@ -100,7 +100,7 @@ _BENCH_OPTIONS = [
     click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                  help="tuning profile: adds the variant `tuned` (what the interposer would do)"),
     click.option("--seed", type=int, default=None, help="seed of the randomized order (default 1)"),
-    click.option("--launch-timeout", type=float, default=None, help="seconds before a launch is killed"),
+    click.option("--launch-timeout", type=float, default=None, help="seconds before a launch is killed (default: one whose ranks have not passed MPI_Init after 60 s is started again, up to 3 times; a launch is killed after 10x its jobs' time budgets + 120 s; none under SMPI)"),
     click.option("--allow-oversubscribe", is_flag=True, default=None,
                  help="allow more MPICH ranks than cores (busy-polling makes it slow)"),
 ]

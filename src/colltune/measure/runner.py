@@ -91,16 +91,23 @@ def _stop_process(proc: subprocess.Popen[str]) -> None:
 
 def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str],
                 out_file: Path, timeout: float | None,
-                on_jobs: Callable[[int], None]) -> tuple[int, str]:
-    """Start one launch, report finished jobs as the records stream in; (returncode, stderr)."""
+                on_jobs: Callable[[int], None], startup_timeout: float | None = None) -> tuple[int, str]:
+    """Start one launch, report finished jobs as the records stream in; (returncode, stderr).
+    A launch whose ranks have not all passed MPI_Init (no launch record) after `startup_timeout`
+    seconds is stopped: nothing of it was measured, so the caller may start it again."""
     proc = launch.popen(lib, nprocs, argv, rank_env)
     start = time.monotonic()
     seen, offset, tail = 0, 0, b""
+    ranks_started = False
     exited = _exit_waiter(proc)
     try:
         while proc.poll() is None:
             exited(0.05)  # progress every 50 ms; the launch's end at once (a check is dozens of 0.2 s launches)
             if not out_file.exists():
+                if startup_timeout is not None and time.monotonic() - start > startup_timeout:
+                    _stop_process(proc)
+                    return -1, (f"the ranks did not all pass MPI_Init within {startup_timeout:.0f} s "
+                                f"(a launcher or PMI hang)")
                 continue
             with open(out_file, "rb") as f:  # only what was added since the last look
                 f.seek(offset)
@@ -108,13 +115,19 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
             offset += len(chunk)
             lines = (tail + chunk).split(b"\n")
             tail = lines.pop()
+            ranks_started = ranks_started or any(line.startswith(LAUNCH_RECORD) for line in lines)
             done = seen + sum(line.startswith((b'{"type":"job"', b'{"type":"job_skip"')) for line in lines)
             if done != seen:
                 seen = done
                 on_jobs(done)
-            if timeout is not None and time.monotonic() - start > timeout:
+            elapsed = time.monotonic() - start
+            if timeout is not None and elapsed > timeout:
                 _stop_process(proc)
                 return -1, f"launch timed out after {timeout:.0f} s"
+            if startup_timeout is not None and not ranks_started and elapsed > startup_timeout:
+                _stop_process(proc)
+                return -1, (f"the ranks did not all pass MPI_Init within {startup_timeout:.0f} s "
+                            f"(a launcher or PMI hang)")
     except BaseException:
         _stop_process(proc)
         raise
@@ -148,11 +161,34 @@ def _exit_waiter(proc: subprocess.Popen[str]) -> Callable[[float | None], None]:
 
 STARTUP_ATTEMPTS = 3
 STARTUP_RETRY_PAUSE_S = 1.0
+LAUNCH_RECORD = b'{"type":"launch"'
+# MPI_Init of a few ranks takes 0.1-3 s here, also across Slurm nodes; a launch still short of
+# its launch record after this long hangs in the launcher or PMI (seen: an MPICH rank's garbled
+# PMI-2 request under Slurm, after which the other ranks spin forever) and is started again.
+STARTUP_TIMEOUT_S = 60.0
+# A job stops at its time budget after the repetition under way; a launch taking this many times
+# its jobs' budgets (plus the start allowance) does not end by itself.
+BUDGET_FACTOR = 10.0
 
 
 def _ranks_started(driver_output: str) -> bool:
     """Whether the driver's ranks got as far as their launch record (MPI_Init done)."""
-    return '{"type":"launch"' in driver_output
+    return LAUNCH_RECORD.decode() in driver_output
+
+
+def launch_timeouts(settings: BenchSettings, lib: mpi.MpiLibrary, jobs: int) -> tuple[float | None, float | None]:
+    """(whole launch, start) timeouts in seconds, None: no limit. `--launch-timeout` sets the
+    whole; by default it follows the jobs' time budgets. A simulated launch (SMPI) has none by
+    default: its wall time follows the simulation (thousands of ranks in one process), not the
+    budgets, which are simulated seconds."""
+    if lib.name == "smpi":
+        return settings.launch_timeout_s, None
+    start = STARTUP_TIMEOUT_S if settings.launch_timeout_s is None else min(STARTUP_TIMEOUT_S, settings.launch_timeout_s)
+    if settings.launch_timeout_s is not None:
+        return settings.launch_timeout_s, start
+    budget = settings.stop.time_budget_s
+    whole = STARTUP_TIMEOUT_S + BUDGET_FACTOR * budget * jobs + 60.0 if budget > 0 else None
+    return whole, start
 
 
 def _describe_failure(code: int, stderr: str) -> str:
@@ -384,13 +420,15 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             if bar is not None:
                 bar.update(jobs_task, total=len(plan.jobs), completed=0,
                            description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
+            whole_timeout, start_timeout = launch_timeouts(settings, lib, len(plan.jobs))
             for attempt in range(1, STARTUP_ATTEMPTS + 1):
                 started = _now()
                 out_file.unlink(missing_ok=True)
                 try:
                     code, stderr = _run_launch(
-                        lib, nprocs, argv, rank_env, out_file, settings.launch_timeout_s,
-                        lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None)
+                        lib, nprocs, argv, rank_env, out_file, whole_timeout,
+                        lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None,
+                        start_timeout)
                 except KeyboardInterrupt:
                     writer.add(LaunchData(
                         launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,

@@ -85,7 +85,9 @@ def mpiexec_argv(
                                  [*user_flags, *extra_flags])
     if use_srun():
         exports = ",".join(["ALL", *(f"{k}={v}" for k, v in rank_env.items())])
-        return ["srun", "-n", str(nprocs), f"--export={exports}",
+        # as mpiexec does: a rank that fails ends the step, instead of leaving the others
+        # spinning in a collective (or in MPI_Init) for nobody
+        return ["srun", "-n", str(nprocs), f"--export={exports}", "--kill-on-bad-exit=1",
                 *srun_mpi_flags(lib, [*user_flags, *extra_flags]), *user_flags, *extra_flags, *argv]
     return [
         str(lib.mpiexec),
