@@ -4,12 +4,15 @@ a real run into the database, a killed launch and its resume, MPICH."""
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import click
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
@@ -174,6 +177,26 @@ def test_launch_command_lines(lib: mpi.MpiLibrary, head: list[str]) -> None:
     assert "--ref-time" not in stop
 
 
+def test_launches_are_handed_on_only_where_every_rank_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next launch starts while one ends only when the launcher puts all ranks on this host:
+    the gate and the FIFO are local files."""
+    argv = protocol.driver_argv(BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)
+    assert runner._ranks_on_this_host(OMPI, 4, argv, {}) and runner._ranks_on_this_host(MPICH, 2, argv, {})
+    assert runner._here(4, ((platform.node(), 4),))
+    smpi = mpi.MpiLibrary(name="smpi", family="smpi", version="SimGrid 3.32", mpicc=Path("/s/smpicc"),
+                          mpiexec=Path("/s/smpirun"))
+    assert not runner._ranks_on_this_host(smpi, 4, argv, {})
+    assert not runner._here(4, ((platform.node(), 2), ("other", 2))) and not runner._here(4, None)
+    monkeypatch.setenv("COLLTUNE_MPIEXEC_FLAGS", "--host a:2,b:2")
+    assert not runner._ranks_on_this_host(OMPI, 4, argv, {})
+    monkeypatch.delenv("COLLTUNE_MPIEXEC_FLAGS")
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    assert not runner._ranks_on_this_host(OMPI, 4, argv, {})
+    monkeypatch.delenv("SLURM_JOB_ID")
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
+    assert not runner._ranks_on_this_host(OMPI, 4, argv, {})
+
+
 def test_srun_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
     argv = protocol.driver_argv(BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)
@@ -200,14 +223,43 @@ def _expected_rows(db: Path, run_id: str) -> None:
     assert set(jobs.nrep) == {12} and set(jobs.stop_reason) == {"max_reps"}
 
 
-def test_run_stores_every_repetition(tmp_path: Path) -> None:
+def test_run_stores_every_repetition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also: each launch after the first starts while the one before ends, and its measuring
+    begins only after that launch has exited and its gate was opened (the front end reading the
+    launch before is slowed down, so that ranks passing a closed gate would show)."""
+    opened: dict[str, float] = {}
+    real_open, real_to_launch_data = runner._Handoff.open_gate, runner.to_launch_data
+
+    def recording_open(handoff: runner._Handoff) -> None:
+        if handoff.gate_fd is not None:
+            opened[str(handoff.gate)] = time.time()
+        real_open(handoff)
+
+    def slow_to_launch_data(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        return real_to_launch_data(*args, **kwargs)
+
+    monkeypatch.setattr(runner._Handoff, "open_gate", recording_open)
+    monkeypatch.setattr(runner, "to_launch_data", slow_to_launch_data)
     db = tmp_path / "b.duckdb"
     run_id = runner.run(BenchSettings(**SMALL), db, progress=False)  # type: ignore[arg-type]
     _expected_rows(db, run_id)
     with Store(db, read_only=True) as store:
         info = store.run_info(run_id)
         env = dict(store.environment(run_id).query("launch_idx == 0")[["key", "value"]].values)
+        every = store.environment(run_id)
+        launches = store.launches(run_id)
         variants = store.variants(run_id)
+    fact = {(int(i), k): v for i, k, v in every[["launch_idx", "key", "value"]].itertuples(index=False)}
+    epoch = {c: [(t - pd.Timestamp(0)).total_seconds() for t in launches[c]] for c in ("started", "finished")}
+    assert [fact[i, "started_ahead"] for i in range(3)] == ["false", "true", "true"]
+    assert [k.split("-")[-1] for k in sorted(opened)] == ["1", "2"]
+    for k in (1, 2):
+        before = float(fact[k - 1, "measuring_until"])
+        assert epoch["started"][k] < epoch["finished"][k - 1]  # started while launch k-1 ended
+        gate = next(t for g, t in opened.items() if g.endswith(f"gate-{k}"))
+        assert before <= epoch["finished"][k - 1] <= gate <= float(fact[k, "measuring_from"])
+        assert float(fact[k, "measuring_from"]) < float(fact[k, "measuring_until"])
     assert info["status"] == "complete" and info["mpi_name"] == "openmpi"
     assert env["nodes"] == "1" and env["ranks_per_node"] == "2" and env["mpi_name"] == "openmpi"
     assert "cvar:coll_tuned_use_dynamic_rules" in env

@@ -204,6 +204,8 @@ typedef struct ct_bench_settings {
     uint64_t seed;
     int pingpongs;
     int expect_procs;           /* the world size the launcher was asked for; 0: unchecked */
+    const char *gate_file;      /* waited for before measuring (the launch before still ending) */
+    const char *measured_fifo;  /* told when the measuring is over, so the next launch may start */
     int probe;                  /* one call per variant, print a hash of the result */
 } ct_bench_settings;
 

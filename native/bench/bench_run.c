@@ -8,12 +8,16 @@
  * records, evaluates the stopping rules and broadcasts the decision. Nothing of this bookkeeping
  * falls inside a timed region.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, only for the clock test */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_run.h"
 #include "ct_driver_record.h"
@@ -382,11 +386,58 @@ static int load_profile(run_ctx *ctx)
     return rc;
 }
 
+static double realtime_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The front end starts the next launch while this one's MPI is ending and holds its ranks here,
+ * blocked in the kernel (no polling that would take a core from the ending launch), until that
+ * launch has exited: the locked gate file is released then. Every rank waits, so none measures
+ * early; a rank that cannot open the file (another host) fails the launch instead of measuring
+ * alongside another. */
+static int wait_at_gate(run_ctx *ctx)
+{
+    const char *gate = ctx->st->gate_file;
+    int ok = 1, all;
+    if (gate) {
+        int fd = open(gate, O_RDONLY);
+        int rc = fd < 0 ? -1 : 0;
+        while (rc == 0 && (rc = flock(fd, LOCK_SH)) != 0 && errno == EINTR)
+            rc = 0;
+        if (rc != 0)
+            fprintf(stderr, "colltune-bench: cannot wait at the gate %s: %s (only ranks on the front end's "
+                            "host can)\n", gate, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        ok = rc == 0;
+    }
+    int rc = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
+    return rc != MPI_SUCCESS ? rc : all ? MPI_SUCCESS : MPI_ERR_FILE;
+}
+
+/* One byte down the front end's FIFO: this launch measures no more, the next may start. No
+ * reader (a front end that did not wait) is not an error. */
+static void say_measured(const run_ctx *ctx)
+{
+    if (ctx->rank != 0 || !ctx->st->measured_fifo)
+        return;
+    int fd = open(ctx->st->measured_fifo, O_WRONLY | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    if (write(fd, "m", 1) != 1)
+        fprintf(stderr, "colltune-bench: cannot write %s: %s\n", ctx->st->measured_fifo, strerror(errno));
+    close(fd);
+}
+
 int ct_bench_run(const ct_bench_settings *st, MPI_Comm comm)
 {
     run_ctx *ctx = calloc(1, sizeof *ctx);
     ct_job *jobs = NULL;
     int njobs = 0, rc;
+    double measuring_from = 0.0, measuring_until = 0.0;
     if (!ctx)
         return MPI_ERR_NO_MEM;
     ctx->st = st;
@@ -404,24 +455,32 @@ int ct_bench_run(const ct_bench_settings *st, MPI_Comm comm)
     if (rc == MPI_SUCCESS && !all_opened)
         rc = MPI_ERR_FILE;
     if (rc == MPI_SUCCESS)
-        rc = share_jobs(ctx, &jobs, &njobs);
-    if (rc == MPI_SUCCESS)
         rc = load_profile(ctx);
     if (rc == MPI_SUCCESS)
         rc = launch_lines(ctx);
+    /* The measuring phase: from every rank past the gate to every rank done with the last job. */
+    if (rc == MPI_SUCCESS && (rc = wait_at_gate(ctx)) == MPI_SUCCESS && (rc = PMPI_Barrier(comm)) == MPI_SUCCESS)
+        measuring_from = realtime_now();
+    if (rc == MPI_SUCCESS)
+        rc = share_jobs(ctx, &jobs, &njobs);
     int *order = rc == MPI_SUCCESS ? job_order(st->seed, njobs) : NULL;
     if (rc == MPI_SUCCESS && !order)
         rc = MPI_ERR_NO_MEM;
     for (int j = 0; j < njobs && rc == MPI_SUCCESS; j++)
         rc = run_job(ctx, &jobs[order[j]]);
     free(order);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Barrier(comm)) == MPI_SUCCESS)
+        measuring_until = realtime_now();
     if (ctx->out) {
         if (rc == MPI_SUCCESS)
-            fprintf(ctx->out, "{\"type\":\"end\",\"jobs\":%d}\n", njobs);
+            fprintf(ctx->out, "{\"type\":\"end\",\"jobs\":%d,\"measuring_from\":%.6f,\"measuring_until\":%.6f}\n",
+                    njobs, measuring_from, measuring_until);
         fflush(ctx->out);
         if (ctx->out != stdout)
             fclose(ctx->out);
     }
+    if (rc == MPI_SUCCESS)
+        say_measured(ctx);
     for (int i = 0; i < ctx->nlibalgs; i++)
         ct_libalg_close(&ctx->libalgs[i].alg);
     if (ctx->profile)

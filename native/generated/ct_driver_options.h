@@ -29,6 +29,8 @@ static const ct_driver_option ct_driver_options[] = {
     {"seed", CT_OPT_U64, offsetof(ct_bench_settings, seed), 0, 0, 0.0},
     {"pingpongs", CT_OPT_INT, offsetof(ct_bench_settings, pingpongs), 1, 0, 1.0},
     {"expect-procs", CT_OPT_INT, offsetof(ct_bench_settings, expect_procs), 1, 0, 0.0},
+    {"gate", CT_OPT_PATH, offsetof(ct_bench_settings, gate_file), 0, 0, 0.0},
+    {"measured", CT_OPT_PATH, offsetof(ct_bench_settings, measured_fifo), 0, 0, 0.0},
     {"stop", CT_OPT_METHODS, offsetof(ct_bench_settings, stop.methods), 0, 0, 0.0},
     {"rse", CT_OPT_DOUBLE, offsetof(ct_bench_settings, stop.rse_threshold), 1, 1, 0.0},
     {"cov-mean", CT_OPT_DOUBLE, offsetof(ct_bench_settings, stop.cov_mean_threshold), 1, 1, 0.0},
@@ -57,6 +59,8 @@ static const char ct_driver_usage[] =
     "  --seed                 seed of the randomized order of variants\n"
     "  --pingpongs            ping-pongs per rank to estimate clock offsets (window sync)\n"
     "  --expect-procs         refuse to measure unless MPI_COMM_WORLD has this many processes (0: no check)\n"
+    "  --gate                 before measuring, every rank waits for a shared lock of this file (front end's host only)\n"
+    "  --measured             FIFO rank 0 writes one byte to once the last job is measured\n"
     "  --stop                 stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed\n"
     "  --rse                  RSE threshold: a job stops when the relative standard error of its mean falls below it\n"
     "  --cov-mean             COV-of-means threshold\n"
@@ -83,6 +87,8 @@ static void ct_driver_defaults(ct_bench_settings *st)
     st->seed = 12345ull;
     st->pingpongs = 20;
     st->expect_procs = 0;
+    st->gate_file = NULL;
+    st->measured_fifo = NULL;
     (void)ct_stop_parse_methods("rse", &st->stop.methods);
     st->stop.rse_threshold = 0.025;
     st->stop.cov_mean_threshold = 0.01;

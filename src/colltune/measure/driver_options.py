@@ -155,9 +155,9 @@ LINE_KEYS: dict[str, tuple[str, ...]] = {
         "job", "variant", "nrep", "valid", "stop", "rse", "cov_mean", "cov_median", "nrep_target",
         "window_s", "resyncs", "max_rtt_s",
     ),
-    # the last line of a launch that finished every job
+    # the last line of a launch that finished every job; when its measuring began and ended (UTC epoch seconds)
     "end": (
-        "jobs",
+        "jobs", "measuring_from", "measuring_until",
     ),
 }
 

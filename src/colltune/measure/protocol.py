@@ -42,6 +42,7 @@ class DriverOutput:
     probes: list[dict[str, Any]] = field(default_factory=list)
     records: pd.DataFrame = field(default_factory=pd.DataFrame)
     ended: bool = False
+    end: dict[str, Any] = field(default_factory=dict)
 
 
 
@@ -99,6 +100,7 @@ def read_driver_output(text: str) -> DriverOutput:
             out.probes.append(obj)
         elif kind == "end":
             out.ended = True
+            out.end = obj
     if rec_lines:
         out.records = pd.read_csv(io.StringIO("\n".join(rec_lines)), header=None,
                                   names=list(RECORD_COLUMNS), dtype=RECORD_DTYPES)
@@ -134,6 +136,8 @@ def launch_environment(out: DriverOutput, lib: mpi.MpiLibrary, rank_env: dict[st
     if lib.family == "smpi":  # the simulated machine: what the host names alone do not say
         plat = smpi.platform(os.environ.get(smpi.PLATFORM_VAR), nprocs or 1)
         env.update({"smpi_platform": plat.name, "smpi_config": " ".join(smpi.config_flags({**os.environ, **rank_env}))})
+    # the measuring phase on the host's clock (UTC epoch seconds): comparable across launches
+    env.update({key: f"{out.end[key]:.6f}" for key in ("measuring_from", "measuring_until") if key in out.end})
     env.update({f"cvar:{k}": v for k, v in out.cvars.items()})
     prefixes = ("OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "COLLTUNE_", "UCX_", "FI_")
     for key, value in sorted({**os.environ, **launcher, **rank_env}.items()):

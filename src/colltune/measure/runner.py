@@ -9,8 +9,10 @@ finished launch; `run(..., resume_run_id=...)` measures the missing ones.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import platform
 import select
 import shlex
 import signal
@@ -24,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -38,6 +41,7 @@ from rich.progress import (
 from colltune.measure import confirm, startup
 from colltune.measure.planning import (
     LaunchSpec,
+    Plan,
     Selection,
     adaptive_plan,
     all_variants,
@@ -90,19 +94,33 @@ def _stop_process(proc: subprocess.Popen[str]) -> None:
 
 
 def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str],
-                out_file: Path, timeout: float | None,
-                on_jobs: Callable[[int], None], startup_timeout: float | None = None) -> tuple[int, str]:
-    """Start one launch, report finished jobs as the records stream in; (returncode, stderr).
+                out_file: Path, timeout: float | None, on_jobs: Callable[[int], None],
+                startup_timeout: float | None = None, *,
+                proc: subprocess.Popen[str] | None = None, handoff: _Handoff | None = None,
+                on_measured: Callable[[], None] | None = None) -> tuple[int, str]:
+    """Run one launch (started here, or earlier as `proc` with its ranks held at `handoff`'s gate,
+    opened now) to its exit, reporting finished jobs as the records stream in and calling
+    `on_measured` once its ranks say the measuring is over; (returncode, stderr).
     A launch whose ranks have not all passed MPI_Init (no launch record) after `startup_timeout`
     seconds is stopped: nothing of it was measured, so the caller may start it again."""
-    proc = launch.popen(lib, nprocs, argv, rank_env)
+    proc = proc or launch.popen(lib, nprocs, argv, rank_env)
+    if handoff is not None:
+        handoff.open_gate()
+    measured_fd = handoff.measured_fd if handoff is not None and on_measured is not None else None
     start = time.monotonic()
     seen, offset, tail = 0, 0, b""
     ranks_started = False
     exited = _exit_waiter(proc)
     try:
         while proc.poll() is None:
-            exited(0.05)  # progress every 50 ms; the launch's end at once (a check is dozens of 0.2 s launches)
+            # progress every 50 ms; the launch's end and its measuring's end at once (a check is
+            # dozens of 0.2 s launches)
+            if exited(0.05, measured_fd) and measured_fd is not None:
+                signal_ = _measured_signal(measured_fd)
+                if signal_ is not None:
+                    measured_fd = None  # ready from now on: look no more
+                    if signal_ and on_measured is not None:
+                        on_measured()
             if not out_file.exists():
                 if startup_timeout is not None and time.monotonic() - start > startup_timeout:
                     _stop_process(proc)
@@ -128,6 +146,9 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
                 _stop_process(proc)
                 return -1, (f"the ranks did not all pass MPI_Init within {startup_timeout:.0f} s "
                             f"(a launcher or PMI hang)")
+        # the byte and the exit seen by one look: the exit ended the loop first
+        if measured_fd is not None and _measured_signal(measured_fd) and on_measured is not None:
+            on_measured()
     except BaseException:
         _stop_process(proc)
         raise
@@ -137,24 +158,72 @@ def _run_launch(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dic
     return proc.returncode, stderr
 
 
-def _exit_waiter(proc: subprocess.Popen[str]) -> Callable[[float | None], None]:
-    """wait(seconds) returns when `proc` exits or after `seconds`; wait(None) releases it. Linux:
-    a pidfd wakes on the exit itself; elsewhere a plain sleep (the exit is seen up to `seconds`
-    late: ~25 ms per launch on average, 0.8 s of a quick check's 32 launches)."""
+def _measured_signal(fd: int) -> bool | None:
+    """The measured FIFO once select() called it ready: True, rank 0's byte came; False, a writer
+    left without one (the FIFO stays ready: stop watching it); None, nothing yet."""
     try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        return lambda seconds: time.sleep(seconds) if seconds else None
-    closed = False
+        return bool(os.read(fd, 16))
+    except BlockingIOError:
+        return None
 
-    def wait(seconds: float | None) -> None:
-        nonlocal closed
+
+class _Handoff:
+    """How consecutive launches pass the machine on when all their ranks run on this host
+    (docs/measurement.md, "One launch after another"). Launch k's rank 0 writes a byte to a FIFO
+    once its last job is measured; the front end then starts launch k+1, whose ranks start MPI
+    while launch k's MPI ends and then wait, blocked on a shared lock of a gate file the front end
+    holds exclusively, until launch k has exited and been read. Each launch is still its own
+    mpiexec and MPI_Init (the experimental unit); no two measuring phases overlap."""
+
+    def __init__(self, directory: Path, launch_idx: int, *, gated: bool) -> None:
+        self.gate = directory / f"gate-{launch_idx}" if gated else None
+        self.measured = directory / f"measured-{launch_idx}"
+        self.gate_fd: int | None = None
+        if self.gate is not None:
+            self.gate_fd = os.open(self.gate, os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(self.gate_fd, fcntl.LOCK_EX)
+        if not self.measured.exists():
+            os.mkfifo(self.measured, 0o600)
+        # read end without a writer yet: select() says ready only once rank 0 has written
+        self.measured_fd = os.open(self.measured, os.O_RDONLY | os.O_NONBLOCK)
+
+    def driver_args(self) -> list[str]:
+        gate = ["--gate", str(self.gate)] if self.gate is not None else []
+        return [*gate, "--measured", str(self.measured)]
+
+    def open_gate(self) -> None:
+        if self.gate_fd is not None:
+            os.close(self.gate_fd)  # the lock goes with its last descriptor
+            self.gate_fd = None
+
+    def close(self) -> None:
+        self.open_gate()
+        os.close(self.measured_fd)
+
+
+def _exit_waiter(proc: subprocess.Popen[str]) -> Callable[..., bool]:
+    """wait(seconds, other_fd) returns when `proc` exits, `other_fd` is readable (then True) or
+    after `seconds`; wait(None) releases it. Linux: a pidfd wakes on the exit itself; elsewhere
+    the wait sleeps through (the exit is seen up to `seconds` late: ~25 ms per launch on average,
+    0.8 s of a quick check's 32 launches)."""
+    try:
+        fd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        fd = None
+
+    def wait(seconds: float | None, other_fd: int | None = None) -> bool:
+        nonlocal fd
         if seconds is None:
-            if not closed:
+            if fd is not None:
                 os.close(fd)
-                closed = True
-            return
-        select.select([fd], [], [], seconds)
+                fd = None
+            return False
+        fds = [f for f in (fd, other_fd) if f is not None]
+        if not fds:
+            time.sleep(seconds)
+            return False
+        ready, _, _ = select.select(fds, [], [], seconds)
+        return other_fd is not None and other_fd in ready
 
     return wait
 
@@ -395,6 +464,36 @@ def _run_launches(database: _Database, run_id: str, settings: BenchSettings, lib
         writer.flush()
 
 
+@dataclass
+class _Launch:
+    """A launch ready to start (job file written, command line built), or started ahead (`proc`)."""
+
+    spec: LaunchSpec
+    plan: Plan
+    out_file: Path
+    seed: int
+    argv: list[str]
+    rank_env: dict[str, str]
+    handoff: _Handoff | None
+    proc: subprocess.Popen[str] | None = None
+    started: datetime | None = None
+    text: str | None = None  # its output, read when its ranks said they measured no more
+
+
+def _ranks_on_this_host(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str]) -> bool:
+    """Whether the launcher is asked to start every rank on this host: no srun, no host option,
+    no Slurm allocation, no simulator (the handoff's FIFO and lock are local files)."""
+    if lib.family == "smpi" or launch.use_srun():
+        return False
+    planned = launch.planned_layout(launch.mpiexec_argv(lib, nprocs, argv, rank_env))
+    return planned is not None and planned[1][0] == 1
+
+
+def _here(nprocs: int, layout: confirm.Layout | None) -> bool:
+    """Whether a launch of `nprocs` ranks was seen with all of them on this host."""
+    return layout == ((platform.node(), nprocs),)
+
+
 def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                       artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
                       show: bool, console: Console | None, deadline: float | None) -> int:
@@ -403,80 +502,140 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
     key = algorithm_key(lib)
     layouts: dict[int, confirm.Layout] = {}  # the node layout of each process count's first launch
     fast_start = startup.rank_env(lib, artifacts)  # same components, ~1.1 s less per launch
+    ahead: _Launch | None = None  # the next launch, started while the current one's MPI ends
     with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp, _progress(show, console) as bar:
+        directory = Path(tmp)
+
+        def prepare(spec: LaunchSpec, gated: bool) -> _Launch:
+            plan = plan_jobs(settings, spec.nprocs, key, spec.adjust, spec.only)
+            job_file = directory / f"jobs-{spec.idx}.txt"
+            job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
+            out_file = directory / f"launch-{spec.idx}.out"
+            seed = launch_seed(settings, spec.idx)
+            argv = driver_argv(settings, artifacts, job_file, out_file, seed, spec.nprocs)
+            rank_env = {**fast_start, **spec.rank_env()}
+            handoff = None
+            if _ranks_on_this_host(lib, spec.nprocs, argv, rank_env):
+                handoff = _Handoff(directory, spec.idx, gated=gated)
+                argv += handoff.driver_args()
+            return _Launch(spec, plan, out_file, seed, argv, rank_env, handoff)
+
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
-        for spec in todo:
-            if deadline is not None and time.monotonic() > deadline:
-                break
-            launch_idx, nprocs, repetition = spec.idx, spec.nprocs, spec.repetition
-            plan = plan_jobs(settings, nprocs, key, spec.adjust, spec.only)
-            job_file = Path(tmp) / f"jobs-{launch_idx}.txt"
-            job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
-            out_file = Path(tmp) / f"launch-{launch_idx}.out"
-            seed = launch_seed(settings, launch_idx)
-            argv = driver_argv(settings, artifacts, job_file, out_file, seed, nprocs)
-            rank_env = {**fast_start, **spec.rank_env()}
-            if bar is not None:
-                bar.update(jobs_task, total=len(plan.jobs), completed=0,
-                           description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
-            whole_timeout, start_timeout = launch_timeouts(settings, lib, len(plan.jobs))
-            for attempt in range(1, STARTUP_ATTEMPTS + 1):
-                started = _now()
-                out_file.unlink(missing_ok=True)
-                try:
-                    code, stderr = _run_launch(
-                        lib, nprocs, argv, rank_env, out_file, whole_timeout,
-                        lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None,
-                        start_timeout)
-                except KeyboardInterrupt:
-                    writer.add(LaunchData(
-                        launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
-                        started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
-                    raise
-                finished = _now()
-                text = out_file.read_text(errors="replace") if out_file.exists() else ""
-                if code == 0 or _ranks_started(text) or attempt == STARTUP_ATTEMPTS:
+        try:
+            for i, spec in enumerate(todo):
+                if ahead is None and deadline is not None and time.monotonic() > deadline:
                     break
-                # The launcher failed before any rank ran (e.g. Open MPI: "The PMIx server's
-                # listener thread failed to start"): nothing was measured, so starting the same
-                # launch again changes no result.
-                if console is not None:
-                    console.print(f"[yellow]launch {launch_idx} failed before any rank started "
-                                  f"({_describe_failure(code, stderr).splitlines()[0]}); starting it again[/]",
-                                  highlight=False)
-                time.sleep(STARTUP_RETRY_PAUSE_S)
-            out = read_driver_output(text)
-            refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
-            if refused is not None:
-                writer.flush()
-                _refuse(writer.database, run_id)
-                raise BenchError(
-                    f"launch {launch_idx} ({nprocs} processes) refused, {refused}; nothing of it was stored\n"
-                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}")
-            layouts.setdefault(nprocs, confirm.layout(out))
-            if code != 0 or not out.ended:
-                # Keep the failed launch's trace, not its partial data (it would bias verdicts).
-                message = _describe_failure(code, stderr)
-                writer.add(LaunchData(
-                    launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
-                    started=started, finished=finished, status="failed", message=message))
-                raise BenchError(
-                    f"launch {launch_idx} ({nprocs} processes) failed, {message}\n"
-                    f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
-                    f"finished launches are stored; complete the run with "
-                    f"`colltune bench --db {db_path} --resume {run_id}`")
-            env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
-            if spec.round:
-                env["round"] = str(spec.round)
-            writer.add(to_launch_data(
-                out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
-                finished=finished, sync=settings.sync, environment=env))
-            measured += 1
-            if bar is not None:
-                bar.update(jobs_task, completed=len(plan.jobs))
-                bar.advance(launches_task)
+                current, ahead = ahead or prepare(spec, gated=False), None
+                following = todo[i + 1] if i + 1 < len(todo) else None
+
+                def start_following(current: _Launch = current, following: LaunchSpec | None = following) -> None:
+                    """Launch `current` measures no more: read its output, and start the next
+                    launch, held at its gate, where its ranks are known to run on this host."""
+                    nonlocal ahead
+                    current.text = current.out_file.read_text(errors="replace")
+                    if following is None or (deadline is not None and time.monotonic() > deadline):
+                        return
+                    seen = (confirm.layout(read_driver_output(current.text)) if following.nprocs == current.spec.nprocs
+                            else layouts.get(following.nprocs))
+                    if not _here(following.nprocs, seen):
+                        return
+                    ahead = prepare(following, gated=True)
+                    if ahead.handoff is None:  # a launcher line that may place ranks elsewhere
+                        ahead = None
+                        return
+                    ahead.started = _now()
+                    ahead.proc = launch.popen(lib, following.nprocs, ahead.argv, ahead.rank_env)
+
+                measured += _measure_one(writer, run_id, settings, lib, artifacts, current, total, bar, jobs_task,
+                                         console, layouts, start_following, db_path)
+                if current.handoff is not None:
+                    current.handoff.close()
+                if bar is not None:
+                    bar.update(jobs_task, completed=len(current.plan.jobs))
+                    bar.advance(launches_task)
+        finally:
+            if ahead is not None:
+                if ahead.proc is not None:
+                    _stop_process(ahead.proc)  # held at its gate: nothing of it was measured
+                if ahead.handoff is not None:
+                    ahead.handoff.close()
     return measured
+
+
+def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
+                 artifacts: build.Artifacts, current: _Launch, total: int, bar: Progress | None, jobs_task: Any,
+                 console: Console | None, layouts: dict[int, confirm.Layout], on_measured: Callable[[], None],
+                 db_path: Path) -> int:
+    """Run `current` (started again where its launcher died before any rank ran), store it; 1."""
+    spec, plan = current.spec, current.plan
+    launch_idx, nprocs, repetition, seed = spec.idx, spec.nprocs, spec.repetition, current.seed
+    argv, rank_env, out_file = current.argv, current.rank_env, current.out_file
+    if bar is not None:
+        bar.update(jobs_task, total=len(plan.jobs), completed=0,
+                   description=f"jobs (launch {launch_idx + 1}/{total}, {nprocs} procs)")
+    whole_timeout, start_timeout = launch_timeouts(settings, lib, len(plan.jobs))
+    for attempt in range(1, STARTUP_ATTEMPTS + 1):
+        proc, current.proc = current.proc, None
+        started = current.started if proc is not None and current.started is not None else _now()
+        if proc is None:
+            out_file.unlink(missing_ok=True)
+        try:
+            code, stderr = _run_launch(
+                lib, nprocs, argv, rank_env, out_file, whole_timeout,
+                lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None, start_timeout,
+                proc=proc, handoff=current.handoff, on_measured=on_measured)
+        except KeyboardInterrupt:
+            writer.add(LaunchData(
+                launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+                started=started, finished=_now(), status="interrupted", message="Ctrl-C"))
+            raise
+        finally:
+            if proc is not None and proc.poll() is None:  # a stand-in for _run_launch (tests) left it
+                _stop_process(proc)
+                out_file.unlink(missing_ok=True)  # what it wrote is no attempt's output
+        finished = _now()
+        text = current.text if current.text is not None else (
+            out_file.read_text(errors="replace") if out_file.exists() else "")
+        if code == 0 or _ranks_started(text) or attempt == STARTUP_ATTEMPTS:
+            break
+        # The launcher failed before any rank ran (e.g. Open MPI: "The PMIx server's
+        # listener thread failed to start"): nothing was measured, so starting the same
+        # launch again changes no result.
+        if console is not None:
+            console.print(f"[yellow]launch {launch_idx} failed before any rank started "
+                          f"({_describe_failure(code, stderr).splitlines()[0]}); starting it again[/]",
+                          highlight=False)
+        time.sleep(STARTUP_RETRY_PAUSE_S)
+    out = read_driver_output(text)
+    refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
+    if refused is not None:
+        writer.flush()
+        _refuse(writer.database, run_id)
+        raise BenchError(
+            f"launch {launch_idx} ({nprocs} processes) refused, {refused}; nothing of it was stored\n"
+            f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}")
+    layouts.setdefault(nprocs, confirm.layout(out))
+    if code != 0 or not out.ended:
+        # Keep the failed launch's trace, not its partial data (it would bias verdicts).
+        message = _describe_failure(code, stderr)
+        writer.add(LaunchData(
+            launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
+            started=started, finished=finished, status="failed", message=message))
+        raise BenchError(
+            f"launch {launch_idx} ({nprocs} processes) failed, {message}\n"
+            f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
+            f"finished launches are stored; complete the run with "
+            f"`colltune bench --db {db_path} --resume {run_id}`")
+    env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
+    if current.handoff is not None:
+        env["started_ahead"] = "true" if current.started is not None else "false"
+    if spec.round:
+        env["round"] = str(spec.round)
+    writer.add(to_launch_data(
+        out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
+        finished=finished, sync=settings.sync, environment=env))
+    return 1
 
 
 def extend(settings: BenchSettings, store: Store, run_id: str, only: dict[int, Selection],
