@@ -1,0 +1,119 @@
+"""What the launch handoff saves (issue 36): the time between two launches' measuring phases.
+
+    python benchmarks/reproducibility/handoff.py --pairs 5            # live, alternating
+    python benchmarks/reproducibility/handoff.py --db /tmp/repro.duckdb  # stored checks
+
+Live: PAIRS x (one run of the quick preset's first 8 launches at 4 ranks with the handoff, one
+without it: each launch started only after the one before has exited), alternating, so the
+machine's load hits both alike. Stored: the checks of a batch (benchmarks/reproducibility/
+reproducibility.py) as they ran. Per run: the wall time of the launches (first start to last
+exit), the summed measuring phases (`measuring_from` to `measuring_until` of each launch, the
+driver's barriers included) and the gaps between one launch's measuring and the next one's
+(starting and ending MPI, the front end reading and storing a launch), within a look only (a
+look's judging lies between looks). Medians over runs. Prints the machine's load before and
+after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from colltune.measure import runner
+from colltune.measure.settings import BenchSettings
+
+
+def _phases(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[int, float, float, float, float]]]:
+    """run -> [(look, started, finished, measuring_from, measuring_until)] in launch order (epoch s)."""
+    rows = con.execute(
+        "SELECT l.run_id, coalesce(TRY_CAST(r.value AS INTEGER), 0), epoch(l.started), epoch(l.finished), "
+        "       CAST(f.value AS DOUBLE), CAST(u.value AS DOUBLE) "
+        "FROM launches l "
+        "JOIN environment f ON f.run_id = l.run_id AND f.launch_idx = l.launch_idx AND f.key = 'measuring_from' "
+        "JOIN environment u ON u.run_id = l.run_id AND u.launch_idx = l.launch_idx AND u.key = 'measuring_until' "
+        "LEFT JOIN environment r ON r.run_id = l.run_id AND r.launch_idx = l.launch_idx AND r.key = 'round' "
+        "WHERE l.status = 'ok' ORDER BY l.run_id, l.launch_idx").fetchall()
+    out: dict[str, list[tuple[int, float, float, float, float]]] = {}
+    for run_id, look, started, finished, m_from, m_until in rows:
+        out.setdefault(str(run_id), []).append((int(look), started, finished, m_from, m_until))
+    return out
+
+
+def _summary(launches: list[tuple[int, float, float, float, float]]) -> tuple[float, float, float, int]:
+    """(wall of the launches per look summed, measuring summed, gaps summed, gaps counted)."""
+    wall = measuring = gaps = 0.0
+    count = 0
+    for look in sorted({x[0] for x in launches}):
+        these = [x for x in launches if x[0] == look]
+        wall += these[-1][2] - these[0][1]
+        measuring += sum(x[4] - x[3] for x in these)
+        for before, after in zip(these, these[1:]):
+            gaps += after[3] - before[4]
+            count += 1
+    return wall, measuring, gaps, count
+
+
+def _print(label: str, runs: list[tuple[float, float, float, int]]) -> None:
+    med = [statistics.median(r[i] for r in runs) for i in range(3)]
+    per_gap = statistics.median(r[2] / r[3] for r in runs if r[3])
+    print(f"{label:>12} {len(runs):>4} {med[0]:>8.2f} {med[1]:>11.2f} {med[2]:>8.2f} {per_gap:>9.3f}")
+
+
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def live(pairs: int, launches: int) -> None:
+    settings = BenchSettings.from_preset("quick", nprocs=[4], launches=launches,
+                                         stop={"max_reps": 40, "time_budget_s": 0.1})
+    results: dict[str, list[tuple[float, float, float, int]]] = {"handoff": [], "sequential": []}
+    real_here = runner._here
+    print("load before", _load())
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(pairs):
+            for mode in ("handoff", "sequential") if i % 2 == 0 else ("sequential", "handoff"):
+                runner._here = real_here if mode == "handoff" else (lambda nprocs, layout: False)  # type: ignore[assignment]
+                db = Path(tmp) / f"{mode}-{i}.duckdb"
+                runner.run(settings, db, progress=False)
+                with duckdb.connect(str(db), read_only=True) as con:
+                    for launches_of_run in _phases(con).values():
+                        results[mode].append(_summary(launches_of_run))
+        runner._here = real_here  # type: ignore[assignment]
+    print("load after ", _load())
+    _header()
+    for mode, runs in results.items():
+        _print(mode, runs)
+
+
+def _header() -> None:
+    print(f"{'':>12} {'runs':>4} {'wall s':>8} {'measuring s':>11} {'gaps s':>8} {'per gap s':>9}")
+
+
+def stored(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        runs = [_summary(v) for v in _phases(con).values()]
+    _header()
+    _print(db.stem, runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=0, help="live: runs with and without the handoff, alternating")
+    ap.add_argument("--launches", type=int, default=8, help="live: launches per run")
+    ap.add_argument("--db", type=Path, action="append", default=[], help="stored checks (repeatable)")
+    args = ap.parse_args()
+    started = time.monotonic()
+    if args.pairs:
+        live(args.pairs, args.launches)
+    for db in args.db:
+        stored(db)
+    print(f"({time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
