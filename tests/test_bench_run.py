@@ -197,6 +197,22 @@ def test_launches_are_handed_on_only_where_every_rank_runs_here(monkeypatch: pyt
     assert not runner._ranks_on_this_host(OMPI, 4, argv, {})
 
 
+def test_a_launch_started_ahead_for_another_is_stopped_at_its_gate(tmp_path: Path) -> None:
+    """A check starts a round's likely first launch while the look before ends; when the round
+    starts with another launch (or none), that one is stopped, never released."""
+    with runner.Session() as session:
+        predicted = planning.LaunchSpec(8, 4, 8, round=1)
+        handoff = runner._Handoff(session.directory, 8, gated=True)
+        proc = subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        session.ahead = runner._Launch(predicted, None, tmp_path / "o", 1, ["x"], {}, handoff, proc)
+        assert session.adopt(planning.LaunchSpec(8, 2, 8, round=1), {}) is None  # 2 processes first
+        assert proc.poll() is not None and handoff.gate_fd is None and session.ahead is None
+        session.ahead = runner._Launch(predicted, None, tmp_path / "o", 1, ["x"], {}, None)
+        adopted = session.adopt(wanted := planning.LaunchSpec(8, 4, 8, only=frozenset({("bcast", 8, "default")}), round=1), {})
+        assert adopted is not None and adopted.spec == wanted
+
+
 def test_srun_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLTUNE_LAUNCHER", "srun")
     argv = protocol.driver_argv(BenchSettings(), ART, Path("/t/j"), Path("/t/o"), 1)

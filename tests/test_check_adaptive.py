@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from colltune.measure.settings import BenchSettings
@@ -44,6 +45,11 @@ def test_a_round_measures_the_whole_jobs_of_the_open_comparisons(tmp_path: Path)
         measured = store.measurements(run_id)
     assert launches["launch_idx"].tolist() == [0, 1, 2] and launches["repetition"].tolist() == [0, 1, 2]
     assert env[(env["key"] == "round")][["launch_idx", "value"]].values.tolist() == [[2, "1"]]
+    # the round's launch started while launch 1 ended, before the look chose its jobs; it measured
+    # only after launch 1 had exited (and the look was judged)
+    fact = {(int(i), k): v for i, k, v in env[["launch_idx", "key", "value"]].itertuples(index=False)}
+    started, finished = ([(t - pd.Timestamp(0)).total_seconds() for t in launches[c]] for c in ("started", "finished"))
+    assert fact[2, "started_ahead"] == "true" and started[2] < finished[1] < float(fact[2, "measuring_from"])
     assert sorted(set(measured[measured["launch_idx"] == 2]["variant"])) == [
         "bcast_as_allgatherv", "bcast_as_scatter_allgather", "default", "default#aa"]
     v = result.verdicts.set_index("variant")

@@ -7,17 +7,20 @@ store and opens none itself), and the report once."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import traceback
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from check_synth import Truth, simulate, write_db
 from click.testing import CliRunner
 
 from colltune.cli import main
 from colltune.store import Store
+from colltune.verify import check
 
 RUNNER = os.path.join("colltune", "measure", "runner.py")
 
@@ -68,3 +71,24 @@ def test_measuring_check_opens_the_store_once_for_its_launches_and_rounds_and_on
         (run_id,) = store.runs()["run_id"]
         assert store.launches(run_id)["launch_idx"].tolist() == [0, 1, 2]
         assert len(store.derived("verdicts", run_id)) > 0
+
+
+def test_a_later_look_reads_only_the_new_launches_and_judges_the_same(tmp_path: Path) -> None:
+    """The looks of a check keep the measurements read before and read the later launches only,
+    and only the columns judging needs: the same rows, in the same order, as one full read."""
+    db = write_db(tmp_path / "c.duckdb", simulate(
+        Truth(factors={("bcast", "bcast_as_scatter_allgather"): 0.6}),
+        {"bcast": ["default", "default#aa", "bcast_as_scatter_allgather"]}, [8, 1024], seed=12))
+    with Store(db, read_only=True) as store:
+        full = check.run_of(store)
+        first = int(full.measurements["launch_idx"].min())
+        earlier = dataclasses.replace(
+            full, measurements=full.measurements[full.measurements["launch_idx"] <= first + 3].reset_index(drop=True))
+        later = check.run_of(store, None, earlier)
+        every_column = store.run_rows(full.run_id).measurements
+    assert 0 < len(earlier.measurements) < len(full.measurements)
+    pd.testing.assert_frame_equal(later.measurements, full.measurements)
+    pd.testing.assert_frame_equal(full.measurements, every_column[list(check.JUDGED_COLUMNS)].reset_index(drop=True))
+    settings = check.CheckSettings()
+    pd.testing.assert_frame_equal(check.judge(later, settings).verdicts.drop(columns="judged_at"),
+                                  check.judge(full, settings).verdicts.drop(columns="judged_at"))

@@ -286,7 +286,7 @@ class _Database:
 
 def run(settings: BenchSettings, db: str | Path | Store, *, resume_run_id: str | None = None,
         progress: bool = True, console: Console | None = None, command: str | None = None,
-        kind: str = "bench") -> str:
+        kind: str = "bench", session: Session | None = None) -> str:
     """Measure everything `settings` asks for into `db` (a path, or a store held open: see
     _Database); returns the run id.
 
@@ -298,11 +298,11 @@ def run(settings: BenchSettings, db: str | Path | Store, *, resume_run_id: str |
     database = _Database(db if isinstance(db, Store) else writable_file(db, "results database"))
     with RunLock(database.path, resume_run_id or new_run_id()) as lock:
         return _run_locked(settings, database, lock.run_id, resume_run_id is not None, progress=progress,
-                           console=console, command=command, kind=kind)
+                           console=console, command=command, kind=kind, session=session)
 
 
 def _run_locked(settings: BenchSettings, database: _Database, run_id: str, resume: bool, *, progress: bool,
-                console: Console | None, command: str | None, kind: str) -> str:
+                console: Console | None, command: str | None, kind: str, session: Session | None) -> str:
     resume_run_id = run_id if resume else None
     with database.open() as store:
         if resume_run_id is not None:
@@ -331,8 +331,11 @@ def _run_locked(settings: BenchSettings, database: _Database, run_id: str, resum
             for note in sorted(set(plan_jobs(settings, n, key).left_out)):
                 console.print(f"[yellow]left out at {n} processes:[/] {note}")
     try:
+        if session is not None and settings.rounds > 0 and specs:  # round 1 follows: its likely first launch
+            session.next = LaunchSpec(max(s.idx for s in specs) + 1, min(settings.nprocs),
+                                      max(s.repetition for s in specs) + 1, round=1, library=key)
         _run_launches(database, run_id, settings, lib, artifacts, todo, len(specs), len(done),
-                      progress, console)
+                      progress, console, session=session)
     except BaseException:
         with database.open() as store:
             store.set_run_status(run_id, "interrupted")
@@ -453,15 +456,19 @@ def _refuse(database: _Database, run_id: str) -> None:
 
 def _run_launches(database: _Database, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                   artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
-                  show: bool, console: Console | None, deadline: float | None = None) -> int:
+                  show: bool, console: Console | None, deadline: float | None = None,
+                  session: Session | None = None) -> int:
     """Measure `todo` in order, none started after `deadline` (time.monotonic()); the number measured."""
     writer = _LaunchWriter(database, run_id)
+    own = Session() if session is None else None
     try:
         with _sigterm_interrupts():
             return _measure_launches(writer, run_id, settings, lib, artifacts, todo, total, already, show,
-                                     console, deadline)
+                                     console, deadline, session or own)  # type: ignore[arg-type]
     finally:
         writer.flush()
+        if own is not None:
+            own.close()
 
 
 @dataclass
@@ -469,7 +476,7 @@ class _Launch:
     """A launch ready to start (job file written, command line built), or started ahead (`proc`)."""
 
     spec: LaunchSpec
-    plan: Plan
+    plan: Plan | None  # None: started ahead of the call that names its jobs
     out_file: Path
     seed: int
     argv: list[str]
@@ -496,20 +503,22 @@ def _here(nprocs: int, layout: confirm.Layout | None) -> bool:
 
 def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                       artifacts: build.Artifacts, todo: list[LaunchSpec], total: int, already: int,
-                      show: bool, console: Console | None, deadline: float | None) -> int:
+                      show: bool, console: Console | None, deadline: float | None, session: Session) -> int:
     db_path = writer.database.path
     measured = 0
     key = algorithm_key(lib)
-    layouts: dict[int, confirm.Layout] = {}  # the node layout of each process count's first launch
+    layouts = session.layouts  # the node layout of each process count's first launch
     fast_start = startup.rank_env(lib, artifacts)  # same components, ~1.1 s less per launch
-    ahead: _Launch | None = None  # the next launch, started while the current one's MPI ends
-    with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp, _progress(show, console) as bar:
-        directory = Path(tmp)
+    directory = session.directory
+    with _progress(show, console) as bar:
+
+        def write_jobs(launch_: _Launch) -> None:
+            spec = launch_.spec
+            launch_.plan = plan_jobs(settings, spec.nprocs, key, spec.adjust, spec.only)
+            (directory / f"jobs-{spec.idx}.txt").write_text("".join(j.line() + "\n" for j in launch_.plan.jobs))
 
         def prepare(spec: LaunchSpec, gated: bool) -> _Launch:
-            plan = plan_jobs(settings, spec.nprocs, key, spec.adjust, spec.only)
             job_file = directory / f"jobs-{spec.idx}.txt"
-            job_file.write_text("".join(j.line() + "\n" for j in plan.jobs))
             out_file = directory / f"launch-{spec.idx}.out"
             seed = launch_seed(settings, spec.idx)
             argv = driver_argv(settings, artifacts, job_file, out_file, seed, spec.nprocs)
@@ -518,7 +527,14 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             if _ranks_on_this_host(lib, spec.nprocs, argv, rank_env):
                 handoff = _Handoff(directory, spec.idx, gated=gated)
                 argv += handoff.driver_args()
-            return _Launch(spec, plan, out_file, seed, argv, rank_env, handoff)
+            launch_ = _Launch(spec, None, out_file, seed, argv, rank_env, handoff)
+            if spec.only is not None or spec.round == 0:  # its jobs are known
+                write_jobs(launch_)
+            return launch_
+
+        ahead = session.adopt(todo[0] if todo else None, {**fast_start, **(todo[0].rank_env() if todo else {})})
+        if ahead is not None:
+            write_jobs(ahead)  # its ranks read the job file past their gate
 
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
@@ -527,7 +543,7 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                 if ahead is None and deadline is not None and time.monotonic() > deadline:
                     break
                 current, ahead = ahead or prepare(spec, gated=False), None
-                following = todo[i + 1] if i + 1 < len(todo) else None
+                following = todo[i + 1] if i + 1 < len(todo) else session.next
 
                 def start_following(current: _Launch = current, following: LaunchSpec | None = following) -> None:
                     """Launch `current` measures no more: read its output, and start the next
@@ -552,15 +568,62 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                 if current.handoff is not None:
                     current.handoff.close()
                 if bar is not None:
-                    bar.update(jobs_task, completed=len(current.plan.jobs))
+                    bar.update(jobs_task, completed=len(current.plan.jobs) if current.plan else 0)
                     bar.advance(launches_task)
+            else:  # every launch measured: one started ahead for the next call waits there
+                session.ahead, ahead = ahead, None
         finally:
-            if ahead is not None:
-                if ahead.proc is not None:
-                    _stop_process(ahead.proc)  # held at its gate: nothing of it was measured
-                if ahead.handoff is not None:
-                    ahead.handoff.close()
+            session.next = None
+            _discard(ahead)
     return measured
+
+
+def _discard(ahead: _Launch | None) -> None:
+    """A launch started ahead that will not measure: stopped at its gate, nothing of it measured."""
+    if ahead is None:
+        return
+    if ahead.proc is not None:
+        _stop_process(ahead.proc)
+    if ahead.handoff is not None:
+        ahead.handoff.close()
+
+
+class Session:
+    """The launches of one command measured in several calls of the runner (a check's first
+    launches, then its rounds): one directory, and the launch after one call's last started
+    while that one ends (docs/measurement.md, the handoff), its jobs written when the next call
+    names them (the driver reads its job file past the gate). `next`: the launch the next call
+    will most likely start with, set by the caller; a call that starts otherwise stops it."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="colltune-bench-")
+        self.directory = Path(self._tmp.name)
+        self.next: LaunchSpec | None = None
+        self.ahead: _Launch | None = None
+        self.layouts: dict[int, confirm.Layout] = {}
+
+    def adopt(self, spec: LaunchSpec | None, rank_env: dict[str, str]) -> _Launch | None:
+        """The launch started ahead if it is `spec`'s (same index, process count, settings), else None."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
+            return None
+        if spec is not None and (ahead.spec.idx, ahead.spec.nprocs, ahead.spec.adjust, ahead.rank_env) \
+                == (spec.idx, spec.nprocs, spec.adjust, rank_env):
+            ahead.spec = spec
+            return ahead
+        _discard(ahead)
+        return None
+
+    def close(self) -> None:
+        _discard(self.ahead)
+        self.ahead = None
+        self._tmp.cleanup()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
@@ -569,6 +632,7 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
                  db_path: Path) -> int:
     """Run `current` (started again where its launcher died before any rank ran), store it; 1."""
     spec, plan = current.spec, current.plan
+    assert plan is not None  # written when the launch was prepared or adopted
     launch_idx, nprocs, repetition, seed = spec.idx, spec.nprocs, spec.repetition, current.seed
     argv, rank_env, out_file = current.argv, current.rank_env, current.out_file
     if bar is not None:
@@ -639,7 +703,8 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
 
 
 def extend(settings: BenchSettings, store: Store, run_id: str, only: dict[int, Selection],
-           launches: int, round_: int, after: tuple[int, int], deadline: float | None = None) -> int:
+           launches: int, round_: int, after: tuple[int, int], deadline: float | None = None,
+           session: Session | None = None) -> int:
     """One adaptive round of `colltune check` on its open store: up to `launches` more launches
     per process count of a measured run, each measuring only `only`'s (collective, size,
     variant), numbered after the run's stored launches (`after`: their largest launch index and
@@ -647,10 +712,14 @@ def extend(settings: BenchSettings, store: Store, run_id: str, only: dict[int, S
     launches measured."""
     lib = validate(settings)
     artifacts = build.ensure_built(lib)
-    specs = adaptive_plan(settings, algorithm_key(lib), only, launches, after[0] + 1, after[1] + 1, round_)
+    key = algorithm_key(lib)
+    specs = adaptive_plan(settings, key, only, launches, after[0] + 1, after[1] + 1, round_)
+    if session is not None and round_ < settings.rounds and specs:  # the next round's likely first launch
+        session.next = LaunchSpec(specs[-1].idx + 1, min(settings.nprocs), max(s.repetition for s in specs) + 1,
+                                  round=round_ + 1, library=key)
     with RunLock(store.path, run_id):
         return _run_launches(_Database(store), run_id, settings, lib, artifacts, specs, len(specs), 0, False, None,
-                             deadline)
+                             deadline, session)
 
 
 # ---------------------------------------------------------------------------------------------

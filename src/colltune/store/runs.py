@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -171,8 +171,11 @@ class Runs(Tables):
                                params).fetchone()
         return None if row is None else str(row[0])
 
-    def run_rows(self, run_id: str | None = None) -> StoredRun:
-        """One run (the latest with measurements if run_id is None), as its judges read it."""
+    def run_rows(self, run_id: str | None = None, *, only: Sequence[str] | None = None,
+                 after_launch: int | None = None) -> StoredRun:
+        """One run (the latest with measurements if run_id is None), as its judges read it: of
+        the measurements only the columns `only` names (all: None), of launches after
+        `after_launch` (a judge that holds the earlier ones)."""
         if not self.has_table("measurements"):
             raise StoreError(f"{self.path} has no `measurements` table: it was not written by `colltune bench`")
         missing = set(RUN_KEY_COLUMNS) - set(self.columns("measurements"))
@@ -186,7 +189,8 @@ class Runs(Tables):
                                  "result; measure again")
         return StoredRun(run_id, self.run_info(run_id) if self._runs_known() else None,
                          self.launches(run_id), self.environment(run_id), self.variants(run_id),
-                         self.measurements(run_id, valid_only=True, include_warmup=False))
+                         self.measurements(run_id, valid_only=True, include_warmup=False, only=only,
+                                           after_launch=after_launch))
 
     def _runs_known(self) -> bool:
         """Whether the database records its runs: a database written by hand or an early tool
@@ -212,15 +216,17 @@ class Runs(Tables):
         return self._frame("jobs", run_id, "run_id, launch_idx, collective, msg_bytes, variant")
 
     def measurements(self, run_id: str | None = None, *, valid_only: bool = False,
-                     include_warmup: bool = True) -> pd.DataFrame:
-        """Raw repetitions; valid_only also drops runtimes that are NULL or not finite."""
-        where = []
+                     include_warmup: bool = True, only: Sequence[str] | None = None,
+                     after_launch: int | None = None) -> pd.DataFrame:
+        """Raw repetitions; valid_only also drops runtimes that are NULL or not finite; `only`
+        these columns; `after_launch`: of later launches only."""
+        where = [] if after_launch is None else [f"launch_idx > {int(after_launch)}"]
         if valid_only:
             where.append("coalesce(valid, TRUE) AND runtime_s IS NOT NULL AND isfinite(runtime_s)")
         if not include_warmup:
             where.append("NOT coalesce(warmup, FALSE)")
         return self._frame("measurements", run_id, "run_id, launch_idx, collective, msg_bytes, variant, rep",
-                           " AND ".join(where))
+                           " AND ".join(where), only)
 
     def launch_medians(self, run_id: str) -> pd.DataFrame:
         """Median runtime per (nprocs, collective, msg_bytes, variant, launch_idx), valid measured

@@ -8,6 +8,7 @@ its readers see them as NULL.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -88,18 +89,21 @@ class Tables(Engine):
     def _append(self, table: str, frame: pd.DataFrame) -> None:
         self._insert_from(table, frame, list(SCHEMA[table].columns))
 
-    def _frame(self, table: str, run_id: str | None, order: str, extra_where: str = "") -> pd.DataFrame:
-        """Rows of a registered table in the registry's column order; columns an older database
-        lacks come back as NULL, a table it lacks as an empty typed frame."""
+    def _frame(self, table: str, run_id: str | None, order: str, extra_where: str = "",
+               only: Sequence[str] | None = None) -> pd.DataFrame:
+        """Rows of a registered table in the registry's column order (or just the columns `only`
+        names, in its order); columns an older database lacks come back as NULL, a table it lacks
+        as an empty typed frame."""
         spec = SCHEMA[table]
         have = set(self.columns(table))
         if not have:
-            return empty(spec)
+            return empty(spec) if only is None else empty(spec)[list(only)]
         conds, params = (["run_id = ?"], [run_id]) if run_id else ([], [])
         if extra_where:
             conds.append(extra_where)
         where = f"WHERE {' AND '.join(conds)}" if conds else ""
-        cols = ", ".join(f'"{c}"' if c in have else f'NULL::{typ} AS "{c}"' for c, typ in spec.columns.items())
+        wanted = spec.columns.items() if only is None else [(c, spec.columns[c]) for c in only]
+        cols = ", ".join(f'"{c}"' if c in have else f'NULL::{typ} AS "{c}"' for c, typ in wanted)
         return self.con.execute(f"SELECT {cols} FROM {table} {where} ORDER BY {order}", params).fetchdf()
 
     def tables(self) -> list[str]:

@@ -113,16 +113,20 @@ def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check
     """Measure a new run of `bench` into `db_path`, its adaptive rounds included, then judge it
     and (`save`) store the verdicts, all on one open store (created if need be). Ctrl-C and a
     failed launch raise as in measure.runner.run, with every finished launch stored."""
-    with open_when_free(db_path) as store:
-        run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind)
-        return rounds(bench, store, run_id, settings, on_round, save=save)
+    # one runner session: a round's first launch starts while the look before's last one ends
+    with open_when_free(db_path) as store, runner.Session() as session:
+        run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind,
+                            session=session)
+        return rounds(bench, store, run_id, settings, on_round, save=save, session=session)
 
 
 def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.CheckSettings,
-           on_round: Callable[[RoundEvent], None] | None = None, *, save: bool = True) -> check.CheckResult:
+           on_round: Callable[[RoundEvent], None] | None = None, *, save: bool = True,
+           session: runner.Session | None = None) -> check.CheckResult:
     """The adaptive rounds of a measured run on an open (writable) store, then its verdicts
     (stored if `save`). No launch starts after the budget; the verdicts are those of every look
-    measured by then."""
+    measured by then. `session`: the runner's session of the run's launches (a launch it started
+    ahead for round 1 is used or stopped)."""
     spent: list[BudgetSpent] = []
 
     def notify(event: RoundEvent) -> None:
@@ -133,12 +137,13 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
 
     deadline = time.monotonic() + bench.round_budget_s if bench.round_budget_s > 0 else None
     run: check.RunData | None = None  # the run as last read, while no launch has been added since
+    earlier: check.RunData | None = None  # the run as last read: later looks read only new launches
     cache: decide.EffectCache = {}  # every look judges the earlier looks again: their effects are kept
     for round_ in range(1, bench.rounds + 1):
         if deadline is not None and time.monotonic() >= deadline:
             notify(BudgetSpent(round_, bench.round_budget_s))
             break
-        run = check.run_of(store, run_id)
+        run = earlier = check.run_of(store, run_id, earlier)
         # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
         result = check.judge(run, settings, details=False, cache=cache)
         todo = decide.selection(result.verdicts, run.measurements, result.futile)
@@ -148,12 +153,12 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         notify(RoundStart(round_, bench.rounds, sum(1 for v in result.judged()["verdict"] if v not in decide.DECIDED),
                           sum(len(s) for s in todo.values()), launches))
         after = (int(run.launches["launch_idx"].max()), int(run.launches["repetition"].max()))
-        measured = runner.extend(bench, store, run_id, todo, launches, round_, after, deadline)
+        measured = runner.extend(bench, store, run_id, todo, launches, round_, after, deadline, session)
         run = None
         if measured < launches * len(todo):  # launches per process count, summed over them
             notify(BudgetSpent(round_, bench.round_budget_s, measured // max(len(todo), 1), launches))
             break
-    result = check.judge(run or check.run_of(store, run_id), settings, cache=cache)
+    result = check.judge(run or check.run_of(store, run_id, earlier), settings, cache=cache)
     # A round cut short is found in the stored launches (check.judge); one never started is not.
     result.messages.extend(event.describe() for event in spent if event.measured is None)
     if save:

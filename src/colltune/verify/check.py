@@ -128,12 +128,22 @@ def load_run(db_path: str | Path, run_id: str | None = None) -> RunData:
     return _run_data(db_path, stored)
 
 
-def run_of(store: Store, run_id: str | None = None) -> RunData:
-    """load_run on an open store."""
+# What judging reads of the measurements (the other 8 columns cost as much again to read)
+JUDGED_COLUMNS = ("nprocs", "collective", "variant", "msg_bytes", "launch_idx", "runtime_s")
+
+
+def run_of(store: Store, run_id: str | None = None, earlier: RunData | None = None) -> RunData:
+    """load_run on an open store. `earlier`: the same run as read before more launches were
+    added (the looks of a check): its measurements are kept, only the later launches' are read."""
+    after = None
+    if earlier is not None and not earlier.measurements.empty:
+        run_id, after = earlier.run_id, int(earlier.measurements["launch_idx"].max())
     try:
-        stored = store.run_rows(run_id)
+        stored = store.run_rows(run_id, only=JUDGED_COLUMNS, after_launch=after)
     except StoreError as exc:
         raise CheckError(str(exc)) from exc
+    if earlier is not None and after is not None:
+        stored.measurements = pd.concat([earlier.measurements, stored.measurements], ignore_index=True)
     return _run_data(store.path, stored)
 
 
@@ -158,8 +168,7 @@ def _run_data(db_path: Path, stored: StoredRun) -> RunData:
         environment.setdefault(str(key), str(value))
         if key == "round":
             rounds[int(idx)] = int(value)
-    measurements = stored.measurements[
-        ["nprocs", "collective", "variant", "msg_bytes", "launch_idx", "runtime_s"]].reset_index(drop=True)
+    measurements = stored.measurements[list(JUDGED_COLUMNS)].reset_index(drop=True)
     if measurements.empty:
         raise CheckError(f"run {run_id} in {db_path} has no valid measurements (interrupted before the first "
                          "result, or every repetition was invalid); measure again")
