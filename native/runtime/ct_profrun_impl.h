@@ -252,14 +252,22 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t 
                                           uint64_t ticks, uint64_t max);
 /* This thread's intercepted calls, numbered: every intercepted call advances it (patterns'
  * "directly after"); a memoised polling call does it inline. A poll on the light path does not:
- * it counts only its function's total (requests.c, below MPI_THREAD_MULTIPLE), so a call's
- * number is ct_call_number's: this thread's calls and the process's light polls. */
+ * it only brings its function's countdown down (requests.c, below MPI_THREAD_MULTIPLE), so a
+ * call's number is ct_call_number's: this thread's calls and the process's polls counted by
+ * the countdowns (while the light path is open: those before each was last armed, plus the
+ * armed values, less what is left of them). */
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
-extern CT_PROFRUN_HIDDEN uint64_t ct_polls_light[CT_P2P_COUNT];
+extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite;
+extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT];
+extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
 static inline uint64_t ct_call_number(void)
 {
-    return ++ct_seq + ct_polls_light[CT_P2P_TEST] + ct_polls_light[CT_P2P_TESTALL]
-           + ct_polls_light[CT_P2P_TESTANY] + ct_polls_light[CT_P2P_TESTSOME];
+    uint64_t n = ++ct_seq + ct_polls_counted_all;
+    if (ct_poll_lite)
+        n += ct_polls_armed_all
+             - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
+                          + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
+    return n;
 }
 /* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
  * the points are written). */

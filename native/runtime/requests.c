@@ -52,27 +52,55 @@ static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 
 /* A poll's light path (below, "a poll's light path") is open while profiling below
  * MPI_THREAD_MULTIPLE (ct_poll_lite_ok) and no collective request is followed (ct_req_live 0).
- * The Test wrappers read only the polls' countdown (ct_poll_light), which is the state too: open,
- * it counts down to the next sampled poll (> 0); shut, it holds CT_POLL_SHUT, far below 0, so
- * every poll takes the full path, which puts it back there (ct_poll_sampling): the racing
- * decrements of MPI_THREAD_MULTIPLE, where it is always shut, cannot bring it above 0. While
- * shut, the countdown's remainder waits in ct_poll_kept. */
+ * A Test wrapper reads only its function's countdown (ct_poll_light), which is the state and
+ * the count too: open, it counts down to the function's next sampled poll (> 0), and the
+ * function's polls so far are ct_polls_counted (those before the countdown was last armed) +
+ * ct_poll_armed - ct_poll_left, so a light poll is its decrement alone; shut, it holds
+ * CT_POLL_SHUT, far below 0, so every poll takes the full path, which puts it back there
+ * (ct_poll_sampling): the racing decrements of MPI_THREAD_MULTIPLE, where it is always shut,
+ * cannot bring it above 0. While shut, the countdown's remainder waits in ct_poll_kept. */
 #define CT_POLL_SHUT (INT32_MIN / 2)
 static unsigned char ct_poll_lite_ok;
-static unsigned char ct_poll_lite;
-static int32_t ct_poll_left = CT_POLL_SHUT, ct_poll_kept;
+CT_HIDDEN unsigned char ct_poll_lite;
+CT_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
+static int32_t ct_poll_armed[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
+static int32_t ct_poll_kept[CT_P2P_COUNT];
+CT_HIDDEN uint64_t ct_polls_counted[CT_P2P_COUNT];
+CT_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;   /* their sums over the four */
+static const ct_p2p_call ct_poll_fns[] = {CT_P2P_TEST, CT_P2P_TESTALL, CT_P2P_TESTANY, CT_P2P_TESTSOME};
+#define CT_POLL_FNS (sizeof ct_poll_fns / sizeof ct_poll_fns[0])
+
+/* Function f's countdown (re)armed at `left` (the shut value while shut); the polls it counted
+ * since its last arming go to ct_polls_counted. */
+static void ct_poll_arm(ct_p2p_call f, int32_t left)
+{
+    if (ct_poll_lite) {
+        uint64_t since = (uint64_t)((int64_t)ct_poll_armed[f] - ct_poll_left[f]);
+        ct_polls_counted[f] += since;
+        ct_polls_counted_all += since;
+        ct_polls_armed_all += (uint64_t)((int64_t)left - ct_poll_armed[f]);
+    }
+    ct_poll_armed[f] = ct_poll_left[f] = left;
+}
 
 static void ct_poll_lite_set(void)
 {
     unsigned char open = ct_poll_lite_ok && atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
     if (open == ct_poll_lite)
         return;
-    if (open) {
-        ct_poll_left = ct_poll_kept;
-    } else {
-        ct_poll_kept = ct_poll_left > 0 ? ct_poll_left : 1;
-        ct_poll_left = CT_POLL_SHUT;
+    for (size_t i = 0; i < CT_POLL_FNS; i++) {
+        ct_p2p_call f = ct_poll_fns[i];
+        if (open) {
+            ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
+        } else {
+            ct_poll_kept[f] = ct_poll_left[f] > 0 ? ct_poll_left[f] : 1;
+            ct_poll_arm(f, CT_POLL_SHUT);
+        }
     }
+    ct_polls_armed_all = 0;
+    if (open)
+        for (size_t i = 0; i < CT_POLL_FNS; i++)
+            ct_polls_armed_all += (uint64_t)(int64_t)ct_poll_armed[ct_poll_fns[i]];
     ct_poll_lite = open;
 }
 
@@ -392,17 +420,16 @@ void ct_profrun_polls_finish(void)
 /* HPCC's RandomAccess polls MPI_Testany once per ~1,250 of its own instructions on rank 0: the
  * memo's 135 instructions a poll were 12.3% of them, a light path that read the call's result
  * back (to count a completing poll at its site) 26 instructions, still 2.1%. A Test-family call
- * made while no collective request is followed is counted in its function's total only
- * (ct_polls_light), before the library's call, which is then the wrapper's tail call: 3
- * instructions over the bare pass-through (the countdown's decrement and its branch, the count;
- * ~7 M instructions of HPCC's 2.7 G on rank 0). The polls' countdown's calls
- * (one in ct_poll_every on average, below) take the full path instead: their chain's point
+ * made while no collective request is followed is counted in its function's total only, by
+ * its function's countdown (above), before the library's call, which is then the wrapper's
+ * tail call: 2 instructions over the bare pass-through (the countdown's decrement and its
+ * branch; a separate count was one more, 2.2 M instructions of HPCC's 2.7 G on rank 0). The
+ * countdowns' calls (one in ct_poll_every on average, below) take the full path instead: their chain's point
  * counts and times them, and they are its sample (ct_point.polls, ct_polls_sampled), completing
  * or not. advise scales a site's sample by its function's total over its sample (an estimate
  * with its interval); the totals stay exact. The Wait family (it blocks, and completes) and a
  * call given a followed collective request take the exact path (the map, the memo): a
  * nonblocking collective's waiting stays exact. */
-CT_HIDDEN uint64_t ct_polls_light[CT_P2P_COUNT];
 static uint64_t ct_polls_sampled[CT_P2P_COUNT], ct_polls_thinned[CT_P2P_COUNT];
 
 /* The polls' sampling period: one in ct_poll_every on average, gaps ct_poll_every/2 ..
@@ -417,9 +444,12 @@ static uint64_t ct_polls_sampled[CT_P2P_COUNT], ct_polls_thinned[CT_P2P_COUNT];
  * doubling half of the sample so far is dropped, each at random, so that what is kept is a sample
  * at the new period of every poll so far; a dropped one stays counted at its site (its calls),
  * out of its function's total. Never narrowed: samples dropped cannot be taken back. Process-wide,
- * as the light path is only below MPI_THREAD_MULTIPLE (plain counters). */
+ * as the light path is only below MPI_THREAD_MULTIPLE (plain counters). A sample of 1,024-2,047
+ * gives a site with a quarter of its function's polls a 95% interval of about +-7.5-10.6% of its
+ * estimate (+-2.5-3.5% with three quarters); 2,048-4,095 halved that by sqrt(2) for ~2 M more
+ * instructions on HPCC's rank 0 (0.07% of its own), which the 1% budget could not pay. */
 #define CT_POLL_EVERY 64
-#define CT_POLL_SAMPLE 4096
+#define CT_POLL_SAMPLE 2048
 #define CT_POLL_MAX_PERIOD (1u << 24)
 static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
 static uint64_t ct_poll_sample, ct_poll_widened;   /* the sample's size (every function's) */
@@ -485,12 +515,14 @@ static inline int ct_is_poll(ct_p2p_call call)
 
 void ct_profrun_polls_start(void)
 {
-    memset(ct_polls_light, 0, sizeof ct_polls_light);
+    memset(ct_polls_counted, 0, sizeof ct_polls_counted);
+    ct_polls_counted_all = 0;
     memset(ct_polls_sampled, 0, sizeof ct_polls_sampled);
     memset(ct_polls_thinned, 0, sizeof ct_polls_thinned);
     ct_poll_every = CT_POLL_EVERY;
     ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
-    ct_poll_kept = ct_poll_gap();
+    for (size_t i = 0; i < CT_POLL_FNS; i++)
+        ct_poll_kept[ct_poll_fns[i]] = ct_poll_gap();
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
 }
@@ -499,10 +531,10 @@ void ct_profrun_polls_write(FILE *out)
 {
     int any = 0;
     for (int f = 0; f < CT_P2P_COUNT; f++)
-        if (ct_polls_light[f] > ct_polls_thinned[f]) {
+        if (ct_polls_counted[f] > ct_polls_thinned[f]) {   /* (shut by now: all counted) */
             any = 1;
             fprintf(out, "polls %s %llu %llu\n", ct_p2p_names[f],
-                    (unsigned long long)(ct_polls_light[f] - ct_polls_thinned[f]),
+                    (unsigned long long)(ct_polls_counted[f] - ct_polls_thinned[f]),
                     (unsigned long long)ct_polls_sampled[f]);
         }
     if (any)
@@ -511,15 +543,15 @@ void ct_profrun_polls_write(FILE *out)
 
 /* Before the library's call: 1 for the light path. (A poll made from inside a call colltune
  * serves, ct_profrun_inside, is counted too: colltune's own code never polls through MPI_Test.) */
-static inline __attribute__((always_inline)) int ct_poll_light(void)
+static inline __attribute__((always_inline)) int ct_poll_light(ct_p2p_call call)
 {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
     /* the decrement's own flags: two instructions (gcc reloads and tests the value for `> 0`) */
     int above;
-    __asm__("subl $1, %0" : "+m"(ct_poll_left), "=@ccg"(above));
+    __asm__("subl $1, %0" : "+m"(ct_poll_left[call]), "=@ccg"(above));
     return CT_LIKELY(above);
 #else
-    return CT_LIKELY(--ct_poll_left > 0);
+    return CT_LIKELY(--ct_poll_left[call] > 0);
 #endif
 }
 
@@ -530,18 +562,18 @@ static int ct_poll_sampling(ct_p2p_call call)
     if (!ct_is_poll(call))
         return 0;
     if (!ct_poll_lite) {
-        ct_poll_left = CT_POLL_SHUT;
+        ct_poll_left[call] = CT_POLL_SHUT;
         return 0;
     }
-    ct_poll_left = ct_poll_gap();
+    ct_poll_arm(call, ct_poll_gap());   /* (this poll counted: it brought the countdown to 0) */
     return 1;
 }
 
-/* A poll the countdown sampled, after its full path recorded it at `point` (NULL: the table
- * was full: counted in its function's total, no site's sample). */
+/* A poll the countdown sampled (counted in its function's total when the countdown was armed
+ * again), after its full path recorded it at `point` (NULL: the table was full: no site's
+ * sample). */
 static void ct_poll_sampled(ct_p2p_call call, ct_point *point)
 {
-    ct_polls_light[call]++;
     if (point == NULL)
         return;
     ct_polls_sampled[call]++;
@@ -723,11 +755,9 @@ static inline __attribute__((always_inline)) void ct_watch_end(ct_watchcall *c, 
 void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const void *anchor,
                     int count, const MPI_Request *requests)
 {
-    c->light = ct_is_poll(call) && ct_poll_light();
-    if (c->light) {
-        ct_polls_light[call]++;
+    c->light = ct_is_poll(call) && ct_poll_light(call);
+    if (c->light)
         return;
-    }
     ct_watch_begin(c, call, site, anchor, count, requests);
 }
 
@@ -848,8 +878,7 @@ CT_OWN_TAIL_CALLS int MPI_Test(MPI_Request *request, int *flag, MPI_Status *stat
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Test(request, flag, status);
-    if (ct_poll_light()) {
-        ct_polls_light[CT_P2P_TEST]++;
+    if (ct_poll_light(CT_P2P_TEST)) {
         return PMPI_Test(request, flag, status);
     }
     return ct_watched_test(ct_watch_site(__builtin_return_address(0)), request, flag, status);
@@ -870,8 +899,7 @@ CT_OWN_TAIL_CALLS int MPI_Testall(int count, MPI_Request requests[], int *flag, 
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testall(count, requests, flag, statuses);
-    if (ct_poll_light()) {
-        ct_polls_light[CT_P2P_TESTALL]++;
+    if (ct_poll_light(CT_P2P_TESTALL)) {
         return PMPI_Testall(count, requests, flag, statuses);
     }
     return ct_watched_testall(ct_watch_site(__builtin_return_address(0)), count, requests, flag,
@@ -893,8 +921,7 @@ CT_OWN_TAIL_CALLS int MPI_Testany(int count, MPI_Request requests[], int *index,
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testany(count, requests, index, flag, status);
-    if (ct_poll_light()) {
-        ct_polls_light[CT_P2P_TESTANY]++;
+    if (ct_poll_light(CT_P2P_TESTANY)) {
         return PMPI_Testany(count, requests, index, flag, status);
     }
     return ct_watched_testany(ct_watch_site(__builtin_return_address(0)), count, requests, index,
@@ -918,8 +945,7 @@ CT_OWN_TAIL_CALLS int MPI_Testsome(int incount, MPI_Request requests[], int *out
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    if (ct_poll_light()) {
-        ct_polls_light[CT_P2P_TESTSOME]++;
+    if (ct_poll_light(CT_P2P_TESTSOME)) {
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
     return ct_watched_testsome(ct_watch_site(__builtin_return_address(0)), incount, requests,

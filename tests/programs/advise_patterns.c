@@ -4,8 +4,8 @@
  * 6 MPI_Barrier directly before an MPI_Allreduce (barrier_before_sync). Near misses, 5 each,
  * that must not match: another root, another count, another buffer, a call in between; a second
  * reduction that reads the first's result, another op, large reductions; a barrier before a
- * broadcast, a barrier with a call in between. An MPI_Bcast separates the groups so that no
- * pattern spans two of them. Needs 2 ranks or more. */
+ * broadcast, a barrier with a call in between; small reductions with a poll in between. An
+ * MPI_Bcast separates the groups so that no pattern spans two of them. Needs 2 ranks or more. */
 #include <mpi.h>
 #include <string.h>
 
@@ -44,6 +44,22 @@ __attribute__((noinline)) static void planted(void)
     }
 }
 
+/* A poll between two calls (on the profiling run's light path: counted by its function's
+ * countdown alone) separates them as any MPI call does. */
+static void poll_test(void)
+{
+    MPI_Request none = MPI_REQUEST_NULL;
+    int flag = 0;
+    MPI_Test(&none, &flag, MPI_STATUS_IGNORE);
+}
+
+static void poll_testall(void)
+{
+    MPI_Request none[1] = {MPI_REQUEST_NULL};
+    int flag = 0;
+    MPI_Testall(1, none, &flag, MPI_STATUSES_IGNORE);
+}
+
 __attribute__((noinline)) static void near_misses(void)
 {
     for (int i = 0; i < 5; i++) {
@@ -75,6 +91,14 @@ __attribute__((noinline)) static void near_misses(void)
         MPI_Barrier(MPI_COMM_WORLD);   /* a call in between */
         exchange();
         MPI_Allreduce(x, r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        separator();
+        MPI_Allreduce(x, r, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);   /* a poll in between */
+        poll_test();
+        MPI_Allreduce(x + 2, r + 2, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        separator();
+        MPI_Allreduce(x, r, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);   /* another function's */
+        poll_testall();
+        MPI_Allreduce(x + 2, r + 2, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         separator();
     }
 }
