@@ -237,8 +237,8 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
     #   calls are its sample scaled to the total, rounded so that the sites sum to it, with the
     #   exact binomial interval.
     # - The sampled polls' own time is in the budget (each stands for itself; the light polls'
-    #   few instructions each are not measured): ~10,000 full paths of a few hundred
-    #   instructions, ~1-2 ms against the 1 ms allowance (so the period may widen; the schedule
+    #   few instructions each are not measured): ~6,000 full paths of a few hundred
+    #   instructions, ~1 ms against the 1 ms allowance (so the period may widen; the schedule
     #   with p2p's cost over it from the first call is test_point_to_point_cost_widens_the_period's).
     # - The MPI_Testany polls, given a collective's request, are every one counted and timed,
     #   their time shared half and half: the collective's waiting is the MPI_Testany point's
