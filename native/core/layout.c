@@ -5,6 +5,25 @@
 
 #include <stddef.h>
 
+static MPI_Comm ct_world_twin = MPI_COMM_NULL;   /* written by MPI_Init and MPI_Finalize alone */
+
+int ct_world_twin_open(MPI_Comm *twin)
+{
+    int rc = MPI_SUCCESS;
+    if (ct_world_twin == MPI_COMM_NULL
+        && (rc = PMPI_Comm_dup(MPI_COMM_WORLD, &ct_world_twin)) != MPI_SUCCESS)
+        ct_world_twin = MPI_COMM_NULL;
+    *twin = ct_world_twin;
+    return rc;
+}
+
+void ct_world_twin_close(void)
+{
+    if (ct_world_twin != MPI_COMM_NULL)
+        PMPI_Comm_free(&ct_world_twin);
+    ct_world_twin = MPI_COMM_NULL;
+}
+
 static uint32_t ct_sat32(uint64_t v)
 {
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
@@ -29,15 +48,16 @@ int ct_comm_layout(MPI_Comm comm, uint64_t *carry, ct_layout *out)
     uint64_t most[2] = {(uint64_t)local_size, ~(uint64_t)local_size};
     /* On a private duplicate: MPICH switches a communicator's node-level algorithms (and the
      * bits of its float sums) after a count of the collective calls it saw, so the
-     * application's communicator must see only the application's calls (runtime/init.c). */
-    MPI_Comm own;
-    rc = PMPI_Comm_dup(comm, &own);
-    if (rc != MPI_SUCCESS)
+     * application's communicator must see only the application's calls (runtime/init.c).
+     * MPI_COMM_WORLD's is the one MPI_Init made. */
+    int kept = comm == MPI_COMM_WORLD && ct_world_twin != MPI_COMM_NULL;
+    MPI_Comm own = ct_world_twin;
+    if (!kept && (rc = PMPI_Comm_dup(comm, &own)) != MPI_SUCCESS)
         return rc;
     rc = PMPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, own);
     if (rc == MPI_SUCCESS)
         rc = PMPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_UINT64_T, MPI_MAX, own);
-    int freed = PMPI_Comm_free(&own);
+    int freed = kept ? MPI_SUCCESS : PMPI_Comm_free(&own);
     if (rc == MPI_SUCCESS)
         rc = freed;
     if (rc != MPI_SUCCESS)

@@ -23,6 +23,16 @@ typedef struct ct_layout {
  * travels there instead of in a third collective). Returns an MPI error code. */
 int ct_comm_layout(MPI_Comm comm, uint64_t *carry, ct_layout *out);
 
+/* colltune's private duplicate of MPI_COMM_WORLD (collective over MPI_COMM_WORLD), made once by
+ * MPI_Init for the settings' agreement and kept until MPI_Finalize, so that MPI_COMM_WORLD's
+ * layout reductions run on it instead of on a duplicate of their own: one communicator agreed
+ * on, not two (SimGrid's MPICH family sets up each new communicator with a ring of P^2 messages,
+ * benchmarks/scale/README.md). Every collective on it is colltune's, made by every rank at the
+ * same point of MPI_COMM_WORLD's sequence, so nothing of the application crosses it. The
+ * measurement driver keeps none: ct_comm_layout then duplicates MPI_COMM_WORLD like any other. */
+int ct_world_twin_open(MPI_Comm *twin);
+void ct_world_twin_close(void);
+
 /* Whether every node holds the same number of the communicator's processes: only then is the
  * layout "nodes x ppn" (docs/profile.md, "Layouts"). */
 static inline int ct_layout_uniform(const ct_layout *layout)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ct_layout.h"
 #include "ct_profile.h"
 #include "ct_profrun.h"
 #include "ct_runtime.h"
@@ -130,16 +131,18 @@ static int ct_any_library_forced(const int force[CT_FORCE_SLOTS])
  * them the bits of a floating-point sum: one call of ours on MPI_COMM_WORLD made the
  * application's fourth reduction take the new path a call early (tests/programs/
  * reduction_hashes.c, 4 ranks). Our agreement runs on a private duplicate, whose own creation
- * the counter does not see, so MPI_COMM_WORLD sees exactly the application's calls. */
+ * the counter does not see, so MPI_COMM_WORLD sees exactly the application's calls. The
+ * duplicate is kept for MPI_COMM_WORLD's layout (core/layout.c) until MPI_Finalize. */
 static int ct_agree_privately(uint64_t *v, int n)
 {
     MPI_Comm own;
-    int rc = PMPI_Comm_dup(MPI_COMM_WORLD, &own);
+    int rc = ct_world_twin_open(&own);
     if (rc != MPI_SUCCESS)
         return rc;
     rc = PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_MAX, own);
-    int freed = PMPI_Comm_free(&own);
-    return rc != MPI_SUCCESS ? rc : freed;
+    if (rc != MPI_SUCCESS)
+        ct_world_twin_close();   /* libcolltune is off: no layout will need it */
+    return rc;
 }
 
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
@@ -282,5 +285,6 @@ int MPI_Finalize(void)
     ct_profile_free(ct_loaded);
     ct_loaded = NULL;
     ct_proof_clear();
+    ct_world_twin_close();
     return PMPI_Finalize();
 }
