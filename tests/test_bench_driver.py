@@ -87,7 +87,9 @@ def test_skips_are_reported(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifa
     jobs = ("allreduce 1024 int prod - default,no_such_variant,bcast_as_allgatherv,tuned,lib:allreduce:nope\n"
             "reduce_scatter_block 6 unsigned_char sum - default\n"
             "barrier 0 - - - default,default#aa,bcast_as_allgatherv\n")
-    out = drive(openmpi, openmpi_build, tmp_path, 4, jobs, *FIXED)
+    # a gate file a rank does not find (one on another host) does not hold it: it goes on to the barrier
+    out = drive(openmpi, openmpi_build, tmp_path, 4, jobs, *FIXED, "--gate", str(tmp_path / "elsewhere"))
+    assert out.ended and out.end["measuring_from"] <= out.end["measuring_until"]
     reasons = {(s["job"], s["variant"]): s["reason"] for s in out.skips}
     assert reasons[(0, "no_such_variant")] == "unknown variant"
     assert reasons[(0, "bcast_as_allgatherv")] == "a variant of bcast, not of allreduce"

@@ -395,24 +395,22 @@ static double realtime_now(void)
 
 /* The front end starts the next launch while this one's MPI is ending and holds its ranks here,
  * blocked in the kernel (no polling that would take a core from the ending launch), until that
- * launch has exited: the locked gate file is released then. Every rank waits, so none measures
- * early; a rank that cannot open the file (another host) fails the launch instead of measuring
- * alongside another. */
+ * launch has exited: the locked gate file is released then. A rank that finds no such file runs
+ * on another host, away from what the gate protects; the barrier after the gate holds it until
+ * the ranks here have passed, so no rank measures early. */
 static int wait_at_gate(run_ctx *ctx)
 {
     const char *gate = ctx->st->gate_file;
-    int ok = 1, all;
-    if (gate) {
-        int fd = open(gate, O_RDONLY);
-        int rc = fd < 0 ? -1 : 0;
-        while (rc == 0 && (rc = flock(fd, LOCK_SH)) != 0 && errno == EINTR)
-            rc = 0;
-        if (rc != 0)
-            fprintf(stderr, "colltune-bench: cannot wait at the gate %s: %s (only ranks on the front end's "
-                            "host can)\n", gate, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        ok = rc == 0;
+    int ok = 1, all, fd = gate ? open(gate, O_RDONLY) : -1;
+    if (fd >= 0) {
+        while (flock(fd, LOCK_SH) != 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "colltune-bench: cannot wait at the gate %s: %s\n", gate, strerror(errno));
+            ok = 0;
+            break;
+        }
+        close(fd);
     }
     int rc = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
     return rc != MPI_SUCCESS ? rc : all ? MPI_SUCCESS : MPI_ERR_FILE;

@@ -59,7 +59,7 @@ static const char ct_driver_usage[] =
     "  --seed                 seed of the randomized order of variants\n"
     "  --pingpongs            ping-pongs per rank to estimate clock offsets (window sync)\n"
     "  --expect-procs         refuse to measure unless MPI_COMM_WORLD has this many processes (0: no check)\n"
-    "  --gate                 before measuring, every rank waits for a shared lock of this file (front end's host only)\n"
+    "  --gate                 before measuring, every rank that finds this file waits for a shared lock of it\n"
     "  --measured             FIFO rank 0 writes one byte to once the last job is measured\n"
     "  --stop                 stopping rules that must all hold: rse,cov_mean,cov_median,nrep1 or fixed\n"
     "  --rse                  RSE threshold: a job stops when the relative standard error of its mean falls below it\n"

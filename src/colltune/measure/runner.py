@@ -535,6 +535,14 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
         ahead = session.adopt(todo[0] if todo else None, {**fast_start, **(todo[0].rank_env() if todo else {})})
         if ahead is not None:
             write_jobs(ahead)  # its ranks read the job file past their gate
+        elif todo and session.prelude is not None:  # the caller's work, while the first launch starts MPI
+            ahead = prepare(todo[0], gated=True)
+            if ahead.handoff is not None:
+                ahead.started = _now()
+                ahead.proc = launch.popen(lib, todo[0].nprocs, ahead.argv, ahead.rank_env)
+        if session.prelude is not None:
+            prelude, session.prelude = session.prelude, None
+            prelude()
 
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
@@ -593,11 +601,15 @@ class Session:
     launches, then its rounds): one directory, and the launch after one call's last started
     while that one ends (docs/measurement.md, the handoff), its jobs written when the next call
     names them (the driver reads its job file past the gate). `next`: the launch the next call
-    will most likely start with, set by the caller; a call that starts otherwise stops it."""
+    will most likely start with, set by the caller; a call that starts otherwise stops it.
+    `prelude`: the caller's work (imports) done while the first launch starts MPI."""
 
-    def __init__(self) -> None:
+    def __init__(self, prelude: Callable[[], None] | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="colltune-bench-")
         self.directory = Path(self._tmp.name)
+        # run once while the first launch's ranks start MPI, held at their gate (before it starts
+        # where they could run elsewhere)
+        self.prelude = prelude
         self.next: LaunchSpec | None = None
         self.ahead: _Launch | None = None
         self.layouts: dict[int, confirm.Layout] = {}

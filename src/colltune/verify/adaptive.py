@@ -29,7 +29,7 @@ from rich.console import Console
 from colltune.measure import runner
 from colltune.measure.settings import BenchSettings
 from colltune.store.database import Store, open_when_free
-from colltune.verify import check, decide
+from colltune.verify import check, decide, stats
 
 # Verdicts need more launches than a measurement: ~100 comparisons are corrected together, and
 # on this machine the per-launch ratio default/mock-up scatters by +-50%. With 10 launches two
@@ -114,7 +114,7 @@ def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check
     and (`save`) store the verdicts, all on one open store (created if need be). Ctrl-C and a
     failed launch raise as in measure.runner.run, with every finished launch stored."""
     # one runner session: a round's first launch starts while the look before's last one ends
-    with open_when_free(db_path) as store, runner.Session() as session:
+    with open_when_free(db_path) as store, runner.Session(prelude=stats.preload) as session:
         run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind,
                             session=session)
         return rounds(bench, store, run_id, settings, on_round, save=save, session=session)

@@ -38,7 +38,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import special
 
 from colltune import schema
 from colltune.verify import stats
@@ -240,7 +239,7 @@ def _pointed_t(e: Effect, needed_p: float) -> tuple[float, float]:
         df = max(stats.tested_launches(np.log(e.x) - np.log(e.y), e.test_used)[1], 1)
     else:
         df = max(e.n - 1, 1)
-    t_needed = float(special.stdtrit(df, 1.0 - needed_p)) if 0 < needed_p < 1 else math.nan
+    t_needed = stats.t_quantile(df, 1.0 - needed_p) if 0 < needed_p < 1 else math.nan
     return abs(_pointed(e).statistic), t_needed
 
 

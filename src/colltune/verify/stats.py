@@ -24,13 +24,33 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from types import ModuleType
+
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 # scipy.stats is imported where a test needs it, not here: its import is ~0.8 s of a quick
 # check's ~10 s (it parses its docstrings), and the check's own path (paired and trimmed t, the
 # bootstrap, the pooled rank test on large samples, the A/A binomial) needs only scipy.special.
+# That one is imported on first use too (`preload`): ~0.2-0.5 s, of which scipy's array-API layer
+# imports numpy.f2py and numpy.testing; a check imports it while its first launch starts MPI.
+
+
+def _special() -> ModuleType:
+    from scipy import special
+
+    return special
+
+
+def preload() -> None:
+    """Import what judging needs and measuring does not (verify.adaptive calls it while the
+    first launch's ranks start MPI, held at their gate)."""
+    _special()
+
+
+def t_quantile(df: float, p: float) -> float:
+    """The p-quantile of Student's t with df degrees of freedom."""
+    return float(_special().stdtrit(df, p))
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -115,7 +135,7 @@ def log_ratios(ref: npt.ArrayLike, alt: npt.ArrayLike) -> FloatArray:
 def _t_sf(t: float, df: float) -> float:
     """Upper tail of Student's t: what scipy.stats.ttest_1samp/ttest_ind(alternative="greater")
     return, without their per-call overhead (a check makes thousands of these tests)."""
-    return float(special.stdtr(df, -t))
+    return float(_special().stdtr(df, -t))
 
 
 def one_sided_test(ref: npt.ArrayLike, alt: npt.ArrayLike, test: Test = Test.MWU) -> TestResult:
@@ -191,7 +211,7 @@ def mann_whitney_greater(x: FloatArray, y: FloatArray) -> TestResult:
     sd = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1))))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.float64(u - n1 * n2 / 2.0 - 0.5) / np.float64(sd)
-    return TestResult(u, float(np.clip(special.ndtr(-z), 0.0, 1.0)))
+    return TestResult(u, float(np.clip(_special().ndtr(-z), 0.0, 1.0)))
 
 
 # Share cut from each end by the trimmed t: one launch in ten may be wild (a descheduled rank:
@@ -574,7 +594,7 @@ def calibration_p_value(n_violations: int, n_comparisons: int, alpha: float) -> 
     if n_violations <= 0:
         return 1.0
     # P(X >= k) for X ~ Binomial(n, alpha): scipy.stats.binomtest's "greater" p-value
-    return float(special.bdtrc(n_violations - 1, n_comparisons, alpha))
+    return float(_special().bdtrc(n_violations - 1, n_comparisons, alpha))
 
 
 # ---------------------------------------------------------------------------------------------
