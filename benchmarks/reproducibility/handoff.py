@@ -2,6 +2,7 @@
 
     python benchmarks/reproducibility/handoff.py --pairs 5            # live, alternating
     python benchmarks/reproducibility/handoff.py --db /tmp/repro.duckdb  # stored checks
+    python benchmarks/reproducibility/handoff.py --db /tmp/repro.duckdb --results results_quiet.json
 
 Live: PAIRS x (one run of the quick preset's first 8 launches at 4 ranks with the handoff, one
 without it: each launch started only after the one before has exited), alternating, so the
@@ -17,6 +18,7 @@ after.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -94,11 +96,45 @@ def _header() -> None:
     print(f"{'':>12} {'runs':>4} {'wall s':>8} {'measuring s':>11} {'gaps s':>8} {'per gap s':>9}")
 
 
-def stored(db: Path) -> None:
+def stored(db: Path, results: Path | None) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
-        runs = [_summary(v) for v in _phases(con).values()]
+        phases = _phases(con)
+        marks = {run_id: (created, judged) for run_id, created, judged in con.execute(
+            "SELECT r.run_id, epoch(r.created), epoch(max(v.judged_at)) FROM runs r "
+            "JOIN verdicts v USING (run_id) WHERE r.status = 'complete' GROUP BY r.run_id, r.created").fetchall()}
+    runs = [_summary(v) for v in phases.values()]
     _header()
     _print(db.stem, runs)
+    # The whole check, in order: up to the run's row (Python's start, imports, settings, opening
+    # the store), up to the first launch's measuring (its MPI start, the prelude), the looks'
+    # measuring and the gaps inside them, the gaps between looks (storing, reading, judging a
+    # look; the next round's first launch waits at its gate meanwhile), the last judgement, and
+    # after it (storing the verdicts, the tables, the end).
+    walls = [t["wall_s"] for t in json.loads(results.read_text())["timing"]] if results else []
+    parts: dict[str, list[float]] = {}
+    for i, (run_id, launches) in enumerate(sorted(phases.items(), key=lambda kv: kv[1][0][1])):
+        if run_id not in marks:
+            continue
+        created, judged = marks[run_id]
+        looks = sorted({x[0] for x in launches})
+        firsts = [min(x[3] for x in launches if x[0] == k) for k in looks]
+        lasts = [max(x[4] for x in launches if x[0] == k) for k in looks]
+        within = sum(b[3] - a[4] for k in looks for a, b in zip([x for x in launches if x[0] == k],
+                                                               [x for x in launches if x[0] == k][1:]))
+        row = {"to the run's row": None, "to the first measuring": firsts[0] - created,
+               "measuring": sum(x[4] - x[3] for x in launches), "gaps inside looks": within,
+               "between looks": sum(f - l for l, f in zip(lasts, firsts[1:])), "last judgement": judged - lasts[-1]}
+        if i < len(walls):
+            row["to the run's row"] = walls[i] - (judged - created)  # and after the verdicts
+            row["wall"] = walls[i]
+        for key, value in row.items():
+            if value is not None:
+                parts.setdefault(key, []).append(value)
+    if parts:
+        print("median seconds per check:")
+        for key, values in parts.items():
+            label = "before the run's row + after the verdicts" if key == "to the run's row" else key
+            print(f"  {label:>42} {statistics.median(values):6.2f}  ({min(values):.2f}-{max(values):.2f})")
 
 
 def main() -> None:
@@ -106,12 +142,13 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=0, help="live: runs with and without the handoff, alternating")
     ap.add_argument("--launches", type=int, default=8, help="live: launches per run")
     ap.add_argument("--db", type=Path, action="append", default=[], help="stored checks (repeatable)")
+    ap.add_argument("--results", type=Path, help="with one --db: its results_<tag>.json (the checks' wall times)")
     args = ap.parse_args()
     started = time.monotonic()
     if args.pairs:
         live(args.pairs, args.launches)
     for db in args.db:
-        stored(db)
+        stored(db, args.results)
     print(f"({time.monotonic() - started:.0f} s)")
 
 
