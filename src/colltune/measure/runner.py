@@ -496,6 +496,12 @@ def _ranks_on_this_host(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_
     return planned is not None and planned[1][0] == 1
 
 
+def _launch_line(text: str) -> str:
+    """The driver's launch record (the ranks' hosts) of its output, without parsing the rest."""
+    start = text.find(LAUNCH_RECORD.decode())
+    return "" if start < 0 else text[start:text.find("\n", start) + 1 or len(text)]
+
+
 def _here(nprocs: int, layout: confirm.Layout | None) -> bool:
     """Whether a launch of `nprocs` ranks was seen with all of them on this host."""
     return layout == ((platform.node(), nprocs),)
@@ -560,8 +566,9 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                     current.text = current.out_file.read_text(errors="replace")
                     if following is None or (deadline is not None and time.monotonic() > deadline):
                         return
-                    seen = (confirm.layout(read_driver_output(current.text)) if following.nprocs == current.spec.nprocs
-                            else layouts.get(following.nprocs))
+                    seen = layouts.get(following.nprocs)
+                    if seen is None and following.nprocs == current.spec.nprocs:  # its launch line only
+                        seen = confirm.layout(read_driver_output(_launch_line(current.text)))
                     if not _here(following.nprocs, seen):
                         return
                     ahead = prepare(following, gated=True)
