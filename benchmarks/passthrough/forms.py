@@ -4,7 +4,7 @@ watched nonblocking (MPI_Iallreduce), persistent (MPI_Start of an MPI_Allreduce_
 neighborhood (MPI_Neighbor_allgather) functions and MPI_Wait, with nothing set (pass-through)
 and while counting (COLLTUNE_VERBOSE=1: counted, requests followed to their completion).
 
-    .venv/bin/python benchmarks/passthrough/forms.py [--mpi openmpi|mpich] [--calls 20000] [--learning]
+    .venv/bin/python benchmarks/passthrough/forms.py [--mpi openmpi|mpich] [--calls 20000] [--learning] [--case TEXT]
 
 Rank 0 under valgrind, rank 1 native; exclusive instructions executed in libcolltune.so per loop
 iteration of forms_loop.c (each function once), by function, plus the MPI queries the counting
@@ -34,6 +34,14 @@ LEARNING = {"learning (--learn -), no nonblocking member proven": {"COLLTUNE_SEL
             f"learning, {NB_MEMBER} proven": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof"},
             f"learning, {NB_MEMBER} proven, tracing": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof",
                                                        "COLLTUNE_TRACE_DIR": "@traces"}}
+# The learning mode's cost per decided call once nothing is explored (budget 0: every cell picks
+# without a draw, as an exploit table's do), blocking against started: forms_loop.c makes only
+# MPI_Allreduce, or only MPI_Iallreduce + MPI_Wait (FORMS_LOOP_ONLY).
+SPENT = {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof", "COLLTUNE_SELECT_BUDGET": "0"}
+LEARNING_SPENT = {"learning, budget spent: MPI_Allreduce only": {**SPENT, "FORMS_LOOP_ONLY": "allreduce"},
+                  "learning, budget spent: MPI_Iallreduce + MPI_Wait only": {**SPENT, "FORMS_LOOP_ONLY": "iallreduce"}}
+# counted only inside the loop's calls: MPI_Init's one-off work (the proof's reading) left out
+LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Wait")
 
 
 def main() -> None:
@@ -42,6 +50,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--learning", action="store_true",
                     help=f"also the learning mode's cases (proves {NB_MEMBER}: one selftest launch)")
+    ap.add_argument("--case", action="append", default=[], metavar="TEXT",
+                    help="only the cases whose label contains TEXT (repeatable)")
     args = ap.parse_args()
     lib = mpi.resolve(args.mpi)
     art = build.ensure_built(lib)
@@ -57,9 +67,13 @@ def main() -> None:
             proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(lib, only=[NB_MEMBER])))
             (Path(tmp) / "traces").mkdir()
             at = {"@proof": str(proven), "@traces": str(Path(tmp) / "traces")}
-            cases.update({label: {k: at.get(v, v) for k, v in extra.items()} for label, extra in LEARNING.items()})
+            cases.update({label: {k: at.get(v, v) for k, v in extra.items()}
+                          for label, extra in {**LEARNING, **LEARNING_SPENT}.items()})
         for label, extra in cases.items():
-            costs = callgrind(lib, art, exe, args.calls, extra)
+            if args.case and not any(text in label for text in args.case):
+                continue
+            costs = callgrind(lib, art, exe, args.calls, extra,
+                              collect=LOOP_CALLS if label in LEARNING_SPENT else ())
             print(f"  {label}: {sum(costs.values()):.1f} in all")
             for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
                 print(f"    {ir:8.2f}  {func}")

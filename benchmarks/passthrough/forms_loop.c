@@ -4,12 +4,16 @@
  * persistent MPI_Allreduce_init request completed by MPI_Wait (where the library has persistent
  * collectives), and one MPI_Neighbor_allgather on a periodic ring: every function once per
  * iteration, so instructions / CALLS is the cost per call of each wrapper.
+ * FORMS_LOOP_ONLY=allreduce (=iallreduce) makes each iteration one 8-byte MPI_Allreduce (one
+ * MPI_Iallreduce + MPI_Wait) and nothing else: the learning mode's cost per blocking and per
+ * started call, side by side.
  *
  *   forms_loop CALLS [ignored]
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 #define PERSISTENT 1
@@ -31,6 +35,20 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     double in = 1.0, out = 0.0, sum = 0.0, nb[2];
     MPI_Request rq;
+    const char *only = getenv("FORMS_LOOP_ONLY");
+    int blocking_only = only != NULL && strcmp(only, "allreduce") == 0;
+    int started_only = only != NULL && strcmp(only, "iallreduce") == 0;
+    for (long i = 0; i < calls && (blocking_only || started_only); i++) {
+        if (blocking_only)
+            MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else {
+            MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        }
+        sum += out;
+    }
+    if (blocking_only || started_only)
+        calls = 0;
 #if PERSISTENT
     MPI_Request prq;
     MPI_Allreduce_init(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &prq);

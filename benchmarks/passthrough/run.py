@@ -54,15 +54,18 @@ def ci(values: list[float]) -> tuple[float, float, float]:
 QUERY = re.compile(r"^P?MPI_(Comm_size|Comm_rank|Comm_test_inter|Op_commutative|Type_\w+)$")
 
 
-def callgrind(lib, art, exe: Path, calls: int, extra: dict[str, str]) -> dict[str, float]:
+def callgrind(lib, art, exe: Path, calls: int, extra: dict[str, str],
+              collect: tuple[str, ...] = ()) -> dict[str, float]:
     """Instructions per MPI_Allreduce call executed in libcolltune.so (the wrapper, its PLT hop,
     the decision path when a mode is on) and in the MPI queries the decision path makes, on rank 0
     under valgrind (rank 1 runs natively). Exclusive costs: the library's own Allreduce work (a
-    timing-dependent polling loop) is not part of it."""
+    timing-dependent polling loop) is not part of it. `collect`: count only inside these
+    functions (callgrind's --toggle-collect), which leaves MPI_Init's one-off work out."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         env = runenv.rank_environment(lib, art, extra=extra)
-        rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(calls), "1"]
+        rank0 = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                 *(f"--toggle-collect={name}" for name in collect), str(exe), str(calls), "1"]
         argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
                 "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
                 "-n", "1", *launch.rank_env_flags(lib, env), str(exe), str(calls), "1"]

@@ -11,7 +11,10 @@ Outputs
                                          that is one predictable branch on ct_watch (pass-through
                                          straight to PMPI_<Name>), else calls the library and hands
                                          (function, call site, communicator, bytes, start time,
-                                         request) to ct_fn_seen (runtime/watch.c)
+                                         request) to ct_fn_seen (runtime/watch.c); the started
+                                         calls of a row with dispatch (served_started) also a
+                                         ct_serve_<name> that describes the call (ct_call) for
+                                         modes.c's ct_dispatch_started / ct_dispatch_init
 
 A watched call is never changed: the library runs it with the caller's arguments. Its bytes
 follow the row's `bytes` rule, computed from the arguments after the call succeeded (-1 where the
@@ -28,7 +31,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gen_wrappers import FIELD, fill_call, served_large
+from gen_wrappers import FIELD, fill_call, fit_conditions, narrowed, served_large
 from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 # A role's C type in the large-count binding (MPI-4: counts MPI_Count, displacements MPI_Aint).
@@ -57,10 +60,15 @@ DISPATCH_STARTED = {"nonblocking": "ct_dispatch_started(&call, request)",
 
 
 def served_started(fn: Function) -> bool:
-    """The nonblocking or persistent call of a row the decision point serves (int binding):
-    started or initialized by a forced member of its form where there is one (modes.c
-    ct_dispatch_started / ct_dispatch_init), tested on ct_start_watch instead of ct_watch."""
-    return fn.form in DISPATCH_STARTED and fn.coll.dispatch and not fn.large
+    """The nonblocking or persistent call of a row the decision point serves: started or
+    initialized by a forced member of its form, or the learning mode's (nonblocking), where there
+    is one (modes.c ct_dispatch_started / ct_dispatch_init), tested on ct_start_watch instead of
+    ct_watch. Its large-count binding too where the blocking one is served and no count is an
+    array: an array narrowed to int would have to live until the call completes."""
+    if fn.form not in DISPATCH_STARTED or not fn.coll.dispatch:
+        return False
+    arrays = any(a.role in ("sendcounts", "recvcounts") for a in fn.coll.args)
+    return not fn.large or (served_large(fn.coll) and not arrays)
 
 
 def params(fn: Function) -> list[tuple[str, str]]:
@@ -135,17 +143,41 @@ def start_code(fn: Function, names: str) -> list[str]:
     profiled only where ct_watch says so."""
     if not served_started(fn):
         return [f"    int rc = P{fn.mpi}({names});"]
-    value = {FIELD[a.role]: a.name for a in fn.coll.args}
     return [
-        "    int rc;",
-        "    if (ct_start_watch & CT_START_SERVE) {",
-        *fill_call(fn.coll, value, "        "),
-        f"        rc = {DISPATCH_STARTED[fn.form]};",
-        "    } else {",
-        f"        rc = P{fn.mpi}({names});",
-        "    }",
+        f"    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_{fn.name}({names})",
+        f"                                             : P{fn.mpi}({names});",
         "    if (!(ct_watch & CT_WATCH_SEE))",
         "        return rc;",
+    ]
+
+
+def serve(fn: Function) -> list[str]:
+    """A served row's started call while it is served and neither counted nor profiled: the
+    call's description and its form's dispatcher, without the watched path's clock, call site
+    and counters (what gen_wrappers' ct_serve_<coll> is to the blocking call)."""
+    pairs = params(fn)
+    value = {FIELD[a.role]: a.name for a in fn.coll.args}
+    fit = []
+    if fn.large:
+        # served where every count fits an int, as gen_wrappers' blocking _c (the test is true on
+        # every rank or on none); else the library's own _c call, on every rank
+        value = narrowed(fn.coll)
+        rooted = any(a.role == "root" for a in fn.coll.args)
+        fit = [
+            "    int rank;",
+            "    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE",
+            "        || !(" + "\n             && ".join(fit_conditions(fn.coll)) + "))",
+            f"        return P{fn.mpi}({', '.join(n for _, n in pairs)});",
+            *([] if rooted else ["    (void)rank;"]),
+        ]
+    return [
+        f"static __attribute__((noinline)) int ct_serve_{fn.name}({decl(pairs)})",
+        "{",
+        *fit,
+        *fill_call(fn.coll, value, "    "),
+        f"    return {DISPATCH_STARTED[fn.form]};",
+        "}",
+        "",
     ]
 
 
@@ -159,6 +191,7 @@ def wrapper(fn: Function) -> list[str]:
     # counting and profiling only: the learning mode's bit (CT_WATCH_LEARN) is for Wait/Test
     flag = "ct_start_watch" if served_started(fn) else "(ct_watch & CT_WATCH_SEE)"
     body = [
+        *(serve(fn) if served_started(fn) else []),
         f"static __attribute__((noinline)) int ct_watched_{fn.name}({decl(pairs)})",
         "{",
         "    const void *site = ct_watch_site(__builtin_return_address(0));",
@@ -177,6 +210,8 @@ def wrapper(fn: Function) -> list[str]:
         "{",
         f"    if (CT_LIKELY(!{flag}))",
         f"        return P{fn.mpi}({names});",
+        *([f"    if (ct_start_watch == CT_START_SERVE)",
+           f"        return ct_serve_{fn.name}({names});"] if served_started(fn) else []),
         f"    return ct_watched_{fn.name}({names});",
         "}",
         "",

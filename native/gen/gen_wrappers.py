@@ -175,16 +175,24 @@ def served_large(coll: Collective) -> bool:
     return coll.dispatch and coll.large_count and coll.serve_large
 
 
+def narrowed(coll: Collective) -> dict[str, str]:
+    """The ct_call fields of a large-count call whose counts fit (fit_conditions): each count
+    narrowed to int."""
+    args = role_arg(coll)
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    for role in COUNT_TYPE:
+        if role in args:
+            value[FIELD[role]] = f"ct_narrow({args[role]})"
+    return value
+
+
 def large_wrapper(coll: Collective) -> list[str]:
     args = role_arg(coll)
     name = f"{coll.mpi}_c"
     if "recvcounts" in args:
         return split(coll, name, True, large_vector_body(coll))
     needs_rank = "root" in args
-    value = {FIELD[a.role]: a.name for a in coll.args}
-    for role in COUNT_TYPE:
-        if role in args:
-            value[FIELD[role]] = f"ct_narrow({args[role]})"
+    value = narrowed(coll)
     conds = fit_conditions(coll)
     body = [
         "    int rank;",

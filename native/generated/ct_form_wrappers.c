@@ -143,34 +143,35 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_NEIGHBOR_ALLTOALLW_INIT_C] = {"neighbor_alltoallw_init_c", "neighbor_alltoallw", -1, CT_FORM_PERSISTENT, 1, 0},
 };
 
+static __attribute__((noinline)) int ct_serve_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLGATHER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -186,15 +187,49 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((sendbuf == MPI_IN_PLACE || ct_fits(sendcount, sendtype))
+             && ct_fits(recvcount, recvtype)))
+        return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLGATHER_C, site, comm, -1, t0, NULL);
         return rc;
@@ -206,42 +241,45 @@ static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf
 
 int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLGATHER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -257,17 +295,51 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((sendbuf == MPI_IN_PLACE || ct_fits(sendcount, sendtype))
+             && ct_fits(recvcount, recvtype)))
+        return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLGATHER_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -279,41 +351,44 @@ static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sen
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLREDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLREDUCE,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -329,15 +404,48 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLREDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLREDUCE_C, site, comm, -1, t0, NULL);
         return rc;
@@ -349,42 +457,45 @@ static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf
 
 int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLREDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLREDUCE,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -400,17 +511,50 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLREDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLREDUCE_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -422,41 +566,44 @@ static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sen
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALL,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -472,15 +619,49 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((sendbuf == MPI_IN_PLACE || ct_fits(sendcount, sendtype))
+             && ct_fits(recvcount, recvtype)))
+        return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IALLTOALL_C, site, comm, -1, t0, NULL);
         return rc;
@@ -492,42 +673,45 @@ static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf,
 
 int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALL,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -543,17 +727,51 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((sendbuf == MPI_IN_PLACE || ct_fits(sendcount, sendtype))
+             && ct_fits(recvcount, recvtype)))
+        return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ALLTOALL_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -565,41 +783,44 @@ static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *send
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_BCAST,
+        .sendbuf = NULL,
+        .recvbuf = buffer,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_BCAST,
-            .sendbuf = NULL,
-            .recvbuf = buffer,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ibcast(buffer, count, datatype, root, comm, request)
+                                             : PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -615,15 +836,47 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ibcast(buffer, count, datatype, root, comm, request);
     return ct_watched_ibcast(buffer, count, datatype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    const ct_call call = {
+        .coll = CT_COLL_BCAST,
+        .sendbuf = NULL,
+        .recvbuf = buffer,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ibcast_c(buffer, count, datatype, root, comm, request)
+                                             : PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IBCAST_C, site, comm, -1, t0, NULL);
         return rc;
@@ -635,42 +888,45 @@ static __attribute__((noinline)) int ct_watched_ibcast_c(void *buffer, MPI_Count
 
 int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ibcast_c(buffer, count, datatype, root, comm, request);
     return ct_watched_ibcast_c(buffer, count, datatype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_BCAST,
+        .sendbuf = NULL,
+        .recvbuf = buffer,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_BCAST,
-            .sendbuf = NULL,
-            .recvbuf = buffer,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_bcast_init(buffer, count, datatype, root, comm, info, request)
+                                             : PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -686,17 +942,49 @@ int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_bcast_init(buffer, count, datatype, root, comm, info, request);
     return ct_watched_bcast_init(buffer, count, datatype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    const ct_call call = {
+        .coll = CT_COLL_BCAST,
+        .sendbuf = NULL,
+        .recvbuf = buffer,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_bcast_init_c(buffer, count, datatype, root, comm, info, request)
+                                             : PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_BCAST_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -708,41 +996,44 @@ static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_C
 
 int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_bcast_init_c(buffer, count, datatype, root, comm, info, request);
     return ct_watched_bcast_init_c(buffer, count, datatype, root, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_GATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_GATHER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                                             : PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -758,15 +1049,48 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(((rank == root && sendbuf == MPI_IN_PLACE) || ct_fits(sendcount, sendtype))
+             && (rank != root || ct_fits(recvcount, recvtype))))
+        return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    const ct_call call = {
+        .coll = CT_COLL_GATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                                             : PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IGATHER_C, site, comm, -1, t0, NULL);
         return rc;
@@ -778,42 +1102,45 @@ static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, M
 
 int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_GATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_GATHER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+                                             : PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -829,17 +1156,50 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(((rank == root && sendbuf == MPI_IN_PLACE) || ct_fits(sendcount, sendtype))
+             && (rank != root || ct_fits(recvcount, recvtype))))
+        return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    const ct_call call = {
+        .coll = CT_COLL_GATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+                                             : PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_GATHER_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -851,41 +1211,44 @@ static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbu
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+                                             : PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -901,15 +1264,47 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return ct_watched_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+                                             : PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_C, site, comm, -1, t0, NULL);
         return rc;
@@ -921,42 +1316,45 @@ static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, v
 
 int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return ct_watched_ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+                                             : PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -972,17 +1370,49 @@ int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     return ct_watched_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+                                             : PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -994,41 +1424,44 @@ static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbu
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     return ct_watched_reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+                                             : PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1044,15 +1477,48 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     return ct_watched_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(recvcount, datatype)))
+        return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+                                             : PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IREDUCE_SCATTER_BLOCK_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1064,42 +1530,45 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const vo
 
 int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     return ct_watched_ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+                                             : PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1115,17 +1584,50 @@ int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvco
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(recvcount, datatype)))
+        return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+                                             : PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_REDUCE_SCATTER_BLOCK_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1137,41 +1639,44 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(cons
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE_SCATTER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+                                             : PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1187,6 +1692,8 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcount
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     return ct_watched_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
@@ -1215,34 +1722,35 @@ int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *r
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_REDUCE_SCATTER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+                                             : PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1258,6 +1766,8 @@ int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvc
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     return ct_watched_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
 }
 
@@ -1287,34 +1797,35 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCAN,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iscan(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1330,15 +1841,48 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_SCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCAN_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1350,42 +1894,45 @@ static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, voi
 
 int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCAN,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1401,17 +1948,50 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_SCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCAN_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1423,41 +2003,44 @@ static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf,
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCATTER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                                             : PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1473,15 +2056,48 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((rank != root || ct_fits(sendcount, sendtype))
+             && ((rank == root && recvbuf == MPI_IN_PLACE) || ct_fits(recvcount, recvtype))))
+        return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    const ct_call call = {
+        .coll = CT_COLL_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                                             : PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_ISCATTER_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1493,42 +2109,45 @@ static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, 
 
 int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCATTER,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+                                             : PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1544,17 +2163,50 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !((rank != root || ct_fits(sendcount, sendtype))
+             && ((rank == root && recvbuf == MPI_IN_PLACE) || ct_fits(recvcount, recvtype))))
+        return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    const ct_call call = {
+        .coll = CT_COLL_SCATTER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = ct_narrow(sendcount),
+        .recvcount = ct_narrow(recvcount),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+                                             : PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_SCATTER_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -1566,8 +2218,10 @@ static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendb
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 
@@ -1598,34 +2252,35 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLGATHERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = displs,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+                                             : PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1642,6 +2297,8 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
@@ -1671,34 +2328,35 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLGATHERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = displs,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+                                             : PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1715,6 +2373,8 @@ int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
@@ -1769,34 +2429,35 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALLV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = sendcounts,
-            .sdispls = sdispls,
-            .rdispls = rdispls,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+                                             : PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1812,6 +2473,8 @@ int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispl
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
@@ -1840,34 +2503,35 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALLV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = sendcounts,
-            .sdispls = sdispls,
-            .rdispls = rdispls,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+                                             : PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1883,6 +2547,8 @@ int MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sd
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 
@@ -1936,34 +2602,35 @@ int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALLW,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = sendcounts,
-            .sdispls = sdispls,
-            .rdispls = rdispls,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = MPI_DATATYPE_NULL,
-            .sendtypes = sendtypes,
-            .recvtypes = recvtypes,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+                                             : PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -1979,6 +2646,8 @@ int MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispl
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
@@ -2007,34 +2676,35 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_ALLTOALLW,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = sendcounts,
-            .sdispls = sdispls,
-            .rdispls = rdispls,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = MPI_DATATYPE_NULL,
-            .sendtypes = sendtypes,
-            .recvtypes = recvtypes,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request)
+                                             : PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2050,6 +2720,8 @@ int MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sd
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 
@@ -2079,34 +2751,35 @@ int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_BARRIER,
+        .sendbuf = NULL,
+        .recvbuf = NULL,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_BARRIER,
-            .sendbuf = NULL,
-            .recvbuf = NULL,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = MPI_DATATYPE_NULL,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Ibarrier(comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ibarrier(comm, request)
+                                             : PMPI_Ibarrier(comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2122,38 +2795,41 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ibarrier(comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ibarrier(comm, request);
     return ct_watched_ibarrier(comm, request);
 }
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_BARRIER,
+        .sendbuf = NULL,
+        .recvbuf = NULL,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_BARRIER,
-            .sendbuf = NULL,
-            .recvbuf = NULL,
-            .sendcount = 0,
-            .recvcount = 0,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = MPI_DATATYPE_NULL,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Barrier_init(comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_barrier_init(comm, info, request)
+                                             : PMPI_Barrier_init(comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2169,39 +2845,42 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Barrier_init(comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_barrier_init(comm, info, request);
     return ct_watched_barrier_init(comm, info, request);
 }
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_EXSCAN,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2217,15 +2896,48 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #if MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+                                             : PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_IEXSCAN_C, site, comm, -1, t0, NULL);
         return rc;
@@ -2237,42 +2949,45 @@ static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, v
 
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return ct_watched_iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_EXSCAN,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = count,
-            .recvcounts = NULL,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = NULL,
-            .sendtype = MPI_DATATYPE_NULL,
-            .recvtype = datatype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = op,
-            .root = -1,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2288,17 +3003,50 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+static __attribute__((noinline)) int ct_serve_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    int rank;
+    if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
+        || !(ct_fits(count, datatype)))
+        return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    (void)rank;
+    const ct_call call = {
+        .coll = CT_COLL_EXSCAN,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = ct_narrow(count),
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+                                             : PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_EXSCAN_INIT_C, site, comm, -1, t0, NULL);
         return rc;
@@ -2310,8 +3058,10 @@ static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbu
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return ct_watched_exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
@@ -2341,34 +3091,35 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_GATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_GATHERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = displs,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+                                             : PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2384,6 +3135,8 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     return ct_watched_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
 
@@ -2412,34 +3165,35 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_GATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_GATHERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = sendcount,
-            .recvcount = 0,
-            .recvcounts = recvcounts,
-            .sendcounts = NULL,
-            .sdispls = NULL,
-            .rdispls = displs,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+                                             : PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2455,6 +3209,8 @@ int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     return ct_watched_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
 }
 
@@ -2532,34 +3288,35 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_A
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCATTERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = sendcounts,
+        .sdispls = displs,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCATTERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = sendcounts,
-            .sdispls = displs,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_started(&call, request);
-    } else {
-        rc = PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                                             : PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2575,6 +3332,8 @@ int MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs,
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     return ct_watched_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
@@ -2603,34 +3362,35 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_SCATTERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = sendcounts,
+        .sdispls = displs,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc;
-    if (ct_start_watch & CT_START_SERVE) {
-        const ct_call call = {
-            .coll = CT_COLL_SCATTERV,
-            .sendbuf = sendbuf,
-            .recvbuf = recvbuf,
-            .sendcount = 0,
-            .recvcount = recvcount,
-            .recvcounts = NULL,
-            .sendcounts = sendcounts,
-            .sdispls = displs,
-            .rdispls = NULL,
-            .sendtype = sendtype,
-            .recvtype = recvtype,
-            .sendtypes = NULL,
-            .recvtypes = NULL,
-            .op = MPI_OP_NULL,
-            .root = root,
-            .comm = comm,
-        };
-        rc = ct_dispatch_init(&call, info, request);
-    } else {
-        rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    }
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+                                             : PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     if (!(ct_watch & CT_WATCH_SEE))
         return rc;
     if (rc != MPI_SUCCESS) {
@@ -2646,6 +3406,8 @@ int MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *dis
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     return ct_watched_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
 }
 

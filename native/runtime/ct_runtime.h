@@ -149,6 +149,8 @@ CT_HIDDEN int ct_learn_tracing(void);
  * (set at MPI_Init): started, traced, its request followed on a tracing rank; `d` for counting. */
 extern CT_HIDDEN int ct_learn_nonblocking;
 CT_HIDDEN int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d);
+/* The same when nothing counts the decision (what ct_learn_dispatch is to blocking calls). */
+CT_HIDDEN int ct_learn_dispatch_started(const ct_call *call, MPI_Request *request);
 /* The record (index + 1) of a followed started call completed: `ns` its own time (start and
  * the Wait/Test calls given it alone), `alone` 0 if a call completed it with other requests or
  * was given it among others: then it keeps no reward (trace.c). */

@@ -362,6 +362,30 @@ static __attribute__((noinline)) int ct_learn_redraw(const ct_call *call, int po
     return member > 0 ? member : 0;
 }
 
+/* The short path's pick, shared by blocking (ct_learn_dispatch) and started (ct_learn_started)
+ * calls of a rank that neither traces nor checks: the cell's code (1 + the portfolio index of the
+ * member) when the cell picks without a draw, an exploit cell, or an explore or unlisted cell
+ * whose budget is spent (a uniform table has only these), or an unlisted cell that never
+ * explores; the call counter then advances as ct_learn_choose advances it, so a rank on this
+ * path and a rank on the full path draw alike. 0: a draw is due, take the full path (counters
+ * untouched). */
+static inline __attribute__((always_inline)) unsigned ct_short_code(ct_comm_state *s, int port,
+                                                                    int64_t bytes)
+{
+    uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
+    uint32_t cell = size_bin * ct_size_stride + s->np_cell;
+    const uint8_t *codes = ct_codes[port];
+    unsigned code = codes != NULL ? codes[cell] : 0u;
+    if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u)) {
+        if (!(code == 0 && ct_unlisted_fixed) && !ct_settled(s, port, size_bin))
+            return 0;
+        code = ct_select_settled_code(ct_table, port, cell);
+    }
+    uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
+    return code;
+}
+
 /* The decision of the learning mode, inlined into its callers: an exploit cell is one load from
  * the cube; explore cells, unlisted cells and the budget are ct_select_pick_cell's. `port`: the
  * portfolio, the call's collective or (MPI_I<coll>) its nonblocking one; both count on the
@@ -440,6 +464,27 @@ ct_decision ct_learn_decide(const ct_call *call)
     return ct_learn_choose(call, call->coll);
 }
 
+/* A started call whose cell picked without a draw (ct_short_code): the member of the
+ * nonblocking portfolio it names, if it may serve the call, else the library. */
+static inline __attribute__((always_inline)) int ct_learn_start_picked(const ct_call *call,
+                                                                        MPI_Request *request,
+                                                                        ct_decision *d, int port,
+                                                                        unsigned code)
+{
+    d->mode = CT_MODE_EXPLOIT;
+    if (code > 1) {
+        d->chosen = ct_member_variant[port][code - 1];
+        d->reason = ct_member_applicable(d->chosen, call);
+        if (d->reason == COLLTUNE_APPLICABLE) {
+            d->variant = d->chosen;
+            int rc = ct_libalg_start(call, d, MPI_INFO_NULL, request);
+            if (d->variant >= 0)
+                return rc;
+        }
+    }
+    return colltune_start_library(call, request);   /* also: no member of this form */
+}
+
 /* MPI_I<coll> of a row the learning mode decides (modes.c, while ct_learn_nonblocking): a member
  * of the nonblocking portfolio drawn from the communicator's call counter like a blocking call's,
  * so every rank draws the same; the algorithm is fixed when the call starts and nothing waits
@@ -447,7 +492,9 @@ ct_decision ct_learn_decide(const ct_call *call)
  * start; requests.c follows the request and completes the record at its completion
  * (ct_trace_completed): the reward is the start's time plus that of the Wait/Test calls that
  * were given this request alone. */
-int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
+static inline __attribute__((always_inline)) int ct_learn_start_call(const ct_call *call,
+                                                                      MPI_Request *request,
+                                                                      ct_decision *d)
 {
     /* A communicator's state is made by its first blocking collective (the ranks agree on its
      * id and layout there, with blocking calls: inside a start they could deadlock against a
@@ -456,7 +503,17 @@ int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
     ct_comm_state *s = call->comm != MPI_COMM_NULL ? ct_comm_of(call->comm, 0) : NULL;
     if (s == NULL || s->inter || ct_erroneous_intra(call, s->size, s->rank))
         return colltune_start_library(call, request);
-    *d = ct_learn_choose(call, CT_SELECT_NONBLOCKING(call->coll));
+    int port = CT_SELECT_NONBLOCKING(call->coll);
+    if (CT_LIKELY(!atomic_load_explicit(&ct_recording, memory_order_relaxed))) {
+        /* the blocking calls' short path (ct_learn_dispatch), with the same rules */
+        int64_t bytes = ct_learn_bytes(call, s->size);
+        if (CT_UNLIKELY(bytes < 0))
+            return colltune_start_library(call, request);
+        unsigned code = ct_short_code(s, port, bytes);
+        if (CT_LIKELY(code != 0))
+            return ct_learn_start_picked(call, request, d, port, code);
+    }
+    *d = ct_learn_choose(call, port);
     int traced = ct_learn_tracing();
     uint64_t start = traced ? ct_now() : 0;
     int rc = MPI_SUCCESS;
@@ -471,6 +528,17 @@ int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
             ct_req_learned(*request, ct_started_fn[call->coll], record, end - start);
     }
     return rc;
+}
+
+int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
+{
+    return ct_learn_start_call(call, request, d);
+}
+
+int ct_learn_dispatch_started(const ct_call *call, MPI_Request *request)
+{
+    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    return ct_learn_start_call(call, request, &d);
 }
 
 static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
@@ -510,20 +578,9 @@ int ct_learn_dispatch(const ct_call *call)
     int64_t bytes = ct_learn_bytes(call, s->size);
     if (CT_UNLIKELY(bytes < 0))
         return colltune_invoke_library(call);
-    uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
-    uint32_t cell = size_bin * ct_size_stride + s->np_cell;
-    const uint8_t *codes = ct_codes[call->coll];
-    unsigned code = codes != NULL ? codes[cell] : 0u;
-    if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u)) {
-        /* An explore or unlisted cell (a uniform table has only these) whose budget is spent,
-         * or an unlisted cell that never explores, picks without a draw: it costs what an
-         * exploit cell costs (issue 33). */
-        if (!(code == 0 && ct_unlisted_fixed) && !ct_settled(s, call->coll, size_bin))
-            return ct_learn_dispatch_full(call);
-        code = ct_select_settled_code(ct_table, call->coll, cell);
-    }
-    uint64_t index = atomic_load_explicit(&s->calls, memory_order_relaxed);
-    atomic_store_explicit(&s->calls, index + 1, memory_order_relaxed);
+    unsigned code = ct_short_code(s, call->coll, bytes);
+    if (CT_UNLIKELY(code == 0))
+        return ct_learn_dispatch_full(call);
     if (code == 1)   /* member 0: default, the library */
         return colltune_invoke_library(call);
     ct_decision d = {ct_member_variant[call->coll][code - 1], -1, CT_MODE_EXPLOIT,

@@ -40,6 +40,10 @@ static unsigned char ct_prof_layouts[CT_NUM_COLLECTIVES];
  * and nothing else looks at the decision (no counting), so learn.c runs the whole call. */
 enum { CT_ROUTE_NONE, CT_ROUTE_FORCE, CT_ROUTE_PROFILE, CT_ROUTE_LEARN, CT_ROUTE_LEARN_FAST };
 static unsigned char ct_route[CT_NUM_COLLECTIVES];
+/* 1 where the learning mode alone decides MPI_I<coll> (CT_ROUTE_LEARN_FAST: no counting) and no
+ * member of the nonblocking form is forced (set with ct_start_watch): learn.c runs the whole
+ * call, as it does for the blocking calls of such a collective. */
+static unsigned char ct_learned_starts[CT_NUM_COLLECTIVES];
 
 
 static ct_decision ct_ask_profile(const ct_call *call)
@@ -232,6 +236,8 @@ static int ct_dispatch_form(enum ct_form form, const ct_call *call, MPI_Info inf
 
 int ct_dispatch_started(const ct_call *call, MPI_Request *request)
 {
+    if (CT_LIKELY(ct_learned_starts[call->coll]))
+        return ct_learn_dispatch_started(call, request);
     return ct_dispatch_form(CT_FORM_NONBLOCKING, call, MPI_INFO_NULL, request);
 }
 
@@ -279,8 +285,12 @@ void ct_modes_install(const int force[CT_FORCE_SLOTS], ct_profile *profile, int 
 void ct_modes_watch_started(void)
 {
     int learns = 0;
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
+    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         learns |= ct_learns_started(c);
+        ct_learned_starts[c] = (unsigned char)(ct_learns_started(c) && ct_route[c] == CT_ROUTE_LEARN_FAST
+                                               && ct_force[CT_FORM_NONBLOCKING * CT_NUM_COLLECTIVES + c]
+                                                      == CT_FORCE_UNSET);
+    }
     /* requests followed only where a reward is recorded: the decision needs nothing at the end */
     if (learns && ct_learn_tracing())
         ct_watch |= CT_WATCH_LEARN;
@@ -319,6 +329,7 @@ void ct_modes_clear(void)
         ct_route[c] = CT_ROUTE_NONE;
         ct_force[c] = CT_FORCE_UNSET;
         ct_prof_layouts[c] = 0;
+        ct_learned_starts[c] = 0;
     }
     ct_prof = NULL;
     for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++)

@@ -160,13 +160,22 @@ static void ct_drop(ct_req *r)
 }
 
 /* Under the lock: `request` followed (a new slot), or NULL when the table is full. */
+/* Two functions that start the same call: one form of one row, its int or its _c binding (the
+ * learning mode names a started call by the int binding, counting by the one called). */
+static int ct_same_start(int a, int b)
+{
+    return ct_fns[a].coll == ct_fns[b].coll && ct_fns[a].form == ct_fns[b].form;
+}
+
 static ct_req *ct_follow(MPI_Request request, int fn, ct_point *point, int persistent,
                          uint64_t start)
 {
     uint64_t key = ct_key(request);
     ct_req *old = ct_find(key);
-    if (old != NULL && old->record != 0 && old->active && !persistent && old->fn == fn) {
+    if (old != NULL && old->record != 0 && old->active && !persistent
+        && ct_same_start(old->fn, fn)) {
         /* the same start seen by counting after the learning mode: one request, both records */
+        old->fn = fn;
         old->point = point;
         old->start = start;
         return old;
