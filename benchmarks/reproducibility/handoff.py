@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import tempfile
 import time
@@ -66,6 +67,25 @@ def _print(label: str, runs: list[tuple[float, float, float, int]]) -> None:
     print(f"{label:>12} {len(runs):>4} {med[0]:>8.2f} {med[1]:>11.2f} {med[2]:>8.2f} {per_gap:>9.3f}")
 
 
+# The comparisons that differed between this session's quiet checks: does the handoff move them?
+PAIRS = (("allgather", 1024, "allgather_as_alltoall"), ("scatter", 8, "scatter_as_scatterv"),
+         ("gather", 8, "gather_as_gatherv"), ("reduce_scatter", 1024, "reducescatter_as_reduce_scatterv"))
+
+
+def _log_ratios(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int, str], list[float]]:
+    """Per launch, log(median of the mock-up / median of the default) of PAIRS."""
+    out: dict[tuple[str, int, str], list[float]] = {}
+    for coll, size, mockup in PAIRS:
+        rows = con.execute(
+            "WITH m AS (SELECT run_id, launch_idx, variant, median(runtime_s) AS med FROM measurements "
+            "  WHERE collective = ? AND msg_bytes = ? AND variant IN ('default', ?) AND NOT coalesce(warmup, FALSE) "
+            "  AND coalesce(valid, TRUE) GROUP BY ALL) "
+            "SELECT ln(b.med / a.med) FROM m a JOIN m b USING (run_id, launch_idx) WHERE a.variant = 'default' AND b.variant = ?",
+            [coll, size, mockup, mockup]).fetchall()
+        out[(coll, size, mockup)] = [float(r[0]) for r in rows]
+    return out
+
+
 def _load() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
 
@@ -74,6 +94,7 @@ def live(pairs: int, launches: int) -> None:
     settings = BenchSettings.from_preset("quick", nprocs=[4], launches=launches,
                                          stop={"max_reps": 40, "time_budget_s": 0.1})
     results: dict[str, list[tuple[float, float, float, int]]] = {"handoff": [], "sequential": []}
+    ratios: dict[str, dict[tuple[str, int, str], list[float]]] = {"handoff": {}, "sequential": {}}
     real_here = runner._here
     print("load before", _load())
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,11 +106,22 @@ def live(pairs: int, launches: int) -> None:
                 with duckdb.connect(str(db), read_only=True) as con:
                     for launches_of_run in _phases(con).values():
                         results[mode].append(_summary(launches_of_run))
+                    for key, values in _log_ratios(con).items():
+                        ratios[mode].setdefault(key, []).extend(values)
         runner._here = real_here  # type: ignore[assignment]
     print("load after ", _load())
     _header()
     for mode, runs in results.items():
         _print(mode, runs)
+    print("mock-up / default per launch (geometric mean +- standard error of the log; launches):")
+    for key in ratios["handoff"]:
+        line = []
+        for mode in ("handoff", "sequential"):
+            values = ratios[mode].get(key, [])
+            if len(values) > 1:
+                mean, se = statistics.fmean(values), statistics.stdev(values) / len(values) ** 0.5
+                line.append(f"{mode} {math.exp(mean):.3f} +- {se:.3f} ({len(values)})")
+        print(f"  {key[0]} {key[1]} B {key[2]}: " + ", ".join(line))
 
 
 def _header() -> None:
@@ -103,6 +135,9 @@ def stored(db: Path, results: Path | None) -> None:
             "SELECT r.run_id, epoch(r.created), epoch(max(v.judged_at)) FROM runs r "
             "JOIN verdicts v USING (run_id) WHERE r.status = 'complete' GROUP BY r.run_id, r.created").fetchall()}
     runs = [_summary(v) for v in phases.values()]
+    if not runs:
+        print(f"{db}: no launch records its measuring phase (checks before the handoff)")
+        return
     _header()
     _print(db.stem, runs)
     # The whole check, in order: up to the run's row (Python's start, imports, settings, opening
