@@ -29,7 +29,10 @@ CASES = {"pass-through (nothing set)": {}, "counting (COLLTUNE_VERBOSE=1)": {"CO
 # NB_MEMBER proven it decides every MPI_Iallreduce (every call explores until the budget of 1000
 # explored calls is spent, then takes the default), and on a tracing rank follows its request
 # to the MPI_Wait that completes it (the reward).
-NB_MEMBER = "lib:allreduce:recursive_doubling#nonblocking"
+# (per library; the labels name Open MPI's)
+NB_MEMBERS = {"openmpi": "lib:allreduce:recursive_doubling#nonblocking",
+              "mpich": "lib:allreduce:sched_recursive_doubling#nonblocking"}
+NB_MEMBER = NB_MEMBERS["openmpi"]
 LEARNING = {"learning (--learn -), no nonblocking member proven": {"COLLTUNE_SELECT": "-"},
             f"learning, {NB_MEMBER} proven": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof"},
             f"learning, {NB_MEMBER} proven, tracing": {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof",
@@ -40,8 +43,12 @@ LEARNING = {"learning (--learn -), no nonblocking member proven": {"COLLTUNE_SEL
 SPENT = {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof", "COLLTUNE_SELECT_BUDGET": "0"}
 LEARNING_SPENT = {"learning, budget spent: MPI_Allreduce only": {**SPENT, "FORMS_LOOP_ONLY": "allreduce"},
                   "learning, budget spent: MPI_Iallreduce + MPI_Wait only": {**SPENT, "FORMS_LOOP_ONLY": "iallreduce"}}
+# the same through the large-count bindings, where the library declares them (MPI 4: MPICH)
+LEARNING_SPENT_LARGE = {
+    "learning, budget spent: MPI_Allreduce_c only": {**SPENT, "FORMS_LOOP_ONLY": "allreduce_c"},
+    "learning, budget spent: MPI_Iallreduce_c + MPI_Wait only": {**SPENT, "FORMS_LOOP_ONLY": "iallreduce_c"}}
 # counted only inside the loop's calls: MPI_Init's one-off work (the proof's reading) left out
-LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Wait")
+LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c", "MPI_Iallreduce_c", "MPI_Wait")
 
 
 def main() -> None:
@@ -49,7 +56,8 @@ def main() -> None:
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--learning", action="store_true",
-                    help=f"also the learning mode's cases (proves {NB_MEMBER}: one selftest launch)")
+                    help="also the learning mode's cases (proves an algorithm of MPI_Iallreduce, "
+                         f"{NB_MEMBER} on Open MPI: one selftest launch)")
     ap.add_argument("--case", action="append", default=[], metavar="TEXT",
                     help="only the cases whose label contains TEXT (repeatable)")
     args = ap.parse_args()
@@ -64,16 +72,17 @@ def main() -> None:
             from colltune.measure import proof
 
             proven = Path(tmp) / "proof.txt"
-            proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(lib, only=[NB_MEMBER])))
+            proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(lib, only=[NB_MEMBERS[lib.family]])))
             (Path(tmp) / "traces").mkdir()
             at = {"@proof": str(proven), "@traces": str(Path(tmp) / "traces")}
+            spent = {**LEARNING_SPENT, **(LEARNING_SPENT_LARGE if lib.family == "mpich" else {})}
             cases.update({label: {k: at.get(v, v) for k, v in extra.items()}
-                          for label, extra in {**LEARNING, **LEARNING_SPENT}.items()})
+                          for label, extra in {**LEARNING, **spent}.items()})
         for label, extra in cases.items():
             if args.case and not any(text in label for text in args.case):
                 continue
             costs = callgrind(lib, art, exe, args.calls, extra,
-                              collect=LOOP_CALLS if label in LEARNING_SPENT else ())
+                              collect=LOOP_CALLS if "budget spent" in label else ())
             print(f"  {label}: {sum(costs.values()):.1f} in all")
             for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
                 print(f"    {ir:8.2f}  {func}")

@@ -6,7 +6,8 @@
  * iteration, so instructions / CALLS is the cost per call of each wrapper.
  * FORMS_LOOP_ONLY=allreduce (=iallreduce) makes each iteration one 8-byte MPI_Allreduce (one
  * MPI_Iallreduce + MPI_Wait) and nothing else: the learning mode's cost per blocking and per
- * started call, side by side.
+ * started call, side by side; =allreduce_c and =iallreduce_c the same through the large-count
+ * bindings (MPI 4 libraries).
  *
  *   forms_loop CALLS [ignored]
  */
@@ -38,13 +39,24 @@ int main(int argc, char **argv)
     const char *only = getenv("FORMS_LOOP_ONLY");
     int blocking_only = only != NULL && strcmp(only, "allreduce") == 0;
     int started_only = only != NULL && strcmp(only, "iallreduce") == 0;
+    /* the large-count bindings (=allreduce_c, =iallreduce_c) where the library declares them */
+    int large = only != NULL && MPI_VERSION >= 4 && strstr(only, "_c") != NULL;
+    blocking_only |= large && strcmp(only, "allreduce_c") == 0;
+    started_only |= large && strcmp(only, "iallreduce_c") == 0;
     for (long i = 0; i < calls && (blocking_only || started_only); i++) {
+#if MPI_VERSION >= 4
+        if (large && blocking_only)
+            MPI_Allreduce_c(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else if (large)
+            MPI_Iallreduce_c(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq);
+        else
+#endif
         if (blocking_only)
             MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        else {
+        else
             MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq);
+        if (started_only)
             MPI_Wait(&rq, MPI_STATUS_IGNORE);
-        }
         sum += out;
     }
     if (blocking_only || started_only)
