@@ -1,0 +1,88 @@
+"""The learning loop's own cost after a run, as the ranks grow (README, "The learn model's cost").
+
+For each rank count: app.c in the learning mode with every call exploring (seed 1) and traced, on
+`dragonfly-1024`, then the two steps `colltune learn run` does after each batch, timed apart:
+`colltune traces ingest` of the run's trace files and `colltune learn table` (training the models
+on the database and writing the next selection table). Rows to learn_cost.csv:
+
+    COLLTUNE_CACHE=/tmp/ct-cache nice -n 10 .venv/bin/python benchmarks/scale/learn_cost.py \\
+        --ranks 16,64,256 --calls 50 --out benchmarks/scale
+
+(`colltune selftest --mpi smpi` first: the learning runs are served by the proven members.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402  (the benchmark's own module, next to this file)
+
+from colltune.mpi import build  # noqa: E402
+from colltune.mpi import libraries as mpi  # noqa: E402
+
+COLLTUNE = str(Path(sys.executable).with_name("colltune"))
+
+
+def timed(argv: list[str]) -> float:
+    """Wall seconds of one colltune command, which must succeed."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-1000:]}{proc.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def measure(lib: mpi.MpiLibrary, art: build.Artifacts, linked: Path, ranks: int, calls: int,
+            work: Path) -> dict[str, object]:
+    trace, db, table = work / f"trace-{ranks}", work / f"learn-{ranks}.duckdb", work / f"t-{ranks}.sel"
+    trace.mkdir()
+    cpu, _, _ = run.launch(lib, art, linked, ranks, calls,
+                           {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt"),
+                            "COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1",
+                            "COLLTUNE_TRACE_DIR": str(trace)})
+    ingest_s = timed([COLLTUNE, "traces", "ingest", str(trace), "--db", str(db)])
+    # a table from one run: every member's timings count (the defaults want several runs)
+    table_s = timed([COLLTUNE, "learn", "table", "--db", str(db), "--out", str(table),
+                     "--min-timings", "5", "--min-cell-evidence", "2", "--replicate", "0"])
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = int(con.sql("select count(*) from trace_calls").fetchall()[0][0])
+    return {"ranks": ranks, "rounds": calls, "traced_cpu_s": round(cpu, 3),
+            "trace_calls_rows": rows, "db_bytes": db.stat().st_size,
+            "ingest_s": round(ingest_s, 3), "learn_table_s": round(table_s, 3),
+            "table_bytes": table.stat().st_size,
+            "load": open("/proc/loadavg").read().split()[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", default="16,64,256")
+    parser.add_argument("--calls", type=int, default=50, help="rounds of allreduce + bcast per rank")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    args = parser.parse_args()
+    lib = mpi.resolve("smpi")
+    art = build.ensure_built(lib)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="colltune-learncost-") as tmp:
+        work = Path(tmp)
+        linked = run.compile_app(lib, art, work)[1]
+        for ranks in (int(x) for x in args.ranks.split(",")):
+            rows.append(measure(lib, art, linked, ranks, args.calls, work))
+            print(rows[-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "learn_cost.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
