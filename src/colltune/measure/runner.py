@@ -198,7 +198,9 @@ class _Handoff:
 
     def close(self) -> None:
         self.open_gate()
-        os.close(self.measured_fd)
+        if self.measured_fd >= 0:
+            os.close(self.measured_fd)
+            self.measured_fd = -1
 
 
 def _exit_waiter(proc: subprocess.Popen[str]) -> Callable[..., bool]:
@@ -546,13 +548,12 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             if ahead.handoff is not None:
                 ahead.started = _now()
                 ahead.proc = launch.popen(lib, todo[0].nprocs, ahead.argv, ahead.rank_env)
-        if session.prelude is not None:
-            prelude, session.prelude = session.prelude, None
-            prelude()
-
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
         try:
+            if session.prelude is not None:
+                prelude, session.prelude = session.prelude, None
+                prelude()
             for i, spec in enumerate(todo):
                 if ahead is None and deadline is not None and time.monotonic() > deadline:
                     break
@@ -578,10 +579,12 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                     ahead.started = _now()
                     ahead.proc = launch.popen(lib, following.nprocs, ahead.argv, ahead.rank_env)
 
-                measured += _measure_one(writer, run_id, settings, lib, artifacts, current, total, bar, jobs_task,
-                                         console, layouts, start_following, db_path)
-                if current.handoff is not None:
-                    current.handoff.close()
+                try:
+                    measured += _measure_one(writer, run_id, settings, lib, artifacts, current, total, bar,
+                                             jobs_task, console, layouts, start_following, db_path)
+                finally:
+                    if current.handoff is not None:
+                        current.handoff.close()
                 if bar is not None:
                     bar.update(jobs_task, completed=len(current.plan.jobs) if current.plan else 0)
                     bar.advance(launches_task)
