@@ -242,6 +242,16 @@ STARTUP_TIMEOUT_S = 60.0
 BUDGET_FACTOR = 10.0
 
 
+def restart_argv(argv: list[str], seed: int) -> list[str]:
+    """The driver's command for a restart: the same, with `--seed SEED` once more (a no-op: the
+    last one wins and it is the same seed), so the command line is longer. MPICH 5.0.2 under
+    Slurm's PMI-2 garbles a request for some lengths of the ranks' command line (docs/cluster.md:
+    one check's launch failed on every start, environment padding of 0-512 bytes changed nothing,
+    the same command 15 bytes longer started cleanly), so restarting the same command would fail
+    the same way."""
+    return [*argv, "--seed", str(seed)]
+
+
 def _ranks_started(driver_output: str) -> bool:
     """Whether the driver's ranks got as far as their launch record (MPI_Init done)."""
     return LAUNCH_RECORD.decode() in driver_output
@@ -692,6 +702,7 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
             console.print(f"[yellow]launch {launch_idx} failed before any rank started "
                           f"({_describe_failure(code, stderr).splitlines()[0]}); starting it again[/]",
                           highlight=False)
+        argv = restart_argv(argv, seed)
         time.sleep(STARTUP_RETRY_PAUSE_S)
     out = read_driver_output(text)
     refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
