@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -181,3 +185,27 @@ def test_a_launcher_that_died_before_any_rank_is_started_again(
     proc = launch.run(OMPI, 2, ["./app"])
     assert len(calls) == expected_calls and proc.returncode == expected_code
     assert all(argv == calls[0] for argv in calls)
+
+
+@pytest.mark.skipif(not launch.die_with_parent_argv(), reason="needs util-linux setpriv (Linux)")
+def test_launch_gets_sigterm_when_its_starter_is_killed(tmp_path: Path) -> None:
+    """popen's guard (setpriv --pdeathsig, which lets subprocess vfork): a process started through
+    it gets SIGTERM when the process that started it is SIGKILLed, so a killed front end leaves no
+    launch behind."""
+    got = tmp_path / "got"
+    launched = ("import signal, sys, time\n"
+                f"signal.signal(signal.SIGTERM, lambda *_: (open({str(got)!r}, 'w').write('TERM'), sys.exit(0)))\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(30)\n")
+    starter = ("import os, signal, subprocess, sys\n"
+               "from colltune.mpi import launch\n"
+               f"p = subprocess.Popen(launch.die_with_parent_argv() + [sys.executable, '-c', {launched!r}],\n"
+               "                     stdout=subprocess.PIPE, text=True, start_new_session=True)\n"
+               "assert p.stdout.readline() == 'ready\\n'\n"
+               "os.kill(os.getpid(), signal.SIGKILL)\n")
+    done = subprocess.run([sys.executable, "-c", starter], timeout=20)
+    assert done.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while not got.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert got.read_text() == "TERM"

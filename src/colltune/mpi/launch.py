@@ -278,7 +278,9 @@ def _die_with_parent() -> Callable[[], None] | None:
     (Linux PR_SET_PDEATHSIG; SIGKILL and the out-of-memory killer included), so a killed front
     end leaves no launch behind measuring for nobody. mpiexec and srun pass SIGTERM to the
     ranks. It fires when the thread that started the launch ends: start launches from a thread
-    that outlives them (colltune starts them from the main thread)."""
+    that outlives them (colltune starts them from the main thread). Used where setpriv is missing
+    (die_with_parent_argv): a Python function between fork and exec makes subprocess fork the
+    whole front end instead of vfork (~5 ms a launch, benchmarks/reproducibility/spawn_cost.py)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -294,6 +296,16 @@ def _die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
+def die_with_parent_argv() -> list[str]:
+    """The same parent-death signal set by util-linux's setpriv, which then executes the launcher
+    (the signal survives exec; the launcher keeps setpriv's process id, so stopping its process
+    group is unchanged), leaving subprocess free to vfork; [] without setpriv. Unlike
+    _die_with_parent it does not check that colltune is still alive once the signal is set: a
+    front end killed in that millisecond leaves its launch to run its jobs out."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+
+
 def popen(
     lib: MpiLibrary,
     nprocs: int,
@@ -302,13 +314,14 @@ def popen(
     extra_flags: Sequence[str] = (),
 ) -> subprocess.Popen[str]:
     """Start an MPI program whose stdout is read as it streams (the benchmark's records)."""
+    guard = die_with_parent_argv()
     return subprocess.Popen(
-        mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
+        guard + mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
         env=launcher_env(lib, nprocs=nprocs, rank_env=rank_env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
         start_new_session=True,  # Ctrl-C reaches us first; we stop the launch ourselves
-        preexec_fn=_die_with_parent(),
+        preexec_fn=None if guard else _die_with_parent(),
     )
