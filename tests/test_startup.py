@@ -4,7 +4,6 @@ the probe's reading of the selection, when nothing is changed, and the real thin
 from __future__ import annotations
 
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -31,8 +30,8 @@ def test_selection_reads_every_rank() -> None:
     sel = startup.selection(DEFAULT)
     assert sorted(sel) == ["node1:05360", "node1:05362"]
     for r in sel.values():
-        assert (r.pml, r.mtl_ofi_failed, r.btl_ofi_failed, sorted(r.btls)) == ("ob1", True, True,
-                                                                               ["self", "sm", "tcp", "uct"])
+        assert (r.pml, r.mtl_ofi_failed, r.btl_ofi_failed, r.pml_ucx_failed, sorted(r.btls)) == (
+            "ob1", True, True, True, ["self", "sm", "tcp", "uct"])
     assert {r.pml for r in startup.selection(NO_OFI).values()} == {"ob1"}
 
 
@@ -47,6 +46,9 @@ def test_same_path_only_when_ofi_failed_everywhere_and_nothing_else_changes() ->
     # without OFI, a BTL disappears (say, sm needed OFI's memory registration): not the same path
     fewer = "\n".join(line for line in NO_OFI.splitlines() if "init of component sm returned success" not in line)
     assert not startup.same_path(DEFAULT, fewer, 2)
+    # UCX's PML initializing (a network device it can use): it is left in
+    ucx = DEFAULT.replace("[node1:05362] select: init returned failure for component ucx\n", "")
+    assert not startup.same_path(ucx, NO_OFI, 2)
 
 
 @pytest.mark.parametrize("var, value", [("OMPI_MCA_btl", "self,sm,tcp"), ("COLLTUNE_MPIEXEC_FLAGS", "--host a,b"),
@@ -69,7 +71,7 @@ def test_probe_on_the_embedded_open_mpi() -> None:
     art = build.ensure_built(lib)
     env = startup.rank_env(lib, art)
     cached = json.loads((art.dir / "startup-probe.json").read_text())
-    assert cached[f"{lib.mpiexec}|{lib.version}|{platform.node()}"] == (env == startup.LEAVE_OUT_OFI)
+    assert cached[startup.probe_key(lib)] == (env == startup.LEAVE_OUT)
     if not env:
         pytest.skip("OFI serves this host: nothing to leave out")
     argv = [str(art.bench), "run", "/dev/null", "--out", "/dev/null", "--expect-procs", "4"]

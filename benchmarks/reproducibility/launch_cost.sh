@@ -4,9 +4,9 @@
 #     bash benchmarks/reproducibility/launch_cost.sh [ROUNDS]      # from the repository, after make setup
 #
 # Interleaved, ROUNDS times (default 6): `mpirun -n 4 /bin/true` (the launcher alone), a program
-# that only calls MPI_Init and MPI_Finalize with colltune's start-up settings (mtl=^ofi btl=^ofi,
-# measure/startup.py), the same with UCX's and TCP's components left out too, and with only
-# self/sm and ob1. Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
+# that only calls MPI_Init and MPI_Finalize with colltune's start-up settings before session 8 of
+# issue 36 (mtl=^ofi btl=^ofi) and since (pml=^ucx as well, measure/startup.py), the same with
+# UCX's and TCP's components left out too, and with only self/sm and ob1. Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
 # each; prints /proc/loadavg before and after: wall times on a shared machine follow its load.
 # Then tries a persistent PRRTE DVM (prte + mpirun --dvm) and says whether it runs.
 set -u
@@ -21,12 +21,13 @@ printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Fina
 declare -A cfg=(
   [launcher_only]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi|/bin/true"
   [init_finalize]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi|$TMP/hello"
+  [without_ucx_pml]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi OMPI_MCA_pml=^ucx|$TMP/hello"
   [without_ucx_tcp]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx|$TMP/hello"
   [self_sm_ob1]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=self,sm OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm,rdma|$TMP/hello"
 )
 echo "loadavg before: $(cat /proc/loadavg)"
 for _ in $(seq "$ROUNDS"); do
-  for k in launcher_only init_finalize without_ucx_tcp self_sm_ob1; do
+  for k in launcher_only init_finalize without_ucx_pml without_ucx_tcp self_sm_ob1; do
     env ${cfg[$k]%%|*} /usr/bin/time -f "$k %e %U %S" "$V/mpirun" -n 4 --oversubscribe --bind-to none "${cfg[$k]##*|}" 2>&1 | tail -1
   done
 done > "$TMP/times"

@@ -1,13 +1,16 @@
-"""Open MPI's start-up on one host, without the OFI components that select nothing there.
+"""Open MPI's start-up on one host, without the components that select nothing there (OFI, UCX's PML).
 
 MPI_Init of the embedded Open MPI 5.0 takes ~1.3 s on this machine, ~1.1 s of it in libfabric
 probing its providers for the `ofi` MTL and BTL, which then fail to initialize: ob1 over self/sm
 carries every message. A check is dozens of launches, so that probing was most of its wall time.
 Leaving out components that failed to initialize cannot change what the library selects, so
 with `mtl=^ofi` and `btl=^ofi` a launch of 4 ranks starts in ~0.16 s and measures the same
-path. Whether that holds is not assumed: a probe launch with the selection's verbose output
-must show, on every rank, both OFI components failing and ob1 selected, and a second probe
-without them the same PML and the same BTLs; the answer is cached per (mpiexec, version, host).
+path. The UCX PML fails to initialize here too (no network device; its BTL `uct` initializes and
+stays): `pml=^ucx` saves another ~0.02 of ~0.14 CPU s per 4-rank launch (issue 36, session 8:
+benchmarks/reproducibility/launch_cost.sh). Whether that holds is not assumed: a probe launch
+with the selection's verbose output must show, on every rank, both OFI components and the UCX
+PML failing and ob1 selected, and a second probe without them the same PML and the same BTLs;
+the answer is cached per (mpiexec, version, host, components left out).
 
 Nothing is changed when it could matter or is not ours to decide: other MPI families, srun or a
 batch allocation (ranks may land on other hosts, where OFI may be the network), flags of the
@@ -30,7 +33,7 @@ from pathlib import Path
 from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 
-LEAVE_OUT_OFI = {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi"}
+LEAVE_OUT = {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi", "OMPI_MCA_pml": "^ucx"}
 # Allocations whose mpiexec may place ranks on other hosts (Open MPI reads them itself).
 _ALLOCATIONS = ("SLURM_JOB_ID", "PBS_NODEFILE", "PBS_JOBID", "LSB_JOBID", "PE_HOSTFILE", "OAR_NODEFILE",
                 "FLUX_URI")
@@ -41,7 +44,7 @@ _PROBE_PROCS = 2
 
 
 def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
-    """LEAVE_OUT_OFI where the probe shows it selects the same components, else nothing."""
+    """LEAVE_OUT where the probe shows it selects the same components, else nothing."""
     if lib.family != "openmpi" or lib.name == "intel" or launch.use_srun():
         return {}
     if os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").strip():
@@ -49,7 +52,7 @@ def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
     if any(os.environ.get(k) for k in (*_ALLOCATIONS, *_USER_CHOICES)):
         return {}
     cache = artifacts.dir / "startup-probe.json"
-    key = f"{lib.mpiexec}|{lib.version}|{platform.node()}"
+    key = probe_key(lib)
     known: dict[str, bool] = {}
     try:
         known = json.loads(cache.read_text())
@@ -61,7 +64,13 @@ def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
             cache.write_text(json.dumps(known, indent=1) + "\n")
         except OSError:
             pass  # a read-only cache: probe again next time
-    return dict(LEAVE_OUT_OFI) if known[key] else {}
+    return dict(LEAVE_OUT) if known[key] else {}
+
+
+def probe_key(lib: mpi.MpiLibrary) -> str:
+    """The probe's cache key: an answer about other components left out is not this one's."""
+    left_out = ",".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted(LEAVE_OUT.items()))
+    return f"{lib.mpiexec}|{lib.version}|{platform.node()}|{left_out}"
 
 
 @dataclass
@@ -69,6 +78,7 @@ class RankSelection:
     pml: str | None = None
     mtl_ofi_failed: bool = False
     btl_ofi_failed: bool = False
+    pml_ucx_failed: bool = False
     btls: set[str] = field(default_factory=set)
 
 
@@ -86,6 +96,8 @@ def selection(verbose: str) -> dict[str, RankSelection]:
             r.pml = hit.group(1)
         elif text == "select: init returned failure for component ofi":
             r.mtl_ofi_failed = True
+        elif text == "select: init returned failure for component ucx":
+            r.pml_ucx_failed = True
         elif text == "select: init of component ofi returned failure":
             r.btl_ofi_failed = True
         elif (hit := re.fullmatch(r"select: init of component (\w+) returned success", text)) is not None:
@@ -93,14 +105,15 @@ def selection(verbose: str) -> dict[str, RankSelection]:
     return ranks
 
 
-def same_path(default: str, without_ofi: str, nprocs: int) -> bool:
-    """Both OFI components failed on every rank and ob1 was selected, and leaving OFI out
-    selects ob1 with the same BTLs."""
-    a, b = selection(default), selection(without_ofi)
+def same_path(default: str, left_out: str, nprocs: int) -> bool:
+    """Both OFI components and the UCX PML failed on every rank and ob1 was selected, and leaving
+    them out selects ob1 with the same BTLs."""
+    a, b = selection(default), selection(left_out)
     if len(a) != nprocs or len(b) != nprocs:
         return False
     btls = {frozenset(r.btls) for r in a.values()}
-    return (len(btls) == 1 and all(r.pml == "ob1" and r.mtl_ofi_failed and r.btl_ofi_failed for r in a.values())
+    return (len(btls) == 1 and all(r.pml == "ob1" and r.mtl_ofi_failed and r.btl_ofi_failed and r.pml_ucx_failed
+                                   for r in a.values())
             and all(r.pml == "ob1" for r in b.values()) and {frozenset(r.btls) for r in b.values()} == btls)
 
 
@@ -110,7 +123,7 @@ def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> bool:
         jobs.write_text("")  # no job: MPI_Init, the world check, MPI_Finalize
         argv = [str(artifacts.bench), "run", str(jobs), "--out", str(Path(tmp) / "out.txt")]
         outputs = []
-        for env in ({}, LEAVE_OUT_OFI):
+        for env in ({}, LEAVE_OUT):
             flags = list(_VERBOSE)
             for k, v in env.items():
                 flags += ["--mca", k.removeprefix("OMPI_MCA_"), v]
