@@ -22,7 +22,7 @@ def test_plan_rounds_defaults_by_preset() -> None:
     plain = adaptive.plan_rounds(BenchSettings(**SETTINGS))
     assert (plain.rounds, plain.round_launches, plain.round_budget_s) == (2, 1, 120.0)  # R/2, at least 1
     quick = adaptive.plan_rounds(BenchSettings.from_preset("quick", launches=8), round_budget_s=0)
-    assert (quick.rounds, quick.round_launches, quick.round_budget_s) == (2, 8, 0)
+    assert (quick.rounds, quick.round_launches, quick.round_budget_s) == (2, 10, 0)  # 8 + 10 + 20
     assert adaptive.measurement_defaults("quick") == {"launches": 8, "max_reps": 40, "time_budget_s": 0.1}
     assert adaptive.measurement_defaults(None) == {"launches": 10}
     assert [adaptive.decide.round_launches(3, k) for k in (1, 2, 3)] == [3, 6, 12]

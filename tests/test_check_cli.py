@@ -105,7 +105,7 @@ def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
         env = dict(con.execute("SELECT key, value FROM environment WHERE launch_idx = 0 AND key IN "
                                "('env:OMPI_MCA_mtl', 'env:OMPI_MCA_btl', 'env:OMPI_MCA_pml')").fetchall())
     assert (settings["stop"]["max_reps"], settings["stop"]["time_budget_s"]) == (30, 0.1)
-    assert (settings["launches"], settings["round_launches"], settings["round_budget_s"]) == (3, 3, 30.0)
+    assert (settings["launches"], settings["round_launches"], settings["round_budget_s"]) == (3, 4, 30.0)
     lib = mpi.resolve(None)
     expected = startup.rank_env(lib, build.ensure_built(lib))
     assert {k.removeprefix("env:"): v for k, v in env.items()} == expected

@@ -20,6 +20,12 @@ writes futility_calibration_<test>.json (issue 36, session 6: the screened t rep
 t); the configuration "under load" has one (launch, variant, size) in 20 wild (rule_calibration.py):
 
     python benchmarks/verification/futility_calibration.py --trials 100 --test screened-t
+
+`--plan 8,10,20` lays the runs out as that plan (first launches, then each round; issue 36, session 8:
+the quick check's rounds of 10 and 20 launches) and writes futility_calibration_<test>_<plan>.json:
+
+    python benchmarks/verification/futility_calibration.py --trials 400 --test screened-t --plan 8,10,20
+    python benchmarks/verification/futility_calibration.py --trials 400 --test screened-t --plan 8,8,16
 """
 
 from __future__ import annotations
@@ -29,27 +35,39 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from rule_calibration import CONFIGS, PLAN, PLANTED, SIZES, SLOW, Truth, simulate, with_wild_launches
 
 from colltune.verify import check, decide
 
 HERE = Path(__file__).resolve().parent
-PLANNED = {"launches": 8, "rounds": 2, "round_launches": 8}
-ROUNDS = {i: 1 for i in range(8, 16)} | {i: 2 for i in range(16, 32)}
+DEFAULT_PLAN = (8, 8, 16)
+
+
+def planned(plan: tuple[int, ...]) -> dict[str, int]:
+    """The run settings of `plan` (first launches, then rounds doubling: decide.round_launches)."""
+    return {"launches": plan[0], "rounds": len(plan) - 1, "round_launches": plan[1]}
+
+
+def rounds_of(plan: tuple[int, ...]) -> dict[int, int]:
+    """launch index -> adaptive round for `plan`."""
+    bounds = np.cumsum(plan)
+    return {i: k for k in range(1, len(plan)) for i in range(int(bounds[k - 1]), int(bounds[k]))}
+
 RULES = {"futility on the estimate (before)": 0.0, "futility one standard error optimistic (now)": 1.0}
 
 
 def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[str, float],
-          test: str | None) -> dict[str, dict[str, float]]:
+          test: str | None, plan: tuple[int, ...] = DEFAULT_PLAN) -> dict[str, dict[str, float]]:
     name, _, shared, unshared, factor = config
     truth = Truth(factors={("bcast", PLANTED): factor, ("bcast", SLOW): 2.0})
-    m = simulate(truth, PLAN, SIZES, launches=32, reps=10, launch_sigma=shared, seed=seed, barrier_s=None,
+    m = simulate(truth, PLAN, SIZES, launches=sum(plan), reps=10, launch_sigma=shared, seed=seed, barrier_s=None,
                  variant_launch_sigma=unshared)
     if "wild" in name:
         m = with_wild_launches(m, seed)
-    run = check.RunData(Path("memory"), f"t{seed}", {"status": "complete", "settings": PLANNED}, {},
-                        pd.DataFrame(), pd.DataFrame(), m, rounds=dict(ROUNDS))
+    run = check.RunData(Path("memory"), f"t{seed}", {"status": "complete", "settings": planned(plan)}, {},
+                        pd.DataFrame(), pd.DataFrame(), m, rounds=rounds_of(plan))
     settings = check.CheckSettings(n_resamples=100, **({"test": test} if test else {}))
     out = {}
     for rule, z in rules.items():
@@ -72,7 +90,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--test", help="judge with this test, futility of now only (futility_calibration_<test>.json)")
+    ap.add_argument("--plan", help="launches of the first look and of each round (doubling), e.g. 8,10,20 "
+                                    "[default: 8,8,16]; given, the json's name ends in _<plan>")
     args = ap.parse_args()
+    plan = tuple(int(x) for x in args.plan.split(",")) if args.plan else DEFAULT_PLAN
+    if plan[0] <= 0 or len(plan) < 2 or any(plan[k] != plan[1] * 2 ** (k - 1) for k in range(1, len(plan))):
+        ap.error(f"--plan {args.plan}: rounds double (decide.round_launches), e.g. 8,10,20")
     rules = {k: v for k, v in RULES.items() if v == 1.0} if args.test else RULES
     rows = []
     for config in CONFIGS:
@@ -80,14 +103,17 @@ def main() -> None:
         if launches != 32 or ("wild" in name and not args.test):
             continue
         t0 = time.monotonic()
-        results = [trial(seed, config, rules, args.test) for seed in range(args.trials)]
+        results = [trial(seed, config, rules, args.test, plan) for seed in range(args.trials)]
         for rule in rules:
             rates = {k: sum(r[rule][k] for r in results) / len(results) for k in results[0][rule]}
-            rows.append({"configuration": name.replace("32 launches", "8 + 8 + 16 launches, 3 looks"),
+            rows.append({"configuration": name.replace("32 launches", " + ".join(map(str, plan))
+                                                           + f" launches, {len(plan)} looks"),
                          "rule": rule, **({"test": args.test} if args.test else {}), "trials": args.trials, **rates})
             print(f"{name:50s} {rule:45s} " + "  ".join(f"{k} {v:.3f}" for k, v in rates.items()), flush=True)
         print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
     out = f"futility_calibration_{args.test}.json" if args.test else "futility_calibration.json"
+    if args.plan:
+        out = out.replace(".json", f"_{'_'.join(map(str, plan))}.json")
     (HERE / out).write_text(json.dumps(rows, indent=1) + "\n")
 
 

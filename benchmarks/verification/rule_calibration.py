@@ -31,6 +31,7 @@ rules with the trimmed t (issue 36, session 6: the screened t replaced the trimm
 
     python benchmarks/verification/rule_calibration.py --trials 100 --only 0 1 2 4 --tests screened-t
     python benchmarks/verification/rule_calibration.py --trials 300 --only 3 4 --tests trimmed-t,screened-t
+    python benchmarks/verification/rule_calibration.py --trials 300 --only 5 6 --tests screened-t
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ CONFIGS = [
     ("this machine: 32 launches, gain on the tolerance", 32, 0.3, 0.085, 0.95),
     # a loaded machine: one (launch, variant, size) in 20 has a descheduled rank (16x)
     ("under load: 32 launches, 10% gain, 1 in 20 wild", 32, 0.3, 0.085, 0.90),
+    # issue 36, session 8: a quick check's plan of 8 + 10 + 20 launches, judged at once
+    ("this machine: 38 launches, 10% gain", 38, 0.3, 0.085, 0.90),
+    ("this machine: 38 launches, gain on the tolerance", 38, 0.3, 0.085, 0.95),
 ]
 WILD_SHARE, WILD_SLOWDOWN = 0.05, 16.0
 # (rule, test) pairs judged; the rows before session 6 are the trimmed t's under both rules

@@ -51,7 +51,7 @@ err_console = Console(stderr=True)
                    f"[default: {adaptive.DEFAULT_ROUNDS}; 0: none].")
 @click.option("--round-launches", type=click.IntRange(1), default=None,
               help="Launches per process count in the first adaptive round, doubled in each further "
-                   "round [default: R with --preset quick, else R/2].")
+                   "round [default: 1.25 R with --preset quick (8 + 10 + 20 launches), else R/2].")
 @click.option("--round-budget", type=click.FloatRange(0), default=None, metavar="SECONDS",
               help="Wall time for all adaptive rounds [default: 30 with --preset quick, 1200 with full, "
                    "else 120; 0: no limit].")
