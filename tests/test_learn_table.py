@@ -205,7 +205,10 @@ ERRORS = [
      "library member 'lib:allreduce:ring' is an algorithm of another form"),
     (HEAD + "collective allreduce#nonblocking\n  members allreduce_as_reduce_bcast\nend\n", 3,
      "unknown member 'allreduce_as_reduce_bcast' of allreduce#nonblocking"),
-    (HEAD + "collective allreduce#persistent\nend\n", 2, "unknown collective 'allreduce#persistent'"),
+    (HEAD + "collective allreduce#persistent\n  members lib:allreduce:ring#nonblocking\nend\n", 3,
+     "library member 'lib:allreduce:ring#nonblocking' is an algorithm of another form; members of "
+     "allreduce#persistent serve its persistent calls: lib:allreduce:<algorithm>#persistent"),
+    (HEAD + "collective allreduce#blocking\nend\n", 2, "unknown collective 'allreduce#blocking'"),
     (HEAD + "cell 0 0 0 explore 1\nend\n", 2, "'cell' outside a collective block"),
     (HEAD + COLL + "  cell 0 0 0 explore 1\nend\n", 4, "'cell' takes S N P MODE and 2 weights (one per member), got 5 fields"),
     (HEAD + COLL + "  cell 24 0 0 explore 1 1\nend\n", 4, "size bin '24' is not a whole number in 0..23"),

@@ -67,7 +67,7 @@ def _write_dir(d: Path, seed: int = 99, rank2_member: int = 1) -> Path:
 def test_read_back_what_was_written(tmp_path: Path) -> None:
     d = _write_dir(tmp_path / "t")
     data = (d / "rank-0.cttrace").read_bytes()
-    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 4) and HEADER.size == 104
+    assert data[:12] == b"CTTRACE1" + struct.pack("<I", 5) and HEADER.size == 104
     # header, members text, two communicators of 16 bytes, three records of 20 bytes
     assert len(data) == 104 + len(MEMBERS_TEXT) + 2 * 16 + 3 * 20
     # stop 0 (open), no unrewarded records, record limit (the records), no time bound, stopped at wall_s
@@ -188,7 +188,7 @@ def test_longer_records_of_a_newer_runtime_are_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda b: b"CTTRACE9" + b[8:], "not a colltune trace"),
-    (lambda b: b[:8] + struct.pack("<I", 5) + b[12:], "trace version 5, this colltune reads 1 to 4"),
+    (lambda b: b[:8] + struct.pack("<I", 6) + b[12:], "trace version 6, this colltune reads 1 to 5"),
     (lambda b: b[:-5], "header says 3 records of 20 bytes"),
     (lambda b: b[:40], "shorter than the 104-byte header"),
     (lambda b: b[:72] + struct.pack("<I", 3) + b[76:], "stop code 3 in the header"),
@@ -228,26 +228,31 @@ def test_cli_ingest(tmp_path: Path) -> None:
 
 def test_nonblocking_records_and_their_rewards(tmp_path: Path) -> None:
     """Version 4: a record's collective index past the collectives names the collective's
-    nonblocking portfolio (`<coll>#nonblocking`); a NaN duration is a started call without a
-    reward, counted in the header, and a call without one on any traced rank has none (NaN
-    runtime: left out of training)."""
+    nonblocking portfolio (`<coll>#nonblocking`), version 5: past twice their number its
+    persistent one (`<coll>#persistent`); a NaN duration is a started call (persistent request)
+    without a reward, counted in the header, and a call without one on any traced rank has none
+    (NaN runtime: left out of training)."""
     n = len(catalog.load().collective_names())
-    port = {**PORT, "allreduce#nonblocking": ["default", "lib:allreduce:ring#nonblocking"]}
+    port = {**PORT, "allreduce#nonblocking": ["default", "lib:allreduce:ring#nonblocking"],
+            "bcast#persistent": ["default", "lib:bcast:binomial#persistent"]}
     nan = float("nan")
-    rank0 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.25, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, nan, 0)]
-    rank1 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.125, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, 0.5, 0)]
+    rank0 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.25, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, nan, 0),
+             (0, 2, 2 * n + BC, 1, 3, 0, 8, 4, 1, 4, 0.875, 0.0625, 0)]
+    rank1 = [(0, 0, n + AR, 1, 3, 0, 8, 4, 1, 4, 0.5, 0.125, 0), (0, 1, n + AR, 0, 3, 0, 8, 4, 1, 4, 0.75, 0.5, 0),
+             (0, 2, 2 * n + BC, 1, 3, 0, 8, 4, 1, 4, 0.875, nan, 0)]
     write_trace(tmp_path / "rank-0.cttrace", TraceFile(0, 4, 1, 2, 0, 1.0, port, _records(rank0)))
     write_trace(tmp_path / "rank-1.cttrace", TraceFile(1, 4, 1, 2, 0, 1.0, port, _records(rank1)))
     data = (tmp_path / "rank-0.cttrace").read_bytes()
     assert struct.unpack_from("<I", data, 76)[0] == 1
     t = read_trace(tmp_path / "rank-0.cttrace")
     assert t.unrewarded == 1 and t.portfolios["allreduce#nonblocking"] == port["allreduce#nonblocking"]
+    assert struct.unpack_from("<I", data, 8)[0] == 5 and t.portfolios["bcast#persistent"] == port["bcast#persistent"]
     calls, _ = calls_frame([t, read_trace(tmp_path / "rank-1.cttrace")])
-    assert calls["collective"].tolist() == ["allreduce#nonblocking"] * 2
-    assert calls["member"].tolist() == ["lib:allreduce:ring#nonblocking", "default"]
-    assert calls["runtime_s"].iloc[0] == 0.25 and np.isnan(calls["runtime_s"].iloc[1])
+    assert calls["collective"].tolist() == ["allreduce#nonblocking"] * 2 + ["bcast#persistent"]
+    assert calls["member"].tolist() == ["lib:allreduce:ring#nonblocking", "default", "lib:bcast:binomial#persistent"]
+    assert calls["runtime_s"].iloc[0] == 0.25 and np.isnan(calls["runtime_s"].iloc[1:]).all()
     with Store(tmp_path / "t.duckdb") as store:
-        assert ingest(tmp_path, store).unrewarded == 1
+        assert ingest(tmp_path, store).unrewarded == 2
         points = store.trace_points(None, explored_only=True)
     assert points[["collective", "member", "time_s"]].values.tolist() == [
         ["allreduce#nonblocking", "lib:allreduce:ring#nonblocking", 0.25]]

@@ -1,9 +1,9 @@
 """A nonblocking collective is never made blocking (issue 33): tests/programs/ct_overlap.c starts
-MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and persistent MPI_Barrier_init and MPI_Allreduce_init
-requests and lets an
+MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and persistent MPI_Barrier_init, MPI_Allreduce_init and
+MPI_Bcast_init requests and lets an
 MPI_Ssend from the last rank overtake each (it completes only if rank 0 returned from its start),
 runs a blocking MPI_Allreduce while an MPI_Iallreduce is pending, and completes by Wait, a Test
-loop and a mixed Waitall. Under every mode of the interposer it must finish, with exact results
+loop and mixed Waitalls. Under every mode of the interposer it must finish, with exact results
 and the plain run's output, and the counting table must hold every start and completion."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_nonblocking_collectives_overtaken_by_p2p_in_every_mode(overlap, tmp_pat
     # Start + Wait (their _init once)
     want = {"MPI_Ibarrier": (ROUNDS, ROUNDS, ROUNDS), "MPI_Iallreduce": (ROUNDS, ROUNDS, ROUNDS),
             IBCAST[lib.family]: (ROUNDS, ROUNDS, ROUNDS), "MPI_Allreduce_init": (1, ROUNDS, ROUNDS),
-            "MPI_Barrier_init": (1, ROUNDS, ROUNDS)}
+            "MPI_Barrier_init": (1, ROUNDS, ROUNDS), "MPI_Bcast_init": (1, ROUNDS, ROUNDS)}
     runs = {}
     for mode, env in envs.items():
         run = runs[mode] = run_mpi(lib, p, argv, env, timeout=60)
@@ -87,8 +87,9 @@ NB_MEMBERS = {
               "lib:bcast:tsp_tree#nonblocking"),
 }
 PERSISTENT_MEMBERS = {
-    "openmpi": ("lib:allreduce:ring#persistent",),
-    "mpich": ("lib:barrier:tsp_recexch#persistent", "lib:allreduce:tsp_ring#persistent"),
+    "openmpi": ("lib:allreduce:ring#persistent", "lib:bcast:binomial#persistent"),
+    "mpich": ("lib:barrier:tsp_recexch#persistent", "lib:allreduce:tsp_ring#persistent",
+              "lib:bcast:tsp_tree#persistent"),
 }
 RING = {"openmpi": "lib:allreduce:ring", "mpich": "lib:allreduce:tsp_ring"}
 
@@ -118,8 +119,8 @@ def started_members(overlap, tmp_path_factory):
 
 def test_forced_started_members_start_without_blocking(overlap, started_members):
     """Every MPI_Ibarrier (MPICH), MPI_Iallreduce and MPI_Ibcast of ct_overlap started by a forced
-    algorithm of its nonblocking form, and its MPI_Barrier_init (MPICH) and MPI_Allreduce_init
-    requests made by one of the persistent form and started every round: the sends still
+    algorithm of its nonblocking form, and its MPI_Barrier_init (MPICH), MPI_Allreduce_init and
+    MPI_Bcast_init requests made by one of the persistent form and started every round: the sends still
     overtake them, the results are the plain run's, and the blocking MPI_Allreduce is not
     touched by the members of the other forms."""
     lib, art, exe = overlap
@@ -138,18 +139,21 @@ def test_forced_started_members_start_without_blocking(overlap, started_members)
                       for m in members}, run.describe()
     seen = functions_section(run.stderr)
     assert seen["MPI_Allreduce"][0] == ROUNDS + 1 and seen["MPI_Iallreduce"][0] == ROUNDS, run.describe()
-    assert seen["MPI_Allreduce_init"][::2] == (1, ROUNDS) and seen["MPI_Barrier_init"][::2] == (1, ROUNDS), run.describe()
+    assert all(seen[f"MPI_{c}_init"][::2] == (1, ROUNDS) for c in ("Allreduce", "Barrier", "Bcast")), run.describe()
 
 
-def test_learning_decides_nonblocking_calls(overlap, started_members, tmp_path):
-    """Every call exploring (`--learn -`, budgets 10^9) with the nonblocking members proven: each
-    MPI_Ibarrier, MPI_Iallreduce and MPI_Ibcast of ct_overlap after the communicator's first
-    blocking collective is drawn at its start (before it the ranks have not agreed on the
-    communicator's state, and making it there would block: the library starts those). The sends
-    still overtake them, the output is the plain run's on seeds 1-3, the proven members serve, and
-    each rank's trace holds every such start in call order: rewarded where MPI_Wait or a Test loop
-    completed the request alone, without a reward (NaN, counted) where MPI_Waitall completed it
-    with point-to-point requests; ingesting keeps those out of training."""
+def test_learning_decides_nonblocking_and_persistent_calls(overlap, started_members, tmp_path):
+    """Every call exploring (`--learn -`, budgets 10^9) with the nonblocking and persistent members
+    proven: each MPI_Ibarrier, MPI_Iallreduce and MPI_Ibcast of ct_overlap after the
+    communicator's first blocking collective is drawn at its start (before it the ranks have not
+    agreed on the communicator's state, and making it there would block: the library starts
+    those), and each persistent request at its MPI_<Coll>_init, for all its starts (MPI orders the
+    inits across ranks, not the starts). The sends still overtake them, the output is the plain
+    run's on seeds 1-3, the proven members serve, and each rank's trace holds every such start
+    and init in call order: rewarded where MPI_Wait or a Test loop completed the request alone
+    (a persistent request: the mean of its starts), without a reward (NaN, counted) where
+    MPI_Waitall completed it with point-to-point requests (the Bcast_init request's every start);
+    ingesting keeps those out of training."""
     lib, art, exe = overlap
     members, path = started_members
     from colltune.learn import traces
@@ -164,24 +168,34 @@ def test_learning_decides_nonblocking_calls(overlap, started_members, tmp_path):
             "COLLTUNE_SELECT_BUDGET": "1000000000", "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"})
         run = run_mpi(lib, p, argv, env, timeout=60)
         assert run.returncode == 0 and not run.timed_out and run.stdout == plain.stdout, run.describe()
-        served |= {k[2] for k in run.counts if k[2].endswith("#nonblocking") and k[3] == "applied"}
+        applied = {k[2]: n for k, n in run.counts.items() if "#" in k[2] and k[3] == "applied"}
+        served |= set(applied)
         for rank in range(p):
             trace = traces.read_trace(tdir / f"rank-{rank}.cttrace")
             calls, _ = traces.calls_frame([trace])
-            started = calls[calls["collective"].str.endswith("#nonblocking")]
+            started = calls[calls["collective"].str.contains("#")]
             assert started.groupby("collective").size().to_dict() == {
                 "barrier#nonblocking": ROUNDS - 1, "allreduce#nonblocking": ROUNDS - 1,
-                "bcast#nonblocking": ROUNDS}, (seed, rank, started)
+                "bcast#nonblocking": ROUNDS, "barrier#persistent": 1, "allreduce#persistent": 1,
+                "bcast#persistent": 1}, (seed, rank, started)
             assert (started["mode"] == "explore").all()
-            assert (started["runtime_s"].isna() == (started["collective"] == "bcast#nonblocking")).all(), started
-            assert trace.unrewarded == ROUNDS
+            assert (started["runtime_s"].isna() == started["collective"].str.startswith("bcast#")).all(), started
+            assert trace.unrewarded == ROUNDS + 1
+            if rank == 0:   # the counting table (rank 0's) names the members the trace names
+                kept = started[started["collective"].str.endswith("#persistent")]
+                assert {m: 1 for m in kept["member"] if m != "default"} == {
+                    m: n for m, n in applied.items() if m.endswith("#persistent")}, (seed, kept, applied)
         with Store(tmp_path / f"t{seed}.duckdb") as store:
             res = traces.ingest(tdir, store)
-            assert res.unrewarded == ROUNDS
+            assert res.unrewarded == ROUNDS + 1
             trained = set(store.trace_points(None, explored_only=True)["collective"])
-        assert {"allreduce#nonblocking", "barrier#nonblocking"} <= trained and "bcast#nonblocking" not in trained
-    # the members of ct_overlap's collectives (int sums, every size of the proof's classes)
-    assert served == {m for m in members if m.endswith("#nonblocking")}, served
+        assert trained >= {"allreduce#nonblocking", "barrier#nonblocking", "allreduce#persistent",
+                           "barrier#persistent"} and not {"bcast#nonblocking", "bcast#persistent"} & trained
+    # the members of ct_overlap's collectives (int sums, every size of the proof's classes): every
+    # nonblocking one (ROUNDS draws each per seed), persistent ones where their one init per seed
+    # drew them
+    nonblocking = {m for m in members if m.endswith("#nonblocking")}
+    assert nonblocking <= served <= set(members) and served - nonblocking, served
 
 
 def _sums(stdout: str) -> dict[str, tuple[str, str]]:

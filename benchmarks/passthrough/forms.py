@@ -47,8 +47,22 @@ LEARNING_SPENT = {"learning, budget spent: MPI_Allreduce only": {**SPENT, "FORMS
 LEARNING_SPENT_LARGE = {
     "learning, budget spent: MPI_Allreduce_c only": {**SPENT, "FORMS_LOOP_ONLY": "allreduce_c"},
     "learning, budget spent: MPI_Iallreduce_c + MPI_Wait only": {**SPENT, "FORMS_LOOP_ONLY": "iallreduce_c"}}
+# A persistent request the learning mode decided at its MPI_Allreduce_init (P_MEMBER proven),
+# started CALLS times (FORMS_LOOP_ONLY=start): MPI_Start and MPI_Wait against the same loop with
+# nothing set; a tracing rank follows the request (its reward: the mean over its starts).
+P_MEMBERS = {"openmpi": "lib:allreduce:recursive_doubling#persistent",
+             "mpich": "lib:allreduce:sched_recursive_doubling#persistent"}
+P_MEMBER = P_MEMBERS["openmpi"]
+PERSISTENT_STARTS = {
+    "persistent starts: MPI_Start + MPI_Wait only, nothing set": {"FORMS_LOOP_ONLY": "start"},
+    f"persistent starts: MPI_Start + MPI_Wait only, learning, {P_MEMBER} proven":
+        {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof", "FORMS_LOOP_ONLY": "start"},
+    f"persistent starts: MPI_Start + MPI_Wait only, learning, {P_MEMBER} proven, tracing":
+        {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof", "COLLTUNE_TRACE_DIR": "@traces",
+         "FORMS_LOOP_ONLY": "start"}}
 # counted only inside the loop's calls: MPI_Init's one-off work (the proof's reading) left out
-LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c", "MPI_Iallreduce_c", "MPI_Wait")
+LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c", "MPI_Iallreduce_c", "MPI_Wait",
+              "MPI_Start", "MPI_Allreduce_init")
 
 
 def main() -> None:
@@ -72,17 +86,18 @@ def main() -> None:
             from colltune.measure import proof
 
             proven = Path(tmp) / "proof.txt"
-            proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(lib, only=[NB_MEMBERS[lib.family]])))
+            proven.write_text(proof.merged(proof.ensure_proven(lib).read_text(), proof.prove(
+                lib, only=[NB_MEMBERS[lib.family], P_MEMBERS[lib.family]])))
             (Path(tmp) / "traces").mkdir()
             at = {"@proof": str(proven), "@traces": str(Path(tmp) / "traces")}
             spent = {**LEARNING_SPENT, **(LEARNING_SPENT_LARGE if lib.family == "mpich" else {})}
             cases.update({label: {k: at.get(v, v) for k, v in extra.items()}
-                          for label, extra in {**LEARNING, **spent}.items()})
+                          for label, extra in {**LEARNING, **spent, **PERSISTENT_STARTS}.items()})
         for label, extra in cases.items():
             if args.case and not any(text in label for text in args.case):
                 continue
             costs = callgrind(lib, art, exe, args.calls, extra,
-                              collect=LOOP_CALLS if "budget spent" in label else ())
+                              collect=LOOP_CALLS if "budget spent" in label or "persistent" in label else ())
             print(f"  {label}: {sum(costs.values()):.1f} in all")
             for func, ir in sorted(costs.items(), key=lambda kv: -kv[1]):
                 print(f"    {ir:8.2f}  {func}")

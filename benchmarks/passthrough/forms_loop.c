@@ -7,7 +7,8 @@
  * FORMS_LOOP_ONLY=allreduce (=iallreduce) makes each iteration one 8-byte MPI_Allreduce (one
  * MPI_Iallreduce + MPI_Wait) and nothing else: the learning mode's cost per blocking and per
  * started call, side by side; =allreduce_c and =iallreduce_c the same through the large-count
- * bindings (MPI 4 libraries).
+ * bindings (MPI 4 libraries); =start makes one MPI_Allreduce_init request (after a blocking
+ * collective: the learning mode decides it) and each iteration one MPI_Start + MPI_Wait of it.
  *
  *   forms_loop CALLS [ignored]
  */
@@ -43,6 +44,18 @@ int main(int argc, char **argv)
     int large = only != NULL && MPI_VERSION >= 4 && strstr(only, "_c") != NULL;
     blocking_only |= large && strcmp(only, "allreduce_c") == 0;
     started_only |= large && strcmp(only, "iallreduce_c") == 0;
+#if PERSISTENT
+    if (only != NULL && strcmp(only, "start") == 0) {
+        MPI_Allreduce_init(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+        for (long i = 0; i < calls; i++) {
+            MPI_Start(&rq);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            sum += out;
+        }
+        MPI_Request_free(&rq);
+        calls = 0;
+    }
+#endif
     for (long i = 0; i < calls && (blocking_only || started_only); i++) {
 #if MPI_VERSION >= 4
         if (large && blocking_only)

@@ -227,24 +227,28 @@ static int ct_build_block(ct_sparser *ps)
     return 0;
 }
 
-/* The portfolio a block's name stands for: `<collective>` or `<collective>#nonblocking`. */
+/* The portfolio a block's name stands for: `<collective>`, `<collective>#nonblocking` or
+ * `<collective>#persistent`. */
 static int ct_portfolio_index(char *name)
 {
     char *form = strchr(name, '#');
     if (form == NULL)
         return colltune_collective_index(name);
-    if (strcmp(form, CT_SELECT_FORM_SUFFIX) != 0)
+    int f = 1;
+    while (f < CT_SELECT_FORMS && strcmp(form, CT_SELECT_FORM_SUFFIX(f * CT_NUM_COLLECTIVES)) != 0)
+        f++;
+    if (f == CT_SELECT_FORMS)
         return -1;
     *form = '\0';
     int coll = colltune_collective_index(name);
     *form = '#';
-    return coll < 0 ? -1 : CT_SELECT_NONBLOCKING(coll);
+    return coll < 0 ? -1 : f * CT_NUM_COLLECTIVES + coll;
 }
 
 /* The collective of portfolio `p`, and the form's suffix of its name ("" for blocking calls). */
 static const char *ct_portfolio_coll(int p, const char **suffix)
 {
-    *suffix = p >= CT_NUM_COLLECTIVES ? CT_SELECT_FORM_SUFFIX : "";
+    *suffix = CT_SELECT_FORM_SUFFIX(p);
     return colltune_collective_name(p % CT_NUM_COLLECTIVES);
 }
 
@@ -276,8 +280,8 @@ static int ct_collective(ct_sparser *ps, const ct_sword *w, int nw)
     }
     if (coll < 0)
         return ct_sfail(ps, ps->line, "unknown collective '%s'; use a collective of "
-                        "collectives.toml, or <collective>" CT_SELECT_FORM_SUFFIX
-                        " for its nonblocking calls", ct_sq(ps, w[1]));
+                        "collectives.toml, or <collective>#nonblocking (#persistent) for its "
+                        "nonblocking calls (persistent requests)", ct_sq(ps, w[1]));
     if (ps->t->colls[coll].listed)
         return ct_sfail(ps, ps->line, "collective %s appears twice; merge its blocks", name);
     ps->t->colls[coll].listed = 1;
@@ -317,7 +321,7 @@ static int ct_member(ct_sparser *ps, int coll, ct_sword w)
     }
     if (coll >= CT_NUM_COLLECTIVES)
         return ct_sfail(ps, ps->line, "unknown member '%s' of %s%s; use default or "
-                        "lib:%s:<algorithm>%s (its nonblocking calls have no mock-ups)",
+                        "lib:%s:<algorithm>%s (the started forms have no mock-ups)",
                         ct_sq(ps, w), cname, suffix, cname, suffix);
     if (var < 0 || colltune_variant_collective(var) != coll)
         return ct_sfail(ps, ps->line, "unknown member '%s' of %s; use default, a mock-up of %s "

@@ -228,15 +228,16 @@ def entries(name: str, params: str, call: str) -> list[str]:
 
 
 # MPI_Start, MPI_Startall, MPI_Request_free: the library's Fortran binding runs; a followed
-# persistent collective request's start (or its end) is recorded as requests.c does in C.
+# persistent collective request's start (or its end) is recorded as requests.c does in C (a
+# request the learning mode made in C and started here gets no reward for that operation).
 # (name, parameters, arguments, before the call, after a successful call)
 REQUEST_CALLS = [
     ("start", "MPI_Fint *request, MPI_Fint *ierr", "request, ierr",
-     ["uint64_t t0 = ct_watch_clock();"], ["ct_req_started(PMPI_Request_f2c(*request), t0);"]),
+     ["uint64_t t0 = ct_watch_clock();"], ["ct_req_started(PMPI_Request_f2c(*request), t0, 0, 0);"]),
     ("startall", "MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr",
      "count, array_of_requests, ierr", ["uint64_t t0 = ct_watch_clock();"],
      ["for (int i = 0; i < (int)*count; i++)",
-      "    ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0);"]),
+      "    ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0, 0, 0);"]),
     ("request_free", "MPI_Fint *request, MPI_Fint *ierr", "request, ierr",
      ["MPI_Request before = PMPI_Request_f2c(*request);"], ["ct_req_freed(before);"]),
 ]

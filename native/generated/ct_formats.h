@@ -14,7 +14,7 @@
 
 /* Learning-mode traces (native/runtime/trace.c). */
 #define CT_TRACE_MAGIC "CTTRACE1"
-#define CT_TRACE_VERSION 4
+#define CT_TRACE_VERSION 5
 #define CT_TRACE_TICKS_PER_SECOND 1048576
 
 enum {
@@ -60,13 +60,13 @@ enum {
 typedef struct ct_trace_record {
     uint16_t comm;   /* index in the file's communicator table */
     uint16_t call_lo;   /* the communicator's call index mod 2^16 */
-    uint8_t collective;   /* portfolio: collectives.toml index; + collectives for MPI_I<coll> (version 4) */
+    uint8_t collective;   /* portfolio: collectives.toml index; + collectives for MPI_I<coll> (version 4); + 2 x collectives for MPI_<Coll>_init (version 5) */
     uint8_t member;   /* index in the collective's members line */
     uint8_t status;   /* outcome bits 0-1, reason bits 2-6, drawn again bit 7 */
     uint8_t start_hi;   /* start ticks, bits 32..39 */
     uint32_t msg_bytes;   /* saturated at 2^32-1 */
     uint32_t start_lo;   /* start ticks, bits 0..31 */
-    float duration;   /* seconds; NaN: a started call without a reward (version 4) */
+    float duration;   /* seconds; NaN: a started call without a reward (version 4); a persistent request: the mean over its starts rewarded (version 5) */
 } ct_trace_record;
 #define CT_TRACE_RECORD_BYTES 20
 _Static_assert(sizeof(ct_trace_record) == CT_TRACE_RECORD_BYTES, "trace record layout");

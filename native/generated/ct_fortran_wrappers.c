@@ -4182,7 +4182,7 @@ static void ct_f_start(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
     uint64_t t0 = ct_watch_clock();
     next(request, ierr);
     if (*ierr == MPI_SUCCESS) {
-        ct_req_started(PMPI_Request_f2c(*request), t0);
+        ct_req_started(PMPI_Request_f2c(*request), t0, 0, 0);
     }
 }
 
@@ -4241,7 +4241,7 @@ static void ct_f_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint
     next(count, array_of_requests, ierr);
     if (*ierr == MPI_SUCCESS) {
         for (int i = 0; i < (int)*count; i++)
-            ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0);
+            ct_req_started(PMPI_Request_f2c(array_of_requests[i]), t0, 0, 0);
     }
 }
 

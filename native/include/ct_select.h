@@ -35,13 +35,19 @@ void ct_select_nbins(const ct_select *t, int nbins[3]);
 size_t ct_select_bytes(const ct_select *t);         /* heap bytes the table occupies */
 
 /* Portfolios: one per collective for its blocking calls (index `coll`), one for its nonblocking
- * calls (CT_SELECT_NONBLOCKING(coll): MPI_I<coll>, `collective <coll>#nonblocking` in a table,
- * whose members are `default`, the library's MPI_I<coll>, and the library's algorithms of that
- * form). The macros need ct_catalog.h's CT_NUM_COLLECTIVES where they are used. Every function
+ * calls (CT_SELECT_NONBLOCKING(coll): MPI_I<coll>, `collective <coll>#nonblocking` in a table)
+ * and one for its persistent requests (CT_SELECT_PERSISTENT(coll): MPI_<Coll>_init, `collective
+ * <coll>#persistent`), whose members are `default`, the library's own call of that form, and the
+ * library's algorithms of that form. Portfolio p is of form p / CT_NUM_COLLECTIVES (enum ct_form's
+ * order). The macros need ct_catalog.h's CT_NUM_COLLECTIVES where they are used. Every function
  * below that takes a `coll` takes a portfolio. */
-#define CT_SELECT_PORTFOLIOS (2 * CT_NUM_COLLECTIVES)
+#define CT_SELECT_FORMS 3
+#define CT_SELECT_PORTFOLIOS (CT_SELECT_FORMS * CT_NUM_COLLECTIVES)
 #define CT_SELECT_NONBLOCKING(coll) (CT_NUM_COLLECTIVES + (coll))
-#define CT_SELECT_FORM_SUFFIX "#nonblocking"
+#define CT_SELECT_PERSISTENT(coll) (2 * CT_NUM_COLLECTIVES + (coll))
+/* The suffix a portfolio's name has in tables and traces ("" for blocking calls). */
+#define CT_SELECT_FORM_SUFFIX(port) \
+    ((const char *const[]){"", "#nonblocking", "#persistent"}[(port) / CT_NUM_COLLECTIVES])
 
 /* The runtime portfolio of a collective: index 0 = default (the library), then its mock-ups in
  * catalog order, then the library's own algorithms registered with ct_select_add_library. Member

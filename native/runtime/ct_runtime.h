@@ -145,12 +145,21 @@ CT_HIDDEN ct_decision ct_learn_decide(const ct_call *call);
 /* The whole call when the learning mode alone looks at it (no counting): decide, run, trace. */
 CT_HIDDEN int ct_learn_dispatch(const ct_call *call);
 CT_HIDDEN int ct_learn_tracing(void);
-/* MPI_I<coll> decided by the learning mode (its nonblocking portfolio), when ct_learn_nonblocking
- * (set at MPI_Init): started, traced, its request followed on a tracing rank; `d` for counting. */
-extern CT_HIDDEN int ct_learn_nonblocking;
-CT_HIDDEN int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d);
+/* MPI_I<coll> (`form` nonblocking) or MPI_<Coll>_init (persistent, with `info`) decided by the
+ * learning mode (the form's portfolio), when ct_learn_nonblocking (ct_learn_persistent) is set
+ * (at MPI_Init): started or made, traced, its request followed on a tracing rank; `d` for
+ * counting. */
+extern CT_HIDDEN int ct_learn_nonblocking, ct_learn_persistent;
+/* The library's own call of a started form: MPI_I<coll>, or MPI_<Coll>_init with `info`. */
+CT_HIDDEN int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
+                               MPI_Request *request);
+CT_HIDDEN int ct_learn_started(enum ct_form form, const ct_call *call, MPI_Info info,
+                               MPI_Request *request, ct_decision *d);
 /* The same when nothing counts the decision (what ct_learn_dispatch is to blocking calls). */
 CT_HIDDEN int ct_learn_dispatch_started(const ct_call *call, MPI_Request *request);
+/* A blocking call on `comm` passed to the library by its warm-up while counting: the
+ * communicator's learning state is made (collective: every rank is in that call). */
+CT_HIDDEN void ct_learn_warmup_call(MPI_Comm comm);
 /* The record (index + 1) of a followed started call completed: `ns` its own time (start and
  * the Wait/Test calls given it alone), `alone` 0 if a call completed it with other requests or
  * was given it among others: then it keeps no reward (trace.c). */

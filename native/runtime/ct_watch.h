@@ -86,9 +86,11 @@ struct ct_point;
 CT_HIDDEN void ct_req_add(MPI_Request request, int fn, struct ct_point *point, int persistent,
                           uint64_t start);
 CT_HIDDEN void ct_req_clear(void);   /* MPI_Finalize */
-/* A request of a nonblocking call the learning mode decided, whose trace record (index + 1)
- * gets its reward at completion: `own_ns` the start's time, to which the Wait/Test calls given
- * this request alone add theirs (ct_trace_completed). */
+/* A request of a nonblocking call (a persistent init) the learning mode decided, whose trace
+ * record (index + 1) gets its reward at completion: `own_ns` the start's time (0: a persistent
+ * request's MPI_Start gives it), to which the Wait/Test calls given this request alone add
+ * theirs (ct_trace_completed; a persistent request's record: the mean over its operations
+ * completed alone). */
 CT_HIDDEN void ct_req_learned(MPI_Request request, int fn, uint64_t record, uint64_t own_ns);
 
 /* The requests a Wait/Test call is given, before it runs: which are followed collective ones. */
@@ -129,8 +131,9 @@ CT_HIDDEN void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *sit
                               const void *anchor, int count, const MPI_Request *requests);
 CT_HIDDEN void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done,
                               int all, int index, const int *list, int n_list);
-/* MPI_Start / MPI_Startall of followed persistent requests. */
-CT_HIDDEN void ct_req_started(MPI_Request request, uint64_t t0);
+/* MPI_Start / MPI_Startall of followed persistent requests, from `t0` (the watch clock); a
+ * learned one's operation starts its reward with `own_ns`, the start's own time, if `alone`. */
+CT_HIDDEN void ct_req_started(MPI_Request request, uint64_t t0, uint64_t own_ns, int alone);
 CT_HIDDEN void ct_req_freed(MPI_Request request);
 
 #endif /* CT_WATCH_H */

@@ -50,10 +50,11 @@ static atomic_uint ct_comms_created;
 static int ct_world_rank;
 
 static int16_t ct_member_variant[CT_SELECT_PORTFOLIOS][CT_SELECT_MAX_MEMBERS];
-/* The learning mode decides MPI_I<coll> (ct_learn_started): some nonblocking portfolio the
- * table may explore or exploit has a library member proven in some class. */
-CT_HIDDEN int ct_learn_nonblocking;
-static int ct_started_fn[CT_NUM_COLLECTIVES];   /* the ct_fn_id of MPI_I<coll> (its int binding) */
+/* The learning mode decides MPI_I<coll> (MPI_<Coll>_init): some nonblocking (persistent)
+ * portfolio the table may explore or exploit has a library member proven in some class. */
+CT_HIDDEN int ct_learn_nonblocking, ct_learn_persistent;
+/* the ct_fn_id of MPI_I<coll> and of MPI_<Coll>_init (their int bindings), by form - 1 */
+static int ct_started_fn[2][CT_NUM_COLLECTIVES];
 static void **ct_learn_lib_slot(MPI_Comm comm);
 static const char *ct_select_path;
 
@@ -148,14 +149,15 @@ static int ct_comm_delete(MPI_Comm comm, int keyval, void *attribute, void *extr
     return MPI_SUCCESS;
 }
 
-/* Whether a nonblocking call can ever be served by a member: the table lists its portfolio or
- * explores unlisted cells, and one of the portfolio's library members passed some class of the
- * proof (`colltune selftest --nonblocking`). Otherwise MPI_I<coll> keeps its pass-through and
- * the Wait/Test family its own (nothing to follow). */
-static int ct_decides_nonblocking(void)
+/* Whether a call of a started form (nonblocking, persistent) can ever be served by a member:
+ * the table lists its portfolio or explores unlisted cells, and one of the portfolio's library
+ * members passed some class of the proof (`colltune selftest --nonblocking`, `--persistent`).
+ * Otherwise MPI_I<coll> (MPI_<Coll>_init) keeps its pass-through and the Wait/Test family its
+ * own (nothing to follow). */
+static int ct_decides_form(enum ct_form form)
 {
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        int p = CT_SELECT_NONBLOCKING(c);
+        int p = (int)form * CT_NUM_COLLECTIVES + c;
         if (ct_codes[p] == NULL && ct_unlisted_fixed)
             continue;
         for (int m = 1; m < ct_select_portfolio_size(p); m++)
@@ -204,10 +206,11 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
-    ct_learn_nonblocking = ct_decides_nonblocking();
+    ct_learn_nonblocking = ct_decides_form(CT_FORM_NONBLOCKING);
+    ct_learn_persistent = ct_decides_form(CT_FORM_PERSISTENT);
     for (int fn = 0; fn < CT_NUM_FUNCTIONS; fn++)
-        if (ct_fns[fn].coll >= 0 && ct_fns[fn].form == CT_FORM_NONBLOCKING && !ct_fns[fn].large)
-            ct_started_fn[ct_fns[fn].coll] = fn;
+        if (ct_fns[fn].coll >= 0 && ct_fns[fn].form != CT_FORM_BLOCKING && !ct_fns[fn].large)
+            ct_started_fn[ct_fns[fn].form - 1][ct_fns[fn].coll] = fn;
     ct_trace_setup(rank, size, ct_now());
     ct_libalg_slots_from(ct_learn_lib_slot);
     if (ct_checking)
@@ -310,6 +313,19 @@ static void **ct_learn_lib_slot(MPI_Comm comm)
         return NULL;
     ct_comm_state *s = ct_comm(comm);
     return s != NULL ? &s->lib : NULL;
+}
+
+/* A blocking call that the library's warm-up passes to the library while counting (modes.c):
+ * the communicator's state is made there all the same, as ct_learn_dispatch makes it without
+ * counting, so that its started calls are decided during the warm-up in both routes. Safe for
+ * the warm-up: MPICH counts only the blocking Bcast, Reduce, Barrier and Allreduce that reach
+ * its node-level release_gather algorithms (its nonblocking and persistent collectives are
+ * sched/tsp schedules of point-to-point calls that leave that count alone), and the state's own
+ * collectives run on a duplicate (ct_comm_layout). */
+void ct_learn_warmup_call(MPI_Comm comm)
+{
+    if (ct_keyval != MPI_KEYVAL_INVALID && comm != MPI_COMM_NULL)
+        (void)ct_comm(comm);
 }
 
 /* ---- decision and tracing ------------------------------------------------------------------ */
@@ -451,7 +467,7 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         ct_trace_record *r = &ct_pending;
         r->comm = s->slot;
         r->call_lo = (uint16_t)index;
-        r->collective = (uint8_t)port;   /* nonblocking: CT_SELECT_NONBLOCKING(coll) */
+        r->collective = (uint8_t)port;   /* started forms: CT_SELECT_NONBLOCKING/PERSISTENT */
         r->member = (uint8_t)(member > 0 ? member : 0);
         r->status = (uint8_t)((unsigned)outcome | redrawn);
         r->msg_bytes = ct_sat32((uint64_t)bytes);
@@ -464,9 +480,11 @@ ct_decision ct_learn_decide(const ct_call *call)
     return ct_learn_choose(call, call->coll);
 }
 
-/* A started call whose cell picked without a draw (ct_short_code): the member of the
- * nonblocking portfolio it names, if it may serve the call, else the library. */
-static inline __attribute__((always_inline)) int ct_learn_start_picked(const ct_call *call,
+/* A started call whose cell picked without a draw (ct_short_code): the member of the form's
+ * portfolio it names, if it may serve the call, else the library. */
+static inline __attribute__((always_inline)) int ct_learn_start_picked(enum ct_form form,
+                                                                        const ct_call *call,
+                                                                        MPI_Info info,
                                                                         MPI_Request *request,
                                                                         ct_decision *d, int port,
                                                                         unsigned code)
@@ -477,22 +495,27 @@ static inline __attribute__((always_inline)) int ct_learn_start_picked(const ct_
         d->reason = ct_member_applicable(d->chosen, call);
         if (d->reason == COLLTUNE_APPLICABLE) {
             d->variant = d->chosen;
-            int rc = ct_libalg_start(call, d, MPI_INFO_NULL, request);
+            int rc = ct_libalg_start(call, d, info, request);
             if (d->variant >= 0)
                 return rc;
         }
     }
-    return colltune_start_library(call, request);   /* also: no member of this form */
+    return ct_start_library(form, call, info, request);   /* also: no member of this form */
 }
 
-/* MPI_I<coll> of a row the learning mode decides (modes.c, while ct_learn_nonblocking): a member
- * of the nonblocking portfolio drawn from the communicator's call counter like a blocking call's,
- * so every rank draws the same; the algorithm is fixed when the call starts and nothing waits
- * here. On a tracing rank the call gets its record now, in call order, with the time of the
- * start; requests.c follows the request and completes the record at its completion
- * (ct_trace_completed): the reward is the start's time plus that of the Wait/Test calls that
- * were given this request alone. */
-static inline __attribute__((always_inline)) int ct_learn_start_call(const ct_call *call,
+/* MPI_I<coll> (MPI_<Coll>_init) of a row the learning mode decides (modes.c, while
+ * ct_learn_nonblocking, ct_learn_persistent): a member of the form's portfolio drawn from the
+ * communicator's call counter like a blocking call's, so every rank draws the same (MPI orders
+ * nonblocking calls and persistent inits with the blocking collectives of the communicator); the
+ * algorithm is fixed when the call starts (when the persistent request is made, for all its
+ * starts: MPI does not order the starts across ranks, docs/select.md) and nothing waits here.
+ * On a tracing rank the call gets its record now, in call order; requests.c follows the request
+ * and completes the record (ct_trace_completed): a nonblocking call's reward is the start's time
+ * plus that of the Wait/Test calls that were given this request alone, a persistent request's the
+ * mean of that over its starts (MPI_Start's time instead of the init's). */
+static inline __attribute__((always_inline)) int ct_learn_start_call(enum ct_form form,
+                                                                      const ct_call *call,
+                                                                      MPI_Info info,
                                                                       MPI_Request *request,
                                                                       ct_decision *d)
 {
@@ -502,43 +525,45 @@ static inline __attribute__((always_inline)) int ct_learn_start_call(const ct_ca
      * the calls, alike on every rank, since collectives are ordered alike. */
     ct_comm_state *s = call->comm != MPI_COMM_NULL ? ct_comm_of(call->comm, 0) : NULL;
     if (s == NULL || s->inter || ct_erroneous_intra(call, s->size, s->rank))
-        return colltune_start_library(call, request);
-    int port = CT_SELECT_NONBLOCKING(call->coll);
+        return ct_start_library(form, call, info, request);
+    int port = (int)form * CT_NUM_COLLECTIVES + call->coll;
     if (CT_LIKELY(!atomic_load_explicit(&ct_recording, memory_order_relaxed))) {
         /* the blocking calls' short path (ct_learn_dispatch), with the same rules */
         int64_t bytes = ct_learn_bytes(call, s->size);
         if (CT_UNLIKELY(bytes < 0))
-            return colltune_start_library(call, request);
+            return ct_start_library(form, call, info, request);
         unsigned code = ct_short_code(s, port, bytes);
         if (CT_LIKELY(code != 0))
-            return ct_learn_start_picked(call, request, d, port, code);
+            return ct_learn_start_picked(form, call, info, request, d, port, code);
     }
     *d = ct_learn_choose(call, port);
     int traced = ct_learn_tracing();
     uint64_t start = traced ? ct_now() : 0;
     int rc = MPI_SUCCESS;
     if (d->variant >= 0)
-        rc = ct_libalg_start(call, d, MPI_INFO_NULL, request);
+        rc = ct_libalg_start(call, d, info, request);
     if (d->variant < 0)   /* the library's choice, or no member of this form (ct_libalg_start) */
-        rc = colltune_start_library(call, request);
+        rc = ct_start_library(form, call, info, request);
     if (traced && d->mode != CT_MODE_NONE) {
         uint64_t end = ct_now();
         uint64_t record = ct_trace_started(d, start, end);
         if (record != 0 && rc == MPI_SUCCESS && *request != MPI_REQUEST_NULL)
-            ct_req_learned(*request, ct_started_fn[call->coll], record, end - start);
+            ct_req_learned(*request, ct_started_fn[form - 1][call->coll], record,
+                           form == CT_FORM_PERSISTENT ? 0 : end - start);
     }
     return rc;
 }
 
-int ct_learn_started(const ct_call *call, MPI_Request *request, ct_decision *d)
+int ct_learn_started(enum ct_form form, const ct_call *call, MPI_Info info, MPI_Request *request,
+                     ct_decision *d)
 {
-    return ct_learn_start_call(call, request, d);
+    return ct_learn_start_call(form, call, info, request, d);
 }
 
 int ct_learn_dispatch_started(const ct_call *call, MPI_Request *request)
 {
     ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
-    return ct_learn_start_call(call, request, &d);
+    return ct_learn_start_call(CT_FORM_NONBLOCKING, call, MPI_INFO_NULL, request, &d);
 }
 
 static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)
@@ -608,6 +633,7 @@ void ct_learn_stop(void)
     ct_checking = 0;
     ct_unlisted_fixed = 0;
     ct_learn_nonblocking = 0;
+    ct_learn_persistent = 0;
     memset(ct_codes, 0, sizeof ct_codes);
     ct_libalg_slots_from(NULL);
     if (ct_keyval != MPI_KEYVAL_INVALID)

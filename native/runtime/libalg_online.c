@@ -98,9 +98,8 @@ static int ct_skipped(int coll, const char *name, int value, enum ct_form form)
 }
 
 /* The algorithms of collective `coll`'s variable `index` as members of `form` (the nonblocking
- * and persistent forms share the nonblocking form's variable, opened once). The blocking and
- * nonblocking ones go to the selection table's parser, each to its portfolio; the persistent
- * ones are forced only. */
+ * and persistent forms share the nonblocking form's variable, opened once), each registered in
+ * its form's portfolio of the selection table's parser. */
 static void ct_register(int coll, int index, enum ct_form form)
 {
     static const char *const suffix[] = {"", "#nonblocking", "#persistent"};
@@ -123,11 +122,10 @@ static void ct_register(int coll, int index, enum ct_form form)
         m->form = form;
         snprintf(m->name, sizeof m->name, "lib:%s:%s%s", colltune_collective_name(coll), names[i],
                  suffix[form]);
-        /* the learning mode's portfolios: blocking calls, MPI_I<coll> (persistent: forced only);
-         * a nonblocking member that finds its portfolio full can still be forced */
-        int port = form == CT_FORM_BLOCKING ? coll : CT_SELECT_NONBLOCKING(coll);
-        int listed = form != CT_FORM_PERSISTENT
-                     && ct_select_add_library(port, m->name, CT_LIB_BASE + ct_nmembers) == 0;
+        /* the learning mode's portfolios: blocking calls, MPI_I<coll>, MPI_<Coll>_init; a member
+         * of a started form that finds its portfolio full can still be forced */
+        int port = (int)form * CT_NUM_COLLECTIVES + coll;
+        int listed = ct_select_add_library(port, m->name, CT_LIB_BASE + ct_nmembers) == 0;
         if (form != CT_FORM_BLOCKING || listed)
             ct_nmembers++;
     }

@@ -172,50 +172,58 @@ int ct_dispatch(const ct_call *call)
         return colltune_invoke_library(call);
     }
     if (CT_UNLIKELY(ct_warmup_calls != 0) && ct_warmup_pass(call)) {
+        if (ct_route[call->coll] == CT_ROUTE_LEARN)
+            ct_learn_warmup_call(call->comm);
         ct_count_passthrough(call->coll, COLLTUNE_NA_WARMUP);
         return colltune_invoke_library(call);
     }
     return ct_dispatch_decided(call);
 }
 
-/* The library's own call of a started form: MPI_I<coll>, or MPI_<Coll>_init with `info`. */
-static int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
+int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
                             MPI_Request *request)
 {
     return form == CT_FORM_PERSISTENT ? colltune_init_library(call, info, request)
                                       : colltune_start_library(call, request);
 }
 
-/* Whether the learning mode decides MPI_I<coll>: it decides the blocking calls of the
- * collective (no force, no profile) and its nonblocking portfolio may serve (learn.c). */
-static int ct_learns_started(int coll)
+/* Whether the learning mode decides MPI_I<coll> (`form` nonblocking) or MPI_<Coll>_init
+ * (persistent): it decides the blocking calls of the collective (no force, no profile) and the
+ * form's portfolio may serve (learn.c). */
+static int ct_learns_form(enum ct_form form, int coll)
 {
-    return ct_learn_nonblocking
+    return (form == CT_FORM_PERSISTENT ? ct_learn_persistent : ct_learn_nonblocking)
            && (ct_route[coll] == CT_ROUTE_LEARN || ct_route[coll] == CT_ROUTE_LEARN_FAST);
 }
 
-/* MPI_I<coll> the learning mode decides; counted under a library member only (the library's
- * MPI_I<coll> is in the functions section, not among the blocking calls' decisions). */
-static int ct_learned_start(const ct_call *call, MPI_Request *request)
+static int ct_learns_started(int coll)
+{
+    return ct_learns_form(CT_FORM_NONBLOCKING, coll);
+}
+
+/* A started call the learning mode decides; counted under a library member only (the library's
+ * own call is in the functions section, not among the blocking calls' decisions). */
+static int ct_learned_start(enum ct_form form, const ct_call *call, MPI_Info info,
+                            MPI_Request *request)
 {
     ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
-    int rc = ct_learn_started(call, request, &d);
+    int rc = ct_learn_started(form, call, info, request, &d);
     if (ct_counting && d.chosen >= CT_LIB_BASE)
         ct_count_decision(call->coll, &d);
     return rc;
 }
 
 /* A nonblocking or persistent call (MPI_I<coll>, MPI_<Coll>_init) of a row whose form has a
- * forced member, or (MPI_I<coll>) that the learning mode decides: the member's algorithm if it may serve the call (applicable, proven for that
- * form), else the library's. Nothing waits here: the call is only started (or its request
+ * forced member, or that the learning mode decides: the member's algorithm if it may serve the
+ * call (applicable, proven for that form), else the library's. Nothing waits here: the call is only started (or its request
  * initialized), as the application asked. The library's warm-up is not counted: it counts the
  * blocking calls MPICH's node-level layer sees. */
 static int ct_dispatch_form(enum ct_form form, const ct_call *call, MPI_Info info,
                             MPI_Request *request)
 {
     int id = ct_force[form * CT_NUM_COLLECTIVES + call->coll];
-    if (id == CT_FORCE_UNSET && form == CT_FORM_NONBLOCKING && ct_learns_started(call->coll))
-        return ct_learned_start(call, request);
+    if (id == CT_FORCE_UNSET && ct_learns_form(form, call->coll))
+        return ct_learned_start(form, call, info, request);
     if (id < CT_LIB_BASE)
         return ct_start_library(form, call, info, request);
     /* counted under the member, apart from the blocking calls (count.c) */
@@ -286,7 +294,7 @@ void ct_modes_watch_started(void)
 {
     int learns = 0;
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        learns |= ct_learns_started(c);
+        learns |= ct_learns_started(c) | ct_learns_form(CT_FORM_PERSISTENT, c);
         ct_learned_starts[c] = (unsigned char)(ct_learns_started(c) && ct_route[c] == CT_ROUTE_LEARN_FAST
                                                && ct_force[CT_FORM_NONBLOCKING * CT_NUM_COLLECTIVES + c]
                                                       == CT_FORCE_UNSET);

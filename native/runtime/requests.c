@@ -36,10 +36,13 @@ typedef struct ct_req {
     ct_point *point;         /* the profiling mode's point of that call, or NULL */
     uint64_t start;          /* ticks at the start of the current operation */
     uint64_t waited;         /* ticks of Wait/Test shared to it in the current operation */
-    /* learning mode (ct_req_learned): its trace record (index + 1; 0 none), its own ns so far,
-     * and whether a Wait/Test call was given it among other requests (no reward then) */
+    /* learning mode (ct_req_learned): its trace record (index + 1; 0 none), its own ns so far
+     * in the current operation, and whether a call was given it among other requests (no
+     * reward for that operation then); the operations rewarded so far and their own ns (a
+     * persistent request's record gets their mean) */
     uint64_t record, own_ns;
     int shared;
+    uint64_t rewarded, rewarded_ns;
 } ct_req;
 
 static ct_req ct_reqs[CT_REQ_SLOTS];
@@ -172,9 +175,10 @@ static ct_req *ct_follow(MPI_Request request, int fn, ct_point *point, int persi
 {
     uint64_t key = ct_key(request);
     ct_req *old = ct_find(key);
-    if (old != NULL && old->record != 0 && old->active && !persistent
-        && ct_same_start(old->fn, fn)) {
-        /* the same start seen by counting after the learning mode: one request, both records */
+    if (old != NULL && old->record != 0 && old->persistent == persistent
+        && old->active == !persistent && ct_same_start(old->fn, fn)) {
+        /* the same start (init) seen by counting after the learning mode: one request, both
+         * records */
         old->fn = fn;
         old->point = point;
         old->start = start;
@@ -189,7 +193,8 @@ static ct_req *ct_follow(MPI_Request request, int fn, ct_point *point, int persi
                 continue;
             if (r->state == CT_SLOT_GONE)
                 ct_req_gone--;
-            *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0, 0, 0, 0};
+            *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0, 0, 0, 0,
+                          0, 0};
             ct_changed();
             atomic_fetch_add_explicit(&ct_req_live, 1, memory_order_relaxed);
             ct_poll_lite_set();
@@ -209,7 +214,8 @@ void ct_req_add(MPI_Request request, int fn, ct_point *point, int persistent, ui
 void ct_req_learned(MPI_Request request, int fn, uint64_t record, uint64_t own_ns)
 {
     ct_lock();
-    ct_req *r = ct_follow(request, fn, NULL, 0, ct_watch_clock());
+    ct_req *r = ct_follow(request, fn, NULL, ct_fns[fn].form == CT_FORM_PERSISTENT,
+                          ct_watch_clock());
     if (r != NULL) {
         r->record = record;
         r->own_ns = own_ns;
@@ -228,7 +234,7 @@ void ct_req_clear(void)
     ct_unlock();
 }
 
-void ct_req_started(MPI_Request request, uint64_t t0)
+void ct_req_started(MPI_Request request, uint64_t t0, uint64_t own_ns, int alone)
 {
     if (atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0)
         return;
@@ -239,6 +245,8 @@ void ct_req_started(MPI_Request request, uint64_t t0)
         r->active = 1;
         r->start = t0;
         r->waited = 0;
+        r->own_ns = own_ns;   /* learned: this operation's reward starts with MPI_Start's time */
+        r->shared = !alone;
         ct_req_count_start(r->fn);
         if (r->point != NULL)
             atomic_fetch_add_explicit(&r->point->req_starts, 1, memory_order_relaxed);
@@ -313,8 +321,13 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
         if (!(all || i == index || (list != NULL && ct_listed(i, list, n_list))))
             continue;
         ct_req_count_completion(r->fn);
+        if (r->record != 0 && !r->shared) {
+            r->rewarded++;
+            r->rewarded_ns += r->own_ns;
+        }
         if (r->record != 0)
-            ct_trace_completed(r->record, r->own_ns, !r->shared);
+            ct_trace_completed(r->record, r->rewarded ? r->rewarded_ns / r->rewarded : 0,
+                               r->rewarded != 0);
         if (r->point != NULL) {
             atomic_fetch_add_explicit(&r->point->req_done, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&r->point->req_wait_ns, r->waited, memory_order_relaxed);
@@ -961,12 +974,19 @@ CT_OWN_TAIL_CALLS int MPI_Testsome(int incount, MPI_Request requests[], int *out
                                outcount, indices, statuses);
 }
 
+/* The learning mode's reward of a learned persistent request includes MPI_Start's own time:
+ * read around the call only while it follows requests (CT_WATCH_LEARN). */
+static inline uint64_t ct_start_ns(void)
+{
+    return ct_watch & CT_WATCH_LEARN ? ct_now() : 0;
+}
+
 static __attribute__((noinline)) int ct_watched_start(MPI_Request *request)
 {
-    uint64_t t0 = ct_watch_clock();
+    uint64_t t0 = ct_watch_clock(), ns0 = ct_start_ns();
     int rc = PMPI_Start(request);
     if (rc == MPI_SUCCESS)
-        ct_req_started(*request, t0);
+        ct_req_started(*request, t0, ns0 ? ct_now() - ns0 : 0, 1);
     return rc;
 }
 
@@ -979,11 +999,12 @@ int MPI_Start(MPI_Request *request)
 
 static __attribute__((noinline)) int ct_watched_startall(int count, MPI_Request requests[])
 {
-    uint64_t t0 = ct_watch_clock();
+    uint64_t t0 = ct_watch_clock(), ns0 = ct_start_ns();
     int rc = PMPI_Startall(count, requests);
-    if (rc == MPI_SUCCESS)
+    uint64_t own_ns = ns0 ? ct_now() - ns0 : 0;
+    if (rc == MPI_SUCCESS)   /* its time is a request's own only if given it alone */
         for (int i = 0; i < count; i++)
-            ct_req_started(requests[i], t0);
+            ct_req_started(requests[i], t0, own_ns, count == 1);
     return rc;
 }
 

@@ -353,12 +353,13 @@ static int ct_write_trace(FILE *f, uint64_t seed, uint64_t table_hash, uint64_t 
            ct_double_bits(ct_limit_ns == UINT64_MAX ? 0.0 : ct_limit_s), 8);
     ct_put(h + CT_TRACE_H_STOP_S, ct_double_bits(stopped), 8);
     int bad = fwrite(h, sizeof h, 1, f) != 1;
+    static const unsigned form_of_row[CT_SELECT_FORMS] = {CT_ROW_BLOCKING, CT_ROW_NONBLOCKING,
+                                                          CT_ROW_PERSISTENT};
     for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++) {
         int coll = c % CT_NUM_COLLECTIVES;
-        if (c != coll && !(ct_collectives[coll].forms & CT_ROW_NONBLOCKING))
+        if (c != coll && !(ct_collectives[coll].forms & form_of_row[c / CT_NUM_COLLECTIVES]))
             continue;
-        fprintf(f, "%s%s default", colltune_collective_name(coll),
-                c != coll ? CT_SELECT_FORM_SUFFIX : "");
+        fprintf(f, "%s%s default", colltune_collective_name(coll), CT_SELECT_FORM_SUFFIX(c));
         for (int m = 1; m < ct_select_portfolio_size(c); m++)
             fprintf(f, " %s", ct_select_member_name(c, m));
         fputc('\n', f);

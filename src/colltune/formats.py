@@ -7,9 +7,9 @@ TEXT_MAX_LINE = 1023
 TEXT_MAX_FILE_BYTES = 16777216
 TEXT_SHOW = 40
 
-# Learning-mode traces (colltune.learn.traces), version 4
+# Learning-mode traces (colltune.learn.traces), version 5
 TRACE_MAGIC = b"CTTRACE1"
-TRACE_VERSION = 4
+TRACE_VERSION = 5
 TRACE_TICKS_PER_SECOND = 1048576
 TRACE_HEADER = "<8sIIIIQQQQdIIIIQdd"  # struct format, 104 bytes
 TRACE_HEADER_FIELDS = (

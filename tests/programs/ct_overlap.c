@@ -1,13 +1,15 @@
 /*
  * Nonblocking collectives that point-to-point traffic must overtake (issue 33): each is started
- * (MPI_I<coll>, or MPI_Start of a persistent Barrier_init or Allreduce_init request),
+ * (MPI_I<coll>, or MPI_Start of a persistent Barrier_init or Allreduce_init request, made once in
+ * the first round after the first blocking collective so that the learning mode decides them),
  * then the last rank sends to rank 0 with MPI_Ssend, which completes only once rank 0 has posted
  * the matching receive, and rank 0 posts it only after starting the collective while the last
  * rank starts it only after the send. A start that blocked until every rank arrived would
  * deadlock here. Each round also runs a blocking MPI_Allreduce while an MPI_Iallreduce is pending
  * (what --force and the learning mode serve), and completes requests by Wait, a Test loop and a
- * Waitall that mixes collective and point-to-point requests. Every result is checked against its
- * closed form (exit 1, "FAIL" on stderr, and the count of failures on stdout).
+ * Waitall that mixes collective and point-to-point requests (an Ibcast, and the starts of a
+ * persistent Bcast_init request). Every result is checked against its closed form (exit 1,
+ * "FAIL" on stderr, and the count of failures on stdout).
  *
  *   ct_overlap [-r ROUNDS]     default 5
  */
@@ -122,15 +124,48 @@ static void start_overtaken(MPI_Request *req, int round)
     expect(*req != MPI_REQUEST_NULL, "persistent request kept", round);
 }
 
-/* One Barrier_init and one Allreduce_init request started every round. */
-static void persistent_round(int round, MPI_Request *barrier, MPI_Request *req, int *in, int *out)
+/* The persistent requests and their buffers, made once (persistent_init). */
+typedef struct persistent {
+    MPI_Request barrier, allreduce, bcast;
+    int in[N], out[N], buf[N];
+} persistent;
+
+static void persistent_init(persistent *p)
+{
+    MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &p->barrier);
+    MPI_Allreduce_init(p->in, p->out, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                       &p->allreduce);
+    MPI_Bcast_init(p->buf, N, MPI_INT, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &p->bcast);
+}
+
+/* The Bcast_init request (root: the last rank) started, then a ring exchange, one Waitall for
+ * the three: a start never completed alone. */
+static void persistent_bcast(persistent *p, int round)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, sent = rank + 10 * round, got = -1;
+    for (int i = 0; i < N; i++)
+        p->buf[i] = rank == size - 1 ? i * 5 + round : -1;
+    MPI_Start(&p->bcast);
+    MPI_Request reqs[3] = {p->bcast, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Irecv(&got, 1, MPI_INT, prev, 2000 + round, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Isend(&sent, 1, MPI_INT, next, 2000 + round, MPI_COMM_WORLD, &reqs[2]);
+    MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
+    expect(reqs[0] == p->bcast, "persistent Bcast request kept", round);
+    for (int i = 0; i < N; i++)
+        expect(p->buf[i] == i * 5 + round, "Bcast_init", round);
+    expect(got == prev + 10 * round, "ring", round);
+}
+
+/* Each persistent request started once a round. */
+static void persistent_round(int round, persistent *p)
 {
     for (int i = 0; i < N; i++)
-        in[i] = rank + i * round;
-    start_overtaken(barrier, round);
-    start_overtaken(req, round);
+        p->in[i] = rank + i * round;
+    start_overtaken(&p->barrier, round);
+    start_overtaken(&p->allreduce, round);
     for (int i = 0; i < N; i++)
-        expect(out[i] == size * (size - 1) / 2 + size * i * round, "Allreduce_init sum", round);
+        expect(p->out[i] == size * (size - 1) / 2 + size * i * round, "Allreduce_init sum", round);
+    persistent_bcast(p, round);
 }
 #endif
 
@@ -144,22 +179,24 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 #if HAVE_PERSISTENT
-    static int pin[N], pout[N];
-    MPI_Request preq, pbarrier;
-    MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &pbarrier);
-    MPI_Allreduce_init(pin, pout, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+    static persistent p;
 #endif
     for (int r = 0; r < rounds; r++) {
         barrier_round(r);
         allreduce_round(r);
         bcast_round(r);
 #if HAVE_PERSISTENT
-        persistent_round(r, &pbarrier, &preq, pin, pout);
+        if (r == 0)
+            persistent_init(&p);
+        persistent_round(r, &p);
 #endif
     }
 #if HAVE_PERSISTENT
-    MPI_Request_free(&preq);
-    MPI_Request_free(&pbarrier);
+    if (rounds > 0) {
+        MPI_Request_free(&p.allreduce);
+        MPI_Request_free(&p.barrier);
+        MPI_Request_free(&p.bcast);
+    }
 #endif
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -38,8 +38,9 @@ def ingest(trace_dir: Path, db_path: Path, app_command: str, app: str | None, ba
                + (" (traces closed at their record or time bound: raise COLLTUNE_TRACE_RECORDS or "
                   "COLLTUNE_TRACE_SECONDS to keep more)" if res.overflow else ""))
     if res.unrewarded:
-        click.echo(f"{res.unrewarded} nonblocking calls without a reward (completed together with other "
-                   "requests: MPI_Waitall/any/some, or never completed): explored, not used for training")
+        click.echo(f"{res.unrewarded} nonblocking calls or persistent requests without a reward (completed "
+                   "together with other requests: MPI_Waitall/any/some, or never completed): explored, "
+                   "not used for training")
     if res.disagreements:
         click.echo(f"warning: the ranks disagree on the collective or member of {res.disagreements} calls "
                    "(rank-inconsistent draws); those calls keep the lowest traced rank's values", err=True)

@@ -140,12 +140,14 @@ class SelectionTable:
         return replace(self, collectives=colls, unlisted="library")
 
 
-NONBLOCKING = "nonblocking"  # the call form a table block may name besides the blocking one
+NONBLOCKING = "nonblocking"  # the call forms a table block may name besides the blocking one
+PERSISTENT = "persistent"
 
 
 def portfolio_form(block: str) -> tuple[str, str]:
     """(collective, form) of a block name: `allreduce` decides MPI_Allreduce, `allreduce#nonblocking`
-    MPI_Iallreduce (docs/select.md, "Nonblocking calls"). The form is returned unchecked."""
+    MPI_Iallreduce, `allreduce#persistent` MPI_Allreduce_init (docs/select.md, "Nonblocking calls",
+    "Persistent calls"). The form is returned unchecked."""
     coll, _, form = block.partition("#")
     return coll, form or "blocking"
 
@@ -303,9 +305,10 @@ class _Parser:
 
         name = w[1].decode("utf-8", "replace")
         base, form = portfolio_form(name)
-        if base not in catalog.load().collective_names() or form not in (catalog.FORMS[0], NONBLOCKING):
+        if base not in catalog.load().collective_names() or ("#" in name and form not in (NONBLOCKING, PERSISTENT)):
             raise self.fail(f"unknown collective '{_show(w[1])}'; use a collective of collectives.toml, "
-                            f"or <collective>#{NONBLOCKING} for its nonblocking calls")
+                            f"or <collective>#{NONBLOCKING} (#{PERSISTENT}) for its nonblocking calls "
+                            "(persistent requests)")
         if any(b[0] == name for b in self.blocks):
             raise self.fail(f"collective {name} appears twice; merge its blocks")
         self.blocks.append((name, [], {}))

@@ -5,13 +5,15 @@ it: the same bytes the runtime writes), `ingest` joins a directory's ranks by (c
 call_index) into one row per call (runtime = max over traced ranks of the local duration, the
 seed's metric) and stores them in `trace_runs` / `trace_calls`. The record layout is declared
 once, in native/spec/formats.toml (colltune.formats, RECORD_FIELDS here); the record size is always taken from the header, so a runtime that adds
-fields at the end stays readable. Version 4 files are what the runtime writes: version 3's
+fields at the end stays readable. Version 5 files are what the runtime writes: version 3's
 layout (20-byte records, the communicator facts once per communicator, the header saying which
 bound stopped the trace), with records of nonblocking calls (MPI_I<coll>, collective index +
 the number of collectives: `<coll>#nonblocking`) whose duration is their reward or NaN where they
 have none (completed together with other requests: docs/select.md, "Nonblocking calls"), counted
-in the header's `unrewarded`. Versions 3 (no nonblocking records), 2 (no bounds) and 1 (32-byte
-records) are still read.
+in the header's `unrewarded`, and records of persistent requests (MPI_<Coll>_init, collective
+index + twice the number: `<coll>#persistent`) whose duration is the mean reward of their starts
+completed alone, NaN if none was. Versions 4 (no persistent records), 3 (no nonblocking
+records), 2 (no bounds) and 1 (32-byte records) are still read.
 """
 
 from __future__ import annotations
@@ -183,10 +185,10 @@ def read_trace(path: str | Path) -> TraceFile:
     magic, version = data[:8], struct.unpack_from("<I", data, 8)[0]
     if magic != MAGIC:
         raise TraceError(f"{p}: not a colltune trace (magic {magic!r}, expected {MAGIC!r})")
-    if version not in (1, 2, 3, 4):
-        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 to 4; ingest it with "
+    if version not in (1, 2, 3, 4, 5):
+        raise TraceError(f"{p}: trace version {version}, this colltune reads 1 to 5; ingest it with "
                          "the colltune that ran the application")
-    head = {1: HEADER_V1, 2: HEADER_V2, 3: HEADER, 4: HEADER}[version]
+    head = {1: HEADER_V1, 2: HEADER_V2, 3: HEADER, 4: HEADER, 5: HEADER}[version]
     if len(data) < head.size:
         raise TraceError(f"{p}: {len(data)} bytes, shorter than the {head.size}-byte header (truncated?)")
     fields = head.unpack_from(data)
@@ -227,7 +229,7 @@ def encode_records(calls: np.ndarray) -> tuple[bytes, np.ndarray]:
 
 
 def write_trace(path: str | Path, trace: TraceFile) -> Path:
-    """The bytes the runtime writes at MPI_Finalize for these calls (version 4 layout; a trace
+    """The bytes the runtime writes at MPI_Finalize for these calls (version 5 layout; a trace
     without stated bounds is written as one that ran open to the end, with no time bound)."""
     comms, rec = encode_records(trace.records)
     text = "".join(f"{c} {' '.join(m)}\n" for c, m in trace.portfolios.items()) + "\n"
@@ -269,7 +271,7 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
     disagree = int(((g["collective"].nunique() > 1) | (g["member"].nunique() > 1)).sum())
     out = first.reset_index()[["comm_id", "call_index"]].astype("int64")
     coll_idx = first["collective"].to_numpy(int)
-    if (coll_idx >= 2 * len(names)).any():
+    if (coll_idx >= len(catalog.FORMS) * len(names)).any():
         raise TraceError(f"collective index {int(coll_idx.max())} beyond the {len(names)} collectives of this "
                          "colltune's collectives.toml; ingest with the colltune that ran the application")
     out["collective"] = [portfolio_name(names, i) for i in coll_idx]
@@ -304,9 +306,11 @@ def calls_frame(traces: list[TraceFile]) -> tuple[pd.DataFrame, int]:
 
 
 def portfolio_name(names: list[str], index: int) -> str:
-    """The portfolio a record's collective index names: a collective of collectives.toml, or
-    (index + the number of collectives, version 4) its nonblocking calls, `<coll>#nonblocking`."""
-    return names[index] if index < len(names) else f"{names[index - len(names)]}#nonblocking"
+    """The portfolio a record's collective index names: a collective of collectives.toml, (index
+    + the number of collectives, version 4) its nonblocking calls, `<coll>#nonblocking`, or (+ twice
+    the number, version 5) its persistent requests, `<coll>#persistent`."""
+    form, coll = divmod(index, len(names))
+    return names[coll] if form == 0 else f"{names[coll]}#{catalog.FORMS[form]}"
 
 
 @dataclass
@@ -317,8 +321,9 @@ class IngestResult:
     calls: int
     overflow: int
     disagreements: int
-    # nonblocking calls without a reward (completed with other requests on some traced rank):
-    # explored, left out of training (docs/select.md, "Nonblocking calls")
+    # started calls (nonblocking, persistent requests) without a reward (completed with other
+    # requests on some traced rank): explored, left out of training (docs/select.md,
+    # "Nonblocking calls", "Persistent calls")
     unrewarded: int = 0
 
 
@@ -356,8 +361,8 @@ def ingest(trace_dir: str | Path, db: str | Path | Store, *, command: str = "", 
     finally:
         if not isinstance(db, Store):
             store.close()
-    unrewarded = int(calls["collective"].str.endswith("#nonblocking").mul(calls["runtime_s"].isna()).sum()) \
-        if not calls.empty else 0
+    started = calls["collective"].str.contains("#", regex=False) if not calls.empty else None
+    unrewarded = int(started.mul(calls["runtime_s"].isna()).sum()) if started is not None else 0
     return IngestResult(run_id, len(traces), int(run["records"]), len(calls), int(run["overflow"]), disagree,
                         unrewarded)
 
