@@ -27,6 +27,18 @@ def line(source: str, marker: str) -> int:
     return n
 
 
+# Every chain is walked with the kept frame rules (native/runtime/profwalk.c) and unwound by
+# libgcc too: the two must give the same frames at the same stack slots.
+CHECK_WALKS = {"COLLTUNE_PROFILE_RUN_UNWIND_CHECK": "1"}
+
+
+def walked_as_libgcc(directory: Path, every: bool = True) -> None:
+    for rank in profile_run.read(directory).ranks:
+        walked, checked, differed = rank.chain_walks
+        assert (differed, checked) == (0, walked) and walked > 0, rank.chain_walks
+        assert walked == rank.chain_unwinds or not every, (walked, rank.chain_unwinds)
+
+
 def sites(run: profile_run.ProfileRun) -> dict[str, list[tuple[str, int]]]:
     return {r.name: sorted((s.label, s.calls) for s in r.sites) for r in where.rows(run)}
 
@@ -46,8 +58,9 @@ def cxx_app(openmpi, tmp_path_factory):
 @pytest.fixture(scope="module")
 def cxx_run(openmpi, openmpi_build, cxx_app, tmp_path_factory):
     directory = tmp_path_factory.mktemp("cxx-run") / "p"
-    run = profiled(openmpi, openmpi_build, 2, [cxx_app], directory)
+    run = profiled(openmpi, openmpi_build, 2, [cxx_app], directory, CHECK_WALKS)
     assert "total 105" in run.stdout, run.describe()
+    walked_as_libgcc(directory)
     return directory
 
 
@@ -141,8 +154,9 @@ def c_run(openmpi, openmpi_build, tmp_path_factory):
     runs = {}
     for name, program in (("debug", exe), ("stripped", stripped)):
         runs[name] = out / name / "p"
-        run = profiled(openmpi, openmpi_build, 2, [program], runs[name])
+        run = profiled(openmpi, openmpi_build, 2, [program], runs[name], CHECK_WALKS)
         assert "energy 12" in run.stdout, run.describe()
+        walked_as_libgcc(runs[name])
     return runs
 
 
@@ -191,8 +205,9 @@ def test_fortran_module_layer(debian):
     exe = out / "layers_fortran"
     subprocess.run([str(fort), "-g", "-O0", "-J", str(out), "-o", str(exe), str(SOURCES / "layers_fortran.f90")],
                    check=True)
-    run = profiled(lib, art, 2, [exe], out / "f")
+    run = profiled(lib, art, 2, [exe], out / "f", CHECK_WALKS)
     assert "total     40.0" in run.stdout, run.describe()
+    walked_as_libgcc(out / "f")
     e, p = line("layers_fortran.f90", "LINE_E"), line("layers_fortran.f90", "LINE_P")
     # comm_sum is called from energy and pressure: a layer from the data; gfortran's
     # __comm_MOD_comm_sum reads comm::comm_sum
@@ -206,8 +221,9 @@ def test_mpi4py_says_the_python_line_is_not_recorded(debian):
     python = Path("/usr/bin/python3")
     if subprocess.run([str(python), "-c", "import mpi4py"], capture_output=True).returncode != 0:
         pytest.skip("Debian's python3-mpi4py is missing (make setup-mpi4py)")
-    run = profiled(lib, art, 2, [python, SOURCES / "layers_mpi4py.py"], out / "py")
+    run = profiled(lib, art, 2, [python, SOURCES / "layers_mpi4py.py"], out / "py", CHECK_WALKS)
     assert "total 22.0" in run.stdout, run.describe()
+    walked_as_libgcc(out / "py", every=False)
     table = sites(profile_run.read(out / "py"))
     # mpi4py 3.1's comm.allreduce of a Python object is a reduce by Send/Recv and two Bcasts; every
     # call comes through the interpreter: one site per call, saying why it is no line

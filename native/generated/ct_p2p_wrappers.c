@@ -32,7 +32,8 @@ static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, M
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -47,7 +48,8 @@ static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, 
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -62,7 +64,8 @@ static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, 
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -77,7 +80,8 @@ static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count,
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -92,7 +96,8 @@ static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Dat
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -107,7 +112,8 @@ static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Da
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -122,7 +128,8 @@ static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int 
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), ct_profrun_bytes(sendcount, sendtype));
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    ct_profrun_p2p_end(rec);
+    if (rec.timed)
+        ct_profrun_p2p_end(rec);
     return rc;
 }
 

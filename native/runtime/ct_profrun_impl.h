@@ -314,10 +314,12 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
         diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
     return diff == 0;
 }
-/* ct_profchain_site, and a copy of the chain as met for a caller's memo to check a repetition
- * against (ct_profchain_is); out->id NULL: none to check against. */
-CT_PROFRUN_HIDDEN const void *ct_profchain_seen(const void *site, const void *anchor,
-                                                ct_chain_seen *out);
+/* A new chain's frames walked with each return address's rule kept (profwalk.c): `take` gets
+ * every (return address, CFA of the frame it returns from) pair libgcc's unwind would report,
+ * from ct_profwalk's caller up, until it answers nonzero or the stack ends; 1: walked, 0: a frame
+ * the walk does not take (then libgcc unwinds the chain; `take` may have seen some frames). */
+typedef int (*ct_frame_fn)(void *arg, const void *ip, uintptr_t cfa);
+CT_PROFRUN_HIDDEN int ct_profwalk(ct_frame_fn take, void *arg);
 /* The chain lines and chains_made of dir/rank-N; the per-thread caches freed (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profchain_write(FILE *out);
 CT_PROFRUN_HIDDEN void ct_profchain_finish(void);

@@ -118,6 +118,7 @@ typedef struct ct_watchcall {
     uint64_t t_in;                /* the clock at entry where it samples the own time, else 0 */
     ct_p2p_call call;
     const void *site, *anchor;    /* anchor: an address in the wrapper's frame (the chain's) */
+    const void *chain;            /* its chain (profchain.c), NULL: not looked up yet */
     unsigned gen;                 /* the map's generation before the call (full path) */
     int none_followed;            /* no request was followed before the call (full path) */
     int sampled;                  /* a poll the countdown sampled off the light path */

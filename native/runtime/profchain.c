@@ -9,7 +9,9 @@
  * slot is the call's site for everything else (points, memo, patterns), and MPI_Finalize writes
  * each chain's addresses (`chain` lines).
  *
- * Only a new chain costs an unwind (libgcc's _Unwind_Backtrace: a few microseconds). Each
+ * Only a new chain costs an unwind (profwalk.c's walk by the frames' kept rules, ~1,000
+ * instructions once the rules are known; libgcc's _Unwind_Backtrace, ~28,000, where a frame's rule
+ * is not one the walk takes). Each
  * thread remembers the chains it saw last by (site, anchor): the anchor is an address in the
  * wrapper's own frame, so the same anchor means the same stack depth at the call, and then the
  * return address of each frame of a known chain sits at the same stack slot as when it was
@@ -34,6 +36,7 @@
 
 #include "ct_profrun_impl.h"
 #include "ct_runtime.h"
+#include "ct_settings.h"
 
 #define CT_CHAIN_SLOTS 4096
 #define CT_CHAIN_SETS 512   /* per thread, by (site, anchor): 64 made OpenFOAM unwind its 133 chains 676 times in 20 steps */
@@ -75,9 +78,18 @@ typedef struct ct_chain_spill {
 #define CT_CHAIN_HINTS 2048
 _Static_assert((CT_CHAIN_HINTS & (CT_CHAIN_HINTS - 1)) == 0, "a power of two (a mask)");
 
+/* A set's (site, anchor) met last and where the frame above its site has its return address
+ * (the same slot for every chain there; ct_chain_none's address where a chain ends at its
+ * site): a call there reads that frame and goes to its hint directly, without the ways. */
+typedef struct ct_chain_lead {
+    const void *site, *anchor;
+    const void *const *above;
+} ct_chain_lead;
+
 typedef struct ct_chain_cache {
     ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
     ct_chain_seen *hint[CT_CHAIN_HINTS];
+    ct_chain_lead lead[CT_CHAIN_SETS];
     unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
     ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
@@ -94,30 +106,72 @@ typedef struct ct_walk {
     ct_chain_seen *seen;
 } ct_walk;
 
-static _Unwind_Reason_Code ct_walk_frame(struct _Unwind_Context *ctx, void *arg)
+/* One frame as an unwind reports it (libgcc's or profwalk.c's); nonzero: the chain is complete. */
+static int ct_walk_take(void *arg, const void *ip, uintptr_t cfa)
 {
     ct_walk *w = arg;
-    const void *ip = (const void *)_Unwind_GetIP(ctx);
     if (!w->found) {
         /* libcolltune's own frames and the MPI_* wrapper's until the application's caller */
         w->found = ip == w->site;
-        return _URC_NO_REASON;
+        return 0;
     }
     ct_chain_seen *s = w->seen;
 #if defined(__x86_64__)
-    /* libgcc's context pairs a return address with the CFA of the frame it returns from */
-    uintptr_t cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+    /* an unwind pairs a return address with the CFA of the frame it returns from */
     const void *const *slot = (const void *const *)(cfa - sizeof(void *));
     /* the unwinder's frame and the stack agree, or the chain ends here (unusual frames) */
     if (ip == NULL || cfa == 0 || *slot != ip || s->frames == CT_CHAIN_DEPTH - 1)
-        return _URC_END_OF_STACK;
+        return 1;
     s->at[s->frames] = slot;
     s->ra[s->frames++] = ip;
-    return _URC_NO_REASON;
+    return 0;
 #else
     (void)s;
-    return _URC_END_OF_STACK;
+    (void)cfa;
+    return 1;
 #endif
+}
+
+static _Unwind_Reason_Code ct_walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    return ct_walk_take(arg, (const void *)_Unwind_GetIP(ctx), (uintptr_t)_Unwind_GetCFA(ctx))
+               ? _URC_END_OF_STACK
+               : _URC_NO_REASON;
+}
+
+/* The chain above `site` into *s: walked with the kept frame rules, else unwound by libgcc
+ * (COLLTUNE_PROFILE_RUN_UNWIND_CHECK: a walked chain is unwound too, and compared). */
+static int ct_unwind_check = -1;   /* -1: not read yet */
+static atomic_ullong ct_walks, ct_walks_checked, ct_walks_differ;
+
+static void ct_chain_frames(const void *site, ct_chain_seen *s)
+{
+    s->frames = 0;
+    ct_walk w = {site, 0, s};
+    if (ct_profwalk(ct_walk_take, &w)) {
+        atomic_fetch_add_explicit(&ct_walks, 1, memory_order_relaxed);
+        if (CT_UNLIKELY(ct_unwind_check < 0)) {
+            int on = 0;
+            ct_env_bool(CT_ENV_PROFILE_RUN_UNWIND_CHECK, 0, &on);
+            ct_unwind_check = on;
+        }
+        if (!ct_unwind_check)
+            return;
+        ct_chain_seen full;
+        full.frames = 0;
+        ct_walk v = {site, 0, &full};
+        _Unwind_Backtrace(ct_walk_frame, &v);
+        int same = full.frames == s->frames && v.found == w.found;
+        for (int i = 0; same && i < s->frames; i++)
+            same = full.ra[i] == s->ra[i] && full.at[i] == s->at[i];
+        atomic_fetch_add_explicit(&ct_walks_checked, 1, memory_order_relaxed);
+        if (!same)
+            atomic_fetch_add_explicit(&ct_walks_differ, 1, memory_order_relaxed);
+        return;
+    }
+    s->frames = 0;
+    w.found = 0;
+    _Unwind_Backtrace(ct_walk_frame, &w);
 }
 
 /* The chain's interned slot; the site itself when the table is full. */
@@ -211,10 +265,8 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
         c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
     }
     uint64_t t = ct_profrun_ticks();   /* a few microseconds: the budget counts each one */
-    s->frames = 0;
     s->id = NULL;
-    ct_walk w = {site, 0, s};
-    _Unwind_Backtrace(ct_walk_frame, &w);
+    ct_chain_frames(site, s);
     for (int i = s->frames; i < CT_CHAIN_DEPTH - 1; i++) {   /* (ct_profchain_is reads them) */
         s->at[i] = &ct_chain_none;
         s->ra[i] = NULL;
@@ -232,19 +284,24 @@ static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
     return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
 }
 
-const void *ct_profchain_site(const void *site, const void *anchor)
+static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above,
+                                            const void *site, const void *anchor)
 {
-    unsigned set = ct_chain_set_of(site, anchor);
-    ct_chain_cache *c = ct_chain_mine;
-    if (CT_UNLIKELY(c == NULL))
-        return ct_chain_unwind(site, anchor, set);
+    uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
+                  ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
+    return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+}
+
+/* Not the set's lead's hint: the ways (the lead and the hint made again from the one found),
+ * else an unwind. */
+static __attribute__((noinline)) const void *ct_chain_find(ct_chain_cache *c, unsigned set,
+                                                           const void *site, const void *anchor)
+{
     ct_chain_seen *ways = c->sets[set], **hint = NULL;
     for (int way = 0; way < CT_CHAIN_WAYS; way++)
         if (ways[way].site == site && ways[way].anchor == anchor && ways[way].id != NULL) {
-            const void *above = ways[way].frames > 0 ? *ways[way].at[0] : NULL;
-            uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
-                          ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
-            hint = &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+            c->lead[set] = (ct_chain_lead){site, anchor, ways[way].at[0]};
+            hint = ct_chain_hint(c, *ways[way].at[0], site, anchor);
             if (*hint != NULL && ct_profchain_is(*hint, site, anchor))
                 return (*hint)->id;
             break;
@@ -258,17 +315,19 @@ const void *ct_profchain_site(const void *site, const void *anchor)
     return ct_chain_unwind(site, anchor, set);
 }
 
-const void *ct_profchain_seen(const void *site, const void *anchor, ct_chain_seen *out)
+const void *ct_profchain_site(const void *site, const void *anchor)
 {
-    const void *id = ct_profchain_site(site, anchor);
     unsigned set = ct_chain_set_of(site, anchor);
     ct_chain_cache *c = ct_chain_mine;
-    out->id = NULL;   /* no cache (no memory): nothing a repetition could be checked against */
-    if (c != NULL)
-        for (int way = 0; way < CT_CHAIN_WAYS; way++)
-            if (c->sets[set][way].id == id && ct_profchain_is(&c->sets[set][way], site, anchor))
-                *out = c->sets[set][way];
-    return id;
+    if (CT_UNLIKELY(c == NULL))
+        return ct_chain_unwind(site, anchor, set);
+    const ct_chain_lead *lead = &c->lead[set];
+    if (CT_LIKELY(lead->site == site && lead->anchor == anchor)) {
+        ct_chain_seen *known = *ct_chain_hint(c, *lead->above, site, anchor);
+        if (CT_LIKELY(known != NULL && ct_profchain_is(known, site, anchor)))
+            return known->id;
+    }
+    return ct_chain_find(c, set, site, anchor);
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
@@ -286,6 +345,9 @@ void ct_profchain_write(FILE *out)
     }
     fprintf(out, "chains_made %llu %llu\n", (unsigned long long)atomic_load(&ct_unwinds),
             (unsigned long long)atomic_load(&ct_chains_lost));
+    fprintf(out, "chain_walks %llu %llu %llu\n", (unsigned long long)atomic_load(&ct_walks),
+            (unsigned long long)atomic_load(&ct_walks_checked),
+            (unsigned long long)atomic_load(&ct_walks_differ));
 }
 
 /* After ct_profrun_on is cleared: no call reaches a cache any more (as the memo blocks). */

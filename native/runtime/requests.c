@@ -349,9 +349,10 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
 /* A code that polls (HPCC's RandomAccess: 2.18 M MPI_Testany on rank 0 against 3,265 collectives)
  * paid the whole path on every poll: the map's lookup under its lock, the chain's lookup, the
  * point-to-point table's probe and two clock reads, ~340 instructions a poll, 27.6% of the
- * application's own instructions. A Wait/Test call repeated at one site (same function, return
- * address, stack depth and chain) while the map is unchanged (ct_req_gen) is the same call as
- * the entry's: its chain, point and followed requests are the entry's. Where it was given no
+ * application's own instructions. A Wait/Test call repeated at one site (same function and
+ * chain: the entry is found by the chain, so that one Waitall reached from several callers in
+ * turn, OpenFOAM's, keeps an entry per chain) while the map is unchanged (ct_req_gen) is the same
+ * call as the entry's: its chain, point and followed requests are the entry's. Where it was given no
  * followed request, a repetition is counted in the entry and timed as a point-to-point call is
  * (its point's first CT_TIME_ALL calls, then the countdown's: one in CT_TIME_EVERY), and the
  * entry's counts go to the point when the entry is reused and at MPI_Finalize. Where it was given
@@ -362,13 +363,13 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
  * map changing); else the entry holds them (up to CT_POLL_HANDLES) and a repetition must give
  * the same. Process-wide like the map: only below MPI_THREAD_MULTIPLE (one thread at a time in
  * MPI) and only while profiling. */
-#define CT_POLLS 16
+#define CT_POLLS 64
 #define CT_POLL_FOLLOWED 4
 #define CT_POLL_HANDLES 16
 _Static_assert((CT_POLLS & (CT_POLLS - 1)) == 0, "a power of two (a mask)");
 
 typedef struct ct_poll {
-    const void *site, *anchor;    /* site NULL: empty */
+    const void *chain;            /* the call's chain (profchain.c); NULL: empty */
     int call;                     /* ct_p2p_call */
     unsigned gen;                 /* ct_req_gen when it was made */
     int any;                      /* no request was followed then: the handles do not matter */
@@ -381,44 +382,30 @@ typedef struct ct_poll {
     int n, total;                 /* followed requests given, active requests given */
     int at[CT_POLL_FOLLOWED];
     ct_req *req[CT_POLL_FOLLOWED];
-    /* the point's chain, its unused frames pointing at their own return address (so that a
-     * repetition compares all frames without a branch: ct_poll_chain) */
-    ct_chain_seen chain;
     MPI_Request handles[CT_POLL_HANDLES];
 } ct_poll;
 
 static ct_poll ct_polls[CT_POLLS];
 
-static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *site)
+/* Chains are slots of profchain.c's table, 72 bytes apart: a multiplicative hash spreads them. */
+static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *chain)
 {
-    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (uint64_t)(uintptr_t)chain * 0x9E3779B97F4A7C15ull;
     return &ct_polls[((h >> 58) ^ (uint64_t)call) & (CT_POLLS - 1)];
 }
 
-/* The chain's frames all where they were (the site and stack depth are compared already). All
- * are read: past a frame that differs the result is "not this chain" whatever the slots hold,
- * and every slot is in this thread's stack above the wrapper's frame (the anchor is the same). */
-static inline int ct_poll_chain(const ct_chain_seen *s)
+/* The entry this call (at `chain`) repeats, or NULL. */
+static inline __attribute__((always_inline)) ct_poll *ct_poll_find(ct_p2p_call call, const void *chain,
+                                                                   int count, const MPI_Request *requests)
 {
-    uintptr_t diff = 0;
-#pragma GCC unroll 8
-    for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++)
-        diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
-    return diff == 0;
-}
-
-/* The entry this call repeats, or NULL. */
-static inline __attribute__((always_inline)) ct_poll *ct_poll_find(ct_p2p_call call, const void *site, const void *anchor,
-                                    int count, const MPI_Request *requests)
-{
-    ct_poll *p = ct_poll_at(call, site);
-    if (p->site != site || p->anchor != anchor || p->call != (int)call
+    ct_poll *p = ct_poll_at(call, chain);
+    if (p->chain != chain || p->call != (int)call
         || p->gen != atomic_load_explicit(&ct_req_gen, memory_order_relaxed))
         return NULL;
     if (!p->any && (p->requests != requests || p->count != count
                     || memcmp(p->handles, requests, (size_t)count * sizeof *requests) != 0))
         return NULL;
-    return p->point == NULL || ct_poll_chain(&p->chain) ? p : NULL;
+    return p;
 }
 
 static void ct_poll_flush(ct_poll *p)
@@ -434,7 +421,7 @@ void ct_profrun_polls_finish(void)
     ct_poll_lite_set();
     for (int i = 0; i < CT_POLLS; i++) {
         ct_poll_flush(&ct_polls[i]);
-        ct_polls[i].site = NULL;
+        ct_polls[i].chain = NULL;
     }
 }
 
@@ -626,13 +613,16 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
 {
     c->memo = NULL;
     c->t_in = 0;
+    c->chain = NULL;
     /* a Test-family call here while the light path is open (only while profiling): the polls'
      * countdown's sample (its own time measured: it stands for itself, ct_watch_end) */
     c->sampled = ct_poll_sampling(call);
     if (ct_profrun_on) {
         c->t_in = c->sampled ? ct_profrun_ticks() : ct_own_begin();
-        if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled)
-            c->memo = ct_poll_find(call, site, anchor, count, requests);
+        if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled) {
+            c->chain = ct_profchain_site(site, anchor);
+            c->memo = ct_poll_find(call, c->chain, count, requests);
+        }
         ct_poll *p = c->memo;
         if (p != NULL) {
             c->w.t0 = 0;
@@ -672,17 +662,16 @@ static inline __attribute__((always_inline)) void ct_poll_again(ct_poll *p, ct_w
 /* The entry of a call that completed nothing it followed (none_followed: whatever it completed),
  * if it can be memoised. */
 static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *requests,
-                         ct_point *point, const ct_chain_seen *chain)
+                         ct_point *point)
 {
     const ct_reqwatch *w = &c->w;
     int any = c->none_followed;
-    if (atomic_load_explicit(&ct_req_gen, memory_order_relaxed) != c->gen
-        || (point != NULL && chain->id == NULL)
+    if (atomic_load_explicit(&ct_req_gen, memory_order_relaxed) != c->gen || c->chain == NULL
         || (!any && (requests == NULL || count < 0 || count > CT_POLL_HANDLES || w->n > CT_POLL_FOLLOWED)))
         return;
-    ct_poll *p = ct_poll_at(c->call, c->site);
+    ct_poll *p = ct_poll_at(c->call, c->chain);
     ct_poll_flush(p);
-    p->site = NULL;   /* (the entry is made whole or left empty) */
+    p->chain = NULL;   /* (the entry is made whole or left empty) */
     ct_lock();
     for (int k = 0; k < w->n; k++) {
         ct_req *r = ct_find(w->key[k]);
@@ -694,7 +683,6 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
         p->req[k] = r;
     }
     ct_unlock();
-    p->anchor = c->anchor;
     p->call = (int)c->call;
     p->gen = c->gen;
     p->any = any;
@@ -707,13 +695,10 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
     if (point != NULL) {
         uint64_t seen = atomic_load_explicit(&point->calls, memory_order_relaxed);
         p->time_all = seen < CT_TIME_ALL ? (uint32_t)(CT_TIME_ALL - seen) : 0;
-        p->chain = *chain;
-        for (int i = chain->frames; i < CT_CHAIN_DEPTH - 1; i++)
-            p->chain.at[i] = &p->chain.ra[i];
     }
     p->n = w->n;
     p->total = w->total;
-    p->site = c->site;
+    p->chain = c->chain;
 }
 
 /* Every call that is not a repetition of a memoised one, and a repetition that completed a
@@ -740,9 +725,10 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
         return;
     }
     ct_point *point = NULL;
-    ct_chain_seen chain;
     if (p2p) {
-        point = ct_profrun_p2p_slot(c->call, ct_profchain_seen(c->site, c->anchor, &chain));
+        if (c->chain == NULL)   /* (not looked up for a memo) */
+            c->chain = ct_profchain_site(c->site, c->anchor);
+        point = ct_profrun_p2p_slot(c->call, c->chain);
         ct_profrun_p2p_record(point, ticks);
     }
     if (c->sampled) {
@@ -752,7 +738,7 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
     if (p2p && point == NULL)
         return;   /* the table is full: every call counted as lost */
     if (ct_profrun_on && !ct_profrun_mt && !ct_profrun_inside && (c->none_followed || !done))
-        ct_poll_make(c, count, requests, point, &chain);
+        ct_poll_make(c, count, requests, point);
 }
 
 /* After the library's call: `done`, the call completed a request; which ones: all (`all`), the

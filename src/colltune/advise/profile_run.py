@@ -10,6 +10,9 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
   chain SITE RA...                               a site's chain: the caller of MPI_*, then up (profchain.c)
   chains_made UNWINDS LOST                       chains unwound; calls whose chain was not kept
+  chain_walks WALKED CHECKED DIFFERED            of those, walked with the kept frame rules (the
+                                                 rest unwound by libgcc), checked against libgcc
+                                                 (COLLTUNE_PROFILE_RUN_UNWIND_CHECK) and differing
   pattern <PROFILE_RUN_PATTERN>                  call patterns (profcomm.c)
   patterns_lost N                                pattern pairs not recorded (table full)
   sample_syncs N LATENCY_SUM_NS LATENCIES         sampled calls' synchronisations, their agreed latencies
@@ -172,6 +175,8 @@ class RankProfile:
     chains: dict[int, tuple[int, ...]] = field(default_factory=dict)
     chain_unwinds: int = 0           # chains unwound (the new ones a thread met)
     chains_lost: int = 0             # calls whose chain the full table could not keep
+    # of the unwinds: walked with the kept frame rules, checked against libgcc's, differing
+    chain_walks: tuple[int, int, int] = (0, 0, 0)
     # Test-family polls made while no collective request was followed (requests.c's light
     # path): per function (Testany) its count and the sample of it that went to the points,
     # exact; per (function, site) that point's part of the sample; the polls' sampling period at
@@ -334,6 +339,9 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.chains[ident] = tuple(frames)
     elif key == "chains_made":
         prof.chain_unwinds, prof.chains_lost = (int(x) for x in rest.split())
+    elif key == "chain_walks":
+        walked, checked, differed = (int(x) for x in rest.split())
+        prof.chain_walks = (walked, checked, differed)
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
     elif key == "polls":
