@@ -66,6 +66,27 @@ def test_planted_differences_give_each_of_the_three_verdicts(tmp_path: Path) -> 
     assert "MPI_Bcast(1 KiB)" in section and "about 268 launches would decide it at this scatter" in section
 
 
+def test_undecided_by_the_median_launch_says_so() -> None:
+    """Launches in two modes (MPI_Scatter vs Scatterv at 8 B: a third of them 1.7x, the rest 1.0x):
+    the screened t shows the mean log-ratio beyond the tolerance, but the slowdown shown, the
+    median launch's ratio, lies inside it, so stats.is_violation leaves it undecided; the reason
+    says that, not that the test fell short (issue 36, session 8)."""
+    rng = np.random.default_rng(1)
+    ratios = np.r_[np.exp(rng.normal(0, 0.02, 25)), np.exp(rng.normal(np.log(1.7), 0.02, 13))]
+    x = np.full(38, 1e-5)
+    y = x / ratios
+    t = stats.Test.SCREENED_T
+    sd = stats.paired_slowdown(x, y)
+    e = decide.Effect(38, sd, 1 - 1 / sd, stats.one_sided_test(x, y, t), stats.beyond_tolerance_test(x, y, 0.05, t),
+                      stats.equivalence_test(x, y, 0.05, t), t, x, y)
+    assert not stats.is_violation(e.violation.p_value, e.rel_diff, 0.026, 0.05)
+    assert decide.undecided_reason("pattern", e, 0.05, 0.026) == (
+        "undecided: launches in two modes, 25 of 38 at 1.00x and 13 at 1.69x, on either side of the tolerance "
+        "(1.05x): the estimate follows the run's mix of launches; per-launch ratios scatter by 0.26 in log between "
+        "launches; mean ratio 1.20x, beyond the tolerance (1.05x), shown by its test (p 0.0017 <= 0.026 after "
+        "correction), but the median launch's ratio, the slowdown shown, is 1.01x, inside it: a violation needs both")
+
+
 def test_sides_in_separate_launches_are_tested_unpaired(tmp_path: Path) -> None:
     """Intel MPI's algorithms run one per launch: the library side never shares a launch with the
     default. The paired test is impossible; the launch stays the unit, unpaired."""

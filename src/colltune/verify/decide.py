@@ -271,7 +271,13 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
     where = (f"mean ratio {math.exp(center):.2f}x, {'beyond' if pointed is e.violation else 'inside'} the "
              f"tolerance ({limit:.2f}x)")
     needed = launches_to_decide(e, needed_p)
-    if math.isnan(needed):
+    if pointed is e.violation and pointed.p_value <= needed_p and not e.slowdown > limit:
+        # stats.is_violation's second condition: the test takes the mean log-ratio, the slowdown
+        # shown is the median launch's, and launches in two modes can put them on either side
+        parts.append(f"{where}, shown by its test (p {pointed.p_value:.2g} <= {needed_p:.2g} after correction), but "
+                     f"the median launch's ratio, the slowdown shown, is {e.slowdown:.2f}x, inside it: a violation "
+                     "needs both")
+    elif math.isnan(needed):
         parts.append(f"{where} (p {pointed.p_value:.2g} > {needed_p:.2g} after correction)")
     else:
         t_now, t_needed = _pointed_t(e, needed_p)
