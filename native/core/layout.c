@@ -7,11 +7,19 @@
 
 static MPI_Comm ct_world_twin = MPI_COMM_NULL;   /* written by MPI_Init and MPI_Finalize alone */
 
+/* The duplicate returns its errors instead of taking MPI_COMM_WORLD's handler as it was at
+ * MPI_Init (fatal by default): every caller checks the code and plays safe (the agreement turns
+ * libcolltune off, a layout that fails leaves the call to the library), so that a failure of
+ * colltune's own reduction surfaces, if at all, in the application's next call on its own
+ * communicator and under the handler the application chose. */
 int ct_world_twin_open(MPI_Comm *twin)
 {
     int rc = MPI_SUCCESS;
     if (ct_world_twin == MPI_COMM_NULL
-        && (rc = PMPI_Comm_dup(MPI_COMM_WORLD, &ct_world_twin)) != MPI_SUCCESS)
+        && (rc = PMPI_Comm_dup(MPI_COMM_WORLD, &ct_world_twin)) == MPI_SUCCESS
+        && (rc = PMPI_Comm_set_errhandler(ct_world_twin, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
+        PMPI_Comm_free(&ct_world_twin);
+    if (rc != MPI_SUCCESS)
         ct_world_twin = MPI_COMM_NULL;
     *twin = ct_world_twin;
     return rc;
