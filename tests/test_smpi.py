@@ -65,6 +65,14 @@ def test_per_launch_choices_become_cfg_flags() -> None:
     # without a family named, MPICH's: SimGrid's own `default` family is its naive one
     assert smpi.config_flags({}) == [*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich"]
     assert smpi.config_flags({smpi.SELECTOR_VAR: "default"}) == [*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:default"]
+    # timing launches share buffers from 1 KiB per rank, 4 MiB at least; the user's value wins
+    assert smpi.timing_env(1024, {}) == {smpi.SHARED_VAR: "4194304"}
+    assert smpi.timing_env(8192, {}) == {smpi.SHARED_VAR: "8388608"}
+    assert smpi.timing_env(4, {}) == {smpi.SHARED_VAR: "4194304"}
+    assert smpi.timing_env(4096, {smpi.SHARED_VAR: "0"}) == {smpi.SHARED_VAR: "0"}
+    assert smpi.config_flags({smpi.SHARED_VAR: "0"})[-1] == "--cfg=smpi/auto-shared-malloc-thresh:0"
+    assert smpi.config_flags({smpi.SHARED_VAR: "65536"})[-2:] == [
+        "--cfg=smpi/auto-shared-malloc-thresh:65536", "--cfg=smpi/shared-malloc-blocksize:67108864"]
 
 
 def test_members_serve_only_where_the_line_takes_the_proven_collectives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,12 +129,17 @@ def _medians(db: Path) -> dict[tuple[str, int], float]:
 def test_bench_on_two_simulated_nodes_is_deterministic(smpi_lib: mpi.MpiLibrary, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """8 ranks on the small preset = 2 nodes x 4; a library algorithm gets its own launch with
-    its --cfg; simulated time repeats exactly from launch to launch and run to run."""
+    its --cfg; simulated time repeats exactly from launch to launch and run to run, also when the
+    second run shares its 4 MiB buffers between the ranks (SimGrid's shared malloc)."""
     monkeypatch.setenv(smpi.PLATFORM_VAR, "small")  # --platform sets it for the process: restored after
-    args = ["bench", "--mpi", "smpi", "--platform", "small", "-n", "8", "-c", "allreduce", "-s", "64KiB",
+    args = ["bench", "--mpi", "smpi", "--platform", "small", "-n", "8", "-c", "allreduce", "-s", "4MiB",
             "--variants", "default,lib:allreduce:rdb", "-R", "2", "--no-aa", "--no-barrier", "--seed", "3"]
     medians = []
     for k in (1, 2):
+        if k == 1:
+            monkeypatch.setenv(smpi.SHARED_VAR, "0")  # every buffer private
+        else:
+            monkeypatch.delenv(smpi.SHARED_VAR)  # the default: 4 MiB buffers shared on 8 ranks
         db = tmp_path / f"run{k}.duckdb"
         result = CliRunner().invoke(main, [*args, "--db", str(db)])
         assert result.exit_code == 0, result.output
@@ -139,7 +152,12 @@ def test_bench_on_two_simulated_nodes_is_deterministic(smpi_lib: mpi.MpiLibrary,
                            "('nodes', 'ranks_per_node', 'hostnames', 'smpi_platform', 'smpi_config')").fetchall())
     assert env["nodes@0"] == "2" and env["ranks_per_node@0"] == "4,4"
     assert env["hostnames@0"] == "small-0,small-1" and env["smpi_platform@0"] == "small"
-    assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/allreduce:rdb"])
+    assert env["smpi_config@1"] == " ".join([*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/allreduce:rdb",
+                                             "--cfg=smpi/auto-shared-malloc-thresh:0"])
+    with duckdb.connect(str(tmp_path / "run2.duckdb"), read_only=True) as con:
+        assert con.sql("select value from environment where key = 'smpi_config' and launch_idx = 0").fetchall() \
+            == [(" ".join([*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich", "--cfg=smpi/auto-shared-malloc-thresh:4194304",
+                           "--cfg=smpi/shared-malloc-blocksize:67108864"]),)]
 
 
 @needs_smpi

@@ -3,7 +3,8 @@
 For each rank count: app.c in the learning mode with every call exploring (seed 1) and traced, on
 `dragonfly-1024`, then the two steps `colltune learn run` does after each batch, timed apart:
 `colltune traces ingest` of the run's trace files and `colltune learn table` (training the models
-on the database and writing the next selection table). Rows to learn_cost.csv:
+on the database and writing the next selection table). Rows to learn_cost.csv (the rows of
+rank counts not measured again are kept):
 
     COLLTUNE_CACHE=/tmp/ct-cache nice -n 10 .venv/bin/python benchmarks/scale/learn_cost.py \\
         --ranks 16,64,256 --calls 50 --out benchmarks/scale
@@ -78,10 +79,16 @@ def main() -> None:
             rows.append(measure(lib, art, linked, ranks, args.calls, work))
             print(rows[-1], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "learn_cost.csv", "w", newline="") as fh:
+    path = args.out / "learn_cost.csv"
+    measured = {str(r["ranks"]) for r in rows}
+    kept = []
+    if path.exists():  # rows of other rank counts stay (the 1024 row was run on its own)
+        with open(path, newline="") as fh:
+            kept = [r for r in csv.DictReader(fh) if r["ranks"] not in measured]
+    with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(sorted([*kept, *rows], key=lambda r: int(r["ranks"])))
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@
 #include "ct_arena.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 typedef struct ct_arena {
-    void *block;
+    void *raw;   /* what malloc gave, for free */
+    void *block; /* raw aligned up to CT_SCRATCH_ALIGN */
     size_t size;
 } ct_arena;
 
@@ -31,7 +33,7 @@ static int ct_arena_delete(MPI_Comm comm, int keyval, void *attribute, void *ext
     (void)keyval;
     (void)extra_state;
     ct_arena *arena = attribute;
-    free(arena->block);
+    free(arena->raw);
     free(arena);
     return MPI_SUCCESS;
 }
@@ -56,12 +58,16 @@ static int ct_arena_grow(ct_arena *arena, size_t bytes, size_t cap)
     size = ct_align_up(size);
     if (size > cap) size = bytes; /* bytes <= cap: do not round past the cap */
     /* The old contents are dead between calls: free first, so that peak memory stays `size`. */
-    free(arena->block);
-    arena->block = NULL;
+    free(arena->raw);
+    arena->raw = arena->block = NULL;
     arena->size = 0;
-    void *block = aligned_alloc(CT_SCRATCH_ALIGN, ct_align_up(size));
-    if (block == NULL) return MPI_ERR_NO_MEM;
-    arena->block = block;
+    /* malloc aligned by hand, not aligned_alloc: under SMPI, smpicc turns malloc into SimGrid's,
+     * which shares a block this large between the simulated ranks when the launch asks for it
+     * (smpi/auto-shared-malloc-thresh: the bench's timing launches at scale, docs/smpi.md). */
+    void *raw = malloc(ct_align_up(size) + CT_SCRATCH_ALIGN - 1);
+    if (raw == NULL) return MPI_ERR_NO_MEM;
+    arena->raw = raw;
+    arena->block = (void *)ct_align_up((size_t)(uintptr_t)raw);
     arena->size = size;
     return MPI_SUCCESS;
 }

@@ -53,7 +53,7 @@ from colltune.measure.planning import (
 from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
 from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.settings import BenchError, BenchSettings
-from colltune.mpi import build, launch
+from colltune.mpi import build, launch, smpi
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
 from colltune.paths import writable_file
@@ -527,6 +527,11 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
     key = algorithm_key(lib)
     layouts = session.layouts  # the node layout of each process count's first launch
     fast_start = startup.rank_env(lib, artifacts)  # same components, ~1.1 s less per launch
+
+    def launch_env(spec: LaunchSpec) -> dict[str, str]:
+        shared = smpi.timing_env(spec.nprocs) if lib.family == "smpi" else {}
+        return {**fast_start, **shared, **spec.rank_env()}
+
     directory = session.directory
     with _progress(show, console) as bar:
 
@@ -540,7 +545,7 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             out_file = directory / f"launch-{spec.idx}.out"
             seed = launch_seed(settings, spec.idx)
             argv = driver_argv(settings, artifacts, job_file, out_file, seed, spec.nprocs)
-            rank_env = {**fast_start, **spec.rank_env()}
+            rank_env = launch_env(spec)
             handoff = None
             if _ranks_on_this_host(lib, spec.nprocs, argv, rank_env):
                 handoff = _Handoff(directory, spec.idx, gated=gated)
@@ -550,7 +555,7 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                 write_jobs(launch_)
             return launch_
 
-        ahead = session.adopt(todo[0] if todo else None, {**fast_start, **(todo[0].rank_env() if todo else {})})
+        ahead = session.adopt(todo[0] if todo else None, launch_env(todo[0]) if todo else dict(fast_start))
         if ahead is not None:
             write_jobs(ahead)  # its ranks read the job file past their gate
         elif todo and session.prelude is not None:  # the caller's work, while the first launch starts MPI

@@ -146,6 +146,7 @@ def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
         env.update(rank_env or {})
         # the front end's choice, already the line's -platform/-hostfile: not a runtime setting
         env.pop(smpi.PLATFORM_VAR, None)
+        env.pop(smpi.SHARED_VAR, None)  # likewise: the line's --cfg=smpi/auto-shared-malloc-thresh
     if lib.family == "openmpi":
         # Containers and CI run as root; Open MPI refuses that unless told it is intended.
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -47,6 +47,39 @@ DEFAULT_SELECTOR = "mpich"
 # SimGrid's start-up chatter off (warnings and errors stay on stderr).
 BASE_CONFIG = ("--cfg=smpi/simulate-computation:no", "--log=root.thres:warning")
 
+# The bench driver's timing launches share every large buffer between the simulated ranks:
+# SimGrid maps each malloc of at least this many bytes onto one file-backed block
+# (smpi/auto-shared-malloc-thresh: src/smpi/internals/smpi_shared.cpp:304-316, v3.32; smpicc
+# turns the driver's and libcolltune's malloc/calloc into it, include/smpi/smpi_helpers.h:36-37)
+# and copies no payload into or out of it (smpi_global.cpp:165-184). Times stay the model's
+# (computation is not simulated, copies are not timed); the data is lost, which the timing
+# launches never read (only --probe and the selftest do, and they never get it). Every shared
+# allocation is the same memory, so whatever must keep its contents has to stay below the
+# threshold: the driver's largest such allocations are its state (112 KB), its job list (6.3 KB
+# per job: 4 MiB would be 660 jobs in one launch; the full preset has 120) and rank 0's host
+# names (100 bytes per rank, hence SHARED_BYTES_PER_RANK). A 64 KiB threshold on 8 ranks shared
+# the driver's state and broke the launch (a NULL receive buffer). 1024 ranks x 32 KiB Scatters
+# need 32 GiB without it (every rank's send buffer); the 1024-rank check of
+# benchmarks/scale/README.md peaked at 648 MB of private memory with it.
+# `COLLTUNE_SMPI_SHARED_FROM=0` keeps every buffer private; another value is the threshold in bytes.
+SHARED_VAR = "COLLTUNE_SMPI_SHARED_FROM"
+SHARED_BYTES_PER_RANK = 1024
+SHARED_MIN_BYTES = 4 << 20
+# SimGrid maps a shared allocation block by block, one mapping each (smpi_shared.cpp:235-240), and
+# Linux allows 65,530 mappings per process (vm.max_map_count): with the default 1 MiB block, a
+# 32 MiB buffer on each of 1024 ranks alone takes 32,768. A 64 MiB block maps any buffer up to
+# 64 MiB in one (the block is one file of that size in /tmp, unlinked, mapped by every rank).
+SHARED_BLOCK_BYTES = 64 << 20
+
+
+def timing_env(nprocs: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The launch setting that shares large buffers in a timing launch of nprocs ranks (the
+    user's own SHARED_VAR wins)."""
+    env = os.environ if env is None else env
+    if SHARED_VAR in env:
+        return {SHARED_VAR: env[SHARED_VAR]}
+    return {SHARED_VAR: str(max(SHARED_MIN_BYTES, SHARED_BYTES_PER_RANK * nprocs))}
+
 
 class SmpiError(ColltuneError):
     """A platform that cannot be used (unknown preset, unreadable file, too few cores)."""
@@ -201,6 +234,10 @@ def config_flags(env: Mapping[str, str]) -> list[str]:
     for key, value in sorted(env.items()):
         if key == SELECTOR_VAR:
             flags.append(f"--cfg=smpi/coll-selector:{value}")
+        elif key == SHARED_VAR:
+            flags.append(f"--cfg=smpi/auto-shared-malloc-thresh:{value}")
+            if value.strip() not in ("", "0"):
+                flags.append(f"--cfg=smpi/shared-malloc-blocksize:{SHARED_BLOCK_BYTES}")
         elif key.startswith(ALGORITHM_VAR_PREFIX) and re.fullmatch(r"[A-Z_]+", key[len(ALGORITHM_VAR_PREFIX):]) \
                 and key != PLATFORM_VAR:
             flags.append(f"--cfg=smpi/{key[len(ALGORITHM_VAR_PREFIX):].lower()}:{value}")
