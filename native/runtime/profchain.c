@@ -120,11 +120,11 @@ static int ct_walk_take(void *arg, const void *ip, uintptr_t cfa)
     /* an unwind pairs a return address with the CFA of the frame it returns from */
     const void *const *slot = (const void *const *)(cfa - sizeof(void *));
     /* the unwinder's frame and the stack agree, or the chain ends here (unusual frames) */
-    if (ip == NULL || cfa == 0 || *slot != ip || s->frames == CT_CHAIN_DEPTH - 1)
+    if (ip == NULL || cfa == 0 || *slot != ip)
         return 1;
     s->at[s->frames] = slot;
     s->ra[s->frames++] = ip;
-    return 0;
+    return s->frames == CT_CHAIN_DEPTH - 1;   /* (the frame above is not needed: not unwound) */
 #else
     (void)s;
     (void)cfa;
@@ -292,13 +292,16 @@ static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above
     return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
 }
 
-/* Not the set's lead's hint: the ways (the lead and the hint made again from the one found),
- * else an unwind. */
+/* Not the set's lead's hint (`tried`: the hint tried already, NULL: the lead was another
+ * site's): the ways (the lead and its hint made from the one found; a hint tried is not tried
+ * again: ExaML's recursion reaches one site at one depth through chains that differ high up,
+ * whose hint misses), else an unwind. */
 static __attribute__((noinline)) const void *ct_chain_find(ct_chain_cache *c, unsigned set,
-                                                           const void *site, const void *anchor)
+                                                           const void *site, const void *anchor,
+                                                           ct_chain_seen **tried)
 {
-    ct_chain_seen *ways = c->sets[set], **hint = NULL;
-    for (int way = 0; way < CT_CHAIN_WAYS; way++)
+    ct_chain_seen *ways = c->sets[set], **hint = tried;
+    for (int way = 0; way < CT_CHAIN_WAYS && hint == NULL; way++)
         if (ways[way].site == site && ways[way].anchor == anchor && ways[way].id != NULL) {
             c->lead[set] = (ct_chain_lead){site, anchor, ways[way].at[0]};
             hint = ct_chain_hint(c, *ways[way].at[0], site, anchor);
@@ -322,12 +325,13 @@ const void *ct_profchain_site(const void *site, const void *anchor)
     if (CT_UNLIKELY(c == NULL))
         return ct_chain_unwind(site, anchor, set);
     const ct_chain_lead *lead = &c->lead[set];
+    ct_chain_seen **hint = NULL;
     if (CT_LIKELY(lead->site == site && lead->anchor == anchor)) {
-        ct_chain_seen *known = *ct_chain_hint(c, *lead->above, site, anchor);
-        if (CT_LIKELY(known != NULL && ct_profchain_is(known, site, anchor)))
-            return known->id;
+        hint = ct_chain_hint(c, *lead->above, site, anchor);
+        if (CT_LIKELY(*hint != NULL && ct_profchain_is(*hint, site, anchor)))
+            return (*hint)->id;
     }
-    return ct_chain_find(c, set, site, anchor);
+    return ct_chain_find(c, set, site, anchor, hint);
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */

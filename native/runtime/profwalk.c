@@ -176,19 +176,19 @@ static void ct_cfi_restore(ct_cfi_state *s, uint64_t reg)
  * this reader does not know. */
 static int ct_cfi_run(ct_cfi_state *s, ct_cfi_reader *r, uintptr_t loc, uintptr_t target)
 {
-    while (r->p < r->end && loc <= target && !r->bad) {
+    while (r->p < r->end) {   /* (a read past the end sets r->bad: checked once, at the end) */
         unsigned op = *r->p++, low = op & 0x3f;
-        uint64_t reg;
+        uint64_t reg, step = 0;   /* an advance: the next row's location, checked below */
         switch (op & 0xc0) {
-        case 0x40: loc += low * s->code_align; continue;                            /* advance_loc */
+        case 0x40: step = low; goto advance;                                          /* advance_loc */
         case 0x80: ct_cfi_set(&s->row, low, CT_HOW_OFFSET, (int64_t)ct_uleb(r) * s->data_align); continue;
         case 0xc0: ct_cfi_restore(s, low); continue;
         }
         switch (op) {
         case 0x00: break;                                                            /* nop */
-        case 0x02: loc += ct_fixed(r, 1) * s->code_align; break;                     /* advance_loc1 */
-        case 0x03: loc += ct_fixed(r, 2) * s->code_align; break;
-        case 0x04: loc += ct_fixed(r, 4) * s->code_align; break;
+        case 0x02: step = ct_fixed(r, 1); goto advance;                              /* advance_loc1 */
+        case 0x03: step = ct_fixed(r, 2); goto advance;
+        case 0x04: step = ct_fixed(r, 4); goto advance;
         case 0x05: reg = ct_uleb(r); ct_cfi_set(&s->row, reg, CT_HOW_OFFSET, (int64_t)ct_uleb(r) * s->data_align); break;
         case 0x06: ct_cfi_restore(s, ct_uleb(r)); break;                             /* restore_extended */
         case 0x07: ct_cfi_set(&s->row, ct_uleb(r), CT_HOW_UNDEFINED, 0); break;
@@ -221,6 +221,11 @@ static int ct_cfi_run(ct_cfi_state *s, ct_cfi_reader *r, uintptr_t loc, uintptr_
         case 0x2f: reg = ct_uleb(r); ct_cfi_set(&s->row, reg, CT_HOW_OFFSET, -(int64_t)ct_uleb(r) * s->data_align); break;
         default: return 0;   /* set_loc, GNU_window_save, vendor extensions */
         }
+        continue;
+    advance:
+        loc += step * s->code_align;
+        if (loc > target)
+            break;   /* the rows from here are past the address */
     }
     return !r->bad && r->p <= r->end;
 }
