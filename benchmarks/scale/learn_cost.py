@@ -7,7 +7,7 @@ on the database and writing the next selection table). Rows to learn_cost.csv (t
 rank counts not measured again are kept):
 
     COLLTUNE_CACHE=/tmp/ct-cache nice -n 10 .venv/bin/python benchmarks/scale/learn_cost.py \\
-        --ranks 16,64,256 --calls 50 --out benchmarks/scale
+        --ranks 16,64,256,1024 --calls 50 --out benchmarks/scale
 
 (`colltune selftest --mpi smpi` first: the learning runs are served by the proven members.)
 """
