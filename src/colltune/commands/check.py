@@ -17,6 +17,7 @@ from rich.console import Console
 from colltune import catalog
 from colltune.commands import bench_options, nextsteps
 from colltune.measure.settings import BenchError
+from colltune.mpi import libraries
 from colltune.verify import adaptive, check, stats, tables
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
@@ -92,10 +93,11 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
     else:
         if run_id is not None:
             raise click.UsageError("--run selects a stored run: use it with --no-measure")
-        for name, value in adaptive.measurement_defaults(options.get("preset")).items():
+        exact = libraries.resolve(options.get("mpi_spec")).deterministic  # SMPI: one launch per point
+        for name, value in adaptive.measurement_defaults(options.get("preset"), exact).items():
             options[name] = value if options.get(name) is None else options[name]
         bench_settings = adaptive.plan_rounds(bench_options.settings_from_options(options), rounds,
-                                              round_launches, round_budget)
+                                              round_launches, round_budget, exact)
         try:
             result = adaptive.measure_and_judge(
                 bench_settings, db_path, settings, command=shlex.join(["colltune", "check", *sys.argv[2:]]),

@@ -43,6 +43,13 @@ class MpiLibrary:
     origin: str = ""  # embedded | project | PATH | --mpi | I_MPI_ROOT | COLLTUNE_MPI_PATH
 
     @property
+    def deterministic(self) -> bool:
+        """Whether colltune's launches of it repeat their times: SimGrid SMPI's do, which measure
+        no computation (smpi.BASE_CONFIG); a check then measures one launch per point
+        (verify/adaptive.py EXACT_PLAN)."""
+        return self.family == "smpi"
+
+    @property
     def short_version(self) -> str:
         """"Open MPI v5.0.11" rather than the whole banner."""
         first = self.version.split(",")[0].split(". Copyright")[0]  # SMPI: "SMPI Version 3.32. Copyright ..."

@@ -47,6 +47,16 @@ DEFAULT_SELECTOR = "mpich"
 # SimGrid's start-up chatter off (warnings and errors stay on stderr).
 BASE_CONFIG = ("--cfg=smpi/simulate-computation:no", "--log=root.thres:warning")
 
+
+def deterministic_config(config: str | None) -> bool:
+    """Whether a launch with these recorded `--cfg` flags (its `smpi_config`) times the network
+    model alone: without measured computation, SimGrid repeats a launch's times in every launch and
+    repetition up to the rounding of its event times (docs/smpi.md, "Deterministic times"), so a
+    check judges it by its exact ratios (verify/decide.py exact_effect). The last setting wins,
+    as in SimGrid."""
+    flags = re.findall(r"--cfg=smpi/simulate-computation:(\S+)", config or "")
+    return bool(flags) and flags[-1] in ("no", "false", "0", "off")
+
 # The bench driver's timing launches share every large buffer between the simulated ranks:
 # SimGrid maps each malloc of at least this many bytes onto one file-backed block
 # (smpi/auto-shared-malloc-thresh: src/smpi/internals/smpi_shared.cpp:304-316, v3.32; smpicc

@@ -61,19 +61,32 @@ ROUND_LAUNCHES_PER_R: dict[str | None, float] = {"quick": 1.25, "irregular": 1.0
                                                    "full": 0.5, None: 0.5}
 
 
-def measurement_defaults(preset: str | None) -> dict[str, Any]:
+# A deterministic simulator (MpiLibrary.deterministic: SimGrid SMPI, whose launches measure no
+# computation) repeats its times in every launch and repetition up to the rounding of its event
+# times (docs/smpi.md, "Deterministic times"): more launches and repetitions add no information,
+# only cost (a 1024-rank launch spends ~1.5 CPU-min starting). Its check measures one launch of one
+# repetition after one warm-up per point, with no adaptive rounds (nothing is left that launches
+# could decide), and judges the exact ratios (decide.exact_effect).
+EXACT_PLAN: dict[str, Any] = {"launches": 1, "min_reps": 1, "max_reps": 1, "warmup": 1}
+
+
+def measurement_defaults(preset: str | None, exact: bool = False) -> dict[str, Any]:
     """What a check measures unless told otherwise, beyond bench's own defaults: its launches
-    per process count and, with --preset quick, its stopping rule."""
+    per process count and, with --preset quick, its stopping rule; for a deterministic simulator
+    (`exact`) EXACT_PLAN."""
+    if exact:
+        return dict(EXACT_PLAN)
     return {"launches": DEFAULT_LAUNCHES[preset],
             **(QUICK_STOP if preset in ("quick", "irregular", "nonblocking") else {})}
 
 
 def plan_rounds(bench: BenchSettings, rounds: int | None = None, round_launches: int | None = None,
-                round_budget_s: float | None = None) -> BenchSettings:
-    """`bench` with its adaptive rounds planned; None: the default of its preset."""
+                round_budget_s: float | None = None, exact: bool = False) -> BenchSettings:
+    """`bench` with its adaptive rounds planned; None: the default of its preset (none for a
+    deterministic simulator, `exact`)."""
     per_r = ROUND_LAUNCHES_PER_R[bench.preset]
     return bench.model_copy(update={
-        "rounds": DEFAULT_ROUNDS if rounds is None else rounds,
+        "rounds": (0 if exact else DEFAULT_ROUNDS) if rounds is None else rounds,
         "round_launches": round_launches or max(1, math.ceil(bench.launches * per_r)),
         "round_budget_s": DEFAULT_ROUND_BUDGET_S[bench.preset] if round_budget_s is None else round_budget_s})
 

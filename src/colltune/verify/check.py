@@ -98,6 +98,14 @@ class RunData:
     def complete(self) -> bool:
         return self.info.get("status") == "complete" and not self.problems
 
+    @property
+    def deterministic(self) -> bool:
+        """Whether a deterministic simulator measured the run (SimGrid SMPI launches without
+        measured computation, as their recorded `smpi_config` says: mpi/smpi.py)."""
+        from colltune.mpi import smpi
+
+        return smpi.deterministic_config(self.environment.get("smpi_config"))
+
 
 def open_store(db_path: str | Path, *, read_only: bool = False) -> Store:
     """The results database of a check, opened once for everything a step reads and writes
@@ -240,8 +248,12 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     judgements of the same run with the same settings (the adaptive rounds judge the earlier looks
     again after every round; a comparison whose sides have the same launches has the same effect)."""
     settings = settings or CheckSettings()
-    looks = settings.looks or run.looks
     messages = list(run.problems)
+    if run.deterministic and not settings.exact:
+        settings = settings.model_copy(update={"exact": True})
+    if settings.exact:
+        messages.append(EXACT_MESSAGE)
+    looks = settings.looks or run.looks
     meas = _well_sampled(run.measurements, min(settings.min_reps, run.min_reps), messages)
     launch_ids = np.unique(meas["launch_idx"].to_numpy(dtype=np.int64))
     round_of_launch = np.array([run.rounds.get(int(i), 0) for i in launch_ids], dtype=np.int64)
@@ -388,7 +400,17 @@ def _collapse_split(verdicts: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([verdicts[verdicts["kind"] != "split"], verdicts.loc[keep]]).sort_index()
 
 
+# Why a deterministic simulator's run is judged by its ratios (decide.exact_effect), in every check of one.
+EXACT_MESSAGE = (f"deterministic simulator (SimGrid SMPI without measured computation): its times repeat in every "
+                 f"launch and repetition, so each verdict is the ratio's own, beyond or inside the tolerance by more "
+                 f"than {decide_mod.EXACT_JITTER:.0%} (undecided within it), not a test over launches; a check "
+                 f"measures one launch and one repetition after a warm-up per point (docs/smpi.md, \"Deterministic "
+                 f"times\")")
+
+
 def _power_message(verdicts: pd.DataFrame, settings: CheckSettings, messages: list[str]) -> None:
+    if settings.exact:  # no test, so no power to speak of
+        return
     tested = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS) & verdicts["p_value"].notna()]
     if tested.empty:
         messages.append("no comparison had enough launches to be tested: measure at least "

@@ -79,6 +79,8 @@ class CheckSettings(JudgeSettings):
     max_split: int = Field(64, ge=2, description="largest split factor k tested (adjacent sizes always)")
     looks: int | None = Field(None, ge=1, description="planned looks (None: 1 + the run's adaptive rounds)")
     rule: Rule = Field("directional", description="how the violation and equivalence tests are corrected")
+    exact: bool = Field(False, description="the times are a deterministic simulator's (judge() sets it from the "
+                                           "run): each verdict is its ratio's, from any number of launches")
 
 
 def round_launches(first: int, round_: int) -> int:
@@ -147,12 +149,54 @@ class Effect:
     test_used: stats.Test
     x: np.ndarray  # the samples tested: per-launch medians of ref and alt (paired: same launches)
     y: np.ndarray
+    exact: bool = False  # a deterministic simulator's ratio (exact_effect), not a test
+
+
+# A deterministic simulator (SimGrid SMPI without measured computation, mpi/smpi.py) repeats its
+# times in every launch and repetition up to the rounding of its event times: in a 64-rank check
+# (3 launches x 10 repetitions, 30 points) the per-launch medians of a point differed by at most
+# 1.6e-5, one repetition from its launch's median by at most 0.15% (docs/smpi.md, "Deterministic
+# times"). There is nothing to test: a comparison is a violation when its ratio lies beyond the
+# tolerance by more than EXACT_JITTER, no violation when inside it by as much, and undecided
+# within it, where no number of launches would decide.
+EXACT_JITTER = 0.01
+
+
+def exact_effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
+    """The effect of one comparison of a deterministic simulator's run: the ratio of the medians
+    (paired by launch when the sides share launches), its tests' p-values 0 or 1 by which side of
+    each boundary (1, the tolerance) it lies on, EXACT_JITTER from it."""
+    common = np.intersect1d(ref.launch_ids, alt.launch_ids)
+    if common.size:
+        x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
+        y = alt.launch_medians[np.searchsorted(alt.launch_ids, common)]
+        positive = (x > 0) & (y > 0)
+        x, y = x[positive], y[positive]
+        sd = stats.paired_slowdown(x, y) if x.size else math.nan
+        n = int(x.size)
+    else:
+        x, y = ref.launch_medians, alt.launch_medians
+        sd = stats.slowdown(float(np.median(x)), float(np.median(y))) if x.size and y.size else math.nan
+        n = int(min(x.size, y.size))
+    if not n or not math.isfinite(sd) or sd <= 0:
+        nan = stats.TestResult(math.nan, math.nan)
+        return Effect(0, math.nan, math.nan, nan, nan, nan, settings.test, x, y, exact=True)
+    limit, log_sd = 1.0 / (1.0 - settings.tolerance), math.log(sd)
+
+    def shown(beyond: bool) -> stats.TestResult:
+        return stats.TestResult(log_sd, 0.0 if beyond else 1.0)
+
+    return Effect(n, sd, 1.0 - 1.0 / sd, shown(sd > 1.0 + EXACT_JITTER), shown(sd > limit * (1.0 + EXACT_JITTER)),
+                  shown(sd < limit / (1.0 + EXACT_JITTER)), settings.test, x, y, exact=True)
 
 
 def effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
     """Tests and slowdown of one comparison. Paired by launch when the test is paired and the
     sides share enough launches; sides that cannot share a launch (Intel MPI's algorithms, one
-    per launch) are tested unpaired with the launch as the unit."""
+    per launch) are tested unpaired with the launch as the unit. A deterministic simulator's
+    run (`settings.exact`): exact_effect."""
+    if settings.exact:
+        return exact_effect(ref, alt, settings)
     test, tol = settings.test, settings.tolerance
     if test.paired:
         common = np.intersect1d(ref.launch_ids, alt.launch_ids)
@@ -183,6 +227,8 @@ def effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
 def details(c: Comparison, e: Effect, settings: CheckSettings) -> dict[str, float]:
     """The bootstrap CI and the pooled raw view of a comparison: shown, never deciding, so
     computed only for the rows a check reports (not at every look)."""
+    if settings.exact:  # a deterministic simulator's ratio: an interval without width
+        return {"ci_low": e.rel_diff, "ci_high": e.rel_diff, "raw_p_value": math.nan}
     if e.n < settings.min_launches:
         return {"ci_low": math.nan, "ci_high": math.nan, "raw_p_value": math.nan}
     if e.test_used.paired:
@@ -253,6 +299,10 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
     scatter, and whether that is beyond the `planned` launches (then the adaptive rounds stopped
     measuring it); for monotony and split, that the sides are separate jobs."""
     limit = 1.0 / (1.0 - tolerance)
+    if e.exact and e.n:  # both tests 1: the ratio lies on the tolerance
+        return (f"undecided: the exact ratio {e.slowdown:.4f}x of a deterministic simulator lies within "
+                f"{EXACT_JITTER:.0%} (its repeatability) of the tolerance ({limit:.4f}x): no number of launches "
+                "decides it")
     if e.n < 2:
         return "undecided: too few launches"
     parts = []
@@ -340,9 +390,12 @@ def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckS
     n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
     ref_med = float(np.median(c.ref.launch_medians))
     alt_med = float(np.median(c.alt.launch_medians))
-    testable = e.n >= settings.min_launches
+    testable = e.n >= (1 if settings.exact else settings.min_launches)
     note = c.note
-    if not testable:
+    if settings.exact and testable:
+        note = "; ".join(x for x in (note, f"the exact ratio of a deterministic simulator ({e.n} launch"
+                                     f"{'es' if e.n != 1 else ''}): no test") if x)
+    elif not testable:
         note = (f"too few launches ({e.n} < {settings.min_launches})"
                 + (" measured on both sides" if e.test_used.paired else "") + ": not tested")
     elif e.test_used != settings.test:

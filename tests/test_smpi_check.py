@@ -1,0 +1,132 @@
+"""`colltune check` on a deterministic simulator (docs/smpi.md, "Deterministic times"): SimGrid
+SMPI repeats its times in every launch and repetition, so its check measures one launch of one
+repetition per point and judges the exact ratios; a real library keeps its launches and tests."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from colltune.cli import main
+from colltune.measure.settings import BenchSettings
+from colltune.mpi import libraries as mpi
+from colltune.mpi import smpi
+from colltune.verify import adaptive, decide
+from colltune.verify.comparisons import Side
+
+needs_smpi = pytest.mark.skipif(shutil.which("smpicc") is None or shutil.which("smpirun") is None,
+                                reason="SimGrid SMPI absent: run `make setup-smpi` (libsimgrid-dev)")
+
+
+def _side(*medians: float) -> Side:
+    ids = np.arange(len(medians))
+    return Side(ids, np.array(medians), np.array(medians), ids)
+
+
+def test_exact_verdicts_are_the_ratios_own_with_the_simulators_jitter_undecided() -> None:
+    settings = decide.CheckSettings(exact=True)  # tolerance 0.05: the boundary is 1/0.95 = 1.0526x
+    limit = 1.0 / 0.95
+    cases = {  # default's time, mock-up's time -> (significant, violation test, equivalence test)
+        "twice as slow": (2.0, 1.0, (0.0, 0.0, 1.0)),
+        "equal": (1.0, 1.0, (1.0, 1.0, 0.0)),
+        "4% slower": (1.04, 1.0, (0.0, 1.0, 0.0)),
+        "on the tolerance": (limit * 1.005, 1.0, (0.0, 1.0, 1.0)),
+        "2% beyond it": (limit * 1.02, 1.0, (0.0, 0.0, 1.0)),
+        "faster": (1.0, 3.0, (1.0, 1.0, 0.0)),
+    }
+    for name, (ref, alt, expected) in cases.items():
+        e = decide.effect(_side(ref), _side(alt), settings)
+        assert (e.test.p_value, e.violation.p_value, e.equivalence.p_value) == expected, name
+        assert (e.n, e.slowdown, e.exact) == (1, ref / alt, True), name
+    # several launches of one point: the median launch's ratio, still no test
+    e = decide.effect(_side(2.0, 2.0, 2.2), _side(1.0, 1.0, 1.0), settings)
+    assert (e.n, e.slowdown, e.violation.p_value) == (3, 2.0, 0.0)
+    on = decide.effect(_side(limit * 1.005), _side(1.0), settings)
+    assert decide.undecided_reason("pattern", on, 0.05, 0.01) == (
+        f"undecided: the exact ratio {limit * 1.005:.4f}x of a deterministic simulator lies within 1% (its "
+        "repeatability) of the tolerance (1.0526x): no number of launches decides it")
+    # the same single launch without `exact` is not tested at all
+    assert math.isnan(decide.effect(_side(2.0), _side(1.0), decide.CheckSettings()).violation.p_value)
+
+
+def test_a_runs_recorded_smpi_flags_say_whether_its_times_repeat() -> None:
+    assert smpi.deterministic_config(" ".join([*smpi.BASE_CONFIG, "--cfg=smpi/coll-selector:mpich"]))
+    assert not smpi.deterministic_config("--cfg=smpi/simulate-computation:no --cfg=smpi/simulate-computation:yes")
+    assert not smpi.deterministic_config("--cfg=smpi/coll-selector:mpich")
+    assert not smpi.deterministic_config(None)
+
+
+def _run_settings(db: Path) -> dict[str, object]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return json.loads(con.sql("select settings from runs").fetchall()[0][0])
+
+
+@needs_smpi
+def test_a_simulated_check_measures_one_launch_and_judges_its_exact_ratios(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 ranks of the fat tree (one node): the plan chosen for SMPI, one launch, one repetition
+    after one warm-up per variant and size, no rounds; every verdict is the stored medians' ratio
+    against the tolerance, and judging the database again gives the same verdicts."""
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "fattree-64x16")  # --platform sets it for the process: restored after
+    db = tmp_path / "c.duckdb"
+    args = ["check", "--mpi", "smpi", "--platform", "fattree-64x16", "-n", "4", "--preset", "quick",
+            "-c", "gather,scatter", "-s", "1KiB,32KiB", "--db", str(db)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output  # violations found
+    assert "deterministic simulator" in result.output
+    settings = _run_settings(db)
+    assert (settings["launches"], settings["rounds"]) == (1, 0)
+    assert {k: settings["stop"][k] for k in ("min_reps", "max_reps", "warmup")} == \
+        {"min_reps": 1, "max_reps": 1, "warmup": 1}
+    with duckdb.connect(str(db), read_only=True) as con:
+        per_point = con.sql("select collective, variant, msg_bytes, count(distinct launch_idx), sum(warmup::int), "
+                            "sum((not warmup)::int) from measurements group by all").fetchall()
+        medians = {(c, v, b): t for c, v, b, t in con.sql(
+            "select collective, variant, msg_bytes, median(runtime_s) from measurements where not warmup "
+            "group by all").fetchall()}
+        verdicts = con.sql("select collective, variant, msg_bytes, kind, verdict, slowdown from verdicts "
+                           "where kind in ('pattern', 'aa')").fetchall()
+    assert {(n, w, m) for _, _, _, n, w, m in per_point} == {(1, 1, 1)}
+    limit = 1.0 / 0.95
+    by_point = {}
+    for coll, variant, size, kind, verdict, slowdown in verdicts:
+        ratio = medians[(coll, "default", size)] / medians[(coll, variant, size)]
+        assert slowdown == pytest.approx(ratio, rel=1e-12)
+        expected = ("violation" if ratio > limit * 1.01 else "no violation" if ratio < limit / 1.01
+                    else "undecided")
+        assert verdict == expected, (coll, variant, size, ratio)
+        by_point[(coll, variant, size)] = verdict
+    # the A/A copy is the default itself: never flagged
+    assert {v for (c, var, s), v in by_point.items() if var == "default#aa"} == {"no violation"}
+    # on one node the binomial Scatter loses to SMPI's linear Scatterv at 32 KiB (README, "`colltune check`
+    # at 256 simulated ranks": 2.90x)
+    assert by_point[("scatter", "scatter_as_scatterv", 32768)] == "violation"
+    again = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db)])
+    assert again.exit_code == 1, again.output
+    with duckdb.connect(str(db), read_only=True) as con:
+        rejudged = con.sql("select collective, variant, msg_bytes, kind, verdict, slowdown from verdicts "
+                           "where kind in ('pattern', 'aa')").fetchall()
+    assert sorted(rejudged) == sorted(verdicts)
+
+
+@needs_smpi
+def test_a_deterministic_library_gets_the_exact_plan_and_a_real_one_does_not() -> None:
+    """The plan `colltune check` makes from the library it resolves: SMPI's one launch of one
+    repetition after one warm-up and no rounds; the embedded Open MPI's the quick preset's 8
+    launches, its stopping rule and 2 adaptive rounds."""
+    plans = {}
+    for spec in ("smpi", None):
+        lib = mpi.resolve(spec)
+        options = adaptive.measurement_defaults("quick", lib.deterministic)
+        bench = adaptive.plan_rounds(BenchSettings.from_preset(
+            "quick", launches=options.pop("launches"), stop=options), exact=lib.deterministic)
+        plans[lib.name] = (lib.deterministic, bench.launches, bench.rounds, bench.stop.min_reps,
+                           bench.stop.max_reps, bench.stop.warmup)
+    assert plans == {"smpi": (True, 1, 0, 1, 1, 1), "openmpi": (False, 8, 2, 10, 40, 2)}
