@@ -130,3 +130,18 @@ def test_a_deterministic_library_gets_the_exact_plan_and_a_real_one_does_not() -
         plans[lib.name] = (lib.deterministic, bench.launches, bench.rounds, bench.stop.min_reps,
                            bench.stop.max_reps, bench.stop.warmup)
     assert plans == {"smpi": (True, 1, 0, 1, 1, 1), "openmpi": (False, 8, 2, 10, 40, 2)}
+
+
+def test_a_users_shared_malloc_line_gets_no_member_and_says_why() -> None:
+    """`colltune run -- smpirun --cfg=smpi/auto-shared-malloc-thresh:N ...`: libcolltune's own
+    allocations of N bytes or more would be shared by the ranks too (smpicc turns its malloc into
+    SimGrid's, docs/smpi.md "Large buffers"), so no member serves such a line; 0 turns it off."""
+    base = ["smpirun", "-np", "4", "--cfg=smpi/coll-selector:mpich"]
+    assert smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:0"]) is None
+    why = smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:65536"])
+    assert why is not None and why.startswith(
+        "the line shares every allocation above a size between the simulated ranks "
+        "(--cfg=smpi/auto-shared-malloc-thresh:65536)")
+    # the last setting wins, as in SimGrid
+    assert smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:4096",
+                                 "--cfg=smpi/auto-shared-malloc-thresh:0"]) is None

@@ -325,14 +325,23 @@ def unproven_choice(argv: Sequence[str]) -> str | None:
     from colltune.mpi.algorithms import LIBRARY_ALGORITHMS
 
     selector = "default"  # SimGrid's, when the line names none
+    shared = ""
     for word in argv:
         m = re.fullmatch(r"--cfg=smpi/([a-z_-]+):(.*)", word)
         if m is None:
             continue
         if m.group(1) == "coll-selector":
             selector = m.group(2)
+        elif m.group(1) == "auto-shared-malloc-thresh":
+            shared = word if m.group(2).strip() not in ("", "0") else ""
         elif m.group(1) in LIBRARY_ALGORITHMS["smpi"]:
             return f"the line chooses {m.group(1)}'s algorithm ({word})"
+    if shared:
+        return (f"the line shares every allocation above a size between the simulated ranks ({shared}), and "
+                "smpicc turns libcolltune's own allocations into SimGrid's as well: a member's scratch of that "
+                "size would be one buffer for all ranks (wrong results), and so would colltune's trace records "
+                "and learning state (the traces of this run are not reliable); drop the setting, or raise it "
+                "above colltune's allocations, to have members serve")
     if selector != DEFAULT_SELECTOR:
         return (f"the line's collectives are SimGrid's {selector!r} family, the proof's the "
                 f"{DEFAULT_SELECTOR!r} family (add --cfg=smpi/coll-selector:{DEFAULT_SELECTOR})")
