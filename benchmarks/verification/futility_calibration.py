@@ -21,6 +21,14 @@ t); the configuration "under load" has one (launch, variant, size) in 20 wild (r
 
     python benchmarks/verification/futility_calibration.py --trials 100 --test screened-t
 
+`--two-modes median|mean` judges with that slowdown for launches in two modes (decide.two_modes_slowdown,
+issue 36 session 9) and adds two configurations whose planted mock-up is bimodal by launch: "two
+modes on the tolerance" (a third of the launches at 1.35x, the rest at 0.93x: geometric mean
+exactly on the tolerance, so a violation is a false one) and "two modes, 1.18x" (a third at 1.65x,
+the rest at 1.0x, like MPI_Scatter vs Scatterv at 8 B); writes futility_calibration_<test>_<plan>_two_modes_<m>.json:
+
+    python benchmarks/verification/futility_calibration.py --trials 200 --test screened-t --plan 8,10,20 --two-modes mean
+
 `--plan 8,10,20` lays the runs out as that plan (first launches, then each round; issue 36, session 8:
 the quick check's rounds of 10 and 20 launches) and writes futility_calibration_<test>_<plan>.json:
 
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
@@ -58,17 +67,45 @@ def rounds_of(plan: tuple[int, ...]) -> dict[int, int]:
 RULES = {"futility on the estimate (before)": 0.0, "futility one standard error optimistic (now)": 1.0}
 
 
+# Planted mock-ups bimodal by launch (--two-modes): name, share of launches in the high mode, the
+# ratio default / mock-up in the high mode and in the low mode.
+TOLERANCE_LOG = -math.log(0.95)
+TWO_MODE_CONFIGS = [
+    ("this machine: 32 launches, two modes on the tolerance", 1 / 3, 1.35,
+     math.exp((3 * TOLERANCE_LOG - math.log(1.35)) / 2)),
+    ("this machine: 32 launches, two modes, 1.18x", 1 / 3, 1.65, 1.0),
+]
+
+
+TWO_MODE_SIGMA = 0.04
+
+
+def with_two_modes(m: pd.DataFrame, seed: int, share: float, high: float, low: float) -> pd.DataFrame:
+    """`m` with the planted mock-up's time divided, per (launch, size), by `high` in `share` of them
+    and by `low` in the rest (its truth factor is 1: the ratio default / mock-up is then high or low)."""
+    keys = m.loc[m["variant"] == PLANTED, ["launch_idx", "msg_bytes"]].drop_duplicates()
+    ratio = np.where(np.random.default_rng(20_000 + seed).random(len(keys)) < share, high, low)
+    keyed = keys.assign(ratio=ratio)
+    hit = m.merge(keyed, how="left", on=["launch_idx", "msg_bytes"])["ratio"].to_numpy()
+    planted = (m["variant"] == PLANTED).to_numpy()
+    return m.assign(runtime_s=np.where(planted, m["runtime_s"] / np.nan_to_num(hit, nan=1.0), m["runtime_s"]))
+
+
 def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[str, float],
-          test: str | None, plan: tuple[int, ...] = DEFAULT_PLAN) -> dict[str, dict[str, float]]:
+          test: str | None, plan: tuple[int, ...] = DEFAULT_PLAN, two_modes: str | None = None,
+          modes: tuple[str, float, float, float] | None = None) -> dict[str, dict[str, float]]:
     name, _, shared, unshared, factor = config
-    truth = Truth(factors={("bcast", PLANTED): factor, ("bcast", SLOW): 2.0})
+    truth = Truth(factors={("bcast", PLANTED): 1.0 if modes else factor, ("bcast", SLOW): 2.0})
     m = simulate(truth, PLAN, SIZES, launches=sum(plan), reps=10, launch_sigma=shared, seed=seed, barrier_s=None,
                  variant_launch_sigma=unshared)
     if "wild" in name:
         m = with_wild_launches(m, seed)
+    if modes:
+        m = with_two_modes(m, seed, *modes[1:])
     run = check.RunData(Path("memory"), f"t{seed}", {"status": "complete", "settings": planned(plan)}, {},
                         pd.DataFrame(), pd.DataFrame(), m, rounds=rounds_of(plan))
-    settings = check.CheckSettings(n_resamples=100, **({"test": test} if test else {}))
+    settings = check.CheckSettings(n_resamples=100, **({"test": test} if test else {}),
+                                   **({"two_modes": two_modes} if two_modes else {}))
     out = {}
     for rule, z in rules.items():
         decide.FUTILITY_Z = z
@@ -90,6 +127,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--test", help="judge with this test, futility of now only (futility_calibration_<test>.json)")
+    ap.add_argument("--two-modes", choices=["median", "mean"],
+                    help="judge with this slowdown for launches in two modes; adds the bimodal configurations")
     ap.add_argument("--plan", help="launches of the first look and of each round (doubling), e.g. 8,10,20 "
                                     "[default: 8,8,16]; given, the json's name ends in _<plan>")
     args = ap.parse_args()
@@ -98,12 +137,19 @@ def main() -> None:
         ap.error(f"--plan {args.plan}: rounds double (decide.round_launches), e.g. 8,10,20")
     rules = {k: v for k, v in RULES.items() if v == 1.0} if args.test else RULES
     rows = []
-    for config in CONFIGS:
+    configs: list[tuple[tuple[str, int, float, float, float], tuple[str, float, float, float] | None]]
+    configs = [(c, None) for c in CONFIGS]
+    if args.two_modes:
+        base = next(c for c in CONFIGS if c[0] == "this machine: 32 launches, 10% gain")
+        # within a mode the launches scatter less than the 10% configurations' (0.04 per variant, ~0.06
+        # in the log-ratio): so that stats.launch_modes sees the two modes, the case the rule is about
+        configs += [((m[0], 32, base[2], TWO_MODE_SIGMA, 1.0), m) for m in TWO_MODE_CONFIGS]
+    for config, modes in configs:
         name, launches = config[0], config[1]
         if launches != 32 or ("wild" in name and not args.test):
             continue
         t0 = time.monotonic()
-        results = [trial(seed, config, rules, args.test, plan) for seed in range(args.trials)]
+        results = [trial(seed, config, rules, args.test, plan, args.two_modes, modes) for seed in range(args.trials)]
         for rule in rules:
             rates = {k: sum(r[rule][k] for r in results) / len(results) for k in results[0][rule]}
             rows.append({"configuration": name.replace("32 launches", " + ".join(map(str, plan))
@@ -114,6 +160,8 @@ def main() -> None:
     out = f"futility_calibration_{args.test}.json" if args.test else "futility_calibration.json"
     if args.plan:
         out = out.replace(".json", f"_{'_'.join(map(str, plan))}.json")
+    if args.two_modes:
+        out = out.replace(".json", f"_two_modes_{args.two_modes}.json")
     (HERE / out).write_text(json.dumps(rows, indent=1) + "\n")
 
 
