@@ -51,8 +51,9 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(autouse=True)
 def _on_this_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("SLURM_JOB_ID", "COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS", "COLLTUNE_DVM"):
+    for var in ("SLURM_JOB_ID", "COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COLLTUNE_DVM", "1")  # off by default (mpi/dvm.py)
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,7 @@ def test_a_dead_dvm_is_not_used(openmpi: mpi.MpiLibrary, job: Path, running: dvm
 
 def test_the_dvm_ends_when_colltune_is_killed(tmp_path: Path) -> None:
     starter = ("import os, signal, sys\n"
+               "os.environ['COLLTUNE_DVM'] = '1'\n"
                "from colltune.mpi import launch, libraries\n"
                "d, why = launch.start_dvm(libraries.resolve('openmpi'))\n"
                "assert d is not None and d.wait_ready(30), why\n"
@@ -182,9 +184,12 @@ def test_no_dvm_where_it_does_not_apply(openmpi: mpi.MpiLibrary, monkeypatch: py
     mpich = mpi.MpiLibrary(name="mpich", family="mpich", version="MPICH Version: 5.0.2",
                            mpicc=Path("/m/bin/mpicc"), mpiexec=Path("/m/bin/mpiexec"))
     assert launch.start_dvm(mpich) == (None, "not Open MPI on this host")
-    monkeypatch.setenv("COLLTUNE_DVM", "0")
-    assert launch.start_dvm(openmpi) == (None, "COLLTUNE_DVM=0")
+    for off in ("0", ""):
+        monkeypatch.setenv("COLLTUNE_DVM", off)
+        assert launch.start_dvm(openmpi) == (None, "COLLTUNE_DVM is not 1 (off by default: slower than mpirun here)")
     monkeypatch.delenv("COLLTUNE_DVM")
+    assert launch.start_dvm(openmpi)[0] is None
+    monkeypatch.setenv("COLLTUNE_DVM", "1")
     monkeypatch.setenv("COLLTUNE_MPIEXEC_FLAGS", "--host a,b")
     assert launch.start_dvm(openmpi) == (None, "COLLTUNE_MPIEXEC_FLAGS given (mpirun's own options)")
     monkeypatch.delenv("COLLTUNE_MPIEXEC_FLAGS")

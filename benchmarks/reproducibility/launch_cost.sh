@@ -11,7 +11,9 @@
 # Session 9: the same MPI_Init + MPI_Finalize program launched into one persistent PRRTE DVM through
 # colltune's launch tool (`ct_dvmrun`, mpi/dvm.py; `dvm_init_finalize`, with the settings of
 # `without_ucx_pml`, which colltune's launches use), interleaved with the others; CPU seconds of
-# that line are the tool's alone (the ranks are the DVM's children, not the tool's).
+# that line are the tool's alone (the ranks are the DVM's children, not the tool's). A launch alone;
+# a check's launches overlap one's end with the next one's start (the handoff): compare those with
+# handoff.py --db on batches run with COLLTUNE_DVM=1 and =0 (README, "Session 9").
 # Then tries Open MPI's own `mpirun --dvm` and says whether it runs (it segfaults in 5.0.11).
 set -u
 ROUNDS=${1:-6}

@@ -633,8 +633,8 @@ class Session:
 
     def __init__(self, prelude: Callable[[], None] | None = None, dvm: bool = False) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="colltune-bench-")
-        # `dvm`: start the launches in one persistent Open MPI DVM where it applies (mpi/dvm.py),
-        # begun with the first launch and used from the first launch after it is ready
+        # `dvm`: start the launches in one persistent Open MPI DVM where it applies and COLLTUNE_DVM=1
+        # (mpi/dvm.py: off by default, slower here), begun with the first launch, used once ready
         self.use_dvm = dvm
         self.dvm: mpi_dvm.Dvm | None = None
         self.dvm_note = ""  # why no DVM is used, where one was asked for

@@ -9,9 +9,14 @@ waits for its end. Open MPI 5.0's own `prterun --dvm` segfaults on an existing D
 #2364) and its wheel ships no `prun`, hence colltune's own tool, built on first use with the
 system's PMIx headers against the PMIx library the DVM itself uses.
 
+**Off unless COLLTUNE_DVM=1**: measured in verd36's quiet window of issue 36's session 9, a quick
+check's gap between two launches' measuring was 0.222-0.259 s a launch through the DVM against
+0.168 s through mpirun (benchmarks/reproducibility/README.md, "Session 9"): the DVM's one process
+serves the ending job and the next one's start in turn, where two mpiruns run side by side during
+the handoff. Kept, opt-in, so that it can be measured again (another host, another Open MPI).
 Used only where it applies and works; otherwise launches go through `mpirun` as before, with
 nothing else changed: Open MPI with a `prte` next to its `mpiexec`, PMIx headers on this host, no
-srun, no COLLTUNE_MPIEXEC_FLAGS (a user's launcher options are mpirun's), COLLTUNE_DVM not 0.
+srun, no COLLTUNE_MPIEXEC_FLAGS (a user's launcher options are mpirun's).
 A DVM that is not ready yet (its first ~0.1-0.3 s) or has died is simply not used. It runs in its
 own session under the parent-death signal (colltune killed, even by SIGKILL: it gets SIGTERM
 and ends its jobs) and is stopped when the command's launches are done, on Ctrl-C and on errors
@@ -34,7 +39,7 @@ from pathlib import Path
 from colltune.mpi.libraries import MpiLibrary
 from colltune.paths import cache_dir, native_dir
 
-DVM_VAR = "COLLTUNE_DVM"  # "0": never; anything else (or unset): where it applies
+DVM_VAR = "COLLTUNE_DVM"  # "1": where it applies; unset or anything else: never (off by default)
 TOOL = "ct_dvmrun"
 # The tool's exit status when nothing ran (the DVM unreachable or refusing the job).
 TOOL_NOTHING_RAN = 97
@@ -47,7 +52,7 @@ _STOP_WAIT_S = 5.0
 
 
 def wanted() -> bool:
-    return os.environ.get(DVM_VAR, "1").strip().lower() not in ("0", "no", "false", "off")
+    return os.environ.get(DVM_VAR, "").strip().lower() in ("1", "yes", "true", "on")
 
 
 def prte_of(lib: MpiLibrary) -> Path | None:
@@ -213,7 +218,7 @@ def start(lib: MpiLibrary, guard: Sequence[str] = (),
     """A DVM for `lib`'s launches on this host, started (not waited for); (None, why not).
     `guard` (a command prefix) or `preexec` sets the parent-death signal (mpi.launch)."""
     if not wanted():
-        return None, f"{DVM_VAR}=0"
+        return None, f"{DVM_VAR} is not 1 (off by default: slower than mpirun here)"
     if os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").strip():
         return None, "COLLTUNE_MPIEXEC_FLAGS given (mpirun's own options)"
     tool, why = tool_path(lib)
