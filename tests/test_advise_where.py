@@ -75,7 +75,11 @@ def test_where_the_time_goes(openmpi, openmpi_build, programs, tmp_path):
     assert table["collective_rank"] == int(rank) and seen <= table["wall_s"]
     assert lines[start + 1] == (f"collective time {where.fmt_s(seen)} (rank {rank}), 100.0% of it "
                                 "tunable (the rest only seen)")
-    assert lines[start + 2].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
+    # the rule: this build's proof where a selftest made one (the test session may have), else the catalog
+    assert lines[start + 2] in ("  tunable on openmpi: a member of its form (no proof of this build known)",
+                                "  tunable on openmpi: a member of its form proven here (the build's proof.txt)")
+    assert table["tunable_library"] == "openmpi" and lines[start + 2] == "  " + table["tunable_rule"]
+    assert lines[start + 3].split() == ["call", "calls/rank", "bytes", "(range)", "own", "waiting", "share"]
     [bline] = [line for line in lines if line.startswith("MPI_Bcast ")]
     assert bline.split()[:3] == ["MPI_Bcast", "25", "888"] and bline.split()[3] == "(100-3.9K)"
     assert all(len(line) <= 80 for line in lines[start:start + 20]), lines[start:start + 20]
@@ -118,11 +122,13 @@ def test_figures_on_a_synthetic_run():
         "fastest_s": 0.000704,
         "sites": [{"site": "unknown", "calls": 64, "time_s": 1.28064, "calls_estimated": False}],
         "completed": 0, "overlap_s": None, "tunable": True,
+        "tunable_rule": "9 members of the blocking form on openmpi (not proven yet: no proof of this build known)",
         "time_interval_s": [pytest.approx(1.28064), pytest.approx(1.28064)],   # every call timed
         "rank_s": {"0": 1.28064, "1": 0.000704}}
     assert where.text(run, [row]) == [
         "Where the time goes: 2 ranks, wall 1.32 s, each row on its slowest rank",
         "collective time 1.28 s (rank 0), 100.0% of it tunable (the rest only seen)",
+        "  tunable on openmpi: a member of its form (no proof of this build known)",
         where.HEAD,
         "MPI_Allreduce                 64         8 (8-15)  640.0 us    1.28 s  97.0%",
         "    slowest rank 0 (1.28 s), fastest rank 1 (704.0 us)",
@@ -157,6 +163,79 @@ def test_collective_time_is_one_ranks_and_never_exceeds_the_run():
     # rank 1 a little slower in its Bcast: its 9.5 s is the run's collective time
     ranks[1].points[1] = _point("bcast", 1000, 8_500_000_000)
     assert where.coverage_of(where.rows(run)) == where.Coverage(9.5, 1, 1.0)
+
+
+def _run_of(library: str, times_s: dict[str, float]) -> profile_run.ProfileRun:
+    """One rank of `library` spending times_s[name] in each collective (runtime names)."""
+    points = [_point(name, 10, int(t * 1e9)) for name, t in times_s.items()]
+    return profile_run.ProfileRun(Path("synthetic"), [profile_run.RankProfile(0, 2, 20_000_000_000, "h", library, 2,
+                                                                              None, 0, (), points=points)])
+
+
+TIMES = {"allreduce": 2.0, "gatherv": 1.0, "iallreduce": 3.0, "ibarrier": 4.0, "alltoallw": 0.5,
+         "neighbor_alltoall": 0.25, "gatherv_c": 0.125}
+
+
+def test_tunable_follows_the_library_and_the_form():
+    # Open MPI has no member for Gatherv (no coll_tuned variable, no mock-up) nor for Ibarrier
+    # (libnbc has no ibarrier variable); MPICH has both. Iallreduce has libnbc's / MPICH's
+    # nonblocking algorithms. Alltoallw's members can never be proven, neighborhood
+    # collectives have none, a v form's _c binding is watched only.
+    ompi = where.rows(_run_of("Open MPI v5.0.11, package: Open MPI", TIMES))
+    mpich = where.rows(_run_of("MPICH Version:      5.0.2", TIMES))
+    assert {r.name: r.tunable for r in ompi} == {
+        "MPI_Allreduce": True, "MPI_Gatherv": False, "MPI_Iallreduce": True, "MPI_Ibarrier": False,
+        "MPI_Alltoallw": False, "MPI_Neighbor_alltoall": False, "MPI_Gatherv_c": False}
+    assert {r.name: r.tunable for r in mpich} == {**{r.name: r.tunable for r in ompi}, "MPI_Gatherv": True,
+                                                   "MPI_Ibarrier": True}
+    rules = {r.name: r.tunable_rule for r in ompi}
+    assert rules == {
+        "MPI_Allreduce": "9 members of the blocking form on openmpi (not proven yet: no proof of this build known)",
+        "MPI_Gatherv": "no member of the blocking form on openmpi",
+        "MPI_Iallreduce": "4 members of the nonblocking form on openmpi (not proven yet: no proof of this build known)",
+        "MPI_Ibarrier": "no member of the nonblocking form on openmpi",
+        "MPI_Alltoallw": "no member of the blocking form on openmpi",
+        "MPI_Neighbor_alltoall": "watched only: no member for the neighborhood collectives",
+        "MPI_Gatherv_c": "watched only: its _c binding is not served (MPI_Count arrays)"}
+    assert {r.name: r.tunable_rule for r in mpich}["MPI_Alltoallw"] == (
+        "the selftest has no geometry for its datatype arrays: no member can be proven")
+    total = sum(TIMES.values())
+    assert where.coverage_of(ompi) == where.Coverage(total, 0, 5.0 / total)
+    assert where.coverage_of(mpich) == where.Coverage(total, 0, 10.0 / total)
+    lines = where.text(_run_of("Open MPI v5.0.11", TIMES), ompi)
+    assert lines[1:7] == [
+        "collective time 10.88 s (rank 0), 46.0% of it tunable (the rest only seen)",
+        "  tunable on openmpi: a member of its form (no proof of this build known)",
+        "  not tunable: MPI_Ibarrier 4.00 s: no member of the nonblocking form on openmpi",
+        "  not tunable: MPI_Gatherv 1.00 s: no member of the blocking form on openmpi",
+        "  not tunable: MPI_Alltoallw 500.0 ms: no member of the blocking form on openmpi",
+        "  ... 2 more not tunable (all in the JSON)"]
+
+
+def test_tunable_follows_the_proof(tmp_path):
+    # A proof of this build that passed one blocking Allreduce member and no member of the
+    # nonblocking form: MPI_Iallreduce is not served (the runtime serves nothing unproven).
+    proof = tmp_path / "proof.txt"
+    proof.write_text("colltune-proof 2\nsizes 2,3\nmember lib:allreduce:ring passed int_sum\n"
+                     "member allreduce_as_reduce_bcast passed -\nmember lib:bcast:ring#nonblocking passed int\n")
+    run = _run_of("Open MPI v5.0.11", TIMES)
+    tunability = where.Tunability.of_run(run, proof)
+    assert tunability == where.Tunability("openmpi", {"lib:allreduce:ring": frozenset({"int_sum"}),
+                                                      "allreduce_as_reduce_bcast": frozenset(),
+                                                      "lib:bcast:ring#nonblocking": frozenset({"int"})}, str(proof))
+    table = {r.name: (r.tunable, r.tunable_rule) for r in where.rows(run, tunability)}
+    assert table["MPI_Allreduce"] == (True, "1 of 9 members proven (blocking form, openmpi)")
+    assert table["MPI_Iallreduce"] == (False, "none of its 4 members of the nonblocking form proven on this "
+                                              "build (colltune selftest --nonblocking)")
+    assert where.Tunability.of_run(run, tmp_path / "none.txt") == where.Tunability("openmpi")
+    doc = where.as_json(run, where.rows(run, tunability), tunability)
+    assert (doc["tunable_library"], doc["tunable_proof"]) == ("openmpi", str(proof))
+    assert doc["tunable_share"] == pytest.approx(2.0 / sum(TIMES.values()))
+    # Intel MPI: library algorithms are set per launch (I_MPI_ADJUST_*), no member of the other forms
+    intel = where.Tunability("intel", {}, "p")
+    assert intel.decide("MPI_Gatherv") == (True, "0 of 0 members proven, 2 library algorithms set per launch "
+                                                 "(blocking form, intel)")
+    assert intel.decide("MPI_Iallreduce") == (False, "no member of the nonblocking form on intel")
 
 
 def test_long_names_and_sites_stay_in_80_columns():

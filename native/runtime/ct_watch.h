@@ -50,6 +50,16 @@ CT_HIDDEN int64_t ct_watch_sum(const int *counts, MPI_Comm comm);
 CT_HIDDEN int64_t ct_watch_sum_large(const MPI_Count *counts, MPI_Comm comm);
 #endif
 
+/* The bytes a call moves on this rank as the counting and profiling modes record them (never a
+ * decision: those use the row's uniform `bytes`, 0 for Gatherv, Scatterv, Alltoallv and
+ * Alltoallw): for those four, the sum of the counts significant on this rank times their
+ * datatype's size (Gatherv's root: sum(recvcounts) x size(recvtype), its other ranks: sendcount x
+ * size(sendtype); Scatterv the mirror image; Alltoallv: sum(recvcounts) x size(recvtype);
+ * Alltoallw: sum of recvcounts[i] x size(recvtypes[i])); the receive side, which MPI_IN_PLACE
+ * leaves significant. An inter-communicator's call keeps the row's figure. Every other
+ * collective: colltune_call_bytes. -1 where a size cannot be taken. */
+CT_HIDDEN int64_t ct_watch_call_bytes(const ct_call *call);
+
 /* The product of n factors, -1 if any is negative (unknown). */
 static inline int64_t ct_watch_product(const int64_t *factors, int n)
 {

@@ -133,11 +133,11 @@ static int ct_erroneous(const ct_call *call)
 }
 
 /* The counting table's record of a decided call: its outcome, and its bytes for the functions
- * section (watch.c; the decision path asked for them already, so the type sizes are cached). */
+ * section (watch.c: the v/w forms' counts summed, where the decision's figure is 0). */
 static void ct_count_call(const ct_call *call, const ct_decision *d)
 {
     ct_count_decision(call->coll, d);
-    ct_fn_coll_bytes(call->coll, colltune_call_bytes(call));
+    ct_fn_coll_bytes(call->coll, ct_watch_call_bytes(call));
 }
 
 /* Every route but the learning mode's own: decide, count, run. Out of line so that the learning

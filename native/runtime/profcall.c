@@ -30,6 +30,7 @@
 #include "ct_formats.h"
 #include "ct_profrun_impl.h"
 #include "ct_runtime.h"
+#include "ct_watch.h"
 
 #define CT_HOT 16            /* per thread: the slots used last, by call site */
 /* Every call is counted; its time is taken for the first CT_TIME_ALL calls of each point and
@@ -505,7 +506,11 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
                           site, call, bytes, seq);
     }
     if (s != NULL) {
-        ct_count(s, bytes);
+        /* the point keeps the decision's size bin; a v/w form's recorded size is its counts'
+         * (ct_watch_call_bytes: advise shows them), never memoised (ct_memoisable) */
+        ct_count(s, call != NULL && rc == MPI_SUCCESS && ct_bytes_forms[call->coll].count_at == CT_BYTES_ZERO
+                        ? ct_watch_call_bytes(call)
+                        : bytes);
         if (timed)
             ct_timed(s, ns, sampled, wait);
     }

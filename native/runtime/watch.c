@@ -76,6 +76,67 @@ int64_t ct_watch_sum_large(const MPI_Count *counts, MPI_Comm comm)
 }
 #endif
 
+/* sum(counts) x size(type), -1 if either is unknown (or the sum negative: an erroneous count). */
+static int64_t ct_sum_bytes(const int *counts, MPI_Datatype type, MPI_Comm comm)
+{
+    int64_t sum = ct_watch_sum(counts, comm), size = ct_watch_size(type);
+    return sum < 0 || size < 0 ? -1 : sum * size;
+}
+
+static int64_t ct_scalar_bytes(int count, MPI_Datatype type)
+{
+    int64_t size = ct_watch_size(type);
+    return count < 0 || size < 0 ? -1 : (int64_t)count * size;
+}
+
+static int64_t ct_alltoallw_bytes(const ct_call *call)
+{
+    int64_t p = ct_watch_comm_size(call->comm), sum = 0;
+    if (p < 0 || call->recvcounts == NULL || call->recvtypes == NULL)
+        return -1;
+    for (int64_t i = 0; i < p; i++) {
+        int64_t size = ct_watch_size(call->recvtypes[i]);
+        if (size < 0 || call->recvcounts[i] < 0)
+            return -1;
+        sum += (int64_t)call->recvcounts[i] * size;
+    }
+    return sum;
+}
+
+/* 1 this rank is the root, 0 it is not, -1 unknown or an inter-communicator. */
+static int ct_is_root(const ct_call *call)
+{
+    int inter, rank;
+    if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS || inter
+        || PMPI_Comm_rank(call->comm, &rank) != MPI_SUCCESS)
+        return -1;
+    return rank == call->root;
+}
+
+int64_t ct_watch_call_bytes(const ct_call *call)
+{
+    int root;
+    switch (call->coll) {
+    case CT_COLL_GATHERV:
+        if ((root = ct_is_root(call)) < 0)
+            break;
+        return root ? ct_sum_bytes(call->recvcounts, call->recvtype, call->comm)
+                    : ct_scalar_bytes(call->sendcount, call->sendtype);
+    case CT_COLL_SCATTERV:
+        if ((root = ct_is_root(call)) < 0)
+            break;
+        return root ? ct_sum_bytes(call->sendcounts, call->sendtype, call->comm)
+                    : ct_scalar_bytes(call->recvcount, call->recvtype);
+    case CT_COLL_ALLTOALLV:
+        return ct_sum_bytes(call->recvcounts, call->recvtype, call->comm);
+    case CT_COLL_ALLTOALLW:
+        return ct_alltoallw_bytes(call);
+    default:
+        break;
+    }
+    return colltune_call_bytes(call);
+}
+
 static void ct_fn_count(int fn, int64_t bytes, int started, int completed)
 {
     atomic_ullong *c = ct_fn_counts[fn];

@@ -26,6 +26,7 @@ class Advice:
     environment: dict[str, Any] = field(default_factory=dict)   # topology.facts
     time_table: list[where.TimeRow] = field(default_factory=list)
     call_patterns: list[patterns.Pattern] = field(default_factory=list)
+    tunability: where.Tunability | None = None   # what colltune serves on the run's library
 
     @property
     def predicted_saving_s(self) -> float:
@@ -37,10 +38,11 @@ class Advice:
 
 
 def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None,
-            launcher: str = "mpiexec", loop: pd.DataFrame | None = None) -> Advice:
+            launcher: str = "mpiexec", loop: pd.DataFrame | None = None, proof: Path | None = None) -> Advice:
     """`table`, `loop`: the database's medians from synchronized starts and back to back (None:
     read from `db`); `launcher`: what started the application ("srun" or "mpiexec"), for the
-    placement advice."""
+    placement advice; `proof`: the proof of the library's build (proof.txt), which decides what
+    is tunable where it exists."""
     family = family_of(run.ranks[0].library)
     points = collective_points(run)
     table = collectives.medians(db, family) if table is None else table
@@ -72,5 +74,6 @@ def analyze(run: ProfileRun, db: Path, table: pd.DataFrame | None = None,
         missing.append(extra)
     # What --measure benchmarks first: the points where the run spends the most own cost.
     missing.sort(key=lambda q: (-q.own_s, q.collective, q.nprocs, q.bin))
+    tunability = where.Tunability.of_run(run, proof)
     return Advice(run, family, points, ordered(found), choices, missing, share_finding.data, env,
-                  where.rows(run), pats)
+                  where.rows(run, tunability), pats, tunability)

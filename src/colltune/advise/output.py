@@ -33,7 +33,7 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
         "library": advice.run.ranks[0].library, "family": advice.family, "nprocs": advice.run.nprocs,
         "wall_s": advice.run.wall_ns / 1e9, "shares": advice.shares,
         "predicted_saving_s": advice.predicted_saving_s,
-        "where": where.as_json(advice.run, advice.time_table),
+        "where": where.as_json(advice.run, advice.time_table, advice.tunability),
         "patterns": [{**p.__dict__, "saving_s": p.saving_s} for p in advice.call_patterns],
         "findings": [f.as_dict() for f in advice.findings],
         "points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
@@ -156,7 +156,7 @@ def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAUL
              where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
                            f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
                            f"{100 * s['p2p_share']:.1f}%")]
-    lines += where.text(advice.run, advice.time_table, top, sites=2, compact=True)
+    lines += where.text(advice.run, advice.time_table, top, sites=2, compact=True, tunability=advice.tunability)
     lines += [where.shorten(line) for line in topology.describe(advice.environment)][:3]
     lines += finding_lines(advice.findings, s["wall_s"])
     if advice.missing:

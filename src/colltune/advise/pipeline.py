@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from colltune.advise import mapping, ompi_cvars, output, patterns, profile_run
+from colltune.advise import mapping, ompi_cvars, output, patterns, profile_run, where
 from colltune.advise import verify as verify_mod
 from colltune.advise.analyze import Advice, analyze
 from colltune.advise.launch import run_app
 from colltune.advise.measure import measure_missing
 from colltune.errors import ColltuneError
+from colltune.measure.proof import proof_path
+from colltune.mpi.algorithms import algorithm_key
 from colltune.mpi import build as build_mod
 from colltune.mpi.libraries import MpiLibrary
 from colltune.store.database import open_when_free
@@ -73,6 +75,15 @@ def advised_patterns(advice: Advice) -> list[patterns.Pattern]:
     return [p for p in advice.call_patterns if p.saving_s is None or p.saving_s >= patterns.NEGLIGIBLE * wall_s]
 
 
+def _proof_of(lib: MpiLibrary, art: build_mod.Artifacts | None, run: profile_run.ProfileRun) -> Path | None:
+    """The proof of the build that profiled the run (or, for an earlier run, of this library's
+    build if it is the run's library): what decides which functions are tunable."""
+    art = art or build_mod.current(lib)
+    if art is None or algorithm_key(lib) != where.library_key(run.ranks[0].library):
+        return None
+    return proof_path(art)
+
+
 def advise(plan: Plan, *, on_advice: Callable[[Advice, dict[str, str]], None] | None = None,
            on_round: Callable[[adaptive.RoundEvent], None] | None = None) -> Outcome:
     art = build_mod.ensure_built(plan.lib) if plan.command else None
@@ -81,14 +92,15 @@ def advise(plan: Plan, *, on_advice: Callable[[Advice, dict[str, str]], None] | 
         run_app(plan.lib, art, plan.command, run_dir=run_dir)
     run = profile_run.read(run_dir, plan.layers)
     ompi_cvars.fill(run, plan.lib.version, plan.lib.mpicc, plan.command)
-    advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command))
+    proof = _proof_of(plan.lib, art, run)
+    advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command), proof=proof)
     measured: list[check.CheckResult] = []
     if plan.measure and advice.missing:
         try:
             measured = measure_missing(advice.missing, plan.db, plan.mpi_spec or str(plan.lib.mpicc), on_round)
         except ColltuneError as exc:
             raise MeasureError(exc, len(advice.missing), run_dir) from exc
-        advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command))
+        advice = analyze(run, plan.db, launcher=mapping.launcher_of(plan.command), proof=proof)
     files = output.write_files(advice, plan.out_dir, plan.lib)
     if on_advice is not None:
         on_advice(advice, files)

@@ -224,8 +224,10 @@ def _point(kind: str, words: list[str], version: str) -> Point:
         raise ValueError(f"{timed} timed calls of {calls}")
     # the timed calls are a sample of the point's calls: their mean time stands for all
     total = round(timed_ns * calls / timed) if timed else 0
-    if f["bin"] < 0:
-        f["bytes_min"] = f["bytes_max"] = None   # calls without a size: no range
+    if f["bin"] < 0 and not f.get("bytes_max"):
+        # calls without a size: no range (a Gatherv, Scatterv, Alltoallv or Alltoallw point
+        # keeps its decision's bin, -1, and records its counts' bytes: that range stays)
+        f["bytes_min"] = f["bytes_max"] = None
     return Point(kind, total_ns=total, timed=None if version in ("1", "2") else timed,
                  total_lo_ns=timed_ns, total_hi_ns=timed_ns + (calls - timed) * f["max_ns"], **f)
 

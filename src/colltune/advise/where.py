@@ -19,18 +19,28 @@ A nonblocking or persistent collective (MPI_Iallreduce, MPI_Allreduce_init) adds
 calls' time the time the rank spent in Wait/Test completing its requests, which is its waiting;
 its overlap is the time from start to completion the rank spent elsewhere (computing).
 Tunable: the share of the collective time spent in functions colltune can serve with another
-member (the blocking forms of the collectives the decision point serves: collectives.toml's rows
-with dispatch); the rest is only seen.
+member on the run's library (Tunability): the function's form has members on that library (the
+blocking form: the collective's mock-ups and the library algorithms of mpi/algorithms.py; the
+nonblocking and persistent forms: the library's algorithms of that form, which the learning mode,
+COLLTUNE_FORCE and profiles serve), its binding is served (a v/w form's _c binding is watched
+only), and, where the build's proof (proof.txt) is known, at least one of those members passed
+some class of it (the runtime serves nothing unproven). Each row says which rule decided; the
+rest is only seen.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from colltune import catalog
 from colltune.advise import callsites
+from colltune.advise.findings import family_of
+from colltune.measure.proof import read_passed
+from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, LIBRARY_ALGORITHMS, NONBLOCKING_ALGORITHMS
 from colltune.advise.points import own_and_wait
 from colltune.advise.profile_run import Point, ProfileRun, RequestCount
 
@@ -70,10 +80,8 @@ class TimeRow:
     overlap_s: float | None = None  # their start-to-completion time not spent waiting
     # every rank's time in it (coverage: the run's collective time is one rank's sum)
     rank_s: dict[int, float] = field(default_factory=dict)
-
-    @property
-    def tunable(self) -> bool:
-        return self.kind == "coll" and is_tunable(self.name)
+    tunable: bool = False           # colltune can serve it on the run's library (Tunability)
+    tunable_rule: str = ""          # the rule that decided it
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "calls": self.calls,
@@ -86,16 +94,97 @@ class TimeRow:
                            **({"calls_interval": list(s.calls_interval)} if s.calls_interval else {})}
                           for s in self.sites],
                 "completed": self.completed, "overlap_s": self.overlap_s, "tunable": self.tunable,
+                "tunable_rule": self.tunable_rule,
                 "time_interval_s": list(self.time_interval_s),
                 "rank_s": {str(rank): t for rank, t in sorted(self.rank_s.items())}}
 
 
-def is_tunable(mpi: str) -> bool:
-    """Whether colltune can serve calls of this MPI function with another member: the blocking
-    form (or its _c binding) of a collective the decision point serves."""
-    base = mpi.removesuffix("_c")
-    row = catalog.load().function_row(mpi)
-    return row is not None and row.dispatch and base == row.mpi
+def library_key(library: str) -> str:
+    """mpi/algorithms.py's key of the library a run's `library` line names (MPI_Get_library_version):
+    openmpi, mpich, intel or smpi."""
+    text = library.lower()
+    return "smpi" if "smpi" in text or "simgrid" in text else family_of(library)
+
+
+# Collectives whose members the proof can never pass (native/selftest/st_case.c describes no
+# buffers for them): the runtime serves nothing unproven, so none is tunable, proof or not.
+UNPROVABLE = {"alltoallw": "the selftest has no geometry for its datatype arrays: no member can be proven"}
+
+
+def _binding(row: catalog.Collective, mpi: str) -> tuple[str, bool]:
+    """(form, large-count binding) of one of the row's MPI functions."""
+    for form in row.forms:
+        if mpi in (row.function(form), row.function(form) + "_c"):
+            return form, mpi != row.function(form)
+    raise ValueError(f"{mpi} is not a function of {row.mpi}'s row")
+
+
+@dataclass(frozen=True)
+class Tunability:
+    """What colltune can serve on one library: per MPI function, whether another member may serve
+    its calls and the rule that says so. `proven`: the build's proof (member -> classes passed,
+    measure/proof.read_passed), None where no proof of this build is known (then the catalog's
+    members count, said in the rule)."""
+
+    library: str                                        # openmpi, mpich, intel, smpi
+    proven: Mapping[str, frozenset[str]] | None = None
+    proof: str | None = None                            # the proof file read
+
+    @classmethod
+    def of_run(cls, run: ProfileRun, proof: Path | None = None) -> Tunability:
+        """The run's library (its rank 0's `library` line) and the proof at `proof`, if it exists."""
+        key = library_key(run.ranks[0].library) if run.ranks else "mpich"
+        if proof is None or not proof.exists():
+            return cls(key)
+        return cls(key, {m: frozenset(c) for m, c in read_passed(proof).items()}, str(proof))
+
+    def members(self, row: catalog.Collective, form: str) -> list[str]:
+        """The members of `row`'s collective in `form` on this library: the blocking form's
+        mock-ups and library algorithms, the other forms' library algorithms of that form."""
+        if form == catalog.FORMS[0]:
+            return ([v.name for v in catalog.load().variants_of(row.name)]
+                    + [f"lib:{row.name}:{a}" for a in LIBRARY_ALGORITHMS.get(self.library, {}).get(row.name, ())])
+        return [f"lib:{row.name}:{a}#{form}" for a in NONBLOCKING_ALGORITHMS.get(self.library, {}).get(row.name, ())]
+
+    def decide(self, mpi: str) -> tuple[bool, str]:
+        """(tunable, the rule that decided) for an MPI function (MPI_Iallreduce, MPI_Gatherv_c)."""
+        row = catalog.load().function_row(mpi)
+        if row is None:
+            return False, "not a collective of colltune's table"
+        if not row.dispatch:
+            return False, f"watched only: no member for the {row.family} collectives"
+        form, large = _binding(row, mpi)
+        if large and not row.serve_large:
+            return False, "watched only: its _c binding is not served (MPI_Count arrays)"
+        members = self.members(row, form)
+        if not members:
+            return False, f"no member of the {form} form on {self.library}"
+        if row.name in UNPROVABLE:
+            return False, UNPROVABLE[row.name]
+        at_launch = [m for m in members if m.startswith(catalog.LIB_PREFIX) and self.library in ALGORITHMS_AT_LAUNCH]
+        if self.proven is None:
+            return True, f"{len(members)} members of the {form} form on {self.library} (not proven yet: no proof of this build known)"
+        proven = [m for m in members if m not in at_launch and self.proven.get(m)]
+        if proven or at_launch:
+            what = f"{len(proven)} of {len(members) - len(at_launch)} members proven"
+            if at_launch:
+                what += f", {len(at_launch)} library algorithms set per launch"
+            return True, f"{what} ({form} form, {self.library})"
+        flag = {"nonblocking": " --nonblocking", "persistent": " --persistent"}.get(form, "")
+        return False, (f"none of its {len(members)} members of the {form} form proven on this build "
+                       f"(colltune selftest{flag})")
+
+    def describe(self) -> str:
+        """The rule in one line, for the coverage figure."""
+        if self.proof:   # the path: the JSON's tunable_proof
+            return f"tunable on {self.library}: a member of its form proven here (the build's proof.txt)"
+        return f"tunable on {self.library}: a member of its form (no proof of this build known)"
+
+
+def is_tunable(mpi: str, tunability: Tunability | None = None) -> bool:
+    """Whether colltune can serve calls of this MPI function with another member on the library
+    (Tunability.decide; without one: Open MPI's catalog, no proof)."""
+    return (tunability or Tunability("openmpi")).decide(mpi)[0]
 
 
 def mpi_name(p: Point | RequestCount) -> str:
@@ -105,8 +194,12 @@ def mpi_name(p: Point | RequestCount) -> str:
 
 def byte_range(p: Point) -> tuple[int, int] | None:
     """(smallest, largest) size of a point's calls: exact where the runtime recorded them
-    (format 2), else the bounds of its log2 bin."""
+    (format 2), else the bounds of its log2 bin. A Gatherv, Scatterv, Alltoallv or Alltoallw
+    point stays in the bin of its decision size (0 bytes: -1) but records its counts' bytes
+    (native/runtime/watch.c, ct_watch_call_bytes): their range where any call had some."""
     if p.bin < 0:
+        if p.bytes_max:   # only those rows record bytes in bin -1 (failed calls record none)
+            return p.bytes_min or 0, p.bytes_max
         return None
     if p.bytes_min is not None and p.bytes_max is not None:
         return p.bytes_min, p.bytes_max
@@ -138,9 +231,11 @@ def _per_rank(run: ProfileRun) -> dict[tuple[str, str], dict[int, list[float]]]:
     return acc
 
 
-def rows(run: ProfileRun) -> list[TimeRow]:
+def rows(run: ProfileRun, tunability: Tunability | None = None) -> list[TimeRow]:
     """Every collective and point-to-point call of the run; collectives first, each kind by own
-    cost (then time, then name: a stable order for equal figures)."""
+    cost (then time, then name: a stable order for equal figures). `tunability`: what colltune
+    serves on the run's library (default: Tunability.of_run, no proof)."""
+    tunability = tunability or Tunability.of_run(run)
     wall = run.wall_ns / 1e9
     out: dict[tuple[str, str], TimeRow] = {}
     sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])   # bytes, sized calls
@@ -189,6 +284,8 @@ def rows(run: ProfileRun) -> list[TimeRow]:
         row.rank_s = {rank: v[1] for rank, v in by_rank.items()}
         b, n = sizes[key]
         row.bytes_mean = b / n if n else 0.0
+        if row.kind == "coll":
+            row.tunable, row.tunable_rule = tunability.decide(row.name)
         row.sites = sorted(sites[key].values(), key=lambda s: (-s.time_s, -s.calls, s.label))
     return sorted(out.values(), key=lambda r: (r.kind != "coll", -r.own_s, -r.time_s, r.name))
 
@@ -226,10 +323,13 @@ def coverage(table: list[TimeRow]) -> tuple[float, float]:
     return c.seen_s, c.tunable_share
 
 
-def as_json(run: ProfileRun, table: list[TimeRow]) -> dict[str, Any]:
+def as_json(run: ProfileRun, table: list[TimeRow], tunability: Tunability | None = None) -> dict[str, Any]:
     cov = coverage_of(table)
+    tunability = tunability or Tunability.of_run(run)
     return {"wall_s": run.wall_ns / 1e9, "nprocs": run.nprocs,
             "collective_s": cov.seen_s, "collective_rank": cov.rank, "tunable_share": cov.tunable_share,
+            "tunable_rule": tunability.describe(), "tunable_library": tunability.library,
+            "tunable_proof": tunability.proof,
             "collectives": [r.as_dict() for r in table if r.kind == "coll"],
             "p2p": [r.as_dict() for r in table if r.kind == "p2p"]}
 
@@ -327,10 +427,12 @@ def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
 
 
 def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: int = 3,
-         compact: bool = False) -> list[str]:
-    """The table as lines of at most 80 characters: the `top` collectives by own cost, then the
-    `top` point-to-point calls; each with its rank spread and its call sites (`compact`: without
-    the rank spread, and at most 2 point-to-point calls with one site each)."""
+         compact: bool = False, tunability: Tunability | None = None) -> list[str]:
+    """The table as lines of at most 80 characters: the coverage (collective time, its tunable
+    share, the rule, the `top` functions not tunable with why), the `top` collectives by own
+    cost, then the `top` point-to-point calls; each with its rank spread and its call sites
+    (`compact`: without the rank spread, and at most 2 point-to-point calls with one site each)."""
+    tunability = tunability or Tunability.of_run(run)
     coll = [r for r in table if r.kind == "coll"]
     p2p = [r for r in table if r.kind == "p2p"]
     lines = [_fit(f"Where the time goes: {run.nprocs} ranks, wall {fmt_s(run.wall_ns / 1e9)}, each "
@@ -339,6 +441,12 @@ def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: i
         cov = coverage_of(table)
         lines.append(_fit(f"collective time {fmt_s(cov.seen_s)} (rank {cov.rank}), "
                           f"{100 * cov.tunable_share:.1f}% of it tunable (the rest only seen)", WIDTH))
+        lines.append(shorten("  " + tunability.describe()))
+        untunable = sorted((r for r in coll if not r.tunable), key=lambda r: (-r.time_s, r.name))
+        for r in untunable[:top]:
+            lines.append(shorten(f"  not tunable: {r.name} {fmt_s(r.time_s)}: {r.tunable_rule}"))
+        if len(untunable) > top:
+            lines.append(f"  ... {len(untunable) - top} more not tunable (all in the JSON)")
     lines.append(HEAD)
     if not coll:
         lines.append("  no collective calls")
