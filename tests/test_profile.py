@@ -102,7 +102,22 @@ EXPECTED_ERRORS = {
     "bad_unsorted_bytes.prof": "5: bytes 0..10 of bcast procs 2..2 comes after bytes 100..200; sort the rules by size",
     "bad_overlap_procs.prof": "5: procs 4..8 overlaps the previous block 2..4 of bcast; make the blocks disjoint",
     "bad_unknown_variant.prof": "4: unknown variant 'bcast_as_magic'; use a variant of bcast (colltune profile show --variants)",
-    "bad_unknown_collective.prof": "2: unknown collective 'alltoallx'; use a collective of collectives.toml (colltune profile show --variants)",
+    "bad_unknown_collective.prof": "2: unknown collective 'alltoallx'; use a collective of collectives.toml, or "
+                                   "<collective>#nonblocking (#persistent) for its nonblocking calls (persistent "
+                                   "requests) (colltune profile show --variants)",
+    # The nonblocking and persistent forms' sections (docs/profile.md, "Nonblocking and persistent forms")
+    "bad_forms_member.prof": "4: 'allreduce_as_reduce_bcast' cannot serve allreduce#nonblocking: its rules name the "
+                             "library's algorithms of that form, lib:allreduce:<algorithm>#nonblocking (the started "
+                             "forms have no mock-ups)",
+    "bad_forms_other_form.prof": "4: 'lib:allreduce:ring#nonblocking' cannot serve allreduce#persistent: its rules name "
+                                 "the library's algorithms of that form, lib:allreduce:<algorithm>#persistent (the "
+                                 "started forms have no mock-ups)",
+    "bad_forms_nodes.prof": "3: 'nodes' block in bcast#nonblocking: a started call cannot learn its communicator's "
+                            "layout without blocking; use 'procs LO HI' blocks in this section",
+    "bad_forms_unknown.prof": "2: unknown collective 'allreduce#blocking'; use a collective of collectives.toml, or "
+                              "<collective>#nonblocking (#persistent) for its nonblocking calls (persistent requests) "
+                              "(colltune profile show --variants)",
+    "bad_forms_twice.prof": "8: collective scan#nonblocking appears twice; merge its sections",
     "bad_wrong_collective.prof": "4: variant 'bcast_as_allgatherv' belongs to collective bcast, not allreduce; use a variant of allreduce",
     "bad_version2.prof": "1: unsupported profile version '2' (this colltune reads version 1); regenerate the profile with this colltune",
     "bad_nul.prof": "2: control character 0x00; remove it (a profile is text)",
@@ -189,6 +204,37 @@ def test_layout_lookups_agree_and_are_exact(cbin: dict[str, Path]) -> None:
     assert p.lookup("gather", 4, 32768, (2, 2)) == "gather_as_gatherv" and p.lookup("gather", 4, 32768) is None
     assert "lookup allreduce 2x2 9 -> library" in c and "lookup allreduce 4 9 -> allreduce_as_reduce_bcast" in c
     assert p.has_layouts() and not prof.read_profile(CORPUS / "ok_example.prof").has_layouts()
+
+
+def test_started_forms_agree_and_are_exact(cbin: dict[str, Path]) -> None:
+    """Sections of the nonblocking and persistent forms name the library's algorithms of that form;
+    C and Python read, hash and look them up alike (C resolves each name to an id, as MPI_Init does)."""
+    queries = []
+    for coll in ("allreduce#nonblocking", "bcast#persistent", "allreduce#persistent", "allreduce"):
+        for procs in ("2", "3", "4", "8"):
+            for nbytes in (0, 8, 64, 65, 65536, 65537):
+                queries += [coll, procs, str(nbytes)]
+    path = CORPUS / "ok_forms.prof"
+    c = c_result(cbin, path, *queries)
+    assert c == py_result(path, *queries)
+    p = prof.read_profile(path)
+    assert [(s.collective, s.base, s.form) for s in p.sections] == [
+        ("allreduce", "allreduce", "blocking"), ("allreduce#nonblocking", "allreduce", "nonblocking"),
+        ("bcast#persistent", "bcast", "persistent")]
+    nb = "allreduce#nonblocking"
+    assert p.lookup(nb, 3, 64) == "lib:allreduce:ring#nonblocking" and p.lookup(nb, 3, 65) == "lib:allreduce:binomial#nonblocking"
+    assert p.lookup(nb, 4, 8) is None and p.lookup(nb, 8, 8) == "lib:allreduce:ring#nonblocking" and p.lookup(nb, 8, 9) is None
+    assert p.lookup("bcast#persistent", 2, 8) == "lib:bcast:knomial#persistent" and p.lookup("bcast#persistent", 2, 0) is None
+    assert p.lookup("allreduce", 3, 64) == "allreduce_as_reduce_bcast"
+    assert c[0] == f"ok hash={p.content_hash():016x} rules=5"
+    # the hash's lines: sections in byte order of their names, a started form's with its suffix
+    assert p.canonical_lines() == [
+        "allreduce 2 4 0 1024 allreduce_as_reduce_bcast\n",
+        "allreduce#nonblocking 2 3 0 64 lib:allreduce:ring#nonblocking\n",
+        "allreduce#nonblocking 2 3 65 65536 lib:allreduce:binomial#nonblocking\n",
+        "allreduce#nonblocking 8 8 0 8 lib:allreduce:ring#nonblocking\n",
+        "bcast#persistent 2 2 8 8 lib:bcast:knomial#persistent\n"]
+    assert prof.parse_profile(prof.format_profile(p)) == p
 
 
 def test_provenance_is_read_but_not_hashed() -> None:

@@ -348,3 +348,26 @@ def test_tune_db_combines_the_latest_run_of_each_other_layout(tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert prof.read_profile(tmp_path / "c.prof").sections == p.sections
     assert "2x2" in res.output and "1x4" in res.output
+
+
+def test_started_forms_get_their_sections() -> None:
+    """The nonblocking and persistent forms' library algorithms (measured against
+    default#<form>) go into `<coll>#nonblocking` / `<coll>#persistent` by the same rules; the
+    blocking form's stay out (native export)."""
+    ring, binomial, kept = "lib:allreduce:ring#nonblocking", "lib:allreduce:binomial#nonblocking", "lib:bcast:chain#persistent"
+    rows = [r for r in verdicts().to_dict("records")]
+    for n in (8, 64, 512):
+        rows.append(row(4, ring, n, {8: 1.5, 64: 1.3, 512: 1.05}[n], kind="library"))
+        rows.append(row(4, binomial, n, {8: 1.2, 64: 1.4, 512: 0.9}[n], kind="library"))
+    rows.append(row(4, kept, 16, 1.25, kind="library", collective="bcast"))
+    rows.append(row(4, "lib:bcast:chain#persistent", 32, 1.5, significant=False, kind="library", collective="bcast"))
+    p, decisions = tune.tune(pd.DataFrame(rows), tune.TuneSettings(), now=NOW)
+    assert [s.collective for s in p.sections] == ["allreduce", "allreduce#nonblocking", "bcast", "bcast#persistent"]
+    assert rules(p, "allreduce#nonblocking", 4) == [(8, 8, ring), (64, 64, binomial)]
+    assert rules(p, "bcast#persistent", 4) == [(16, 16, kept)]
+    assert rules(p, "allreduce", 4) == [(8, 512, A), (32768, 262144, B)]   # unchanged, no lib:allreduce:ring
+    d = decisions.set_index(["nprocs", "collective", "msg_bytes"])
+    assert d.loc[(4, "allreduce#nonblocking", 512), "candidates"] == (
+        f"{binomial}: not significantly faster; {ring}: 1.050x < 1.10x")
+    assert p.lookup("allreduce#nonblocking", 4, 8) == ring and p.lookup("allreduce#nonblocking", 4, 9) is None
+    assert prof.parse_profile(prof.format_profile(p)) == p

@@ -18,10 +18,18 @@ typedef struct ct_pblock {
     uint32_t first, count;
 } ct_pblock;
 
+/* `variant`: a blocking section's variant index (ct_var_id); a section of another form's index
+ * into the profile's member names (its library algorithms, resolved at MPI_Init). */
 typedef struct ct_prange {
     int64_t lo, hi;
     int variant;
 } ct_prange;
+
+/* The sections a profile may have: one per collective and form (`<coll>`, `<coll>#nonblocking`,
+ * `<coll>#persistent`), section s of form s / CT_NUM_COLLECTIVES (enum ct_form's order). */
+#define CT_PROFILE_FORMS 3
+#define CT_PROFILE_SECTIONS (CT_PROFILE_FORMS * CT_NUM_COLLECTIVES)
+#define CT_PROFILE_NAME 96   /* a member name of a started form, with its terminating 0 */
 
 /* The blocks of one collective: blocks[first .. first+count), its `nfree` layout-free blocks
  * first (sorted by communicator size), then its layout blocks (sorted by nodes, then ppn): the
@@ -31,12 +39,20 @@ typedef struct ct_pcoll {
 } ct_pcoll;
 
 struct ct_profile {
-    ct_pcoll colls[CT_NUM_COLLECTIVES];
+    ct_pcoll colls[CT_PROFILE_SECTIONS];
     ct_pblock *blocks;
     ct_prange *ranges;
     uint32_t nblocks, nranges;
+    /* The library algorithms the started forms' rules name (`lib:<coll>:<alg>#<form>`), each
+     * once, and their member ids once resolved (ct_profile_resolve; -1: not offered here). */
+    char (*names)[CT_PROFILE_NAME];
+    int *ids;
+    uint32_t nnames;
     uint64_t hash;
 };
+
+/* The suffix of section s's name in profiles and messages ("" for the blocking form). */
+const char *ct_profile_form_suffix(int section);
 
 /* FNV-1a 64 of the canonical rules (docs/profile.md, "Content hash"); profile_rules.c. */
 uint64_t ct_profile_content_hash(const struct ct_profile *p);

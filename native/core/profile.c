@@ -54,12 +54,14 @@ typedef struct ct_parser {
     enum ct_pstate state;
     unsigned provenance_seen; /* bit i: ct_provenance_keys[i] */
     int coll;                 /* collective of the open section */
+    int section;              /* the open section: coll + form * CT_NUM_COLLECTIVES */
     long coll_line;           /* its `collective` line, for "has no procs" */
     long block_line;          /* line of the open `procs`, for "has no bytes" */
-    unsigned char coll_seen[CT_NUM_COLLECTIVES];
+    unsigned char coll_seen[CT_PROFILE_SECTIONS];
     ct_profile *p;
-    uint32_t cap_blocks, cap_ranges;
+    uint32_t cap_blocks, cap_ranges, cap_names;
     char quote[2][CT_TEXT_QUOTE_BYTES];
+    char section_name[96];
 } ct_parser;
 
 #define ct_fail(ps, line, ...) ct_text_fail((ps)->err, (ps)->errlen, (ps)->name, (line), __VA_ARGS__)
@@ -106,6 +108,14 @@ static const char *ct_coll_name(int coll)
     return name != NULL ? name : "?";
 }
 
+/* The open section's name as messages write it: "allreduce", "allreduce#nonblocking". */
+static const char *ct_section_name(ct_parser *ps)
+{
+    snprintf(ps->section_name, sizeof ps->section_name, "%s%s", ct_coll_name(ps->coll),
+             ct_profile_form_suffix(ps->section));
+    return ps->section_name;
+}
+
 /* How messages name a block: "procs 2..4" or "nodes 2 ppn 4". */
 static const char *ct_block_name(char out[64], const ct_pblock *b)
 {
@@ -122,13 +132,13 @@ static int ct_close_open(ct_parser *ps, int whole)
     if (whole && ps->state == CT_IN_COLL)
         return ct_fail(ps, ps->coll_line,
                        "collective %s has no 'procs' or 'nodes' block; add 'procs LO HI' (or "
-                       "'nodes N ppn P') with rules or remove it", ct_coll_name(ps->coll));
+                       "'nodes N ppn P') with rules or remove it", ct_section_name(ps));
     if (ps->state == CT_IN_BLOCK) {
         char name[64];
         return ct_fail(ps, ps->block_line,
                        "%s of %s has no 'bytes' rules; add 'bytes LO HI VARIANT' lines or remove "
                        "the block", ct_block_name(name, &ps->p->blocks[ps->p->nblocks - 1]),
-                       ct_coll_name(ps->coll));
+                       ct_section_name(ps));
     }
     return 0;
 }
@@ -168,32 +178,50 @@ static int ct_provenance(ct_parser *ps, unsigned key, int nw)
     return 0;
 }
 
+/* The section a `collective` line names: `<coll>`, `<coll>#nonblocking` or `<coll>#persistent`;
+ * -1 for anything else. */
+static int ct_section_of(ct_word w)
+{
+    char name[CT_TEXT_SHOW + 1];
+    if (w.n > CT_TEXT_SHOW)
+        return -1;
+    memcpy(name, w.s, w.n);
+    name[w.n] = '\0';
+    char *hash = strchr(name, '#');
+    int form = 0;
+    if (hash != NULL) {
+        while (form < CT_PROFILE_FORMS && strcmp(hash, ct_profile_form_suffix(form * CT_NUM_COLLECTIVES)) != 0)
+            form++;
+        if (form == 0 || form == CT_PROFILE_FORMS)
+            return -1;
+        *hash = '\0';
+    }
+    int coll = colltune_collective_index(name);
+    return coll < 0 || coll >= CT_NUM_COLLECTIVES ? -1 : form * CT_NUM_COLLECTIVES + coll;
+}
+
 static int ct_collective(ct_parser *ps, const ct_word *w, int nw)
 {
     if (ct_close_open(ps, 1) != 0)
         return -1;
     if (nw != 2)
         return ct_fail(ps, ps->line, "'collective' takes one name: 'collective NAME'");
-    char name[CT_TEXT_SHOW + 1];
-    int coll = -1;
-    if (w[1].n <= CT_TEXT_SHOW) {
-        memcpy(name, w[1].s, w[1].n);
-        name[w[1].n] = '\0';
-        coll = colltune_collective_index(name);
-    }
-    if (coll < 0 || coll >= CT_NUM_COLLECTIVES)
+    int section = ct_section_of(w[1]);
+    if (section < 0)
         return ct_fail(ps, ps->line,
-                       "unknown collective '%s'; use a collective of collectives.toml "
-                       "(colltune profile show --variants)", ct_q(ps, 0, w[1]));
-    if (ps->coll_seen[coll])
+                       "unknown collective '%s'; use a collective of collectives.toml, or "
+                       "<collective>#nonblocking (#persistent) for its nonblocking calls "
+                       "(persistent requests) (colltune profile show --variants)", ct_q(ps, 0, w[1]));
+    ps->coll = section % CT_NUM_COLLECTIVES;
+    ps->section = section;
+    if (ps->coll_seen[section])
         return ct_fail(ps, ps->line, "collective %s appears twice; merge its sections",
-                       ct_coll_name(coll));
-    ps->coll_seen[coll] = 1;
-    ps->coll = coll;
+                       ct_section_name(ps));
+    ps->coll_seen[section] = 1;
     ps->coll_line = ps->line;
-    ps->p->colls[coll].first = ps->p->nblocks;
-    ps->p->colls[coll].count = 0;
-    ps->p->colls[coll].nfree = 0;
+    ps->p->colls[section].first = ps->p->nblocks;
+    ps->p->colls[section].count = 0;
+    ps->p->colls[section].nfree = 0;
     ps->state = CT_IN_COLL;
     return 0;
 }
@@ -222,7 +250,7 @@ static int ct_block_add(ct_parser *ps, int lo, int hi, int nodes, int ppn)
         return ct_fail(ps, ps->line, "out of memory");
     ct_pblock *b = &p->blocks[p->nblocks++];
     *b = (ct_pblock){lo, hi, nodes, ppn, p->nranges, 0};
-    ct_pcoll *c = &p->colls[ps->coll];
+    ct_pcoll *c = &p->colls[ps->section];
     c->count++;
     c->nfree += nodes == 0;
     ps->block_line = ps->line;
@@ -244,23 +272,23 @@ static int ct_procs(ct_parser *ps, const ct_word *w, int nw)
         return ct_fail(ps, ps->line,
                        "procs %s..%s invalid: need 1 <= LO <= HI <= 2147483647",
                        ct_q(ps, 0, w[1]), ct_q(ps, 1, w[2]));
-    const ct_pcoll *c = &p->colls[ps->coll];
+    const ct_pcoll *c = &p->colls[ps->section];
     if (c->count > c->nfree)
         return ct_fail(ps, ps->line,
                        "procs %d..%d of %s comes after a 'nodes' block; put the layout-free "
-                       "'procs' blocks first", (int)lo, (int)hi, ct_coll_name(ps->coll));
+                       "'procs' blocks first", (int)lo, (int)hi, ct_section_name(ps));
     if (c->count > 0) {
         const ct_pblock *prev = &p->blocks[p->nblocks - 1];
         if (lo < (uint64_t)prev->lo)
             return ct_fail(ps, ps->line,
                            "procs %d..%d of %s comes after procs %d..%d; sort the blocks by "
-                           "communicator size", (int)lo, (int)hi, ct_coll_name(ps->coll),
+                           "communicator size", (int)lo, (int)hi, ct_section_name(ps),
                            prev->lo, prev->hi);
         if (lo <= (uint64_t)prev->hi)
             return ct_fail(ps, ps->line,
                            "procs %d..%d overlaps the previous block %d..%d of %s; make the "
                            "blocks disjoint", (int)lo, (int)hi, prev->lo, prev->hi,
-                           ct_coll_name(ps->coll));
+                           ct_section_name(ps));
     }
     return ct_block_add(ps, (int)lo, (int)hi, 0, 0);
 }
@@ -283,21 +311,53 @@ static int ct_nodes(ct_parser *ps, const ct_word *w, int nw)
         return ct_fail(ps, ps->line,
                        "nodes %s ppn %s invalid: need NODES >= 1, PPN >= 1 and NODES x PPN <= "
                        "2147483647", ct_q(ps, 0, w[1]), ct_q(ps, 1, w[3]));
-    const ct_pcoll *c = &p->colls[ps->coll];
+    if (ps->section >= CT_NUM_COLLECTIVES)
+        return ct_fail(ps, ps->line,
+                       "'nodes' block in %s: a started call cannot learn its communicator's "
+                       "layout without blocking; use 'procs LO HI' blocks in this section",
+                       ct_section_name(ps));
+    const ct_pcoll *c = &p->colls[ps->section];
     if (c->count > c->nfree) {
         const ct_pblock *prev = &p->blocks[p->nblocks - 1];
         uint64_t was = (uint64_t)prev->nodes << 32 | (uint64_t)prev->ppn, now = nodes << 32 | ppn;
         if (now == was)
             return ct_fail(ps, ps->line, "nodes %d ppn %d of %s appears twice; merge the two "
-                                         "blocks", (int)nodes, (int)ppn, ct_coll_name(ps->coll));
+                                         "blocks", (int)nodes, (int)ppn, ct_section_name(ps));
         if (now < was)
             return ct_fail(ps, ps->line,
                            "nodes %d ppn %d of %s comes after nodes %d ppn %d; sort the layout "
                            "blocks by nodes, then ppn", (int)nodes, (int)ppn,
-                           ct_coll_name(ps->coll), prev->nodes, prev->ppn);
+                           ct_section_name(ps), prev->nodes, prev->ppn);
     }
     int size = (int)(nodes * ppn);
     return ct_block_add(ps, size, size, (int)nodes, (int)ppn);
+}
+
+/* A started form's rule: `lib:<coll>:<algorithm><suffix>`, kept by name (the library's
+ * algorithms are known only at MPI_Init); its index among the profile's names. */
+static int ct_started_member(ct_parser *ps, ct_word w, const char *name)
+{
+    const char *cname = ct_coll_name(ps->coll), *suffix = ct_profile_form_suffix(ps->section);
+    size_t cn = strlen(cname), sn = strlen(suffix);
+    int shaped = w.n > 5 + cn + sn && w.n < CT_PROFILE_NAME && memcmp(w.s, "lib:", 4) == 0
+                 && memcmp(w.s + 4, cname, cn) == 0 && w.s[4 + cn] == ':'
+                 && memcmp(w.s + w.n - sn, suffix, sn) == 0
+                 && memchr(w.s + 5 + cn, ':', w.n - 5 - cn) == NULL
+                 && memchr(w.s + 5 + cn, '#', w.n - 5 - cn - sn) == NULL;
+    if (!shaped)
+        return ct_fail(ps, ps->line,
+                       "'%s' cannot serve %s: its rules name the library's algorithms of that "
+                       "form, lib:%s:<algorithm>%s (the started forms have no mock-ups)",
+                       ct_q(ps, 0, w), ct_section_name(ps), cname, suffix);
+    ct_profile *p = ps->p;
+    for (uint32_t i = 0; i < p->nnames; i++)
+        if (strcmp(p->names[i], name) == 0)
+            return (int)i;
+    if (ct_grow((void **)&p->names, &ps->cap_names, p->nnames + 1u, CT_PROFILE_MAX_RULES,
+                sizeof *p->names) != 0)
+        return ct_fail(ps, ps->line, "out of memory");
+    memcpy(p->names[p->nnames], name, strlen(name) + 1);
+    return (int)p->nnames++;
 }
 
 static int ct_variant(ct_parser *ps, ct_word w)
@@ -309,6 +369,8 @@ static int ct_variant(ct_parser *ps, ct_word w)
         return ct_fail(ps, ps->line,
                        "'default' cannot be a rule (sizes without a rule use the library); "
                        "remove the line");
+    if (ps->section >= CT_NUM_COLLECTIVES)
+        return ct_started_member(ps, w, name);
     if (strncmp(name, "lib:", 4) == 0)
         return ct_fail(ps, ps->line,
                        "library algorithm '%s' cannot be applied by the interposer; remove "
@@ -351,13 +413,13 @@ static int ct_bytes(ct_parser *ps, const ct_word *w, int nw)
             return ct_fail(ps, ps->line,
                            "bytes %llu..%llu of %s %s comes after bytes %lld..%lld; sort the "
                            "rules by size", (unsigned long long)lo, (unsigned long long)hi,
-                           ct_coll_name(ps->coll), ct_block_name(name, b), (long long)prev->lo,
+                           ct_section_name(ps), ct_block_name(name, b), (long long)prev->lo,
                            (long long)prev->hi);
         if (lo <= (uint64_t)prev->hi)
             return ct_fail(ps, ps->line,
                            "bytes %llu..%llu overlaps the previous rule %lld..%lld of %s %s; make "
                            "the ranges disjoint", (unsigned long long)lo, (unsigned long long)hi,
-                           (long long)prev->lo, (long long)prev->hi, ct_coll_name(ps->coll),
+                           (long long)prev->lo, (long long)prev->hi, ct_section_name(ps),
                            ct_block_name(name, b));
     }
     int v = ct_variant(ps, w[3]);
@@ -465,6 +527,15 @@ int ct_profile_parse(const char *text, size_t len, const char *name, ct_profile 
         ct_profile_free(ps.p);
         return -1;
     }
+    if (ps.p->nnames > 0) {
+        ps.p->ids = malloc(ps.p->nnames * sizeof *ps.p->ids);
+        if (ps.p->ids == NULL) {
+            ct_profile_free(ps.p);
+            return ct_fail(&ps, 0, "out of memory");
+        }
+        for (uint32_t i = 0; i < ps.p->nnames; i++)
+            ps.p->ids[i] = -1;   /* nothing served until ct_profile_resolve */
+    }
     ps.p->hash = ct_profile_content_hash(ps.p);
     *profile = ps.p;
     return 0;
@@ -491,6 +562,8 @@ void ct_profile_free(ct_profile *profile)
         return;
     free(profile->blocks);
     free(profile->ranges);
+    free(profile->names);
+    free(profile->ids);
     free(profile);
 }
 

@@ -40,6 +40,28 @@ int ct_profile_lookup_layout(const ct_profile *profile, int coll, int comm_size,
  * decision need the communicator's layout. */
 int ct_profile_has_layouts(const ct_profile *profile, int coll);
 
+/* The started forms (docs/profile.md, "Nonblocking and persistent forms"): a section
+ * `collective <coll>#nonblocking` (`#persistent`) names the library's algorithms of that form,
+ * `lib:<coll>:<alg>#nonblocking`, which the parser takes by their shape; the interposer resolves
+ * them at MPI_Init with `find` (the member id of a name, or -1 where the library does not offer
+ * it: those rules then leave the calls to the library). Returns how many names were not found. */
+int ct_profile_resolve(ct_profile *profile, int (*find)(const char *name));
+
+/* The i-th name of the started forms' rules (i < ct_profile_name_count), NULL past the end. */
+size_t ct_profile_name_count(const ct_profile *profile);
+const char *ct_profile_name(const ct_profile *profile, size_t i);
+
+/* 1 if the profile has a section for collective `coll` in `form` (1 nonblocking, 2 persistent;
+ * any collective if coll < 0). */
+int ct_profile_has_form(const ct_profile *profile, int form, int coll);
+
+/* The member id for an MPI_I<coll> (form 1) or MPI_<Coll>_init (form 2) call on a communicator
+ * of `comm_size` processes and `bytes` bytes (the row's uniform size), or -1: the library.
+ * Layout-free blocks only: a started call cannot agree on its communicator's layout without
+ * blocking, so the parser refuses `nodes` blocks in these sections. */
+int ct_profile_lookup_form(const ct_profile *profile, int form, int coll, int comm_size,
+                           int64_t bytes);
+
 /* Number of `bytes` rules in the profile (for the interposer's start-up message and tests). */
 size_t ct_profile_rule_count(const ct_profile *profile);
 

@@ -145,6 +145,21 @@ static int ct_agree_privately(uint64_t *v, int n)
     return rc;
 }
 
+/* The profile's library algorithms this library does not offer: one warning naming them (their
+ * rules leave the calls to the library). */
+static void ct_profile_warn_missing(const char *path)
+{
+    char names[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < ct_profile_name_count(ct_loaded) && used < sizeof names; i++)
+        if (ct_libalg_find(ct_profile_name(ct_loaded, i)) < 0)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                     ct_profile_name(ct_loaded, i));
+    ct_message("warning: profile %s names library algorithms this MPI library does not offer "
+               "(%s): their rules leave those calls to the library (write the profile for this "
+               "library)", path, names);
+}
+
 /* Everything MPI_Init and MPI_Init_thread do after the library is up. */
 static void ct_runtime_start(void)
 {
@@ -154,19 +169,23 @@ static void ct_runtime_start(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ct_nprocs);
     int verbose_bad = ct_env_bool(CT_ENV_VERBOSE, CT_DEFAULT_VERBOSE, &ct_verbose) != 0;
-    /* The library's algorithms are registered first: tables and COLLTUNE_FORCE may name them. */
-    const char *force_text = getenv(CT_ENV_FORCE);
-    int force_lib = force_text != NULL && strstr(force_text, "lib:") != NULL;
-    uint64_t portfolio = ct_learn_wanted() || force_lib ? ct_libalg_setup() : 0;
-    int force_bad = ct_force_parse(force_text, force, force_err, sizeof force_err) != 0;
-    if (force_bad && ct_rank == 0)   /* printed before the abort below can kill rank 0 */
-        ct_message("error: %s (aborting: fix or unset COLLTUNE_FORCE)", force_err);
-
+    /* The profile is read first: its nonblocking and persistent sections name library
+     * algorithms, which are registered next, before anything resolves a name. */
     const char *path = ct_profile_path();
     int state = CT_PROFILE_NONE;
     if (path != NULL)
         state = ct_profile_load(path, &ct_loaded, profile_err, sizeof profile_err) == 0
                     ? CT_PROFILE_OK : CT_PROFILE_BAD;
+    int profile_lib = ct_profile_name_count(ct_loaded) > 0;
+    /* The library's algorithms are registered first: tables, profiles and COLLTUNE_FORCE may
+     * name them. */
+    const char *force_text = getenv(CT_ENV_FORCE);
+    int force_lib = force_text != NULL && strstr(force_text, "lib:") != NULL;
+    uint64_t portfolio = ct_learn_wanted() || force_lib || profile_lib ? ct_libalg_setup() : 0;
+    int force_bad = ct_force_parse(force_text, force, force_err, sizeof force_err) != 0;
+    if (force_bad && ct_rank == 0)   /* printed before the abort below can kill rank 0 */
+        ct_message("error: %s (aborting: fix or unset COLLTUNE_FORCE)", force_err);
+    int profile_missing = profile_lib ? ct_profile_resolve(ct_loaded, ct_libalg_find) : 0;
 
     /* Only where something may serve calls: a preloaded pass-through asks MPI_T nothing. */
     char warmup_err[256] = "";
@@ -174,7 +193,7 @@ static void ct_runtime_start(void)
                      && ct_warmup_start(warmup_err, sizeof warmup_err) != 0;
     if (warmup_bad && ct_rank == 0)
         ct_message("warning: %s", warmup_err);
-    uint64_t cfg = ct_config_hash(force) ^ (force_lib ? portfolio : 0);
+    uint64_t cfg = ct_config_hash(force) ^ (force_lib || profile_lib ? portfolio : 0);
     uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
                               ~(uint64_t)state, phash, ~phash};
@@ -238,8 +257,12 @@ static void ct_runtime_start(void)
     if (learn || v[CT_V_LEARN + CT_L_STATE] != CT_LEARN_OFF)
         learn = ct_learn_start(v + CT_V_LEARN, ct_rank, ct_nprocs, learn_err);
 
-    if (!learn && !ct_any_library_forced(force))
+    int profile_serves_lib = ct_loaded != NULL
+                             && (size_t)profile_missing < ct_profile_name_count(ct_loaded);
+    if (!learn && !ct_any_library_forced(force) && !profile_serves_lib)
         ct_libalg_finish();   /* no mode can serve a library algorithm: MPI_T not kept open */
+    if (ct_rank == 0 && ct_loaded != NULL && profile_missing > 0)
+        ct_profile_warn_missing(path);
     ct_modes_install(force, ct_loaded, learn, ct_verbose);
     ct_profrun_start(v + CT_V_PROFRUN, ct_rank, ct_nprocs);
     ct_modes_watch_started();   /* after the profiling mode set ct_watch */

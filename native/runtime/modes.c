@@ -29,11 +29,15 @@ CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
 
 static int ct_force[CT_FORCE_SLOTS];
 static int ct_force_started_any;   /* some nonblocking or persistent form has a forced member */
+static int ct_prof_started_any;    /* ... or a profile section */
 static ct_profile *ct_prof;
 static int ct_counting;
 /* 1 where the profile has layout blocks for the collective: only then is the communicator's
  * layout asked for (fixed at MPI_Init; a call to ct_profile_has_layouts costs 15 instructions). */
 static unsigned char ct_prof_layouts[CT_NUM_COLLECTIVES];
+/* 1 where the profile has a section for the collective's nonblocking (persistent) form, slot
+ * form * CT_NUM_COLLECTIVES + coll as ct_force's (fixed at MPI_Init). */
+static unsigned char ct_prof_started[CT_FORCE_SLOTS];
 
 /* Which mode decides each collective, fixed at MPI_Init from the modes' order: one load and one
  * switch per call instead of a test per mode. CT_ROUTE_LEARN_FAST: the learning mode decides
@@ -218,16 +222,38 @@ static int ct_learned_start(enum ct_form form, const ct_call *call, MPI_Info inf
  * call (applicable, proven for that form), else the library's. Nothing waits here: the call is only started (or its request
  * initialized), as the application asked. The library's warm-up is not counted: it counts the
  * blocking calls MPICH's node-level layer sees. */
+/* The profile's member for a started call (its `<coll>#<form>` section), or -1: the library.
+ * Local queries only (the communicator's size, the row's uniform bytes): nothing here may wait
+ * for another rank. */
+static int ct_profile_started(enum ct_form form, const ct_call *call)
+{
+    int size;
+    if (call->comm == MPI_COMM_NULL || PMPI_Comm_size(call->comm, &size) != MPI_SUCCESS)
+        return -1;
+    int64_t bytes = colltune_call_bytes(call);
+    return bytes < 0 ? -1 : ct_profile_lookup_form(ct_prof, (int)form, call->coll, size, bytes);
+}
+
 static int ct_dispatch_form(enum ct_form form, const ct_call *call, MPI_Info info,
                             MPI_Request *request)
 {
     int id = ct_force[form * CT_NUM_COLLECTIVES + call->coll];
+    int mode = CT_MODE_FORCE;
+    if (id == CT_FORCE_UNSET && ct_prof_started[form * CT_NUM_COLLECTIVES + call->coll]) {
+        /* the profile's opinion (modes' order: force, profile, learning); erroneous calls
+         * first, whose size queries would raise the error on MPI_COMM_WORLD */
+        if (CT_UNLIKELY(ct_erroneous(call)))
+            return ct_start_library(form, call, info, request);
+        id = ct_profile_started(form, call);
+        mode = CT_MODE_PROFILE;
+    }
     if (id == CT_FORCE_UNSET && ct_learns_form(form, call->coll))
         return ct_learned_start(form, call, info, request);
     if (id < CT_LIB_BASE)
         return ct_start_library(form, call, info, request);
-    /* counted under the member, apart from the blocking calls (count.c) */
-    ct_decision d = {-1, id, CT_MODE_FORCE, COLLTUNE_NA_ERROR};
+    /* counted under the member, apart from the blocking calls (count.c); served as the
+     * learning mode serves its members of these forms: ct_libalg_start */
+    ct_decision d = {-1, id, mode, COLLTUNE_NA_ERROR};
     if (CT_LIKELY(!ct_erroneous(call)))
         d.reason = ct_member_applicable(id, call);
     int rc = MPI_SUCCESS;
@@ -277,6 +303,12 @@ void ct_modes_install(const int force[CT_FORCE_SLOTS], ct_profile *profile, int 
         ct_commlayout_start();
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_prof_layouts[c] = (unsigned char)ct_profile_has_layouts(profile, c);
+    ct_prof_started_any = 0;
+    for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++) {
+        ct_prof_started[c] = (unsigned char)ct_profile_has_form(profile, c / CT_NUM_COLLECTIVES,
+                                                                c % CT_NUM_COLLECTIVES);
+        ct_prof_started_any |= ct_prof_started[c];
+    }
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
         ct_force[c] = force[c];
         ct_route[c] = force[c] != CT_FORCE_UNSET ? CT_ROUTE_FORCE
@@ -303,7 +335,8 @@ void ct_modes_watch_started(void)
     if (learns && ct_learn_tracing())
         ct_watch |= CT_WATCH_LEARN;
     ct_start_watch = (unsigned char)((ct_watch & CT_WATCH_SEE ? CT_START_SEE : 0)
-                                     | (ct_force_started_any || learns ? CT_START_SERVE : 0));
+                                     | (ct_force_started_any || ct_prof_started_any || learns
+                                            ? CT_START_SERVE : 0));
 }
 
 const char *colltune_route_name(int coll)
@@ -340,9 +373,11 @@ void ct_modes_clear(void)
         ct_learned_starts[c] = 0;
     }
     ct_prof = NULL;
-    for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++)
+    for (int c = CT_NUM_COLLECTIVES; c < CT_FORCE_SLOTS; c++) {
         ct_force[c] = CT_FORCE_UNSET;
-    ct_force_started_any = 0;
+        ct_prof_started[c] = 0;
+    }
+    ct_force_started_any = ct_prof_started_any = 0;
     ct_counting = 0;
     ct_watch = 0;
     ct_start_watch = 0;

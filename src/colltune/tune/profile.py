@@ -17,6 +17,7 @@ from colltune.paths import writable_file
 from colltune.textformat import MAX_LINE, NUMBER
 from colltune.textformat import show as _show
 from colltune.tune.profile_model import (
+    FORM_SUFFIX,
     MAX_BLOCKS,
     MAX_BYTES,
     MAX_PROCS,
@@ -28,6 +29,8 @@ from colltune.tune.profile_model import (
     Rule,
     Section,
     clean_value,
+    split_section,
+    started_member,
 )
 
 # The text syntax (the model does not depend on it).
@@ -38,7 +41,8 @@ MAX_FIELDS = 8
 __all__ = [
     "FORMAT_VERSION", "HEADER_WORD", "MAX_BLOCKS", "MAX_BYTES", "MAX_FIELDS", "MAX_PROCS", "MAX_RULES",
     "PROVENANCE_KEYS", "Block", "Profile", "ProfileError", "Rule", "Section", "clean_value",
-    "format_profile", "parse_profile", "read_profile", "write_profile",
+    "format_profile", "parse_profile", "read_profile", "write_profile", "FORM_SUFFIX", "split_section",
+    "started_member",
 ]
 
 # The lexical rules of native/core/profile.c (colltune.textformat has the ones both formats share).
@@ -169,10 +173,15 @@ class _Parser:
         if nw != 2:
             raise self.fail(self.line, "'collective' takes one name: 'collective NAME'")
         name = words[1].decode("utf-8", errors="replace")
-        if len(words[1]) > textformat.SHOW or name not in catalog.load().collective_names():
+        try:
+            base, _ = split_section(name)
+        except ValueError:
+            base = ""
+        if len(words[1]) > textformat.SHOW or base not in catalog.load().collective_names():
             raise self.fail(
                 self.line,
-                f"unknown collective '{_show(words[1])}'; use a collective of collectives.toml "
+                f"unknown collective '{_show(words[1])}'; use a collective of collectives.toml, or "
+                "<collective>#nonblocking (#persistent) for its nonblocking calls (persistent requests) "
                 "(colltune profile show --variants)",
             )
         if any(s[0] == name for s in self.sections):
@@ -239,6 +248,12 @@ class _Parser:
                 f"nodes {_show(words[1])} ppn {_show(words[3])} invalid: need NODES >= 1, PPN >= 1 and "
                 f"NODES x PPN <= {MAX_PROCS}",
             )
+        if split_section(self.coll)[1] != catalog.FORMS[0]:
+            raise self.fail(
+                self.line,
+                f"'nodes' block in {self.coll}: a started call cannot learn its communicator's layout "
+                "without blocking; use 'procs LO HI' blocks in this section",
+            )
         blocks = self.sections[-1][1]
         if blocks and blocks[-1][3] is not None:
             was = blocks[-1][3]
@@ -258,6 +273,15 @@ class _Parser:
             raise self.fail(
                 self.line, "'default' cannot be a rule (sizes without a rule use the library); remove the line"
             )
+        base, form = split_section(self.coll)
+        if form != catalog.FORMS[0]:
+            if not started_member(base, form, name) or name.encode() != word:
+                raise self.fail(
+                    self.line,
+                    f"'{_show(word)}' cannot serve {self.coll}: its rules name the library's algorithms of "
+                    f"that form, lib:{base}:<algorithm>{FORM_SUFFIX[form]} (the started forms have no mock-ups)",
+                )
+            return name
         if word.startswith(b"lib:"):
             raise self.fail(
                 self.line,

@@ -98,19 +98,64 @@ class Block(BaseModel):
         return self
 
 
+# The suffix of a section of a started form: `collective allreduce#nonblocking`.
+FORM_SUFFIX = {form: f"#{form}" for form in catalog.FORMS[1:]}
+NAME_LIMIT = 96   # a started form's member name, as native/core/ct_profile_impl.h CT_PROFILE_NAME
+
+
+def split_section(name: str) -> tuple[str, str]:
+    """(collective, form) of a section name: `allreduce` -> (allreduce, blocking),
+    `allreduce#persistent` -> (allreduce, persistent); ValueError for an unknown suffix."""
+    base, sep, form = name.partition("#")
+    if not sep:
+        return name, catalog.FORMS[0]
+    if form not in FORM_SUFFIX:
+        raise ValueError(f"unknown form {form!r} of {name!r}")
+    return base, form
+
+
+def started_member(collective: str, form: str, name: str) -> bool:
+    """Whether `name` is a library algorithm of `collective` in `form` by its shape,
+    `lib:<collective>:<algorithm>#<form>` (the C parser's ct_started_member)."""
+    head, suffix = f"lib:{collective}:", FORM_SUFFIX[form]
+    alg = name[len(head):len(name) - len(suffix)]
+    return (len(name.encode()) < NAME_LIMIT and name.startswith(head) and name.endswith(suffix)
+            and len(name) > len(head) + len(suffix) and ":" not in alg and "#" not in alg)
+
+
 class Section(BaseModel):
-    """The rules of one collective."""
+    """The rules of one collective in one form: `allreduce` (its blocking calls, served by
+    mock-ups), `allreduce#nonblocking` and `allreduce#persistent` (MPI_Iallreduce and
+    MPI_Allreduce_init, served by the library's algorithms of that form,
+    `lib:allreduce:<algorithm>#nonblocking`, which only MPI_Init can resolve)."""
 
     model_config = ConfigDict(frozen=True)
     collective: str
     blocks: tuple[Block, ...] = Field(min_length=1)
 
+    @property
+    def base(self) -> str:
+        return split_section(self.collective)[0]
+
+    @property
+    def form(self) -> str:
+        return split_section(self.collective)[1]
+
     @model_validator(mode="after")
     def _valid(self) -> Section:
         cat = catalog.load()
-        if self.collective not in cat.collective_names():
+        base, form = split_section(self.collective)
+        if base not in cat.collective_names():
             raise ValueError(f"unknown collective {self.collective!r}")
-        own = {v.name for v in cat.variants_of(self.collective)}
+        if form != catalog.FORMS[0]:
+            for block in self.blocks:
+                if block.layout is not None:
+                    raise ValueError(f"{self.collective}: layout block {block.name()} (a started call cannot "
+                                     "learn its layout without blocking)")
+                for rule in block.rules:
+                    if not started_member(base, form, rule.variant):
+                        raise ValueError(f"{rule.variant!r} is not lib:{base}:<algorithm>{FORM_SUFFIX[form]}")
+        own = {v.name for v in cat.variants_of(base)} if form == catalog.FORMS[0] else set()
         for prev, cur in zip(self.blocks, self.blocks[1:]):
             if prev.layout is not None and cur.layout is None:
                 raise ValueError(f"{self.collective}: {cur.name()} after a layout block (layout-free blocks first)")
@@ -120,7 +165,7 @@ class Section(BaseModel):
                 raise ValueError(f"{self.collective}: {cur.name()} not after {prev.name()}")
         for block in self.blocks:
             for rule in block.rules:
-                if rule.variant not in own:
+                if form == catalog.FORMS[0] and rule.variant not in own:
                     raise ValueError(f"variant {rule.variant!r} is not a variant of {self.collective}")
         return self
 
@@ -179,8 +224,8 @@ class Profile(BaseModel):
         return None
 
     def canonical_lines(self) -> list[str]:
-        """The rules as hashed by ct_profile_hash (collectives in byte order of their names); a
-        layout block's lines end in its layout, `NODESxPPN`."""
+        """The rules as hashed by ct_profile_hash (sections in byte order of their names, a started
+        form's with its suffix); a layout block's lines end in its layout, `NODESxPPN`."""
         lines = []
         for section in sorted(self.sections, key=lambda s: s.collective.encode()):
             for b in section.blocks:

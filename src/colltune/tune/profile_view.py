@@ -25,7 +25,8 @@ def render(profile: Profile):  # -> rich.console.RenderableType
     if not profile.sections:
         parts.append("no rules: every call goes to the MPI library")
     for section in profile.sections:
-        table = Table(title=f"{section.collective} ({cat_mpi(section.collective)})", title_justify="left")
+        title = cat.collective(section.base).function(section.form)   # MPI_Allreduce, MPI_Iallreduce
+        table = Table(title=f"{section.collective} ({title})", title_justify="left")
         table.add_column("procs", justify="right")
         table.add_column("from", justify="right")
         table.add_column("to", justify="right")
@@ -37,6 +38,10 @@ def render(profile: Profile):  # -> rich.console.RenderableType
             if block.layout is not None:
                 procs += f" on {block.nodes} node{'s' if block.nodes != 1 else ''} x {block.ppn}"
             for rule in block.rules:
+                if section.form != catalog.FORMS[0]:   # the library's own algorithm of that form
+                    table.add_row(procs, human_bytes(rule.lo), human_bytes(rule.hi), rule.variant, "-",
+                                  f"the library's {rule.variant.split(':')[2].split('#')[0]} algorithm")
+                    continue
                 v = cat.variant(rule.variant)
                 table.add_row(procs, human_bytes(rule.lo), human_bytes(rule.hi), rule.variant, v.guideline, v.rhs)
         parts.append(table)
@@ -44,4 +49,7 @@ def render(profile: Profile):  # -> rich.console.RenderableType
 
 
 def cat_mpi(collective: str) -> str:
-    return next(c.mpi for c in catalog.load().collectives if c.name == collective)
+    """The MPI function of a section (`allreduce#nonblocking` -> MPI_Iallreduce)."""
+    from colltune.tune.profile_model import split_section
+    base, form = split_section(collective)
+    return catalog.load().collective(base).function(form)

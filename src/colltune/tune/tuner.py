@@ -22,9 +22,15 @@ interposer selects by each communicator's own layout. With `per_layout` every un
 its block, a process count's only one too: rules that apply only where they were measured (the
 simulated layouts of SimGrid SMPI, docs/smpi.md, are exactly known).
 
-Library algorithms (`lib:<coll>:<alg>`) are reported but never written into a profile: the
-interposer cannot select them. `colltune export --native` writes them into the library's own
-tuning file (colltune.tune.native_export).
+Library algorithms of the blocking form (`lib:<coll>:<alg>`) are reported but never written into
+a profile: `colltune export --native` writes them into the library's own tuning file
+(colltune.tune.native_export). Those of the nonblocking and persistent forms
+(`lib:<coll>:<alg>#nonblocking`, measured against `default#nonblocking` by `colltune check`) are
+the only members of those forms: they go, by the same rules (significant, min_gain, no scratch),
+into the sections `<coll>#nonblocking` and `<coll>#persistent`, which the interposer serves
+(docs/profile.md, "Nonblocking and persistent forms"); those sections have layout-free blocks
+only (a started call cannot learn its layout without blocking), so a process count measured on
+several layouts keeps its layout-free block there.
 """
 
 from __future__ import annotations
@@ -155,19 +161,30 @@ def decide(verdicts: pd.DataFrame, settings: TuneSettings | None = None) -> pd.D
     library) and why; columns DECISION_COLUMNS."""
     settings = settings or TuneSettings()
     cat = catalog.load()
-    pattern = _with_layout(verdicts[verdicts["kind"] == "pattern"])
+    pattern = verdicts[verdicts["kind"] == "pattern"]
+    # the started forms' library algorithms, under their section's name (allreduce#nonblocking)
+    forms = verdicts["variant"].map(catalog.form_of)
+    started = verdicts[(verdicts["kind"] == "library") & (forms != catalog.FORMS[0])]
+    started = started.assign(collective=started["collective"] + "#" + forms[started.index])
+    pattern = _with_layout(pd.concat([pattern, started]) if not started.empty else pattern)
     rows = []
     keys = ["nprocs", "_nodes", "_ppn", "collective", "msg_bytes"]
     for (nprocs, nodes, ppn, coll, nbytes), group in pattern.groupby(keys, sort=True):
         best: tuple[float, str, int] | None = None
         reasons: list[str] = []
+        base, form = prof.split_section(str(coll))
         for _, v in group.sort_values("variant").iterrows():
             name = str(v["variant"])
             speedup = float(v["slowdown"])
-            if name.startswith("lib:") or name not in {x.name for x in cat.variants_of(str(coll))}:
+            if form != catalog.FORMS[0]:
+                if not prof.started_member(base, form, name):
+                    continue
+                scratch = 0   # the library's own algorithm: no arena memory
+            elif name.startswith("lib:") or name not in {x.name for x in cat.variants_of(str(coll))}:
                 continue
-            scratch = scratch_bytes(cat.variant(name).scratch, int(nbytes), int(nprocs),
-                                    settings.chunk_bytes, settings.element_bytes)
+            else:
+                scratch = scratch_bytes(cat.variant(name).scratch, int(nbytes), int(nprocs),
+                                        settings.chunk_bytes, settings.element_bytes)
             if _open(v):
                 reasons.append(f"{name}: {v['verdict']} (no rule from an undecided verdict)")
             elif not (_flag(v["significant"]) and speedup > 1.0):
@@ -260,7 +277,10 @@ def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
                   extension: Literal["between", "none"] = "between", per_layout: bool = False) -> prof.Profile:
     sections = []
     named = block_layouts(decisions, per_layout)
-    for coll in catalog.load().collective_names():
+    names = [name for coll in catalog.load().collective_names()
+             for name in (coll, *(coll + suffix for suffix in prof.FORM_SUFFIX.values()))]
+    for coll in names:
+        started = prof.split_section(coll)[1] != catalog.FORMS[0]
         d = decisions[decisions["collective"] == coll].fillna({"nodes": 0, "ppn": 0})
         free, per_layout = [], []
         for (nprocs, nodes, ppn), group in d.groupby(["nprocs", "nodes", "ppn"], sort=True):
@@ -268,7 +288,7 @@ def build_profile(decisions: pd.DataFrame, provenance: dict[str, str],
                      for r in group.itertuples()]
             rules = tuple(rules_from_decisions(pairs, extension))
             layout = named[(int(nprocs), (int(nodes), int(ppn)))]
-            if not rules:
+            if not rules or (started and layout is not None):   # no layout blocks for started calls
                 continue
             if layout is None:
                 free.append(prof.Block(procs_lo=int(nprocs), procs_hi=int(nprocs), rules=rules))

@@ -165,9 +165,12 @@ def measurements_of(db_path: str | Path, run_id: str) -> pd.DataFrame:
 def default_scope(profile: prof.Profile) -> tuple[list[str], list[int]]:
     """Collectives the profile tunes, and the process counts it was made for (its provenance
     `nprocs`, else the single-size blocks)."""
-    collectives = [s.collective for s in profile.sections]
+    # the blocking sections: the tuned variant the benchmark measures is a blocking call's (a
+    # nonblocking or persistent section's algorithms are measured by check, lib:...#<form>)
+    collectives = [s.collective for s in profile.sections if s.form == "blocking"]
     if not collectives:
-        raise ValidateError("the profile has no rules: nothing would change; there is nothing to validate")
+        raise ValidateError("the profile has no rules for blocking collectives: nothing validate measures "
+                            "would change (its nonblocking and persistent sections are judged by `colltune check`)")
     counts = [int(x) for x in profile.provenance.get("nprocs", "").split() if x.isdigit()]
     if not counts:
         counts = sorted({b.procs_lo for s in profile.sections for b in s.blocks if b.procs_lo == b.procs_hi})
