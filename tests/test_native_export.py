@@ -295,3 +295,50 @@ def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
     # Outside every range Intel MPI 2021 applies the last listed algorithm (measured), so the
     # settings reach past the measured interval: the file must say so.
     assert "outside the listed ranges Intel MPI applies the last listed algorithm" in out.read_text()
+
+
+def test_nonblocking_choices_and_tree() -> None:
+    """The nonblocking form's algorithms are chosen like the blocking ones and keyed `i<coll>`,
+    MPICH's name of that selection subtree (which MPI_<Coll>_init's schedule is chosen from too);
+    only its parameterless schedule builders (`sched_*`) are written."""
+    rows = [verdict(3, "allreduce", "lib:allreduce:sched_naive#nonblocking", n, 1.5) for n in (64, 1024)]
+    rows += [verdict(3, "allreduce", "lib:allreduce:ring", n, 1.5) for n in (64, 1024)]
+    df = pd.DataFrame(rows)
+    assert ne.choices_from_verdicts(df) == {("allreduce", 3): [ne.Segment(64, 1024, "ring")]}
+    assert ne.choices_from_verdicts(df, form="nonblocking") == {("iallreduce", 3): [ne.Segment(64, 1024, "sched_naive")]}
+    default = {"algorithm=MPIR_Iallreduce_intra_sched_recursive_doubling": {}}
+    base = {"collective=iallreduce": {"comm_type=intra": default}}
+    tree = ne.mpich_tree({("iallreduce", 3): [ne.Segment(64, 1024, "sched_naive")]}, base)
+    assert tree["collective=iallreduce"]["comm_type=intra"] == {
+        "comm_size<=2": default,
+        "comm_size<=3": {"avg_msg_size<=63": default,
+                         "avg_msg_size<=1024": {"algorithm=MPIR_Iallreduce_intra_sched_naive": {}},
+                         "avg_msg_size=any": default},
+        "comm_size=any": default}
+    with pytest.raises(ne.ExportError, match="MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM=tsp_ring"):
+        ne.mpich_container("iallreduce", "tsp_ring")
+
+
+@pytest.mark.mpich
+def test_mpich_selection_file_selects_the_nonblocking_algorithm(mpich: mpi.MpiLibrary, tmp_path: Path) -> None:
+    """An MPI_Iallreduce of 128 doubles (1024 B) under the exported file gets the bits of the
+    algorithm forced through MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM, not the default's; at 8192 B
+    (no choice) the default's."""
+    rows = [verdict(3, "allreduce", "lib:allreduce:sched_naive#nonblocking", n,
+                    1.5 if n in (64, 1024) else 0.9) for n in (64, 1024, 8192)]
+    db = make_db(tmp_path / "nb.duckdb", rows)
+    proof = tmp_path / "proof.txt"
+    proof.write_text("colltune-proof 2\nsizes 2,3,4\nmember lib:allreduce:sched_naive#nonblocking "
+                     "passed separate/builtin/float\n")
+    sel = ne.export(db, "mpich", tmp_path / "nb.json", mpi=mpich, proof_file=proof)
+    env = _env_file(tmp_path / "nb.json.env")
+    src = tmp_path / "isumbits.c"
+    src.write_text(SUMBITS.replace("int rc = MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);",
+                                   "MPI_Request rq;\n    int rc = MPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, "
+                                   "MPI_COMM_WORLD, &rq);\n    if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);"))
+    exe = build.compile_program(mpich, [src], tmp_path / "isumbits")
+    forced = {"MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM": "sched_naive"}
+    tuned = _sumbits(mpich, exe, 3, 128, env)
+    assert "collective=iallreduce" in json.loads(sel.read_text())
+    assert tuned == _sumbits(mpich, exe, 3, 128, forced) != _sumbits(mpich, exe, 3, 128, {})
+    assert _sumbits(mpich, exe, 3, 1024, env) == _sumbits(mpich, exe, 3, 1024, {})

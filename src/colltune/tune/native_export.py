@@ -58,14 +58,22 @@ def _algorithm(variant: str) -> str:
     parts = variant.split(":", 2)
     if len(parts) != 3 or parts[0] != "lib" or not parts[2]:
         raise ExportError(f"{variant!r} is not a library algorithm variant (lib:<collective>:<algorithm>)")
-    return parts[2]
+    return parts[2].split("#")[0]
 
 
-def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10) -> Choices:
-    """Best library algorithm per measured point, merged into segments (range rule of tune)."""
-    # the blocking calls' algorithms only: the native files choose those (other forms' are measured)
+# The nonblocking form's choices are keyed by the library's name of that collective, i<coll>
+# (MPICH's selection tree `collective=iallreduce`, which MPI_Allreduce_init's schedule is chosen
+# from too); Open MPI's libnbc and Intel MPI have no per-size file for it.
+STARTED_PREFIX = "i"
+
+
+def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10, form: str = "blocking") -> Choices:
+    """Best library algorithm per measured point, merged into segments (range rule of tune); of
+    the blocking calls, or (`form` nonblocking) of MPI_I<coll>, keyed `i<coll>`."""
     lib = verdicts[(verdicts["kind"] == "library")
-                   & (verdicts["variant"].map(catalog.form_of) == "blocking")]
+                   & (verdicts["variant"].map(catalog.form_of) == form)]
+    if form != "blocking":
+        lib = lib.assign(collective=STARTED_PREFIX + lib["collective"])
     out: Choices = {}
     for (coll, nprocs), group in lib.groupby(["collective", "nprocs"], sort=True):
         points: list[tuple[int, str | None]] = []
@@ -250,8 +258,29 @@ MPICH_PLAIN = {
 }
 
 
+def _base(coll: str) -> str:
+    """The collective of a choice's key: `iallreduce` -> allreduce (the nonblocking form's)."""
+    names = catalog.load().collective_names()
+    return coll[len(STARTED_PREFIX):] if coll not in names and coll[len(STARTED_PREFIX):] in names else coll
+
+
+def _member(coll: str, algorithm: str) -> str:
+    """The proof's name of a choice: lib:allreduce:ring, lib:allreduce:sched_naive#nonblocking."""
+    base = _base(coll)
+    return f"lib:{base}:{algorithm}" + ("#nonblocking" if base != coll else "")
+
+
+def _plain(coll: str, algorithm: str) -> bool:
+    """A container without parameters: MPICH_PLAIN's, and for the nonblocking form its schedule
+    builders (`sched_*`: MPICH's own default tree names them bare; the `tsp_*` ones take radix
+    and tree parameters)."""
+    if _base(coll) != coll:
+        return algorithm.startswith("sched_")
+    return algorithm in MPICH_PLAIN.get(coll, set())
+
+
 def mpich_container(coll: str, algorithm: str) -> str:
-    if algorithm not in MPICH_PLAIN.get(coll, set()):
+    if not _plain(coll, algorithm):
         raise ExportError(f"MPICH {coll} algorithm {algorithm!r} cannot be written into a selection file "
                           f"(it needs parameters); use MPIR_CVAR_{coll.upper()}_INTRA_ALGORITHM={algorithm} instead")
     name = coll[0].upper() + coll[1:]
@@ -291,6 +320,7 @@ def _embedded_tree(blob: bytes) -> dict | None:
 
 
 def _mpich_size_key(coll: str) -> tuple[str, int]:
+    coll = _base(coll)   # MPICH's nonblocking tree measures as the blocking one
     if coll in MPICH_AVG:
         return "avg_msg_size", 1
     if coll in MPICH_TOTAL:
@@ -444,7 +474,7 @@ def drop_unproven(choices: Choices, proof_file: Path) -> tuple[Choices, dict[str
         coll = key[0]
         good = []
         for seg in segments:
-            member = f"lib:{coll}:{seg.algorithm}"
+            member = _member(coll, seg.algorithm)
             if member in failed:
                 refused[member] = failed[member]
             elif member not in passed:
@@ -479,10 +509,13 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         raise ExportError(f"{db_path} has no verdicts on library algorithms: run `colltune check` with "
                           "library algorithms (lib:<collective>:<algorithm>) measured first")
     choices = choices_from_verdicts(verdicts, min_gain)
-    if not choices:
+    if not choices and not (library == "mpich" and choices_from_verdicts(verdicts, min_gain, form="nonblocking")):
         raise ExportError(f"no algorithm of the library was significantly and {min_gain:.0%} faster than its default "
                           f"at any point the check measured in {db_path}: the library's own choice is best there, "
                           "and a tuning file would change nothing")
+    started = choices_from_verdicts(verdicts, min_gain, form="nonblocking")
+    if library == "mpich":
+        choices.update(started)
     refused: dict[str, list[str]] = {}
     if library in ("openmpi", "mpich"):
         lib = mpi if mpi is not None else _resolve(library)
@@ -514,6 +547,10 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
               f"algorithm ranges from {db_path}")
     if refused:
         header += "\n# left out (failed the proof, docs/select.md): " + _refusals(refused)
+    if started and library != "mpich":
+        header += (f"\n# not written: {sum(len(v) for v in started.values())} ranges of the nonblocking form's "
+                   "algorithms ({library} has no per-size file for them; a profile's <coll>#nonblocking "
+                   "section serves them, docs/profile.md)").replace("{library}", library)
     if library == "intel":
         header += ("\n# note: outside the listed ranges Intel MPI applies the last listed algorithm (measured "
                    "with 2021.18),\n# not its own default: these settings reach past the measured sizes")
