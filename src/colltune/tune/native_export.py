@@ -270,12 +270,17 @@ def _member(coll: str, algorithm: str) -> str:
     return f"lib:{base}:{algorithm}" + ("#nonblocking" if base != coll else "")
 
 
+# The nonblocking form's transport-based algorithms whose container takes no parameters (MPICH
+# 5.0.2 reads `algorithm=MPIR_Iallreduce_intra_tsp_ring` bare and runs it:
+# tests/test_native_export.py); the other tsp_* take radix and tree parameters.
+MPICH_PLAIN_TSP = {"tsp_ring"}
+
+
 def _plain(coll: str, algorithm: str) -> bool:
     """A container without parameters: MPICH_PLAIN's, and for the nonblocking form its schedule
-    builders (`sched_*`: MPICH's own default tree names them bare; the `tsp_*` ones take radix
-    and tree parameters)."""
+    builders (`sched_*`: MPICH's own default tree names them bare) and MPICH_PLAIN_TSP."""
     if _base(coll) != coll:
-        return algorithm.startswith("sched_")
+        return algorithm.startswith("sched_") or algorithm in MPICH_PLAIN_TSP
     return algorithm in MPICH_PLAIN.get(coll, set())
 
 
