@@ -225,8 +225,15 @@ def test_tunable_follows_the_proof(tmp_path):
                                                       "lib:bcast:ring#nonblocking": frozenset({"int"})}, str(proof))
     table = {r.name: (r.tunable, r.tunable_rule) for r in where.rows(run, tunability)}
     assert table["MPI_Allreduce"] == (True, "1 of 9 members proven (blocking form, openmpi)")
-    assert table["MPI_Iallreduce"] == (False, "none of its 4 members of the nonblocking form proven on this "
-                                              "build (colltune selftest --nonblocking)")
+    assert table["MPI_Iallreduce"] == (False, "none of its 4 members of the nonblocking form is in this build's "
+                                              "proof (the library offers none at run time, or colltune selftest "
+                                              "--nonblocking has not run)")
+    # a member in the proof that passed no class
+    failed = where.Tunability("openmpi", {"lib:bcast:chain": frozenset()}, "p")
+    assert failed.decide("MPI_Barrier") == (False, "none of its 7 members of the blocking form is in this build's "
+                                                   "proof (the library offers none at run time, or colltune "
+                                                   "selftest has not run)")
+    assert failed.decide("MPI_Bcast") == (False, "none of its 11 members of the blocking form passed this build's proof")
     assert where.Tunability.of_run(run, tmp_path / "none.txt") == where.Tunability("openmpi")
     doc = where.as_json(run, where.rows(run, tunability), tunability)
     assert (doc["tunable_library"], doc["tunable_proof"]) == ("openmpi", str(proof))

@@ -170,9 +170,11 @@ class Tunability:
             if at_launch:
                 what += f", {len(at_launch)} library algorithms set per launch"
             return True, f"{what} ({form} form, {self.library})"
+        if any(m in self.proven for m in members):
+            return False, f"none of its {len(members)} members of the {form} form passed this build's proof"
         flag = {"nonblocking": " --nonblocking", "persistent": " --persistent"}.get(form, "")
-        return False, (f"none of its {len(members)} members of the {form} form proven on this build "
-                       f"(colltune selftest{flag})")
+        return False, (f"none of its {len(members)} members of the {form} form is in this build's proof "
+                       f"(the library offers none at run time, or colltune selftest{flag} has not run)")
 
     def describe(self) -> str:
         """The rule in one line, for the coverage figure."""
