@@ -60,6 +60,10 @@ PERSISTENT_STARTS = {
     f"persistent starts: MPI_Start + MPI_Wait only, learning, {P_MEMBER} proven, tracing":
         {"COLLTUNE_SELECT": "-", "COLLTUNE_PROOF": "@proof", "COLLTUNE_TRACE_DIR": "@traces",
          "FORMS_LOOP_ONLY": "start"}}
+# The wrappers with arguments on the stack (10 and 11 arguments), with nothing set: their
+# pass-through is an assembly stub on x86-64 (native/gen/gen_forms.py STUB_PRELUDE).
+STACK = {"stack arguments: MPI_I{gatherv,scatterv,alltoallv,alltoallw} and their *_init, nothing set":
+         {"FORMS_LOOP_ONLY": "stack"}}
 # counted only inside the loop's calls: MPI_Init's one-off work (the proof's reading) left out
 LOOP_CALLS = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_c", "MPI_Iallreduce_c", "MPI_Wait",
               "MPI_Start", "MPI_Allreduce_init")
@@ -81,7 +85,7 @@ def main() -> None:
         exe = build.compile_program(lib, [HERE / "forms_loop.c"], Path(tmp) / "forms_loop")
         print(f"{lib.name} ({lib.short_version}): instructions per iteration in libcolltune.so "
               f"(rank 0, exclusive, {args.calls} iterations)")
-        cases = dict(CASES)
+        cases = {**CASES, **STACK}
         if args.learning:
             from colltune.measure import proof
 

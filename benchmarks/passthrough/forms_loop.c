@@ -8,7 +8,11 @@
  * MPI_Iallreduce + MPI_Wait) and nothing else: the learning mode's cost per blocking and per
  * started call, side by side; =allreduce_c and =iallreduce_c the same through the large-count
  * bindings (MPI 4 libraries); =start makes one MPI_Allreduce_init request (after a blocking
- * collective: the learning mode decides it) and each iteration one MPI_Start + MPI_Wait of it.
+ * collective: the learning mode decides it) and each iteration one MPI_Start + MPI_Wait of it;
+ * =stack makes each iteration call every wrapper with arguments on the stack that an
+ * application can loop over cheaply: MPI_I{gatherv,scatterv,alltoallv,alltoallw} (+ MPI_Wait)
+ * and, with persistent collectives, MPI_{Gatherv,Scatterv,Alltoallv,Alltoallw}_init (+
+ * MPI_Request_free), the _c bindings of the four nonblocking ones too (MPI 4), one int per rank.
  *
  *   forms_loop CALLS [ignored]
  */
@@ -22,6 +26,80 @@
 #else
 #define PERSISTENT 0
 #endif
+
+/* FORMS_LOOP_ONLY=stack: the 10- and 11-argument wrappers, each once per iteration. */
+static void stack_loop(long calls, double *sum)
+{
+    int p;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    int *in = calloc((size_t)p, sizeof(int)), *out = calloc((size_t)p, sizeof(int));
+    int *counts = malloc((size_t)p * sizeof(int)), *displs = malloc((size_t)p * sizeof(int));
+    int *bdispls = malloc((size_t)p * sizeof(int));
+    MPI_Datatype *types = malloc((size_t)p * sizeof(MPI_Datatype));
+    for (int r = 0; r < p; r++) {
+        in[r] = r + 1;
+        counts[r] = 1;
+        displs[r] = r;
+        bdispls[r] = r * (int)sizeof(int);
+        types[r] = MPI_INT;
+    }
+#if MPI_VERSION >= 4
+    MPI_Count *ccounts = malloc((size_t)p * sizeof(MPI_Count));
+    MPI_Aint *cdispls = malloc((size_t)p * sizeof(MPI_Aint));
+    MPI_Aint *cbdispls = malloc((size_t)p * sizeof(MPI_Aint));
+    for (int r = 0; r < p; r++) {
+        ccounts[r] = 1;
+        cdispls[r] = r;
+        cbdispls[r] = r * (MPI_Aint)sizeof(int);
+    }
+#endif
+    MPI_Request rq;
+    for (long i = 0; i < calls; i++) {
+        MPI_Igatherv(in, 1, MPI_INT, out, counts, displs, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Iscatterv(in, counts, displs, MPI_INT, out, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Ialltoallv(in, counts, displs, MPI_INT, out, counts, displs, MPI_INT, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Ialltoallw(in, counts, bdispls, types, out, counts, bdispls, types, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+#if MPI_VERSION >= 4
+        MPI_Igatherv_c(in, 1, MPI_INT, out, ccounts, cdispls, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Iscatterv_c(in, ccounts, cdispls, MPI_INT, out, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Ialltoallv_c(in, ccounts, cdispls, MPI_INT, out, ccounts, cdispls, MPI_INT, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Ialltoallw_c(in, ccounts, cbdispls, types, out, ccounts, cbdispls, types, MPI_COMM_WORLD, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+#endif
+#if PERSISTENT
+        MPI_Gatherv_init(in, 1, MPI_INT, out, counts, displs, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+        MPI_Request_free(&rq);
+        MPI_Scatterv_init(in, counts, displs, MPI_INT, out, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+        MPI_Request_free(&rq);
+        MPI_Alltoallv_init(in, counts, displs, MPI_INT, out, counts, displs, MPI_INT, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &rq);
+        MPI_Request_free(&rq);
+        MPI_Alltoallw_init(in, counts, bdispls, types, out, counts, bdispls, types, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &rq);
+        MPI_Request_free(&rq);
+#endif
+        for (int r = 0; r < p; r++)
+            *sum += out[r];
+    }
+#if MPI_VERSION >= 4
+    free(ccounts);
+    free(cdispls);
+    free(cbdispls);
+#endif
+    free(in);
+    free(out);
+    free(counts);
+    free(displs);
+    free(bdispls);
+    free(types);
+}
 
 int main(int argc, char **argv)
 {
@@ -56,6 +134,10 @@ int main(int argc, char **argv)
         calls = 0;
     }
 #endif
+    if (only != NULL && strcmp(only, "stack") == 0) {
+        stack_loop(calls, &sum);
+        calls = 0;
+    }
     for (long i = 0; i < calls && (blocking_only || started_only); i++) {
 #if MPI_VERSION >= 4
         if (large && blocking_only)

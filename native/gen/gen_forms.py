@@ -181,9 +181,71 @@ def serve(fn: Function) -> list[str]:
     ]
 
 
+# x86-64 SysV passes the first six integer arguments in registers, the rest on the stack.
+REGISTER_ARGS = 6
+
+# The wrappers with arguments on the stack are assembly stubs where the target allows it (x86-64
+# ELF, GCC or Clang, not SMPI, whose smpicc builds rank code differently): GCC 12.2 loads every
+# stack argument into a register (saving callee-saved ones to hold them) before the watch test
+# and stores them back for the tail call, 12-15 instructions of pass-through for the 10- and
+# 11-argument functions, whatever the C shape. The stub tests the flag byte and jumps: to the
+# C wrapper (renamed ct_slow_<MPI name>, hidden, same signature) while the flag is set, else to
+# PMPI_<name> through the PLT; the stack arguments and the return address are the application's
+# in both, so the C wrapper works as before (its own first test is then redundant, and it takes
+# the call site as its return address). .cfi_startproc gives the stub the entry frame rule
+# (CFA rsp+8, return address at CFA-8), which holds at each of its three instructions.
+STUB_PRELUDE = [
+    "#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \\",
+    "    && !defined(COLLTUNE_ABI_FAMILY_SMPI)",
+    "#define CT_STUBS 1",
+    "#if defined(__CET__) && (__CET__ & 1)",
+    '#define CT_STUB_ENDBR "\\tendbr64\\n"',
+    "#else",
+    '#define CT_STUB_ENDBR ""',
+    "#endif",
+    "/* MPI_<name>: `test` sets ZF when the wrapper passes through. */",
+    "#define CT_STUB(name, test)                                                     \\",
+    '    __asm__("\\t.pushsection .text\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_STUB_ENDBR             \\',
+    '            "\\t" test "\\n\\tjne ct_slow_" #name "\\n\\tjmp P" #name "@PLT\\n"            \\',
+    '            "\\t.cfi_endproc\\n\\t.size " #name ", .-" #name "\\n\\t.popsection\\n");',
+    '_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");',
+    "#else",
+    "#define CT_STUBS 0",
+    "#endif",
+    "",
+]
+
+
+def stubbed(fn: Function) -> bool:
+    """Its wrapper is an assembly stub where CT_STUBS: it has arguments on the stack."""
+    return len(params(fn)) > REGISTER_ARGS
+
+
+def flag_asm(fn: Function) -> str:
+    """The stub's test of the wrapper's flag (the C test's, ZF set when it passes through)."""
+    return "cmpb $0, ct_start_watch(%rip)" if served_started(fn) else "testb $1, ct_watch(%rip)"
+
+
+def entry(fn: Function, pairs: list[tuple[str, str]]) -> list[str]:
+    """The C wrapper's first line: the exported function, or the stub's slow path."""
+    if not stubbed(fn):
+        return [f"int {fn.mpi}({decl(pairs)})"]
+    return [
+        "#if CT_STUBS",
+        f'CT_STUB({fn.mpi}, "{flag_asm(fn)}")',
+        f"CT_HIDDEN int ct_slow_{fn.mpi}({decl(pairs)});",
+        f"CT_HIDDEN int ct_slow_{fn.mpi}({decl(pairs)})",
+        "#else",
+        f"int {fn.mpi}({decl(pairs)})",
+        "#endif",
+    ]
+
+
 def wrapper(fn: Function) -> list[str]:
     """Pass-through is one test and a tail call: the watched path has the wrapper's signature and
-    takes the call site as its own return address (see gen_wrappers.split)."""
+    takes the call site as its own return address (see gen_wrappers.split). With arguments on
+    the stack, an assembly stub in front of it where the target allows (STUB_PRELUDE)."""
     pairs = params(fn)
     names = ", ".join(n for _, n in pairs)
     comm = "comm" if any(a.role == "comm" for a in fn.coll.args) else "MPI_COMM_NULL"
@@ -206,7 +268,7 @@ def wrapper(fn: Function) -> list[str]:
         "    return rc;",
         "}",
         "",
-        f"int {fn.mpi}({decl(pairs)})",
+        *entry(fn, pairs),
         "{",
         f"    if (CT_LIKELY(!{flag}))",
         f"        return P{fn.mpi}({names});",
@@ -269,6 +331,7 @@ def generate() -> str:
         *(info(f) for f in fns),
         "};",
         "",
+        *STUB_PRELUDE,
     ]
     for fn in fns:
         if not served(fn):

@@ -143,6 +143,25 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_NEIGHBOR_ALLTOALLW_INIT_C] = {"neighbor_alltoallw_init_c", "neighbor_alltoallw", -1, CT_FORM_PERSISTENT, 1, 0},
 };
 
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
+    && !defined(COLLTUNE_ABI_FAMILY_SMPI)
+#define CT_STUBS 1
+#if defined(__CET__) && (__CET__ & 1)
+#define CT_STUB_ENDBR "\tendbr64\n"
+#else
+#define CT_STUB_ENDBR ""
+#endif
+/* MPI_<name>: `test` sets ZF when the wrapper passes through. */
+#define CT_STUB(name, test)                                                     \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
+            "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
+            "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
+_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+#else
+#define CT_STUBS 0
+#endif
+
 static __attribute__((noinline)) int ct_serve_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const ct_call call = {
@@ -183,7 +202,13 @@ static __attribute__((noinline)) int ct_watched_iallgather(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallgather, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -239,7 +264,13 @@ static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallgather_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -291,7 +322,13 @@ static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allgather_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -349,7 +386,13 @@ static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sen
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allgather_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -400,7 +443,13 @@ static __attribute__((noinline)) int ct_watched_iallreduce(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallreduce, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -455,7 +504,13 @@ static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallreduce_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -507,7 +562,13 @@ static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allreduce_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -564,7 +625,13 @@ static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sen
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allreduce_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -615,7 +682,13 @@ static __attribute__((noinline)) int ct_watched_ialltoall(const void *sendbuf, i
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoall, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -671,7 +744,13 @@ static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoall_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -723,7 +802,13 @@ static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoall_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -781,7 +866,13 @@ static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *send
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoall_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -938,7 +1029,13 @@ static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int cou
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Bcast_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
@@ -994,7 +1091,13 @@ static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_C
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Bcast_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
@@ -1045,7 +1148,13 @@ static __attribute__((noinline)) int ct_watched_igather(const void *sendbuf, int
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Igather, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -1100,7 +1209,13 @@ static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, M
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Igather_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -1152,7 +1267,13 @@ static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Gather_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -1209,7 +1330,13 @@ static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Gather_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -1260,7 +1387,13 @@ static __attribute__((noinline)) int ct_watched_ireduce(const void *sendbuf, voi
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
@@ -1314,7 +1447,13 @@ static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, v
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
@@ -1366,7 +1505,13 @@ static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
@@ -1422,7 +1567,13 @@ static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
@@ -1473,7 +1624,13 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce_scatter_block, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
@@ -1528,7 +1685,13 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const vo
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce_scatter_block_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
@@ -1580,7 +1743,13 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_scatter_block_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
@@ -1637,7 +1806,13 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(cons
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_scatter_block_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
@@ -1688,7 +1863,13 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *send
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce_scatter, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
@@ -1712,7 +1893,13 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_c(const void *se
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ireduce_scatter_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
@@ -1762,7 +1949,13 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_scatter_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
@@ -1788,7 +1981,13 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init_c(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Reduce_scatter_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
@@ -1837,7 +2036,13 @@ static __attribute__((noinline)) int ct_watched_iscan(const void *sendbuf, void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscan, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -1892,7 +2097,13 @@ static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, voi
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscan_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -1944,7 +2155,13 @@ static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, v
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scan_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -2001,7 +2218,13 @@ static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scan_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -2052,7 +2275,13 @@ static __attribute__((noinline)) int ct_watched_iscatter(const void *sendbuf, in
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscatter, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -2107,7 +2336,13 @@ static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscatter_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -2159,7 +2394,13 @@ static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scatter_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -2216,7 +2457,13 @@ static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scatter_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -2243,7 +2490,13 @@ static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
@@ -2293,7 +2546,13 @@ static __attribute__((noinline)) int ct_watched_iallgatherv(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallgatherv, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
@@ -2318,7 +2577,13 @@ static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iallgatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
@@ -2369,7 +2634,13 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *send
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allgatherv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
@@ -2396,7 +2667,13 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *se
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Allgatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
@@ -2420,7 +2697,13 @@ static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
@@ -2469,7 +2752,13 @@ static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoallv, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
@@ -2493,7 +2782,13 @@ static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoallv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
@@ -2543,7 +2838,13 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
@@ -2569,7 +2870,13 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *sen
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
@@ -2593,7 +2900,13 @@ static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#else
 int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
@@ -2642,7 +2955,13 @@ static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoallw, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
@@ -2666,7 +2985,13 @@ static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ialltoallw_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
@@ -2716,7 +3041,13 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallw_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
@@ -2742,7 +3073,13 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *sen
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Alltoallw_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
@@ -2892,7 +3229,13 @@ static __attribute__((noinline)) int ct_watched_iexscan(const void *sendbuf, voi
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iexscan, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -2947,7 +3290,13 @@ static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, v
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iexscan_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -2999,7 +3348,13 @@ static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Exscan_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -3056,7 +3411,13 @@ static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Exscan_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
@@ -3082,7 +3443,13 @@ static __attribute__((noinline)) int ct_watched_gatherv_c(const void *sendbuf, M
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Gatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
@@ -3131,7 +3498,13 @@ static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, in
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Igatherv, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
@@ -3155,7 +3528,13 @@ static __attribute__((noinline)) int ct_watched_igatherv_c(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Igatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
@@ -3205,7 +3584,13 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Gatherv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
@@ -3231,7 +3616,13 @@ static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *sendb
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Gatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
@@ -3279,7 +3670,13 @@ static __attribute__((noinline)) int ct_watched_scatterv_c(const void *sendbuf, 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scatterv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
@@ -3328,7 +3725,13 @@ static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, c
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscatterv, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -3352,7 +3755,13 @@ static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *sendbuf,
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Iscatterv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
@@ -3402,7 +3811,13 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scatterv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!ct_start_watch))
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -3428,7 +3843,13 @@ static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *send
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Scatterv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
@@ -3451,7 +3872,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather(const void *s
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgather, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -3473,7 +3900,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgather_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -3496,7 +3929,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_allgather, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -3518,7 +3957,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather_c(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_allgather_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -3542,7 +3987,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const vo
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgather_init, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -3566,7 +4017,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init_c(const 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgather_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -3589,7 +4046,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgatherv, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
@@ -3611,7 +4074,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
@@ -3634,7 +4103,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_allgatherv, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
@@ -3656,7 +4131,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv_c(const voi
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
@@ -3680,7 +4161,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const v
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgatherv_init, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
@@ -3704,7 +4191,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init_c(const
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_allgatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
@@ -3727,7 +4220,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall(const void *se
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoall, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -3749,7 +4248,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoall_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -3772,7 +4277,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *s
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoall, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -3794,7 +4305,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall_c(const void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoall_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
@@ -3818,7 +4335,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const voi
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoall_init, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -3842,7 +4365,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init_c(const v
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoall_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -3865,7 +4394,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *s
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallv, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
@@ -3887,7 +4422,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
@@ -3910,7 +4451,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoallv, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
@@ -3932,7 +4479,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
@@ -3956,7 +4509,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const vo
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallv_init, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
@@ -3980,7 +4539,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallv_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
@@ -4003,7 +4568,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *s
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallw, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
@@ -4025,7 +4596,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#else
 int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
@@ -4048,7 +4625,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoallw, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
@@ -4070,7 +4653,13 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Ineighbor_alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
@@ -4094,7 +4683,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const vo
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallw_init, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
@@ -4118,7 +4713,13 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const 
     return rc;
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Neighbor_alltoallw_init_c, "testb $1, ct_watch(%rip)")
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
         return PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);

@@ -1,0 +1,99 @@
+"""Pass-through of every generated C collective wrapper stays under 10 instructions (issue 33),
+read from the built libcolltune.so (objdump).
+
+The wrappers with arguments on the stack (more than six: MPI_I{gatherv,scatterv,alltoallv,
+alltoallw}, the *_init of the v/w forms...) are assembly stubs on x86-64 (native/gen/gen_forms.py
+STUB_PRELUDE): the flag test, `jne ct_slow_<name>` and `jmp PMPI_<name>@plt`, exactly. GCC 12.2
+compiled the C shape of the 10- and 11-argument ones to 12-15 instructions before the jump. The
+stubs' exactness is test_every.py's (every function run with its results checked, pass-through,
+counting, profiling, force, profile, learning) and test_overlap.py's.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from colltune.mpi import build
+
+GEN = Path(__file__).resolve().parents[1] / "native" / "gen"
+sys.path.insert(0, str(GEN))
+import gen_forms  # noqa: E402
+
+pytestmark = pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("objdump") is None,
+                                reason="x86-64 stubs, read with objdump")
+FUNCTION = re.compile(r"^[0-9a-f]+ <(\w+)>:$")
+INSN = re.compile(r"^\s+[0-9a-f]+:\s+(.*?)\s*$")
+
+
+def disassembly(so: Path) -> dict[str, list[str]]:
+    """Exported function -> its instructions (objdump, no raw bytes)."""
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(so)], capture_output=True,
+                          text=True, check=True).stdout
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if m := FUNCTION.match(line):
+            current = out.setdefault(m.group(1), [])
+        elif current is not None and (m := INSN.match(line)):
+            current.append(m.group(1))
+    return out
+
+
+def straight_path(insns: list[str]) -> list[str]:
+    """The instructions up to the first unconditional jump or return (branches not taken)."""
+    for i, insn in enumerate(insns):
+        if insn.startswith(("jmp", "ret")):
+            return insns[:i + 1]
+    return insns
+
+
+def wrapped(family: str) -> list[gen_forms.Function]:
+    """The table's functions this library's build defines (the _c bindings need MPI 4: MPICH)."""
+    return [f for f in gen_forms.functions() if not f.large or family == "mpich"]
+
+
+def check_build(art: build.Artifacts) -> None:
+    code = disassembly(art.libcolltune)
+    fns = wrapped(art.family)
+    stubbed = [f for f in fns if gen_forms.stubbed(f) and not gen_forms.served(f)]
+    assert {"MPI_Igatherv", "MPI_Ialltoallw", "MPI_Alltoallw_init"} <= {f.mpi for f in stubbed}
+    for fn in stubbed:
+        insns = code[fn.mpi]
+        flag = "ct_start_watch" if gen_forms.served_started(fn) else "ct_watch"
+        assert len(insns) >= 3, (fn.mpi, insns)
+        assert re.match(rf"(cmpb\s+\$0x0|testb\s+\$0x1),0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <{flag}>$",
+                        insns[0]), (fn.mpi, insns[:3])
+        assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{fn.mpi}>$", insns[1]), (fn.mpi, insns[:3])
+        assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
+    for fn in fns:   # every C wrapper of a collective, stub or C
+        path = straight_path(code[fn.mpi])
+        assert len(path) < 10 and re.search(rf"<P{fn.mpi}(@plt|@Base)?>", path[-1]), (fn.mpi, path)
+
+
+def test_openmpi_wrappers_pass_through_in_few_instructions(openmpi_build: build.Artifacts) -> None:
+    check_build(openmpi_build)
+
+
+def test_mpich_wrappers_pass_through_in_few_instructions(mpich_build: build.Artifacts) -> None:
+    check_build(mpich_build)
+
+
+def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
+    """The exception is one rule of the generator: more than six arguments (x86-64 SysV passes
+    six in registers); the generated file has the C wrapper as the fallback of each."""
+    fns = {f.mpi: f for f in gen_forms.functions()}
+    assert gen_forms.stubbed(fns["MPI_Igatherv"]) and gen_forms.stubbed(fns["MPI_Iallreduce"])
+    assert not gen_forms.stubbed(fns["MPI_Ibarrier"]) and not gen_forms.stubbed(fns["MPI_Ibcast"])
+    text = (GEN.parent / "generated" / "ct_form_wrappers.c").read_text()
+    for name, fn in fns.items():
+        if gen_forms.served(fn) or not gen_forms.stubbed(fn):
+            continue
+        assert f"CT_STUB({name}, " in text and f"CT_HIDDEN int ct_slow_{name}(" in text, name
+        assert re.search(rf"#else\nint {name}\(", text), name
