@@ -129,3 +129,20 @@ def test_form_comparisons_pair_the_two_collectives():
         ("barrier", "allreduce", "F3", 0, "MPI_Barrier(0 B)", "MPI_Allreduce(1 B)", (0.5, 0.5),
          (0.7, 0.8)),
     ]   # no F2: Scan was not measured
+
+
+def test_learning_decides_allgatherv_on_its_mean_block(openmpi, openmpi_build, programs, tmp_path):
+    """The learning mode's size of an MPI_Allgatherv is the table's `sum(recvcounts) *
+    size(recvtype) / p` (learn.c computes it inline, ct_bytes_forms' CT_BYTES_SUM): on 3 ranks
+    ct_irregular's equal counts (5 each) give 20 bytes, its irregular ones (0, 8, 4) 16, its zero
+    ones 0, for MPI_INT and for the vector type (4 bytes of data each), in place or not."""
+    from colltune import catalog
+    from colltune.learn import traces
+    # no warm-up: every call of the run is decided and traced
+    run = irregular(openmpi, openmpi_build, programs, 3, learn="-", trace_dir=tmp_path,
+                    extra={"COLLTUNE_LIBRARY_WARMUP": "0"})
+    index = catalog.load().collective_names().index("allgatherv")
+    for rank in range(3):
+        records = traces.read_trace(tmp_path / f"rank-{rank}.cttrace").records
+        sizes = Counter(int(r["msg_bytes"]) for r in records if int(r["collective"]) == index)
+        assert sizes == {20: 4, 16: 4, 0: 4}, (rank, sizes)

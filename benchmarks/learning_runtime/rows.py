@@ -31,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpi", default=None, help="MPI library (colltune mpi list); default: the embedded one")
     ap.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated (default: %(default)s)")
+    ap.add_argument("--split", action="store_true", help="also print where each row's instructions run")
     args = ap.parse_args()
     lib = mpi.resolve(args.mpi)
     art = build.ensure_built(lib)
@@ -47,11 +48,15 @@ def main() -> None:
         print(f"{'collective':<12}" + "".join(f"{m:>30}" for m in modes))
         for coll in args.collectives.split(","):
             function = "MPI_" + coll.capitalize()
-            row = []
+            row, splits = [], []
             for extra in modes.values():
                 costs = callgrind(lib, art, exe, extra, (coll, str(CALLS)), function)
-                row.append(sum(v for k, v in costs.items() if not k.startswith("(once)")))
+                per_call = {k: v for k, v in costs.items() if not k.startswith("(once)")}
+                row.append(sum(per_call.values()))
+                splits.append(", ".join(f"{k} {v:.0f}" for k, v in sorted(per_call.items(), key=lambda kv: -kv[1])))
             print(f"{coll:<12}" + "".join(f"{v:>30.1f}" for v in row), flush=True)
+            for mode, split in zip(modes, splits) if args.split else ():
+                print(f"    {mode}: {split}", flush=True)
 
 
 if __name__ == "__main__":

@@ -161,11 +161,16 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
 
 def bytes_form(c: tbl.Collective) -> str:
     """`{count offset, datatype offset}` of a plain `count * size(type)` collective,
-    {CT_BYTES_ZERO, -1} of one whose bytes are 0, else {-1, -1}."""
+    {CT_BYTES_ZERO, -1} of one whose bytes are 0, {CT_BYTES_SUM, datatype offset, counts offset,
+    1 if divided by p} of a `sum(counts) * size(type) [/ p]` one, else {-1, -1}."""
     main, alt = bytes_parts(c)
     if alt is None and main.strip() == "0":
         return "{CT_BYTES_ZERO, -1}"
     roles = {a.role for a in c.args}
+    s = re.fullmatch(r"sum\((\w+)\)\s*\*\s*size\((\w+)\)\s*(/\s*p)?", main.strip())
+    if alt is None and s is not None and s.group(1) in roles and s.group(2) in roles:
+        return (f"{{CT_BYTES_SUM, (signed char)offsetof(ct_call, {FIELD[s.group(2)]}), "
+                f"(signed char)offsetof(ct_call, {FIELD[s.group(1)]}), {int(s.group(3) is not None)}}}")
     m = re.fullmatch(r"(\w+)\s*\*\s*size\((\w+)\)", main)
     if alt is not None or m is None or m.group(1) not in roles or m.group(2) not in roles:
         return "{-1, -1}"
@@ -324,11 +329,15 @@ def gen_header(t: tbl.Table) -> str:
         "",
         "/* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,",
         " * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no",
-        " * uniform argument carries a size (the bytes are 0); else -1 (then only colltune_call_bytes",
-        " * knows). Lets the learning mode's call path skip the general function. */",
+        " * uniform argument carries a size (the bytes are 0); CT_BYTES_SUM where they are",
+        " * sum(counts over the p ranks) * size(datatype), divided by p where `mean` (the offsets in",
+        " * type_at and counts_at); else -1 (then only colltune_call_bytes knows). Lets the learning",
+        " * mode's call path skip the general function. */",
         "#define CT_BYTES_ZERO (-2)",
+        "#define CT_BYTES_SUM (-3)",
         "typedef struct ct_bytes_form {",
-        "    signed char count_at, type_at;",
+        "    signed char count_at, type_at, counts_at;",
+        "    unsigned char mean;",
         "} ct_bytes_form;",
         "extern const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES];",
         "",

@@ -127,11 +127,15 @@ extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];
 
 /* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,
  * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no
- * uniform argument carries a size (the bytes are 0); else -1 (then only colltune_call_bytes
- * knows). Lets the learning mode's call path skip the general function. */
+ * uniform argument carries a size (the bytes are 0); CT_BYTES_SUM where they are
+ * sum(counts over the p ranks) * size(datatype), divided by p where `mean` (the offsets in
+ * type_at and counts_at); else -1 (then only colltune_call_bytes knows). Lets the learning
+ * mode's call path skip the general function. */
 #define CT_BYTES_ZERO (-2)
+#define CT_BYTES_SUM (-3)
 typedef struct ct_bytes_form {
-    signed char count_at, type_at;
+    signed char count_at, type_at, counts_at;
+    unsigned char mean;
 } ct_bytes_form;
 extern const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES];
 

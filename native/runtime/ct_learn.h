@@ -21,6 +21,9 @@ typedef struct ct_comm_state {
     uint16_t slot;                  /* traced ranks: index in the trace's communicator table */
     uint32_t np_cell;               /* the nodes and ppn part of a cube index */
     uint32_t warm_left;             /* the library's warm-up: counted calls still to pass (warmup.c) */
+    /* the short path's cubes by port: learn.c's ct_live, then ct_spent from the call that
+     * spends the budget on (relaxed, as the counters) */
+    const uint8_t *const *_Atomic codes;
     /* Collectives on one communicator are never concurrent (MPI forbids it), so relaxed loads
      * and stores suffice; atomics only keep the accesses well-defined across threads. */
     atomic_ullong calls, explored;

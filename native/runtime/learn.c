@@ -46,6 +46,14 @@ static int ct_keyval = MPI_KEYVAL_INVALID;
 static int ct_nbins[3];
 static uint32_t ct_size_stride;     /* nbins[1] * nbins[2]: cube index = size bin * this + np_cell */
 static const uint8_t *ct_codes[CT_SELECT_PORTFOLIOS];   /* the table's cubes (ct_select_codes) */
+/* The short path's cubes (ct_short_code), by port, read through a communicator's `codes`: while
+ * its budget lasts, ct_live (the table's cube, with every unlisted cell already its settled code
+ * where the table never explores unlisted cells, else NULL for a port without a cube); once it is
+ * spent, ct_spent (every cell its settled code: an exploit cell's own, an explore cell's best
+ * member, an unlisted cell's default), so that a spent cell is one load, as an exploit cell is.
+ * Made at MPI_Init from the table alone: the same on every rank. */
+static const uint8_t *ct_live[CT_SELECT_PORTFOLIOS], *ct_spent[CT_SELECT_PORTFOLIOS];
+static uint8_t *ct_short_cubes;   /* the memory of the cubes ct_live and ct_spent made */
 static atomic_uint ct_comms_created;
 static int ct_world_rank;
 
@@ -167,6 +175,41 @@ static int ct_decides_form(enum ct_form form)
     return 0;
 }
 
+/* ct_live and ct_spent from the table (after ct_codes and ct_nbins): one cube per port with a
+ * cube of its own, and one cube of 1s (every cell its default) that the ports without one share.
+ * -1: out of memory. */
+static int ct_short_setup(void)
+{
+    size_t cells = (size_t)ct_nbins[0] * (size_t)ct_nbins[1] * (size_t)ct_nbins[2];
+    size_t cubes = 1;
+    for (int p = 0; p < CT_SELECT_PORTFOLIOS; p++)
+        cubes += ct_codes[p] != NULL ? 2 : 0;
+    ct_short_cubes = malloc(cubes * cells);
+    if (ct_short_cubes == NULL)
+        return -1;
+    uint8_t *next = ct_short_cubes;
+    memset(next, 1, cells);   /* no cube: every cell is unlisted, and settles on default */
+    const uint8_t *defaults = next;
+    next += cells;
+    for (int p = 0; p < CT_SELECT_PORTFOLIOS; p++) {
+        if (ct_codes[p] == NULL) {
+            ct_live[p] = ct_unlisted_fixed ? defaults : NULL;
+            ct_spent[p] = defaults;
+            continue;
+        }
+        uint8_t *live = next, *spent = next + cells;
+        next += 2 * cells;
+        for (size_t c = 0; c < cells; c++) {
+            uint8_t settled = (uint8_t)ct_select_settled_code(ct_table, p, (uint32_t)c);
+            live[c] = ct_codes[p][c] == 0 && ct_unlisted_fixed ? settled : ct_codes[p][c];
+            spent[c] = settled;
+        }
+        ct_live[p] = live;
+        ct_spent[p] = spent;
+    }
+    return 0;
+}
+
 int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, const char *err)
 {
     ct_world_rank = rank;
@@ -206,6 +249,12 @@ int ct_learn_start(const uint64_t agreed[CT_LEARN_SLOTS], int rank, int size, co
     for (int c = 0; c < CT_SELECT_PORTFOLIOS; c++)
         for (int m = 0; m < ct_select_portfolio_size(c); m++)
             ct_member_variant[c][m] = (int16_t)ct_select_member_variant(c, m);
+    if (ct_short_setup() != 0) {
+        if (rank == 0)
+            ct_message("warning: learning mode off: out of memory");
+        ct_learn_stop();
+        return 0;
+    }
     ct_learn_nonblocking = ct_decides_form(CT_FORM_NONBLOCKING);
     ct_learn_persistent = ct_decides_form(CT_FORM_PERSISTENT);
     for (int fn = 0; fn < CT_NUM_FUNCTIONS; fn++)
@@ -243,6 +292,7 @@ static ct_comm_state *ct_comm_create(MPI_Comm comm)
     if (s == NULL)
         return NULL;
     s->slot = CT_NO_SLOT;
+    atomic_init(&s->codes, ct_budget == 0 ? ct_spent : ct_live);
     int rank, size;
     if (PMPI_Comm_test_inter(comm, &s->inter) != MPI_SUCCESS || s->inter
         || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS
@@ -330,13 +380,37 @@ void ct_learn_warmup_call(MPI_Comm comm)
 
 /* ---- decision and tracing ------------------------------------------------------------------ */
 
-/* colltune_call_bytes without its switch and calls for the count * size(type) collectives and
- * those of no size, and with the communicator's size the state keeps for the others. */
-static inline int64_t ct_learn_bytes(const ct_call *call, int comm_size)
+/* colltune_call_bytes_in's sum(counts) * size(type) [/ p] (Allgatherv's mean block,
+ * Reduce_scatter's total), inline: the same value, without its switch and call (63 of Open MPI's
+ * 266 instructions per learned MPI_Allgatherv on 2 ranks). */
+static inline __attribute__((always_inline)) int64_t ct_learn_sum_bytes(const ct_call *call,
+                                                                         ct_bytes_form form,
+                                                                         int comm_size)
+{
+    const int *counts;
+    MPI_Datatype type;
+    int64_t sum = 0, size;
+    memcpy(&counts, (const char *)call + form.counts_at, sizeof counts);
+    memcpy(&type, (const char *)call + form.type_at, sizeof type);
+    for (int i = 0; i < comm_size; i++)
+        sum += counts[i];
+    if (ct_type_size(type, &size) != MPI_SUCCESS)
+        return -1;
+    return form.mean ? sum * size / comm_size : sum * size;
+}
+
+/* colltune_call_bytes without its switch and calls for the count * size(type) collectives, the
+ * sum forms and those of no size, and with the communicator's size the state keeps for the
+ * others. */
+static inline __attribute__((always_inline)) int64_t ct_learn_bytes(const ct_call *call,
+                                                                     int comm_size)
 {
     ct_bytes_form form = ct_bytes_forms[call->coll];
-    if (form.count_at < 0)
+    if (form.count_at < 0) {
+        if (form.count_at == CT_BYTES_SUM)
+            return ct_learn_sum_bytes(call, form, comm_size);
         return form.count_at == CT_BYTES_ZERO ? 0 : colltune_call_bytes_in(call, comm_size);
+    }
     int count;
     MPI_Datatype type;
     int64_t size;
@@ -390,10 +464,11 @@ static inline __attribute__((always_inline)) unsigned ct_short_code(ct_comm_stat
 {
     uint32_t size_bin = (uint32_t)ct_select_size_bin((uint64_t)bytes, ct_nbins[0]);
     uint32_t cell = size_bin * ct_size_stride + s->np_cell;
-    const uint8_t *codes = ct_codes[port];
+    const uint8_t *codes = atomic_load_explicit(&s->codes, memory_order_relaxed)[port];
     unsigned code = codes != NULL ? codes[cell] : 0u;
     if (CT_UNLIKELY(code - 1u >= CT_SELECT_CODE_EXPLORE - 1u)) {
-        if (!(code == 0 && ct_unlisted_fixed) && !ct_settled(s, port, size_bin))
+        /* an explore or unlisted cell while the communicator's budget lasts: its cap may be spent */
+        if (!ct_settled(s, port, size_bin))
             return 0;
         code = ct_select_settled_code(ct_table, port, cell);
     }
@@ -436,6 +511,8 @@ static inline __attribute__((always_inline)) ct_decision ct_learn_choose(const c
         if (outcome == CT_PICK_EXPLORE) {
             atomic_store_explicit(&s->explored, explored + 1, memory_order_relaxed);
             atomic_store_explicit(in_cell, spent + 1, memory_order_relaxed);
+            if (explored + 1 >= ct_budget)   /* at the same call on every rank */
+                atomic_store_explicit(&s->codes, ct_spent, memory_order_relaxed);
         }
     }
     d.mode = outcome == CT_PICK_EXPLORE ? CT_MODE_EXPLORE : CT_MODE_EXPLOIT;
@@ -635,6 +712,10 @@ void ct_learn_stop(void)
     ct_learn_nonblocking = 0;
     ct_learn_persistent = 0;
     memset(ct_codes, 0, sizeof ct_codes);
+    memset(ct_live, 0, sizeof ct_live);
+    memset(ct_spent, 0, sizeof ct_spent);
+    free(ct_short_cubes);
+    ct_short_cubes = NULL;
     ct_libalg_slots_from(NULL);
     if (ct_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_keyval);
