@@ -30,9 +30,9 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 
 static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -46,9 +46,9 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -62,9 +62,9 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -78,9 +78,9 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 
 static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -94,9 +94,9 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -110,9 +110,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 
 static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), ct_profrun_bytes(count, datatype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), count, datatype);
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }
@@ -126,9 +126,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), ct_profrun_bytes(sendcount, sendtype));
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), sendcount, sendtype);
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    if (rec.timed)
+    if (rec.t0 != 0)
         ct_profrun_p2p_end(rec);
     return rc;
 }

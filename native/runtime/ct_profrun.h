@@ -81,15 +81,16 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_
                                       uint64_t ticks);
 /* The generated point-to-point wrappers: counted at begin (before the library's call), timed
  * for a sample as collectives are (a point's first 64 calls, then about one in 16), the time
- * recorded at end. */
+ * recorded at end. Two words, returned in registers (a larger record went through memory, four
+ * stores and their loads on every call); the budget's clock at begin's entry, on the
+ * countdown's calls only, waits in a thread-local for end. `count` and `type` give the bytes
+ * (count * size(type)); begin compares them with the chain's last call instead of sizing. */
 typedef struct ct_p2p_rec {
     void *slot;                 /* the point, NULL: its table was full */
-    uint64_t t0;                /* the clock at begin, when timed */
-    uint64_t t_in;              /* the clock at begin's entry on the countdown's calls (the
-                                   budget's measure of the call path's own time), else 0 */
-    int timed;
+    uint64_t t0;                /* the clock at begin when timed, else 0 */
 } ct_p2p_rec;
-CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes);
+CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int count,
+                                                  MPI_Datatype type);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_end(ct_p2p_rec rec);
 
 /* ---- the environment (profenv.c, topo.c) ------------------------------------------------- */

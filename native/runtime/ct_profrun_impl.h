@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include "ct_profrun.h"
+#include "ct_runtime.h"   /* ct_call, the collectives' ids: the fingerprint inline below */
 
 /* ---- fixed open-addressing tables (profcall.c's points, profcomm.c's patterns) ------------- */
 /* A slot is `atomic_int state` (0 empty, 1 being claimed, 2 ready) and, `key_at` bytes in, its
@@ -225,12 +226,39 @@ CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *f
 /* `pairs` pairs of `bytes` bytes (the second calls', summed) into a pattern's counter. */
 CT_PROFRUN_HIDDEN void ct_pat_bump(ct_pat_slot *slot, uint64_t pairs, uint64_t bytes);
 
-CT_PROFRUN_HIDDEN int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
-                                               const ct_fingerprint *prev,
-                                               const ct_fingerprint *cur);
+/* Do a pattern's two calls' buffers make it (Reduce+Bcast: the Bcast sends what the Reduce's
+ * root received; small reductions back to back: the second's input does not overlap the first's
+ * result)? Inline, as the fingerprint's buffers below: a memoised call's repetition asks both
+ * (a call each was ~30 instructions of a ~300-instruction path on OpenFOAM). */
+static inline int ct_overlap(const void *a, int64_t na, const void *b, int64_t nb)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return a != NULL && b != NULL && x < y + (uintptr_t)nb && y < x + (uintptr_t)na;
+}
+
+static inline int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
+                                          const ct_fingerprint *prev, const ct_fingerprint *cur)
+{
+    if (pattern == CT_PAT_REDUCE_BCAST)
+        return st->rank != cur->root || cur->in == prev->out;
+    if (pattern == CT_PAT_SMALL_REDUCTIONS)
+        return !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes);
+    return 1;
+}
+
 /* A call's buffers in its fingerprint (where its result is, what it reads). */
-CT_PROFRUN_HIDDEN void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind,
-                                              const struct ct_call *call);
+static inline void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind,
+                                          const struct ct_call *call)
+{
+    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
+        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
+        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
+        f->out = has_result ? call->recvbuf : NULL;
+    } else {
+        f->in = kind == CT_COLL_BCAST ? call->recvbuf : NULL;   /* the root's data */
+        f->out = NULL;
+    }
+}
 
 /* The pattern lines, patterns_lost and sample_syncs of dir/rank-N (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profcomm_write(FILE *out, double ns_per_tick);
@@ -314,6 +342,63 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
         diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
     return diff == 0;
 }
+/* Each thread's chains as it met them (profchain.c): sets of ways by (site, anchor), and a hint
+ * by (site, anchor, the frame above the site) to the way that matched last. Here so that the
+ * call path finds a known chain inline (ct_profchain_fast). */
+#define CT_CHAIN_SETS 512   /* per thread, by (site, anchor): 64 made OpenFOAM unwind its 133 chains 676 times in 20 steps */
+#define CT_CHAIN_WAYS 4
+#define CT_CHAIN_HINTS 2048
+_Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
+_Static_assert((CT_CHAIN_HINTS & (CT_CHAIN_HINTS - 1)) == 0, "a power of two (a mask)");
+
+/* A set's (site, anchor) met last and where the frame above its site has its return address
+ * (the same slot for every chain there; ct_chain_none's address where a chain ends at its
+ * site): a call there reads that frame and goes to its hint directly, without the ways. */
+typedef struct ct_chain_lead {
+    const void *site, *anchor;
+    const void *const *above;
+} ct_chain_lead;
+
+typedef struct ct_chain_spill ct_chain_spill;   /* profchain.c's */
+typedef struct ct_chain_cache {
+    ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
+    ct_chain_seen *hint[CT_CHAIN_HINTS];
+    ct_chain_lead lead[CT_CHAIN_SETS];
+    unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
+    ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
+    struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
+} ct_chain_cache;
+extern CT_PROFRUN_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
+
+static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
+{
+    return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+}
+
+static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above,
+                                            const void *site, const void *anchor)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
+                  ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
+    return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+}
+
+/* ct_profchain_site where its lead's hint holds the chain, inline in the call path (the call
+ * and its register saves were ~15 instructions of a ~60-instruction lookup); else the call. */
+static inline const void *ct_profchain_fast(const void *site, const void *anchor)
+{
+    ct_chain_cache *c = ct_chain_mine;
+    if (__builtin_expect(c != NULL, 1)) {
+        const ct_chain_lead *lead = &c->lead[ct_chain_set_of(site, anchor)];
+        if (__builtin_expect(lead->site == site && lead->anchor == anchor, 1)) {
+            const ct_chain_seen *hint = *ct_chain_hint(c, *lead->above, site, anchor);
+            if (__builtin_expect(hint != NULL && ct_profchain_is(hint, site, anchor), 1))
+                return hint->id;
+        }
+    }
+    return ct_profchain_site(site, anchor);
+}
+
 /* A new chain's frames walked with each return address's rule kept (profwalk.c): `take` gets
  * every (return address, CFA of the frame it returns from) pair libgcc's unwind would report,
  * from ct_profwalk's caller up, until it answers nonzero or the stack ends; 1: walked, 0: a frame

@@ -229,37 +229,6 @@ ct_point *ct_profrun_watched(int kind, const void *site, int nprocs, int64_t byt
     return s;
 }
 
-ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int64_t bytes)
-{
-    uint64_t t_in = ct_own_entry();
-    ct_seq++;
-    ct_p2p_rec rec = {NULL, 0, 0, 0};
-    ct_point_key key = {ct_profchain_site(site, __builtin_frame_address(0)), (int)call, 0,
-                        ct_bin(bytes), 0};
-    ct_point *s = ct_slot(ct_hot_p2p, ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
-    if (s == NULL)
-        return rec;
-    ct_count(s, bytes);
-    rec.slot = s;
-    int timed = ct_time_this(s);
-    if (timed) {
-        rec.timed = 1;
-        rec.t0 = ct_profrun_ticks();
-        rec.t_in = timed == 2 ? t_in : 0;
-    }
-    return rec;
-}
-
-void ct_profrun_p2p_end(ct_p2p_rec rec)
-{
-    if (rec.timed) {
-        uint64_t t1 = ct_profrun_ticks(), ns = t1 - rec.t0;
-        ct_time(rec.slot, (int64_t)ns < 0 ? 0 : ns);   /* ticks read on two cores a hair apart */
-        if (rec.t_in != 0)
-            ct_own_add(rec.t0 - rec.t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
-    }
-}
-
 /* A collective's bytes before the call for the count * size(type) collectives (ct_bytes_forms),
  * the size cached per thread for predefined types (ct_type_size); -2: known only after the
  * call, which reports a null datatype or negative count itself (a size query of
@@ -279,13 +248,19 @@ static inline int64_t ct_bytes_before(const ct_call *call)
     return (int64_t)count * size;
 }
 
-/* The library, or the mode that serves the call (not re-entered: ct_profrun_inside). */
+/* The library, or the mode that serves the call (not re-entered: ct_profrun_inside). The
+ * library's MPI_Allreduce directly, as colltune_invoke_library makes it: the reductions of an
+ * iterative solver are most of a profiled code's collectives (OpenFOAM: 3,782 of 3,785), and the
+ * catalog's switch behind its PLT entry was ~10 instructions a call. */
 static inline int ct_serve(int kind, const ct_call *call, MPI_Comm comm)
 {
     ct_profrun_inside = 1;
     int rc = call == NULL                 ? PMPI_Barrier(comm)
              : ct_profrun_by_modes[kind] ? ct_dispatch(call)
-                                         : colltune_invoke_library(call);
+             : kind == CT_COLL_ALLREDUCE
+                 ? PMPI_Allreduce(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype,
+                                  call->op, comm)
+                 : colltune_invoke_library(call);
     ct_profrun_inside = 0;
     return rc;
 }
@@ -337,11 +312,31 @@ typedef struct __attribute__((aligned(64))) ct_memo {
 } ct_memo;
 _Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
 #define CT_MEMOS 64   /* direct-mapped: two sites alternating in one entry take the full path */
+
+/* A chain's last point-to-point call, per thread, as ct_memo for collectives: when the same call
+ * comes again from the same chain with the same count and (predefined) datatype, its point and
+ * size are taken from here and the call is counted here (into the point at the entry's reuse and
+ * at MPI_Finalize), so a repetition neither sizes its datatype nor looks up its point nor touches
+ * the shared counters unless it is timed. OpenFOAM's halo exchanges: each boundary's Isend and
+ * Irecv come back with the same counts every step. */
+typedef struct __attribute__((aligned(32))) ct_p2p_memo {
+    const void *site;             /* the chain; NULL: empty */
+    MPI_Datatype type;
+    int kind, count;
+    ct_point *slot;
+    uint64_t calls;               /* repetitions not yet in the point's counters */
+    int64_t bytes;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
+} ct_p2p_memo;
+#define CT_P2P_MEMOS 128
+_Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
+
 typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
+    ct_p2p_memo p2p[CT_P2P_MEMOS];
     struct ct_memo_block *next;
 } ct_memo_block;
-static _Thread_local ct_memo *ct_memos CT_TLS_MODEL;
+static _Thread_local ct_memo_block *ct_memos CT_TLS_MODEL;
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
 /* Sites are chains' slots, 72 bytes apart: a multiplicative hash spreads them over the entries
@@ -395,11 +390,12 @@ static void ct_memo_flush(ct_memo *m)
     }
 }
 
-static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
-                            ct_point *slot, int64_t bytes)
+/* This thread's memo block, made at its first memoised call; NULL under MPI_THREAD_MULTIPLE
+ * (the repetitions' counters are not atomic) or without memory. */
+static ct_memo_block *ct_memo_block_mine(void)
 {
     if (ct_profrun_mt)
-        return NULL;   /* the repetitions' counters are not atomic */
+        return NULL;
     if (ct_memos == NULL) {
         ct_memo_block *b = aligned_alloc(64, sizeof *b);
         if (b == NULL)
@@ -409,9 +405,18 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
         while (!atomic_compare_exchange_weak_explicit(&ct_memo_blocks, &b->next, b,
                                                       memory_order_release, memory_order_relaxed)) {
         }
-        ct_memos = b->memos;
+        ct_memos = b;
     }
-    ct_memo *m = ct_memo_at(ct_memos, site, kind);
+    return ct_memos;
+}
+
+static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
+                            ct_point *slot, int64_t bytes)
+{
+    ct_memo_block *b = ct_memo_block_mine();
+    if (b == NULL)
+        return NULL;
+    ct_memo *m = ct_memo_at(b->memos, site, kind);
     if (m->id != 0)
         ct_memo_flush(m);
     m->site = site;
@@ -431,12 +436,122 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
     return m;
 }
 
+/* A point-to-point entry's repetitions into its point (before reuse, and at MPI_Finalize). */
+static void ct_p2p_memo_flush(ct_p2p_memo *m)
+{
+    if (m->calls > 0) {
+        ct_bump(&m->slot->calls, m->calls);
+        ct_bump(&m->slot->bytes, m->calls * (uint64_t)m->bytes);
+        m->calls = 0;
+    }
+}
+
 static void ct_memo_flush_all(void)
 {
-    for (ct_memo_block *b = atomic_load(&ct_memo_blocks); b != NULL; b = b->next)
+    for (ct_memo_block *b = atomic_load(&ct_memo_blocks); b != NULL; b = b->next) {
         for (int i = 0; i < CT_MEMOS; i++)
             if (b->memos[i].id != 0)
                 ct_memo_flush(&b->memos[i]);
+        for (int i = 0; i < CT_P2P_MEMOS; i++)
+            if (b->p2p[i].site != NULL)
+                ct_p2p_memo_flush(&b->p2p[i]);
+    }
+}
+
+/* ---- point-to-point calls (the generated wrappers) ----------------------------------------- */
+
+static inline ct_p2p_memo *ct_p2p_memo_at(ct_memo_block *b, const void *site, int kind)
+{
+    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
+    return &b->p2p[((h >> 57) ^ (uint64_t)kind) & (CT_P2P_MEMOS - 1)];
+}
+
+/* The budget's clock at begin's entry on a countdown-timed call, for end (0: none). */
+static _Thread_local uint64_t ct_p2p_t_in CT_TLS_MODEL;
+
+/* A timed call's record: the clock read last, after everything begin did. */
+static inline ct_p2p_rec ct_p2p_timed(ct_point *s, int timed, uint64_t t_in)
+{
+    ct_p2p_t_in = timed == 2 ? t_in : 0;
+    uint64_t t0 = ct_profrun_ticks();
+    return (ct_p2p_rec){s, t0 != 0 ? t0 : 1};
+}
+
+/* Made after the call's count went into its point `s` (calls: c so far, this one included):
+ * the repetitions timed are those the point's first CT_TIME_ALL calls still hold, as
+ * ct_time_this counts them (timed while calls, this one included, < CT_TIME_ALL). Only for a
+ * count and a predefined datatype (its handle always means the same size). */
+static void ct_p2p_memo_new(ct_p2p_memo *m, int kind, const void *chain, int count,
+                            MPI_Datatype type, ct_point *s, int64_t bytes)
+{
+    const ct_tsize *e = &ct_tsizes[ct_tslot(type)];
+    if (count < 0 || e->type != type || e->tag <= 1) {
+        m->site = NULL;   /* (flushed) */
+        return;
+    }
+    uint64_t c = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    *m = (ct_p2p_memo){chain, type, kind, count, s, 0, bytes,
+                       c < CT_TIME_ALL - 1 ? (uint32_t)(CT_TIME_ALL - 1 - c) : 0};
+}
+
+/* A call that is not its chain's last call again: sized, its point found, counted (and made
+ * the chain's memo where it can be). The entry it would replace is flushed first: it may hold
+ * repetitions of this very point (the same chain and call with another count of the same log2
+ * bin), which its count must include before it decides the timing. */
+static __attribute__((noinline)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const void *chain,
+                                                        int count, MPI_Datatype type,
+                                                        uint64_t t_in)
+{
+    ct_memo_block *b = ct_memo_block_mine();
+    ct_p2p_memo *m = b != NULL ? ct_p2p_memo_at(b, chain, (int)call) : NULL;
+    if (m != NULL && m->site != NULL)
+        ct_p2p_memo_flush(m);
+    int64_t bytes = ct_profrun_bytes(count, type);
+    ct_point_key key = {chain, (int)call, 0, ct_bin(bytes), 0};
+    ct_point *s = ct_slot(ct_hot_p2p, ct_p2p_slots, CT_P2P_SLOTS, &ct_p2p_lost, &key);
+    if (s == NULL)
+        return (ct_p2p_rec){NULL, 0};
+    ct_count(s, bytes);
+    if (m != NULL)
+        ct_p2p_memo_new(m, (int)call, chain, count, type, s, bytes);
+    int timed = ct_time_this(s);
+    return timed ? ct_p2p_timed(s, timed, t_in) : (ct_p2p_rec){s, 0};
+}
+
+ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int count, MPI_Datatype type)
+{
+    uint64_t t_in = ct_own_entry();
+    ct_seq++;
+    const void *chain = ct_profchain_fast(site, __builtin_frame_address(0));
+    ct_memo_block *b = ct_memos;
+    ct_p2p_memo *m;
+    if (CT_UNLIKELY(b == NULL)
+        || (m = ct_p2p_memo_at(b, chain, (int)call), m->site != chain || m->kind != (int)call
+            || m->count != count || m->type != type))
+        return ct_p2p_full(call, chain, count, type, t_in);
+    m->calls++;   /* into the point at the entry's flush; its size, so its range, is the same */
+    int timed = 1;
+    if (CT_UNLIKELY(m->time_all > 0)) {
+        m->time_all--;
+    } else if (CT_LIKELY(ct_time_left > 1)) {
+        ct_time_left--;
+        return (ct_p2p_rec){m->slot, 0};
+    } else {
+        ct_time_rearm();
+        timed = 2;
+    }
+    return ct_p2p_timed(m->slot, timed, t_in);
+}
+
+void ct_profrun_p2p_end(ct_p2p_rec rec)
+{
+    uint64_t t1 = ct_profrun_ticks(), ns = t1 - rec.t0;
+    ct_time(rec.slot, (int64_t)ns < 0 ? 0 : ns);   /* ticks read on two cores a hair apart */
+    uint64_t t_in = ct_p2p_t_in;
+    if (t_in != 0) {
+        ct_p2p_t_in = 0;
+        ct_own_add(rec.t0 - t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
+    }
 }
 
 /* The communicator's state (profcomm.c's, NULL: none): one compare for a loop's calls on one
@@ -544,9 +659,10 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
     int sampled = st != NULL && ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
     /* (after the synchronisation: its time is counted apart, as its latency) */
     uint64_t t_in = sampled ? 0 : ct_own_entry();
-    ct_memo *m = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
-    if (CT_UNLIKELY(st == NULL || m == NULL
-                    || !ct_memo_is(m = ct_memo_at(m, site, kind), site, kind, call, comm)))
+    ct_memo_block *b = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
+    ct_memo *m;
+    if (CT_UNLIKELY(st == NULL || b == NULL
+                    || !ct_memo_is(m = ct_memo_at(b->memos, site, kind), site, kind, call, comm)))
         return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait, t_in);
     int timed = sampled;
     if (CT_UNLIKELY(m->time_all > 0)) {
@@ -579,7 +695,7 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
 int ct_profrun_dispatch(const struct ct_call *call)
 {
     /* the call struct is in the wrapper's frame: the anchor of the chain */
-    const void *site = ct_profchain_site(ct_profrun_caller != NULL ? ct_profrun_caller
+    const void *site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller
                                                                    : ct_profrun_site, call);
     return ct_profiled(call->coll, call, call->comm, site);
 }

@@ -39,15 +39,12 @@
 #include "ct_settings.h"
 
 #define CT_CHAIN_SLOTS 4096
-#define CT_CHAIN_SETS 512   /* per thread, by (site, anchor): 64 made OpenFOAM unwind its 133 chains 676 times in 20 steps */
-#define CT_CHAIN_WAYS 4
 /* Chains pushed out of a full set (per set, grown by doubling; the oldest overwritten beyond):
  * a recursive code reaches one MPI call with one stack depth through many callers above it
  * (ExaML: 60 chains at one site), and a set of 4 ways evicted them in turn, an unwind per 5.7
  * calls (16,875 unwinds for 167 chains, 3% of its instructions). */
 #define CT_CHAIN_SPILL_MAX 256
 _Static_assert((CT_CHAIN_SLOTS & (CT_CHAIN_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
-_Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
 
 typedef struct ct_chain_key {
     const void *ra[CT_CHAIN_DEPTH];   /* [0]: the site; zeros after the chain's end */
@@ -59,13 +56,13 @@ typedef struct ct_chain_slot {
 } ct_chain_slot;
 
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
-CT_HIDDEN const void *const ct_chain_none = NULL;
-static atomic_ullong ct_unwinds, ct_chains_lost;
 
-typedef struct ct_chain_spill {
+struct ct_chain_spill {
     unsigned used, size, next;                /* next: the entry overwritten when full */
     ct_chain_seen seen[];
-} ct_chain_spill;
+};
+CT_HIDDEN const void *const ct_chain_none = NULL;
+static atomic_ullong ct_unwinds, ct_chains_lost;
 
 /* A set holds the chains of its (site, anchor) pairs: at one site and stack depth the chains
  * that differ in the frame above the site (OpenFOAM: one Foam::reduce site reached from 35
@@ -75,27 +72,7 @@ typedef struct ct_chain_spill {
  * site and anchor has it (the same slot for every chain there: the site's function's frame),
  * and the remembered way is compared whole (a hint: a way reused since, or a frame read from a
  * slot that moved, only makes it miss). */
-#define CT_CHAIN_HINTS 2048
-_Static_assert((CT_CHAIN_HINTS & (CT_CHAIN_HINTS - 1)) == 0, "a power of two (a mask)");
-
-/* A set's (site, anchor) met last and where the frame above its site has its return address
- * (the same slot for every chain there; ct_chain_none's address where a chain ends at its
- * site): a call there reads that frame and goes to its hint directly, without the ways. */
-typedef struct ct_chain_lead {
-    const void *site, *anchor;
-    const void *const *above;
-} ct_chain_lead;
-
-typedef struct ct_chain_cache {
-    ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
-    ct_chain_seen *hint[CT_CHAIN_HINTS];
-    ct_chain_lead lead[CT_CHAIN_SETS];
-    unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
-    ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
-    struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
-} ct_chain_cache;
-
-static _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
+CT_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
 static _Atomic(ct_chain_cache *) ct_chain_caches;
 
 /* ---- the unwind -------------------------------------------------------------------------- */
@@ -277,19 +254,6 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     s->id = ct_chain_intern(site, s);
     ct_own_add(ct_profrun_ticks() - t, 1);
     return s->id;
-}
-
-static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
-{
-    return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
-}
-
-static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above,
-                                            const void *site, const void *anchor)
-{
-    uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
-                  ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
-    return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
 }
 
 /* Not the set's lead's hint (`tried`: the hint tried already, NULL: the lead was another

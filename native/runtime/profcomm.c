@@ -262,29 +262,11 @@ static ct_pat_slot *ct_pat_slot_of(int pattern, const void *first, const void *s
     return s;
 }
 
-static int ct_overlap(const void *a, int64_t na, const void *b, int64_t nb)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return a != NULL && b != NULL && x < y + (uintptr_t)nb && y < x + (uintptr_t)na;
-}
-
 static int ct_synchronising(int kind)
 {
     return kind == CT_COLL_ALLREDUCE || kind == CT_COLL_ALLGATHER || kind == CT_COLL_ALLTOALL
            || kind == CT_COLL_REDUCE_SCATTER || kind == CT_COLL_REDUCE_SCATTER_BLOCK
            || kind == CT_PR_BARRIER;
-}
-
-void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind, const ct_call *call)
-{
-    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
-        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
-        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
-        f->out = has_result ? call->recvbuf : NULL;
-    } else {
-        f->in = kind == CT_COLL_BCAST ? call->recvbuf : NULL;   /* the root's data */
-        f->out = NULL;
-    }
 }
 
 static void ct_fingerprint_of(ct_fingerprint *f, const ct_pcomm *st, int kind,
@@ -327,16 +309,6 @@ static int ct_pattern_shape(const ct_fingerprint *prev, const ct_fingerprint *cu
 
 /* ... and by their buffers: the broadcast sends the reduce's result (at the root, the only rank
  * that has it); the second reduction does not read the first's result. */
-int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern, const ct_fingerprint *prev,
-                            const ct_fingerprint *cur)
-{
-    if (pattern == CT_PAT_REDUCE_BCAST)
-        return st->rank != cur->root || cur->in == prev->out;
-    if (pattern == CT_PAT_SMALL_REDUCTIONS)
-        return !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes);
-    return 1;
-}
-
 /* A new id for a rewritten fingerprint: process-wide, so that one rewritten by another thread
  * is never taken for the one a communicator's state still points at. */
 static uint64_t ct_new_id(void)
