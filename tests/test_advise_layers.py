@@ -178,6 +178,31 @@ def test_stripped_binary_sites_are_offsets(c_run):
     assert all(f.startswith("layers_c+0x") or "libc" in f for f in site.frames[:3]), site.frames
 
 
+def test_realigned_stack_is_walked_through(openmpi, openmpi_build, tmp_path):
+    # A layer whose frame realigns its stack (gcc's DRAP, as Debian's AVX2 builds do): its CFA is
+    # read from its own frame (`DW_OP_breg6 N; DW_OP_deref`) and rbp is saved at rbp
+    # (`DW_OP_breg6 0`). profwalk.c takes both forms: every chain walked, none differing from
+    # libgcc's unwind, and the two callers above the realigned frame told apart.
+    import re
+
+    from colltune.mpi import build
+
+    exe = build.compile_program(openmpi, [SOURCES / "layers_realign.c"], tmp_path / "layers_realign", ["-O2", "-g"])
+    frames = subprocess.run(["readelf", "--debug-dump=frames", str(exe)], capture_output=True, text=True,
+                            check=True).stdout
+    assert re.search(r"DW_CFA_def_cfa_expression \(DW_OP_breg6 \(rbp\): -\d+; DW_OP_deref\)", frames), \
+        "the compiler did not realign the layer's stack: the test would not test the walk"
+    assert "DW_CFA_expression: r6 (rbp) (DW_OP_breg6 (rbp): 0)" in frames
+    directory = tmp_path / "p"
+    run = profiled(openmpi, openmpi_build, 2, [exe], directory, CHECK_WALKS)
+    assert "total 7500" in run.stdout, run.describe()
+    walked_as_libgcc(directory)
+    p, v = line("layers_realign.c", "CALL_P"), line("layers_realign.c", "CALL_V")
+    assert sites(profile_run.read(directory, ("realigned_*",))) == {"MPI_Allreduce": [
+        (f"pressure (layers_realign.c:{p}) <- realigned_sum", 50),
+        (f"velocity (layers_realign.c:{v}) <- realigned_sum", 50)]}
+
+
 DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
 
 

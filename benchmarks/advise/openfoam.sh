@@ -7,6 +7,8 @@
 #   bash benchmarks/advise/openfoam.sh OUT             # apt-get installs openfoam openfoam-examples
 #   bash benchmarks/advise/openfoam.sh OUT callgrind   # rank 0 under callgrind, profiled
 #   bash benchmarks/advise/openfoam.sh OUT callgrind 200   # the same over 200 steps (default 10)
+#   bash benchmarks/advise/openfoam.sh OUT time 200 11     # wall time: 11 rounds of plain and
+#                                                          # profiled in a random order, 200 steps
 #
 # Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
 # with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
@@ -46,6 +48,49 @@ EOF
   callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out/cg.out" | sed -n '1,40p' > "$out/cg-annotate.txt"
   # instructions per object (exclusive, exact) and the call path's share
   "$repo/.venv/bin/python" "$repo/benchmarks/advise/overhead.py" --read "$out/cg.out" > "$out/cg-objects.txt"
+elif [ "$mode" = time ]; then
+  # Wall time, plain against profiled: ROUNDS rounds (default 11), each one plain run (no preload)
+  # and one profiled run (LD_PRELOAD + COLLTUNE_PROFILE_RUN, chains on) in a random order; the
+  # launcher's wall time per run into OUT/time.tsv, and each run's last continuity line, which
+  # must be the same in every run (the profiling never changes results).
+  rounds=${4:-11}
+  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")
+  cat > run.sh <<'EOF2'
+#!/bin/bash
+source /usr/share/openfoam/etc/bashrc 2>/dev/null
+exec icoFoam -parallel "$@"
+EOF2
+  chmod +x run.sh
+  printf 'round\tmode\twall_s\tload1\tcontinuity\n' > "$out/time.tsv"
+  for r in $(seq 1 "$rounds"); do
+    for m in $(printf 'plain\nprofiled\n' | shuf); do
+      rm -rf "$out/cavity/prof" processor*/[1-9]* processor*/0.*
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      t0=$(date +%s.%N)
+      if [ "$m" = plain ]; then
+        mpirun.openmpi --allow-run-as-root -np 2 ./run.sh > log.time 2>&1
+      else
+        mpirun.openmpi --allow-run-as-root -np 2 -x LD_PRELOAD="$lib" -x COLLTUNE_PROFILE_RUN="$out/cavity/prof" ./run.sh > log.time 2>&1
+      fi
+      t1=$(date +%s.%N)
+      cont=$(grep 'continuity errors' log.time | tail -1 | tr -s ' ' | tr '\t' ' ')
+      printf '%s\t%s\t%.3f\t%s\t%s\n' "$r" "$m" "$(echo "$t1 - $t0" | bc)" "$load" "$cont" >> "$out/time.tsv"
+    done
+  done
+  "$repo/.venv/bin/python" - "$out/time.tsv" <<'EOF2'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+by = {m: [float(r["wall_s"]) for r in rows if r["mode"] == m] for m in ("plain", "profiled")}
+ratios = [float(p["wall_s"]) / float(q["wall_s"]) for p, q in
+          zip([r for r in rows if r["mode"] == "profiled"], [r for r in rows if r["mode"] == "plain"])]
+assert len({r["continuity"] for r in rows}) == 1, "a run's result differs"
+for m, v in by.items():
+    q = statistics.quantiles(v, n=4)
+    print(f"{m}: median {statistics.median(v):.3f} s (quartiles {q[0]:.3f}-{q[2]:.3f}, range {min(v):.3f}-{max(v):.3f}), {len(v)} runs")
+q = statistics.quantiles(ratios, n=4)
+print(f"profiled / plain, per round: median {statistics.median(ratios):.4f} (quartiles {q[0]:.4f}-{q[2]:.4f}, range {min(ratios):.4f}-{max(ratios):.4f})")
+print("results: the same last continuity line in every run")
+EOF2
 else
   cat > run.sh <<'EOF'
 #!/bin/bash

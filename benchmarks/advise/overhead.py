@@ -301,23 +301,31 @@ def sync_library_cost(cg: Path) -> int:
     return total
 
 
-def native_counts(app: apps.App, prepare: Callable[[], None], env: dict[str, str]) -> dict:
+def native_counts(app: apps.App, prepare: Callable[[], None], env: dict[str, str],
+                  unwind_check: bool = False) -> dict:
     """The same profiled run without valgrind: each rank's point-to-point calls (a polling loop's
-    count depends on how long a rank waits, which the rank under callgrind changes) and wall."""
+    count depends on how long a rank waits, which the rank under callgrind changes) and wall;
+    `unwind_check`: every walked chain unwound by libgcc too (COLLTUNE_PROFILE_RUN_UNWIND_CHECK),
+    each rank's `chain_walks` (walked, checked, differed) recorded; only in this run (the check's
+    unwinds would be counted under callgrind)."""
     prepare()
-    res = apps.run_once(app, env, timeout=1800)
+    check = {"COLLTUNE_PROFILE_RUN_UNWIND_CHECK": "1"} if unwind_check else {}
+    res = apps.run_once(app, {**env, **check}, timeout=1800)
     run = profile_run.read(Path(env["COLLTUNE_PROFILE_RUN"]))
     shutil.rmtree(env["COLLTUNE_PROFILE_RUN"], ignore_errors=True)
     return {"native_wall_s": res["wall_s"], "native_load": res["load"],
             "native_p2p_calls": [sum(p.calls for p in r.points if p.kind == "p2p") for r in run.ranks],
             "native_own_cost_ns": [r.own_cost_ns for r in run.ranks],
-            "native_rank_wall_ns": [r.wall_ns for r in run.ranks]}
+            "native_rank_wall_ns": [r.wall_ns for r in run.ranks],
+            "native_chain_walks": [list(r.chain_walks) for r in run.ranks],
+            "native_unwind_check": unwind_check}
 
 
-def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: Path) -> dict:
+def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: Path,
+         unwind_check: bool = False) -> dict:
     cg = out / f"cost-{name}.callgrind"
     env = profiled_env(so, out / "advise-profiles", "cost")
-    native = native_counts(app, prepare, env)
+    native = native_counts(app, prepare, env, unwind_check)
     prepare()
     res = apps.under_callgrind(app, env, cg, timeout=3600)
     objects = objects_exclusive(cg)
@@ -343,7 +351,9 @@ def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: P
           f"synchronisations: {sync:,} in the library ({row['sync_library_per_sync']:,.0f} each, waiting "
           f"included); {row['coll_calls']:,} collective and {row['p2p_calls']:,} point-to-point calls "
           f"({mine / max(row['coll_calls'] + row['p2p_calls'], 1):.0f} instructions a call); without valgrind "
-          f"the ranks made {', '.join(f'{n:,}' for n in native['native_p2p_calls'])} point-to-point calls", flush=True)
+          f"the ranks made {', '.join(f'{n:,}' for n in native['native_p2p_calls'])} point-to-point calls"
+          + (f"; chain_walks (walked, checked, differed) per rank {native['native_chain_walks']}"
+             if unwind_check else ""), flush=True)
     return row
 
 
@@ -394,6 +404,8 @@ def main() -> None:
                     help="per Reduce + Bcast pair, what the profiled wrappers add (pairs.c blocks)")
     ap.add_argument("--cost", action="store_true",
                     help="the profiling run's share of rank 0's instructions (callgrind, this tree, small inputs)")
+    ap.add_argument("--unwind-check", action="store_true",
+                    help="--cost: the run without valgrind checks every walked chain against libgcc's unwind")
     ap.add_argument("--read", action="store_true",
                     help="OUT is a callgrind file: print its instructions per object and the call path's share")
     ap.add_argument("--pass-through", action="store_true",
@@ -413,7 +425,7 @@ def main() -> None:
         for name in args.apps.split(","):
             app, prepare = APPS[name](out)
             cost_input(name, app)
-            row = cost(name, app, prepare, out, so)
+            row = cost(name, app, prepare, out, so, args.unwind_check)
             (out / f"overhead-cost-{name}{args.tag}.json").write_text(json.dumps(row, indent=1) + "\n")
         return
     want = args.builds.split(",")

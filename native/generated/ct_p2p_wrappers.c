@@ -31,9 +31,10 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Send(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -47,9 +48,10 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -63,9 +65,10 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -79,9 +82,10 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -95,9 +99,10 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -111,9 +116,10 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), count, datatype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 
@@ -127,9 +133,10 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), sendcount, sendtype);
+    if (CT_LIKELY(rec.t0 == 0))
+        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    if (rec.t0 != 0)
-        ct_profrun_p2p_end(rec);
+    ct_profrun_p2p_end(rec);
     return rc;
 }
 

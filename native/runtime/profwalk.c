@@ -50,7 +50,9 @@ enum {
     CT_RULE_OUTERMOST = 4,  /* the return address is undefined: no frame above */
     CT_RULE_OTHER = 5,      /* not one the walk takes: libgcc unwinds */
 };
-#define CT_RULE_RBP_SAVED 0x10
+#define CT_RULE_RBP_SAVED 0x10   /* the caller's rbp at the CFA + its offset */
+#define CT_RULE_CFA_DEREF 0x20   /* CFA = *(rbp + offset): a realigned stack's (gcc's DRAP) */
+#define CT_RULE_RBP_AT_RBP 0x40  /* the caller's rbp at this frame's rbp + its offset (DRAP) */
 
 static inline uint64_t ct_rule_make(int kind, int64_t cfa_off, int64_t rbp_off)
 {
@@ -130,9 +132,14 @@ static int ct_skip_encoded(ct_cfi_reader *r, unsigned enc)
 
 /* The rules the walk needs, as the call-frame program leaves them (libgcc keeps the CFA with the
  * register rules, so remember/restore_state save and restore it too). */
-enum { CT_HOW_SAME, CT_HOW_OFFSET, CT_HOW_UNDEFINED, CT_HOW_OTHER };
+enum { CT_HOW_SAME, CT_HOW_OFFSET, CT_HOW_UNDEFINED, CT_HOW_OTHER, CT_HOW_AT_RBP };
+/* cfa_expr: 0 the CFA is a register plus an offset; CT_CFA_DEREF the one expression taken, a
+ * realigned stack's `DW_OP_breg6 N; DW_OP_deref` (CFA = *(rbp + N), N in cfa_deref_off: libgcc
+ * ignores def_cfa_offset under an expression); 1 any other expression. */
+#define CT_CFA_DEREF 2
 typedef struct ct_cfi_row {
     int cfa_reg, cfa_expr, cfa_set;
+    int64_t cfa_deref_off;
     int64_t cfa_off;
     int rbp_how, ra_how, rsp_how;
     int64_t rbp_off, ra_off;
@@ -172,6 +179,23 @@ static void ct_cfi_restore(ct_cfi_state *s, uint64_t reg)
     }
 }
 
+/* A DW_OP_breg6 N expression block of `len` bytes, alone or followed by DW_OP_deref (`deref`):
+ * 1 and *off = N if the block is exactly that (the two forms gcc emits where it realigns the
+ * stack through a DRAP register: the CFA read from rbp - 8, rbp saved at rbp + 0). */
+static int ct_breg6_block(ct_cfi_reader *r, uint64_t len, int deref, int64_t *off)
+{
+    const unsigned char *end = r->p + len;
+    if (len < 2 || len > (uint64_t)(r->end - r->p) || *r->p != 0x76) {   /* DW_OP_breg6 */
+        r->p = end;
+        return 0;
+    }
+    ct_cfi_reader b = {r->p + 1, end, 0};
+    *off = ct_sleb(&b);
+    int ok = !b.bad && (deref ? b.p + 1 == end && *b.p == 0x06 : b.p == end);   /* DW_OP_deref */
+    r->p = end;
+    return ok;
+}
+
 /* Runs the call-frame program r while its location (from `loc`) is <= target; 0: an instruction
  * this reader does not know. */
 static int ct_cfi_run(ct_cfi_state *s, ct_cfi_reader *r, uintptr_t loc, uintptr_t target)
@@ -208,8 +232,20 @@ static int ct_cfi_run(ct_cfi_state *s, ct_cfi_reader *r, uintptr_t loc, uintptr_
                    s->row.cfa_expr = 0; s->row.cfa_set = 1; break;                   /* def_cfa */
         case 0x0d: s->row.cfa_reg = (int)ct_uleb(r); s->row.cfa_expr = 0; s->row.cfa_set = 1; break;
         case 0x0e: s->row.cfa_off = (int64_t)ct_uleb(r); break;                      /* def_cfa_offset */
-        case 0x0f: r->p += ct_uleb(r); s->row.cfa_expr = 1; s->row.cfa_set = 1; break;
-        case 0x10: reg = ct_uleb(r); r->p += ct_uleb(r); ct_cfi_set(&s->row, reg, CT_HOW_OTHER, 0); break;
+        case 0x0f: {                                                                 /* def_cfa_expression */
+            int64_t off = 0;
+            s->row.cfa_expr = ct_breg6_block(r, ct_uleb(r), 1, &off) ? CT_CFA_DEREF : 1;
+            s->row.cfa_deref_off = off;
+            s->row.cfa_set = 1;
+            break;
+        }
+        case 0x10: {                                                                 /* expression */
+            int64_t off = 0;
+            reg = ct_uleb(r);
+            int at_rbp = ct_breg6_block(r, ct_uleb(r), 0, &off);
+            ct_cfi_set(&s->row, reg, at_rbp && reg == CT_REG_RBP ? CT_HOW_AT_RBP : CT_HOW_OTHER, off);
+            break;
+        }
         case 0x11: reg = ct_uleb(r); ct_cfi_set(&s->row, reg, CT_HOW_OFFSET, ct_sleb(r) * s->data_align); break;
         case 0x12: s->row.cfa_reg = (int)ct_uleb(r); s->row.cfa_off = ct_sleb(r) * s->data_align;
                    s->row.cfa_expr = 0; s->row.cfa_set = 1; break;                   /* def_cfa_sf */
@@ -291,14 +327,20 @@ static uint64_t ct_rule_read(uintptr_t pc)
     const ct_cfi_row *row = &s.row;
     if (row->ra_how == CT_HOW_UNDEFINED)
         return ct_rule_make(CT_RULE_OUTERMOST, 0, 0);
-    if (!row->cfa_set || row->cfa_expr || (row->cfa_reg != CT_REG_RSP && row->cfa_reg != CT_REG_RBP)
+    int deref = row->cfa_expr == CT_CFA_DEREF;
+    int64_t cfa_off = deref ? row->cfa_deref_off : row->cfa_off;
+    if (!row->cfa_set || (row->cfa_expr && !deref)
+        || (!deref && row->cfa_reg != CT_REG_RSP && row->cfa_reg != CT_REG_RBP)
         || row->ra_how != CT_HOW_OFFSET || row->ra_off != -8 || row->rsp_how != CT_HOW_SAME
-        || (row->rbp_how != CT_HOW_SAME && row->rbp_how != CT_HOW_OFFSET)
-        || row->cfa_off != (int32_t)row->cfa_off || row->rbp_off != (int16_t)row->rbp_off)
+        || (row->rbp_how != CT_HOW_SAME && row->rbp_how != CT_HOW_OFFSET
+            && row->rbp_how != CT_HOW_AT_RBP)
+        || cfa_off != (int32_t)cfa_off || row->rbp_off != (int16_t)row->rbp_off)
         return ct_rule_make(CT_RULE_OTHER, 0, 0);
-    int kind = (row->cfa_reg == CT_REG_RSP ? CT_RULE_RSP : CT_RULE_RBP)
-               | (row->rbp_how == CT_HOW_OFFSET ? CT_RULE_RBP_SAVED : 0);
-    return ct_rule_make(kind, row->cfa_off, row->rbp_off);
+    int kind = (deref || row->cfa_reg == CT_REG_RBP ? CT_RULE_RBP : CT_RULE_RSP)
+               | (deref ? CT_RULE_CFA_DEREF : 0)
+               | (row->rbp_how == CT_HOW_OFFSET ? CT_RULE_RBP_SAVED : 0)
+               | (row->rbp_how == CT_HOW_AT_RBP ? CT_RULE_RBP_AT_RBP : 0);
+    return ct_rule_make(kind, cfa_off, row->rbp_off);
 }
 
 /* ---- the rules kept ---------------------------------------------------------------------- */
@@ -401,12 +443,18 @@ __attribute__((noinline)) int ct_profwalk(ct_frame_fn take, void *arg)
             return 0;
         int64_t cfa_off = (int32_t)(rule >> 32), rbp_off = (int16_t)(rule >> 16);
         uintptr_t next = ((kind & 0x0f) == CT_RULE_RSP ? cfa : rbp) + (uintptr_t)cfa_off;
+        if (kind & CT_RULE_CFA_DEREF) {   /* the CFA kept in the frame (a realigned stack) */
+            if (!ct_on_stack(cfa, next))
+                return 0;
+            next = *(const uintptr_t *)next;
+        }
         if (!ct_on_stack(cfa, next - sizeof(void *)))
             return 0;
-        if (kind & CT_RULE_RBP_SAVED) {
-            if (!ct_on_stack(cfa, next + (uintptr_t)rbp_off))
+        if (kind & (CT_RULE_RBP_SAVED | CT_RULE_RBP_AT_RBP)) {
+            uintptr_t at = (kind & CT_RULE_RBP_SAVED ? next : rbp) + (uintptr_t)rbp_off;
+            if (!ct_on_stack(cfa, at))
                 return 0;
-            rbp = *(const uintptr_t *)(next + (uintptr_t)rbp_off);
+            rbp = *(const uintptr_t *)at;
         }
         pc = *(const uintptr_t *)(next - sizeof(void *));
         cfa = next;
