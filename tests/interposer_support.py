@@ -140,3 +140,15 @@ def expected_force_counts(collective: str, variant: str, kinds: Mapping[str, int
         applied += kinds["noncommutative"]
     want[collective, "force", variant, "applied"] = applied
     return want
+
+
+def nbmember_sums(stdout: str) -> dict[str, tuple[str, str]]:
+    """tests/programs/ct_nbmember.c's lines: form -> (double hash, int sum). The double hash tells
+    one reduction order from another; the int sum must never move."""
+    out = {}
+    for line in stdout.splitlines():
+        form, _, rest = line.partition(": double hash ")
+        if rest:
+            digest, _, isum = rest.partition(", int sum ")
+            out[form] = (digest, isum)
+    return out

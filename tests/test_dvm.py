@@ -85,6 +85,16 @@ def _ranks(stdout: str) -> list[tuple[int, int, int, str]]:
     return sorted((int(w[1]), int(w[3]), int(w[5]), w[7]) for w in lines)
 
 
+def _rank_pid_files(pidfile: Path, ranks: int, within: float = 60.0) -> list[Path]:
+    """The job's per-rank pid files (`<pidfile>.<rank>`), once every rank has written its pid
+    (or `within` seconds have passed: the caller's reads then fail and say which)."""
+    files = [Path(f"{pidfile}.{r}") for r in range(ranks)]
+    deadline = time.monotonic() + within
+    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return files
+
+
 def _gone(pids: list[int], within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -126,10 +136,7 @@ def test_a_stopped_launch_leaves_no_rank(openmpi: mpi.MpiLibrary, job: Path, run
     although they are the DVM's children, not the launch tool's."""
     pidfile = tmp_path / "pid"
     proc = launch.popen(openmpi, 2, [str(job), "0", str(pidfile)], {}, dvm=running)
-    files = [Path(f"{pidfile}.{r}") for r in range(2)]
-    deadline = time.monotonic() + 60
-    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    files = _rank_pid_files(pidfile, 2)
     pids = [int(f.read_text()) for f in files]
     runner._stop_process(proc)
     assert proc.returncode == 128 + signal.SIGTERM
@@ -145,10 +152,7 @@ def test_closing_the_dvm_ends_its_jobs(openmpi: mpi.MpiLibrary, job: Path, tmp_p
     assert daemon is not None
     pidfile = tmp_path / "pid"
     proc = launch.popen(openmpi, 2, [str(job), "0", str(pidfile)], {}, dvm=started)
-    files = [Path(f"{pidfile}.{r}") for r in range(2)]
-    deadline = time.monotonic() + 60
-    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    files = _rank_pid_files(pidfile, 2)
     started.close()
     assert daemon.returncode is not None
     assert _gone([int(f.read_text()) for f in files])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from interposer_support import PROGRAMS, force_rounds, force_spec, run_mpi
+from interposer_support import PROGRAMS, force_rounds, force_spec, nbmember_sums, run_mpi
 from test_every import functions_section
 
 from colltune.mpi import build, runenv
@@ -198,17 +198,6 @@ def test_learning_decides_nonblocking_and_persistent_calls(overlap, started_memb
     assert nonblocking <= served <= set(members) and served - nonblocking, served
 
 
-def _sums(stdout: str) -> dict[str, tuple[str, str]]:
-    """ct_nbmember's lines: form -> (double hash, int sum)."""
-    out = {}
-    for line in stdout.splitlines():
-        form, _, rest = line.partition(": double hash ")
-        if rest:
-            digest, _, isum = rest.partition(", int sum ")
-            out[form] = (digest, isum)
-    return out
-
-
 def test_forced_started_members_serve_only_where_proven(overlap, tmp_path):
     """ct_nbmember's double sums (MPI_Iallreduce, then an MPI_Allreduce_init request started
     twice) round by the algorithm's order, its int ones do not (3 ranks: two summands would
@@ -221,7 +210,7 @@ def test_forced_started_members_serve_only_where_proven(overlap, tmp_path):
     exe = build.compile_program(lib, [PROGRAMS / "ct_nbmember.c"], tmp_path / "ct_nbmember", ["-Wextra"])
     rings = [RING[lib.family] + "#nonblocking", RING[lib.family] + "#persistent"]
     plain = run_mpi(lib, 3, [exe], {}, timeout=60)
-    assert plain.returncode == 0 and set(_sums(plain.stdout)) == {"nbmember", "persistent"}, plain.describe()
+    assert plain.returncode == 0 and set(nbmember_sums(plain.stdout)) == {"nbmember", "persistent"}, plain.describe()
     gated = run_mpi(lib, 3, [exe], force_env(lib, art, rings, started_proof(lib, tmp_path, rings)), timeout=60)
     assert gated.stdout == plain.stdout, gated.describe()
     assert {k: n for k, n in gated.counts.items() if k[1] == "force"} == {
@@ -232,7 +221,7 @@ def test_forced_started_members_serve_only_where_proven(overlap, tmp_path):
         f"member {ring} passed separate/builtin/int,separate/builtin/float\n" for ring in rings))
     forced = run_mpi(lib, 3, [exe], force_env(lib, art, rings, claimed), timeout=60)
     assert forced.returncode == 0, forced.describe()
-    got, want = _sums(forced.stdout), _sums(plain.stdout)
+    got, want = nbmember_sums(forced.stdout), nbmember_sums(plain.stdout)
     for form in want:
         assert got[form][1] == want[form][1] and got[form][0] != want[form][0], (plain.stdout, forced.describe())
     assert all(forced.counts[("allreduce", "force", ring, "applied")] == 2 for ring in rings), forced.describe()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from interposer_support import PROGRAMS, run_mpi
+from interposer_support import PROGRAMS, nbmember_sums, run_mpi
 
 from colltune.mpi import build, runenv
 from colltune.mpi import libraries as mpi
@@ -33,17 +33,6 @@ def nbmember(request, tmp_path_factory):
     exe = build.compile_program(lib, [PROGRAMS / "ct_nbmember.c"],
                                 tmp_path_factory.mktemp(request.param) / "ct_nbmember", ["-Wextra"])
     return lib, art, exe
-
-
-def _sums(stdout: str) -> dict[str, tuple[str, str]]:
-    """form -> (double hash, int sum) of ct_nbmember's lines."""
-    out = {}
-    for line in stdout.splitlines():
-        form, _, rest = line.partition(": double hash ")
-        if rest:
-            digest, _, isum = rest.partition(", int sum ")
-            out[form] = (digest, isum)
-    return out
 
 
 def _profile(tmp_path: Path, ring: str, alg_nb: str, alg_p: str) -> Path:
@@ -77,12 +66,12 @@ def test_profile_serves_the_started_forms(nbmember, tmp_path):
     members = [ring + "#nonblocking", ring + "#persistent"]
     profile = _profile(tmp_path, ring, *members)
     plain = run_mpi(lib, 3, [exe], {}, timeout=60)
-    assert plain.returncode == 0 and set(_sums(plain.stdout)) == {"nbmember", "persistent"}, plain.describe()
+    assert plain.returncode == 0 and set(nbmember_sums(plain.stdout)) == {"nbmember", "persistent"}, plain.describe()
     env = runenv.rank_environment(lib, art, profile=profile, verbose=True,
                                   extra={"COLLTUNE_PROOF": str(_claimed(tmp_path, members))})
     served = run_mpi(lib, 3, [exe], env, timeout=60)
     assert served.returncode == 0, served.describe()
-    got, want = _sums(served.stdout), _sums(plain.stdout)
+    got, want = nbmember_sums(served.stdout), nbmember_sums(plain.stdout)
     for form in want:
         assert got[form][1] == want[form][1] and got[form][0] != want[form][0], (plain.stdout, served.describe())
     assert {k: n for k, n in served.counts.items() if k[1] == "profile"} == {
