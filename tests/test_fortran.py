@@ -180,7 +180,7 @@ def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, bu
     for env in (runenv.rank_environment(lib, art), runenv.rank_environment(lib, art, verbose=True)):
         run = run_mpi(lib, NPROCS, [exe], env)
         assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
-    want = {fn: (1, expected_bytes(row.name, NPROCS), 1, 1) for row in catalog.load().rows
+    want = {fn: (1, expected_bytes(row.name, NPROCS, fn), 1, 1) for row in catalog.load().rows
             for fn in row.functions() if not fn.endswith(("_c", "_init"))}
     assert functions_section(run.stderr) == want, run.describe()
     # profiled: the Fortran Wait/Test wrappers take the C wrappers' path (a Test loop's

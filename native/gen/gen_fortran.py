@@ -30,6 +30,7 @@ application's messages reach the profiling mode like a C application's:
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import gen_forms
 import gen_p2p
@@ -147,6 +148,22 @@ static void *ct_f_in_place(void *buf)
 static void *ct_f_next(const char *symbol)
 {
     return dlsym(RTLD_NEXT, symbol);
+}
+
+/* MPI_Alltoallw's bytes as its C wrapper counts them (watch.c): what this rank receives, each
+ * block by its own datatype, here Fortran handles; -1 where a size is unknown. */
+static int64_t ct_f_alltoallw_bytes(const MPI_Fint *recvcounts, const MPI_Fint *recvtypes, MPI_Comm comm)
+{
+    int64_t p = ct_watch_comm_size(comm), sum = 0;
+    if (p < 0)
+        return -1;
+    for (int64_t i = 0; i < p; i++) {
+        int64_t size = ct_watch_size(PMPI_Type_f2c(recvtypes[i]));
+        if (size < 0 || recvcounts[i] < 0)
+            return -1;
+        sum += (int64_t)recvcounts[i] * size;
+    }
+    return sum;
 }
 """
 
@@ -388,6 +405,15 @@ def watched_arg(fn: Function):
     return arg, (lambda role: f"{names[role]} == (void *)&mpi_fortran_in_place_")
 
 
+def watched_bytes(fn: Function, arg: Callable[[str], str], in_place: Callable[[str], str]) -> list[str]:
+    """`bytes` of a watched call: the row's rule, except blocking MPI_Alltoallw, whose C wrapper
+    counts its blocks by their datatypes (watch.c) and whose Fortran call is only watched here
+    (HANDLE_ARRAYS): the same count from the Fortran handles."""
+    if fn.coll.name == "alltoallw" and fn.form == "blocking":
+        return ["int64_t bytes = ct_f_alltoallw_bytes(recvcounts, recvtypes, PMPI_Comm_f2c(*comm));"]
+    return gen_forms.bytes_code(fn, arg, in_place)
+
+
 def watched_wrapper(fn: Function) -> list[str]:
     """A watched function's Fortran symbols: the library's own Fortran binding runs the call
     unchanged (nothing to translate), then the call is counted and profiled as the C wrapper
@@ -421,7 +447,7 @@ def watched_wrapper(fn: Function) -> list[str]:
         f"        ct_fn_seen({fn.enum}, caller, {comm}, -1, t0, NULL);",
         "        return;",
         "    }",
-        *(f"    {s}" for s in gen_forms.bytes_code(fn, arg, in_place)),
+        *(f"    {s}" for s in watched_bytes(fn, arg, in_place)),
         *seen,
         "}",
         "",

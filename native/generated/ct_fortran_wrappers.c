@@ -43,6 +43,22 @@ static void *ct_f_next(const char *symbol)
     return dlsym(RTLD_NEXT, symbol);
 }
 
+/* MPI_Alltoallw's bytes as its C wrapper counts them (watch.c): what this rank receives, each
+ * block by its own datatype, here Fortran handles; -1 where a size is unknown. */
+static int64_t ct_f_alltoallw_bytes(const MPI_Fint *recvcounts, const MPI_Fint *recvtypes, MPI_Comm comm)
+{
+    int64_t p = ct_watch_comm_size(comm), sum = 0;
+    if (p < 0)
+        return -1;
+    for (int64_t i = 0; i < p; i++) {
+        int64_t size = ct_watch_size(PMPI_Type_f2c(recvtypes[i]));
+        if (size < 0 || recvcounts[i] < 0)
+            return -1;
+        sum += (int64_t)recvcounts[i] * size;
+    }
+    return sum;
+}
+
 typedef void ct_f_init_fn(MPI_Fint *ierr);
 
 static void ct_f_init(MPI_Fint *ierr, const char *symbol)
@@ -2549,7 +2565,7 @@ static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
         ct_fn_seen(CT_FN_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_f_alltoallw_bytes(recvcounts, recvtypes, PMPI_Comm_f2c(*comm));
     ct_fn_seen(CT_FN_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
 }
 
