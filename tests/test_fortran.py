@@ -174,7 +174,9 @@ def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, bu
     fort = _mpifort(lib)
     assert fort is not None
     exe = tmp_path / "ct_every_f"
-    subprocess.run([str(fort), "-O1", "-o", str(exe), str(PROGRAMS / "ct_every.f90")], check=True)
+    # -J: the module file every_support.mod goes to tmp_path, not the working directory.
+    subprocess.run([str(fort), "-O1", "-J", str(tmp_path), "-o", str(exe), str(PROGRAMS / "ct_every.f90")],
+                   check=True)
     plain = run_mpi(lib, NPROCS, [exe], {})
     assert plain.returncode == 0 and "every: 47 functions" in plain.stdout, plain.describe()
     for env in (runenv.rank_environment(lib, art), runenv.rank_environment(lib, art, verbose=True)):

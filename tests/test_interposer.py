@@ -67,7 +67,7 @@ def assert_forced(run: Run, choice: dict[str, str]) -> None:
 # ---- generated files --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("generator", ["gen_wrappers.py", "gen_forms.py", "gen_settings.py", "gen_driver.py", "gen_fortran.py",
-                                       "gen_formats.py"])
+                                       "gen_formats.py", "gen_p2p.py"])
 def test_generated_files_are_current(generator):
     proc = subprocess.run([sys.executable, str(REPO / "native" / "gen" / generator), "--check"],
                           capture_output=True, text=True, check=False)
