@@ -105,18 +105,20 @@ def keep_rounds(run: check.RunData, keep: list[int]) -> check.RunData:
 
 
 def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None,
-            test: str | None = None, two_modes: str | None = None) -> dict[str, object]:
+            test: str | None = None, two_modes: str | None = None,
+            variance_prior: float | None = None) -> dict[str, object]:
     """The stored verdicts of each run, or the run judged again with decision rule `rule`, test
     `test` and/or its rounds cut to their first `keep` launches."""
     verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
-        if rule is None and keep is None and test is None and two_modes is None:
+        if rule is None and keep is None and test is None and two_modes is None and variance_prior is None:
             v = check.load_verdicts(db, rid)
         else:
             run = check.load_run(db, rid)
             settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None,
                                            **({"test": test} if test else {}),
-                                           **({"two_modes": two_modes} if two_modes else {}))
+                                           **({"two_modes": two_modes} if two_modes else {}),
+                                           **({"variance_prior": variance_prior} if variance_prior is not None else {}))
             v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
         verdicts[rid] = keyed(v)
     return agreement(verdicts)
@@ -174,6 +176,10 @@ def main() -> None:
     ap.add_argument("--two-modes", choices=["median", "mean"],
                     help="with --reuse: judge the stored runs again with this slowdown for launches in two modes "
                          "(decide.two_modes_slowdown; the rounds' launches were still chosen as measured)")
+    ap.add_argument("--variance-prior", type=float,
+                    help="with --reuse: judge the stored runs again with this weight of the family's typical "
+                         "variance (decide.VARIANCE_PRIOR; 0: none, the rule before session 10; the rounds' "
+                         "launches were still chosen as measured)")
     args, extra = ap.parse_known_args()
     keep = [int(x) for x in args.keep_rounds.split(",")] if args.keep_rounds else None
     out = HERE / f"results_{args.tag}.json"
@@ -189,12 +195,14 @@ def main() -> None:
         out = out.with_name(f"{out.stem}_rounds_{'_'.join(map(str, keep))}.json")
     if args.two_modes:
         out = out.with_name(f"{out.stem}_two_modes_{args.two_modes}.json")
+    if args.variance_prior is not None:
+        out = out.with_name(f"{out.stem}_variance_prior_{args.variance_prior:g}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
     ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
-    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes)
+    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
     undecided = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
@@ -205,8 +213,9 @@ def main() -> None:
                "wall_median_s": statistics.median(walls) if walls else None,
                "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy,
                "rejudged": ({"rule": args.rejudge, "keep_rounds": keep, "test": args.test,
-                             "two_modes": args.two_modes}
-                            if args.rejudge or keep or args.test or args.two_modes else None)}
+                             "two_modes": args.two_modes, "variance_prior": args.variance_prior}
+                            if args.rejudge or keep or args.test or args.two_modes
+                            or args.variance_prior is not None else None)}
     res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,
            "targets": TARGETS, "timing": timing, **res}
     out.write_text(json.dumps(res, indent=1) + "\n")

@@ -275,7 +275,8 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     for k in range(last + 1):
         look_sides = all_sides if k == last else comparisons_mod.sides_within(all_sides, launch_ids[round_of_launch <= k])
         verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas, settings, alphas[k],
-                                                  messages if k == last else [], cache, round_launches, look_sides)
+                                                  messages if k == last else [], cache, round_launches, look_sides,
+                                                  run.rounds)
         verdicts["look"] = k
         keys = _keys(verdicts)
         rows = verdicts.to_dict("records")

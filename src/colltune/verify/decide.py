@@ -60,6 +60,14 @@ Rule = Literal["directional", "separate"]
 TwoModes = Literal["median", "mean"]
 
 
+# The weight, in launches, of a family's typical per-launch variance (the median over its
+# comparisons at that look) in the variance each paired t-test takes at least
+# (stats.variance_floor): 4 launches weigh a third against a quick check's first look of 8, a
+# tenth against its last of 38 (issue 36, session 10; docs/statistics.md, "A floor under each
+# comparison's variance"; calibrated with benchmarks/verification/futility_calibration.py).
+VARIANCE_PRIOR = 4.0
+
+
 class JudgeSettings(BaseModel):
     """What every judgment of per-launch medians is set by (check; validate, tune/validate.py;
     compare, compare/judge.py): its test (each judgment has its own default), error rate and
@@ -88,8 +96,12 @@ class CheckSettings(JudgeSettings):
     rule: Rule = Field("directional", description="how the violation and equivalence tests are corrected")
     exact: bool = Field(False, description="the times are a deterministic simulator's (judge() sets it from the "
                                            "run): each verdict is its ratio's, from any number of launches")
-    two_modes: TwoModes = Field("median", description="the slowdown of a comparison whose launches form two modes "
+    two_modes: TwoModes = Field("mean", description="the slowdown of a comparison whose launches form two modes "
                                                       "on either side of the tolerance (two_modes_slowdown)")
+    variance_prior: float = Field(VARIANCE_PRIOR, ge=0.0,
+                                  description="weight, in launches, of the family's typical per-launch variance in "
+                                              "the variance a paired t-test takes at least (stats.variance_floor; "
+                                              "0: each comparison's own)")
 
 
 def round_launches(first: int, round_: int) -> int:
@@ -160,6 +172,9 @@ class Effect:
     y: np.ndarray
     exact: bool = False  # a deterministic simulator's ratio (exact_effect), not a test
     note: str = ""  # how the slowdown was taken, where not the median launch's ratio (two_modes_slowdown)
+    variance: float = math.nan  # per-launch variance of the log-ratio its paired t-test implies (stats.tested_variance)
+    df: int = 0  # and its degrees of freedom
+    var_floor: float = 0.0  # the variance its tests took at least (stats.variance_floor)
 
 
 # A deterministic simulator (SimGrid SMPI without measured computation, mpi/smpi.py) repeats its
@@ -200,11 +215,15 @@ def exact_effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
                   shown(sd < limit / (1.0 + EXACT_JITTER)), settings.test, x, y, exact=True)
 
 
-def effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
+_FLOORED = (stats.Test.TRIMMED_T, stats.Test.SCREENED_T, stats.Test.PAIRED_T)
+
+
+def effect(ref: Side, alt: Side, settings: CheckSettings, var_floor: float = 0.0) -> Effect:
     """Tests and slowdown of one comparison. Paired by launch when the test is paired and the
     sides share enough launches; sides that cannot share a launch (Intel MPI's algorithms, one
     per launch) are tested unpaired with the launch as the unit. A deterministic simulator's
-    run (`settings.exact`): exact_effect."""
+    run (`settings.exact`): exact_effect. `var_floor`: a paired t-test's per-launch variance is
+    taken as at least this (judge_look's floor from the family's typical variance)."""
     if settings.exact:
         return exact_effect(ref, alt, settings)
     test, tol = settings.test, settings.tolerance
@@ -228,9 +247,12 @@ def effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
                 sd, how = mean, (f"launches in two modes, {modes.low} of {x.size} at {modes.low_ratio:.2f}x and "
                                  f"{modes.high} at {modes.high_ratio:.2f}x: the slowdown is their geometric mean, "
                                  f"the median launch's ratio {stats.paired_slowdown(x, y):.2f}x")
-            return Effect(int(x.size), sd, 1.0 - 1.0 / sd, stats.one_sided_test(x, y, test),
-                          stats.beyond_tolerance_test(x, y, tol, test), stats.equivalence_test(x, y, tol, test),
-                          test, x, y, note=how)
+            var, df = (stats.tested_variance(np.log(x) - np.log(y), test) if test in _FLOORED and x.size >= 2
+                       else (math.nan, 0))
+            return Effect(int(x.size), sd, 1.0 - 1.0 / sd, stats.one_sided_test(x, y, test, var_floor),
+                          stats.beyond_tolerance_test(x, y, tol, test, var_floor),
+                          stats.equivalence_test(x, y, tol, test, var_floor),
+                          test, x, y, note=how, variance=var, df=df, var_floor=var_floor)
         test = test.unpaired
     x, y = ref.launch_medians, alt.launch_medians
     if test is stats.Test.WELCH_LOG:
@@ -343,6 +365,9 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
                          f"{modes.high_ratio:.2f}x, on either side of the tolerance ({limit:.2f}x): the estimate "
                          "follows the run's mix of launches")
         parts.append(f"per-launch ratios scatter by {float(d.std(ddof=1)):.2f} in log between launches")
+        if e.var_floor > e.variance:
+            parts.append(f"its test took {math.sqrt(e.var_floor):.2f} (the variance floor: its launches' "
+                         f"{math.sqrt(e.variance):.2f} weighed with the comparisons' typical scatter at that look)")
     else:
         center = float(np.mean(np.log(e.x)) - np.mean(np.log(e.y)))
     pointed = _pointed(e)
@@ -382,23 +407,59 @@ COMPUTED = ("p_adjusted", "significant", "violation", "correction", "alpha", "to
             "verdict", "p_equivalence_adjusted", "p_violation_adjusted", "look", "looks")
 
 
-def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache) -> Effect:
+def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache, var_floor: float = 0.0) -> Effect:
     # A comparison whose sides have the same launches as at an earlier look has the same data:
     # the looks of one judgement recompute only what the adaptive rounds measured again.
     key = (c.kind, c.guideline, c.nprocs, c.collective, c.variant, c.msg_bytes, c.ref_bytes, c.k,
-           c.ref.launch_ids.tobytes(), c.alt.launch_ids.tobytes())
+           c.ref.launch_ids.tobytes(), c.alt.launch_ids.tobytes(), var_floor)
     if key not in cache:
-        cache[key] = effect(c.ref, c.alt, settings)
+        cache[key] = effect(c.ref, c.alt, settings, var_floor)
     return cache[key]
+
+
+def _family(kind: str) -> str:
+    return "guideline" if kind in GUIDELINE_KINDS else kind
+
+
+def floored(effects: list[tuple[Comparison, Effect]], settings: CheckSettings, cache: EffectCache,
+            launch_rounds: dict[int, int] | None = None) -> list[tuple[Comparison, Effect]]:
+    """The effects with the variance of each paired t-test whose launches all ran in one look (one
+    stretch of time: the first launches, or one adaptive round; `launch_rounds`: launch index ->
+    round, absent 0) taken as at least stats.variance_floor of its own and its family's typical one
+    at this look (the median over the family's comparisons tested paired with enough launches),
+    with the weight settings.variance_prior. A comparison measured in two looks or more has the
+    variation between them in its own variance."""
+    if settings.variance_prior <= 0 or settings.exact:
+        return effects
+    rounds = launch_rounds or {}
+
+    def one_stretch(c: Comparison) -> bool:
+        ids = np.intersect1d(c.ref.launch_ids, c.alt.launch_ids)
+        return len({rounds.get(int(i), 0) for i in ids}) <= 1
+
+    variances: dict[str, list[float]] = {}
+    for c, e in effects:
+        if e.test_used in _FLOORED and e.n >= settings.min_launches and math.isfinite(e.variance):
+            variances.setdefault(_family(c.kind), []).append(e.variance)
+    typical = {family: float(np.median(v)) for family, v in variances.items()}
+    out = []
+    for c, e in effects:
+        family_var = typical.get(_family(c.kind), math.nan)
+        floor = stats.variance_floor(e.variance, e.df, family_var, settings.variance_prior) \
+            if e.test_used in _FLOORED and e.n >= settings.min_launches and one_stretch(c) else 0.0
+        out.append((c, _cached_effect(c, settings, cache, floor) if floor > e.variance else e))
+    return out
 
 
 def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements: pd.DataFrame,
                settings: CheckSettings, alpha_look: float, messages: list[str],
                cache: EffectCache | None = None, round_launches: frozenset[int] = frozenset(),
-               by_side: dict[SideKey, Side] | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
+               by_side: dict[SideKey, Side] | None = None,
+               launch_rounds: dict[int, int] | None = None) -> tuple[pd.DataFrame, list[tuple[Comparison, Effect]]]:
     """Verdicts of every comparison on these measurements (one look), judged at `alpha_look`,
     and each row's comparison and effect (for `details`). CI and raw view are left NaN.
-    `by_side`: the sides of `measurements` when the caller has them (comparisons.sides_within)."""
+    `by_side`: the sides of `measurements` when the caller has them (comparisons.sides_within);
+    `launch_rounds`: the adaptive round of each launch (absent: 0), for the variance floor (floored)."""
     by_side = sides(measurements) if by_side is None else by_side
     comps = comparisons(variants, by_side, settings.max_split, messages)
     barrier = barrier_medians(by_side)
@@ -406,7 +467,7 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
         messages.append("no barrier measured in this run: barrier warnings cannot be given and the cautious "
                         "count equals the brave count")
     cache = {} if cache is None else cache
-    effects = [(c, _cached_effect(c, settings, cache)) for c in comps]
+    effects = floored([(c, _cached_effect(c, settings, cache)) for c in comps], settings, cache, launch_rounds)
     rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan), round_launches)
             for c, e in effects]
     verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
