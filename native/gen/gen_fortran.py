@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import gen_forms
 import gen_p2p
+import gen_wrappers
 from table import GENERATED_DIR, Collective, Function, banner, load, run
 
 BUFFERS = {"sendbuf", "recvbuf", "buffer"}
@@ -80,22 +82,66 @@ def c_args(coll: Collective) -> str:
     return ", ".join(out)
 
 
+def pass_flag(coll: Collective) -> str:
+    """What the C wrapper of the row's blocking function tests before it passes the call straight
+    to PMPI (gen_wrappers.py for a served row, gen_forms.py for a watched one): 0 there means the
+    Fortran call can go to the library's own binding, with the same results and nothing to see."""
+    fn = Function(coll, "blocking", False)
+    return f"ct_active[{gen_wrappers.enum(coll)}]" if gen_forms.served(fn) else WATCH_SEE.flag
+
+
+@dataclass(frozen=True)
+class Flag:
+    flag: str   # C
+    test: str   # x86-64, ZF set when the flag is 0
+
+
+WATCH_SEE = Flag("(ct_watch & CT_WATCH_SEE)", "testb $1, ct_watch(%rip)")
+
+
+def pass_test(coll: Collective) -> str:
+    """pass_flag's test in assembly: ct_active's byte of the row (its index checked at compile
+    time by active_index_checks)."""
+    if pass_flag(coll) == WATCH_SEE.flag:
+        return WATCH_SEE.test
+    return f"cmpb $0, ct_active+{served_rows().index(coll.name)}(%rip)"
+
+
+def served_rows() -> list[str]:
+    return [c.name for c in load().collectives]
+
+
+def active_index_checks() -> list[str]:
+    return [f'_Static_assert({gen_wrappers.enum(c)} == {i}, "ct_active+{i} in the stubs (gen_fortran.py)");'
+            for i, c in enumerate(load().collectives)]
+
+
 def wrapper(coll: Collective) -> list[str]:
-    low = coll.mpi.lower()
     names = [a.name for a in coll.args]
     bufs = [a.name for a in coll.args if a.role in BUFFERS]
     fargs = ", ".join(names + ["ierr"])
     bottom = "".join(f" || ct_f_is_bottom({b})" for b in bufs)
+    fn = f"ct_f_{coll.name}"
+    flag = pass_flag(coll)
     lines = [
-        f"typedef void ct_f_{coll.name}_fn({fortran_params(coll)});",
+        f"typedef void {fn}_fn({fortran_params(coll)});",
         "",
-        f"static void ct_f_{coll.name}({fortran_params(coll)}, const char *symbol, const void *caller)",
+        *next_cache(fn),
+        f"static void {fn}({fortran_params(coll)}, const char *symbol, const void *caller)",
         "{",
-        f"    if (!ct_f_translatable(){bottom}) {{",
-        f"        ct_f_{coll.name}_fn *next = (ct_f_{coll.name}_fn *)ct_f_next(symbol);",
-        f"        if (next != NULL) next({fargs});",
-        "        else *ierr = MPI_ERR_INTERN;",
-        "        return;",
+        f"    int translate = ct_f_translatable(){bottom.replace(' || ', ' && !')};",
+        f"    if (!{flag} || !translate) {{",
+        f"        {fn}_fn *next = {fn}_next;",
+        "        if (next == NULL)",
+        f"            next = {fn}_next = ({fn}_fn *)ct_f_next(symbol);",
+        "        if (next != NULL) {",
+        f"            next({fargs});",
+        "            return;",
+        "        }",
+        "        if (!translate) {",
+        "            *ierr = MPI_ERR_INTERN;",
+        "            return;",
+        "        }",
         "    }",
         "    ct_profrun_caller = caller;",
         f"    *ierr = (MPI_Fint){coll.mpi}({c_args(coll)});",
@@ -104,7 +150,8 @@ def wrapper(coll: Collective) -> list[str]:
         "",
     ]
     return lines + entries(coll.name, fortran_params(coll),
-                           f'ct_f_{coll.name}({fargs}, "{{sym}}", __builtin_return_address(0));')
+                           f'{fn}({fargs}, "{{sym}}", __builtin_return_address(0));',
+                           Short(fn, flag, fargs, pass_test(coll)))
 
 
 PRELUDE = """\
@@ -180,6 +227,21 @@ LIFECYCLE = [
 ]
 
 
+# A Fortran entry's stub: the flag's test, then the library's binding through its cached
+# address when that is known, else the entry's C body (ct_slow_<symbol>).
+F_STUB = [
+    "#if CT_STUBS",
+    "#define CT_F_STUB(name, test, next)                                             \\",
+    '    __asm__("\\t.pushsection .text\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_STUB_ENDBR             \\',
+    '            "\\t" test "\\n\\tjne ct_slow_" #name "\\n\\tmovq " #next "(%rip), %rax\\n"      \\',
+    '            "\\ttestq %rax, %rax\\n\\tje ct_slow_" #name "\\n\\tjmp *%rax\\n"             \\',
+    '            "\\t.cfi_endproc\\n\\t.size " #name ", .-" #name "\\n\\t.popsection\\n");',
+    "#endif",
+    "",
+]
+
+
 def lifecycle() -> list[str]:
     lines: list[str] = []
     for name, params, args, call in LIFECYCLE:
@@ -213,35 +275,113 @@ def manglings(name: str) -> tuple[str, ...]:
     return (f"{low}_", f"{low}__", low, low.upper(), f"{low}_f08_")
 
 
+def next_cache(fn: str) -> list[str]:
+    """The library's own Fortran binding of the function: looked up once by name (dlsym
+    RTLD_NEXT, any of its manglings: they share one ABI) and kept for the entries' short path."""
+    return [f"static {fn}_fn *_Atomic {fn}_next __attribute__((used));   /* named in its stubs */",
+            f"static {fn}_fn *_Atomic {fn}_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */", ""]
+
+
 def next_lookup(fn: str) -> list[str]:
     """The opening of a wrapper that calls the library's own Fortran symbol: `next`, looked up
     once per wrapper function (MPI_ERR_INTERN where the library has none)."""
     return [
-        f"    static {fn}_fn *_Atomic next_fn;   /* the library's: looked up once */",
-        f"    {fn}_fn *next = next_fn;",
+        f"    {fn}_fn *next = {fn}_next;",
         "    if (next == NULL) {",
         f"        next = ({fn}_fn *)ct_f_next(symbol);",
         "        if (next == NULL) {",
         "            *ierr = MPI_ERR_INTERN;",
         "            return;",
         "        }",
-        "        next_fn = next;",
+        f"        {fn}_next = next;",
         "    }",
     ]
 
 
-def entries(name: str, params: str, call: str) -> list[str]:
+@dataclass(frozen=True)
+class Short:
+    """An entry's short path: while `flag` is 0 (the C wrapper would pass the call straight to
+    the library too) and the library's binding `fn`_next is known, the entry tail-calls that
+    binding with the application's own arguments: pass-through costs a few instructions, not a
+    translation and the C wrapper's call. `test` is the flag's test in x86-64 assembly (ZF set
+    when it is 0), for the entries with arguments on the stack (gen_forms.STUB_PRELUDE: GCC
+    reloads and stores back a stack argument around a C tail call)."""
+
+    fn: str
+    flag: str
+    args: str
+    test: str
+
+
+def short_stub(sym: str, short: Short, params: str, cache: str) -> list[str]:
+    """The entry as an assembly stub in front of its C body, where CT_STUBS."""
+    return ["#if CT_STUBS",
+            f'CT_F_STUB({sym}, "{short.test}", {cache})',
+            f"CT_HIDDEN void ct_slow_{sym}({params});",
+            f"CT_HIDDEN void ct_slow_{sym}({params})",
+            "#else",
+            f"void {sym}({params})",
+            "#endif"]
+
+
+def entries(name: str, params: str, call: str, short: Short | None = None) -> list[str]:
     """The Fortran symbols of `name` (manglings), each calling `call` (its `{sym}` replaced by
-    the symbol). `use mpi_f08`'s `mpi_x_f08_` has the same arguments where its buffers are plain
-    addresses (a library whose mpi_f08 passes descriptors names those `mpi_x_f08ts_`: not
-    wrapped, runtime/fortran_f08.c says so), but its ierror is OPTIONAL: NULL when omitted."""
+    the symbol), after the short path where there is one. `use mpi_f08`'s `mpi_x_f08_` has the
+    same arguments where its buffers are plain addresses (a library whose mpi_f08 passes
+    descriptors names those `mpi_x_f08ts_`: not wrapped, runtime/fortran_f08.c says so), but its
+    ierror is OPTIONAL: NULL when omitted (f08_entry)."""
     lines = []
+    stack_args = params.count(",") + 1 > gen_forms.REGISTER_ARGS
     for sym in manglings(name):
-        guard = (["    MPI_Fint ierr_here = MPI_SUCCESS;", "    if (ierr == NULL)", "        ierr = &ierr_here;"]
-                 if sym.endswith("_f08_") else [])
-        lines += [f"void {sym}({params});", f"void {sym}({params})", "{", *guard,
-                  "    " + call.replace("{sym}", sym), "}", ""]
+        if sym.endswith("_f08_"):
+            lines += f08_entry(sym, params, call, short)
+            continue
+        fast = []
+        if short is not None:
+            fast = [f"    {short.fn}_fn *next = {short.fn}_next;",
+                    f"    if (CT_LIKELY(!{short.flag}) && CT_LIKELY(next != NULL)) {{",
+                    f"        next({short.args});",
+                    "        return;",
+                    "    }"]
+        head = (short_stub(sym, short, params, f"{short.fn}_next") if short is not None and stack_args
+                else [f"void {sym}({params})"])
+        lines += [f"void {sym}({params});", *head, "{", *fast, "    " + call.replace("{sym}", sym), "}", ""]
     return lines
+
+
+def f08_entry(sym: str, params: str, call: str, short: Short | None) -> list[str]:
+    """`mpi_x_f08_`: its short path goes to the library's own `mpi_x_f08_` (its own cache: the
+    other manglings' bindings need an ierror), with the application's arguments as they are. The
+    rest (the first lookup; an ierror to write where the application gave none) is a function
+    of its own, so that the entry stays a test and a tail call."""
+    caller = "__builtin_return_address(0)"
+    rest = f"ct_{sym}rest"
+    names = ", ".join(p.rsplit("*", 1)[-1].strip() for p in params.split(","))
+    stack_args = params.count(",") + 1 > gen_forms.REGISTER_ARGS
+    lines = [f"static __attribute__((noinline)) void {rest}({params}, const void *caller)", "{",
+             "    (void)caller;"]
+    if short is not None:
+        lines += [f"    if (!{short.flag} && {short.fn}_next_f08 == NULL) {{",
+                  f'        {short.fn}_fn *next = ({short.fn}_fn *)ct_f_next("{sym}");',
+                  "        if (next != NULL) {",
+                  f"            {short.fn}_next_f08 = next;",
+                  f"            next({short.args});",
+                  "            return;",
+                  "        }",
+                  "    }"]
+    lines += ["    MPI_Fint ierr_here = MPI_SUCCESS;", "    if (ierr == NULL)", "        ierr = &ierr_here;",
+              "    " + call.replace("{sym}", sym).replace(caller, "caller"), "}", "",
+              f"void {sym}({params});",
+              *(short_stub(sym, short, params, f"{short.fn}_next_f08") if short is not None and stack_args
+                else [f"void {sym}({params})"]),
+              "{"]
+    if short is not None:
+        lines += [f"    {short.fn}_fn *next = {short.fn}_next_f08;",
+                  f"    if (CT_LIKELY(!{short.flag}) && CT_LIKELY(next != NULL)) {{",
+                  f"        next({short.args});",
+                  "        return;",
+                  "    }"]
+    return lines + [f"    {rest}({names}, {caller});", "}", ""]
 
 
 # MPI_Start, MPI_Startall, MPI_Request_free: the library's Fortran binding runs; a followed
@@ -266,6 +406,7 @@ def request_calls() -> list[str]:
         lines += [
             f"typedef void ct_f_{name}_fn({params});",
             "",
+            *next_cache(f"ct_f_{name}"),
             f"static void ct_f_{name}({params}, const char *symbol)",
             "{",
             *next_lookup(f"ct_f_{name}"),
@@ -281,7 +422,8 @@ def request_calls() -> list[str]:
             "}",
             "",
         ]
-        lines += entries(name, params, f'ct_f_{name}({args}, "{{sym}}");')
+        lines += entries(name, params, f'ct_f_{name}({args}, "{{sym}}");', Short(f"ct_f_{name}", "ct_watch", args,
+                                                                      "cmpb $0, ct_watch(%rip)"))
     return lines
 
 
@@ -350,6 +492,7 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
     lines = [
         f"typedef void ct_f_{name}_fn({params});",
         "",
+        *next_cache(f"ct_f_{name}"),
         f"static void ct_f_{name}({params}, const char *symbol, const void *caller)",
         "{",
         *next_lookup(f"ct_f_{name}"),
@@ -371,7 +514,8 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
         ]
     lines += ["}", ""]
     return lines + entries(c.name, params,
-                           f'ct_f_{name}({args}, "{{sym}}", __builtin_return_address(0));')
+                           f'ct_f_{name}({args}, "{{sym}}", __builtin_return_address(0));',
+                           Short(f"ct_f_{name}", switch, args, f"cmpb $0, {switch}(%rip)"))
 
 
 def watched_params(fn: Function) -> list[tuple[str, str]]:
@@ -434,6 +578,7 @@ def watched_wrapper(fn: Function) -> list[str]:
     lines = [
         f"typedef void ct_fw_{name}_fn({params});",
         "",
+        *next_cache(f"ct_fw_{name}"),
         f"static void ct_fw_{name}({params}, const char *symbol, const void *caller)",
         "{",
         *next_lookup(f"ct_fw_{name}"),
@@ -452,14 +597,15 @@ def watched_wrapper(fn: Function) -> list[str]:
         "}",
         "",
     ]
-    lines += entries(fn.name, params, f'ct_fw_{name}({args}, "{{sym}}", __builtin_return_address(0));')
+    lines += entries(fn.name, params, f'ct_fw_{name}({args}, "{{sym}}", __builtin_return_address(0));',
+                     Short(f"ct_fw_{name}", WATCH_SEE.flag, args, WATCH_SEE.test))
     return (["#if CT_HAVE_PERSISTENT", *lines, "#endif", ""] if fn.form == "persistent" else lines)
 
 
 def generate() -> str:
     table = load()
     lines = [banner("gen_fortran.py", source="native/spec/collectives.toml and p2p.toml").rstrip("\n"), ""]
-    lines += PRELUDE.splitlines() + [""]
+    lines += PRELUDE.splitlines() + [""] + gen_forms.STUB_PRELUDE + F_STUB + active_index_checks() + [""]
     lines += lifecycle()
     for coll in table.collectives:
         if not untranslatable(coll):

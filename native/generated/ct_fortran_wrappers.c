@@ -59,6 +59,53 @@ static int64_t ct_f_alltoallw_bytes(const MPI_Fint *recvcounts, const MPI_Fint *
     return sum;
 }
 
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
+    && !defined(COLLTUNE_ABI_FAMILY_SMPI)
+#define CT_STUBS 1
+#if defined(__CET__) && (__CET__ & 1)
+#define CT_STUB_ENDBR "\tendbr64\n"
+#else
+#define CT_STUB_ENDBR ""
+#endif
+/* MPI_<name>: `test` sets ZF when the wrapper passes through. */
+#define CT_STUB(name, test)                                                     \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
+            "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
+            "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
+_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+#else
+#define CT_STUBS 0
+#endif
+
+#if CT_STUBS
+#define CT_F_STUB(name, test, next)                                             \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
+            "\t" test "\n\tjne ct_slow_" #name "\n\tmovq " #next "(%rip), %rax\n"      \
+            "\ttestq %rax, %rax\n\tje ct_slow_" #name "\n\tjmp *%rax\n"             \
+            "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
+#endif
+
+_Static_assert(CT_COLL_ALLGATHER == 0, "ct_active+0 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLREDUCE == 1, "ct_active+1 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALL == 2, "ct_active+2 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_BCAST == 3, "ct_active+3 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_GATHER == 4, "ct_active+4 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE == 5, "ct_active+5 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_SCATTER_BLOCK == 6, "ct_active+6 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_SCATTER == 7, "ct_active+7 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCAN == 8, "ct_active+8 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCATTER == 9, "ct_active+9 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLGATHERV == 10, "ct_active+10 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALLV == 11, "ct_active+11 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALLW == 12, "ct_active+12 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_BARRIER == 13, "ct_active+13 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_EXSCAN == 14, "ct_active+14 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_GATHERV == 15, "ct_active+15 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_LOCAL == 16, "ct_active+16 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCATTERV == 17, "ct_active+17 in the stubs (gen_fortran.py)");
+
 typedef void ct_f_init_fn(MPI_Fint *ierr);
 
 static void ct_f_init(MPI_Fint *ierr, const char *symbol)
@@ -96,13 +143,19 @@ void MPI_INIT(MPI_Fint *ierr)
     ct_f_init(ierr, "MPI_INIT");
 }
 
-void mpi_init_f08_(MPI_Fint *ierr);
-void mpi_init_f08_(MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_init_f08_rest(MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_init(ierr, "mpi_init_f08_");
+}
+
+void mpi_init_f08_(MPI_Fint *ierr);
+void mpi_init_f08_(MPI_Fint *ierr)
+{
+    ct_mpi_init_f08_rest(ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_init_thread_fn(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
@@ -144,13 +197,19 @@ void MPI_INIT_THREAD(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
     ct_f_init_thread(required, provided, ierr, "MPI_INIT_THREAD");
 }
 
-void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
-void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_init_thread_f08_rest(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_init_thread(required, provided, ierr, "mpi_init_thread_f08_");
+}
+
+void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
+void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    ct_mpi_init_thread_f08_rest(required, provided, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_finalize_fn(MPI_Fint *ierr);
@@ -190,24 +249,41 @@ void MPI_FINALIZE(MPI_Fint *ierr)
     ct_f_finalize(ierr, "MPI_FINALIZE");
 }
 
-void mpi_finalize_f08_(MPI_Fint *ierr);
-void mpi_finalize_f08_(MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_finalize_f08_rest(MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_finalize(ierr, "mpi_finalize_f08_");
 }
 
+void mpi_finalize_f08_(MPI_Fint *ierr);
+void mpi_finalize_f08_(MPI_Fint *ierr)
+{
+    ct_mpi_finalize_f08_rest(ierr, __builtin_return_address(0));
+}
+
 typedef void ct_f_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_allgather_fn *_Atomic ct_f_allgather_next __attribute__((used));   /* named in its stubs */
+static ct_f_allgather_fn *_Atomic ct_f_allgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
 
 static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_allgather_fn *next = (ct_f_allgather_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_ALLGATHER] || !translate) {
+        ct_f_allgather_fn *next = ct_f_allgather_next;
+        if (next == NULL)
+            next = ct_f_allgather_next = (ct_f_allgather_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Allgather(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
@@ -215,47 +291,127 @@ static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 }
 
 void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_HIDDEN void ct_slow_mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgather_fn *next = ct_f_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_", __builtin_return_address(0));
 }
 
 void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather__, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_HIDDEN void ct_slow_mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgather_fn *next = ct_f_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather__", __builtin_return_address(0));
 }
 
 void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_HIDDEN void ct_slow_mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgather_fn *next = ct_f_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather", __builtin_return_address(0));
 }
 
 void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLGATHER, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_HIDDEN void ct_slow_MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgather_fn *next = ct_f_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLGATHER", __builtin_return_address(0));
 }
 
-void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_ALLGATHER] && ct_f_allgather_next_f08 == NULL) {
+        ct_f_allgather_fn *next = (ct_f_allgather_fn *)ct_f_next("mpi_allgather_f08_");
+        if (next != NULL) {
+            ct_f_allgather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_f08_", __builtin_return_address(0));
+    ct_f_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_allgather_f08_", caller);
+}
+
+void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_f08_, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next_f08)
+CT_HIDDEN void ct_slow_mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_allgather_fn *next = ct_f_allgather_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_allgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_allreduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_allreduce_fn *_Atomic ct_f_allreduce_next __attribute__((used));   /* named in its stubs */
+static ct_f_allreduce_fn *_Atomic ct_f_allreduce_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_allreduce_fn *next = (ct_f_allreduce_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_ALLREDUCE] || !translate) {
+        ct_f_allreduce_fn *next = ct_f_allreduce_next;
+        if (next == NULL)
+            next = ct_f_allreduce_next = (ct_f_allreduce_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Allreduce(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -263,47 +419,127 @@ static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
 }
 
 void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_HIDDEN void ct_slow_mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allreduce_fn *next = ct_f_allreduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_", __builtin_return_address(0));
 }
 
 void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce__, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_HIDDEN void ct_slow_mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allreduce_fn *next = ct_f_allreduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce__", __builtin_return_address(0));
 }
 
 void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_HIDDEN void ct_slow_mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allreduce_fn *next = ct_f_allreduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce", __builtin_return_address(0));
 }
 
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLREDUCE, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_HIDDEN void ct_slow_MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allreduce_fn *next = ct_f_allreduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_ALLREDUCE", __builtin_return_address(0));
 }
 
-void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allreduce_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_ALLREDUCE] && ct_f_allreduce_next_f08 == NULL) {
+        ct_f_allreduce_fn *next = (ct_f_allreduce_fn *)ct_f_next("mpi_allreduce_f08_");
+        if (next != NULL) {
+            ct_f_allreduce_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_f08_", __builtin_return_address(0));
+    ct_f_allreduce(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_allreduce_f08_", caller);
+}
+
+void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_f08_, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next_f08)
+CT_HIDDEN void ct_slow_mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_allreduce_fn *next = ct_f_allreduce_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
+    ct_mpi_allreduce_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_alltoall_fn *_Atomic ct_f_alltoall_next __attribute__((used));   /* named in its stubs */
+static ct_f_alltoall_fn *_Atomic ct_f_alltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_alltoall_fn *next = (ct_f_alltoall_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_ALLTOALL] || !translate) {
+        ct_f_alltoall_fn *next = ct_f_alltoall_next;
+        if (next == NULL)
+            next = ct_f_alltoall_next = (ct_f_alltoall_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Alltoall(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
@@ -311,47 +547,127 @@ static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 }
 
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoall_fn *next = ct_f_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_", __builtin_return_address(0));
 }
 
 void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall__, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoall_fn *next = ct_f_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall__", __builtin_return_address(0));
 }
 
 void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoall_fn *next = ct_f_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALL, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoall_fn *next = ct_f_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_ALLTOALL", __builtin_return_address(0));
 }
 
-void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_ALLTOALL] && ct_f_alltoall_next_f08 == NULL) {
+        ct_f_alltoall_fn *next = (ct_f_alltoall_fn *)ct_f_next("mpi_alltoall_f08_");
+        if (next != NULL) {
+            ct_f_alltoall_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_f08_", __builtin_return_address(0));
+    ct_f_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_alltoall_f08_", caller);
+}
+
+void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_f08_, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_alltoall_fn *next = ct_f_alltoall_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_alltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_bcast_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_bcast_fn *_Atomic ct_f_bcast_next __attribute__((used));   /* named in its stubs */
+static ct_f_bcast_fn *_Atomic ct_f_bcast_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(buffer)) {
-        ct_f_bcast_fn *next = (ct_f_bcast_fn *)ct_f_next(symbol);
-        if (next != NULL) next(buffer, count, datatype, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(buffer);
+    if (!ct_active[CT_COLL_BCAST] || !translate) {
+        ct_f_bcast_fn *next = ct_f_bcast_next;
+        if (next == NULL)
+            next = ct_f_bcast_next = (ct_f_bcast_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(buffer, count, datatype, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Bcast(buffer, (int)*count, PMPI_Type_f2c(*datatype), (int)*root, PMPI_Comm_f2c(*comm));
@@ -361,45 +677,95 @@ static void ct_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fi
 void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_bcast_fn *next = ct_f_bcast_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, ierr);
+        return;
+    }
     ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_", __builtin_return_address(0));
 }
 
 void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_bcast_fn *next = ct_f_bcast_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, ierr);
+        return;
+    }
     ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast__", __builtin_return_address(0));
 }
 
 void mpi_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_bcast_fn *next = ct_f_bcast_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, ierr);
+        return;
+    }
     ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast", __builtin_return_address(0));
 }
 
 void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_BCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_bcast_fn *next = ct_f_bcast_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, ierr);
+        return;
+    }
     ct_f_bcast(buffer, count, datatype, root, comm, ierr, "MPI_BCAST", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_bcast_f08_rest(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_BCAST] && ct_f_bcast_next_f08 == NULL) {
+        ct_f_bcast_fn *next = (ct_f_bcast_fn *)ct_f_next("mpi_bcast_f08_");
+        if (next != NULL) {
+            ct_f_bcast_next_f08 = next;
+            next(buffer, count, datatype, root, comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_f08_", caller);
 }
 
 void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_bcast(buffer, count, datatype, root, comm, ierr, "mpi_bcast_f08_", __builtin_return_address(0));
+    ct_f_bcast_fn *next = ct_f_bcast_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_BCAST]) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, ierr);
+        return;
+    }
+    ct_mpi_bcast_f08_rest(buffer, count, datatype, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_gather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_gather_fn *_Atomic ct_f_gather_next __attribute__((used));   /* named in its stubs */
+static ct_f_gather_fn *_Atomic ct_f_gather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_gather_fn *next = (ct_f_gather_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_GATHER] || !translate) {
+        ct_f_gather_fn *next = ct_f_gather_next;
+        if (next == NULL)
+            next = ct_f_gather_next = (ct_f_gather_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Gather(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
@@ -407,47 +773,127 @@ static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 }
 
 void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_HIDDEN void ct_slow_mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gather_fn *next = ct_f_gather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_", __builtin_return_address(0));
 }
 
 void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather__, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_HIDDEN void ct_slow_mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gather_fn *next = ct_f_gather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather__", __builtin_return_address(0));
 }
 
 void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_HIDDEN void ct_slow_mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gather_fn *next = ct_f_gather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather", __builtin_return_address(0));
 }
 
 void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_GATHER, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_HIDDEN void ct_slow_MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gather_fn *next = ct_f_gather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_GATHER", __builtin_return_address(0));
 }
 
-void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_gather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_GATHER] && ct_f_gather_next_f08 == NULL) {
+        ct_f_gather_fn *next = (ct_f_gather_fn *)ct_f_next("mpi_gather_f08_");
+        if (next != NULL) {
+            ct_f_gather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_f08_", __builtin_return_address(0));
+    ct_f_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_gather_f08_", caller);
+}
+
+void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_f08_, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next_f08)
+CT_HIDDEN void ct_slow_mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_gather_fn *next = ct_f_gather_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
+    ct_mpi_gather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_reduce_fn *_Atomic ct_f_reduce_next __attribute__((used));   /* named in its stubs */
+static ct_f_reduce_fn *_Atomic ct_f_reduce_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_reduce_fn *next = (ct_f_reduce_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_REDUCE] || !translate) {
+        ct_f_reduce_fn *next = ct_f_reduce_next;
+        if (next == NULL)
+            next = ct_f_reduce_next = (ct_f_reduce_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root, PMPI_Comm_f2c(*comm));
@@ -455,47 +901,127 @@ static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 }
 
 void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_HIDDEN void ct_slow_mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_fn *next = ct_f_reduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+        return;
+    }
     ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_", __builtin_return_address(0));
 }
 
 void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce__, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_HIDDEN void ct_slow_mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_fn *next = ct_f_reduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+        return;
+    }
     ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce__", __builtin_return_address(0));
 }
 
 void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_HIDDEN void ct_slow_mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_fn *next = ct_f_reduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+        return;
+    }
     ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce", __builtin_return_address(0));
 }
 
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_fn *next = ct_f_reduce_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+        return;
+    }
     ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "MPI_REDUCE", __builtin_return_address(0));
 }
 
-void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_REDUCE] && ct_f_reduce_next_f08 == NULL) {
+        ct_f_reduce_fn *next = (ct_f_reduce_fn *)ct_f_next("mpi_reduce_f08_");
+        if (next != NULL) {
+            ct_f_reduce_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_f08_", __builtin_return_address(0));
+    ct_f_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, "mpi_reduce_f08_", caller);
+}
+
+void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_f08_, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_reduce_fn *next = ct_f_reduce_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
+        return;
+    }
+    ct_mpi_reduce_f08_rest(sendbuf, recvbuf, count, datatype, op, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_scatter_block_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_reduce_scatter_block_fn *_Atomic ct_f_reduce_scatter_block_next __attribute__((used));   /* named in its stubs */
+static ct_f_reduce_scatter_block_fn *_Atomic ct_f_reduce_scatter_block_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_reduce_scatter_block_fn *next = (ct_f_reduce_scatter_block_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK] || !translate) {
+        ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next;
+        if (next == NULL)
+            next = ct_f_reduce_scatter_block_next = (ct_f_reduce_scatter_block_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce_scatter_block(ct_f_in_place(sendbuf), recvbuf, (int)*recvcount, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -503,47 +1029,127 @@ static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *re
 }
 
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block__, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER_BLOCK", __builtin_return_address(0));
 }
 
-void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_scatter_block_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK] && ct_f_reduce_scatter_block_next_f08 == NULL) {
+        ct_f_reduce_scatter_block_fn *next = (ct_f_reduce_scatter_block_fn *)ct_f_next("mpi_reduce_scatter_block_f08_");
+        if (next != NULL) {
+            ct_f_reduce_scatter_block_next_f08 = next;
+            next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_f08_", __builtin_return_address(0));
+    ct_f_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, "mpi_reduce_scatter_block_f08_", caller);
+}
+
+void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_f08_, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_reduce_scatter_block_fn *next = ct_f_reduce_scatter_block_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER_BLOCK]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr);
+        return;
+    }
+    ct_mpi_reduce_scatter_block_f08_rest(sendbuf, recvbuf, recvcount, datatype, op, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_scatter_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_reduce_scatter_fn *_Atomic ct_f_reduce_scatter_next __attribute__((used));   /* named in its stubs */
+static ct_f_reduce_scatter_fn *_Atomic ct_f_reduce_scatter_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_reduce_scatter_fn *next = (ct_f_reduce_scatter_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_REDUCE_SCATTER] || !translate) {
+        ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next;
+        if (next == NULL)
+            next = ct_f_reduce_scatter_next = (ct_f_reduce_scatter_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce_scatter(ct_f_in_place(sendbuf), recvbuf, (const int *)recvcounts, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -551,47 +1157,127 @@ static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcoun
 }
 
 void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter__, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE_SCATTER, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "MPI_REDUCE_SCATTER", __builtin_return_address(0));
 }
 
-void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_scatter_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_REDUCE_SCATTER] && ct_f_reduce_scatter_next_f08 == NULL) {
+        ct_f_reduce_scatter_fn *next = (ct_f_reduce_scatter_fn *)ct_f_next("mpi_reduce_scatter_f08_");
+        if (next != NULL) {
+            ct_f_reduce_scatter_next_f08 = next;
+            next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_f08_", __builtin_return_address(0));
+    ct_f_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, "mpi_reduce_scatter_f08_", caller);
+}
+
+void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_f08_, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_reduce_scatter_fn *next = ct_f_reduce_scatter_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr);
+        return;
+    }
+    ct_mpi_reduce_scatter_f08_rest(sendbuf, recvbuf, recvcounts, datatype, op, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_scan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_scan_fn *_Atomic ct_f_scan_next __attribute__((used));   /* named in its stubs */
+static ct_f_scan_fn *_Atomic ct_f_scan_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_scan_fn *next = (ct_f_scan_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_SCAN] || !translate) {
+        ct_f_scan_fn *next = ct_f_scan_next;
+        if (next == NULL)
+            next = ct_f_scan_next = (ct_f_scan_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Scan(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -599,47 +1285,127 @@ static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 }
 
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_HIDDEN void ct_slow_mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scan_fn *next = ct_f_scan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_", __builtin_return_address(0));
 }
 
 void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan__, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_HIDDEN void ct_slow_mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scan_fn *next = ct_f_scan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan__", __builtin_return_address(0));
 }
 
 void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_HIDDEN void ct_slow_mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scan_fn *next = ct_f_scan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan", __builtin_return_address(0));
 }
 
 void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCAN, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_HIDDEN void ct_slow_MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scan_fn *next = ct_f_scan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_SCAN", __builtin_return_address(0));
 }
 
-void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scan_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_SCAN] && ct_f_scan_next_f08 == NULL) {
+        ct_f_scan_fn *next = (ct_f_scan_fn *)ct_f_next("mpi_scan_f08_");
+        if (next != NULL) {
+            ct_f_scan_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_f08_", __builtin_return_address(0));
+    ct_f_scan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_scan_f08_", caller);
+}
+
+void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_f08_, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next_f08)
+CT_HIDDEN void ct_slow_mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_scan_fn *next = ct_f_scan_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
+    ct_mpi_scan_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_scatter_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_scatter_fn *_Atomic ct_f_scatter_next __attribute__((used));   /* named in its stubs */
+static ct_f_scatter_fn *_Atomic ct_f_scatter_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_scatter_fn *next = (ct_f_scatter_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_SCATTER] || !translate) {
+        ct_f_scatter_fn *next = ct_f_scatter_next;
+        if (next == NULL)
+            next = ct_f_scatter_next = (ct_f_scatter_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Scatter(sendbuf, (int)*sendcount, PMPI_Type_f2c(*sendtype), ct_f_in_place(recvbuf), (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
@@ -647,47 +1413,127 @@ static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 }
 
 void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_HIDDEN void ct_slow_mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatter_fn *next = ct_f_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_", __builtin_return_address(0));
 }
 
 void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter__, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_HIDDEN void ct_slow_mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatter_fn *next = ct_f_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter__", __builtin_return_address(0));
 }
 
 void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_HIDDEN void ct_slow_mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatter_fn *next = ct_f_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter", __builtin_return_address(0));
 }
 
 void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCATTER, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_HIDDEN void ct_slow_MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatter_fn *next = ct_f_scatter_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTER", __builtin_return_address(0));
 }
 
-void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scatter_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_SCATTER] && ct_f_scatter_next_f08 == NULL) {
+        ct_f_scatter_fn *next = (ct_f_scatter_fn *)ct_f_next("mpi_scatter_f08_");
+        if (next != NULL) {
+            ct_f_scatter_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_f08_", __builtin_return_address(0));
+    ct_f_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatter_f08_", caller);
+}
+
+void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_f08_, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next_f08)
+CT_HIDDEN void ct_slow_mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_scatter_fn *next = ct_f_scatter_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
+    ct_mpi_scatter_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_allgatherv_fn *_Atomic ct_f_allgatherv_next __attribute__((used));   /* named in its stubs */
+static ct_f_allgatherv_fn *_Atomic ct_f_allgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_allgatherv_fn *next = (ct_f_allgatherv_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_ALLGATHERV] || !translate) {
+        ct_f_allgatherv_fn *next = ct_f_allgatherv_next;
+        if (next == NULL)
+            next = ct_f_allgatherv_next = (ct_f_allgatherv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Allgatherv(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)displs, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
@@ -695,47 +1541,127 @@ static void ct_f_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 }
 
 void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgatherv_fn *next = ct_f_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv_", __builtin_return_address(0));
 }
 
 void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv__, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgatherv_fn *next = ct_f_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv__", __builtin_return_address(0));
 }
 
 void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgatherv_fn *next = ct_f_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv", __builtin_return_address(0));
 }
 
 void MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLGATHERV, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_HIDDEN void ct_slow_MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_allgatherv_fn *next = ct_f_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_ALLGATHERV", __builtin_return_address(0));
 }
 
-void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_ALLGATHERV] && ct_f_allgatherv_next_f08 == NULL) {
+        ct_f_allgatherv_fn *next = (ct_f_allgatherv_fn *)ct_f_next("mpi_allgatherv_f08_");
+        if (next != NULL) {
+            ct_f_allgatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv_f08_", __builtin_return_address(0));
+    ct_f_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_allgatherv_f08_", caller);
+}
+
+void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_f08_, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_allgatherv_fn *next = ct_f_allgatherv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_allgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_alltoallv_fn *_Atomic ct_f_alltoallv_next __attribute__((used));   /* named in its stubs */
+static ct_f_alltoallv_fn *_Atomic ct_f_alltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_alltoallv_fn *next = (ct_f_alltoallv_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_ALLTOALLV] || !translate) {
+        ct_f_alltoallv_fn *next = ct_f_alltoallv_next;
+        if (next == NULL)
+            next = ct_f_alltoallv_next = (ct_f_alltoallv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Alltoallv(ct_f_in_place(sendbuf), (const int *)sendcounts, (const int *)sdispls, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)rdispls, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
@@ -743,47 +1669,127 @@ static void ct_f_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispl
 }
 
 void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoallv_fn *next = ct_f_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv_", __builtin_return_address(0));
 }
 
 void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv__, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoallv_fn *next = ct_f_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv__", __builtin_return_address(0));
 }
 
 void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoallv_fn *next = ct_f_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALLV, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_alltoallv_fn *next = ct_f_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_ALLTOALLV", __builtin_return_address(0));
 }
 
-void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_ALLTOALLV] && ct_f_alltoallv_next_f08 == NULL) {
+        ct_f_alltoallv_fn *next = (ct_f_alltoallv_fn *)ct_f_next("mpi_alltoallv_f08_");
+        if (next != NULL) {
+            ct_f_alltoallv_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv_f08_", __builtin_return_address(0));
+    ct_f_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_alltoallv_f08_", caller);
+}
+
+void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_f08_, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_alltoallv_fn *next = ct_f_alltoallv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_alltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_barrier_fn(MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_barrier_fn *_Atomic ct_f_barrier_next __attribute__((used));   /* named in its stubs */
+static ct_f_barrier_fn *_Atomic ct_f_barrier_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_barrier(MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable()) {
-        ct_f_barrier_fn *next = (ct_f_barrier_fn *)ct_f_next(symbol);
-        if (next != NULL) next(comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable();
+    if (!ct_active[CT_COLL_BARRIER] || !translate) {
+        ct_f_barrier_fn *next = ct_f_barrier_next;
+        if (next == NULL)
+            next = ct_f_barrier_next = (ct_f_barrier_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Barrier(PMPI_Comm_f2c(*comm));
@@ -793,45 +1799,95 @@ static void ct_f_barrier(MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, con
 void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_barrier_fn *next = ct_f_barrier_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]) && CT_LIKELY(next != NULL)) {
+        next(comm, ierr);
+        return;
+    }
     ct_f_barrier(comm, ierr, "mpi_barrier_", __builtin_return_address(0));
 }
 
 void mpi_barrier__(MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_barrier__(MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_barrier_fn *next = ct_f_barrier_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]) && CT_LIKELY(next != NULL)) {
+        next(comm, ierr);
+        return;
+    }
     ct_f_barrier(comm, ierr, "mpi_barrier__", __builtin_return_address(0));
 }
 
 void mpi_barrier(MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_barrier(MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_barrier_fn *next = ct_f_barrier_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]) && CT_LIKELY(next != NULL)) {
+        next(comm, ierr);
+        return;
+    }
     ct_f_barrier(comm, ierr, "mpi_barrier", __builtin_return_address(0));
 }
 
 void MPI_BARRIER(MPI_Fint *comm, MPI_Fint *ierr);
 void MPI_BARRIER(MPI_Fint *comm, MPI_Fint *ierr)
 {
+    ct_f_barrier_fn *next = ct_f_barrier_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]) && CT_LIKELY(next != NULL)) {
+        next(comm, ierr);
+        return;
+    }
     ct_f_barrier(comm, ierr, "MPI_BARRIER", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_barrier_f08_rest(MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_BARRIER] && ct_f_barrier_next_f08 == NULL) {
+        ct_f_barrier_fn *next = (ct_f_barrier_fn *)ct_f_next("mpi_barrier_f08_");
+        if (next != NULL) {
+            ct_f_barrier_next_f08 = next;
+            next(comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_barrier(comm, ierr, "mpi_barrier_f08_", caller);
 }
 
 void mpi_barrier_f08_(MPI_Fint *comm, MPI_Fint *ierr);
 void mpi_barrier_f08_(MPI_Fint *comm, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_barrier(comm, ierr, "mpi_barrier_f08_", __builtin_return_address(0));
+    ct_f_barrier_fn *next = ct_f_barrier_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_BARRIER]) && CT_LIKELY(next != NULL)) {
+        next(comm, ierr);
+        return;
+    }
+    ct_mpi_barrier_f08_rest(comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_exscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_exscan_fn *_Atomic ct_f_exscan_next __attribute__((used));   /* named in its stubs */
+static ct_f_exscan_fn *_Atomic ct_f_exscan_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_exscan_fn *next = (ct_f_exscan_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_EXSCAN] || !translate) {
+        ct_f_exscan_fn *next = ct_f_exscan_next;
+        if (next == NULL)
+            next = ct_f_exscan_next = (ct_f_exscan_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Exscan(ct_f_in_place(sendbuf), recvbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
@@ -839,47 +1895,127 @@ static void ct_f_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 }
 
 void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_HIDDEN void ct_slow_mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_exscan_fn *next = ct_f_exscan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan_", __builtin_return_address(0));
 }
 
 void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan__, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_HIDDEN void ct_slow_mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_exscan_fn *next = ct_f_exscan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan__", __builtin_return_address(0));
 }
 
 void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_HIDDEN void ct_slow_mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_exscan_fn *next = ct_f_exscan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan", __builtin_return_address(0));
 }
 
 void MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_EXSCAN, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_HIDDEN void ct_slow_MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_exscan_fn *next = ct_f_exscan_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
     ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "MPI_EXSCAN", __builtin_return_address(0));
 }
 
-void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_exscan_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_EXSCAN] && ct_f_exscan_next_f08 == NULL) {
+        ct_f_exscan_fn *next = (ct_f_exscan_fn *)ct_f_next("mpi_exscan_f08_");
+        if (next != NULL) {
+            ct_f_exscan_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan_f08_", __builtin_return_address(0));
+    ct_f_exscan(sendbuf, recvbuf, count, datatype, op, comm, ierr, "mpi_exscan_f08_", caller);
+}
+
+void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_f08_, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next_f08)
+CT_HIDDEN void ct_slow_mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_exscan_fn *next = ct_f_exscan_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_EXSCAN]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, ierr);
+        return;
+    }
+    ct_mpi_exscan_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_gatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_gatherv_fn *_Atomic ct_f_gatherv_next __attribute__((used));   /* named in its stubs */
+static ct_f_gatherv_fn *_Atomic ct_f_gatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_gatherv_fn *next = (ct_f_gatherv_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_GATHERV] || !translate) {
+        ct_f_gatherv_fn *next = ct_f_gatherv_next;
+        if (next == NULL)
+            next = ct_f_gatherv_next = (ct_f_gatherv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Gatherv(ct_f_in_place(sendbuf), (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)displs, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
@@ -887,47 +2023,127 @@ static void ct_f_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 }
 
 void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_HIDDEN void ct_slow_mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gatherv_fn *next = ct_f_gatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv_", __builtin_return_address(0));
 }
 
 void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv__, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_HIDDEN void ct_slow_mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gatherv_fn *next = ct_f_gatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv__", __builtin_return_address(0));
 }
 
 void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_HIDDEN void ct_slow_mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gatherv_fn *next = ct_f_gatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv", __builtin_return_address(0));
 }
 
 void MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_GATHERV, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_HIDDEN void ct_slow_MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_gatherv_fn *next = ct_f_gatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "MPI_GATHERV", __builtin_return_address(0));
 }
 
-void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_gatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_GATHERV] && ct_f_gatherv_next_f08 == NULL) {
+        ct_f_gatherv_fn *next = (ct_f_gatherv_fn *)ct_f_next("mpi_gatherv_f08_");
+        if (next != NULL) {
+            ct_f_gatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv_f08_", __builtin_return_address(0));
+    ct_f_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, "mpi_gatherv_f08_", caller);
+}
+
+void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_f08_, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_gatherv_fn *next = ct_f_gatherv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr);
+        return;
+    }
+    ct_mpi_gatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_reduce_local_fn(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 
+static ct_f_reduce_local_fn *_Atomic ct_f_reduce_local_next __attribute__((used));   /* named in its stubs */
+static ct_f_reduce_local_fn *_Atomic ct_f_reduce_local_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(inbuf) || ct_f_is_bottom(inoutbuf)) {
-        ct_f_reduce_local_fn *next = (ct_f_reduce_local_fn *)ct_f_next(symbol);
-        if (next != NULL) next(inbuf, inoutbuf, count, datatype, op, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(inbuf) && !ct_f_is_bottom(inoutbuf);
+    if (!ct_active[CT_COLL_REDUCE_LOCAL] || !translate) {
+        ct_f_reduce_local_fn *next = ct_f_reduce_local_next;
+        if (next == NULL)
+            next = ct_f_reduce_local_next = (ct_f_reduce_local_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(inbuf, inoutbuf, count, datatype, op, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Reduce_local(inbuf, inoutbuf, (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op));
@@ -937,45 +2153,95 @@ static void ct_f_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_
 void mpi_reduce_local_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 void mpi_reduce_local_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
 {
+    ct_f_reduce_local_fn *next = ct_f_reduce_local_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]) && CT_LIKELY(next != NULL)) {
+        next(inbuf, inoutbuf, count, datatype, op, ierr);
+        return;
+    }
     ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local_", __builtin_return_address(0));
 }
 
 void mpi_reduce_local__(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 void mpi_reduce_local__(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
 {
+    ct_f_reduce_local_fn *next = ct_f_reduce_local_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]) && CT_LIKELY(next != NULL)) {
+        next(inbuf, inoutbuf, count, datatype, op, ierr);
+        return;
+    }
     ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local__", __builtin_return_address(0));
 }
 
 void mpi_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 void mpi_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
 {
+    ct_f_reduce_local_fn *next = ct_f_reduce_local_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]) && CT_LIKELY(next != NULL)) {
+        next(inbuf, inoutbuf, count, datatype, op, ierr);
+        return;
+    }
     ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_LOCAL(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 void MPI_REDUCE_LOCAL(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
 {
+    ct_f_reduce_local_fn *next = ct_f_reduce_local_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]) && CT_LIKELY(next != NULL)) {
+        next(inbuf, inoutbuf, count, datatype, op, ierr);
+        return;
+    }
     ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "MPI_REDUCE_LOCAL", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_reduce_local_f08_rest(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_REDUCE_LOCAL] && ct_f_reduce_local_next_f08 == NULL) {
+        ct_f_reduce_local_fn *next = (ct_f_reduce_local_fn *)ct_f_next("mpi_reduce_local_f08_");
+        if (next != NULL) {
+            ct_f_reduce_local_next_f08 = next;
+            next(inbuf, inoutbuf, count, datatype, op, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local_f08_", caller);
 }
 
 void mpi_reduce_local_f08_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr);
 void mpi_reduce_local_f08_(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_reduce_local(inbuf, inoutbuf, count, datatype, op, ierr, "mpi_reduce_local_f08_", __builtin_return_address(0));
+    ct_f_reduce_local_fn *next = ct_f_reduce_local_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_REDUCE_LOCAL]) && CT_LIKELY(next != NULL)) {
+        next(inbuf, inoutbuf, count, datatype, op, ierr);
+        return;
+    }
+    ct_mpi_reduce_local_f08_rest(inbuf, inoutbuf, count, datatype, op, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_scatterv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_scatterv_fn *_Atomic ct_f_scatterv_next __attribute__((used));   /* named in its stubs */
+static ct_f_scatterv_fn *_Atomic ct_f_scatterv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    if (!ct_f_translatable() || ct_f_is_bottom(sendbuf) || ct_f_is_bottom(recvbuf)) {
-        ct_f_scatterv_fn *next = (ct_f_scatterv_fn *)ct_f_next(symbol);
-        if (next != NULL) next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
-        else *ierr = MPI_ERR_INTERN;
-        return;
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_SCATTERV] || !translate) {
+        ct_f_scatterv_fn *next = ct_f_scatterv_next;
+        if (next == NULL)
+            next = ct_f_scatterv_next = (ct_f_scatterv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
     }
     ct_profrun_caller = caller;
     *ierr = (MPI_Fint)MPI_Scatterv(sendbuf, (const int *)sendcounts, (const int *)displs, PMPI_Type_f2c(*sendtype), ct_f_in_place(recvbuf), (int)*recvcount, PMPI_Type_f2c(*recvtype), (int)*root, PMPI_Comm_f2c(*comm));
@@ -983,51 +2249,122 @@ static void ct_f_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs,
 }
 
 void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_HIDDEN void ct_slow_mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatterv_fn *next = ct_f_scatterv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv_", __builtin_return_address(0));
 }
 
 void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv__, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_HIDDEN void ct_slow_mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatterv_fn *next = ct_f_scatterv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv__", __builtin_return_address(0));
 }
 
 void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_HIDDEN void ct_slow_mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatterv_fn *next = ct_f_scatterv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv", __builtin_return_address(0));
 }
 
 void MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCATTERV, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_HIDDEN void ct_slow_MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_scatterv_fn *next = ct_f_scatterv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
     ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "MPI_SCATTERV", __builtin_return_address(0));
 }
 
-void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scatterv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_active[CT_COLL_SCATTERV] && ct_f_scatterv_next_f08 == NULL) {
+        ct_f_scatterv_fn *next = (ct_f_scatterv_fn *)ct_f_next("mpi_scatterv_f08_");
+        if (next != NULL) {
+            ct_f_scatterv_next_f08 = next;
+            next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv_f08_", __builtin_return_address(0));
+    ct_f_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, "mpi_scatterv_f08_", caller);
+}
+
+void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_f08_, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next_f08)
+CT_HIDDEN void ct_slow_mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_scatterv_fn *next = ct_f_scatterv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr);
+        return;
+    }
+    ct_mpi_scatterv_f08_rest(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_iallgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iallgather_fn *_Atomic ct_fw_iallgather_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iallgather_fn *_Atomic ct_fw_iallgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iallgather_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iallgather_fn *next = next_fn;
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next;
     if (next == NULL) {
         next = (ct_fw_iallgather_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iallgather_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
@@ -1045,52 +2382,123 @@ static void ct_fw_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 }
 
 void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgather_, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_HIDDEN void ct_slow_mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather_", __builtin_return_address(0));
 }
 
 void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgather__, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_HIDDEN void ct_slow_mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather__", __builtin_return_address(0));
 }
 
 void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgather, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_HIDDEN void ct_slow_mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather", __builtin_return_address(0));
 }
 
 void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_HIDDEN void ct_slow_MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLGATHER", __builtin_return_address(0));
 }
 
-void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iallgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iallgather_next_f08 == NULL) {
+        ct_fw_iallgather_fn *next = (ct_fw_iallgather_fn *)ct_f_next("mpi_iallgather_f08_");
+        if (next != NULL) {
+            ct_fw_iallgather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather_f08_", __builtin_return_address(0));
+    ct_fw_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_iallgather_f08_", caller);
+}
+
+void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next_f08)
+CT_HIDDEN void ct_slow_mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iallgather_fn *next = ct_fw_iallgather_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iallgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_allgather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_allgather_init_fn *_Atomic ct_fw_allgather_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_allgather_init_fn *_Atomic ct_fw_allgather_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_allgather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_allgather_init_fn *next = next_fn;
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next;
     if (next == NULL) {
         next = (ct_fw_allgather_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_allgather_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
@@ -1108,53 +2516,124 @@ static void ct_fw_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
 }
 
 void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_init_, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init_", __builtin_return_address(0));
 }
 
 void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_init__, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init__", __builtin_return_address(0));
 }
 
 void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_init, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init", __builtin_return_address(0));
 }
 
 void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLGATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLGATHER_INIT", __builtin_return_address(0));
 }
 
-void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allgather_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_allgather_init_next_f08 == NULL) {
+        ct_fw_allgather_init_fn *next = (ct_fw_allgather_init_fn *)ct_f_next("mpi_allgather_init_f08_");
+        if (next != NULL) {
+            ct_fw_allgather_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init_f08_", __builtin_return_address(0));
+    ct_fw_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_allgather_init_f08_", caller);
+}
+
+void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_allgather_init_fn *next = ct_fw_allgather_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_allgather_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iallreduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iallreduce_fn *_Atomic ct_fw_iallreduce_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iallreduce_fn *_Atomic ct_fw_iallreduce_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iallreduce_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iallreduce_fn *next = next_fn;
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next;
     if (next == NULL) {
         next = (ct_fw_iallreduce_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iallreduce_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
@@ -1172,52 +2651,123 @@ static void ct_fw_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
 }
 
 void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallreduce_, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_HIDDEN void ct_slow_mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce_", __builtin_return_address(0));
 }
 
 void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallreduce__, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_HIDDEN void ct_slow_mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce__", __builtin_return_address(0));
 }
 
 void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallreduce, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_HIDDEN void ct_slow_mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce", __builtin_return_address(0));
 }
 
 void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLREDUCE, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_HIDDEN void ct_slow_MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_IALLREDUCE", __builtin_return_address(0));
 }
 
-void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iallreduce_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iallreduce_next_f08 == NULL) {
+        ct_fw_iallreduce_fn *next = (ct_fw_iallreduce_fn *)ct_f_next("mpi_iallreduce_f08_");
+        if (next != NULL) {
+            ct_fw_iallreduce_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce_f08_", __builtin_return_address(0));
+    ct_fw_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iallreduce_f08_", caller);
+}
+
+void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallreduce_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next_f08)
+CT_HIDDEN void ct_slow_mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iallreduce_fn *next = ct_fw_iallreduce_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iallreduce_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_allreduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_allreduce_init_fn *_Atomic ct_fw_allreduce_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_allreduce_init_fn *_Atomic ct_fw_allreduce_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_allreduce_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_allreduce_init_fn *next = next_fn;
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next;
     if (next == NULL) {
         next = (ct_fw_allreduce_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_allreduce_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
@@ -1235,53 +2785,124 @@ static void ct_fw_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, 
 }
 
 void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_init_, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_HIDDEN void ct_slow_mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init_", __builtin_return_address(0));
 }
 
 void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_init__, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_HIDDEN void ct_slow_mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init__", __builtin_return_address(0));
 }
 
 void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_init, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_HIDDEN void ct_slow_mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init", __builtin_return_address(0));
 }
 
 void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLREDUCE_INIT, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_ALLREDUCE_INIT", __builtin_return_address(0));
 }
 
-void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allreduce_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_allreduce_init_next_f08 == NULL) {
+        ct_fw_allreduce_init_fn *next = (ct_fw_allreduce_init_fn *)ct_f_next("mpi_allreduce_init_f08_");
+        if (next != NULL) {
+            ct_fw_allreduce_init_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init_f08_", __builtin_return_address(0));
+    ct_fw_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_allreduce_init_f08_", caller);
+}
+
+void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allreduce_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_allreduce_init_fn *next = ct_fw_allreduce_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_allreduce_init_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ialltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ialltoall_fn *_Atomic ct_fw_ialltoall_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ialltoall_fn *_Atomic ct_fw_ialltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ialltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ialltoall_fn *next = next_fn;
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next;
     if (next == NULL) {
         next = (ct_fw_ialltoall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ialltoall_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
@@ -1299,52 +2920,123 @@ static void ct_fw_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 }
 
 void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoall_, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_HIDDEN void ct_slow_mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall_", __builtin_return_address(0));
 }
 
 void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoall__, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_HIDDEN void ct_slow_mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall__", __builtin_return_address(0));
 }
 
 void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoall, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_HIDDEN void ct_slow_mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall", __builtin_return_address(0));
 }
 
 void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_HIDDEN void ct_slow_MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_IALLTOALL", __builtin_return_address(0));
 }
 
-void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ialltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ialltoall_next_f08 == NULL) {
+        ct_fw_ialltoall_fn *next = (ct_fw_ialltoall_fn *)ct_f_next("mpi_ialltoall_f08_");
+        if (next != NULL) {
+            ct_fw_ialltoall_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall_f08_", __builtin_return_address(0));
+    ct_fw_ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ialltoall_f08_", caller);
+}
+
+void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next_f08)
+CT_HIDDEN void ct_slow_mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ialltoall_fn *next = ct_fw_ialltoall_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ialltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_alltoall_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_alltoall_init_fn *_Atomic ct_fw_alltoall_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_alltoall_init_fn *_Atomic ct_fw_alltoall_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_alltoall_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_alltoall_init_fn *next = next_fn;
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next;
     if (next == NULL) {
         next = (ct_fw_alltoall_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_alltoall_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
@@ -1362,53 +3054,124 @@ static void ct_fw_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
 }
 
 void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init_", __builtin_return_address(0));
 }
 
 void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init__", __builtin_return_address(0));
 }
 
 void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_init, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALL_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_ALLTOALL_INIT", __builtin_return_address(0));
 }
 
-void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoall_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_alltoall_init_next_f08 == NULL) {
+        ct_fw_alltoall_init_fn *next = (ct_fw_alltoall_init_fn *)ct_f_next("mpi_alltoall_init_f08_");
+        if (next != NULL) {
+            ct_fw_alltoall_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init_f08_", __builtin_return_address(0));
+    ct_fw_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_alltoall_init_f08_", caller);
+}
+
+void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoall_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_alltoall_init_fn *next = ct_fw_alltoall_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_alltoall_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ibcast_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ibcast_fn *_Atomic ct_fw_ibcast_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ibcast_fn *_Atomic ct_fw_ibcast_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ibcast_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ibcast_fn *next = next_fn;
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next;
     if (next == NULL) {
         next = (ct_fw_ibcast_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ibcast_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(buffer, count, datatype, root, comm, request, ierr);
@@ -1426,52 +3189,123 @@ static void ct_fw_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_
 }
 
 void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ibcast_, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_HIDDEN void ct_slow_mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast_", __builtin_return_address(0));
 }
 
 void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ibcast__, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_HIDDEN void ct_slow_mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast__", __builtin_return_address(0));
 }
 
 void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ibcast, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_HIDDEN void ct_slow_mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast", __builtin_return_address(0));
 }
 
 void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IBCAST, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_HIDDEN void ct_slow_MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "MPI_IBCAST", __builtin_return_address(0));
 }
 
-void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ibcast_f08_rest(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ibcast_next_f08 == NULL) {
+        ct_fw_ibcast_fn *next = (ct_fw_ibcast_fn *)ct_f_next("mpi_ibcast_f08_");
+        if (next != NULL) {
+            ct_fw_ibcast_next_f08 = next;
+            next(buffer, count, datatype, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast_f08_", __builtin_return_address(0));
+    ct_fw_ibcast(buffer, count, datatype, root, comm, request, ierr, "mpi_ibcast_f08_", caller);
+}
+
+void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ibcast_f08_, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next_f08)
+CT_HIDDEN void ct_slow_mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ibcast_fn *next = ct_fw_ibcast_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ibcast_f08_rest(buffer, count, datatype, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_bcast_init_fn(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_bcast_init_fn *_Atomic ct_fw_bcast_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_bcast_init_fn *_Atomic ct_fw_bcast_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_bcast_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_bcast_init_fn *next = next_fn;
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next;
     if (next == NULL) {
         next = (ct_fw_bcast_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_bcast_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(buffer, count, datatype, root, comm, info, request, ierr);
@@ -1489,53 +3323,124 @@ static void ct_fw_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, 
 }
 
 void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_bcast_init_, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_HIDDEN void ct_slow_mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init_", __builtin_return_address(0));
 }
 
 void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_bcast_init__, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_HIDDEN void ct_slow_mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init__", __builtin_return_address(0));
 }
 
 void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_bcast_init, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_HIDDEN void ct_slow_mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init", __builtin_return_address(0));
 }
 
 void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_BCAST_INIT, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_HIDDEN void ct_slow_MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "MPI_BCAST_INIT", __builtin_return_address(0));
 }
 
-void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_bcast_init_f08_rest(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_bcast_init_next_f08 == NULL) {
+        ct_fw_bcast_init_fn *next = (ct_fw_bcast_init_fn *)ct_f_next("mpi_bcast_init_f08_");
+        if (next != NULL) {
+            ct_fw_bcast_init_next_f08 = next;
+            next(buffer, count, datatype, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init_f08_", __builtin_return_address(0));
+    ct_fw_bcast_init(buffer, count, datatype, root, comm, info, request, ierr, "mpi_bcast_init_f08_", caller);
+}
+
+void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_bcast_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_bcast_init_fn *next = ct_fw_bcast_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(buffer, count, datatype, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_bcast_init_f08_rest(buffer, count, datatype, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_igather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_igather_fn *_Atomic ct_fw_igather_next __attribute__((used));   /* named in its stubs */
+static ct_fw_igather_fn *_Atomic ct_fw_igather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_igather_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_igather_fn *next = next_fn;
+    ct_fw_igather_fn *next = ct_fw_igather_next;
     if (next == NULL) {
         next = (ct_fw_igather_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_igather_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
@@ -1553,52 +3458,123 @@ static void ct_fw_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 }
 
 void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igather_, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_HIDDEN void ct_slow_mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igather_fn *next = ct_fw_igather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather_", __builtin_return_address(0));
 }
 
 void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igather__, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_HIDDEN void ct_slow_mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igather_fn *next = ct_fw_igather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather__", __builtin_return_address(0));
 }
 
 void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igather, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_HIDDEN void ct_slow_mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igather_fn *next = ct_fw_igather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather", __builtin_return_address(0));
 }
 
 void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IGATHER, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_HIDDEN void ct_slow_MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igather_fn *next = ct_fw_igather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_IGATHER", __builtin_return_address(0));
 }
 
-void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_igather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_igather_next_f08 == NULL) {
+        ct_fw_igather_fn *next = (ct_fw_igather_fn *)ct_f_next("mpi_igather_f08_");
+        if (next != NULL) {
+            ct_fw_igather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather_f08_", __builtin_return_address(0));
+    ct_fw_igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_igather_f08_", caller);
+}
+
+void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igather_f08_, "testb $1, ct_watch(%rip)", ct_fw_igather_next_f08)
+CT_HIDDEN void ct_slow_mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_igather_fn *next = ct_fw_igather_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_igather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_gather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_gather_init_fn *_Atomic ct_fw_gather_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_gather_init_fn *_Atomic ct_fw_gather_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_gather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_gather_init_fn *next = next_fn;
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next;
     if (next == NULL) {
         next = (ct_fw_gather_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_gather_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
@@ -1616,53 +3592,124 @@ static void ct_fw_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 }
 
 void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_init_, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_HIDDEN void ct_slow_mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init_", __builtin_return_address(0));
 }
 
 void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_init__, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_HIDDEN void ct_slow_mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init__", __builtin_return_address(0));
 }
 
 void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_init, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_HIDDEN void ct_slow_mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init", __builtin_return_address(0));
 }
 
 void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_GATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_HIDDEN void ct_slow_MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_GATHER_INIT", __builtin_return_address(0));
 }
 
-void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_gather_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_gather_init_next_f08 == NULL) {
+        ct_fw_gather_init_fn *next = (ct_fw_gather_init_fn *)ct_f_next("mpi_gather_init_f08_");
+        if (next != NULL) {
+            ct_fw_gather_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init_f08_", __builtin_return_address(0));
+    ct_fw_gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_gather_init_f08_", caller);
+}
+
+void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_gather_init_fn *next = ct_fw_gather_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_gather_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ireduce_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ireduce_fn *_Atomic ct_fw_ireduce_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ireduce_fn *_Atomic ct_fw_ireduce_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ireduce_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ireduce_fn *next = next_fn;
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next;
     if (next == NULL) {
         next = (ct_fw_ireduce_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ireduce_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
@@ -1680,52 +3727,123 @@ static void ct_fw_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
 }
 
 void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce_", __builtin_return_address(0));
 }
 
 void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_HIDDEN void ct_slow_mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce__", __builtin_return_address(0));
 }
 
 void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_HIDDEN void ct_slow_mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce", __builtin_return_address(0));
 }
 
 void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IREDUCE, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_HIDDEN void ct_slow_MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "MPI_IREDUCE", __builtin_return_address(0));
 }
 
-void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ireduce_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ireduce_next_f08 == NULL) {
+        ct_fw_ireduce_fn *next = (ct_fw_ireduce_fn *)ct_f_next("mpi_ireduce_f08_");
+        if (next != NULL) {
+            ct_fw_ireduce_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce_f08_", __builtin_return_address(0));
+    ct_fw_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, "mpi_ireduce_f08_", caller);
+}
+
+void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next_f08)
+CT_HIDDEN void ct_slow_mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ireduce_fn *next = ct_fw_ireduce_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ireduce_f08_rest(sendbuf, recvbuf, count, datatype, op, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_reduce_init_fn *_Atomic ct_fw_reduce_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_reduce_init_fn *_Atomic ct_fw_reduce_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_reduce_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_reduce_init_fn *next = next_fn;
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next;
     if (next == NULL) {
         next = (ct_fw_reduce_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_reduce_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
@@ -1743,53 +3861,124 @@ static void ct_fw_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
 }
 
 void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init_", __builtin_return_address(0));
 }
 
 void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init__", __builtin_return_address(0));
 }
 
 void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "MPI_REDUCE_INIT", __builtin_return_address(0));
 }
 
-void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_reduce_init_next_f08 == NULL) {
+        ct_fw_reduce_init_fn *next = (ct_fw_reduce_init_fn *)ct_f_next("mpi_reduce_init_f08_");
+        if (next != NULL) {
+            ct_fw_reduce_init_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init_f08_", __builtin_return_address(0));
+    ct_fw_reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, "mpi_reduce_init_f08_", caller);
+}
+
+void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_reduce_init_fn *next = ct_fw_reduce_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_reduce_init_f08_rest(sendbuf, recvbuf, count, datatype, op, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ireduce_scatter_block_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ireduce_scatter_block_fn *_Atomic ct_fw_ireduce_scatter_block_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ireduce_scatter_block_fn *_Atomic ct_fw_ireduce_scatter_block_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ireduce_scatter_block_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ireduce_scatter_block_fn *next = next_fn;
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next;
     if (next == NULL) {
         next = (ct_fw_ireduce_scatter_block_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ireduce_scatter_block_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
@@ -1807,52 +3996,123 @@ static void ct_fw_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *
 }
 
 void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_block_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block_", __builtin_return_address(0));
 }
 
 void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_block__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block__", __builtin_return_address(0));
 }
 
 void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_block, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block", __builtin_return_address(0));
 }
 
 void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IREDUCE_SCATTER_BLOCK, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER_BLOCK", __builtin_return_address(0));
 }
 
-void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ireduce_scatter_block_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ireduce_scatter_block_next_f08 == NULL) {
+        ct_fw_ireduce_scatter_block_fn *next = (ct_fw_ireduce_scatter_block_fn *)ct_f_next("mpi_ireduce_scatter_block_f08_");
+        if (next != NULL) {
+            ct_fw_ireduce_scatter_block_next_f08 = next;
+            next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block_f08_", __builtin_return_address(0));
+    ct_fw_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_block_f08_", caller);
+}
+
+void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_block_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next_f08)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ireduce_scatter_block_fn *next = ct_fw_ireduce_scatter_block_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ireduce_scatter_block_f08_rest(sendbuf, recvbuf, recvcount, datatype, op, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_scatter_block_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_reduce_scatter_block_init_fn *_Atomic ct_fw_reduce_scatter_block_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_reduce_scatter_block_init_fn *_Atomic ct_fw_reduce_scatter_block_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_reduce_scatter_block_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_reduce_scatter_block_init_fn *next = next_fn;
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next;
     if (next == NULL) {
         next = (ct_fw_reduce_scatter_block_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_reduce_scatter_block_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
@@ -1870,53 +4130,124 @@ static void ct_fw_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fi
 }
 
 void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_BLOCK_INIT", __builtin_return_address(0));
 }
 
-void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_scatter_block_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_reduce_scatter_block_init_next_f08 == NULL) {
+        ct_fw_reduce_scatter_block_init_fn *next = (ct_fw_reduce_scatter_block_init_fn *)ct_f_next("mpi_reduce_scatter_block_init_f08_");
+        if (next != NULL) {
+            ct_fw_reduce_scatter_block_init_next_f08 = next;
+            next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init_f08_", __builtin_return_address(0));
+    ct_fw_reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_block_init_f08_", caller);
+}
+
+void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_block_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_reduce_scatter_block_init_fn *next = ct_fw_reduce_scatter_block_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_reduce_scatter_block_init_f08_rest(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ireduce_scatter_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ireduce_scatter_fn *_Atomic ct_fw_ireduce_scatter_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ireduce_scatter_fn *_Atomic ct_fw_ireduce_scatter_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ireduce_scatter_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ireduce_scatter_fn *next = next_fn;
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next;
     if (next == NULL) {
         next = (ct_fw_ireduce_scatter_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ireduce_scatter_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
@@ -1934,52 +4265,123 @@ static void ct_fw_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvco
 }
 
 void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_", __builtin_return_address(0));
 }
 
 void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter__", __builtin_return_address(0));
 }
 
 void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter", __builtin_return_address(0));
 }
 
 void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IREDUCE_SCATTER, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "MPI_IREDUCE_SCATTER", __builtin_return_address(0));
 }
 
-void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ireduce_scatter_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ireduce_scatter_next_f08 == NULL) {
+        ct_fw_ireduce_scatter_fn *next = (ct_fw_ireduce_scatter_fn *)ct_f_next("mpi_ireduce_scatter_f08_");
+        if (next != NULL) {
+            ct_fw_ireduce_scatter_next_f08 = next;
+            next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_f08_", __builtin_return_address(0));
+    ct_fw_ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, "mpi_ireduce_scatter_f08_", caller);
+}
+
+void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ireduce_scatter_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next_f08)
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ireduce_scatter_fn *next = ct_fw_ireduce_scatter_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ireduce_scatter_f08_rest(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_reduce_scatter_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_reduce_scatter_init_fn *_Atomic ct_fw_reduce_scatter_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_reduce_scatter_init_fn *_Atomic ct_fw_reduce_scatter_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_reduce_scatter_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_reduce_scatter_init_fn *next = next_fn;
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next;
     if (next == NULL) {
         next = (ct_fw_reduce_scatter_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_reduce_scatter_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
@@ -1997,53 +4399,124 @@ static void ct_fw_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *re
 }
 
 void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init_", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init__", __builtin_return_address(0));
 }
 
 void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init", __builtin_return_address(0));
 }
 
 void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_REDUCE_SCATTER_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "MPI_REDUCE_SCATTER_INIT", __builtin_return_address(0));
 }
 
-void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_reduce_scatter_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_reduce_scatter_init_next_f08 == NULL) {
+        ct_fw_reduce_scatter_init_fn *next = (ct_fw_reduce_scatter_init_fn *)ct_f_next("mpi_reduce_scatter_init_f08_");
+        if (next != NULL) {
+            ct_fw_reduce_scatter_init_next_f08 = next;
+            next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init_f08_", __builtin_return_address(0));
+    ct_fw_reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, "mpi_reduce_scatter_init_f08_", caller);
+}
+
+void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_reduce_scatter_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_reduce_scatter_init_fn *next = ct_fw_reduce_scatter_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_reduce_scatter_init_f08_rest(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iscan_fn *_Atomic ct_fw_iscan_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iscan_fn *_Atomic ct_fw_iscan_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iscan_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iscan_fn *next = next_fn;
+    ct_fw_iscan_fn *next = ct_fw_iscan_next;
     if (next == NULL) {
         next = (ct_fw_iscan_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iscan_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
@@ -2061,52 +4534,123 @@ static void ct_fw_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 }
 
 void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscan_, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_HIDDEN void ct_slow_mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscan_fn *next = ct_fw_iscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan_", __builtin_return_address(0));
 }
 
 void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscan__, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_HIDDEN void ct_slow_mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscan_fn *next = ct_fw_iscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan__", __builtin_return_address(0));
 }
 
 void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscan, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_HIDDEN void ct_slow_mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscan_fn *next = ct_fw_iscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan", __builtin_return_address(0));
 }
 
 void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ISCAN, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_HIDDEN void ct_slow_MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscan_fn *next = ct_fw_iscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_ISCAN", __builtin_return_address(0));
 }
 
-void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iscan_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iscan_next_f08 == NULL) {
+        ct_fw_iscan_fn *next = (ct_fw_iscan_fn *)ct_f_next("mpi_iscan_f08_");
+        if (next != NULL) {
+            ct_fw_iscan_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan_f08_", __builtin_return_address(0));
+    ct_fw_iscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iscan_f08_", caller);
+}
+
+void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscan_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscan_next_f08)
+CT_HIDDEN void ct_slow_mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iscan_fn *next = ct_fw_iscan_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iscan_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_scan_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_scan_init_fn *_Atomic ct_fw_scan_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_scan_init_fn *_Atomic ct_fw_scan_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_scan_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_scan_init_fn *next = next_fn;
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next;
     if (next == NULL) {
         next = (ct_fw_scan_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_scan_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
@@ -2124,53 +4668,124 @@ static void ct_fw_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
 }
 
 void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_init_, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_HIDDEN void ct_slow_mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init_", __builtin_return_address(0));
 }
 
 void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_init__, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_HIDDEN void ct_slow_mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init__", __builtin_return_address(0));
 }
 
 void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_init, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_HIDDEN void ct_slow_mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init", __builtin_return_address(0));
 }
 
 void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCAN_INIT, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_HIDDEN void ct_slow_MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_SCAN_INIT", __builtin_return_address(0));
 }
 
-void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scan_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_scan_init_next_f08 == NULL) {
+        ct_fw_scan_init_fn *next = (ct_fw_scan_init_fn *)ct_f_next("mpi_scan_init_f08_");
+        if (next != NULL) {
+            ct_fw_scan_init_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init_f08_", __builtin_return_address(0));
+    ct_fw_scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_scan_init_f08_", caller);
+}
+
+void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scan_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_scan_init_fn *next = ct_fw_scan_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_scan_init_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iscatter_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iscatter_fn *_Atomic ct_fw_iscatter_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iscatter_fn *_Atomic ct_fw_iscatter_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iscatter_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iscatter_fn *next = next_fn;
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next;
     if (next == NULL) {
         next = (ct_fw_iscatter_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iscatter_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
@@ -2188,52 +4803,123 @@ static void ct_fw_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 }
 
 void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatter_, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_HIDDEN void ct_slow_mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter_", __builtin_return_address(0));
 }
 
 void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatter__, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_HIDDEN void ct_slow_mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter__", __builtin_return_address(0));
 }
 
 void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatter, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_HIDDEN void ct_slow_mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter", __builtin_return_address(0));
 }
 
 void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ISCATTER, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_HIDDEN void ct_slow_MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_ISCATTER", __builtin_return_address(0));
 }
 
-void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iscatter_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iscatter_next_f08 == NULL) {
+        ct_fw_iscatter_fn *next = (ct_fw_iscatter_fn *)ct_f_next("mpi_iscatter_f08_");
+        if (next != NULL) {
+            ct_fw_iscatter_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter_f08_", __builtin_return_address(0));
+    ct_fw_iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatter_f08_", caller);
+}
+
+void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatter_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next_f08)
+CT_HIDDEN void ct_slow_mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iscatter_fn *next = ct_fw_iscatter_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iscatter_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_scatter_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_scatter_init_fn *_Atomic ct_fw_scatter_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_scatter_init_fn *_Atomic ct_fw_scatter_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_scatter_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_scatter_init_fn *next = next_fn;
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next;
     if (next == NULL) {
         next = (ct_fw_scatter_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_scatter_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
@@ -2251,53 +4937,124 @@ static void ct_fw_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 }
 
 void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_init_, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_", __builtin_return_address(0));
 }
 
 void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_init__, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init__", __builtin_return_address(0));
 }
 
 void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_init, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_HIDDEN void ct_slow_mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init", __builtin_return_address(0));
 }
 
 void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCATTER_INIT, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_HIDDEN void ct_slow_MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_SCATTER_INIT", __builtin_return_address(0));
 }
 
-void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scatter_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_scatter_init_next_f08 == NULL) {
+        ct_fw_scatter_init_fn *next = (ct_fw_scatter_init_fn *)ct_f_next("mpi_scatter_init_f08_");
+        if (next != NULL) {
+            ct_fw_scatter_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_f08_", __builtin_return_address(0));
+    ct_fw_scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatter_init_f08_", caller);
+}
+
+void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatter_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_scatter_init_fn *next = ct_fw_scatter_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_scatter_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iallgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iallgatherv_fn *_Atomic ct_fw_iallgatherv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iallgatherv_fn *_Atomic ct_fw_iallgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iallgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iallgatherv_fn *next = next_fn;
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next;
     if (next == NULL) {
         next = (ct_fw_iallgatherv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iallgatherv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
@@ -2316,52 +5073,123 @@ static void ct_fw_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 }
 
 void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgatherv_, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_HIDDEN void ct_slow_mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv_", __builtin_return_address(0));
 }
 
 void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgatherv__, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_HIDDEN void ct_slow_mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv__", __builtin_return_address(0));
 }
 
 void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgatherv, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_HIDDEN void ct_slow_mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv", __builtin_return_address(0));
 }
 
 void MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_HIDDEN void ct_slow_MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "MPI_IALLGATHERV", __builtin_return_address(0));
 }
 
-void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iallgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iallgatherv_next_f08 == NULL) {
+        ct_fw_iallgatherv_fn *next = (ct_fw_iallgatherv_fn *)ct_f_next("mpi_iallgatherv_f08_");
+        if (next != NULL) {
+            ct_fw_iallgatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv_f08_", __builtin_return_address(0));
+    ct_fw_iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_iallgatherv_f08_", caller);
+}
+
+void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iallgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iallgatherv_fn *next = ct_fw_iallgatherv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iallgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_allgatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_allgatherv_init_fn *_Atomic ct_fw_allgatherv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_allgatherv_init_fn *_Atomic ct_fw_allgatherv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_allgatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_allgatherv_init_fn *next = next_fn;
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next;
     if (next == NULL) {
         next = (ct_fw_allgatherv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_allgatherv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
@@ -2380,53 +5208,124 @@ static void ct_fw_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
 }
 
 void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init_", __builtin_return_address(0));
 }
 
 void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init__", __builtin_return_address(0));
 }
 
 void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_init, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init", __builtin_return_address(0));
 }
 
 void MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLGATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "MPI_ALLGATHERV_INIT", __builtin_return_address(0));
 }
 
-void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_allgatherv_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_allgatherv_init_next_f08 == NULL) {
+        ct_fw_allgatherv_init_fn *next = (ct_fw_allgatherv_init_fn *)ct_f_next("mpi_allgatherv_init_f08_");
+        if (next != NULL) {
+            ct_fw_allgatherv_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init_f08_", __builtin_return_address(0));
+    ct_fw_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_allgatherv_init_f08_", caller);
+}
+
+void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_allgatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_allgatherv_init_fn *next = ct_fw_allgatherv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_allgatherv_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ialltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ialltoallv_fn *_Atomic ct_fw_ialltoallv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ialltoallv_fn *_Atomic ct_fw_ialltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ialltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ialltoallv_fn *next = next_fn;
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next;
     if (next == NULL) {
         next = (ct_fw_ialltoallv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ialltoallv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
@@ -2444,52 +5343,123 @@ static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 }
 
 void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallv_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv_", __builtin_return_address(0));
 }
 
 void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallv__, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv__", __builtin_return_address(0));
 }
 
 void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallv, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv", __builtin_return_address(0));
 }
 
 void MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_HIDDEN void ct_slow_MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "MPI_IALLTOALLV", __builtin_return_address(0));
 }
 
-void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ialltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ialltoallv_next_f08 == NULL) {
+        ct_fw_ialltoallv_fn *next = (ct_fw_ialltoallv_fn *)ct_f_next("mpi_ialltoallv_f08_");
+        if (next != NULL) {
+            ct_fw_ialltoallv_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv_f08_", __builtin_return_address(0));
+    ct_fw_ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ialltoallv_f08_", caller);
+}
+
+void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next_f08)
+CT_HIDDEN void ct_slow_mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ialltoallv_fn *next = ct_fw_ialltoallv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ialltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_alltoallv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_alltoallv_init_fn *_Atomic ct_fw_alltoallv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_alltoallv_init_fn *_Atomic ct_fw_alltoallv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_alltoallv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_alltoallv_init_fn *next = next_fn;
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next;
     if (next == NULL) {
         next = (ct_fw_alltoallv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_alltoallv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
@@ -2507,53 +5477,124 @@ static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
 }
 
 void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init_", __builtin_return_address(0));
 }
 
 void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init__", __builtin_return_address(0));
 }
 
 void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_init, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALLV_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "MPI_ALLTOALLV_INIT", __builtin_return_address(0));
 }
 
-void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoallv_init_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_alltoallv_init_next_f08 == NULL) {
+        ct_fw_alltoallv_init_fn *next = (ct_fw_alltoallv_init_fn *)ct_f_next("mpi_alltoallv_init_f08_");
+        if (next != NULL) {
+            ct_fw_alltoallv_init_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init_f08_", __builtin_return_address(0));
+    ct_fw_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_alltoallv_init_f08_", caller);
+}
+
+void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_alltoallv_init_fn *next = ct_fw_alltoallv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_alltoallv_init_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_alltoallw_fn *_Atomic ct_fw_alltoallw_next __attribute__((used));   /* named in its stubs */
+static ct_fw_alltoallw_fn *_Atomic ct_fw_alltoallw_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_alltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_alltoallw_fn *next = next_fn;
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next;
     if (next == NULL) {
         next = (ct_fw_alltoallw_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_alltoallw_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
@@ -2570,51 +5611,122 @@ static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
 }
 
 void mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_alltoallw_", __builtin_return_address(0));
 }
 
 void mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_alltoallw__", __builtin_return_address(0));
 }
 
 void mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_alltoallw", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "MPI_ALLTOALLW", __builtin_return_address(0));
 }
 
-void mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoallw_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_alltoallw_next_f08 == NULL) {
+        ct_fw_alltoallw_fn *next = (ct_fw_alltoallw_fn *)ct_f_next("mpi_alltoallw_f08_");
+        if (next != NULL) {
+            ct_fw_alltoallw_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_alltoallw_f08_", __builtin_return_address(0));
+    ct_fw_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_alltoallw_f08_", caller);
+}
+
+void mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_alltoallw_fn *next = ct_fw_alltoallw_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
+    ct_mpi_alltoallw_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ialltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ialltoallw_fn *_Atomic ct_fw_ialltoallw_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ialltoallw_fn *_Atomic ct_fw_ialltoallw_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ialltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ialltoallw_fn *next = next_fn;
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next;
     if (next == NULL) {
         next = (ct_fw_ialltoallw_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ialltoallw_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
@@ -2632,52 +5744,123 @@ static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 }
 
 void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallw_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw_", __builtin_return_address(0));
 }
 
 void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallw__, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw__", __builtin_return_address(0));
 }
 
 void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallw, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw", __builtin_return_address(0));
 }
 
 void MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_HIDDEN void ct_slow_MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "MPI_IALLTOALLW", __builtin_return_address(0));
 }
 
-void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ialltoallw_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ialltoallw_next_f08 == NULL) {
+        ct_fw_ialltoallw_fn *next = (ct_fw_ialltoallw_fn *)ct_f_next("mpi_ialltoallw_f08_");
+        if (next != NULL) {
+            ct_fw_ialltoallw_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw_f08_", __builtin_return_address(0));
+    ct_fw_ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ialltoallw_f08_", caller);
+}
+
+void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ialltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next_f08)
+CT_HIDDEN void ct_slow_mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ialltoallw_fn *next = ct_fw_ialltoallw_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ialltoallw_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_alltoallw_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_alltoallw_init_fn *_Atomic ct_fw_alltoallw_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_alltoallw_init_fn *_Atomic ct_fw_alltoallw_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_alltoallw_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_alltoallw_init_fn *next = next_fn;
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next;
     if (next == NULL) {
         next = (ct_fw_alltoallw_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_alltoallw_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
@@ -2695,53 +5878,124 @@ static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
 }
 
 void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init_", __builtin_return_address(0));
 }
 
 void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init__", __builtin_return_address(0));
 }
 
 void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_init, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init", __builtin_return_address(0));
 }
 
 void MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ALLTOALLW_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_HIDDEN void ct_slow_MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "MPI_ALLTOALLW_INIT", __builtin_return_address(0));
 }
 
-void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_alltoallw_init_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_alltoallw_init_next_f08 == NULL) {
+        ct_fw_alltoallw_init_fn *next = (ct_fw_alltoallw_init_fn *)ct_f_next("mpi_alltoallw_init_f08_");
+        if (next != NULL) {
+            ct_fw_alltoallw_init_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init_f08_", __builtin_return_address(0));
+    ct_fw_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_alltoallw_init_f08_", caller);
+}
+
+void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_alltoallw_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_alltoallw_init_fn *next = ct_fw_alltoallw_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_alltoallw_init_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_ibarrier_fn(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ibarrier_fn *_Atomic ct_fw_ibarrier_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ibarrier_fn *_Atomic ct_fw_ibarrier_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ibarrier_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ibarrier_fn *next = next_fn;
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next;
     if (next == NULL) {
         next = (ct_fw_ibarrier_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ibarrier_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(comm, request, ierr);
@@ -2761,50 +6015,91 @@ static void ct_fw_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, co
 void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, request, ierr);
+        return;
+    }
     ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier_", __builtin_return_address(0));
 }
 
 void mpi_ibarrier__(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_ibarrier__(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, request, ierr);
+        return;
+    }
     ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier__", __builtin_return_address(0));
 }
 
 void mpi_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, request, ierr);
+        return;
+    }
     ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier", __builtin_return_address(0));
 }
 
 void MPI_IBARRIER(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 void MPI_IBARRIER(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, request, ierr);
+        return;
+    }
     ct_fw_ibarrier(comm, request, ierr, "MPI_IBARRIER", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_ibarrier_f08_rest(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ibarrier_next_f08 == NULL) {
+        ct_fw_ibarrier_fn *next = (ct_fw_ibarrier_fn *)ct_f_next("mpi_ibarrier_f08_");
+        if (next != NULL) {
+            ct_fw_ibarrier_next_f08 = next;
+            next(comm, request, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier_f08_", caller);
 }
 
 void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_ibarrier(comm, request, ierr, "mpi_ibarrier_f08_", __builtin_return_address(0));
+    ct_fw_ibarrier_fn *next = ct_fw_ibarrier_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, request, ierr);
+        return;
+    }
+    ct_mpi_ibarrier_f08_rest(comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_barrier_init_fn(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_barrier_init_fn *_Atomic ct_fw_barrier_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_barrier_init_fn *_Atomic ct_fw_barrier_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_barrier_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_barrier_init_fn *next = next_fn;
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next;
     if (next == NULL) {
         next = (ct_fw_barrier_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_barrier_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(comm, info, request, ierr);
@@ -2824,51 +6119,92 @@ static void ct_fw_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request
 void mpi_barrier_init_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_barrier_init_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, info, request, ierr);
+        return;
+    }
     ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init_", __builtin_return_address(0));
 }
 
 void mpi_barrier_init__(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_barrier_init__(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, info, request, ierr);
+        return;
+    }
     ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init__", __builtin_return_address(0));
 }
 
 void mpi_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, info, request, ierr);
+        return;
+    }
     ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init", __builtin_return_address(0));
 }
 
 void MPI_BARRIER_INIT(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 void MPI_BARRIER_INIT(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, info, request, ierr);
+        return;
+    }
     ct_fw_barrier_init(comm, info, request, ierr, "MPI_BARRIER_INIT", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_barrier_init_f08_rest(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_barrier_init_next_f08 == NULL) {
+        ct_fw_barrier_init_fn *next = (ct_fw_barrier_init_fn *)ct_f_next("mpi_barrier_init_f08_");
+        if (next != NULL) {
+            ct_fw_barrier_init_next_f08 = next;
+            next(comm, info, request, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init_f08_", caller);
 }
 
 void mpi_barrier_init_f08_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 void mpi_barrier_init_f08_(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_barrier_init(comm, info, request, ierr, "mpi_barrier_init_f08_", __builtin_return_address(0));
+    ct_fw_barrier_init_fn *next = ct_fw_barrier_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_barrier_init_f08_rest(comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iexscan_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iexscan_fn *_Atomic ct_fw_iexscan_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iexscan_fn *_Atomic ct_fw_iexscan_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iexscan_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iexscan_fn *next = next_fn;
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next;
     if (next == NULL) {
         next = (ct_fw_iexscan_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iexscan_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
@@ -2886,52 +6222,123 @@ static void ct_fw_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
 }
 
 void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iexscan_, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_HIDDEN void ct_slow_mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan_", __builtin_return_address(0));
 }
 
 void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iexscan__, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_HIDDEN void ct_slow_mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan__", __builtin_return_address(0));
 }
 
 void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iexscan, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_HIDDEN void ct_slow_mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan", __builtin_return_address(0));
 }
 
 void MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IEXSCAN, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_HIDDEN void ct_slow_MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
     ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "MPI_IEXSCAN", __builtin_return_address(0));
 }
 
-void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iexscan_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iexscan_next_f08 == NULL) {
+        ct_fw_iexscan_fn *next = (ct_fw_iexscan_fn *)ct_f_next("mpi_iexscan_f08_");
+        if (next != NULL) {
+            ct_fw_iexscan_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan_f08_", __builtin_return_address(0));
+    ct_fw_iexscan(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, "mpi_iexscan_f08_", caller);
+}
+
+void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iexscan_f08_, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next_f08)
+CT_HIDDEN void ct_slow_mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iexscan_fn *next = ct_fw_iexscan_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iexscan_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_exscan_init_fn(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_exscan_init_fn *_Atomic ct_fw_exscan_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_exscan_init_fn *_Atomic ct_fw_exscan_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_exscan_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_exscan_init_fn *next = next_fn;
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next;
     if (next == NULL) {
         next = (ct_fw_exscan_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_exscan_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
@@ -2949,53 +6356,124 @@ static void ct_fw_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
 }
 
 void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_init_, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_HIDDEN void ct_slow_mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init_", __builtin_return_address(0));
 }
 
 void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_init__, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_HIDDEN void ct_slow_mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init__", __builtin_return_address(0));
 }
 
 void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_init, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_HIDDEN void ct_slow_mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init", __builtin_return_address(0));
 }
 
 void MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_EXSCAN_INIT, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_HIDDEN void ct_slow_MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
     ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "MPI_EXSCAN_INIT", __builtin_return_address(0));
 }
 
-void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_exscan_init_f08_rest(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_exscan_init_next_f08 == NULL) {
+        ct_fw_exscan_init_fn *next = (ct_fw_exscan_init_fn *)ct_f_next("mpi_exscan_init_f08_");
+        if (next != NULL) {
+            ct_fw_exscan_init_next_f08 = next;
+            next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init_f08_", __builtin_return_address(0));
+    ct_fw_exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, "mpi_exscan_init_f08_", caller);
+}
+
+void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_exscan_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_exscan_init_fn *next = ct_fw_exscan_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_exscan_init_f08_rest(sendbuf, recvbuf, count, datatype, op, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_igatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_igatherv_fn *_Atomic ct_fw_igatherv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_igatherv_fn *_Atomic ct_fw_igatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_igatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_igatherv_fn *next = next_fn;
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next;
     if (next == NULL) {
         next = (ct_fw_igatherv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_igatherv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
@@ -3013,52 +6491,123 @@ static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 }
 
 void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igatherv_, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_HIDDEN void ct_slow_mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv_", __builtin_return_address(0));
 }
 
 void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igatherv__, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_HIDDEN void ct_slow_mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv__", __builtin_return_address(0));
 }
 
 void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igatherv, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_HIDDEN void ct_slow_mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv", __builtin_return_address(0));
 }
 
 void MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IGATHERV, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_HIDDEN void ct_slow_MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "MPI_IGATHERV", __builtin_return_address(0));
 }
 
-void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_igatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_igatherv_next_f08 == NULL) {
+        ct_fw_igatherv_fn *next = (ct_fw_igatherv_fn *)ct_f_next("mpi_igatherv_f08_");
+        if (next != NULL) {
+            ct_fw_igatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv_f08_", __builtin_return_address(0));
+    ct_fw_igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, "mpi_igatherv_f08_", caller);
+}
+
+void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_igatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_igatherv_fn *next = ct_fw_igatherv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_igatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_gatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_gatherv_init_fn *_Atomic ct_fw_gatherv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_gatherv_init_fn *_Atomic ct_fw_gatherv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_gatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_gatherv_init_fn *next = next_fn;
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next;
     if (next == NULL) {
         next = (ct_fw_gatherv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_gatherv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
@@ -3076,53 +6625,124 @@ static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 }
 
 void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init_", __builtin_return_address(0));
 }
 
 void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init__", __builtin_return_address(0));
 }
 
 void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_init, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init", __builtin_return_address(0));
 }
 
 void MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_GATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_HIDDEN void ct_slow_MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "MPI_GATHERV_INIT", __builtin_return_address(0));
 }
 
-void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_gatherv_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_gatherv_init_next_f08 == NULL) {
+        ct_fw_gatherv_init_fn *next = (ct_fw_gatherv_init_fn *)ct_f_next("mpi_gatherv_init_f08_");
+        if (next != NULL) {
+            ct_fw_gatherv_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init_f08_", __builtin_return_address(0));
+    ct_fw_gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, "mpi_gatherv_init_f08_", caller);
+}
+
+void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_gatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_gatherv_init_fn *next = ct_fw_gatherv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_gatherv_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_iscatterv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_iscatterv_fn *_Atomic ct_fw_iscatterv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_iscatterv_fn *_Atomic ct_fw_iscatterv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_iscatterv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_iscatterv_fn *next = next_fn;
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next;
     if (next == NULL) {
         next = (ct_fw_iscatterv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_iscatterv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
@@ -3140,52 +6760,123 @@ static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displ
 }
 
 void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatterv_, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_HIDDEN void ct_slow_mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv_", __builtin_return_address(0));
 }
 
 void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatterv__, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_HIDDEN void ct_slow_mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv__", __builtin_return_address(0));
 }
 
 void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatterv, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_HIDDEN void ct_slow_mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv", __builtin_return_address(0));
 }
 
 void MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ISCATTERV, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_HIDDEN void ct_slow_MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
     ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "MPI_ISCATTERV", __builtin_return_address(0));
 }
 
-void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_iscatterv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_iscatterv_next_f08 == NULL) {
+        ct_fw_iscatterv_fn *next = (ct_fw_iscatterv_fn *)ct_f_next("mpi_iscatterv_f08_");
+        if (next != NULL) {
+            ct_fw_iscatterv_next_f08 = next;
+            next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv_f08_", __builtin_return_address(0));
+    ct_fw_iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, "mpi_iscatterv_f08_", caller);
+}
+
+void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_iscatterv_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next_f08)
+CT_HIDDEN void ct_slow_mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_iscatterv_fn *next = ct_fw_iscatterv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr);
+        return;
+    }
+    ct_mpi_iscatterv_f08_rest(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_scatterv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_scatterv_init_fn *_Atomic ct_fw_scatterv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_scatterv_init_fn *_Atomic ct_fw_scatterv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_scatterv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_scatterv_init_fn *next = next_fn;
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next;
     if (next == NULL) {
         next = (ct_fw_scatterv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_scatterv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
@@ -3203,53 +6894,124 @@ static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *d
 }
 
 void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_init_, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_HIDDEN void ct_slow_mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init_", __builtin_return_address(0));
 }
 
 void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_init__, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_HIDDEN void ct_slow_mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init__", __builtin_return_address(0));
 }
 
 void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_init, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_HIDDEN void ct_slow_mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init", __builtin_return_address(0));
 }
 
 void MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SCATTERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_HIDDEN void ct_slow_MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
     ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "MPI_SCATTERV_INIT", __builtin_return_address(0));
 }
 
-void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_scatterv_init_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_scatterv_init_next_f08 == NULL) {
+        ct_fw_scatterv_init_fn *next = (ct_fw_scatterv_init_fn *)ct_f_next("mpi_scatterv_init_f08_");
+        if (next != NULL) {
+            ct_fw_scatterv_init_next_f08 = next;
+            next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init_f08_", __builtin_return_address(0));
+    ct_fw_scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, "mpi_scatterv_init_f08_", caller);
+}
+
+void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_scatterv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_scatterv_init_fn *next = ct_fw_scatterv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_scatterv_init_f08_rest(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_neighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_neighbor_allgather_fn *_Atomic ct_fw_neighbor_allgather_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_allgather_fn *_Atomic ct_fw_neighbor_allgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_allgather_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_allgather_fn *next = next_fn;
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_allgather_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_allgather_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
@@ -3266,51 +7028,122 @@ static void ct_fw_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
 }
 
 void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHER", __builtin_return_address(0));
 }
 
-void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_allgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgather_next_f08 == NULL) {
+        ct_fw_neighbor_allgather_fn *next = (ct_fw_neighbor_allgather_fn *)ct_f_next("mpi_neighbor_allgather_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_allgather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_f08_", caller);
+}
+
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ineighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ineighbor_allgather_fn *_Atomic ct_fw_ineighbor_allgather_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ineighbor_allgather_fn *_Atomic ct_fw_ineighbor_allgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ineighbor_allgather_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ineighbor_allgather_fn *next = next_fn;
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next;
     if (next == NULL) {
         next = (ct_fw_ineighbor_allgather_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ineighbor_allgather_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
@@ -3328,52 +7161,123 @@ static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
 }
 
 void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgather_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather_", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgather__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather__", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgather, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather", __builtin_return_address(0));
 }
 
 void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_INEIGHBOR_ALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHER", __builtin_return_address(0));
 }
 
-void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ineighbor_allgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ineighbor_allgather_next_f08 == NULL) {
+        ct_fw_ineighbor_allgather_fn *next = (ct_fw_ineighbor_allgather_fn *)ct_f_next("mpi_ineighbor_allgather_f08_");
+        if (next != NULL) {
+            ct_fw_ineighbor_allgather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather_f08_", __builtin_return_address(0));
+    ct_fw_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_allgather_f08_", caller);
+}
+
+void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next_f08)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ineighbor_allgather_fn *next = ct_fw_ineighbor_allgather_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ineighbor_allgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_neighbor_allgather_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_neighbor_allgather_init_fn *_Atomic ct_fw_neighbor_allgather_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_allgather_init_fn *_Atomic ct_fw_neighbor_allgather_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_allgather_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_allgather_init_fn *next = next_fn;
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_allgather_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_allgather_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
@@ -3391,53 +7295,124 @@ static void ct_fw_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MP
 }
 
 void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHER_INIT", __builtin_return_address(0));
 }
 
-void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_allgather_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgather_init_next_f08 == NULL) {
+        ct_fw_neighbor_allgather_init_fn *next = (ct_fw_neighbor_allgather_init_fn *)ct_f_next("mpi_neighbor_allgather_init_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_allgather_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_allgather_init_f08_", caller);
+}
+
+void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_allgather_init_fn *next = ct_fw_neighbor_allgather_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgather_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_neighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_neighbor_allgatherv_fn *_Atomic ct_fw_neighbor_allgatherv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_allgatherv_fn *_Atomic ct_fw_neighbor_allgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_allgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_allgatherv_fn *next = next_fn;
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_allgatherv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_allgatherv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
@@ -3454,51 +7429,122 @@ static void ct_fw_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
 }
 
 void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHERV", __builtin_return_address(0));
 }
 
-void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgatherv_next_f08 == NULL) {
+        ct_fw_neighbor_allgatherv_fn *next = (ct_fw_neighbor_allgatherv_fn *)ct_f_next("mpi_neighbor_allgatherv_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_allgatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_f08_", caller);
+}
+
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ineighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ineighbor_allgatherv_fn *_Atomic ct_fw_ineighbor_allgatherv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ineighbor_allgatherv_fn *_Atomic ct_fw_ineighbor_allgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ineighbor_allgatherv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ineighbor_allgatherv_fn *next = next_fn;
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next;
     if (next == NULL) {
         next = (ct_fw_ineighbor_allgatherv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ineighbor_allgatherv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
@@ -3516,52 +7562,123 @@ static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_F
 }
 
 void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgatherv_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv_", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgatherv__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv__", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgatherv, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv", __builtin_return_address(0));
 }
 
 void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_INEIGHBOR_ALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLGATHERV", __builtin_return_address(0));
 }
 
-void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ineighbor_allgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ineighbor_allgatherv_next_f08 == NULL) {
+        ct_fw_ineighbor_allgatherv_fn *next = (ct_fw_ineighbor_allgatherv_fn *)ct_f_next("mpi_ineighbor_allgatherv_f08_");
+        if (next != NULL) {
+            ct_fw_ineighbor_allgatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv_f08_", __builtin_return_address(0));
+    ct_fw_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, "mpi_ineighbor_allgatherv_f08_", caller);
+}
+
+void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_allgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ineighbor_allgatherv_fn *next = ct_fw_ineighbor_allgatherv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ineighbor_allgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_neighbor_allgatherv_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_neighbor_allgatherv_init_fn *_Atomic ct_fw_neighbor_allgatherv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_allgatherv_init_fn *_Atomic ct_fw_neighbor_allgatherv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_allgatherv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_allgatherv_init_fn *next = next_fn;
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_allgatherv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_allgatherv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
@@ -3579,53 +7696,124 @@ static void ct_fw_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, M
 }
 
 void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLGATHERV_INIT", __builtin_return_address(0));
 }
 
-void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgatherv_init_next_f08 == NULL) {
+        ct_fw_neighbor_allgatherv_init_fn *next = (ct_fw_neighbor_allgatherv_init_fn *)ct_f_next("mpi_neighbor_allgatherv_init_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_allgatherv_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, "mpi_neighbor_allgatherv_init_f08_", caller);
+}
+
+void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_allgatherv_init_fn *next = ct_fw_neighbor_allgatherv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgatherv_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_neighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoall_fn *_Atomic ct_fw_neighbor_alltoall_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoall_fn *_Atomic ct_fw_neighbor_alltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoall_fn *next = next_fn;
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoall_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
@@ -3642,51 +7830,122 @@ static void ct_fw_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint
 }
 
 void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALL", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoall_next_f08 == NULL) {
+        ct_fw_neighbor_alltoall_fn *next = (ct_fw_neighbor_alltoall_fn *)ct_f_next("mpi_neighbor_alltoall_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoall_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_f08_", caller);
+}
+
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ineighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ineighbor_alltoall_fn *_Atomic ct_fw_ineighbor_alltoall_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ineighbor_alltoall_fn *_Atomic ct_fw_ineighbor_alltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ineighbor_alltoall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ineighbor_alltoall_fn *next = next_fn;
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next;
     if (next == NULL) {
         next = (ct_fw_ineighbor_alltoall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ineighbor_alltoall_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
@@ -3704,52 +7963,123 @@ static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
 }
 
 void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoall_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall_", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoall__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall__", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoall, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall", __builtin_return_address(0));
 }
 
 void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALL", __builtin_return_address(0));
 }
 
-void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ineighbor_alltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ineighbor_alltoall_next_f08 == NULL) {
+        ct_fw_ineighbor_alltoall_fn *next = (ct_fw_ineighbor_alltoall_fn *)ct_f_next("mpi_ineighbor_alltoall_f08_");
+        if (next != NULL) {
+            ct_fw_ineighbor_alltoall_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall_f08_", __builtin_return_address(0));
+    ct_fw_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, "mpi_ineighbor_alltoall_f08_", caller);
+}
+
+void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next_f08)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ineighbor_alltoall_fn *next = ct_fw_ineighbor_alltoall_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ineighbor_alltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_neighbor_alltoall_init_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoall_init_fn *_Atomic ct_fw_neighbor_alltoall_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoall_init_fn *_Atomic ct_fw_neighbor_alltoall_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoall_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoall_init_fn *next = next_fn;
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoall_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoall_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
@@ -3767,53 +8097,124 @@ static void ct_fw_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI
 }
 
 void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALL_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALL_INIT", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_init_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoall_init_next_f08 == NULL) {
+        ct_fw_neighbor_alltoall_init_fn *next = (ct_fw_neighbor_alltoall_init_fn *)ct_f_next("mpi_neighbor_alltoall_init_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoall_init_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoall_init_f08_", caller);
+}
+
+void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoall_init_fn *next = ct_fw_neighbor_alltoall_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoall_init_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_neighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoallv_fn *_Atomic ct_fw_neighbor_alltoallv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoallv_fn *_Atomic ct_fw_neighbor_alltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoallv_fn *next = next_fn;
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoallv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoallv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
@@ -3830,51 +8231,122 @@ static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fi
 }
 
 void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALLV", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoallv_next_f08 == NULL) {
+        ct_fw_neighbor_alltoallv_fn *next = (ct_fw_neighbor_alltoallv_fn *)ct_f_next("mpi_neighbor_alltoallv_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoallv_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_f08_", caller);
+}
+
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ineighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ineighbor_alltoallv_fn *_Atomic ct_fw_ineighbor_alltoallv_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ineighbor_alltoallv_fn *_Atomic ct_fw_ineighbor_alltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ineighbor_alltoallv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ineighbor_alltoallv_fn *next = next_fn;
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next;
     if (next == NULL) {
         next = (ct_fw_ineighbor_alltoallv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ineighbor_alltoallv_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
@@ -3892,52 +8364,123 @@ static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_F
 }
 
 void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallv_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv_", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallv__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv__", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallv, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv", __builtin_return_address(0));
 }
 
 void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLV", __builtin_return_address(0));
 }
 
-void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ineighbor_alltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ineighbor_alltoallv_next_f08 == NULL) {
+        ct_fw_ineighbor_alltoallv_fn *next = (ct_fw_ineighbor_alltoallv_fn *)ct_f_next("mpi_ineighbor_alltoallv_f08_");
+        if (next != NULL) {
+            ct_fw_ineighbor_alltoallv_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv_f08_", __builtin_return_address(0));
+    ct_fw_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, "mpi_ineighbor_alltoallv_f08_", caller);
+}
+
+void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next_f08)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ineighbor_alltoallv_fn *next = ct_fw_ineighbor_alltoallv_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ineighbor_alltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_neighbor_alltoallv_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoallv_init_fn *_Atomic ct_fw_neighbor_alltoallv_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoallv_init_fn *_Atomic ct_fw_neighbor_alltoallv_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoallv_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoallv_init_fn *next = next_fn;
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoallv_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoallv_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
@@ -3955,53 +8498,124 @@ static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, M
 }
 
 void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLV_INIT", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_init_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoallv_init_next_f08 == NULL) {
+        ct_fw_neighbor_alltoallv_init_fn *next = (ct_fw_neighbor_alltoallv_init_fn *)ct_f_next("mpi_neighbor_alltoallv_init_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoallv_init_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, "mpi_neighbor_alltoallv_init_f08_", caller);
+}
+
+void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoallv_init_fn *next = ct_fw_neighbor_alltoallv_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoallv_init_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_fw_neighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoallw_fn *_Atomic ct_fw_neighbor_alltoallw_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoallw_fn *_Atomic ct_fw_neighbor_alltoallw_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoallw_fn *next = next_fn;
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoallw_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoallw_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
@@ -4018,51 +8632,122 @@ static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Ai
 }
 
 void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "MPI_NEIGHBOR_ALLTOALLW", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoallw_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoallw_next_f08 == NULL) {
+        ct_fw_neighbor_alltoallw_fn *next = (ct_fw_neighbor_alltoallw_fn *)ct_f_next("mpi_neighbor_alltoallw_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoallw_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, "mpi_neighbor_alltoallw_f08_", caller);
+}
+
+void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoallw_fn *next = ct_fw_neighbor_alltoallw_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoallw_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_ineighbor_alltoallw_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_ineighbor_alltoallw_fn *_Atomic ct_fw_ineighbor_alltoallw_next __attribute__((used));   /* named in its stubs */
+static ct_fw_ineighbor_alltoallw_fn *_Atomic ct_fw_ineighbor_alltoallw_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_ineighbor_alltoallw_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_ineighbor_alltoallw_fn *next = next_fn;
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next;
     if (next == NULL) {
         next = (ct_fw_ineighbor_alltoallw_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_ineighbor_alltoallw_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
@@ -4080,52 +8765,123 @@ static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_A
 }
 
 void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw_", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw__", __builtin_return_address(0));
 }
 
 void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw", __builtin_return_address(0));
 }
 
 void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
     ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "MPI_INEIGHBOR_ALLTOALLW", __builtin_return_address(0));
 }
 
-void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ineighbor_alltoallw_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_ineighbor_alltoallw_next_f08 == NULL) {
+        ct_fw_ineighbor_alltoallw_fn *next = (ct_fw_ineighbor_alltoallw_fn *)ct_f_next("mpi_ineighbor_alltoallw_f08_");
+        if (next != NULL) {
+            ct_fw_ineighbor_alltoallw_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw_f08_", __builtin_return_address(0));
+    ct_fw_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, "mpi_ineighbor_alltoallw_f08_", caller);
+}
+
+void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ineighbor_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next_f08)
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_ineighbor_alltoallw_fn *next = ct_fw_ineighbor_alltoallw_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr);
+        return;
+    }
+    ct_mpi_ineighbor_alltoallw_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request, ierr, __builtin_return_address(0));
 }
 
 #if CT_HAVE_PERSISTENT
 typedef void ct_fw_neighbor_alltoallw_init_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_fw_neighbor_alltoallw_init_fn *_Atomic ct_fw_neighbor_alltoallw_init_next __attribute__((used));   /* named in its stubs */
+static ct_fw_neighbor_alltoallw_init_fn *_Atomic ct_fw_neighbor_alltoallw_init_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_fw_neighbor_alltoallw_init_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_fw_neighbor_alltoallw_init_fn *next = next_fn;
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next;
     if (next == NULL) {
         next = (ct_fw_neighbor_alltoallw_init_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_fw_neighbor_alltoallw_init_next = next;
     }
     if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
         next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
@@ -4143,53 +8899,124 @@ static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, M
 }
 
 void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init_", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init__", __builtin_return_address(0));
 }
 
 void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init", __builtin_return_address(0));
 }
 
 void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
     ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "MPI_NEIGHBOR_ALLTOALLW_INIT", __builtin_return_address(0));
 }
 
-void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoallw_init_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoallw_init_next_f08 == NULL) {
+        ct_fw_neighbor_alltoallw_init_fn *next = (ct_fw_neighbor_alltoallw_init_fn *)ct_f_next("mpi_neighbor_alltoallw_init_f08_");
+        if (next != NULL) {
+            ct_fw_neighbor_alltoallw_init_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init_f08_", __builtin_return_address(0));
+    ct_fw_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, "mpi_neighbor_alltoallw_init_f08_", caller);
+}
+
+void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallw_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_fw_neighbor_alltoallw_init_fn *next = ct_fw_neighbor_alltoallw_init_next_f08;
+    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoallw_init_f08_rest(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request, ierr, __builtin_return_address(0));
 }
 
 #endif
 
 typedef void ct_f_start_fn(MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_f_start_fn *_Atomic ct_f_start_next __attribute__((used));   /* named in its stubs */
+static ct_f_start_fn *_Atomic ct_f_start_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_start(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
 {
-    static ct_f_start_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_start_fn *next = next_fn;
+    ct_f_start_fn *next = ct_f_start_next;
     if (next == NULL) {
         next = (ct_f_start_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_start_next = next;
     }
     if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(request, ierr);
@@ -4205,49 +9032,90 @@ static void ct_f_start(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
 void mpi_start_(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_start_(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_start_fn *next = ct_f_start_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_start(request, ierr, "mpi_start_");
 }
 
 void mpi_start__(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_start__(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_start_fn *next = ct_f_start_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_start(request, ierr, "mpi_start__");
 }
 
 void mpi_start(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_start(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_start_fn *next = ct_f_start_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_start(request, ierr, "mpi_start");
 }
 
 void MPI_START(MPI_Fint *request, MPI_Fint *ierr);
 void MPI_START(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_start_fn *next = ct_f_start_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_start(request, ierr, "MPI_START");
 }
 
-void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr);
-void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_start_f08_rest(MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_watch && ct_f_start_next_f08 == NULL) {
+        ct_f_start_fn *next = (ct_f_start_fn *)ct_f_next("mpi_start_f08_");
+        if (next != NULL) {
+            ct_f_start_next_f08 = next;
+            next(request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_start(request, ierr, "mpi_start_f08_");
 }
 
+void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_start_f08_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_start_fn *next = ct_f_start_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
+    ct_mpi_start_f08_rest(request, ierr, __builtin_return_address(0));
+}
+
 typedef void ct_f_startall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+
+static ct_f_startall_fn *_Atomic ct_f_startall_next __attribute__((used));   /* named in its stubs */
+static ct_f_startall_fn *_Atomic ct_f_startall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
 
 static void ct_f_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr, const char *symbol)
 {
-    static ct_f_startall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_startall_fn *next = next_fn;
+    ct_f_startall_fn *next = ct_f_startall_next;
     if (next == NULL) {
         next = (ct_f_startall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_startall_next = next;
     }
     if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(count, array_of_requests, ierr);
@@ -4264,49 +9132,90 @@ static void ct_f_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint
 void mpi_startall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
 void mpi_startall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
 {
+    ct_f_startall_fn *next = ct_f_startall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
     ct_f_startall(count, array_of_requests, ierr, "mpi_startall_");
 }
 
 void mpi_startall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
 void mpi_startall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
 {
+    ct_f_startall_fn *next = ct_f_startall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
     ct_f_startall(count, array_of_requests, ierr, "mpi_startall__");
 }
 
 void mpi_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
 void mpi_startall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
 {
+    ct_f_startall_fn *next = ct_f_startall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
     ct_f_startall(count, array_of_requests, ierr, "mpi_startall");
 }
 
 void MPI_STARTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
 void MPI_STARTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
 {
+    ct_f_startall_fn *next = ct_f_startall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
     ct_f_startall(count, array_of_requests, ierr, "MPI_STARTALL");
 }
 
-void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
-void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_startall_f08_rest(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_watch && ct_f_startall_next_f08 == NULL) {
+        ct_f_startall_fn *next = (ct_f_startall_fn *)ct_f_next("mpi_startall_f08_");
+        if (next != NULL) {
+            ct_f_startall_next_f08 = next;
+            next(count, array_of_requests, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_startall(count, array_of_requests, ierr, "mpi_startall_f08_");
 }
 
+void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr);
+void mpi_startall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *ierr)
+{
+    ct_f_startall_fn *next = ct_f_startall_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, ierr);
+        return;
+    }
+    ct_mpi_startall_f08_rest(count, array_of_requests, ierr, __builtin_return_address(0));
+}
+
 typedef void ct_f_request_free_fn(MPI_Fint *request, MPI_Fint *ierr);
+
+static ct_f_request_free_fn *_Atomic ct_f_request_free_next __attribute__((used));   /* named in its stubs */
+static ct_f_request_free_fn *_Atomic ct_f_request_free_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
 
 static void ct_f_request_free(MPI_Fint *request, MPI_Fint *ierr, const char *symbol)
 {
-    static ct_f_request_free_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_request_free_fn *next = next_fn;
+    ct_f_request_free_fn *next = ct_f_request_free_next;
     if (next == NULL) {
         next = (ct_f_request_free_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_request_free_next = next;
     }
     if (CT_LIKELY(!ct_watch) || !ct_f_translatable()) {
         next(request, ierr);
@@ -4322,49 +9231,90 @@ static void ct_f_request_free(MPI_Fint *request, MPI_Fint *ierr, const char *sym
 void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_request_free_fn *next = ct_f_request_free_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_request_free(request, ierr, "mpi_request_free_");
 }
 
 void mpi_request_free__(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_request_free__(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_request_free_fn *next = ct_f_request_free_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_request_free(request, ierr, "mpi_request_free__");
 }
 
 void mpi_request_free(MPI_Fint *request, MPI_Fint *ierr);
 void mpi_request_free(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_request_free_fn *next = ct_f_request_free_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_request_free(request, ierr, "mpi_request_free");
 }
 
 void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr);
 void MPI_REQUEST_FREE(MPI_Fint *request, MPI_Fint *ierr)
 {
+    ct_f_request_free_fn *next = ct_f_request_free_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
     ct_f_request_free(request, ierr, "MPI_REQUEST_FREE");
 }
 
-void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr);
-void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_request_free_f08_rest(MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_watch && ct_f_request_free_next_f08 == NULL) {
+        ct_f_request_free_fn *next = (ct_f_request_free_fn *)ct_f_next("mpi_request_free_f08_");
+        if (next != NULL) {
+            ct_f_request_free_next_f08 = next;
+            next(request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
     ct_f_request_free(request, ierr, "mpi_request_free_f08_");
 }
 
+void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr);
+void mpi_request_free_f08_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    ct_f_request_free_fn *next = ct_f_request_free_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, ierr);
+        return;
+    }
+    ct_mpi_request_free_f08_rest(request, ierr, __builtin_return_address(0));
+}
+
 typedef void ct_f_send_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_send_fn *_Atomic ct_f_send_next __attribute__((used));   /* named in its stubs */
+static ct_f_send_fn *_Atomic ct_f_send_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
 
 static void ct_f_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_send_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_send_fn *next = next_fn;
+    ct_f_send_fn *next = ct_f_send_next;
     if (next == NULL) {
         next = (ct_f_send_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_send_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4379,51 +9329,122 @@ static void ct_f_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 }
 
 void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_send_, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_HIDDEN void ct_slow_mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_send_fn *next = ct_f_send_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send_", __builtin_return_address(0));
 }
 
 void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_send__, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_HIDDEN void ct_slow_mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_send_fn *next = ct_f_send_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send__", __builtin_return_address(0));
 }
 
 void mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_send, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_HIDDEN void ct_slow_mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_send_fn *next = ct_f_send_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send", __builtin_return_address(0));
 }
 
 void MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_HIDDEN void ct_slow_MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_send_fn *next = ct_f_send_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "MPI_SEND", __builtin_return_address(0));
 }
 
-void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_send_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_send_next_f08 == NULL) {
+        ct_f_send_fn *next = (ct_f_send_fn *)ct_f_next("mpi_send_f08_");
+        if (next != NULL) {
+            ct_f_send_next_f08 = next;
+            next(buf, count, datatype, dest, tag, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send_f08_", __builtin_return_address(0));
+    ct_f_send(buf, count, datatype, dest, tag, comm, ierr, "mpi_send_f08_", caller);
+}
+
+void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_send_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next_f08)
+CT_HIDDEN void ct_slow_mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_send_fn *next = ct_f_send_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
+    ct_mpi_send_f08_rest(buf, count, datatype, dest, tag, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_ssend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 
+static ct_f_ssend_fn *_Atomic ct_f_ssend_next __attribute__((used));   /* named in its stubs */
+static ct_f_ssend_fn *_Atomic ct_f_ssend_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_ssend_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_ssend_fn *next = next_fn;
+    ct_f_ssend_fn *next = ct_f_ssend_next;
     if (next == NULL) {
         next = (ct_f_ssend_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_ssend_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4438,51 +9459,122 @@ static void ct_f_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 }
 
 void mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ssend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_HIDDEN void ct_slow_mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_ssend_fn *next = ct_f_ssend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend_", __builtin_return_address(0));
 }
 
 void mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ssend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_HIDDEN void ct_slow_mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_ssend_fn *next = ct_f_ssend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend__", __builtin_return_address(0));
 }
 
 void mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ssend, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_HIDDEN void ct_slow_mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_ssend_fn *next = ct_f_ssend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend", __builtin_return_address(0));
 }
 
 void MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SSEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_HIDDEN void ct_slow_MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
 void MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
 {
+    ct_f_ssend_fn *next = ct_f_ssend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
     ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "MPI_SSEND", __builtin_return_address(0));
 }
 
-void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
-void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_ssend_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_ssend_next_f08 == NULL) {
+        ct_f_ssend_fn *next = (ct_f_ssend_fn *)ct_f_next("mpi_ssend_f08_");
+        if (next != NULL) {
+            ct_f_ssend_next_f08 = next;
+            next(buf, count, datatype, dest, tag, comm, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend_f08_", __builtin_return_address(0));
+    ct_f_ssend(buf, count, datatype, dest, tag, comm, ierr, "mpi_ssend_f08_", caller);
+}
+
+void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_ssend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next_f08)
+CT_HIDDEN void ct_slow_mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_ssend_fn *next = ct_f_ssend_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, ierr);
+        return;
+    }
+    ct_mpi_ssend_f08_rest(buf, count, datatype, dest, tag, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_isend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_f_isend_fn *_Atomic ct_f_isend_next __attribute__((used));   /* named in its stubs */
+static ct_f_isend_fn *_Atomic ct_f_isend_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_isend_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_isend_fn *next = next_fn;
+    ct_f_isend_fn *next = ct_f_isend_next;
     if (next == NULL) {
         next = (ct_f_isend_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_isend_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4497,51 +9589,122 @@ static void ct_f_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 }
 
 void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_isend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_HIDDEN void ct_slow_mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_isend_fn *next = ct_f_isend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend_", __builtin_return_address(0));
 }
 
 void mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_isend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_HIDDEN void ct_slow_mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_isend_fn *next = ct_f_isend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend__", __builtin_return_address(0));
 }
 
 void mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_isend, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_HIDDEN void ct_slow_mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_isend_fn *next = ct_f_isend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend", __builtin_return_address(0));
 }
 
 void MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ISEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_HIDDEN void ct_slow_MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_isend_fn *next = ct_f_isend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "MPI_ISEND", __builtin_return_address(0));
 }
 
-void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_isend_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_isend_next_f08 == NULL) {
+        ct_f_isend_fn *next = (ct_f_isend_fn *)ct_f_next("mpi_isend_f08_");
+        if (next != NULL) {
+            ct_f_isend_next_f08 = next;
+            next(buf, count, datatype, dest, tag, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend_f08_", __builtin_return_address(0));
+    ct_f_isend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_isend_f08_", caller);
+}
+
+void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_isend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next_f08)
+CT_HIDDEN void ct_slow_mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_f_isend_fn *next = ct_f_isend_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
+    ct_mpi_isend_f08_rest(buf, count, datatype, dest, tag, comm, request, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_issend_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_f_issend_fn *_Atomic ct_f_issend_next __attribute__((used));   /* named in its stubs */
+static ct_f_issend_fn *_Atomic ct_f_issend_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_issend_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_issend_fn *next = next_fn;
+    ct_f_issend_fn *next = ct_f_issend_next;
     if (next == NULL) {
         next = (ct_f_issend_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_issend_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4556,51 +9719,122 @@ static void ct_f_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint
 }
 
 void mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_issend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_HIDDEN void ct_slow_mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_issend_fn *next = ct_f_issend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend_", __builtin_return_address(0));
 }
 
 void mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_issend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_HIDDEN void ct_slow_mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_issend_fn *next = ct_f_issend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend__", __builtin_return_address(0));
 }
 
 void mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_issend, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_HIDDEN void ct_slow_mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_issend_fn *next = ct_f_issend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend", __builtin_return_address(0));
 }
 
 void MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_ISSEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_HIDDEN void ct_slow_MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_issend_fn *next = ct_f_issend_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
     ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "MPI_ISSEND", __builtin_return_address(0));
 }
 
-void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_issend_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_issend_next_f08 == NULL) {
+        ct_f_issend_fn *next = (ct_f_issend_fn *)ct_f_next("mpi_issend_f08_");
+        if (next != NULL) {
+            ct_f_issend_next_f08 = next;
+            next(buf, count, datatype, dest, tag, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend_f08_", __builtin_return_address(0));
+    ct_f_issend(buf, count, datatype, dest, tag, comm, request, ierr, "mpi_issend_f08_", caller);
+}
+
+void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_issend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next_f08)
+CT_HIDDEN void ct_slow_mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_f_issend_fn *next = ct_f_issend_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, dest, tag, comm, request, ierr);
+        return;
+    }
+    ct_mpi_issend_f08_rest(buf, count, datatype, dest, tag, comm, request, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_recv_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_recv_fn *_Atomic ct_f_recv_next __attribute__((used));   /* named in its stubs */
+static ct_f_recv_fn *_Atomic ct_f_recv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_recv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_recv_fn *next = next_fn;
+    ct_f_recv_fn *next = ct_f_recv_next;
     if (next == NULL) {
         next = (ct_f_recv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_recv_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4615,51 +9849,122 @@ static void ct_f_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 }
 
 void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_recv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_HIDDEN void ct_slow_mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_recv_fn *next = ct_f_recv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, status, ierr);
+        return;
+    }
     ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv_", __builtin_return_address(0));
 }
 
 void mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_recv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_HIDDEN void ct_slow_mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_recv_fn *next = ct_f_recv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, status, ierr);
+        return;
+    }
     ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv__", __builtin_return_address(0));
 }
 
 void mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_recv, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_HIDDEN void ct_slow_mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_recv_fn *next = ct_f_recv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, status, ierr);
+        return;
+    }
     ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv", __builtin_return_address(0));
 }
 
 void MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_RECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_HIDDEN void ct_slow_MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_recv_fn *next = ct_f_recv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, status, ierr);
+        return;
+    }
     ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "MPI_RECV", __builtin_return_address(0));
 }
 
-void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
-void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_recv_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_recv_next_f08 == NULL) {
+        ct_f_recv_fn *next = (ct_f_recv_fn *)ct_f_next("mpi_recv_f08_");
+        if (next != NULL) {
+            ct_f_recv_next_f08 = next;
+            next(buf, count, datatype, source, tag, comm, status, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv_f08_", __builtin_return_address(0));
+    ct_f_recv(buf, count, datatype, source, tag, comm, status, ierr, "mpi_recv_f08_", caller);
+}
+
+void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_recv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next_f08)
+CT_HIDDEN void ct_slow_mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
+void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
+{
+    ct_f_recv_fn *next = ct_f_recv_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, status, ierr);
+        return;
+    }
+    ct_mpi_recv_f08_rest(buf, count, datatype, source, tag, comm, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_irecv_fn(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
+static ct_f_irecv_fn *_Atomic ct_f_irecv_next __attribute__((used));   /* named in its stubs */
+static ct_f_irecv_fn *_Atomic ct_f_irecv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_irecv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_irecv_fn *next = next_fn;
+    ct_f_irecv_fn *next = ct_f_irecv_next;
     if (next == NULL) {
         next = (ct_f_irecv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_irecv_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4674,51 +9979,122 @@ static void ct_f_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 }
 
 void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_irecv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_HIDDEN void ct_slow_mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_irecv_fn *next = ct_f_irecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, request, ierr);
+        return;
+    }
     ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv_", __builtin_return_address(0));
 }
 
 void mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_irecv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_HIDDEN void ct_slow_mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_irecv_fn *next = ct_f_irecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, request, ierr);
+        return;
+    }
     ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv__", __builtin_return_address(0));
 }
 
 void mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_irecv, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_HIDDEN void ct_slow_mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_irecv_fn *next = ct_f_irecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, request, ierr);
+        return;
+    }
     ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv", __builtin_return_address(0));
 }
 
 void MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_IRECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_HIDDEN void ct_slow_MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
 void MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
 {
+    ct_f_irecv_fn *next = ct_f_irecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, request, ierr);
+        return;
+    }
     ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "MPI_IRECV", __builtin_return_address(0));
 }
 
-void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
-void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_irecv_f08_rest(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_irecv_next_f08 == NULL) {
+        ct_f_irecv_fn *next = (ct_f_irecv_fn *)ct_f_next("mpi_irecv_f08_");
+        if (next != NULL) {
+            ct_f_irecv_next_f08 = next;
+            next(buf, count, datatype, source, tag, comm, request, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv_f08_", __builtin_return_address(0));
+    ct_f_irecv(buf, count, datatype, source, tag, comm, request, ierr, "mpi_irecv_f08_", caller);
+}
+
+void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_irecv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next_f08)
+CT_HIDDEN void ct_slow_mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#else
+void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+#endif
+{
+    ct_f_irecv_fn *next = ct_f_irecv_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(buf, count, datatype, source, tag, comm, request, ierr);
+        return;
+    }
+    ct_mpi_irecv_f08_rest(buf, count, datatype, source, tag, comm, request, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_sendrecv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_sendrecv_fn *_Atomic ct_f_sendrecv_next __attribute__((used));   /* named in its stubs */
+static ct_f_sendrecv_fn *_Atomic ct_f_sendrecv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_sendrecv_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_sendrecv_fn *next = next_fn;
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next;
     if (next == NULL) {
         next = (ct_f_sendrecv_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_sendrecv_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4733,51 +10109,122 @@ static void ct_f_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 }
 
 void mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_sendrecv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_HIDDEN void ct_slow_mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+        return;
+    }
     ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv_", __builtin_return_address(0));
 }
 
 void mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_sendrecv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_HIDDEN void ct_slow_mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+        return;
+    }
     ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv__", __builtin_return_address(0));
 }
 
 void mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_sendrecv, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_HIDDEN void ct_slow_mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+        return;
+    }
     ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv", __builtin_return_address(0));
 }
 
 void MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_SENDRECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_HIDDEN void ct_slow_MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
 void MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
 {
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+        return;
+    }
     ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "MPI_SENDRECV", __builtin_return_address(0));
 }
 
-void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
-void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+static __attribute__((noinline)) void ct_mpi_sendrecv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
 {
+    (void)caller;
+    if (!ct_p2p_on && ct_f_sendrecv_next_f08 == NULL) {
+        ct_f_sendrecv_fn *next = (ct_f_sendrecv_fn *)ct_f_next("mpi_sendrecv_f08_");
+        if (next != NULL) {
+            ct_f_sendrecv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+            return;
+        }
+    }
     MPI_Fint ierr_here = MPI_SUCCESS;
     if (ierr == NULL)
         ierr = &ierr_here;
-    ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv_f08_", __builtin_return_address(0));
+    ct_f_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, "mpi_sendrecv_f08_", caller);
+}
+
+void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_sendrecv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next_f08)
+CT_HIDDEN void ct_slow_mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#else
+void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
+#endif
+{
+    ct_f_sendrecv_fn *next = ct_f_sendrecv_next_f08;
+    if (CT_LIKELY(!ct_p2p_on) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr);
+        return;
+    }
+    ct_mpi_sendrecv_f08_rest(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_wait_fn(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_wait_fn *_Atomic ct_f_wait_next __attribute__((used));   /* named in its stubs */
+static ct_f_wait_fn *_Atomic ct_f_wait_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_wait_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_wait_fn *next = next_fn;
+    ct_f_wait_fn *next = ct_f_wait_next;
     if (next == NULL) {
         next = (ct_f_wait_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_wait_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4801,49 +10248,90 @@ static void ct_f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr, const
 void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_wait_fn *next = ct_f_wait_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, status, ierr);
+        return;
+    }
     ct_f_wait(request, status, ierr, "mpi_wait_", __builtin_return_address(0));
 }
 
 void mpi_wait__(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_wait__(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_wait_fn *next = ct_f_wait_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, status, ierr);
+        return;
+    }
     ct_f_wait(request, status, ierr, "mpi_wait__", __builtin_return_address(0));
 }
 
 void mpi_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_wait_fn *next = ct_f_wait_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, status, ierr);
+        return;
+    }
     ct_f_wait(request, status, ierr, "mpi_wait", __builtin_return_address(0));
 }
 
 void MPI_WAIT(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 void MPI_WAIT(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_wait_fn *next = ct_f_wait_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, status, ierr);
+        return;
+    }
     ct_f_wait(request, status, ierr, "MPI_WAIT", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_wait_f08_rest(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_wait_next_f08 == NULL) {
+        ct_f_wait_fn *next = (ct_f_wait_fn *)ct_f_next("mpi_wait_f08_");
+        if (next != NULL) {
+            ct_f_wait_next_f08 = next;
+            next(request, status, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_wait(request, status, ierr, "mpi_wait_f08_", caller);
 }
 
 void mpi_wait_f08_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_wait_f08_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_wait(request, status, ierr, "mpi_wait_f08_", __builtin_return_address(0));
+    ct_f_wait_fn *next = ct_f_wait_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, status, ierr);
+        return;
+    }
+    ct_mpi_wait_f08_rest(request, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_waitall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 
+static ct_f_waitall_fn *_Atomic ct_f_waitall_next __attribute__((used));   /* named in its stubs */
+static ct_f_waitall_fn *_Atomic ct_f_waitall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_waitall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_waitall_fn *next = next_fn;
+    ct_f_waitall_fn *next = ct_f_waitall_next;
     if (next == NULL) {
         next = (ct_f_waitall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_waitall_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4867,49 +10355,90 @@ static void ct_f_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
 void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitall_fn *next = ct_f_waitall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall_", __builtin_return_address(0));
 }
 
 void mpi_waitall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitall_fn *next = ct_f_waitall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall__", __builtin_return_address(0));
 }
 
 void mpi_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitall_fn *next = ct_f_waitall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall", __builtin_return_address(0));
 }
 
 void MPI_WAITALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void MPI_WAITALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitall_fn *next = ct_f_waitall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "MPI_WAITALL", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_waitall_f08_rest(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_waitall_next_f08 == NULL) {
+        ct_f_waitall_fn *next = (ct_f_waitall_fn *)ct_f_next("mpi_waitall_f08_");
+        if (next != NULL) {
+            ct_f_waitall_next_f08 = next;
+            next(count, array_of_requests, array_of_statuses, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall_f08_", caller);
 }
 
 void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_waitall(count, array_of_requests, array_of_statuses, ierr, "mpi_waitall_f08_", __builtin_return_address(0));
+    ct_f_waitall_fn *next = ct_f_waitall_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, array_of_statuses, ierr);
+        return;
+    }
+    ct_mpi_waitall_f08_rest(count, array_of_requests, array_of_statuses, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_waitany_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_waitany_fn *_Atomic ct_f_waitany_next __attribute__((used));   /* named in its stubs */
+static ct_f_waitany_fn *_Atomic ct_f_waitany_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_waitany_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_waitany_fn *next = next_fn;
+    ct_f_waitany_fn *next = ct_f_waitany_next;
     if (next == NULL) {
         next = (ct_f_waitany_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_waitany_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -4933,49 +10462,90 @@ static void ct_f_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
 void mpi_waitany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_waitany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_waitany_fn *next = ct_f_waitany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, status, ierr);
+        return;
+    }
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany_", __builtin_return_address(0));
 }
 
 void mpi_waitany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_waitany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_waitany_fn *next = ct_f_waitany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, status, ierr);
+        return;
+    }
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany__", __builtin_return_address(0));
 }
 
 void mpi_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_waitany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_waitany_fn *next = ct_f_waitany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, status, ierr);
+        return;
+    }
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany", __builtin_return_address(0));
 }
 
 void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 void MPI_WAITANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_waitany_fn *next = ct_f_waitany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, status, ierr);
+        return;
+    }
     ct_f_waitany(count, array_of_requests, indx, status, ierr, "MPI_WAITANY", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_waitany_f08_rest(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_waitany_next_f08 == NULL) {
+        ct_f_waitany_fn *next = (ct_f_waitany_fn *)ct_f_next("mpi_waitany_f08_");
+        if (next != NULL) {
+            ct_f_waitany_next_f08 = next;
+            next(count, array_of_requests, indx, status, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany_f08_", caller);
 }
 
 void mpi_waitany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_waitany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *status, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_waitany(count, array_of_requests, indx, status, ierr, "mpi_waitany_f08_", __builtin_return_address(0));
+    ct_f_waitany_fn *next = ct_f_waitany_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, status, ierr);
+        return;
+    }
+    ct_mpi_waitany_f08_rest(count, array_of_requests, indx, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_waitsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 
+static ct_f_waitsome_fn *_Atomic ct_f_waitsome_next __attribute__((used));   /* named in its stubs */
+static ct_f_waitsome_fn *_Atomic ct_f_waitsome_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_waitsome_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_waitsome_fn *next = next_fn;
+    ct_f_waitsome_fn *next = ct_f_waitsome_next;
     if (next == NULL) {
         next = (ct_f_waitsome_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_waitsome_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -5002,49 +10572,90 @@ static void ct_f_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fi
 void mpi_waitsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitsome_fn *next = ct_f_waitsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome_", __builtin_return_address(0));
 }
 
 void mpi_waitsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitsome_fn *next = ct_f_waitsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome__", __builtin_return_address(0));
 }
 
 void mpi_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitsome_fn *next = ct_f_waitsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome", __builtin_return_address(0));
 }
 
 void MPI_WAITSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void MPI_WAITSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_waitsome_fn *next = ct_f_waitsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_WAITSOME", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_waitsome_f08_rest(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_waitsome_next_f08 == NULL) {
+        ct_f_waitsome_fn *next = (ct_f_waitsome_fn *)ct_f_next("mpi_waitsome_f08_");
+        if (next != NULL) {
+            ct_f_waitsome_next_f08 = next;
+            next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome_f08_", caller);
 }
 
 void mpi_waitsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_waitsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_waitsome_f08_", __builtin_return_address(0));
+    ct_f_waitsome_fn *next = ct_f_waitsome_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
+    ct_mpi_waitsome_f08_rest(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_test_fn(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_test_fn *_Atomic ct_f_test_next __attribute__((used));   /* named in its stubs */
+static ct_f_test_fn *_Atomic ct_f_test_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_test_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_test_fn *next = next_fn;
+    ct_f_test_fn *next = ct_f_test_next;
     if (next == NULL) {
         next = (ct_f_test_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_test_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -5068,49 +10679,90 @@ static void ct_f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_F
 void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_test_fn *next = ct_f_test_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, flag, status, ierr);
+        return;
+    }
     ct_f_test(request, flag, status, ierr, "mpi_test_", __builtin_return_address(0));
 }
 
 void mpi_test__(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_test__(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_test_fn *next = ct_f_test_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, flag, status, ierr);
+        return;
+    }
     ct_f_test(request, flag, status, ierr, "mpi_test__", __builtin_return_address(0));
 }
 
 void mpi_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_test_fn *next = ct_f_test_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, flag, status, ierr);
+        return;
+    }
     ct_f_test(request, flag, status, ierr, "mpi_test", __builtin_return_address(0));
 }
 
 void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void MPI_TEST(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_test_fn *next = ct_f_test_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, flag, status, ierr);
+        return;
+    }
     ct_f_test(request, flag, status, ierr, "MPI_TEST", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_test_f08_rest(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_test_next_f08 == NULL) {
+        ct_f_test_fn *next = (ct_f_test_fn *)ct_f_next("mpi_test_f08_");
+        if (next != NULL) {
+            ct_f_test_next_f08 = next;
+            next(request, flag, status, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_test(request, flag, status, ierr, "mpi_test_f08_", caller);
 }
 
 void mpi_test_f08_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_test_f08_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_test(request, flag, status, ierr, "mpi_test_f08_", __builtin_return_address(0));
+    ct_f_test_fn *next = ct_f_test_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(request, flag, status, ierr);
+        return;
+    }
+    ct_mpi_test_f08_rest(request, flag, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_testall_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 
+static ct_f_testall_fn *_Atomic ct_f_testall_next __attribute__((used));   /* named in its stubs */
+static ct_f_testall_fn *_Atomic ct_f_testall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_testall_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_testall_fn *next = next_fn;
+    ct_f_testall_fn *next = ct_f_testall_next;
     if (next == NULL) {
         next = (ct_f_testall_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_testall_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -5134,49 +10786,90 @@ static void ct_f_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
 void mpi_testall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testall_fn *next = ct_f_testall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall_", __builtin_return_address(0));
 }
 
 void mpi_testall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testall_fn *next = ct_f_testall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall__", __builtin_return_address(0));
 }
 
 void mpi_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testall(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testall_fn *next = ct_f_testall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall", __builtin_return_address(0));
 }
 
 void MPI_TESTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void MPI_TESTALL(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testall_fn *next = ct_f_testall_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "MPI_TESTALL", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_testall_f08_rest(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_testall_next_f08 == NULL) {
+        ct_f_testall_fn *next = (ct_f_testall_fn *)ct_f_next("mpi_testall_f08_");
+        if (next != NULL) {
+            ct_f_testall_next_f08 = next;
+            next(count, array_of_requests, flag, array_of_statuses, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall_f08_", caller);
 }
 
 void mpi_testall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *flag, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_testall(count, array_of_requests, flag, array_of_statuses, ierr, "mpi_testall_f08_", __builtin_return_address(0));
+    ct_f_testall_fn *next = ct_f_testall_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, flag, array_of_statuses, ierr);
+        return;
+    }
+    ct_mpi_testall_f08_rest(count, array_of_requests, flag, array_of_statuses, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_testany_fn(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 
+static ct_f_testany_fn *_Atomic ct_f_testany_next __attribute__((used));   /* named in its stubs */
+static ct_f_testany_fn *_Atomic ct_f_testany_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_testany_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_testany_fn *next = next_fn;
+    ct_f_testany_fn *next = ct_f_testany_next;
     if (next == NULL) {
         next = (ct_f_testany_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_testany_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -5200,49 +10893,90 @@ static void ct_f_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint 
 void mpi_testany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_testany_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_testany_fn *next = ct_f_testany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
     ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany_", __builtin_return_address(0));
 }
 
 void mpi_testany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_testany__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_testany_fn *next = ct_f_testany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
     ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany__", __builtin_return_address(0));
 }
 
 void mpi_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_testany(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_testany_fn *next = ct_f_testany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
     ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany", __builtin_return_address(0));
 }
 
 void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void MPI_TESTANY(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
+    ct_f_testany_fn *next = ct_f_testany_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
     ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "MPI_TESTANY", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_testany_f08_rest(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_testany_next_f08 == NULL) {
+        ct_f_testany_fn *next = (ct_f_testany_fn *)ct_f_next("mpi_testany_f08_");
+        if (next != NULL) {
+            ct_f_testany_next_f08 = next;
+            next(count, array_of_requests, indx, flag, status, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany_f08_", caller);
 }
 
 void mpi_testany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr);
 void mpi_testany_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *indx, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_testany(count, array_of_requests, indx, flag, status, ierr, "mpi_testany_f08_", __builtin_return_address(0));
+    ct_f_testany_fn *next = ct_f_testany_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(count, array_of_requests, indx, flag, status, ierr);
+        return;
+    }
+    ct_mpi_testany_f08_rest(count, array_of_requests, indx, flag, status, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_f_testsome_fn(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 
+static ct_f_testsome_fn *_Atomic ct_f_testsome_next __attribute__((used));   /* named in its stubs */
+static ct_f_testsome_fn *_Atomic ct_f_testsome_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
 static void ct_f_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const char *symbol, const void *caller)
 {
-    static ct_f_testsome_fn *_Atomic next_fn;   /* the library's: looked up once */
-    ct_f_testsome_fn *next = next_fn;
+    ct_f_testsome_fn *next = ct_f_testsome_next;
     if (next == NULL) {
         next = (ct_f_testsome_fn *)ct_f_next(symbol);
         if (next == NULL) {
             *ierr = MPI_ERR_INTERN;
             return;
         }
-        next_fn = next;
+        ct_f_testsome_next = next;
     }
     /* where the library's Fortran calls are not Open MPI's (whose bindings call PMPI_*),
      * they may reach the C wrappers themselves: not timed twice */
@@ -5269,32 +11003,71 @@ static void ct_f_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fi
 void mpi_testsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testsome_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testsome_fn *next = ct_f_testsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome_", __builtin_return_address(0));
 }
 
 void mpi_testsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testsome__(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testsome_fn *next = ct_f_testsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome__", __builtin_return_address(0));
 }
 
 void mpi_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testsome(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testsome_fn *next = ct_f_testsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome", __builtin_return_address(0));
 }
 
 void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void MPI_TESTSOME(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
+    ct_f_testsome_fn *next = ct_f_testsome_next;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
     ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "MPI_TESTSOME", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_testsome_f08_rest(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_watch && ct_f_testsome_next_f08 == NULL) {
+        ct_f_testsome_fn *next = (ct_f_testsome_fn *)ct_f_next("mpi_testsome_f08_");
+        if (next != NULL) {
+            ct_f_testsome_next_f08 = next;
+            next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome_f08_", caller);
 }
 
 void mpi_testsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr);
 void mpi_testsome_f08_(MPI_Fint *incount, MPI_Fint *array_of_requests, MPI_Fint *outcount, MPI_Fint *array_of_indices, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_f_testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, "mpi_testsome_f08_", __builtin_return_address(0));
+    ct_f_testsome_fn *next = ct_f_testsome_next_f08;
+    if (CT_LIKELY(!ct_watch) && CT_LIKELY(next != NULL)) {
+        next(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr);
+        return;
+    }
+    ct_mpi_testsome_f08_rest(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, ierr, __builtin_return_address(0));
 }
