@@ -6,7 +6,9 @@ so a Fortran application's collectives never reach the C wrappers (ct_wrappers.c
 collective of the table this file defines the Fortran symbols in the manglings compilers use
 (mpi_x_, mpi_x__, mpi_x, MPI_X): each converts the handles (MPI_*_f2c) and Fortran's MPI_IN_PLACE
 to C and calls the C wrapper MPI_<Coll> of the same library, so the Fortran call takes exactly
-the C call's path (counting, force, profile).
+the C call's path (counting, force, profile). While the C wrapper would pass the call straight
+through (its flag is 0), the entry goes to the library's own binding instead, in six
+instructions (Short, F_STUB): translating first would pay the handles' translation twice.
 
 When in doubt the call goes to the library's own Fortran symbol unchanged (dlsym RTLD_NEXT):
   - the library's Fortran sentinels are unknown (only Open MPI's `mpi_fortran_in_place_` /
