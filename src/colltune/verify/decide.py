@@ -446,8 +446,8 @@ def floored(effects: list[tuple[Comparison, Effect]], settings: CheckSettings, c
     for c, e in effects:
         family_var = typical.get(_family(c.kind), math.nan)
         floor = stats.variance_floor(e.variance, e.df, family_var, settings.variance_prior) \
-            if e.test_used in _FLOORED and e.n >= settings.min_launches and one_stretch(c) else 0.0
-        out.append((c, _cached_effect(c, settings, cache, floor) if floor > e.variance else e))
+            if e.test_used in _FLOORED and e.n >= settings.min_launches else 0.0
+        out.append((c, _cached_effect(c, settings, cache, floor) if floor > e.variance and one_stretch(c) else e))
     return out
 
 
@@ -477,8 +477,8 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
 def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
          barrier_s: float, round_launches: frozenset[int] = frozenset()) -> dict[str, object]:
     n_ref, n_alt = c.ref.launch_medians.size, c.alt.launch_medians.size
-    ref_med = float(np.median(c.ref.launch_medians))
-    alt_med = float(np.median(c.alt.launch_medians))
+    ref_med = stats.median(c.ref.launch_medians)
+    alt_med = stats.median(c.alt.launch_medians)
     testable = e.n >= (1 if settings.exact else settings.min_launches)
     note = c.note
     if settings.exact and testable:
@@ -515,7 +515,7 @@ def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckS
                                                  barrier_s),
         "barrier_median_s": barrier_s,
         "n_launches": int(e.n), "n_launches_default": int(n_ref), "n_launches_variant": int(n_alt),
-        "raw_default_median_s": float(np.median(c.ref.raw)), "raw_variant_median_s": float(np.median(c.alt.raw)),
+        "raw_default_median_s": stats.median(c.ref.raw), "raw_variant_median_s": stats.median(c.alt.raw),
         "raw_p_value": nan, "partial": bool(partial or not complete),
         "note": note, "test": str(e.test_used),
     }
