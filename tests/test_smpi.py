@@ -93,7 +93,13 @@ def test_members_serve_only_where_the_line_takes_the_proven_collectives(tmp_path
     _, env = smpi.interposed_command(["smpirun", "-np", "4", "--cfg=smpi/coll-selector:mpich", "-platform", "p",
                                       "/bin/true"], lib, {})
     assert env["COLLTUNE_PROOF"] == str(lib.parent / "proof.txt")
+    # smpirun's temporary directory, where SMPI copies libcolltune per rank under names without a
+    # process id, is this process's own; a finished process's is removed when empty
+    assert env["TMPDIR"] == str(tmp_path / "smpi" / "tmp" / str(os.getpid()))
+    gone = tmp_path / "smpi" / "tmp" / "999999999"  # above any pid_max (at most 2^22): no such process
+    gone.mkdir()
     _, env = smpi.interposed_command(["smpirun", "-np", "4", "-platform", "p", "/bin/true"], lib, {})
+    assert not gone.exists() and Path(env["TMPDIR"]).is_dir()
     assert Path(env["COLLTUNE_PROOF"]).read_text().splitlines() == [
         "colltune-proof 2", "# no member serves: " + str(smpi.unproven_choice(["smpirun"]))]
 
@@ -282,10 +288,15 @@ def test_rules_of_a_simulated_layout_serve_that_layout_only(smpi_lib: mpi.MpiLib
         pytest.skip("patchelf absent: run `make setup-smpi`")
     monkeypatch.setenv(smpi.PLATFORM_VAR, "small")  # --platform sets it for the process: restored after
     db, out = tmp_path / "c.duckdb", tmp_path / "layout.prof"
+    # SMPI's own plan: one launch of one repetition, the exact ratios (docs/smpi.md "Deterministic times")
     checked = CliRunner().invoke(main, ["check", "--mpi", "smpi", "--platform", "small", "-n", "16", "-c", "scatter",
-                                        "-s", "1KiB", "-R", "3", "--min-reps", "3", "--max-reps", "3", "--warmup", "1",
-                                        "--no-barrier", "--no-aa", "--rounds", "0", "--quiet", "--db", str(db)])
+                                        "-s", "1KiB", "--no-barrier", "--no-aa", "--quiet", "--db", str(db)])
     assert checked.exit_code == 1, checked.output  # 1: violations found
+    with duckdb.connect(str(db), read_only=True) as con:
+        once = con.sql("select variant, count(*), count(distinct launch_idx) from measurements "
+                       "where not warmup group by variant, msg_bytes").fetchall()
+    assert {v for v, _, _ in once} >= {"default", "scatter_as_scatterv"}
+    assert {(n, launches) for _, n, launches in once} == {(1, 1)}
     tuned = CliRunner().invoke(main, ["tune", "--db", str(db), "--out", str(out), "--per-layout"])
     assert tuned.exit_code == 0, tuned.output
     profile = prof.read_profile(out)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -16,6 +19,7 @@ from click.testing import CliRunner
 
 from colltune.cli import main
 from colltune.measure.settings import BenchSettings
+from colltune.mpi import build
 from colltune.mpi import libraries as mpi
 from colltune.mpi import smpi
 from colltune.verify import adaptive, decide
@@ -133,15 +137,63 @@ def test_a_deterministic_library_gets_the_exact_plan_and_a_real_one_does_not() -
 
 
 def test_a_users_shared_malloc_line_gets_no_member_and_says_why() -> None:
-    """`colltune run -- smpirun --cfg=smpi/auto-shared-malloc-thresh:N ...`: libcolltune's own
-    allocations of N bytes or more would be shared by the ranks too (smpicc turns its malloc into
-    SimGrid's, docs/smpi.md "Large buffers"), so no member serves such a line; 0 turns it off."""
+    """`colltune run -- smpirun --cfg=smpi/auto-shared-malloc-thresh:N ...`: the application's
+    buffers of N bytes or more are one block for all ranks (docs/smpi.md "Large buffers"), so no
+    result of the library's is a rank's own to prove a member against: no member serves such a
+    line; 0 turns it off."""
     base = ["smpirun", "-np", "4", "--cfg=smpi/coll-selector:mpich"]
     assert smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:0"]) is None
     why = smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:65536"])
     assert why is not None and why.startswith(
-        "the line shares every allocation above a size between the simulated ranks "
+        "the line shares the application's allocations of a size or more between the simulated ranks "
         "(--cfg=smpi/auto-shared-malloc-thresh:65536)")
     # the last setting wins, as in SimGrid
     assert smpi.unproven_choice([*base, "--cfg=smpi/auto-shared-malloc-thresh:4096",
                                  "--cfg=smpi/auto-shared-malloc-thresh:0"]) is None
+
+
+@needs_smpi
+def test_colltunes_own_state_stays_private_under_a_users_shared_malloc_line(tmp_path: Path) -> None:
+    """A user's smpirun line with `--cfg=smpi/auto-shared-malloc-thresh:2048` shares every
+    allocation of 2 KiB or more made through SimGrid's malloc. libcolltune is compiled with
+    SMPI_NO_OVERRIDE_MALLOC (mpi/build.py), so its trace records and learning state stay each
+    rank's own: the learning mode (every call exploring, traced) gives the plain run's results
+    and writes, rank by rank, the very traces of the same line without the setting (main's build
+    before it crashed this run: rank 0's trace buffer was every rank's). The drivers keep
+    SimGrid's malloc, which their timing launches share on purpose."""
+    if shutil.which("patchelf") is None:
+        pytest.skip("patchelf absent: run `make setup-smpi`")
+    lib = mpi.resolve("smpi")
+    art = build.ensure_built(lib)
+    def imports(path: Path) -> set[str]:
+        out = subprocess.run(["nm", "-D", "--undefined-only", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        return {line.split()[-1] for line in out.splitlines() if "smpi_shared_" in line}
+    assert imports(art.libcolltune) == set()
+    assert {"smpi_shared_malloc_intercept", "smpi_shared_free"} <= imports(art.bench)
+    app = build.compile_program(lib, [Path(__file__).parents[1] / "benchmarks" / "scale" / "app.c"],
+                                tmp_path / "app")
+    plat = smpi.platform("small")
+    # no selector: SimGrid's default family, so that no member serves either line (the proof's is
+    # the MPICH family) and the two runs differ by the sharing alone
+    line = ["smpirun", "-np", "8", "-platform", str(plat.xml), "-hostfile", str(plat.hostfile(8)),
+            "--cfg=smpi/simulate-computation:no"]
+    shared = ["--cfg=smpi/auto-shared-malloc-thresh:2048"]
+    plain = subprocess.run([*line, *shared, str(app), "20"], capture_output=True, text=True, check=False)
+    assert plain.returncode == 0, plain.stderr
+    result = [l.split(" simulated_s")[0] for l in plain.stdout.splitlines() if l.startswith("scale-app")]
+    assert result and result[0].startswith("scale-app ranks 8 calls 20 checksum ")
+    traces = {}
+    for name, extra in (("private", ["--cfg=smpi/auto-shared-malloc-thresh:0"]), ("shared", shared)):
+        (tmp_path / name).mkdir()
+        run = subprocess.run([str(Path(sys.executable).with_name("colltune")), "run", "--mpi", "smpi", "--learn", "-",
+                              "--trace-dir", str(tmp_path / name), "--", *line, *extra, str(app), "20"],
+                             capture_output=True, text=True, check=False,
+                             env={**os.environ, "COLLTUNE_SELECT_SEED": "1"})
+        assert run.returncode == 0, run.stderr
+        assert [l.split(" simulated_s")[0] for l in run.stdout.splitlines() if l.startswith("scale-app")] == result
+        assert "colltune: no member serves this run" in run.stderr
+        traces[name] = {f.name: f.read_bytes() for f in sorted((tmp_path / name).iterdir())}
+    assert sorted(traces["shared"]) == [f"rank-{r}.cttrace" for r in range(8)]
+    assert traces["shared"] == traces["private"]
+    assert len(set(traces["shared"].values())) == 8   # each rank's own records

@@ -59,6 +59,18 @@ def compile_app(lib: mpi.MpiLibrary, art: build.Artifacts, out: Path) -> tuple[P
 SMPI_CFG: list[str] = []
 
 
+def private_tmpdir(work: Path, name: str) -> dict[str, str]:
+    """A temporary directory of smpirun's own per run, through TMPDIR (smpirun takes
+    `dirname $(mktemp -u)`; its `-tmpdir DIR` option is broken in SimGrid 3.32's script, which
+    shifts one word instead of two and takes DIR for the program: /usr/bin/smpirun:171-173).
+    SMPI names each rank's copy of a privatized library by the rank alone (<7 digits>tune.so, no
+    process id) in that directory, so two runs at once in /tmp load, overwrite and delete each
+    other's copies (two 1024-rank callgrind runs started together: one died after 12 ranks)."""
+    path = work / f"smpi-tmp-{name}"
+    path.mkdir(parents=True, exist_ok=True)
+    return {"TMPDIR": str(path)}
+
+
 def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, calls: int,
            env: dict[str, str]) -> tuple[float, float, str]:
     """(host CPU seconds, wall seconds, rank 0's line) of one smpirun."""
@@ -68,8 +80,8 @@ def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, ca
                              {smpi.PLATFORM_VAR: PLATFORM}, flags)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env},
-                          stdin=subprocess.DEVNULL, check=False)
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+                          env={**os.environ, **env, **private_tmpdir(exe.parent, f"{exe.name}-{nprocs}-{calls}")})
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -120,6 +132,7 @@ def instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: i
                               f"valgrind --tool=callgrind --callgrind-out-file={out}"])
     proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
+                               **private_tmpdir(work, f"callgrind-{nprocs}-{calls}-{int(learn)}"),
                                "COLLTUNE_PROOF": str(art.dir / "proof.txt")}, check=False)
     if proc.returncode != 0:
         sys.exit(f"callgrind run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")

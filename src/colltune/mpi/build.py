@@ -34,6 +34,16 @@ _PRODUCTS = {
     "colltune-selftest": (*_COMMON, "generated-nowrap", "selftest"),
 }
 
+# smpicc turns every malloc, calloc, realloc and free into SimGrid's (smpi_helpers.h:35-40), which
+# maps an allocation onto one block shared by all simulated ranks when a line sets
+# --cfg=smpi/auto-shared-malloc-thresh and the size reaches it. The drivers want that for their
+# large buffers and the mock-ups' scratch arena in timing launches (docs/smpi.md, "Large
+# buffers"); libcolltune must not have it, since a user's shared-malloc line would then share its
+# trace records and learning state between the ranks. So under SMPI the interposer's objects,
+# core/ and variants/ included, are compiled apart, with SimGrid's own switch for that, and the
+# drivers' keep SimGrid's malloc.
+_PRIVATE_MALLOC = {"smpi": ("libcolltune.so", "-DSMPI_NO_OVERRIDE_MALLOC")}
+
 
 @dataclass(frozen=True)
 class Artifacts:
@@ -93,6 +103,13 @@ def build_dir(lib: MpiLibrary) -> Path:
     return cache_dir() / lib.identity
 
 
+def build_rules(lib: MpiLibrary) -> str:
+    """What the build does for this family beyond the sources and CFLAGS, recorded in build.json:
+    a cached build made under other rules is not current (source_hash covers native/ only)."""
+    rule = _PRIVATE_MALLOC.get(lib.family)
+    return f"{rule[0]}: {rule[1]}" if rule else ""
+
+
 def _artifacts(directory: Path, family: str) -> Artifacts:
     return Artifacts(directory, directory / "libcolltune.so", directory / "colltune-bench",
                      directory / "colltune-selftest", family)
@@ -119,23 +136,29 @@ def _build_into(lib: MpiLibrary, out: Path) -> None:
              f"-I{root / 'runtime'}"]
     if lib.family == "smpi":  # SMPI has no MPI_T: every file sees it absent, no file changes
         flags += ["-include", str(root / "include" / "ct_mpit_absent.h")]
-    groups = {g for groups in _PRODUCTS.values() for g in groups}
-    sources = sorted({src for g in groups for src in _sources(g)})
-    if not sources:
+    private_product, private_flag = _PRIVATE_MALLOC.get(lib.family, ("", ""))
+    # (source, compiled with private_flag) -> object; a source of both kinds of product twice
+    units = {(src, product == private_product) for product, groups in _PRODUCTS.items()
+             for g in groups for src in _sources(g)}
+    if not units:
         raise BuildError(f"no C sources under {root}")
-    objects = {src: out / "obj" / (str(src.relative_to(root)).replace(os.sep, "__") + ".o") for src in sources}
+    objects = {(src, own): out / "obj" / (("private__" if own else "")
+                                          + str(src.relative_to(root)).replace(os.sep, "__") + ".o")
+               for src, own in units}
     (out / "obj").mkdir(parents=True)
     from concurrent.futures import ThreadPoolExecutor  # only when compiling: colltune run's start
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        jobs = [pool.submit(_run_compiler, [str(lib.mpicc), *flags, "-c", str(s), "-o", str(o)], env)
-                for s, o in objects.items()]
+        jobs = [pool.submit(_run_compiler, [str(lib.mpicc), *flags, *([private_flag] if own else []),
+                                            "-c", str(s), "-o", str(o)], env)
+                for (s, own), o in sorted(objects.items())]
         for job in jobs:
             job.result()
     for product, product_groups in _PRODUCTS.items():
         if not _sources(product_groups[-1]):
             continue  # e.g. a checkout without the drivers' sources
-        objs = [str(objects[s]) for g in product_groups for s in _sources(g)]
+        own = product == private_product
+        objs = [str(objects[(s, own)]) for g in product_groups for s in _sources(g)]
         target = out / product
         if product.endswith(".so"):
             argv = [str(lib.mpicc), "-shared", "-o", str(target), *objs, "-ldl", "-lpthread", "-lm"]
@@ -157,7 +180,7 @@ def current(lib: MpiLibrary) -> Artifacts | None:
     directory = build_dir(lib)
     info_path = directory / "build.json"
     info = _read_info(info_path)
-    if not info:
+    if not info or info.get("rules", "") != build_rules(lib):
         return None
     stamp = source_stamp()
     if info.get("source_stamp") == stamp:
@@ -186,14 +209,15 @@ def ensure_built(lib: MpiLibrary, force: bool = False) -> Artifacts:
     # One builder at a time per library (parallel test sessions share the cache).
     with open(directory.parent / f".{lib.identity}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and info.exists() and json.loads(info.read_text()).get("source_hash") == wanted:
+        known = _read_info(info)
+        if not force and known.get("source_hash") == wanted and known.get("rules", "") == build_rules(lib):
             return _artifacts(directory, lib.family)
         staging = Path(tempfile.mkdtemp(prefix=f".{lib.identity}-", dir=directory.parent))
         try:
             _build_into(lib, staging)
             (staging / "build.json").write_text(json.dumps(
-                {"source_hash": wanted, "source_stamp": stamp, "library": lib.as_dict(),
-                 "family": lib.family}, indent=2))
+                {"source_hash": wanted, "source_stamp": stamp, "rules": build_rules(lib),
+                 "library": lib.as_dict(), "family": lib.family}, indent=2))
             if directory.exists():
                 shutil.rmtree(directory)
             staging.rename(directory)

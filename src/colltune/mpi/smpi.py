@@ -60,7 +60,8 @@ def deterministic_config(config: str | None) -> bool:
 # The bench driver's timing launches share every large buffer between the simulated ranks:
 # SimGrid maps each malloc of at least this many bytes onto one file-backed block
 # (smpi/auto-shared-malloc-thresh: src/smpi/internals/smpi_shared.cpp:304-316, v3.32; smpicc
-# turns the driver's and libcolltune's malloc/calloc into it, include/smpi/smpi_helpers.h:36-37)
+# turns the drivers' malloc/calloc into it, include/smpi/smpi_helpers.h:36-37, and not
+# libcolltune's: mpi/build.py compiles it with -DSMPI_NO_OVERRIDE_MALLOC)
 # and copies no payload into or out of it (smpi_global.cpp:165-184). Times stay the model's
 # (computation is not simulated, copies are not timed); the data is lost, which the timing
 # launches never read (only --probe and the selftest do, and they never get it). Every shared
@@ -337,11 +338,10 @@ def unproven_choice(argv: Sequence[str]) -> str | None:
         elif m.group(1) in LIBRARY_ALGORITHMS["smpi"]:
             return f"the line chooses {m.group(1)}'s algorithm ({word})"
     if shared:
-        return (f"the line shares every allocation above a size between the simulated ranks ({shared}), and "
-                "smpicc turns libcolltune's own allocations into SimGrid's as well: a member's scratch of that "
-                "size would be one buffer for all ranks (wrong results), and so would colltune's trace records "
-                "and learning state (the traces of this run are not reliable); drop the setting, or raise it "
-                "above colltune's allocations, to have members serve")
+        return (f"the line shares the application's allocations of a size or more between the simulated ranks "
+                f"({shared}): such a buffer is one block for all ranks and holds no rank's own result, so a "
+                "member's could differ from the library's (colltune's own memory stays each rank's: libcolltune "
+                "is built with SMPI_NO_OVERRIDE_MALLOC); drop the setting to have members serve")
     if selector != DEFAULT_SELECTOR:
         return (f"the line's collectives are SimGrid's {selector!r} family, the proof's the "
                 f"{DEFAULT_SELECTOR!r} family (add --cfg=smpi/coll-selector:{DEFAULT_SELECTOR})")
@@ -355,6 +355,29 @@ def _no_proof(proof: Path, why: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{header}\n# no member serves: {why}\n")
     return path
+
+
+def private_tmpdir() -> Path:
+    """A temporary directory for this process's smpirun, given to it as TMPDIR. SMPI names each
+    rank's copy of a privatized library by the rank alone (`<7 digits>tune.so` for libcolltune.so,
+    no process id) in smpirun's temporary directory, `dirname $(mktemp -u)`, /tmp by default; two
+    runs at once there (two test sessions, two users) load, overwrite and delete each other's
+    copies: of two 1024-rank runs started together one aborted after 12 ranks, and a rank could
+    load another build's library. (smpirun's own `-tmpdir DIR` is broken in SimGrid 3.32: it
+    shifts one word, not two, and takes DIR for the program, /usr/bin/smpirun:171-173.) One
+    directory per process id under the cache; those of finished processes are removed when
+    empty (SMPI deletes its copies itself)."""
+    root = cache_dir() / "smpi" / "tmp"
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        if old.name.isdigit() and int(old.name) != os.getpid() and not Path(f"/proc/{old.name}").exists():
+            try:
+                old.rmdir()
+            except OSError:
+                pass  # not empty (an application's own temporary files): left as they are
+    mine = root / str(os.getpid())
+    mine.mkdir(exist_ok=True)
+    return mine
 
 
 def interposed_command(argv: Sequence[str], libcolltune: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -372,6 +395,7 @@ def interposed_command(argv: Sequence[str], libcolltune: Path, env: Mapping[str,
         plat = platform(env.get(PLATFORM_VAR), nprocs)
         added += ["-platform", str(plat.xml), "-hostfile", str(plat.hostfile(nprocs))]
     settings = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    settings.setdefault("TMPDIR", str(private_tmpdir()))
     # the runtime looks for proof.txt next to the libcolltune it runs: here a copy in SMPI's
     # temporary directory, so it is named where `colltune selftest` wrote it
     proof = libcolltune.resolve().with_name("proof.txt")
