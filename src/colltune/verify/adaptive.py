@@ -131,7 +131,7 @@ def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check
     and (`save`) store the verdicts, all on one open store (created if need be). Ctrl-C and a
     failed launch raise as in measure.runner.run, with every finished launch stored."""
     # one runner session: a round's first launch starts while the look before's last one ends
-    with open_when_free(db_path) as store, runner.Session(prelude=stats.preload, dvm=True) as session:
+    with open_when_free(db_path) as store, runner.Session(prelude=stats.preload) as session:
         run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind,
                             session=session)
         return rounds(bench, store, run_id, settings, on_round, save=save, session=session)
