@@ -17,6 +17,10 @@ shorter, over the calls the longer one adds (2 per round and rank), is the per-c
 is done once per rank (MPI_Init, the proof, the first calls' set-up on each communicator) is
 in both runs and cancels. Every run's rank-0 checksum must equal the plain run's. Rows to
 percall.csv (rows of rank counts not run are kept).
+
+`--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv):
+each function's share of the per-call figure, and the first-call layout computation of a
+communicator (LAYOUT_FUNCTIONS: its own instructions per call, from the 2-round run).
 """
 
 from __future__ import annotations
@@ -41,6 +45,85 @@ SETTINGS = ["smpi/send-is-detached-thresh:0", "smpi/allreduce:rdb", "smpi/bcast:
             "smpi/reduce:binomial"]
 FIELDS = ("ranks", "mode", "rounds_short", "rounds_long", "instructions_short", "instructions_long",
           "per_call", "setup_per_rank", "checksum_equal", "callgrind_cpu_s", "smpi_cfg", "started_utc")
+FUNCTION_FIELDS = ("ranks", "mode", "function", "self_short", "self_long", "per_call", "calls_short",
+                   "self_per_call_short")
+# the first-call layout computation of a communicator (core/layout.c): its own instructions per
+# call, read from the 2-round run (every call of it is a communicator's first)
+LAYOUT_FUNCTIONS = ("ct_comm_layout", "ct_world_twin_open")
+
+
+def functions(callgrind_out: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Self instructions of each function of libcolltune's per-rank copies (<7 digits>tune.so),
+    summed over the copies, and the calls into each function (from any caller), read from a
+    callgrind output file (run.colltune_instructions' reading, by function)."""
+    names: dict[str, str] = {}
+    fns: dict[str, str] = {}
+    obj = fn = callee = ""
+    own: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    skip_next = False
+    for line in callgrind_out.read_text(errors="replace").splitlines():
+        if skip_next:  # the inclusive cost of a call, counted in the callee
+            skip_next = False
+            continue
+        if line.startswith(("ob=", "cob=")):  # a name is given once, on either, then its (id)
+            ref, _, name = line.partition("=")[2].partition(" ")
+            if name:
+                names[ref] = name
+            if line.startswith("ob="):
+                obj = ref
+        elif line.startswith(("fn=", "cfn=")):
+            ref, _, name = line.partition("=")[2].partition(" ")
+            if name:
+                fns[ref] = name
+            if line.startswith("fn="):
+                fn = ref
+            else:
+                callee = ref
+        elif line.startswith("calls="):
+            skip_next = True
+            target = fns.get(callee, callee)
+            calls[target] = calls.get(target, 0) + int(line.split("=")[1].split()[0])
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            parts = line.split()
+            if len(parts) >= 2 and names.get(obj, "").endswith("tune.so"):
+                name = fns.get(fn, fn)
+                own[name] = own.get(name, 0) + int(parts[-1])
+    return own, calls
+
+
+def function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int) -> list[dict[str, object]]:
+    """Per function: its self instructions in both runs, the difference over the added calls
+    (2 per round and rank), and its calls and instructions per call in the short run."""
+    learn = int(mode == "learning")
+    own_s, calls_s = functions(directory / f"callgrind-{ranks}-{short}-{learn}.out")
+    own_l, _ = functions(directory / f"callgrind-{ranks}-{long_}-{learn}.out")
+    added = ranks * 2 * (long_ - short)
+    rows = []
+    for name in sorted(set(own_s) | set(own_l)):
+        a, b = own_s.get(name, 0), own_l.get(name, 0)
+        n = calls_s.get(name, 0)
+        rows.append({"ranks": ranks, "mode": mode, "function": name, "self_short": a, "self_long": b,
+                     "per_call": round((b - a) / added, 1), "calls_short": n,
+                     "self_per_call_short": round(a / n, 1) if n else ""})
+    return rows
+
+
+def write_functions(rows: list[dict[str, object]], out: Path) -> None:
+    """percall_functions.csv: the functions whose share per added call is at least 0.5
+    instruction (either way) and the layout's; rows of other (ranks, mode) kept."""
+    path = out / "percall_functions.csv"
+    done = {(int(r["ranks"]), str(r["mode"])) for r in rows}
+    kept = []
+    if path.exists():
+        with path.open() as f:
+            kept = [r for r in csv.DictReader(f) if (int(r["ranks"]), r["mode"]) not in done]
+    chosen = [r for r in rows if abs(float(r["per_call"])) >= 0.5 or r["function"] in LAYOUT_FUNCTIONS]  # type: ignore[arg-type]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FUNCTION_FIELDS)
+        writer.writeheader()
+        writer.writerows(sorted([*kept, *chosen], key=lambda r: (int(r["ranks"]), str(r["mode"]),  # type: ignore[call-overload]
+                                                                 -abs(float(r["per_call"])))))  # type: ignore[arg-type]
 
 
 def _cpu() -> float:
@@ -59,8 +142,24 @@ def main() -> None:
     ap.add_argument("--modes", default="learning,pass-through")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--keep-callgrind", type=Path, metavar="DIR", help="copy the callgrind outputs to DIR")
+    ap.add_argument("--parallel", action="store_true", help="the two callgrind runs of a pair at once")
+    ap.add_argument("--from-callgrind", type=Path, metavar="DIR",
+                    help="read the pair's callgrind outputs from DIR (callgrind-P-ROUNDS-LEARN.out) instead "
+                         "of running them; the checksums are still compared (callgrind_cpu_s: the runs' own)")
+    ap.add_argument("--callgrind-cpu", type=float, help="with --from-callgrind: the pair's CPU seconds, as measured")
+    ap.add_argument("--functions", type=Path, metavar="DIR",
+                    help="run nothing: percall_functions.csv from the callgrind outputs kept in DIR "
+                         "(--keep-callgrind) for --ranks and --modes")
     args = ap.parse_args()
     short, long_ = (int(x) for x in args.rounds.split(","))
+    if args.functions:
+        rows = [r for p in args.ranks.split(",") for mode in args.modes.split(",")
+                for r in function_rows(args.functions, int(p), mode, short, long_)]
+        write_functions(rows, args.out)
+        for r in rows:
+            if abs(float(r["per_call"])) >= 5 or r["function"] in LAYOUT_FUNCTIONS:  # type: ignore[arg-type]
+                print(r)
+        return
     run.SMPI_CFG.extend(SETTINGS)
     lib = mpi.resolve("smpi")
     art = build.ensure_built(lib)
@@ -78,18 +177,30 @@ def main() -> None:
                 env = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
                 _, _, line = run.launch(lib, art, linked, p, long_, env)
                 started, cpu = time.strftime("%H:%M:%S", time.gmtime()), _cpu()
-                ir = {n: run.instructions(lib, art, linked, p, n, work, learn=learn) for n in (short, long_)}
+                if args.from_callgrind:  # the pair ran apart (e.g. each in a process of its own)
+                    ir = {n: run.colltune_instructions(args.from_callgrind / f"callgrind-{p}-{n}-{int(learn)}.out")
+                          for n in (short, long_)}
+                elif args.parallel:  # two processes: twice the share of a loaded host's cores
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    with ThreadPoolExecutor(max_workers=2) as pool:
+                        jobs = {n: pool.submit(run.instructions, lib, art, linked, p, n, work, learn=learn)
+                                for n in (short, long_)}
+                        ir = {n: job.result() for n, job in jobs.items()}
+                else:
+                    ir = {n: run.instructions(lib, art, linked, p, n, work, learn=learn) for n in (short, long_)}
                 row = {"ranks": p, "mode": mode, "rounds_short": short, "rounds_long": long_,
                        "instructions_short": ir[short], "instructions_long": ir[long_],
                        "per_call": round((ir[long_] - ir[short]) / (p * 2 * (long_ - short)), 1),
                        "setup_per_rank": round(ir[short] / p), "checksum_equal": checksum(line) == checksum(reference),
-                       "callgrind_cpu_s": round(_cpu() - cpu, 1), "smpi_cfg": " ".join(SETTINGS),
+                       "callgrind_cpu_s": args.callgrind_cpu if args.from_callgrind else round(_cpu() - cpu, 1),
+                       "smpi_cfg": " ".join(SETTINGS),
                        "started_utc": started}
                 print(row, flush=True)
                 rows.append(row)
                 if not row["checksum_equal"]:
                     sys.exit(f"{p} ranks, {mode}: checksum {line} differs from the plain run's {reference}")
-                if args.keep_callgrind:
+                if args.keep_callgrind and not args.from_callgrind:
                     args.keep_callgrind.mkdir(parents=True, exist_ok=True)
                     for n in (short, long_):
                         src = work / f"callgrind-{p}-{n}-{int(learn)}.out"
