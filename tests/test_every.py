@@ -37,21 +37,24 @@ def functions_section(stderr: str) -> dict[str, tuple[int, int | None, int, int]
     return out
 
 
-# The v/w rows whose decision size is 0 (collectives.toml): their blocking int binding, which the
-# decision point serves, records its counts' bytes (native/runtime/watch.c ct_watch_call_bytes);
-# their watched functions (other forms, _c bindings) still record 0 (native/gen/gen_forms.py).
+# The v/w rows whose decision size is 0 (collectives.toml) or none: every function of theirs, in
+# every form and binding, records its counts' bytes (native/runtime/watch.c ct_watch_vw_bytes).
 COUNTED_V = ("gatherv", "scatterv", "alltoallv", "alltoallw")
+COUNTED_NEIGHBOR = ("neighbor_alltoallv", "neighbor_alltoallw")
 
 
 def expected_bytes(row: str, p: int, fn: str = "") -> int | None:
-    """Rank 0's bytes of ct_every.c's call of `row` by its `bytes` rule (one int per block):
-    rank 0 is the root, so Gatherv and Scatterv count p ints, as Alltoallv and Alltoallw do."""
-    if row in COUNTED_V and fn == "MPI_" + row.capitalize():
+    """Rank 0's bytes of ct_every.c's call of `row` (one int per block): by its `bytes` rule, or
+    for the v/w rows by their counts: rank 0 is the root, so Gatherv and Scatterv count p ints,
+    as Alltoallv and Alltoallw do; the neighborhood v/w rows what rank 0 sends its two
+    neighbours on the ring (MPI_Cart_create, one dimension), one int each."""
+    if row in COUNTED_V:
         return 4 * p
-    # 0: no size that every rank holds (collectives.toml: size-blind rows, and the barrier)
+    if row in COUNTED_NEIGHBOR:
+        return 2 * 4
+    # 0: no size that every rank holds (the barrier)
     return {"bcast": 8, "reduce_scatter": 4 * p, "reduce_scatter_block": 4 * p, "reduce_local": 8,
-            "barrier": 0, "gatherv": 0, "scatterv": 0, "alltoallv": 0, "alltoallw": 0,
-            "neighbor_alltoallv": None, "neighbor_alltoallw": None}.get(row, 4)
+            "barrier": 0}.get(row, 4)
 
 
 def expected(lib: mpi.MpiLibrary, p: int) -> dict[str, tuple[int, int | None, int, int]]:
@@ -147,15 +150,19 @@ def test_every_function_profiled(every, tmp_path):
         "MPI_Neighbor_allgather": False, "MPI_Ineighbor_alltoall": False}
     if not ompi:
         assert not tunable["MPI_Gatherv_c"]
-    # The v/w forms' bytes: each rank's counts (rank 0 is the root: p ints in, p ints out; the
-    # other ranks one int each in Gatherv and Scatterv)
+    # The v/w forms' bytes, every form and binding: each rank's counts (rank 0 is the root: p
+    # ints in, p ints out; the other ranks one int each in Gatherv and Scatterv); the
+    # neighborhood v/w rows what each rank sends its two neighbours on the ring
     by_name = {r.name: r for r in table if r.kind == "coll"}
-    for fn in ("MPI_Gatherv", "MPI_Scatterv"):
-        r = by_name[fn]
-        assert (r.bytes_min, r.bytes_max, r.bytes_mean) == (4, 4 * p, pytest.approx((4 * p + 4 * (p - 1)) / p)), fn
-    for fn in ("MPI_Alltoallv", "MPI_Alltoallw"):
-        r = by_name[fn]
-        assert (r.bytes_min, r.bytes_max, r.bytes_mean) == (4 * p, 4 * p, 4 * p), fn
+    vw = {fn: (r.bytes_min, r.bytes_max, r.bytes_mean) for fn, r in by_name.items()
+          if (row := catalog.load().function_row(fn)) is not None
+          and row.name in COUNTED_V + COUNTED_NEIGHBOR}
+    per_row = {"gatherv": (4, 4 * p, pytest.approx((4 * p + 4 * (p - 1)) / p)),
+               "scatterv": (4, 4 * p, pytest.approx((4 * p + 4 * (p - 1)) / p)),
+               "alltoallv": (4 * p, 4 * p, 4 * p), "alltoallw": (4 * p, 4 * p, 4 * p),
+               "neighbor_alltoallv": (8, 8, 8), "neighbor_alltoallw": (8, 8, 8)}
+    want_vw = {fn: per_row[catalog.load().function_row(fn).name] for fn in vw}
+    assert len(vw) == 3 * 6 * (1 if ompi else 2) and vw == want_vw
     cov = where.coverage_of(table)
     on_rank = [r.rank_s.get(cov.rank, 0.0) for r in table if r.kind == "coll"]
     tunable_s = sum(r.rank_s.get(cov.rank, 0.0) for r in table if r.kind == "coll" and r.tunable)

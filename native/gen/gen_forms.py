@@ -18,7 +18,7 @@ Outputs
 
 A watched call is never changed: the library runs it with the caller's arguments. Its bytes
 follow the row's `bytes` rule, computed from the arguments after the call succeeded (-1 where the
-rule is "-" or a size cannot be taken). Persistent and large-count bindings are compiled where the
+rule is "-" or a size cannot be taken); the v/w rows' from their counts arrays (COUNTED_VW). Persistent and large-count bindings are compiled where the
 library declares them (CT_HAVE_PERSISTENT, MPI_VERSION >= 4).
 
 `--check` writes nothing and exits 1 if a committed file is stale. Stdlib only.
@@ -93,15 +93,48 @@ def guard(fn: Function) -> str | None:
     return " && ".join(conds) or None
 
 
+# The irregular rows whose calls are counted by their counts arrays (runtime/watch.c
+# ct_watch_vw_bytes: every form and binding, the blocking int binding's served call too), not by
+# the row's uniform `bytes` rule, which has no size for them ("0", "-": decisions must not depend
+# on per-rank counts).
+COUNTED_VW = {"gatherv": "CT_VW_GATHERV", "scatterv": "CT_VW_SCATTERV",
+              "alltoallv": "CT_VW_ALLTOALLV", "alltoallw": "CT_VW_ALLTOALLW",
+              "neighbor_alltoallv": "CT_VW_NEIGHBOR_ALLTOALLV",
+              "neighbor_alltoallw": "CT_VW_NEIGHBOR_ALLTOALLW"}
+VW_ROLES = ("comm", "root", "sendcount", "recvcount", "sendcounts", "recvcounts", "sendtype",
+            "recvtype", "sendtypes", "recvtypes")
+
+
+def vw_bytes_code(fn: Function, arg: Callable[[str], str], fortran: bool) -> list[str]:
+    """`bytes` of a v/w call: its arguments described for ct_watch_vw_bytes. Fortran passes its
+    count arrays and datatype handles as they are (MPI_Fint, translated there)."""
+    names = {a.role: a.name for a in fn.coll.args}
+    fields = [f".kind = {COUNTED_VW[fn.coll.name]}"]
+    for role in VW_ROLES:
+        if role in names:
+            raw = fortran and role in ("sendtypes", "recvtypes", "sendcounts", "recvcounts")
+            fields.append(f".{role} = {names[role] if raw else arg(role)}")
+    if fn.large:
+        fields.append(".large = 1")
+    if fortran:
+        fields.append(".fortran = 1")
+    return ["int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){",
+            *(f"    {f}," for f in fields),
+            "});"]
+
+
 def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
-               in_place: Callable[[str], str] | None = None) -> list[str]:
-    """Statements that set `bytes` from the row's `bytes` rule (after a successful call).
-    `arg(role)` is the C expression of an argument (default: its name), `in_place(role)` the
-    condition that it is MPI_IN_PLACE (the Fortran wrappers translate both)."""
+               in_place: Callable[[str], str] | None = None, fortran: bool = False) -> list[str]:
+    """Statements that set `bytes` from the row's `bytes` rule (after a successful call), or
+    from its counts arrays (COUNTED_VW). `arg(role)` is the C expression of an argument
+    (default: its name), `in_place(role)` the condition that it is MPI_IN_PLACE (the Fortran
+    wrappers translate both; `fortran`: their arrays hold Fortran integers and handles)."""
     coll = fn.coll
     names = {a.role: a.name for a in coll.args}
     arg = arg or names.__getitem__
     in_place = in_place or (lambda r: f"{names[r]} == MPI_IN_PLACE")
+    if coll.name in COUNTED_VW:
+        return vw_bytes_code(fn, arg, fortran)
     rule = coll.bytes.strip()
     if rule == "-":
         return ["int64_t bytes = -1;"]

@@ -198,22 +198,6 @@ static void *ct_f_next(const char *symbol)
 {
     return dlsym(RTLD_NEXT, symbol);
 }
-
-/* MPI_Alltoallw's bytes as its C wrapper counts them (watch.c): what this rank receives, each
- * block by its own datatype, here Fortran handles; -1 where a size is unknown. */
-static int64_t ct_f_alltoallw_bytes(const MPI_Fint *recvcounts, const MPI_Fint *recvtypes, MPI_Comm comm)
-{
-    int64_t p = ct_watch_comm_size(comm), sum = 0;
-    if (p < 0)
-        return -1;
-    for (int64_t i = 0; i < p; i++) {
-        int64_t size = ct_watch_size(PMPI_Type_f2c(recvtypes[i]));
-        if (size < 0 || recvcounts[i] < 0)
-            return -1;
-        sum += (int64_t)recvcounts[i] * size;
-    }
-    return sum;
-}
 """
 
 
@@ -552,12 +536,10 @@ def watched_arg(fn: Function):
 
 
 def watched_bytes(fn: Function, arg: Callable[[str], str], in_place: Callable[[str], str]) -> list[str]:
-    """`bytes` of a watched call: the row's rule, except blocking MPI_Alltoallw, whose C wrapper
-    counts its blocks by their datatypes (watch.c) and whose Fortran call is only watched here
-    (HANDLE_ARRAYS): the same count from the Fortran handles."""
-    if fn.coll.name == "alltoallw" and fn.form == "blocking":
-        return ["int64_t bytes = ct_f_alltoallw_bytes(recvcounts, recvtypes, PMPI_Comm_f2c(*comm));"]
-    return gen_forms.bytes_code(fn, arg, in_place)
+    """`bytes` of a watched call as its C wrapper counts them (gen_forms.bytes_code): the row's
+    rule, or the v/w rows' counts arrays, here Fortran integers and datatype handles (blocking
+    MPI_Alltoallw too: served in C, only watched from Fortran, HANDLE_ARRAYS)."""
+    return gen_forms.bytes_code(fn, arg, in_place, fortran=True)
 
 
 def watched_wrapper(fn: Function) -> list[str]:

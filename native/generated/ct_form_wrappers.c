@@ -2692,7 +2692,15 @@ static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *sendbuf,
         ct_fn_seen(CT_FN_ALLTOALLV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_ALLTOALLV_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -2747,7 +2755,14 @@ static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, 
         ct_fn_seen(CT_FN_IALLTOALLV, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_IALLTOALLV, site, comm, bytes, t0, request);
     return rc;
 }
@@ -2777,7 +2792,15 @@ static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *sendbuf
         ct_fn_seen(CT_FN_IALLTOALLV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_IALLTOALLV_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -2833,7 +2856,14 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
         ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_ALLTOALLV_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -2865,7 +2895,15 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *sen
         ct_fn_seen(CT_FN_ALLTOALLV_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_ALLTOALLV_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -2895,7 +2933,15 @@ static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *sendbuf,
         ct_fn_seen(CT_FN_ALLTOALLW_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_ALLTOALLW_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -2950,7 +2996,14 @@ static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, 
         ct_fn_seen(CT_FN_IALLTOALLW, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+    });
     ct_fn_seen(CT_FN_IALLTOALLW, site, comm, bytes, t0, request);
     return rc;
 }
@@ -2980,7 +3033,15 @@ static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *sendbuf
         ct_fn_seen(CT_FN_IALLTOALLW_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_IALLTOALLW_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3036,7 +3097,14 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
         ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+    });
     ct_fn_seen(CT_FN_ALLTOALLW_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3068,7 +3136,15 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *sen
         ct_fn_seen(CT_FN_ALLTOALLW_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_ALLTOALLW_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3438,7 +3514,16 @@ static __attribute__((noinline)) int ct_watched_gatherv_c(const void *sendbuf, M
         ct_fn_seen(CT_FN_GATHERV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = comm,
+        .root = root,
+        .sendcount = sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_GATHERV_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -3493,7 +3578,15 @@ static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, in
         ct_fn_seen(CT_FN_IGATHERV, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = comm,
+        .root = root,
+        .sendcount = sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_IGATHERV, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3523,7 +3616,16 @@ static __attribute__((noinline)) int ct_watched_igatherv_c(const void *sendbuf, 
         ct_fn_seen(CT_FN_IGATHERV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = comm,
+        .root = root,
+        .sendcount = sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_IGATHERV_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3579,7 +3681,15 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
         ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = comm,
+        .root = root,
+        .sendcount = sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_GATHERV_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3611,7 +3721,16 @@ static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *sendb
         ct_fn_seen(CT_FN_GATHERV_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = comm,
+        .root = root,
+        .sendcount = sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_GATHERV_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3665,7 +3784,16 @@ static __attribute__((noinline)) int ct_watched_scatterv_c(const void *sendbuf, 
         ct_fn_seen(CT_FN_SCATTERV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = comm,
+        .root = root,
+        .recvcount = recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_SCATTERV_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -3720,7 +3848,15 @@ static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, c
         ct_fn_seen(CT_FN_ISCATTERV, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = comm,
+        .root = root,
+        .recvcount = recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_ISCATTERV, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3750,7 +3886,16 @@ static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *sendbuf,
         ct_fn_seen(CT_FN_ISCATTERV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = comm,
+        .root = root,
+        .recvcount = recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_ISCATTERV_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3806,7 +3951,15 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
         ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = comm,
+        .root = root,
+        .recvcount = recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_SCATTERV_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -3838,7 +3991,16 @@ static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *send
         ct_fn_seen(CT_FN_SCATTERV_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = comm,
+        .root = root,
+        .recvcount = recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_SCATTERV_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4389,7 +4551,14 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *s
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -4417,7 +4586,15 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void 
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -4446,7 +4623,14 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4474,7 +4658,15 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4504,7 +4696,14 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const vo
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4534,7 +4733,15 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const 
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4563,7 +4770,14 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *s
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -4591,7 +4805,15 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void 
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_C, site, comm, bytes, t0, NULL);
     return rc;
 }
@@ -4620,7 +4842,14 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+    });
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4648,7 +4877,15 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW_C, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4678,7 +4915,14 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const vo
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, site, comm, bytes, t0, request);
     return rc;
 }
@@ -4708,7 +4952,15 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const 
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT_C, site, comm, -1, t0, NULL);
         return rc;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = comm,
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .large = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT_C, site, comm, bytes, t0, request);
     return rc;
 }

@@ -43,22 +43,6 @@ static void *ct_f_next(const char *symbol)
     return dlsym(RTLD_NEXT, symbol);
 }
 
-/* MPI_Alltoallw's bytes as its C wrapper counts them (watch.c): what this rank receives, each
- * block by its own datatype, here Fortran handles; -1 where a size is unknown. */
-static int64_t ct_f_alltoallw_bytes(const MPI_Fint *recvcounts, const MPI_Fint *recvtypes, MPI_Comm comm)
-{
-    int64_t p = ct_watch_comm_size(comm), sum = 0;
-    if (p < 0)
-        return -1;
-    for (int64_t i = 0; i < p; i++) {
-        int64_t size = ct_watch_size(PMPI_Type_f2c(recvtypes[i]));
-        if (size < 0 || recvcounts[i] < 0)
-            return -1;
-        sum += (int64_t)recvcounts[i] * size;
-    }
-    return sum;
-}
-
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
     && !defined(COLLTUNE_ABI_FAMILY_SMPI)
 #define CT_STUBS 1
@@ -5337,7 +5321,15 @@ static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
         ct_fn_seen(CT_FN_IALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_IALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -5471,7 +5463,15 @@ static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
         ct_fn_seen(CT_FN_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -5606,7 +5606,15 @@ static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
         ct_fn_seen(CT_FN_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = ct_f_alltoallw_bytes(recvcounts, recvtypes, PMPI_Comm_f2c(*comm));
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     ct_fn_seen(CT_FN_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
 }
 
@@ -5738,7 +5746,15 @@ static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
         ct_fn_seen(CT_FN_IALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_IALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -5872,7 +5888,15 @@ static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
         ct_fn_seen(CT_FN_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -6485,7 +6509,16 @@ static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
         ct_fn_seen(CT_FN_IGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .root = *root,
+        .sendcount = *sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_IGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -6619,7 +6652,16 @@ static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
         ct_fn_seen(CT_FN_GATHERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_GATHERV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .root = *root,
+        .sendcount = *sendcount,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_GATHERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -6754,7 +6796,16 @@ static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displ
         ct_fn_seen(CT_FN_ISCATTERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .root = *root,
+        .recvcount = *recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_ISCATTERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -6888,7 +6939,16 @@ static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *d
         ct_fn_seen(CT_FN_SCATTERV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = 0;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_SCATTERV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .root = *root,
+        .recvcount = *recvcount,
+        .sendcounts = sendcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_SCATTERV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -8226,7 +8286,15 @@ static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fi
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
 }
 
@@ -8358,7 +8426,15 @@ static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_F
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -8492,7 +8568,15 @@ static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, M
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtype = PMPI_Type_f2c(*sendtype),
+        .recvtype = PMPI_Type_f2c(*recvtype),
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -8627,7 +8711,15 @@ static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Ai
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
 }
 
@@ -8759,7 +8851,15 @@ static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_A
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }
@@ -8893,7 +8993,15 @@ static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, M
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
         return;
     }
-    int64_t bytes = -1;
+    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
+        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
+        .comm = PMPI_Comm_f2c(*comm),
+        .sendcounts = sendcounts,
+        .recvcounts = recvcounts,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .fortran = 1,
+    });
     MPI_Request request_c = PMPI_Request_f2c(*request);
     ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, caller, PMPI_Comm_f2c(*comm), bytes, t0, &request_c);
 }

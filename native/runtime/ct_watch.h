@@ -50,14 +50,36 @@ CT_HIDDEN int64_t ct_watch_sum(const int *counts, MPI_Comm comm);
 CT_HIDDEN int64_t ct_watch_sum_large(const MPI_Count *counts, MPI_Comm comm);
 #endif
 
-/* The bytes a call moves on this rank as the counting and profiling modes record them (never a
- * decision: those use the row's uniform `bytes`, 0 for Gatherv, Scatterv, Alltoallv and
- * Alltoallw): for those four, the sum of the counts significant on this rank times their
- * datatype's size (Gatherv's root: sum(recvcounts) x size(recvtype), its other ranks: sendcount x
- * size(sendtype); Scatterv the mirror image; Alltoallv: sum(recvcounts) x size(recvtype);
- * Alltoallw: sum of recvcounts[i] x size(recvtypes[i])); the receive side, which MPI_IN_PLACE
- * leaves significant. An inter-communicator's call keeps the row's figure. Every other
- * collective: colltune_call_bytes. -1 where a size cannot be taken. */
+/* The bytes a call of an irregular (v/w) collective moves on this rank as the counting and
+ * profiling modes record them (never a decision: those use the row's uniform `bytes`, 0 for
+ * Gatherv, Scatterv, Alltoallv and Alltoallw, none for the neighborhood v/w rows): the counts
+ * significant on this rank times their datatypes' sizes. Gatherv's root: sum(recvcounts) x
+ * size(recvtype), its other ranks sendcount x size(sendtype); Scatterv the mirror image;
+ * Alltoallv: sum(recvcounts) x size(recvtype); Alltoallw: sum of recvcounts[i] x
+ * size(recvtypes[i]) (the receive side, which MPI_IN_PLACE leaves significant; an
+ * inter-communicator's over the remote group); Neighbor_alltoallv and Neighbor_alltoallw: what
+ * this rank sends, over its out-neighbours (2 x dimensions on a Cartesian topology, the graph's
+ * neighbours, a distributed graph's out-degree), as the other neighborhood rows count what it
+ * sends. Gatherv's and Scatterv's on an inter-communicator: 0, the row's figure. -1 where a size
+ * cannot be taken. Every form and binding: the arrays are int (C), MPI_Count (`large`, the _c
+ * bindings) or MPI_Fint with Fortran datatype handles (`fortran`). */
+enum ct_vw_kind {
+    CT_VW_GATHERV = 1, CT_VW_SCATTERV, CT_VW_ALLTOALLV, CT_VW_ALLTOALLW,
+    CT_VW_NEIGHBOR_ALLTOALLV, CT_VW_NEIGHBOR_ALLTOALLW
+};
+typedef struct ct_vw {
+    int kind;                            /* enum ct_vw_kind */
+    MPI_Comm comm;
+    int root;
+    int64_t sendcount, recvcount;
+    const void *sendcounts, *recvcounts;
+    MPI_Datatype sendtype, recvtype;
+    const void *sendtypes, *recvtypes;   /* MPI_Datatype arrays, or MPI_Fint (fortran) */
+    unsigned char large, fortran;
+} ct_vw;
+CT_HIDDEN int64_t ct_watch_vw_bytes(const ct_vw *v);
+/* A served blocking call's bytes as the counting and profiling modes record them: the v/w
+ * rows' by ct_watch_vw_bytes, every other collective's colltune_call_bytes. */
 CT_HIDDEN int64_t ct_watch_call_bytes(const ct_call *call);
 
 /* The product of n factors, -1 if any is negative (unknown). */

@@ -76,63 +76,138 @@ int64_t ct_watch_sum_large(const MPI_Count *counts, MPI_Comm comm)
 }
 #endif
 
-/* sum(counts) x size(type), -1 if either is unknown (or the sum negative: an erroneous count). */
-static int64_t ct_sum_bytes(const int *counts, MPI_Datatype type, MPI_Comm comm)
+/* The i-th count of a descriptor's array: int, MPI_Count (the _c bindings) or MPI_Fint. */
+static int64_t ct_vw_count(const ct_vw *v, const void *counts, int64_t i)
 {
-    int64_t sum = ct_watch_sum(counts, comm), size = ct_watch_size(type);
-    return sum < 0 || size < 0 ? -1 : sum * size;
+#if MPI_VERSION >= 4
+    if (v->large)
+        return (int64_t)((const MPI_Count *)counts)[i];
+#endif
+    if (v->fortran)
+        return ((const MPI_Fint *)counts)[i];
+    return ((const int *)counts)[i];
 }
 
-static int64_t ct_scalar_bytes(int count, MPI_Datatype type)
+static MPI_Datatype ct_vw_type(const ct_vw *v, const void *types, int64_t i)
+{
+    return v->fortran ? PMPI_Type_f2c(((const MPI_Fint *)types)[i])
+                      : ((const MPI_Datatype *)types)[i];
+}
+
+/* counts[i] x size(types[i], or the one `type`) over n blocks; -1 where a size is unknown or a
+ * count negative (an erroneous call). */
+static int64_t ct_vw_blocks(const ct_vw *v, int64_t n, const void *counts, MPI_Datatype type,
+                            const void *types)
+{
+    if (n < 0 || counts == NULL || (types == NULL && type == MPI_DATATYPE_NULL))
+        return -1;
+    int64_t size = types == NULL ? ct_watch_size(type) : 0, sum = 0;
+    for (int64_t i = 0; i < n && size >= 0; i++) {
+        int64_t count = ct_vw_count(v, counts, i);
+        if (types != NULL)
+            size = ct_watch_size(ct_vw_type(v, types, i));
+        if (count < 0)
+            return -1;
+        sum += count * size;
+    }
+    return size < 0 ? -1 : sum;
+}
+
+static int64_t ct_scalar_bytes(int64_t count, MPI_Datatype type)
 {
     int64_t size = ct_watch_size(type);
-    return count < 0 || size < 0 ? -1 : (int64_t)count * size;
+    return count < 0 || size < 0 ? -1 : count * size;
 }
 
-static int64_t ct_alltoallw_bytes(const ct_call *call)
+/* The blocks of an all-to-all: the remote group's on an inter-communicator. */
+static int64_t ct_peer_count(MPI_Comm comm)
 {
-    int64_t p = ct_watch_comm_size(call->comm), sum = 0;
-    if (p < 0 || call->recvcounts == NULL || call->recvtypes == NULL)
+    int inter, size;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
         return -1;
-    for (int64_t i = 0; i < p; i++) {
-        int64_t size = ct_watch_size(call->recvtypes[i]);
-        if (size < 0 || call->recvcounts[i] < 0)
-            return -1;
-        sum += (int64_t)call->recvcounts[i] * size;
+    if (!inter)
+        return ct_watch_comm_size(comm);
+    return PMPI_Comm_remote_size(comm, &size) == MPI_SUCCESS ? size : -1;
+}
+
+/* The neighbours a rank sends to in its communicator's topology (the length of a neighborhood
+ * collective's send arrays), -1 without a topology. */
+static int64_t ct_out_degree(MPI_Comm comm)
+{
+    int kind, n, in, out, weighted, rank;
+    if (comm == MPI_COMM_NULL || PMPI_Topo_test(comm, &kind) != MPI_SUCCESS)
+        return -1;
+    switch (kind) {
+    case MPI_CART:
+        return PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS ? 2 * (int64_t)n : -1;
+    case MPI_GRAPH:
+        return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS
+                       && PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS
+                   ? n : -1;
+    case MPI_DIST_GRAPH:
+        return PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted) == MPI_SUCCESS ? out
+                                                                                          : -1;
+    default:
+        return -1;
     }
-    return sum;
 }
 
 /* 1 this rank is the root, 0 it is not, -1 unknown or an inter-communicator. */
-static int ct_is_root(const ct_call *call)
+static int ct_is_root(MPI_Comm comm, int root)
 {
     int inter, rank;
-    if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS || inter
-        || PMPI_Comm_rank(call->comm, &rank) != MPI_SUCCESS)
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter
+        || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
         return -1;
-    return rank == call->root;
+    return rank == root;
+}
+
+int64_t ct_watch_vw_bytes(const ct_vw *v)
+{
+    int root;
+    switch (v->kind) {
+    case CT_VW_GATHERV:
+        if ((root = ct_is_root(v->comm, v->root)) < 0)
+            return 0;   /* an inter-communicator's: the row's figure */
+        return root ? ct_vw_blocks(v, ct_watch_comm_size(v->comm), v->recvcounts, v->recvtype, NULL)
+                    : ct_scalar_bytes(v->sendcount, v->sendtype);
+    case CT_VW_SCATTERV:
+        if ((root = ct_is_root(v->comm, v->root)) < 0)
+            return 0;
+        return root ? ct_vw_blocks(v, ct_watch_comm_size(v->comm), v->sendcounts, v->sendtype, NULL)
+                    : ct_scalar_bytes(v->recvcount, v->recvtype);
+    case CT_VW_ALLTOALLV:
+        return ct_vw_blocks(v, ct_peer_count(v->comm), v->recvcounts, v->recvtype, NULL);
+    case CT_VW_ALLTOALLW:
+        return ct_vw_blocks(v, ct_peer_count(v->comm), v->recvcounts, MPI_DATATYPE_NULL,
+                            v->recvtypes);
+    case CT_VW_NEIGHBOR_ALLTOALLV:
+        return ct_vw_blocks(v, ct_out_degree(v->comm), v->sendcounts, v->sendtype, NULL);
+    case CT_VW_NEIGHBOR_ALLTOALLW:
+        return ct_vw_blocks(v, ct_out_degree(v->comm), v->sendcounts, MPI_DATATYPE_NULL,
+                            v->sendtypes);
+    default:
+        return -1;
+    }
 }
 
 int64_t ct_watch_call_bytes(const ct_call *call)
 {
-    int root;
-    switch (call->coll) {
-    case CT_COLL_GATHERV:
-        if ((root = ct_is_root(call)) < 0)
-            break;
-        return root ? ct_sum_bytes(call->recvcounts, call->recvtype, call->comm)
-                    : ct_scalar_bytes(call->sendcount, call->sendtype);
-    case CT_COLL_SCATTERV:
-        if ((root = ct_is_root(call)) < 0)
-            break;
-        return root ? ct_sum_bytes(call->sendcounts, call->sendtype, call->comm)
-                    : ct_scalar_bytes(call->recvcount, call->recvtype);
-    case CT_COLL_ALLTOALLV:
-        return ct_sum_bytes(call->recvcounts, call->recvtype, call->comm);
-    case CT_COLL_ALLTOALLW:
-        return ct_alltoallw_bytes(call);
-    default:
-        break;
+    static const int kinds[][2] = {{CT_COLL_GATHERV, CT_VW_GATHERV},
+                                   {CT_COLL_SCATTERV, CT_VW_SCATTERV},
+                                   {CT_COLL_ALLTOALLV, CT_VW_ALLTOALLV},
+                                   {CT_COLL_ALLTOALLW, CT_VW_ALLTOALLW}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (kinds[k][0] != call->coll)
+            continue;
+        const ct_vw v = {
+            .kind = kinds[k][1], .comm = call->comm, .root = call->root,
+            .sendcount = call->sendcount, .recvcount = call->recvcount,
+            .sendcounts = call->sendcounts, .recvcounts = call->recvcounts,
+            .sendtype = call->sendtype, .recvtype = call->recvtype,
+            .sendtypes = call->sendtypes, .recvtypes = call->recvtypes,
+        };
+        return ct_watch_vw_bytes(&v);
     }
     return colltune_call_bytes(call);
 }
