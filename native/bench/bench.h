@@ -140,6 +140,9 @@ typedef enum ct_variant_kind {
     CT_VK_PERSISTENT    /* `default#persistent`: PMPI_Start then PMPI_Wait of one <coll>_init */
 } ct_variant_kind;
 
+/* A neighborhood job's communicators and arrays (bench_neighbor.c). */
+typedef struct ct_nbsetup ct_nbsetup;
+
 typedef struct ct_variant {
     char name[CT_NAME_LEN];
     ct_variant_kind kind;
@@ -148,6 +151,8 @@ typedef struct ct_variant {
     int applicable;       /* colltune_reason */
     ct_call call;         /* the call this variant makes (communicator may differ) */
     MPI_Request request;  /* CT_VK_PERSISTENT: initialized once per job, freed after it */
+    const ct_nbsetup *nb; /* a neighborhood job's: run by ct_neighbor_invoke, else NULL */
+    int nb_call;          /* which call of that job (bench_neighbor.c) */
 } ct_variant;
 
 typedef struct ct_job {
@@ -175,6 +180,7 @@ typedef struct ct_buffers {
     int *arrays;                 /* the v/w forms' counts, displacements (one allocation) */
     MPI_Datatype *types;         /* Alltoallw's send and receive datatypes */
     size_t send_bytes, recv_bytes;
+    ct_nbsetup *nb;              /* a neighborhood job's topologies, NULL for the others */
 } ct_buffers;
 
 int ct_job_setup(const ct_job *job, MPI_Comm comm, ct_call *call, ct_buffers *buffers,

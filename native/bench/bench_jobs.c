@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench_run.h"
 #include "ct_formats.h"
 
 /* The names `colltune bench` writes (native/spec/formats.toml, [jobs]). */
@@ -49,7 +49,7 @@ static int op_by_name(const char *name, MPI_Op *op)
 typedef enum shape {
     SH_ALLGATHER, SH_ALLREDUCE, SH_ALLTOALL, SH_BCAST, SH_GATHER, SH_REDUCE, SH_RSB, SH_RS,
     SH_SCAN, SH_SCATTER, SH_BARRIER, SH_GATHERV, SH_SCATTERV, SH_ALLGATHERV, SH_ALLTOALLV,
-    SH_ALLTOALLW, SH_LOCAL
+    SH_ALLTOALLW, SH_LOCAL, SH_NEIGHBOR
 } shape;
 
 /* The irregular forms are measured with equal counts (n bytes per block, block i at i*n): what
@@ -64,6 +64,10 @@ static const struct { const char *name; shape shape; int reduction, rooted; } co
     {"gatherv", SH_GATHERV, 0, 1},     {"scatterv", SH_SCATTERV, 0, 1},
     {"allgatherv", SH_ALLGATHERV, 0, 0}, {"alltoallv", SH_ALLTOALLV, 0, 0},
     {"alltoallw", SH_ALLTOALLW, 0, 0}, {"reduce_local", SH_LOCAL, 1, 0},
+    /* on a torus of the job's processes, with their guidelines' sides (bench_neighbor.c) */
+    {"neighbor_allgather", SH_NEIGHBOR, 0, 0}, {"neighbor_allgatherv", SH_NEIGHBOR, 0, 0},
+    {"neighbor_alltoall", SH_NEIGHBOR, 0, 0}, {"neighbor_alltoallv", SH_NEIGHBOR, 0, 0},
+    {"neighbor_alltoallw", SH_NEIGHBOR, 0, 0},
 };
 
 static int collective_by_name(const char *name)
@@ -179,6 +183,7 @@ int ct_jobs_read(const char *path, ct_job **jobs, int *njobs, char *err, size_t 
 
 void ct_buffers_free(ct_buffers *b)
 {
+    ct_neighbor_free(b->nb);
     free(b->send);
     free(b->recv);
     free(b->recvcounts);
@@ -275,6 +280,9 @@ int ct_job_setup(const ct_job *job, MPI_Comm comm, ct_call *call, ct_buffers *b,
         snprintf(err, errlen, "%lld bytes overflow an int count", (long long)job->msg_bytes);
         return MPI_ERR_COUNT;
     }
+    if (sh == SH_NEIGHBOR)
+        return ct_neighbor_setup(ct_neighbor_row(job->collective), comm, count, type, b, call, err,
+                                 errlen);
     size_t n = (size_t)count * (size_t)tsize, all = n * (size_t)p;
     call->coll = colltune_collective_index(job->collective);
     call->sendtype = call->recvtype = type;
@@ -310,6 +318,7 @@ int ct_job_setup(const ct_job *job, MPI_Comm comm, ct_call *call, ct_buffers *b,
         break;
     }
     case SH_BARRIER: rc = alloc_buffers(b, 0, 0); break;
+    case SH_NEIGHBOR: break;   /* set up above */
     }
     if (rc != MPI_SUCCESS) {
         snprintf(err, errlen, "cannot allocate buffers for %lld bytes", (long long)job->msg_bytes);

@@ -146,16 +146,19 @@ static int reference_time(run_ctx *ctx, const ct_job *job, double *t1)
     rc = ct_job_setup(job, ctx->comm, &call, &buffers, err, sizeof err);
     if (rc == MPI_SUCCESS) {
         type = call.recvtype;
-        ct_buffers_free(&buffers);
         PMPI_Type_size(type, &tsize);
     }
+    ct_buffers_free(&buffers);
     ref.msg_bytes = strcmp(job->collective, "reduce_scatter_block") == 0
                         ? (int64_t)tsize * ctx->size : tsize;
     rc = ct_job_setup(&ref, ctx->comm, &call, &buffers, err, sizeof err);
     if (rc != MPI_SUCCESS) {
+        ct_buffers_free(&buffers);
         free(res);
         return rc;
     }
+    const ct_nbsetup *job_nb = ctx->nb;
+    ctx->nb = buffers.nb;
     ct_buffers_fill(&call, &buffers, ctx->rank);
     ct_run_resolve(ctx, &ref, &call, "default", &v, err, sizeof err);
     ct_stop_settings rse = *stop;
@@ -176,6 +179,7 @@ static int reference_time(run_ctx *ctx, const ct_job *job, double *t1)
     free_series(res, 1);
     free(res);
     ct_buffers_free(&buffers);
+    ctx->nb = job_nb;
     if (rc == MPI_SUCCESS && ctx->nrefs < CT_MAX_REFS) {
         snprintf(ctx->refs[ctx->nrefs].coll, CT_NAME_LEN, "%s", job->collective);
         ctx->refs[ctx->nrefs++].t1 = t;
@@ -233,6 +237,7 @@ static int run_job(run_ctx *ctx, const ct_job *job)
         return MPI_SUCCESS;
     }
     ct_buffers_fill(&call, &buffers, ctx->rank);
+    ctx->nb = buffers.nb;
     ct_variant *vars = malloc(CT_MAX_VARIANTS * sizeof *vars);
     job_result *res = malloc(sizeof *res);
     int nv = 0;
@@ -276,6 +281,7 @@ out:
     free(vars);
     free(res);
     ct_buffers_free(&buffers);
+    ctx->nb = NULL;
     return rc;
 }
 

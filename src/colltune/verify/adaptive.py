@@ -36,8 +36,8 @@ from colltune.verify import check, decide, stats
 # quick checks agreed on 96.9% of verdicts (min 94.6%), with 20 on 97.9% (min 96.4%); the full
 # preset's long jobs make each launch's median precise enough for 10
 # (benchmarks/reproducibility/README.md). bench's own default (5) is for measurements.
-DEFAULT_LAUNCHES: dict[str | None, int] = {"quick": 8, "irregular": 8, "nonblocking": 8, "full": 10,
-                                              None: 10}
+DEFAULT_LAUNCHES: dict[str | None, int] = {"quick": 8, "irregular": 8, "nonblocking": 8, "neighborhood": 8,
+                                              "full": 10, None: 10}
 # Rounds are planned up front (each look is judged at its share of alpha); the budget bounds the
 # wall time they may take. On the quiet machine a quick check's rounds (8 + 16 launches) take
 # ~11 s; under load the same launches take 2-3x longer, and a 12 s budget then cut them short
@@ -45,7 +45,7 @@ DEFAULT_LAUNCHES: dict[str | None, int] = {"quick": 8, "irregular": 8, "nonblock
 # (benchmarks/verdicts/README.md).
 DEFAULT_ROUNDS = 2
 DEFAULT_ROUND_BUDGET_S: dict[str | None, float] = {"quick": 30.0, "irregular": 30.0, "nonblocking": 30.0,
-                                                   "full": 1200.0,
+                                                   "neighborhood": 30.0, "full": 1200.0,
                                                    None: 120.0}
 # A quick check spends its time on launches, the unit that decides, rather than on repetitions:
 # the per-launch ratio of two variants scatters by tens of percent between launches here, while
@@ -58,7 +58,7 @@ DEFAULT_ROUND_BUDGET_S: dict[str | None, float] = {"quick": 30.0, "irregular": 3
 # docs/measurement.md (benchmarks/verification/futility_calibration.py --plan).
 QUICK_STOP: dict[str, Any] = {"max_reps": 40, "time_budget_s": 0.1}
 ROUND_LAUNCHES_PER_R: dict[str | None, float] = {"quick": 1.25, "irregular": 1.0, "nonblocking": 1.0,
-                                                   "full": 0.5, None: 0.5}
+                                                   "neighborhood": 1.0, "full": 0.5, None: 0.5}
 
 
 # A deterministic simulator (MpiLibrary.deterministic: SimGrid SMPI, whose launches measure no
@@ -77,7 +77,7 @@ def measurement_defaults(preset: str | None, exact: bool = False) -> dict[str, A
     if exact:
         return dict(EXACT_PLAN)
     return {"launches": DEFAULT_LAUNCHES[preset],
-            **(QUICK_STOP if preset in ("quick", "irregular", "nonblocking") else {})}
+            **(QUICK_STOP if preset in ("quick", "irregular", "nonblocking", "neighborhood") else {})}
 
 
 def plan_rounds(bench: BenchSettings, rounds: int | None = None, round_launches: int | None = None,

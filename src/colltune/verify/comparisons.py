@@ -15,6 +15,9 @@ medians, the experimental unit (PGMPI).
             collective                  collective (docs/guidelines.md)  GL22, F1-F3
   pattern   one form of a collective    another form of it (n)           FORM_PAIRS: NB1-NB3
             (n): default, default#nonblocking, default#persistent
+  pattern   a neighborhood collective   a side of its job (n):           FORM_PAIRS: NH1-NH4
+            on the torus (n), or the    default#graph, #alltoallv,
+            dense call (#dense)         #complete, #alltoall
 """
 
 from __future__ import annotations
@@ -25,7 +28,17 @@ import numpy as np
 import pandas as pd
 
 from colltune import catalog as catalog_mod
-from colltune.catalog import AA, DEFAULT, FORM_VARIANTS, LIB_PREFIX, NONBLOCKING, PERSISTENT, TUNED, variant_kind
+from colltune.catalog import (
+    AA,
+    DEFAULT,
+    FORM_VARIANTS,
+    LIB_PREFIX,
+    NEIGHBOR_VARIANTS,
+    NONBLOCKING,
+    PERSISTENT,
+    TUNED,
+    variant_kind,
+)
 from colltune.units import human_bytes
 from colltune.verify import stats
 
@@ -62,6 +75,11 @@ FORMS: tuple[Form, ...] = (
     Form("alltoallv", "alltoallw", "F1"),
     Form("exscan", "scan", "F2"),
     Form("barrier", "allreduce", "F3", ref_bytes=0, alt_bytes=1),
+    # the same rules between the neighborhood collectives, each on the same torus
+    # (docs/guidelines.md, "Neighborhood collectives")
+    Form("neighbor_allgather", "neighbor_allgatherv", "NH5"),
+    Form("neighbor_alltoall", "neighbor_alltoallv", "NH6"),
+    Form("neighbor_alltoallv", "neighbor_alltoallw", "NH7"),
 )
 
 
@@ -83,6 +101,15 @@ FORM_PAIRS: tuple[FormPair, ...] = (
     FormPair(DEFAULT, NONBLOCKING, "NB1", NONBLOCKING),
     FormPair(PERSISTENT, NONBLOCKING, "NB2", PERSISTENT),
     FormPair(PERSISTENT, DEFAULT, "NB3", PERSISTENT),
+    # docs/guidelines.md, "Neighborhood collectives": a neighborhood collective on a Cartesian
+    # torus is not slower than the same call on a distributed graph of the same neighbours (NH1),
+    # nor than MPI_Alltoallv with its neighbours' counts (NH2); the dense collective is not slower
+    # than the neighborhood call on the complete graph, which gives its result (NH3);
+    # Neighbor_allgather is not slower than Neighbor_alltoall of one block per neighbour (NH4)
+    FormPair(DEFAULT, "default#graph", "NH1", "default#graph"),
+    FormPair(DEFAULT, "default#alltoallv", "NH2", "default#alltoallv"),
+    FormPair("default#dense", "default#complete", "NH3", "default#complete"),
+    FormPair(DEFAULT, "default#alltoall", "NH4", "default#alltoall"),
 )
 
 
@@ -144,7 +171,7 @@ class Comparison:
 def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None = None) -> str:
     """Human name: MPI function for the default, the guideline's right-hand side for a mock-up."""
     cat = cat or catalog_mod.load()
-    mpi_name = next((c.mpi for c in cat.collectives if c.name == collective), collective)
+    mpi_name = next((c.mpi for c in cat.rows if c.name == collective), collective)
     if variant == DEFAULT:
         return mpi_name
     if variant == AA:
@@ -156,6 +183,9 @@ def variant_label(collective: str, variant: str, cat: catalog_mod.Catalog | None
         form = FORM_VARIANTS[variant]
         name = row.function(form) if row else f"{mpi_name} ({form})"
         return f"{name} + MPI_Wait" if form == "nonblocking" else f"MPI_Start + MPI_Wait of {name}"
+    if variant in NEIGHBOR_VARIANTS:
+        dense = {"neighbor_allgather": "MPI_Allgather", "neighbor_alltoall": "MPI_Alltoall"}.get(collective, "?")
+        return NEIGHBOR_VARIANTS[variant][0].format(fn=mpi_name, dense=dense)
     if variant.startswith(LIB_PREFIX):
         _, alg, form = catalog_mod.library_variant(variant)
         base = variant_label(collective, catalog_mod.form_default(variant), cat)
@@ -249,7 +279,8 @@ def comparisons(variants: pd.DataFrame, by_side: dict[SideKey, Side], max_split:
             continue   # measured as the noise reference of the run only
         mpi_name = variant_label(coll, DEFAULT, cat)
         default = per_variant.get(DEFAULT, {})
-        judged = {var: _base(var) for var in per_variant if var != DEFAULT and var not in FORM_VARIANTS}
+        judged = {var: _base(var) for var in per_variant
+                  if var != DEFAULT and var not in FORM_VARIANTS and var not in NEIGHBOR_VARIANTS}
         if not default and DEFAULT in judged.values():
             messages.append(f"{mpi_name} at {p} processes: the default was not measured, so none of its "
                             f"{len(per_variant)} variant(s) can be judged")
