@@ -146,3 +146,66 @@ def test_learning_decides_allgatherv_on_its_mean_block(openmpi, openmpi_build, p
         records = traces.read_trace(tmp_path / f"rank-{rank}.cttrace").records
         sizes = Counter(int(r["msg_bytes"]) for r in records if int(r["collective"]) == index)
         assert sizes == {20: 4, 16: 4, 0: 4}, (rank, sizes)
+
+
+# ---- MPI_Alltoallw's library members (MPICH 5.0.2; Open MPI 5.0.11 has no variable for it) ------
+
+# MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM and MPIR_CVAR_IALLTOALLW_INTRA_ALGORITHM: each member
+# ct_irregular forces, with the classes MPICH runs it in (it refuses the others: `scattered`
+# and the nonblocking ones in place, `pairwise_sendrecv_replace` anything but in place).
+ALLTOALLW_MEMBERS = {
+    ("blocking", "lib:alltoallw:scattered"): {"separate"},
+    ("blocking", "lib:alltoallw:pairwise_sendrecv_replace"): {"in_place"},
+    ("blocking", "lib:alltoallw:nb"): {"separate", "in_place"},
+    ("nonblocking", "lib:alltoallw:sched_blocked#nonblocking"): {"separate"},
+    ("nonblocking", "lib:alltoallw:tsp_blocked#nonblocking"): {"separate"},
+    ("persistent", "lib:alltoallw:sched_blocked#persistent"): {"separate", "in_place"},
+    ("persistent", "lib:alltoallw:tsp_blocked#persistent"): {"separate", "in_place"},
+}
+# ct_irregular's Alltoallw calls per run: 6 with separate buffers, 4 in place (at any p)
+ALLTOALLW_CALLS = {"separate": 6, "in_place": 4}
+
+
+@pytest.fixture(scope="module")
+def mpich_alltoallw_proof(mpich, tmp_path_factory):
+    """A proof of just the Alltoallw members, made here (st_case.c's Alltoallw geometry: irregular
+    and zero counts, byte displacements with gaps, per-rank datatypes, in place) on 3 ranks; the
+    build without the whole proof (the tests pass this one as COLLTUNE_PROOF)."""
+    from colltune.measure import proof
+    from colltune.mpi import build
+    made = proof.prove(mpich, (3,), only=[m for _f, m in ALLTOALLW_MEMBERS])
+    path = tmp_path_factory.mktemp("proof") / "proof.txt"
+    path.write_text(proof.render(made))
+    return made, path, build.ensure_built(mpich)
+
+
+@pytest.mark.mpich
+def test_mpich_alltoallw_members_are_proven_where_mpich_runs_them(mpich_alltoallw_proof):
+    made = mpich_alltoallw_proof[0]
+    for (_form, member), modes in ALLTOALLW_MEMBERS.items():
+        m = made.member(member)
+        assert m is not None and not m.failed, (member, m)
+        assert {c.split("/")[0] for c in m.passed} == modes, (member, m.passed, m.evidence)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("form,member", list(ALLTOALLW_MEMBERS))
+def test_mpich_alltoallw_member_serves_exactly(mpich, mpich_alltoallw_proof, tmp_path, form, member):
+    """Each member forced on 3 ranks of ct_irregular (which checks every value: irregular and zero
+    counts, gaps, in place, ints and the vector alternating per peer and between the sides) in
+    its form: served in the classes it passed, the library elsewhere."""
+    programs = compile_programs(mpich, tmp_path)
+    _made, path, artifacts = mpich_alltoallw_proof
+    env = runenv.rank_environment(mpich, artifacts, verbose=True, force=f"alltoallw={member}",
+                                  library_members=[m for _f, m in ALLTOALLW_MEMBERS])
+    env["COLLTUNE_PROOF"] = str(path)
+    run = run_mpi(mpich, 3, [programs["ct_irregular"], "-f", form], env, timeout=240)
+    assert run.returncode == 0 and not run.timed_out and "FAIL" not in run.stderr, run.describe()
+    assert run.program_calls == {c: {"all": n} for c, n in expected_calls(3).items()}, run.describe()
+    modes = ALLTOALLW_MEMBERS[form, member]
+    want: Counter[str] = Counter()
+    for mode, n in ALLTOALLW_CALLS.items():
+        want["applied" if mode in modes else "not-applicable:unproven"] += n
+    got = Counter({outcome: n for (coll, mode, variant, outcome), n in run.counts.items()
+                   if coll == "alltoallw" and variant == member and mode == "force"})
+    assert got == want, run.describe()

@@ -323,7 +323,8 @@ static void st_run_probes(const st_comm *world, const st_comm *inter, const st_t
         /* The irregular forms' rules read their counts arrays, which a probe does not have:
          * the intercommunicator probe only. */
         int by_count = coll != CT_COLL_GATHERV && coll != CT_COLL_SCATTERV
-                       && coll != CT_COLL_ALLGATHERV && coll != CT_COLL_ALLTOALLV;
+                       && coll != CT_COLL_ALLGATHERV && coll != CT_COLL_ALLTOALLV
+                       && coll != CT_COLL_ALLTOALLW;
         const st_op *op = ct_collectives[coll].has_op ? &ops[ST_SUM] : NULL;
         int root = ct_collectives[coll].has_root ? 0 : -1;
         int per_rank = coll == CT_COLL_REDUCE_SCATTER_BLOCK || coll == CT_COLL_REDUCE_SCATTER;

@@ -135,7 +135,7 @@ extern int st_recvcounts_buf[4096];
 void st_log_add(st_log *log, st_record rec);
 void st_reserve(st_buffers *b, const st_layout *L);
 int st_geometry_known(int coll);
-/* Gatherv, Scatterv, Allgatherv, Alltoallv: counts and displacements per rank. */
+/* Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw: counts and displacements per rank. */
 int st_is_irregular(int coll);
 int st_equal_blocks(const st_case *c);   /* the irregular forms' blocks are all one size */
 int st_has_in_place(int coll);

@@ -60,12 +60,11 @@ void st_reserve(st_buffers *b, const st_layout *L)
 /* ------------------------------------------------------------------------------------------ */
 /* Case geometry */
 
-/* The collectives whose buffers this file describes: all but Alltoallw (datatype arrays) and
- * Reduce_local (local: no library algorithm to prove). */
+/* The collectives whose buffers this file describes: all but Reduce_local (local: no library
+ * algorithm to prove). */
 int st_geometry_known(int coll)
 {
-    return coll >= 0 && coll < CT_NUM_COLLECTIVES && coll != CT_COLL_ALLTOALLW
-           && coll != CT_COLL_REDUCE_LOCAL;
+    return coll >= 0 && coll < CT_NUM_COLLECTIVES && coll != CT_COLL_REDUCE_LOCAL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -75,11 +74,16 @@ int st_geometry_known(int coll)
  * out in rank order with a gap of one element after each, which must keep its contents. */
 #define ST_MAXP 4096
 static int st_sc[ST_MAXP], st_sd[ST_MAXP], st_rc[ST_MAXP], st_rd[ST_MAXP];
+/* Alltoallw: Alltoallv's blocks, displacements in bytes, every block of this rank's datatype
+ * (ST_MIXED: an odd rank's type differs from an even rank's, with the same type signature per
+ * block, so the types of one call differ across ranks as MPI allows). */
+static int st_sdb[ST_MAXP], st_rdb[ST_MAXP];
+static MPI_Datatype st_types[ST_MAXP];
 
 int st_is_irregular(int coll)
 {
     return coll == CT_COLL_GATHERV || coll == CT_COLL_SCATTERV || coll == CT_COLL_ALLGATHERV
-           || coll == CT_COLL_ALLTOALLV;
+           || coll == CT_COLL_ALLTOALLV || coll == CT_COLL_ALLTOALLW;
 }
 
 /* Count 7 gives equal blocks (the regular case, which CT3 serves), the other counts irregular
@@ -180,10 +184,21 @@ static void st_v_geometry(const st_case *c, int mult, int64_t *send_span, int64_
         *send_span = st_v_side(c, root, 1, mult, st_sc, st_sd);
         *recv_span = mult * st_block(c, root, r);
         break;
-    default: /* Alltoallv */
+    default: /* Alltoallv, Alltoallw */
         *send_span = st_v_side(c, r, 1, mult, st_sc, st_sd);
         *recv_span = st_v_side(c, r, 0, mult, st_rc, st_rd);
         break;
+    }
+}
+
+/* Alltoallw's arrays from Alltoallv's (st_v_geometry, in elements of this rank's `type`, of
+ * extent x): the displacements in bytes. */
+static void st_w_arrays(const st_case *c, MPI_Datatype type, int64_t x)
+{
+    for (int i = 0; i < c->comm->size && i < ST_MAXP; i++) {
+        st_sdb[i] = (int)(st_sd[i] * x);
+        st_rdb[i] = (int)(st_rd[i] * x);
+        st_types[i] = type;
     }
 }
 
@@ -207,7 +222,7 @@ static st_layout st_v_layout_of(const st_case *c, int64_t x)
         L.send_bytes = is_root ? send_span * x : 0;
         L.recv_bytes = is_root && ip ? 0 : recv_span * x;
         break;
-    default: /* Allgatherv, Alltoallv */
+    default: /* Allgatherv, Alltoallv, Alltoallw */
         L.send_bytes = ip ? 0 : send_span * x;
         L.recv_bytes = recv_span * x;
         break;
@@ -300,12 +315,18 @@ static void st_v_prepare(const st_case *c, const st_layout *L, unsigned char *re
             call->sendcounts = call->sdispls = NULL, call->sendtype = MPI_DATATYPE_NULL;
         if (ip && is_root)
             call->recvbuf = MPI_IN_PLACE, call->recvcount = 0, call->recvtype = MPI_DATATYPE_NULL;
-    } else {   /* Alltoallv */
+    } else {   /* Alltoallv, Alltoallw */
         call->sendcount = call->recvcount = 0;
+        if (coll == CT_COLL_ALLTOALLW) {
+            st_w_arrays(c, call->recvtype, x);
+            call->sdispls = st_sdb, call->rdispls = st_rdb;
+            call->sendtypes = call->recvtypes = st_types;
+            call->sendtype = call->recvtype = MPI_DATATYPE_NULL;
+        }
         if (ip) {
             st_fill(recv, L->recv_bytes, kind, r, 0);
             call->sendbuf = MPI_IN_PLACE, call->sendcounts = call->sdispls = NULL;
-            call->sendtype = MPI_DATATYPE_NULL;
+            call->sendtype = MPI_DATATYPE_NULL, call->sendtypes = NULL;
         }
     }
 }

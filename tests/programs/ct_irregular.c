@@ -4,11 +4,15 @@
  * checks every result exactly and reports its calls, so that a test can run it under every mode
  * of the interposer (learning with every call exploring included) and compare.
  *
- *   ct_irregular [-r REPEAT]
+ *   ct_irregular [-r REPEAT] [-f blocking|nonblocking|persistent]
  *
  * Each irregular call is made with equal counts, with irregular counts (zeros among them), with
  * MPI_IN_PLACE where the collective allows it, and with a datatype with gaps (vector of ints,
- * stride 2), at every root. Rank 0 prints "calls COLL all=N" per collective.
+ * stride 2), at every root. Alltoallw also with a datatype per peer that differs between the
+ * peers and between sender and receiver (ints and the vector alternating: one type signature).
+ * -f: Alltoallv and Alltoallw in that form (MPI_I<coll> + MPI_Wait; MPI_<Coll>_init, MPI_Start +
+ * MPI_Wait twice, MPI_Request_free), so that a member of each form is checked too.
+ * Rank 0 prints "calls COLL all=N" per collective.
  * Exit status 0 when every result is right; otherwise "FAIL ..." and MPI_Abort.
  */
 #include <mpi.h>
@@ -22,6 +26,8 @@ static const char *const names[NCOLLS] = {"barrier", "exscan", "reduce_local", "
 static long calls[NCOLLS];
 static int rank, size;
 static MPI_Datatype vec;   /* one element = 2 ints, the second a gap */
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+static int form = BLOCKING;
 
 static void fail(int coll, const char *what, int shape, int root, int i, long got, long want)
 {
@@ -143,48 +149,102 @@ static void test_allgatherv(int shape, int stride, int in_place)
     free(send), free(recv), free(counts), free(displs);
 }
 
-/* Alltoallv, or Alltoallw with byte displacements and a datatype per peer. In place needs
- * symmetric counts (sendcounts[j] on i == sendcounts[i] on j): shape 0 and 2 only. */
-static void test_alltoall(int w, int shape, int stride, int in_place)
+/* A started call (MPI_I<coll>, MPI_<Coll>_init) completed as -f asks. */
+static int complete(int rc_, MPI_Request *req)
+{
+    for (int k = 0; rc_ == MPI_SUCCESS && k < (form == PERSISTENT ? 2 : 1); k++) {
+        if (form == PERSISTENT) rc_ = MPI_Start(req);
+        if (rc_ == MPI_SUCCESS) rc_ = MPI_Wait(req, MPI_STATUS_IGNORE);
+    }
+    if (form == PERSISTENT && *req != MPI_REQUEST_NULL) MPI_Request_free(req);
+    return rc_;
+}
+
+static int alltoallv(const void *sb, const int *sc, const int *sd, MPI_Datatype t, void *recv,
+                     const int *rc, const int *rd)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (form == NONBLOCKING)
+        return complete(MPI_Ialltoallv(sb, sc, sd, t, recv, rc, rd, t, MPI_COMM_WORLD, &req), &req);
+    if (form == PERSISTENT)
+        return complete(MPI_Alltoallv_init(sb, sc, sd, t, recv, rc, rd, t, MPI_COMM_WORLD,
+                                           MPI_INFO_NULL, &req), &req);
+    return MPI_Alltoallv(sb, sc, sd, t, recv, rc, rd, t, MPI_COMM_WORLD);
+}
+
+static int alltoallw(const void *sb, const int *sc, const int *sd, const MPI_Datatype *st,
+                     void *recv, const int *rc, const int *rd, const MPI_Datatype *rt)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (form == NONBLOCKING)
+        return complete(MPI_Ialltoallw(sb, sc, sd, st, recv, rc, rd, rt, MPI_COMM_WORLD, &req), &req);
+    if (form == PERSISTENT)
+        return complete(MPI_Alltoallw_init(sb, sc, sd, st, recv, rc, rd, rt, MPI_COMM_WORLD,
+                                           MPI_INFO_NULL, &req), &req);
+    return MPI_Alltoallw(sb, sc, sd, st, recv, rc, rd, rt, MPI_COMM_WORLD);
+}
+
+/* Alltoallw's datatype of the block between this rank and `peer`: all `t` (mixed 0), or ints and
+ * the vector alternating by peer, sending and receiving the other way round (mixed 1). */
+static MPI_Datatype w_type(int mixed, MPI_Datatype t, int peer, int sending)
+{
+    if (!mixed) return t;
+    return (peer + rank + sending) % 2 ? vec : MPI_INT;
+}
+
+/* Alltoallv, or Alltoallw with byte displacements and a datatype per peer (`mixed`: w_type). In
+ * place needs symmetric counts (sendcounts[j] on i == sendcounts[i] on j): shape 0 and 2 only.
+ * Buffers hold 2 ints per element of the counts (the vector's extent), so a block of either
+ * type fits its region; every int of a region that no element covers must keep its contents. */
+static void test_alltoall(int w, int shape, int stride, int in_place, int mixed)
 {
     int coll = w ? ALLTOALLW : ALLTOALLV;
     MPI_Datatype t = stride == 1 ? MPI_INT : vec;
     int *sc = ints(size), *sd = ints(size), *rc = ints(size), *rd = ints(size);
-    MPI_Datatype *types = malloc((size_t)size * sizeof *types);
-    for (int d = 0; d < size; d++) sc[d] = count_of(shape, rank, d), rc[d] = count_of(shape, d, rank);
+    int *sx = ints(size), *rx = ints(size);   /* displacements in the call's units */
+    MPI_Datatype *stypes = malloc((size_t)size * sizeof *stypes);
+    MPI_Datatype *rtypes = malloc((size_t)size * sizeof *rtypes);
+    for (int d = 0; d < size; d++) {
+        sc[d] = count_of(shape, rank, d), rc[d] = count_of(shape, d, rank);
+        rtypes[d] = w_type(mixed, t, d, 0);
+        stypes[d] = in_place ? rtypes[d] : w_type(mixed, t, d, 1);
+    }
     displs_of(sc, sd);
     displs_of(rc, rd);
     int sw = total(sc), rw = total(rc);
-    int *send = ints((size_t)sw * stride), *recv = ints((size_t)rw * stride);
+    int *send = ints((size_t)sw * 2), *recv = ints((size_t)rw * 2);
     for (int d = 0; d < size; d++)
-        for (int i = 0; i < sc[d]; i++) *at(send, sd[d] + i, stride) = val(rank, d, i);
-    for (int i = 0; i < rw * stride; i++) recv[i] = -7;
+        for (int i = 0; i < sc[d]; i++)
+            *at(send + (size_t)sd[d] * 2, i, stypes[d] == vec ? 2 : 1) = val(rank, d, i);
+    for (int i = 0; i < rw * 2; i++) recv[i] = -7;
     if (in_place)
         for (int d = 0; d < size; d++)
-            for (int i = 0; i < rc[d]; i++) *at(recv, rd[d] + i, stride) = val(rank, d, i);
+            for (int i = 0; i < rc[d]; i++)
+                *at(recv + (size_t)rd[d] * 2, i, rtypes[d] == vec ? 2 : 1) = val(rank, d, i);
     const void *sb = in_place ? MPI_IN_PLACE : send;
-    int rc_ = MPI_SUCCESS;
+    int rc_;
     if (w) {
-        int *sdb = ints(size), *rdb = ints(size);
-        for (int d = 0; d < size; d++) {
-            types[d] = t;
-            sdb[d] = sd[d] * stride * (int)sizeof(int);
-            rdb[d] = rd[d] * stride * (int)sizeof(int);
-        }
-        rc_ = MPI_Alltoallw(sb, sc, sdb, types, recv, rc, rdb, types, MPI_COMM_WORLD);
-        free(sdb), free(rdb);
-    } else {
-        rc_ = MPI_Alltoallv(sb, sc, sd, t, recv, rc, rd, t, MPI_COMM_WORLD);
+        for (int d = 0; d < size; d++)
+            sx[d] = sd[d] * 2 * (int)sizeof(int), rx[d] = rd[d] * 2 * (int)sizeof(int);
+        rc_ = alltoallw(sb, sc, sx, stypes, recv, rc, rx, rtypes);
+    } else {   /* in extents of t: 2 ints per element are 2 MPI_INT or 1 vector */
+        for (int d = 0; d < size; d++) sx[d] = sd[d] * 2 / stride, rx[d] = rd[d] * 2 / stride;
+        rc_ = alltoallv(sb, sc, sx, t, recv, rc, rx);
     }
     check_rc(coll, rc_);
+    /* a persistent request is started twice: in place, the second exchange undoes the first */
+    int back = form == PERSISTENT && in_place;
     for (int s = 0; s < size; s++) {
-        for (int i = 0; i < rc[s]; i++)
-            if (*at(recv, rd[s] + i, stride) != val(s, rank, i))
-                fail(coll, "block", shape, -1, i, *at(recv, rd[s] + i, stride), val(s, rank, i));
-        if (*at(recv, rd[s] + rc[s], stride) != -7)
-            fail(coll, "gap overwritten", shape, -1, s, *at(recv, rd[s] + rc[s], stride), -7);
+        int *block = recv + (size_t)rd[s] * 2, step = rtypes[s] == vec ? 2 : 1;
+        for (int i = 0; i < 2 * (rc[s] + 1); i++) {
+            int covered = i % step == 0 && i / step < rc[s];
+            long want = !covered ? -7 : back ? val(rank, s, i / step) : val(s, rank, i / step);
+            if (block[i] != want)
+                fail(coll, covered ? "block" : "gap overwritten", shape, -1, i, block[i], want);
+        }
     }
-    free(send), free(recv), free(sc), free(sd), free(rc), free(rd), free(types);
+    free(send), free(recv), free(sc), free(sd), free(rc), free(rd), free(sx), free(rx);
+    free(stypes), free(rtypes);
 }
 
 /* Exscan and Reduce_local with MPI_SUM on ints (exact) and a non-commutative user op. */
@@ -228,6 +288,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "-r") == 0) repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-f") == 0) {
+            const char *f = argv[++i];
+            form = strcmp(f, "nonblocking") == 0 ? NONBLOCKING : strcmp(f, "persistent") == 0 ? PERSISTENT : BLOCKING;
+        }
     MPI_Type_vector(1, 1, 2, MPI_INT, &vec);
     MPI_Datatype tmp = vec;
     MPI_Type_create_resized(tmp, 0, 2 * (MPI_Aint)sizeof(int), &vec);
@@ -246,8 +310,8 @@ int main(int argc, char **argv)
                     }
                     test_allgatherv(shape, stride, ip);
                     if (!ip || shape != 1) {   /* in place: symmetric counts only */
-                        test_alltoall(0, shape, stride, ip);
-                        test_alltoall(1, shape, stride, ip);
+                        test_alltoall(0, shape, stride, ip, 0);
+                        test_alltoall(1, shape, stride, ip, stride == 2);
                     }
                 }
         static const int ns[] = {0, 1, 7, 1000};

@@ -106,11 +106,6 @@ def library_key(library: str) -> str:
     return "smpi" if "smpi" in text or "simgrid" in text else family_of(library)
 
 
-# Collectives whose members the proof can never pass (native/selftest/st_case.c describes no
-# buffers for them): the runtime serves nothing unproven, so none is tunable, proof or not.
-UNPROVABLE = {"alltoallw": "the selftest has no geometry for its datatype arrays: no member can be proven"}
-
-
 def _binding(row: catalog.Collective, mpi: str) -> tuple[str, bool]:
     """(form, large-count binding) of one of the row's MPI functions."""
     for form in row.forms:
@@ -159,8 +154,6 @@ class Tunability:
         members = self.members(row, form)
         if not members:
             return False, f"no member of the {form} form on {self.library}"
-        if row.name in UNPROVABLE:
-            return False, UNPROVABLE[row.name]
         at_launch = [m for m in members if m.startswith(catalog.LIB_PREFIX) and self.library in ALGORITHMS_AT_LAUNCH]
         if self.proven is None:
             return True, f"{len(members)} members of the {form} form on {self.library} (not proven yet: no proof of this build known)"
