@@ -318,14 +318,23 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
 
 def test_many_chains_at_one_site_are_unwound_once(openmpi, openmpi_build, programs, tmp_path):
     # advise_chains: eight callers of one MPI_Allreduce site at one stack depth, in turn, 1000
-    # rounds. The chain cache's set for (site, depth) has 4 ways: the chains they push out are
-    # kept in the set's spill, so each chain is unwound once (before: every one of the 8,000
-    # calls unwound, as ExaML's recursion did 16,875 times for 167 chains).
-    profiled(openmpi, openmpi_build, 2, [programs["advise_chains"], "1000"], tmp_path / "p")
+    # rounds; each caller then reaches one MPI_Irecv, MPI_Isend and MPI_Waitall site through two
+    # functions (16 chains at each, told apart by the frame above the site only 2 ways, as
+    # OpenFOAM's Waitall). The thread's chain cache keeps every chain met (a list per site and
+    # depth, hints by the previous call's chain and by the frame above the site), so each chain
+    # is unwound once (before a spill: every one of the 8,000 calls unwound, as ExaML's recursion
+    # did 16,875 times for 167 chains), and every call is counted at its own chain: the collective
+    # path by arguments, the point-to-point wrappers' and MPI_Waitall's inline repetitions.
+    run_ = profiled(openmpi, openmpi_build, 2, [programs["advise_chains"], "1000"], tmp_path / "p")
+    assert "chains 52000.0 24000.0" in run_.stdout, run_.describe()
     run = profile_run.read(tmp_path / "p")
     for r in run.ranks:
-        assert r.chain_unwinds == 8 and r.chains_lost == 0 and len(r.chains) == 8
+        assert r.chain_unwinds == 8 + 3 * 16 and r.chains_lost == 0 and len(r.chains) == 8 + 3 * 16
         assert sorted(p.calls for p in r.points if p.kind == "coll") == [1000] * 8
+        for name, size in (("Irecv", 8), ("Isend", 8), ("Waitall", 0)):
+            points = [p for p in r.points if p.kind == "p2p" and p.name == name]
+            assert sorted(p.calls for p in points) == [1000] * 16, name
+            assert {p.bytes for p in points} == {1000 * size}, name
 
 
 def test_summary_states_the_profiling_cost():

@@ -25,6 +25,7 @@ from colltune.mpi import build
 GEN = Path(__file__).resolve().parents[1] / "native" / "gen"
 sys.path.insert(0, str(GEN))
 import gen_forms  # noqa: E402
+import gen_p2p  # noqa: E402
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("objdump") is None,
                                 reason="x86-64 stubs, read with objdump")
@@ -75,6 +76,27 @@ def check_build(art: build.Artifacts) -> None:
     for fn in fns:   # every C wrapper of a collective, stub or C
         path = straight_path(code[fn.mpi])
         assert len(path) < 10 and re.search(rf"<P{fn.mpi}(@plt|@Base)?>", path[-1]), (fn.mpi, path)
+    check_p2p(code)
+
+
+def check_p2p(code: dict[str, list[str]]) -> None:
+    """The profiling mode's point-to-point wrappers (gen_p2p.py): the ones with stack arguments
+    (MPI_Sendrecv, 15 instructions before its PMPI jump as C; Isend, Irecv, Recv...) are the same
+    stubs, testing ct_p2p_on and jumping to their timed path; the others stay C, under 5."""
+    calls = [c for c in gen_p2p.load() if c.wrapped]
+    stubbed = {f"MPI_{c.name}" for c in calls if gen_p2p.stubbed(c)}
+    assert {"MPI_Sendrecv", "MPI_Isend", "MPI_Irecv", "MPI_Recv"} <= stubbed
+    assert "MPI_Send" not in stubbed
+    for c in calls:
+        name = f"MPI_{c.name}"
+        insns = code[name]
+        if name in stubbed:
+            assert re.match(r"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_on>$", insns[0]), insns[:3]
+            assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{name}>$", insns[1]), (name, insns[:3])
+            assert re.match(rf"jmp\s+[0-9a-f]+ <P{name}@plt>$", insns[2]), (name, insns[:3])
+        else:
+            path = straight_path(insns)
+            assert len(path) < 5 and re.search(rf"<P{name}(@plt|@Base)?>", path[-1]), (name, path)
 
 
 def test_openmpi_wrappers_pass_through_in_few_instructions(openmpi_build: build.Artifacts) -> None:
@@ -97,3 +119,12 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
             continue
         assert f"CT_STUB({name}, " in text and f"CT_HIDDEN int ct_slow_{name}(" in text, name
         assert re.search(rf"#else\nint {name}\(", text), name
+    # the point-to-point wrappers by the same rule, with the C wrapper as the fallback
+    text = (GEN.parent / "generated" / "ct_p2p_wrappers.c").read_text()
+    for c in gen_p2p.load():
+        if not c.wrapped:
+            continue
+        name = f"MPI_{c.name}"
+        assert gen_p2p.stubbed(c) == (len(c.arg_names) > 6), name
+        assert (f"CT_STUB({name}, " in text) == gen_p2p.stubbed(c), name
+        assert (f"#if !CT_STUBS\nint {name}(" in text) == gen_p2p.stubbed(c), name

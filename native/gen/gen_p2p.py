@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from gen_forms import REGISTER_ARGS, STUB_PRELUDE
 from table import GENERATED_DIR, SPEC_DIR, banner, run
 
 
@@ -54,6 +55,14 @@ def load(path: Path = SPEC_DIR / "p2p.toml") -> list[Call]:
     return calls
 
 
+def stubbed(c: Call) -> bool:
+    """Its wrapper is gen_forms' assembly stub where CT_STUBS: it has arguments on the stack
+    (MPI_Sendrecv's twelve: GCC loaded its six stack arguments into registers, saving three, before
+    the test and stored them back for the tail jump, 15 instructions before PMPI_Sendrecv; Isend's,
+    Irecv's and Recv's seventh cost one more load, and one more store on the profiled path)."""
+    return len(c.arg_names) > REGISTER_ARGS
+
+
 def wrapper(c: Call) -> list[str]:
     """The profiled path is a separate function so that the pass-through path stays a compare and
     a tail jump (no register saves: the compiler would otherwise set up the profiled path's frame
@@ -63,21 +72,27 @@ def wrapper(c: Call) -> list[str]:
     Every call is counted; its time is taken for a sample (profcall.c), the end's call only for
     it (the record passed by value is four stores and a call on every call otherwise); the
     record is two words, returned in registers, and the count and type are passed as they are
-    (begin compares them with the chain's last call's instead of sizing them). An untimed call
-    (about 15 in 16) reaches the library by a tail jump: nothing is left to do after it."""
+    (begin compares them with the chain's last call's instead of sizing them). The chain is
+    found inline (the wrapper's CFA its anchor: the same for the same stack depth at the call),
+    and so is the common call, its chain's last call again and untimed
+    (ct_profrun_p2p_again): counted, then a tail jump to the library; begin takes the others.
+    Where `stubbed`, the stub (STUB_PRELUDE) tests ct_p2p_on and jumps to the timed path itself
+    (ct_slow_MPI_<name>) or to the library, and the C wrapper is the fallback elsewhere."""
     args = ", ".join(c.arg_names)
     size = f"{c.count}, {c.type}" if c.count else "0, MPI_DATATYPE_NULL"
-    return [
-        f"static __attribute__((noinline)) int ct_timed_{c.name}({c.args})",
-        "{",
-        f"    ct_p2p_rec rec = ct_profrun_p2p_begin({c.enum}, __builtin_return_address(0), {size});",
-        "    if (CT_LIKELY(rec.t0 == 0))",
-        f"        return PMPI_{c.name}({args});",
-        f"    int rc = PMPI_{c.name}({args});",
-        "    ct_profrun_p2p_end(rec);",
-        "    return rc;",
-        "}",
-        "",
+    timed = f"static __attribute__((noinline)) int ct_timed_{c.name}({c.args})"
+    head = [timed]
+    if stubbed(c):
+        head = [
+            "#if CT_STUBS",
+            f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)")',
+            f"CT_HIDDEN int ct_slow_MPI_{c.name}({c.args});",
+            f"CT_HIDDEN int ct_slow_MPI_{c.name}({c.args})",
+            "#else",
+            timed,
+            "#endif",
+        ]
+    fallback = [
         f"int MPI_{c.name}({c.args})",
         "{",
         "    if (CT_LIKELY(!ct_p2p_on))",
@@ -85,6 +100,25 @@ def wrapper(c: Call) -> list[str]:
         f"    return ct_timed_{c.name}({args});",
         "}",
         "",
+    ]
+    if stubbed(c):
+        fallback = ["#if !CT_STUBS", *fallback[:-1], "#endif", ""]
+    return [
+        *head,
+        "{",
+        "    uint64_t t_in = ct_own_entry();",
+        "    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());",
+        f"    if (CT_LIKELY(ct_profrun_p2p_again({c.enum}, chain, {size})))",
+        f"        return PMPI_{c.name}({args});",
+        f"    ct_p2p_rec rec = ct_profrun_p2p_begin({c.enum}, chain, {size}, t_in);",
+        "    if (CT_LIKELY(rec.t0 == 0))",
+        f"        return PMPI_{c.name}({args});",
+        f"    int rc = PMPI_{c.name}({args});",
+        "    ct_profrun_p2p_end(rec);",
+        "    return rc;",
+        "}",
+        "",
+        *fallback,
     ]
 
 
@@ -96,9 +130,11 @@ def generate() -> str:
         "#include <mpi.h>",
         "#include <stdint.h>",
         "",
-        '#include "../runtime/ct_profrun.h"',
+        '#include "../runtime/ct_profrun_impl.h"',
         '#include "../runtime/ct_runtime.h"',
+        '#include "../runtime/ct_watch.h"',
         "",
+        *STUB_PRELUDE,
         f"_Static_assert(CT_P2P_COUNT == {len(calls)}, \"ct_p2p_calls.h is stale: run native/gen/gen_p2p.py\");",
         "",
         "const char *const ct_p2p_names[CT_P2P_COUNT] = {",

@@ -96,6 +96,38 @@ DISPATCH = [
 ]
 
 
+# Rows whose serving function hands a profiled call to the profiling mode by its arguments
+# (runtime/profcall.c's ct_profrun_<name>, the same arguments as MPI_<Coll>, by a tail jump): a
+# memoised call's repetition is served there without the ct_call (its 16 stores were ~30
+# instructions of a ~300-instruction path on OpenFOAM's reductions); any other call comes back
+# to ct_full_<name>, which builds the ct_call for ct_profrun_dispatch as the other rows do.
+BY_ARGS = ("allreduce", "reduce", "bcast")
+
+
+def by_args(coll: Collective) -> list[str]:
+    if coll.name not in BY_ARGS:
+        return []
+    return [
+        "    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))",
+        f"        return ct_profrun_{coll.name}({call_args(coll)});",
+    ]
+
+
+def full(coll: Collective) -> list[str]:
+    """ct_full_<name>: a BY_ARGS row's profiled call that its ct_profrun_<name> did not serve."""
+    if coll.name not in BY_ARGS:
+        return []
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    return [
+        f"int ct_full_{coll.name}({params(coll, False)})",
+        "{",
+        *fill_call(coll, value, "    "),
+        "    return ct_profrun_dispatch(&call);",
+        "}",
+        "",
+    ]
+
+
 def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str]:
     """MPI_<Coll>(_c) as one test and a tail call either way; the serving body is a noinline
     function of the same signature. Written inline, GCC loads the stack arguments of a 7-9
@@ -124,7 +156,8 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
 
 def wrapper(coll: Collective) -> list[str]:
     value = {FIELD[a.role]: a.name for a in coll.args}
-    return split(coll, coll.mpi, False, [*fill_call(coll, value, "    "), *DISPATCH])
+    return [*full(coll),
+            *split(coll, coll.mpi, False, [*by_args(coll), *fill_call(coll, value, "    "), *DISPATCH])]
 
 
 def ignored(coll: Collective, role: str) -> str | None:

@@ -5,8 +5,28 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#include "../runtime/ct_profrun.h"
+#include "../runtime/ct_profrun_impl.h"
 #include "../runtime/ct_runtime.h"
+#include "../runtime/ct_watch.h"
+
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
+    && !defined(COLLTUNE_ABI_FAMILY_SMPI)
+#define CT_STUBS 1
+#if defined(__CET__) && (__CET__ & 1)
+#define CT_STUB_ENDBR "\tendbr64\n"
+#else
+#define CT_STUB_ENDBR ""
+#endif
+/* MPI_<name>: `test` sets ZF when the wrapper passes through. */
+#define CT_STUB(name, test)                                                     \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
+            "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
+            "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
+_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+#else
+#define CT_STUBS 0
+#endif
 
 _Static_assert(CT_P2P_COUNT == 15, "ct_p2p_calls.h is stale: run native/gen/gen_p2p.py");
 
@@ -30,7 +50,11 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 
 static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SEND, chain, count, datatype)))
+        return PMPI_Send(buf, count, datatype, dest, tag, comm);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
@@ -47,7 +71,11 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SSEND, chain, count, datatype)))
+        return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
@@ -62,9 +90,19 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
     return ct_timed_Ssend(buf, count, datatype, dest, tag, comm);
 }
 
+#if CT_STUBS
+CT_STUB(MPI_Isend, "cmpb $0, ct_p2p_on(%rip)")
+CT_HIDDEN int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+#endif
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISEND, chain, count, datatype)))
+        return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
@@ -72,16 +110,28 @@ static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, 
     return rc;
 }
 
+#if !CT_STUBS
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     return ct_timed_Isend(buf, count, datatype, dest, tag, comm, request);
 }
+#endif
 
+#if CT_STUBS
+CT_STUB(MPI_Issend, "cmpb $0, ct_p2p_on(%rip)")
+CT_HIDDEN int ct_slow_MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+#endif
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISSEND, chain, count, datatype)))
+        return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
@@ -89,16 +139,28 @@ static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count,
     return rc;
 }
 
+#if !CT_STUBS
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     return ct_timed_Issend(buf, count, datatype, dest, tag, comm, request);
 }
+#endif
 
+#if CT_STUBS
+CT_STUB(MPI_Recv, "cmpb $0, ct_p2p_on(%rip)")
+CT_HIDDEN int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
+CT_HIDDEN int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+#else
 static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+#endif
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_RECV, chain, count, datatype)))
+        return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
@@ -106,16 +168,28 @@ static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Dat
     return rc;
 }
 
+#if !CT_STUBS
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     return ct_timed_Recv(buf, count, datatype, source, tag, comm, status);
 }
+#endif
 
+#if CT_STUBS
+CT_STUB(MPI_Irecv, "cmpb $0, ct_p2p_on(%rip)")
+CT_HIDDEN int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+#endif
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, __builtin_return_address(0), count, datatype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_IRECV, chain, count, datatype)))
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, chain, count, datatype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
@@ -123,16 +197,28 @@ static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Da
     return rc;
 }
 
+#if !CT_STUBS
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     return ct_timed_Irecv(buf, count, datatype, source, tag, comm, request);
 }
+#endif
 
+#if CT_STUBS
+CT_STUB(MPI_Sendrecv, "cmpb $0, ct_p2p_on(%rip)")
+CT_HIDDEN int ct_slow_MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+CT_HIDDEN int ct_slow_MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+#else
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+#endif
 {
-    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, __builtin_return_address(0), sendcount, sendtype);
+    uint64_t t_in = ct_own_entry();
+    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SENDRECV, chain, sendcount, sendtype)))
+        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+    ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, chain, sendcount, sendtype, t_in);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
@@ -140,9 +226,11 @@ static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int 
     return rc;
 }
 
+#if !CT_STUBS
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     return ct_timed_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
 }
+#endif

@@ -42,9 +42,34 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     return ct_serve_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
+int ct_full_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    const ct_call call = {
+        .coll = CT_COLL_ALLREDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_profrun_dispatch(&call);
+}
+
 static __attribute__((noinline)) int ct_serve_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     ct_profrun_site = __builtin_return_address(0);
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
         .sendbuf = sendbuf,
@@ -108,9 +133,34 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     return ct_serve_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
+int ct_full_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    const ct_call call = {
+        .coll = CT_COLL_BCAST,
+        .sendbuf = NULL,
+        .recvbuf = buffer,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_profrun_dispatch(&call);
+}
+
 static __attribute__((noinline)) int ct_serve_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     ct_profrun_site = __builtin_return_address(0);
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_bcast(buffer, count, datatype, root, comm);
     const ct_call call = {
         .coll = CT_COLL_BCAST,
         .sendbuf = NULL,
@@ -174,9 +224,34 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     return ct_serve_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 
+int ct_full_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    const ct_call call = {
+        .coll = CT_COLL_REDUCE,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = count,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = datatype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = op,
+        .root = root,
+        .comm = comm,
+    };
+    return ct_profrun_dispatch(&call);
+}
+
 static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     ct_profrun_site = __builtin_return_address(0);
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
         .sendbuf = sendbuf,

@@ -73,6 +73,24 @@ struct ct_call;
  * ct_dispatch when ct_profrun_on && !ct_profrun_inside): counted, timed, sampled, then served by
  * ct_dispatch or the library. MPI_Barrier is profcall.c's own wrapper. */
 CT_PROFRUN_HIDDEN int ct_profrun_dispatch(const struct ct_call *call);
+/* The rows whose serving function hands a profiled call over by its arguments (gen_wrappers.py's
+ * BY_ARGS; the same signature as MPI_<Coll>): a memoised call's repetition is counted, timed and
+ * served there without the 16-field ct_call (~30 instructions of a ~300-instruction path on
+ * OpenFOAM's reductions). Any other call (not a repetition, or another mode serves the
+ * collective) goes on to the generated ct_full_<coll> (same arguments), which builds the
+ * ct_call and calls ct_profrun_dispatch; the chain found here is handed on. */
+CT_PROFRUN_HIDDEN int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+CT_PROFRUN_HIDDEN int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count,
+                                        MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+CT_PROFRUN_HIDDEN int ct_profrun_bcast(void *buffer, int count, MPI_Datatype datatype, int root,
+                                       MPI_Comm comm);
+CT_PROFRUN_HIDDEN int ct_full_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+CT_PROFRUN_HIDDEN int ct_full_reduce(const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+CT_PROFRUN_HIDDEN int ct_full_bcast(void *buffer, int count, MPI_Datatype datatype, int root,
+                                    MPI_Comm comm);
 extern CT_PROFRUN_HIDDEN const char *const ct_p2p_names[CT_P2P_COUNT];   /* ct_p2p_wrappers.c */
 /* count * size(type), 0 for a null or invalid type (the library reports that error itself). */
 CT_PROFRUN_HIDDEN int64_t ct_profrun_bytes(int count, MPI_Datatype type);
@@ -82,15 +100,17 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_
 /* The generated point-to-point wrappers: counted at begin (before the library's call), timed
  * for a sample as collectives are (a point's first 64 calls, then about one in 16), the time
  * recorded at end. Two words, returned in registers (a larger record went through memory, four
- * stores and their loads on every call); the budget's clock at begin's entry, on the
- * countdown's calls only, waits in a thread-local for end. `count` and `type` give the bytes
- * (count * size(type)); begin compares them with the chain's last call instead of sizing. */
+ * stores and their loads on every call); the budget's clock at the wrapper's entry (`t_in`, on
+ * the countdown's calls only: ct_own_entry) waits in a thread-local for end. `chain`: the
+ * call's chain (ct_profchain_fast, the wrapper's CFA its anchor); `count` and `type` give the
+ * bytes (count * size(type)); begin compares them with the chain's last call instead of sizing.
+ * A repetition that is not timed never reaches begin (ct_profrun_p2p_again, inline). */
 typedef struct ct_p2p_rec {
     void *slot;                 /* the point, NULL: its table was full */
     uint64_t t0;                /* the clock at begin when timed, else 0 */
 } ct_p2p_rec;
-CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int count,
-                                                  MPI_Datatype type);
+CT_PROFRUN_HIDDEN ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *chain, int count,
+                                                  MPI_Datatype type, uint64_t t_in);
 CT_PROFRUN_HIDDEN void ct_profrun_p2p_end(ct_p2p_rec rec);
 
 /* ---- the environment (profenv.c, topo.c) ------------------------------------------------- */

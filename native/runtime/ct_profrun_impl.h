@@ -127,6 +127,13 @@ static inline uint64_t ct_own_begin(void)
     return ct_profrun_ticks();
 }
 
+/* The clock at a call path's entry where the countdown may time this call (0: it will not):
+ * read before anything else the path does, so that its own time is measured whole. */
+static inline uint64_t ct_own_entry(void)
+{
+    return __builtin_expect(ct_time_left <= 1, 0) ? ct_profrun_ticks() : 0;
+}
+
 /* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
 enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
 
@@ -246,18 +253,25 @@ static inline int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
     return 1;
 }
 
-/* A call's buffers in its fingerprint (where its result is, what it reads). */
+/* A call's buffers in its fingerprint (where its result is, what it reads), from its arguments
+ * (the call path by arguments, profcall.c) or its ct_call. */
+static inline void ct_fingerprint_args(ct_fingerprint *f, const ct_pcomm *st, int kind,
+                                       const void *sendbuf, void *recvbuf, int root)
+{
+    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
+        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == root;
+        f->in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        f->out = has_result ? recvbuf : NULL;
+    } else {
+        f->in = kind == CT_COLL_BCAST ? recvbuf : NULL;   /* the root's data */
+        f->out = NULL;
+    }
+}
+
 static inline void ct_fingerprint_buffers(ct_fingerprint *f, const ct_pcomm *st, int kind,
                                           const struct ct_call *call)
 {
-    if (kind == CT_COLL_ALLREDUCE || kind == CT_COLL_REDUCE) {
-        int has_result = kind == CT_COLL_ALLREDUCE || st->rank == call->root;
-        f->in = call->sendbuf == MPI_IN_PLACE ? call->recvbuf : call->sendbuf;
-        f->out = has_result ? call->recvbuf : NULL;
-    } else {
-        f->in = kind == CT_COLL_BCAST ? call->recvbuf : NULL;   /* the root's data */
-        f->out = NULL;
-    }
+    ct_fingerprint_args(f, st, kind, call->sendbuf, call->recvbuf, call->root);
 }
 
 /* The pattern lines, patterns_lost and sample_syncs of dir/rank-N (MPI_Finalize). */
@@ -285,13 +299,13 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t 
  * the countdowns (while the light path is open: those before each was last armed, plus the
  * armed values, less what is left of them). */
 extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
-extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite;
+extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite, ct_poll_sum;
 extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT];
 extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
 static inline uint64_t ct_call_number(void)
 {
     uint64_t n = ++ct_seq + ct_polls_counted_all;
-    if (ct_poll_lite)
+    if (ct_poll_sum)   /* open, and polls may have taken it (requests.c) */
         n += ct_polls_armed_all
              - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
                           + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
@@ -318,23 +332,26 @@ CT_PROFRUN_HIDDEN void ct_profrun_polls_over_budget(void);
  * caller of MPI_* and the frames above it); `anchor`: an address in the MPI_* wrapper's frame,
  * the same for the same stack depth at the call. An unwind only for a chain new to the thread. */
 CT_PROFRUN_HIDDEN const void *ct_profchain_site(const void *site, const void *anchor);
-/* A chain as a thread met it: where its frames' return addresses were on the stack. */
+/* A chain as a thread met it: where its frames' return addresses were on the stack. Entries
+ * never move once made (ct_profchain_fast's hints point at them). */
 typedef struct ct_chain_seen {
     const void *site, *anchor;
     const void *id;                           /* its interned slot; NULL: empty */
     int frames;                               /* return addresses above the site */
     const void *const *at[CT_CHAIN_DEPTH - 1];
     const void *ra[CT_CHAIN_DEPTH - 1];
+    struct ct_chain_seen *next;               /* its set's list (profchain.c) */
 } ct_chain_seen;
 /* Is the call at (site, anchor) this chain? One load per frame, no unwind. Every frame is read,
  * without a branch (a loop that stopped at the first difference cost ~67 instructions a call in
  * loop control and compares, OpenFOAM): past a frame that differs the answer is "not this chain"
  * whatever the slots hold, and every slot is in this thread's stack above the wrapper's frame
- * (the anchor is the same); the unused frames point at ct_chain_none and hold NULL. */
+ * (the anchor is the same); the unused frames point at ct_chain_none and hold NULL. (Every entry
+ * a list or a hint holds has its id.) */
 extern CT_PROFRUN_HIDDEN const void *const ct_chain_none;
 static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, const void *anchor)
 {
-    if (s->id == NULL || s->site != site || s->anchor != anchor)
+    if (s->site != site || s->anchor != anchor)
         return 0;
     uintptr_t diff = 0;
 #pragma GCC unroll 8
@@ -342,59 +359,61 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
         diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
     return diff == 0;
 }
-/* Each thread's chains as it met them (profchain.c): sets of ways by (site, anchor), and a hint
- * by (site, anchor, the frame above the site) to the way that matched last. Here so that the
- * call path finds a known chain inline (ct_profchain_fast). */
-#define CT_CHAIN_SETS 512   /* per thread, by (site, anchor): 64 made OpenFOAM unwind its 133 chains 676 times in 20 steps */
-#define CT_CHAIN_WAYS 4
+/* Each thread's chains as it met them (profchain.c): a list per set of (site, anchor) pairs, and
+ * two hints to the entry that matched last. The first, by (site, anchor, the thread's previous
+ * call's chain), is read inline in the call path (ct_profchain_fast): a loop makes its calls in
+ * the same order each time, so the previous call tells which chain comes (OpenFOAM: its one
+ * MPI_Waitall site has 20 chains, which the frame above the site tells apart only 4 ways; with
+ * that frame alone, and 4 ways a set, 10,551 of 24,448 lookups in 200 steps went to the ways and
+ * a spill, ~130 instructions a call), without reading a frame first. The second, by (site,
+ * anchor, the frame above the site), read where the set's lead has that frame (the same slot for
+ * every chain of one site and anchor), is profchain.c's next try (OpenFOAM's Foam::reduce site,
+ * reached from 35 callers, most of them told apart at that frame), then the set's list. */
+#define CT_CHAIN_SETS 512   /* per thread, by (site, anchor) */
+#define CT_CHAIN_AFTER 4096
 #define CT_CHAIN_HINTS 2048
 _Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
+_Static_assert((CT_CHAIN_AFTER & (CT_CHAIN_AFTER - 1)) == 0, "a power of two (a mask)");
 _Static_assert((CT_CHAIN_HINTS & (CT_CHAIN_HINTS - 1)) == 0, "a power of two (a mask)");
 
 /* A set's (site, anchor) met last and where the frame above its site has its return address
  * (the same slot for every chain there; ct_chain_none's address where a chain ends at its
- * site): a call there reads that frame and goes to its hint directly, without the ways. */
+ * site). */
 typedef struct ct_chain_lead {
     const void *site, *anchor;
     const void *const *above;
 } ct_chain_lead;
 
-typedef struct ct_chain_spill ct_chain_spill;   /* profchain.c's */
+typedef struct ct_chain_chunk ct_chain_chunk;   /* profchain.c's */
 typedef struct ct_chain_cache {
-    ct_chain_seen sets[CT_CHAIN_SETS][CT_CHAIN_WAYS];
-    ct_chain_seen *hint[CT_CHAIN_HINTS];
+    const void *last;                         /* the chain of this thread's previous lookup */
+    ct_chain_seen *after[CT_CHAIN_AFTER];     /* by (site, anchor, last) */
+    ct_chain_seen *hint[CT_CHAIN_HINTS];      /* by (site, anchor, the frame above the site) */
     ct_chain_lead lead[CT_CHAIN_SETS];
-    unsigned char next[CT_CHAIN_SETS];        /* the way to replace next, round robin */
-    ct_chain_spill *spill[CT_CHAIN_SETS];     /* what the ways pushed out, NULL: nothing yet */
+    ct_chain_seen *sets[CT_CHAIN_SETS];       /* each set's list, the last found first */
+    ct_chain_chunk *chunks;                   /* where the entries are (never moved) */
+    unsigned entries;                         /* made so far (capped: profchain.c) */
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
 } ct_chain_cache;
 extern CT_PROFRUN_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
 
-static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
+static inline ct_chain_seen **ct_chain_after(ct_chain_cache *c, const void *site,
+                                             const void *anchor)
 {
-    return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
-}
-
-static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above,
-                                            const void *site, const void *anchor)
-{
-    uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
+    uint64_t h = ((uint64_t)(uintptr_t)c->last ^ ((uint64_t)(uintptr_t)site << 1)
                   ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
-    return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+    return &c->after[h >> (64 - __builtin_ctz(CT_CHAIN_AFTER))];
 }
 
-/* ct_profchain_site where its lead's hint holds the chain, inline in the call path (the call
- * and its register saves were ~15 instructions of a ~60-instruction lookup); else the call. */
+/* ct_profchain_site where the first hint holds the chain, inline in the call path (the call and
+ * its register saves were ~15 instructions of a ~60-instruction lookup); else the call. */
 static inline const void *ct_profchain_fast(const void *site, const void *anchor)
 {
     ct_chain_cache *c = ct_chain_mine;
     if (__builtin_expect(c != NULL, 1)) {
-        const ct_chain_lead *lead = &c->lead[ct_chain_set_of(site, anchor)];
-        if (__builtin_expect(lead->site == site && lead->anchor == anchor, 1)) {
-            const ct_chain_seen *hint = *ct_chain_hint(c, *lead->above, site, anchor);
-            if (__builtin_expect(hint != NULL && ct_profchain_is(hint, site, anchor), 1))
-                return hint->id;
-        }
+        const ct_chain_seen *s = *ct_chain_after(c, site, anchor);
+        if (__builtin_expect(s != NULL && ct_profchain_is(s, site, anchor), 1))
+            return c->last = s->id;
     }
     return ct_profchain_site(site, anchor);
 }
@@ -408,6 +427,57 @@ CT_PROFRUN_HIDDEN int ct_profwalk(ct_frame_fn take, void *arg);
 /* The chain lines and chains_made of dir/rank-N; the per-thread caches freed (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profchain_write(FILE *out);
 CT_PROFRUN_HIDDEN void ct_profchain_finish(void);
+
+/* ---- point-to-point calls (profcall.c; the generated wrappers' repetitions inline) -------- */
+/* A chain's last point-to-point call, per thread, as profcall.c's ct_memo for collectives: when
+ * the same call comes again from the same chain with the same count and (predefined) datatype,
+ * its point and size are taken from here and the call is counted here (into the point at the
+ * entry's reuse and at MPI_Finalize), so a repetition neither sizes its datatype nor looks up its
+ * point nor touches the shared counters unless it is timed. OpenFOAM's halo exchanges: each
+ * boundary's Isend and Irecv come back with the same counts every step. */
+typedef struct __attribute__((aligned(32))) ct_p2p_memo {
+    const void *site;             /* the chain; NULL: empty */
+    MPI_Datatype type;
+    int kind, count;
+    ct_point *slot;
+    uint64_t calls;               /* repetitions not yet in the point's counters */
+    int64_t bytes;
+    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
+} ct_p2p_memo;
+#define CT_P2P_MEMOS 512
+_Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
+/* This thread's entries (its memo block's, profcall.c); NULL before its first point-to-point
+ * call's full path, and under MPI_THREAD_MULTIPLE (their counters are not atomic). */
+extern CT_PROFRUN_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;
+
+/* Chains are slots 72 bytes apart (profchain.c's table): `chain >> 3` tells them apart
+ * modulo the entries (9 is odd). */
+static inline ct_p2p_memo *ct_p2p_memo_at(ct_p2p_memo *memos, const void *chain, int kind)
+{
+    return &memos[(((uintptr_t)chain >> 3) ^ (uintptr_t)kind) & (CT_P2P_MEMOS - 1)];
+}
+
+/* The generated wrapper's own path for the common call, inline (the wrapper then jumps to the
+ * library: no call of ct_profrun_p2p_begin, whose call kept the wrapper's seven arguments in
+ * saved registers, ~60 instructions of a ~145-instruction Isend on OpenFOAM): 1 when this call
+ * is its chain's last call again (ct_profrun_p2p_begin's memo) and untimed (the point's first
+ * CT_TIME_ALL calls are done and the countdown is not at its call), then counted there; 0:
+ * nothing was changed, ct_profrun_p2p_begin takes the call. */
+static inline int ct_profrun_p2p_again(ct_p2p_call call, const void *chain, int count,
+                                       MPI_Datatype type)
+{
+    ct_p2p_memo *memos = ct_p2p_memos;
+    if (__builtin_expect(memos == NULL, 0))
+        return 0;
+    ct_p2p_memo *m = ct_p2p_memo_at(memos, chain, (int)call);
+    if (m->site != chain || m->kind != (int)call || m->count != count || m->type != type
+        || m->time_all != 0 || ct_time_left <= 1)
+        return 0;
+    ct_seq++;
+    m->calls++;
+    ct_time_left--;
+    return 1;
+}
 
 /* ---- the call path (profcall.c), as MPI_Finalize ends it ---------------------------------- */
 /* Every thread's memoised repetitions into the points, and the memo blocks freed: after

@@ -165,13 +165,6 @@ static inline int ct_time_this(const ct_point *s)
     return 2;
 }
 
-/* The clock at a call path's entry where the countdown may time this call (0: it will not):
- * read before anything else the path does, so that its own time is measured whole. */
-static inline uint64_t ct_own_entry(void)
-{
-    return CT_UNLIKELY(ct_time_left <= 1) ? ct_profrun_ticks() : 0;
-}
-
 void ct_profrun_p2p(ct_p2p_call call, const void *site, int64_t bytes, uint64_t ns)
 {
     ct_seq++;
@@ -302,6 +295,7 @@ typedef struct __attribute__((aligned(64))) ct_memo {
     unsigned generation;
     int kind, count, root;
     uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
+    ct_pcomm *st;                 /* the communicator's state (valid with the generation) */
     /* what a repetition reads and counts: one cache line */
     uint64_t __attribute__((aligned(64))) id;   /* of the fingerprint (profcomm.c); 0: empty */
     ct_point *slot;
@@ -311,25 +305,7 @@ typedef struct __attribute__((aligned(64))) ct_memo {
     ct_fingerprint fp;            /* its buffers rewritten by every repetition */
 } ct_memo;
 _Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
-#define CT_MEMOS 64   /* direct-mapped: two sites alternating in one entry take the full path */
-
-/* A chain's last point-to-point call, per thread, as ct_memo for collectives: when the same call
- * comes again from the same chain with the same count and (predefined) datatype, its point and
- * size are taken from here and the call is counted here (into the point at the entry's reuse and
- * at MPI_Finalize), so a repetition neither sizes its datatype nor looks up its point nor touches
- * the shared counters unless it is timed. OpenFOAM's halo exchanges: each boundary's Isend and
- * Irecv come back with the same counts every step. */
-typedef struct __attribute__((aligned(32))) ct_p2p_memo {
-    const void *site;             /* the chain; NULL: empty */
-    MPI_Datatype type;
-    int kind, count;
-    ct_point *slot;
-    uint64_t calls;               /* repetitions not yet in the point's counters */
-    int64_t bytes;
-    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
-} ct_p2p_memo;
-#define CT_P2P_MEMOS 128
-_Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
+#define CT_MEMOS 256   /* direct-mapped: two sites alternating in one entry take the full path */
 
 typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
@@ -337,15 +313,16 @@ typedef struct ct_memo_block {
     struct ct_memo_block *next;
 } ct_memo_block;
 static _Thread_local ct_memo_block *ct_memos CT_TLS_MODEL;
+CT_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;   /* ct_memos->p2p */
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
-/* Sites are chains' slots, 72 bytes apart: a multiplicative hash spreads them over the entries
- * (their low bits repeat every 8 slots; with `site >> 2` as index two of OpenFOAM-like
- * alternating sites shared an entry and every call took the full path). */
+/* Sites are chains' slots, 72 bytes apart: `site >> 3` (9 per slot, odd) gives distinct slots
+ * distinct entries modulo CT_MEMOS (with `site >> 2` two of OpenFOAM-like alternating sites
+ * shared an entry and every call took the full path; a multiplicative hash over 64 entries still
+ * left 3,015 of 48,851 OpenFOAM collectives in 200 steps on the full path). */
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
 {
-    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
-    return &memos[((h >> 58) ^ (uint64_t)kind) & (CT_MEMOS - 1)];
+    return &memos[(((uintptr_t)site >> 3) ^ (uintptr_t)kind) & (CT_MEMOS - 1)];
 }
 
 /* The communicator and its state's generation stand for the state. (The kind too is compared:
@@ -406,12 +383,13 @@ static ct_memo_block *ct_memo_block_mine(void)
                                                       memory_order_release, memory_order_relaxed)) {
         }
         ct_memos = b;
+        ct_p2p_memos = b->p2p;
     }
     return ct_memos;
 }
 
 static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
-                            ct_point *slot, int64_t bytes)
+                            ct_pcomm *st, ct_point *slot, int64_t bytes)
 {
     ct_memo_block *b = ct_memo_block_mine();
     if (b == NULL)
@@ -423,6 +401,7 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
     m->kind = kind;
     m->comm = comm;
     m->generation = ct_profcomm_cache.generation;
+    m->st = st;
     if (call != NULL) {
         m->count = call->recvcount;
         m->type = call->recvtype;
@@ -459,12 +438,6 @@ static void ct_memo_flush_all(void)
 }
 
 /* ---- point-to-point calls (the generated wrappers) ----------------------------------------- */
-
-static inline ct_p2p_memo *ct_p2p_memo_at(ct_memo_block *b, const void *site, int kind)
-{
-    uint64_t h = (uint64_t)(uintptr_t)site * 0x9E3779B97F4A7C15ull;
-    return &b->p2p[((h >> 57) ^ (uint64_t)kind) & (CT_P2P_MEMOS - 1)];
-}
 
 /* The budget's clock at begin's entry on a countdown-timed call, for end (0: none). */
 static _Thread_local uint64_t ct_p2p_t_in CT_TLS_MODEL;
@@ -503,7 +476,7 @@ static __attribute__((noinline)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const 
                                                         uint64_t t_in)
 {
     ct_memo_block *b = ct_memo_block_mine();
-    ct_p2p_memo *m = b != NULL ? ct_p2p_memo_at(b, chain, (int)call) : NULL;
+    ct_p2p_memo *m = b != NULL ? ct_p2p_memo_at(b->p2p, chain, (int)call) : NULL;
     if (m != NULL && m->site != NULL)
         ct_p2p_memo_flush(m);
     int64_t bytes = ct_profrun_bytes(count, type);
@@ -518,15 +491,13 @@ static __attribute__((noinline)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const 
     return timed ? ct_p2p_timed(s, timed, t_in) : (ct_p2p_rec){s, 0};
 }
 
-ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *site, int count, MPI_Datatype type)
+ct_p2p_rec ct_profrun_p2p_begin(ct_p2p_call call, const void *chain, int count, MPI_Datatype type,
+                                uint64_t t_in)
 {
-    uint64_t t_in = ct_own_entry();
     ct_seq++;
-    const void *chain = ct_profchain_fast(site, __builtin_frame_address(0));
-    ct_memo_block *b = ct_memos;
-    ct_p2p_memo *m;
-    if (CT_UNLIKELY(b == NULL)
-        || (m = ct_p2p_memo_at(b, chain, (int)call), m->site != chain || m->kind != (int)call
+    ct_p2p_memo *memos = ct_p2p_memos, *m;
+    if (CT_UNLIKELY(memos == NULL)
+        || (m = ct_p2p_memo_at(memos, chain, (int)call), m->site != chain || m->kind != (int)call
             || m->count != count || m->type != type))
         return ct_p2p_full(call, chain, count, type, t_in);
     m->calls++;   /* into the point at the entry's flush; its size, so its range, is the same */
@@ -614,7 +585,7 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
     }
     if (st != NULL && rc == MPI_SUCCESS) {
         ct_memo *m = s != NULL && ct_memoisable(kind, call)
-                         ? ct_memo_new(kind, call, site, comm, s, bytes)
+                         ? ct_memo_new(kind, call, site, comm, st, s, bytes)
                          : NULL;
         /* the memo entry keeps the fingerprint, else the communicator's state (NULLs) */
         ct_profcomm_after(st, m ? &m->fp : NULL, m ? &m->id : NULL, m ? &m->pattern : NULL, kind,
@@ -646,6 +617,38 @@ static __attribute__((noinline)) void ct_failed(int kind, const void *site, int 
     }
 }
 
+/* A memoised call's repetition: is it timed? 1: the point's first CT_TIME_ALL calls (the entry
+ * counts them down), 2: the countdown's (its own time measured too), else `sampled`. */
+static inline __attribute__((always_inline)) int ct_memo_timed(ct_memo *m, int sampled)
+{
+    if (CT_UNLIKELY(m->time_all > 0)) {
+        m->time_all--;
+        return 1;
+    }
+    if (CT_UNLIKELY(ct_time_left <= 1)) {
+        ct_time_rearm();
+        return 2;
+    }
+    ct_time_left--;
+    return sampled;
+}
+
+/* After a memoised call's successful repetition (its fingerprint's buffers rewritten): its
+ * pattern with the call before it, its time where taken. */
+static inline __attribute__((always_inline)) void ct_memo_done(ct_pcomm *st, ct_memo *m,
+                                                               uint64_t seq, int timed,
+                                                               uint64_t t0, uint64_t t1,
+                                                               int sampled, uint64_t wait,
+                                                               uint64_t t_in)
+{
+    m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
+    ct_repeat_pattern(st, m, seq);
+    if (timed)
+        ct_timed(m->slot, t1 - t0, sampled, wait);
+    if (timed == 2 && t_in != 0)
+        ct_own_add(t0 - t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
+}
+
 /* One collective call (call == NULL: MPI_Barrier): counted, sampled, timed where due, recorded.
  * The common case is a loop's call again: its memo has its slot, size and pattern, and what is
  * left is a counter bump, the fingerprint's turn as the previous call, and the clock on one call
@@ -664,40 +667,134 @@ static inline __attribute__((always_inline)) int ct_profiled(int kind, const ct_
     if (CT_UNLIKELY(st == NULL || b == NULL
                     || !ct_memo_is(m = ct_memo_at(b->memos, site, kind), site, kind, call, comm)))
         return ct_profiled_full(kind, call, comm, site, seq, st, sampled, wait, t_in);
-    int timed = sampled;
-    if (CT_UNLIKELY(m->time_all > 0)) {
-        m->time_all--;
-        timed = 1;
-    } else if (CT_UNLIKELY(ct_time_left <= 1)) {
-        ct_time_rearm();
-        timed = 2;
-    } else {
-        ct_time_left--;
-    }
+    int timed = ct_memo_timed(m, sampled);
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = ct_serve(kind, call, comm);
-    uint64_t t1 = timed ? ct_profrun_ticks() : 0, ns = t1 - t0;
+    uint64_t t1 = timed ? ct_profrun_ticks() : 0;
     if (CT_UNLIKELY(rc != MPI_SUCCESS)) {
-        ct_failed(kind, site, st->nprocs, timed, ns, sampled, wait);
+        ct_failed(kind, site, st->nprocs, timed, t1 - t0, sampled, wait);
         return rc;
     }
-    m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
     if (call != NULL)
         ct_fingerprint_buffers(&m->fp, st, kind, call);
-    ct_repeat_pattern(st, m, seq);
-    if (timed)
-        ct_timed(m->slot, ns, sampled, wait);
-    if (timed == 2 && t_in != 0)
-        ct_own_add(t0 - t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
+    ct_memo_done(st, m, seq, timed, t0, t1, sampled, wait, t_in);
     return rc;
 }
 
+/* The chain the call path by arguments found for a call it handed back (not a repetition): the
+ * serving function's ct_profrun_dispatch, which it calls next, takes it instead of looking the
+ * chain up again (whose anchor would be another frame's). NULL: none. */
+static _Thread_local const void *ct_chain_handed CT_TLS_MODEL;
+
 int ct_profrun_dispatch(const struct ct_call *call)
 {
-    /* the call struct is in the wrapper's frame: the anchor of the chain */
-    const void *site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller
-                                                                   : ct_profrun_site, call);
+    const void *site = ct_chain_handed;
+    if (site != NULL)
+        ct_chain_handed = NULL;
+    else   /* the call struct is in the wrapper's frame: the anchor of the chain */
+        site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller : ct_profrun_site,
+                                 call);
     return ct_profiled(call->coll, call, call->comm, site);
+}
+
+/* ---- the call path by arguments (gen_wrappers.py's BY_ARGS rows) --------------------------- */
+
+/* Is this call the entry's (ct_memo_is, by arguments)? A row without a root or an op (Allreduce,
+ * Bcast) made its entries with the ct_call's unset value there, so it compares nothing there.
+ * The generation is the process's (no state freed since the entry was made, so its m->st is
+ * the communicator's: ct_pcomm_of's lookup is not needed). */
+static inline __attribute__((always_inline)) int ct_memo_args_is(const ct_memo *m, const void *site,
+                                                                 int kind, MPI_Comm comm, int count,
+                                                                 MPI_Datatype type, MPI_Op op,
+                                                                 int root)
+{
+    return m->site == site && m->kind == kind && m->comm == comm
+           && m->generation
+                  == atomic_load_explicit(&ct_profcomm_generation, memory_order_relaxed)
+           && m->count == count
+           && m->type == type && (kind == CT_COLL_BCAST || m->op == op)
+           && (kind == CT_COLL_ALLREDUCE || m->root == root);
+}
+
+static inline __attribute__((always_inline)) int ct_serve_args(int kind, const void *sendbuf,
+                                                               void *recvbuf, int count,
+                                                               MPI_Datatype type, MPI_Op op,
+                                                               int root, MPI_Comm comm)
+{
+    ct_profrun_inside = 1;
+    int rc = kind == CT_COLL_ALLREDUCE ? PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm)
+             : kind == CT_COLL_REDUCE  ? PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm)
+                                       : PMPI_Bcast(recvbuf, count, type, root, comm);
+    ct_profrun_inside = 0;
+    return rc;
+}
+
+/* ct_profiled's repetition path, the call's arguments in registers: what it records and in what
+ * order is the same (the chain, the communicator's state and the memo are looked up first here:
+ * nothing is changed before the call is known to be a repetition; the library serves it, as
+ * colltune_invoke_library would). 1: served, *rc its return code; 0: not a repetition, or another
+ * mode serves the collective (its ct_full_<coll> then). */
+static inline __attribute__((always_inline)) int
+ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                 MPI_Op op, int root, MPI_Comm comm, int *rc)
+{
+    if (CT_UNLIKELY(ct_profrun_by_modes[kind]))
+        return 0;
+    /* its CFA: the same for the same stack depth at the call (no frame pointer needed) */
+    const void *site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller
+                                                                   : ct_profrun_site,
+                                         __builtin_dwarf_cfa());
+    ct_memo_block *b = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
+    ct_memo *m;
+    if (CT_UNLIKELY(b == NULL
+                    || !ct_memo_args_is(m = ct_memo_at(b->memos, site, kind), site, kind, comm,
+                                        count, type, op, root))) {
+        ct_chain_handed = site;
+        return 0;
+    }
+    ct_pcomm *st = m->st;
+    uint64_t seq = ct_call_number();
+    uint64_t wait = 0;
+    int sampled = ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    uint64_t t_in = sampled ? 0 : ct_own_entry();
+    int timed = ct_memo_timed(m, sampled);
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    *rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);
+    uint64_t t1 = timed ? ct_profrun_ticks() : 0;
+    if (CT_UNLIKELY(*rc != MPI_SUCCESS)) {
+        ct_failed(kind, site, st->nprocs, timed, t1 - t0, sampled, wait);
+        return 1;
+    }
+    ct_fingerprint_args(&m->fp, st, kind, sendbuf, recvbuf, root);
+    ct_memo_done(st, m, seq, timed, t0, t1, sampled, wait, t_in);
+    return 1;
+}
+
+int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    if (ct_profiled_args(CT_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, -1, comm, &rc))
+        return rc;
+    return ct_full_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, int root, MPI_Comm comm)
+{
+    int rc;
+    if (ct_profiled_args(CT_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm, &rc))
+        return rc;
+    return ct_full_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int ct_profrun_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    int rc;
+    if (ct_profiled_args(CT_COLL_BCAST, NULL, buffer, count, datatype, MPI_OP_NULL, root, comm,
+                         &rc))
+        return rc;
+    return ct_full_bcast(buffer, count, datatype, root, comm);
 }
 
 /* ---- MPI_Finalize (profrun.c calls it with ct_profrun_on cleared) ------------------------- */
@@ -716,4 +813,5 @@ void ct_profcall_finish(void)
         b = next;
     }
     ct_memos = NULL;
+    ct_p2p_memos = NULL;
 }

@@ -16,7 +16,7 @@
  * wrapper's own frame, so the same anchor means the same stack depth at the call, and then the
  * return address of each frame of a known chain sits at the same stack slot as when it was
  * unwound. A call reads those slots (one load per frame) and compares them with the chain's
- * addresses: all equal, it is that chain; else the next remembered one, else an unwind. All the
+ * addresses: all equal, it is that chain; else the next one its set remembers, else an unwind. All the
  * chain's slots are read (ct_profchain_is): a frame's position depends only on the frames below
  * it, so past a differing frame a slot may hold anything, and the answer is "not this chain"
  * all the same; every slot is in this thread's stack above the wrapper's frame. The slot of a
@@ -39,11 +39,12 @@
 #include "ct_settings.h"
 
 #define CT_CHAIN_SLOTS 4096
-/* Chains pushed out of a full set (per set, grown by doubling; the oldest overwritten beyond):
- * a recursive code reaches one MPI call with one stack depth through many callers above it
- * (ExaML: 60 chains at one site), and a set of 4 ways evicted them in turn, an unwind per 5.7
- * calls (16,875 unwinds for 167 chains, 3% of its instructions). */
-#define CT_CHAIN_SPILL_MAX 256
+/* Each thread's entries, in chunks that are never moved nor freed before MPI_Finalize (hints
+ * point at them), at most CT_CHAIN_SEEN_MAX (a chain met beyond that is unwound at each call:
+ * a recursive code reaches one MPI call with one stack depth through many callers above it,
+ * ExaML: 60 chains at one site, 167 in all). */
+#define CT_CHAIN_CHUNK 256
+#define CT_CHAIN_SEEN_MAX 16384
 _Static_assert((CT_CHAIN_SLOTS & (CT_CHAIN_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
 
 typedef struct ct_chain_key {
@@ -57,21 +58,15 @@ typedef struct ct_chain_slot {
 
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
 
-struct ct_chain_spill {
-    unsigned used, size, next;                /* next: the entry overwritten when full */
-    ct_chain_seen seen[];
+struct ct_chain_chunk {
+    ct_chain_chunk *next;
+    ct_chain_seen seen[CT_CHAIN_CHUNK];
 };
 CT_HIDDEN const void *const ct_chain_none = NULL;
 static atomic_ullong ct_unwinds, ct_chains_lost;
 
-/* A set holds the chains of its (site, anchor) pairs: at one site and stack depth the chains
- * that differ in the frame above the site (OpenFOAM: one Foam::reduce site reached from 35
- * callers, most of them telling apart at that frame) were found by comparing way after way, ~100
- * instructions a call. So each thread also remembers, by (site, anchor, that frame's return
- * address), the way that matched last: the frame is read where the set's first chain of that
- * site and anchor has it (the same slot for every chain there: the site's function's frame),
- * and the remembered way is compared whole (a hint: a way reused since, or a frame read from a
- * slot that moved, only makes it miss). */
+/* Per thread: the chains met (ct_chain_cache, ct_profrun_impl.h); a known chain is found by its
+ * hint inline in the call path (ct_profchain_fast), else in its set's list here. */
 CT_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
 static _Atomic(ct_chain_cache *) ct_chain_caches;
 
@@ -184,63 +179,57 @@ static ct_chain_cache *ct_chain_cache_new(void)
     return ct_chain_mine = c;
 }
 
-/* A way's chain kept in its set's spill before the way is reused (dropped where no memory). */
-static void ct_chain_spill_keep(ct_chain_cache *c, unsigned set, const ct_chain_seen *s)
+/* A new entry of this thread's (NULL: at the cap, or no memory). */
+static ct_chain_seen *ct_chain_entry_new(ct_chain_cache *c)
 {
-    ct_chain_spill *sp = c->spill[set];
-    if (s->id == NULL)
-        return;
-    if (sp == NULL || (sp->used == sp->size && sp->size < CT_CHAIN_SPILL_MAX)) {
-        unsigned size = sp == NULL ? 8 : 2 * sp->size;
-        ct_chain_spill *grown = realloc(sp, sizeof *sp + size * sizeof sp->seen[0]);
-        if (grown == NULL)
-            return;
-        if (sp == NULL)
-            grown->used = grown->next = 0;
-        grown->size = size;
-        c->spill[set] = sp = grown;
+    if (c->entries >= CT_CHAIN_SEEN_MAX)
+        return NULL;
+    unsigned i = c->entries % CT_CHAIN_CHUNK;
+    if (i == 0) {
+        ct_chain_chunk *chunk = calloc(1, sizeof *chunk);
+        if (chunk == NULL)
+            return NULL;
+        chunk->next = c->chunks;
+        c->chunks = chunk;
     }
-    if (sp->used < sp->size) {
-        sp->seen[sp->used++] = *s;
-    } else {
-        sp->seen[sp->next] = *s;
-        sp->next = (sp->next + 1) % sp->size;
-    }
+    c->entries++;
+    return &c->chunks->seen[i];
 }
 
-/* Not in the set's ways: in its spill (swapped into the way replaced next, so that a loop's
- * chains come back to the ways), else NULL. */
-static const void *ct_chain_from_spill(ct_chain_cache *c, unsigned set, const void *site,
-                                       const void *anchor)
+static inline unsigned ct_chain_set_of(const void *site, const void *anchor)
 {
-    ct_chain_spill *sp = c->spill[set];
-    if (sp == NULL)
-        return NULL;
-    for (unsigned i = 0; i < sp->used; i++)
-        if (ct_profchain_is(&sp->seen[i], site, anchor)) {
-            ct_chain_seen *way = &c->sets[set][c->next[set]];
-            ct_chain_seen found = sp->seen[i];
-            sp->seen[i] = *way;   /* an empty way leaves an entry that never matches (id NULL) */
-            *way = found;
-            c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
-            return found.id;
-        }
-    return NULL;
+    return (unsigned)(((uintptr_t)site >> 2) ^ ((uintptr_t)anchor >> 4)) & (CT_CHAIN_SETS - 1);
+}
+
+static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above,
+                                            const void *site, const void *anchor)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)above ^ ((uint64_t)(uintptr_t)site << 1)
+                  ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
+    return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
+}
+
+/* The call at (site, anchor) is entry `s`: the first hint (after the previous call's chain)
+ * holds it, and so does the second where `lead` (the set's lead, made this site and anchor's)
+ * is given; it is the previous call's chain for the next lookup. */
+static const void *ct_chain_hit(ct_chain_cache *c, ct_chain_lead *lead, ct_chain_seen *s)
+{
+    *ct_chain_after(c, s->site, s->anchor) = s;
+    if (lead != NULL) {
+        if (lead->site != s->site || lead->anchor != s->anchor)
+            *lead = (ct_chain_lead){s->site, s->anchor, s->at[0]};
+        *ct_chain_hint(c, *lead->above, s->site, s->anchor) = s;
+    }
+    return c->last = s->id;
 }
 
 static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, const void *anchor,
                                                               unsigned set)
 {
     ct_chain_cache *c = ct_chain_mine != NULL ? ct_chain_mine : ct_chain_cache_new();
-    ct_chain_seen scratch, *s = &scratch;
-    if (c != NULL) {
-        const void *id = ct_chain_from_spill(c, set, site, anchor);
-        if (id != NULL)
-            return id;
-        s = &c->sets[set][c->next[set]];
-        ct_chain_spill_keep(c, set, s);
-        c->next[set] = (unsigned char)((c->next[set] + 1) % CT_CHAIN_WAYS);
-    }
+    ct_chain_seen scratch, *s = c != NULL ? ct_chain_entry_new(c) : NULL;
+    if (s == NULL)
+        s = &scratch;
     uint64_t t = ct_profrun_ticks();   /* a few microseconds: the budget counts each one */
     s->id = NULL;
     ct_chain_frames(site, s);
@@ -251,37 +240,34 @@ static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, c
     atomic_fetch_add_explicit(&ct_unwinds, 1, memory_order_relaxed);
     s->site = site;
     s->anchor = anchor;
-    s->id = ct_chain_intern(site, s);
+    const void *id = s->id = ct_chain_intern(site, s);
+    if (s != &scratch) {
+        s->next = c->sets[set];
+        c->sets[set] = s;
+        ct_chain_hit(c, &c->lead[set], s);
+    }
     ct_own_add(ct_profrun_ticks() - t, 1);
-    return s->id;
+    return id;
 }
 
-/* Not the set's lead's hint (`tried`: the hint tried already, NULL: the lead was another
- * site's): the ways (the lead and its hint made from the one found; a hint tried is not tried
- * again: ExaML's recursion reaches one site at one depth through chains that differ high up,
- * whose hint misses), else an unwind. */
+/* Neither hint: the set's list (the entry found moved to its front: a loop's chains are found
+ * after few compares), else an unwind. */
 static __attribute__((noinline)) const void *ct_chain_find(ct_chain_cache *c, unsigned set,
-                                                           const void *site, const void *anchor,
-                                                           ct_chain_seen **tried)
+                                                           const void *site, const void *anchor)
 {
-    ct_chain_seen *ways = c->sets[set], **hint = tried;
-    for (int way = 0; way < CT_CHAIN_WAYS && hint == NULL; way++)
-        if (ways[way].site == site && ways[way].anchor == anchor && ways[way].id != NULL) {
-            c->lead[set] = (ct_chain_lead){site, anchor, ways[way].at[0]};
-            hint = ct_chain_hint(c, *ways[way].at[0], site, anchor);
-            if (*hint != NULL && ct_profchain_is(*hint, site, anchor))
-                return (*hint)->id;
-            break;
-        }
-    for (int way = 0; way < CT_CHAIN_WAYS; way++)
-        if (ct_profchain_is(&ways[way], site, anchor)) {
-            if (hint != NULL)
-                *hint = &ways[way];
-            return ways[way].id;
+    ct_chain_seen **link = &c->sets[set];
+    for (ct_chain_seen *s = *link; s != NULL; link = &s->next, s = s->next)
+        if (ct_profchain_is(s, site, anchor)) {
+            *link = s->next;
+            s->next = c->sets[set];
+            c->sets[set] = s;
+            return ct_chain_hit(c, &c->lead[set], s);
         }
     return ct_chain_unwind(site, anchor, set);
 }
 
+/* Not the first hint (ct_profchain_fast): the second, by the frame above the site where the
+ * set's lead has it, then the list. */
 const void *ct_profchain_site(const void *site, const void *anchor)
 {
     unsigned set = ct_chain_set_of(site, anchor);
@@ -289,13 +275,12 @@ const void *ct_profchain_site(const void *site, const void *anchor)
     if (CT_UNLIKELY(c == NULL))
         return ct_chain_unwind(site, anchor, set);
     const ct_chain_lead *lead = &c->lead[set];
-    ct_chain_seen **hint = NULL;
     if (CT_LIKELY(lead->site == site && lead->anchor == anchor)) {
-        hint = ct_chain_hint(c, *lead->above, site, anchor);
-        if (CT_LIKELY(*hint != NULL && ct_profchain_is(*hint, site, anchor)))
-            return (*hint)->id;
+        ct_chain_seen *hint = *ct_chain_hint(c, *lead->above, site, anchor);
+        if (CT_LIKELY(hint != NULL && ct_profchain_is(hint, site, anchor)))
+            return ct_chain_hit(c, NULL, hint);
     }
-    return ct_chain_find(c, set, site, anchor, hint);
+    return ct_chain_find(c, set, site, anchor);
 }
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
@@ -324,8 +309,11 @@ void ct_profchain_finish(void)
     ct_chain_cache *c = atomic_exchange(&ct_chain_caches, NULL);
     while (c != NULL) {
         ct_chain_cache *next = c->list;
-        for (unsigned set = 0; set < CT_CHAIN_SETS; set++)
-            free(c->spill[set]);
+        while (c->chunks != NULL) {
+            ct_chain_chunk *chunk = c->chunks;
+            c->chunks = chunk->next;
+            free(chunk);
+        }
         free(c);
         c = next;
     }

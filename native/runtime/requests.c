@@ -65,6 +65,13 @@ static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 #define CT_POLL_SHUT (INT32_MIN / 2)
 static unsigned char ct_poll_lite_ok;
 CT_HIDDEN unsigned char ct_poll_lite;
+/* ct_call_number adds the light polls' count (the countdowns' sum) only while the light path is
+ * open and a poll has been sampled: each function's countdown is first armed at 1, so that its
+ * first poll is the countdown's sample, and before any function's first no poll can have taken
+ * the light path. A code that never polls (OpenFOAM) never sums the four countdowns: ~12 of a
+ * collective's instructions. */
+static unsigned char ct_poll_taken;
+CT_HIDDEN unsigned char ct_poll_sum;
 CT_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
 static int32_t ct_poll_armed[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
 static int32_t ct_poll_kept[CT_P2P_COUNT];
@@ -105,6 +112,7 @@ static void ct_poll_lite_set(void)
         for (size_t i = 0; i < CT_POLL_FNS; i++)
             ct_polls_armed_all += (uint64_t)(int64_t)ct_poll_armed[ct_poll_fns[i]];
     ct_poll_lite = open;
+    ct_poll_sum = open && ct_poll_taken;
 }
 
 static void ct_lock(void)
@@ -363,7 +371,7 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
  * map changing); else the entry holds them (up to CT_POLL_HANDLES) and a repetition must give
  * the same. Process-wide like the map: only below MPI_THREAD_MULTIPLE (one thread at a time in
  * MPI) and only while profiling. */
-#define CT_POLLS 64
+#define CT_POLLS 256
 #define CT_POLL_FOLLOWED 4
 #define CT_POLL_HANDLES 16
 _Static_assert((CT_POLLS & (CT_POLLS - 1)) == 0, "a power of two (a mask)");
@@ -387,11 +395,11 @@ typedef struct ct_poll {
 
 static ct_poll ct_polls[CT_POLLS];
 
-/* Chains are slots of profchain.c's table, 72 bytes apart: a multiplicative hash spreads them. */
+/* Chains are slots of profchain.c's table, 72 bytes apart: `chain >> 3` tells them apart
+ * modulo the entries (9 is odd; a multiplicative hash let two of OpenFOAM's share one). */
 static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *chain)
 {
-    uint64_t h = (uint64_t)(uintptr_t)chain * 0x9E3779B97F4A7C15ull;
-    return &ct_polls[((h >> 58) ^ (uint64_t)call) & (CT_POLLS - 1)];
+    return &ct_polls[(((uintptr_t)chain >> 3) ^ (uintptr_t)call) & (CT_POLLS - 1)];
 }
 
 /* The entry this call (at `chain`) repeats, or NULL. */
@@ -531,7 +539,8 @@ void ct_profrun_polls_start(void)
     ct_poll_every = CT_POLL_EVERY;
     ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
     for (size_t i = 0; i < CT_POLL_FNS; i++)
-        ct_poll_kept[ct_poll_fns[i]] = ct_poll_gap();
+        ct_poll_kept[ct_poll_fns[i]] = 1;   /* its first poll sampled (ct_poll_sum) */
+    ct_poll_taken = ct_poll_sum = 0;
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
 }
@@ -575,6 +584,7 @@ static int ct_poll_sampling(ct_p2p_call call)
         return 0;
     }
     ct_poll_arm(call, ct_poll_gap());   /* (this poll counted: it brought the countdown to 0) */
+    ct_poll_taken = ct_poll_sum = 1;
     return 1;
 }
 
@@ -608,7 +618,8 @@ static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2
 /* Inline in each wrapper, with ct_watch_end: a repetition's path is a few loads and compares. */
 static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c, ct_p2p_call call,
                                                                  const void *site,
-                                                                 const void *anchor, int count,
+                                                                 const void *anchor,
+                                                                 const void *chain, int count,
                                                                  const MPI_Request *requests)
 {
     c->memo = NULL;
@@ -620,7 +631,7 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
     if (ct_profrun_on) {
         c->t_in = c->sampled ? ct_profrun_ticks() : ct_own_begin();
         if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled) {
-            c->chain = ct_profchain_site(site, anchor);
+            c->chain = chain != NULL ? chain : ct_profchain_fast(site, anchor);
             c->memo = ct_poll_find(call, c->chain, count, requests);
         }
         ct_poll *p = c->memo;
@@ -766,7 +777,7 @@ void ct_watch_enter(ct_watchcall *c, ct_p2p_call call, const void *site, const v
     c->light = ct_is_poll(call) && ct_poll_light(call);
     if (c->light)
         return;
-    ct_watch_begin(c, call, site, anchor, count, requests);
+    ct_watch_begin(c, call, site, anchor, NULL, count, requests);
 }
 
 void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int done, int all,
@@ -774,6 +785,40 @@ void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int
 {
     if (!c->light)
         ct_watch_end(c, count, requests, done, all, index, list, n_list);
+}
+
+/* The Wait family's common call, before ct_watch_begin: a repetition of its chain's entry that
+ * follows no request and is not timed (the entry's point's first CT_TIME_ALL calls are done,
+ * the countdown is not at its call) records nothing but its count, after the library's call
+ * (ct_poll_again's); its wrapper then needs no ct_watchcall (OpenFOAM's MPI_Waitall: ~145
+ * instructions a call, ~40 of them that record's setting up). NULL: ct_watch_begin, given the
+ * chain found here (*chain; NULL: not looked up). */
+static inline __attribute__((always_inline)) ct_poll *ct_wait_again(ct_p2p_call call,
+                                                                    const void *site,
+                                                                    const void *anchor,
+                                                                    int count,
+                                                                    const MPI_Request *requests,
+                                                                    const void **chain)
+{
+    *chain = NULL;
+    if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside || ct_time_left <= 1)
+        return NULL;
+    *chain = ct_profchain_fast(site, anchor);
+    ct_poll *p = ct_poll_find(call, *chain, count, requests);
+    if (p == NULL || p->n != 0 || p->time_all != 0)
+        return NULL;
+    ct_time_left--;   /* (ct_own_begin's countdown) */
+    return p;
+}
+
+/* After the library's call: ct_poll_again's count, the entry untimed and given no followed
+ * request. */
+static inline __attribute__((always_inline)) void ct_wait_counted(ct_poll *p)
+{
+    if (p->point != NULL) {
+        ct_seq++;
+        p->calls++;
+    }
 }
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
@@ -797,8 +842,15 @@ extern __typeof__(PMPI_Testsome) PMPI_Testsome __attribute__((noplt));
 static __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
+    const void *anchor = __builtin_frame_address(0), *chain;
+    ct_poll *p = ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain);
+    if (CT_LIKELY(p != NULL)) {
+        int rc = PMPI_Wait(request, status);
+        ct_wait_counted(p);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAIT, site, __builtin_frame_address(0), 1, request);
+    ct_watch_begin(&c, CT_P2P_WAIT, site, anchor, chain, 1, request);
     int rc = PMPI_Wait(request, status);
     ct_watch_end(&c, 1, request, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
     return rc;
@@ -815,8 +867,15 @@ static __attribute__((noinline)) int ct_watched_waitall(const void *site, int co
                                                         MPI_Request requests[],
                                                         MPI_Status statuses[])
 {
+    const void *anchor = __builtin_frame_address(0), *chain;
+    ct_poll *p = ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain);
+    if (CT_LIKELY(p != NULL)) {
+        int rc = PMPI_Waitall(count, requests, statuses);
+        ct_wait_counted(p);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITALL, site, __builtin_frame_address(0), count, requests);
+    ct_watch_begin(&c, CT_P2P_WAITALL, site, anchor, chain, count, requests);
     int rc = PMPI_Waitall(count, requests, statuses);
     /* MPI_ERR_IN_STATUS: some completed; the followed ones are then not counted (rare) */
     ct_watch_end(&c, count, requests, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
@@ -834,8 +893,15 @@ static __attribute__((noinline)) int ct_watched_waitany(const void *site, int co
                                                         MPI_Request requests[], int *index,
                                                         MPI_Status *status)
 {
+    const void *anchor = __builtin_frame_address(0), *chain;
+    ct_poll *p = ct_wait_again(CT_P2P_WAITANY, site, anchor, count, requests, &chain);
+    if (CT_LIKELY(p != NULL)) {
+        int rc = PMPI_Waitany(count, requests, index, status);
+        ct_wait_counted(p);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITANY, site, __builtin_frame_address(0), count, requests);
+    ct_watch_begin(&c, CT_P2P_WAITANY, site, anchor, chain, count, requests);
     int rc = PMPI_Waitany(count, requests, index, status);
     int done = rc == MPI_SUCCESS && *index != MPI_UNDEFINED ? *index : -1;
     ct_watch_end(&c, count, requests, done >= 0, 0, done, NULL, 0);
@@ -854,8 +920,15 @@ static __attribute__((noinline)) int ct_watched_waitsome(const void *site, int i
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
+    const void *anchor = __builtin_frame_address(0), *chain;
+    ct_poll *p = ct_wait_again(CT_P2P_WAITSOME, site, anchor, incount, requests, &chain);
+    if (CT_LIKELY(p != NULL)) {
+        int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+        ct_wait_counted(p);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITSOME, site, __builtin_frame_address(0), incount, requests);
+    ct_watch_begin(&c, CT_P2P_WAITSOME, site, anchor, chain, incount, requests);
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
     ct_watch_end(&c, incount, requests, n > 0, 0, -1, indices, n);
@@ -875,7 +948,7 @@ static __attribute__((noinline)) int ct_watched_test(const void *site, MPI_Reque
                                                      MPI_Status *status)
 {
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_TEST, site, __builtin_frame_address(0), 1, request);
+    ct_watch_begin(&c, CT_P2P_TEST, site, __builtin_frame_address(0), NULL, 1, request);
     int rc = PMPI_Test(request, flag, status);
     int done = rc == MPI_SUCCESS && *flag;
     ct_watch_end(&c, 1, request, done, done, -1, NULL, 0);
@@ -896,7 +969,7 @@ static __attribute__((noinline)) int ct_watched_testall(const void *site, int co
                                                         int *flag, MPI_Status statuses[])
 {
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_TESTALL, site, __builtin_frame_address(0), count, requests);
+    ct_watch_begin(&c, CT_P2P_TESTALL, site, __builtin_frame_address(0), NULL, count, requests);
     int rc = PMPI_Testall(count, requests, flag, statuses);
     int done = rc == MPI_SUCCESS && *flag;
     ct_watch_end(&c, count, requests, done, done, -1, NULL, 0);
@@ -918,7 +991,7 @@ static __attribute__((noinline)) int ct_watched_testany(const void *site, int co
                                                         int *index, int *flag, MPI_Status *status)
 {
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_TESTANY, site, __builtin_frame_address(0), count, requests);
+    ct_watch_begin(&c, CT_P2P_TESTANY, site, __builtin_frame_address(0), NULL, count, requests);
     int rc = PMPI_Testany(count, requests, index, flag, status);
     int done = rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED ? *index : -1;
     ct_watch_end(&c, count, requests, done >= 0, 0, done, NULL, 0);
@@ -941,7 +1014,7 @@ static __attribute__((noinline)) int ct_watched_testsome(const void *site, int i
                                                          MPI_Status statuses[])
 {
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_TESTSOME, site, __builtin_frame_address(0), incount, requests);
+    ct_watch_begin(&c, CT_P2P_TESTSOME, site, __builtin_frame_address(0), NULL, incount, requests);
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
     ct_watch_end(&c, incount, requests, n > 0, 0, -1, indices, n);
