@@ -9,6 +9,7 @@
 #   bash benchmarks/advise/openfoam.sh OUT callgrind 200   # the same over 200 steps (default 10)
 #   bash benchmarks/advise/openfoam.sh OUT time 200 11     # wall time: 11 rounds of plain and
 #                                                          # profiled in a random order, 200 steps
+#                                                          # (paired_time.py: the verdict on 1%)
 #
 # Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
 # with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
@@ -77,20 +78,9 @@ EOF2
       printf '%s\t%s\t%.3f\t%s\t%s\n' "$r" "$m" "$(echo "$t1 - $t0" | bc)" "$load" "$cont" >> "$out/time.tsv"
     done
   done
-  "$repo/.venv/bin/python" - "$out/time.tsv" <<'EOF2'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-by = {m: [float(r["wall_s"]) for r in rows if r["mode"] == m] for m in ("plain", "profiled")}
-ratios = [float(p["wall_s"]) / float(q["wall_s"]) for p, q in
-          zip([r for r in rows if r["mode"] == "profiled"], [r for r in rows if r["mode"] == "plain"])]
-assert len({r["continuity"] for r in rows}) == 1, "a run's result differs"
-for m, v in by.items():
-    q = statistics.quantiles(v, n=4)
-    print(f"{m}: median {statistics.median(v):.3f} s (quartiles {q[0]:.3f}-{q[2]:.3f}, range {min(v):.3f}-{max(v):.3f}), {len(v)} runs")
-q = statistics.quantiles(ratios, n=4)
-print(f"profiled / plain, per round: median {statistics.median(ratios):.4f} (quartiles {q[0]:.4f}-{q[2]:.4f}, range {min(ratios):.4f}-{max(ratios):.4f})")
-print("results: the same last continuity line in every run")
-EOF2
+  # the paired statistic: each round's ratio, their median with its distribution-free interval,
+  # the verdict against 1% and the rounds that would resolve it (paired_time.py)
+  "$repo/.venv/bin/python" "$repo/benchmarks/advise/paired_time.py" "$out/time.tsv" | tee "$out/time.txt"
 else
   cat > run.sh <<'EOF'
 #!/bin/bash
