@@ -16,25 +16,12 @@ import pytest
 from interposer_support import PROGRAMS, run_mpi
 
 from colltune import catalog
+from colltune.interposer import counted_functions
 from colltune.mpi import build, runenv
 from colltune.mpi import libraries as mpi
 
-FUNCTION_LINE = re.compile(r"^colltune:   (MPI_\w+)\s+(\d+)\s+(\d+|-)\s+(\d+)\s+(\d+)$")
-
-
-def functions_section(stderr: str) -> dict[str, tuple[int, int | None, int, int]]:
-    """function -> (calls, bytes or None, started, completed) of the counting table."""
-    out: dict[str, tuple[int, int | None, int, int]] = {}
-    inside = False
-    for line in stderr.splitlines():
-        if line.startswith("colltune: functions:"):
-            inside = True
-        elif line.startswith("colltune: end of functions"):
-            inside = False
-        elif inside and (m := FUNCTION_LINE.match(line)):
-            b = None if m.group(3) == "-" else int(m.group(3))
-            out[m.group(1)] = (int(m.group(2)), b, int(m.group(4)), int(m.group(5)))
-    return out
+# the counting table's functions section, read as the benchmarks read it
+functions_section = counted_functions
 
 
 # The v/w rows whose decision size is 0 (collectives.toml) or none: every function of theirs, in
@@ -194,3 +181,16 @@ def test_every_function_under_the_serving_modes(every, tmp_path):
         seen = functions_section(run.stderr)
         assert {fn: (c, s, d) for fn, (c, _, s, d) in seen.items()} == \
             {fn: (c, s, d) for fn, (c, _, s, d) in expected(lib, p).items()}, (mode, run.describe())
+
+
+def test_counted_functions_reads_only_the_functions_section() -> None:
+    stderr = "\n".join([
+        "colltune:   MPI_Bcast        9   72   0   0",          # before the section: not a row of it
+        "colltune: functions:",
+        "colltune:   MPI_Allreduce   12   96   0   0",
+        "colltune:   MPI_Ibarrier     1    -   1   1",
+        "colltune:   not a row",
+        "colltune: end of functions",
+        "colltune:   MPI_Gather       3   24   0   0",
+    ])
+    assert counted_functions(stderr) == {"MPI_Allreduce": (12, 96, 0, 0), "MPI_Ibarrier": (1, None, 1, 1)}

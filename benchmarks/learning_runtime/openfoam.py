@@ -33,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from colltune.interposer import counted_functions
 from colltune.mpi import build, libraries
 
 HERE = Path(__file__).resolve().parent
@@ -42,7 +43,6 @@ import apps  # noqa: E402  (its annotate: costs by object and function)
 CAVITY = Path("/usr/share/doc/openfoam-examples/examples/incompressible/icoFoam/cavity/cavity")
 BASHRC = "/usr/share/openfoam/etc/bashrc"
 MODES = ("uniform-spent", "exploit", "uniform", "pass")
-FUNCTION_LINE = re.compile(r"^colltune:   (MPI_\w+)\s+(\d+)\s+(\d+|-)\s+(\d+)\s+(\d+)$")
 DECOMPOSE = """FoamFile { version 2.0; format ascii; class dictionary; object decomposeParDict; }
 numberOfSubdomains 2;
 method simple;
@@ -90,20 +90,6 @@ def continuity(stdout: str) -> str:
     if not lines:
         raise SystemExit(f"icoFoam printed no continuity line:\n{stdout[-2000:]}")
     return lines[-1].strip()
-
-
-def collective_calls(stderr: str) -> dict[str, int]:
-    """MPI collective function -> calls on rank 0, from the counting table's functions section."""
-    out: dict[str, int] = {}
-    inside = False
-    for line in stderr.splitlines():
-        if line.startswith("colltune: functions:"):
-            inside = True
-        elif line.startswith("colltune: end of functions"):
-            inside = False
-        elif inside and (m := FUNCTION_LINE.match(line)):
-            out[m.group(1)] = int(m.group(2))
-    return out
 
 
 def mode_env(mode: str, so: Path, exploit: Path) -> dict[str, str]:
@@ -157,7 +143,7 @@ def main() -> None:
     work = case(out, args.steps)
     plain = continuity(run(work, {}).stdout)
     counted = run(work, {"LD_PRELOAD": str(so), "COLLTUNE_VERBOSE": "1"})
-    calls = {fn: n for fn, n in collective_calls(counted.stderr).items()}
+    calls = {fn: row[0] for fn, row in counted_functions(counted.stderr).items()}
     if continuity(counted.stdout) != plain or not calls:
         raise SystemExit(f"the counting run differs or counted nothing:\n{counted.stderr[-3000:]}")
     print(f"OpenFOAM icoFoam, {args.steps} steps, rank 0's collective calls: {calls}", flush=True)

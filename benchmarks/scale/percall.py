@@ -52,52 +52,12 @@ FUNCTION_FIELDS = ("ranks", "mode", "function", "self_short", "self_long", "per_
 LAYOUT_FUNCTIONS = ("ct_comm_layout", "ct_world_twin_open")
 
 
-def functions(callgrind_out: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """Self instructions of each function of libcolltune's per-rank copies (<7 digits>tune.so),
-    summed over the copies, and the calls into each function (from any caller), read from a
-    callgrind output file (run.colltune_instructions' reading, by function)."""
-    names: dict[str, str] = {}
-    fns: dict[str, str] = {}
-    obj = fn = callee = ""
-    own: dict[str, int] = {}
-    calls: dict[str, int] = {}
-    skip_next = False
-    for line in callgrind_out.read_text(errors="replace").splitlines():
-        if skip_next:  # the inclusive cost of a call, counted in the callee
-            skip_next = False
-            continue
-        if line.startswith(("ob=", "cob=")):  # a name is given once, on either, then its (id)
-            ref, _, name = line.partition("=")[2].partition(" ")
-            if name:
-                names[ref] = name
-            if line.startswith("ob="):
-                obj = ref
-        elif line.startswith(("fn=", "cfn=")):
-            ref, _, name = line.partition("=")[2].partition(" ")
-            if name:
-                fns[ref] = name
-            if line.startswith("fn="):
-                fn = ref
-            else:
-                callee = ref
-        elif line.startswith("calls="):
-            skip_next = True
-            target = fns.get(callee, callee)
-            calls[target] = calls.get(target, 0) + int(line.split("=")[1].split()[0])
-        elif line[:1].isdigit() or line[:1] in "+-*":
-            parts = line.split()
-            if len(parts) >= 2 and names.get(obj, "").endswith("tune.so"):
-                name = fns.get(fn, fn)
-                own[name] = own.get(name, 0) + int(parts[-1])
-    return own, calls
-
-
 def function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int) -> list[dict[str, object]]:
     """Per function: its self instructions in both runs, the difference over the added calls
     (2 per round and rank), and its calls and instructions per call in the short run."""
     learn = int(mode == "learning")
-    own_s, calls_s = functions(directory / f"callgrind-{ranks}-{short}-{learn}.out")
-    own_l, _ = functions(directory / f"callgrind-{ranks}-{long_}-{learn}.out")
+    own_s, calls_s = run.colltune_functions(directory / f"callgrind-{ranks}-{short}-{learn}.out")
+    own_l, _ = run.colltune_functions(directory / f"callgrind-{ranks}-{long_}-{learn}.out")
     added = ranks * 2 * (long_ - short)
     rows = []
     for name in sorted(set(own_s) | set(own_l)):

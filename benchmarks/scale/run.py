@@ -95,12 +95,15 @@ def launch(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, ca
     return cpu, wall, line
 
 
-def colltune_instructions(callgrind_out: Path) -> int:
-    """Instructions executed in libcolltune (self cost of every function of its per-rank copies,
-    which SMPI names <7 digits>tune.so) from a callgrind output file."""
+def colltune_functions(callgrind_out: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Self instructions of each function of libcolltune's per-rank copies (which SMPI names
+    <7 digits>tune.so), summed over the copies, and the calls into each function (from any
+    caller), read from a callgrind output file."""
     names: dict[str, str] = {}
-    current = ""
-    total = 0
+    fns: dict[str, str] = {}
+    obj = fn = callee = ""
+    own: dict[str, int] = {}
+    calls: dict[str, int] = {}
     skip_next = False
     for line in callgrind_out.read_text(errors="replace").splitlines():
         if skip_next:  # the inclusive cost of a call, counted in the callee
@@ -111,14 +114,30 @@ def colltune_instructions(callgrind_out: Path) -> int:
             if name:
                 names[ref] = name
             if line.startswith("ob="):
-                current = ref
+                obj = ref
+        elif line.startswith(("fn=", "cfn=")):
+            ref, _, name = line.partition("=")[2].partition(" ")
+            if name:
+                fns[ref] = name
+            if line.startswith("fn="):
+                fn = ref
+            else:
+                callee = ref
         elif line.startswith("calls="):
             skip_next = True
+            target = fns.get(callee, callee)
+            calls[target] = calls.get(target, 0) + int(line.split("=")[1].split()[0])
         elif line[:1].isdigit() or line[:1] in "+-*":
             parts = line.split()
-            if len(parts) >= 2 and names.get(current, "").endswith("tune.so"):
-                total += int(parts[-1])
-    return total
+            if len(parts) >= 2 and names.get(obj, "").endswith("tune.so"):
+                name = fns.get(fn, fn)
+                own[name] = own.get(name, 0) + int(parts[-1])
+    return own, calls
+
+
+def colltune_instructions(callgrind_out: Path) -> int:
+    """Instructions executed in libcolltune (self cost of every function of its per-rank copies)."""
+    return sum(colltune_functions(callgrind_out)[0].values())
 
 
 def instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, calls: int,

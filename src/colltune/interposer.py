@@ -1,4 +1,5 @@
-"""The interposer's settings for one launch, as `colltune run` and `colltune mpi env` give them.
+"""The interposer's settings for one launch, as `colltune run` and `colltune mpi env` give them,
+and the reading of what it prints back (its counting table's functions section).
 
 The files a user names are read first with colltune's own readers, which accept exactly what the
 runtime accepts: a bad tuning profile or selection table is refused here, naming its line,
@@ -9,6 +10,7 @@ colltune.mpi.runenv, which reads no file (so mpi/ depends on no format of tune/ 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,3 +53,23 @@ def rank_environment(
         members = sorted(proof.read_passed(proof.proof_path(artifacts)))
     return runenv.rank_environment(lib, artifacts, force=force, profile=profile, verbose=verbose, extra=extra,
                                    learn=learn, trace_dir=trace_dir, library_members=members)
+
+
+# A row of the counting table's functions section (COLLTUNE_VERBOSE=1, rank 0 at MPI_Finalize):
+# function, calls, bytes ("-" where no size applies), started, completed.
+FUNCTION_LINE = re.compile(r"^colltune:   (MPI_\w+)\s+(\d+)\s+(\d+|-)\s+(\d+)\s+(\d+)$")
+
+
+def counted_functions(stderr: str) -> dict[str, tuple[int, int | None, int, int]]:
+    """function -> (calls, bytes or None, started, completed), from a counting run's stderr."""
+    out: dict[str, tuple[int, int | None, int, int]] = {}
+    inside = False
+    for line in stderr.splitlines():
+        if line.startswith("colltune: functions:"):
+            inside = True
+        elif line.startswith("colltune: end of functions"):
+            inside = False
+        elif inside and (m := FUNCTION_LINE.match(line)):
+            size = None if m.group(3) == "-" else int(m.group(3))
+            out[m.group(1)] = (int(m.group(2)), size, int(m.group(4)), int(m.group(5)))
+    return out
