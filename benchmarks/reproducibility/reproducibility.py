@@ -18,7 +18,9 @@ that the other left undecided counts against it; two empty sets: 1), and the dec
 undecided or untested, and the wall time. Targets (issue 36): mean overlap >= 95%, worst pair
 >= 90%, 0 decided flips, undecided <= 5%, median wall <= 10 s. Comparisons that differ between
 runs are listed with their verdict in each run and, where undecided, the check's reason. Writes
-results_<tag>.json next to this script.
+results_<tag>.json next to this script. A check that fails ends the measuring; the runs before it
+are analysed. A run stopped before its check stored verdicts (killed while it judged: its run is
+`complete`, its verdicts absent) is left out with a note naming it.
 
 Offline, `--reuse` judges the stored runs again: `--rejudge RULE` with another decision rule,
 `--keep-rounds N1,N2` as if adaptive round k had measured only its first Nk launches (the looks'
@@ -63,11 +65,17 @@ def measure(db: Path, runs: int, first_seed: int, busy: bool, extra: list[str]) 
             proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
                                    "--seed", str(first_seed + i), *extra], capture_output=True, text=True, check=False)
             wall = time.monotonic() - t0
+            row = {"run": i, "started_utc": time.strftime("%H:%M:%S", time.gmtime(time.time() - wall)),
+                   "wall_s": round(wall, 2), "exit": proc.returncode, "loadavg_before": before,
+                   "loadavg_after": loadavg()}
             if proc.returncode not in (0, 1, 3):
-                raise SystemExit(f"run {i} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            out.append({"run": i, "started_utc": time.strftime("%H:%M:%S", time.gmtime(time.time() - wall)),
-                        "wall_s": round(wall, 2), "exit": proc.returncode, "loadavg_before": before,
-                        "loadavg_after": loadavg()})
+                # Keep what the runs before it measured: analyse them, with this one's error stated.
+                row["error"] = proc.stderr[-3000:]
+                out.append(row)
+                print(f"run {i} failed (exit {proc.returncode}) after {wall:.1f} s; no further runs measured:\n"
+                      f"{proc.stderr[-3000:]}", file=sys.stderr, flush=True)
+                break
+            out.append(row)
             print(f"run {i}: {wall:.1f} s, exit {proc.returncode}, loadavg {before}", flush=True)
         return out
     finally:
@@ -155,6 +163,19 @@ def agreement(verdicts: dict[str, dict[str, tuple[str, str]]]) -> dict[str, obje
                                   for k in differing}}
 
 
+def unjudged_runs(ids: list[str], judged: set[str], db: Path) -> list[str]:
+    """The runs among `ids` whose launches are stored but whose verdicts are not: a check stopped
+    (killed, Ctrl-C) while its rounds measured or while it judged leaves its run `complete` (the
+    first R launches are) with no verdicts. They are left out of the agreement, said here, not
+    counted as a run that decided nothing."""
+    missing = [rid for rid in ids if rid not in judged]
+    for rid in missing:
+        print(f"note: run {rid} has launches but no verdicts (its check was stopped before it stored them): "
+              f"left out; judge what it measured with `colltune check --no-measure --db {db} --run {rid}`",
+              file=sys.stderr)
+    return missing
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
@@ -184,7 +205,9 @@ def main() -> None:
     keep = [int(x) for x in args.keep_rounds.split(",")] if args.keep_rounds else None
     out = HERE / f"results_{args.tag}.json"
     if args.reuse:  # measure nothing: the wall times are those of the results file, if any
-        timing = json.loads(out.read_text()).get("timing", []) if out.exists() else []
+        stored = json.loads(out.read_text()) if out.exists() else {}
+        timing = stored.get("timing", [])
+        args.busy = args.busy or bool(stored.get("summary", {}).get("busy"))  # how they were measured
     else:
         timing = measure(args.db, args.runs, args.first_seed, args.busy, extra)
     if args.rejudge:
@@ -199,19 +222,26 @@ def main() -> None:
         out = out.with_name(f"{out.stem}_variance_prior_{args.variance_prior:g}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
+        tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+        judged = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM verdicts").fetchall()} \
+            if "verdicts" in tables else set()
     ids = ids[-(args.last or (len(ids) if args.reuse else args.runs)):]
+    unjudged = unjudged_runs(ids, judged, args.db)
+    ids = [rid for rid in ids if rid not in unjudged]
     if len(ids) < 2:
-        raise SystemExit(f"need at least 2 complete runs in {args.db}, found {len(ids)}")
+        raise SystemExit(f"need at least 2 complete runs with verdicts in {args.db}, found {len(ids)}"
+                         + (f" ({len(unjudged)} more without verdicts, above)" if unjudged else ""))
     res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
-    undecided = [(r["undecided"] + r["untested"]) / r["comparisons"] for r in res["runs"]]
-    walls = [t["wall_s"] for t in timing]
+    undecided = [(r["undecided"] + r["untested"]) / max(r["comparisons"], 1) for r in res["runs"]]
+    walls = [t["wall_s"] for t in timing if "error" not in t]  # a failed run's wall is no check's
     summary = {"runs": len(ids), "pairs": len(overlaps), "overlap_mean": statistics.fmean(overlaps),
                "overlap_min": min(overlaps), "flips": flips, "undecided_max": max(undecided),
                "undecided_mean": statistics.fmean(undecided),
                "wall_median_s": statistics.median(walls) if walls else None,
                "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy,
+               "left_out_without_verdicts": unjudged,
                "rejudged": ({"rule": args.rejudge, "keep_rounds": keep, "test": args.test,
                              "two_modes": args.two_modes, "variance_prior": args.variance_prior}
                             if args.rejudge or keep or args.test or args.two_modes
