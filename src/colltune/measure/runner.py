@@ -9,6 +9,7 @@ finished launch; `run(..., resume_run_id=...)` measures the missing ones.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -50,7 +51,13 @@ from colltune.measure.planning import (
     plan_jobs,
     validate,
 )
-from colltune.measure.protocol import driver_argv, launch_environment, read_driver_output, to_launch_data
+from colltune.measure.protocol import (
+    DriverOutput,
+    driver_argv,
+    launch_environment,
+    read_driver_output,
+    to_launch_data,
+)
 from colltune.measure.runlock import RunLock, last_writer, live_writer
 from colltune.measure.settings import BenchError, BenchSettings
 from colltune.mpi import build, launch, smpi
@@ -424,10 +431,15 @@ class _LaunchWriter:
         self.pending: list[LaunchData] = []
         self.written_at = time.monotonic()
 
-    def add(self, launch: LaunchData) -> None:
+    def add(self, launch: LaunchData, *, defer: bool = False) -> None:
+        """Queue `launch`; written now if the last write is flush_after_s ago, unless `defer`:
+        then the caller writes it when `due()` says so at a moment that delays no launch."""
         self.pending.append(launch)
-        if time.monotonic() - self.written_at >= self.flush_after_s:
+        if not defer and self.due():
             self.flush()
+
+    def due(self) -> bool:
+        return bool(self.pending) and time.monotonic() - self.written_at >= self.flush_after_s
 
     def flush(self) -> None:
         """Another process may hold the database for a moment (a reader during the run): wait
@@ -497,6 +509,8 @@ class _Launch:
     proc: subprocess.Popen[str] | None = None
     started: datetime | None = None
     text: str | None = None  # its output, read when its ranks said they measured no more
+    parsed: DriverOutput | None = None  # `text` parsed while its MPI ends and the next launch's starts
+    rows: LaunchData | None = None  # and its rows, from `parsed` (`finished` set at its exit)
 
 
 def _ranks_on_this_host(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str]) -> bool:
@@ -576,10 +590,23 @@ def _measure_launches(writer: _LaunchWriter, run_id: str, settings: BenchSetting
                 following = todo[i + 1] if i + 1 < len(todo) else session.next
 
                 def start_following(current: _Launch = current, following: LaunchSpec | None = following) -> None:
-                    """Launch `current` measures no more: read its output, and start the next
-                    launch, held at its gate, where its ranks are known to run on this host."""
-                    nonlocal ahead
+                    """Launch `current` measures no more: read its output, start the next launch,
+                    held at its gate, where its ranks are known to run on this host, then parse
+                    the output and write the launches that wait (_LaunchWriter.due) while this
+                    launch's MPI ends and the next one's starts: done after its exit, that work
+                    held the next launch at its gate (docs/measurement.md, "One launch after
+                    another")."""
                     current.text = current.out_file.read_text(errors="replace")
+                    start_next(current, following)
+                    try:
+                        current.parsed = read_driver_output(current.text)
+                    except Exception:  # parsed again after the exit, where its error is raised
+                        current.parsed = None
+                    if writer.due():
+                        writer.flush()
+
+                def start_next(current: _Launch, following: LaunchSpec | None) -> None:
+                    nonlocal ahead
                     if following is None or (deadline is not None and time.monotonic() > deadline):
                         return
                     seen = layouts.get(following.nprocs)
@@ -682,11 +709,20 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
         if proc is None:
             out_file.unlink(missing_ok=True)
             proc = launch.popen(lib, nprocs, argv, rank_env)
+
+        def measured(started: datetime = started) -> None:
+            on_measured()
+            if current.parsed is not None and current.parsed.ended:
+                try:
+                    current.rows = _launch_rows(current, current.parsed, settings, lib, artifacts, started)
+                except Exception:  # built again after the exit, where its error is raised
+                    current.rows = None
+
         try:
             code, stderr = _run_launch(
                 lib, nprocs, argv, rank_env, out_file, whole_timeout,
                 lambda n: bar.update(jobs_task, completed=max(n - 1, 0)) if bar else None, start_timeout,
-                proc=proc, handoff=current.handoff, on_measured=on_measured)
+                proc=proc, handoff=current.handoff, on_measured=measured)
         except KeyboardInterrupt:
             writer.add(LaunchData(
                 launch_idx=launch_idx, nprocs=nprocs, repetition=repetition, seed=seed,
@@ -710,7 +746,7 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
                           highlight=False)
         argv = restart_argv(argv, seed)
         time.sleep(STARTUP_RETRY_PAUSE_S)
-    out = read_driver_output(text)
+    out = current.parsed if current.parsed is not None and text is current.text else read_driver_output(text)
     refused = confirm.refusal(lib, nprocs, out, stderr, layouts.get(nprocs))
     if refused is not None:
         writer.flush()
@@ -730,15 +766,25 @@ def _measure_one(writer: _LaunchWriter, run_id: str, settings: BenchSettings, li
             f"command: {shlex.join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))}\n"
             f"finished launches are stored; complete the run with "
             f"`colltune bench --db {db_path} --resume {run_id}`")
-    env = launch_environment(out, lib, rank_env, artifacts, nprocs=nprocs)
+    rows = current.rows if current.rows is not None and out is current.parsed else \
+        _launch_rows(current, out, settings, lib, artifacts, started)
+    # in a handoff the next launch's measured signal writes it (start_following), else now if due
+    writer.add(dataclasses.replace(rows, finished=finished), defer=current.handoff is not None)
+    return 1
+
+
+def _launch_rows(current: _Launch, out: DriverOutput, settings: BenchSettings, lib: mpi.MpiLibrary,
+                 artifacts: build.Artifacts, started: datetime) -> LaunchData:
+    """The rows of a launch that measured everything (its `finished` filled in at its exit)."""
+    spec, plan = current.spec, current.plan
+    assert plan is not None
+    env = launch_environment(out, lib, current.rank_env, artifacts, nprocs=spec.nprocs)
     if current.handoff is not None:
         env["started_ahead"] = "true" if current.started is not None else "false"
     if spec.round:
         env["round"] = str(spec.round)
-    writer.add(to_launch_data(
-        out, plan, launch_idx=launch_idx, repetition=repetition, seed=seed, started=started,
-        finished=finished, sync=settings.sync, environment=env))
-    return 1
+    return to_launch_data(out, plan, launch_idx=spec.idx, repetition=spec.repetition, seed=current.seed,
+                          started=started, finished=started, sync=settings.sync, environment=env)
 
 
 def extend(settings: BenchSettings, store: Store, run_id: str, only: dict[int, Selection],
