@@ -18,6 +18,10 @@ DATA = Path(__file__).parent / "data"
 # Open MPI 5.0.11 on the 2-core test machine, without and with mtl=^ofi btl=^ofi ("select:" lines)
 DEFAULT = (DATA / "ompi5-select-verbose.txt").read_text()
 NO_OFI = (DATA / "ompi5-select-verbose-no-ofi.txt").read_text()
+# the same without and with mtl=^ofi btl=^ofi,uct,tcp pml=^ucx, with ob1's BML lines ("Using sm btl
+# for send to [[job,1],peer]"): session 11 of issue 36
+SENDS = (DATA / "ompi5-select-verbose-sends.txt").read_text()
+UNUSED = (DATA / "ompi5-select-verbose-unused.txt").read_text()
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +55,30 @@ def test_same_path_only_when_ofi_failed_everywhere_and_nothing_else_changes() ->
     assert not startup.same_path(ucx, NO_OFI, 2)
 
 
+def test_selection_reads_each_ranks_btl_per_peer() -> None:
+    sel = startup.selection(SENDS)
+    assert sorted(sel) == ["vm:29452", "vm:29454"]
+    assert [sorted(r.sends) for r in sel.values()] == [[("self", 0), ("sm", 1)], [("self", 1), ("sm", 0)]]
+    assert [sorted(r.btls) for r in startup.selection(UNUSED).values()] == [["self", "sm"], ["self", "sm"]]
+
+
+def test_unused_btls_left_out_only_when_every_send_keeps_its_btl() -> None:
+    assert startup.same_sends(SENDS, UNUSED, 2)
+    assert not startup.same_sends(SENDS, UNUSED, 3)  # a rank missing from the output
+    # uct reaching a peer (a memory domain of its list on the host): leaving it out changes the path
+    uct = SENDS.replace("Using sm btl for send to [[10590,1],1]", "Using uct btl for send to [[10590,1],1]")
+    assert not startup.same_sends(uct, UNUSED.replace("Using sm btl for send to [[32371,1],1]",
+                                                      "Using uct btl for send to [[32371,1],1]"), 2)
+    # a peer reached through another BTL once they are left out
+    other = UNUSED.replace("Using sm btl for send to [[32371,1],0]", "Using tcp btl for send to [[32371,1],0]")
+    assert not startup.same_sends(SENDS, other, 2)
+    # no BML lines (another version's wording): not shown, so not left out
+    silent = "\n".join(line for line in UNUSED.splitlines() if "bml:" not in line)
+    assert not startup.same_sends(SENDS, silent, 2)
+    # the older rule still holds for OFI alone (its data have no BML lines)
+    assert not startup.same_sends(DEFAULT, NO_OFI, 2) and startup.same_path(DEFAULT, NO_OFI, 2)
+
+
 @pytest.mark.parametrize("var, value", [("OMPI_MCA_btl", "self,sm,tcp"), ("COLLTUNE_MPIEXEC_FLAGS", "--host a,b"),
                                         ("PBS_NODEFILE", "/var/spool/nodes"), ("SLURM_JOB_ID", "7")])
 def test_nothing_changed_when_not_ours_to_decide(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, var: str,
@@ -71,7 +99,7 @@ def test_probe_on_the_embedded_open_mpi() -> None:
     art = build.ensure_built(lib)
     env = startup.rank_env(lib, art)
     cached = json.loads((art.dir / "startup-probe.json").read_text())
-    assert cached[startup.probe_key(lib)] == (env == startup.LEAVE_OUT)
+    assert cached[startup.probe_key(lib)] == env and env in ({}, startup.LEAVE_OUT, startup.LEAVE_OUT_UNUSED)
     if not env:
         pytest.skip("OFI serves this host: nothing to leave out")
     argv = [str(art.bench), "run", "/dev/null", "--out", "/dev/null", "--expect-procs", "4"]

@@ -10,7 +10,11 @@ stays): `pml=^ucx` saves another ~0.02 of ~0.14 CPU s per 4-rank launch (issue 3
 benchmarks/reproducibility/launch_cost.sh). Whether that holds is not assumed: a probe launch
 with the selection's verbose output must show, on every rank, both OFI components and the UCX
 PML failing and ob1 selected, and a second probe without them the same PML and the same BTLs;
-the answer is cached per (mpiexec, version, host, components left out).
+the answer is cached per (mpiexec, version, host, components left out). Since session 11 the probe
+first tries leaving out the `uct` and `tcp` BTLs as well, which initialize here but carry no
+message (LEAVE_OUT_UNUSED): accepted only when ob1's BML shows every rank sending to every peer
+through the same BTL with and without them (`self` and `sm` on one host), else the OFI/UCX set
+alone is probed as before.
 
 Nothing is changed when it could matter or is not ours to decide: other MPI families, srun or a
 batch allocation (ranks may land on other hosts, where OFI may be the network), flags of the
@@ -34,6 +38,12 @@ from colltune.mpi import build, launch
 from colltune.mpi import libraries as mpi
 
 LEAVE_OUT = {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi", "OMPI_MCA_pml": "^ucx"}
+# And the BTLs that initialize here but carry no message between ranks on one host: UCX's `uct`
+# (no memory domain of its list, mlx5/mlx4, on this host) and `tcp` (sm's exclusivity is higher).
+# Their initialization is ~10 of the ~135 ms of CPU a 4-rank launch spends starting and ending
+# (perf stat, session 11 of issue 36). Left out only where the probe shows every rank sending to
+# every peer through the same BTL without them (ob1's BML says which: "Using sm btl for send to").
+LEAVE_OUT_UNUSED = {**LEAVE_OUT, "OMPI_MCA_btl": "^ofi,uct,tcp"}
 # Allocations whose mpiexec may place ranks on other hosts (Open MPI reads them itself).
 _ALLOCATIONS = ("SLURM_JOB_ID", "PBS_NODEFILE", "PBS_JOBID", "LSB_JOBID", "PE_HOSTFILE", "OAR_NODEFILE",
                 "FLUX_URI")
@@ -44,7 +54,8 @@ _PROBE_PROCS = 2
 
 
 def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
-    """LEAVE_OUT where the probe shows it selects the same components, else nothing."""
+    """LEAVE_OUT_UNUSED where the probe shows it sends every message through the same components,
+    else LEAVE_OUT where it selects the same components, else nothing."""
     if lib.family != "openmpi" or lib.name == "intel" or launch.use_srun():
         return {}
     if os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").strip():
@@ -53,23 +64,25 @@ def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
         return {}
     cache = artifacts.dir / "startup-probe.json"
     key = probe_key(lib)
-    known: dict[str, bool] = {}
+    known: dict[str, object] = {}
     try:
         known = json.loads(cache.read_text())
     except (OSError, ValueError):
         pass
-    if key not in known:
+    if not isinstance(known.get(key), dict):
         known[key] = _probe(lib, artifacts)
         try:
             cache.write_text(json.dumps(known, indent=1) + "\n")
         except OSError:
             pass  # a read-only cache: probe again next time
-    return dict(LEAVE_OUT) if known[key] else {}
+    env = known[key]
+    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
 def probe_key(lib: mpi.MpiLibrary) -> str:
-    """The probe's cache key: an answer about other components left out is not this one's."""
-    left_out = ",".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted(LEAVE_OUT.items()))
+    """The probe's cache key (its answer: the settings it proved, a dict): an answer about other
+    components left out is not this one's."""
+    left_out = ",".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted(LEAVE_OUT_UNUSED.items()))
     return f"{lib.mpiexec}|{lib.version}|{platform.node()}|{left_out}"
 
 
@@ -80,6 +93,7 @@ class RankSelection:
     btl_ofi_failed: bool = False
     pml_ucx_failed: bool = False
     btls: set[str] = field(default_factory=set)
+    sends: set[tuple[str, int]] = field(default_factory=set)  # (BTL, peer's rank) ob1's BML sends through
 
 
 def selection(verbose: str) -> dict[str, RankSelection]:
@@ -102,6 +116,10 @@ def selection(verbose: str) -> dict[str, RankSelection]:
             r.btl_ofi_failed = True
         elif (hit := re.fullmatch(r"select: init of component (\w+) returned success", text)) is not None:
             r.btls.add(hit.group(1))
+    for line in verbose.splitlines():
+        m = re.match(r"\[([^\]]+)\]\s*mca: bml: Using (\w+) btl for send to \[\[\d+,\d+\],(\d+)\]", line)
+        if m:
+            ranks.setdefault(m.group(1), RankSelection()).sends.add((m.group(2), int(m.group(3))))
     return ranks
 
 
@@ -117,21 +135,54 @@ def same_path(default: str, left_out: str, nprocs: int) -> bool:
             and all(r.pml == "ob1" for r in b.values()) and {frozenset(r.btls) for r in b.values()} == btls)
 
 
-def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> bool:
+def same_sends(default: str, left_out: str, nprocs: int) -> bool:
+    """`same_path`'s failures in the default run, ob1 selected without the components left out,
+    and every rank sending to every peer through the same BTL in both runs (each rank known by
+    the peer it reaches through `self`: its own rank), none through a BTL left out."""
+    a, b = selection(default), selection(left_out)
+    if len(a) != nprocs or len(b) != nprocs:
+        return False
+    if not all(r.pml == "ob1" and r.mtl_ofi_failed and r.btl_ofi_failed and r.pml_ucx_failed for r in a.values()) \
+            or not all(r.pml == "ob1" for r in b.values()):
+        return False
+
+    def by_rank(ranks: dict[str, RankSelection]) -> dict[int, frozenset[tuple[str, int]]]:
+        out = {}
+        for r in ranks.values():
+            own = [peer for btl, peer in r.sends if btl == "self"]
+            if len(own) != 1 or len({peer for _, peer in r.sends}) != nprocs:
+                return {}  # a rank whose sends the output does not show, each peer once
+            out[own[0]] = frozenset(r.sends)
+        return out
+
+    sends = by_rank(a)
+    left = set(LEAVE_OUT_UNUSED["OMPI_MCA_btl"].removeprefix("^").split(","))
+    return len(sends) == nprocs and sends == by_rank(b) and \
+        not any(btl in left for s in sends.values() for btl, _ in s)
+
+
+def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
+    """The settings proved to measure the same path: LEAVE_OUT_UNUSED, LEAVE_OUT or none."""
     with tempfile.TemporaryDirectory(prefix="colltune-probe-") as tmp:
         jobs = Path(tmp) / "jobs.txt"
         jobs.write_text("")  # no job: MPI_Init, the world check, MPI_Finalize
         argv = [str(artifacts.bench), "run", str(jobs), "--out", str(Path(tmp) / "out.txt")]
-        outputs = []
-        for env in ({}, LEAVE_OUT):
+
+        def verbose(env: dict[str, str]) -> str | None:
             flags = list(_VERBOSE)
             for k, v in env.items():
                 flags += ["--mca", k.removeprefix("OMPI_MCA_"), v]
             try:
                 proc = launch.run(lib, _PROBE_PROCS, argv, extra_flags=flags, timeout=120)
             except (OSError, subprocess.TimeoutExpired):
-                return False
-            if proc.returncode != 0:
-                return False
-            outputs.append(proc.stdout + proc.stderr)
-    return same_path(outputs[0], outputs[1], _PROBE_PROCS)
+                return None
+            return proc.stdout + proc.stderr if proc.returncode == 0 else None
+
+        default = verbose({})
+        if default is None:
+            return {}
+        unused = verbose(LEAVE_OUT_UNUSED)
+        if unused is not None and same_sends(default, unused, _PROBE_PROCS):
+            return dict(LEAVE_OUT_UNUSED)
+        ofi = verbose(LEAVE_OUT)
+        return dict(LEAVE_OUT) if ofi is not None and same_path(default, ofi, _PROBE_PROCS) else {}
