@@ -18,6 +18,17 @@ is done once per rank (MPI_Init, the proof, the first calls' set-up on each comm
 in both runs and cancels. Every run's rank-0 checksum must equal the plain run's. Rows to
 percall.csv (rows of rank counts not run are kept).
 
+`--window` (session 11): one run per rank count and mode instead of the pair. app.c runs --rounds'
+longer count of rounds under callgrind with instrumentation off (`--instr-atstart=no`) except
+for rounds SHORT..LONG-1, which it brackets with PMPI barriers and rank 0's
+CALLGRIND_START/STOP_INSTRUMENTATION (app.c, "Usage"): the window holds exactly the calls the
+pair's difference counts (the rounds the longer run adds), so libcolltune's instructions in it
+over those calls is the same per-call figure, while everything outside the window (SMPI's
+start-up of P ranks, MPI_Init, the first rounds, MPI_Finalize) runs at valgrind's
+uninstrumented speed. This is what makes 4096 ranks affordable. The run's own rank-0 checksum
+must equal the plain run's. Rows to percall.csv with method "window" (setup_per_rank empty);
+`--keep-callgrind` keeps the output as callgrind-P-window-LEARN.out.
+
 `--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv):
 each function's share of the per-call figure, and the first-call layout computation of a
 communicator (LAYOUT_FUNCTIONS: its own instructions per call, from the 2-round run).
@@ -27,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,12 +51,12 @@ sys.path.insert(0, str(HERE))
 
 import run  # noqa: E402  (benchmarks/scale/run.py: its app, launch and callgrind reading)
 
-from colltune.mpi import build  # noqa: E402
+from colltune.mpi import build, smpi  # noqa: E402
 from colltune.mpi import libraries as mpi  # noqa: E402
 
 SETTINGS = ["smpi/send-is-detached-thresh:0", "smpi/allreduce:rdb", "smpi/bcast:binomial_tree",
             "smpi/reduce:binomial"]
-FIELDS = ("ranks", "mode", "rounds_short", "rounds_long", "instructions_short", "instructions_long",
+FIELDS = ("ranks", "mode", "method", "rounds_short", "rounds_long", "instructions_short", "instructions_long",
           "per_call", "setup_per_rank", "checksum_equal", "callgrind_cpu_s", "smpi_cfg", "started_utc")
 FUNCTION_FIELDS = ("ranks", "mode", "function", "self_short", "self_long", "per_call", "calls_short",
                    "self_per_call_short")
@@ -86,6 +99,40 @@ def write_functions(rows: list[dict[str, object]], out: Path) -> None:
                                                                  -abs(float(r["per_call"])))))  # type: ignore[arg-type]
 
 
+def window_instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, short: int,
+                        long_: int, work: Path, learn: bool) -> tuple[int, str, Path]:
+    """libcolltune's instructions in rounds short..long-1 of a long-round run of app.c under
+    callgrind, instrumented only there (app.c's window), rank 0's line, and the output file."""
+    out = work / f"callgrind-{nprocs}-window-{int(learn)}.out"
+    learning = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
+    argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(long_), str(short), str(long_)],
+                             {smpi.PLATFORM_VAR: run.PLATFORM},
+                             [f"--cfg=smpi/privatize-libs:{art.libcolltune}",
+                              *(f"--cfg={setting}" for setting in run.SMPI_CFG), "-wrapper",
+                              f"valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file={out}"])
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
+                               **run.private_tmpdir(work, f"window-{nprocs}-{int(learn)}"),
+                               "COLLTUNE_PROOF": str(art.dir / "proof.txt")}, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"callgrind window run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("scale-app"))
+    total = run.colltune_instructions(out)
+    if total == 0:
+        sys.exit(f"no instruction of libcolltune in the window of {out}: app.c was compiled without "
+                 "valgrind's <valgrind/callgrind.h> (install valgrind: `make setup-valgrind`)")
+    print(f"callgrind window {nprocs} ranks, rounds {short}..{long_ - 1}, "
+          f"{'learning' if learn else 'pass-through'}: {total} instructions in libcolltune",
+          file=sys.stderr, flush=True)
+    return total, line, out
+
+
+def _key(row: dict[str, object]) -> tuple[int, str, str]:
+    """A percall.csv row's identity: rank count, mode, method (rows before session 11 have no
+    method column: the pair's difference)."""
+    return int(row["ranks"]), str(row["mode"]), str(row.get("method") or "difference")  # type: ignore[call-overload]
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -102,6 +149,8 @@ def main() -> None:
     ap.add_argument("--modes", default="learning,pass-through")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--keep-callgrind", type=Path, metavar="DIR", help="copy the callgrind outputs to DIR")
+    ap.add_argument("--window", action="store_true",
+                    help="one callgrind run per rank count and mode, instrumented only in rounds SHORT..LONG-1")
     ap.add_argument("--parallel", action="store_true", help="the two callgrind runs of a pair at once")
     ap.add_argument("--from-callgrind", type=Path, metavar="DIR",
                     help="read the pair's callgrind outputs from DIR (callgrind-P-ROUNDS-LEARN.out) instead "
@@ -135,9 +184,21 @@ def main() -> None:
             for mode in args.modes.split(","):
                 learn = mode == "learning"
                 env = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
-                _, _, line = run.launch(lib, art, linked, p, long_, env)
+                if not args.window:  # the window run checks its own line
+                    _, _, line = run.launch(lib, art, linked, p, long_, env)
                 started, cpu = time.strftime("%H:%M:%S", time.gmtime()), _cpu()
-                if args.from_callgrind:  # the pair ran apart (e.g. each in a process of its own)
+                if args.window:
+                    total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn)
+                    row = {"ranks": p, "mode": mode, "method": "window", "rounds_short": short,
+                           "rounds_long": long_, "instructions_short": "", "instructions_long": total,
+                           "per_call": round(total / (p * 2 * (long_ - short)), 1), "setup_per_rank": "",
+                           "checksum_equal": checksum(line) == checksum(reference),
+                           "callgrind_cpu_s": round(_cpu() - cpu, 1), "smpi_cfg": " ".join(SETTINGS),
+                           "started_utc": started}
+                    if args.keep_callgrind:
+                        args.keep_callgrind.mkdir(parents=True, exist_ok=True)
+                        (args.keep_callgrind / out.name).write_bytes(out.read_bytes())
+                elif args.from_callgrind:  # the pair ran apart (e.g. each in a process of its own)
                     ir = {n: run.colltune_instructions(args.from_callgrind / f"callgrind-{p}-{n}-{int(learn)}.out")
                           for n in (short, long_)}
                 elif args.parallel:  # two processes: twice the share of a loaded host's cores
@@ -149,18 +210,19 @@ def main() -> None:
                         ir = {n: job.result() for n, job in jobs.items()}
                 else:
                     ir = {n: run.instructions(lib, art, linked, p, n, work, learn=learn) for n in (short, long_)}
-                row = {"ranks": p, "mode": mode, "rounds_short": short, "rounds_long": long_,
-                       "instructions_short": ir[short], "instructions_long": ir[long_],
-                       "per_call": round((ir[long_] - ir[short]) / (p * 2 * (long_ - short)), 1),
-                       "setup_per_rank": round(ir[short] / p), "checksum_equal": checksum(line) == checksum(reference),
-                       "callgrind_cpu_s": args.callgrind_cpu if args.from_callgrind else round(_cpu() - cpu, 1),
-                       "smpi_cfg": " ".join(SETTINGS),
-                       "started_utc": started}
+                if not args.window:
+                    row = {"ranks": p, "mode": mode, "method": "difference", "rounds_short": short,
+                           "rounds_long": long_, "instructions_short": ir[short], "instructions_long": ir[long_],
+                           "per_call": round((ir[long_] - ir[short]) / (p * 2 * (long_ - short)), 1),
+                           "setup_per_rank": round(ir[short] / p),
+                           "checksum_equal": checksum(line) == checksum(reference),
+                           "callgrind_cpu_s": args.callgrind_cpu if args.from_callgrind else round(_cpu() - cpu, 1),
+                           "smpi_cfg": " ".join(SETTINGS), "started_utc": started}
                 print(row, flush=True)
                 rows.append(row)
                 if not row["checksum_equal"]:
                     sys.exit(f"{p} ranks, {mode}: checksum {line} differs from the plain run's {reference}")
-                if args.keep_callgrind and not args.from_callgrind:
+                if args.keep_callgrind and not args.from_callgrind and not args.window:
                     args.keep_callgrind.mkdir(parents=True, exist_ok=True)
                     for n in (short, long_):
                         src = work / f"callgrind-{p}-{n}-{int(learn)}.out"
@@ -169,12 +231,12 @@ def main() -> None:
                 kept = []
                 if path.exists():
                     with path.open() as f:
-                        kept = [r for r in csv.DictReader(f)
-                                if (int(r["ranks"]), r["mode"]) not in {(int(x["ranks"]), x["mode"]) for x in rows}]
+                        done = {_key(x) for x in rows}
+                        kept = [r for r in csv.DictReader(f) if _key(r) not in done]
                 with path.open("w", newline="") as f:
-                    writer = csv.DictWriter(f, fieldnames=FIELDS)
+                    writer = csv.DictWriter(f, fieldnames=FIELDS, restval="difference")
                     writer.writeheader()
-                    writer.writerows(sorted([*kept, *rows], key=lambda r: (int(r["ranks"]), str(r["mode"]))))
+                    writer.writerows(sorted([*kept, *rows], key=_key))
 
 
 if __name__ == "__main__":
