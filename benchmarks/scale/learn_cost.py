@@ -10,12 +10,19 @@ rank counts not measured again are kept):
         --ranks 16,64,256,1024 --calls 50 --out benchmarks/scale
 
 (`colltune selftest --mpi smpi` first: the learning runs are served by the proven members.)
+
+`--smpi-cfg NAME:VALUE` (repeatable) adds a SimGrid setting to the traced run, as run.py's does:
+the 4096-rank row needs README "4096 ranks"'s four settings (without them SMPI's own set-up of the
+world is hours of CPU there); they are recorded in the row's smpi_cfg column. They change which
+library algorithms the simulator runs, not the trace's rows (those follow the calls), so ingest
+and `learn table` see the same kind of input at every size.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,13 +38,20 @@ from colltune.mpi import libraries as mpi  # noqa: E402
 COLLTUNE = str(Path(sys.executable).with_name("colltune"))
 
 
-def timed(argv: list[str]) -> float:
-    """Wall seconds of one colltune command, which must succeed."""
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one colltune command, which must succeed. The CPU seconds (the
+    command's own, user + system) are what a loaded machine does not stretch: the wall seconds
+    grow with the load (session 11 at load 17: 3-4x session 8's at load 0.8)."""
+    started, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-1000:]}{proc.stderr[-2000:]}")
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
 
 
 def measure(lib: mpi.MpiLibrary, art: build.Artifacts, linked: Path, ranks: int, calls: int,
@@ -48,9 +62,9 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, linked: Path, ranks: int,
                            {"COLLTUNE_VERBOSE": "0", "COLLTUNE_PROOF": str(art.dir / "proof.txt"),
                             "COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1",
                             "COLLTUNE_TRACE_DIR": str(trace)})
-    ingest_s = timed([COLLTUNE, "traces", "ingest", str(trace), "--db", str(db)])
+    ingest_s, ingest_cpu = timed([COLLTUNE, "traces", "ingest", str(trace), "--db", str(db)])
     # a table from one run: every member's timings count (the defaults want several runs)
-    table_s = timed([COLLTUNE, "learn", "table", "--db", str(db), "--out", str(table),
+    table_s, table_cpu = timed([COLLTUNE, "learn", "table", "--db", str(db), "--out", str(table),
                      "--min-timings", "5", "--min-cell-evidence", "2", "--replicate", "0"])
     import duckdb
 
@@ -59,8 +73,9 @@ def measure(lib: mpi.MpiLibrary, art: build.Artifacts, linked: Path, ranks: int,
     return {"ranks": ranks, "rounds": calls, "traced_cpu_s": round(cpu, 3),
             "trace_calls_rows": rows, "db_bytes": db.stat().st_size,
             "ingest_s": round(ingest_s, 3), "learn_table_s": round(table_s, 3),
+            "ingest_cpu_s": round(ingest_cpu, 3), "learn_table_cpu_s": round(table_cpu, 3),
             "table_bytes": table.stat().st_size,
-            "load": open("/proc/loadavg").read().split()[0]}
+            "load": open("/proc/loadavg").read().split()[0], "smpi_cfg": " ".join(run.SMPI_CFG)}
 
 
 def main() -> None:
@@ -68,7 +83,10 @@ def main() -> None:
     parser.add_argument("--ranks", default="16,64,256")
     parser.add_argument("--calls", type=int, default=50, help="rounds of allreduce + bcast per rank")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    parser.add_argument("--smpi-cfg", action="append", default=[], metavar="NAME:VALUE",
+                        help="a SimGrid setting for the traced runs (README, \"4096 ranks\")")
     args = parser.parse_args()
+    run.SMPI_CFG.extend(args.smpi_cfg)
     lib = mpi.resolve("smpi")
     art = build.ensure_built(lib)
     rows = []
@@ -86,7 +104,8 @@ def main() -> None:
         with open(path, newline="") as fh:
             kept = [r for r in csv.DictReader(fh) if r["ranks"] not in measured]
     with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        # rows of before session 11 have no smpi_cfg: none was set
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), restval="")
         writer.writeheader()
         writer.writerows(sorted([*kept, *rows], key=lambda r: int(r["ranks"])))
 
