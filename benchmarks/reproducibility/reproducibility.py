@@ -53,13 +53,18 @@ def loadavg() -> str:
     return Path("/proc/loadavg").read_text().strip()
 
 
-def measure(db: Path, runs: int, first_seed: int, busy: bool, extra: list[str]) -> list[dict[str, object]]:
+def measure(db: Path, runs: int, first_seed: int, busy: bool, extra: list[str],
+            until: float | None = None) -> list[dict[str, object]]:
+    """`runs` checks, none started after `until` (epoch seconds: the end of a quiet window)."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         if spinner is not None:
             time.sleep(5)  # let the load average see it
         out = []
         for i in range(runs):
+            if until is not None and time.time() > until:
+                print(f"--until reached: {i} of {runs} runs measured", file=sys.stderr, flush=True)
+                break
             before = loadavg()
             t0 = time.monotonic()
             proc = subprocess.run([COLLTUNE, "check", "--preset", "quick", "-n", "4", "--db", str(db), "--quiet",
@@ -201,7 +206,13 @@ def main() -> None:
                     help="with --reuse: judge the stored runs again with this weight of the family's typical "
                          "variance (decide.VARIANCE_PRIOR; 0: none, the rule before session 10; the rounds' "
                          "launches were still chosen as measured)")
+    ap.add_argument("--until", metavar="HH:MM:SS", help="start no run after this time (UTC, today): the end of a "
+                                                       "quiet window")
     args, extra = ap.parse_known_args()
+    until = None
+    if args.until:
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        until = time.mktime(time.strptime(f"{day} {args.until}", "%Y-%m-%d %H:%M:%S")) - time.timezone
     keep = [int(x) for x in args.keep_rounds.split(",")] if args.keep_rounds else None
     out = HERE / f"results_{args.tag}.json"
     if args.reuse:  # measure nothing: the wall times are those of the results file, if any
@@ -209,7 +220,7 @@ def main() -> None:
         timing = stored.get("timing", [])
         args.busy = args.busy or bool(stored.get("summary", {}).get("busy"))  # how they were measured
     else:
-        timing = measure(args.db, args.runs, args.first_seed, args.busy, extra)
+        timing = measure(args.db, args.runs, args.first_seed, args.busy, extra, until)
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
     if args.test:
