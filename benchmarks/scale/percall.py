@@ -29,7 +29,8 @@ uninstrumented speed. This is what makes 4096 ranks affordable. The run's own ra
 must equal the plain run's. Rows to percall.csv with method "window" (setup_per_rank empty);
 `--keep-callgrind` keeps the output as callgrind-P-window-LEARN.out.
 
-`--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv):
+`--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv;
+with `--window`, the window runs' outputs, mode "learning (window)"):
 each function's share of the per-call figure, and the first-call layout computation of a
 communicator (LAYOUT_FUNCTIONS: its own instructions per call, from the 2-round run).
 """
@@ -80,6 +81,16 @@ def function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int
                      "per_call": round((b - a) / added, 1), "calls_short": n,
                      "self_per_call_short": round(a / n, 1) if n else ""})
     return rows
+
+
+def window_function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int) -> list[dict[str, object]]:
+    """Per function: its self instructions in the window run (callgrind-P-window-LEARN.out)
+    over the window's calls (2 per round and rank)."""
+    own, calls = run.colltune_functions(directory / f"callgrind-{ranks}-window-{int(mode == 'learning')}.out")
+    added = ranks * 2 * (long_ - short)
+    return [{"ranks": ranks, "mode": f"{mode} (window)", "function": name, "self_short": "", "self_long": own[name],
+             "per_call": round(own[name] / added, 1), "calls_short": calls.get(name, 0), "self_per_call_short": ""}
+            for name in sorted(own)]
 
 
 def write_functions(rows: list[dict[str, object]], out: Path) -> None:
@@ -162,8 +173,9 @@ def main() -> None:
     args = ap.parse_args()
     short, long_ = (int(x) for x in args.rounds.split(","))
     if args.functions:
+        reader = window_function_rows if args.window else function_rows
         rows = [r for p in args.ranks.split(",") for mode in args.modes.split(",")
-                for r in function_rows(args.functions, int(p), mode, short, long_)]
+                for r in reader(args.functions, int(p), mode, short, long_)]
         write_functions(rows, args.out)
         for r in rows:
             if abs(float(r["per_call"])) >= 5 or r["function"] in LAYOUT_FUNCTIONS:  # type: ignore[arg-type]
