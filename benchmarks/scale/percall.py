@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import resource
 import subprocess
@@ -138,6 +139,17 @@ def window_instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, np
     return total, line, out
 
 
+def stripped(art: build.Artifacts, directory: Path) -> build.Artifacts:
+    """The build with libcolltune.so stripped of its debug information (`strip --strip-debug`:
+    the same code, and the symbol table callgrind names functions by), and its proof beside it:
+    valgrind reads the debug information of every rank's copy SMPI loads."""
+    directory.mkdir(parents=True)
+    lib = directory / art.libcolltune.name
+    subprocess.run(["strip", "--strip-debug", "-o", str(lib), str(art.libcolltune)], check=True)
+    (directory / "proof.txt").write_bytes((art.dir / "proof.txt").read_bytes())
+    return dataclasses.replace(art, dir=directory, libcolltune=lib)
+
+
 def _key(row: dict[str, object]) -> tuple[int, str, str]:
     """A percall.csv row's identity: rank count, mode, method (rows before session 11 have no
     method column: the pair's difference)."""
@@ -162,6 +174,8 @@ def main() -> None:
     ap.add_argument("--keep-callgrind", type=Path, metavar="DIR", help="copy the callgrind outputs to DIR")
     ap.add_argument("--window", action="store_true",
                     help="one callgrind run per rank count and mode, instrumented only in rounds SHORT..LONG-1")
+    ap.add_argument("--strip-debug", action="store_true",
+                    help="run a copy of libcolltune.so without its debug information (same code)")
     ap.add_argument("--parallel", action="store_true", help="the two callgrind runs of a pair at once")
     ap.add_argument("--from-callgrind", type=Path, metavar="DIR",
                     help="read the pair's callgrind outputs from DIR (callgrind-P-ROUNDS-LEARN.out) instead "
@@ -190,6 +204,8 @@ def main() -> None:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="colltune-percall-") as tmp:
         work = Path(tmp)
+        if args.strip_debug:
+            art = stripped(art, work / "stripped")
         plain, linked = run.compile_app(lib, art, work)
         for p in (int(x) for x in args.ranks.split(",")):
             _, _, reference = run.launch(lib, art, plain, p, long_, {})
@@ -240,6 +256,7 @@ def main() -> None:
                         src = work / f"callgrind-{p}-{n}-{int(learn)}.out"
                         (args.keep_callgrind / src.name).write_bytes(src.read_bytes())
                 path = args.out / "percall.csv"
+                args.out.mkdir(parents=True, exist_ok=True)
                 kept = []
                 if path.exists():
                     with path.open() as f:
