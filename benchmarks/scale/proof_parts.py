@@ -19,6 +19,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -84,6 +85,7 @@ def parts(lib: mpi.MpiLibrary, ranks: int) -> list[dict[str, object]]:
                      "cpu_s": round(now - last, 2), "started_utc": started})
         last, step = now, step + 1
     proc.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
     if proc.returncode != 0:
         sys.exit(f"the proof launch on {ranks} ranks failed ({proc.returncode}): {' '.join(cmd)}")
     return rows
