@@ -336,7 +336,7 @@ CT_PROFRUN_HIDDEN const void *ct_profchain_site(const void *site, const void *an
  * never move once made (ct_profchain_fast's hints point at them). */
 typedef struct ct_chain_seen {
     const void *site, *anchor;
-    const void *id;                           /* its interned slot; NULL: empty */
+    const void *id;                           /* its id (profchain.c); NULL: empty */
     int frames;                               /* return addresses above the site */
     const void *const *at[CT_CHAIN_DEPTH - 1];
     const void *ra[CT_CHAIN_DEPTH - 1];
@@ -450,11 +450,12 @@ _Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask
  * call's full path, and under MPI_THREAD_MULTIPLE (their counters are not atomic). */
 extern CT_PROFRUN_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;
 
-/* Chains are slots 72 bytes apart (profchain.c's table): `chain >> 3` tells them apart
- * modulo the entries (9 is odd). */
+/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives the first
+ * CT_P2P_MEMOS chains an entry each, as profcall.c's ct_memo_at. */
 static inline ct_p2p_memo *ct_p2p_memo_at(ct_p2p_memo *memos, const void *chain, int kind)
 {
-    return &memos[(((uintptr_t)chain >> 3) ^ (uintptr_t)kind) & (CT_P2P_MEMOS - 1)];
+    (void)kind;
+    return &memos[((uintptr_t)chain >> 3) & (CT_P2P_MEMOS - 1)];
 }
 
 /* The generated wrapper's own path for the common call, inline (the wrapper then jumps to the

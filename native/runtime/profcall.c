@@ -316,13 +316,15 @@ static _Thread_local ct_memo_block *ct_memos CT_TLS_MODEL;
 CT_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;   /* ct_memos->p2p */
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
-/* Sites are chains' slots, 72 bytes apart: `site >> 3` (9 per slot, odd) gives distinct slots
- * distinct entries modulo CT_MEMOS (with `site >> 2` two of OpenFOAM-like alternating sites
- * shared an entry and every call took the full path; a multiplicative hash over 64 entries still
- * left 3,015 of 48,851 OpenFOAM collectives in 200 steps on the full path). */
+/* Sites are chain ids, consecutive entries of profchain.c's dense array: `site >> 3` gives the
+ * process's first CT_MEMOS chains an entry each (two of OpenFOAM's alternating chains sharing an
+ * entry took the full path at every call: with ids that were hash slots, which ones did followed
+ * the load addresses, 0.11-0.22 M instructions in 200 steps). The kind is compared, not hashed:
+ * a chain is one call instruction, so one kind but for a call through a function pointer. */
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
 {
-    return &memos[(((uintptr_t)site >> 3) ^ (uintptr_t)kind) & (CT_MEMOS - 1)];
+    (void)kind;
+    return &memos[((uintptr_t)site >> 3) & (CT_MEMOS - 1)];
 }
 
 /* The communicator and its state's generation stand for the state. (The kind too is compared:

@@ -5,9 +5,12 @@
  * end cuts each chain where the application's own code starts (advise/callsites.py).
  *
  * A chain is the return address into the caller of MPI_* (the site the wrappers take) and up to
- * CT_CHAIN_DEPTH - 1 return addresses above it, interned in a fixed table; the address of its
- * slot is the call's site for everything else (points, memo, patterns), and MPI_Finalize writes
- * each chain's addresses (`chain` lines).
+ * CT_CHAIN_DEPTH - 1 return addresses above it, interned in a fixed table; its id, the call's
+ * site for everything else (points, memo, patterns), is the address of the next free entry of a
+ * dense array, ct_chain_ids (so the process's chains are numbered in the order they were first
+ * met, and the memo tables indexed by `id >> 3` give each of their first CT_MEMOS chains its own
+ * entry, whatever addresses the loader chose), and MPI_Finalize writes each chain's addresses
+ * (`chain` lines).
  *
  * Only a new chain costs an unwind (profwalk.c's walk by the frames' kept rules, ~1,000
  * instructions once the rules are known; libgcc's _Unwind_Backtrace, ~28,000, where a frame's rule
@@ -54,9 +57,17 @@ typedef struct ct_chain_key {
 typedef struct ct_chain_slot {
     atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
     ct_chain_key key;
+    _Atomic(const void *) id;         /* its entry of ct_chain_ids (not part of the key) */
 } ct_chain_slot;
 
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
+/* The chains' ids: entry n is the n-th chain's slot. An id was the slot's address, whose memo
+ * entry (`id >> 3`) followed the hash of the chain's return addresses, so the load addresses:
+ * which of OpenFOAM's chains shared an entry (and took the full path at every call) changed from
+ * run to run, 0.45 M instructions in 200 steps. Numbers lost to a race of two threads interning
+ * one chain are never reused; past the array's end a chain's id is its slot's address. */
+static const ct_chain_slot *ct_chain_ids[CT_CHAIN_SLOTS];
+static atomic_uint ct_chain_count;
 
 struct ct_chain_chunk {
     ct_chain_chunk *next;
@@ -146,7 +157,26 @@ static void ct_chain_frames(const void *site, ct_chain_seen *s)
     _Unwind_Backtrace(ct_walk_frame, &w);
 }
 
-/* The chain's interned slot; the site itself when the table is full. */
+/* An interned chain's id, numbered at its first intern (the thread whose number is stored wins;
+ * a loser's number stays empty). */
+static const void *ct_chain_id(ct_chain_slot *slot)
+{
+    const void *id = atomic_load_explicit(&slot->id, memory_order_acquire);
+    if (id != NULL)
+        return id;
+    unsigned n = atomic_fetch_add_explicit(&ct_chain_count, 1, memory_order_relaxed);
+    const void *mine = (const void *)slot;
+    if (n < CT_CHAIN_SLOTS) {
+        ct_chain_ids[n] = slot;
+        mine = &ct_chain_ids[n];
+    }
+    if (atomic_compare_exchange_strong_explicit(&slot->id, &id, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    return id;   /* another thread's, stored first */
+}
+
+/* The chain's id (ct_chain_id); the site itself when the table is full. */
 static const void *ct_chain_intern(const void *site, const ct_chain_seen *s)
 {
     ct_chain_key key;
@@ -164,7 +194,7 @@ static const void *ct_chain_intern(const void *site, const ct_chain_seen *s)
         atomic_fetch_add_explicit(&ct_chains_lost, 1, memory_order_relaxed);
         return site;
     }
-    return slot;
+    return ct_chain_id(slot);
 }
 
 static ct_chain_cache *ct_chain_cache_new(void)
@@ -289,9 +319,10 @@ void ct_profchain_write(FILE *out)
 {
     for (size_t i = 0; i < CT_CHAIN_SLOTS; i++) {
         const ct_chain_slot *s = &ct_chains[i];
-        if (atomic_load(&s->state) != 2)
+        const void *id = atomic_load(&s->id);
+        if (atomic_load(&s->state) != 2 || id == NULL)
             continue;
-        fprintf(out, "chain %p", (const void *)s);
+        fprintf(out, "chain %p", id);
         for (int k = 0; k < CT_CHAIN_DEPTH && s->key.ra[k] != NULL; k++)
             fprintf(out, " %p", s->key.ra[k]);
         fputc('\n', out);

@@ -395,11 +395,13 @@ typedef struct ct_poll {
 
 static ct_poll ct_polls[CT_POLLS];
 
-/* Chains are slots of profchain.c's table, 72 bytes apart: `chain >> 3` tells them apart
- * modulo the entries (9 is odd; a multiplicative hash let two of OpenFOAM's share one). */
+/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives the first
+ * CT_POLLS chains an entry each (a multiplicative hash let two of OpenFOAM's share one), as
+ * profcall.c's ct_memo_at; the call is compared. */
 static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *chain)
 {
-    return &ct_polls[(((uintptr_t)chain >> 3) ^ (uintptr_t)call) & (CT_POLLS - 1)];
+    (void)call;
+    return &ct_polls[((uintptr_t)chain >> 3) & (CT_POLLS - 1)];
 }
 
 /* The entry this call (at `chain`) repeats, or NULL. */
