@@ -10,6 +10,8 @@
 #   bash benchmarks/advise/openfoam.sh OUT time 200 11     # wall time: 11 rounds of plain and
 #                                                          # profiled in a random order, 200 steps
 #                                                          # (paired_time.py: the verdict on 1%)
+#   bash benchmarks/advise/openfoam.sh OUT prepare 100     # only the case (OUT/cavity), for
+#                                                          # concurrent_time.py
 #
 # Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
 # with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
@@ -49,6 +51,8 @@ EOF
   callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out/cg.out" | sed -n '1,40p' > "$out/cg-annotate.txt"
   # instructions per object (exclusive, exact) and the call path's share
   "$repo/.venv/bin/python" "$repo/benchmarks/advise/overhead.py" --read "$out/cg.out" > "$out/cg-objects.txt"
+elif [ "$mode" = prepare ]; then
+  :   # the case only (concurrent_time.py runs it)
 elif [ "$mode" = time ]; then
   # Wall time, plain against profiled: ROUNDS rounds (default 11), each one plain run (no preload)
   # and one profiled run (LD_PRELOAD + COLLTUNE_PROFILE_RUN, chains on) in a random order; the

@@ -11,6 +11,8 @@ after (this tree); instructions per intercepted call on ExaML from callgrind.
                                    # plain / preloaded, profiling off / profiled: the preload's part
     nice -n 10 .venv/bin/python benchmarks/advise/overhead.py OUT --cost --apps examl,lammps
                                    # the profiling run's share of rank 0's instructions, chains on
+    nice -n 19 .venv/bin/python benchmarks/advise/overhead.py OUT --advise --apps examl,qe,hpcc,lammps
+                                   # colltune advise on each: OUT/advise-APP.txt, lines, widths
 
 Applications (Debian packages built against Debian's Open MPI 4.1.4, 2 ranks, OMP_NUM_THREADS=1):
   examl   ExaML 3.0 (examl-avx2), the 49-taxon example of its package, GAMMA model: 679,861
@@ -357,6 +359,38 @@ def cost(name: str, app: apps.App, prepare: Callable[[], None], out: Path, so: P
     return row
 
 
+FINDING = re.compile(r"^ ?\d+ {2,}")   # a row of "What to change" (#, saving, finding)
+
+
+def advise_screen(name: str, app: apps.App, prepare: Callable[[], None], out: Path) -> dict:
+    """--advise (issue 34): `colltune advise` on the application (its timing input, or --cost's
+    with --small; 2 ranks, an empty database), its terminal output from the `colltune advise:` line on in
+    OUT/advise-APP.txt, the JSON beside it; the screen's figures: lines (<= 40), lines wider
+    than 80 columns other than the next steps' command lines (`  $ `, pasted whole), and the
+    findings' lines (each should name an application line, or say why it cannot)."""
+    d, js = out / f"advise-{name}", out / f"advise-{name}.json"
+    shutil.rmtree(d, ignore_errors=True)
+    prepare()
+    colltune = Path(sys.executable).parent / "colltune"
+    argv = [str(colltune), "advise", "--db", str(out / "none.duckdb"), "--out", str(d), "--json", str(js), "--",
+            *apps.launch_argv(app, {}, f"advise-{name}-{next(apps._seq)}")]
+    proc = subprocess.run(argv, cwd=app.work, env=launch.launcher_env(app.lib, nprocs=apps.NPROCS),
+                          capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name}: colltune advise exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    text = proc.stdout[proc.stdout.index("colltune advise:"):] if "colltune advise:" in proc.stdout else proc.stdout
+    (out / f"advise-{name}.txt").write_text(text)
+    lines = text.splitlines()
+    wide = [x for x in lines if len(x) > 80 and not x.startswith("  $ ")]
+    table = next((i for i, x in enumerate(lines) if x.startswith("What to change")), len(lines))
+    found = [x for x in lines[table + 1:] if FINDING.match(x)]
+    row = {"app": name, "lines": len(lines), "wider_than_80": wide, "findings": found,
+           "findings_json": len(json.loads(js.read_text()).get("findings", []))}
+    print(f"  {name}: {len(lines)} lines, {len(wide)} wider than 80 columns (command lines apart), "
+          f"{len(found)} findings:" + "".join(f"\n    {x.strip()}" for x in found), flush=True)
+    return row
+
+
 def percall(app: apps.App, out: Path, builds: dict[str, Path], n: int, blocks: int) -> list[dict]:
     """Per Reduce + Bcast pair, what libcolltune's profiled wrappers add to the round trip, measured
     inside one run (pairs.c's blocks mode: blocks through MPI_* and through PMPI_* alternate, so
@@ -406,6 +440,9 @@ def main() -> None:
                     help="the profiling run's share of rank 0's instructions (callgrind, this tree, small inputs)")
     ap.add_argument("--unwind-check", action="store_true",
                     help="--cost: the run without valgrind checks every walked chain against libgcc's unwind")
+    ap.add_argument("--advise", action="store_true",
+                    help="colltune advise on each application: its terminal output and the screen's figures")
+    ap.add_argument("--small", action="store_true", help="--advise: --cost's smaller inputs")
     ap.add_argument("--read", action="store_true",
                     help="OUT is a callgrind file: print its instructions per object and the call path's share")
     ap.add_argument("--pass-through", action="store_true",
@@ -419,6 +456,15 @@ def main() -> None:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     lib = debian_ompi()
+    if args.advise:
+        rows = []
+        for name in args.apps.split(","):
+            app, prepare = APPS[name](out)
+            if args.small:
+                cost_input(name, app)
+            rows.append(advise_screen(name, app, prepare, out))
+        (out / f"advise-screens{args.tag}.json").write_text(json.dumps(rows, indent=1) + "\n")
+        return
     if args.cost:
         (out / "advise-profiles").mkdir(exist_ok=True)
         so = apps.after_build(lib)
