@@ -254,3 +254,33 @@ def test_mpi4py_says_the_python_line_is_not_recorded(debian):
     # call comes through the interpreter: one site per call, saying why it is no line
     note = callsites.PYTHON_NOTE
     assert table == {"MPI_Bcast": [(note, 16)], "MPI_Send": [(note, 16)], "MPI_Recv": [(note, 16)]}
+
+
+def test_findings_at_one_line_through_different_layer_calls_are_told_apart():
+    # HPCC (stripped): one helper function holds three MPI_Barrier calls, each pair a finding at
+    # the same application frame; their one-line briefs printed the same line three times. Where
+    # briefs would repeat, the frame below the application's (the layer's call) is added, as an
+    # offset where both are in one object; a brief that is unique keeps its short form.
+    from colltune.advise import patterns
+
+    def barrier(first: str, second: str, pairs: int, call: str = "MPI_Barrier") -> patterns.Pattern:
+        return patterns.Pattern("barrier_before_sync", first, second, "MPI_Barrier", call, 2, -1, pairs, 0.0,
+                                saving_per_pair_s=0.0028)
+
+    def sums(second: str) -> patterns.Pattern:
+        return patterns.Pattern("small_reductions", "solver::PCG::solve (a.cpp:10) <- mini::gSum <- mini::reduce",
+                                second, "MPI_Allreduce", "MPI_Allreduce", 2, 3, 10, 8.0, saving_per_pair_s=1e-3)
+
+    found = patterns.findings([barrier("hpcc+0x1dc6d <- hpcc+0x1eed6", "hpcc+0x1dc6d <- hpcc+0x1eeeb", 10),
+                               barrier("hpcc+0x1dc6d <- hpcc+0x1eeeb", "hpcc+0x1dc6d <- hpcc+0x1f0af", 10),
+                               barrier("hpcc+0x42835", "hpcc+0x4285f", 520, "MPI_Alltoall"),
+                               sums("solver::PCG::solve (a.cpp:10) <- mini::gMax <- mini::reduce"),
+                               sums("solver::PCG::solve (a.cpp:10) <- mini::gMin <- mini::reduce"),
+                               sums("solver::PCG::solve (a.cpp:12) <- mini::gSum <- mini::reduce")], 1.0)
+    assert [f.brief for f in found] == [
+        "Barrier before MPI_Barrier 10x hpcc+0x1dc6d <- +0x1eed6: remove (check)",
+        "Barrier before MPI_Barrier 10x hpcc+0x1dc6d <- +0x1eeeb: remove (check)",
+        "Barrier before MPI_Alltoall 520x hpcc+0x42835: remove (check)",
+        "reductions 10x PCG::solve (a.cpp:10) <- mini::gSum, mini::gMax: fuse (check)",
+        "reductions 10x PCG::solve (a.cpp:10) <- mini::gSum, mini::gMin: fuse (check)",
+        "reductions 10x PCG::solve (a.cpp:10, :12): fuse (check)"]

@@ -32,7 +32,8 @@ that a broadcast sends the reduce's result, the other ranks only check order, ro
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import pandas as pd
@@ -244,13 +245,44 @@ def _pair_where(first: str, second: str) -> str:
     return f"{a}, {b}"
 
 
+_OBJECT_OFFSET = re.compile(r"^(\S+)(\+0x[0-9a-f]+)$")
+
+
+def _below(site: str) -> str:
+    """The frame below a site's application line (the layer's call toward MPI), compact: its
+    offset alone where both are offsets in one object (a stripped binary's `hpcc+0x1eed6` below
+    `hpcc+0x1dc6d`), else its function as _line shortens it; "" where the chain has no frame
+    below."""
+    frames = site.split(" <- ")
+    if len(frames) < 2:
+        return ""
+    top, below = _OBJECT_OFFSET.match(frames[0]), _OBJECT_OFFSET.match(frames[1])
+    if top and below and top.group(1) == below.group(1):
+        return below.group(2)
+    return _line(frames[1])
+
+
+def _brief_where(p: Pattern, below: bool) -> dict[str, str]:
+    """The brief's `first_line` and `pair_where`; with `below`, the frames under one application
+    line too (several findings at one line, reached through different calls of its layer:
+    HPCC's three barrier pairs inside one helper function printed the same line three times)."""
+    first, pair = _line(p.first), _pair_where(p.first, p.second)
+    if below and _below(p.first):
+        first = f"{first} <- {_below(p.first)}"
+        if _line(p.first) == _line(p.second) and _below(p.second):
+            pair = f"{_line(p.first)} <- {_below(p.first)}, {_below(p.second)}"
+    return {"first_line": first, "pair_where": pair}
+
+
 def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
     out = []
-    for p in patterns:
-        if p.saving_s is not None and p.saving_s < NEGLIGIBLE * wall_s:
-            continue
-        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times",
-                  "first_line": _line(p.first), "pair_where": _pair_where(p.first, p.second)}
+    kept = [p for p in patterns if p.saving_s is None or p.saving_s >= NEGLIGIBLE * wall_s]
+    briefs = Counter(BRIEFS[p.name].format(**{**p.__dict__, **_brief_where(p, False)}) for p in kept)
+    for p in kept:
+        where = _brief_where(p, False)
+        if briefs[BRIEFS[p.name].format(**{**p.__dict__, **where})] > 1:
+            where = _brief_where(p, True)
+        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times", **where}
         evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
                     f"per call: {p.first} then {p.second}", OBSERVED[p.name].format(**fields)]
         if p.saving_s is not None:
