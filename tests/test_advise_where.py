@@ -239,11 +239,16 @@ def test_tunable_follows_the_proof(tmp_path):
     doc = where.as_json(run, where.rows(run, tunability), tunability)
     assert (doc["tunable_library"], doc["tunable_proof"]) == ("openmpi", str(proof))
     assert doc["tunable_share"] == pytest.approx(2.0 / sum(TIMES.values()))
-    # Intel MPI: library algorithms are set per launch (I_MPI_ADJUST_*), no member of the other forms
+    # Intel MPI: library algorithms are set per launch (I_MPI_ADJUST_*, I_MPI_ADJUST_I* for the
+    # nonblocking form); its MPI_<Coll>_init follows neither: no member of the persistent form
     intel = where.Tunability("intel", {}, "p")
     assert intel.decide("MPI_Gatherv") == (True, "0 of 0 members proven, 2 library algorithms set per launch "
                                                  "(blocking form, intel)")
-    assert intel.decide("MPI_Iallreduce") == (False, "no member of the nonblocking form on intel")
+    assert intel.decide("MPI_Iallreduce") == (True, "0 of 0 members proven, 7 library algorithms set per launch "
+                                                    "(nonblocking form, intel)")
+    assert intel.decide("MPI_Ibarrier") == (True, "0 of 0 members proven, 1 library algorithms set per launch "
+                                                  "(nonblocking form, intel)")
+    assert intel.decide("MPI_Allreduce_init") == (False, "no member of the persistent form on intel")
 
 
 def test_long_names_and_sites_stay_in_80_columns():

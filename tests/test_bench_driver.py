@@ -301,6 +301,30 @@ def test_intel_algorithm_only_in_its_own_launch(intel: mpi.MpiLibrary, tmp_path:
     assert hashes["1"] != hashes["8"]
 
 
+def test_intel_nonblocking_algorithm_is_applied_and_persistent_ignores_it(intel: mpi.MpiLibrary,
+                                                                         tmp_path: Path) -> None:
+    """I_MPI_ADJUST_IALLREDUCE is really applied to MPI_Iallreduce (result bits of an
+    order-sensitive sum at 3 ranks: id 4, ring, differs from the library's choice; id 1 gives
+    its bits) and only in a launch that sets it; MPI_Allreduce_init ignores it (its bits stay the
+    library's under id 4), so Intel MPI has no algorithm of the persistent form."""
+    art = build.ensure_built(intel)
+    job = "allreduce 8000 double sum - default#nonblocking,default#persistent,lib:allreduce:1#nonblocking,lib:allreduce:4#nonblocking\n"
+    hashes = {}
+    for alg in ("", "1", "4"):
+        out = drive(intel, art, tmp_path, 3, job, "--probe", rank_env={"I_MPI_ADJUST_IALLREDUCE": alg} if alg else None)
+        hashes[alg] = {p["variant"]: p["hash"] for p in out.probes}
+        skipped = {"1", "4"} - {alg}
+        assert sorted(s["variant"] for s in out.skips) == [f"lib:allreduce:{a}#nonblocking" for a in sorted(skipped)]
+        assert all(f"I_MPI_ADJUST_IALLREDUCE={s['variant'].split(':')[2].split('#')[0]}" in s["reason"] for s in out.skips)
+    library = hashes[""]["default#nonblocking"]
+    assert hashes[""] == {"default#nonblocking": library, "default#persistent": library}
+    assert hashes["1"] == {"default#nonblocking": library, "default#persistent": library,
+                           "lib:allreduce:1#nonblocking": library}
+    ring = hashes["4"]["lib:allreduce:4#nonblocking"]
+    assert ring != library
+    assert hashes["4"] == {"default#nonblocking": ring, "default#persistent": library, "lib:allreduce:4#nonblocking": ring}
+
+
 @pytest.mark.parametrize(("sync", "metric"), [("barrier", "max"), ("dissemination", "makespan"), ("none", "max")])
 def test_summary_statistics_follow_the_chosen_metric(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
                                                      tmp_path: Path, sync: str, metric: str) -> None:

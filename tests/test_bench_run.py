@@ -21,7 +21,7 @@ from colltune.commands import bench_options
 from colltune.commands.bench import command as bench_command
 from colltune.measure import planning, protocol, runner
 from colltune.measure.settings import BenchError, BenchSettings
-from colltune.mpi import launch
+from colltune.mpi import algorithms, launch
 from colltune.mpi import libraries as mpi
 from colltune.mpi.build import Artifacts
 from colltune.store import Store
@@ -157,6 +157,33 @@ def test_intel_measures_each_algorithm_in_a_launch_of_its_own() -> None:
     # elsewhere library algorithms are interleaved with everything else in every launch
     assert len(planning.launch_plan(s, "mpich")) == 2
     assert planning.plan_jobs(s, 4, "mpich").jobs[0].variants == ("default", "lib:allreduce:1", "lib:allreduce:8")
+
+
+def test_intel_nonblocking_algorithms_get_launches_of_their_own() -> None:
+    """I_MPI_ADJUST_I<COLL> is fixed per launch as the blocking settings are: each nonblocking
+    algorithm gets a launch measuring only it; Intel has no algorithm of the persistent form."""
+    s = BenchSettings(collectives=["allreduce"], sizes=[8], nprocs=[3], launches=1, barrier=False,
+                      variants=["default#nonblocking", "default#persistent", "lib:allreduce:4#nonblocking",
+                                "lib:allreduce:4#persistent"])
+    specs = planning.launch_plan(s, "intel")
+    assert [(p.idx, p.repetition, p.adjust) for p in specs] == [(0, 0, None), (1, 0, ("allreduce", "4#nonblocking"))]
+    assert specs[1].rank_env() == {"I_MPI_ADJUST_IALLREDUCE": "4"}
+    ordinary = planning.plan_jobs(s, 3, "intel")
+    assert [j.line() for j in ordinary.jobs] == ["allreduce 8 unsigned_char sum - default#nonblocking,default#persistent"]
+    assert ordinary.left_out == ["lib:allreduce:4#persistent: intel fixes no algorithm of the persistent form at "
+                                 "launch (only of the blocking and nonblocking calls)"]
+    assert [j.line() for j in planning.plan_jobs(s, 3, "intel", ("allreduce", "4#nonblocking")).jobs] == [
+        "allreduce 8 unsigned_char sum - lib:allreduce:4#nonblocking"]
+    # --library-algorithms: the nonblocking form's ids of the one table, none of the persistent form
+    full = BenchSettings(collectives=["bcast"], variants=["default#nonblocking", "default#persistent"],
+                         library_algorithms=True)
+    assert full.variants_for("bcast", "intel") == [
+        "default#nonblocking", "default#persistent", "lib:bcast:1", "lib:bcast:2", "lib:bcast:3", "lib:bcast:7",
+        "lib:bcast:8", "lib:bcast:1#nonblocking", "lib:bcast:2#nonblocking", "lib:bcast:3#nonblocking",
+        "lib:bcast:4#nonblocking"]
+    with pytest.raises(ValueError, match="intel fixes no algorithm of the persistent form at launch"):
+        algorithms.launch_setting("intel", "bcast", "1#persistent")
+    assert algorithms.launch_setting("smpi", "bcast", "binomial_tree") == {"COLLTUNE_SMPI_BCAST": "binomial_tree"}
 
 
 @pytest.mark.parametrize(("lib", "head"), [

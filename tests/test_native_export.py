@@ -44,7 +44,12 @@ int main(int argc, char **argv)
         for (int e = (int)(s % 40) - 20; e < 0; e++) scale /= 10.0;
         in[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * scale;
     }
-    int rc = MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Request req;   /* argument "i": MPI_Iallreduce + MPI_Wait */
+    int rc = argc > 2 && argv[2][0] == 'i'
+                 ? MPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req)
+                 : MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS && argc > 2 && argv[2][0] == 'i')
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     uint64_t h = 1469598103934665603ull;
     const unsigned char *b = (const unsigned char *)out;
     for (size_t i = 0; i < sizeof(double) * (size_t)count; i++) { h ^= b[i]; h *= 1099511628211ull; }
@@ -182,8 +187,8 @@ def test_export_without_library_verdicts_says_what_to_measure(tmp_path: Path) ->
         ne.export(db, "lam", tmp_path / "rules.txt")
 
 
-def _sumbits(lib: mpi.MpiLibrary, exe: Path, nprocs: int, count: int, env: dict[str, str]) -> str:
-    res = launch.run(lib, nprocs, [str(exe), str(count)], rank_env=env, timeout=120)
+def _sumbits(lib: mpi.MpiLibrary, exe: Path, nprocs: int, count: int, env: dict[str, str], form: str = "") -> str:
+    res = launch.run(lib, nprocs, [str(exe), str(count), *([form] if form else [])], rank_env=env, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     line = next(x for x in res.stdout.splitlines() if x.startswith("sumbits "))
     rc, bits = line.split()[1:]
@@ -279,6 +284,16 @@ def test_intel_settings_file(tmp_path: Path) -> None:
     db = make_db(tmp_path / "i.duckdb", rows)
     out = ne.export(db, "intel", tmp_path / "intel.env")
     assert _env_file(out) == {"I_MPI_ADJUST_ALLREDUCE": "3:8-64@4-4"}
+    # the nonblocking form's algorithms: I_MPI_ADJUST_I<COLL>, Intel's message size as the blocking one's
+    rows += [verdict(4, "allreduce", "lib:allreduce:4#nonblocking", n, 1.4) for n in (64, 1024)]
+    rows += [verdict(4, "reduce_scatter_block", "lib:reduce_scatter_block:2#nonblocking", 4096, 1.3)]
+    out = ne.export(make_db(tmp_path / "n.duckdb", rows), "intel", tmp_path / "intel-nb.env")
+    assert _env_file(out) == {"I_MPI_ADJUST_ALLREDUCE": "3:8-64@4-4", "I_MPI_ADJUST_IALLREDUCE": "4:64-1024@4-4",
+                              "I_MPI_ADJUST_IREDUCE_SCATTER_BLOCK": "2:1024-1024@4-4"}
+    assert "not written" not in out.read_text()
+    only_nonblocking = [verdict(4, "bcast", "lib:bcast:2#nonblocking", 8, 1.5)]
+    out = ne.export(make_db(tmp_path / "b.duckdb", only_nonblocking), "intel", tmp_path / "intel-b.env")
+    assert _env_file(out) == {"I_MPI_ADJUST_IBCAST": "2:8-8@4-4"}
 
 
 def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
@@ -295,6 +310,22 @@ def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
     # Outside every range Intel MPI 2021 applies the last listed algorithm (measured), so the
     # settings reach past the measured interval: the file must say so.
     assert "outside the listed ranges Intel MPI applies the last listed algorithm" in out.read_text()
+
+
+def test_intel_nonblocking_settings_select_the_algorithm(tmp_path: Path) -> None:
+    """The exported I_MPI_ADJUST_IALLREDUCE range makes MPI_Iallreduce run the chosen algorithm
+    (id 4, ring: its result bits at 3 ranks) and leaves MPI_Allreduce the library's."""
+    try:
+        intel = mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
+    rows = [verdict(3, "allreduce", "lib:allreduce:4#nonblocking", n, 1.4) for n in (8, 1024)]
+    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env")
+    assert _env_file(out) == {"I_MPI_ADJUST_IALLREDUCE": "4:8-1024@3-3"}
+    exe = _program(intel, tmp_path)
+    tuned = _sumbits(intel, exe, 3, 128, _env_file(out), "i")  # 1024 B: inside 8-1024
+    assert tuned == _sumbits(intel, exe, 3, 128, {"I_MPI_ADJUST_IALLREDUCE": "4"}, "i") != _sumbits(intel, exe, 3, 128, {}, "i")
+    assert _sumbits(intel, exe, 3, 128, _env_file(out)) == _sumbits(intel, exe, 3, 128, {})
 
 
 def test_nonblocking_choices_and_tree() -> None:
@@ -334,13 +365,9 @@ def test_mpich_selection_file_selects_the_nonblocking_algorithm(mpich: mpi.MpiLi
                      "passed separate/builtin/float\n")
     sel = ne.export(db, "mpich", tmp_path / "nb.json", mpi=mpich, proof_file=proof)
     env = _env_file(tmp_path / "nb.json.env")
-    src = tmp_path / "isumbits.c"
-    src.write_text(SUMBITS.replace("int rc = MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);",
-                                   "MPI_Request rq;\n    int rc = MPI_Iallreduce(in, out, count, MPI_DOUBLE, MPI_SUM, "
-                                   "MPI_COMM_WORLD, &rq);\n    if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);"))
-    exe = build.compile_program(mpich, [src], tmp_path / "isumbits")
+    exe = _program(mpich, tmp_path)
     forced = {"MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM": "tsp_ring"}
-    tuned = _sumbits(mpich, exe, 3, 128, env)
+    tuned = _sumbits(mpich, exe, 3, 128, env, "i")
     assert "collective=iallreduce" in json.loads(sel.read_text())
-    assert tuned == _sumbits(mpich, exe, 3, 128, forced) != _sumbits(mpich, exe, 3, 128, {})
-    assert _sumbits(mpich, exe, 3, 1024, env) == _sumbits(mpich, exe, 3, 1024, {})
+    assert tuned == _sumbits(mpich, exe, 3, 128, forced, "i") != _sumbits(mpich, exe, 3, 128, {}, "i")
+    assert _sumbits(mpich, exe, 3, 1024, env, "i") == _sumbits(mpich, exe, 3, 1024, {}, "i")

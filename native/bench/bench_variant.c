@@ -23,7 +23,8 @@ static libalg_slot *libalg_get(run_ctx *ctx, const char *name, const char *coll,
     libalg_slot *slot = &ctx->libalgs[ctx->nlibalgs++];
     snprintf(slot->name, sizeof slot->name, "%s", name);
     slot->err[0] = '\0';
-    slot->rc = started ? ct_libalg_open_started(coll, alg, &slot->alg, slot->err, sizeof slot->err)
+    slot->rc = started ? ct_libalg_open_started(coll, alg, ctx->comm, &slot->alg, slot->err,
+                                                sizeof slot->err)
                        : ct_libalg_open(coll, alg, ctx->comm, &slot->alg, slot->err, sizeof slot->err);
     if (slot->rc != MPI_SUCCESS && slot->err[0] == '\0')
         snprintf(slot->err, sizeof slot->err, "MPI error %d", slot->rc);

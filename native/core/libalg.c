@@ -15,7 +15,8 @@
  *    builds each call's schedule (MPI_I<coll>, MPI_<Coll>_init), so it is written before each
  *    call as MPICH's variables are; no communicator of its own.
  * Intel MPI accepts MPI_T writes without effect: there the front end starts one launch per
- * algorithm with I_MPI_ADJUST_<COLL>=<id>, and the variant is the library call of that launch.
+ * algorithm with I_MPI_ADJUST_<COLL>=<id> (I_MPI_ADJUST_I<COLL> for the nonblocking form), and
+ * the variant is the library call of that launch.
  * SimGrid SMPI has no MPI_T at all (include/ct_mpit_absent.h) and reads its algorithm once, when
  * the simulation starts (`--cfg=smpi/<coll>:<name>` on the smpirun line): the front end starts
  * one launch per algorithm too, and tells the ranks which one through COLLTUNE_SMPI_<COLL>
@@ -118,16 +119,20 @@ static int open_openmpi(const char *coll, const char *algorithm, MPI_Comm comm, 
     return rc;
 }
 
-/* Intel MPI: the algorithm is fixed for the whole launch by I_MPI_ADJUST_<COLL>. The variant is
+/* Intel MPI: the algorithm is fixed for the whole launch by I_MPI_ADJUST_<COLL>, the nonblocking
+ * form's (`started`) by I_MPI_ADJUST_I<COLL> (MPI_<Coll>_init follows neither in 2021.18: its
+ * schedule is the library's own choice whatever they say, docs/measurement.md). The variant is
  * measured only in a launch started for it (all ranks must agree), so that its name never
- * labels the library's own choice. */
-static int open_at_launch(const char *coll, const char *algorithm, MPI_Comm comm, ct_libalg *alg,
-                          char *err, size_t errlen)
+ * labels the library's own choice. SMPI has no choice for the nonblocking form. */
+static int open_at_launch(const char *coll, const char *algorithm, int started, MPI_Comm comm,
+                          ct_libalg *alg, char *err, size_t errlen)
 {
 #ifdef COLLTUNE_ABI_FAMILY_SMPI
     const char *prefix = "COLLTUNE_SMPI_";
+    if (started)
+        return -1;
 #else
-    const char *prefix = "I_MPI_ADJUST_";
+    const char *prefix = started ? "I_MPI_ADJUST_I" : "I_MPI_ADJUST_";
     if (!ct_mpit_intel())
         return -1;
 #endif
@@ -158,7 +163,7 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
     if (rc == -1)
         rc = open_openmpi(collective, algorithm, comm, alg, err, errlen);
     if (rc == -1)
-        rc = open_at_launch(collective, algorithm, comm, alg, err, errlen);
+        rc = open_at_launch(collective, algorithm, 0, comm, alg, err, errlen);
     if (rc == -1) {
         snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for %s "
                  "through MPI_T (Intel MPI: the front end sets I_MPI_ADJUST_* per launch)",
@@ -168,19 +173,21 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
     return rc;
 }
 
-int ct_libalg_open_started(const char *collective, const char *algorithm, ct_libalg *alg,
-                           char *err, size_t errlen)
+int ct_libalg_open_started(const char *collective, const char *algorithm, MPI_Comm comm,
+                           ct_libalg *alg, char *err, size_t errlen)
 {
     memset(alg, 0, sizeof *alg);
     alg->comm = MPI_COMM_NULL;
     int rc = open_mpich(collective, algorithm, 1, alg, err, errlen);
     if (rc == -1)
         rc = open_libnbc(collective, algorithm, alg, err, errlen);
+    if (rc == -1)
+        rc = open_at_launch(collective, algorithm, 1, comm, alg, err, errlen);
     if (rc == -1) {
-        snprintf(err, errlen, "this MPI library offers no run-time algorithm choice for the "
-                 "nonblocking %s through MPI_T (Open MPI's libnbc has one for iallgather, "
-                 "iallreduce, ibcast, iexscan, ireduce and iscan; MPICH one per collective)",
-                 collective);
+        snprintf(err, errlen, "this MPI library offers no algorithm choice for the "
+                 "nonblocking %s (Open MPI's libnbc has one for iallgather, iallreduce, ibcast, "
+                 "iexscan, ireduce and iscan; MPICH one per collective through MPI_T; Intel MPI "
+                 "I_MPI_ADJUST_I<COLL> per launch)", collective);
         return MPI_ERR_ARG;
     }
     return rc;

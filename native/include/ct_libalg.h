@@ -34,9 +34,11 @@ int ct_libalg_open(const char *collective, const char *algorithm, MPI_Comm comm,
                    ct_libalg *alg, char *err, size_t errlen);
 /* The same for the nonblocking form of `collective` (MPI_I<coll>) and its persistent form
  * (MPI_<Coll>_init), which the libraries serve with one variable: MPICH's
- * MPIR_CVAR_I<COLL>_INTRA_ALGORITHM, Open MPI's coll_libnbc_i<coll>_algorithm. Not collective. */
-int ct_libalg_open_started(const char *collective, const char *algorithm, ct_libalg *alg,
-                           char *err, size_t errlen);
+ * MPIR_CVAR_I<COLL>_INTRA_ALGORITHM, Open MPI's coll_libnbc_i<coll>_algorithm (neither
+ * collective); Intel MPI's I_MPI_ADJUST_I<COLL>, fixed per launch (nonblocking form only),
+ * checked identical on every rank of `comm` (collective there). */
+int ct_libalg_open_started(const char *collective, const char *algorithm, MPI_Comm comm,
+                           ct_libalg *alg, char *err, size_t errlen);
 /* Make the variant's algorithm current (MPICH) before a call; restore the library's defaults. */
 int ct_libalg_select(const ct_libalg *alg);
 int ct_libalg_restore(const ct_libalg *alg);

@@ -198,7 +198,7 @@ int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *e
     }
     snprintf(st_member_name, sizeof st_member_name, "%s", spec);
     int rc = st_member_kind != CT_FORM_BLOCKING
-                 ? ct_libalg_open_started(collective, algorithm, &st_forced[slot], err, len)
+                 ? ct_libalg_open_started(collective, algorithm, comm, &st_forced[slot], err, len)
                  : ct_libalg_open(collective, algorithm, comm, &st_forced[slot], err, len);
     /* as the runtime does (libalg_online.c): the persistent form keeps MPICH's own fallback,
      * since a refused MPI_<Coll>_init leaks its request and may abort MPI_Finalize */

@@ -40,7 +40,7 @@ from colltune import catalog
 from colltune.advise import callsites
 from colltune.advise.findings import family_of
 from colltune.measure.proof import read_passed
-from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, LIBRARY_ALGORITHMS, NONBLOCKING_ALGORITHMS
+from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, LIBRARY_ALGORITHMS, started_algorithms
 from colltune.advise.points import own_and_wait
 from colltune.advise.profile_run import Point, ProfileRun, RequestCount
 
@@ -139,7 +139,7 @@ class Tunability:
         if form == catalog.FORMS[0]:
             return ([v.name for v in catalog.load().variants_of(row.name)]
                     + [f"lib:{row.name}:{a}" for a in LIBRARY_ALGORITHMS.get(self.library, {}).get(row.name, ())])
-        return [f"lib:{row.name}:{a}#{form}" for a in NONBLOCKING_ALGORITHMS.get(self.library, {}).get(row.name, ())]
+        return [f"lib:{row.name}:{a}#{form}" for a in started_algorithms(self.library, row.name, form)]
 
     def decide(self, mpi: str) -> tuple[bool, str]:
         """(tunable, the rule that decided) for an MPI function (MPI_Iallreduce, MPI_Gatherv_c)."""

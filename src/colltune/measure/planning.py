@@ -20,6 +20,7 @@ from colltune.mpi.algorithms import (
     ALGORITHM_NPROCS,
     ALGORITHMS_AT_LAUNCH,
     COLLECTIVE_NPROCS_LIMITS,
+    LAUNCH_FORMS,
     algorithm_key,
     launch_setting,
 )
@@ -57,7 +58,8 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
               adjust: tuple[str, str] | None = None, only: Selection | None = None) -> Plan:
     """The jobs of one launch. `library` keys LIBRARY_ALGORITHMS. Where algorithms are fixed at
     launch (Intel MPI), the ordinary launches leave library variants out and `adjust` =
-    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`.
+    (collective, algorithm) plans the launch measuring just `lib:<collective>:<algorithm>`
+    (the algorithm of another form with its `#<form>`, as in the variant's name).
     `only` (adaptive rounds of `colltune check`) keeps just these (collective, size, variant)
     and leaves the barrier out."""
     plan = Plan(nprocs, [])
@@ -71,11 +73,11 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
             continue
         names = settings.variants_for(coll, library)
         if at_launch:
-            started = [v for v in names if v.startswith("lib:") and catalog.form_of(v) != "blocking"]
-            plan.left_out += [f"{v}: {library} fixes its algorithms per launch for the blocking calls "
-                              "only; the other forms' algorithms are chosen through MPI_T (Open MPI, MPICH)"
-                              for v in started if adjust is None]
-            names = [v for v in names if v not in started]
+            unfixed = [v for v in names if v.startswith("lib:") and catalog.form_of(v) not in LAUNCH_FORMS[library]]
+            plan.left_out += [f"{v}: {library} fixes no algorithm of the {catalog.form_of(v)} form at launch "
+                              f"(only of the {' and '.join(LAUNCH_FORMS[library])} calls)"
+                              for v in unfixed if adjust is None]
+            names = [v for v in names if v not in unfixed]
         if adjust is not None:
             variants: tuple[str, ...] = (f"lib:{adjust[0]}:{adjust[1]}",)
         else:
@@ -153,10 +155,11 @@ def validate(settings: BenchSettings) -> mpi.MpiLibrary:
     key = algorithm_key(lib)
     if key == "intel":
         bad = [v for c in settings.collectives for v in settings.variants_for(c, key)
-               if v.startswith("lib:") and not v.split(":")[2].isdigit()]
+               if v.startswith("lib:") and not v.split(":")[2].split("#")[0].isdigit()]
         if bad:
             raise BenchError(f"{', '.join(bad)}: Intel MPI algorithms are numbers, e.g. lib:allreduce:3 "
-                             "(I_MPI_ADJUST_ALLREDUCE=3; `impi_info -a` lists them)")
+                             "(I_MPI_ADJUST_ALLREDUCE=3; lib:allreduce:3#nonblocking: I_MPI_ADJUST_IALLREDUCE=3; "
+                             "`impi_info -a` lists them)")
     for n in settings.nprocs:
         if not plan_jobs(settings, n, key).jobs:
             raise BenchError(f"nothing to measure at {n} processes: every size was left out")
@@ -191,10 +194,10 @@ def launch_plan(settings: BenchSettings, library: str = "openmpi") -> list[Launc
     count. Where algorithms are fixed at launch, each repetition adds one launch per
     (collective, algorithm) right after the ordinary one."""
     adjusts: list[tuple[str, str]] = []
-    if library in ALGORITHMS_AT_LAUNCH:
+    if library in ALGORITHMS_AT_LAUNCH:   # (collective, "<alg>" or "<alg>#nonblocking")
         adjusts = [(c, v.split(":")[2]) for c in settings.collectives
                    for v in settings.variants_for(c, library)
-                   if v.startswith("lib:") and catalog.form_of(v) == "blocking"]
+                   if v.startswith("lib:") and catalog.form_of(v) in LAUNCH_FORMS[library]]
     specs: list[LaunchSpec] = []
     for r in range(settings.launches):
         for n in settings.nprocs:

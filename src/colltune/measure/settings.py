@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from colltune import catalog, formats
 from colltune.errors import ColltuneError
 from colltune.measure.driver_options import DRIVER_FLAGS, StopFields
-from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, NONBLOCKING_ALGORITHMS
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, started_algorithms
 
 # Seed 003, Listing 4.2: collectives whose total data grows with p get the small list, the
 # others the large one (collectives the listing lacks follow the same rule).
@@ -265,7 +265,7 @@ class BenchSettings(BaseModel):
             algs = LIBRARY_ALGORITHMS.get(family, {}).get(collective, ())
             names += [f"lib:{collective}:{a}" for a in algs]
             # the other forms' algorithms wherever that form's default is measured
-            started = NONBLOCKING_ALGORITHMS.get(family, {}).get(collective, ())
             names += [f"lib:{collective}:{a}#{catalog.form_of(n)}" for n in list(names)
-                      if n in catalog.FORM_VARIANTS for a in started]
+                      if n in catalog.FORM_VARIANTS
+                      for a in started_algorithms(family, collective, catalog.form_of(n))]
         return list(dict.fromkeys(names))

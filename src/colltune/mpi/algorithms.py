@@ -129,6 +129,42 @@ LIBRARY_ALGORITHMS["intel"] = {
     "scatterv": ("1",),
 }
 
+# Intel MPI's nonblocking form: I_MPI_ADJUST_I<COLL>=<id>, fixed per launch as the blocking ones.
+# The library lists the ids through MPI_T (MPIR_CVAR_USE_I<COLL>, alias I_MPI_ADJUST_I<COLL>,
+# "range: 0-N"; `impi_info -a`); kept here: one id per algorithm that 2021.18 really runs on one
+# node, read from which of its functions serve the call (gdb on its libmpi, 4 ranks,
+# benchmarks/intel_nonblocking): iallreduce 1 recursive_doubling, 2 rabenseifner, 3 naive
+# (ireduce + ibcast), 4 ring, 5 knomial, 7 reduce_scatter_allgather, 8 nreduce (6 and 10-13 run
+# knomial, 14-16 nreduce too; 9, 17, 18 the library's own choice); ibcast 1 binomial,
+# 2 scatter_recursive_doubling_allgather, 3 scatter_ring_allgather, 4 knomial; ireduce
+# 1 reduce_scatter_gather, 2 binomial, 3 knomial; igather and iscatter 1 binomial, 2 knomial;
+# iallgather 1 recursive_doubling, 2 brucks, 3 ring, 4 knomial; iallgatherv the same and
+# 4 linear; ialltoall 1 brucks, 2 permuted_sendrecv, 3 pairwise (4-7 as 2); ialltoallv and
+# ialltoallw 1 blocked; igatherv and iscatterv 1 linear; ibarrier, iexscan and iscan
+# 1 recursive_doubling; ireduce_scatter(_block) 1 recursive_halving, 2 pairwise,
+# 3 recursive_doubling. MPI_<Coll>_init follows neither I_MPI_ADJUST_I<COLL> nor
+# I_MPI_ADJUST_<COLL> (its schedule is the library's own choice under every id): Intel MPI
+# has no algorithm of the persistent form (LAUNCH_FORMS).
+NONBLOCKING_ALGORITHMS["intel"] = {
+    "allreduce": ("1", "2", "3", "4", "5", "7", "8"),
+    "bcast": ("1", "2", "3", "4"),
+    "reduce": ("1", "2", "3"),
+    "gather": ("1", "2"),
+    "scatter": ("1", "2"),
+    "allgather": ("1", "2", "3", "4"),
+    "allgatherv": ("1", "2", "3", "4"),
+    "alltoall": ("1", "2", "3"),
+    "alltoallv": ("1",),
+    "alltoallw": ("1",),
+    "gatherv": ("1",),
+    "scatterv": ("1",),
+    "barrier": ("1",),
+    "exscan": ("1",),
+    "scan": ("1",),
+    "reduce_scatter": ("1", "2", "3"),
+    "reduce_scatter_block": ("1", "2", "3"),
+}
+
 # SimGrid SMPI: `--cfg=smpi/<coll>:<name>`, fixed per launch (read once when the simulation
 # starts: SimGrid's src/smpi/colls/smpi_coll.cpp lists them; `smpirun --help-coll`). Without the
 # family selectors (default, ompi, mpich, mvapich2, impi: whole decision functions, chosen with
@@ -170,12 +206,33 @@ COLLECTIVE_NPROCS_LIMITS = {
 
 # Libraries whose algorithms are fixed for a whole launch (one launch per algorithm).
 ALGORITHMS_AT_LAUNCH = frozenset({"intel", "smpi"})
+# The forms whose algorithms such a library can fix at launch: Intel MPI's nonblocking ones
+# (I_MPI_ADJUST_I<COLL>), not its persistent ones; SMPI the blocking calls only.
+LAUNCH_FORMS = {"intel": ("blocking", "nonblocking"), "smpi": ("blocking",)}
+
+
+def algorithm_forms(library: str) -> tuple[str, ...]:
+    """The forms of which `library` (a LIBRARY_ALGORITHMS key) has algorithms to choose from:
+    every form where it chooses per call (through MPI_T), LAUNCH_FORMS where per launch."""
+    return LAUNCH_FORMS.get(library, ("blocking", "nonblocking", "persistent"))
+
+
+def started_algorithms(library: str, collective: str, form: str) -> tuple[str, ...]:
+    """The library's algorithms of `collective` in `form` (nonblocking or persistent), where it
+    has any of that form (NONBLOCKING_ALGORITHMS; algorithm_forms)."""
+    if form not in algorithm_forms(library):
+        return ()
+    return NONBLOCKING_ALGORITHMS.get(library, {}).get(collective, ())
 
 
 def launch_setting(library: str, collective: str, algorithm: str) -> dict[str, str]:
-    """The environment of a launch whose `collective` runs `algorithm` (ALGORITHMS_AT_LAUNCH);
-    SMPI's launcher also turns it into `--cfg=smpi/<collective>:<algorithm>` (mpi/smpi.py)."""
-    prefix = "COLLTUNE_SMPI_" if library == "smpi" else "I_MPI_ADJUST_"
+    """The environment of a launch whose `collective` runs `algorithm` (ALGORITHMS_AT_LAUNCH;
+    `<id>#nonblocking`: the nonblocking form's, Intel's I_MPI_ADJUST_I<COLL>); SMPI's launcher
+    also turns it into `--cfg=smpi/<collective>:<algorithm>` (mpi/smpi.py)."""
+    algorithm, _, form = algorithm.partition("#")
+    if form and form not in LAUNCH_FORMS.get(library, ()):
+        raise ValueError(f"{library} fixes no algorithm of the {form} form at launch")
+    prefix = "COLLTUNE_SMPI_" if library == "smpi" else "I_MPI_ADJUST_" + ("I" if form else "")
     return {f"{prefix}{collective.upper()}": algorithm}
 
 

@@ -63,8 +63,11 @@ def _algorithm(variant: str) -> str:
 
 # The nonblocking form's choices are keyed by the library's name of that collective, i<coll>
 # (MPICH's selection tree `collective=iallreduce`, which MPI_Allreduce_init's schedule is chosen
-# from too); Open MPI's libnbc and Intel MPI have no per-size file for it.
+# from too; Intel MPI's I_MPI_ADJUST_I<COLL>, which its MPI_<Coll>_init ignores); Open MPI's
+# libnbc has no per-size file for it.
 STARTED_PREFIX = "i"
+# The libraries whose tuning file (or settings) can carry the nonblocking form's choices.
+STARTED_FILES = ("mpich", "intel")
 
 
 def choices_from_verdicts(verdicts: pd.DataFrame, min_gain: float = 0.10, form: str = "blocking") -> Choices:
@@ -387,7 +390,7 @@ def mpich_settings(json_path: Path) -> dict[str, str]:
 # Intel's message size (Developer Reference, "I_MPI_ADJUST family"): per-process block for
 # allgather/alltoall/gather/scatter (our bytes), the whole vector for reduce_scatter, a block
 # for reduce_scatter_block (our bytes / p).
-INTEL_DIVIDE_BY_P = {"reduce_scatter_block"}
+INTEL_DIVIDE_BY_P = {"reduce_scatter_block", STARTED_PREFIX + "reduce_scatter_block"}
 
 
 def intel_settings(choices: Choices) -> dict[str, str]:
@@ -514,12 +517,12 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
         raise ExportError(f"{db_path} has no verdicts on library algorithms: run `colltune check` with "
                           "library algorithms (lib:<collective>:<algorithm>) measured first")
     choices = choices_from_verdicts(verdicts, min_gain)
-    if not choices and not (library == "mpich" and choices_from_verdicts(verdicts, min_gain, form="nonblocking")):
+    if not choices and not (library in STARTED_FILES and choices_from_verdicts(verdicts, min_gain, form="nonblocking")):
         raise ExportError(f"no algorithm of the library was significantly and {min_gain:.0%} faster than its default "
                           f"at any point the check measured in {db_path}: the library's own choice is best there, "
                           "and a tuning file would change nothing")
     started = choices_from_verdicts(verdicts, min_gain, form="nonblocking")
-    if library == "mpich":
+    if library in STARTED_FILES:
         choices.update(started)
     refused: dict[str, list[str]] = {}
     if library in ("openmpi", "mpich"):
@@ -552,7 +555,7 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
               f"algorithm ranges from {db_path}")
     if refused:
         header += "\n# left out (failed the proof, docs/select.md): " + _refusals(refused)
-    if started and library != "mpich":
+    if started and library not in STARTED_FILES:
         header += (f"\n# not written: {sum(len(v) for v in started.values())} ranges of the nonblocking form's "
                    "algorithms ({library} has no per-size file for them; a profile's <coll>#nonblocking "
                    "section serves them, docs/profile.md)").replace("{library}", library)
