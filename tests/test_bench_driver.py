@@ -325,6 +325,31 @@ def test_intel_nonblocking_algorithm_is_applied_and_persistent_ignores_it(intel:
     assert hashes["4"] == {"default#nonblocking": ring, "default#persistent": library, "lib:allreduce:4#nonblocking": ring}
 
 
+def test_intel_algorithms_are_proven_against_a_launch_without_their_setting(intel: mpi.MpiLibrary,
+                                                                          tmp_path: Path) -> None:
+    """Under I_MPI_ADJUST_IALLREDUCE=4 the library's own MPI_Iallreduce is the ring, so its proof
+    judges it against the library's results of a launch without the setting (--reference-out,
+    then --reference-in): at 3 ranks the ring adds floats in another order than the library's
+    choice (that class fails), ints exactly (that one passes). Results of another member's cases
+    are refused, not judged (tests/test_native_export.py runs the proof's Python side)."""
+    art = build.ensure_built(intel)
+    ref = str(tmp_path / "reference")
+    member = ["--member", "lib:allreduce:4#nonblocking", "--classes",
+              "separate/builtin/float/16-2047B,separate/builtin/int/16-2047B"]
+    argv = [str(art.selftest), "--sweep", *member]
+    assert launch.run(intel, 3, argv + ["--reference-out", ref], timeout=300).returncode == 0
+    out = launch.run(intel, 3, argv + ["--reference-in", ref], rank_env={"I_MPI_ADJUST_IALLREDUCE": "4"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    [line] = [json.loads(x) for x in out.stdout.splitlines() if x.startswith('{"type":"proof"')]
+    assert (sorted(line["tested"]), line["failed"]) == (["separate/builtin/float/16-2047B",
+                                                         "separate/builtin/int/16-2047B"],
+                                                        ["separate/builtin/float/16-2047B"])
+    other = launch.run(intel, 3, [str(art.selftest), "--sweep", "--member", "lib:bcast:2#nonblocking",
+                                  "--reference-in", ref], rank_env={"I_MPI_ADJUST_IBCAST": "2"}, timeout=300)
+    assert other.returncode != 0
+    assert "the reference results are out of step with this launch's cases" in other.stderr
+
+
 @pytest.mark.parametrize(("sync", "metric"), [("barrier", "max"), ("dissemination", "makespan"), ("none", "max")])
 def test_summary_statistics_follow_the_chosen_metric(openmpi: mpi.MpiLibrary, openmpi_build: build.Artifacts,
                                                      tmp_path: Path, sync: str, metric: str) -> None:

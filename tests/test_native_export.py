@@ -279,21 +279,38 @@ def test_mpich_selection_file_selects_the_algorithm(mpich: mpi.MpiLibrary, tmp_p
     assert _sumbits(mpich, exe, 3, 1024, env) == _sumbits(mpich, exe, 3, 1024, {}) != _sumbits(mpich, exe, 3, 1024, ring)
 
 
+def _intel_proof(tmp_path: Path, passed: tuple[str, ...], failed: tuple[str, ...] = ()) -> Path:
+    """A stand-in proof of Intel algorithms (colltune selftest --mpi intel writes the real one)."""
+    path = tmp_path / "intel-proof.txt"
+    path.write_text("colltune-proof 2\nsizes 2\n" + "".join(f"member {m} passed separate/builtin/int\n" for m in passed)
+                    + "".join(f"member {m} passed -\nfail {m} separate/builtin/float result on rank 0: x\n" for m in failed))
+    return path
+
+
 def test_intel_settings_file(tmp_path: Path) -> None:
     rows = [verdict(4, "allreduce", "lib:allreduce:3", n, 1.4) for n in (8, 64)]
     db = make_db(tmp_path / "i.duckdb", rows)
-    out = ne.export(db, "intel", tmp_path / "intel.env")
+    proven = _intel_proof(tmp_path, ("lib:allreduce:3", "lib:allreduce:4#nonblocking", "lib:bcast:2#nonblocking",
+                                     "lib:reduce_scatter_block:2#nonblocking"))
+    out = ne.export(db, "intel", tmp_path / "intel.env", proof_file=proven)
     assert _env_file(out) == {"I_MPI_ADJUST_ALLREDUCE": "3:8-64@4-4"}
     # the nonblocking form's algorithms: I_MPI_ADJUST_I<COLL>, Intel's message size as the blocking one's
     rows += [verdict(4, "allreduce", "lib:allreduce:4#nonblocking", n, 1.4) for n in (64, 1024)]
     rows += [verdict(4, "reduce_scatter_block", "lib:reduce_scatter_block:2#nonblocking", 4096, 1.3)]
-    out = ne.export(make_db(tmp_path / "n.duckdb", rows), "intel", tmp_path / "intel-nb.env")
+    out = ne.export(make_db(tmp_path / "n.duckdb", rows), "intel", tmp_path / "intel-nb.env", proof_file=proven)
     assert _env_file(out) == {"I_MPI_ADJUST_ALLREDUCE": "3:8-64@4-4", "I_MPI_ADJUST_IALLREDUCE": "4:64-1024@4-4",
                               "I_MPI_ADJUST_IREDUCE_SCATTER_BLOCK": "2:1024-1024@4-4"}
     assert "not written" not in out.read_text()
     only_nonblocking = [verdict(4, "bcast", "lib:bcast:2#nonblocking", 8, 1.5)]
-    out = ne.export(make_db(tmp_path / "b.duckdb", only_nonblocking), "intel", tmp_path / "intel-b.env")
+    out = ne.export(make_db(tmp_path / "b.duckdb", only_nonblocking), "intel", tmp_path / "intel-b.env",
+                    proof_file=proven)
     assert _env_file(out) == {"I_MPI_ADJUST_IBCAST": "2:8-8@4-4"}
+    # settings apply an algorithm to every call: one that failed a class of the proof is left out
+    refusing = _intel_proof(tmp_path, ("lib:allreduce:3",), failed=("lib:allreduce:4#nonblocking",))
+    out = ne.export(make_db(tmp_path / "r.duckdb", rows), "intel", tmp_path / "intel-r.env", proof_file=refusing)
+    assert set(_env_file(out)) == {"I_MPI_ADJUST_ALLREDUCE"}
+    assert "left out (failed the proof, docs/select.md): lib:allreduce:4#nonblocking (separate/builtin/float); " \
+           "lib:reduce_scatter_block:2#nonblocking (not proven on this library)" in out.read_text()
 
 
 def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
@@ -302,7 +319,8 @@ def test_intel_settings_select_the_algorithm(tmp_path: Path) -> None:
     except mpi.MpiError as exc:
         pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
     rows = [verdict(4, "allreduce", "lib:allreduce:8", n, 1.4) for n in (8, 1024)]
-    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env")
+    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env",
+                    proof_file=_intel_proof(tmp_path, ("lib:allreduce:8",)))
     exe = _program(intel, tmp_path)
     ring = {"I_MPI_ADJUST_ALLREDUCE": "8"}
     tuned = _sumbits(intel, exe, 4, 128, _env_file(out))  # 1024 B: inside 8-1024
@@ -320,12 +338,29 @@ def test_intel_nonblocking_settings_select_the_algorithm(tmp_path: Path) -> None
     except mpi.MpiError as exc:
         pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
     rows = [verdict(3, "allreduce", "lib:allreduce:4#nonblocking", n, 1.4) for n in (8, 1024)]
-    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env")
+    out = ne.export(make_db(tmp_path / "i.duckdb", rows), "intel", tmp_path / "intel.env",
+                    proof_file=_intel_proof(tmp_path, ("lib:allreduce:4#nonblocking",)))
     assert _env_file(out) == {"I_MPI_ADJUST_IALLREDUCE": "4:8-1024@3-3"}
     exe = _program(intel, tmp_path)
     tuned = _sumbits(intel, exe, 3, 128, _env_file(out), "i")  # 1024 B: inside 8-1024
     assert tuned == _sumbits(intel, exe, 3, 128, {"I_MPI_ADJUST_IALLREDUCE": "4"}, "i") != _sumbits(intel, exe, 3, 128, {}, "i")
     assert _sumbits(intel, exe, 3, 128, _env_file(out)) == _sumbits(intel, exe, 3, 128, {})
+
+
+def test_intel_export_proves_the_chosen_algorithms_first(tmp_path: Path) -> None:
+    """The runtime's proof leaves out what Intel MPI fixes per launch: the export proves the
+    algorithms it chose (in a launch set to each, against a launch without) and adds them."""
+    try:
+        intel = mpi.resolve("intel")
+    except mpi.MpiError as exc:
+        pytest.skip(f"Intel MPI not installed (make setup-intel): {exc}")
+    path = _intel_proof(tmp_path, ("lib:allreduce:3",))
+    choices = {("allreduce", 2): [ne.Segment(8, 8, "3")], ("iallreduce", 2): [ne.Segment(8, 8, "4")]}
+    assert ne._proven_at_launch(intel, path, choices) == path
+    lines = path.read_text().splitlines()
+    assert "member lib:allreduce:3 passed separate/builtin/int" in lines   # known: not proven again
+    [ring] = [line for line in lines if line.startswith(("member lib:allreduce:4", "fail lib:allreduce:4"))]
+    assert ring.startswith("member lib:allreduce:4#nonblocking passed ") and "separate/builtin/float" in ring
 
 
 def test_nonblocking_choices_and_tree() -> None:

@@ -32,8 +32,12 @@
  *
  * Usage: colltune-selftest [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]]
  *                          [--collective NAME]
- *                          [--member lib:<collective>:<algorithm> [--classes CLASS,...]]
+ *                          [--member lib:<collective>:<algorithm> [--classes CLASS,...]
+ *                           [--reference-out FILE | --reference-in FILE]]
  *                          [--list-members]
+ *
+ * --reference-out/--reference-in: the library's results of a member's cases from a launch
+ * without the member's setting, for a library that fixes its algorithms per launch (st.h).
  */
 #include "st.h"
 #include "ct_libalg.h"
@@ -508,7 +512,8 @@ static int st_usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]] "
             "[--collective NAME] "
-            "[--member lib:<collective>:<algorithm> [--classes CLASS,...]]\n", argv0);
+            "[--member lib:<collective>:<algorithm> [--classes CLASS,...] "
+            "[--reference-out FILE | --reference-in FILE]]\n", argv0);
     return 2;
 }
 
@@ -517,7 +522,8 @@ int main(int argc, char **argv)
     int big = 1, only = -1, quick = 0, sweep = 0;
     long fuzz_cases = -1;
     uint64_t fuzz_seed = 0;
-    const char *member = NULL;
+    const char *member = NULL, *reference = NULL;
+    int reference_mode = ST_REFERENCE_NONE;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-big") == 0) {
             big = 0;
@@ -534,6 +540,10 @@ int main(int argc, char **argv)
             return st_list_members(&argc, &argv);
         } else if (strcmp(argv[i], "--member") == 0 && i + 1 < argc) {
             member = argv[++i];
+        } else if ((strcmp(argv[i], "--reference-out") == 0 || strcmp(argv[i], "--reference-in") == 0)
+                   && i + 1 < argc) {
+            reference_mode = argv[i][12] == 'o' ? ST_REFERENCE_WRITE : ST_REFERENCE_READ;
+            reference = argv[++i];
         } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
             st_parse_classes(argv[++i]);
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
@@ -589,6 +599,13 @@ int main(int argc, char **argv)
         PMPI_Comm_rank(inter, &intercomm.rank);
     }
     int provided;
+    if (reference != NULL && (member == NULL || st_reference_open(reference, reference_mode, rank) != 0)) {
+        if (rank == 0)
+            fprintf(stderr, "colltune-selftest: --reference-%s %s: %s\n",
+                    reference_mode == ST_REFERENCE_WRITE ? "out" : "in", reference,
+                    member == NULL ? "only with --member" : "cannot open this rank's file");
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
     if (member != NULL) {
         MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
         for (int i = 0; i < 3; i++)
@@ -670,6 +687,7 @@ int main(int argc, char **argv)
     free(probe_log.records);
     free(buffers.send), free(buffers.recv), free(buffers.lib_recv), free(buffers.pristine);
     free(buffers.recv_input);
+    st_reference_close();
     if (member != NULL) {
         st_member_close();
         MPI_T_finalize();   /* before MPI_Finalize: Open MPI segfaults the other way round */

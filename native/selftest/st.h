@@ -172,6 +172,15 @@ MPI_Comm st_member_comm(int slot, MPI_Comm comm);
 int st_member_select(void);
 int st_member_restore(void);
 void st_member_close(void);
+/* --reference-out FILE / --reference-in FILE (a member its library fixes per launch, Intel
+ * MPI's I_MPI_ADJUST_*: in its launch the library's own call runs the member, so the result it
+ * is judged against comes from a launch without the setting). Out: the member is not opened,
+ * each case's library result and error code go to FILE.<world rank>; in: they are read from
+ * there instead of calling the library, and the launch's own call is the member's. */
+enum { ST_REFERENCE_NONE, ST_REFERENCE_WRITE, ST_REFERENCE_READ };
+int st_reference_open(const char *path, int mode, int rank);
+int st_reference_mode(void);
+void st_reference_close(void);
 /* --classes A,B: run the member only in these classes (a rerun after a crash). */
 int st_class_selected(int cls);
 void st_parse_classes(const char *names);

@@ -109,6 +109,62 @@ static int st_library_call(const ct_call *call, int form)
     return err == MPI_SUCCESS ? st_form_complete(form, &request) : err;
 }
 
+/* ---- the library's results from another launch (--reference-out / --reference-in) ------ */
+
+static FILE *st_ref_file;
+static int st_ref_mode = ST_REFERENCE_NONE;
+
+int st_reference_open(const char *path, int mode, int rank)
+{
+    char name[4096];
+    snprintf(name, sizeof name, "%s.%d", path, rank);
+    st_ref_file = fopen(name, mode == ST_REFERENCE_WRITE ? "wb" : "rb");
+    if (st_ref_file == NULL) return -1;
+    st_ref_mode = mode;
+    return 0;
+}
+
+int st_reference_mode(void)
+{
+    return st_ref_mode;
+}
+
+void st_reference_close(void)
+{
+    if (st_ref_file != NULL && fclose(st_ref_file) != 0 && st_ref_mode == ST_REFERENCE_WRITE) {
+        fprintf(stderr, "colltune-selftest: rank %d: writing the reference results failed\n",
+                st_world_rank);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    st_ref_file = NULL;
+}
+
+/* One case's record: class, error code, receive buffer size, the receive buffer. The two
+ * launches run the same cases in the same order; a record of another class or size means they
+ * did not, and nothing could be judged. */
+static void st_reference_case(int cls, const st_layout *L, unsigned char *lib_recv, int *lib_err)
+{
+    int32_t head[2] = {cls, *lib_err};
+    int64_t bytes = L->recv_bytes;
+    int ok;
+    if (st_ref_mode == ST_REFERENCE_WRITE) {
+        ok = fwrite(head, sizeof head, 1, st_ref_file) == 1 && fwrite(&bytes, sizeof bytes, 1, st_ref_file) == 1
+             && (bytes == 0 || fwrite(lib_recv, (size_t)bytes, 1, st_ref_file) == 1);
+    } else {
+        int64_t stored = -1;
+        ok = fread(head, sizeof head, 1, st_ref_file) == 1 && fread(&stored, sizeof stored, 1, st_ref_file) == 1
+             && head[0] == cls && stored == bytes
+             && (bytes == 0 || fread(lib_recv, (size_t)bytes, 1, st_ref_file) == 1);
+        *lib_err = head[1];
+    }
+    if (!ok) {
+        fprintf(stderr, "colltune-selftest: rank %d: the reference results are %s\n", st_world_rank,
+                st_ref_mode == ST_REFERENCE_WRITE ? "not written (disk full?)"
+                                                  : "out of step with this launch's cases");
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
 /* The library's algorithm forced with --member, against the library's own choice. An error on
  * every rank is a refusal (the runtime then lets the library choose), on some ranks a failure. */
 static void st_run_member(const st_case *c, const st_layout *L, const int *rc, st_buffers *b,
@@ -196,7 +252,12 @@ void st_run_case(const st_case *c, st_buffers *b, st_log *log)
     int cls = st_case_class(c, &lib_call);
     if (st_member_active()) {
         if (cls < 0 || !st_class_selected(cls)) return;
-        st_run_member(c, &L, rc, b, st_library_call(&lib_call, st_member_form()), cls, log);
+        int lib_err = st_ref_mode == ST_REFERENCE_READ ? MPI_SUCCESS
+                                                       : st_library_call(&lib_call, st_member_form());
+        if (st_ref_mode != ST_REFERENCE_NONE)
+            st_reference_case(cls, &L, b->lib_recv, &lib_err);
+        if (st_ref_mode != ST_REFERENCE_WRITE)
+            st_run_member(c, &L, rc, b, lib_err, cls, log);
         return;
     }
     int lib_err = colltune_invoke_library(&lib_call);

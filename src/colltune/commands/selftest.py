@@ -124,7 +124,10 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     segment sizes up to 70,000), bit for bit; the interposer serves a member only in the classes
     it passed here, and order-sensitive sums only on communicators of the sizes proven
     (docs/select.md, "The proof"). The table lists every member with the classes it is refused in and the first
-    failing case; the proof is written next to the library's build of libcolltune.
+    failing case; the proof is written next to the library's build of libcolltune. Intel MPI's
+    algorithms (I_MPI_ADJUST_*, fixed per launch) are proven too, each in a launch set to it
+    against the library's results of a launch without: they are no members of any mode, but
+    `export --native intel` writes settings that apply them to every call.
 
     Exit code 0: no mismatch (differences the proof explains by a library finding, such as
     Open MPI's saturating 8-bit sums, are refused per class, not failures); 1: a mismatch, a
@@ -192,7 +195,7 @@ def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
            forms: list[str]) -> pf.Proof:
     nprocs = tuple(counts) if counts else None
     if quiet:
-        proof = pf.prove(lib, nprocs, forms=forms)
+        proof = pf.prove(lib, nprocs, forms=forms, at_launch=True)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=errors, transient=True) as progress:
@@ -201,7 +204,7 @@ def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
             def step(done: int, total: int, what: str) -> None:
                 progress.update(task, completed=done, total=total, description=f"proof: {what}")
 
-            proof = pf.prove(lib, nprocs, on_step=step, forms=forms)
+            proof = pf.prove(lib, nprocs, on_step=step, forms=forms, at_launch=True)
     pf.write(proof)
     return proof
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import tempfile
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 from colltune.measure import selftest as st
 from colltune.measure.protocol import json_record
 from colltune.mpi import build
-from colltune.mpi.algorithms import algorithm_key
+from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, algorithm_key, launch_setting, started_algorithms
 from colltune.mpi.libraries import MpiLibrary
 
 PROOF_FILE = "proof.txt"
@@ -116,14 +117,22 @@ PERSISTENT = "#persistent"
 STARTED_FORMS = {"nonblocking": NONBLOCKING, "persistent": PERSISTENT}
 
 
-def library_members(lib: MpiLibrary, argv: list[str], forms: Collection[str] = ()) -> list[str]:
+def library_members(lib: MpiLibrary, argv: list[str], forms: Collection[str] = (),
+                    at_launch: bool = False) -> list[str]:
     """The library's own algorithms as the runtime registers them: listed by the library through
     MPI_T (the driver asks it), without those the runtime keeps out (native/core/libalg.c); with
     `forms` ("nonblocking", "persistent"), also the algorithms of those forms
     (`lib:<coll>:<alg>#nonblocking` and `...#persistent`, which COLLTUNE_FORCE may name for
-    MPI_I<coll> and MPI_<Coll>_init)."""
+    MPI_I<coll> and MPI_<Coll>_init). Intel MPI's are fixed per launch, never members of a
+    mode: only with `at_launch` (for its I_MPI_ADJUST_* settings, `colltune selftest`), its
+    algorithms of colltune.mpi.algorithms' one table (none of the persistent form), each
+    proven in a launch set to it against the results of a launch without (member_lines)."""
     if algorithm_key(lib) == "intel":
-        return []  # fixed per launch: never members of the learning mode
+        if not at_launch:
+            return []
+        members = [f"lib:{c}:{a}" for c, algs in LIBRARY_ALGORITHMS["intel"].items() for a in algs]
+        return members + [f"lib:{c}:{a}{STARTED_FORMS[form]}" for form in forms
+                          for c in LIBRARY_ALGORITHMS["intel"] for a in started_algorithms("intel", c, form)]
     members = []
     for line in st.run_launch_lines(lib, 1, [argv[0], "--list-members"], MEMBER_TIMEOUT_S):
         if line.startswith('{"type":"members"'):
@@ -134,6 +143,30 @@ def library_members(lib: MpiLibrary, argv: list[str], forms: Collection[str] = (
             suffix = STARTED_FORMS.get(form, "")
             members += [f"lib:{record['collective']}:{name}{suffix}" for name in record["names"]]
     return members
+
+
+def launch_env(lib: MpiLibrary, member: str) -> dict[str, str]:
+    """What a member's launch sets where the library fixes algorithms per launch (Intel MPI's
+    I_MPI_ADJUST_<COLL>, ..._I<COLL> for `#nonblocking`); nothing elsewhere."""
+    key = algorithm_key(lib)
+    if key != "intel":   # SMPI's are set on the smpirun line, which no member launch has
+        return {}
+    _, collective, algorithm = member.split(":", 2)
+    return launch_setting(key, collective, algorithm)
+
+
+def member_lines(lib: MpiLibrary, n: int, argv: list[str], member: str, timeout: float | None) -> list[str]:
+    """The driver's lines of a member's launch (`argv` names it with --member). Where the library
+    fixes the member per launch, its launch's own library call is the member: the library's
+    results it is judged against come first from a launch without the setting, same cases,
+    through a file per rank (--reference-out/-in; one host's file system, or a shared one)."""
+    env = launch_env(lib, member)
+    if not env:
+        return st.run_launch_lines(lib, n, argv, timeout)
+    with tempfile.TemporaryDirectory(prefix="colltune-reference-") as tmp:
+        reference = str(Path(tmp) / "library")
+        st.run_launch_lines(lib, n, argv + ["--reference-out", reference], timeout)
+        return st.run_launch_lines(lib, n, argv + ["--reference-in", reference], timeout, launch_env=env)
 
 
 def default_nprocs(lib: MpiLibrary) -> tuple[int, ...]:
@@ -154,7 +187,7 @@ def _member_launch(lib: MpiLibrary, n: int, argv: list[str], member: str,
                    members: dict[str, MemberProof], findings: list[str], fmt: Format) -> None:
     collective = member.split(":")[1]
     try:
-        launch = st.run_launch_lines(lib, n, argv + ["--member", member], MEMBER_TIMEOUT_S)
+        launch = member_lines(lib, n, argv + ["--member", member], member, MEMBER_TIMEOUT_S)
     except st.SelftestError as exc:
         _isolate(lib, n, argv, member, collective, members, findings, str(exc), fmt)
         return
@@ -167,7 +200,7 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
     """The member's launch crashed or hung: run it class by class; a class whose launch fails
     again is failed with what the launch said as evidence."""
     m = members.setdefault(member, MemberProof(member, collective))
-    classes = _classes_of(lib, argv, collective)
+    classes = _classes_of(lib, argv, member)
     last = error.strip().splitlines()[-1] if error.strip() else "no output"
     if len(classes) == 1:   # nothing to isolate: the one class did it
         how = "hung" if "time limit" in error else "crashed"
@@ -175,8 +208,8 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
         return
     for cls in classes:
         try:
-            lines = st.run_launch_lines(lib, n, argv + ["--member", member, "--classes", cls],
-                                        MEMBER_TIMEOUT_S)
+            lines = member_lines(lib, n, argv + ["--member", member, "--classes", cls], member,
+                                 MEMBER_TIMEOUT_S)
         except st.SelftestError as exc:
             text = str(exc).strip().splitlines()
             how = "hung" if "time limit" in str(exc) else "crashed"
@@ -188,12 +221,15 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
 _CLASSES: dict[str, list[str]] = {}
 
 
-def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
-    """The classes of a collective, as the C core names them (asked of the driver once)."""
+def _classes_of(lib: MpiLibrary, argv: list[str], member: str) -> list[str]:
+    """The classes of a member's collective, as the C core names them (asked of the driver once,
+    with that member where the library fixes it per launch)."""
+    collective = member.split(":")[1]
     if collective not in _CLASSES:
-        probe = next(m for m in library_members(lib, argv) if m.split(":")[1] == collective)
+        probe = member if launch_env(lib, member) else next(
+            m for m in library_members(lib, argv) if m.split(":")[1] == collective)
         lines = st.run_launch_lines(lib, 2, argv + ["--member", probe, "--classes", "none"],
-                                    MEMBER_TIMEOUT_S)
+                                    MEMBER_TIMEOUT_S, launch_env=launch_env(lib, probe))
         for line in lines:
             if line.startswith('{"type":"classes"'):
                 _CLASSES[collective] = list(json.loads(line)["classes"])
@@ -202,13 +238,15 @@ def _classes_of(lib: MpiLibrary, argv: list[str], collective: str) -> list[str]:
 
 def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = False,
           on_step: Callable[[int, int, str], None] | None = None,
-          forms: Collection[str] = (), only: Sequence[str] | None = None) -> Proof:
+          forms: Collection[str] = (), only: Sequence[str] | None = None,
+          at_launch: bool = False) -> Proof:
     """Run the whole portfolio through the matrix and return the proof (not yet written); with
     `forms` the algorithms of those forms too: "nonblocking" each against the library's own
     MPI_I<coll> + MPI_Wait (one launch each: 44 s more for Open MPI's 17, 32 s for MPICH's 64
     at load 4, so only on request), "persistent" each against the library's own
     MPI_<Coll>_init, two MPI_Start + MPI_Wait, MPI_Request_free (as many launches again); with
-    `only`, just those library members (no mock-ups), to add to a proof with `merged`."""
+    `only`, just those library members (no mock-ups), to add to a proof with `merged`; with
+    `at_launch`, also the algorithms a library fixes per launch (Intel MPI: library_members)."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
     argv = st.driver_argv(artifacts, quick=quick) + ["--sweep"]
@@ -216,7 +254,7 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     members: dict[str, MemberProof] = {}
     findings: list[str] = []
     fmt = Format()
-    libs = list(only) if only is not None else library_members(lib, argv, forms)
+    libs = list(only) if only is not None else library_members(lib, argv, forms, at_launch)
     mockups = only is None
     steps = len(counts) * (mockups + len(libs))
     done = 0
@@ -306,7 +344,8 @@ def fuzz(lib: MpiLibrary, seed: int, cases: int, nprocs: int | None = None,
         extra = [] if member is None else ["--member", member]
         collective = (lambda _n, m=member: m.split(":")[1]) if member else _mockup_collective
         try:
-            lines = st.run_launch_lines(lib, n, argv + extra, None if member is None else 4 * MEMBER_TIMEOUT_S)
+            lines = (st.run_launch_lines(lib, n, argv + extra, None) if member is None
+                     else member_lines(lib, n, argv + extra, member, 4 * MEMBER_TIMEOUT_S))
         except st.SelftestError as exc:
             assert member is not None, exc
             text = str(exc).strip().splitlines()

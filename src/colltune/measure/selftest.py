@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
@@ -163,10 +163,12 @@ def _tail(text: str, lines: int = 15) -> str:
 
 
 def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout: float | None,
-                     on_progress: Callable[[int, int, str], None] | None = None) -> list[str]:
+                     on_progress: Callable[[int, int, str], None] | None = None,
+                     launch_env: Mapping[str, str] | None = None) -> list[str]:
     """Run the driver on `nprocs` ranks and return its stdout lines; SelftestError if the launch
-    did not end well (crash, hang past `timeout`, MPI failure)."""
-    rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)}
+    did not end well (crash, hang past `timeout`, MPI failure). `launch_env`: settings the ranks
+    get too (Intel MPI's I_MPI_ADJUST_* of an algorithm fixed per launch)."""
+    rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)} | dict(launch_env or {})
     proc = launch.popen(lib, nprocs, argv, rank_env=rank_env)
     stderr_chunks: list[str] = []
 

@@ -502,7 +502,8 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
     Returns `out_path`. For Open MPI and MPICH the environment settings that make the library
     read it are written next to it as `<out_path>.env`; for Intel MPI `out_path` is that file.
     Algorithms the library's proof does not pass in every class are left out (the proof is made
-    first if the library has none; `proof_file` names another).
+    first if the library has none, and for Intel MPI the chosen algorithms are added to it:
+    the runtime's proof leaves out what is fixed per launch; `proof_file` names another).
     """
     from colltune.verify.check import CheckError, load_verdicts
 
@@ -525,12 +526,14 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
     if library in STARTED_FILES:
         choices.update(started)
     refused: dict[str, list[str]] = {}
-    if library in ("openmpi", "mpich"):
+    if library in LIBRARIES:
         lib = mpi if mpi is not None else _resolve(library)
         if proof_file is None and lib is not None:
             from colltune.measure import proof
 
             proof_file = proof.ensure_proven_shown(lib)
+            if library == "intel":
+                proof_file = _proven_at_launch(lib, proof_file, choices)
         if proof_file is None:
             raise ExportError(f"{library} is not installed here, so its algorithms cannot be proven: "
                               f"run `colltune selftest --mpi {library}` where it is")
@@ -564,6 +567,20 @@ def export(db_path: str | Path, library: str, out_path: str | Path, run_id: str 
                    "with 2021.18),\n# not its own default: these settings reach past the measured sizes")
     settings_path(out_path, library).write_text(_env_text(settings, header))
     return out_path
+
+
+def _proven_at_launch(lib: mpi_mod.MpiLibrary, proof_file: Path, choices: Choices) -> Path:
+    """The build's proof with the chosen algorithms of a library that fixes them per launch
+    (Intel MPI), which the runtime's proof leaves out: those it lacks proven now (two launches
+    each, measure/proof.py member_lines) and merged in."""
+    from colltune.measure import proof
+
+    known = set(proof.read_passed(proof_file)) | set(proof.failed_members(proof_file))
+    missing = sorted({_member(coll, seg.algorithm) for (coll, _), segs in choices.items() for seg in segs} - known)
+    if missing:
+        extra = proof.prove(lib, only=missing)
+        proof_file.write_text(proof.merged(proof_file.read_text(), extra))
+    return proof_file
 
 
 def _refusals(refused: dict[str, list[str]]) -> str:
