@@ -211,9 +211,9 @@ def test_an_unknown_nonblocking_algorithm_is_refused(openmpi: mpi.MpiLibrary, op
         ("lib:allreduce:ring#sometimes",
          "unknown form '#sometimes': library variants of the other forms end in #nonblocking or #persistent"),
         ("lib:alltoall:linear#nonblocking",
-         "this MPI library offers no run-time algorithm choice for the nonblocking alltoall through MPI_T "
-         "(Open MPI's libnbc has one for iallgather, iallreduce, ibcast, iexscan, ireduce and iscan; "
-         "MPICH one per collective)")]
+         "this MPI library offers no algorithm choice for the nonblocking alltoall (Open MPI's libnbc: "
+         "iallgather, iallreduce, ibcast, iexscan, ireduce, iscan; MPICH: all, through MPI_T; Intel MPI: "
+         "I_MPI_ADJUST_I<COLL> per launch)")]
     from colltune.measure.settings import BenchSettings
     with pytest.raises(ValueError, match="optionally followed by #nonblocking or #persistent"):
         BenchSettings(variants=["lib:allreduce:ring#sometimes"])

@@ -185,9 +185,9 @@ int ct_libalg_open_started(const char *collective, const char *algorithm, MPI_Co
         rc = open_at_launch(collective, algorithm, 1, comm, alg, err, errlen);
     if (rc == -1) {
         snprintf(err, errlen, "this MPI library offers no algorithm choice for the "
-                 "nonblocking %s (Open MPI's libnbc has one for iallgather, iallreduce, ibcast, "
-                 "iexscan, ireduce and iscan; MPICH one per collective through MPI_T; Intel MPI "
-                 "I_MPI_ADJUST_I<COLL> per launch)", collective);
+                 "nonblocking %s (Open MPI's libnbc: iallgather, iallreduce, ibcast, iexscan, "
+                 "ireduce, iscan; MPICH: all, through MPI_T; Intel MPI: I_MPI_ADJUST_I<COLL> per "
+                 "launch)", collective);
         return MPI_ERR_ARG;
     }
     return rc;
