@@ -9,6 +9,7 @@ debug info. Without debug info the function name is still found where the symbol
 
 from __future__ import annotations
 
+import bisect
 import re
 import shutil
 import struct
@@ -110,6 +111,54 @@ def _addr2line(binary: str, addresses: list[int]) -> list[list[tuple[str, str]]]
     return out
 
 
+def _function_extents(binary: str) -> tuple[list[int], list[int]]:
+    """The sized function symbols of `binary` (static and dynamic tables) as their starts, sorted,
+    and for each the furthest end of any symbol starting at or before it."""
+    tool = shutil.which("nm")
+    extents: list[tuple[int, int]] = []
+    if tool is None:
+        return [], []
+    for table in ([], ["-D"]):
+        proc = subprocess.run([tool, *table, "--defined-only", "-S", binary],
+                              capture_output=True, text=True, check=False)
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[2] in ("T", "t", "W", "w", "i"):
+                start, size = int(parts[0], 16), int(parts[1], 16)
+                extents.append((start, start + size))
+    extents.sort()
+    starts, reach, furthest = [], [], 0
+    for start, end in extents:
+        furthest = max(furthest, end)
+        starts.append(start)
+        reach.append(furthest)
+    return starts, reach
+
+
+def _outside_symbols(binary: str, frames: list[list[tuple[str, str]]],
+                     addresses: list[int]) -> list[list[tuple[str, str]]]:
+    """Frames without a line whose address lies in no function symbol lose their name.
+
+    Without debug info addr2line names an address by the nearest symbol before it, whatever that
+    symbol's size: in a stripped binary every static function after an exported one would carry
+    the exported one's name (Quantum ESPRESSO's pw.x: "fftw_print_plan" for most of its frames).
+    Such a frame is only `binary+offset`."""
+    if not any(f != "??" and "+0x" in loc for fs in frames for f, loc in fs[:1]):
+        return frames
+    starts, reach = _function_extents(binary)
+    if not starts:
+        return frames
+    out = []
+    for fs, a in zip(frames, addresses):
+        (func, loc), *outer = fs
+        if func != "??" and "+0x" in loc:
+            k = bisect.bisect_right(starts, a - 1)
+            if k == 0 or reach[k - 1] <= a - 1:
+                fs = [("??", loc), *outer]
+        out.append(fs)
+    return out
+
+
 def resolve(addresses: set[int], maps: list[Mapping]) -> dict[int, Site]:
     """Every address resolved (unknown ones to '??' with their hex value)."""
     by_file: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -121,7 +170,8 @@ def resolve(addresses: set[int], maps: list[Mapping]) -> dict[int, Site]:
         else:
             by_file[hit[0]].append((a, hit[1]))
     for binary, pairs in by_file.items():
-        for (a, _), frames in zip(pairs, _addr2line(binary, [p[1] for p in pairs])):
+        elf = [p[1] for p in pairs]
+        for (a, _), frames in zip(pairs, _outside_symbols(binary, _addr2line(binary, elf), elf)):
             (func, loc), *outer = frames
             sites[a] = Site(a, binary, func, loc, tuple(outer))
     return sites
