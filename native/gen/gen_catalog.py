@@ -197,6 +197,21 @@ def gen_bytes_fn(c: tbl.Collective) -> str:
     return "\n".join(lines)
 
 
+def gen_counted(t: tbl.Table) -> list[str]:
+    """colltune_call_counted_bytes: a row's `counted` rule where it has one, else its `bytes`."""
+    L: list[str] = []
+    rows = [c for c in t.collectives if c.counted]
+    for c in rows:
+        stmts, expr = bytes_expr_c(c, c.counted or "")
+        L += [f"static int64_t ct_counted_{c.name}(const ct_call *call, int p)", "{",
+              *(f"    {s}" for s in stmts), f"    return {expr};", "}", ""]
+    L += ["int64_t colltune_call_counted_bytes(const ct_call *call)", "{", "    switch (call->coll) {"]
+    for c in rows:
+        L.append(f"    case {coll_enum(c.name)}: return ct_counted_{c.name}(call, 0);")
+    L += ["    default: return colltune_call_bytes_in(call, 0);", "    }", "}", ""]
+    return L
+
+
 # --------------------------------------------------------------------------------------------
 # Scratch formulas.
 
@@ -428,6 +443,7 @@ def gen_source(t: tbl.Table) -> str:
     L += ["    default: return -1;", "    }", "}", ""]
     L += ["int64_t colltune_call_bytes(const ct_call *call)", "{",
           "    return colltune_call_bytes_in(call, 0);", "}", ""]
+    L += gen_counted(t)
     L += ["int colltune_invoke(int variant, const ct_call *call)", "{", "    switch (variant) {"]
     for v in t.variants:
         c = t.collective(v.collective)

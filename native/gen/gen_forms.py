@@ -135,7 +135,7 @@ def bytes_code(fn: Function, arg: Callable[[str], str] | None = None,
     in_place = in_place or (lambda r: f"{names[r]} == MPI_IN_PLACE")
     if coll.name in COUNTED_VW:
         return vw_bytes_code(fn, arg, fortran)
-    rule = coll.bytes.strip()
+    rule = (coll.counted or coll.bytes).strip()
     if rule == "-":
         return ["int64_t bytes = -1;"]
     if rule == "0":   # the barrier; the size-blind irregular forms (collectives.toml)

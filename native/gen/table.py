@@ -71,6 +71,7 @@ class Collective:
     dispatch: bool = True
     family: str = "collective"
     serve_large: bool = True
+    counted: str | None = None   # the counting mode's bytes where they differ from `bytes`
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def load(path: Path = SPEC_DIR / "collectives.toml") -> Table:
             dispatch=c.get("dispatch", True),
             family=c.get("family", "collective"),
             serve_large=c.get("serve_large", True),
+            counted=c.get("counted"),
         )
         for c in raw["collective"]
     )

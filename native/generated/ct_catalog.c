@@ -27,6 +27,10 @@ const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {
     [CT_COLL_GATHERV] = {"gatherv", "MPI_Gatherv", CT_IN_PLACE_SENDBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
     [CT_COLL_REDUCE_LOCAL] = {"reduce_local", "MPI_Reduce_local", CT_IN_PLACE_NONE, CT_ELEM_UNIFORM_TYPE, 0, 1, CT_ROW_BLOCKING},
     [CT_COLL_SCATTERV] = {"scatterv", "MPI_Scatterv", CT_IN_PLACE_RECVBUF_AT_ROOT, CT_ELEM_BYTES, 1, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
+    [CT_COLL_NEIGHBOR_ALLGATHER] = {"neighbor_allgather", "MPI_Neighbor_allgather", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
+    [CT_COLL_NEIGHBOR_ALLGATHERV] = {"neighbor_allgatherv", "MPI_Neighbor_allgatherv", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
+    [CT_COLL_NEIGHBOR_ALLTOALL] = {"neighbor_alltoall", "MPI_Neighbor_alltoall", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
+    [CT_COLL_NEIGHBOR_ALLTOALLV] = {"neighbor_alltoallv", "MPI_Neighbor_alltoallv", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
 };
 
 /* GL1 allgather_as_gather_bcast: 0 */
@@ -469,6 +473,34 @@ static int64_t ct_bytes_scatterv(const ct_call *call, int p)
     return 0;
 }
 
+static int64_t ct_bytes_neighbor_allgather(const ct_call *call, int p)
+{
+    (void)call;
+    (void)p;
+    return 0;
+}
+
+static int64_t ct_bytes_neighbor_allgatherv(const ct_call *call, int p)
+{
+    (void)call;
+    (void)p;
+    return 0;
+}
+
+static int64_t ct_bytes_neighbor_alltoall(const ct_call *call, int p)
+{
+    (void)call;
+    (void)p;
+    return 0;
+}
+
+static int64_t ct_bytes_neighbor_alltoallv(const ct_call *call, int p)
+{
+    (void)call;
+    (void)p;
+    return 0;
+}
+
 const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_ALLGATHER] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_ALLREDUCE] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
@@ -488,6 +520,10 @@ const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_GATHERV] = {CT_BYTES_ZERO, -1},
     [CT_COLL_REDUCE_LOCAL] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_SCATTERV] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_NEIGHBOR_ALLGATHER] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_NEIGHBOR_ALLGATHERV] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_NEIGHBOR_ALLTOALL] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_NEIGHBOR_ALLTOALLV] = {CT_BYTES_ZERO, -1},
 };
 
 int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
@@ -511,6 +547,10 @@ int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
     case CT_COLL_GATHERV: return ct_bytes_gatherv(call, comm_size);
     case CT_COLL_REDUCE_LOCAL: return ct_bytes_reduce_local(call, comm_size);
     case CT_COLL_SCATTERV: return ct_bytes_scatterv(call, comm_size);
+    case CT_COLL_NEIGHBOR_ALLGATHER: return ct_bytes_neighbor_allgather(call, comm_size);
+    case CT_COLL_NEIGHBOR_ALLGATHERV: return ct_bytes_neighbor_allgatherv(call, comm_size);
+    case CT_COLL_NEIGHBOR_ALLTOALL: return ct_bytes_neighbor_alltoall(call, comm_size);
+    case CT_COLL_NEIGHBOR_ALLTOALLV: return ct_bytes_neighbor_alltoallv(call, comm_size);
     default: return -1;
     }
 }
@@ -518,6 +558,40 @@ int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
 int64_t colltune_call_bytes(const ct_call *call)
 {
     return colltune_call_bytes_in(call, 0);
+}
+
+static int64_t ct_counted_neighbor_allgather(const ct_call *call, int p)
+{
+    (void)p;
+    int64_t size_sendtype;
+    if (ct_size_of(call->sendtype, &size_sendtype) != MPI_SUCCESS) return -1;
+    return (int64_t)call->sendcount * size_sendtype;
+}
+
+static int64_t ct_counted_neighbor_allgatherv(const ct_call *call, int p)
+{
+    (void)p;
+    int64_t size_sendtype;
+    if (ct_size_of(call->sendtype, &size_sendtype) != MPI_SUCCESS) return -1;
+    return (int64_t)call->sendcount * size_sendtype;
+}
+
+static int64_t ct_counted_neighbor_alltoall(const ct_call *call, int p)
+{
+    (void)p;
+    int64_t size_sendtype;
+    if (ct_size_of(call->sendtype, &size_sendtype) != MPI_SUCCESS) return -1;
+    return (int64_t)call->sendcount * size_sendtype;
+}
+
+int64_t colltune_call_counted_bytes(const ct_call *call)
+{
+    switch (call->coll) {
+    case CT_COLL_NEIGHBOR_ALLGATHER: return ct_counted_neighbor_allgather(call, 0);
+    case CT_COLL_NEIGHBOR_ALLGATHERV: return ct_counted_neighbor_allgatherv(call, 0);
+    case CT_COLL_NEIGHBOR_ALLTOALL: return ct_counted_neighbor_alltoall(call, 0);
+    default: return colltune_call_bytes_in(call, 0);
+    }
 }
 
 int colltune_invoke(int variant, const ct_call *call)
@@ -622,6 +696,14 @@ int colltune_invoke_library(const ct_call *call)
         return PMPI_Reduce_local(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype, call->op);
     case CT_COLL_SCATTERV:
         return PMPI_Scatterv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm);
+    case CT_COLL_NEIGHBOR_ALLGATHER:
+        return PMPI_Neighbor_allgather(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm);
+    case CT_COLL_NEIGHBOR_ALLGATHERV:
+        return PMPI_Neighbor_allgatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_COLL_NEIGHBOR_ALLTOALL:
+        return PMPI_Neighbor_alltoall(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm);
+    case CT_COLL_NEIGHBOR_ALLTOALLV:
+        return PMPI_Neighbor_alltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -663,6 +745,14 @@ int colltune_start_library(const ct_call *call, MPI_Request *request)
         return PMPI_Igatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->root, call->comm, request);
     case CT_COLL_SCATTERV:
         return PMPI_Iscatterv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, request);
+    case CT_COLL_NEIGHBOR_ALLGATHER:
+        return PMPI_Ineighbor_allgather(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, request);
+    case CT_COLL_NEIGHBOR_ALLGATHERV:
+        return PMPI_Ineighbor_allgatherv(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, request);
+    case CT_COLL_NEIGHBOR_ALLTOALL:
+        return PMPI_Ineighbor_alltoall(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, request);
+    case CT_COLL_NEIGHBOR_ALLTOALLV:
+        return PMPI_Ineighbor_alltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, request);
     default: return MPI_ERR_UNSUPPORTED_OPERATION;
     }
 }
@@ -705,6 +795,14 @@ int colltune_init_library(const ct_call *call, MPI_Info info, MPI_Request *reque
         return PMPI_Gatherv_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->root, call->comm, info, request);
     case CT_COLL_SCATTERV:
         return PMPI_Scatterv_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->root, call->comm, info, request);
+    case CT_COLL_NEIGHBOR_ALLGATHER:
+        return PMPI_Neighbor_allgather_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, info, request);
+    case CT_COLL_NEIGHBOR_ALLGATHERV:
+        return PMPI_Neighbor_allgatherv_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, info, request);
+    case CT_COLL_NEIGHBOR_ALLTOALL:
+        return PMPI_Neighbor_alltoall_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, info, request);
+    case CT_COLL_NEIGHBOR_ALLTOALLV:
+        return PMPI_Neighbor_alltoallv_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, info, request);
     default: return MPI_ERR_UNSUPPORTED_OPERATION;
     }
 #else

@@ -111,30 +111,30 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_ISCATTERV_C] = {"iscatterv_c", "scatterv", CT_COLL_SCATTERV, CT_FORM_NONBLOCKING, 1, 0},
     [CT_FN_SCATTERV_INIT] = {"scatterv_init", "scatterv", CT_COLL_SCATTERV, CT_FORM_PERSISTENT, 0, 0},
     [CT_FN_SCATTERV_INIT_C] = {"scatterv_init_c", "scatterv", CT_COLL_SCATTERV, CT_FORM_PERSISTENT, 1, 0},
-    [CT_FN_NEIGHBOR_ALLGATHER] = {"neighbor_allgather", "neighbor_allgather", -1, CT_FORM_BLOCKING, 0, 0},
-    [CT_FN_NEIGHBOR_ALLGATHER_C] = {"neighbor_allgather_c", "neighbor_allgather", -1, CT_FORM_BLOCKING, 1, 0},
-    [CT_FN_INEIGHBOR_ALLGATHER] = {"ineighbor_allgather", "neighbor_allgather", -1, CT_FORM_NONBLOCKING, 0, 0},
-    [CT_FN_INEIGHBOR_ALLGATHER_C] = {"ineighbor_allgather_c", "neighbor_allgather", -1, CT_FORM_NONBLOCKING, 1, 0},
-    [CT_FN_NEIGHBOR_ALLGATHER_INIT] = {"neighbor_allgather_init", "neighbor_allgather", -1, CT_FORM_PERSISTENT, 0, 0},
-    [CT_FN_NEIGHBOR_ALLGATHER_INIT_C] = {"neighbor_allgather_init_c", "neighbor_allgather", -1, CT_FORM_PERSISTENT, 1, 0},
-    [CT_FN_NEIGHBOR_ALLGATHERV] = {"neighbor_allgatherv", "neighbor_allgatherv", -1, CT_FORM_BLOCKING, 0, 0},
-    [CT_FN_NEIGHBOR_ALLGATHERV_C] = {"neighbor_allgatherv_c", "neighbor_allgatherv", -1, CT_FORM_BLOCKING, 1, 0},
-    [CT_FN_INEIGHBOR_ALLGATHERV] = {"ineighbor_allgatherv", "neighbor_allgatherv", -1, CT_FORM_NONBLOCKING, 0, 0},
-    [CT_FN_INEIGHBOR_ALLGATHERV_C] = {"ineighbor_allgatherv_c", "neighbor_allgatherv", -1, CT_FORM_NONBLOCKING, 1, 0},
-    [CT_FN_NEIGHBOR_ALLGATHERV_INIT] = {"neighbor_allgatherv_init", "neighbor_allgatherv", -1, CT_FORM_PERSISTENT, 0, 0},
-    [CT_FN_NEIGHBOR_ALLGATHERV_INIT_C] = {"neighbor_allgatherv_init_c", "neighbor_allgatherv", -1, CT_FORM_PERSISTENT, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALL] = {"neighbor_alltoall", "neighbor_alltoall", -1, CT_FORM_BLOCKING, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALL_C] = {"neighbor_alltoall_c", "neighbor_alltoall", -1, CT_FORM_BLOCKING, 1, 0},
-    [CT_FN_INEIGHBOR_ALLTOALL] = {"ineighbor_alltoall", "neighbor_alltoall", -1, CT_FORM_NONBLOCKING, 0, 0},
-    [CT_FN_INEIGHBOR_ALLTOALL_C] = {"ineighbor_alltoall_c", "neighbor_alltoall", -1, CT_FORM_NONBLOCKING, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALL_INIT] = {"neighbor_alltoall_init", "neighbor_alltoall", -1, CT_FORM_PERSISTENT, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALL_INIT_C] = {"neighbor_alltoall_init_c", "neighbor_alltoall", -1, CT_FORM_PERSISTENT, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLV] = {"neighbor_alltoallv", "neighbor_alltoallv", -1, CT_FORM_BLOCKING, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLV_C] = {"neighbor_alltoallv_c", "neighbor_alltoallv", -1, CT_FORM_BLOCKING, 1, 0},
-    [CT_FN_INEIGHBOR_ALLTOALLV] = {"ineighbor_alltoallv", "neighbor_alltoallv", -1, CT_FORM_NONBLOCKING, 0, 0},
-    [CT_FN_INEIGHBOR_ALLTOALLV_C] = {"ineighbor_alltoallv_c", "neighbor_alltoallv", -1, CT_FORM_NONBLOCKING, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLV_INIT] = {"neighbor_alltoallv_init", "neighbor_alltoallv", -1, CT_FORM_PERSISTENT, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLV_INIT_C] = {"neighbor_alltoallv_init_c", "neighbor_alltoallv", -1, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_NEIGHBOR_ALLGATHER] = {"neighbor_allgather", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_NEIGHBOR_ALLGATHER_C] = {"neighbor_allgather_c", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_INEIGHBOR_ALLGATHER] = {"ineighbor_allgather", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_INEIGHBOR_ALLGATHER_C] = {"ineighbor_allgather_c", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_NEIGHBOR_ALLGATHER_INIT] = {"neighbor_allgather_init", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_NEIGHBOR_ALLGATHER_INIT_C] = {"neighbor_allgather_init_c", "neighbor_allgather", CT_COLL_NEIGHBOR_ALLGATHER, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_NEIGHBOR_ALLGATHERV] = {"neighbor_allgatherv", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_NEIGHBOR_ALLGATHERV_C] = {"neighbor_allgatherv_c", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_INEIGHBOR_ALLGATHERV] = {"ineighbor_allgatherv", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_INEIGHBOR_ALLGATHERV_C] = {"ineighbor_allgatherv_c", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_NEIGHBOR_ALLGATHERV_INIT] = {"neighbor_allgatherv_init", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_NEIGHBOR_ALLGATHERV_INIT_C] = {"neighbor_allgatherv_init_c", "neighbor_allgatherv", CT_COLL_NEIGHBOR_ALLGATHERV, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALL] = {"neighbor_alltoall", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_NEIGHBOR_ALLTOALL_C] = {"neighbor_alltoall_c", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_INEIGHBOR_ALLTOALL] = {"ineighbor_alltoall", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_INEIGHBOR_ALLTOALL_C] = {"ineighbor_alltoall_c", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALL_INIT] = {"neighbor_alltoall_init", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_NEIGHBOR_ALLTOALL_INIT_C] = {"neighbor_alltoall_init_c", "neighbor_alltoall", CT_COLL_NEIGHBOR_ALLTOALL, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLV] = {"neighbor_alltoallv", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_NEIGHBOR_ALLTOALLV_C] = {"neighbor_alltoallv_c", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_INEIGHBOR_ALLTOALLV] = {"ineighbor_alltoallv", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_INEIGHBOR_ALLTOALLV_C] = {"ineighbor_alltoallv_c", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLV_INIT] = {"neighbor_alltoallv_init", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLV_INIT_C] = {"neighbor_alltoallv_init_c", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_PERSISTENT, 1, 0},
     [CT_FN_NEIGHBOR_ALLTOALLW] = {"neighbor_alltoallw", "neighbor_alltoallw", -1, CT_FORM_BLOCKING, 0, 0},
     [CT_FN_NEIGHBOR_ALLTOALLW_C] = {"neighbor_alltoallw_c", "neighbor_alltoallw", -1, CT_FORM_BLOCKING, 1, 0},
     [CT_FN_INEIGHBOR_ALLTOALLW] = {"ineighbor_alltoallw", "neighbor_alltoallw", -1, CT_FORM_NONBLOCKING, 0, 0},
@@ -4020,33 +4020,6 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const 
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    const void *site = ct_watch_site(__builtin_return_address(0));
-    uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (rc != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, site, comm, -1, t0, NULL);
-        return rc;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)sendcount, ct_watch_size(sendtype)}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, site, comm, bytes, t0, NULL);
-    return rc;
-}
-
-#if CT_STUBS
-CT_STUB(MPI_Neighbor_allgather, "testb $1, ct_watch(%rip)")
-CT_HIDDEN int ct_slow_MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-CT_HIDDEN int ct_slow_MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-#else
-int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-#endif
-{
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
-        return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
 #if MPI_VERSION >= 4
 static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
@@ -4077,11 +4050,37 @@ int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHER, site, comm, -1, t0, NULL);
         return rc;
@@ -4092,15 +4091,17 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgather, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_allgather, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
@@ -4135,11 +4136,37 @@ int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -4150,15 +4177,17 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgather_init, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgather_init, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
 int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
@@ -4194,33 +4223,6 @@ int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    const void *site = ct_watch_site(__builtin_return_address(0));
-    uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    if (rc != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, site, comm, -1, t0, NULL);
-        return rc;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)sendcount, ct_watch_size(sendtype)}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, site, comm, bytes, t0, NULL);
-    return rc;
-}
-
-#if CT_STUBS
-CT_STUB(MPI_Neighbor_allgatherv, "testb $1, ct_watch(%rip)")
-CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm);
-CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
-#else
-int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
-#endif
-{
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
-        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    return ct_watched_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-}
-
 #if MPI_VERSION >= 4
 static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
@@ -4251,11 +4253,37 @@ int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+                                             : PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_INEIGHBOR_ALLGATHERV, site, comm, -1, t0, NULL);
         return rc;
@@ -4266,15 +4294,17 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgatherv, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_allgatherv, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     return ct_watched_ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
@@ -4309,11 +4339,37 @@ int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+                                             : PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -4324,15 +4380,17 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgatherv_init, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgatherv_init, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
 int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     return ct_watched_neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
 }
 
@@ -4368,33 +4426,6 @@ int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    const void *site = ct_watch_site(__builtin_return_address(0));
-    uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (rc != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, site, comm, -1, t0, NULL);
-        return rc;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)sendcount, ct_watch_size(sendtype)}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, site, comm, bytes, t0, NULL);
-    return rc;
-}
-
-#if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoall, "testb $1, ct_watch(%rip)")
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-#else
-int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-#endif
-{
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
-        return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    return ct_watched_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
 #if MPI_VERSION >= 4
 static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
@@ -4425,11 +4456,37 @@ int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                                             : PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALL, site, comm, -1, t0, NULL);
         return rc;
@@ -4440,15 +4497,17 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *s
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoall, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoall, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     return ct_watched_ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
@@ -4483,11 +4542,37 @@ int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+                                             : PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -4498,15 +4583,17 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoall_init, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoall_init, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
 int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
 }
 
@@ -4541,40 +4628,6 @@ int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_D
 }
 
 #endif
-
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    const void *site = ct_watch_site(__builtin_return_address(0));
-    uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    if (rc != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, site, comm, -1, t0, NULL);
-        return rc;
-    }
-    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
-        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
-        .comm = comm,
-        .sendcounts = sendcounts,
-        .recvcounts = recvcounts,
-        .sendtype = sendtype,
-        .recvtype = recvtype,
-    });
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, site, comm, bytes, t0, NULL);
-    return rc;
-}
-
-#if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallv, "testb $1, ct_watch(%rip)")
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
-#else
-int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
-#endif
-{
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
-        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    return ct_watched_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-}
 
 #if MPI_VERSION >= 4
 static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
@@ -4614,11 +4667,37 @@ int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, c
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+                                             : PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLV, site, comm, -1, t0, NULL);
         return rc;
@@ -4636,15 +4715,17 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallv, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoallv, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     return ct_watched_ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
 }
 
@@ -4687,11 +4768,37 @@ int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+                                             : PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -4709,15 +4816,17 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallv_init, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallv_init, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
 int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     return ct_watched_neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
 }
 

@@ -89,6 +89,10 @@ _Static_assert(CT_COLL_EXSCAN == 14, "ct_active+14 in the stubs (gen_fortran.py)
 _Static_assert(CT_COLL_GATHERV == 15, "ct_active+15 in the stubs (gen_fortran.py)");
 _Static_assert(CT_COLL_REDUCE_LOCAL == 16, "ct_active+16 in the stubs (gen_fortran.py)");
 _Static_assert(CT_COLL_SCATTERV == 17, "ct_active+17 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHER == 18, "ct_active+18 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHERV == 19, "ct_active+19 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALL == 20, "ct_active+20 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLV == 21, "ct_active+21 in the stubs (gen_fortran.py)");
 
 typedef void ct_f_init_fn(MPI_Fint *ierr);
 
@@ -2332,6 +2336,518 @@ void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MP
         return;
     }
     ct_mpi_scatterv_f08_rest(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr, __builtin_return_address(0));
+}
+
+typedef void ct_f_neighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_neighbor_allgather_fn *_Atomic ct_f_neighbor_allgather_next __attribute__((used));   /* named in its stubs */
+static ct_f_neighbor_allgather_fn *_Atomic ct_f_neighbor_allgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
+static void ct_f_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLGATHER] || !translate) {
+        ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next;
+        if (next == NULL)
+            next = ct_f_neighbor_allgather_next = (ct_f_neighbor_allgather_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Neighbor_allgather(sendbuf, (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather__, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHER, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHER", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_neighbor_allgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLGATHER] && ct_f_neighbor_allgather_next_f08 == NULL) {
+        ct_f_neighbor_allgather_fn *next = (ct_f_neighbor_allgather_fn *)ct_f_next("mpi_neighbor_allgather_f08_");
+        if (next != NULL) {
+            ct_f_neighbor_allgather_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_f08_", caller);
+}
+
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgather_f08_, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgather_fn *next = ct_f_neighbor_allgather_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
+}
+
+typedef void ct_f_neighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_neighbor_allgatherv_fn *_Atomic ct_f_neighbor_allgatherv_next __attribute__((used));   /* named in its stubs */
+static ct_f_neighbor_allgatherv_fn *_Atomic ct_f_neighbor_allgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
+static void ct_f_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV] || !translate) {
+        ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next;
+        if (next == NULL)
+            next = ct_f_neighbor_allgatherv_next = (ct_f_neighbor_allgatherv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Neighbor_allgatherv(sendbuf, (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)displs, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv__, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHERV", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV] && ct_f_neighbor_allgatherv_next_f08 == NULL) {
+        ct_f_neighbor_allgatherv_fn *next = (ct_f_neighbor_allgatherv_fn *)ct_f_next("mpi_neighbor_allgatherv_f08_");
+        if (next != NULL) {
+            ct_f_neighbor_allgatherv_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_f08_", caller);
+}
+
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_allgatherv_f08_, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_allgatherv_fn *next = ct_f_neighbor_allgatherv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_allgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, __builtin_return_address(0));
+}
+
+typedef void ct_f_neighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_neighbor_alltoall_fn *_Atomic ct_f_neighbor_alltoall_next __attribute__((used));   /* named in its stubs */
+static ct_f_neighbor_alltoall_fn *_Atomic ct_f_neighbor_alltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
+static void ct_f_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLTOALL] || !translate) {
+        ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next;
+        if (next == NULL)
+            next = ct_f_neighbor_alltoall_next = (ct_f_neighbor_alltoall_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Neighbor_alltoall(sendbuf, (int)*sendcount, PMPI_Type_f2c(*sendtype), recvbuf, (int)*recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall__, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALL, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALL", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLTOALL] && ct_f_neighbor_alltoall_next_f08 == NULL) {
+        ct_f_neighbor_alltoall_fn *next = (ct_f_neighbor_alltoall_fn *)ct_f_next("mpi_neighbor_alltoall_f08_");
+        if (next != NULL) {
+            ct_f_neighbor_alltoall_next_f08 = next;
+            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_f08_", caller);
+}
+
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoall_f08_, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoall_fn *next = ct_f_neighbor_alltoall_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
+}
+
+typedef void ct_f_neighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+
+static ct_f_neighbor_alltoallv_fn *_Atomic ct_f_neighbor_alltoallv_next __attribute__((used));   /* named in its stubs */
+static ct_f_neighbor_alltoallv_fn *_Atomic ct_f_neighbor_alltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
+
+static void ct_f_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
+{
+    int translate = ct_f_translatable() && !ct_f_is_bottom(sendbuf) && !ct_f_is_bottom(recvbuf);
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV] || !translate) {
+        ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next;
+        if (next == NULL)
+            next = ct_f_neighbor_alltoallv_next = (ct_f_neighbor_alltoallv_fn *)ct_f_next(symbol);
+        if (next != NULL) {
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+            return;
+        }
+        if (!translate) {
+            *ierr = MPI_ERR_INTERN;
+            return;
+        }
+    }
+    ct_profrun_caller = caller;
+    *ierr = (MPI_Fint)MPI_Neighbor_alltoallv(sendbuf, (const int *)sendcounts, (const int *)sdispls, PMPI_Type_f2c(*sendtype), recvbuf, (const int *)recvcounts, (const int *)rdispls, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm));
+    ct_profrun_caller = NULL;
+}
+
+void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv__, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv__", __builtin_return_address(0));
+}
+
+void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv", __builtin_return_address(0));
+}
+
+void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_f_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALLV", __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
+{
+    (void)caller;
+    if (!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV] && ct_f_neighbor_alltoallv_next_f08 == NULL) {
+        ct_f_neighbor_alltoallv_fn *next = (ct_f_neighbor_alltoallv_fn *)ct_f_next("mpi_neighbor_alltoallv_f08_");
+        if (next != NULL) {
+            ct_f_neighbor_alltoallv_next_f08 = next;
+            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+            return;
+        }
+    }
+    MPI_Fint ierr_here = MPI_SUCCESS;
+    if (ierr == NULL)
+        ierr = &ierr_here;
+    ct_f_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_f08_", caller);
+}
+
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+#if CT_STUBS
+CT_F_STUB(mpi_neighbor_alltoallv_f08_, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next_f08)
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
+CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#else
+void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
+#endif
+{
+    ct_f_neighbor_alltoallv_fn *next = ct_f_neighbor_alltoallv_next_f08;
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]) && CT_LIKELY(next != NULL)) {
+        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
+        return;
+    }
+    ct_mpi_neighbor_alltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, __builtin_return_address(0));
 }
 
 typedef void ct_fw_iallgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
@@ -7057,138 +7573,6 @@ void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displ
 
 #endif
 
-typedef void ct_fw_neighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-
-static ct_fw_neighbor_allgather_fn *_Atomic ct_fw_neighbor_allgather_next __attribute__((used));   /* named in its stubs */
-static ct_fw_neighbor_allgather_fn *_Atomic ct_fw_neighbor_allgather_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
-
-static void ct_fw_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
-    if (next == NULL) {
-        next = (ct_fw_neighbor_allgather_fn *)ct_f_next(symbol);
-        if (next == NULL) {
-            *ierr = MPI_ERR_INTERN;
-            return;
-        }
-        ct_fw_neighbor_allgather_next = next;
-    }
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    uint64_t t0 = ct_watch_clock();
-    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-    if (*ierr != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
-        return;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHER, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
-}
-
-void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_", __builtin_return_address(0));
-}
-
-void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather__", __builtin_return_address(0));
-}
-
-void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather", __builtin_return_address(0));
-}
-
-void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next)
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHER", __builtin_return_address(0));
-}
-
-static __attribute__((noinline)) void ct_mpi_neighbor_allgather_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
-{
-    (void)caller;
-    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgather_next_f08 == NULL) {
-        ct_fw_neighbor_allgather_fn *next = (ct_fw_neighbor_allgather_fn *)ct_f_next("mpi_neighbor_allgather_f08_");
-        if (next != NULL) {
-            ct_fw_neighbor_allgather_next_f08 = next;
-            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-            return;
-        }
-    }
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_allgather_f08_", caller);
-}
-
-void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_next_f08)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgather_fn *next = ct_fw_neighbor_allgather_next_f08;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_mpi_neighbor_allgather_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
-}
-
 typedef void ct_fw_ineighbor_allgather_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static ct_fw_ineighbor_allgather_fn *_Atomic ct_fw_ineighbor_allgather_next __attribute__((used));   /* named in its stubs */
@@ -7457,138 +7841,6 @@ void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
 }
 
 #endif
-
-typedef void ct_fw_neighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-
-static ct_fw_neighbor_allgatherv_fn *_Atomic ct_fw_neighbor_allgatherv_next __attribute__((used));   /* named in its stubs */
-static ct_fw_neighbor_allgatherv_fn *_Atomic ct_fw_neighbor_allgatherv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
-
-static void ct_fw_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
-    if (next == NULL) {
-        next = (ct_fw_neighbor_allgatherv_fn *)ct_f_next(symbol);
-        if (next == NULL) {
-            *ierr = MPI_ERR_INTERN;
-            return;
-        }
-        ct_fw_neighbor_allgatherv_next = next;
-    }
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    uint64_t t0 = ct_watch_clock();
-    next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-    if (*ierr != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
-        return;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLGATHERV, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
-}
-
-void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_", __builtin_return_address(0));
-}
-
-void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv__", __builtin_return_address(0));
-}
-
-void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv", __builtin_return_address(0));
-}
-
-void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next)
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLGATHERV", __builtin_return_address(0));
-}
-
-static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
-{
-    (void)caller;
-    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_allgatherv_next_f08 == NULL) {
-        ct_fw_neighbor_allgatherv_fn *next = (ct_fw_neighbor_allgatherv_fn *)ct_f_next("mpi_neighbor_allgatherv_f08_");
-        if (next != NULL) {
-            ct_fw_neighbor_allgatherv_next_f08 = next;
-            next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-            return;
-        }
-    }
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, "mpi_neighbor_allgatherv_f08_", caller);
-}
-
-void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_next_f08)
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_allgatherv_fn *next = ct_fw_neighbor_allgatherv_next_f08;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr);
-        return;
-    }
-    ct_mpi_neighbor_allgatherv_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr, __builtin_return_address(0));
-}
 
 typedef void ct_fw_ineighbor_allgatherv_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
@@ -7859,138 +8111,6 @@ void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_F
 
 #endif
 
-typedef void ct_fw_neighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-
-static ct_fw_neighbor_alltoall_fn *_Atomic ct_fw_neighbor_alltoall_next __attribute__((used));   /* named in its stubs */
-static ct_fw_neighbor_alltoall_fn *_Atomic ct_fw_neighbor_alltoall_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
-
-static void ct_fw_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
-    if (next == NULL) {
-        next = (ct_fw_neighbor_alltoall_fn *)ct_f_next(symbol);
-        if (next == NULL) {
-            *ierr = MPI_ERR_INTERN;
-            return;
-        }
-        ct_fw_neighbor_alltoall_next = next;
-    }
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    uint64_t t0 = ct_watch_clock();
-    next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-    if (*ierr != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
-        return;
-    }
-    int64_t bytes = ct_watch_product((int64_t[]){(int64_t)*sendcount, ct_watch_size(PMPI_Type_f2c(*sendtype))}, 2);
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALL, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
-}
-
-void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_", __builtin_return_address(0));
-}
-
-void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall__", __builtin_return_address(0));
-}
-
-void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall", __builtin_return_address(0));
-}
-
-void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next)
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALL", __builtin_return_address(0));
-}
-
-static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_f08_rest(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
-{
-    (void)caller;
-    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoall_next_f08 == NULL) {
-        ct_fw_neighbor_alltoall_fn *next = (ct_fw_neighbor_alltoall_fn *)ct_f_next("mpi_neighbor_alltoall_f08_");
-        if (next != NULL) {
-            ct_fw_neighbor_alltoall_next_f08 = next;
-            next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-            return;
-        }
-    }
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, "mpi_neighbor_alltoall_f08_", caller);
-}
-
-void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_next_f08)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoall_fn *next = ct_fw_neighbor_alltoall_next_f08;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr);
-        return;
-    }
-    ct_mpi_neighbor_alltoall_f08_rest(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr, __builtin_return_address(0));
-}
-
 typedef void ct_fw_ineighbor_alltoall_fn(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 
 static ct_fw_ineighbor_alltoall_fn *_Atomic ct_fw_ineighbor_alltoall_next __attribute__((used));   /* named in its stubs */
@@ -8259,146 +8379,6 @@ void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
 }
 
 #endif
-
-typedef void ct_fw_neighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-
-static ct_fw_neighbor_alltoallv_fn *_Atomic ct_fw_neighbor_alltoallv_next __attribute__((used));   /* named in its stubs */
-static ct_fw_neighbor_alltoallv_fn *_Atomic ct_fw_neighbor_alltoallv_next_f08 __attribute__((used));   /* `use mpi_f08`'s own binding */
-
-static void ct_fw_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const char *symbol, const void *caller)
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
-    if (next == NULL) {
-        next = (ct_fw_neighbor_alltoallv_fn *)ct_f_next(symbol);
-        if (next == NULL) {
-            *ierr = MPI_ERR_INTERN;
-            return;
-        }
-        ct_fw_neighbor_alltoallv_next = next;
-    }
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) || !ct_f_translatable()) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    uint64_t t0 = ct_watch_clock();
-    next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-    if (*ierr != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), -1, t0, NULL);
-        return;
-    }
-    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
-        .kind = CT_VW_NEIGHBOR_ALLTOALLV,
-        .comm = PMPI_Comm_f2c(*comm),
-        .sendcounts = sendcounts,
-        .recvcounts = recvcounts,
-        .sendtype = PMPI_Type_f2c(*sendtype),
-        .recvtype = PMPI_Type_f2c(*recvtype),
-        .fortran = 1,
-    });
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLV, caller, PMPI_Comm_f2c(*comm), bytes, t0, NULL);
-}
-
-void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_", __builtin_return_address(0));
-}
-
-void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv__", __builtin_return_address(0));
-}
-
-void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv", __builtin_return_address(0));
-}
-
-void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next)
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "MPI_NEIGHBOR_ALLTOALLV", __builtin_return_address(0));
-}
-
-static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_f08_rest(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr, const void *caller)
-{
-    (void)caller;
-    if (!(ct_watch & CT_WATCH_SEE) && ct_fw_neighbor_alltoallv_next_f08 == NULL) {
-        ct_fw_neighbor_alltoallv_fn *next = (ct_fw_neighbor_alltoallv_fn *)ct_f_next("mpi_neighbor_alltoallv_f08_");
-        if (next != NULL) {
-            ct_fw_neighbor_alltoallv_next_f08 = next;
-            next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-            return;
-        }
-    }
-    MPI_Fint ierr_here = MPI_SUCCESS;
-    if (ierr == NULL)
-        ierr = &ierr_here;
-    ct_fw_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, "mpi_neighbor_alltoallv_f08_", caller);
-}
-
-void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-#if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_next_f08)
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
-CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#else
-void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
-#endif
-{
-    ct_fw_neighbor_alltoallv_fn *next = ct_fw_neighbor_alltoallv_next_f08;
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)) && CT_LIKELY(next != NULL)) {
-        next(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr);
-        return;
-    }
-    ct_mpi_neighbor_alltoallv_f08_rest(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierr, __builtin_return_address(0));
-}
 
 typedef void ct_fw_ineighbor_alltoallv_fn(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 

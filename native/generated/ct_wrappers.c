@@ -678,6 +678,138 @@ int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, 
     return ct_serve_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 
+static __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHER,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]))
+        return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLGATHERV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = displs,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]))
+        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return ct_serve_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALL,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = sendcount,
+        .recvcount = recvcount,
+        .recvcounts = NULL,
+        .sendcounts = NULL,
+        .sdispls = NULL,
+        .rdispls = NULL,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]))
+        return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return ct_serve_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+static __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLV,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls = sdispls,
+        .rdispls = rdispls,
+        .sendtype = sendtype,
+        .recvtype = recvtype,
+        .sendtypes = NULL,
+        .recvtypes = NULL,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]))
+        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    return ct_serve_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
 #if MPI_VERSION >= 4
 /* MPI-4 large-count bindings. */
 #define CT_MAX_STACK_COUNTS 512

@@ -84,6 +84,9 @@ const char *colltune_reason_name(colltune_reason reason);
 int64_t colltune_call_bytes(const ct_call *call);
 /* The same where the caller knows the communicator's size (`comm_size` > 0; else it is asked). */
 int64_t colltune_call_bytes_in(const ct_call *call, int comm_size);
+/* The bytes the counting and profiling modes record: the row's `counted` rule where it has one
+ * (the regular neighborhood collectives: what this rank sends each neighbour), else the above. */
+int64_t colltune_call_counted_bytes(const ct_call *call);
 
 /* Is `variant` (index into the generated variant table) able to give the library's exact result
  * for `call`? Uses only arguments identical on all ranks, so all ranks agree. */

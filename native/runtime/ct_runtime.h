@@ -253,11 +253,12 @@ static inline int ct_args_erroneous(const ct_call *call, int is_root)
     case CT_COLL_BARRIER:
         recv = 0;
         break;
+    case CT_COLL_NEIGHBOR_ALLGATHERV:   /* no MPI_IN_PLACE: own_send */
     case CT_COLL_ALLGATHERV:
     case CT_COLL_GATHERV:
-        send = call->coll == CT_COLL_ALLGATHERV ? own_send : !(is_root && !own_send);
+        send = call->coll != CT_COLL_GATHERV ? own_send : !(is_root && !own_send);
         recv = 0;   /* counts of the receive side: checked here, at the root only for Gatherv */
-        if ((is_root || call->coll == CT_COLL_ALLGATHERV)
+        if ((is_root || call->coll != CT_COLL_GATHERV)
             && ct_side_missing(call->recvcounts, call->rdispls, call->recvtype == MPI_DATATYPE_NULL))
             return 1;
         break;
@@ -267,6 +268,7 @@ static inline int ct_args_erroneous(const ct_call *call, int is_root)
             return 1;
         recv = !(is_root && call->recvbuf == MPI_IN_PLACE);
         break;
+    case CT_COLL_NEIGHBOR_ALLTOALLV:
     case CT_COLL_ALLTOALLV:
     case CT_COLL_ALLTOALLW: {
         int w = call->coll == CT_COLL_ALLTOALLW;
@@ -282,6 +284,8 @@ static inline int ct_args_erroneous(const ct_call *call, int is_root)
     }
     case CT_COLL_ALLGATHER:
     case CT_COLL_ALLTOALL:
+    case CT_COLL_NEIGHBOR_ALLGATHER:
+    case CT_COLL_NEIGHBOR_ALLTOALL:
         send = call->sendbuf != MPI_IN_PLACE;
         break;
     case CT_COLL_GATHER:

@@ -79,7 +79,7 @@ typedef struct ct_vw {
 } ct_vw;
 CT_HIDDEN int64_t ct_watch_vw_bytes(const ct_vw *v);
 /* A served blocking call's bytes as the counting and profiling modes record them: the v/w
- * rows' by ct_watch_vw_bytes, every other collective's colltune_call_bytes. */
+ * rows' by ct_watch_vw_bytes, every other collective's colltune_call_counted_bytes. */
 CT_HIDDEN int64_t ct_watch_call_bytes(const ct_call *call);
 
 /* The product of n factors, -1 if any is negative (unknown). */

@@ -196,7 +196,8 @@ int64_t ct_watch_call_bytes(const ct_call *call)
     static const int kinds[][2] = {{CT_COLL_GATHERV, CT_VW_GATHERV},
                                    {CT_COLL_SCATTERV, CT_VW_SCATTERV},
                                    {CT_COLL_ALLTOALLV, CT_VW_ALLTOALLV},
-                                   {CT_COLL_ALLTOALLW, CT_VW_ALLTOALLW}};
+                                   {CT_COLL_ALLTOALLW, CT_VW_ALLTOALLW},
+                                   {CT_COLL_NEIGHBOR_ALLTOALLV, CT_VW_NEIGHBOR_ALLTOALLV}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (kinds[k][0] != call->coll)
             continue;
@@ -209,7 +210,7 @@ int64_t ct_watch_call_bytes(const ct_call *call)
         };
         return ct_watch_vw_bytes(&v);
     }
-    return colltune_call_bytes(call);
+    return colltune_call_counted_bytes(call);
 }
 
 static void ct_fn_count(int fn, int64_t bytes, int started, int completed)

@@ -83,7 +83,7 @@ static void st_run_matrix(const st_comm *comm, int coll, const st_type *types, c
     static const int all_counts[] = {0, 1, 7, 1000}, quick_counts[] = {0, 7};
     const int *counts = quick ? quick_counts : all_counts;
     size_t ncounts = quick ? 2 : 4;
-    int world = strcmp(comm->name, "world") == 0;
+    int world = comm->slot == 0;
     int roots[3];
     int nroots = st_roots(coll, comm->size, roots);
     int has_op = ct_collectives[coll].has_op;
@@ -464,6 +464,38 @@ static int st_check_arena(const st_comm *world, char *detail, size_t len)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The neighborhood collectives' communicators: each of the matrix's with a topology (no
+ * reordering: the same ranks, so a case's records merge over the matrix's communicator). World
+ * as a periodic ring (1-D Cartesian: 1 or 2 ranks name one neighbour twice), split as a
+ * distributed graph whose rank r sends to the r mod 3 ranks after it (degrees 0, 1, 2: zero
+ * in- and out-degrees among them), dup as a periodic 2-D torus (MPI_Dims_create). */
+static void st_topology(const st_comm *base, int kind, st_comm *out)
+{
+    static const char *const names[3] = {"world-ring", "split-graph", "dup-torus"};
+    int q = base->size, r = base->rank;
+    MPI_Comm topo = MPI_COMM_NULL;
+    if (kind == 1) {
+        int nin = 0, nout = 0;
+        int *srcs = malloc(sizeof(int) * (size_t)(2 * q + 2)), *dsts = srcs + q + 1;
+        for (int k = 1; srcs != NULL && k <= r % 3 && k < q; k++) dsts[nout++] = (r + k) % q;
+        for (int from = 0; srcs != NULL && from < q; from++)
+            for (int k = 1; k <= from % 3 && k < q; k++)
+                if ((from + k) % q == r) srcs[nin++] = from;
+        PMPI_Dist_graph_create_adjacent(base->comm, nin, srcs, MPI_UNWEIGHTED, nout, dsts,
+                                        MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &topo);
+        free(srcs);
+    } else {
+        int nd = kind == 0 ? 1 : 2, dims[2] = {0, 0}, periods[2] = {1, 1};
+        PMPI_Dims_create(q, nd, dims);
+        PMPI_Cart_create(base->comm, nd, dims, periods, 0, &topo);
+    }
+    *out = *base;
+    out->name = names[kind];
+    out->comm = topo;
+    if (topo != MPI_COMM_NULL) PMPI_Comm_set_errhandler(topo, MPI_ERRORS_RETURN);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static void st_library_version(char *out)
 {
@@ -592,6 +624,8 @@ int main(int argc, char **argv)
         PMPI_Comm_rank(handles[i], &comms[i].rank);
         st_smpi_init(&comms[i]);
     }
+    st_comm topos[3];
+    for (int i = 0; i < 3; i++) st_topology(&comms[i], i, &topos[i]);
     st_comm intercomm = {"intercomm", 3, inter, 0, 0, 1};
     if (inter != MPI_COMM_NULL) {
         PMPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
@@ -643,12 +677,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3 && fuzz_cases < 0; i++)
         for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
             if ((only >= 0 && coll != only) || !st_geometry_known(coll)) continue;
-            st_run_matrix(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
+            const st_comm *on = st_is_neighbor(coll) ? &topos[i] : &comms[i];
+            if (on->comm == MPI_COMM_NULL) continue;
+            st_run_matrix(on, coll, types, ops, &buffers, &logs[i], quick);
             int data = coll != CT_COLL_BARRIER;
-            if (big && i == 0 && data) st_run_big(&comms[i], coll, types, ops, &buffers, &logs[i], quick);
-            if (i == 0 && data) st_run_adjacent(&comms[i], coll, types, ops, &buffers, &logs[i]);
+            if (big && i == 0 && data) st_run_big(on, coll, types, ops, &buffers, &logs[i], quick);
+            if (i == 0 && data) st_run_adjacent(on, coll, types, ops, &buffers, &logs[i]);
             if (sweep && i < 2 && data)   /* dup has world's size: nothing the sweep would not see */
-                st_run_sweep(&comms[i], coll, sweep_types, types, ops, &buffers, &logs[i]);
+                st_run_sweep(on, coll, sweep_types, types, ops, &buffers, &logs[i]);
             if (rank == 0) {
                 printf("{\"type\":\"progress\",\"done\":%d,\"total\":%d,\"comm\":\"%s\","
                        "\"collective\":\"%s\"}\n", ++done, steps, comms[i].name,
@@ -693,6 +729,8 @@ int main(int argc, char **argv)
         MPI_T_finalize();   /* before MPI_Finalize: Open MPI segfaults the other way round */
     }
     if (inter != MPI_COMM_NULL) PMPI_Comm_free(&inter);
+    for (int i = 0; i < 3; i++)
+        if (topos[i].comm != MPI_COMM_NULL) PMPI_Comm_free(&topos[i].comm);
     PMPI_Comm_free(&split);
     PMPI_Comm_free(&dup);
     PMPI_Finalize();

@@ -61,7 +61,7 @@ void st_reserve(st_buffers *b, const st_layout *L)
 /* Case geometry */
 
 /* The collectives whose buffers this file describes: all but Reduce_local (local: no library
- * algorithm to prove). */
+ * algorithm to prove); the neighborhood ones on communicators with a topology (st_is_neighbor). */
 int st_geometry_known(int coll)
 {
     return coll >= 0 && coll < CT_NUM_COLLECTIVES && coll != CT_COLL_REDUCE_LOCAL;
@@ -207,6 +207,107 @@ static int st_mult(const st_case *c)
     return c->type->kind == ST_MIXED && c->comm->rank % 2 == 1 ? c->type->odd_factor : 1;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* The neighborhood collectives, on the matrix's communicators given a topology (selftest.c
+ * st_topology): this rank's in- and out-neighbours in the order the standard gives their
+ * blocks (Cartesian: per dimension the source, then the destination of a shift by +1; a
+ * periodic dimension of 1 or 2 names one rank twice). Blocks as the irregular forms' st_block,
+ * which is symmetric in its two ranks, so a rank named twice gets equal blocks both times. */
+static int st_nin, st_nout, st_srcs[ST_MAXP], st_dsts[ST_MAXP];
+
+int st_is_neighbor(int coll)
+{
+    return coll == CT_COLL_NEIGHBOR_ALLGATHER || coll == CT_COLL_NEIGHBOR_ALLGATHERV
+           || coll == CT_COLL_NEIGHBOR_ALLTOALL || coll == CT_COLL_NEIGHBOR_ALLTOALLV;
+}
+
+static void st_neighbors(MPI_Comm comm)
+{
+    int status = MPI_UNDEFINED, weighted = 0;
+    st_nin = st_nout = 0;
+    PMPI_Topo_test(comm, &status);
+    if (status == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(comm, &nd);
+        for (int d = 0; d < nd && st_nin + 2 <= ST_MAXP; d++) {
+            PMPI_Cart_shift(comm, d, 1, &st_srcs[st_nin], &st_srcs[st_nin + 1]);
+            st_dsts[st_nin] = st_srcs[st_nin], st_dsts[st_nin + 1] = st_srcs[st_nin + 1];
+            st_nin += 2;
+        }
+        st_nout = st_nin;
+    } else if (status == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, &st_nin, &st_nout, &weighted);
+        if (st_nin > ST_MAXP) st_nin = ST_MAXP;
+        if (st_nout > ST_MAXP) st_nout = ST_MAXP;
+        PMPI_Dist_graph_neighbors(comm, st_nin, st_srcs, MPI_UNWEIGHTED, st_nout, st_dsts,
+                                  MPI_UNWEIGHTED);
+    }
+}
+
+/* counts[i] = block between `me` and peers[i] (me the sender if `sending`; Neighbor_allgatherv:
+ * what peers[i] sends everyone), displacements with a gap of one element after each; the span. */
+static int64_t st_nb_side(const st_case *c, int me, int sending, int mult, const int *peers,
+                          int n, int *counts, int *displs)
+{
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        int from = sending ? me : peers[i], to = sending ? peers[i] : me;
+        counts[i] = mult * st_block(c, from, c->coll == CT_COLL_NEIGHBOR_ALLGATHERV ? 0 : to);
+        displs[i] = (int)at;
+        at += counts[i] + mult;
+    }
+    return at;
+}
+
+static st_layout st_nb_layout_of(const st_case *c, int64_t x)
+{
+    st_neighbors(c->comm->comm);
+    int mult = st_mult(c), r = c->comm->rank;
+    int64_t blk = (int64_t)mult * c->count * x;
+    st_layout L = {0, 0, 0, 0, 0, 0};
+    switch (c->coll) {
+    case CT_COLL_NEIGHBOR_ALLGATHER:
+        L.send_bytes = blk, L.recv_bytes = st_nin * blk;
+        break;
+    case CT_COLL_NEIGHBOR_ALLTOALL:
+        L.send_bytes = st_nout * blk, L.recv_bytes = st_nin * blk;
+        break;
+    case CT_COLL_NEIGHBOR_ALLGATHERV:
+        L.send_bytes = (int64_t)mult * st_block(c, r, 0) * x;
+        L.recv_bytes = st_nb_side(c, r, 0, mult, st_srcs, st_nin, st_rc, st_rd) * x;
+        break;
+    default:   /* Neighbor_alltoallv */
+        L.send_bytes = st_nb_side(c, r, 1, mult, st_dsts, st_nout, st_sc, st_sd) * x;
+        L.recv_bytes = st_nb_side(c, r, 0, mult, st_srcs, st_nin, st_rc, st_rd) * x;
+        break;
+    }
+    /* MPICH refuses a NULL buffer with a nonzero count even where no neighbour uses it (a
+     * degree of 0): one byte each, which must keep its contents like a gap */
+    if (L.send_bytes == 0) L.send_bytes = 1;
+    if (L.recv_bytes == 0) L.recv_bytes = 1;
+    L.out_bytes = L.recv_bytes;
+    return L;
+}
+
+/* The call: the counts and displacements st_nb_layout_of worked out (no MPI_IN_PLACE). */
+static void st_nb_prepare(const st_case *c, ct_call *call)
+{
+    int mult = st_mult(c), r = c->comm->rank;
+    switch (c->coll) {
+    case CT_COLL_NEIGHBOR_ALLGATHERV:
+        call->sendcount = mult * st_block(c, r, 0), call->recvcount = 0;
+        call->recvcounts = st_rc, call->rdispls = st_rd;
+        break;
+    case CT_COLL_NEIGHBOR_ALLTOALLV:
+        call->sendcount = call->recvcount = 0;
+        call->sendcounts = st_sc, call->sdispls = st_sd;
+        call->recvcounts = st_rc, call->rdispls = st_rd;
+        break;
+    default:   /* the regular forms: st_prepare's counts */
+        break;
+    }
+}
+
 static st_layout st_v_layout_of(const st_case *c, int64_t x)
 {
     int64_t send_span, recv_span;
@@ -241,6 +342,7 @@ st_layout st_layout_of(const st_case *c, const int *rc)
     int is_root = r == c->root, ip = c->in_place;
     st_layout L = {0, 0, 0, 0, 0, 0};
     if (st_is_irregular(c->coll)) return st_v_layout_of(c, x);
+    if (st_is_neighbor(c->coll)) return st_nb_layout_of(c, x);
     switch ((enum ct_coll_id)c->coll) {
     case CT_COLL_EXSCAN:   /* rank 0's result is undefined: nothing compared there */
         L.send_bytes = ip ? 0 : blk, L.recv_bytes = blk;
@@ -370,6 +472,10 @@ void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned ch
     int ip = c->in_place;
     if (st_is_irregular(c->coll)) {
         st_v_prepare(c, L, recv, extent, call);
+        return;
+    }
+    if (st_is_neighbor(c->coll)) {
+        st_nb_prepare(c, call);
         return;
     }
     switch ((enum ct_coll_id)c->coll) {

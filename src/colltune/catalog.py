@@ -34,6 +34,7 @@ class Collective(BaseModel):
     dispatch: bool = True        # false: watched only (counted, profiled), never served
     serve_large: bool = True     # false: the blocking _c binding is watched only
     family: str = "collective"   # or "neighborhood"
+    counted: str | None = None   # the counting mode's bytes where they differ from `bytes`
 
     def function(self, form: str) -> str:
         """Its MPI function in `form`, as native/gen/table.py names it (MPI_Iallreduce, ..._init)."""

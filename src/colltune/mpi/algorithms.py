@@ -57,6 +57,11 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
         "exscan": ("recursive_doubling",),
         "gatherv": ("linear",),
         "scatterv": ("linear",),
+        # MPIR_CVAR_NEIGHBOR_<COLL>_INTRA_ALGORITHM: `nb` (the nonblocking schedule, waited for)
+        "neighbor_allgather": ("nb",),
+        "neighbor_allgatherv": ("nb",),
+        "neighbor_alltoall": ("nb",),
+        "neighbor_alltoallv": ("nb",),
     },
 }
 
@@ -104,6 +109,10 @@ NONBLOCKING_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
                                  "sched_recursive_halving", "tsp_recexch"),
         "scan": ("sched_recursive_doubling", "tsp_recursive_doubling"),
         "exscan": ("sched_recursive_doubling",),
+        "neighbor_allgather": ("sched_linear", "tsp_linear"),
+        "neighbor_allgatherv": ("sched_linear", "tsp_linear"),
+        "neighbor_alltoall": ("sched_linear", "tsp_linear"),
+        "neighbor_alltoallv": ("sched_linear", "tsp_linear"),
     },
 }
 
