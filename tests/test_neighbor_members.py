@@ -13,7 +13,8 @@ from interposer_support import compile_programs, run_mpi
 
 from colltune.mpi import runenv
 
-ROWS = ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv")
+ROWS = ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
+        "neighbor_alltoallw")
 MEMBERS = {("blocking", f"lib:{r}:nb") for r in ROWS} | {
     (form, f"lib:{r}:{alg}#{form}") for r in ROWS for alg in ("sched_linear", "tsp_linear")
     for form in ("nonblocking", "persistent")}

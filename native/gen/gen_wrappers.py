@@ -42,6 +42,9 @@ UNSET = {
 FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendcounts",
                "sdispls", "rdispls", "sendtype", "recvtype", "sendtypes", "recvtypes", "op",
                "root", "comm"]
+# ct_call's MPI_Aint displacements share a union with the int ones (colltune.h): a row that has
+# them sets that member instead (one initializer per union member).
+AINT_FIELD = {"sdispls": "sdispls_aint", "rdispls": "rdispls_aint"}
 COUNT_TYPE = {"sendcount": "sendtype", "recvcount": "recvtype", "count": "datatype"}
 # Reduce_scatter_c converts its count array on the stack, up to this communicator size.
 MAX_STACK_COUNTS = 512
@@ -80,6 +83,8 @@ def fill_call(coll: Collective, value: dict[str, str], indent: str) -> list[str]
     """Designated initializer of the ct_call; `value` maps a ct_call field to its expression."""
     lines = [f"{indent}const ct_call call = {{", f"{indent}    .coll = {enum(coll)},"]
     for fld in FIELD_ORDER:
+        if AINT_FIELD.get(fld) in value:
+            fld = AINT_FIELD[fld]
         lines.append(f"{indent}    .{fld} = {value.get(fld, UNSET.get(fld, '0'))},")
     lines.append(f"{indent}}};")
     return lines

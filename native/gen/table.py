@@ -27,6 +27,8 @@ CALL_FIELD = {
     "sendcounts": "sendcounts",
     "sdispls": "sdispls",
     "rdispls": "rdispls",
+    "sdispls_aint": "sdispls_aint",
+    "rdispls_aint": "rdispls_aint",
     "sendtypes": "sendtypes",
     "recvtypes": "recvtypes",
     "sendtype": "sendtype",

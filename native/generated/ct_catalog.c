@@ -31,6 +31,7 @@ const ct_collective_info ct_collectives[CT_NUM_COLLECTIVES] = {
     [CT_COLL_NEIGHBOR_ALLGATHERV] = {"neighbor_allgatherv", "MPI_Neighbor_allgatherv", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
     [CT_COLL_NEIGHBOR_ALLTOALL] = {"neighbor_alltoall", "MPI_Neighbor_alltoall", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
     [CT_COLL_NEIGHBOR_ALLTOALLV] = {"neighbor_alltoallv", "MPI_Neighbor_alltoallv", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
+    [CT_COLL_NEIGHBOR_ALLTOALLW] = {"neighbor_alltoallw", "MPI_Neighbor_alltoallw", CT_IN_PLACE_NONE, CT_ELEM_BYTES, 0, 0, CT_ROW_BLOCKING | CT_ROW_NONBLOCKING | CT_ROW_PERSISTENT},
 };
 
 /* GL1 allgather_as_gather_bcast: 0 */
@@ -501,6 +502,13 @@ static int64_t ct_bytes_neighbor_alltoallv(const ct_call *call, int p)
     return 0;
 }
 
+static int64_t ct_bytes_neighbor_alltoallw(const ct_call *call, int p)
+{
+    (void)call;
+    (void)p;
+    return 0;
+}
+
 const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_ALLGATHER] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
     [CT_COLL_ALLREDUCE] = {(signed char)offsetof(ct_call, recvcount), (signed char)offsetof(ct_call, recvtype)},
@@ -524,6 +532,7 @@ const ct_bytes_form ct_bytes_forms[CT_NUM_COLLECTIVES] = {
     [CT_COLL_NEIGHBOR_ALLGATHERV] = {CT_BYTES_ZERO, -1},
     [CT_COLL_NEIGHBOR_ALLTOALL] = {CT_BYTES_ZERO, -1},
     [CT_COLL_NEIGHBOR_ALLTOALLV] = {CT_BYTES_ZERO, -1},
+    [CT_COLL_NEIGHBOR_ALLTOALLW] = {CT_BYTES_ZERO, -1},
 };
 
 int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
@@ -551,6 +560,7 @@ int64_t colltune_call_bytes_in(const ct_call *call, int comm_size)
     case CT_COLL_NEIGHBOR_ALLGATHERV: return ct_bytes_neighbor_allgatherv(call, comm_size);
     case CT_COLL_NEIGHBOR_ALLTOALL: return ct_bytes_neighbor_alltoall(call, comm_size);
     case CT_COLL_NEIGHBOR_ALLTOALLV: return ct_bytes_neighbor_alltoallv(call, comm_size);
+    case CT_COLL_NEIGHBOR_ALLTOALLW: return ct_bytes_neighbor_alltoallw(call, comm_size);
     default: return -1;
     }
 }
@@ -704,6 +714,8 @@ int colltune_invoke_library(const ct_call *call)
         return PMPI_Neighbor_alltoall(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm);
     case CT_COLL_NEIGHBOR_ALLTOALLV:
         return PMPI_Neighbor_alltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm);
+    case CT_COLL_NEIGHBOR_ALLTOALLW:
+        return PMPI_Neighbor_alltoallw(call->sendbuf, call->sendcounts, call->sdispls_aint, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls_aint, call->recvtypes, call->comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -753,6 +765,8 @@ int colltune_start_library(const ct_call *call, MPI_Request *request)
         return PMPI_Ineighbor_alltoall(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, request);
     case CT_COLL_NEIGHBOR_ALLTOALLV:
         return PMPI_Ineighbor_alltoallv(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, request);
+    case CT_COLL_NEIGHBOR_ALLTOALLW:
+        return PMPI_Ineighbor_alltoallw(call->sendbuf, call->sendcounts, call->sdispls_aint, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls_aint, call->recvtypes, call->comm, request);
     default: return MPI_ERR_UNSUPPORTED_OPERATION;
     }
 }
@@ -803,6 +817,8 @@ int colltune_init_library(const ct_call *call, MPI_Info info, MPI_Request *reque
         return PMPI_Neighbor_alltoall_init(call->sendbuf, call->sendcount, call->sendtype, call->recvbuf, call->recvcount, call->recvtype, call->comm, info, request);
     case CT_COLL_NEIGHBOR_ALLTOALLV:
         return PMPI_Neighbor_alltoallv_init(call->sendbuf, call->sendcounts, call->sdispls, call->sendtype, call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, call->comm, info, request);
+    case CT_COLL_NEIGHBOR_ALLTOALLW:
+        return PMPI_Neighbor_alltoallw_init(call->sendbuf, call->sendcounts, call->sdispls_aint, call->sendtypes, call->recvbuf, call->recvcounts, call->rdispls_aint, call->recvtypes, call->comm, info, request);
     default: return MPI_ERR_UNSUPPORTED_OPERATION;
     }
 #else

@@ -135,12 +135,12 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
     [CT_FN_INEIGHBOR_ALLTOALLV_C] = {"ineighbor_alltoallv_c", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_NONBLOCKING, 1, 0},
     [CT_FN_NEIGHBOR_ALLTOALLV_INIT] = {"neighbor_alltoallv_init", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_PERSISTENT, 0, 0},
     [CT_FN_NEIGHBOR_ALLTOALLV_INIT_C] = {"neighbor_alltoallv_init_c", "neighbor_alltoallv", CT_COLL_NEIGHBOR_ALLTOALLV, CT_FORM_PERSISTENT, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLW] = {"neighbor_alltoallw", "neighbor_alltoallw", -1, CT_FORM_BLOCKING, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLW_C] = {"neighbor_alltoallw_c", "neighbor_alltoallw", -1, CT_FORM_BLOCKING, 1, 0},
-    [CT_FN_INEIGHBOR_ALLTOALLW] = {"ineighbor_alltoallw", "neighbor_alltoallw", -1, CT_FORM_NONBLOCKING, 0, 0},
-    [CT_FN_INEIGHBOR_ALLTOALLW_C] = {"ineighbor_alltoallw_c", "neighbor_alltoallw", -1, CT_FORM_NONBLOCKING, 1, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLW_INIT] = {"neighbor_alltoallw_init", "neighbor_alltoallw", -1, CT_FORM_PERSISTENT, 0, 0},
-    [CT_FN_NEIGHBOR_ALLTOALLW_INIT_C] = {"neighbor_alltoallw_init_c", "neighbor_alltoallw", -1, CT_FORM_PERSISTENT, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLW] = {"neighbor_alltoallw", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_BLOCKING, 0, 1},
+    [CT_FN_NEIGHBOR_ALLTOALLW_C] = {"neighbor_alltoallw_c", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_BLOCKING, 1, 0},
+    [CT_FN_INEIGHBOR_ALLTOALLW] = {"ineighbor_alltoallw", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_NONBLOCKING, 0, 0},
+    [CT_FN_INEIGHBOR_ALLTOALLW_C] = {"ineighbor_alltoallw_c", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_NONBLOCKING, 1, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLW_INIT] = {"neighbor_alltoallw_init", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_PERSISTENT, 0, 0},
+    [CT_FN_NEIGHBOR_ALLTOALLW_INIT_C] = {"neighbor_alltoallw_init_c", "neighbor_alltoallw", CT_COLL_NEIGHBOR_ALLTOALLW, CT_FORM_PERSISTENT, 1, 0},
 };
 
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
@@ -4870,40 +4870,6 @@ int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcoun
 
 #endif
 
-static __attribute__((noinline)) int ct_watched_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
-{
-    const void *site = ct_watch_site(__builtin_return_address(0));
-    uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    if (rc != MPI_SUCCESS) {
-        ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, site, comm, -1, t0, NULL);
-        return rc;
-    }
-    int64_t bytes = ct_watch_vw_bytes(&(const ct_vw){
-        .kind = CT_VW_NEIGHBOR_ALLTOALLW,
-        .comm = comm,
-        .sendcounts = sendcounts,
-        .recvcounts = recvcounts,
-        .sendtypes = sendtypes,
-        .recvtypes = recvtypes,
-    });
-    ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW, site, comm, bytes, t0, NULL);
-    return rc;
-}
-
-#if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallw, "testb $1, ct_watch(%rip)")
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
-CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
-#else
-int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
-#endif
-{
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
-        return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    return ct_watched_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-}
-
 #if MPI_VERSION >= 4
 static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
@@ -4942,11 +4908,37 @@ int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, c
 
 #endif
 
+static __attribute__((noinline)) int ct_serve_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls_aint = sdispls,
+        .rdispls_aint = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_started(&call, request);
+}
+
 static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+                                             : PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_INEIGHBOR_ALLTOALLW, site, comm, -1, t0, NULL);
         return rc;
@@ -4964,15 +4956,17 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallw, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoallw, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #else
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     return ct_watched_ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
 }
 
@@ -5015,11 +5009,37 @@ int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, 
 #endif
 
 #if CT_HAVE_PERSISTENT
+static __attribute__((noinline)) int ct_serve_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls_aint = sdispls,
+        .rdispls_aint = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    return ct_dispatch_init(&call, info, request);
+}
+
 static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     const void *site = ct_watch_site(__builtin_return_address(0));
     uint64_t t0 = ct_watch_clock();
-    int rc = PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    int rc = ct_start_watch & CT_START_SERVE ? ct_serve_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request)
+                                             : PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (!(ct_watch & CT_WATCH_SEE))
+        return rc;
     if (rc != MPI_SUCCESS) {
         ct_fn_seen(CT_FN_NEIGHBOR_ALLTOALLW_INIT, site, comm, -1, t0, NULL);
         return rc;
@@ -5037,15 +5057,17 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallw_init, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallw_init, "cmpb $0, ct_start_watch(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
 int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #endif
 {
-    if (CT_LIKELY(!(ct_watch & CT_WATCH_SEE)))
+    if (CT_LIKELY(!ct_start_watch))
         return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (ct_start_watch == CT_START_SERVE)
+        return ct_serve_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     return ct_watched_neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
 }
 

@@ -93,6 +93,7 @@ _Static_assert(CT_COLL_NEIGHBOR_ALLGATHER == 18, "ct_active+18 in the stubs (gen
 _Static_assert(CT_COLL_NEIGHBOR_ALLGATHERV == 19, "ct_active+19 in the stubs (gen_fortran.py)");
 _Static_assert(CT_COLL_NEIGHBOR_ALLTOALL == 20, "ct_active+20 in the stubs (gen_fortran.py)");
 _Static_assert(CT_COLL_NEIGHBOR_ALLTOALLV == 21, "ct_active+21 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLW == 22, "ct_active+22 in the stubs (gen_fortran.py)");
 
 typedef void ct_f_init_fn(MPI_Fint *ierr);
 

@@ -810,6 +810,39 @@ int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int
     return ct_serve_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
 
+static __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    const ct_call call = {
+        .coll = CT_COLL_NEIGHBOR_ALLTOALLW,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .sendcount = 0,
+        .recvcount = 0,
+        .recvcounts = recvcounts,
+        .sendcounts = sendcounts,
+        .sdispls_aint = sdispls,
+        .rdispls_aint = rdispls,
+        .sendtype = MPI_DATATYPE_NULL,
+        .recvtype = MPI_DATATYPE_NULL,
+        .sendtypes = sendtypes,
+        .recvtypes = recvtypes,
+        .op = MPI_OP_NULL,
+        .root = -1,
+        .comm = comm,
+    };
+    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_dispatch(&call);
+    return ct_dispatch(&call);
+}
+
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+{
+    if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLW]))
+        return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+    return ct_serve_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
 #if MPI_VERSION >= 4
 /* MPI-4 large-count bindings. */
 #define CT_MAX_STACK_COUNTS 512

@@ -46,12 +46,21 @@ typedef struct ct_call {
     int recvcount;               /* also `count` of Allreduce/Bcast/Reduce/Scan */
     const int *recvcounts;       /* Reduce_scatter and the v/w forms */
     const int *sendcounts;       /* Scatterv, Alltoallv, Alltoallw */
-    const int *sdispls;          /* Scatterv (`displs`), Alltoallv, Alltoallw */
-    const int *rdispls;          /* Gatherv and Allgatherv (`displs`), Alltoallv, Alltoallw */
+    /* The displacements: int (Scatterv's `displs`, Alltoallv, Alltoallw, ...) or MPI_Aint
+     * (Neighbor_alltoallw, whose int binding has them in bytes); the row says which, so one
+     * pointer holds either and a described call costs no more stores. */
+    union {
+        const int *sdispls;       /* Scatterv (`displs`), Alltoallv, Alltoallw */
+        const MPI_Aint *sdispls_aint;   /* Neighbor_alltoallw */
+    };
+    union {
+        const int *rdispls;       /* Gatherv and Allgatherv (`displs`), Alltoallv, Alltoallw */
+        const MPI_Aint *rdispls_aint;   /* Neighbor_alltoallw */
+    };
     MPI_Datatype sendtype;
     MPI_Datatype recvtype;       /* also `datatype` of reductions and Bcast */
-    const MPI_Datatype *sendtypes; /* Alltoallw */
-    const MPI_Datatype *recvtypes; /* Alltoallw */
+    const MPI_Datatype *sendtypes; /* Alltoallw, Neighbor_alltoallw */
+    const MPI_Datatype *recvtypes; /* Alltoallw, Neighbor_alltoallw */
     MPI_Op op;                   /* MPI_OP_NULL where the collective has none */
     int root;                    /* -1 where the collective has none */
     MPI_Comm comm;               /* MPI_COMM_SELF for Reduce_local */

@@ -240,7 +240,7 @@ CT_HIDDEN const char *ct_member_name(int id);
  * MPI_DATATYPE_NULL, ...) would raise the error on MPI_COMM_WORLD's handler instead of the
  * communicator's. */
 /* One side of a v/w form (its counts, displacements and datatype or datatypes) is missing. */
-static inline int ct_side_missing(const int *counts, const int *displs, int no_type)
+static inline int ct_side_missing(const int *counts, const void *displs, int no_type)
 {
     return counts == NULL || displs == NULL || no_type;
 }
@@ -282,6 +282,12 @@ static inline int ct_args_erroneous(const ct_call *call, int is_root)
             return 1;
         break;
     }
+    case CT_COLL_NEIGHBOR_ALLTOALLW:   /* MPI_Aint displacements; no MPI_IN_PLACE */
+        recv = 0;
+        if (ct_side_missing(call->sendcounts, call->sdispls_aint, call->sendtypes == NULL)
+            || ct_side_missing(call->recvcounts, call->rdispls_aint, call->recvtypes == NULL))
+            return 1;
+        break;
     case CT_COLL_ALLGATHER:
     case CT_COLL_ALLTOALL:
     case CT_COLL_NEIGHBOR_ALLGATHER:

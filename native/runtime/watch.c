@@ -197,7 +197,8 @@ int64_t ct_watch_call_bytes(const ct_call *call)
                                    {CT_COLL_SCATTERV, CT_VW_SCATTERV},
                                    {CT_COLL_ALLTOALLV, CT_VW_ALLTOALLV},
                                    {CT_COLL_ALLTOALLW, CT_VW_ALLTOALLW},
-                                   {CT_COLL_NEIGHBOR_ALLTOALLV, CT_VW_NEIGHBOR_ALLTOALLV}};
+                                   {CT_COLL_NEIGHBOR_ALLTOALLV, CT_VW_NEIGHBOR_ALLTOALLV},
+                                   {CT_COLL_NEIGHBOR_ALLTOALLW, CT_VW_NEIGHBOR_ALLTOALLW}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (kinds[k][0] != call->coll)
             continue;

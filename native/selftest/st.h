@@ -137,7 +137,7 @@ void st_reserve(st_buffers *b, const st_layout *L);
 int st_geometry_known(int coll);
 /* Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw: counts and displacements per rank. */
 int st_is_irregular(int coll);
-/* Neighbor_allgather(v), Neighbor_alltoall(v): run on the matrix's topology communicators. */
+/* Neighbor_allgather(v), Neighbor_alltoall(v,w): run on the matrix's topology communicators. */
 int st_is_neighbor(int coll);
 int st_equal_blocks(const st_case *c);   /* the irregular forms' blocks are all one size */
 int st_has_in_place(int coll);

@@ -218,7 +218,8 @@ static int st_nin, st_nout, st_srcs[ST_MAXP], st_dsts[ST_MAXP];
 int st_is_neighbor(int coll)
 {
     return coll == CT_COLL_NEIGHBOR_ALLGATHER || coll == CT_COLL_NEIGHBOR_ALLGATHERV
-           || coll == CT_COLL_NEIGHBOR_ALLTOALL || coll == CT_COLL_NEIGHBOR_ALLTOALLV;
+           || coll == CT_COLL_NEIGHBOR_ALLTOALL || coll == CT_COLL_NEIGHBOR_ALLTOALLV
+           || coll == CT_COLL_NEIGHBOR_ALLTOALLW;
 }
 
 static void st_neighbors(MPI_Comm comm)
@@ -276,7 +277,7 @@ static st_layout st_nb_layout_of(const st_case *c, int64_t x)
         L.send_bytes = (int64_t)mult * st_block(c, r, 0) * x;
         L.recv_bytes = st_nb_side(c, r, 0, mult, st_srcs, st_nin, st_rc, st_rd) * x;
         break;
-    default:   /* Neighbor_alltoallv */
+    default:   /* Neighbor_alltoallv, Neighbor_alltoallw */
         L.send_bytes = st_nb_side(c, r, 1, mult, st_dsts, st_nout, st_sc, st_sd) * x;
         L.recv_bytes = st_nb_side(c, r, 0, mult, st_srcs, st_nin, st_rc, st_rd) * x;
         break;
@@ -289,8 +290,13 @@ static st_layout st_nb_layout_of(const st_case *c, int64_t x)
     return L;
 }
 
-/* The call: the counts and displacements st_nb_layout_of worked out (no MPI_IN_PLACE). */
-static void st_nb_prepare(const st_case *c, ct_call *call)
+/* Neighbor_alltoallw: Neighbor_alltoallv's blocks, displacements in bytes as MPI_Aint, every
+ * block of this rank's datatype (ST_MIXED: an odd rank's type differs from its neighbours'). */
+static MPI_Aint st_sda[ST_MAXP], st_rda[ST_MAXP];
+
+/* The call: the counts and displacements st_nb_layout_of worked out (no MPI_IN_PLACE); x: the
+ * extent of this rank's datatype. */
+static void st_nb_prepare(const st_case *c, int64_t x, ct_call *call)
 {
     int mult = st_mult(c), r = c->comm->rank;
     switch (c->coll) {
@@ -302,6 +308,15 @@ static void st_nb_prepare(const st_case *c, ct_call *call)
         call->sendcount = call->recvcount = 0;
         call->sendcounts = st_sc, call->sdispls = st_sd;
         call->recvcounts = st_rc, call->rdispls = st_rd;
+        break;
+    case CT_COLL_NEIGHBOR_ALLTOALLW:
+        for (int i = 0; i < st_nout; i++) st_sda[i] = (MPI_Aint)(st_sd[i] * x);
+        for (int i = 0; i < st_nin; i++) st_rda[i] = (MPI_Aint)(st_rd[i] * x);
+        for (int i = 0; i < st_nin || i < st_nout; i++) st_types[i] = call->recvtype;
+        call->sendcount = call->recvcount = 0;
+        call->sendcounts = st_sc, call->sdispls_aint = st_sda, call->sendtypes = st_types;
+        call->recvcounts = st_rc, call->rdispls_aint = st_rda, call->recvtypes = st_types;
+        call->sendtype = call->recvtype = MPI_DATATYPE_NULL;
         break;
     default:   /* the regular forms: st_prepare's counts */
         break;
@@ -475,7 +490,7 @@ void st_prepare(const st_case *c, const st_layout *L, const int *rc, unsigned ch
         return;
     }
     if (st_is_neighbor(c->coll)) {
-        st_nb_prepare(c, call);
+        st_nb_prepare(c, extent, call);
         return;
     }
     switch ((enum ct_coll_id)c->coll) {

@@ -4,8 +4,10 @@
  * sends to the r mod 3 ranks after it (in- and out-degrees 0, 1 and 2 among the ranks).
  * Neighbor_allgather, Neighbor_allgatherv (rank r sends r mod 4 ints: zero among them, gaps of
  * one int between the received blocks), Neighbor_alltoall, Neighbor_alltoallv (the block from s
- * to d has (s + d) mod 3 ints), each with 1 and 1000 ints per unit, so that a test can run it
- * under the interposer with a member forced and compare.
+ * to d has (s + d) mod 3 ints), Neighbor_alltoallw (Neighbor_alltoallv's blocks, displacements
+ * in bytes as MPI_Aint; odd ranks describe their blocks as pairs of ints, so sender and receiver
+ * of a block use different datatypes of one signature), each with 1 and 1000 ints per unit, so
+ * that a test can run it under the interposer with a member forced and compare.
  *
  *   ct_neighbor [-f blocking|nonblocking|persistent]
  *
@@ -18,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV, NCOLLS };
+enum { ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV, ALLTOALLW, NCOLLS };
 static const char *const names[NCOLLS] = {"neighbor_allgather", "neighbor_allgatherv",
-                                          "neighbor_alltoall", "neighbor_alltoallv"};
+                                          "neighbor_alltoall", "neighbor_alltoallv",
+                                          "neighbor_alltoallw"};
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
 static int form = BLOCKING, rank, size;
+static MPI_Datatype pair;   /* two contiguous ints: Neighbor_alltoallw's odd ranks' type */
 static long calls[NCOLLS];
 
 static void fail(int coll, const char *topo, const char *what, int i, long got, long want)
@@ -74,6 +78,35 @@ static int complete(int rc, MPI_Request *req)
     return rc;
 }
 
+/* Neighbor_alltoallw from Neighbor_alltoallv's counts and displacements (ints): on odd ranks
+ * in pairs of ints (every count here is even there: see layout), displacements in bytes. */
+static int call_w(const int *sb, const int *sc, const int *sd, int *rb, const int *rc,
+                  const int *rd, MPI_Comm comm)
+{
+    int nin, nout, weighted, status, odd = rank % 2, per = odd ? 2 : 1;
+    MPI_Topo_test(comm, &status);
+    if (status == MPI_CART) nin = nout = 2;
+    else MPI_Dist_graph_neighbors_count(comm, &nin, &nout, &weighted);
+    int n = (nin > nout ? nin : nout) + 1;
+    int *wsc = ints((size_t)n), *wrc = ints((size_t)n);
+    MPI_Aint *wsd = malloc((size_t)n * sizeof(MPI_Aint)), *wrd = malloc((size_t)n * sizeof(MPI_Aint));
+    MPI_Datatype *types = malloc((size_t)n * sizeof(MPI_Datatype));
+    for (int i = 0; i < n; i++) types[i] = odd ? pair : MPI_INT;
+    for (int i = 0; i < nout; i++) wsc[i] = sc[i] / per, wsd[i] = (MPI_Aint)sd[i] * (MPI_Aint)sizeof(int);
+    for (int i = 0; i < nin; i++) wrc[i] = rc[i] / per, wrd[i] = (MPI_Aint)rd[i] * (MPI_Aint)sizeof(int);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc_;
+    if (form == NONBLOCKING)
+        rc_ = complete(MPI_Ineighbor_alltoallw(sb, wsc, wsd, types, rb, wrc, wrd, types, comm, &q), &q);
+    else if (form == PERSISTENT)
+        rc_ = complete(MPI_Neighbor_alltoallw_init(sb, wsc, wsd, types, rb, wrc, wrd, types, comm,
+                                                   MPI_INFO_NULL, &q), &q);
+    else
+        rc_ = MPI_Neighbor_alltoallw(sb, wsc, wsd, types, rb, wrc, wrd, types, comm);
+    free(wsc), free(wrc), free(wsd), free(wrd), free(types);
+    return rc_;
+}
+
 /* One neighborhood call in the form -f asks; v: the counts and displacements, else `n`. */
 static int call(int coll, const int *sb, int n, const int *sc, const int *sd, int *rb,
                 const int *rc, const int *rd, MPI_Comm comm)
@@ -94,10 +127,12 @@ static int call(int coll, const int *sb, int n, const int *sc, const int *sd, in
         if (form == NONBLOCKING) return complete(MPI_Ineighbor_alltoall(sb, n, t, rb, n, t, comm, &q), &q);
         if (form == PERSISTENT) return complete(MPI_Neighbor_alltoall_init(sb, n, t, rb, n, t, comm, info, &q), &q);
         return MPI_Neighbor_alltoall(sb, n, t, rb, n, t, comm);
-    default:
+    case ALLTOALLV:
         if (form == NONBLOCKING) return complete(MPI_Ineighbor_alltoallv(sb, sc, sd, t, rb, rc, rd, t, comm, &q), &q);
         if (form == PERSISTENT) return complete(MPI_Neighbor_alltoallv_init(sb, sc, sd, t, rb, rc, rd, t, comm, info, &q), &q);
         return MPI_Neighbor_alltoallv(sb, sc, sd, t, rb, rc, rd, t, comm);
+    default:
+        return call_w(sb, sc, sd, rb, rc, rd, comm);
     }
 }
 
@@ -108,7 +143,10 @@ static int layout(int coll, int unit, int me, int sending, const int *peers, int
     int at = 0;
     for (int i = 0; i < n; i++) {
         int s = sending ? me : peers[i], d = sending ? peers[i] : me;
-        counts[i] = coll == ALLGATHERV ? unit * (s % 4) : coll == ALLTOALLV ? unit * ((s + d) % 3) : unit;
+        /* Neighbor_alltoallw: Neighbor_alltoallv's, in pairs of ints (even counts) */
+        counts[i] = coll == ALLGATHERV ? unit * (s % 4)
+                    : coll == ALLTOALLV ? unit * ((s + d) % 3)
+                    : coll == ALLTOALLW ? 2 * unit * ((s + d) % 3) : unit;
         displs[i] = at;
         at += counts[i] + 1;
     }
@@ -156,6 +194,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "-f") == 0) {
             const char *f = argv[++i];
@@ -182,6 +222,7 @@ int main(int argc, char **argv)
         for (int c = 0; c < NCOLLS; c++) printf("calls %s all=%ld\n", names[c], calls[c]);
     MPI_Comm_free(&ring);
     MPI_Comm_free(&graph);
+    MPI_Type_free(&pair);
     MPI_Finalize();
     return 0;
 }

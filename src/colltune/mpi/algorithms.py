@@ -62,6 +62,7 @@ LIBRARY_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
         "neighbor_allgatherv": ("nb",),
         "neighbor_alltoall": ("nb",),
         "neighbor_alltoallv": ("nb",),
+        "neighbor_alltoallw": ("nb",),
     },
 }
 
@@ -113,6 +114,7 @@ NONBLOCKING_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
         "neighbor_allgatherv": ("sched_linear", "tsp_linear"),
         "neighbor_alltoall": ("sched_linear", "tsp_linear"),
         "neighbor_alltoallv": ("sched_linear", "tsp_linear"),
+        "neighbor_alltoallw": ("sched_linear", "tsp_linear"),
     },
 }
 
