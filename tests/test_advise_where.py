@@ -176,6 +176,29 @@ TIMES = {"allreduce": 2.0, "gatherv": 1.0, "iallreduce": 3.0, "ibarrier": 4.0, "
          "neighbor_alltoall": 0.25, "gatherv_c": 0.125}
 
 
+def test_neighborhood_rows_tunable_on_mpich_only_and_not_in_their_c_binding():
+    # MPICH 5.0.2 has MPIR_CVAR_NEIGHBOR_<COLL>_INTRA_ALGORITHM (`nb`) and the I* ones for the
+    # nonblocking and persistent forms, Neighbor_alltoallw too; Open MPI 5.0.11 has no
+    # neighborhood algorithm variable. A _c binding is watched only: a regular row's counts need
+    # not fit an int alike on every rank, a v/w row's are MPI_Count arrays.
+    times = {"neighbor_allgather": 1.0, "ineighbor_alltoallw": 1.0, "neighbor_alltoallw_init": 1.0,
+             "neighbor_allgather_c": 1.0, "neighbor_alltoallv_c": 1.0}
+    mpich = {r.name: (r.tunable, r.tunable_rule) for r in where.rows(_run_of("MPICH Version:      5.0.2", times))}
+    ompi = {r.name: (r.tunable, r.tunable_rule) for r in where.rows(_run_of("Open MPI v5.0.11", times))}
+    unproven = "(not proven yet: no proof of this build known)"
+    assert mpich == {
+        "MPI_Neighbor_allgather": (True, f"1 members of the blocking form on mpich {unproven}"),
+        "MPI_Ineighbor_alltoallw": (True, f"2 members of the nonblocking form on mpich {unproven}"),
+        "MPI_Neighbor_alltoallw_init": (True, f"2 members of the persistent form on mpich {unproven}"),
+        "MPI_Neighbor_allgather_c": (False, "watched only: its _c binding is not served "
+                                            "(its counts need not fit an int alike on every rank)"),
+        "MPI_Neighbor_alltoallv_c": (False, "watched only: its _c binding is not served (MPI_Count arrays)")}
+    assert ompi == {**mpich,
+                    "MPI_Neighbor_allgather": (False, "no member of the blocking form on openmpi"),
+                    "MPI_Ineighbor_alltoallw": (False, "no member of the nonblocking form on openmpi"),
+                    "MPI_Neighbor_alltoallw_init": (False, "no member of the persistent form on openmpi")}
+
+
 def test_tunable_follows_the_library_and_the_form():
     # Open MPI has no member for Gatherv (no coll_tuned variable, no mock-up) nor for Ibarrier
     # (libnbc has no ibarrier variable); MPICH has both. Iallreduce has libnbc's / MPICH's

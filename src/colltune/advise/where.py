@@ -150,7 +150,12 @@ class Tunability:
             return False, f"watched only: no member for the {row.family} collectives"
         form, large = _binding(row, mpi)
         if large and not row.serve_large:
-            return False, "watched only: its _c binding is not served (MPI_Count arrays)"
+            arrays = any(a.role in ("sendcounts", "recvcounts") for a in row.args)
+            # a regular neighborhood row's counts: significant per neighbour pair only, so
+            # "fits an int" (the narrowing's condition) need not hold alike on every rank
+            why = ("its counts need not fit an int alike on every rank"
+                   if row.family == "neighborhood" and not arrays else "MPI_Count arrays")
+            return False, f"watched only: its _c binding is not served ({why})"
         members = self.members(row, form)
         if not members:
             return False, f"no member of the {form} form on {self.library}"
