@@ -11,8 +11,8 @@ the library's own call of that form: MPI_I<coll> + MPI_Wait, or MPI_<Coll>_init,
 MPI_Wait and MPI_Request_free; `colltune selftest --nonblocking` (`--persistent`) proves them
 together with everything else and writes proof.txt. Figures: docs/select.md. With `--survey`
 each member gets its one launch and no more: a launch that crashes or hangs is reported with its
-last line instead of being rerun class by class as the proof does (which takes a launch per
-class, minutes per such member).
+last line instead of being rerun class by class as the proof does (a launch per class it dies
+in, resumed after it: docs/select.md "A member launch that crashes or hangs").
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def survey(lib: mpi.MpiLibrary, argv: list[str], members: list[str]) -> pf.Proof
     fmt = pf.Format()
     for member in members:
         try:
-            lines = st.run_launch_lines(lib, n, argv + ["--member", member], pf.MEMBER_TIMEOUT_S)
+            lines = st.run_launch_lines(lib, n, argv + ["--member", member], pf.MEMBER_TIMEOUT_S,
+                                        idle=pf.MEMBER_IDLE_S)
         except st.SelftestError as exc:
             text = str(exc).strip().splitlines()
             findings.append(f"{member}: launch failed: {text[-1] if text else 'no output'}")

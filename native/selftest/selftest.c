@@ -33,7 +33,8 @@
  * Usage: colltune-selftest [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]]
  *                          [--collective NAME]
  *                          [--member lib:<collective>:<algorithm> [--classes CLASS,...]
- *                           [--reference-out FILE | --reference-in FILE]]
+ *                          [--reference-out FILE | --reference-in FILE]
+ *                          [--by-class CLASS]]
  *                          [--list-members]
  *
  * --reference-out/--reference-in: the library's results of a member's cases from a launch
@@ -428,6 +429,68 @@ static void st_print_results(const st_tally *tally, int p, double seconds, const
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* One collective's cases on one communicator: the matrix, on world the 1 MiB and the adjacent
+ * buffers, and with --sweep the proof's sweep. */
+
+typedef struct st_cases {
+    const st_type *types, *sweep_types;
+    const st_op *ops;
+    st_buffers *buffers;
+    int quick, big, sweep;
+} st_cases;
+
+static void st_run_collective(const st_comm *comm, int coll, const st_cases *k, st_log *log)
+{
+    int i = comm->slot, data = coll != CT_COLL_BARRIER;
+    st_run_matrix(comm, coll, k->types, k->ops, k->buffers, log, k->quick);
+    if (k->big && i == 0 && data) st_run_big(comm, coll, k->types, k->ops, k->buffers, log, k->quick);
+    if (i == 0 && data) st_run_adjacent(comm, coll, k->types, k->ops, k->buffers, log);
+    if (k->sweep && i < 2 && data)   /* dup has world's size: nothing the sweep would not see */
+        st_run_sweep(comm, coll, k->sweep_types, k->types, k->ops, k->buffers, log);
+}
+
+/* --by-class FIRST (with --member): the member's classes one at a time, in class order from
+ * FIRST on, each merged and its verdict printed (the cumulative `proof` line) as soon as it is
+ * done. When the member crashes or hangs, the proof fails the class that was running (the last
+ * "class" line without its "class_done") and resumes after it, instead of a launch per class.
+ * Each class walks the whole matrix, running only its own cases. */
+static void st_run_by_class(st_comm comms[3], const st_comm topos[3], st_log logs[3],
+                            const st_cases *k, int coll, const char *first_class,
+                            const char *member, st_tally *tally)
+{
+    int first = st_class_first(first_class);
+    if (first < 0) {
+        if (st_world_rank == 0)
+            fprintf(stderr, "colltune-selftest: --by-class: unknown class '%s'\n", first_class);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    ct_proof_set possible;
+    ct_proof_possible(coll, &possible);
+    for (int cls = first; cls < CT_PROOF_CLASSES; cls++) {
+        if (!ct_proof_set_has(&possible, cls)) continue;
+        if (st_world_rank == 0) st_class_print("class", cls);
+        st_class_focus(cls);
+        for (int i = 0; i < 3; i++) {   /* the records merge over the matrix's communicator */
+            const st_comm *on = st_is_neighbor(coll) ? &topos[i] : &comms[i];
+            if (on->comm != MPI_COMM_NULL) st_run_collective(on, coll, k, &logs[i]);
+        }
+        int status = MPI_SUCCESS;
+        for (int i = 0; i < 3 && status == MPI_SUCCESS; i++) {
+            status = st_merge(&logs[i], comms[i].comm, comms[i].rank == 0, tally);
+            logs[i].len = 0;
+        }
+        if (status == MPI_SUCCESS) status = st_proof_finish(MPI_COMM_WORLD, st_world_rank, member);
+        if (status != MPI_SUCCESS) {
+            char err[256];
+            st_error_text(status, err, sizeof err);
+            fprintf(stderr, "colltune-selftest: merging class results failed: %s\n", err);
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        if (st_world_rank == 0) st_class_print("class_done", cls);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The scratch arena: reused without reallocation, grown on demand, capped, per communicator. */
 
 static int st_check_arena(const st_comm *world, char *detail, size_t len)
@@ -545,7 +608,7 @@ static int st_usage(const char *argv0)
     fprintf(stderr, "usage: %s [--no-big] [--quick] [--sweep] [--fuzz SEED [--cases N]] "
             "[--collective NAME] "
             "[--member lib:<collective>:<algorithm> [--classes CLASS,...] "
-            "[--reference-out FILE | --reference-in FILE]]\n", argv0);
+            "[--reference-out FILE | --reference-in FILE] [--by-class CLASS]]\n", argv0);
     return 2;
 }
 
@@ -554,7 +617,7 @@ int main(int argc, char **argv)
     int big = 1, only = -1, quick = 0, sweep = 0;
     long fuzz_cases = -1;
     uint64_t fuzz_seed = 0;
-    const char *member = NULL, *reference = NULL;
+    const char *member = NULL, *reference = NULL, *first_class = NULL;
     int reference_mode = ST_REFERENCE_NONE;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-big") == 0) {
@@ -578,6 +641,8 @@ int main(int argc, char **argv)
             reference = argv[++i];
         } else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
             st_parse_classes(argv[++i]);
+        } else if (strcmp(argv[i], "--by-class") == 0 && i + 1 < argc) {
+            first_class = argv[++i];
         } else if (strcmp(argv[i], "--collective") == 0 && i + 1 < argc) {
             only = colltune_collective_index(argv[++i]);
             if (only < 0) {
@@ -587,6 +652,11 @@ int main(int argc, char **argv)
         } else {
             return st_usage(argv[0]);
         }
+    }
+    if (first_class != NULL && (member == NULL || fuzz_cases >= 0)) {
+        fprintf(stderr, "colltune-selftest: --by-class proves the --member's classes one at a time: "
+                "give --member lib:<collective>:<algorithm>, without --fuzz\n");
+        return st_usage(argv[0]);
     }
     PMPI_Init(&argc, &argv);
     double start = PMPI_Wtime();
@@ -674,17 +744,17 @@ int main(int argc, char **argv)
             printf("{\"type\":\"fuzz\",\"seed\":%llu,\"cases\":%ld}\n",
                    (unsigned long long)fuzz_seed, fuzz_cases);
     }
-    for (int i = 0; i < 3 && fuzz_cases < 0; i++)
+    st_tally tally[CT_NUM_VARIANTS + 1];   /* + the forced library member */
+    memset(tally, 0, sizeof tally);
+    st_cases cases = {types, sweep_types, ops, &buffers, quick, big, sweep};
+    if (first_class != NULL)
+        st_run_by_class(comms, topos, logs, &cases, only, first_class, member, tally);
+    for (int i = 0; i < 3 && fuzz_cases < 0 && first_class == NULL; i++)
         for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) {
             if ((only >= 0 && coll != only) || !st_geometry_known(coll)) continue;
             const st_comm *on = st_is_neighbor(coll) ? &topos[i] : &comms[i];
             if (on->comm == MPI_COMM_NULL) continue;
-            st_run_matrix(on, coll, types, ops, &buffers, &logs[i], quick);
-            int data = coll != CT_COLL_BARRIER;
-            if (big && i == 0 && data) st_run_big(on, coll, types, ops, &buffers, &logs[i], quick);
-            if (i == 0 && data) st_run_adjacent(on, coll, types, ops, &buffers, &logs[i]);
-            if (sweep && i < 2 && data)   /* dup has world's size: nothing the sweep would not see */
-                st_run_sweep(on, coll, sweep_types, types, ops, &buffers, &logs[i]);
+            st_run_collective(on, coll, &cases, &logs[i]);
             if (rank == 0) {
                 printf("{\"type\":\"progress\",\"done\":%d,\"total\":%d,\"comm\":\"%s\","
                        "\"collective\":\"%s\"}\n", ++done, steps, comms[i].name,
@@ -700,8 +770,6 @@ int main(int argc, char **argv)
     if (!arena_ok && arena_detail[0] != '\0')
         fprintf(stderr, "colltune-selftest: rank %d: arena: %s\n", rank, arena_detail);
 
-    st_tally tally[CT_NUM_VARIANTS + 1];   /* + the forced library member */
-    memset(tally, 0, sizeof tally);
     int status = MPI_SUCCESS;
     for (int i = 0; i < 3 && status == MPI_SUCCESS; i++)
         status = st_merge(&logs[i], comms[i].comm, comms[i].rank == 0, tally);

@@ -185,8 +185,22 @@ int st_reference_mode(void);
 void st_reference_close(void);
 /* --classes A,B: run the member only in these classes (a rerun after a crash). */
 int st_class_selected(int cls);
+/* Whether some size band of the case's class is selected: asked before its buffers are filled,
+ * so that a launch for a few classes walks the rest of the matrix at little cost. */
+int st_class_maybe(const st_case *c);
 void st_parse_classes(const char *names);
 void st_print_member_classes(int coll);
+/* --by-class FIRST: the member's classes one at a time from FIRST on (a launch that crashed or
+ * hung, resumed after its last finished class): `st_class_first` the class FIRST names (-1 if
+ * none), `st_class_focus` runs only `cls` from now on, `st_class_print` says a class started
+ * ("class") or ended ("class_done", after its verdict). */
+int st_class_first(const char *name);
+void st_class_focus(int cls);
+void st_class_print(const char *what, int cls);
+/* Rank 0 of a member launch: a "tick" line at most every ST_TICK_S seconds while cases end, so
+ * that the proof tells a slow launch (a loaded machine) from a hung one by its silence. */
+#define ST_TICK_S 0.5
+void st_tick(void);
 
 /* st_smpi.c: the cases SimGrid SMPI 3.32 cannot take, with the SimGrid line that says why
  * (NULL: none; other libraries: always NULL). st_smpi_init: once per communicator of the

@@ -162,6 +162,63 @@ void st_parse_classes(const char *names)
         ct_proof_class_parse(tok, &st_filter);
 }
 
+int st_class_maybe(const st_case *c)
+{
+    if (!st_filtered)
+        return 1;
+    /* the band is the class's last component (ct_class_index): its other bands follow it */
+    int base = ct_proof_class(c->coll, c->in_place, c->op != NULL ? c->op->op : MPI_OP_NULL,
+                              c->type->type, 0);
+    if (base < 0)
+        return 1;
+    base -= base % CT_PROOF_BANDS;
+    for (int band = 0; band < CT_PROOF_BANDS; band++)
+        if (ct_proof_set_has(&st_filter, base + band))
+            return 1;
+    return 0;
+}
+
+int st_class_first(const char *name)
+{
+    ct_proof_set set = {{0}};
+    if (ct_proof_class_parse(name, &set) < 0)
+        return -1;
+    for (int cls = 0; cls < CT_PROOF_CLASSES; cls++)
+        if (ct_proof_set_has(&set, cls))
+            return cls;
+    return -1;
+}
+
+void st_class_focus(int cls)
+{
+    memset(&st_filter, 0, sizeof st_filter);
+    ct_proof_set_add(&st_filter, cls);
+    st_filtered = 1;
+}
+
+void st_class_print(const char *what, int cls)
+{
+    char name[CT_PROOF_NAME];
+    ct_proof_class_name(cls, name, sizeof name);
+    printf("{\"type\":\"%s\",\"class\":\"%s\"}\n", what, name);
+    fflush(stdout);
+}
+
+void st_tick(void)
+{
+    static double last;
+    if (!st_member_active() || st_world_rank != 0)
+        return;
+    double now = PMPI_Wtime();
+    if (last == 0.0 || now - last >= ST_TICK_S) {
+        if (last != 0.0) {
+            printf("{\"type\":\"tick\"}\n");
+            fflush(stdout);
+        }
+        last = now;
+    }
+}
+
 /* ---- the library's own algorithm, forced ---------------------------------------------------- */
 
 int st_member_open(const char *spec, int slot, MPI_Comm comm, int *coll, char *err, size_t len)

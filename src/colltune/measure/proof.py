@@ -28,8 +28,15 @@ from colltune.mpi.libraries import MpiLibrary
 PROOF_FILE = "proof.txt"
 HEADER = "colltune-proof 2"
 # A forced algorithm's launch normally ends in seconds (the sweep's included; MPICH busy-polls,
-# so a loaded machine stretches it): one that does not has hung.
+# so a loaded machine stretches it, at load 16-20 past a minute). The driver's rank 0 prints a
+# line at least every 0.5 s while cases end (`tick`), so a member launch is judged by its silence,
+# not its length: MEMBER_TIMEOUT_S until its first line (the launch and MPI_Init), then
+# MEMBER_IDLE_S without a line means it hung, however long it has run. A member whose launch hung
+# once gets MEMBER_HUNG_IDLE_S in its later launches: its hang is the finding, and a shorter wait
+# can only refuse it a class more, never serve it one more.
 MEMBER_TIMEOUT_S = 60.0
+MEMBER_IDLE_S = 20.0
+MEMBER_HUNG_IDLE_S = 5.0
 
 
 @dataclass
@@ -155,18 +162,20 @@ def launch_env(lib: MpiLibrary, member: str) -> dict[str, str]:
     return launch_setting(key, collective, algorithm)
 
 
-def member_lines(lib: MpiLibrary, n: int, argv: list[str], member: str, timeout: float | None) -> list[str]:
+def member_lines(lib: MpiLibrary, n: int, argv: list[str], member: str, timeout: float | None,
+                 idle: float | None = None) -> list[str]:
     """The driver's lines of a member's launch (`argv` names it with --member). Where the library
     fixes the member per launch, its launch's own library call is the member: the library's
     results it is judged against come first from a launch without the setting, same cases,
     through a file per rank (--reference-out/-in; one host's file system, or a shared one)."""
     env = launch_env(lib, member)
     if not env:
-        return st.run_launch_lines(lib, n, argv, timeout)
+        return st.run_launch_lines(lib, n, argv, timeout, idle=idle)
     with tempfile.TemporaryDirectory(prefix="colltune-reference-") as tmp:
         reference = str(Path(tmp) / "library")
-        st.run_launch_lines(lib, n, argv + ["--reference-out", reference], timeout)
-        return st.run_launch_lines(lib, n, argv + ["--reference-in", reference], timeout, launch_env=env)
+        st.run_launch_lines(lib, n, argv + ["--reference-out", reference], timeout, idle=idle)
+        return st.run_launch_lines(lib, n, argv + ["--reference-in", reference], timeout,
+                                   launch_env=env, idle=idle)
 
 
 def default_nprocs(lib: MpiLibrary) -> tuple[int, ...]:
@@ -187,35 +196,87 @@ def _member_launch(lib: MpiLibrary, n: int, argv: list[str], member: str,
                    members: dict[str, MemberProof], findings: list[str], fmt: Format) -> None:
     collective = member.split(":")[1]
     try:
-        launch = member_lines(lib, n, argv + ["--member", member], member, MEMBER_TIMEOUT_S)
+        launch = member_lines(lib, n, argv + ["--member", member], member, MEMBER_TIMEOUT_S,
+                              idle=MEMBER_IDLE_S)
     except st.SelftestError as exc:
-        _isolate(lib, n, argv, member, collective, members, findings, str(exc), fmt)
+        _isolate(lib, n, argv, member, collective, members, findings, exc, fmt)
         return
     absorb(launch, members, lambda _n: collective, findings, fmt)
 
 
+def _failure(exc: st.SelftestError, n: int) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{'hung' if exc.hung else 'crashed'} on {n} ranks: {text[-1] if text else 'no output'}"
+
+
+def class_progress(lines: Iterable[str]) -> tuple[list[str], str | None]:
+    """The classes a `--by-class` launch finished (their verdicts are in its `proof` lines), in
+    order, and the class it was running when it ended (None: between classes)."""
+    done: list[str] = []
+    running = None
+    for line in lines:
+        record = json_record(line)
+        if record is None:
+            continue
+        if record.get("type") == "class":
+            running = str(record["class"])
+        elif record.get("type") == "class_done":
+            done.append(str(record["class"]))
+            running = None
+    return done, running
+
+
 def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
-             members: dict[str, MemberProof], findings: list[str], error: str,
+             members: dict[str, MemberProof], findings: list[str], error: st.SelftestError,
              fmt: Format) -> None:
-    """The member's launch crashed or hung: run it class by class; a class whose launch fails
-    again is failed with what the launch said as evidence."""
+    """The member's launch crashed or hung: run it again class by class, in one launch
+    (`--by-class`) that prints each class's verdict as soon as the class is done. When that launch
+    fails too, the class it was running is failed with what the launch said as evidence and the
+    next launch resumes after it; so a member costs one launch per failing class, not per class."""
     m = members.setdefault(member, MemberProof(member, collective))
     classes = _classes_of(lib, argv, member)
-    last = error.strip().splitlines()[-1] if error.strip() else "no output"
     if len(classes) == 1:   # nothing to isolate: the one class did it
-        how = "hung" if "time limit" in error else "crashed"
-        m.fail(classes[0], f"{how} on {n} ranks: {last}")
+        m.fail(classes[0], _failure(error, n))
         return
-    for cls in classes:
+    hung = error.hung
+    start = 0
+    while start < len(classes):
+        resume = ["--member", member, "--by-class", classes[start]]
         try:
-            lines = member_lines(lib, n, argv + ["--member", member, "--classes", cls], member,
-                                 MEMBER_TIMEOUT_S)
+            lines = member_lines(lib, n, argv + resume, member, MEMBER_TIMEOUT_S,
+                                 idle=MEMBER_HUNG_IDLE_S if hung else MEMBER_IDLE_S)
+            failure = None
         except st.SelftestError as exc:
-            text = str(exc).strip().splitlines()
-            how = "hung" if "time limit" in str(exc) else "crashed"
-            m.fail(cls, f"{how} on {n} ranks: {text[-1] if text else last}")
-            continue
+            lines, failure, hung = exc.lines, exc, hung or exc.hung
         absorb(lines, members, lambda _n: collective, findings, fmt)
+        done, running = class_progress(lines)
+        if failure is None:
+            return
+        if running is not None:   # the launch's failure is the class's evidence, then its own
+            first = m.evidence.pop(running, None)
+            m.fail(running, _failure(failure, n) + (f"; first: {first}" if first else ""))
+            start = classes.index(running) + 1
+        elif not done:   # before its first class (MPI_Init, the member's setup): every class alike
+            for cls in classes[start:]:
+                m.fail(cls, _failure(failure, n))
+            return
+        else:   # after a class's verdict (e.g. in MPI_Finalize): its classes one launch each
+            for cls in done:
+                _single_class(lib, n, argv, member, collective, cls, members, findings, fmt)
+            start = classes.index(done[-1]) + 1
+
+
+def _single_class(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
+                  cls: str, members: dict[str, MemberProof], findings: list[str],
+                  fmt: Format) -> None:
+    """One class in a launch of its own; failed if that launch fails."""
+    try:
+        lines = member_lines(lib, n, argv + ["--member", member, "--classes", cls], member,
+                             MEMBER_TIMEOUT_S, idle=MEMBER_IDLE_S)
+    except st.SelftestError as exc:
+        members[member].fail(cls, _failure(exc, n))
+        return
+    absorb(lines, members, lambda _n: collective, findings, fmt)
 
 
 _CLASSES: dict[str, list[str]] = {}
@@ -481,6 +542,6 @@ def ensure_proven_shown(lib: MpiLibrary) -> Path:
     return path
 
 
-__all__ = ["Format", "FuzzReport", "MemberProof", "fuzz", "Proof", "absorb", "compress", "default_nprocs",
-           "ensure_proven", "failed_members", "is_current", "library_members", "merged", "prove",
+__all__ = ["Format", "FuzzReport", "MemberProof", "fuzz", "Proof", "absorb", "class_progress", "compress",
+           "default_nprocs", "ensure_proven", "failed_members", "is_current", "library_members", "merged", "prove",
            "read_passed", "render", "write"]

@@ -8,11 +8,13 @@ sums them per variant. No I/O in the parsing and aggregation functions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,14 +24,23 @@ from colltune.measure.protocol import json_record
 from colltune.mpi import build, launch
 from colltune.mpi.libraries import MpiError, MpiLibrary
 
+# How often a launch's watchdog looks at it (run_launch_lines).
+POLL_S = 0.2
 # Settings of the C core the driver honours; passed on to the ranks when set.
 RANK_SETTINGS = ("COLLTUNE_SCRATCH_BYTES", "COLLTUNE_CHUNK_BYTES")
 
 
 class SelftestError(MpiError):
-    """The driver did not finish (crash, hang, MPI failure); the message says how it ended."""
+    """The driver did not finish (crash, hang, MPI failure); the message says how it ended,
+    `lines` holds what it printed on stdout before, `hung` whether it was stopped for silence or
+    time."""
 
     exit_code = 1
+
+    def __init__(self, message: str, lines: Sequence[str] = (), hung: bool = False) -> None:
+        super().__init__(message)
+        self.lines = list(lines)
+        self.hung = hung
 
 
 class VariantResult(BaseModel):
@@ -164,10 +175,14 @@ def _tail(text: str, lines: int = 15) -> str:
 
 def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout: float | None,
                      on_progress: Callable[[int, int, str], None] | None = None,
-                     launch_env: Mapping[str, str] | None = None) -> list[str]:
+                     launch_env: Mapping[str, str] | None = None,
+                     idle: float | None = None) -> list[str]:
     """Run the driver on `nprocs` ranks and return its stdout lines; SelftestError if the launch
-    did not end well (crash, hang past `timeout`, MPI failure). `launch_env`: settings the ranks
-    get too (Intel MPI's I_MPI_ADJUST_* of an algorithm fixed per launch)."""
+    did not end well (crash, hang, MPI failure). A hang: past `timeout` seconds in all, or, with
+    `idle`, `timeout` seconds before its first line and then `idle` seconds without a line (a
+    driver that prints as it goes may take as long as the machine's load makes it).
+    `launch_env`: settings the ranks get too (Intel MPI's I_MPI_ADJUST_* of an algorithm fixed
+    per launch)."""
     rank_env = {k: os.environ[k] for k in RANK_SETTINGS if os.environ.get(k)} | dict(launch_env or {})
     proc = launch.popen(lib, nprocs, argv, rank_env=rank_env)
     stderr_chunks: list[str] = []
@@ -177,12 +192,39 @@ def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout:
 
     drain = threading.Thread(target=drain_stderr, daemon=True)
     drain.start()
-    timer = None
-    if timeout is not None:
-        # The driver is started in its own session: stop the whole launch, not only mpiexec.
-        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGTERM))
-        timer.start()
     lines: list[str] = []
+    done = threading.Event()
+    stopped: list[str] = []   # why the watchdog stopped the launch
+
+    def watchdog() -> None:
+        started = last_seen = before = time.monotonic()
+        seen = 0
+        while not done.wait(POLL_S):
+            now = time.monotonic()
+            if now - before > 10 * POLL_S:
+                # This thread itself did not run for a while (the whole job stopped with SIGSTOP,
+                # or starved): that while is nobody's silence.
+                started, last_seen = started + now - before, last_seen + now - before
+            before = now
+            if len(lines) != seen:
+                seen, last_seen = len(lines), now
+            if idle is not None and seen:
+                over = now - last_seen > idle
+                why = f"{idle:.0f} s without output"
+            else:
+                over = timeout is not None and now - started > timeout
+                why = f"{timeout:.0f} s" + (" without output" if idle is not None else "")
+            if over:
+                stopped.append(why)
+                # The driver is started in its own session: stop the whole launch, not only mpiexec.
+                with contextlib.suppress(ProcessLookupError):   # it ended meanwhile
+                    os.killpg(proc.pid, signal.SIGTERM)
+                return
+
+    watch = None
+    if timeout is not None or idle is not None:
+        watch = threading.Thread(target=watchdog, daemon=True)
+        watch.start()
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -197,16 +239,18 @@ def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout:
         proc.wait()
         raise
     finally:
-        if timer is not None:
-            timer.cancel()
+        done.set()
+        if watch is not None:
+            watch.join()
     drain.join(timeout=5)
     stderr = "".join(stderr_chunks)
     command = " ".join(launch.mpiexec_argv(lib, nprocs, argv, rank_env))
     if proc.returncode != 0:
-        how = ("was stopped after the time limit" if proc.returncode in (-signal.SIGTERM, 143)
-               and timeout is not None else f"exited with code {proc.returncode}")
+        how = (f"was stopped after the time limit ({stopped[0]})" if stopped
+               else f"exited with code {proc.returncode}")
         raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version} {how}:\n"
-                            f"$ {command}\n{_tail(stderr) or _tail(''.join(lines))}")
+                            f"$ {command}\n{_tail(stderr) or _tail(''.join(lines))}", lines,
+                            hung=bool(stopped))
     return lines
 
 
