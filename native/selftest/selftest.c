@@ -537,6 +537,12 @@ static void st_topology(const st_comm *base, int kind, st_comm *out)
     static const char *const names[3] = {"world-ring", "split-graph", "dup-torus"};
     int q = base->size, r = base->rank;
     MPI_Comm topo = MPI_COMM_NULL;
+#ifdef COLLTUNE_ABI_FAMILY_SMPI
+    /* SMPI 3.32 aborts in PMPI_Dist_graph_create_adjacent ("Not yet implemented",
+     * src/smpi/bindings/smpi_mpi.cpp:426) and has no neighborhood collectives: no topology, so
+     * the neighborhood rows run no case there and nothing of them is proven (none is served). */
+    (void)q, (void)r;
+#else
     if (kind == 1) {
         int nin = 0, nout = 0;
         int *srcs = malloc(sizeof(int) * (size_t)(2 * q + 2)), *dsts = srcs + q + 1;
@@ -552,6 +558,7 @@ static void st_topology(const st_comm *base, int kind, st_comm *out)
         PMPI_Dims_create(q, nd, dims);
         PMPI_Cart_create(base->comm, nd, dims, periods, 0, &topo);
     }
+#endif
     *out = *base;
     out->name = names[kind];
     out->comm = topo;
@@ -734,9 +741,11 @@ int main(int argc, char **argv)
     if (member != NULL && rank == 0) st_print_member_classes(only);
     st_buffers buffers = {0};
     st_log logs[3] = {{0}}, probe_log = {0};
-    int known = 0;
-    for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++) known += st_geometry_known(coll);
-    int steps = 3 * (only >= 0 ? 1 : known), done = 0;
+    int steps = 0, done = 0;   /* the (communicator, collective) pairs the loop below runs */
+    for (int i = 0; i < 3; i++)
+        for (int coll = 0; coll < CT_NUM_COLLECTIVES; coll++)
+            steps += (only < 0 || coll == only) && st_geometry_known(coll)
+                     && (st_is_neighbor(coll) ? topos[i].comm : comms[i].comm) != MPI_COMM_NULL;
     if (fuzz_cases >= 0) {
         st_run_fuzz(comms, only, fuzz_seed, fuzz_cases, types, sweep_types, ops, &buffers, logs);
         steps = 0;
