@@ -7,6 +7,8 @@ the algorithm id of `coll_tuned_<coll>_algorithm` is the 1-based position in its
 
 from __future__ import annotations
 
+import re
+
 from colltune.mpi.libraries import MpiLibrary
 
 # The libraries' own algorithms selectable at run time (MPI-NOTES.md), for
@@ -175,6 +177,52 @@ NONBLOCKING_ALGORITHMS["intel"] = {
     "reduce_scatter": ("1", "2", "3"),
     "reduce_scatter_block": ("1", "2", "3"),
 }
+
+# Intel MPI lists its algorithm settings through MPI_T as MPIR_CVAR_USE_<COLL> (blocking) and
+# MPIR_CVAR_USE_I<COLL> (nonblocking), each described with "range: 0-N" and "@Alias:#
+# I_MPI_ADJUST_[I]<COLL>" (2021.18; tests/programs/intel_mpit_ranges.c prints them): the tables
+# above must name only ids it lists (tests/test_intel_mpit.py catches a renumbering).
+_INTEL_RANGE = re.compile(r"range:\s*0-(\d+)")
+_INTEL_ALIAS = re.compile(r"@Alias:#\s*(I_MPI_ADJUST_\w+)")
+
+
+def intel_cvar(collective: str, form: str = "blocking") -> str:
+    """The MPI_T name of Intel MPI's setting of `collective` in `form` (blocking, nonblocking)."""
+    return f"MPIR_CVAR_USE_{'I' if form == 'nonblocking' else ''}{collective.upper()}"
+
+
+def intel_ranges(listing: str) -> dict[str, tuple[int, str]]:
+    """`name<TAB>description` lines of MPI_T control variables -> name: (N of "range: 0-N", the
+    alias), for those whose description gives both."""
+    out: dict[str, tuple[int, str]] = {}
+    for line in listing.splitlines():
+        name, _, desc = line.partition("\t")
+        top, alias = _INTEL_RANGE.search(desc), _INTEL_ALIAS.search(desc)
+        if top and alias:
+            out[name] = (int(top.group(1)), alias.group(1))
+    return out
+
+
+def intel_ids_unlisted(ranges: dict[str, tuple[int, str]]) -> list[str]:
+    """The ids of colltune's Intel tables that the library's listing (intel_ranges) does not
+    hold, each with why: no such setting, an alias other than the one colltune sets
+    (launch_setting), or an id outside 1-N (0 is the library's own choice, no algorithm)."""
+    wrong = []
+    for form, table in (("blocking", LIBRARY_ALGORITHMS["intel"]), ("nonblocking", NONBLOCKING_ALGORITHMS["intel"])):
+        for collective, ids in table.items():
+            name = intel_cvar(collective, form)
+            suffix = "#nonblocking" if form == "nonblocking" else ""
+            [setting] = launch_setting("intel", collective, "0" + suffix)
+            if name not in ranges:
+                wrong.append(f"{collective}{suffix}: the library lists no {name}")
+                continue
+            top, alias = ranges[name]
+            if alias != setting:
+                wrong.append(f"{collective}{suffix}: {name} is {alias}, colltune sets {setting}")
+            wrong += [f"{collective}{suffix}: id {i} outside {name}'s range 1-{top}"
+                      for i in ids if not 1 <= int(i) <= top]
+    return wrong
+
 
 # SimGrid SMPI: `--cfg=smpi/<coll>:<name>`, fixed per launch (read once when the simulation
 # starts: SimGrid's src/smpi/colls/smpi_coll.cpp lists them; `smpirun --help-coll`). Without the
