@@ -254,11 +254,16 @@ static inline int ct_args_erroneous(const ct_call *call, int is_root)
         recv = 0;
         break;
     case CT_COLL_NEIGHBOR_ALLGATHERV:   /* no MPI_IN_PLACE: own_send */
-    case CT_COLL_ALLGATHERV:
+    case CT_COLL_ALLGATHERV:   /* a case of its own (not Gatherv's): no test of which it is */
+        send = own_send;
+        recv = 0;   /* counts of the receive side: checked here */
+        if (ct_side_missing(call->recvcounts, call->rdispls, call->recvtype == MPI_DATATYPE_NULL))
+            return 1;
+        break;
     case CT_COLL_GATHERV:
-        send = call->coll != CT_COLL_GATHERV ? own_send : !(is_root && !own_send);
-        recv = 0;   /* counts of the receive side: checked here, at the root only for Gatherv */
-        if ((is_root || call->coll != CT_COLL_GATHERV)
+        send = !(is_root && !own_send);
+        recv = 0;   /* counts of the receive side: checked here, at the root only */
+        if (is_root
             && ct_side_missing(call->recvcounts, call->rdispls, call->recvtype == MPI_DATATYPE_NULL))
             return 1;
         break;
