@@ -133,7 +133,7 @@ def test_form_comparisons_pair_the_two_collectives():
 
 def test_learning_decides_allgatherv_on_its_mean_block(openmpi, openmpi_build, programs, tmp_path):
     """The learning mode's size of an MPI_Allgatherv is the table's `sum(recvcounts) *
-    size(recvtype) / p` (learn.c computes it inline, ct_bytes_forms' CT_BYTES_SUM): on 3 ranks
+    size(recvtype) / p` (learn.c computes it inline, ct_bytes_forms' CT_BYTES_MEAN): on 3 ranks
     ct_irregular's equal counts (5 each) give 20 bytes, its irregular ones (0, 8, 4) 16, its zero
     ones 0, for MPI_INT and for the vector type (4 bytes of data each), in place or not."""
     from colltune import catalog

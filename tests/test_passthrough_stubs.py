@@ -3,7 +3,9 @@ read from the built libcolltune.so (objdump).
 
 The wrappers with arguments on the stack (more than six: MPI_I{gatherv,scatterv,alltoallv,
 alltoallw}, the *_init of the v/w forms...) are assembly stubs on x86-64 (native/gen/gen_forms.py
-STUB_PRELUDE): the flag test, `jne ct_slow_<name>` and `jmp PMPI_<name>@plt`, exactly. GCC 12.2
+STUB_PRELUDE): the flag test, `jne ct_slow_<name>` and `jmp PMPI_<name>@plt`, exactly. So are the
+served blocking ones (MPI_Allgatherv, MPI_Alltoallv, MPI_Reduce...: gen_wrappers.py
+SERVE_STUB_PRELUDE): the collective's byte of ct_active, `jne ct_serve_<name>`, the PMPI jump. GCC 12.2
 compiled the C shape of the 10- and 11-argument ones to 12-15 instructions before the jump. The
 stubs' exactness is test_every.py's (every function run with its results checked, pass-through,
 counting, profiling, force, profile, learning) and test_overlap.py's.
@@ -26,6 +28,7 @@ GEN = Path(__file__).resolve().parents[1] / "native" / "gen"
 sys.path.insert(0, str(GEN))
 import gen_forms  # noqa: E402
 import gen_p2p  # noqa: E402
+import gen_wrappers  # noqa: E402
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("objdump") is None,
                                 reason="x86-64 stubs, read with objdump")
@@ -73,6 +76,15 @@ def check_build(art: build.Artifacts) -> None:
                         insns[0]), (fn.mpi, insns[:3])
         assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{fn.mpi}>$", insns[1]), (fn.mpi, insns[:3])
         assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
+    served = [f for f in fns if gen_forms.stubbed(f) and gen_forms.served(f)]
+    assert {"MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce", "MPI_Allgather"} <= {f.mpi for f in served}
+    for fn in served:
+        insns = code[fn.mpi]
+        byte = gen_wrappers.index(fn.coll)
+        at = f"ct_active\\+0x{byte:x}" if byte else "ct_active"
+        assert re.match(rf"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <{at}>$", insns[0]), (fn.mpi, insns[:3])
+        assert re.match(rf"jne\s+[0-9a-f]+ <ct_serve_{fn.mpi[4:].lower()}>$", insns[1]), (fn.mpi, insns[:3])
+        assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
     for fn in fns:   # every C wrapper of a collective, stub or C
         path = straight_path(code[fn.mpi])
         assert len(path) < 10 and re.search(rf"<P{fn.mpi}(@plt|@Base)?>", path[-1]), (fn.mpi, path)
@@ -119,6 +131,12 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
             continue
         assert f"CT_STUB({name}, " in text and f"CT_HIDDEN int ct_slow_{name}(" in text, name
         assert re.search(rf"#else\nint {name}\(", text), name
+    # the served blocking wrappers (the decision point's) by the same rule
+    text = (GEN.parent / "generated" / "ct_wrappers.c").read_text()
+    for coll in gen_wrappers.load().collectives:
+        stub = f"CT_SERVE_STUB({coll.mpi}, {gen_wrappers.index(coll)}, ct_serve_{coll.name})"
+        assert (stub in text) == (len(coll.args) > 6), coll.mpi
+        assert (f"#if !CT_SERVE_STUBS\nint {coll.mpi}(" in text) == (len(coll.args) > 6), coll.mpi
     # the point-to-point wrappers by the same rule, with the C wrapper as the fallback
     text = (GEN.parent / "generated" / "ct_p2p_wrappers.c").read_text()
     for c in gen_p2p.load():

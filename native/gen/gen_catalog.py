@@ -161,16 +161,19 @@ def bytes_expr_c(c: tbl.Collective, expr: str) -> tuple[list[str], str]:
 
 def bytes_form(c: tbl.Collective) -> str:
     """`{count offset, datatype offset}` of a plain `count * size(type)` collective,
-    {CT_BYTES_ZERO, -1} of one whose bytes are 0, {CT_BYTES_SUM, datatype offset, counts offset,
-    1 if divided by p} of a `sum(counts) * size(type) [/ p]` one, else {-1, -1}."""
+    {CT_BYTES_ZERO, -1} of one whose bytes are 0, {CT_BYTES_SUM or CT_BYTES_MEAN (divided by p),
+    datatype offset, counts offset, 1 if divided by p} of a `sum(counts) * size(type) [/ p]` one,
+    else {-1, -1}."""
     main, alt = bytes_parts(c)
     if alt is None and main.strip() == "0":
         return "{CT_BYTES_ZERO, -1}"
     roles = {a.role for a in c.args}
     s = re.fullmatch(r"sum\((\w+)\)\s*\*\s*size\((\w+)\)\s*(/\s*p)?", main.strip())
     if alt is None and s is not None and s.group(1) in roles and s.group(2) in roles:
-        return (f"{{CT_BYTES_SUM, (signed char)offsetof(ct_call, {FIELD[s.group(2)]}), "
-                f"(signed char)offsetof(ct_call, {FIELD[s.group(1)]}), {int(s.group(3) is not None)}}}")
+        mean = s.group(3) is not None
+        return (f"{{{'CT_BYTES_MEAN' if mean else 'CT_BYTES_SUM'}, "
+                f"(signed char)offsetof(ct_call, {FIELD[s.group(2)]}), "
+                f"(signed char)offsetof(ct_call, {FIELD[s.group(1)]}), {int(mean)}}}")
     m = re.fullmatch(r"(\w+)\s*\*\s*size\((\w+)\)", main)
     if alt is not None or m is None or m.group(1) not in roles or m.group(2) not in roles:
         return "{-1, -1}"
@@ -345,11 +348,13 @@ def gen_header(t: tbl.Table) -> str:
         "/* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,",
         " * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no",
         " * uniform argument carries a size (the bytes are 0); CT_BYTES_SUM where they are",
-        " * sum(counts over the p ranks) * size(datatype), divided by p where `mean` (the offsets in",
-        " * type_at and counts_at); else -1 (then only colltune_call_bytes knows). Lets the learning",
-        " * mode's call path skip the general function. */",
+        " * sum(counts over the p ranks) * size(datatype), CT_BYTES_MEAN where that is divided by p",
+        " * (`mean` is then 1; the offsets in type_at and counts_at: the mean has a code of its own,",
+        " * so that the learning path tells it by the test that finds the form); else -1 (then only",
+        " * colltune_call_bytes knows). Lets the learning mode's call path skip the general function. */",
         "#define CT_BYTES_ZERO (-2)",
         "#define CT_BYTES_SUM (-3)",
+        "#define CT_BYTES_MEAN (-4)",
         "typedef struct ct_bytes_form {",
         "    signed char count_at, type_at, counts_at;",
         "    unsigned char mean;",

@@ -39,8 +39,8 @@ UNSET = {
     "root": "-1",
     "comm": "MPI_COMM_SELF",   # Reduce_local: a reduction over one process
 }
-FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "recvcounts", "sendcounts",
-               "sdispls", "rdispls", "sendtype", "recvtype", "sendtypes", "recvtypes", "op",
+FIELD_ORDER = ["sendbuf", "recvbuf", "sendcount", "recvcount", "sendcounts", "sdispls",
+               "recvcounts", "rdispls", "sendtype", "recvtype", "sendtypes", "recvtypes", "op",
                "root", "comm"]
 # ct_call's MPI_Aint displacements share a union with the int ones (colltune.h): a row that has
 # them sets that member instead (one initializer per union member).
@@ -133,28 +133,88 @@ def full(coll: Collective) -> list[str]:
     ]
 
 
+# x86-64 SysV passes the first six integer arguments in registers, the rest on the stack.
+REGISTER_ARGS = 6
+
+# The wrappers with arguments on the stack are assembly stubs where the target allows it (the
+# conditions of gen_forms.py's STUB_PRELUDE, which this file cannot import: gen_forms imports
+# it). In C, GCC 12.2 copies the stack arguments of the tail call to the serving function at the
+# wrapper's entry (one load and one store each, before the test: 1-3 instructions of
+# pass-through) and the serving function reads them again; the stub tests the collective's byte
+# of ct_active and jumps, to ct_serve_<name> (hidden, the wrapper's signature) while it is set,
+# else to PMPI_<name> through the PLT: the stack arguments and the return address stay the
+# application's, so ct_serve_<name> takes the call site as its return address as before.
+# .cfi_startproc gives the stub the entry frame rule, which holds at each of its instructions.
+SERVE_STUB_PRELUDE = [
+    "#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \\",
+    "    && !defined(COLLTUNE_ABI_FAMILY_SMPI)",
+    "#define CT_SERVE_STUBS 1",
+    "#if defined(__CET__) && (__CET__ & 1)",
+    '#define CT_SERVE_STUB_ENDBR "\\tendbr64\\n"',
+    "#else",
+    '#define CT_SERVE_STUB_ENDBR ""',
+    "#endif",
+    "/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>. */",
+    "#define CT_SERVE_STUB(name, index, serve)                                         \\",
+    '    __asm__("\\t.pushsection .text\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_SERVE_STUB_ENDBR       \\',
+    '            "\\tcmpb $0, ct_active+" #index "(%rip)\\n\\tjne " #serve "\\n"            \\',
+    '            "\\tjmp P" #name "@PLT\\n\\t.cfi_endproc\\n\\t.size " #name ", .-" #name \\',
+    '            "\\n\\t.popsection\\n");',
+    '_Static_assert(sizeof ct_active[0] == 1, "the stubs test one byte per collective");',
+    "#else",
+    "#define CT_SERVE_STUBS 0",
+    "#endif",
+    "",
+]
+
+
+def index(coll: Collective) -> int:
+    """The collective's CT_COLL_ value: its place in the table (gen_catalog.py's enum)."""
+    return next(i for i, c in enumerate(load().collectives) if c.name == coll.name)
+
+
 def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str]:
     """MPI_<Coll>(_c) as one test and a tail call either way; the serving body is a noinline
     function of the same signature. Written inline, GCC loads the stack arguments of a 7-9
     argument collective (Alltoallv, Gatherv...) and saves registers before the test, which cost
     the pass-through 7-13 instructions instead of 4. The serving function is reached by a tail
     jump, so its return address is the application's call site: taking it there rather than in
-    the wrapper leaves the wrapper no register to save."""
+    the wrapper leaves the wrapper no register to save. With arguments on the stack, an assembly
+    stub is the wrapper where the target allows (SERVE_STUB_PRELUDE)."""
     sig, args = params(coll, large), call_args(coll)
     serve = f"ct_serve_{name[4:].lower()}"
-    return [
-        f"static __attribute__((noinline)) int {serve}({sig})",
+    serving = [
         "{",
         "    ct_profrun_site = __builtin_return_address(0);",
         *body,
         "}",
         "",
+    ]
+    c_wrapper = [
         f"int {name}({sig})",
         "{",
         f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
         f"        return P{name}({args});",
         f"    return {serve}({args});",
         "}",
+    ]
+    if len(coll.args) <= REGISTER_ARGS:
+        return [f"static __attribute__((noinline)) int {serve}({sig})", *serving, *c_wrapper, ""]
+    i = index(coll)
+    return [
+        "#if CT_SERVE_STUBS",
+        f'_Static_assert({enum(coll)} == {i}, "{name}\'s stub tests ct_active[{i}]");',
+        f"CT_SERVE_STUB({name}, {i}, {serve})",
+        f"CT_HIDDEN __attribute__((noinline)) int {serve}({sig});",
+        f"CT_HIDDEN __attribute__((noinline)) int {serve}({sig})",
+        "#else",
+        f"static __attribute__((noinline)) int {serve}({sig})",
+        "#endif",
+        *serving,
+        "#if !CT_SERVE_STUBS",
+        *c_wrapper,
+        "#endif",
         "",
     ]
 
@@ -294,6 +354,7 @@ def generate() -> str:
         '#include "../runtime/ct_runtime.h"',
         '#include "../runtime/ct_watch.h"',
         "",
+        *SERVE_STUB_PRELUDE,
     ]
     for coll in table.collectives:
         lines += wrapper(coll)

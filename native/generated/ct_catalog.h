@@ -133,11 +133,13 @@ extern const ct_variant_info ct_variants[CT_NUM_VARIANTS];
 /* Collectives whose bytes are count * size(datatype) of two fixed ct_call fields (no root,
  * MPI_IN_PLACE, p or sum form): the fields' offsets in ct_call; CT_BYTES_ZERO where no
  * uniform argument carries a size (the bytes are 0); CT_BYTES_SUM where they are
- * sum(counts over the p ranks) * size(datatype), divided by p where `mean` (the offsets in
- * type_at and counts_at); else -1 (then only colltune_call_bytes knows). Lets the learning
- * mode's call path skip the general function. */
+ * sum(counts over the p ranks) * size(datatype), CT_BYTES_MEAN where that is divided by p
+ * (`mean` is then 1; the offsets in type_at and counts_at: the mean has a code of its own,
+ * so that the learning path tells it by the test that finds the form); else -1 (then only
+ * colltune_call_bytes knows). Lets the learning mode's call path skip the general function. */
 #define CT_BYTES_ZERO (-2)
 #define CT_BYTES_SUM (-3)
+#define CT_BYTES_MEAN (-4)
 typedef struct ct_bytes_form {
     signed char count_at, type_at, counts_at;
     unsigned char mean;

@@ -9,7 +9,34 @@
 #include "../runtime/ct_runtime.h"
 #include "../runtime/ct_watch.h"
 
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) \
+    && !defined(COLLTUNE_ABI_FAMILY_SMPI)
+#define CT_SERVE_STUBS 1
+#if defined(__CET__) && (__CET__ & 1)
+#define CT_SERVE_STUB_ENDBR "\tendbr64\n"
+#else
+#define CT_SERVE_STUB_ENDBR ""
+#endif
+/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>. */
+#define CT_SERVE_STUB(name, index, serve)                                         \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_SERVE_STUB_ENDBR       \
+            "\tcmpb $0, ct_active+" #index "(%rip)\n\tjne " #serve "\n"            \
+            "\tjmp P" #name "@PLT\n\t.cfi_endproc\n\t.size " #name ", .-" #name \
+            "\n\t.popsection\n");
+_Static_assert(sizeof ct_active[0] == 1, "the stubs test one byte per collective");
+#else
+#define CT_SERVE_STUBS 0
+#endif
+
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLGATHER == 0, "MPI_Allgather's stub tests ct_active[0]");
+CT_SERVE_STUB(MPI_Allgather, 0, ct_serve_allgather)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -18,9 +45,9 @@ static __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -35,12 +62,14 @@ static __attribute__((noinline)) int ct_serve_allgather(const void *sendbuf, int
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
 int ct_full_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -50,9 +79,9 @@ int ct_full_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -76,9 +105,9 @@ static __attribute__((noinline)) int ct_serve_allreduce(const void *sendbuf, voi
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -100,7 +129,14 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return ct_serve_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLTOALL == 2, "MPI_Alltoall's stub tests ct_active[2]");
+CT_SERVE_STUB(MPI_Alltoall, 2, ct_serve_alltoall)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -109,9 +145,9 @@ static __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int 
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -126,12 +162,14 @@ static __attribute__((noinline)) int ct_serve_alltoall(const void *sendbuf, int 
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
 int ct_full_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
@@ -141,9 +179,9 @@ int ct_full_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
         .recvbuf = buffer,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -167,9 +205,9 @@ static __attribute__((noinline)) int ct_serve_bcast(void *buffer, int count, MPI
         .recvbuf = buffer,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -191,7 +229,14 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     return ct_serve_bcast(buffer, count, datatype, root, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_GATHER == 4, "MPI_Gather's stub tests ct_active[4]");
+CT_SERVE_STUB(MPI_Gather, 4, ct_serve_gather)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -200,9 +245,9 @@ static __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int se
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -217,12 +262,14 @@ static __attribute__((noinline)) int ct_serve_gather(const void *sendbuf, int se
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_serve_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
+#endif
 
 int ct_full_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
@@ -232,9 +279,9 @@ int ct_full_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -247,7 +294,14 @@ int ct_full_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     return ct_profrun_dispatch(&call);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_REDUCE == 5, "MPI_Reduce's stub tests ct_active[5]");
+CT_SERVE_STUB(MPI_Reduce, 5, ct_serve_reduce)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
@@ -258,9 +312,9 @@ static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -275,12 +329,14 @@ static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     return ct_serve_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -291,9 +347,9 @@ static __attribute__((noinline)) int ct_serve_reduce_scatter_block(const void *s
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -324,9 +380,9 @@ static __attribute__((noinline)) int ct_serve_reduce_scatter(const void *sendbuf
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = recvcounts,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -357,9 +413,9 @@ static __attribute__((noinline)) int ct_serve_scan(const void *sendbuf, void *re
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -381,7 +437,14 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
     return ct_serve_scan(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_SCATTER == 9, "MPI_Scatter's stub tests ct_active[9]");
+CT_SERVE_STUB(MPI_Scatter, 9, ct_serve_scatter)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -390,9 +453,9 @@ static __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int s
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -407,14 +470,23 @@ static __attribute__((noinline)) int ct_serve_scatter(const void *sendbuf, int s
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_serve_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLGATHERV == 10, "MPI_Allgatherv's stub tests ct_active[10]");
+CT_SERVE_STUB(MPI_Allgatherv, 10, ct_serve_allgatherv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -423,9 +495,9 @@ static __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, in
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = recvcounts,
         .rdispls = displs,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -440,14 +512,23 @@ static __attribute__((noinline)) int ct_serve_allgatherv(const void *sendbuf, in
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHERV]))
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     return ct_serve_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLTOALLV == 11, "MPI_Alltoallv's stub tests ct_active[11]");
+CT_SERVE_STUB(MPI_Alltoallv, 11, ct_serve_alltoallv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -456,9 +537,9 @@ static __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, con
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = sendcounts,
         .sdispls = sdispls,
+        .recvcounts = recvcounts,
         .rdispls = rdispls,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -473,14 +554,23 @@ static __attribute__((noinline)) int ct_serve_alltoallv(const void *sendbuf, con
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLV]))
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     return ct_serve_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLTOALLW == 12, "MPI_Alltoallw's stub tests ct_active[12]");
+CT_SERVE_STUB(MPI_Alltoallw, 12, ct_serve_alltoallw)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -489,9 +579,9 @@ static __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, con
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = sendcounts,
         .sdispls = sdispls,
+        .recvcounts = recvcounts,
         .rdispls = rdispls,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = MPI_DATATYPE_NULL,
@@ -506,12 +596,14 @@ static __attribute__((noinline)) int ct_serve_alltoallw(const void *sendbuf, con
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALLW]))
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     return ct_serve_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_barrier(MPI_Comm comm)
 {
@@ -522,9 +614,9 @@ static __attribute__((noinline)) int ct_serve_barrier(MPI_Comm comm)
         .recvbuf = NULL,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = MPI_DATATYPE_NULL,
@@ -555,9 +647,9 @@ static __attribute__((noinline)) int ct_serve_exscan(const void *sendbuf, void *
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -579,7 +671,14 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     return ct_serve_exscan(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_GATHERV == 15, "MPI_Gatherv's stub tests ct_active[15]");
+CT_SERVE_STUB(MPI_Gatherv, 15, ct_serve_gatherv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -588,9 +687,9 @@ static __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int s
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = recvcounts,
         .rdispls = displs,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -605,12 +704,14 @@ static __attribute__((noinline)) int ct_serve_gatherv(const void *sendbuf, int s
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_GATHERV]))
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     return ct_serve_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
 {
@@ -621,9 +722,9 @@ static __attribute__((noinline)) int ct_serve_reduce_local(const void *inbuf, vo
         .recvbuf = inoutbuf,
         .sendcount = 0,
         .recvcount = count,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -645,7 +746,14 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
     return ct_serve_reduce_local(inbuf, inoutbuf, count, datatype, op);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_SCATTERV == 17, "MPI_Scatterv's stub tests ct_active[17]");
+CT_SERVE_STUB(MPI_Scatterv, 17, ct_serve_scatterv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -654,9 +762,9 @@ static __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, cons
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = sendcounts,
         .sdispls = displs,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -671,14 +779,23 @@ static __attribute__((noinline)) int ct_serve_scatterv(const void *sendbuf, cons
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCATTERV]))
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_serve_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHER == 18, "MPI_Neighbor_allgather's stub tests ct_active[18]");
+CT_SERVE_STUB(MPI_Neighbor_allgather, 18, ct_serve_neighbor_allgather)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -687,9 +804,9 @@ static __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sen
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -704,14 +821,23 @@ static __attribute__((noinline)) int ct_serve_neighbor_allgather(const void *sen
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHER]))
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHERV == 19, "MPI_Neighbor_allgatherv's stub tests ct_active[19]");
+CT_SERVE_STUB(MPI_Neighbor_allgatherv, 19, ct_serve_neighbor_allgatherv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -720,9 +846,9 @@ static __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *se
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = recvcounts,
         .rdispls = displs,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -737,14 +863,23 @@ static __attribute__((noinline)) int ct_serve_neighbor_allgatherv(const void *se
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLGATHERV]))
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     return ct_serve_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALL == 20, "MPI_Neighbor_alltoall's stub tests ct_active[20]");
+CT_SERVE_STUB(MPI_Neighbor_alltoall, 20, ct_serve_neighbor_alltoall)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -753,9 +888,9 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *send
         .recvbuf = recvbuf,
         .sendcount = sendcount,
         .recvcount = recvcount,
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -770,14 +905,23 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoall(const void *send
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALL]))
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLV == 21, "MPI_Neighbor_alltoallv's stub tests ct_active[21]");
+CT_SERVE_STUB(MPI_Neighbor_alltoallv, 21, ct_serve_neighbor_alltoallv)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -786,9 +930,9 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sen
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = sendcounts,
         .sdispls = sdispls,
+        .recvcounts = recvcounts,
         .rdispls = rdispls,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -803,14 +947,23 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoallv(const void *sen
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLV]))
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     return ct_serve_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLW == 22, "MPI_Neighbor_alltoallw's stub tests ct_active[22]");
+CT_SERVE_STUB(MPI_Neighbor_alltoallw, 22, ct_serve_neighbor_alltoallw)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     const ct_call call = {
@@ -819,9 +972,9 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sen
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = recvcounts,
         .sendcounts = sendcounts,
         .sdispls_aint = sdispls,
+        .recvcounts = recvcounts,
         .rdispls_aint = rdispls,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = MPI_DATATYPE_NULL,
@@ -836,18 +989,27 @@ static __attribute__((noinline)) int ct_serve_neighbor_alltoallw(const void *sen
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Neighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_NEIGHBOR_ALLTOALLW]))
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     return ct_serve_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
 }
+#endif
 
 #if MPI_VERSION >= 4
 /* MPI-4 large-count bindings. */
 #define CT_MAX_STACK_COUNTS 512
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLGATHER == 0, "MPI_Allgather_c's stub tests ct_active[0]");
+CT_SERVE_STUB(MPI_Allgather_c, 0, ct_serve_allgather_c)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     int rank;
@@ -869,9 +1031,9 @@ static __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, M
         .recvbuf = recvbuf,
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -888,12 +1050,14 @@ static __attribute__((noinline)) int ct_serve_allgather_c(const void *sendbuf, M
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLGATHER]))
         return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -916,9 +1080,9 @@ static __attribute__((noinline)) int ct_serve_allreduce_c(const void *sendbuf, v
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = ct_narrow(count),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -942,7 +1106,14 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
     return ct_serve_allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_ALLTOALL == 2, "MPI_Alltoall_c's stub tests ct_active[2]");
+CT_SERVE_STUB(MPI_Alltoall_c, 2, ct_serve_alltoall_c)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     int rank;
@@ -964,9 +1135,9 @@ static __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MP
         .recvbuf = recvbuf,
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -983,12 +1154,14 @@ static __attribute__((noinline)) int ct_serve_alltoall_c(const void *sendbuf, MP
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLTOALL]))
         return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     return ct_serve_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
@@ -1010,9 +1183,9 @@ static __attribute__((noinline)) int ct_serve_bcast_c(void *buffer, MPI_Count co
         .recvbuf = buffer,
         .sendcount = 0,
         .recvcount = ct_narrow(count),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -1036,7 +1209,14 @@ int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, 
     return ct_serve_bcast_c(buffer, count, datatype, root, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_GATHER == 4, "MPI_Gather_c's stub tests ct_active[4]");
+CT_SERVE_STUB(MPI_Gather_c, 4, ct_serve_gather_c)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     int rank;
@@ -1057,9 +1237,9 @@ static __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_
         .recvbuf = recvbuf,
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -1076,14 +1256,23 @@ static __attribute__((noinline)) int ct_serve_gather_c(const void *sendbuf, MPI_
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_GATHER]))
         return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_serve_gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
+#endif
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_REDUCE == 5, "MPI_Reduce_c's stub tests ct_active[5]");
+CT_SERVE_STUB(MPI_Reduce_c, 5, ct_serve_reduce_c)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     int rank;
@@ -1103,9 +1292,9 @@ static __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = ct_narrow(count),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -1122,12 +1311,14 @@ static __attribute__((noinline)) int ct_serve_reduce_c(const void *sendbuf, void
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
         return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
     return ct_serve_reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -1150,9 +1341,9 @@ static __attribute__((noinline)) int ct_serve_reduce_scatter_block_c(const void 
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = ct_narrow(recvcount),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -1201,9 +1392,9 @@ static __attribute__((noinline)) int ct_serve_reduce_scatter_c(const void *sendb
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = 0,
-        .recvcounts = small,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = small,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -1248,9 +1439,9 @@ static __attribute__((noinline)) int ct_serve_scan_c(const void *sendbuf, void *
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = ct_narrow(count),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,
@@ -1274,7 +1465,14 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
     return ct_serve_scan_c(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_SCATTER == 9, "MPI_Scatter_c's stub tests ct_active[9]");
+CT_SERVE_STUB(MPI_Scatter_c, 9, ct_serve_scatter_c)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#else
 static __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#endif
 {
     ct_profrun_site = __builtin_return_address(0);
     int rank;
@@ -1295,9 +1493,9 @@ static __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI
         .recvbuf = recvbuf,
         .sendcount = ct_narrow(sendcount),
         .recvcount = ct_narrow(recvcount),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = sendtype,
         .recvtype = recvtype,
@@ -1314,12 +1512,14 @@ static __attribute__((noinline)) int ct_serve_scatter_c(const void *sendbuf, MPI
     return ct_dispatch(&call);
 }
 
+#if !CT_SERVE_STUBS
 int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_SCATTER]))
         return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return ct_serve_scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
+#endif
 
 static __attribute__((noinline)) int ct_serve_exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -1342,9 +1542,9 @@ static __attribute__((noinline)) int ct_serve_exscan_c(const void *sendbuf, void
         .recvbuf = recvbuf,
         .sendcount = 0,
         .recvcount = ct_narrow(count),
-        .recvcounts = NULL,
         .sendcounts = NULL,
         .sdispls = NULL,
+        .recvcounts = NULL,
         .rdispls = NULL,
         .sendtype = MPI_DATATYPE_NULL,
         .recvtype = datatype,

@@ -44,7 +44,9 @@ typedef struct ct_call {
     void *recvbuf;               /* also the `buffer` of Bcast */
     int sendcount;
     int recvcount;               /* also `count` of Allreduce/Bcast/Reduce/Scan */
-    const int *recvcounts;       /* Reduce_scatter and the v/w forms */
+    /* Each side's counts and displacements side by side, 16-byte aligned in a wrapper's frame:
+     * a call that has one side only (Allgatherv, Gatherv, Scatterv) stores the other side's two
+     * NULLs as one vector store (x86-64). */
     const int *sendcounts;       /* Scatterv, Alltoallv, Alltoallw */
     /* The displacements: int (Scatterv's `displs`, Alltoallv, Alltoallw, ...) or MPI_Aint
      * (Neighbor_alltoallw, whose int binding has them in bytes); the row says which, so one
@@ -53,6 +55,7 @@ typedef struct ct_call {
         const int *sdispls;       /* Scatterv (`displs`), Alltoallv, Alltoallw */
         const MPI_Aint *sdispls_aint;   /* Neighbor_alltoallw */
     };
+    const int *recvcounts;       /* Reduce_scatter and the v/w forms */
     union {
         const int *rdispls;       /* Gatherv and Allgatherv (`displs`), Alltoallv, Alltoallw */
         const MPI_Aint *rdispls_aint;   /* Neighbor_alltoallw */

@@ -382,10 +382,10 @@ void ct_learn_warmup_call(MPI_Comm comm)
 
 /* colltune_call_bytes_in's sum(counts) * size(type) [/ p] (Allgatherv's mean block,
  * Reduce_scatter's total), inline: the same value, without its switch and call (63 of Open MPI's
- * 266 instructions per learned MPI_Allgatherv on 2 ranks). */
+ * 266 instructions per learned MPI_Allgatherv on 2 ranks). `mean` is a constant at each use. */
 static inline __attribute__((always_inline)) int64_t ct_learn_sum_bytes(const ct_call *call,
                                                                          ct_bytes_form form,
-                                                                         int comm_size)
+                                                                         int comm_size, int mean)
 {
     const int *counts;
     MPI_Datatype type;
@@ -399,19 +399,22 @@ static inline __attribute__((always_inline)) int64_t ct_learn_sum_bytes(const ct
         sum += *c;
     if (ct_type_size(type, &size) != MPI_SUCCESS)
         return -1;
-    return form.mean ? sum * size / comm_size : sum * size;
+    return mean ? sum * size / comm_size : sum * size;
 }
 
 /* colltune_call_bytes without its switch and calls for the count * size(type) collectives, the
  * sum forms and those of no size, and with the communicator's size the state keeps for the
- * others. */
+ * others. The mean form is told from the sum form by its own code, the first one tested: no
+ * test of `mean` on Allgatherv's path (2 instructions per call). */
 static inline __attribute__((always_inline)) int64_t ct_learn_bytes(const ct_call *call,
                                                                      int comm_size)
 {
     ct_bytes_form form = ct_bytes_forms[call->coll];
     if (form.count_at < 0) {
+        if (form.count_at == CT_BYTES_MEAN)
+            return ct_learn_sum_bytes(call, form, comm_size, 1);
         if (form.count_at == CT_BYTES_SUM)
-            return ct_learn_sum_bytes(call, form, comm_size);
+            return ct_learn_sum_bytes(call, form, comm_size, 0);
         return form.count_at == CT_BYTES_ZERO ? 0 : colltune_call_bytes_in(call, comm_size);
     }
     int count;
