@@ -21,6 +21,7 @@ from colltune.mpi.algorithms import (
     ALGORITHMS_AT_LAUNCH,
     COLLECTIVE_NPROCS_LIMITS,
     LAUNCH_FORMS,
+    VARIANT_NPROCS_LIMITS,
     algorithm_key,
     launch_setting,
 )
@@ -88,6 +89,9 @@ def plan_jobs(settings: BenchSettings, nprocs: int, library: str,
                 plan.left_out.append(f"{v}: {library} runs it on {bound} processes only")
         variants = tuple(v for v in variants if not (
             v.startswith("lib:") and ALGORITHM_NPROCS.get((library, v.split(":")[-1]), nprocs) != nprocs))
+        broken = [v for v in variants if nprocs >= VARIANT_NPROCS_LIMITS.get((library, coll, v), (nprocs + 1,))[0]]
+        plan.left_out += [f"{coll} {v}: {VARIANT_NPROCS_LIMITS[(library, coll, v)][1]}" for v in broken]
+        variants = tuple(v for v in variants if v not in broken)
         if not variants:
             plan.left_out.append(f"{coll}: none of the requested variants belongs to it")
             continue
