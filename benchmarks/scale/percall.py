@@ -29,6 +29,16 @@ uninstrumented speed. This is what makes 4096 ranks affordable. The run's own ra
 must equal the plain run's. Rows to percall.csv with method "window" (setup_per_rank empty);
 `--keep-callgrind` keeps the output as callgrind-P-window-LEARN.out.
 
+`--in-process-sed` and `--compact` (session 12, README "4096 ranks under callgrind"): with
+--window, SimGrid's per-rank `sed` done inside the simulator (sed_inprocess.c, preloaded) instead
+of by a fork of valgrind's whole process per rank, and libcolltune (linked again from the
+build's objects) and the program in two ELF segments each, stripped, without guard pages under
+the simulated stacks, so that valgrind's fixed table of 30,000 address-space segments holds 4096
+ranks. Neither changes colltune's code (256 ranks: the same instructions to the last).
+
+    COLLTUNE_CACHE=/tmp/ct-cache nice -n 19 .venv/bin/python benchmarks/scale/percall.py --window \
+        --compact --in-process-sed --ranks 4096 --modes learning --rounds 2,4 --out benchmarks/scale
+
 `--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv;
 with `--window`, the window runs' outputs, mode "learning (window)"):
 each function's share of the per-call figure, and the first-call layout computation of a
@@ -54,6 +64,7 @@ sys.path.insert(0, str(HERE))
 import run  # noqa: E402  (benchmarks/scale/run.py: its app, launch and callgrind reading)
 
 from colltune.mpi import build, smpi  # noqa: E402
+from colltune.paths import native_dir  # noqa: E402
 from colltune.mpi import libraries as mpi  # noqa: E402
 
 SETTINGS = ["smpi/send-is-detached-thresh:0", "smpi/allreduce:rdb", "smpi/bcast:binomial_tree",
@@ -111,16 +122,29 @@ def write_functions(rows: list[dict[str, object]], out: Path) -> None:
                                                                  -abs(float(r["per_call"])))))  # type: ignore[arg-type]
 
 
+def sed_shim(work: Path) -> Path:
+    """sed_inprocess.c built as a library to preload into smpimain (--in-process-sed)."""
+    out = work / "sed_inprocess.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(out), str(HERE / "sed_inprocess.c"), "-ldl"],
+                   check=True)
+    return out
+
+
 def window_instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, short: int,
-                        long_: int, work: Path, learn: bool) -> tuple[int, str, Path]:
+                        long_: int, work: Path, learn: bool, preload: Path | None = None,
+                        extra_cfg: tuple[str, ...] = ()) -> tuple[int, str, Path]:
     """libcolltune's instructions in rounds short..long-1 of a long-round run of app.c under
-    callgrind, instrumented only there (app.c's window), rank 0's line, and the output file."""
+    callgrind, instrumented only there (app.c's window), rank 0's line, and the output file;
+    preload: sed_shim's library, preloaded into the simulator (not into the measured code)."""
     out = work / f"callgrind-{nprocs}-window-{int(learn)}.out"
     learning = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
+    if preload is not None:
+        learning["LD_PRELOAD"] = str(preload)
     argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(long_), str(short), str(long_)],
                              {smpi.PLATFORM_VAR: run.PLATFORM},
                              [f"--cfg=smpi/privatize-libs:{art.libcolltune}",
-                              *(f"--cfg={setting}" for setting in run.SMPI_CFG), "-wrapper",
+                              *(f"--cfg={setting}" for setting in run.SMPI_CFG),
+                              *(f"--cfg={setting}" for setting in extra_cfg), "-wrapper",
                               f"valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file={out}"])
     proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
@@ -150,6 +174,33 @@ def stripped(art: build.Artifacts, directory: Path) -> build.Artifacts:
     return dataclasses.replace(art, dir=directory, libcolltune=lib)
 
 
+# --compact: two ELF segments per object instead of five (text and read-only data in one, no
+# RELRO split), so that valgrind's fixed table of 30,000 address-space segments holds 4096 ranks'
+# copies of the program and of libcolltune (README, "4096 ranks under callgrind")
+COMPACT_LDFLAGS = ["-Wl,-z,noseparate-code", "-Wl,-z,norelro"]
+COMPACT_CFG = ("contexts/guard-size:0",)  # the stacks' guard pages: one segment per rank
+
+
+def compact(lib: mpi.MpiLibrary, art: build.Artifacts, directory: Path) -> build.Artifacts:
+    """libcolltune.so linked again from the build's own objects, in the build's order, with
+    COMPACT_LDFLAGS, then stripped of its debug information: the same machine code in fewer
+    mappings; its proof beside it."""
+    directory.mkdir(parents=True)
+    out = directory / art.libcolltune.name
+    private_product, _ = build._PRIVATE_MALLOC.get(art.family, ("", ""))  # type: ignore[attr-defined]
+    own = art.libcolltune.name == private_product
+    root = native_dir()
+    objs = [str(art.dir / "obj" / (("private__" if own else "") + str(src.relative_to(root)).replace(os.sep, "__")
+                                   + ".o"))
+            for g in build._PRODUCTS[art.libcolltune.name] for src in build._sources(g)]  # type: ignore[attr-defined]
+    linked = directory / "linked.so"
+    subprocess.run([str(lib.mpicc), "-shared", "-o", str(linked), *objs, "-ldl", "-lpthread", "-lm",
+                    *COMPACT_LDFLAGS], check=True, env=build._compile_env(lib))  # type: ignore[attr-defined]
+    subprocess.run(["strip", "--strip-debug", "-o", str(out), str(linked)], check=True)
+    (directory / "proof.txt").write_bytes((art.dir / "proof.txt").read_bytes())
+    return dataclasses.replace(art, dir=directory, libcolltune=out)
+
+
 def _key(row: dict[str, object]) -> tuple[int, str, str]:
     """A percall.csv row's identity: rank count, mode, method (rows before session 11 have no
     method column: the pair's difference)."""
@@ -176,6 +227,14 @@ def main() -> None:
                     help="one callgrind run per rank count and mode, instrumented only in rounds SHORT..LONG-1")
     ap.add_argument("--strip-debug", action="store_true",
                     help="run a copy of libcolltune.so without its debug information (same code)")
+    ap.add_argument("--in-process-sed", action="store_true",
+                    help="with --window: SMPI's per-rank sed applied in the simulator's process "
+                         "(sed_inprocess.c, preloaded), not by a fork of valgrind's (README, \"4096 ranks "
+                         "under callgrind\")")
+    ap.add_argument("--compact", action="store_true",
+                    help="with --window: libcolltune linked again from the build's objects and the program "
+                         "linked with two segments each, stripped, and no guard page under the simulated "
+                         "ranks' stacks: valgrind's 30,000 address-space segments hold 4096 ranks then")
     ap.add_argument("--parallel", action="store_true", help="the two callgrind runs of a pair at once")
     ap.add_argument("--from-callgrind", type=Path, metavar="DIR",
                     help="read the pair's callgrind outputs from DIR (callgrind-P-ROUNDS-LEARN.out) instead "
@@ -204,9 +263,17 @@ def main() -> None:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="colltune-percall-") as tmp:
         work = Path(tmp)
-        if args.strip_debug:
+        if args.compact:
+            art = compact(lib, art, work / "compact")
+        elif args.strip_debug:
             art = stripped(art, work / "stripped")
         plain, linked = run.compile_app(lib, art, work)
+        if args.compact:  # the program's copies in two segments too (its code is not counted)
+            build.compile_program(lib, [HERE / "app.c"], linked,
+                                  [f"-L{art.dir}", "-Wl,--no-as-needed", "-lcolltune", "-Wl,--as-needed",
+                                   f"-Wl,-rpath,{art.dir}", *COMPACT_LDFLAGS])
+        extra_cfg = COMPACT_CFG if args.compact else ()
+        preload = sed_shim(work) if args.in_process_sed else None
         for p in (int(x) for x in args.ranks.split(",")):
             _, _, reference = run.launch(lib, art, plain, p, long_, {})
             for mode in args.modes.split(","):
@@ -216,13 +283,14 @@ def main() -> None:
                     _, _, line = run.launch(lib, art, linked, p, long_, env)
                 started, cpu = time.strftime("%H:%M:%S", time.gmtime()), _cpu()
                 if args.window:
-                    total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn)
+                    total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn, preload,
+                                                          extra_cfg)
                     row = {"ranks": p, "mode": mode, "method": "window", "rounds_short": short,
                            "rounds_long": long_, "instructions_short": "", "instructions_long": total,
                            "per_call": round(total / (p * 2 * (long_ - short)), 1), "setup_per_rank": "",
                            "checksum_equal": checksum(line) == checksum(reference),
-                           "callgrind_cpu_s": round(_cpu() - cpu, 1), "smpi_cfg": " ".join(SETTINGS),
-                           "started_utc": started}
+                           "callgrind_cpu_s": round(_cpu() - cpu, 1),
+                           "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started}
                     if args.keep_callgrind:
                         args.keep_callgrind.mkdir(parents=True, exist_ok=True)
                         (args.keep_callgrind / out.name).write_bytes(out.read_bytes())
