@@ -79,6 +79,17 @@ def test_launcher_never_gets_the_preload() -> None:
     assert launch.launcher_env(INTEL, {})["I_MPI_ROOT"] == "/i"
 
 
+def test_pmix_settings_reach_the_launchers_pmix_server_too() -> None:
+    """PMIx settings meant for the ranks are read by mpiexec's PMIx server as well (the start-up
+    probe's PMIX_MCA_gds=hash): Open MPI's launcher gets them, the other settings stay the ranks'."""
+    ranks = {"PMIX_MCA_gds": "hash", "UCX_MEM_MMAP_HOOK_MODE": "none", "OMPI_MCA_btl": "^ofi"}
+    env = launch.launcher_env(OMPI, {"PATH": "/bin"}, nprocs=4, rank_env=ranks)
+    assert {k: v for k, v in env.items() if k.startswith(("PMIX_", "UCX_", "OMPI_MCA_btl"))} == {"PMIX_MCA_gds": "hash"}
+    assert "PMIX_MCA_gds" not in launch.launcher_env(MPICH, {"PATH": "/bin"}, nprocs=4, rank_env=ranks)
+    assert launch.mpiexec_argv(OMPI, 4, ["./app"], ranks)[-7:] == [
+        "-x", "PMIX_MCA_gds=hash", "-x", "UCX_MEM_MMAP_HOOK_MODE=none", "-x", "OMPI_MCA_btl=^ofi", "./app"]
+
+
 # -- Open MPI's waiting: yield only when the ranks outnumber the cores ----------------------------
 
 @pytest.mark.parametrize(("nprocs", "cores", "expected"), [

@@ -79,6 +79,29 @@ def test_unused_btls_left_out_only_when_every_send_keeps_its_btl() -> None:
     assert not startup.same_sends(DEFAULT, NO_OFI, 2) and startup.same_path(DEFAULT, NO_OFI, 2)
 
 
+def test_the_probe_runs_the_start_up_settings_it_accepts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The second probe launch carries FAST_START to the ranks (and PMIx's to the launcher), so the
+    selection compared is the one the launches get; accepted, they go with LEAVE_OUT_UNUSED."""
+    calls: list[tuple[dict[str, str], list[str]]] = []
+
+    def run(lib: mpi.MpiLibrary, nprocs: int, argv: list[str], rank_env: dict[str, str] | None = None, *,
+            extra_flags: list[str], timeout: float) -> object:
+        calls.append((dict(rank_env or {}), list(extra_flags)))
+        out = SENDS if len(calls) == 1 else UNUSED
+        return type("Done", (), {"returncode": 0, "stdout": out, "stderr": ""})()
+
+    monkeypatch.setattr(launch, "run", run)
+    monkeypatch.setenv("COLLTUNE_LAUNCHER", "mpiexec")
+    lib = mpi.MpiLibrary(name="openmpi", family="openmpi", version="Open MPI v5.0.11",
+                         mpicc=Path("/o/bin/mpicc"), mpiexec=Path("/o/bin/mpiexec"))
+    art = build.Artifacts(tmp_path, tmp_path / "lib.so", tmp_path / "bench", tmp_path / "selftest", "openmpi")
+    assert startup.rank_env(lib, art) == {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi,uct,tcp",
+                                          "OMPI_MCA_pml": "^ucx", "UCX_MEM_MMAP_HOOK_MODE": "none",
+                                          "PMIX_MCA_gds": "hash"}
+    assert [c[0] for c in calls] == [{}, {"UCX_MEM_MMAP_HOOK_MODE": "none", "PMIX_MCA_gds": "hash"}]
+    assert calls[1][1][9:] == ["--mca", "mtl", "^ofi", "--mca", "btl", "^ofi,uct,tcp", "--mca", "pml", "^ucx"]
+
+
 @pytest.mark.parametrize("var, value", [("OMPI_MCA_btl", "self,sm,tcp"), ("COLLTUNE_MPIEXEC_FLAGS", "--host a,b"),
                                         ("PBS_NODEFILE", "/var/spool/nodes"), ("SLURM_JOB_ID", "7")])
 def test_nothing_changed_when_not_ours_to_decide(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, var: str,
@@ -99,7 +122,8 @@ def test_probe_on_the_embedded_open_mpi() -> None:
     art = build.ensure_built(lib)
     env = startup.rank_env(lib, art)
     cached = json.loads((art.dir / "startup-probe.json").read_text())
-    assert cached[startup.probe_key(lib)] == env and env in ({}, startup.LEAVE_OUT, startup.LEAVE_OUT_UNUSED)
+    assert cached[startup.probe_key(lib)] == env
+    assert env in ({}, startup.LEAVE_OUT, {**startup.LEAVE_OUT_UNUSED, **startup.FAST_START})
     if not env:
         pytest.skip("OFI serves this host: nothing to leave out")
     argv = [str(art.bench), "run", "/dev/null", "--out", "/dev/null", "--expect-procs", "4"]

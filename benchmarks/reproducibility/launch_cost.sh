@@ -6,7 +6,9 @@
 # Interleaved, ROUNDS times (default 6): `mpirun -n 4 /bin/true` (the launcher alone), a program
 # that only calls MPI_Init and MPI_Finalize with colltune's start-up settings before session 8 of
 # issue 36 (mtl=^ofi btl=^ofi) and since (pml=^ucx as well, measure/startup.py), the same with
-# UCX's and TCP's components left out too, and with only self/sm and ob1. Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
+# UCX's and TCP's components left out too, and with only self/sm and ob1; then the check's settings
+# of session 11 (those, the ranks yielding: 4 ranks on 2 cores) and of session 12 (check_s11 plus
+# PMIX_MCA_gds=hash, UCX_MEM_MMAP_HOOK_MODE=none, each alone and both: startup.FAST_START). Prints the mean wall and CPU seconds (user + sys of mpirun and its ranks) of
 # each; prints /proc/loadavg before and after: wall times on a shared machine follow its load.
 # Session 9 timed a launch into one persistent PRRTE DVM through colltune's own launch tool too
 # (ct_dvmrun): slower in a check, removed in session 10 (README, "Session 10").
@@ -26,10 +28,14 @@ declare -A cfg=(
   [without_ucx_pml]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi OMPI_MCA_pml=^ucx|$TMP/hello"
   [without_ucx_tcp]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx|$TMP/hello"
   [self_sm_ob1]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=self,sm OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm,rdma|$TMP/hello"
+  [check_s11]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_mpi_yield_when_idle=1|$TMP/hello"
+  [s12_gds_hash]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_mpi_yield_when_idle=1 PMIX_MCA_gds=hash|$TMP/hello"
+  [s12_no_ucm_hooks]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_mpi_yield_when_idle=1 UCX_MEM_MMAP_HOOK_MODE=none|$TMP/hello"
+  [s12_fast_start]="OMPI_MCA_mtl=^ofi OMPI_MCA_btl=^ofi,uct,tcp OMPI_MCA_pml=^ucx OMPI_MCA_mpi_yield_when_idle=1 PMIX_MCA_gds=hash UCX_MEM_MMAP_HOOK_MODE=none|$TMP/hello"
 )
 echo "loadavg before: $(cat /proc/loadavg)"
 for _ in $(seq "$ROUNDS"); do
-  for k in launcher_only init_finalize without_ucx_pml without_ucx_tcp self_sm_ob1; do
+  for k in $(printf '%s\n' "${!cfg[@]}" | sort); do
     env ${cfg[$k]%%|*} /usr/bin/time -f "$k %e %U %S" "$V/mpirun" -n 4 --oversubscribe --bind-to none "${cfg[$k]##*|}" 2>&1 | tail -1
   done
 done > "$TMP/times"

@@ -139,7 +139,7 @@ def launch_environment(out: DriverOutput, lib: mpi.MpiLibrary, rank_env: dict[st
     # the measuring phase on the host's clock (UTC epoch seconds): comparable across launches
     env.update({key: f"{out.end[key]:.6f}" for key in ("measuring_from", "measuring_until") if key in out.end})
     env.update({f"cvar:{k}": v for k, v in out.cvars.items()})
-    prefixes = ("OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "COLLTUNE_", "UCX_", "FI_")
+    prefixes = ("OMPI_MCA_", "MPIR_CVAR_", "I_MPI_", "COLLTUNE_", "UCX_", "FI_", "PMIX_MCA_")
     for key, value in sorted({**os.environ, **launcher, **rank_env}.items()):
         if key.startswith(prefixes) or key in ("SLURM_JOB_ID", "SLURM_NNODES", "SLURM_NTASKS"):
             env[f"env:{key}"] = value

@@ -14,7 +14,8 @@ the answer is cached per (mpiexec, version, host, components left out). Since se
 first tries leaving out the `uct` and `tcp` BTLs as well, which initialize here but carry no
 message (LEAVE_OUT_UNUSED): accepted only when ob1's BML shows every rank sending to every peer
 through the same BTL with and without them (`self` and `sm` on one host), else the OFI/UCX set
-alone is probed as before.
+alone is probed as before. With those left out, no UCX component is left to use UCX's memory hooks,
+and the start skips installing them and builds no PMIx shared-memory store (FAST_START, session 12).
 
 Nothing is changed when it could matter or is not ours to decide: other MPI families, srun or a
 batch allocation (ranks may land on other hosts, where OFI may be the network), flags of the
@@ -44,6 +45,16 @@ LEAVE_OUT = {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi", "OMPI_MCA_pml": "^u
 # (perf stat, session 11 of issue 36). Left out only where the probe shows every rank sending to
 # every peer through the same BTL without them (ob1's BML says which: "Using sm btl for send to").
 LEAVE_OUT_UNUSED = {**LEAVE_OUT, "OMPI_MCA_btl": "^ofi,uct,tcp"}
+# Start-up settings that go with LEAVE_OUT_UNUSED, where no UCX component carries a message (issue 36,
+# session 12; benchmarks/reproducibility/launch_cost.sh, docs/measurement.md "Wall time"):
+# - UCX_MEM_MMAP_HOOK_MODE=none: libucs/libucm are linked into Open MPI and, as each rank loads them,
+#   patch libc's mmap family for UCX's registration cache, then spin in sched_yield for ~48 ms per
+#   rank (strace); only UCX's own transports use those hooks, and they are left out.
+# - PMIX_MCA_gds=hash: the PMIx job data reach each rank over its launcher socket instead of a
+#   shared-memory segment built per job; only MPI_Init reads them (~20 ms CPU a 4-rank launch).
+# Together ~0.07 s wall and ~0.03 s CPU less per 4-rank start (0.21 -> 0.14 s, 0.11 -> 0.08 s).
+# The probe runs with them, so the selection it compares is the one the launches get.
+FAST_START = {"UCX_MEM_MMAP_HOOK_MODE": "none", "PMIX_MCA_gds": "hash"}
 # Allocations whose mpiexec may place ranks on other hosts (Open MPI reads them itself).
 _ALLOCATIONS = ("SLURM_JOB_ID", "PBS_NODEFILE", "PBS_JOBID", "LSB_JOBID", "PE_HOSTFILE", "OAR_NODEFILE",
                 "FLUX_URI")
@@ -54,8 +65,8 @@ _PROBE_PROCS = 2
 
 
 def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
-    """LEAVE_OUT_UNUSED where the probe shows it sends every message through the same components,
-    else LEAVE_OUT where it selects the same components, else nothing."""
+    """LEAVE_OUT_UNUSED with FAST_START where the probe shows them sending every message through the
+    same components, else LEAVE_OUT where it selects the same components, else nothing."""
     if lib.family != "openmpi" or lib.name == "intel" or launch.use_srun():
         return {}
     if os.environ.get("COLLTUNE_MPIEXEC_FLAGS", "").strip():
@@ -82,7 +93,8 @@ def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
 def probe_key(lib: mpi.MpiLibrary) -> str:
     """The probe's cache key (its answer: the settings it proved, a dict): an answer about other
     components left out is not this one's."""
-    left_out = ",".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted(LEAVE_OUT_UNUSED.items()))
+    left_out = ",".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted({**LEAVE_OUT_UNUSED,
+                                                                                  **FAST_START}.items()))
     return f"{lib.mpiexec}|{lib.version}|{platform.node()}|{left_out}"
 
 
@@ -162,7 +174,7 @@ def same_sends(default: str, left_out: str, nprocs: int) -> bool:
 
 
 def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
-    """The settings proved to measure the same path: LEAVE_OUT_UNUSED, LEAVE_OUT or none."""
+    """The settings proved to measure the same path: LEAVE_OUT_UNUSED with FAST_START, LEAVE_OUT or none."""
     with tempfile.TemporaryDirectory(prefix="colltune-probe-") as tmp:
         jobs = Path(tmp) / "jobs.txt"
         jobs.write_text("")  # no job: MPI_Init, the world check, MPI_Finalize
@@ -171,9 +183,11 @@ def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
         def verbose(env: dict[str, str]) -> str | None:
             flags = list(_VERBOSE)
             for k, v in env.items():
-                flags += ["--mca", k.removeprefix("OMPI_MCA_"), v]
+                if k.startswith("OMPI_MCA_"):
+                    flags += ["--mca", k.removeprefix("OMPI_MCA_"), v]
+            others = {k: v for k, v in env.items() if not k.startswith("OMPI_MCA_")}
             try:
-                proc = launch.run(lib, _PROBE_PROCS, argv, extra_flags=flags, timeout=120)
+                proc = launch.run(lib, _PROBE_PROCS, argv, others, extra_flags=flags, timeout=120)
             except (OSError, subprocess.TimeoutExpired):
                 return None
             return proc.stdout + proc.stderr if proc.returncode == 0 else None
@@ -181,8 +195,8 @@ def _probe(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
         default = verbose({})
         if default is None:
             return {}
-        unused = verbose(LEAVE_OUT_UNUSED)
+        unused = verbose({**LEAVE_OUT_UNUSED, **FAST_START})
         if unused is not None and same_sends(default, unused, _PROBE_PROCS):
-            return dict(LEAVE_OUT_UNUSED)
+            return {**LEAVE_OUT_UNUSED, **FAST_START}
         ofi = verbose(LEAVE_OUT)
         return dict(LEAVE_OUT) if ofi is not None and same_path(default, ofi, _PROBE_PROCS) else {}

@@ -153,6 +153,9 @@ def launcher_env(lib: MpiLibrary, base: Mapping[str, str] | None = None,
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         if should_yield(nprocs):
             env.setdefault(YIELD_VAR, "1")
+        # PMIx settings are read at both ends, by mpiexec's PMIx server and by each rank's client
+        # (measure/startup.py FAST_START: the server then builds no shared-memory store for the job)
+        env.update({k: v for k, v in (rank_env or {}).items() if k.startswith("PMIX_MCA_")})
     return env
 
 
