@@ -10,7 +10,9 @@ PAIRS x (`colltune check --preset quick -n 4` from the tree at --base-src, the s
 tree), alternating which goes first, so that the machine's load hits both alike; each into its own
 database (DB_PREFIX_base.duckdb, DB_PREFIX_new.duckdb), seeds first_seed + i for both of pair i.
 Both run on this tree's Python environment and native build (the C sources must be the same:
-`colltune mpi build` once before, outside the timed runs). Writes results_TAG_base.json and
+`colltune mpi build` once before, outside the timed runs), or, where the trees' C sources differ,
+the base on its own build in `--base-cache DIR` (its COLLTUNE_CACHE; built before, outside the
+timed runs: `COLLTUNE_CACHE=DIR python -c "<ENTRY>" BASE_SRC mpi build --mpi openmpi`). Writes results_TAG_base.json and
 results_TAG_new.json in reproducibility.py's format (their `timing`), which handoff.py --results
 reads to split each check's wall into its phases, and prints the medians.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,11 +37,13 @@ def loadavg() -> str:
     return Path("/proc/loadavg").read_text().strip()
 
 
-def one(src: Path, db: Path, seed: int) -> dict[str, object]:
+def one(src: Path, db: Path, seed: int, cache: Path | None = None) -> dict[str, object]:
+    env = {**os.environ, "COLLTUNE_CACHE": str(cache)} if cache is not None else None
     before = loadavg()
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", ENTRY, str(src), "check", "--preset", "quick", "-n", "4", "--db",
-                           str(db), "--quiet", "--seed", str(seed)], capture_output=True, text=True, check=False)
+                           str(db), "--quiet", "--seed", str(seed)], capture_output=True, text=True, check=False,
+                          env=env)
     wall = time.monotonic() - t0
     if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"check from {src} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -53,12 +58,15 @@ def main() -> None:
     ap.add_argument("--db-prefix", type=Path, required=True)
     ap.add_argument("--tag", required=True, help="results_<tag>_base.json and results_<tag>_new.json")
     ap.add_argument("--first-seed", type=int, default=11000)
+    ap.add_argument("--base-cache", type=Path, help="COLLTUNE_CACHE of the tree before, when its C sources differ "
+                    "(one build folder per library: two trees' sources in one cache rebuild each other's)")
     args = ap.parse_args()
     trees = {"base": args.base_src.resolve(), "new": HERE.parent.parent / "src"}
     timing: dict[str, list[dict[str, object]]] = {"base": [], "new": []}
     for i in range(args.pairs):
         for name in ("base", "new") if i % 2 == 0 else ("new", "base"):
-            row = one(trees[name], Path(f"{args.db_prefix}_{name}.duckdb"), args.first_seed + i)
+            row = one(trees[name], Path(f"{args.db_prefix}_{name}.duckdb"), args.first_seed + i,
+                      args.base_cache if name == "base" else None)
             timing[name].append(row)
             print(f"pair {i} {name}: {row['wall_s']} s, loadavg {row['loadavg_before']}", flush=True)
     for name, rows in timing.items():
