@@ -26,7 +26,8 @@ UNUSED = (DATA / "ompi5-select-verbose-unused.txt").read_text()
 
 @pytest.fixture(autouse=True)
 def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS", *startup._ALLOCATIONS, *startup._USER_CHOICES):
+    for var in ("COLLTUNE_LAUNCHER", "COLLTUNE_MPIEXEC_FLAGS", *startup._ALLOCATIONS, *startup._USER_CHOICES,
+                *startup.FAST_START):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -100,6 +101,11 @@ def test_the_probe_runs_the_start_up_settings_it_accepts(monkeypatch: pytest.Mon
                                           "PMIX_MCA_gds": "hash"}
     assert [c[0] for c in calls] == [{}, {"UCX_MEM_MMAP_HOOK_MODE": "none", "PMIX_MCA_gds": "hash"}]
     assert calls[1][1][9:] == ["--mca", "mtl", "^ofi", "--mca", "btl", "^ofi,uct,tcp", "--mca", "pml", "^ucx"]
+    # a user's own PMIx or UCX setting is left to reach the ranks as it is (the cached answer, no new probe)
+    monkeypatch.setenv("PMIX_MCA_gds", "shmem2")
+    assert startup.rank_env(lib, art) == {"OMPI_MCA_mtl": "^ofi", "OMPI_MCA_btl": "^ofi,uct,tcp",
+                                          "OMPI_MCA_pml": "^ucx", "UCX_MEM_MMAP_HOOK_MODE": "none"}
+    assert len(calls) == 2
 
 
 @pytest.mark.parametrize("var, value", [("OMPI_MCA_btl", "self,sm,tcp"), ("COLLTUNE_MPIEXEC_FLAGS", "--host a,b"),

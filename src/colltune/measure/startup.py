@@ -87,7 +87,10 @@ def rank_env(lib: mpi.MpiLibrary, artifacts: build.Artifacts) -> dict[str, str]:
         except OSError:
             pass  # a read-only cache: probe again next time
     env = known[key]
-    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+    if not isinstance(env, dict):
+        return {}
+    # the user's own UCX or PMIx setting stays theirs (it reaches the ranks from the environment)
+    return {str(k): str(v) for k, v in env.items() if not (k in FAST_START and k in os.environ)}
 
 
 def probe_key(lib: mpi.MpiLibrary) -> str:
