@@ -342,6 +342,24 @@ def test_many_chains_at_one_site_are_unwound_once(openmpi, openmpi_build, progra
             assert {p.bytes for p in points} == {1000 * size}, name
 
 
+def test_more_chains_than_the_old_memo_tables_share_no_entry(openmpi, openmpi_build, programs, tmp_path):
+    # advise_many_chains: 300 paths through a 4-way recursion reach one MPI_Allreduce, MPI_Irecv,
+    # MPI_Isend and MPI_Waitall site each, every path in turn, 100 rounds: 1,200 chains (QE's
+    # pw.x has 1,214), numbered as they are met. The memo tables have an entry per chain id
+    # (CT_CHAIN_IDS), so each chain makes its entry once: 300 collective entries, 600 point-to-
+    # point (Irecv, Isend), 300 polling (Waitall). With 256/512/256 entries, chain n and n + 256
+    # alternated in one entry and every call remade it (30,000 collective entries).
+    run_ = profiled(openmpi, openmpi_build, 2, [programs["advise_many_chains"], "300", "100"], tmp_path / "p")
+    assert "many_chains 439200.0 384600" in run_.stdout, run_.describe()
+    run = profile_run.read(tmp_path / "p")
+    for r in run.ranks:
+        assert r.chain_unwinds == 1200 and r.chains_lost == 0 and len(r.chains) == 1200
+        assert r.memo_made == (300, 600, 300)
+        assert sorted(p.calls for p in r.points if p.kind == "coll") == [100] * 300
+        for name in ("Irecv", "Isend", "Waitall"):
+            assert sorted(p.calls for p in r.points if p.kind == "p2p" and p.name == name) == [100] * 300, name
+
+
 def test_summary_states_the_profiling_cost():
     # advise's first line: the costliest rank's own time over its wall (the budget's figure);
     # nothing from files that do not say it (format 4 before the own_cost line).

@@ -328,6 +328,15 @@ CT_PROFRUN_HIDDEN void ct_profrun_polls_over_budget(void);
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */
 #define CT_CHAIN_DEPTH 8
+/* Chain ids: the entries of profchain.c's dense array, one per chain the process met, at most
+ * this many (its intern table's size); the memo tables have as many entries, indexed by
+ * `id >> 3`, so that every chain has an entry of its own. */
+#define CT_CHAIN_IDS 4096
+/* Memo entries made (a call that was not its entry's repetition: the chain's first, or another
+ * chain's or call's in the entry): collective, point-to-point and polling entries; with an entry
+ * per chain, each chain's calls make one each unless their arguments change (`memo_made`). */
+enum { CT_MEMO_COLL, CT_MEMO_P2P, CT_MEMO_POLL, CT_MEMO_KINDS };
+extern CT_PROFRUN_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
 /* The call's site for the tables: its interned chain (the return address `site` into the
  * caller of MPI_* and the frames above it); `anchor`: an address in the MPI_* wrapper's frame,
  * the same for the same stack depth at the call. An unwind only for a chain new to the thread. */
@@ -370,7 +379,7 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
  * every chain of one site and anchor), is profchain.c's next try (OpenFOAM's Foam::reduce site,
  * reached from 35 callers, most of them told apart at that frame), then the set's list. */
 #define CT_CHAIN_SETS 512   /* per thread, by (site, anchor) */
-#define CT_CHAIN_AFTER 4096
+#define CT_CHAIN_AFTER (4 * CT_CHAIN_IDS)
 #define CT_CHAIN_HINTS 2048
 _Static_assert((CT_CHAIN_SETS & (CT_CHAIN_SETS - 1)) == 0, "a power of two (a mask)");
 _Static_assert((CT_CHAIN_AFTER & (CT_CHAIN_AFTER - 1)) == 0, "a power of two (a mask)");
@@ -397,12 +406,16 @@ typedef struct ct_chain_cache {
 } ct_chain_cache;
 extern CT_PROFRUN_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
 
+/* The first hint's entry: four per previous chain, by its id (`last >> 3`, dense: two previous
+ * chains never share one) and the site's two low bits, so that a loop's calls never evict each
+ * other's hint however many chains it has (a hash of (previous chain, site, anchor) put 1,200
+ * chains in 4,096 entries: a quarter of the calls missed and walked a set's list of 300 chains,
+ * ~2,100 instructions a call on advise_many_chains). The anchor is compared, not hashed. */
 static inline ct_chain_seen **ct_chain_after(ct_chain_cache *c, const void *site,
                                              const void *anchor)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)c->last ^ ((uint64_t)(uintptr_t)site << 1)
-                  ^ ((uint64_t)(uintptr_t)anchor >> 4)) * 0x9E3779B97F4A7C15ull;
-    return &c->after[h >> (64 - __builtin_ctz(CT_CHAIN_AFTER))];
+    (void)anchor;
+    return &c->after[(((uintptr_t)c->last >> 1) | ((uintptr_t)site & 3)) & (CT_CHAIN_AFTER - 1)];
 }
 
 /* ct_profchain_site where the first hint holds the chain, inline in the call path (the call and
@@ -444,14 +457,18 @@ typedef struct __attribute__((aligned(32))) ct_p2p_memo {
     int64_t bytes;
     uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
 } ct_p2p_memo;
-#define CT_P2P_MEMOS 512
+/* One entry per chain id (profchain.c numbers at most CT_CHAIN_IDS chains): no two chains
+ * share an entry (QE's pw.x has 1,214 chains; 512 entries made chain n and n + 512 alternate in
+ * one, each call of theirs taking the full path). The block is allocated zeroed and untouched
+ * (calloc's fresh pages), so a process uses the memory of the entries its chains use. */
+#define CT_P2P_MEMOS CT_CHAIN_IDS
 _Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
 /* This thread's entries (its memo block's, profcall.c); NULL before its first point-to-point
  * call's full path, and under MPI_THREAD_MULTIPLE (their counters are not atomic). */
 extern CT_PROFRUN_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;
 
-/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives the first
- * CT_P2P_MEMOS chains an entry each, as profcall.c's ct_memo_at. */
+/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives every chain
+ * an entry of its own, as profcall.c's ct_memo_at. */
 static inline ct_p2p_memo *ct_p2p_memo_at(ct_p2p_memo *memos, const void *chain, int kind)
 {
     (void)kind;

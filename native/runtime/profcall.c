@@ -305,21 +305,28 @@ typedef struct __attribute__((aligned(64))) ct_memo {
     ct_fingerprint fp;            /* its buffers rewritten by every repetition */
 } ct_memo;
 _Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
-#define CT_MEMOS 256   /* direct-mapped: two sites alternating in one entry take the full path */
+/* Direct-mapped, an entry per chain id (ct_profrun_impl.h): two chains alternating in one entry
+ * took the full path at every call (256 entries: QE's 1,214 chains shared them). */
+#define CT_MEMOS CT_CHAIN_IDS
+_Static_assert((CT_MEMOS & (CT_MEMOS - 1)) == 0, "a power of two (a mask)");
 
+/* ~0.9 MB, allocated zeroed by calloc (fresh pages from the kernel, not written): a process
+ * touches the pages of the entries its chains use, ~200 bytes a chain. */
 typedef struct ct_memo_block {
     ct_memo memos[CT_MEMOS];
     ct_p2p_memo p2p[CT_P2P_MEMOS];
     struct ct_memo_block *next;
+    void *allocated;              /* what calloc returned (the block is aligned in it) */
 } ct_memo_block;
+CT_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
 static _Thread_local ct_memo_block *ct_memos CT_TLS_MODEL;
 CT_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;   /* ct_memos->p2p */
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
-/* Sites are chain ids, consecutive entries of profchain.c's dense array: `site >> 3` gives the
- * process's first CT_MEMOS chains an entry each (two of OpenFOAM's alternating chains sharing an
- * entry took the full path at every call: with ids that were hash slots, which ones did followed
- * the load addresses, 0.11-0.22 M instructions in 200 steps). The kind is compared, not hashed:
+/* Sites are chain ids, consecutive entries of profchain.c's dense array: `site >> 3` gives every
+ * chain an entry of its own (two of OpenFOAM's alternating chains sharing an entry took the full
+ * path at every call: with ids that were hash slots, which ones did followed the load addresses,
+ * 0.11-0.22 M instructions in 200 steps). The kind is compared, not hashed:
  * a chain is one call instruction, so one kind but for a call through a function pointer. */
 static inline ct_memo *ct_memo_at(ct_memo *memos, const void *site, int kind)
 {
@@ -376,10 +383,11 @@ static ct_memo_block *ct_memo_block_mine(void)
     if (ct_profrun_mt)
         return NULL;
     if (ct_memos == NULL) {
-        ct_memo_block *b = aligned_alloc(64, sizeof *b);
-        if (b == NULL)
+        void *raw = calloc(1, sizeof(ct_memo_block) + 64);
+        if (raw == NULL)
             return NULL;
-        memset(b, 0, sizeof *b);
+        ct_memo_block *b = (ct_memo_block *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+        b->allocated = raw;
         b->next = atomic_load_explicit(&ct_memo_blocks, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&ct_memo_blocks, &b->next, b,
                                                       memory_order_release, memory_order_relaxed)) {
@@ -399,6 +407,7 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
     ct_memo *m = ct_memo_at(b->memos, site, kind);
     if (m->id != 0)
         ct_memo_flush(m);
+    atomic_fetch_add_explicit(&ct_memo_made[CT_MEMO_COLL], 1, memory_order_relaxed);
     m->site = site;
     m->kind = kind;
     m->comm = comm;
@@ -487,8 +496,10 @@ static __attribute__((noinline)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const 
     if (s == NULL)
         return (ct_p2p_rec){NULL, 0};
     ct_count(s, bytes);
-    if (m != NULL)
+    if (m != NULL) {
         ct_p2p_memo_new(m, (int)call, chain, count, type, s, bytes);
+        atomic_fetch_add_explicit(&ct_memo_made[CT_MEMO_P2P], m->site != NULL, memory_order_relaxed);
+    }
     int timed = ct_time_this(s);
     return timed ? ct_p2p_timed(s, timed, t_in) : (ct_p2p_rec){s, 0};
 }
@@ -811,7 +822,7 @@ void ct_profcall_finish(void)
     ct_memo_block *b = atomic_exchange(&ct_memo_blocks, NULL);
     while (b != NULL) {
         ct_memo_block *next = b->next;
-        free(b);
+        free(b->allocated);
         b = next;
     }
     ct_memos = NULL;

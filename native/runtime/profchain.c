@@ -8,8 +8,8 @@
  * CT_CHAIN_DEPTH - 1 return addresses above it, interned in a fixed table; its id, the call's
  * site for everything else (points, memo, patterns), is the address of the next free entry of a
  * dense array, ct_chain_ids (so the process's chains are numbered in the order they were first
- * met, and the memo tables indexed by `id >> 3` give each of their first CT_MEMOS chains its own
- * entry, whatever addresses the loader chose), and MPI_Finalize writes each chain's addresses
+ * met, and the memo tables, of CT_CHAIN_IDS entries indexed by `id >> 3`, give every chain its
+ * own entry, whatever addresses the loader chose), and MPI_Finalize writes each chain's addresses
  * (`chain` lines).
  *
  * Only a new chain costs an unwind (profwalk.c's walk by the frames' kept rules, ~1,000
@@ -49,6 +49,7 @@
 #define CT_CHAIN_CHUNK 256
 #define CT_CHAIN_SEEN_MAX 16384
 _Static_assert((CT_CHAIN_SLOTS & (CT_CHAIN_SLOTS - 1)) == 0, "a power of two (ct_table_probe)");
+_Static_assert(CT_CHAIN_IDS >= CT_CHAIN_SLOTS, "an id for every chain the table holds");
 
 typedef struct ct_chain_key {
     const void *ra[CT_CHAIN_DEPTH];   /* [0]: the site; zeros after the chain's end */
@@ -66,7 +67,7 @@ static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
  * which of OpenFOAM's chains shared an entry (and took the full path at every call) changed from
  * run to run, 0.45 M instructions in 200 steps. Numbers lost to a race of two threads interning
  * one chain are never reused; past the array's end a chain's id is its slot's address. */
-static const ct_chain_slot *ct_chain_ids[CT_CHAIN_SLOTS];
+static const ct_chain_slot *ct_chain_ids[CT_CHAIN_IDS];
 static atomic_uint ct_chain_count;
 
 struct ct_chain_chunk {
@@ -166,7 +167,7 @@ static const void *ct_chain_id(ct_chain_slot *slot)
         return id;
     unsigned n = atomic_fetch_add_explicit(&ct_chain_count, 1, memory_order_relaxed);
     const void *mine = (const void *)slot;
-    if (n < CT_CHAIN_SLOTS) {
+    if (n < CT_CHAIN_IDS) {
         ct_chain_ids[n] = slot;
         mine = &ct_chain_ids[n];
     }

@@ -195,6 +195,10 @@ static void ct_write_points(FILE *out, double ns_per_tick)
 {
     fprintf(out, "lost %llu %llu\n", (unsigned long long)atomic_load(&ct_coll_lost),
             (unsigned long long)atomic_load(&ct_p2p_lost));
+    fprintf(out, "memo_made %llu %llu %llu\n",
+            (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_COLL]),
+            (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_P2P]),
+            (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_POLL]));
     ct_write_slots(out, ct_coll_slots, CT_COLL_SLOTS, 1, ns_per_tick);
     ct_write_slots(out, ct_p2p_slots, CT_P2P_SLOTS, 0, ns_per_tick);
     ct_profrun_polls_write(out);

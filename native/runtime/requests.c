@@ -371,7 +371,7 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
  * map changing); else the entry holds them (up to CT_POLL_HANDLES) and a repetition must give
  * the same. Process-wide like the map: only below MPI_THREAD_MULTIPLE (one thread at a time in
  * MPI) and only while profiling. */
-#define CT_POLLS 256
+#define CT_POLLS CT_CHAIN_IDS   /* an entry per chain id (~1 MB of zero pages, touched as used) */
 #define CT_POLL_FOLLOWED 4
 #define CT_POLL_HANDLES 16
 _Static_assert((CT_POLLS & (CT_POLLS - 1)) == 0, "a power of two (a mask)");
@@ -395,9 +395,9 @@ typedef struct ct_poll {
 
 static ct_poll ct_polls[CT_POLLS];
 
-/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives the first
- * CT_POLLS chains an entry each (a multiplicative hash let two of OpenFOAM's share one), as
- * profcall.c's ct_memo_at; the call is compared. */
+/* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives every chain
+ * an entry of its own (a multiplicative hash let two of OpenFOAM's share one), as profcall.c's
+ * ct_memo_at; the call is compared. */
 static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *chain)
 {
     (void)call;
@@ -430,6 +430,8 @@ void ct_profrun_polls_finish(void)
     ct_poll_lite_ok = 0;
     ct_poll_lite_set();
     for (int i = 0; i < CT_POLLS; i++) {
+        if (ct_polls[i].chain == NULL)
+            continue;   /* (an empty entry holds nothing: its pages stay untouched) */
         ct_poll_flush(&ct_polls[i]);
         ct_polls[i].chain = NULL;
     }
@@ -712,6 +714,7 @@ static void ct_poll_make(const ct_watchcall *c, int count, const MPI_Request *re
     p->n = w->n;
     p->total = w->total;
     p->chain = c->chain;
+    atomic_fetch_add_explicit(&ct_memo_made[CT_MEMO_POLL], 1, memory_order_relaxed);
 }
 
 /* Every call that is not a repetition of a memoised one, and a repetition that completed a

@@ -8,6 +8,9 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   sample_every N / affinity CPU... / map <line of /proc/self/maps> / cvar NAME VALUE
   numa NODE CPULIST / device CLASS/NAME NODE / isolated CPULIST / nohz_full CPULIST / loadavg L (topo.c)
   lost COLL_CALLS P2P_CALLS                      calls not recorded (tables full)
+  memo_made COLL P2P POLLS                       memo entries made (a chain's first memoisable call,
+                                                 or one whose arguments changed): an entry per chain,
+                                                 none shared (profcall.c, requests.c)
   chain SITE RA...                               a site's chain: the caller of MPI_*, then up (profchain.c)
   chains_made UNWINDS LOST                       chains unwound; calls whose chain was not kept
   chain_walks WALKED CHECKED DIFFERED            of those, walked with the kept frame rules (the
@@ -177,6 +180,8 @@ class RankProfile:
     chains_lost: int = 0             # calls whose chain the full table could not keep
     # of the unwinds: walked with the kept frame rules, checked against libgcc's, differing
     chain_walks: tuple[int, int, int] = (0, 0, 0)
+    # memo entries made: collective, point-to-point, polling (None: a file from before the line)
+    memo_made: tuple[int, int, int] | None = None
     # Test-family polls made while no collective request was followed (requests.c's light
     # path): per function (Testany) its count and the sample of it that went to the points,
     # exact; per (function, site) that point's part of the sample; the polls' sampling period at
@@ -346,6 +351,9 @@ def _fact(prof: RankProfile, facts: dict[str, str], line: str, version: str) -> 
         prof.chain_walks = (walked, checked, differed)
     elif key == "lost":
         prof.lost_coll, prof.lost_p2p = (int(x) for x in rest.split())
+    elif key == "memo_made":
+        coll, p2p, polls = (int(x) for x in rest.split())
+        prof.memo_made = (coll, p2p, polls)
     elif key == "polls":
         name, empty, sampled = rest.split()
         prof.polls[name] = (int(empty), int(sampled))
