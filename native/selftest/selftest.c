@@ -44,6 +44,7 @@
 #include "ct_libalg.h"
 #include "ct_proof.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -710,11 +711,21 @@ int main(int argc, char **argv)
         PMPI_Comm_rank(inter, &intercomm.rank);
     }
     int provided;
-    if (reference != NULL && (member == NULL || st_reference_open(reference, reference_mode, rank) != 0)) {
+    if (reference != NULL && member == NULL) {
         if (rank == 0)
-            fprintf(stderr, "colltune-selftest: --reference-%s %s: %s\n",
-                    reference_mode == ST_REFERENCE_WRITE ? "out" : "in", reference,
-                    member == NULL ? "only with --member" : "cannot open this rank's file");
+            fprintf(stderr, "colltune-selftest: --reference-%s %s: only with --member\n",
+                    reference_mode == ST_REFERENCE_WRITE ? "out" : "in", reference);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (reference != NULL && st_reference_open(reference, reference_mode, rank) != 0) {
+        /* Every rank says it: on several nodes the one that cannot is often not rank 0. */
+        char host[MPI_MAX_PROCESSOR_NAME] = "";
+        int len = 0;
+        int why = errno;
+        PMPI_Get_processor_name(host, &len);
+        fprintf(stderr, "colltune-selftest: rank %d on %s: --reference-%s %s.%d: %s: "
+                "cannot open this rank's reference file\n", rank, host,
+                reference_mode == ST_REFERENCE_WRITE ? "out" : "in", reference, rank, strerror(why));
         PMPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (member != NULL) {

@@ -104,9 +104,15 @@ def _print_failures(console: Console, report: st.Report) -> None:
                    "(lib:<coll>:<alg>#persistent, which COLLTUNE_FORCE may name for "
                    "MPI_<Coll>_init), each against the library's own MPI_<Coll>_init started "
                    "twice: one launch each, as long again as --nonblocking")
+@click.option("--reference-dir", "reference_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, metavar="DIR",
+              help="where the proof of an algorithm fixed per launch (Intel MPI) passes the "
+                   "library's results from one launch to the next, a file per rank: on several "
+                   "nodes a directory they all share (default: $COLLTUNE_REFERENCE_DIR, else the "
+                   "build's directory, which every rank runs the driver from)")
 def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: bool,
             collective: str | None, json_path: Path | None, timeout: float, quiet: bool,
-            prove: bool, nonblocking: bool, persistent: bool) -> None:
+            prove: bool, nonblocking: bool, persistent: bool, reference_dir: Path | None) -> None:
     """Run every variant against the MPI library's own collective and compare the results.
 
     Cases: MPI_BYTE, MPI_INT, MPI_DOUBLE, a contiguous and a vector derived datatype; counts 0,
@@ -146,6 +152,8 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     errors = Console(stderr=True)
     lib = mpi.resolve(mpi_spec)
     counts = _nprocs(nprocs) or [st.default_nprocs(lib)]
+    if prove and collective is None and reference_dir is not None:
+        pf.reference_root(lib, reference_dir)   # before the matrix: an unwritable one fails now
     if collective is not None and collective not in _collectives():
         raise click.BadParameter(f"unknown collective {collective!r}; choose from "
                                  f"{', '.join(_collectives())}", param_hint="--collective")
@@ -174,7 +182,7 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
     if prove and collective is None:
         # Without -n the proof runs at its own default (a non-power-of-two count).
         forms = [f for f, on in (("nonblocking", nonblocking), ("persistent", persistent)) if on]
-        proof = _prove(lib, _nprocs(nprocs), quiet, errors, forms)
+        proof = _prove(lib, _nprocs(nprocs), quiet, errors, forms, reference_dir)
         console.print(_members_table(proof))
         for finding in proof.findings:
             console.print(f"[yellow]library finding:[/] {finding}", highlight=False)
@@ -192,10 +200,10 @@ def command(mpi_spec: str | None, nprocs: tuple[str, ...], quick: bool, no_big: 
 
 
 def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
-           forms: list[str]) -> pf.Proof:
+           forms: list[str], reference_dir: Path | None = None) -> pf.Proof:
     nprocs = tuple(counts) if counts else None
     if quiet:
-        proof = pf.prove(lib, nprocs, forms=forms, at_launch=True)
+        proof = pf.prove(lib, nprocs, forms=forms, at_launch=True, reference_dir=reference_dir)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=errors, transient=True) as progress:
@@ -204,7 +212,8 @@ def _prove(lib: mpi.MpiLibrary, counts: list[int], quiet: bool, errors: Console,
             def step(done: int, total: int, what: str) -> None:
                 progress.update(task, completed=done, total=total, description=f"proof: {what}")
 
-            proof = pf.prove(lib, nprocs, on_step=step, forms=forms, at_launch=True)
+            proof = pf.prove(lib, nprocs, on_step=step, forms=forms, at_launch=True,
+                             reference_dir=reference_dir)
     pf.write(proof)
     return proof
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from colltune.measure import selftest as st
 from colltune.measure.protocol import json_record
 from colltune.mpi import build
 from colltune.mpi.algorithms import LIBRARY_ALGORITHMS, algorithm_key, launch_setting, started_algorithms
-from colltune.mpi.libraries import MpiLibrary
+from colltune.mpi.libraries import MpiError, MpiLibrary
 
 PROOF_FILE = "proof.txt"
 HEADER = "colltune-proof 2"
@@ -162,18 +163,65 @@ def launch_env(lib: MpiLibrary, member: str) -> dict[str, str]:
     return launch_setting(key, collective, algorithm)
 
 
+# Where the library's results of a member fixed per launch go between its two launches
+# (--reference-out/-in, a file per rank, each written and read by its own rank, wherever it
+# runs): a directory every node of the launch can write. Default: the build's directory, which
+# every rank already runs the driver from; elsewhere `colltune selftest --reference-dir` or this
+# variable. /tmp is no default: on several nodes it is another directory on each.
+REFERENCE_DIR_ENV = "COLLTUNE_REFERENCE_DIR"
+# What a rank of the driver prints when it cannot open its file (native/selftest/selftest.c).
+REFERENCE_UNOPENED = "cannot open this rank's reference file"
+
+
+class ReferenceDirError(MpiError):
+    """The directory of the reference results cannot be written (on this node or another)."""
+
+
+def _reference_fix(root: Path) -> str:
+    return (f"the proof of an algorithm the library fixes per launch (Intel MPI's I_MPI_ADJUST_*) "
+            f"passes the library's results from a launch without the setting to the launch with it "
+            f"through a file per rank in {root}; give `colltune selftest --reference-dir DIR` (or "
+            f"{REFERENCE_DIR_ENV}=DIR) a directory every rank can write, on several nodes one on a "
+            f"file system they share")
+
+
+def reference_root(lib: MpiLibrary, directory: Path | None = None) -> Path:
+    """The directory of the reference results (REFERENCE_DIR_ENV), made and tried on this node:
+    ReferenceDirError, naming the fix, when it cannot be written."""
+    chosen = directory or (Path(os.environ[REFERENCE_DIR_ENV]) if os.environ.get(REFERENCE_DIR_ENV)
+                           else build.ensure_built(lib).dir / "reference")
+    root = Path(chosen).absolute()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="colltune-reference-", dir=root):
+            pass
+    except OSError as exc:
+        raise ReferenceDirError(f"cannot write the reference directory {root} ({exc.strerror or exc}): "
+                                + _reference_fix(root)) from None
+    return root
+
+
 def member_lines(lib: MpiLibrary, n: int, argv: list[str], member: str, timeout: float | None,
-                 idle: float | None = None) -> list[str]:
+                 idle: float | None = None, reference_dir: Path | None = None) -> list[str]:
     """The driver's lines of a member's launch (`argv` names it with --member). Where the library
     fixes the member per launch, its launch's own library call is the member: the library's
     results it is judged against come first from a launch without the setting, same cases,
-    through a file per rank (--reference-out/-in; one host's file system, or a shared one)."""
+    through a file per rank (--reference-out/-in) in `reference_dir` (reference_root)."""
     env = launch_env(lib, member)
     if not env:
         return st.run_launch_lines(lib, n, argv, timeout, idle=idle)
-    with tempfile.TemporaryDirectory(prefix="colltune-reference-") as tmp:
+    root = reference_root(lib, reference_dir)
+    with tempfile.TemporaryDirectory(prefix="colltune-reference-", dir=root) as tmp:
         reference = str(Path(tmp) / "library")
-        st.run_launch_lines(lib, n, argv + ["--reference-out", reference], timeout, idle=idle)
+        try:
+            st.run_launch_lines(lib, n, argv + ["--reference-out", reference], timeout, idle=idle)
+        except st.SelftestError as exc:
+            # A rank that cannot open its file (another node without this directory) is no
+            # verdict on the member: nothing of it ran yet.
+            if REFERENCE_UNOPENED in exc.stderr:
+                raise ReferenceDirError(f"a rank could not write its reference file in {tmp}: "
+                                        + _reference_fix(root) + f"\n{exc}") from None
+            raise
         return st.run_launch_lines(lib, n, argv + ["--reference-in", reference], timeout,
                                    launch_env=env, idle=idle)
 
@@ -193,13 +241,14 @@ def _mockup_collective(name: str) -> str:
 
 
 def _member_launch(lib: MpiLibrary, n: int, argv: list[str], member: str,
-                   members: dict[str, MemberProof], findings: list[str], fmt: Format) -> None:
+                   members: dict[str, MemberProof], findings: list[str], fmt: Format,
+                   reference_dir: Path | None = None) -> None:
     collective = member.split(":")[1]
     try:
         launch = member_lines(lib, n, argv + ["--member", member], member, MEMBER_TIMEOUT_S,
-                              idle=MEMBER_IDLE_S)
+                              idle=MEMBER_IDLE_S, reference_dir=reference_dir)
     except st.SelftestError as exc:
-        _isolate(lib, n, argv, member, collective, members, findings, exc, fmt)
+        _isolate(lib, n, argv, member, collective, members, findings, exc, fmt, reference_dir)
         return
     absorb(launch, members, lambda _n: collective, findings, fmt)
 
@@ -228,7 +277,7 @@ def class_progress(lines: Iterable[str]) -> tuple[list[str], str | None]:
 
 def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
              members: dict[str, MemberProof], findings: list[str], error: st.SelftestError,
-             fmt: Format) -> None:
+             fmt: Format, reference_dir: Path | None = None) -> None:
     """The member's launch crashed or hung: run it again class by class, in one launch
     (`--by-class`) that prints each class's verdict as soon as the class is done. When that launch
     fails too, the class it was running is failed with what the launch said as evidence and the
@@ -244,7 +293,8 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
         resume = ["--member", member, "--by-class", classes[start]]
         try:
             lines = member_lines(lib, n, argv + resume, member, MEMBER_TIMEOUT_S,
-                                 idle=MEMBER_HUNG_IDLE_S if hung else MEMBER_IDLE_S)
+                                 idle=MEMBER_HUNG_IDLE_S if hung else MEMBER_IDLE_S,
+                                 reference_dir=reference_dir)
             failure = None
         except st.SelftestError as exc:
             lines, failure, hung = exc.lines, exc, hung or exc.hung
@@ -262,17 +312,18 @@ def _isolate(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: 
             return
         else:   # after a class's verdict (e.g. in MPI_Finalize): its classes one launch each
             for cls in done:
-                _single_class(lib, n, argv, member, collective, cls, members, findings, fmt)
+                _single_class(lib, n, argv, member, collective, cls, members, findings, fmt,
+                              reference_dir)
             start = classes.index(done[-1]) + 1
 
 
 def _single_class(lib: MpiLibrary, n: int, argv: list[str], member: str, collective: str,
                   cls: str, members: dict[str, MemberProof], findings: list[str],
-                  fmt: Format) -> None:
+                  fmt: Format, reference_dir: Path | None = None) -> None:
     """One class in a launch of its own; failed if that launch fails."""
     try:
         lines = member_lines(lib, n, argv + ["--member", member, "--classes", cls], member,
-                             MEMBER_TIMEOUT_S, idle=MEMBER_IDLE_S)
+                             MEMBER_TIMEOUT_S, idle=MEMBER_IDLE_S, reference_dir=reference_dir)
     except st.SelftestError as exc:
         members[member].fail(cls, _failure(exc, n))
         return
@@ -300,14 +351,15 @@ def _classes_of(lib: MpiLibrary, argv: list[str], member: str) -> list[str]:
 def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = False,
           on_step: Callable[[int, int, str], None] | None = None,
           forms: Collection[str] = (), only: Sequence[str] | None = None,
-          at_launch: bool = False) -> Proof:
+          at_launch: bool = False, reference_dir: Path | None = None) -> Proof:
     """Run the whole portfolio through the matrix and return the proof (not yet written); with
     `forms` the algorithms of those forms too: "nonblocking" each against the library's own
     MPI_I<coll> + MPI_Wait (one launch each: 44 s more for Open MPI's 17, 32 s for MPICH's 64
     at load 4, so only on request), "persistent" each against the library's own
     MPI_<Coll>_init, two MPI_Start + MPI_Wait, MPI_Request_free (as many launches again); with
     `only`, just those library members (no mock-ups), to add to a proof with `merged`; with
-    `at_launch`, also the algorithms a library fixes per launch (Intel MPI: library_members)."""
+    `at_launch`, also the algorithms a library fixes per launch (Intel MPI: library_members),
+    their reference results in `reference_dir` (reference_root: checked before any launch)."""
     started = datetime.datetime.now()
     artifacts = build.ensure_built(lib)
     argv = st.driver_argv(artifacts, quick=quick) + ["--sweep"]
@@ -316,6 +368,8 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
     findings: list[str] = []
     fmt = Format()
     libs = list(only) if only is not None else library_members(lib, argv, forms, at_launch)
+    if any(launch_env(lib, m) for m in libs):
+        reference_dir = reference_root(lib, reference_dir)
     mockups = only is None
     steps = len(counts) * (mockups + len(libs))
     done = 0
@@ -329,7 +383,7 @@ def prove(lib: MpiLibrary, nprocs: Sequence[int] | None = None, quick: bool = Fa
         for member in libs:
             if on_step:
                 on_step(done, steps, f"{n} ranks: {member}")
-            _member_launch(lib, n, argv, member, members, findings, fmt)
+            _member_launch(lib, n, argv, member, members, findings, fmt, reference_dir)
             done += 1
     if on_step:
         on_step(done, steps, "done")

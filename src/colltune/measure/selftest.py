@@ -37,10 +37,12 @@ class SelftestError(MpiError):
 
     exit_code = 1
 
-    def __init__(self, message: str, lines: Sequence[str] = (), hung: bool = False) -> None:
+    def __init__(self, message: str, lines: Sequence[str] = (), hung: bool = False,
+                 stderr: str = "") -> None:
         super().__init__(message)
         self.lines = list(lines)
         self.hung = hung
+        self.stderr = stderr   # all of it: the message holds its tail only
 
 
 class VariantResult(BaseModel):
@@ -250,7 +252,7 @@ def run_launch_lines(lib: MpiLibrary, nprocs: int, argv: Sequence[str], timeout:
                else f"exited with code {proc.returncode}")
         raise SelftestError(f"the selftest driver on {nprocs} ranks of {lib.short_version} {how}:\n"
                             f"$ {command}\n{_tail(stderr) or _tail(''.join(lines))}", lines,
-                            hung=bool(stopped))
+                            hung=bool(stopped), stderr=stderr)
     return lines
 
 
