@@ -9,7 +9,8 @@ block's four runs cancels in the block's ratio (Q1 + Q2) / (P1 + P2), and the ra
 a periodic disturbance from lining up with one mode. The wall time is the launcher's, from
 mpirun's start to its exit: start-up, MPI_Init, the run, MPI_Finalize and, profiled, the rank
 files written, i.e. what a user waits for. Every run's result must be the first plain run's (the
-profiling never changes results).
+profiling never changes results). One plain and one profiled run come first, not recorded (the
+case's files and the libraries into the page cache).
 
 Why not concurrent runs (concurrent_time.py) or an in-run switch: concurrent runs put 6 ranks on
 2 cores, so the wall time is mostly waiting for a descheduled peer (a lower bound of the cost,
