@@ -59,13 +59,18 @@ def annotate(out: Path, inclusive: bool) -> list[tuple[int, str, str]]:
 
 
 def callgrind(lib, art, exe: Path, extra: dict[str, str], args: tuple[str, ...] = (str(CALLS), "1"),
-              function: str = "MPI_Allreduce") -> dict[str, float]:
-    """Instructions per call inside `function` (CALLS calls on rank 0 of 2) by where they run."""
+              function: str | tuple[str, ...] = "MPI_Allreduce",
+              query: re.Pattern[str] | None = None, calls: int = CALLS) -> dict[str, float]:
+    """Instructions per call inside `function` (or inside any of several: a nonblocking call and
+    its MPI_Wait; `calls` calls on rank 0 of 2, as `args` says) by where they run; `query`: the
+    calls outside libcolltune counted inclusively (default QUERY)."""
+    functions = (function,) if isinstance(function, str) else function
+    query = query or QUERY
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
         env = runenv.rank_environment(lib, art, extra=extra)
-        rank0 = ["valgrind", "--tool=callgrind", f"--toggle-collect={function}", f"--callgrind-out-file={out}",
-                 str(exe), *args]
+        rank0 = ["valgrind", "--tool=callgrind", *(f"--toggle-collect={f}" for f in functions),
+                 f"--callgrind-out-file={out}", str(exe), *args]
         argv = [str(lib.mpiexec), *launch.placement_flags(lib, 2),
                 "-n", "1", *launch.rank_env_flags(lib, env), *rank0, ":",
                 "-n", "1", *launch.rank_env_flags(lib, env), str(exe), *args]
@@ -74,12 +79,12 @@ def callgrind(lib, art, exe: Path, extra: dict[str, str], args: tuple[str, ...] 
         costs: dict[str, float] = {}
         for ir, where, obj in annotate(out, inclusive=False):
             if ONCE.match(where) and "libcolltune" in obj:
-                costs["(once) " + where] = costs.get("(once) " + where, 0) + ir / CALLS
-            elif ir / CALLS >= 0.5 and "libcolltune" in obj:
-                costs[where] = costs.get(where, 0) + ir / CALLS
+                costs["(once) " + where] = costs.get("(once) " + where, 0) + ir / calls
+            elif ir / calls >= 0.5 and "libcolltune" in obj:
+                costs[where] = costs.get(where, 0) + ir / calls
         for ir, where, obj in annotate(out, inclusive=True):
-            if ir / CALLS >= 0.5 and "libcolltune" not in obj and QUERY.match(where):
-                costs[f"(inclusive) {where}"] = ir / CALLS
+            if ir / calls >= 0.5 and "libcolltune" not in obj and query.match(where):
+                costs[f"(inclusive) {where}"] = ir / calls
     return costs
 
 
