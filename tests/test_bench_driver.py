@@ -277,13 +277,6 @@ def test_nrep1_rule_from_the_one_element_reference(openmpi: mpi.MpiLibrary, open
         assert s["nrep_target"] <= max(min(-(-t1 // times.min()), 3000), 12)
 
 
-@pytest.fixture(scope="module")
-def intel() -> mpi.MpiLibrary:
-    try:
-        return mpi.resolve("intel")
-    except mpi.MpiError as exc:
-        pytest.skip(f"Intel MPI not available: {exc}")
-
 
 def test_intel_algorithm_only_in_its_own_launch(intel: mpi.MpiLibrary, tmp_path: Path) -> None:
     """Intel MPI fixes algorithms per launch: lib:allreduce:N is measured only where the launch

@@ -53,13 +53,6 @@ def test_the_check_finds_every_id_intel_does_not_list() -> None:
                                    "@Alias:# I_MPI_ADJUST_ALLTOALL_OFFLOAD\n") == {}
 
 
-@pytest.fixture(scope="module")
-def intel() -> mpi.MpiLibrary:
-    try:
-        return mpi.resolve("intel")
-    except mpi.MpiError as exc:
-        pytest.skip(f"Intel MPI not available (make setup-intel): {exc}")
-
 
 def test_every_table_id_is_in_the_range_intel_lists_through_mpi_t(intel: mpi.MpiLibrary,
                                                                    tmp_path: Path) -> None:

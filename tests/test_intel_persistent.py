@@ -42,13 +42,6 @@ def test_the_plan_leaves_out_what_intel_cannot_run() -> None:
     assert all(j.variants == tuple(FORMS) for j in planning.plan_jobs(s, 4, "mpich").jobs)
 
 
-@pytest.fixture(scope="module")
-def intel() -> mpi.MpiLibrary:
-    try:
-        return mpi.resolve("intel")
-    except mpi.MpiError as exc:
-        pytest.skip(f"Intel MPI not available (make setup-intel): {exc}")
-
 
 def test_scatter_init_fails_its_second_start_from_3_ranks(intel: mpi.MpiLibrary, tmp_path: Path) -> None:
     exe = build.compile_program(intel, [EVIDENCE / "scatter_init.c"], tmp_path / "scatter_init")

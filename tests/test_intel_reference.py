@@ -65,13 +65,6 @@ def test_the_default_is_the_build_directory_not_tmp(openmpi: mpi.MpiLibrary,
     assert proof.reference_root(openmpi) == build.ensure_built(openmpi).dir / "reference"
 
 
-@pytest.fixture(scope="module")
-def intel() -> mpi.MpiLibrary:
-    try:
-        return mpi.resolve("intel")
-    except mpi.MpiError as exc:
-        pytest.skip(f"Intel MPI not available (make setup-intel): {exc}")
-
 
 def test_an_intel_member_passes_its_results_through_the_directory_given(intel: mpi.MpiLibrary,
                                                                         tmp_path: Path,
