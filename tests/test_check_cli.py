@@ -89,7 +89,7 @@ def test_real_check_on_embedded_openmpi(tmp_path: Path) -> None:
 def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
     """--preset quick: 40 repetitions or 0.1 s per job, rounds as long as the first look, 12 s for
     the rounds; what the user gives wins. Each launch records OFI left out where the probe says
-    it selects nothing (colltune.measure.startup)."""
+    it selects nothing, and the faster start's settings where it applies them (colltune.measure.startup)."""
     import json
 
     from colltune.measure import startup
@@ -100,12 +100,14 @@ def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["check", "--preset", "quick", "-c", "bcast", "-s", "8", "-n", "2", "-R", "3",
                                   "--max-reps", "30", "--rounds", "0", "--db", str(db), "--quiet"])
     assert r.exit_code in (0, 1, 3), r.output
+    lib = mpi.resolve(None)
+    expected = startup.rank_env(lib, build.ensure_built(lib))
+    # every setting the probe may choose (OFI, UCX, uct/tcp left out; FAST_START's), whichever it chose
+    probed = ("OMPI_MCA_mtl", "OMPI_MCA_btl", "OMPI_MCA_pml", *startup.FAST_START)
     with duckdb.connect(str(db), read_only=True) as con:
         settings = json.loads(con.execute("SELECT settings FROM runs").fetchone()[0])
         env = dict(con.execute("SELECT key, value FROM environment WHERE launch_idx = 0 AND key IN "
-                               "('env:OMPI_MCA_mtl', 'env:OMPI_MCA_btl', 'env:OMPI_MCA_pml')").fetchall())
+                               f"({', '.join('?' * len(probed))})", [f"env:{k}" for k in probed]).fetchall())
     assert (settings["stop"]["max_reps"], settings["stop"]["time_budget_s"]) == (30, 0.1)
     assert (settings["launches"], settings["round_launches"], settings["round_budget_s"]) == (3, 4, 30.0)
-    lib = mpi.resolve(None)
-    expected = startup.rank_env(lib, build.ensure_built(lib))
     assert {k.removeprefix("env:"): v for k, v in env.items()} == expected
