@@ -111,3 +111,29 @@ def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
     assert (settings["stop"]["max_reps"], settings["stop"]["time_budget_s"]) == (30, 0.1)
     assert (settings["launches"], settings["round_launches"], settings["round_budget_s"]) == (3, 4, 30.0)
     assert {k.removeprefix("env:"): v for k, v in env.items()} == expected
+
+
+def test_unproven_library_algorithms_are_one_line_and_refused_ones_name_their_classes(monkeypatch) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from colltune.commands import check as check_command
+    from colltune.measure import proof
+
+    measured = ["lib:allreduce:ring", "lib:bcast:binomial", "lib:gather:linear", "MPI_Gatherv", "lib:bcast:pipeline#nonblocking"]
+    result = SimpleNamespace(verdicts={"variant": measured}, run=SimpleNamespace(environment={}))
+    out = Console(width=400, record=True, file=io.StringIO())
+    check_command._print_unproven(result, out)   # no proof of the build: one line names all three
+    assert out.export_text().splitlines() == [
+        "unproven: 3 library algorithm(s) measured here serve no call until `colltune selftest` proves this build: "
+        "lib:allreduce:ring, lib:bcast:binomial, lib:gather:linear (docs/select.md, \"The proof\")"]
+    monkeypatch.setattr(proof, "refusals", lambda members, path: {"lib:allreduce:ring": ["in_place/none/any"],
+                                                                 "lib:gather:linear": ["not proven"]})
+    out = Console(width=400, record=True, file=io.StringIO())
+    check_command._print_unproven(result, out)
+    assert out.export_text().splitlines() == [
+        "unproven: 1 library algorithm(s) measured here serve no call until `colltune selftest` proves this build: "
+        "lib:gather:linear (docs/select.md, \"The proof\")",
+        "refused: lib:allreduce:ring is measured but not served in in_place/none/any (docs/select.md, \"The proof\")"]
