@@ -64,3 +64,30 @@ def test_other_commands_go_to_the_c_library(shim: Path, tmp_path: Path) -> None:
     # lengths differ: the real sed too
     assert system_with(shim, f"sed -i -e 's/ccc/dd/g' {target}") == 0
     assert target.read_bytes() == b"dd a.b"
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (`make setup-valgrind`)")
+def test_a_program_without_section_headers_runs_and_valgrind_reads_no_symbols_of_it(tmp_path: Path) -> None:
+    """percall.py --compact drops the program's section headers (drop_section_headers): the
+    program still runs, and valgrind makes no debug-information object of it, so the objects it
+    walks for each new block under callgrind are libcolltune's copies only."""
+    sys.path.insert(0, str(SOURCE.parent))
+    import percall  # benchmarks/scale/percall.py
+
+    source = tmp_path / "p.c"
+    source.write_text('#include <stdio.h>\nint main(void) { printf("ran %d\\n", 6 * 7); return 0; }\n')
+    program, headless = tmp_path / "p", tmp_path / "p-headless"
+    subprocess.run(["cc", "-O1", "-o", str(program), str(source)], check=True)
+    shutil.copy(program, headless)
+    percall.drop_section_headers(headless)
+    assert headless.read_bytes()[0x28:0x40] != program.read_bytes()[0x28:0x40]
+    assert subprocess.run([str(headless)], capture_output=True, text=True, check=True).stdout == "ran 42\n"
+    for exe, read in ((program, True), (headless, False)):
+        run = subprocess.run(["valgrind", "--tool=none", "-v", str(exe)], capture_output=True, text=True,
+                             check=True)
+        assert run.stdout == "ran 42\n"
+        assert (f"Reading syms from {exe}\n" in run.stderr) is read, run.stderr[-2000:]
+    text = tmp_path / "not-elf"
+    text.write_bytes(b"#!/bin/sh\n")
+    with pytest.raises(SystemExit, match="not a 64-bit ELF file"):
+        percall.drop_section_headers(text)
