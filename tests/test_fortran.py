@@ -4,10 +4,15 @@ Open MPI's Fortran bindings call PMPI_* directly, so without the generated Fortr
 Fortran program's collectives never reach colltune. tests/programs/ct_fortran.f90 (`use mpi`,
 MPI_IN_PLACE included) runs plain, with every variant forced and under a profile: the counting
 table must show every call applied and the program's exact checksums must equal the plain run's.
+tests/programs/ct_every.f90 (every collective function of `use mpi` once) and ct_every_init.f90
+(the persistent ones) run under pass-through, counting, profiling, force, a profile and the
+learning mode with the plain run's output and exact tables.
 
 The PyPI wheels of Open MPI and MPICH ship no Fortran bindings (no mpifort, no Fortran symbols
-in libmpi): their Fortran tests skip and say so. Debian's Open MPI 4.1.4 (`mpifort.openmpi`,
-installed with `make setup-fortran`'s gfortran) has them.
+in libmpi). Debian's Open MPI 4.1.4 (`mpifort.openmpi`, installed with `make setup-fortran`'s
+gfortran) has them; so does the pip MPICH 5.0.2 once `make setup-fortran-mpich` relinked Debian
+MPICH 4.0.2's Fortran bindings to it (same MPICH ABI). Debian Open MPI 4.1.4's bindings do not
+run on the pip Open MPI 5.0.11 (docs/interposer.md, "Fortran applications").
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,6 +34,10 @@ from colltune.mpi import build, runenv
 from colltune.mpi import libraries as mpi
 
 DEBIAN_MPICC = Path("/usr/bin/mpicc.openmpi")
+# make setup-fortran-mpich (scripts/setup-mpich-fortran.sh)
+MPICH_FORTRAN = Path(__file__).resolve().parents[1] / ".mpi" / "mpich-fortran" / "bin" / "mpifort"
+# --learn - with every call exploring (benchmarks/proof/suite_parity.py)
+EXPLORE_ALL = {"COLLTUNE_SELECT_BUDGET": "1000000000", "COLLTUNE_SELECT_CELL_BUDGET": "1000000000"}
 SOURCE = PROGRAMS / "ct_fortran.f90"
 NPROCS = 3
 
@@ -163,38 +173,201 @@ def test_fortran_counting_sees_every_call(debian: tuple[mpi.MpiLibrary, build.Ar
     assert {c: seen[c] for c in CALLS} == CALLS, run.describe()
 
 
-def test_fortran_every_function_counted_exactly(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],
-                                                tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class EveryF:
+    """A library with Fortran bindings, its proven build, ct_every.f90 (and ct_every_init.f90
+    where `use mpi` has the persistent forms) compiled, and the plain runs' output."""
+    lib: mpi.MpiLibrary
+    art: build.Artifacts
+    p: int
+    exes: dict[str, Path]
+    plain: dict[str, str]
+
+
+def _every_programs(fort: Path, names: tuple[str, ...], out: Path) -> dict[str, Path]:
+    exes = {}
+    for name in names:
+        exe = out / f"{name}_f"
+        # -J: the module files go to `out`, not the working directory
+        subprocess.run([str(fort), "-O1", "-J", str(out), "-o", str(exe), str(PROGRAMS / f"{name}.f90")],
+                       check=True, capture_output=True)
+        exes[name] = exe
+    return exes
+
+
+@pytest.fixture(scope="module", params=["openmpi-debian", "mpich"])
+def every_f(request, tmp_path_factory) -> EveryF:
+    """Debian's Open MPI 4.1.4 with its own Fortran (3 ranks), and the pip MPICH 5.0.2 with
+    Debian MPICH 4.0.2's Fortran bindings relinked to it (2 ranks: MPICH busy-polls;
+    scripts/setup-mpich-fortran.sh). Each build is proven first: nothing is served unproven."""
+    if request.param == "openmpi-debian":
+        if not DEBIAN_MPICC.exists() or shutil.which("gfortran") is None:
+            pytest.skip("Debian's Open MPI (mpicc.openmpi, mpifort.openmpi) or gfortran is missing: "
+                        "make setup-fortran")
+        lib = mpi.identify(DEBIAN_MPICC)
+        fort, p, names = _mpifort(lib), 3, ("ct_every",)
+        assert fort is not None, f"{lib.name} has mpicc but no mpifort"
+    else:
+        try:
+            lib = mpi.resolve("mpich")
+        except mpi.MpiError as exc:
+            pytest.skip(f"MPICH not installed (make setup-mpich): {exc}")
+        relinked_to = (MPICH_FORTRAN.parents[2] / "mpich").resolve()   # the wheel the script relinked to
+        if not MPICH_FORTRAN.exists() or lib.mpicc.parent.parent.resolve() != relinked_to:
+            pytest.skip(f"{MPICH_FORTRAN} (Debian MPICH's Fortran bindings on the pip MPICH) is missing: "
+                        "make setup-fortran-mpich")
+        fort, p, names = MPICH_FORTRAN, 2, ("ct_every", "ct_every_init")
+    art = build.ensure_built(lib)
+    proof.ensure_proven(lib)   # the interposer serves nothing unproven
+    exes = _every_programs(fort, names, tmp_path_factory.mktemp(request.param))
+    plain = {}
+    for name, exe in exes.items():
+        run = run_mpi(lib, p, [exe], {})
+        # the program's own count of the functions it called is the table's
+        count = f"{name.removeprefix('ct_')}: {len(every_functions(name, p))} functions"
+        assert run.returncode == 0 and count in run.stdout, run.describe()
+        plain[name] = run.stdout
+    return EveryF(lib, art, p, exes, plain)
+
+
+def every_functions(program: str, p: int) -> dict[str, tuple[int, int | None, int, int]]:
+    """The counting table's functions section for one run of the program: every function of the
+    table's rows that `use mpi` binds (no _c outside mpi_f08), ct_every_init.f90 the persistent
+    ones, ct_every.f90 the others, each with one call started and completed."""
+    from test_every import expected_bytes
+    persistent = program == "ct_every_init"
+    return {fn: (1, expected_bytes(row.name, p, fn), 1, 1) for row in catalog.load().rows
+            for fn in row.functions() if not fn.endswith("_c") and fn.endswith("_init") == persistent}
+
+
+def test_fortran_every_function_counted_exactly(every_f: EveryF, tmp_path: Path) -> None:
     """tests/programs/ct_every.f90 calls every collective function `use mpi` has in Debian's Open
     MPI 4.1.4 (blocking, nonblocking completed by each of the Wait/Test family, neighborhood)
-    once: pass-through and counting print the plain run's output, and the counting table's
-    functions section has every function of the table's rows that Fortran binds there (no
-    persistent forms in Open MPI 4.1, no _c outside mpi_f08) with one call started and completed."""
-    from test_every import expected_bytes, functions_section
-    lib, art, _ = debian
-    fort = _mpifort(lib)
-    assert fort is not None
-    exe = tmp_path / "ct_every_f"
-    # -J: the module file every_support.mod goes to tmp_path, not the working directory.
-    subprocess.run([str(fort), "-O1", "-J", str(tmp_path), "-o", str(exe), str(PROGRAMS / "ct_every.f90")],
-                   check=True)
-    plain = run_mpi(lib, NPROCS, [exe], {})
-    assert plain.returncode == 0 and "every: 47 functions" in plain.stdout, plain.describe()
-    for env in (runenv.rank_environment(lib, art), runenv.rank_environment(lib, art, verbose=True)):
-        run = run_mpi(lib, NPROCS, [exe], env)
-        assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
-    want = {fn: (1, expected_bytes(row.name, NPROCS, fn), 1, 1) for row in catalog.load().rows
-            for fn in row.functions() if not fn.endswith(("_c", "_init"))}
-    assert functions_section(run.stderr) == want, run.describe()
-    # profiled: the Fortran Wait/Test wrappers take the C wrappers' path (a Test loop's
-    # repetitions from the memo, requests.c): every nonblocking call's request completed once
+    once, ct_every_init.f90 the persistent ones MPICH's has: pass-through and counting print
+    the plain run's output, and the counting table's functions section has each function with
+    one call started and completed; profiled, every nonblocking and persistent call's request
+    is completed once (the Fortran Wait/Test wrappers take the C wrappers' path on Open MPI,
+    MPICH's own Fortran Wait/Test call the C ones)."""
+    from test_every import functions_section
     from colltune.advise import profile_run, where
-    env = runenv.rank_environment(lib, art, extra={"COLLTUNE_PROFILE_RUN": str(tmp_path / "prof")})
-    run = run_mpi(lib, NPROCS, [exe], env)
-    assert run.returncode == 0 and run.stdout == plain.stdout, run.describe()
-    rows = {r.name: (r.calls, r.completed) for r in where.rows(profile_run.read(tmp_path / "prof")) if r.kind == "coll"}
-    started = sorted(fn for fn in want if fn.startswith("MPI_I"))
-    assert len(started) >= 10 and {fn: rows.get(fn) for fn in started} == {fn: (1, 1) for fn in started}
+    lib, art, p = every_f.lib, every_f.art, every_f.p
+    for name, exe in every_f.exes.items():
+        for env in (runenv.rank_environment(lib, art), runenv.rank_environment(lib, art, verbose=True)):
+            run = run_mpi(lib, p, [exe], env)
+            assert run.returncode == 0 and run.stdout == every_f.plain[name], run.describe()
+        want = every_functions(name, p)
+        assert functions_section(run.stderr) == want, (name, run.describe())
+        env = runenv.rank_environment(lib, art, extra={"COLLTUNE_PROFILE_RUN": str(tmp_path / name)})
+        run = run_mpi(lib, p, [exe], env)
+        assert run.returncode == 0 and run.stdout == every_f.plain[name], run.describe()
+        rows = {r.name: (r.calls, r.completed) for r in where.rows(profile_run.read(tmp_path / name))
+                if r.kind == "coll"}
+        started = sorted(fn for fn in want if fn.startswith("MPI_I") or fn.endswith("_init"))
+        assert len(started) >= 10 and {fn: rows.get(fn) for fn in started} == {fn: (1, 1) for fn in started}
+
+
+# Rows whose Fortran calls the decision point never sees on Open MPI: their arrays of datatype
+# handles are not translated (native/gen/gen_fortran.py `untranslatable`), the library's own
+# Fortran symbol runs them; MPICH's bindings translate them and call the C wrapper.
+UNTRANSLATED = {"openmpi": {"alltoallw", "neighbor_alltoallw"}, "mpich": set()}
+
+
+def _call_class(collective: str) -> str:
+    """The proof class of ct_every.f90's call: separate buffers, MPI_SUM or no op, one INTEGER."""
+    return "separate/builtin/int" if catalog.load().is_reduction(collective) else "separate/none/any"
+
+
+def _outcome(art: build.Artifacts, collective: str, member: str, p: int) -> str:
+    """What serving `member` for ct_every.f90's call of `collective` gives, from the table's needs
+    and the build's proof: exscan_as_scan's inverse knows C's integer types only (not Fortran's
+    INTEGER: `op`), anything else runs where the proof passed the call's class."""
+    from test_every import expected_bytes
+    if not member.startswith("lib:") and "invertible" in catalog.load().variant(member).needs:
+        return "not-applicable:op"
+    passed = proof.read_passed(art.dir / proof.PROOF_FILE).get(member, set())
+    ok = any(_in_band(c, _call_class(collective), expected_bytes(collective, p)) for c in passed)
+    return "applied" if ok else "not-applicable:unproven"
+
+
+def _served_rows(every_f: EveryF, mode: str, chosen: dict[str, str]) -> Counter:
+    """The calls table of one ct_every.f90 run whose `mode` serves `chosen` (collective -> member):
+    one call per collective on each rank, every other row left to the library (by force, which
+    names none for it; by the profile, which has no rule for it)."""
+    other = "none" if mode == "force" else mode
+    want = Counter()
+    for row in catalog.load().rows:
+        if row.name in UNTRANSLATED[every_f.lib.family]:
+            continue
+        if row.name in chosen:
+            want[(row.name, mode, chosen[row.name], _outcome(every_f.art, row.name, chosen[row.name], every_f.p))] += 1
+        else:
+            want[(row.name, other, "library", "library")] += 1
+    return want
+
+
+def _first_proven_members(art: build.Artifacts, p: int) -> dict[str, str]:
+    """Each collective's first library algorithm (blocking form) the proof passed in ct_every.f90's
+    call's class: none on Debian's Open MPI 4.1 (no MPI_T list), MPICH's CVAR algorithms."""
+    passed = proof.read_passed(art.dir / proof.PROOF_FILE)
+    chosen = {}
+    for member in sorted(passed):
+        parts = member.split(":")
+        if len(parts) == 3 and "#" not in member and parts[1] not in chosen \
+                and _outcome(art, parts[1], member, p) == "applied":
+            chosen[parts[1]] = member
+    return chosen
+
+
+def test_fortran_every_function_under_the_serving_modes(every_f: EveryF, tmp_path: Path) -> None:
+    """Issue 33's must-show for Fortran: ct_every.f90 (and ct_every_init.f90) under force (every
+    variant once; on MPICH also a library algorithm per collective), a profile and the learning
+    mode with every call exploring (`--learn -`, budgets 10^9, seeds 1-3) print the plain run's
+    output (each result checked by the program), the functions section is unchanged, and the
+    calls table is exact: each served call `applied` where the proof passed its class,
+    `not-applicable:unproven` where not; learning draws only proven members."""
+    from test_every import functions_section
+    lib, art, p = every_f.lib, every_f.art, every_f.p
+    exe, plain = every_f.exes["ct_every"], every_f.plain["ct_every"]
+    rounds = [{c: v for c, v in r.items() if c not in UNTRANSLATED[lib.family]} for r in force_rounds()]
+    library = _first_proven_members(art, p)
+    assert bool(library) == (lib.family == "mpich"), library
+    members = list(library.values())
+    applied = 0
+    for chosen in rounds + ([library] if library else []):
+        env = runenv.rank_environment(lib, art, force=force_spec(chosen), verbose=True, library_members=members)
+        run = run_mpi(lib, p, [exe], env)
+        assert run.returncode == 0 and run.stdout == plain, (chosen, run.describe())
+        assert functions_section(run.stderr) == every_functions("ct_every", p), (chosen, run.describe())
+        assert run.counts == _served_rows(every_f, "force", chosen), (chosen, run.describe())
+        applied += sum(n for k, n in run.counts.items() if k[3] == "applied")
+    assert applied >= 10 * len(rounds)   # served calls, not refusals, made these runs
+    profile = tmp_path / "every.prf"
+    chosen = rounds[-1]
+    profile.write_text("colltune-profile 1\ngenerator tests/test_fortran.py\n" + "".join(
+        f"collective {c}\n  procs 1 64\n    bytes 0 1000000 {v}\n" for c, v in chosen.items()) + "end\n")
+    run = run_mpi(lib, p, [exe], runenv.rank_environment(lib, art, profile=profile, verbose=True))
+    assert run.returncode == 0 and run.stdout == plain, run.describe()
+    assert run.counts == _served_rows(every_f, "profile", chosen), run.describe()
+    explored = Counter()
+    for seed in (1, 2, 3):
+        env = runenv.rank_environment(lib, art, learn="-", trace_dir=tmp_path / f"traces{seed}", verbose=True,
+                                      extra={**EXPLORE_ALL, "COLLTUNE_SELECT_SEED": str(seed)})
+        for name, exe_n in every_f.exes.items():
+            run = run_mpi(lib, p, [exe_n], env)
+            assert run.returncode == 0 and run.stdout == every_f.plain[name], (seed, name, run.describe())
+            assert functions_section(run.stderr) == every_functions(name, p), (seed, name, run.describe())
+            if name != "ct_every":
+                continue
+            per_row = Counter()
+            for (coll, mode, member, outcome), n in run.counts.items():
+                per_row[coll] += n
+                assert mode == "explore", (seed, run.describe())
+                if member != "library":
+                    assert outcome == _outcome(art, coll, member, p), (seed, coll, member, run.describe())
+                    explored[member] += outcome == "applied"
+            assert per_row == Counter({r.name: 1 for r in catalog.load().rows
+                                       if r.name not in UNTRANSLATED[lib.family]}), (seed, run.describe())
+    assert sum(explored.values()) >= 10, explored   # the draws served members, not only the library
 
 
 def test_fortran_f08_plain_buffers(debian: tuple[mpi.MpiLibrary, build.Artifacts, Path],

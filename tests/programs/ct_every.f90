@@ -231,7 +231,7 @@ program every
   rb(1:2) = (/ 10, 20 /)
   call MPI_Reduce_local(inb, rb, 2, MPI_INTEGER, MPI_SUM, ierr)
   call want('reduce_local', rb(2), 22)
-  functions = functions + 15
+  functions = functions + 13
 
   ! neighborhood on the ring: neighbour 1 is the left one, 2 the right one
   sb(1) = rank + 1
