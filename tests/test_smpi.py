@@ -4,6 +4,7 @@ algorithms, a bench run on a simulated cluster. The SMPI tests skip, naming the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -235,6 +236,36 @@ def test_selftest_and_proof_complete_with_the_cases_smpi_cannot_take_refused(smp
     assert "refused on rank" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
     assert "reduce-mvapich-two-level.cpp:149" in fails[("gather_as_reduce", "separate/none/any/0-15B")]
     assert "smpi_pmpi_coll.cpp:851" in fails[("alltoall_as_alltoallv", "in_place/none/any")]
+
+
+@needs_smpi
+def test_reduce_scatter_block_sweep_on_8_ranks_finds_the_float_order_only_its_largest_vectors_show(
+        smpi_lib: mpi.MpiLibrary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the proof's Reduce_scatter(_block) counts stay per block above 4 ranks
+    (benchmarks/scale/README.md, "The proof's P^2"): on 8 simulated ranks two mock-ups' float sums
+    differ from SMPI's own Reduce_scatter_block only at 70,000 floats per block (a 2.24 MB vector,
+    twice the largest the 4-rank sweep reaches), so a sweep whose per-block counts shrank as 4/P
+    would have proven those classes. Every rank reports the difference; nothing else fails."""
+    monkeypatch.setenv(smpi.PLATFORM_VAR, "small")
+    art = build.ensure_built(smpi_lib)
+    argv = launch.mpiexec_argv(smpi_lib, 8, [str(art.selftest), "--quick", "--sweep", "--collective",
+                                             "reduce_scatter_block"], {})
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    fails = [r for r in records if r["type"] == "proof_fail"]
+    assert {(r["member"], r["class"], r["case"]["comm"], r["case"]["count"], r["case"]["datatype"]) for r in fails} == {
+        (member, f"{mode}/builtin/float/65536B+", "world", 70000, "MPI_FLOAT")
+        for member in ("reducescatterblock_as_allreduce", "reducescatterblock_as_reduce_scatter")
+        for mode in ("separate", "in_place")}
+    assert sorted(r["rank"] for r in fails) == sorted(list(range(8)) * 4)
+    assert next(r["sizes"] for r in records if r["type"] == "proof_format") == [4, 8]
+    failed = {r["member"]: sorted(r["failed"]) for r in records if r["type"] == "proof" and r["tested"]}
+    assert failed == {"reducescatterblock_as_allreduce": ["in_place/builtin/float/65536B+",
+                                                          "separate/builtin/float/65536B+"],
+                      "reducescatterblock_as_reduce_scatter": ["in_place/builtin/float/65536B+",
+                                                               "separate/builtin/float/65536B+"],
+                      "reducescatterblock_as_reducescatter": []}
 
 
 @needs_smpi
