@@ -42,6 +42,10 @@ copy per rank (libcolltune's), not two (16 ranks: 65,509 instructions in the win
     COLLTUNE_CACHE=/tmp/ct-cache nice -n 19 .venv/bin/python benchmarks/scale/percall.py --window \
         --compact --in-process-sed --ranks 4096 --modes learning --rounds 2,4 --out benchmarks/scale
 
+Every row names the code it measured (`native_code`: the last commit that changed libcolltune's
+sources, "+changes" for a tree that differs from it; rows before session 13 were filled from the
+README sections that report them).
+
 `--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv;
 with `--window`, the window runs' outputs, mode "learning (window)"):
 each function's share of the per-call figure, and the first-call layout computation of a
@@ -73,7 +77,8 @@ from colltune.mpi import libraries as mpi  # noqa: E402
 SETTINGS = ["smpi/send-is-detached-thresh:0", "smpi/allreduce:rdb", "smpi/bcast:binomial_tree",
             "smpi/reduce:binomial"]
 FIELDS = ("ranks", "mode", "method", "rounds_short", "rounds_long", "instructions_short", "instructions_long",
-          "per_call", "setup_per_rank", "checksum_equal", "callgrind_cpu_s", "smpi_cfg", "started_utc")
+          "per_call", "setup_per_rank", "checksum_equal", "callgrind_cpu_s", "smpi_cfg", "started_utc",
+          "native_code")
 FUNCTION_FIELDS = ("ranks", "mode", "function", "self_short", "self_long", "per_call", "calls_short",
                    "self_per_call_short")
 # the first-call layout computation of a communicator (core/layout.c): its own instructions per
@@ -226,6 +231,22 @@ def _key(row: dict[str, object]) -> tuple[int, str, str]:
     return int(row["ranks"]), str(row["mode"]), str(row.get("method") or "difference")  # type: ignore[call-overload]
 
 
+# libcolltune's sources (build._PRODUCTS): the code a row's instructions are of
+LIBCOLLTUNE_SOURCES = ("native/core", "native/variants", "native/runtime", "native/generated", "native/include")
+
+
+def native_code() -> str:
+    """The last commit that changed libcolltune's sources, "+changes" when the tree's differ from
+    it: which code a row measured (rows of older code stay in percall.csv until rerun)."""
+    root = native_dir().parent
+
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
+
+    commit = git("log", "-1", "--format=%h", "--", *LIBCOLLTUNE_SOURCES) or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--", *LIBCOLLTUNE_SOURCES) else "")
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -280,6 +301,7 @@ def main() -> None:
         sys.exit(f"no proof in {art.dir}: run `colltune selftest --mpi smpi -n 4 --quick` first (the learning "
                  "mode draws among the members it passed)")
     rows: list[dict[str, object]] = []
+    code = native_code()
     with tempfile.TemporaryDirectory(prefix="colltune-percall-") as tmp:
         work = Path(tmp)
         if args.compact:
@@ -310,7 +332,8 @@ def main() -> None:
                            "per_call": round(total / (p * 2 * (long_ - short)), 1), "setup_per_rank": "",
                            "checksum_equal": checksum(line) == checksum(reference),
                            "callgrind_cpu_s": round(_cpu() - cpu, 1),
-                           "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started}
+                           "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started,
+                           "native_code": code}
                     if args.keep_callgrind:
                         args.keep_callgrind.mkdir(parents=True, exist_ok=True)
                         (args.keep_callgrind / out.name).write_bytes(out.read_bytes())
@@ -333,7 +356,7 @@ def main() -> None:
                            "setup_per_rank": round(ir[short] / p),
                            "checksum_equal": checksum(line) == checksum(reference),
                            "callgrind_cpu_s": args.callgrind_cpu if args.from_callgrind else round(_cpu() - cpu, 1),
-                           "smpi_cfg": " ".join(SETTINGS), "started_utc": started}
+                           "smpi_cfg": " ".join(SETTINGS), "started_utc": started, "native_code": code}
                 print(row, flush=True)
                 rows.append(row)
                 if not row["checksum_equal"]:
@@ -350,8 +373,11 @@ def main() -> None:
                     with path.open() as f:
                         done = {_key(x) for x in rows}
                         kept = [r for r in csv.DictReader(f) if _key(r) not in done]
+                for r in kept:  # rows before session 11 have no method (the pair's), before 13 no code
+                    r["method"] = r.get("method") or "difference"
+                    r.setdefault("native_code", "")
                 with path.open("w", newline="") as f:
-                    writer = csv.DictWriter(f, fieldnames=FIELDS, restval="difference")
+                    writer = csv.DictWriter(f, fieldnames=FIELDS)
                     writer.writeheader()
                     writer.writerows(sorted([*kept, *rows], key=_key))
 
