@@ -163,6 +163,7 @@ PRELUDE = """\
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
@@ -181,6 +182,17 @@ static int ct_f_translatable(void)
 {
     return &mpi_fortran_in_place_ != NULL && &mpi_fortran_bottom_ != NULL &&
            sizeof(MPI_Fint) == sizeof(int);
+}
+
+/* MPI_Init, MPI_Init_thread and MPI_Finalize of `use mpi_f08` (`mpi_x_f08_`) take the C path
+ * under every library: an MPICH-family library's own are exactly the C calls with argc and argv
+ * NULL and the optional ierror written (objdump of MPICH 4.0.2's libmpichfort and Intel MPI
+ * 2021.18's libmpifort: `PMPI_Init(NULL, NULL)`), made through PMPI_*, so handing them on would
+ * leave colltune's runtime unstarted in every `use mpi_f08` program there. */
+static int ct_f_lifecycle_in_c(const char *symbol)
+{
+    size_t n = strlen(symbol);
+    return ct_f_translatable() || (n > 5 && strcmp(symbol + n - 5, "_f08_") == 0);
 }
 
 static int ct_f_is_bottom(const void *buf)
@@ -204,7 +216,8 @@ static void *ct_f_next(const char *symbol)
 # MPI_Init/_thread/_Finalize: Open MPI's Fortran versions call PMPI_* too, so colltune's runtime
 # (native/runtime/init.c) would never start. Open MPI's do nothing Fortran-specific (argc 0,
 # argv NULL), so where the arguments translate they become the C calls; elsewhere (MPICH's
-# Fortran init sets up its sentinels) the library's own symbol runs unchanged.
+# Fortran init sets up its sentinels) the library's own symbol runs unchanged, except `use
+# mpi_f08`'s, which are the C calls there too (ct_f_lifecycle_in_c).
 LIFECYCLE = [
     ("init", "MPI_Fint *ierr", "ierr", "MPI_Init(NULL, NULL)"),
     ("init_thread", "MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr",
@@ -242,7 +255,7 @@ def lifecycle() -> list[str]:
             "",
             f"static void ct_f_{name}({params}, const char *symbol)",
             "{",
-            "    if (!ct_f_translatable()) {",
+            "    if (!ct_f_lifecycle_in_c(symbol)) {",
             f"        ct_f_{name}_fn *next = (ct_f_{name}_fn *)ct_f_next(symbol);",
             f"        if (next != NULL) next({args});",
             "        else *ierr = MPI_ERR_INTERN;",

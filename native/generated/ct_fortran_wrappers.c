@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../runtime/ct_profrun.h"
 #include "../runtime/ct_runtime.h"
@@ -25,6 +26,17 @@ static int ct_f_translatable(void)
 {
     return &mpi_fortran_in_place_ != NULL && &mpi_fortran_bottom_ != NULL &&
            sizeof(MPI_Fint) == sizeof(int);
+}
+
+/* MPI_Init, MPI_Init_thread and MPI_Finalize of `use mpi_f08` (`mpi_x_f08_`) take the C path
+ * under every library: an MPICH-family library's own are exactly the C calls with argc and argv
+ * NULL and the optional ierror written (objdump of MPICH 4.0.2's libmpichfort and Intel MPI
+ * 2021.18's libmpifort: `PMPI_Init(NULL, NULL)`), made through PMPI_*, so handing them on would
+ * leave colltune's runtime unstarted in every `use mpi_f08` program there. */
+static int ct_f_lifecycle_in_c(const char *symbol)
+{
+    size_t n = strlen(symbol);
+    return ct_f_translatable() || (n > 5 && strcmp(symbol + n - 5, "_f08_") == 0);
 }
 
 static int ct_f_is_bottom(const void *buf)
@@ -99,7 +111,7 @@ typedef void ct_f_init_fn(MPI_Fint *ierr);
 
 static void ct_f_init(MPI_Fint *ierr, const char *symbol)
 {
-    if (!ct_f_translatable()) {
+    if (!ct_f_lifecycle_in_c(symbol)) {
         ct_f_init_fn *next = (ct_f_init_fn *)ct_f_next(symbol);
         if (next != NULL) next(ierr);
         else *ierr = MPI_ERR_INTERN;
@@ -151,7 +163,7 @@ typedef void ct_f_init_thread_fn(MPI_Fint *required, MPI_Fint *provided, MPI_Fin
 
 static void ct_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr, const char *symbol)
 {
-    if (!ct_f_translatable()) {
+    if (!ct_f_lifecycle_in_c(symbol)) {
         ct_f_init_thread_fn *next = (ct_f_init_thread_fn *)ct_f_next(symbol);
         if (next != NULL) next(required, provided, ierr);
         else *ierr = MPI_ERR_INTERN;
@@ -205,7 +217,7 @@ typedef void ct_f_finalize_fn(MPI_Fint *ierr);
 
 static void ct_f_finalize(MPI_Fint *ierr, const char *symbol)
 {
-    if (!ct_f_translatable()) {
+    if (!ct_f_lifecycle_in_c(symbol)) {
         ct_f_finalize_fn *next = (ct_f_finalize_fn *)ct_f_next(symbol);
         if (next != NULL) next(ierr);
         else *ierr = MPI_ERR_INTERN;
