@@ -211,6 +211,11 @@ int ct_neighbor_resolve(const ct_nbsetup *s, const char *name, ct_variant *v, ch
     return -1;
 }
 
+void ct_neighbor_started(ct_variant *v)
+{
+    v->nb_call = NBC_NONBLOCKING;
+}
+
 /* The row's call on `comm`, every count and array for its neighbours. */
 static int row_call(const ct_nbsetup *s, MPI_Comm comm)
 {

@@ -77,5 +77,8 @@ void ct_neighbor_free(ct_nbsetup *s);
 int ct_neighbor_resolve(const ct_nbsetup *s, const char *name, ct_variant *v, char *why,
                         size_t whylen);
 int ct_neighbor_invoke(const ct_variant *v);
+/* A library algorithm of the row's nonblocking form: MPI_Ineighbor_<coll> + MPI_Wait on the
+ * torus with the algorithm set (lib:neighbor_<coll>:<alg>#nonblocking). */
+void ct_neighbor_started(ct_variant *v);
 
 #endif /* CT_BENCH_RUN_H */

@@ -89,10 +89,25 @@ static int start_and_wait(const ct_variant *v)
     return rc == MPI_SUCCESS ? PMPI_Wait(&request, MPI_STATUS_IGNORE) : rc;
 }
 
+/* A neighborhood collective's library algorithm of the nonblocking form (its job's call has no
+ * row of the decision point: bench_neighbor.c runs it), once on every rank with it set. */
+static int neighbor_form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
+{
+    int rc = ct_run_prepare(ctx, v);
+    if (rc == MPI_SUCCESS)
+        rc = ct_neighbor_invoke(v);
+    int restored = ct_run_prepare(ctx, &(ct_variant){.kind = CT_VK_DEFAULT, .libalg = -1});
+    rc = rc == MPI_SUCCESS ? restored : rc;
+    return agreed(ctx, rc, "the library refused this algorithm for its MPI_Ineighbor_ call", why,
+                  whylen);
+}
+
 /* Set the form up and run it once on every rank, unless the row or the library lacks it (the
  * same on every rank: the same row, the same build) or refuses the forced algorithm. */
 static int form_trial(run_ctx *ctx, ct_variant *v, char *why, size_t whylen)
 {
+    if (v->nb != NULL)
+        return neighbor_form_trial(ctx, v, why, whylen);
     int persistent = v->kind == CT_VK_PERSISTENT;
     const char *mpi = ct_collectives[v->call.coll].mpi;
     char function[CT_NAME_LEN];
@@ -204,8 +219,11 @@ int ct_run_resolve(run_ctx *ctx, const ct_job *job, const ct_call *call,
         int known = ct_neighbor_resolve(ctx->nb, name, v, why, whylen);
         if (known >= 0)
             return known;
-        if (strncmp(name, "lib:", 4) == 0 && strchr(name, '#') == NULL) {
-            v->nb = ctx->nb;   /* the library's algorithm of the blocking call on the torus */
+        const char *form = strncmp(name, "lib:", 4) == 0 ? strchr(name, '#') : "";
+        if (form == NULL || (*form && strcmp(form, "#nonblocking") == 0)) {
+            v->nb = ctx->nb;   /* the library's algorithm of the blocking call on the torus, */
+            if (form != NULL)  /* or of MPI_Ineighbor_<coll> + MPI_Wait there */
+                ct_neighbor_started(v);
             return resolve_library(ctx, job, name, v, why, whylen);
         }
         snprintf(why, whylen, "not measured for the neighborhood collectives (their variants: "
