@@ -8,7 +8,8 @@
  * data-movement variants work with any layout (docs/variants.md, "Datatypes").
  *
  * The checks run in a fixed order, so that a call that fails several rules always reports the
- * same reason: intercomm, datatype, noncommutative, overflow, scratch.
+ * same reason: intercomm, datatype, op, size (equal blocks), noncommutative, overflow, size (the
+ * library's own limits), scratch.
  */
 #include "ct_arena.h"
 
@@ -155,6 +156,34 @@ static int ct_counts_fit(int variant, const ct_call *call, const ct_scratch_args
     return 1;
 }
 
+int colltune_mpich_allgatherv_ring(int64_t p, int64_t total)
+{
+    int pow2 = p > 0 && (p & (p - 1)) == 0;
+    return total >= (pow2 ? CT_MPICH_RING_POW2 : CT_MPICH_RING_OTHER);
+}
+
+/* MPICH's MPI_Allgatherv cuts the blocks of its ring in chunks counted in each rank's own extent
+ * (32768 / extent elements once a block exceeds 32768 bytes), so ranks whose layouts of one type
+ * signature differ cut a block differently: "Message truncated" (benchmarks/proof/
+ * allgatherv_layouts.c). Its default selection runs the ring from T = sum(recvcounts) x type
+ * size bytes on (colltune_mpich_allgatherv_ring). A mock-up that hands MPI_Allgatherv the layouts
+ * the application gave another collective (GL4: Allgather's, T = p n; GL9: Bcast's, T = n) may
+ * do so only below that size, where MPICH runs Bruck's or recursive doubling, which keep whole
+ * blocks. T comes from n and p alone: the same on every rank. Reductions' Allgatherv (GL7) have
+ * one datatype everywhere. */
+static int ct_library_refuses(int variant, const ct_scratch_args *a)
+{
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+    if (variant == CT_VAR_ALLGATHER_AS_ALLGATHERV)
+        return colltune_mpich_allgatherv_ring(a->p, a->p * a->n);
+    if (variant == CT_VAR_BCAST_AS_ALLGATHERV)
+        return colltune_mpich_allgatherv_ring(a->p, a->n);
+#else
+    (void)variant, (void)a;
+#endif
+    return 0;
+}
+
 colltune_reason colltune_applicable(int variant, const ct_call *call)
 {
     if (variant < 0 || variant >= CT_NUM_VARIANTS || call == NULL) return COLLTUNE_NA_ERROR;
@@ -195,6 +224,7 @@ colltune_reason colltune_applicable(int variant, const ct_call *call)
     ct_scratch_args args;
     if (ct_scratch_args_of(call, &args) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
     if (!ct_counts_fit(variant, call, &args)) return COLLTUNE_NA_OVERFLOW;
+    if (ct_library_refuses(variant, &args)) return COLLTUNE_NA_SIZE;
 
     int64_t need = v->scratch(&args);
     if (need > 0 && need + CT_SCRATCH_SLACK > (int64_t)colltune_scratch_cap())

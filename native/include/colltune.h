@@ -104,6 +104,15 @@ int64_t colltune_call_counted_bytes(const ct_call *call);
  * for `call`? Uses only arguments identical on all ranks, so all ranks agree. */
 colltune_reason colltune_applicable(int variant, const ct_call *call);
 
+/* Whether MPICH's default selection runs MPI_Allgatherv as its ring (whose chunks follow each
+ * rank's own extent) for T = sum(recvcounts) x type size bytes on p ranks: T >= 524288 on a
+ * power-of-two communicator, T >= 81920 on any other (MPICH 5.0.2, maint/tuning/coll/mpir/
+ * generic.json; measured: benchmarks/proof/allgatherv_layouts.c). docs/variants.md, "MPICH's
+ * Allgatherv ring". */
+#define CT_MPICH_RING_POW2 524288
+#define CT_MPICH_RING_OTHER 81920
+int colltune_mpich_allgatherv_ring(int64_t p, int64_t total);
+
 /* Invoke variant `variant` for `call` (dispatches to the mock-up with the MPI signature). */
 int colltune_invoke(int variant, const ct_call *call);
 

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ct_core.h"
 #include "ct_libalg.h"
 #include "ct_mpit.h"
 #include "ct_runtime.h"
@@ -53,6 +54,7 @@ enum { CT_LIB_NONE, CT_LIB_MPICH, CT_LIB_OPENMPI };
 
 typedef struct ct_lib_member {
     int coll, value;
+    int ring;            /* MPICH's MPI_Allgatherv ring: ct_ring_fits */
     enum ct_form form;   /* the calls it serves: MPI_<Coll>, MPI_I<coll> or MPI_<Coll>_init */
     char name[CT_SELECT_LIB_NAME];
 } ct_lib_member;
@@ -120,6 +122,8 @@ static void ct_register(int coll, int index, enum ct_form form)
         m->coll = coll;
         m->value = values[i];
         m->form = form;
+        m->ring = ct_kind == CT_LIB_MPICH && coll == CT_COLL_ALLGATHERV
+                  && (strcmp(names[i], "ring") == 0 || strcmp(names[i], "sched_ring") == 0);
         snprintf(m->name, sizeof m->name, "lib:%s:%s%s", colltune_collective_name(coll), names[i],
                  suffix[form]);
         /* the learning mode's portfolios: blocking calls, MPI_I<coll>, MPI_<Coll>_init; a member
@@ -274,6 +278,25 @@ int ct_libalg_collective(int id)
  * a reordered non-commutative reduction is never worth the risk. An in-place Reduce_scatter(_block)
  * leaves the receive buffer past the caller's block untouched under the library's choice
  * (mpi4py relies on it), not under Open MPI's non-overlapping or MPICH's pairwise. */
+/* MPICH's MPI_Allgatherv ring (blocking `ring`, started and persistent `sched_ring`) cuts blocks
+ * in chunks counted in each rank's own extent, so layouts of one signature that differ between
+ * ranks make it fail ("Message truncated") or hang (benchmarks/proof/allgatherv_layouts.c). The
+ * application's own call meets it only where MPICH's selection picks the ring (T = sum(recvcounts)
+ * x type size bytes from 512 KiB on 2^k ranks, 80 KiB on others); the member serves only there,
+ * where it changes nothing an application could see. T is the same on every rank. */
+static colltune_reason ct_ring_fits(const ct_call *call)
+{
+    int p;
+    int64_t elem, total = 0;
+    if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS || ct_type_size(call->recvtype, &elem)
+        != MPI_SUCCESS)
+        return COLLTUNE_NA_ERROR;
+    for (int i = 0; i < p; i++)
+        total += call->recvcounts[i];
+    return colltune_mpich_allgatherv_ring(p, total * elem) ? COLLTUNE_APPLICABLE
+                                                           : COLLTUNE_NA_SIZE;
+}
+
 colltune_reason ct_libalg_applicable(int id, const ct_call *call)
 {
     int commutative = 1;
@@ -291,6 +314,11 @@ colltune_reason ct_libalg_applicable(int id, const ct_call *call)
     if ((call->coll == CT_COLL_REDUCE_SCATTER || call->coll == CT_COLL_REDUCE_SCATTER_BLOCK)
         && call->sendbuf == MPI_IN_PLACE)
         return COLLTUNE_NA_IN_PLACE;
+    if (CT_UNLIKELY(ct_members[id - CT_LIB_BASE].ring)) {
+        colltune_reason reason = ct_ring_fits(call);
+        if (reason != COLLTUNE_APPLICABLE)
+            return reason;
+    }
     if (ct_collectives[call->coll].has_op
         && PMPI_Op_commutative(call->op, &commutative) != MPI_SUCCESS)
         return COLLTUNE_NA_ERROR;

@@ -191,19 +191,19 @@ static void st_sweep_case(const st_comm *comm, int coll, const st_type *type, co
 
 /* Whether the sweep moves `count` elements of per-rank layouts (ST_MIXED) for `coll`. MPICH
  * 5.0.2's ring MPI_Allgatherv counts its pipeline chunk in each rank's own extent, so on these
- * layouts it aborts ("Message truncated") where it runs: on 70000 of them, under
- * allgather_as_allgatherv, and on 3 ranks already on 4099 equal blocks (2 and 4 ranks pass
- * there). In the mock-up launch such an abort would take every mock-up's proof with it (a
- * member's crash costs only its own launch: docs/select.md), so there per-rank layouts stop at
- * 4099, and Allgather's at 65 (the matrix's 1000 elements still prove the 2048-65535B band).
- * Not past 4099 for the irregular forms either: there MPICH 5.0.2's MPI_Allgatherv algorithms
- * fail on 70000 of them on one rank only and the other rank waits, so every class launch of
- * every algorithm ran into the 60 s limit and the MPICH proof past 10 minutes. */
+ * layouts it aborts ("Message truncated") where it runs (from 80 KiB in all on 3 ranks, 512 KiB
+ * on 2 and 4). allgather_as_allgatherv and bcast_as_allgatherv hand it such layouts: the core
+ * refuses them where MPICH picks the ring (`size`, docs/variants.md), and Allgather's and
+ * Bcast's per-rank layouts run to 70000 in the mock-up launch so that a build without that rule
+ * aborts this launch (on 2 ranks as on 3). The irregular forms' stop at 4099 in every launch:
+ * there MPICH 5.0.2's MPI_Allgatherv algorithms fail on 70000 of them on one rank only and the
+ * other rank waits, so every class launch of every algorithm ran into the 60 s limit and the
+ * MPICH proof past 10 minutes; the other collectives' stop at 4099 in the mock-up launch (a crash
+ * there takes every mock-up's proof with it, a member's only its own launch: docs/select.md). */
 static int st_mixed_swept(int coll, int count)
 {
-    if (count <= 65) return 1;
-    if (!st_member_active()) return count <= 4099 && coll != CT_COLL_ALLGATHER;
-    return count <= 4099 || !st_is_irregular(coll);
+    if (count <= 4099 || coll == CT_COLL_ALLGATHER || coll == CT_COLL_BCAST) return 1;
+    return st_member_active() && !st_is_irregular(coll);
 }
 
 /* The sized classes (ct_proof.h: 8-, 16-bit and float sums and products) on every communicator,
@@ -348,6 +348,14 @@ static void st_run_probes(const st_comm *world, const st_comm *inter, const st_t
         int64_t counts[] = {1 << 30, at_cap < INT_MAX ? at_cap : INT_MAX};
         for (int k = 0; k < 2 && by_count; k++) {
             st_case c = {coll, world, &types[ST_INT], op, (int)counts[k], root, 0};
+            st_probe(&c, log);
+        }
+        /* Bytes just below and at MPICH's ring bound (GL4: p blocks of n, GL9: n), asked on
+         * every library: `size` on the MPICH family at the bound, applicable elsewhere. */
+        for (int k = 0; k < 2 && (coll == CT_COLL_ALLGATHER || coll == CT_COLL_BCAST); k++) {
+            int64_t bound = st_mpich_ring_bytes(p), blocks = coll == CT_COLL_ALLGATHER ? p : 1;
+            int64_t first = (bound + blocks - 1) / blocks;   /* the fewest bytes refused */
+            st_case c = {coll, world, &types[ST_BYTE], NULL, (int)(first - 1 + k), root, 0};
             st_probe(&c, log);
         }
         if (inter != NULL) {

@@ -94,6 +94,10 @@ uint64_t st_case_salt(const char *type, int coll, int op, int count, int root, i
                       unsigned rep);
 #define ST_SENTINEL 0x5a
 
+/* Where MPICH's default MPI_Allgatherv runs its ring on p ranks: from this many bytes in all (the
+ * rules' `size` of GL4 and GL9 on the MPICH family, st_expect.c). */
+int64_t st_mpich_ring_bytes(int64_t p);
+
 /* st_expect.c: the rules, written independently of the core, that say which reason
  * colltune_applicable must give. */
 int st_rules_check_catalog(char *err, size_t errlen);

@@ -32,6 +32,15 @@ enum st_scratch {
     SC_CHUNKS,     /* a share of the chunks + 2 arrays of p ints */
 };
 
+/* MPICH family only: the mock-up hands MPI_Allgatherv another collective's per-rank layouts, which
+ * MPICH's ring cuts by each rank's extent; refused (`size`) where MPICH picks the ring, from T
+ * bytes on: 512 KiB on 1, 2, 4, 8, ... ranks, 80 KiB on the other sizes (docs/variants.md). */
+enum st_ring {
+    RING_NONE,
+    RING_P_BYTES,  /* T = p * n (Allgather's p blocks) */
+    RING_BYTES,    /* T = n (Bcast's one block, from the root) */
+};
+
 typedef struct st_rule {
     const char *name;
     int contiguous;            /* 2: only with MPI_IN_PLACE */
@@ -41,18 +50,19 @@ typedef struct st_rule {
     enum st_scratch scratch;
     int invertible;            /* MPI_SUM on an integer type (the matrix has no MPI_BXOR) */
     int equal_counts;          /* every block the same size */
+    enum st_ring ring;
 } st_rule;
 
 static const st_rule st_rules[] = {
     {"allgather_as_gather_bcast", 0, 0, 0, OV_P_BYTES, SC_ZERO},
     {"allgather_as_alltoall", 0, 0, 0, OV_P_BYTES, SC_2PN},
     {"allgather_as_allreduce", 0, 0, 0, OV_P_BYTES, SC_PN},
-    {"allgather_as_allgatherv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
+    {"allgather_as_allgatherv", 0, 0, 0, OV_PM1_BYTES, SC_INTS, 0, 0, RING_P_BYTES},
     {"allreduce_as_reduce_bcast", 0, 0, 0, OV_NONE, SC_ZERO},
     {"allreduce_as_reducescatterblock_allgather", 1, 0, 1, OV_PADDED, SC_PADDED},
     {"allreduce_as_reducescatter_allgatherv", 1, 0, 1, OV_NONE, SC_INTS},
     {"alltoall_as_alltoallv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
-    {"bcast_as_allgatherv", 0, 0, 0, OV_NONE, SC_INTS},
+    {"bcast_as_allgatherv", 0, 0, 0, OV_NONE, SC_INTS, 0, 0, RING_BYTES},
     {"bcast_as_scatter_allgather", 0, 0, 0, OV_PADDED_BYTES, SC_PADDED_BYTES},
     {"gather_as_allgather", 0, 0, 0, OV_P_BYTES, SC_PN},
     {"gather_as_gatherv", 0, 0, 0, OV_PM1_BYTES, SC_INTS},
@@ -139,6 +149,24 @@ static int64_t st_scratch_bytes(enum st_scratch rule, int64_t p, int64_t count, 
     return 0;
 }
 
+int64_t st_mpich_ring_bytes(int64_t p)
+{
+    int power_of_two = 0;
+    for (int64_t q = 1; q <= p; q *= 2)
+        power_of_two |= q == p;
+    return power_of_two ? 512 * 1024 : 80 * 1024;
+}
+
+static int st_mpich_ring(enum st_ring rule, int64_t p, int64_t n)
+{
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+    return rule != RING_NONE && (rule == RING_P_BYTES ? p * n : n) >= st_mpich_ring_bytes(p);
+#else
+    (void)rule, (void)p, (void)n;
+    return 0;
+#endif
+}
+
 /* CT4's `invertible`: MPI_SUM on a C integer type of the standard (the matrix has no
  * MPI_BXOR), as docs/variants.md states it. */
 static int st_invertible(const st_case *c)
@@ -173,6 +201,7 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     if (recvcounts != NULL)
         for (int i = 0; i < p; i++) sum += recvcounts[i];
     if (st_overflows(rule->overflow, p, c->count, n, sum)) return COLLTUNE_NA_OVERFLOW;
+    if (st_mpich_ring(rule->ring, p, n)) return COLLTUNE_NA_SIZE;
     int64_t count = c->count;
     if (c->coll == CT_COLL_REDUCE_SCATTER_BLOCK) count = p * c->count;
     if (c->coll == CT_COLL_REDUCE_SCATTER) count = sum;
