@@ -86,6 +86,28 @@ def test_real_check_on_embedded_openmpi(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_planned_variant_measured_nowhere_is_named_with_why(tmp_path: Path, monkeypatch) -> None:
+    """A variant the check planned but the driver measured at no size has no verdict: the check
+    names it and the driver's reason, one line each (the MPICH neighborhood algorithms of the
+    nonblocking form went unmeasured that way, without a word, in sessions 11 and 12). Here a
+    256-byte scratch cap leaves allgather_as_alltoall (2 p n bytes), allgather_as_allreduce (p n)
+    and allgather_as_allgatherv (its counts and displacements, 4 p ints) no size; the other
+    mock-up needs none."""
+    monkeypatch.setenv("COLLTUNE_SCRATCH_BYTES", "256")
+    db = tmp_path / "dropped.duckdb"
+    r = CliRunner().invoke(main, ["check", "-c", "allgather", "-s", "8,1024", "-n", "2", "-R", "2", "--min-reps", "5",
+                                  "--max-reps", "10", "--time-budget", "0", "--rounds", "0", "--db", str(db),
+                                  "--quiet"])
+    assert r.exit_code in (0, 1, 3), r.output
+    dropped = [line for line in r.output.splitlines() if line.startswith("dropped:")]
+    assert dropped == [f"dropped: allgather {v} was planned but not measured: scratch (4 jobs)"
+                       for v in ("allgather_as_allgatherv", "allgather_as_allreduce", "allgather_as_alltoall")]
+    v = check.load_verdicts(db)
+    assert "allgather_as_gather_bcast" in set(v["variant"])
+    assert not {"allgather_as_allgatherv", "allgather_as_allreduce", "allgather_as_alltoall"} & set(v["variant"])
+
+
+@pytest.mark.slow
 def test_quick_check_spends_its_time_on_launches(tmp_path: Path) -> None:
     """--preset quick: 40 repetitions or 0.1 s per job, rounds as long as the first look, 12 s for
     the rounds; what the user gives wins. Each launch records OFI left out where the probe says

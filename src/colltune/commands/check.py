@@ -127,6 +127,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     if result.partial:
         err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the tables)")
+    _print_dropped(result, err_console)
     _print_unproven(result, err_console)
 
     if out_dir is not None:
@@ -172,6 +173,36 @@ def _print_round(event: adaptive.RoundEvent, quiet: bool) -> None:
 
 bench_options.state_launches_default(
     command, f"{adaptive.DEFAULT_LAUNCHES[None]}, {adaptive.DEFAULT_LAUNCHES['quick']} with --preset quick")
+
+
+def dropped_variants(result: check.CheckResult) -> list[tuple[str, str, str]]:
+    """(collective, variant, why) of every variant the run planned and measured nowhere: the
+    driver's reasons (jobs.skip_reason), else the plan's (it left the variant out)."""
+    planned = result.run.variants
+    if planned.empty:
+        return []
+    measured = set(zip(result.run.measurements["collective"], result.run.measurements["variant"], strict=True))
+    missing = [(str(c), str(v)) for c, v in zip(planned["collective"], planned["variant"], strict=True)
+               if (str(c), str(v)) not in measured and str(c) != "barrier"]
+    if not missing:
+        return []
+    from colltune.store import Store
+
+    with Store(result.run.db_path, read_only=True) as store:
+        skipped = store.skipped_pairs(result.run.run_id)
+    out = []
+    for coll, variant in missing:
+        reasons = [f"{r} ({n} job{'s' if n > 1 else ''})" for c, v, r, n in skipped if (c, v) == (coll, variant)]
+        out.append((coll, variant, "; ".join(reasons) if reasons else
+                    "left out by the plan (its reason: `colltune bench --dry-run` with the run's options)"))
+    return out
+
+
+def _print_dropped(result: check.CheckResult, err_console: Console) -> None:
+    """A variant planned and measured nowhere has no verdict: say so, and why, one line each."""
+    for coll, variant, why in dropped_variants(result):
+        err_console.print(f"[yellow]dropped:[/] {coll} {variant} was planned but not measured: {why}",
+                          highlight=False, soft_wrap=True)
 
 
 def _print_unproven(result: check.CheckResult, err_console: Console) -> None:

@@ -254,6 +254,14 @@ class Runs(Tables):
             "WHERE run_id = ? AND stop_reason = 'skipped' GROUP BY 1, 2 ORDER BY 3 DESC, 1", [run_id]).fetchall()
         return [(str(v), str(r), int(n)) for v, r, n in rows]
 
+    def skipped_pairs(self, run_id: str) -> list[tuple[str, str, str, int]]:
+        """(collective, variant, reason, jobs) of the pairs a run's driver did not measure."""
+        rows = self.con.execute(
+            "SELECT collective, variant, coalesce(skip_reason, 'no reason given'), count(*) FROM jobs "
+            "WHERE run_id = ? AND stop_reason = 'skipped' GROUP BY 1, 2, 3 ORDER BY 1, 2, 4 DESC, 3",
+            [run_id]).fetchall()
+        return [(str(c), str(v), str(r), int(n)) for c, v, r, n in rows]
+
     # -- derived tables ----------------------------------------------------------------------
 
     def replace_derived(self, table: str, frame: pd.DataFrame) -> None:
