@@ -244,6 +244,34 @@ def test_thread_multiple_one_communicator_per_thread(openmpi, openmpi_build, omp
     assert list(calls["member"]) == predicted(sel.SelectionTable(), calls, portfolios, refused_members(openmpi_build))
 
 
+@pytest.mark.parametrize("counting", [False, True])
+def test_started_calls_before_the_state_then_decided_once_it_is_made(openmpi, openmpi_build, learn_programs,
+                                                                    tmp_path, counting):
+    """learn_nostate: on two fresh communicators, 5 MPI_Iallreduce before their first blocking
+    collective go to the library (no state yet, remembered per thread as "no state"), and the 5
+    after it are decided and traced on every rank, the same call for call: on c the state was
+    made by another thread (its making must void the main thread's "no state"), on d by the main
+    thread. Both routes: the learning mode alone (its short path) and with counting."""
+    calls = 5
+    proof = stand_in_proof(tmp_path / "proof.txt", ["lib:allreduce:ring#nonblocking"], 2, "separate/builtin/int")
+    (tmp_path / "trace").mkdir()
+    env = learn_env(openmpi, openmpi_build, trace=tmp_path / "trace", COLLTUNE_PROOF=str(proof),
+                    COLLTUNE_LIBRARY_WARMUP="0")
+    if not counting:
+        del env["COLLTUNE_VERBOSE"]
+    run = ok(run_mpi(openmpi, 2, [learn_programs["learn_nostate"], str(calls)], env, timeout=120))
+    assert f"learn_nostate ok calls={4 * calls + 2}" in run.stdout, run.describe()
+    traced, _ = read_calls(tmp_path / "trace", 2)
+    assert traced["comm_id"].nunique() == 2, traced
+    for _, comm in traced.sort_values(["comm_id", "call_index"]).groupby("comm_id"):
+        # the blocking call made the state (index 0); only the started calls after it count on
+        assert comm["call_index"].tolist() == list(range(calls + 1)), comm
+        assert comm["collective"].tolist() == ["allreduce"] + ["allreduce#nonblocking"] * calls, comm
+    if counting:   # rank 0's two blocking calls, drawn among the blocking portfolio (redraws aside)
+        blocking = {k: n for k, n in run.counts.items() if "#" not in k[2] and not k[3].startswith("redrawn")}
+        assert sum(blocking.values()) == 2 and {k[:2] for k in blocking} == {("allreduce", "explore")}, run.describe()
+
+
 @pytest.mark.parametrize("args", [["256"], ["256", "gaps"]])
 def test_root_only_arguments_never_change_draws(openmpi, openmpi_build, ompi_programs, args):
     run = ok(run_mpi(openmpi, 3, [ompi_programs["ct_rootonly"], *args],

@@ -3,7 +3,9 @@ read from the built libcolltune.so (objdump).
 
 The wrappers with arguments on the stack (more than six: MPI_I{gatherv,scatterv,alltoallv,
 alltoallw}, the *_init of the v/w forms...) are assembly stubs on x86-64 (native/gen/gen_forms.py
-STUB_PRELUDE): the flag test, `jne ct_slow_<name>` and `jmp PMPI_<name>@plt`, exactly. So are the
+STUB_PRELUDE): the flag test, `jne ct_slow_<name>` and `jmp PMPI_<name>@plt`, exactly; those of
+a served row's started forms (MPI_Iallreduce, MPI_Ialltoallv...) go on to `ct_serve_<name>` when
+only serving is on (SERVED_STUB_PRELUDE), without the C slow path. So are the
 served blocking ones (MPI_Allgatherv, MPI_Alltoallv, MPI_Reduce...: gen_wrappers.py
 SERVE_STUB_PRELUDE): the collective's byte of ct_active, `jne ct_serve_<name>`, the PMPI jump. GCC 12.2
 compiled the C shape of the 10- and 11-argument ones to 12-15 instructions before the jump. The
@@ -70,10 +72,11 @@ def check_build(art: build.Artifacts) -> None:
     assert {"MPI_Igatherv", "MPI_Ialltoallw", "MPI_Alltoallw_init"} <= {f.mpi for f in stubbed}
     for fn in stubbed:
         insns = code[fn.mpi]
-        flag = "ct_start_watch" if gen_forms.served_started(fn) else "ct_watch"
+        if gen_forms.served_started(fn):
+            check_served_started(fn, insns)
+            continue
         assert len(insns) >= 3, (fn.mpi, insns)
-        assert re.match(rf"(cmpb\s+\$0x0|testb\s+\$0x1),0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <{flag}>$",
-                        insns[0]), (fn.mpi, insns[:3])
+        assert re.match(r"testb\s+\$0x1,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_watch>$", insns[0]), (fn.mpi, insns[:3])
         assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{fn.mpi}>$", insns[1]), (fn.mpi, insns[:3])
         assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
     served = [f for f in fns if gen_forms.stubbed(f) and gen_forms.served(f)]
@@ -89,6 +92,21 @@ def check_build(art: build.Artifacts) -> None:
         path = straight_path(code[fn.mpi])
         assert len(path) < 10 and re.search(rf"<P{fn.mpi}(@plt|@Base)?>", path[-1]), (fn.mpi, path)
     check_p2p(code)
+
+
+def check_served_started(fn: gen_forms.Function, insns: list[str]) -> None:
+    """A served row's MPI_I<coll> or MPI_<Coll>_init with stack arguments (gen_forms.py
+    SERVED_STUB_PRELUDE): ct_start_watch 0 -> PMPI_<name> in three instructions; then
+    CT_START_SERVE (2) alone -> ct_serve_<name> in four, not through the C slow path; anything
+    else (counted, profiled) -> ct_slow_<name>."""
+    flag = r"0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_start_watch>$"
+    assert len(insns) >= 6, (fn.mpi, insns)
+    assert re.match(rf"cmpb\s+\$0x0,{flag}", insns[0]), (fn.mpi, insns[:6])
+    assert re.match(rf"jne\s+[0-9a-f]+ <{fn.mpi}\+0x[0-9a-f]+>$", insns[1]), (fn.mpi, insns[:6])
+    assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:6])
+    assert re.match(rf"cmpb\s+\$0x2,{flag}", insns[3]), (fn.mpi, insns[:6])
+    assert re.match(rf"je\s+[0-9a-f]+ <ct_serve_{fn.name}>$", insns[4]), (fn.mpi, insns[:6])
+    assert re.match(rf"jmp\s+[0-9a-f]+ <ct_slow_{fn.mpi}>$", insns[5]), (fn.mpi, insns[:6])
 
 
 def check_p2p(code: dict[str, list[str]]) -> None:
@@ -129,8 +147,15 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
     for name, fn in fns.items():
         if gen_forms.served(fn) or not gen_forms.stubbed(fn):
             continue
-        assert f"CT_STUB({name}, " in text and f"CT_HIDDEN int ct_slow_{name}(" in text, name
+        stub = (f"CT_SERVED_STUB({name}, ct_serve_{fn.name})" if gen_forms.served_started(fn)
+                else f"CT_STUB({name}, ")
+        assert stub in text and f"CT_HIDDEN int ct_slow_{name}(" in text, name
         assert re.search(rf"#else\nint {name}\(", text), name
+        # the served stub's target: hidden under the stubs, static in the C fallback
+        assert (f"#if CT_STUBS\nCT_HIDDEN __attribute__((noinline)) int ct_serve_{fn.name}(" in text) \
+            == gen_forms.served_started(fn), name
+    assert {n for n, f in fns.items() if gen_forms.served_started(f) and gen_forms.stubbed(f)} >= {
+        "MPI_Iallreduce", "MPI_Iallgatherv", "MPI_Ialltoallv", "MPI_Allreduce_init", "MPI_Ineighbor_allgather"}
     # the served blocking wrappers (the decision point's) by the same rule
     text = (GEN.parent / "generated" / "ct_wrappers.c").read_text()
     for coll in gen_wrappers.load().collectives:

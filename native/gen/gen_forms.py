@@ -203,8 +203,15 @@ def serve(fn: Function) -> list[str]:
             f"        return P{fn.mpi}({', '.join(n for _, n in pairs)});",
             *([] if rooted else ["    (void)rank;"]),
         ]
+    # the stub jumps to it (served_stub): hidden, not static, where there is a stub
+    head = [f"static __attribute__((noinline)) int ct_serve_{fn.name}({decl(pairs)})"]
+    if stubbed(fn):
+        head = ["#if CT_STUBS",
+                f"CT_HIDDEN __attribute__((noinline)) int ct_serve_{fn.name}({decl(pairs)});",
+                f"CT_HIDDEN __attribute__((noinline)) int ct_serve_{fn.name}({decl(pairs)})",
+                "#else", *head, "#endif"]
     return [
-        f"static __attribute__((noinline)) int ct_serve_{fn.name}({decl(pairs)})",
+        *head,
         "{",
         *fit,
         *fill_call(fn.coll, value, "    "),
@@ -249,24 +256,49 @@ STUB_PRELUDE = [
     "",
 ]
 
+# gen_forms.py's own stub (gen_p2p.py and gen_fortran.py share STUB_PRELUDE only): a served
+# row's started call (served_started) has one more way out, taken while its form is served and
+# nothing counts or profiles (ct_start_watch == CT_START_SERVE: the learning mode, a forced or
+# profiled member of the form): straight to ct_serve_<name> (hidden, not static, there), as
+# gen_wrappers.py's SERVE_STUB_PRELUDE does for the blocking calls. Through the C slow path the
+# stack arguments were copied once more: ct_slow_MPI_Iallreduce took 8 instructions per call,
+# ct_slow_MPI_Ialltoallv 18 (Open MPI 5.0.11, benchmarks/learning_runtime). The pass-through keeps
+# its three instructions, the serving path takes four; the C wrapper stays behind the stub for
+# the counted and profiled calls (its own first tests are then redundant).
+SERVED_STUB_PRELUDE = [
+    "#if CT_STUBS",
+    "/* MPI_<name> of a served started form: to PMPI_<name> when ct_start_watch is 0, to `serve`",
+    " * when it is CT_START_SERVE alone, else to the C wrapper (counted or profiled). */",
+    "#define CT_SERVED_STUB(name, serve)                                             \\",
+    '    __asm__("\\t.pushsection .text\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_STUB_ENDBR             \\',
+    '            "\\tcmpb $0, ct_start_watch(%rip)\\n\\tjne 1f\\n\\tjmp P" #name "@PLT\\n"        \\',
+    '            "1:\\tcmpb $2, ct_start_watch(%rip)\\n\\tje " #serve "\\n"                    \\',
+    '            "\\tjmp ct_slow_" #name "\\n\\t.cfi_endproc\\n\\t.size " #name ", .-" #name     \\',
+    '            "\\n\\t.popsection\\n");',
+    '_Static_assert(CT_START_SERVE == 2 && sizeof ct_start_watch == 1,',
+    '               "the served stubs compare the byte ct_start_watch with 2");',
+    "#endif",
+    "",
+]
+
 
 def stubbed(fn: Function) -> bool:
     """Its wrapper is an assembly stub where CT_STUBS: it has arguments on the stack."""
     return len(params(fn)) > REGISTER_ARGS
 
 
-def flag_asm(fn: Function) -> str:
-    """The stub's test of the wrapper's flag (the C test's, ZF set when it passes through)."""
-    return "cmpb $0, ct_start_watch(%rip)" if served_started(fn) else "testb $1, ct_watch(%rip)"
-
-
 def entry(fn: Function, pairs: list[tuple[str, str]]) -> list[str]:
     """The C wrapper's first line: the exported function, or the stub's slow path."""
     if not stubbed(fn):
         return [f"int {fn.mpi}({decl(pairs)})"]
+    # the watched forms test the C wrapper's flag (ct_watch's bit CT_WATCH_SEE, ZF set when it
+    # passes through); the served started forms have their own stub
+    stub = (f"CT_SERVED_STUB({fn.mpi}, ct_serve_{fn.name})" if served_started(fn)
+            else f'CT_STUB({fn.mpi}, "testb $1, ct_watch(%rip)")')
     return [
         "#if CT_STUBS",
-        f'CT_STUB({fn.mpi}, "{flag_asm(fn)}")',
+        stub,
         f"CT_HIDDEN int ct_slow_{fn.mpi}({decl(pairs)});",
         f"CT_HIDDEN int ct_slow_{fn.mpi}({decl(pairs)})",
         "#else",
@@ -365,6 +397,7 @@ def generate() -> str:
         "};",
         "",
         *STUB_PRELUDE,
+        *SERVED_STUB_PRELUDE,
     ]
     for fn in fns:
         if not served(fn):

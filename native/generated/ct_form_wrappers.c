@@ -162,7 +162,26 @@ _Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
 #define CT_STUBS 0
 #endif
 
+#if CT_STUBS
+/* MPI_<name> of a served started form: to PMPI_<name> when ct_start_watch is 0, to `serve`
+ * when it is CT_START_SERVE alone, else to the C wrapper (counted or profiled). */
+#define CT_SERVED_STUB(name, serve)                                             \
+    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+            "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
+            "\tcmpb $0, ct_start_watch(%rip)\n\tjne 1f\n\tjmp P" #name "@PLT\n"        \
+            "1:\tcmpb $2, ct_start_watch(%rip)\n\tje " #serve "\n"                    \
+            "\tjmp ct_slow_" #name "\n\t.cfi_endproc\n\t.size " #name ", .-" #name     \
+            "\n\t.popsection\n");
+_Static_assert(CT_START_SERVE == 2 && sizeof ct_start_watch == 1,
+               "the served stubs compare the byte ct_start_watch with 2");
+#endif
+
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLGATHER,
@@ -203,7 +222,7 @@ static __attribute__((noinline)) int ct_watched_iallgather(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallgather, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iallgather, ct_serve_iallgather)
 CT_HIDDEN int ct_slow_MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -218,7 +237,12 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -265,7 +289,7 @@ static __attribute__((noinline)) int ct_watched_iallgather_c(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallgather_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iallgather_c, ct_serve_iallgather_c)
 CT_HIDDEN int ct_slow_MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -282,7 +306,12 @@ int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLGATHER,
@@ -323,7 +352,7 @@ static __attribute__((noinline)) int ct_watched_allgather_init(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allgather_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Allgather_init, ct_serve_allgather_init)
 CT_HIDDEN int ct_slow_MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -340,7 +369,12 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -387,7 +421,7 @@ static __attribute__((noinline)) int ct_watched_allgather_init_c(const void *sen
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allgather_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Allgather_init_c, ct_serve_allgather_init_c)
 CT_HIDDEN int ct_slow_MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -403,7 +437,12 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
@@ -444,7 +483,7 @@ static __attribute__((noinline)) int ct_watched_iallreduce(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallreduce, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iallreduce, ct_serve_iallreduce)
 CT_HIDDEN int ct_slow_MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -459,7 +498,12 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -505,7 +549,7 @@ static __attribute__((noinline)) int ct_watched_iallreduce_c(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallreduce_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iallreduce_c, ct_serve_iallreduce_c)
 CT_HIDDEN int ct_slow_MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -522,7 +566,12 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
@@ -563,7 +612,7 @@ static __attribute__((noinline)) int ct_watched_allreduce_init(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allreduce_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Allreduce_init, ct_serve_allreduce_init)
 CT_HIDDEN int ct_slow_MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -580,7 +629,12 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -626,7 +680,7 @@ static __attribute__((noinline)) int ct_watched_allreduce_init_c(const void *sen
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allreduce_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Allreduce_init_c, ct_serve_allreduce_init_c)
 CT_HIDDEN int ct_slow_MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -642,7 +696,12 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALL,
@@ -683,7 +742,7 @@ static __attribute__((noinline)) int ct_watched_ialltoall(const void *sendbuf, i
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoall, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ialltoall, ct_serve_ialltoall)
 CT_HIDDEN int ct_slow_MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -698,7 +757,12 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -745,7 +809,7 @@ static __attribute__((noinline)) int ct_watched_ialltoall_c(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoall_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ialltoall_c, ct_serve_ialltoall_c)
 CT_HIDDEN int ct_slow_MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -762,7 +826,12 @@ int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALL,
@@ -803,7 +872,7 @@ static __attribute__((noinline)) int ct_watched_alltoall_init(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoall_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Alltoall_init, ct_serve_alltoall_init)
 CT_HIDDEN int ct_slow_MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -820,7 +889,12 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -867,7 +941,7 @@ static __attribute__((noinline)) int ct_watched_alltoall_init_c(const void *send
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoall_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Alltoall_init_c, ct_serve_alltoall_init_c)
 CT_HIDDEN int ct_slow_MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -989,7 +1063,12 @@ int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_BCAST,
@@ -1030,7 +1109,7 @@ static __attribute__((noinline)) int ct_watched_bcast_init(void *buffer, int cou
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Bcast_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Bcast_init, ct_serve_bcast_init)
 CT_HIDDEN int ct_slow_MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1047,7 +1126,12 @@ int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1092,7 +1176,7 @@ static __attribute__((noinline)) int ct_watched_bcast_init_c(void *buffer, MPI_C
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Bcast_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Bcast_init_c, ct_serve_bcast_init_c)
 CT_HIDDEN int ct_slow_MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1108,7 +1192,12 @@ int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int r
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_GATHER,
@@ -1149,7 +1238,7 @@ static __attribute__((noinline)) int ct_watched_igather(const void *sendbuf, int
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Igather, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Igather, ct_serve_igather)
 CT_HIDDEN int ct_slow_MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1164,7 +1253,12 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1210,7 +1304,7 @@ static __attribute__((noinline)) int ct_watched_igather_c(const void *sendbuf, M
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Igather_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Igather_c, ct_serve_igather_c)
 CT_HIDDEN int ct_slow_MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1227,7 +1321,12 @@ int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_GATHER,
@@ -1268,7 +1367,7 @@ static __attribute__((noinline)) int ct_watched_gather_init(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Gather_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Gather_init, ct_serve_gather_init)
 CT_HIDDEN int ct_slow_MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1285,7 +1384,12 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1331,7 +1435,7 @@ static __attribute__((noinline)) int ct_watched_gather_init_c(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Gather_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Gather_init_c, ct_serve_gather_init_c)
 CT_HIDDEN int ct_slow_MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1347,7 +1451,12 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
@@ -1388,7 +1497,7 @@ static __attribute__((noinline)) int ct_watched_ireduce(const void *sendbuf, voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ireduce, ct_serve_ireduce)
 CT_HIDDEN int ct_slow_MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1403,7 +1512,12 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1448,7 +1562,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_c(const void *sendbuf, v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ireduce_c, ct_serve_ireduce_c)
 CT_HIDDEN int ct_slow_MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1465,7 +1579,12 @@ int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
@@ -1506,7 +1625,7 @@ static __attribute__((noinline)) int ct_watched_reduce_init(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Reduce_init, ct_serve_reduce_init)
 CT_HIDDEN int ct_slow_MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1523,7 +1642,12 @@ int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1568,7 +1692,7 @@ static __attribute__((noinline)) int ct_watched_reduce_init_c(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Reduce_init_c, ct_serve_reduce_init_c)
 CT_HIDDEN int ct_slow_MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1584,7 +1708,12 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
@@ -1625,7 +1754,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce_scatter_block, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ireduce_scatter_block, ct_serve_ireduce_scatter_block)
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1640,7 +1769,12 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1686,7 +1820,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_block_c(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce_scatter_block_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ireduce_scatter_block_c, ct_serve_ireduce_scatter_block_c)
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1703,7 +1837,12 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER_BLOCK,
@@ -1744,7 +1883,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init(const 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_scatter_block_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Reduce_scatter_block_init, ct_serve_reduce_scatter_block_init)
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1761,7 +1900,12 @@ int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvco
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -1807,7 +1951,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_block_init_c(cons
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_scatter_block_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Reduce_scatter_block_init_c, ct_serve_reduce_scatter_block_init_c)
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1823,7 +1967,12 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER,
@@ -1864,7 +2013,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter(const void *send
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce_scatter, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ireduce_scatter, ct_serve_ireduce_scatter)
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -1909,7 +2058,12 @@ int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *r
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_REDUCE_SCATTER,
@@ -1950,7 +2104,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_scatter_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Reduce_scatter_init, ct_serve_reduce_scatter_init)
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -1996,7 +2150,12 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCAN,
@@ -2037,7 +2196,7 @@ static __attribute__((noinline)) int ct_watched_iscan(const void *sendbuf, void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscan, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iscan, ct_serve_iscan)
 CT_HIDDEN int ct_slow_MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2052,7 +2211,12 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -2098,7 +2262,7 @@ static __attribute__((noinline)) int ct_watched_iscan_c(const void *sendbuf, voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscan_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iscan_c, ct_serve_iscan_c)
 CT_HIDDEN int ct_slow_MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2115,7 +2279,12 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCAN,
@@ -2156,7 +2325,7 @@ static __attribute__((noinline)) int ct_watched_scan_init(const void *sendbuf, v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scan_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Scan_init, ct_serve_scan_init)
 CT_HIDDEN int ct_slow_MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2173,7 +2342,12 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -2219,7 +2393,7 @@ static __attribute__((noinline)) int ct_watched_scan_init_c(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scan_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Scan_init_c, ct_serve_scan_init_c)
 CT_HIDDEN int ct_slow_MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2235,7 +2409,12 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCATTER,
@@ -2276,7 +2455,7 @@ static __attribute__((noinline)) int ct_watched_iscatter(const void *sendbuf, in
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscatter, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iscatter, ct_serve_iscatter)
 CT_HIDDEN int ct_slow_MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2291,7 +2470,12 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -2337,7 +2521,7 @@ static __attribute__((noinline)) int ct_watched_iscatter_c(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscatter_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iscatter_c, ct_serve_iscatter_c)
 CT_HIDDEN int ct_slow_MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2354,7 +2538,12 @@ int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCATTER,
@@ -2395,7 +2584,7 @@ static __attribute__((noinline)) int ct_watched_scatter_init(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scatter_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Scatter_init, ct_serve_scatter_init)
 CT_HIDDEN int ct_slow_MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2412,7 +2601,12 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -2458,7 +2652,7 @@ static __attribute__((noinline)) int ct_watched_scatter_init_c(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scatter_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Scatter_init_c, ct_serve_scatter_init_c)
 CT_HIDDEN int ct_slow_MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2505,7 +2699,12 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLGATHERV,
@@ -2547,7 +2746,7 @@ static __attribute__((noinline)) int ct_watched_iallgatherv(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallgatherv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iallgatherv, ct_serve_iallgatherv)
 CT_HIDDEN int ct_slow_MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2593,7 +2792,12 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLGATHERV,
@@ -2635,7 +2839,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init(const void *send
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allgatherv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Allgatherv_init, ct_serve_allgatherv_init)
 CT_HIDDEN int ct_slow_MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2720,7 +2924,12 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLV,
@@ -2768,7 +2977,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallv(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoallv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ialltoallv, ct_serve_ialltoallv)
 CT_HIDDEN int ct_slow_MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2821,7 +3030,12 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLV,
@@ -2869,7 +3083,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Alltoallv_init, ct_serve_alltoallv_init)
 CT_HIDDEN int ct_slow_MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2961,7 +3175,12 @@ int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLW,
@@ -3009,7 +3228,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallw(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoallw, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ialltoallw, ct_serve_ialltoallw)
 CT_HIDDEN int ct_slow_MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3062,7 +3281,12 @@ int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_ALLTOALLW,
@@ -3110,7 +3334,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallw_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Alltoallw_init, ct_serve_alltoallw_init)
 CT_HIDDEN int ct_slow_MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoallw_init(const void *sendbuf, const int *sendcounts, const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3265,7 +3489,12 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_EXSCAN,
@@ -3306,7 +3535,7 @@ static __attribute__((noinline)) int ct_watched_iexscan(const void *sendbuf, voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iexscan, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iexscan, ct_serve_iexscan)
 CT_HIDDEN int ct_slow_MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3321,7 +3550,12 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 }
 
 #if MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -3367,7 +3601,7 @@ static __attribute__((noinline)) int ct_watched_iexscan_c(const void *sendbuf, v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iexscan_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iexscan_c, ct_serve_iexscan_c)
 CT_HIDDEN int ct_slow_MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3384,7 +3618,12 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_EXSCAN,
@@ -3425,7 +3664,7 @@ static __attribute__((noinline)) int ct_watched_exscan_init(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Exscan_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Exscan_init, ct_serve_exscan_init)
 CT_HIDDEN int ct_slow_MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3442,7 +3681,12 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 #endif
 
 #if CT_HAVE_PERSISTENT && MPI_VERSION >= 4
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     int rank;
     if (ct_large_comm(comm, &rank) != COLLTUNE_APPLICABLE
@@ -3488,7 +3732,7 @@ static __attribute__((noinline)) int ct_watched_exscan_init_c(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Exscan_init_c, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Exscan_init_c, ct_serve_exscan_init_c)
 CT_HIDDEN int ct_slow_MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3543,7 +3787,12 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_GATHERV,
@@ -3592,7 +3841,7 @@ static __attribute__((noinline)) int ct_watched_igatherv(const void *sendbuf, in
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Igatherv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Igatherv, ct_serve_igatherv)
 CT_HIDDEN int ct_slow_MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3646,7 +3895,12 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_GATHERV,
@@ -3695,7 +3949,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_init(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Gatherv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Gatherv_init, ct_serve_gatherv_init)
 CT_HIDDEN int ct_slow_MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3813,7 +4067,12 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_A
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCATTERV,
@@ -3862,7 +4121,7 @@ static __attribute__((noinline)) int ct_watched_iscatterv(const void *sendbuf, c
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscatterv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Iscatterv, ct_serve_iscatterv)
 CT_HIDDEN int ct_slow_MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscatterv(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3916,7 +4175,12 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_SCATTERV,
@@ -3965,7 +4229,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_init(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scatterv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Scatterv_init, ct_serve_scatterv_init)
 CT_HIDDEN int ct_slow_MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scatterv_init(const void *sendbuf, const int *sendcounts, const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4050,7 +4314,12 @@ int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLGATHER,
@@ -4091,7 +4360,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgather, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ineighbor_allgather, ct_serve_ineighbor_allgather)
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4136,7 +4405,12 @@ int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLGATHER,
@@ -4177,7 +4451,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgather_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Neighbor_allgather_init, ct_serve_neighbor_allgather_init)
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4253,7 +4527,12 @@ int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLGATHERV,
@@ -4294,7 +4573,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgatherv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ineighbor_allgatherv, ct_serve_ineighbor_allgatherv)
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4339,7 +4618,12 @@ int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLGATHERV,
@@ -4380,7 +4664,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init(const v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgatherv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Neighbor_allgatherv_init, ct_serve_neighbor_allgatherv_init)
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4456,7 +4740,12 @@ int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALL,
@@ -4497,7 +4786,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall(const void *s
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoall, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ineighbor_alltoall, ct_serve_ineighbor_alltoall)
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4542,7 +4831,12 @@ int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALL,
@@ -4583,7 +4877,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init(const voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoall_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Neighbor_alltoall_init, ct_serve_neighbor_alltoall_init)
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4667,7 +4961,12 @@ int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, c
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALLV,
@@ -4715,7 +5014,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallv, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ineighbor_alltoallv, ct_serve_ineighbor_alltoallv)
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4768,7 +5067,12 @@ int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, 
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALLV,
@@ -4816,7 +5120,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallv_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Neighbor_alltoallv_init, ct_serve_neighbor_alltoallv_init)
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4908,7 +5212,12 @@ int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, c
 
 #endif
 
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALLW,
@@ -4956,7 +5265,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallw, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Ineighbor_alltoallw, ct_serve_ineighbor_alltoallw)
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #else
@@ -5009,7 +5318,12 @@ int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, 
 #endif
 
 #if CT_HAVE_PERSISTENT
+#if CT_STUBS
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+CT_HIDDEN __attribute__((noinline)) int ct_serve_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#else
 static __attribute__((noinline)) int ct_serve_neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+#endif
 {
     const ct_call call = {
         .coll = CT_COLL_NEIGHBOR_ALLTOALLW,
@@ -5057,7 +5371,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init(const vo
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallw_init, "cmpb $0, ct_start_watch(%rip)")
+CT_SERVED_STUB(MPI_Neighbor_alltoallw_init, ct_serve_neighbor_alltoallw_init)
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init(const void *sendbuf, const int *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const int *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else

@@ -150,9 +150,16 @@ CT_HIDDEN int ct_learn_tracing(void);
  * (at MPI_Init): started or made, traced, its request followed on a tracing rank; `d` for
  * counting. */
 extern CT_HIDDEN int ct_learn_nonblocking, ct_learn_persistent;
-/* The library's own call of a started form: MPI_I<coll>, or MPI_<Coll>_init with `info`. */
-CT_HIDDEN int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
-                               MPI_Request *request);
+/* The library's own call of a started form: MPI_I<coll>, or MPI_<Coll>_init with `info`.
+ * Inline: `form` is a constant where the learning mode's nonblocking path calls it, which then
+ * jumps to colltune_start_library directly (a function of its own cost 8 instructions per
+ * MPI_I<coll>, benchmarks/learning_runtime). */
+static inline int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
+                                   MPI_Request *request)
+{
+    return form == CT_FORM_PERSISTENT ? colltune_init_library(call, info, request)
+                                      : colltune_start_library(call, request);
+}
 CT_HIDDEN int ct_learn_started(enum ct_form form, const ct_call *call, MPI_Info info,
                                MPI_Request *request, ct_decision *d);
 /* The same when nothing counts the decision (what ct_learn_dispatch is to blocking calls). */

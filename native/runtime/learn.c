@@ -134,7 +134,15 @@ int ct_learn_prepare(uint64_t slots[CT_LEARN_SLOTS], uint64_t portfolio, char *e
 
 /* A one-entry cache per thread of the last communicator's state: Open MPI's attribute lookup
  * alone costs ~140 instructions per call. A freed communicator's handle can be reused for a new
- * one, so every delete bumps a generation that invalidates all caches. */
+ * one, so every delete bumps a generation that invalidates all caches. `state` NULL: the
+ * communicator has no state yet (its started calls came before its first blocking collective,
+ * which makes it), so that such calls do not ask for the attribute again each time (128 + 30
+ * instructions per MPI_Iallreduce on Open MPI 5.0.11, for the whole run of a communicator that
+ * only carries nonblocking collectives). Making a state bumps the generation too: a thread that
+ * kept "no state" for the communicator must not go on leaving its started calls to the library
+ * while the other ranks decide theirs (they would run different algorithms). A freed
+ * communicator without a state has no attribute to delete: a new one with its handle has no state
+ * either, so a "no state" entry stays true for it. */
 typedef struct ct_comm_cache {
     MPI_Comm comm;
     struct ct_comm_state *state;
@@ -329,24 +337,31 @@ static __attribute__((noinline)) ct_comm_state *ct_comm_lookup(MPI_Comm comm, un
     int found = 0;
     if (PMPI_Comm_get_attr(comm, ct_keyval, &value, &found) != MPI_SUCCESS)
         return NULL;
-    ct_comm_state *s = value;
-    if (!found && !create)
-        return NULL;
-    if (!found) {
+    ct_comm_state *s = found ? value : NULL;
+    if (!found && create) {
         s = ct_comm_create(comm);
-        if (s != NULL && PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
+        if (s == NULL)
+            return NULL;
+        if (PMPI_Comm_set_attr(comm, ct_keyval, s) != MPI_SUCCESS) {
             free(s);
             return NULL;
         }
+        /* every thread's "no state" for this communicator is stale from here */
+        generation = atomic_fetch_add_explicit(&ct_generation, 1, memory_order_acq_rel) + 1;
     }
+    /* `generation` was read before the attribute: a state made since by another thread has
+     * bumped it, so this entry (a "no state" one too) is a miss at the next call */
     ct_cache = (ct_comm_cache){comm, s, generation};
     return s;
 }
 
+/* `create` 0: a state or NULL, from the cache ("no state" included). `create` 1: a cached "no
+ * state" is a miss, so that the first blocking collective makes the state. */
 static inline ct_comm_state *ct_comm_of(MPI_Comm comm, int create)
 {
     unsigned generation = atomic_load_explicit(&ct_generation, memory_order_acquire);
-    if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation))
+    if (CT_LIKELY(ct_cache.comm == comm && ct_cache.generation == generation
+                  && (!create || ct_cache.state != NULL)))
         return ct_cache.state;
     return ct_comm_lookup(comm, generation, create);
 }
@@ -586,39 +601,23 @@ static inline __attribute__((always_inline)) int ct_learn_start_picked(enum ct_f
     return ct_start_library(form, call, info, request);   /* also: no member of this form */
 }
 
-/* MPI_I<coll> (MPI_<Coll>_init) of a row the learning mode decides (modes.c, while
- * ct_learn_nonblocking, ct_learn_persistent): a member of the form's portfolio drawn from the
- * communicator's call counter like a blocking call's, so every rank draws the same (MPI orders
- * nonblocking calls and persistent inits with the blocking collectives of the communicator); the
- * algorithm is fixed when the call starts (when the persistent request is made, for all its
- * starts: MPI does not order the starts across ranks, docs/select.md) and nothing waits here.
- * On a tracing rank the call gets its record now, in call order; requests.c follows the request
- * and completes the record (ct_trace_completed): a nonblocking call's reward is the start's time
- * plus that of the Wait/Test calls that were given this request alone, a persistent request's the
- * mean of that over its starts (MPI_Start's time instead of the init's). */
-static inline __attribute__((always_inline)) int ct_learn_start_call(enum ct_form form,
-                                                                      const ct_call *call,
-                                                                      MPI_Info info,
-                                                                      MPI_Request *request,
-                                                                      ct_decision *d)
+/* The rest of a started call after the short path (ct_learn_start_call): a member that its cell
+ * picked without a draw (`code` > 1), or the full path (`code` 0: a draw is due, or the rank
+ * traces or checks). Out of line, with its own decision where nobody counts it (`d` NULL), so
+ * that the short path's library start is a tail call with no decision in its frame (10 of the
+ * 25 instructions that MPI_Iallreduce's learning path took over MPI_Allreduce's on Open MPI
+ * 5.0.11: six saved registers, the decision's stores, the call and return around
+ * colltune_start_library). */
+static __attribute__((noinline)) int ct_learn_start_rest(const ct_call *call, MPI_Info info,
+                                                         MPI_Request *request, ct_decision *d,
+                                                         int port, unsigned code)
 {
-    /* A communicator's state is made by its first blocking collective (the ranks agree on its
-     * id and layout there, with blocking calls: inside a start they could deadlock against a
-     * rank that communicates before starting, as MPI allows); until then the library starts
-     * the calls, alike on every rank, since collectives are ordered alike. */
-    ct_comm_state *s = call->comm != MPI_COMM_NULL ? ct_comm_of(call->comm, 0) : NULL;
-    if (s == NULL || s->inter || ct_erroneous_intra(call, s->size, s->rank))
-        return ct_start_library(form, call, info, request);
-    int port = (int)form * CT_NUM_COLLECTIVES + call->coll;
-    if (CT_LIKELY(!atomic_load_explicit(&ct_recording, memory_order_relaxed))) {
-        /* the blocking calls' short path (ct_learn_dispatch), with the same rules */
-        int64_t bytes = ct_learn_bytes(call, s->size);
-        if (CT_UNLIKELY(bytes < 0))
-            return ct_start_library(form, call, info, request);
-        unsigned code = ct_short_code(s, port, bytes);
-        if (CT_LIKELY(code != 0))
-            return ct_learn_start_picked(form, call, info, request, d, port, code);
-    }
+    enum ct_form form = (enum ct_form)(port / CT_NUM_COLLECTIVES);
+    ct_decision own = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
+    if (d == NULL)
+        d = &own;
+    if (code != 0)
+        return ct_learn_start_picked(form, call, info, request, d, port, code);
     *d = ct_learn_choose(call, port);
     int traced = ct_learn_tracing();
     uint64_t start = traced ? ct_now() : 0;
@@ -637,6 +636,47 @@ static inline __attribute__((always_inline)) int ct_learn_start_call(enum ct_for
     return rc;
 }
 
+/* MPI_I<coll> (MPI_<Coll>_init) of a row the learning mode decides (modes.c, while
+ * ct_learn_nonblocking, ct_learn_persistent): a member of the form's portfolio drawn from the
+ * communicator's call counter like a blocking call's, so every rank draws the same (MPI orders
+ * nonblocking calls and persistent inits with the blocking collectives of the communicator); the
+ * algorithm is fixed when the call starts (when the persistent request is made, for all its
+ * starts: MPI does not order the starts across ranks, docs/select.md) and nothing waits here.
+ * On a tracing rank the call gets its record now, in call order; requests.c follows the request
+ * and completes the record (ct_trace_completed): a nonblocking call's reward is the start's time
+ * plus that of the Wait/Test calls that were given this request alone, a persistent request's the
+ * mean of that over its starts (MPI_Start's time instead of the init's). `d`: the decision, for
+ * counting; NULL where nothing counts it. */
+static inline __attribute__((always_inline)) int ct_learn_start_call(enum ct_form form,
+                                                                      const ct_call *call,
+                                                                      MPI_Info info,
+                                                                      MPI_Request *request,
+                                                                      ct_decision *d)
+{
+    /* A communicator's state is made by its first blocking collective (the ranks agree on its
+     * id and layout there, with blocking calls: inside a start they could deadlock against a
+     * rank that communicates before starting, as MPI allows); until then the library starts
+     * the calls, alike on every rank, since collectives are ordered alike. */
+    ct_comm_state *s = call->comm != MPI_COMM_NULL ? ct_comm_of(call->comm, 0) : NULL;
+    if (s == NULL || s->inter || ct_erroneous_intra(call, s->size, s->rank))
+        return ct_start_library(form, call, info, request);
+    int port = (int)form * CT_NUM_COLLECTIVES + call->coll;
+    unsigned code = 0;
+    if (CT_LIKELY(!atomic_load_explicit(&ct_recording, memory_order_relaxed))) {
+        /* the blocking calls' short path (ct_learn_dispatch), with the same rules */
+        int64_t bytes = ct_learn_bytes(call, s->size);
+        if (CT_UNLIKELY(bytes < 0))
+            return ct_start_library(form, call, info, request);
+        code = ct_short_code(s, port, bytes);
+        if (CT_LIKELY(code == 1)) {   /* member 0: default, the library */
+            if (d != NULL)
+                d->mode = CT_MODE_EXPLOIT;
+            return ct_start_library(form, call, info, request);
+        }
+    }
+    return ct_learn_start_rest(call, info, request, d, port, code);
+}
+
 int ct_learn_started(enum ct_form form, const ct_call *call, MPI_Info info, MPI_Request *request,
                      ct_decision *d)
 {
@@ -645,8 +685,7 @@ int ct_learn_started(enum ct_form form, const ct_call *call, MPI_Info info, MPI_
 
 int ct_learn_dispatch_started(const ct_call *call, MPI_Request *request)
 {
-    ct_decision d = {-1, -1, CT_MODE_NONE, COLLTUNE_APPLICABLE};
-    return ct_learn_start_call(CT_FORM_NONBLOCKING, call, MPI_INFO_NULL, request, &d);
+    return ct_learn_start_call(CT_FORM_NONBLOCKING, call, MPI_INFO_NULL, request, NULL);
 }
 
 static __attribute__((noinline)) int ct_learn_dispatch_full(const ct_call *call)

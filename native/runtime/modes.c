@@ -184,13 +184,6 @@ int ct_dispatch(const ct_call *call)
     return ct_dispatch_decided(call);
 }
 
-int ct_start_library(enum ct_form form, const ct_call *call, MPI_Info info,
-                            MPI_Request *request)
-{
-    return form == CT_FORM_PERSISTENT ? colltune_init_library(call, info, request)
-                                      : colltune_start_library(call, request);
-}
-
 /* Whether the learning mode decides MPI_I<coll> (`form` nonblocking) or MPI_<Coll>_init
  * (persistent): it decides the blocking calls of the collective (no force, no profile) and the
  * form's portfolio may serve (learn.c). */
