@@ -6,7 +6,10 @@
  * before the loop and MPI_Start + MPI_Wait per call (MPI_Request_free after it), `neighbor_<coll>`
  * (and `ineighbor_<coll>`) on a periodic ring of the ranks (MPI_Cart_create, 2 neighbours).
  *
- *   collective_loop COLLECTIVE CALLS
+ *   collective_loop COLLECTIVE CALLS [fresh]
+ *
+ * `fresh`: without the blocking MPI_Barrier on each communicator before the loop, so that the
+ * started calls run on communicators that have no learning state (learn.c).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -20,8 +23,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 3 || size > MAX_RANKS) {
-        fprintf(stderr, "usage: collective_loop COLLECTIVE CALLS (at most %d ranks)\n", MAX_RANKS);
+    if (argc < 3 || (argc > 3 && strcmp(argv[3], "fresh") != 0) || size > MAX_RANKS) {
+        fprintf(stderr, "usage: collective_loop COLLECTIVE CALLS [fresh] (at most %d ranks)\n", MAX_RANKS);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *coll = argv[1];
@@ -44,10 +47,12 @@ int main(int argc, char **argv)
     static MPI_Aint adispls[2] = {0, sizeof(int)};
     /* A communicator's learning state is made by its first blocking collective (learn.c): the
      * started calls (and persistent requests made) on a communicator that has had none are
-     * left to the library, after a lookup of the state on every call. An application's
-     * communicators usually have had one. */
-    MPI_Barrier(w);
-    MPI_Barrier(ring);
+     * left to the library (the thread remembers that it has none). An application's
+     * communicators usually have had one; `fresh` measures those that have not. */
+    if (argc == 3) {
+        MPI_Barrier(w);
+        MPI_Barrier(ring);
+    }
     MPI_Request req = MPI_REQUEST_NULL;
     if (!strcmp(coll, "allreduce_init"))
         MPI_Allreduce_init(in, out, 1, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &req);
