@@ -25,11 +25,20 @@
  * probing from hash `h`: an empty slot is claimed by CAS and gets the key before it is
  * published; a slot being claimed by another thread is waited for (a few stores). NULL when the
  * table is full. No lock: MPI_THREAD_MULTIPLE safe. Inline: the sizes are constants. */
-static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_t h,
-                                   size_t key_at, const void *key, size_t key_bytes)
+/* The slots a table's claims took, in claim order (`at[k]`, k < `n`), where the table's reader
+ * must not read every slot: a whole table read at MPI_Finalize faulted in every page of it. */
+typedef struct ct_claims {
+    atomic_uint n;
+    uint32_t *at;                     /* as many as the table has slots */
+} ct_claims;
+
+static inline void *ct_table_probe_noted(void *table, size_t n, size_t stride, uint64_t h,
+                                         size_t key_at, const void *key, size_t key_bytes,
+                                         ct_claims *claims)
 {
     for (size_t probe = 0; probe < n; probe++) {
-        char *slot = (char *)table + ((h + probe) & (n - 1)) * stride;
+        size_t at = (h + probe) & (n - 1);
+        char *slot = (char *)table + at * stride;
         atomic_int *state = (atomic_int *)slot;
         int st = atomic_load_explicit(state, memory_order_acquire);
         if (st == 0) {
@@ -37,6 +46,9 @@ static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_
             if (atomic_compare_exchange_strong_explicit(state, &expected, 1, memory_order_acquire,
                                                         memory_order_relaxed)) {
                 memcpy(slot + key_at, key, key_bytes);
+                if (claims != NULL)   /* each slot is claimed once: at most n notes */
+                    claims->at[atomic_fetch_add_explicit(&claims->n, 1, memory_order_relaxed)] =
+                        (uint32_t)at;
                 atomic_store_explicit(state, 2, memory_order_release);
                 return slot;
             }
@@ -48,6 +60,12 @@ static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_
             return slot;
     }
     return NULL;
+}
+
+static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_t h,
+                                   size_t key_at, const void *key, size_t key_bytes)
+{
+    return ct_table_probe_noted(table, n, stride, h, key_at, key, key_bytes, NULL);
 }
 
 /* ---- the points (profcall.c counts into them, profrun.c writes them at MPI_Finalize) ------- */
@@ -87,6 +105,8 @@ typedef struct ct_point {
 
 extern CT_PROFRUN_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
 extern CT_PROFRUN_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
+/* the slots claimed in each (profrun.c writes those only) */
+extern CT_PROFRUN_HIDDEN ct_claims ct_coll_claims, ct_p2p_claims;
 /* calls not counted: their table was full */
 extern CT_PROFRUN_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 
@@ -440,6 +460,14 @@ CT_PROFRUN_HIDDEN int ct_profwalk(ct_frame_fn take, void *arg);
 /* The chain lines and chains_made of dir/rank-N; the per-thread caches freed (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profchain_write(FILE *out);
 CT_PROFRUN_HIDDEN void ct_profchain_finish(void);
+/* MPI_Finalize's flushes visit only the memo and poll entries the ids made so far index (an
+ * entry per id, `id >> 3`): ct_profchain_ids() ids, the n-th at ct_profchain_id(n); -1 where a
+ * call's site may be no such id (the intern table was full: the site itself, anywhere in a
+ * table), then every entry is visited. A whole table read at MPI_Finalize faulted in every page
+ * of it (OpenFOAM: ~500 of a profiled rank's ~1,100 extra page faults, 1-8 us each on this
+ * virtual machine). */
+CT_PROFRUN_HIDDEN int ct_profchain_ids(void);
+CT_PROFRUN_HIDDEN const void *ct_profchain_id(int n);
 
 /* ---- point-to-point calls (profcall.c; the generated wrappers' repetitions inline) -------- */
 /* A chain's last point-to-point call, per thread, as profcall.c's ct_memo for collectives: when

@@ -44,6 +44,8 @@ _Static_assert((CT_HOT & (CT_HOT - 1)) == 0, "a power of two (a mask)");
 CT_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
 CT_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
 CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
+static uint32_t ct_coll_claimed[CT_COLL_SLOTS], ct_p2p_claimed[CT_P2P_SLOTS];
+CT_HIDDEN ct_claims ct_coll_claims = {0, ct_coll_claimed}, ct_p2p_claims = {0, ct_p2p_claimed};
 
 /* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
 CT_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
@@ -75,8 +77,9 @@ static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const c
     uint64_t h = ((uint64_t)(uintptr_t)key->site * 0x9E3779B97F4A7C15ull)
                  ^ ((uint64_t)key->kind << 40 ^ (uint64_t)(key->bin + 1) << 32 ^ (uint64_t)key->nprocs);
     h ^= h >> 29;
-    ct_point *s = ct_table_probe(table, n, sizeof *table, h, offsetof(ct_point, key), key,
-                                 sizeof *key);
+    ct_point *s = ct_table_probe_noted(table, n, sizeof *table, h, offsetof(ct_point, key), key,
+                                       sizeof *key,
+                                       table == ct_coll_slots ? &ct_coll_claims : &ct_p2p_claims);
     if (s == NULL)
         atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
     return s;
@@ -309,6 +312,7 @@ _Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_
  * took the full path at every call (256 entries: QE's 1,214 chains shared them). */
 #define CT_MEMOS CT_CHAIN_IDS
 _Static_assert((CT_MEMOS & (CT_MEMOS - 1)) == 0, "a power of two (a mask)");
+_Static_assert(CT_MEMOS == CT_P2P_MEMOS, "one loop flushes both (ct_memo_flush_all)");
 
 /* ~0.9 MB, allocated zeroed by calloc (fresh pages from the kernel, not written): a process
  * touches the pages of the entries its chains use, ~200 bytes a chain. */
@@ -436,15 +440,29 @@ static void ct_p2p_memo_flush(ct_p2p_memo *m)
     }
 }
 
+static void ct_memo_flush_at(ct_memo *m, ct_p2p_memo *p)
+{
+    if (m->id != 0)
+        ct_memo_flush(m);
+    if (p->site != NULL)
+        ct_p2p_memo_flush(p);
+}
+
+/* The entries the chain ids index (ct_profchain_ids): the pages of the others are never
+ * touched, here either (reading a whole block faulted in its ~225 untouched pages). */
 static void ct_memo_flush_all(void)
 {
+    int ids = ct_profchain_ids();
     for (ct_memo_block *b = atomic_load(&ct_memo_blocks); b != NULL; b = b->next) {
-        for (int i = 0; i < CT_MEMOS; i++)
-            if (b->memos[i].id != 0)
-                ct_memo_flush(&b->memos[i]);
-        for (int i = 0; i < CT_P2P_MEMOS; i++)
-            if (b->p2p[i].site != NULL)
-                ct_p2p_memo_flush(&b->p2p[i]);
+        if (ids < 0) {
+            for (int i = 0; i < CT_MEMOS; i++)
+                ct_memo_flush_at(&b->memos[i], &b->p2p[i]);
+            continue;
+        }
+        for (int n = 0; n < ids; n++) {
+            const void *id = ct_profchain_id(n);
+            ct_memo_flush_at(ct_memo_at(b->memos, id, 0), ct_p2p_memo_at(b->p2p, id, 0));
+        }
     }
 }
 

@@ -316,6 +316,17 @@ const void *ct_profchain_site(const void *site, const void *anchor)
 
 /* ---- MPI_Finalize -------------------------------------------------------------------------- */
 
+int ct_profchain_ids(void)
+{
+    unsigned n = atomic_load(&ct_chain_count);
+    return atomic_load(&ct_chains_lost) != 0 || n > CT_CHAIN_IDS ? -1 : (int)n;
+}
+
+const void *ct_profchain_id(int n)
+{
+    return &ct_chain_ids[n];
+}
+
 void ct_profchain_write(FILE *out)
 {
     for (size_t i = 0; i < CT_CHAIN_SLOTS; i++) {

@@ -46,6 +46,9 @@ typedef struct ct_req {
 } ct_req;
 
 static ct_req ct_reqs[CT_REQ_SLOTS];
+/* A slot was written since the map was last cleared: MPI_Finalize's clear (ct_req_clear, every
+ * mode) zeroed the whole map, writing ~88 untouched pages in a run that followed no request. */
+static int ct_req_touched;
 static atomic_int ct_req_live;           /* followed requests: 0 lets Wait/Test skip the map */
 /* Bumped whenever the map changes (a request followed, started, completed, dropped): a polling
  * call's memo (below) holds only while it is unchanged. */
@@ -165,6 +168,7 @@ static void ct_drop(ct_req *r)
     atomic_fetch_sub_explicit(&ct_req_live, 1, memory_order_relaxed);
     if (atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0) {   /* all gone: reset */
         memset(ct_reqs, 0, sizeof ct_reqs);
+        ct_req_touched = 0;
         ct_req_gone = 0;
     }
     ct_poll_lite_set();
@@ -201,6 +205,7 @@ static ct_req *ct_follow(MPI_Request request, int fn, ct_point *point, int persi
                 continue;
             if (r->state == CT_SLOT_GONE)
                 ct_req_gone--;
+            ct_req_touched = 1;
             *r = (ct_req){key, CT_SLOT_USED, fn, persistent, !persistent, point, start, 0, 0, 0, 0,
                           0, 0};
             ct_changed();
@@ -234,7 +239,9 @@ void ct_req_learned(MPI_Request request, int fn, uint64_t record, uint64_t own_n
 void ct_req_clear(void)
 {
     ct_lock();
-    memset(ct_reqs, 0, sizeof ct_reqs);
+    if (ct_req_touched)
+        memset(ct_reqs, 0, sizeof ct_reqs);
+    ct_req_touched = 0;
     ct_req_gone = 0;
     atomic_store(&ct_req_live, 0);
     ct_changed();
@@ -429,11 +436,15 @@ void ct_profrun_polls_finish(void)
 {
     ct_poll_lite_ok = 0;
     ct_poll_lite_set();
-    for (int i = 0; i < CT_POLLS; i++) {
-        if (ct_polls[i].chain == NULL)
-            continue;   /* (an empty entry holds nothing: its pages stay untouched) */
-        ct_poll_flush(&ct_polls[i]);
-        ct_polls[i].chain = NULL;
+    /* only the entries the chain ids index (profchain.c): reading every entry faulted in the
+     * table's ~256 untouched pages at each MPI_Finalize */
+    int ids = ct_profchain_ids();
+    for (int i = 0; i < (ids < 0 ? CT_POLLS : ids); i++) {
+        ct_poll *p = ids < 0 ? &ct_polls[i] : ct_poll_at(CT_P2P_COUNT, ct_profchain_id(i));
+        if (p->chain == NULL)
+            continue;
+        ct_poll_flush(p);
+        p->chain = NULL;
     }
 }
 
