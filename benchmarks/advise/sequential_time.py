@@ -10,7 +10,10 @@ a periodic disturbance from lining up with one mode. The wall time is the launch
 mpirun's start to its exit: start-up, MPI_Init, the run, MPI_Finalize and, profiled, the rank
 files written, i.e. what a user waits for. Every run's result must be the first plain run's (the
 profiling never changes results). One plain and one profiled run come first, not recorded (the
-case's files and the libraries into the page cache).
+case's files and the libraries into the page cache). Each profiled run's own account is kept
+with it (since session 13: rank 0's sampling synchronisations and their latency sum, the larger
+rank's `own_cost`, the figure the budget acts on), so that the wall-time difference can be set
+against what the profiling measured of itself.
 
 Why not concurrent runs (concurrent_time.py) or an in-run switch: concurrent runs put 6 ranks on
 2 cores, so the wall time is mostly waiting for a descheduled peer (a lower bound of the cost,
@@ -56,7 +59,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from paired_time import median_interval  # noqa: E402
 
-FIELDS = ("block", "order", "pos", "mode", "wall_s", "load1", "result")
+FIELDS = ("block", "order", "pos", "mode", "wall_s", "load1", "result", "syncs", "sync_ms", "own_ms")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 OPENFOAM_RANK = """#!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
@@ -115,9 +118,27 @@ class Run:
     wall_s: float
     load: float
     result: str
+    own_ms: float | None = None   # the profiled run's own account (TSVs before session 13: none)
+    syncs: int | None = None
 
 
-def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, str]:
+def own_account(prof: Path) -> tuple[int, float, float]:
+    """What a profiled run's rank files say it cost itself: its sampling synchronisations
+    (rank 0's count, the latency sum in ms) and the larger rank's own cost in ms (the figure the
+    budget acts on); (0, 0, 0) for a plain run."""
+    syncs, sync_ms, own_ms = 0, 0.0, 0.0
+    for rank_file in sorted(prof.glob("rank-*")):
+        text = rank_file.read_text()
+        sy = re.search(r"^sample_syncs (\d+) (\d+)", text, re.M)
+        own = re.search(r"^own_cost (\d+)", text, re.M)
+        if rank_file.name == "rank-0" and sy:
+            syncs, sync_ms = int(sy[1]), int(sy[2]) / 1e6
+        if own:
+            own_ms = max(own_ms, int(own[1]) / 1e6)
+    return syncs, sync_ms, own_ms
+
+
+def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, str, tuple[int, float, float]]:
     for pattern in app.clean:
         for p in app.work.glob(pattern):
             shutil.rmtree(p) if p.is_dir() else p.unlink()
@@ -137,7 +158,8 @@ def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, st
         raise RuntimeError(f"{app.name} {mode}: no result line in its output\n{text[-2000:]}")
     if mode == "profiled" and not (prof / "rank-0").exists():
         raise RuntimeError(f"{app.name}: the profiled run wrote no {prof / 'rank-0'}")
-    return wall, load, " ".join(str(found[-1]).split())
+    own = own_account(prof) if mode == "profiled" else (0, 0.0, 0.0)
+    return wall, load, " ".join(str(found[-1]).split()), own
 
 
 def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: int, append: bool,
@@ -163,8 +185,9 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             walls = []
             for pos, letter in enumerate(order):
                 mode = "plain" if letter == "P" else "profiled"
-                wall, load, result = run_one(app, mode, lib, prof)
-                w.writerow((b, order, pos, mode, f"{wall:.4f}", load, result))
+                wall, load, result, own = run_one(app, mode, lib, prof)
+                w.writerow((b, order, pos, mode, f"{wall:.4f}", load, result, own[0], f"{own[1]:.3f}",
+                            f"{own[2]:.3f}"))
                 walls.append(f"{letter} {wall:.3f}")
             f.flush()
             print(f"block {b} {order}: " + ", ".join(walls), flush=True)
@@ -174,7 +197,8 @@ def read_runs(tsv: Path) -> list[Run]:
     with open(tsv, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     return [Run(int(r["block"]), r["order"], int(r["pos"]), r["mode"], float(r["wall_s"]), float(r["load1"]),
-                r["result"]) for r in rows]
+                r["result"], float(r["own_ms"]) if r.get("own_ms") else None,
+                int(r["syncs"]) if r.get("syncs") else None) for r in rows]
 
 
 def block_logs(runs: list[Run]) -> np.ndarray:
@@ -218,6 +242,12 @@ def report(runs: list[Run], bar: float) -> list[str]:
         f"profiled / plain, median: {math.exp(med.median):.4f}, {med.level:.1%} interval {m_lo:.4f}-{m_hi:.4f} "
         "(distribution-free)",
     ]
+    own = [r.own_ms for r in runs if r.mode == "profiled" and r.own_ms is not None]
+    if own:
+        syncs = [r.syncs for r in runs if r.mode == "profiled" and r.syncs is not None]
+        lines.append(f"the profiled runs' own account (rank files): own cost median {np.median(own):.1f} ms "
+                     f"({np.median(own) / 1000 / np.median(prof):.2%} of the profiled median), "
+                     f"sampling synchronisations median {np.median(syncs):.0f}")
     if t_hi <= 1 + bar and m_hi <= 1 + bar:
         v = f"at most {bar:.0%}: both upper ends ({t_hi:.4f}, {m_hi:.4f}) are at most {1 + bar:.2f}"
     elif t_lo > 1 + bar and m_lo > 1 + bar:
