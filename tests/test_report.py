@@ -138,9 +138,9 @@ def test_heatmap_cells_follow_severity(db: Path) -> None:
     v = ctx.verdicts
     assert set(v[(v["collective"] == "bcast") & (v["msg_bytes"] == 8) & (v["kind"] == "pattern")]["verdict"]) == {
         "no violation"}
-    # corrected per test over the whole family (the rule before), none of them is shown equivalent:
-    # a point with no decided comparison is not scored
-    separate = check.judge(check.load_run(db), check.CheckSettings(rule="separate")).verdicts
+    # corrected per test over the whole family (the rule before, without a margin), none of them is
+    # shown equivalent: a point with no decided comparison is not scored
+    separate = check.judge(check.load_run(db), check.CheckSettings(rule="separate", margin=0.0)).verdicts
     assert set(separate[(separate["collective"] == "bcast") & (separate["msg_bytes"] == 8)
                         & (separate["kind"] == "pattern")]["verdict"]) == {"undecided"}
     assert ("bcast", 8) not in point_penalties(separate, cautious=False).set_index(["collective", "msg_bytes"]).index

@@ -73,7 +73,7 @@ VERDICT_COLUMNS: dict[str, str] = {
     "tolerance": "DOUBLE",
     "judged_at": "TIMESTAMP",
     # issue 17: three-way verdicts over sequential looks (docs/statistics.md)
-    "verdict": "VARCHAR",  # violation | no violation | undecided | untested
+    "verdict": "VARCHAR",  # violation | no violation | no practical violation | undecided | untested
     "p_equivalence": "DOUBLE",
     "p_equivalence_adjusted": "DOUBLE",
     "look": "INTEGER",  # the look (0 = after the first R launches) that decided, or the last
@@ -86,6 +86,15 @@ VERDICT_COLUMNS: dict[str, str] = {
     # process count: a launch on another is refused); NULL when not recorded
     "nodes": "INTEGER",
     "ppn": "INTEGER",  # the most ranks on one node
+    # issue 36, session 13: the equivalence margin (decide.MARGIN). A violation needs the test
+    # beyond the tolerance's boundary widened by it; "no practical violation" the test inside it.
+    # Without a margin (0, and in verdicts stored before it: NULL) they are p_violation and
+    # p_equivalence.
+    "margin": "DOUBLE",
+    "p_violation_margin": "DOUBLE",
+    "p_violation_margin_adjusted": "DOUBLE",
+    "p_no_practical": "DOUBLE",
+    "p_no_practical_adjusted": "DOUBLE",
 }
 # What `colltune validate` stores per point (docs/statistics.md, "Validation").
 VALIDATION_COLUMNS: dict[str, str] = {

@@ -21,7 +21,7 @@ from colltune import catalog
 from colltune.commands import bench_options, nextsteps
 from colltune.measure.settings import BenchError
 from colltune.mpi import libraries
-from colltune.verify import adaptive, check, stats, tables
+from colltune.verify import adaptive, check, decide, stats, tables
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column fallback.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -46,6 +46,10 @@ err_console = Console(stderr=True)
               show_default=True, help="Error rate: family-wise (holm) or false discovery rate (bh).")
 @click.option("--tolerance", type=click.FloatRange(0, 1, max_open=True), default=0.05, show_default=True,
               help="Smallest relative difference of medians (1 - variant/default) that counts as a violation.")
+@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=decide.MARGIN, show_default=True,
+              help="Equivalence margin: a violation must lie beyond the tolerance's boundary 1/(1 - tolerance) "
+                   "widened by this share; a comparison shown below the widened boundary is 'no practical "
+                   "violation' (0: none).")
 @click.option("--comparer", type=click.Choice(list(tables.COMPARERS)), default="grouped", show_default=True,
               help="Main table printed (pgchecker's comparers); totals always follow.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -61,7 +65,7 @@ err_console = Console(stderr=True)
                    "else 120; 0: no limit].")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, correction: str, alpha: float,
-            tolerance: float, comparer: str, out_dir: Path | None, quiet: bool, rounds: int | None,
+            tolerance: float, margin: float, comparer: str, out_dir: Path | None, quiet: bool, rounds: int | None,
             round_launches: int | None, round_budget: float | None, **options: Any) -> None:
     """Check an MPI library against the self-consistent performance guidelines.
 
@@ -69,8 +73,9 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
     own algorithms), R launches per process count (default here: 10, 8 with --preset quick),
     then judges pattern,
     library, monotony and split-robustness guidelines with per-launch statistics, a correction
-    for multiple comparisons and a practical tolerance: each comparison is a violation, no
-    violation (equivalence shown) or undecided. Adaptive rounds then measure again only the jobs
+    for multiple comparisons and a practical tolerance: each comparison is a violation (beyond the
+    tolerance by more than its margin), no violation (equivalence shown), no practical violation
+    (shown within the tolerance's margin) or undecided. Adaptive rounds then measure again only the jobs
     of the undecided ones (every variant of such a job, as in the first launches), within a time
     budget. An A/A copy of each default calibrates the error rate.
     Exit code: 0 all decided, no violation; 1 violations found; 3 none found but some
@@ -91,7 +96,7 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         gc.freeze()
         atexit.register(gc.unfreeze)
     settings = check.CheckSettings(test=stats.Test(test), correction=stats.Correction(correction), alpha=alpha,
-                                   tolerance=tolerance)
+                                   tolerance=tolerance, margin=margin)
     if no_measure:
         given = [k for k, v in {**options, "rounds": rounds, "round_launches": round_launches,
                                 "round_budget": round_budget}.items() if v not in (None, (), [], False)]

@@ -294,7 +294,7 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     needed_p = [stopped.get(key, p) for key, p in
                 zip(keys, _needed_p(verdicts["kind"].tolist(), verdicts["verdict"].tolist(), alphas[last]), strict=True)]
     notes, verdict_of = verdicts["note"].tolist(), verdicts["verdict"].tolist()
-    verdicts["note"] = [_with_reason(note, verdict, c.kind, e, settings.tolerance, p, planned)
+    verdicts["note"] = [_with_reason(note, verdict, c.kind, e, settings, p, planned)
                         for note, verdict, (_, (c, e)), p in zip(notes, verdict_of, final, needed_p, strict=True)]
     # Open comparisons the whole plan could not decide (decide.FUTILITY_FACTOR): the rounds skip them.
     verdicts["_futile"] = [key in stopped or (verdict == decide_mod.UNDECIDED and decide_mod.futile(e, p, planned))
@@ -335,13 +335,20 @@ def _stop_futile(rows: list[_Row], effects: list[_Judged], keys: list[tuple[obje
             stopped[key] = p
 
 
-def _with_reason(note: object, verdict: str, kind: str, e: decide_mod.Effect, tolerance: float, needed_p: float,
-                 planned: int | None) -> str:
-    """The row's note, and for an undecided comparison why it is undecided."""
+def _with_reason(note: object, verdict: str, kind: str, e: decide_mod.Effect, settings: CheckSettings,
+                 needed_p: float, planned: int | None) -> str:
+    """The row's note; for an undecided comparison why it is undecided, for "no practical
+    violation" what was shown."""
     note = note if isinstance(note, str) else ""
+    if verdict == decide_mod.NO_PRACTICAL:
+        limit, wide = 1.0 / (1.0 - settings.tolerance), 1.0 / (1.0 - settings.practical)
+        shown = (f"no practical violation: shown below {wide:.3f}x (the tolerance's {limit:.3f}x with its "
+                 f"{settings.margin:.0%} margin), not below the tolerance itself")
+        return "; ".join(x for x in (note, shown) if x)
     if verdict != decide_mod.UNDECIDED:
         return note
-    return "; ".join(x for x in (note, decide_mod.undecided_reason(kind, e, tolerance, needed_p, planned)) if x)
+    reason = decide_mod.undecided_reason(kind, e, settings.tolerance, needed_p, planned, settings.margin)
+    return "; ".join(x for x in (note, reason) if x)
 
 
 def _needed_p(kinds: list[str], verdicts: list[str], alpha_last: float) -> list[float]:

@@ -11,6 +11,10 @@ Every guideline comparison ends as one of (docs/statistics.md, "Three-way verdic
   undecided     neither (the interval contains the tolerance); undecided_reason says why;
   untested      too few launches for any test.
 
+With an equivalence margin m (CheckSettings.margin, MARGIN; issue 36, session 13) a violation needs
+the bound beyond the tolerance's boundary widened by m, and a fourth verdict, "no practical
+violation", is the mirror test at that widened boundary: shown below it, not below the tolerance.
+
 The correction (rule "directional", issue 36) is one Holm (or BH) over the family's comparisons,
 each entering with the test its data point to (stats.adjust_directional): the two tests are
 mirror images whose p-values add up to about 1, and the comparisons shown inside the tolerance
@@ -46,7 +50,10 @@ from colltune.verify.comparisons import (Comparison, Side, SideKey, barrier_medi
 
 GUIDELINE_KINDS = ("pattern", "library", "monotony", "split")
 VIOLATION, NO_VIOLATION, UNDECIDED, UNTESTED = "violation", "no violation", "undecided", "untested"
-DECIDED = (VIOLATION, NO_VIOLATION)
+# Shown inside the tolerance widened by the margin (CheckSettings.margin), not inside the tolerance
+# itself: whatever the comparison's slowdown beyond the tolerance is, it is smaller than the margin.
+NO_PRACTICAL = "no practical violation"
+DECIDED = (VIOLATION, NO_VIOLATION, NO_PRACTICAL)
 # How the two one-sided tests of every comparison of a family are corrected: "directional", one
 # Holm (or BH) over the comparisons, each with the test its data point to; "separate", the rule
 # before issue 36, one correction per test (docs/statistics.md, "Three-way verdicts").
@@ -66,6 +73,25 @@ TwoModes = Literal["median", "mean"]
 # tenth against its last of 38 (issue 36, session 10; docs/statistics.md, "A floor under each
 # comparison's variance"; calibrated with benchmarks/verification/futility_calibration.py).
 VARIANCE_PRIOR = 4.0
+
+# The equivalence margin (issue 36, session 13; docs/statistics.md, "The equivalence margin"): a
+# violation must be shown beyond the tolerance's boundary widened by this share, 1/(1 - tolerance)
+# x (1 + margin), and a comparison shown below that widened boundary is decided "no practical
+# violation". Chosen from 40 quick checks replayed from 400 stored quiet launches, the same draws
+# for every margin (benchmarks/reproducibility/replicate.py; docs/measurement.md, "Why verdicts
+# split", point 9): 0 (the rule before) 96.7% mean overlap, MPI_Allgather vs its Alltoall mock-up at
+# 1 KiB (1.08x, per-launch sd 0.11) a violation in 20% of checks; 1% 97.4%, Allgather 15%, nothing
+# else differing; 2% and 3% push the widened boundary into the real violations nearest the
+# tolerance (MPI_Reduce_scatter vs Reduce_scatterv 1 KiB, 1.15x, sd 0.12; Scatter vs Scatterv 8 B):
+# they are then missed in 5-25% of checks, and a missed violation costs a pair more overlap (8/9)
+# than an extra one (9/10).
+MARGIN = 0.01
+
+
+def practical_tolerance(tolerance: float, margin: float) -> float:
+    """The tolerance whose boundary 1/(1 - t) is the tolerance's widened by `margin`:
+    1/(1 - t) = (1 + margin)/(1 - tolerance)."""
+    return 1.0 - (1.0 - tolerance) / (1.0 + margin)
 
 
 class JudgeSettings(BaseModel):
@@ -98,10 +124,18 @@ class CheckSettings(JudgeSettings):
                                            "run): each verdict is its ratio's, from any number of launches")
     two_modes: TwoModes = Field("mean", description="the slowdown of a comparison whose launches form two modes "
                                                       "on either side of the tolerance (two_modes_slowdown)")
+    margin: float = Field(MARGIN, ge=0.0, lt=1.0,
+                          description="equivalence margin: a violation must lie beyond the tolerance's boundary "
+                                      "times (1 + margin); shown below it, 'no practical violation' (0: none)")
     variance_prior: float = Field(VARIANCE_PRIOR, ge=0.0,
                                   description="weight, in launches, of the family's typical per-launch variance in "
                                               "the variance a paired t-test takes at least (stats.variance_floor; "
                                               "0: each comparison's own)")
+
+    @property
+    def practical(self) -> float:
+        """The tolerance a violation must be shown beyond: practical_tolerance(tolerance, margin)."""
+        return practical_tolerance(self.tolerance, self.margin)
 
 
 def round_launches(first: int, round_: int) -> int:
@@ -125,35 +159,46 @@ def look_alphas(alpha: float, looks: int, planned_launches: list[int] | None = N
 
 
 def decide(verdicts: pd.DataFrame, alpha_look: float, tolerance: float, correction: stats.Correction,
-           rule: Rule = "directional") -> pd.DataFrame:
+           rule: Rule = "directional", margin: float = 0.0) -> pd.DataFrame:
     """Corrections per family (guidelines; A/A calibration and tuned separately), then verdicts
-    at this look's alpha, by `rule` (module docstring)."""
+    at this look's alpha, by `rule` (module docstring). Two boundaries, each corrected on its own
+    as before: the tolerance's (p_violation, p_equivalence: "no violation"), and the tolerance's
+    widened by `margin` (p_violation_margin: a violation; p_no_practical: "no practical
+    violation"). Without a margin the second is the first and the verdicts are those before it."""
     v = verdicts.copy()
-    for adjusted in ("p_adjusted", "p_violation_adjusted", "p_equivalence_adjusted"):
+    for adjusted in ("p_adjusted", "p_violation_adjusted", "p_equivalence_adjusted",
+                     "p_violation_margin_adjusted", "p_no_practical_adjusted"):
         v[adjusted] = np.nan
+    pairs = [("p_violation", "p_equivalence")] + ([("p_violation_margin", "p_no_practical")] if margin > 0 else [])
     families = [v["kind"].isin(GUIDELINE_KINDS), v["kind"] == "aa", v["kind"] == "tuned"]
     for mask in families:
         if not mask.any():
             continue
         v.loc[mask, "p_adjusted"] = stats.adjust(v.loc[mask, "p_value"].to_numpy(dtype=float), correction)
-        p_vio = v.loc[mask, "p_violation"].to_numpy(dtype=float)
-        p_equ = v.loc[mask, "p_equivalence"].to_numpy(dtype=float)
-        if rule == "separate":
-            v.loc[mask, "p_violation_adjusted"] = stats.adjust(p_vio, correction)
-            v.loc[mask, "p_equivalence_adjusted"] = stats.adjust(p_equ, correction)
-        else:
-            adj_vio, adj_equ = stats.adjust_directional(p_vio, p_equ, correction)
-            v.loc[mask, "p_violation_adjusted"] = adj_vio
-            v.loc[mask, "p_equivalence_adjusted"] = adj_equ
+        for beyond, inside in pairs:
+            p_vio = v.loc[mask, beyond].to_numpy(dtype=float)
+            p_equ = v.loc[mask, inside].to_numpy(dtype=float)
+            if rule == "separate":
+                adj_vio, adj_equ = stats.adjust(p_vio, correction), stats.adjust(p_equ, correction)
+            else:
+                adj_vio, adj_equ = stats.adjust_directional(p_vio, p_equ, correction)
+            v.loc[mask, f"{beyond}_adjusted"] = adj_vio
+            v.loc[mask, f"{inside}_adjusted"] = adj_equ
+    if margin <= 0:
+        v["p_violation_margin_adjusted"] = v["p_violation_adjusted"]
+        v["p_no_practical_adjusted"] = v["p_equivalence_adjusted"]
     # `significant`: a difference at all (the plain one-sided test, also what A/A calibrates);
-    # a violation needs the difference shown beyond the tolerance.
+    # a violation needs the difference shown beyond the tolerance and its margin.
     v["significant"] = (v["p_adjusted"] <= alpha_look).fillna(False).astype(bool)
+    limit = practical_tolerance(tolerance, margin)
     # a bool array even without rows (a list would make an empty object column, which np.select refuses)
-    v["violation"] = np.array([bool(stats.is_violation(pa, rd, alpha_look, tolerance))
-                               for pa, rd in zip(v["p_violation_adjusted"], v["rel_diff"], strict=True)], dtype=bool)
+    v["violation"] = np.array([bool(stats.is_violation(pa, rd, alpha_look, limit))
+                               for pa, rd in zip(v["p_violation_margin_adjusted"], v["rel_diff"], strict=True)],
+                              dtype=bool)
     equivalent = (v["p_equivalence_adjusted"] <= alpha_look).fillna(False).astype(bool)
-    v["verdict"] = np.select([v["p_value"].isna(), v["violation"], equivalent],
-                             [UNTESTED, VIOLATION, NO_VIOLATION], UNDECIDED)
+    practical = (v["p_no_practical_adjusted"] <= alpha_look).fillna(False).astype(bool)
+    v["verdict"] = np.select([v["p_value"].isna(), v["violation"], equivalent, practical],
+                             [UNTESTED, VIOLATION, NO_VIOLATION, NO_PRACTICAL], UNDECIDED)
     return v
 
 
@@ -175,6 +220,20 @@ class Effect:
     variance: float = math.nan  # per-launch variance of the log-ratio its paired t-test implies (stats.tested_variance)
     df: int = 0  # and its degrees of freedom
     var_floor: float = 0.0  # the variance its tests took at least (stats.variance_floor)
+    # the two tests at the tolerance widened by the margin (CheckSettings.practical); None: no margin,
+    # the tests at the tolerance (violation, equivalence) stand for them
+    beyond_margin: stats.TestResult | None = None
+    inside_margin: stats.TestResult | None = None
+
+    @property
+    def practical_violation(self) -> stats.TestResult:
+        """The test a violation needs: beyond the tolerance and its margin."""
+        return self.violation if self.beyond_margin is None else self.beyond_margin
+
+    @property
+    def practical_equivalence(self) -> stats.TestResult:
+        """The test "no practical violation" needs: inside the tolerance and its margin."""
+        return self.equivalence if self.inside_margin is None else self.inside_margin
 
 
 # A deterministic simulator (SimGrid SMPI without measured computation, mpi/smpi.py) repeats its
@@ -211,8 +270,13 @@ def exact_effect(ref: Side, alt: Side, settings: CheckSettings) -> Effect:
     def shown(beyond: bool) -> stats.TestResult:
         return stats.TestResult(log_sd, 0.0 if beyond else 1.0)
 
+    margins = {}
+    if settings.margin > 0:
+        wide = limit * (1.0 + settings.margin)
+        margins = {"beyond_margin": shown(sd > wide * (1.0 + EXACT_JITTER)),
+                   "inside_margin": shown(sd < wide / (1.0 + EXACT_JITTER))}
     return Effect(n, sd, 1.0 - 1.0 / sd, shown(sd > 1.0 + EXACT_JITTER), shown(sd > limit * (1.0 + EXACT_JITTER)),
-                  shown(sd < limit / (1.0 + EXACT_JITTER)), settings.test, x, y, exact=True)
+                  shown(sd < limit / (1.0 + EXACT_JITTER)), settings.test, x, y, exact=True, **margins)
 
 
 _FLOORED = (stats.Test.TRIMMED_T, stats.Test.SCREENED_T, stats.Test.PAIRED_T)
@@ -226,7 +290,7 @@ def effect(ref: Side, alt: Side, settings: CheckSettings, var_floor: float = 0.0
     taken as at least this (judge_look's floor from the family's typical variance)."""
     if settings.exact:
         return exact_effect(ref, alt, settings)
-    test, tol = settings.test, settings.tolerance
+    test, tol, wide = settings.test, settings.tolerance, settings.practical
     if test.paired:
         common = np.intersect1d(ref.launch_ids, alt.launch_ids)
         x = ref.launch_medians[np.searchsorted(ref.launch_ids, common)]
@@ -240,7 +304,7 @@ def effect(ref: Side, alt: Side, settings: CheckSettings, var_floor: float = 0.0
                 nan = stats.TestResult(math.nan, math.nan)
                 return Effect(0, math.nan, math.nan, nan, nan, nan, test, x, y)
             sd, how = stats.paired_slowdown(x, y), ""
-            mean = two_modes_slowdown(x, y, tol, test) if settings.two_modes == "mean" else None
+            mean = two_modes_slowdown(x, y, wide, test) if settings.two_modes == "mean" else None
             if mean is not None:
                 modes = stats.launch_modes(np.log(x) - np.log(y))
                 assert modes is not None
@@ -249,18 +313,22 @@ def effect(ref: Side, alt: Side, settings: CheckSettings, var_floor: float = 0.0
                                  f"the median launch's ratio {stats.paired_slowdown(x, y):.2f}x")
             var, df = (stats.tested_variance(np.log(x) - np.log(y), test) if test in _FLOORED and x.size >= 2
                        else (math.nan, 0))
+            margins = {"beyond_margin": stats.beyond_tolerance_test(x, y, wide, test, var_floor),
+                       "inside_margin": stats.equivalence_test(x, y, wide, test, var_floor)} if wide > tol else {}
             return Effect(int(x.size), sd, 1.0 - 1.0 / sd, stats.one_sided_test(x, y, test, var_floor),
                           stats.beyond_tolerance_test(x, y, tol, test, var_floor),
                           stats.equivalence_test(x, y, tol, test, var_floor),
-                          test, x, y, note=how, variance=var, df=df, var_floor=var_floor)
+                          test, x, y, note=how, variance=var, df=df, var_floor=var_floor, **margins)
         test = test.unpaired
     x, y = ref.launch_medians, alt.launch_medians
     if test is stats.Test.WELCH_LOG:
         x, y = x[x > 0], y[y > 0]
     rm, am = float(np.median(x)), float(np.median(y))
+    margins = {"beyond_margin": stats.beyond_tolerance_test(x, y, wide, test),
+               "inside_margin": stats.equivalence_test(x, y, wide, test)} if wide > tol else {}
     return Effect(int(min(x.size, y.size)), stats.slowdown(rm, am), stats.relative_difference(rm, am),
                   stats.one_sided_test(x, y, test), stats.beyond_tolerance_test(x, y, tol, test),
-                  stats.equivalence_test(x, y, tol, test), test, x, y)
+                  stats.equivalence_test(x, y, tol, test), test, x, y, **margins)
 
 
 def two_modes_slowdown(x: np.ndarray, y: np.ndarray, tolerance: float, test: stats.Test) -> float | None:
@@ -328,8 +396,12 @@ def launches_to_decide(e: Effect, needed_p: float, optimism: float = 0.0) -> flo
 
 
 def _pointed(e: Effect) -> stats.TestResult:
-    """The test pointing to the side of the boundary the data lie on (the one decide() corrects)."""
-    return e.violation if e.violation.p_value < e.equivalence.p_value else e.equivalence
+    """The test pointing to the side of the boundary the data lie on (the one decide() corrects),
+    at the boundary a violation needs (the tolerance with its margin): an open comparison is
+    decided there, a violation or "no practical violation", before it could be shown inside the
+    tolerance itself."""
+    beyond, inside = e.practical_violation, e.practical_equivalence
+    return beyond if beyond.p_value < inside.p_value else inside
 
 
 def _pointed_t(e: Effect, needed_p: float) -> tuple[float, float]:
@@ -342,16 +414,19 @@ def _pointed_t(e: Effect, needed_p: float) -> tuple[float, float]:
     return abs(_pointed(e).statistic), t_needed
 
 
-def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, planned: int | None = None) -> str:
+def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, planned: int | None = None,
+                     margin: float = 0.0) -> str:
     """Why a comparison stayed undecided, from what its launches show: two modes of launches on
     either side of the tolerance; where the estimate lies and how far its test is from the
     (corrected) level `needed_p` it had to reach; about how many launches would reach it at this
     scatter, and whether that is beyond the `planned` launches (then the adaptive rounds stopped
-    measuring it); for monotony and split, that the sides are separate jobs."""
-    limit = 1.0 / (1.0 - tolerance)
+    measuring it); for monotony and split, that the sides are separate jobs. With a `margin`, the
+    boundary is the tolerance's widened by it (what a violation needs)."""
+    limit = 1.0 / (1.0 - practical_tolerance(tolerance, margin))
+    boundary = "the tolerance" if margin <= 0 else f"the tolerance with its {margin:.0%} margin"
     if e.exact and e.n:  # both tests 1: the ratio lies on the tolerance
         return (f"undecided: the exact ratio {e.slowdown:.4f}x of a deterministic simulator lies within "
-                f"{EXACT_JITTER:.0%} (its repeatability) of the tolerance ({limit:.4f}x): no number of launches "
+                f"{EXACT_JITTER:.0%} (its repeatability) of {boundary} ({limit:.4f}x): no number of launches "
                 "decides it")
     if e.n < 2:
         return "undecided: too few launches"
@@ -362,7 +437,7 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
         modes = stats.launch_modes(d)
         if modes is not None and modes.low_ratio <= limit < modes.high_ratio:
             parts.append(f"launches in two modes, {modes.low} of {e.n} at {modes.low_ratio:.2f}x and {modes.high} at "
-                         f"{modes.high_ratio:.2f}x, on either side of the tolerance ({limit:.2f}x): the estimate "
+                         f"{modes.high_ratio:.2f}x, on either side of {boundary} ({limit:.2f}x): the estimate "
                          "follows the run's mix of launches")
         parts.append(f"per-launch ratios scatter by {float(d.std(ddof=1)):.2f} in log between launches")
         if e.var_floor > e.variance:
@@ -371,10 +446,11 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
     else:
         center = float(np.mean(np.log(e.x)) - np.mean(np.log(e.y)))
     pointed = _pointed(e)
-    where = (f"mean ratio {math.exp(center):.2f}x, {'beyond' if pointed is e.violation else 'inside'} the "
-             f"tolerance ({limit:.2f}x)")
+    beyond = pointed is e.practical_violation
+    shown = f"{limit:.2f}x" if margin <= 0 else f"{limit:.3f}x"
+    where = f"mean ratio {math.exp(center):.2f}x, {'beyond' if beyond else 'inside'} {boundary} ({shown})"
     needed = launches_to_decide(e, needed_p)
-    if pointed is e.violation and pointed.p_value <= needed_p and not e.slowdown > limit:
+    if beyond and pointed.p_value <= needed_p and not e.slowdown > limit:
         # stats.is_violation's second condition: the test takes the mean log-ratio, the slowdown
         # shown is the median launch's, and launches in two modes can put them on either side
         parts.append(f"{where}, shown by its test (p {pointed.p_value:.2g} <= {needed_p:.2g} after correction), but "
@@ -387,12 +463,12 @@ def undecided_reason(kind: str, e: Effect, tolerance: float, needed_p: float, pl
         parts.append(f"{where} by t = {t_now:.1f} where {t_needed:.1f} was needed (p {pointed.p_value:.2g} > "
                      f"{needed_p:.2g} after correction)")
         if needed > 10_000:
-            parts.append("it lies on the tolerance: no number of launches within reach decides it")
+            parts.append(f"it lies on {boundary}: no number of launches within reach decides it")
         else:
             parts.append(f"about {int(needed)} launches would decide it at this scatter")
         if futile(e, needed_p, planned):
             parts.append(f"more than {FUTILITY_FACTOR} x the {planned} launches the check plans even {FUTILITY_Z:g} "
-                         "standard error further from the tolerance: the adaptive rounds do not measure such a "
+                         f"standard error further from {boundary}: the adaptive rounds do not measure such a "
                          "comparison again")
     if kind in ("monotony", "split"):
         parts.append("the two sizes are separate jobs of a launch, not interleaved, so their ratio carries "
@@ -404,7 +480,8 @@ EffectCache = dict[tuple[object, ...], Effect]
 
 # Filled by decide() and judge(); every other verdict column comes from judge_look's rows.
 COMPUTED = ("p_adjusted", "significant", "violation", "correction", "alpha", "tolerance", "judged_at",
-            "verdict", "p_equivalence_adjusted", "p_violation_adjusted", "look", "looks")
+            "verdict", "p_equivalence_adjusted", "p_violation_adjusted", "look", "looks",
+            "p_violation_margin_adjusted", "p_no_practical_adjusted")
 
 
 def _cached_effect(c: Comparison, settings: CheckSettings, cache: EffectCache, var_floor: float = 0.0) -> Effect:
@@ -471,7 +548,8 @@ def judge_look(run_id: str, variants: pd.DataFrame, complete: bool, measurements
     rows = [_row(run_id, complete, c, e, settings, barrier.get(c.nprocs, math.nan), round_launches)
             for c, e in effects]
     verdicts = pd.DataFrame(rows, columns=[c for c in schema.VERDICT_COLUMNS if c not in COMPUTED])
-    return decide(verdicts, alpha_look, settings.tolerance, settings.correction, settings.rule), effects
+    return decide(verdicts, alpha_look, settings.tolerance, settings.correction, settings.rule,
+                  settings.margin), effects
 
 
 def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckSettings,
@@ -511,6 +589,9 @@ def _row(run_id: str, complete: bool, c: Comparison, e: Effect, settings: CheckS
         "statistic": e.test.statistic if testable else nan, "p_value": e.test.p_value if testable else nan,
         "p_violation": e.violation.p_value if testable else nan,
         "p_equivalence": e.equivalence.p_value if testable else nan,
+        "p_violation_margin": e.practical_violation.p_value if testable else nan,
+        "p_no_practical": e.practical_equivalence.p_value if testable else nan,
+        "margin": settings.margin,
         "barrier_warning": stats.barrier_warning(ref_med, ref_med / e.slowdown if e.slowdown > 0 else alt_med,
                                                  barrier_s),
         "barrier_median_s": barrier_s,
@@ -532,6 +613,7 @@ class Coverage:
     untested: int
     untested_hint: str  # "too few launches; rerun with -R 8"
     undecided_hint: str
+    no_practical: int = 0  # "no practical violation": inside the tolerance with its margin
 
     @property
     def complete(self) -> bool:
@@ -548,6 +630,8 @@ class Coverage:
     def headline(self) -> str:
         counts = (f"{self.violations} violation{'s' if self.violations != 1 else ''}, "
                   f"{self.no_violations} no violation (equivalence shown)")
+        if self.no_practical:
+            counts += f", {self.no_practical} no practical violation (within the tolerance's margin)"
         return "; ".join([counts, *self.notes()])
 
     @property
@@ -571,7 +655,7 @@ def coverage(verdicts: pd.DataFrame, launches: int | None, min_launches: int) ->
     return Coverage(
         comparisons=int(len(v)), violations=int((state == VIOLATION).sum()),
         no_violations=int((state == NO_VIOLATION).sum()), undecided=int((state == UNDECIDED).sum()),
-        untested=int(len(untested)), untested_hint=hint,
+        untested=int(len(untested)), untested_hint=hint, no_practical=int((state == NO_PRACTICAL).sum()),
         undecided_hint=(f"neither a violation nor equivalence within the tolerance could be shown; measure "
                         f"{more} or give the adaptive rounds more time (--round-budget)"))
 

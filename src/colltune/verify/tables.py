@@ -154,7 +154,8 @@ def grouped_violation_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Counts per guideline kind: tested comparisons, violations brave (all) and cautious, comparisons
-    shown free of violation (equivalence), undecided and untested."""
+    shown free of violation (equivalence), undecided and untested, and (last) shown within the
+    tolerance's margin ("no practical violation"; a point decided so counts under no_violation)."""
     rows = []
     judged = verdicts[verdicts["kind"].isin(GUIDELINE_KINDS)]
     for kind in ("pattern", "library", "monotony", "split"):
@@ -166,10 +167,11 @@ def totals_table(verdicts: pd.DataFrame) -> pd.DataFrame:
                  "cautious": int(((g["violations"] > 0) & ~g["barrier_warning"]).sum()),
                  "no_violation": int(((g["violations"] == 0) & (g["undecided"] == 0) & (g["untested"] == 0)).sum()),
                  "undecided": int(((g["violations"] == 0) & (g["undecided"] > 0)).sum()),
-                 "untested": int(((g["violations"] == 0) & (g["undecided"] == 0) & (g["untested"] > 0)).sum())})
+                 "untested": int(((g["violations"] == 0) & (g["undecided"] == 0) & (g["untested"] > 0)).sum()),
+                 "no_practical": 0})
     rows.append(_count_row("all comparisons", judged))
     return pd.DataFrame(rows, columns=["scope", "tested", "brave", "cautious", "no_violation", "undecided",
-                                       "untested"])
+                                       "untested", "no_practical"])
 
 
 def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
@@ -178,7 +180,8 @@ def _count_row(scope: str, v: pd.DataFrame) -> dict[str, object]:
     return {"scope": scope, "tested": int(len(tested)), "brave": int(len(vio)),
             "cautious": int((~vio["barrier_warning"]).sum()),
             "no_violation": int((tested["verdict"] == "no violation").sum()),
-            "undecided": int((tested["verdict"] == "undecided").sum()), "untested": int(len(v) - len(tested))}
+            "undecided": int((tested["verdict"] == "undecided").sum()), "untested": int(len(v) - len(tested)),
+            "no_practical": int((tested["verdict"] == "no practical violation").sum())}
 
 
 def per_collective_table(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -367,12 +370,13 @@ def render_detailed(verdicts: pd.DataFrame, kinds: tuple[str, ...] | None = None
 
 def render_totals(verdicts: pd.DataFrame) -> Table:
     tt = totals_table(verdicts)
+    practical = bool(tt["no_practical"].any())  # the column only where a margin decided something
     t = _table("Totals", [("", "left"), ("tested", "right"), ("violations (brave)", "right"),
                           ("cautious", "right"), ("no violation", "right"), ("undecided", "right"),
-                          ("untested", "right")])
+                          ("untested", "right")] + ([("no practical violation", "right")] if practical else []))
     for _, r in tt.iterrows():
         _add_row(t, r["scope"], str(r["tested"]), str(r["brave"]), str(r["cautious"]), str(r["no_violation"]),
-                 str(r["undecided"]), str(r["untested"]))
+                 str(r["undecided"]), str(r["untested"]), *([str(r["no_practical"])] if practical else []))
     return t
 
 
