@@ -43,11 +43,12 @@ def test_exit_0_without_violations(tmp_path: Path) -> None:
 def test_settings_reach_the_verdicts(tmp_path: Path) -> None:
     db = _db(tmp_path, 0.6)
     r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db), "--test", "mwu", "--correction", "bh",
-                                  "--alpha", "0.01", "--tolerance", "0.5", "--comparer", "detailed"])
+                                  "--alpha", "0.01", "--tolerance", "0.5", "--margin", "0.02",
+                                  "--comparer", "detailed"])
     assert r.exit_code == 0, r.output  # a 40% gain is below the 50% tolerance
     v = check.load_verdicts(db)
     assert set(v["test"]) == {"mwu"} and set(v["correction"]) == {"bh"}
-    assert set(v["alpha"]) == {0.01} and set(v["tolerance"]) == {0.5}
+    assert set(v["alpha"]) == {0.01} and set(v["tolerance"]) == {0.5} and set(v["margin"]) == {0.02}
 
 
 def test_errors_exit_2_or_usage(tmp_path: Path) -> None:
