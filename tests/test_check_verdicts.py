@@ -159,6 +159,9 @@ def test_a_margin_decides_what_lies_within_it(tmp_path: Path) -> None:
     assert four["note"].startswith("undecided: per-launch ratios scatter by 0.05 in log between launches; mean ratio "
                                    "1.08x, inside the tolerance with its 3% margin (1.084x) by t = 0.2 where 1.7 "
                                    "was needed")
+    # the report judges again with the stored margin, not the default
+    from colltune.report import html as report
+    assert set(report.build_context(tmp_path / "m4.duckdb").verdicts["margin"]) == {0.03}
     cov = check.check_db(tmp_path / "m5.duckdb", settings=check.CheckSettings(margin=0.03), store=False).coverage()
     assert (cov.violations, cov.no_violations, cov.no_practical, cov.undecided, cov.exit_code) == (1, 1, 1, 0, 1)
     assert cov.headline() == ("1 violation, 1 no violation (equivalence shown), 1 no practical violation (within "

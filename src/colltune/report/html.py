@@ -163,8 +163,11 @@ def _context(store: Store, run_id: str | None, kind: str) -> ReportContext:
     if stored.empty:
         return ReportContext(store.path, check.judge(run), stored=False, open_store=store)
     first = stored.iloc[0]
+    # verdicts stored before the equivalence margin (NULL) were judged without one
+    margin = first.get("margin")
     settings = check.CheckSettings(test=first["test"], correction=first["correction"], alpha=float(first["alpha"]),
-                                   tolerance=float(first["tolerance"]))
+                                   tolerance=float(first["tolerance"]),
+                                   margin=0.0 if margin is None or margin != margin else float(margin))
     # Judging is deterministic (seeded bootstrap): re-judging with the stored settings gives the
     # stored verdicts back, plus the notes on the data that are not stored.
     return ReportContext(store.path, check.judge(run, settings), stored=True, open_store=store)
