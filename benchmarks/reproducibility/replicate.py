@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--futility-factor", type=float, help=f"decide.FUTILITY_FACTOR [{decide.FUTILITY_FACTOR}]; inf: "
                                                           "no futility stopping")
     ap.add_argument("--futility-z", type=float, help=f"decide.FUTILITY_Z [{decide.FUTILITY_Z}]")
+    ap.add_argument("--margin", type=float, help=f"CheckSettings.margin [{decide.MARGIN}]; 0: none")
     ap.add_argument("--tag", help="results_replicated_<tag>.json [settings]")
     args = ap.parse_args()
     plan = tuple(int(x) for x in args.rounds.split(","))
@@ -110,7 +111,8 @@ def main() -> None:
         decide.FUTILITY_FACTOR = args.futility_factor  # type: ignore[assignment]
     if args.futility_z is not None:
         decide.FUTILITY_Z = args.futility_z
-    settings = check.CheckSettings(**({"test": args.test} if args.test else {}))
+    settings = check.CheckSettings(**({"test": args.test} if args.test else {}),
+                                   **({"margin": args.margin} if args.margin is not None else {}))
     runs, pool = first_launches(args.dbs)
     keys = sorted(pool)
     rng = np.random.default_rng(args.seed)
@@ -130,7 +132,7 @@ def main() -> None:
     launches = [r0 + sum(m) for m in needed]
     summary = {"checks": args.checks, "pool_launches": len(pool), "source_runs": len(runs),
                "dbs": [str(d) for d in args.dbs], "seed": args.seed, "plan": [r0, *plan],
-               "test": str(settings.test), "futility_factor": decide.FUTILITY_FACTOR, "futility_z": decide.FUTILITY_Z,
+               "test": str(settings.test), "margin": settings.margin, "futility_factor": decide.FUTILITY_FACTOR, "futility_z": decide.FUTILITY_Z,
                "overlap_mean": statistics.fmean(overlaps), "overlap_min": min(overlaps),
                "overlap_p10": float(np.percentile(overlaps, 10)),
                "pairs_below_90": sum(o < 0.9 for o in overlaps) / len(overlaps),
@@ -140,7 +142,8 @@ def main() -> None:
                "rounds_measured": collections.Counter(len(m) for m in needed),
                "launches_mean": statistics.fmean(launches),
                "violation_share_of_differing": share}
-    tag = args.tag or f"{settings.test}_ff{decide.FUTILITY_FACTOR:g}_z{decide.FUTILITY_Z:g}_{r0}_{'_'.join(map(str, plan))}"
+    tag = args.tag or (f"{settings.test}_ff{decide.FUTILITY_FACTOR:g}_z{decide.FUTILITY_Z:g}_{r0}_{'_'.join(map(str, plan))}"
+                       f"_margin{settings.margin:g}")
     out = HERE / f"results_replicated_{tag}.json"
     out.write_text(json.dumps({"summary": summary, "targets": TARGETS, **res}, indent=1, default=str) + "\n")
     print(json.dumps({k: summary[k] for k in summary if k not in ("violations_per_check", "dbs")}, indent=1,

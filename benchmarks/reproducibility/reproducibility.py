@@ -6,6 +6,8 @@
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --rejudge separate
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --keep-rounds 8,8
     python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --test paired-t
+    python benchmarks/reproducibility/reproducibility.py --runs 10 --db /tmp/repro-m0.duckdb --tag quiet_m0 --margin 0
+    python benchmarks/reproducibility/reproducibility.py --db /tmp/repro.duckdb --tag quiet --reuse --margin 0
 
 Each run is an independent `colltune check --preset quick -n 4` (own launches, own seed), stored as
 its own run in one database; `--busy` keeps one other program busy on one core while the runs
@@ -14,7 +16,10 @@ measure (the issue's "load ~2": a spinning process next to the check). Every run
 
 Per pair of runs: the overlap of the violation sets, |A and B| / |A or B| (a violation in one run
 that the other left undecided counts against it; two empty sets: 1), and the decided flips
-(violation in one, no violation in the other). Per run: the share of guideline comparisons left
+(violation in one, no violation in the other; with a margin (session 13) also "no practical
+violation" in the other: a violation set holds the violations the check reports, those beyond the
+tolerance with its margin, and a comparison decided below that widened boundary in one run and a
+violation in another is a decided flip). Per run: the share of guideline comparisons left
 undecided or untested, and the wall time. Targets (issue 36): mean overlap >= 95%, worst pair
 >= 90%, 0 decided flips, undecided <= 5%, median wall <= 10 s. Comparisons that differ between
 runs are listed with their verdict in each run and, where undecided, the check's reason. Writes
@@ -119,19 +124,21 @@ def keep_rounds(run: check.RunData, keep: list[int]) -> check.RunData:
 
 def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None,
             test: str | None = None, two_modes: str | None = None,
-            variance_prior: float | None = None) -> dict[str, object]:
+            variance_prior: float | None = None, margin: float | None = None) -> dict[str, object]:
     """The stored verdicts of each run, or the run judged again with decision rule `rule`, test
     `test` and/or its rounds cut to their first `keep` launches."""
     verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
-        if rule is None and keep is None and test is None and two_modes is None and variance_prior is None:
+        if rule is None and keep is None and test is None and two_modes is None and variance_prior is None \
+                and margin is None:
             v = check.load_verdicts(db, rid)
         else:
             run = check.load_run(db, rid)
             settings = check.CheckSettings(rule=rule or "directional", looks=1 + len(keep) if keep else None,
                                            **({"test": test} if test else {}),
                                            **({"two_modes": two_modes} if two_modes else {}),
-                                           **({"variance_prior": variance_prior} if variance_prior is not None else {}))
+                                           **({"variance_prior": variance_prior} if variance_prior is not None else {}),
+                                           **({"margin": margin} if margin is not None else {}))
             v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
         verdicts[rid] = keyed(v)
     return agreement(verdicts)
@@ -150,8 +157,10 @@ def agreement(verdicts: dict[str, dict[str, tuple[str, str]]]) -> dict[str, obje
     for a, b in itertools.combinations(ids, 2):
         va = {k for k, (x, _) in verdicts[a].items() if x == decide.VIOLATION}
         vb = {k for k, (x, _) in verdicts[b].items() if x == decide.VIOLATION}
-        na = {k for k, (x, _) in verdicts[a].items() if x == decide.NO_VIOLATION}
-        nb = {k for k, (x, _) in verdicts[b].items() if x == decide.NO_VIOLATION}
+        # a decided flip: a violation in one run, decided otherwise ("no violation", or "no
+        # practical violation" with a margin) in the other
+        na = {k for k, (x, _) in verdicts[a].items() if x in (decide.NO_VIOLATION, decide.NO_PRACTICAL)}
+        nb = {k for k, (x, _) in verdicts[b].items() if x in (decide.NO_VIOLATION, decide.NO_PRACTICAL)}
         pairs.append({"a": a, "b": b, "overlap": len(va & vb) / len(va | vb) if va | vb else 1.0,
                       "flips": sorted((va & nb) | (vb & na)), "differ": sorted(va ^ vb)})
     runs = []
@@ -159,6 +168,7 @@ def agreement(verdicts: dict[str, dict[str, tuple[str, str]]]) -> dict[str, obje
         states = [x for x, _ in verdicts[rid].values()]
         runs.append({"run_id": rid, "comparisons": len(states), "violations": states.count(decide.VIOLATION),
                      "no_violation": states.count(decide.NO_VIOLATION),
+                     "no_practical": states.count(decide.NO_PRACTICAL),
                      "undecided": states.count(decide.UNDECIDED), "untested": states.count(decide.UNTESTED)})
     differing = sorted({k for p in pairs for k in p["differ"]})
     return {"runs": runs, "pairs": pairs,
@@ -206,6 +216,10 @@ def main() -> None:
                     help="with --reuse: judge the stored runs again with this weight of the family's typical "
                          "variance (decide.VARIANCE_PRIOR; 0: none, the rule before session 10; the rounds' "
                          "launches were still chosen as measured)")
+    ap.add_argument("--margin", type=float,
+                    help="measuring: every check with `--margin M`; with --reuse: judge the stored runs again with "
+                         "this equivalence margin (decide.MARGIN; 0: none, the rule before session 13; the rounds' "
+                         "launches were still chosen as measured)")
     ap.add_argument("--until", metavar="HH:MM:SS", help="start no run after this time (UTC, today): the end of a "
                                                        "quiet window")
     args, extra = ap.parse_known_args()
@@ -220,7 +234,10 @@ def main() -> None:
         timing = stored.get("timing", [])
         args.busy = args.busy or bool(stored.get("summary", {}).get("busy"))  # how they were measured
     else:
+        if args.margin is not None:  # measured with it: each check judges (and chooses its rounds) with it
+            extra = [*extra, "--margin", f"{args.margin:g}"]
         timing = measure(args.db, args.runs, args.first_seed, args.busy, extra, until)
+    rejudge_margin = args.margin if args.reuse else None
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
     if args.test:
@@ -231,6 +248,8 @@ def main() -> None:
         out = out.with_name(f"{out.stem}_two_modes_{args.two_modes}.json")
     if args.variance_prior is not None:
         out = out.with_name(f"{out.stem}_variance_prior_{args.variance_prior:g}.json")
+    if rejudge_margin is not None:
+        out = out.with_name(f"{out.stem}_margin_{rejudge_margin:g}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
         tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
@@ -242,7 +261,7 @@ def main() -> None:
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs with verdicts in {args.db}, found {len(ids)}"
                          + (f" ({len(unjudged)} more without verdicts, above)" if unjudged else ""))
-    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior)
+    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior, rejudge_margin)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
     undecided = [(r["undecided"] + r["untested"]) / max(r["comparisons"], 1) for r in res["runs"]]
@@ -254,9 +273,11 @@ def main() -> None:
                "violations_per_run": [r["violations"] for r in res["runs"]], "busy": args.busy,
                "left_out_without_verdicts": unjudged,
                "rejudged": ({"rule": args.rejudge, "keep_rounds": keep, "test": args.test,
-                             "two_modes": args.two_modes, "variance_prior": args.variance_prior}
+                             "two_modes": args.two_modes, "variance_prior": args.variance_prior,
+                             "margin": rejudge_margin}
                             if args.rejudge or keep or args.test or args.two_modes
-                            or args.variance_prior is not None else None)}
+                            or args.variance_prior is not None or rejudge_margin is not None else None),
+               "measured_with": " ".join(extra) if not args.reuse else None}
     res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,
            "targets": TARGETS, "timing": timing, **res}
     out.write_text(json.dumps(res, indent=1) + "\n")

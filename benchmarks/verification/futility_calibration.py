@@ -46,6 +46,16 @@ mode (a state lasting a look's few seconds: at load ~2 one quick check's first 8
 
     python benchmarks/verification/futility_calibration.py --trials 200 --test screened-t --plan 8,10,20 --variance-prior 0
     python benchmarks/verification/futility_calibration.py --trials 200 --test screened-t --plan 8,10,20 --variance-prior 4
+
+`--margin M` judges with that equivalence margin (decide.MARGIN, issue 36 session 13; 0: none, the
+rule before): a violation must be shown beyond the tolerance's boundary 1/0.95 widened by M, and a
+comparison shown below that is "no practical violation" (false where its truth lies beyond the
+widened boundary: column false_no_practical). Adds the configuration "gain on the margin": the
+planted ratio exactly on the widened boundary, where a violation and "no practical violation" are
+both errors. Writes ..._margin_<M>.json:
+
+    python benchmarks/verification/futility_calibration.py --trials 200 --test screened-t --plan 8,10,20 --margin 0
+    python benchmarks/verification/futility_calibration.py --trials 200 --test screened-t --plan 8,10,20 --margin 0.03
 """
 
 from __future__ import annotations
@@ -137,7 +147,7 @@ def with_held_modes(m: pd.DataFrame, seed: int, plan: tuple[int, ...], share: fl
 def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[str, float],
           test: str | None, plan: tuple[int, ...] = DEFAULT_PLAN, two_modes: str | None = None,
           modes: tuple[str, float, float, float] | None = None,
-          variance_prior: float | None = None) -> dict[str, dict[str, float]]:
+          variance_prior: float | None = None, margin: float | None = None) -> dict[str, dict[str, float]]:
     name, _, shared, unshared, factor = config
     truth = Truth(factors={("bcast", PLANTED): 1.0 if modes else factor, ("bcast", SLOW): 2.0})
     m = simulate(truth, PLAN, SIZES, launches=sum(plan), reps=10, launch_sigma=shared, seed=seed, barrier_s=None,
@@ -152,7 +162,8 @@ def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[s
                         pd.DataFrame(), pd.DataFrame(), m, rounds=rounds_of(plan))
     settings = check.CheckSettings(n_resamples=100, **({"test": test} if test else {}),
                                    **({"two_modes": two_modes} if two_modes else {}),
-                                   **({"variance_prior": variance_prior} if variance_prior is not None else {}))
+                                   **({"variance_prior": variance_prior} if variance_prior is not None else {}),
+                                   **({"margin": margin} if margin is not None else {}))
     out = {}
     for rule, z in rules.items():
         decide.FUTILITY_Z = z
@@ -162,6 +173,9 @@ def trial(seed: int, config: tuple[str, int, float, float, float], rules: dict[s
         out[rule] = {"aa_flagged": float(v[v["kind"] == "aa"]["violation"].any()),
                      "null_flagged": float((guide[~planted]["verdict"] == decide.VIOLATION).any()),
                      "false_no_violation": float((guide[planted]["verdict"] == decide.NO_VIOLATION).any()),
+                     # "no practical violation" of the planted mock-up (an error where its truth lies beyond
+                     # the tolerance's boundary widened by the margin: every configuration but "on the tolerance")
+                     "no_practical": float((guide[planted]["verdict"] == decide.NO_PRACTICAL).any()),
                      "power": float((guide[planted]["verdict"] == decide.VIOLATION).mean()),
                      "undecided": float((guide["verdict"] == decide.UNDECIDED).mean()),
                      # stopped: kept undecided from look 1 (the rounds' first look), never judged at the last
@@ -181,6 +195,9 @@ def main() -> None:
     ap.add_argument("--variance-prior", type=float,
                     help="judge with this weight of the family's typical variance (decide.VARIANCE_PRIOR; 0: none); "
                          "adds the configuration with modes held over a look")
+    ap.add_argument("--margin", type=float,
+                    help="judge with this equivalence margin (decide.MARGIN; 0: none); adds the configuration with "
+                         "the planted gain on the widened boundary")
     args = ap.parse_args()
     plan = tuple(int(x) for x in args.plan.split(",")) if args.plan else DEFAULT_PLAN
     if plan[0] <= 0 or len(plan) < 2 or any(plan[k] != plan[1] * 2 ** (k - 1) for k in range(1, len(plan))):
@@ -197,12 +214,16 @@ def main() -> None:
     if args.variance_prior is not None:
         base = next(c for c in CONFIGS if c[0] == "this machine: 32 launches, 10% gain")
         configs.append(((HELD[0], 32, base[2], base[3], 1.0), None))
+    if args.margin is not None:
+        base = next(c for c in CONFIGS if c[0] == "this machine: 32 launches, 10% gain")
+        on_margin = (1.0 - 0.05) / (1.0 + (args.margin if args.margin > 0 else decide.MARGIN))
+        configs.append((("this machine: 32 launches, gain on the margin", 32, base[2], base[3], on_margin), None))
     for config, modes in configs:
         name, launches = config[0], config[1]
         if launches != 32 or ("wild" in name and not args.test):
             continue
         t0 = time.monotonic()
-        results = [trial(seed, config, rules, args.test, plan, args.two_modes, modes, args.variance_prior)
+        results = [trial(seed, config, rules, args.test, plan, args.two_modes, modes, args.variance_prior, args.margin)
                    for seed in range(args.trials)]
         for rule in rules:
             rates = {k: sum(r[rule][k] for r in results) / len(results) for k in results[0][rule]}
@@ -218,6 +239,8 @@ def main() -> None:
         out = out.replace(".json", f"_two_modes_{args.two_modes}.json")
     if args.variance_prior is not None:
         out = out.replace(".json", f"_variance_prior_{args.variance_prior:g}.json")
+    if args.margin is not None:
+        out = out.replace(".json", f"_margin_{args.margin:g}.json")
     (HERE / out).write_text(json.dumps(rows, indent=1) + "\n")
 
 
