@@ -294,8 +294,12 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     needed_p = [stopped.get(key, p) for key, p in
                 zip(keys, _needed_p(verdicts["kind"].tolist(), verdicts["verdict"].tolist(), alphas[last]), strict=True)]
     notes, verdict_of = verdicts["note"].tolist(), verdicts["verdict"].tolist()
-    verdicts["note"] = [_with_reason(note, verdict, c.kind, e, settings, p, planned)
-                        for note, verdict, (_, (c, e)), p in zip(notes, verdict_of, final, needed_p, strict=True)]
+    # beyond the tolerance itself, shown at the look that keeps the row (with a margin: not enough)
+    beyond = [bool(p <= alphas[int(look)]) for p, look in zip(verdicts["p_violation_adjusted"], verdicts["look"],
+                                                               strict=True)]
+    verdicts["note"] = [_with_reason(note, verdict, c.kind, e, settings, p, planned, b)
+                        for note, verdict, (_, (c, e)), p, b in zip(notes, verdict_of, final, needed_p, beyond,
+                                                                   strict=True)]
     # Open comparisons the whole plan could not decide (decide.FUTILITY_FACTOR): the rounds skip them.
     verdicts["_futile"] = [key in stopped or (verdict == decide_mod.UNDECIDED and decide_mod.futile(e, p, planned))
                            for key, verdict, (_, (_, e)), p in zip(keys, verdict_of, final, needed_p, strict=True)]
@@ -336,9 +340,10 @@ def _stop_futile(rows: list[_Row], effects: list[_Judged], keys: list[tuple[obje
 
 
 def _with_reason(note: object, verdict: str, kind: str, e: decide_mod.Effect, settings: CheckSettings,
-                 needed_p: float, planned: int | None) -> str:
-    """The row's note; for an undecided comparison why it is undecided, for "no practical
-    violation" what was shown."""
+                 needed_p: float, planned: int | None, beyond: bool = False) -> str:
+    """The row's note; for an undecided comparison why it is undecided (and, `beyond`, that it was
+    shown beyond the tolerance itself, not by the margin), for "no practical violation" what was
+    shown."""
     note = note if isinstance(note, str) else ""
     if verdict == decide_mod.NO_PRACTICAL:
         limit, wide = 1.0 / (1.0 - settings.tolerance), 1.0 / (1.0 - settings.practical)
@@ -348,6 +353,10 @@ def _with_reason(note: object, verdict: str, kind: str, e: decide_mod.Effect, se
     if verdict != decide_mod.UNDECIDED:
         return note
     reason = decide_mod.undecided_reason(kind, e, settings.tolerance, needed_p, planned, settings.margin)
+    if beyond and settings.margin > 0:
+        limit, wide = 1.0 / (1.0 - settings.tolerance), 1.0 / (1.0 - settings.practical)
+        reason = (f"undecided: shown beyond the tolerance itself ({limit:.3f}x), not beyond it by the "
+                  f"{settings.margin:.0%} margin ({wide:.3f}x) a violation needs; " + reason[len("undecided: "):])
     return "; ".join(x for x in (note, reason) if x)
 
 
