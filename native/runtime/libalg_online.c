@@ -286,8 +286,12 @@ int ct_libalg_collective(int id)
  * where it changes nothing an application could see. T is the same on every rank. */
 static colltune_reason ct_ring_fits(const ct_call *call)
 {
-    int p;
+    int p, inter;
     int64_t elem, total = 0;
+    if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS)
+        return COLLTUNE_NA_ERROR;
+    if (inter)   /* its recvcounts has the remote group's size: the library serves it */
+        return COLLTUNE_NA_INTERCOMM;
     if (PMPI_Comm_size(call->comm, &p) != MPI_SUCCESS || ct_type_size(call->recvtype, &elem)
         != MPI_SUCCESS)
         return COLLTUNE_NA_ERROR;
