@@ -7,17 +7,7 @@
 module every_init_support
   use mpi
   implicit none
-  integer :: rank, p, turn = 0, functions = 0
-contains
-  subroutine want(name, got, expect)
-    character(*), intent(in) :: name
-    integer, intent(in) :: got, expect
-    integer :: ierr
-    if (got /= expect) then
-      print '(a, a, a, i0, a, i0, a, i0)', 'wrong ', name, ' rank ', rank, ': ', got, ', want ', expect
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
+  include 'ct_every_want.inc'
 
   ! Starts the persistent request, completes it, frees it: the ways in turn.
   subroutine run(req)
@@ -52,27 +42,7 @@ program every_init
   use mpi
   use every_init_support
   implicit none
-  integer, parameter :: maxp = 16
-  integer :: ierr, req, i, ring, left, right
-  integer :: sb(maxp), rb(maxp), cnt1(maxp), dsp(maxp), bdsp(maxp), types(maxp)
-  integer(kind=MPI_ADDRESS_KIND) :: adsp(maxp)
-  integer :: dims(1)
-  logical :: periods(1)
-
-  call MPI_Init(ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
-  do i = 1, maxp
-    cnt1(i) = 1
-    dsp(i) = i - 1
-    bdsp(i) = 4 * (i - 1)
-    adsp(i) = 4 * (i - 1)
-    types(i) = MPI_INTEGER
-  end do
-  dims(1) = p
-  periods(1) = .true.
-  call MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, .false., ring, ierr)
-  call MPI_Cart_shift(ring, 0, 1, left, right, ierr)
+  include 'ct_every_setup.inc'
 
   call MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, req, ierr)
   call run(req)
