@@ -16,6 +16,8 @@ help:
 	@echo "make setup        only create .venv and install colltune + Open MPI 5.0.11"
 	@echo "make setup-mpich  install MPICH 5.0.2 into .mpi/mpich (found by colltune automatically)"
 	@echo "make setup-intel  install Intel MPI 2021.18.1 into .mpi/intel (305 MB)"
+	@echo "make setup-fortran        gfortran + Debian Open MPI 4.1.4 (apt-get, root): Fortran tests"
+	@echo "make setup-fortran-mpich  Debian MPICH 4.0.2's Fortran bindings relinked to .mpi/mpich"
 	@echo "make build        build the C core for every MPI library found"
 	@echo "make generate     regenerate native/generated/ and README tables from native/spec/"
 	@echo "make slurm        start a one-host Slurm cluster for the launcher tests (scripts/slurm-up.sh)"
