@@ -7,10 +7,15 @@ tests/programs/layout_calls.c checks every element it receives; on 2 ranks MPICH
 for MPI_Allgatherv from 524,288 bytes in all: Allgather of 40,000 and 70,000 pairs of ints per
 block (640,000 and 1,120,000 bytes through allgather_as_allgatherv) and Bcast of 70,000 (560,000
 bytes through bcast_as_allgatherv) would reach it, Allgatherv of 20,000 (320,000 bytes) reaches
-it only through lib:allgatherv:ring."""
+it only through lib:allgatherv:ring.
+
+A launch that moves MPICH's own choice (MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM=ring, a selection
+tuning file) runs the ring at any size: then GL4, GL9 and the ring members serve no call, and
+the counting table names the setting as the reason."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -19,7 +24,7 @@ import pytest
 from colltune import interposer
 from colltune.mpi import build
 
-from interposer_support import run_mpi
+from interposer_support import mpmd_argv, run_argv, run_mpi
 
 pytestmark = pytest.mark.mpich
 
@@ -116,3 +121,107 @@ def test_learning_with_every_call_exploring_keeps_mpichs_outcome(mpich, mpich_bu
     rows = _rows(run.stderr)
     served = {(c, v) for (c, mode, v, outcome) in rows if mode == "explore" and outcome == "applied"}
     assert served, run.describe()
+
+
+# ---- a launch that moves MPICH's own choice --------------------------------------------------
+
+SETTING = "MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM"
+TUNING = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
+# Under the ring, MPICH's own Allgatherv of these layouts truncates from 2,731 pairs on 2 ranks:
+# the application's Allgatherv stays at 7 (the ring keeps a block of 7 whole).
+MOVED_V_BLOCKS = "7"
+
+
+@pytest.fixture(scope="module")
+def ring_tuning_file(mpich, tmp_path_factory) -> Path:
+    """MPICH's own selection tree with the ring as Allgatherv's only intra-communicator leaf."""
+    from colltune.tune import native_export
+
+    tree = native_export.mpich_default_tree(mpich)
+    tree["collective=allgatherv"]["comm_type=intra"] = {"algorithm=MPIR_Allgatherv_intra_ring": {}}
+    path = tmp_path_factory.mktemp("ring_tuning") / "ring.json"
+    path.write_text(json.dumps(tree))
+    return path
+
+
+def _moved_env(setting: str, tuning: Path) -> dict[str, str]:
+    return {SETTING: "ring"} if setting == SETTING else {TUNING: str(tuning)}
+
+
+@pytest.fixture(scope="module")
+def plain_moved(mpich, program, ring_tuning_file) -> dict[str, list[str]]:
+    """The plain runs under each moved launch: the application's own Allgather and Bcast never
+    meet the ring, so every line is `ok` at every size."""
+    lines = {}
+    for setting in (SETTING, TUNING):
+        run = run_mpi(mpich, 2, [program, BLOCKS, MOVED_V_BLOCKS], _moved_env(setting, ring_tuning_file))
+        assert run.returncode == 0, run.describe()
+        lines[setting] = sorted(run.stdout.splitlines())
+        assert len(lines[setting]) == 2 * (3 * 4 + 1) and all(x.endswith(" ok") for x in lines[setting])
+    return lines
+
+
+@pytest.mark.parametrize("setting", [SETTING, TUNING])
+def test_a_launch_that_moves_mpichs_ring_keeps_gl4_gl9_and_the_ring_out(mpich, mpich_build, program,
+                                                                          plain_moved, ring_tuning_file,
+                                                                          setting):
+    """GL4, GL9 and lib:allgatherv:ring forced under a launch that makes MPICH's ring its choice
+    at every size: not one call served, each `not-applicable:<the setting>`, and the plain run's
+    lines. Without the rule (main before this change) GL4 hands the ring Allgather's layouts of
+    4,099 pairs (T = 65,584 bytes, below the default bound) and the run aborts."""
+    env = interposer.rank_environment(mpich, mpich_build, verbose=True,
+                                      force="allgather=allgather_as_allgatherv,bcast=bcast_as_allgatherv,"
+                                            "allgatherv=lib:allgatherv:ring")
+    env.update(_moved_env(setting, ring_tuning_file))
+    run = run_mpi(mpich, 2, [program, BLOCKS, MOVED_V_BLOCKS], env, timeout=180)
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    assert sorted(run.stdout.splitlines()) == plain_moved[setting]
+    value = "ring" if setting == SETTING else str(ring_tuning_file)
+    assert any(f"{setting}={value} moves MPICH's Allgatherv ring" in line
+               for line in run.stderr.splitlines()), run.describe()
+    rows = _rows(run.stderr)
+    reason = f"not-applicable:{setting}"
+    assert {k: n for k, n in rows.items() if k[1] == "force"} == {
+        ("allgather", "force", "allgather_as_allgatherv", reason): 4,
+        ("bcast", "force", "bcast_as_allgatherv", reason): 8,
+        ("allgatherv", "force", "lib:allgatherv:ring", reason): 1,
+    }, run.describe()
+
+
+@pytest.mark.parametrize("seed", ["1", "2"])
+def test_learning_under_a_moved_ring_serves_no_gl4_gl9(mpich, mpich_build, program, plain_moved, seed):
+    """Every call exploring under MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM=ring: the plain run's lines;
+    GL4, GL9 and the ring members are never applied, wherever drawn they are
+    `not-applicable:MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM`, and the other members still serve."""
+    env = interposer.rank_environment(mpich, mpich_build, verbose=True)
+    env.update(COLLTUNE_SELECT="-", COLLTUNE_SELECT_SEED=seed,
+               COLLTUNE_SELECT_BUDGET="1000000000", COLLTUNE_SELECT_CELL_BUDGET="1000000000")
+    env[SETTING] = "ring"
+    run = run_mpi(mpich, 2, [program, BLOCKS, MOVED_V_BLOCKS], env, timeout=180)
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    assert sorted(run.stdout.splitlines()) == plain_moved[SETTING]
+    rows = _rows(run.stderr)
+    ring = {"allgather_as_allgatherv", "bcast_as_allgatherv", "lib:allgatherv:ring"}
+    outcomes = {outcome for (_, _, v, outcome) in rows if v in ring}
+    assert outcomes <= {f"not-applicable:{SETTING}"}, run.describe()
+    served = {v for (c, mode, v, outcome) in rows if mode == "explore" and outcome == "applied"}
+    assert served and not served & ring, run.describe()
+
+
+def test_ranks_that_read_different_settings_turn_colltune_off(mpich, mpich_build, program, plain):
+    """One rank launched with the setting, the other without: they would answer GL4 differently
+    (an Allgatherv on one rank, an Allgather on the other: a hang), so MPI_Init compares what they
+    read and every call goes to the library."""
+    env = interposer.rank_environment(mpich, mpich_build, verbose=True,
+                                      force="allgather=allgather_as_allgatherv,bcast=bcast_as_allgatherv")
+    argv = [program, "7,4099", ""]
+    # Hydra: -genv (the interposer's settings) reaches every rank, -env only its own block's
+    launch = mpmd_argv(mpich, [(1, argv, env), (1, argv, {})])
+    first = launch.index(str(program))
+    launch[first:first] = ["-env", SETTING, "ring"]
+    run = run_argv(mpich, launch, timeout=180)
+    assert run.returncode == 0 and not run.timed_out, run.describe()
+    want = sorted(line for line in plain if line.split()[3] in ("7", "4099") and " allgatherv " not in line)
+    assert sorted(run.stdout.splitlines()) == want
+    assert "MPICH's Allgatherv settings differ across ranks; libcolltune is off" in run.stderr, run.describe()
+    assert not [k for k in _rows(run.stderr) if k[3] == "applied"], run.describe()

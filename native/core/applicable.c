@@ -13,6 +13,15 @@
  */
 #include "ct_arena.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+#include "ct_mpit.h"
+#endif
+
 static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
     [COLLTUNE_APPLICABLE] = "applicable",
     [COLLTUNE_NA_INTERCOMM] = "intercomm",
@@ -28,11 +37,17 @@ static const char *const ct_reason_names[COLLTUNE_REASON_COUNT] = {
     [COLLTUNE_NA_UNAVAILABLE] = "unavailable",
     [COLLTUNE_NA_UNPROVEN] = "unproven",
     [COLLTUNE_NA_WARMUP] = "warmup",
+    [COLLTUNE_NA_SETTING] = "setting",
 };
+
+/* The MPICH setting that moved the Allgatherv ring (colltune_mpich_ring_settings): its name is
+ * the reason's, so a counting table says which setting to look at. */
+static char ct_ring_name[CT_RING_SETTING_NAME], ct_ring_value[CT_RING_SETTING_VALUE];
 
 const char *colltune_reason_name(colltune_reason reason)
 {
     if ((int)reason < 0 || reason >= COLLTUNE_REASON_COUNT) return "unknown";
+    if (reason == COLLTUNE_NA_SETTING && ct_ring_name[0] != '\0') return ct_ring_name;
     return ct_reason_names[reason];
 }
 
@@ -162,6 +177,133 @@ int colltune_mpich_allgatherv_ring(int64_t p, int64_t total)
     return total >= (pow2 ? CT_MPICH_RING_POW2 : CT_MPICH_RING_OTHER);
 }
 
+const char *colltune_mpich_ring_setting(void)
+{
+    return ct_ring_name[0] != '\0' ? ct_ring_name : NULL;
+}
+
+const char *colltune_mpich_ring_setting_value(void)
+{
+    return ct_ring_name[0] != '\0' ? ct_ring_value : NULL;
+}
+
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+/* MPICH's settings that choose its MPI_Allgatherv (or MPI_Iallgatherv, which its `nb` runs, and
+ * the lib:allgatherv:sched_ring members serve) away from the default selection the bound is
+ * taken from, each with the values that leave that selection alone; a tuning file (any
+ * non-empty path) replaces the selection itself. Measured on MPICH 5.0.2, 2 ranks, per-rank
+ * layouts (benchmarks/proof/allgatherv_layouts.c): ALLGATHERV_INTRA_ALGORITHM=ring truncates
+ * from 2,731 pairs (T = 43,696 bytes) and `nb` with IALLGATHERV_INTRA_ALGORITHM=sched_ring hangs
+ * a root's block from 8,192 (T = 65,536), both far below 524,288; a tuning file that names the
+ * ring truncates at 4,099. brucks, recursive_doubling and nb (with the nonblocking default) pass
+ * at 70,000, but then MPICH's own choice is no ring at any size and the ring members would bring
+ * one: any value but the default counts. Not counted, measured to leave the bound where it is:
+ * ALLGATHERV_PIPELINE_MSG_SIZE (the ring's chunk, not its choice), ALLGATHER_SHORT_MSG_SIZE and
+ * ALLGATHER_LONG_MSG_SIZE (unread by 5.0.2's selection), DEVICE_COLLECTIVES none and all. */
+typedef struct ct_ring_var {
+    const char *name;
+    const char *keep[2];   /* algorithm names of the default choice; {NULL}: a path, empty keeps */
+} ct_ring_var;
+
+static const ct_ring_var ct_ring_vars[] = {
+    {"MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM", {"auto", NULL}},
+    {"MPIR_CVAR_IALLGATHERV_INTRA_ALGORITHM", {"auto", "sched_auto"}},
+    {"MPIR_CVAR_ALLGATHERV_POSIX_INTRA_ALGORITHM", {"mpir", NULL}},
+    {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", {NULL, NULL}},
+    {"MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE", {NULL, NULL}},
+    {"MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", {NULL, NULL}},
+};
+
+/* Does `text`, an algorithm's name or a path, leave the default selection alone? */
+static int ct_ring_keeps(const ct_ring_var *v, const char *text)
+{
+    if (text[0] == '\0') return 1;
+    for (int k = 0; k < 2 && v->keep[k] != NULL; k++)
+        if (strcasecmp(text, v->keep[k]) == 0) return 1;
+    return 0;
+}
+
+/* The name MPICH's enumeration gives `value` of algorithm variable `index` into text, or its
+ * number where the variable lists none (no `keep` matches a number: when in doubt, it counts). */
+static void ct_ring_value_name(int index, int value, char *text, size_t len)
+{
+    char names[32][CT_MPIT_NAME];
+    int values[32];
+    int n = ct_mpit_list(index, names, values, 32);
+    snprintf(text, len, "%d", value);
+    for (int k = 0; k < n; k++)
+        if (values[k] == value) snprintf(text, len, "%s", names[k]);
+}
+
+/* The value MPICH uses, through MPI_T, as text (an algorithm's name, or the path): 0, or -1 where
+ * MPI_T cannot tell. */
+static int ct_ring_read_mpit(const ct_ring_var *v, char *text, size_t len)
+{
+    int index, count;
+    MPI_T_cvar_handle handle;
+    if (ct_mpit_find(v->name, &index) != 0
+        || MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS)
+        return -1;
+    int rc = -1;
+    if (v->keep[0] == NULL) {   /* a string: MPI_CHAR of `count` bytes with its terminator */
+        char *buf = count > 0 ? calloc((size_t)count + 1, 1) : NULL;
+        if (buf != NULL && MPI_T_cvar_read(handle, buf) == MPI_SUCCESS) {
+            snprintf(text, len, "%s", buf);
+            rc = 0;
+        }
+        free(buf);
+    } else {
+        int value;
+        if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) {
+            ct_ring_value_name(index, value, text, len);
+            rc = 0;
+        }
+    }
+    MPI_T_cvar_handle_free(&handle);
+    return rc;
+}
+
+/* The environment, where MPI_T cannot answer: MPICH reads MPIR_CVAR_<X>, MPIR_PARAM_<X> and
+ * MPICH_<X>. */
+static void ct_ring_read_env(const ct_ring_var *v, char *text, size_t len)
+{
+    static const char *const prefixes[] = {"MPIR_CVAR_", "MPIR_PARAM_", "MPICH_"};
+    const char *x = v->name + strlen("MPIR_CVAR_");
+    text[0] = '\0';
+    for (int k = 0; k < 3 && text[0] == '\0'; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", prefixes[k], x);
+        const char *value = getenv(name);
+        if (value != NULL) snprintf(text, len, "%s", value);
+    }
+}
+#endif
+
+const char *colltune_mpich_ring_settings(void)
+{
+    ct_ring_name[0] = ct_ring_value[0] = '\0';
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+    int provided;
+    int mpit = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    for (size_t i = 0; i < sizeof ct_ring_vars / sizeof ct_ring_vars[0]; i++) {
+        const ct_ring_var *v = &ct_ring_vars[i];
+        /* Both sources, either one moving it counts: MPI_T sees what MPICH uses, but MPICH
+         * 5.0.2 reads its string variables (the tuning files) back empty through MPI_T even
+         * when the launch set them (measured), so the environment is asked too. */
+        if (!mpit || ct_ring_read_mpit(v, ct_ring_value, sizeof ct_ring_value) != 0
+            || ct_ring_keeps(v, ct_ring_value))
+            ct_ring_read_env(v, ct_ring_value, sizeof ct_ring_value);
+        if (!ct_ring_keeps(v, ct_ring_value)) {
+            snprintf(ct_ring_name, sizeof ct_ring_name, "%s", v->name);
+            break;
+        }
+    }
+    if (ct_ring_name[0] == '\0') ct_ring_value[0] = '\0';
+    if (mpit) MPI_T_finalize();
+#endif
+    return colltune_mpich_ring_setting();
+}
+
 /* MPICH's MPI_Allgatherv cuts the blocks of its ring in chunks counted in each rank's own extent
  * (32768 / extent elements once a block exceeds 32768 bytes), so ranks whose layouts of one type
  * signature differ cut a block differently: "Message truncated" (benchmarks/proof/
@@ -169,19 +311,22 @@ int colltune_mpich_allgatherv_ring(int64_t p, int64_t total)
  * size bytes on (colltune_mpich_allgatherv_ring). A mock-up that hands MPI_Allgatherv the layouts
  * the application gave another collective (GL4: Allgather's, T = p n; GL9: Bcast's, T = n) may
  * do so only below that size, where MPICH runs Bruck's or recursive doubling, which keep whole
- * blocks. T comes from n and p alone: the same on every rank. Reductions' Allgatherv (GL7) have
- * one datatype everywhere. */
-static int ct_library_refuses(int variant, const ct_scratch_args *a)
+ * blocks; and not at all where the launch moved MPICH's choice (colltune_mpich_ring_settings),
+ * as the ring may then run at any size. T comes from n and p alone, the settings are read alike
+ * on every rank (and compared at MPI_Init): the same answer everywhere. Reductions'
+ * Allgatherv (GL7) have one datatype everywhere. */
+static colltune_reason ct_library_refuses(int variant, const ct_scratch_args *a)
 {
 #if defined(COLLTUNE_ABI_FAMILY_MPICH)
-    if (variant == CT_VAR_ALLGATHER_AS_ALLGATHERV)
-        return colltune_mpich_allgatherv_ring(a->p, a->p * a->n);
-    if (variant == CT_VAR_BCAST_AS_ALLGATHERV)
-        return colltune_mpich_allgatherv_ring(a->p, a->n);
+    if (variant != CT_VAR_ALLGATHER_AS_ALLGATHERV && variant != CT_VAR_BCAST_AS_ALLGATHERV)
+        return COLLTUNE_APPLICABLE;
+    if (ct_ring_name[0] != '\0') return COLLTUNE_NA_SETTING;
+    int64_t total = variant == CT_VAR_ALLGATHER_AS_ALLGATHERV ? a->p * a->n : a->n;
+    return colltune_mpich_allgatherv_ring(a->p, total) ? COLLTUNE_NA_SIZE : COLLTUNE_APPLICABLE;
 #else
     (void)variant, (void)a;
+    return COLLTUNE_APPLICABLE;
 #endif
-    return 0;
 }
 
 colltune_reason colltune_applicable(int variant, const ct_call *call)
@@ -224,7 +369,8 @@ colltune_reason colltune_applicable(int variant, const ct_call *call)
     ct_scratch_args args;
     if (ct_scratch_args_of(call, &args) != MPI_SUCCESS) return COLLTUNE_NA_ERROR;
     if (!ct_counts_fit(variant, call, &args)) return COLLTUNE_NA_OVERFLOW;
-    if (ct_library_refuses(variant, &args)) return COLLTUNE_NA_SIZE;
+    colltune_reason refused = ct_library_refuses(variant, &args);
+    if (refused != COLLTUNE_APPLICABLE) return refused;
 
     int64_t need = v->scratch(&args);
     if (need > 0 && need + CT_SCRATCH_SLACK > (int64_t)colltune_scratch_cap())

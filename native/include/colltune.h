@@ -85,10 +85,14 @@ typedef enum colltune_reason {
     COLLTUNE_NA_UNAVAILABLE,      /* MPI_T or the algorithm's communicator failed */
     COLLTUNE_NA_UNPROVEN,         /* not proven exact on this library in the call's case class */
     COLLTUNE_NA_WARMUP,           /* the communicator's first calls, whose count the library acts on */
+    COLLTUNE_NA_SETTING,          /* a launch setting moved the library's own choice the rule assumes
+                                   * (named by colltune_reason_name: colltune_mpich_ring_setting) */
     COLLTUNE_REASON_COUNT
 } colltune_reason;
 
-/* Short stable names ("applicable", "intercomm", ...) used in counting tables and tests. */
+/* Short stable names ("applicable", "intercomm", ...) used in counting tables and tests;
+ * COLLTUNE_NA_SETTING is named by the setting itself (e.g. MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM),
+ * "setting" where none was read. */
 const char *colltune_reason_name(colltune_reason reason);
 
 /* Message size in bytes used for decisions, from uniform arguments only (see collectives.toml).
@@ -112,6 +116,19 @@ colltune_reason colltune_applicable(int variant, const ct_call *call);
 #define CT_MPICH_RING_POW2 524288
 #define CT_MPICH_RING_OTHER 81920
 int colltune_mpich_allgatherv_ring(int64_t p, int64_t total);
+
+/* That bound is MPICH's default selection; a launch may move it (MPIR_CVAR_ALLGATHERV_INTRA_
+ * ALGORITHM=ring runs the ring at every size; docs/variants.md, "MPICH's Allgatherv ring").
+ * Read once at MPI_Init, after PMPI_Init (MPICH family; elsewhere a no-op): the first of MPICH's
+ * Allgatherv settings the launch set away from the library's own choice, through MPI_T (the value
+ * MPICH really uses) and the environment (MPICH 5.0.2 reads string variables back empty through
+ * MPI_T): either one counts. Returns its name, or NULL. */
+#define CT_RING_SETTING_NAME 64
+#define CT_RING_SETTING_VALUE 256
+const char *colltune_mpich_ring_settings(void);
+/* What the last read found: the setting's name and its value as read, or NULL. */
+const char *colltune_mpich_ring_setting(void);
+const char *colltune_mpich_ring_setting_value(void);
 
 /* Invoke variant `variant` for `call` (dispatches to the mock-up with the MPI signature). */
 int colltune_invoke(int variant, const ct_call *call);

@@ -104,6 +104,11 @@ static void ct_print_settings(const int force[CT_FORCE_SLOTS], const char *path)
                    (unsigned long long)ct_profile_hash(ct_loaded));
     ct_message("scratch cap %zu bytes, chunk %zu bytes", colltune_scratch_cap(),
                colltune_chunk_bytes());
+    if (colltune_mpich_ring_setting() != NULL)
+        ct_message("%s=%s moves MPICH's Allgatherv ring: allgather_as_allgatherv, "
+                   "bcast_as_allgatherv and the lib:allgatherv ring members (ring, sched_ring) "
+                   "serve no call (not-applicable:%s)", colltune_mpich_ring_setting(),
+                   colltune_mpich_ring_setting_value(), colltune_mpich_ring_setting());
     if (ct_warmup_calls != 0)
         ct_message("library warm-up: the first %u Barrier/Bcast/Reduce/Allreduce calls of each "
                    "communicator go to the library, with every call between them",
@@ -189,11 +194,18 @@ static void ct_runtime_start(void)
 
     /* Only where something may serve calls: a preloaded pass-through asks MPI_T nothing. */
     char warmup_err[256] = "";
-    int warmup_bad = (path != NULL || ct_learn_wanted() || ct_any_forced(force))
-                     && ct_warmup_start(warmup_err, sizeof warmup_err) != 0;
+    int serving = path != NULL || ct_learn_wanted() || ct_any_forced(force);
+    int warmup_bad = serving && ct_warmup_start(warmup_err, sizeof warmup_err) != 0;
     if (warmup_bad && ct_rank == 0)
         ct_message("warning: %s", warmup_err);
+    /* MPICH's Allgatherv settings move the bound GL4, GL9 and the ring members keep to (core/
+     * applicable.c): read where something may serve calls, compared with the other settings
+     * (ranks that read different ones would answer differently: libcolltune goes off). */
+    const char *ring = serving ? colltune_mpich_ring_settings() : NULL;
     uint64_t cfg = ct_config_hash(force) ^ (force_lib || profile_lib ? portfolio : 0);
+    if (ring != NULL)
+        cfg = ct_fnv1a(ct_fnv1a(cfg, ring, strlen(ring)), colltune_mpich_ring_setting_value(),
+                       strlen(colltune_mpich_ring_setting_value()));
     uint64_t phash = ct_loaded != NULL ? ct_profile_hash(ct_loaded) : 0;
     uint64_t v[CT_V_COUNT] = {(uint64_t)force_bad, cfg, ~cfg, (uint64_t)state,
                               ~(uint64_t)state, phash, ~phash};
@@ -232,9 +244,10 @@ static void ct_runtime_start(void)
     }
     if (!ct_agree(v, CT_V_CFG, CT_V_CFG_NOT)) {
         if (ct_rank == 0)
-            ct_message("warning: COLLTUNE_FORCE, COLLTUNE_SCRATCH_BYTES, COLLTUNE_CHUNK_BYTES or "
-                       "COLLTUNE_LIBRARY_WARMUP differ across ranks; libcolltune is off, every call goes to the "
-                       "library (give all ranks the same settings, e.g. with `colltune run`)");
+            ct_message("warning: COLLTUNE_FORCE, COLLTUNE_SCRATCH_BYTES, COLLTUNE_CHUNK_BYTES, "
+                       "COLLTUNE_LIBRARY_WARMUP or MPICH's Allgatherv settings differ across ranks; "
+                       "libcolltune is off, every call goes to the library (give all ranks the "
+                       "same settings, e.g. with `colltune run`)");
         ct_profile_free(ct_loaded);
         ct_loaded = NULL;
         for (int c = 0; c < CT_FORCE_SLOTS; c++)

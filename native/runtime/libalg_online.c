@@ -283,11 +283,15 @@ int ct_libalg_collective(int id)
  * ranks make it fail ("Message truncated") or hang (benchmarks/proof/allgatherv_layouts.c). The
  * application's own call meets it only where MPICH's selection picks the ring (T = sum(recvcounts)
  * x type size bytes from 512 KiB on 2^k ranks, 80 KiB on others); the member serves only there,
- * where it changes nothing an application could see. T is the same on every rank. */
+ * where it changes nothing an application could see. T is the same on every rank. A launch that
+ * moved MPICH's own choice (colltune_mpich_ring_settings: an algorithm or a tuning file) leaves
+ * no size where the ring is known to be that choice: the member serves nothing then. */
 static colltune_reason ct_ring_fits(const ct_call *call)
 {
     int p, inter;
     int64_t elem, total = 0;
+    if (colltune_mpich_ring_setting() != NULL)
+        return COLLTUNE_NA_SETTING;
     if (PMPI_Comm_test_inter(call->comm, &inter) != MPI_SUCCESS)
         return COLLTUNE_NA_ERROR;
     if (inter)   /* its recvcounts has the remote group's size: the library serves it */

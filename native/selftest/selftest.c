@@ -694,6 +694,7 @@ int main(int argc, char **argv)
         return st_usage(argv[0]);
     }
     PMPI_Init(&argc, &argv);
+    colltune_mpich_ring_settings();   /* as the interposer's MPI_Init: the rules depend on it */
     double start = PMPI_Wtime();
     char err[256];
     if (st_rules_check_catalog(err, sizeof err) != 0) {

@@ -7,7 +7,9 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum st_overflow {
     OV_NONE,
@@ -167,6 +169,43 @@ static int st_mpich_ring(enum st_ring rule, int64_t p, int64_t n)
 #endif
 }
 
+/* MPICH family: the launch moved MPICH's own Allgatherv choice, so the ring may run at any size:
+ * GL4 and GL9 are not applicable at all, the reason named by the setting (the core's rule,
+ * colltune_mpich_ring_settings, reads MPI_T and the environment; stated again here from the
+ * environment alone, the way a launch sets them). */
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+static int st_ring_setting_moves(const char *name, const char *keep1, const char *keep2)
+{
+    static const char *const prefixes[] = {"MPIR_CVAR_", "MPIR_PARAM_", "MPICH_"};
+    for (int k = 0; k < 3; k++) {
+        char var[128];
+        snprintf(var, sizeof var, "%s%s", prefixes[k], name);
+        const char *value = getenv(var);
+        if (value != NULL && value[0] != '\0' && !(keep1 && strcasecmp(value, keep1) == 0)
+            && !(keep2 && strcasecmp(value, keep2) == 0))
+            return 1;
+    }
+    return 0;
+}
+#endif
+
+static int st_mpich_ring_moved(void)
+{
+#if defined(COLLTUNE_ABI_FAMILY_MPICH)
+    static int moved = -1;
+    if (moved < 0)
+        moved = st_ring_setting_moves("ALLGATHERV_INTRA_ALGORITHM", "auto", NULL)
+                || st_ring_setting_moves("IALLGATHERV_INTRA_ALGORITHM", "auto", "sched_auto")
+                || st_ring_setting_moves("ALLGATHERV_POSIX_INTRA_ALGORITHM", "mpir", NULL)
+                || st_ring_setting_moves("COLL_SELECTION_TUNING_JSON_FILE", NULL, NULL)
+                || st_ring_setting_moves("CH4_COLL_SELECTION_TUNING_JSON_FILE", NULL, NULL)
+                || st_ring_setting_moves("CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", NULL, NULL);
+    return moved;
+#else
+    return 0;
+#endif
+}
+
 /* CT4's `invertible`: MPI_SUM on a C integer type of the standard (the matrix has no
  * MPI_BXOR), as docs/variants.md states it. */
 static int st_invertible(const st_case *c)
@@ -201,6 +240,7 @@ colltune_reason st_expected_reason(int variant, const st_case *c, int64_t n, con
     if (recvcounts != NULL)
         for (int i = 0; i < p; i++) sum += recvcounts[i];
     if (st_overflows(rule->overflow, p, c->count, n, sum)) return COLLTUNE_NA_OVERFLOW;
+    if (rule->ring != RING_NONE && st_mpich_ring_moved()) return COLLTUNE_NA_SETTING;
     if (st_mpich_ring(rule->ring, p, n)) return COLLTUNE_NA_SIZE;
     int64_t count = c->count;
     if (c->coll == CT_COLL_REDUCE_SCATTER_BLOCK) count = p * c->count;
