@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from colltune import interposer
+from colltune.measure import selftest as st
 from colltune.mpi import build
 
 from interposer_support import mpmd_argv, run_argv, run_mpi
@@ -225,3 +226,19 @@ def test_ranks_that_read_different_settings_turn_colltune_off(mpich, mpich_build
     assert sorted(run.stdout.splitlines()) == want
     assert "MPICH's Allgatherv settings differ across ranks; libcolltune is off" in run.stderr, run.describe()
     assert not [k for k in _rows(run.stderr) if k[3] == "applied"], run.describe()
+
+
+@pytest.mark.parametrize(("collective", "variant"), [("allgather", "allgather_as_allgatherv"),
+                                                     ("bcast", "bcast_as_allgatherv")])
+def test_the_selftest_states_the_moved_rule(mpich, mpich_build, monkeypatch, collective, variant):
+    """The selftest driver launched with MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM=ring (Hydra passes
+    the environment on): every case and probe of GL4 / GL9 that passes the earlier rules is
+    `MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM`, none applicable, and the core agrees with the
+    driver's second statement of the rule (st_expect.c) on every one."""
+    monkeypatch.setenv(SETTING, "ring")
+    report = st.run(mpich, [2], quick=True, big=False, collective=collective, timeout=300)
+    assert report.ok, st.report_json(report)
+    v = next(x for x in report.variants if x.variant == variant)
+    assert v.failures == v.reason_mismatches == v.nonuniform == 0
+    assert v.not_applicable[SETTING] > 0 and sum(v.not_applicable.values()) == v.cases, v
+    assert v.probe_reasons.get(SETTING, 0) >= 2 and "applicable" not in v.probe_reasons, v
