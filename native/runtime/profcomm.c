@@ -54,7 +54,7 @@ static const char *const ct_pattern_names[CT_PAT_COUNT] = {
 };
 
 CT_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache = {MPI_COMM_NULL, NULL, 0};
-CT_HIDDEN atomic_uint ct_profcomm_generation;
+CT_HIDDEN CT_HOT_DATA atomic_uint ct_profcomm_generation;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static uint64_t ct_every;                       /* agreed minimum period, 0: no sampling */
 static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
