@@ -65,7 +65,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 MEASURED_IN = {
     "results.csv": {None: "ae27895", 4096: "1bf18d6"},   # sessions 5 and 6
     "learn_cost.csv": {None: "87882f9"},                 # session 11
-    "proof_report_cost.csv": {None: "73f86a0", 16: "d5766fa"},   # session 8
+    "proof_report_cost.csv": {None: "73f86a0"},          # the report rows (session 8)
+    # the proof rows: main 7ee07ec's driver (smpi35b, session 14; landed in ddad45e)
+    "proof_report_cost.csv proof": {None: "7ee07ec"},
     "percall_functions.csv": {None: "b812b0e"},          # the pair's layout rows (session 10)
 }
 
@@ -140,8 +142,9 @@ def collect(out: Path) -> tuple[dict[str, dict[int, float]], dict[str, dict[int,
         put("learn", p, float(r.get("learn_table_cpu_s") or r["learn_table_s"]), _measured_in("learn_cost.csv", p))
     for r in _rows(out / "proof_report_cost.csv"):
         p = int(r["ranks"])
-        put("proof" if r["item"] == "proof" else "report", p, float(r["cpu_s"]),
-            _measured_in("proof_report_cost.csv", p))
+        proof = r["item"] == "proof"
+        put("proof" if proof else "report", p, float(r["cpu_s"]),
+            _measured_in("proof_report_cost.csv" + (" proof" if proof else ""), p))
     return data, code
 
 
