@@ -104,15 +104,26 @@ def main() -> None:
                                                           "no futility stopping")
     ap.add_argument("--futility-z", type=float, help=f"decide.FUTILITY_Z [{decide.FUTILITY_Z}]")
     ap.add_argument("--margin", type=float, help=f"CheckSettings.margin [{decide.MARGIN}]; 0: none")
+    ap.add_argument("--pairing", choices=["launch", "repetition"],
+                    help="a launch's value in a paired test of two variants of one job (CheckSettings.pairing: "
+                         "needs pairing_by_repetition.patch applied; without it the check pairs by launch)")
+    ap.add_argument("--two-modes", choices=["median", "mean", "tested"],
+                    help="CheckSettings.two_modes: the slowdown of launches in two modes or skewed across the "
+                         "tolerance (decide.two_modes_slowdown, decide.straddling_slowdown)")
     ap.add_argument("--tag", help="results_replicated_<tag>.json [settings]")
     args = ap.parse_args()
+    if args.pairing and "pairing" not in check.CheckSettings.model_fields:
+        raise SystemExit("--pairing: this tree's check pairs by launch only; apply "
+                         "benchmarks/reproducibility/pairing_by_repetition.patch first (`patch -p1 < ...`)")
     plan = tuple(int(x) for x in args.rounds.split(","))
     if args.futility_factor is not None:
         decide.FUTILITY_FACTOR = args.futility_factor  # type: ignore[assignment]
     if args.futility_z is not None:
         decide.FUTILITY_Z = args.futility_z
     settings = check.CheckSettings(**({"test": args.test} if args.test else {}),
-                                   **({"margin": args.margin} if args.margin is not None else {}))
+                                   **({"margin": args.margin} if args.margin is not None else {}),
+                                   **({"pairing": args.pairing} if args.pairing else {}),
+                                   **({"two_modes": args.two_modes} if args.two_modes else {}))
     runs, pool = first_launches(args.dbs)
     keys = sorted(pool)
     rng = np.random.default_rng(args.seed)
@@ -132,7 +143,8 @@ def main() -> None:
     launches = [r0 + sum(m) for m in needed]
     summary = {"checks": args.checks, "pool_launches": len(pool), "source_runs": len(runs),
                "dbs": [str(d) for d in args.dbs], "seed": args.seed, "plan": [r0, *plan],
-               "test": str(settings.test), "margin": settings.margin, "futility_factor": decide.FUTILITY_FACTOR, "futility_z": decide.FUTILITY_Z,
+               "test": str(settings.test), "margin": settings.margin, "pairing": getattr(settings, "pairing", "launch"),
+               "two_modes": settings.two_modes, "futility_factor": decide.FUTILITY_FACTOR, "futility_z": decide.FUTILITY_Z,
                "overlap_mean": statistics.fmean(overlaps), "overlap_min": min(overlaps),
                "overlap_p10": float(np.percentile(overlaps, 10)),
                "pairs_below_90": sum(o < 0.9 for o in overlaps) / len(overlaps),
@@ -143,7 +155,9 @@ def main() -> None:
                "launches_mean": statistics.fmean(launches),
                "violation_share_of_differing": share}
     tag = args.tag or (f"{settings.test}_ff{decide.FUTILITY_FACTOR:g}_z{decide.FUTILITY_Z:g}_{r0}_{'_'.join(map(str, plan))}"
-                       f"_margin{settings.margin:g}")
+                       f"_margin{settings.margin:g}" + (f"_pairing_{args.pairing}" if args.pairing not in (None, "launch")
+                                                        else "")
+                       + (f"_two_modes_{settings.two_modes}" if args.two_modes else ""))
     out = HERE / f"results_replicated_{tag}.json"
     out.write_text(json.dumps({"summary": summary, "targets": TARGETS, **res}, indent=1, default=str) + "\n")
     print(json.dumps({k: summary[k] for k in summary if k not in ("violations_per_check", "dbs")}, indent=1,

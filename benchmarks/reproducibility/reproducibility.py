@@ -38,6 +38,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,9 +60,11 @@ def loadavg() -> str:
 
 
 def measure(db: Path, runs: int, first_seed: int, busy: bool, extra: list[str],
-            until: float | None = None) -> list[dict[str, object]]:
-    """`runs` checks, none started after `until` (epoch seconds: the end of a quiet window)."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+            until: float | None = None, busy_core: int | None = None) -> list[dict[str, object]]:
+    """`runs` checks, none started after `until` (epoch seconds: the end of a quiet window);
+    `busy`: one program kept busy meanwhile, on core `busy_core` only where given."""
+    pin = (lambda: os.sched_setaffinity(0, {busy_core})) if busy_core is not None else None
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin) if busy else None
     try:
         if spinner is not None:
             time.sleep(5)  # let the load average see it
@@ -124,13 +127,14 @@ def keep_rounds(run: check.RunData, keep: list[int]) -> check.RunData:
 
 def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] | None = None,
             test: str | None = None, two_modes: str | None = None,
-            variance_prior: float | None = None, margin: float | None = None) -> dict[str, object]:
+            variance_prior: float | None = None, margin: float | None = None,
+            pairing: str | None = None) -> dict[str, object]:
     """The stored verdicts of each run, or the run judged again with decision rule `rule`, test
     `test` and/or its rounds cut to their first `keep` launches."""
     verdicts: dict[str, dict[str, tuple[str, str]]] = {}
     for rid in ids:
         if rule is None and keep is None and test is None and two_modes is None and variance_prior is None \
-                and margin is None:
+                and margin is None and pairing is None:
             v = check.load_verdicts(db, rid)
         else:
             run = check.load_run(db, rid)
@@ -138,7 +142,8 @@ def analyse(db: Path, ids: list[str], rule: str | None = None, keep: list[int] |
                                            **({"test": test} if test else {}),
                                            **({"two_modes": two_modes} if two_modes else {}),
                                            **({"variance_prior": variance_prior} if variance_prior is not None else {}),
-                                           **({"margin": margin} if margin is not None else {}))
+                                           **({"margin": margin} if margin is not None else {}),
+                                           **({"pairing": pairing} if pairing else {}))
             v = check.judge(keep_rounds(run, keep) if keep else run, settings).verdicts
         verdicts[rid] = keyed(v)
     return agreement(verdicts)
@@ -197,6 +202,7 @@ def main() -> None:
     ap.add_argument("--db", type=Path, default=Path("/tmp/colltune-repro.duckdb"))
     ap.add_argument("--tag", default="quiet", help="results_<tag>.json")
     ap.add_argument("--busy", action="store_true", help="keep one other program busy on one core meanwhile")
+    ap.add_argument("--busy-core", type=int, help="with --busy: keep the busy program on this core only")
     ap.add_argument("--reuse", action="store_true", help="analyse the runs already in --db")
     ap.add_argument("--last", type=int, help="analyse only the last N complete runs of --db [default: the runs "
                                               "just measured; with --reuse all]")
@@ -209,7 +215,7 @@ def main() -> None:
                          "still chosen by the test that measured them)")
     ap.add_argument("--keep-rounds", metavar="N1,N2",
                     help="with --reuse: judge the stored runs as if round k had measured its first Nk launches")
-    ap.add_argument("--two-modes", choices=["median", "mean"],
+    ap.add_argument("--two-modes", choices=["median", "mean", "tested"],
                     help="with --reuse: judge the stored runs again with this slowdown for launches in two modes "
                          "(decide.two_modes_slowdown; the rounds' launches were still chosen as measured)")
     ap.add_argument("--variance-prior", type=float,
@@ -220,9 +226,16 @@ def main() -> None:
                     help="measuring: every check with `--margin M`; with --reuse: judge the stored runs again with "
                          "this equivalence margin (decide.MARGIN; 0: none, the rule before session 13; the rounds' "
                          "launches were still chosen as measured)")
+    ap.add_argument("--pairing", choices=["launch", "repetition"],
+                    help="with --reuse: judge the stored runs again with this value of a launch in a paired test of "
+                         "two variants of one job (CheckSettings.pairing: needs pairing_by_repetition.patch applied; "
+                         "the rounds' launches were still chosen as measured)")
     ap.add_argument("--until", metavar="HH:MM:SS", help="start no run after this time (UTC, today): the end of a "
                                                        "quiet window")
     args, extra = ap.parse_known_args()
+    if args.pairing and "pairing" not in check.CheckSettings.model_fields:
+        raise SystemExit("--pairing: this tree's check pairs by launch only; apply "
+                         "benchmarks/reproducibility/pairing_by_repetition.patch first (`patch -p1 < ...`)")
     until = None
     if args.until:
         day = time.strftime("%Y-%m-%d", time.gmtime())
@@ -236,7 +249,7 @@ def main() -> None:
     else:
         if args.margin is not None:  # measured with it: each check judges (and chooses its rounds) with it
             extra = [*extra, "--margin", f"{args.margin:g}"]
-        timing = measure(args.db, args.runs, args.first_seed, args.busy, extra, until)
+        timing = measure(args.db, args.runs, args.first_seed, args.busy, extra, until, args.busy_core)
     rejudge_margin = args.margin if args.reuse else None
     if args.rejudge:
         out = out.with_name(f"results_{args.tag}_rejudged_{args.rejudge}.json")
@@ -250,6 +263,8 @@ def main() -> None:
         out = out.with_name(f"{out.stem}_variance_prior_{args.variance_prior:g}.json")
     if rejudge_margin is not None:
         out = out.with_name(f"{out.stem}_margin_{rejudge_margin:g}.json")
+    if args.pairing:
+        out = out.with_name(f"{out.stem}_pairing_{args.pairing}.json")
     with duckdb.connect(str(args.db), read_only=True) as con:
         ids = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY created").fetchall()]
         tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
@@ -261,7 +276,8 @@ def main() -> None:
     if len(ids) < 2:
         raise SystemExit(f"need at least 2 complete runs with verdicts in {args.db}, found {len(ids)}"
                          + (f" ({len(unjudged)} more without verdicts, above)" if unjudged else ""))
-    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior, rejudge_margin)
+    res = analyse(args.db, ids, args.rejudge, keep, args.test, args.two_modes, args.variance_prior, rejudge_margin,
+                  args.pairing)
     overlaps = [p["overlap"] for p in res["pairs"]]
     flips = sum(len(p["flips"]) for p in res["pairs"])
     undecided = [(r["undecided"] + r["untested"]) / max(r["comparisons"], 1) for r in res["runs"]]
@@ -274,8 +290,8 @@ def main() -> None:
                "left_out_without_verdicts": unjudged,
                "rejudged": ({"rule": args.rejudge, "keep_rounds": keep, "test": args.test,
                              "two_modes": args.two_modes, "variance_prior": args.variance_prior,
-                             "margin": rejudge_margin}
-                            if args.rejudge or keep or args.test or args.two_modes
+                             "margin": rejudge_margin, "pairing": args.pairing}
+                            if args.rejudge or keep or args.test or args.two_modes or args.pairing
                             or args.variance_prior is not None or rejudge_margin is not None else None),
                "measured_with": " ".join(extra) if not args.reuse else None}
     res = {"command": "colltune check --preset quick -n 4 --seed <first-seed + i>", "summary": summary,

@@ -18,6 +18,7 @@ import argparse
 import csv
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,8 @@ from colltune.mpi import libraries as mpi
 HERE = Path(__file__).resolve().parent
 PLATFORM = "dragonfly-1024"
 COLUMNS = ("ranks", "seed", "checksum_equal", "simulated_plain_s", "simulated_learn_s",
-           "wall_plain_s", "wall_learn_s", "rank0_calls_library", "rank0_calls_members", "members")
+           "wall_plain_s", "wall_learn_s", "rank0_calls_library", "rank0_calls_members", "members",
+           "checksum_plain", "checksum_learn", "cpu_plain_s", "cpu_learn_s")
 
 
 def user_line(lib: mpi.MpiLibrary, app: Path, p: int, calls: int) -> list[str]:
@@ -41,12 +43,23 @@ def user_line(lib: mpi.MpiLibrary, app: Path, p: int, calls: int) -> list[str]:
             "--log=root.thres:warning", str(app), str(calls)]
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """The launch, its wall seconds and its host CPU seconds (wall counts the load and any pause; CPU
+    does not)."""
+    started, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, check=False)
     if proc.returncode != 0:
         sys.exit(f"launch failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr[-3000:]}")
-    return proc, time.perf_counter() - started
+    return proc, time.perf_counter() - started, _children_cpu() - cpu
+
+
+def checksum(line: str) -> str:
+    return line.split(" checksum ")[1].split()[0]
 
 
 def app_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -78,9 +91,9 @@ def main() -> None:
         app = build.compile_program(lib, [HERE / "app.c"], Path(tmp) / "app")
         for p in (int(x) for x in args.ranks.split(",")):
             line = user_line(lib, app, p, args.calls)
-            plain, wall_plain = timed(line, dict(os.environ))
+            plain, wall_plain, cpu_plain = timed(line, dict(os.environ))
             for seed in (int(s) for s in args.seeds.split(",")):
-                learn, wall_learn = timed([colltune, "run", "--mpi", "smpi", "--learn", "-", "--verbose", "--", *line],
+                learn, wall_learn, cpu_learn = timed([colltune, "run", "--mpi", "smpi", "--learn", "-", "--verbose", "--", *line],
                                           {**os.environ, "COLLTUNE_SELECT_SEED": str(seed)})
                 a, b = app_line(plain), app_line(learn)
                 equal = a.split(" simulated_s")[0] == b.split(" simulated_s")[0]
@@ -91,7 +104,9 @@ def main() -> None:
                              "wall_plain_s": round(wall_plain, 1), "wall_learn_s": round(wall_learn, 1),
                              "rank0_calls_library": counts.get("library", 0),
                              "rank0_calls_members": sum(members.values()),
-                             "members": ";".join(f"{k}={v}" for k, v in sorted(members.items()))})
+                             "members": ";".join(f"{k}={v}" for k, v in sorted(members.items())),
+                             "checksum_plain": checksum(a), "checksum_learn": checksum(b),
+                             "cpu_plain_s": round(cpu_plain, 1), "cpu_learn_s": round(cpu_learn, 1)})
                 print(rows[-1], flush=True)
                 if not equal:
                     sys.exit(f"results differ at {p} ranks, seed {seed}:\n {a}\n {b}\n{learn.stderr[-3000:]}")

@@ -44,10 +44,20 @@ copy per rank (libcolltune's), not two (16 ranks: 65,509 instructions in the win
 
 Every row names the code it measured (`native_code`: the last commit that changed libcolltune's
 sources, "+changes" for a tree that differs from it; rows before session 13 were filled from the
-README sections that report them).
+README sections that report them). A row is identified by its rank count, mode, method and
+rounds: a window of rounds 2-3 and one of rounds 2-9 are two rows (their draws serve different
+mixes of members: README, "Main's code at 16 to 4096 ranks, two windows").
+
+`--setup` (session 14): one callgrind run per rank count of the SHORT-round program, instrumented
+from the start (the pair's short run alone, with --compact --in-process-sed if given): the set-up
+per rank (method "setup": MPI_Init, the first calls of each communicator, MPI_Finalize), and with
+`--functions DIR --setup` the first-call layout (mode "learning (setup, 2 rounds)").
+
+    COLLTUNE_CACHE=/tmp/ct-cache nice -n 19 .venv/bin/python benchmarks/scale/percall.py --setup --compact \
+        --in-process-sed --ranks 16,256,1024 --modes learning --rounds 2,10 --out benchmarks/scale --keep-callgrind /tmp/cgs
 
 `--functions DIR` reads the kept callgrind outputs function by function (percall_functions.csv;
-with `--window`, the window runs' outputs, mode "learning (window)"):
+with `--window`, the window runs' outputs, mode "learning (window 2-9)" for `--rounds 2,10`):
 each function's share of the per-call figure, and the first-call layout computation of a
 communicator (LAYOUT_FUNCTIONS: its own instructions per call, from the 2-round run).
 """
@@ -103,13 +113,31 @@ def function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int
     return rows
 
 
+def window_mode(mode: str, short: int, long_: int) -> str:
+    """percall_functions.csv's mode of a window run: the mode and the window's rounds (a window's
+    draws, and so its mix of members, depend on its rounds: README, "Why 4096 ranks count fewer
+    instructions per call")."""
+    return f"{mode} (window {short}-{long_ - 1})"
+
+
 def window_function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int) -> list[dict[str, object]]:
     """Per function: its self instructions in the window run (callgrind-P-window-LEARN.out)
     over the window's calls (2 per round and rank)."""
     own, calls = run.colltune_functions(directory / f"callgrind-{ranks}-window-{int(mode == 'learning')}.out")
     added = ranks * 2 * (long_ - short)
-    return [{"ranks": ranks, "mode": f"{mode} (window)", "function": name, "self_short": "", "self_long": own[name],
-             "per_call": round(own[name] / added, 1), "calls_short": calls.get(name, 0), "self_per_call_short": ""}
+    return [{"ranks": ranks, "mode": window_mode(mode, short, long_), "function": name, "self_short": "",
+             "self_long": own[name], "per_call": round(own[name] / added, 1), "calls_short": calls.get(name, 0),
+             "self_per_call_short": ""}
+            for name in sorted(own)]
+
+
+def setup_function_rows(directory: Path, ranks: int, mode: str, short: int, long_: int) -> list[dict[str, object]]:
+    """Per function: its self instructions in the --setup run (callgrind-P-setup-LEARN.out, the
+    whole SHORT-round program) and its calls there; no per-call figure (per_call empty)."""
+    own, calls = run.colltune_functions(directory / f"callgrind-{ranks}-setup-{int(mode == 'learning')}.out")
+    return [{"ranks": ranks, "mode": f"{mode} (setup, {short} rounds)", "function": name, "self_short": own[name],
+             "self_long": "", "per_call": "", "calls_short": calls.get(name, 0),
+             "self_per_call_short": round(own[name] / calls[name], 1) if calls.get(name) else ""}
             for name in sorted(own)]
 
 
@@ -122,12 +150,16 @@ def write_functions(rows: list[dict[str, object]], out: Path) -> None:
     if path.exists():
         with path.open() as f:
             kept = [r for r in csv.DictReader(f) if (int(r["ranks"]), r["mode"]) not in done]
-    chosen = [r for r in rows if abs(float(r["per_call"])) >= 0.5 or r["function"] in LAYOUT_FUNCTIONS]  # type: ignore[arg-type]
+    # a set-up run's rows (no per-call figure): the functions of at least 50 instructions per rank
+    chosen = [r for r in rows if r["function"] in LAYOUT_FUNCTIONS
+              or (r["per_call"] == "" and int(r["self_short"]) >= 50 * int(r["ranks"]))  # type: ignore[call-overload]
+              or (r["per_call"] != "" and abs(float(r["per_call"])) >= 0.5)]  # type: ignore[arg-type]
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FUNCTION_FIELDS)
         writer.writeheader()
         writer.writerows(sorted([*kept, *chosen], key=lambda r: (int(r["ranks"]), str(r["mode"]),  # type: ignore[call-overload]
-                                                                 -abs(float(r["per_call"])))))  # type: ignore[arg-type]
+                                                                 -abs(float(r["per_call"] or 0)),  # type: ignore[arg-type]
+                                                                 -int(r["self_short"] or 0))))  # type: ignore[call-overload]
 
 
 def sed_shim(work: Path) -> Path:
@@ -140,20 +172,23 @@ def sed_shim(work: Path) -> Path:
 
 def window_instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, nprocs: int, short: int,
                         long_: int, work: Path, learn: bool, preload: Path | None = None,
-                        extra_cfg: tuple[str, ...] = ()) -> tuple[int, str, Path]:
+                        extra_cfg: tuple[str, ...] = (), setup: bool = False) -> tuple[int, str, Path]:
     """libcolltune's instructions in rounds short..long-1 of a long-round run of app.c under
     callgrind, instrumented only there (app.c's window), rank 0's line, and the output file;
-    preload: sed_shim's library, preloaded into the simulator (not into the measured code)."""
-    out = work / f"callgrind-{nprocs}-window-{int(learn)}.out"
+    preload: sed_shim's library, preloaded into the simulator (not into the measured code).
+    setup (--setup): instead the whole `short`-round program, instrumented from the start (the
+    pair's short run: MPI_Init, the first calls of each communicator, MPI_Finalize)."""
+    out = work / f"callgrind-{nprocs}-{'setup' if setup else 'window'}-{int(learn)}.out"
     learning = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
     if preload is not None:
         learning["LD_PRELOAD"] = str(preload)
-    argv = smpi.smpirun_argv(lib.mpiexec, nprocs, [str(exe), str(long_), str(short), str(long_)],
-                             {smpi.PLATFORM_VAR: run.PLATFORM},
+    program = [str(exe), str(short)] if setup else [str(exe), str(long_), str(short), str(long_)]
+    instr = "" if setup else " --instr-atstart=no"
+    argv = smpi.smpirun_argv(lib.mpiexec, nprocs, program, {smpi.PLATFORM_VAR: run.PLATFORM},
                              [f"--cfg=smpi/privatize-libs:{art.libcolltune}",
                               *(f"--cfg={setting}" for setting in run.SMPI_CFG),
                               *(f"--cfg={setting}" for setting in extra_cfg), "-wrapper",
-                              f"valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file={out}"])
+                              f"valgrind --tool=callgrind{instr} --callgrind-out-file={out}"])
     proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env={**os.environ, "COLLTUNE_VERBOSE": "0", **learning,
                                **run.private_tmpdir(work, f"window-{nprocs}-{int(learn)}"),
@@ -165,9 +200,9 @@ def window_instructions(lib: mpi.MpiLibrary, art: build.Artifacts, exe: Path, np
     if total == 0:
         sys.exit(f"no instruction of libcolltune in the window of {out}: app.c was compiled without "
                  "valgrind's <valgrind/callgrind.h> (install valgrind: `make setup-valgrind`)")
-    print(f"callgrind window {nprocs} ranks, rounds {short}..{long_ - 1}, "
-          f"{'learning' if learn else 'pass-through'}: {total} instructions in libcolltune",
-          file=sys.stderr, flush=True)
+    what = f"{short} rounds, whole program" if setup else f"window, rounds {short}..{long_ - 1}"
+    print(f"callgrind {nprocs} ranks, {what}, {'learning' if learn else 'pass-through'}: {total} instructions "
+          "in libcolltune", file=sys.stderr, flush=True)
     return total, line, out
 
 
@@ -225,10 +260,12 @@ def drop_section_headers(program: Path) -> None:
     program.write_bytes(data)
 
 
-def _key(row: dict[str, object]) -> tuple[int, str, str]:
+def _key(row: dict[str, object]) -> tuple[int, str, str, int, int]:
     """A percall.csv row's identity: rank count, mode, method (rows before session 11 have no
-    method column: the pair's difference)."""
-    return int(row["ranks"]), str(row["mode"]), str(row.get("method") or "difference")  # type: ignore[call-overload]
+    method column: the pair's difference) and the rounds (a window of rounds 2-3 and one of 2-9
+    are two rows: their draws differ)."""
+    return (int(row["ranks"]), str(row["mode"]), str(row.get("method") or "difference"),  # type: ignore[call-overload]
+            int(row["rounds_short"]), int(row["rounds_long"]))  # type: ignore[call-overload]
 
 
 # libcolltune's sources (build._PRODUCTS): the code a row's instructions are of
@@ -265,14 +302,18 @@ def main() -> None:
     ap.add_argument("--keep-callgrind", type=Path, metavar="DIR", help="copy the callgrind outputs to DIR")
     ap.add_argument("--window", action="store_true",
                     help="one callgrind run per rank count and mode, instrumented only in rounds SHORT..LONG-1")
+    ap.add_argument("--setup", action="store_true",
+                    help="one callgrind run per rank count and mode of the SHORT-round program, instrumented "
+                         "throughout: the set-up per rank (method \"setup\"; --keep-callgrind keeps "
+                         "callgrind-P-setup-LEARN.out for --functions --setup: the first-call layout)")
     ap.add_argument("--strip-debug", action="store_true",
                     help="run a copy of libcolltune.so without its debug information (same code)")
     ap.add_argument("--in-process-sed", action="store_true",
-                    help="with --window: SMPI's per-rank sed applied in the simulator's process "
+                    help="with --window or --setup: SMPI's per-rank sed applied in the simulator's process "
                          "(sed_inprocess.c, preloaded), not by a fork of valgrind's (README, \"4096 ranks "
                          "under callgrind\")")
     ap.add_argument("--compact", action="store_true",
-                    help="with --window: libcolltune linked again from the build's objects and the program "
+                    help="with --window or --setup: libcolltune linked again from the build's objects and the program "
                          "linked with two segments each, stripped, and no guard page under the simulated "
                          "ranks' stacks: valgrind's 30,000 address-space segments hold 4096 ranks then")
     ap.add_argument("--parallel", action="store_true", help="the two callgrind runs of a pair at once")
@@ -286,12 +327,12 @@ def main() -> None:
     args = ap.parse_args()
     short, long_ = (int(x) for x in args.rounds.split(","))
     if args.functions:
-        reader = window_function_rows if args.window else function_rows
+        reader = setup_function_rows if args.setup else window_function_rows if args.window else function_rows
         rows = [r for p in args.ranks.split(",") for mode in args.modes.split(",")
                 for r in reader(args.functions, int(p), mode, short, long_)]
         write_functions(rows, args.out)
         for r in rows:
-            if abs(float(r["per_call"])) >= 5 or r["function"] in LAYOUT_FUNCTIONS:  # type: ignore[arg-type]
+            if abs(float(r["per_call"] or 0)) >= 5 or r["function"] in LAYOUT_FUNCTIONS:  # type: ignore[arg-type]
                 print(r)
         return
     run.SMPI_CFG.extend(SETTINGS)
@@ -317,14 +358,28 @@ def main() -> None:
         extra_cfg = COMPACT_CFG if args.compact else ()
         preload = sed_shim(work) if args.in_process_sed else None
         for p in (int(x) for x in args.ranks.split(",")):
-            _, _, reference = run.launch(lib, art, plain, p, long_, {})
+            # the plain run's checksum, of the program the measured runs run
+            _, _, reference = run.launch(lib, art, plain, p, short if args.setup else long_, {})
             for mode in args.modes.split(","):
                 learn = mode == "learning"
                 env = {"COLLTUNE_SELECT": "-", "COLLTUNE_SELECT_SEED": "1"} if learn else {}
-                if not args.window:  # the window run checks its own line
+                if not (args.window or args.setup):  # these runs check their own line
                     _, _, line = run.launch(lib, art, linked, p, long_, env)
                 started, cpu = time.strftime("%H:%M:%S", time.gmtime()), _cpu()
-                if args.window:
+                if args.setup:
+                    total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn, preload,
+                                                          extra_cfg, setup=True)
+                    row = {"ranks": p, "mode": mode, "method": "setup", "rounds_short": short,
+                           "rounds_long": short, "instructions_short": total, "instructions_long": "",
+                           "per_call": "", "setup_per_rank": round(total / p),
+                           "checksum_equal": checksum(line) == checksum(reference),
+                           "callgrind_cpu_s": round(_cpu() - cpu, 1),
+                           "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started,
+                           "native_code": code}
+                    if args.keep_callgrind:
+                        args.keep_callgrind.mkdir(parents=True, exist_ok=True)
+                        (args.keep_callgrind / out.name).write_bytes(out.read_bytes())
+                elif args.window:
                     total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn, preload,
                                                           extra_cfg)
                     row = {"ranks": p, "mode": mode, "method": "window", "rounds_short": short,
@@ -349,7 +404,7 @@ def main() -> None:
                         ir = {n: job.result() for n, job in jobs.items()}
                 else:
                     ir = {n: run.instructions(lib, art, linked, p, n, work, learn=learn) for n in (short, long_)}
-                if not args.window:
+                if not (args.window or args.setup):
                     row = {"ranks": p, "mode": mode, "method": "difference", "rounds_short": short,
                            "rounds_long": long_, "instructions_short": ir[short], "instructions_long": ir[long_],
                            "per_call": round((ir[long_] - ir[short]) / (p * 2 * (long_ - short)), 1),
@@ -361,7 +416,7 @@ def main() -> None:
                 rows.append(row)
                 if not row["checksum_equal"]:
                     sys.exit(f"{p} ranks, {mode}: checksum {line} differs from the plain run's {reference}")
-                if args.keep_callgrind and not args.from_callgrind and not args.window:
+                if args.keep_callgrind and not (args.from_callgrind or args.window or args.setup):
                     args.keep_callgrind.mkdir(parents=True, exist_ok=True)
                     for n in (short, long_):
                         src = work / f"callgrind-{p}-{n}-{int(learn)}.out"

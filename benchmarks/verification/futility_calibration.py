@@ -188,7 +188,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--test", help="judge with this test, futility of now only (futility_calibration_<test>.json)")
-    ap.add_argument("--two-modes", choices=["median", "mean"],
+    ap.add_argument("--two-modes", choices=["median", "mean", "tested"],
                     help="judge with this slowdown for launches in two modes; adds the bimodal configurations")
     ap.add_argument("--plan", help="launches of the first look and of each round (doubling), e.g. 8,10,20 "
                                     "[default: 8,8,16]; given, the json's name ends in _<plan>")

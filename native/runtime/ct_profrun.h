@@ -28,6 +28,13 @@
 #include "ct_p2p_calls.h"
 
 #define CT_PROFRUN_HIDDEN __attribute__((visibility("hidden")))
+/* The switches and counters every intercepted call reads, wherever they are defined (below,
+ * modes.c's ct_active, watch.c's ct_watch, profcomm.c's generation, requests.c's polls' sums):
+ * a section of their own, which the linker collects into one output section, so that they share
+ * two cache lines instead of taking one in each file's .bss (after the application's own work
+ * between two calls, each line a call reads is a cache miss, and what it brings in evicts the
+ * application's). Definitions only (zero-initialised, never const). */
+#define CT_HOT_DATA __attribute__((section("ct_hot_data")))
 
 /* ---- the switches (profstate.c) ---------------------------------------------------------- */
 /* Process-wide, written once at MPI_Init (profrun.c) and cleared at MPI_Finalize, read on every
@@ -44,19 +51,39 @@ extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_by_modes[];
 CT_PROFRUN_HIDDEN int ct_profrun_served(int coll);
 
 /* Per thread. initial-exec: a plain %fs access on every intercepted call instead of
- * __tls_get_addr (libcolltune is preloaded or linked, so its TLS is in the static block). */
-/* The call site of the collective being dispatched: set first thing by the generated serving
- * function (gen_wrappers.split), which the wrapper reaches by a tail jump. */
-extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_site
-    CT_TLS_MODEL;
-/* Set by the Fortran wrappers around their call of the C wrapper: the application's call site
- * (the C wrapper's return address would be colltune's own ct_f_* frame). NULL otherwise. */
-extern CT_PROFRUN_HIDDEN _Thread_local const void *ct_profrun_caller
-    CT_TLS_MODEL;
-/* 1 while the profiling mode serves a call: a collective the serving code makes itself is not
- * profiled again. */
-extern CT_PROFRUN_HIDDEN _Thread_local int ct_profrun_inside
-    CT_TLS_MODEL;
+ * __tls_get_addr (libcolltune is preloaded or linked, so its TLS is in the static block).
+ * What every profiled call reads or writes of its thread is one cache line, this struct: as
+ * separate variables they were spread over four lines of the TLS block (with cold caches between
+ * them), and after the application's own work between two calls each line is a cache miss
+ * (OpenFOAM, callgrind's cache simulation: ~9 L1 misses a profiled call, more than its
+ * instructions cost). The names below are its fields (macros), so the generated wrappers and the
+ * call path read them as before. */
+struct ct_chain_cache;
+struct ct_memo_block;
+struct ct_p2p_memo;
+typedef struct __attribute__((aligned(64))) ct_profrun_thread {
+    /* The call site of the collective being dispatched: set first thing by the generated
+     * serving function (gen_wrappers.split), which the wrapper reaches by a tail jump. */
+    const void *site;
+    /* Set by the Fortran wrappers around their call of the C wrapper: the application's call
+     * site (the C wrapper's return address would be colltune's own ct_f_* frame). NULL
+     * otherwise. */
+    const void *caller;
+    /* 1 while the profiling mode serves a call: a collective the serving code makes itself is
+     * not profiled again. */
+    int inside;
+    uint32_t time_left;               /* the timing countdown (ct_profrun_impl.h) */
+    uint64_t seq;                     /* the thread's intercepted calls, numbered (ditto) */
+    struct ct_chain_cache *chains;    /* the chains it met (profchain.c) */
+    const void *chain_last;           /* the chain of its previous lookup (ditto) */
+    struct ct_memo_block *memos;      /* its memo block (profcall.c) */
+    struct ct_p2p_memo *p2p_memos;    /* the block's point-to-point entries */
+} ct_profrun_thread;
+_Static_assert(sizeof(ct_profrun_thread) == 64, "one cache line");
+extern CT_PROFRUN_HIDDEN _Thread_local ct_profrun_thread ct_profrun_me CT_TLS_MODEL;
+#define ct_profrun_site (ct_profrun_me.site)
+#define ct_profrun_caller (ct_profrun_me.caller)
+#define ct_profrun_inside (ct_profrun_me.inside)
 
 /* ---- the clock (profclock.c) ------------------------------------------------------------- */
 /* Monotonic nanoseconds (CLOCK_MONOTONIC: one clock for all ranks of a node). */

@@ -132,7 +132,7 @@ static inline void ct_own_add(uint64_t ticks, uint64_t weight)
  * countdown, and its rearming. */
 #define CT_TIME_ALL 64
 #define CT_TIME_EVERY 16
-extern CT_PROFRUN_HIDDEN _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
+#define ct_time_left (ct_profrun_me.time_left)   /* (ct_profrun.h: the thread's hot line) */
 CT_PROFRUN_HIDDEN void ct_time_rearm(void);
 /* A call path that is not a collective's or a generated point-to-point wrapper's (the watched
  * Wait/Test family, requests.c) counts itself down here: the clock at its entry when this call
@@ -318,7 +318,7 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t 
  * call's number is ct_call_number's: this thread's calls and the process's polls counted by
  * the countdowns (while the light path is open: those before each was last armed, plus the
  * armed values, less what is left of them). */
-extern CT_PROFRUN_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
+#define ct_seq (ct_profrun_me.seq)
 extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite, ct_poll_sum;
 extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT];
 extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
@@ -360,17 +360,22 @@ extern CT_PROFRUN_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
 /* The call's site for the tables: its interned chain (the return address `site` into the
  * caller of MPI_* and the frames above it); `anchor`: an address in the MPI_* wrapper's frame,
  * the same for the same stack depth at the call. An unwind only for a chain new to the thread. */
-CT_PROFRUN_HIDDEN const void *ct_profchain_site(const void *site, const void *anchor);
+/* (cold: the call path's inline lookup falls back on it out of its hot code) */
+CT_PROFRUN_HIDDEN __attribute__((cold)) const void *ct_profchain_site(const void *site,
+                                                                      const void *anchor);
 /* A chain as a thread met it: where its frames' return addresses were on the stack. Entries
- * never move once made (ct_profchain_fast's hints point at them). */
-typedef struct ct_chain_seen {
+ * never move once made (ct_profchain_fast's hints point at them). What a call compares is the
+ * first two cache lines of an entry (aligned: 152 bytes from calloc spanned 3-4 lines, each a
+ * miss after the application's own work); its id is in the hint that found it. */
+typedef struct __attribute__((aligned(64))) ct_chain_seen {
     const void *site, *anchor;
-    const void *id;                           /* its id (profchain.c); NULL: empty */
-    int frames;                               /* return addresses above the site */
     const void *const *at[CT_CHAIN_DEPTH - 1];
     const void *ra[CT_CHAIN_DEPTH - 1];
+    const void *id;                           /* its id (profchain.c); NULL: empty */
+    int frames;                               /* return addresses above the site */
     struct ct_chain_seen *next;               /* its set's list (profchain.c) */
 } ct_chain_seen;
+_Static_assert(offsetof(ct_chain_seen, id) == 128, "the compared fields: two cache lines");
 /* Is the call at (site, anchor) this chain? One load per frame, no unwind. Every frame is read,
  * without a branch (a loop that stopped at the first difference cost ~67 instructions a call in
  * loop control and compares, OpenFOAM): past a frame that differs the answer is "not this chain"
@@ -414,28 +419,36 @@ typedef struct ct_chain_lead {
 } ct_chain_lead;
 
 typedef struct ct_chain_chunk ct_chain_chunk;   /* profchain.c's */
-typedef struct ct_chain_cache {
-    const void *last;                         /* the chain of this thread's previous lookup */
-    ct_chain_seen *after[CT_CHAIN_AFTER];     /* by (site, anchor, last) */
+/* The first hint's entry: the chain entry and its id, so that a call the hint finds reads the
+ * entry's two lines of frames and nothing else of it. */
+typedef struct ct_chain_next {
+    const ct_chain_seen *seen;
+    const void *id;
+} ct_chain_next;
+typedef struct __attribute__((aligned(64))) ct_chain_cache {
+    /* (the chain of this thread's previous lookup, `last`: ct_profrun_me.chain_last) */
+    ct_chain_next after[CT_CHAIN_AFTER];      /* by (site, anchor, last) */
     ct_chain_seen *hint[CT_CHAIN_HINTS];      /* by (site, anchor, the frame above the site) */
     ct_chain_lead lead[CT_CHAIN_SETS];
     ct_chain_seen *sets[CT_CHAIN_SETS];       /* each set's list, the last found first */
     ct_chain_chunk *chunks;                   /* where the entries are (never moved) */
     unsigned entries;                         /* made so far (capped: profchain.c) */
     struct ct_chain_cache *list;              /* every thread's, freed at MPI_Finalize */
+    void *allocated;                          /* what calloc returned (profchain.c) */
 } ct_chain_cache;
-extern CT_PROFRUN_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
+#define ct_chain_mine (ct_profrun_me.chains)
 
 /* The first hint's entry: four per previous chain, by its id (`last >> 3`, dense: two previous
  * chains never share one) and the site's two low bits, so that a loop's calls never evict each
  * other's hint however many chains it has (a hash of (previous chain, site, anchor) put 1,200
  * chains in 4,096 entries: a quarter of the calls missed and walked a set's list of 300 chains,
  * ~2,100 instructions a call on advise_many_chains). The anchor is compared, not hashed. */
-static inline ct_chain_seen **ct_chain_after(ct_chain_cache *c, const void *site,
-                                             const void *anchor)
+static inline ct_chain_next *ct_chain_after(ct_chain_cache *c, const void *site,
+                                            const void *anchor)
 {
     (void)anchor;
-    return &c->after[(((uintptr_t)c->last >> 1) | ((uintptr_t)site & 3)) & (CT_CHAIN_AFTER - 1)];
+    return &c->after[(((uintptr_t)ct_profrun_me.chain_last >> 1) | ((uintptr_t)site & 3))
+                     & (CT_CHAIN_AFTER - 1)];
 }
 
 /* ct_profchain_site where the first hint holds the chain, inline in the call path (the call and
@@ -444,9 +457,10 @@ static inline const void *ct_profchain_fast(const void *site, const void *anchor
 {
     ct_chain_cache *c = ct_chain_mine;
     if (__builtin_expect(c != NULL, 1)) {
-        const ct_chain_seen *s = *ct_chain_after(c, site, anchor);
+        const ct_chain_next *next = ct_chain_after(c, site, anchor);
+        const ct_chain_seen *s = next->seen;
         if (__builtin_expect(s != NULL && ct_profchain_is(s, site, anchor), 1))
-            return c->last = s->id;
+            return ct_profrun_me.chain_last = next->id;
     }
     return ct_profchain_site(site, anchor);
 }
@@ -493,7 +507,7 @@ typedef struct __attribute__((aligned(32))) ct_p2p_memo {
 _Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
 /* This thread's entries (its memo block's, profcall.c); NULL before its first point-to-point
  * call's full path, and under MPI_THREAD_MULTIPLE (their counters are not atomic). */
-extern CT_PROFRUN_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;
+#define ct_p2p_memos (ct_profrun_me.p2p_memos)
 
 /* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives every chain
  * an entry of its own, as profcall.c's ct_memo_at. */

@@ -47,8 +47,8 @@ CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 static uint32_t ct_coll_claimed[CT_COLL_SLOTS], ct_p2p_claimed[CT_P2P_SLOTS];
 CT_HIDDEN ct_claims ct_coll_claims = {0, ct_coll_claimed}, ct_p2p_claims = {0, ct_p2p_claimed};
 
-/* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns. */
-CT_HIDDEN _Thread_local uint64_t ct_seq CT_TLS_MODEL;
+/* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns
+ * (ct_seq: a field of the thread's hot line, ct_profrun_me). */
 
 int64_t ct_profrun_bytes(int count, MPI_Datatype type)
 {
@@ -141,8 +141,7 @@ static void ct_time(ct_point *s, uint64_t ticks)
 
 /* Which calls are timed (see CT_TIME_EVERY): this thread's countdown to the next timed call
  * (the watched Wait/Test path counts down on it too: ct_own_begin). */
-CT_HIDDEN _Thread_local uint32_t ct_time_left CT_TLS_MODEL;
-static _Thread_local uint32_t ct_time_rng CT_TLS_MODEL;
+static _Thread_local uint32_t ct_time_rng CT_TLS_MODEL;   /* (ct_time_left: ct_profrun_me) */
 
 __attribute__((noinline)) void ct_time_rearm(void)
 {
@@ -323,8 +322,7 @@ typedef struct ct_memo_block {
     void *allocated;              /* what calloc returned (the block is aligned in it) */
 } ct_memo_block;
 CT_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
-static _Thread_local ct_memo_block *ct_memos CT_TLS_MODEL;
-CT_HIDDEN _Thread_local ct_p2p_memo *ct_p2p_memos CT_TLS_MODEL;   /* ct_memos->p2p */
+#define ct_memos (ct_profrun_me.memos)   /* the thread's hot line (ct_p2p_memos: ct_memos->p2p) */
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
 /* Sites are chain ids, consecutive entries of profchain.c's dense array: `site >> 3` gives every
@@ -500,9 +498,9 @@ static void ct_p2p_memo_new(ct_p2p_memo *m, int kind, const void *chain, int cou
  * the chain's memo where it can be). The entry it would replace is flushed first: it may hold
  * repetitions of this very point (the same chain and call with another count of the same log2
  * bin), which its count must include before it decides the timing. */
-static __attribute__((noinline)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const void *chain,
-                                                        int count, MPI_Datatype type,
-                                                        uint64_t t_in)
+static __attribute__((noinline, cold)) ct_p2p_rec ct_p2p_full(ct_p2p_call call, const void *chain,
+                                                              int count, MPI_Datatype type,
+                                                              uint64_t t_in)
 {
     ct_memo_block *b = ct_memo_block_mine();
     ct_p2p_memo *m = b != NULL ? ct_p2p_memo_at(b->p2p, chain, (int)call) : NULL;
@@ -592,10 +590,11 @@ static inline void ct_repeat_pattern(ct_pcomm *st, ct_memo *m, uint64_t seq)
 
 /* Every call that is not a memoised one's repetition: sizes, slots and fingerprints derived from
  * the arguments (and the memo made where it can be). */
-static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *call,
-                                                      MPI_Comm comm, const void *site,
-                                                      uint64_t seq, ct_pcomm *st, int sampled,
-                                                      uint64_t wait, uint64_t t_in)
+static __attribute__((noinline, cold)) int ct_profiled_full(int kind, const ct_call *call,
+                                                            MPI_Comm comm, const void *site,
+                                                            uint64_t seq, ct_pcomm *st,
+                                                            int sampled, uint64_t wait,
+                                                            uint64_t t_in)
 {
     int nprocs = 0;
     if (st != NULL)
@@ -637,8 +636,9 @@ static __attribute__((noinline)) int ct_profiled_full(int kind, const ct_call *c
 }
 
 /* A memoised call's repetition failed: counted without a size, as any failed call. */
-static __attribute__((noinline)) void ct_failed(int kind, const void *site, int nprocs,
-                                                int timed, uint64_t ns, int sampled, uint64_t wait)
+static __attribute__((noinline, cold)) void ct_failed(int kind, const void *site, int nprocs,
+                                                      int timed, uint64_t ns, int sampled,
+                                                      uint64_t wait)
 {
     ct_point *s = ct_coll_slot(site, kind, nprocs, -1);
     if (s != NULL) {

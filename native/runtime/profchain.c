@@ -72,6 +72,7 @@ static atomic_uint ct_chain_count;
 
 struct ct_chain_chunk {
     ct_chain_chunk *next;
+    void *allocated;                  /* what calloc returned (ct_chain_zalloc) */
     ct_chain_seen seen[CT_CHAIN_CHUNK];
 };
 CT_HIDDEN const void *const ct_chain_none = NULL;
@@ -79,7 +80,7 @@ static atomic_ullong ct_unwinds, ct_chains_lost;
 
 /* Per thread: the chains met (ct_chain_cache, ct_profrun_impl.h); a known chain is found by its
  * hint inline in the call path (ct_profchain_fast), else in its set's list here. */
-CT_HIDDEN _Thread_local ct_chain_cache *ct_chain_mine CT_TLS_MODEL;
+/* (ct_chain_mine: the thread's hot line, ct_profrun_me) */
 static _Atomic(ct_chain_cache *) ct_chain_caches;
 
 /* ---- the unwind -------------------------------------------------------------------------- */
@@ -198,11 +199,23 @@ static const void *ct_chain_intern(const void *site, const ct_chain_seen *s)
     return ct_chain_id(slot);
 }
 
+/* Zeroed memory aligned to a cache line (calloc's 16 bytes would let a chain entry or a hint
+ * row straddle one more line than it fills), *raw what to free. From calloc, not aligned_alloc
+ * and a memset: the cache's ~290 KB are fresh zero pages, touched only where used (a memset
+ * faulted in every page at the thread's first call). */
+static void *ct_chain_zalloc(size_t size, void **raw)
+{
+    *raw = calloc(1, size + 64);
+    return *raw != NULL ? (void *)(((uintptr_t)*raw + 63) & ~(uintptr_t)63) : NULL;
+}
+
 static ct_chain_cache *ct_chain_cache_new(void)
 {
-    ct_chain_cache *c = calloc(1, sizeof *c);
+    void *raw;
+    ct_chain_cache *c = ct_chain_zalloc(sizeof *c, &raw);
     if (c == NULL)
         return NULL;
+    c->allocated = raw;
     c->list = atomic_load_explicit(&ct_chain_caches, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&ct_chain_caches, &c->list, c,
                                                   memory_order_release, memory_order_relaxed)) {
@@ -217,9 +230,11 @@ static ct_chain_seen *ct_chain_entry_new(ct_chain_cache *c)
         return NULL;
     unsigned i = c->entries % CT_CHAIN_CHUNK;
     if (i == 0) {
-        ct_chain_chunk *chunk = calloc(1, sizeof *chunk);
+        void *raw;
+        ct_chain_chunk *chunk = ct_chain_zalloc(sizeof *chunk, &raw);
         if (chunk == NULL)
             return NULL;
+        chunk->allocated = raw;
         chunk->next = c->chunks;
         c->chunks = chunk;
     }
@@ -245,13 +260,13 @@ static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above
  * is given; it is the previous call's chain for the next lookup. */
 static const void *ct_chain_hit(ct_chain_cache *c, ct_chain_lead *lead, ct_chain_seen *s)
 {
-    *ct_chain_after(c, s->site, s->anchor) = s;
+    *ct_chain_after(c, s->site, s->anchor) = (ct_chain_next){s, s->id};
     if (lead != NULL) {
         if (lead->site != s->site || lead->anchor != s->anchor)
             *lead = (ct_chain_lead){s->site, s->anchor, s->at[0]};
         *ct_chain_hint(c, *lead->above, s->site, s->anchor) = s;
     }
-    return c->last = s->id;
+    return ct_profrun_me.chain_last = s->id;
 }
 
 static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, const void *anchor,
@@ -355,9 +370,9 @@ void ct_profchain_finish(void)
         while (c->chunks != NULL) {
             ct_chain_chunk *chunk = c->chunks;
             c->chunks = chunk->next;
-            free(chunk);
+            free(chunk->allocated);
         }
-        free(c);
+        free(c->allocated);
         c = next;
     }
     ct_chain_mine = NULL;

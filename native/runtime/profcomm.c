@@ -14,10 +14,10 @@
  * call, then on average every `period`-th (ct_profcomm_gap). A sampled call is preceded by a
  * timed synchronisation; on an intra-communicator that is a PMPI_Allreduce (MPI_MAX) of each
  * rank's budget level, so every rank learns the largest one at the same call and all change the
- * period alike: doubled when a
- * rank's sampling cost exceeds COLLTUNE_PROFILE_RUN_BUDGET (millionths of its time since
- * MPI_Init), halved (not below COLLTUNE_PROFILE_RUN_SAMPLE) when every rank is at most at a
- * quarter of it. The cost of a synchronisation is its latency, not the wait for late ranks (that
+ * period alike: doubled when a rank's sampling cost reaches COLLTUNE_PROFILE_RUN_BUDGET
+ * (millionths of its time since MPI_Init), halved (not below COLLTUNE_PROFILE_RUN_SAMPLE) when
+ * every rank is under half of it (level 0 or 1 in quarters). The cost of a synchronisation is
+ * its latency, not the wait for late ranks (that
  * moved from the collective, it is no extra cost): the last rank to arrive waits for nobody, so
  * the shortest duration over the ranks is the latency. The same Allreduce carries it (as
  * UINT_MAX - duration of the previous synchronisation on the communicator, under MPI_MAX), so
@@ -54,7 +54,7 @@ static const char *const ct_pattern_names[CT_PAT_COUNT] = {
 };
 
 CT_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache = {MPI_COMM_NULL, NULL, 0};
-CT_HIDDEN atomic_uint ct_profcomm_generation;
+CT_HIDDEN CT_HOT_DATA atomic_uint ct_profcomm_generation;
 static int ct_keyval = MPI_KEYVAL_INVALID;
 static uint64_t ct_every;                       /* agreed minimum period, 0: no sampling */
 static uint64_t ct_budget_ppm;                  /* agreed, 0: no budget */
@@ -164,7 +164,9 @@ static void ct_adapt(ct_pcomm *st, const unsigned agreed[2])
     }
     if (ct_budget_ppm == 0)
         return;
-    if (agreed[0] > CT_LEVEL_OVER) {
+    /* Levels are whole quarters, rounded down: level 4 is 100-124% of the budget, which `> 4`
+     * let through (a run could spend a quarter more than its budget and never widen). */
+    if (agreed[0] >= CT_LEVEL_OVER) {
         ct_profrun_polls_over_budget();   /* (the polls' period: this rank's, requests.c) */
         if (st->period < CT_MAX_PERIOD) {
             st->period *= 2;

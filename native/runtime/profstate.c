@@ -7,13 +7,11 @@
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 
-CT_HIDDEN unsigned char ct_profrun_on;
-CT_HIDDEN unsigned char ct_p2p_on;
-CT_HIDDEN int ct_profrun_mt;
-CT_HIDDEN unsigned char ct_profrun_by_modes[CT_NUM_COLLECTIVES];
-CT_HIDDEN _Thread_local const void *ct_profrun_site;
-CT_HIDDEN _Thread_local const void *ct_profrun_caller;
-CT_HIDDEN _Thread_local int ct_profrun_inside;
+CT_HIDDEN CT_HOT_DATA unsigned char ct_profrun_on;
+CT_HIDDEN CT_HOT_DATA unsigned char ct_p2p_on;
+CT_HIDDEN CT_HOT_DATA int ct_profrun_mt;
+CT_HIDDEN CT_HOT_DATA unsigned char ct_profrun_by_modes[CT_NUM_COLLECTIVES];
+CT_HIDDEN _Thread_local ct_profrun_thread ct_profrun_me;
 
 int ct_profrun_served(int coll)
 {

@@ -52,7 +52,7 @@ static int ct_req_touched;
 static atomic_int ct_req_live;           /* followed requests: 0 lets Wait/Test skip the map */
 /* Bumped whenever the map changes (a request followed, started, completed, dropped): a polling
  * call's memo (below) holds only while it is unchanged. */
-static atomic_uint ct_req_gen;
+static CT_HOT_DATA atomic_uint ct_req_gen;
 static int ct_req_gone;                  /* tombstones */
 static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
 
@@ -67,19 +67,21 @@ static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
  * cannot bring it above 0. While shut, the countdown's remainder waits in ct_poll_kept. */
 #define CT_POLL_SHUT (INT32_MIN / 2)
 static unsigned char ct_poll_lite_ok;
-CT_HIDDEN unsigned char ct_poll_lite;
+CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_lite;
 /* ct_call_number adds the light polls' count (the countdowns' sum) only while the light path is
  * open and a poll has been sampled: each function's countdown is first armed at 1, so that its
  * first poll is the countdown's sample, and before any function's first no poll can have taken
  * the light path. A code that never polls (OpenFOAM) never sums the four countdowns: ~12 of a
  * collective's instructions. */
 static unsigned char ct_poll_taken;
-CT_HIDDEN unsigned char ct_poll_sum;
+CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_sum;
 CT_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
 static int32_t ct_poll_armed[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
 static int32_t ct_poll_kept[CT_P2P_COUNT];
 CT_HIDDEN uint64_t ct_polls_counted[CT_P2P_COUNT];
-CT_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;   /* their sums over the four */
+/* their sums over the four (the first read by every call: ct_call_number) */
+CT_HIDDEN CT_HOT_DATA uint64_t ct_polls_counted_all;
+CT_HIDDEN uint64_t ct_polls_armed_all;
 static const ct_p2p_call ct_poll_fns[] = {CT_P2P_TEST, CT_P2P_TESTALL, CT_P2P_TESTANY, CT_P2P_TESTSOME};
 #define CT_POLL_FNS (sizeof ct_poll_fns / sizeof ct_poll_fns[0])
 
@@ -383,7 +385,11 @@ uint64_t ct_req_end(ct_reqwatch *w, int all, int index, const int *list, int n_l
 #define CT_POLL_HANDLES 16
 _Static_assert((CT_POLLS & (CT_POLLS - 1)) == 0, "a power of two (a mask)");
 
-typedef struct ct_poll {
+/* What a repetition reads and counts comes first, then the handles it compares: aligned, a
+ * repetition given a few handles reads one cache line of its entry (264-byte entries packed
+ * end to end put those fields on 3-4 lines, each a miss after the application's own work:
+ * OpenFOAM's Waitall). */
+typedef struct __attribute__((aligned(64))) ct_poll {
     const void *chain;            /* the call's chain (profchain.c); NULL: empty */
     int call;                     /* ct_p2p_call */
     unsigned gen;                 /* ct_req_gen when it was made */
@@ -391,14 +397,17 @@ typedef struct ct_poll {
     int count;
     const MPI_Request *requests;
     ct_point *point;              /* its point-to-point part's point; NULL: none (not recorded) */
-    /* repetitions not yet in the point: calls, timed ones, their ticks and the longest */
-    uint64_t calls, timed, ticks, max;
+    uint64_t calls;               /* repetitions not yet in the point */
     uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
-    int n, total;                 /* followed requests given, active requests given */
+    int n;                        /* followed requests given */
+    MPI_Request handles[CT_POLL_HANDLES];
+    /* the timed repetitions not yet in the point, their ticks and the longest */
+    uint64_t timed, ticks, max;
+    int total;                    /* active requests given */
     int at[CT_POLL_FOLLOWED];
     ct_req *req[CT_POLL_FOLLOWED];
-    MPI_Request handles[CT_POLL_HANDLES];
 } ct_poll;
+_Static_assert(offsetof(ct_poll, handles) <= 56, "a repetition's fields on its first line");
 
 static ct_poll ct_polls[CT_POLLS];
 
@@ -855,6 +864,23 @@ extern __typeof__(PMPI_Testsome) PMPI_Testsome __attribute__((noplt));
 /* The Wait/Test family: its point-to-point part (a call given other requests than followed
  * collective ones) goes to the profiling mode's p2p table (p2p.toml's Wait/Test family). */
 
+/* Each Wait wrapper's path other than its repetition is a function of its own, out of the hot
+ * text (cold): inline, it spread the repetition's ~80 instructions over a 1.8 KB function, and
+ * each cache line of code the repetition runs is a miss after the application's own work
+ * (OpenFOAM's Waitall: 6 instruction-cache misses a call in callgrind's simulation). The
+ * anchor is the wrapper's frame, handed over. */
+static __attribute__((noinline, cold)) int ct_waited_full(const void *site, const void *anchor,
+                                                          const void *chain,
+                                                          MPI_Request *request,
+                                                          MPI_Status *status)
+{
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAIT, site, anchor, chain, 1, request);
+    int rc = PMPI_Wait(request, status);
+    ct_watch_end(&c, 1, request, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
+    return rc;
+}
+
 static __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
@@ -865,11 +891,7 @@ static __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Reque
         ct_wait_counted(p);
         return rc;
     }
-    ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAIT, site, anchor, chain, 1, request);
-    int rc = PMPI_Wait(request, status);
-    ct_watch_end(&c, 1, request, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
-    return rc;
+    return ct_waited_full(site, anchor, chain, request, status);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -877,6 +899,20 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     if (CT_LIKELY(!ct_watch))
         return PMPI_Wait(request, status);
     return ct_watched_wait(ct_watch_site(__builtin_return_address(0)), request, status);
+}
+
+static __attribute__((noinline, cold)) int ct_waited_all_full(const void *site,
+                                                              const void *anchor,
+                                                              const void *chain, int count,
+                                                              MPI_Request requests[],
+                                                              MPI_Status statuses[])
+{
+    ct_watchcall c;
+    ct_watch_begin(&c, CT_P2P_WAITALL, site, anchor, chain, count, requests);
+    int rc = PMPI_Waitall(count, requests, statuses);
+    /* MPI_ERR_IN_STATUS: some completed; the followed ones are then not counted (rare) */
+    ct_watch_end(&c, count, requests, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
+    return rc;
 }
 
 static __attribute__((noinline)) int ct_watched_waitall(const void *site, int count,
@@ -890,12 +926,7 @@ static __attribute__((noinline)) int ct_watched_waitall(const void *site, int co
         ct_wait_counted(p);
         return rc;
     }
-    ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITALL, site, anchor, chain, count, requests);
-    int rc = PMPI_Waitall(count, requests, statuses);
-    /* MPI_ERR_IN_STATUS: some completed; the followed ones are then not counted (rare) */
-    ct_watch_end(&c, count, requests, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
-    return rc;
+    return ct_waited_all_full(site, anchor, chain, count, requests, statuses);
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
