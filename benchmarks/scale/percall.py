@@ -366,25 +366,15 @@ def main() -> None:
                 if not (args.window or args.setup):  # these runs check their own line
                     _, _, line = run.launch(lib, art, linked, p, long_, env)
                 started, cpu = time.strftime("%H:%M:%S", time.gmtime()), _cpu()
-                if args.setup:
+                if args.setup or args.window:  # one callgrind run, instrumented in part or throughout
                     total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn, preload,
-                                                          extra_cfg, setup=True)
-                    row = {"ranks": p, "mode": mode, "method": "setup", "rounds_short": short,
-                           "rounds_long": short, "instructions_short": total, "instructions_long": "",
-                           "per_call": "", "setup_per_rank": round(total / p),
-                           "checksum_equal": checksum(line) == checksum(reference),
-                           "callgrind_cpu_s": round(_cpu() - cpu, 1),
-                           "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started,
-                           "native_code": code}
-                    if args.keep_callgrind:
-                        args.keep_callgrind.mkdir(parents=True, exist_ok=True)
-                        (args.keep_callgrind / out.name).write_bytes(out.read_bytes())
-                elif args.window:
-                    total, line, out = window_instructions(lib, art, linked, p, short, long_, work, learn, preload,
-                                                          extra_cfg)
-                    row = {"ranks": p, "mode": mode, "method": "window", "rounds_short": short,
-                           "rounds_long": long_, "instructions_short": "", "instructions_long": total,
-                           "per_call": round(total / (p * 2 * (long_ - short)), 1), "setup_per_rank": "",
+                                                          extra_cfg, setup=args.setup)
+                    row = {"ranks": p, "mode": mode, "method": "setup" if args.setup else "window",
+                           "rounds_short": short, "rounds_long": short if args.setup else long_,
+                           "instructions_short": total if args.setup else "",
+                           "instructions_long": "" if args.setup else total,
+                           "per_call": "" if args.setup else round(total / (p * 2 * (long_ - short)), 1),
+                           "setup_per_rank": round(total / p) if args.setup else "",
                            "checksum_equal": checksum(line) == checksum(reference),
                            "callgrind_cpu_s": round(_cpu() - cpu, 1),
                            "smpi_cfg": " ".join([*SETTINGS, *extra_cfg]), "started_utc": started,
