@@ -12,6 +12,8 @@
 #                                                          # (paired_time.py: the verdict on 1%)
 #   bash benchmarks/advise/openfoam.sh OUT prepare 100     # only the case (OUT/cavity), for
 #                                                          # concurrent_time.py
+#   CELLS=200 bash benchmarks/advise/openfoam.sh OUT callgrind 20   # a 200x200 mesh instead of
+#                   # the 40x40 (800 cells a rank): how the share scales with the case
 #
 # Writes OUT/advise.txt (the terminal output of colltune advise), OUT/advise/ (its files) and,
 # with `callgrind`, OUT/cg.out (rank 0) and OUT/cg-objects.txt (instructions per object).
@@ -24,7 +26,8 @@ mkdir -p "$out"
 rm -rf "$out/cavity"
 cp -r /usr/share/doc/openfoam-examples/examples/incompressible/icoFoam/cavity/cavity "$out/cavity"
 cd "$out/cavity"
-sed -i 's/(20 20 1)/(40 40 1)/' system/blockMeshDict
+cells=${CELLS:-40}
+sed -i "s/(20 20 1)/($cells $cells 1)/" system/blockMeshDict
 steps=${3:-$([ "$mode" = callgrind ] && echo 10 || echo 20)}
 steps_end=$(awk -v n="$steps" 'BEGIN { printf "%g", n * 0.0005 }')
 sed -i "s/^endTime .*/endTime         $steps_end;/; s/^deltaT .*/deltaT          0.0005;/; s/^writeInterval .*/writeInterval   100000;/" system/controlDict
