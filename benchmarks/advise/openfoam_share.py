@@ -47,19 +47,21 @@ def case(out: Path) -> dict:
 
 
 def steps_only(rows: list[dict]) -> list[dict]:
-    """Per case size, the shortest and the longest run's difference: the steps' own share."""
+    """Per case size, each longer run against the shortest: the steps' own share."""
     out = []
     for cells in sorted({r["cells"] for r in rows}):
         same = sorted((r for r in rows if r["cells"] == cells), key=lambda r: r["steps"])
-        if len(same) < 2 or same[0]["steps"] == same[-1]["steps"]:
-            continue
-        a, b = same[0], same[-1]
-        calls = (b["coll_calls"] + b["p2p_calls"]) - (a["coll_calls"] + a["p2p_calls"])
-        own = (b["libcolltune"] + b["unwinder"]) - (a["libcolltune"] + a["unwinder"])
-        app = b["application"] - a["application"]
-        out.append({"cells": cells, "steps": f"{a['steps']}-{b['steps']}", "share": own / app,
-                    "application_per_step": app / (b["steps"] - a["steps"]),
-                    "calls_per_step": calls / (b["steps"] - a["steps"]), "libcolltune_per_call": own / max(calls, 1)})
+        a = same[0]
+        for b in same[1:]:
+            if b["steps"] == a["steps"]:
+                continue
+            calls = (b["coll_calls"] + b["p2p_calls"]) - (a["coll_calls"] + a["p2p_calls"])
+            own = (b["libcolltune"] + b["unwinder"]) - (a["libcolltune"] + a["unwinder"])
+            app = b["application"] - a["application"]
+            out.append({"cells": cells, "steps": f"{a['steps']}-{b['steps']}", "share": own / app,
+                        "application_per_step": app / (b["steps"] - a["steps"]),
+                        "calls_per_step": calls / (b["steps"] - a["steps"]),
+                        "libcolltune_per_call": own / max(calls, 1)})
     return out
 
 
