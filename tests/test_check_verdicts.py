@@ -606,3 +606,30 @@ def test_variance_floor_hand_computed() -> None:
     # the floor below the launches' own variance changes nothing, to the last bit
     assert stats.paired_t(d, 1e-6) == stats.paired_t(d)
     assert stats.tested_variance(d, stats.Test.SCREENED_T) == (pytest.approx(float(d.var(ddof=1))), 7)
+
+
+def test_scheduler_bound_launches_are_said(tmp_path: Path) -> None:
+    """Launches whose repetitions waited for CPU time slices (a rank sharing its core with a busy
+    program): every median at ~4 ms where the fastest repetition took ~15 us. The check says so,
+    with the cause and the fix, in its notes (first), its output and the report; a quiet run does not."""
+    m = simulate(Truth(), PLAN, [8, 1024], launches=10, reps=20, seed=5)
+    db = write_db(tmp_path / "quiet.duckdb", m)
+    quiet = check.check_db(db)
+    assert quiet.scheduler is None and not any(x.startswith("scheduler-bound") for x in quiet.messages)
+    m["runtime_s"] = 2.0 ** -8  # 3.91 ms, the kernel's 4 ms tick
+    m.loc[(m["launch_idx"] == 0) & (m["rep"] == 0), "runtime_s"] = 2.0 ** -16  # 15.3 us: ran undisturbed once
+    db = write_db(tmp_path / "bound.duckdb", m)
+    r = check.check_db(db)
+    # 4 variants x 2 sizes and the barrier, every one at 256x
+    assert r.scheduler == stats.SchedulerBound(sides=9, bound=9, ratio=256.0, median_s=2.0 ** -8, fastest_s=2.0 ** -16)
+    said = ("scheduler-bound launches: in 9 of 9 measurements the median launch took >= 20x the fastest repetition "
+            "(median 256x among them: 3.91 ms against 15.3 us), so the ranks waited for CPU time slices, not for "
+            "MPI, and most comparisons stay undecided because of the machine, not the library: another program is "
+            "busy on a core these ranks share; free a core, or check with fewer ranks (-n) than free cores")
+    assert r.messages[0] == said
+    out = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(db)], terminal_width=400)
+    assert out.exit_code in (0, 1, 3) and "note: " + said in " ".join(out.output.split())
+    from colltune.report import html as report
+
+    page = report.write_report(db, tmp_path / "report").read_text()
+    assert "<b>Scheduler-bound launches:</b> in 9 of 9 measurements the median launch took &gt;= 20x" in page

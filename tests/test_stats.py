@@ -429,3 +429,26 @@ def test_screened_t_false_positive_rate_with_rounds_of_launches(launches: int) -
     hits = sum(stats.one_sided_test(np.exp(rng.standard_t(3, launches)), np.ones(launches),
                                     stats.Test.SCREENED_T).p_value <= alpha for _ in range(trials))
     assert 0.04 <= hits / trials <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / trials)
+
+
+def test_scheduler_bound_hand_computed() -> None:
+    """A measurement whose median launch is >= 20x its fastest repetition waited for time slices;
+    a run is scheduler-bound when >= 20% of its measurements did (stats.SCHEDULER_*)."""
+    fast = 2.0 ** -16  # ~15 us, exact in binary like every value here
+    waited = [np.array([2.0 ** -8, 2.0 ** -8, 2.0 ** -7]), np.array([2.0 ** -7])]  # medians 256x and 512x
+    quiet = [np.array([2.0 ** -15])] * 6  # 2x
+    bound = stats.scheduler_bound(waited + quiet, [fast] * 8)
+    assert bound == stats.SchedulerBound(sides=8, bound=2, ratio=384.0, median_s=0.005859375, fastest_s=fast)
+    # 2 of 10 is the share exactly (>=); 2 of 11 is not
+    assert stats.scheduler_bound(waited + [np.array([2.0 ** -15])] * 8, [fast] * 10) is not None
+    assert stats.scheduler_bound(waited + [np.array([2.0 ** -15])] * 9, [fast] * 11) is None
+    # the ratio exactly 20 counts, below it not
+    at = [np.array([20 * fast])] + [np.array([2.0 ** -15])] * 4
+    assert stats.scheduler_bound(at, [fast] * 5) == stats.SchedulerBound(5, 1, 20.0, 20 * fast, fast)
+    below = [np.array([19.5 * fast])] + [np.array([2.0 ** -15])] * 4
+    assert stats.scheduler_bound(below, [fast] * 5) is None
+    # no launches or no positive fastest repetition: left out (3 measurements left: too few to say)
+    assert stats.scheduler_bound(waited + [np.array([]), np.array([2.0 ** -8])] + [np.array([2.0 ** -15])],
+                                 [fast, fast, fast, 0.0, fast]) is None
+    # a quiet run: nothing near the ratio
+    assert stats.scheduler_bound(quiet, [fast] * 6) is None

@@ -116,7 +116,8 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
         try:
             result = adaptive.measure_and_judge(
                 bench_settings, db_path, settings, command=shlex.join(["colltune", "check", *sys.argv[2:]]),
-                progress=not quiet, console=err_console, on_round=lambda event: _print_round(event, quiet))
+                progress=not quiet, console=err_console, on_round=lambda event: _print_round(event, quiet),
+                close_later=True)
         except KeyboardInterrupt:
             err_console.print(f"[yellow]interrupted:[/] finished launches are stored in {db_path}; complete them "
                               f"with `{nextsteps.cli('bench', '--db', db_path, '--resume', 'latest')}`, or judge "
@@ -127,11 +128,16 @@ def command(db_path: Path, no_measure: bool, run_id: str | None, test: str, corr
             raise BenchError(f"{exc}\nmeasurements finished so far are stored; judge them with "
                              f"`{nextsteps.cli('check', '--no-measure', '--db', db_path)}`")
 
-    tables.print_check(result, console, comparer)
-    for note in result.messages:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    if result.partial:
-        err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the tables)")
+    try:
+        tables.print_check(result, console, comparer)
+        for note in result.messages:
+            err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+        if result.partial:
+            err_console.print("[yellow]partial:[/] some verdicts rest on incomplete data (marked partial in the "
+                              "tables)")
+    finally:
+        # the tables were printed while the database closed (its checkpoint): ~0.1 s of the check's wall
+        adaptive.wait_closed()
     _print_dropped(result, err_console)
     _print_unproven(result, err_console)
 

@@ -51,6 +51,9 @@ def _summary(ctx: ReportContext) -> str:
         parts.append('<p class="warn"><b>The A/A calibration failed:</b> the check flagged an identical copy of '
                      "the default as different. Treat the violations below with suspicion: the machine was "
                      "probably too noisy or the launches too few (see A/A calibration).</p>")
+    if ctx.result.scheduler is not None:  # why most comparisons stay undecided: the machine, not the library
+        said = check.scheduler_note(ctx.result.scheduler).removeprefix("scheduler-bound launches: ")
+        parts.append(f'<p class="warn"><b>Scheduler-bound launches:</b> {html.escape(said)}.</p>')
     if v["violation"][v["kind"].isin(check.GUIDELINE_KINDS)].any():
         lead = (f"<b>{int(tot.loc['all comparisons', 'brave'])}</b> guideline violations "
                 f"(<b>{int(tot.loc['all comparisons', 'cautious'])}</b> without barrier warning) in "

@@ -18,6 +18,7 @@ database").
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,15 +127,51 @@ RoundEvent = RoundStart | BudgetSpent
 
 def measure_and_judge(bench: BenchSettings, db_path: str | Path, settings: check.CheckSettings, *,
                       command: str, kind: str = "check", progress: bool = False, console: Console | None = None,
-                      on_round: Callable[[RoundEvent], None] | None = None, save: bool = True) -> check.CheckResult:
+                      on_round: Callable[[RoundEvent], None] | None = None, save: bool = True,
+                      close_later: bool = False) -> check.CheckResult:
     """Measure a new run of `bench` into `db_path`, its adaptive rounds included, then judge it
     and (`save`) store the verdicts, all on one open store (created if need be). Ctrl-C and a
-    failed launch raise as in measure.runner.run, with every finished launch stored."""
-    # one runner session: a round's first launch starts while the look before's last one ends
-    with open_when_free(db_path) as store, runner.Session(prelude=stats.preload) as session:
-        run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind,
-                            session=session)
-        return rounds(bench, store, run_id, settings, on_round, save=save, session=session)
+    failed launch raise as in measure.runner.run, with every finished launch stored.
+    `close_later`: the store is closed in the background once everything is stored (DuckDB's
+    checkpoint at the close, ~0.1 s, releases the GIL: the caller prints its tables meanwhile)
+    and the caller must call `wait_closed()` before it opens the database again or exits."""
+    store = open_when_free(db_path)
+    try:
+        # one runner session: a round's first launch starts while the look before's last one ends
+        with runner.Session(prelude=stats.preload) as session:
+            run_id = runner.run(bench, store, progress=progress, console=console, command=command, kind=kind,
+                                session=session)
+            result = rounds(bench, store, run_id, settings, on_round, save=save, session=session)
+    except BaseException:
+        store.close()
+        raise
+    if not close_later:
+        store.close()
+        return result
+    thread = threading.Thread(target=_close, args=(store,), name="colltune-store-close")
+    thread.start()
+    _closing.append(thread)
+    return result
+
+
+_closing: list[threading.Thread] = []  # stores being closed in the background (measure_and_judge)
+_close_errors: list[BaseException] = []
+
+
+def _close(store: Store) -> None:
+    try:
+        store.close()
+    except BaseException as exc:  # raised again by wait_closed, in the caller's thread
+        _close_errors.append(exc)
+
+
+def wait_closed() -> None:
+    """Wait for the stores measure_and_judge(close_later=True) closes in the background; raise
+    what a close raised."""
+    while _closing:
+        _closing.pop().join()
+    if _close_errors:
+        raise _close_errors.pop(0)
 
 
 def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.CheckSettings,
@@ -156,13 +193,14 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
     run: check.RunData | None = None  # the run as last read, while no launch has been added since
     earlier: check.RunData | None = None  # the run as last read: later looks read only new launches
     cache: decide.EffectCache = {}  # every look judges the earlier looks again: their effects are kept
+    looks_memo: check.LookMemo = {}  # and the earlier looks themselves, on the same launches
     for round_ in range(1, bench.rounds + 1):
         if deadline is not None and time.monotonic() >= deadline:
             notify(BudgetSpent(round_, bench.round_budget_s))
             break
         run = earlier = check.run_of(store, run_id, earlier)
         # Only the choice of jobs rests on this look: no bootstrap CI, no pooled p-value.
-        result = check.judge(run, settings, details=False, cache=cache)
+        result = check.judge(run, settings, details=False, cache=cache, looks_memo=looks_memo)
         todo = decide.selection(result.verdicts, run.measurements, result.futile)
         if not todo:
             break
@@ -175,7 +213,7 @@ def rounds(bench: BenchSettings, store: Store, run_id: str, settings: check.Chec
         if measured < launches * len(todo):  # launches per process count, summed over them
             notify(BudgetSpent(round_, bench.round_budget_s, measured // max(len(todo), 1), launches))
             break
-    result = check.judge(run or check.run_of(store, run_id, earlier), settings, cache=cache)
+    result = check.judge(run or check.run_of(store, run_id, earlier), settings, cache=cache, looks_memo=looks_memo)
     # A round cut short is found in the stored launches (check.judge); one never started is not.
     result.messages.extend(event.describe() for event in spent if event.measured is None)
     if save:

@@ -172,7 +172,11 @@ def _run_data(db_path: Path, stored: StoredRun) -> RunData:
                         + (f": {msg}" if msg else ""))
     environment: dict[str, str] = {}
     rounds: dict[int, int] = {}
-    for idx, key, value in stored.environment[["launch_idx", "key", "value"]].itertuples(index=False):
+    env = stored.environment
+    # as lists: itertuples over its Arrow-backed string columns cost ~0.01 s per 1,000 rows, and a
+    # quick check has ~6,000, read at every look (issue 36, session 15)
+    for idx, key, value in zip(env["launch_idx"].tolist(), env["key"].tolist(),
+                               env["value"].astype(object).tolist(), strict=True):
         environment.setdefault(str(key), str(value))
         if key == "round":
             rounds[int(idx)] = int(value)
@@ -200,6 +204,8 @@ class CheckResult:
     # per verdicts row: open, but more launches than the whole plan could give would decide it
     # (decide.FUTILITY_FACTOR); the adaptive rounds do not measure it again
     futile: pd.Series | None = None
+    # the launches waited for CPU time slices, not for MPI (stats.scheduler_bound; last judgement only)
+    scheduler: stats.SchedulerBound | None = None
 
     @property
     def partial(self) -> bool:
@@ -227,6 +233,9 @@ class CheckResult:
 _KEY = ["nprocs", "kind", "guideline", "collective", "variant", "msg_bytes", "ref_bytes", "k"]
 _Judged = tuple[Comparison, decide_mod.Effect]
 _Row = dict[str, Any]  # one verdict row of a look
+# A look judged earlier, by its identity (look, its launches, its alpha, the run complete or not):
+# its verdict rows, each row's comparison and effect, and the rows' keys (_comparison_keys).
+LookMemo = dict[tuple[object, ...], tuple[pd.DataFrame, list[_Judged], list[tuple[object, ...]], list[_Row]]]
 
 
 def _comparison_keys(effects: list[tuple[Comparison, decide_mod.Effect]]) -> list[tuple[object, ...]]:
@@ -239,7 +248,7 @@ def _comparison_keys(effects: list[tuple[Comparison, decide_mod.Effect]]) -> lis
 
 
 def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool = True,
-          cache: decide_mod.EffectCache | None = None) -> CheckResult:
+          cache: decide_mod.EffectCache | None = None, looks_memo: LookMemo | None = None) -> CheckResult:
     """All verdicts of a run. Never raises on thin data: such comparisons are untested and partial.
 
     With adaptive rounds the run is judged look by look (launches of rounds <= k), each at its
@@ -247,7 +256,11 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     `details` (what the adaptive rounds need to choose their jobs) the bootstrap CI and the
     pooled raw p-value are left NaN and the summary is empty. `cache`: the effects of earlier
     judgements of the same run with the same settings (the adaptive rounds judge the earlier looks
-    again after every round; a comparison whose sides have the same launches has the same effect)."""
+    again after every round; a comparison whose sides have the same launches has the same effect).
+    `looks_memo`: the looks judged by earlier judgements of the same run with the same settings:
+    a look before the last, on the same launches at the same alpha, is taken from there (its rows
+    are a function of its launches alone: each launch's repetitions, its round, the run's
+    variants; issue 36, session 15: ~0.1 s of a quick check)."""
     settings = settings or CheckSettings()
     messages = list(run.problems)
     if run.deterministic and not settings.exact:
@@ -274,13 +287,20 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     # One grouping of the measurements; each look takes its launches' part of every side.
     all_sides = comparisons_mod.sides(meas)
     for k in range(last + 1):
-        look_sides = all_sides if k == last else comparisons_mod.sides_within(all_sides, launch_ids[round_of_launch <= k])
-        verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas, settings, alphas[k],
-                                                  messages if k == last else [], cache, round_launches, look_sides,
-                                                  run.rounds)
-        verdicts["look"] = k
-        keys = _comparison_keys(effects)
-        rows = verdicts.to_dict("records")
+        look_launches = launch_ids[round_of_launch <= k]
+        memo_key = (k, look_launches.tobytes(), alphas[k], run.complete, run.run_id)
+        if k < last and looks_memo is not None and memo_key in looks_memo:
+            verdicts, effects, keys, rows = looks_memo[memo_key]
+        else:
+            look_sides = all_sides if k == last else comparisons_mod.sides_within(all_sides, look_launches)
+            verdicts, effects = decide_mod.judge_look(run.run_id, run.variants, run.complete, meas, settings,
+                                                      alphas[k], messages if k == last else [], cache, round_launches,
+                                                      look_sides, run.rounds)
+            verdicts["look"] = k
+            keys = _comparison_keys(effects)
+            rows = verdicts.to_dict("records")
+            if looks_memo is not None:
+                looks_memo[memo_key] = (verdicts, effects, keys, rows)
         for key, row, eff in zip(keys, rows, effects, strict=True):
             if key not in frozen and row["verdict"] in DECIDED:
                 frozen[key] = (row, eff)
@@ -320,7 +340,28 @@ def judge(run: RunData, settings: CheckSettings | None = None, *, details: bool 
     # (from the judged sides when every measurement was judged: a second grouping cost ~0.05 s)
     summary = summarize(run.measurements, all_sides if meas is run.measurements else None) if details \
         else pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    return CheckResult(run, settings, verdicts, summary, messages, futile)
+    scheduler = None
+    if details and not settings.exact:
+        scheduler = stats.scheduler_bound([side.launch_medians for side in all_sides.values()],
+                                          [float(np.min(side.raw)) for side in all_sides.values()])
+        if scheduler is not None:
+            messages.insert(0, scheduler_note(scheduler))
+    return CheckResult(run, settings, verdicts, summary, messages, futile, scheduler)
+
+
+def scheduler_note(bound: stats.SchedulerBound) -> str:
+    """One line for a check whose launches were scheduler-bound: what was measured, the cause, the fix."""
+    def t(s: float) -> str:
+        for unit, scale in (("ms", 1e-3), ("us", 1e-6)):
+            if s >= scale:
+                return f"{s / scale:.3g} {unit}"
+        return f"{s / 1e-9:.3g} ns"
+
+    return (f"scheduler-bound launches: in {bound.bound} of {bound.sides} measurements the median launch took "
+            f">= {stats.SCHEDULER_RATIO:g}x the fastest repetition (median {bound.ratio:.0f}x among them: "
+            f"{t(bound.median_s)} against {t(bound.fastest_s)}), so the ranks waited for CPU time slices, not for MPI, and most "
+            f"comparisons stay undecided because of the machine, not the library: another program is busy on a "
+            f"core these ranks share; free a core, or check with fewer ranks (-n) than free cores")
 
 
 def _stop_futile(rows: list[_Row], effects: list[_Judged], keys: list[tuple[object, ...]],
