@@ -59,8 +59,8 @@ CT_PROFRUN_HIDDEN int ct_profrun_served(int coll);
  * instructions cost). The names below are its fields (macros), so the generated wrappers and the
  * call path read them as before. */
 struct ct_chain_cache;
+struct ct_chain_seen;
 struct ct_memo_block;
-struct ct_p2p_memo;
 typedef struct __attribute__((aligned(64))) ct_profrun_thread {
     /* The call site of the collective being dispatched: set first thing by the generated
      * serving function (gen_wrappers.split), which the wrapper reaches by a tail jump. */
@@ -75,9 +75,10 @@ typedef struct __attribute__((aligned(64))) ct_profrun_thread {
     uint32_t time_left;               /* the timing countdown (ct_profrun_impl.h) */
     uint64_t seq;                     /* the thread's intercepted calls, numbered (ditto) */
     struct ct_chain_cache *chains;    /* the chains it met (profchain.c) */
-    const void *chain_last;           /* the chain of its previous lookup (ditto) */
-    struct ct_memo_block *memos;      /* its memo block (profcall.c) */
-    struct ct_p2p_memo *p2p_memos;    /* the block's point-to-point entries */
+    struct ct_chain_seen *last;       /* the entry of its previous lookup, NULL: none (ditto) */
+    const struct ct_chain_seen *guess;   /* the next lookup's first try: last's follower */
+    struct ct_memo_block *memos;      /* its memo block (profcall.c; its point-to-point entries
+                                         first: ct_p2p_memos) */
 } ct_profrun_thread;
 _Static_assert(sizeof(ct_profrun_thread) == 64, "one cache line");
 extern CT_PROFRUN_HIDDEN _Thread_local ct_profrun_thread ct_profrun_me CT_TLS_MODEL;

@@ -325,7 +325,7 @@ extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
 static inline uint64_t ct_call_number(void)
 {
     uint64_t n = ++ct_seq + ct_polls_counted_all;
-    if (ct_poll_sum)   /* open, and polls may have taken it (requests.c) */
+    if (__builtin_expect(ct_poll_sum, 0))   /* open, and polls may have taken it (requests.c) */
         n += ct_polls_armed_all
              - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
                           + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
@@ -363,25 +363,30 @@ extern CT_PROFRUN_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
 /* (cold: the call path's inline lookup falls back on it out of its hot code) */
 CT_PROFRUN_HIDDEN __attribute__((cold)) const void *ct_profchain_site(const void *site,
                                                                       const void *anchor);
-/* A chain as a thread met it: where its frames' return addresses were on the stack. Entries
- * never move once made (ct_profchain_fast's hints point at them). What a call compares is the
- * first two cache lines of an entry (aligned: 152 bytes from calloc spanned 3-4 lines, each a
- * miss after the application's own work); its id is in the hint that found it. */
+/* A chain as a thread met it: where its frames' return addresses were on the stack, as offsets
+ * from the anchor (the same anchor, the same stack depth: the same slots). Entries never move
+ * once made (hints and followers point at them). Everything a call reads of an entry is its two
+ * cache lines, aligned: the compared fields, its id and its follower (the entry the thread met
+ * next after it last time: its next call's first try). With the slots as pointers the compared
+ * fields filled both lines, and a third line (the first hint's row, by the previous chain) was
+ * read first on every call: ~1 L1 miss a call (callgrind's simulation, OpenFOAM). */
 typedef struct __attribute__((aligned(64))) ct_chain_seen {
     const void *site, *anchor;
-    const void *const *at[CT_CHAIN_DEPTH - 1];
-    const void *ra[CT_CHAIN_DEPTH - 1];
-    const void *id;                           /* its id (profchain.c); NULL: empty */
+    const void *ra[CT_CHAIN_DEPTH - 1];       /* past `frames`: the last frame's again */
+    int32_t off[CT_CHAIN_DEPTH - 1];          /* the slots, from the anchor (ditto) */
     int frames;                               /* return addresses above the site */
+    const void *id;                           /* its id (profchain.c); NULL: empty */
+    struct ct_chain_seen *follow;             /* the entry met next after it, NULL: none yet */
     struct ct_chain_seen *next;               /* its set's list (profchain.c) */
 } ct_chain_seen;
-_Static_assert(offsetof(ct_chain_seen, id) == 128, "the compared fields: two cache lines");
+_Static_assert(sizeof(ct_chain_seen) == 128, "an entry: two cache lines");
 /* Is the call at (site, anchor) this chain? One load per frame, no unwind. Every frame is read,
  * without a branch (a loop that stopped at the first difference cost ~67 instructions a call in
  * loop control and compares, OpenFOAM): past a frame that differs the answer is "not this chain"
  * whatever the slots hold, and every slot is in this thread's stack above the wrapper's frame
- * (the anchor is the same); the unused frames point at ct_chain_none and hold NULL. (Every entry
- * a list or a hint holds has its id.) */
+ * (the anchor is the same); the unused frames repeat the last one. A chain that ends at its site
+ * (no frame above it) compares its site and anchor alone (its slots: the anchor's own word,
+ * read and ignored). (Every entry a list or a hint holds has its id.) */
 extern CT_PROFRUN_HIDDEN const void *const ct_chain_none;
 static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, const void *anchor)
 {
@@ -390,19 +395,20 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
     uintptr_t diff = 0;
 #pragma GCC unroll 8
     for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++)
-        diff |= (uintptr_t)*s->at[i] ^ (uintptr_t)s->ra[i];
-    return diff == 0;
+        diff |= *(const uintptr_t *)((const char *)anchor + s->off[i]) ^ (uintptr_t)s->ra[i];
+    return diff == 0 || s->frames == 0;
 }
-/* Each thread's chains as it met them (profchain.c): a list per set of (site, anchor) pairs, and
- * two hints to the entry that matched last. The first, by (site, anchor, the thread's previous
- * call's chain), is read inline in the call path (ct_profchain_fast): a loop makes its calls in
- * the same order each time, so the previous call tells which chain comes (OpenFOAM: its one
- * MPI_Waitall site has 20 chains, which the frame above the site tells apart only 4 ways; with
- * that frame alone, and 4 ways a set, 10,551 of 24,448 lookups in 200 steps went to the ways and
- * a spill, ~130 instructions a call), without reading a frame first. The second, by (site,
- * anchor, the frame above the site), read where the set's lead has that frame (the same slot for
- * every chain of one site and anchor), is profchain.c's next try (OpenFOAM's Foam::reduce site,
- * reached from 35 callers, most of them told apart at that frame), then the set's list. */
+/* Each thread's chains as it met them (profchain.c): a list per set of (site, anchor) pairs, the
+ * entry that followed each one (ct_chain_seen.follow: a loop makes its calls in the same order
+ * each time), and two hints to the entry that matched last. The first, by (site, anchor, the
+ * thread's previous call's chain), is the next try where the follower is not the chain (a chain
+ * followed by several, up to four at different sites: OpenFOAM's one MPI_Waitall site has 20
+ * chains, which the frame above the site tells apart only 4 ways; with that frame alone, and 4
+ * ways a set, 10,551 of 24,448 lookups in 200 steps went to the ways and a spill, ~130
+ * instructions a call). The second, by (site, anchor, the frame above the site), read where the
+ * set's lead has that frame (the same slot for every chain of one site and anchor), is tried
+ * next (OpenFOAM's Foam::reduce site, reached from 35 callers, most of them told apart at that
+ * frame), then the set's list. */
 #define CT_CHAIN_SETS 512   /* per thread, by (site, anchor) */
 #define CT_CHAIN_AFTER (4 * CT_CHAIN_IDS)
 #define CT_CHAIN_HINTS 2048
@@ -419,15 +425,9 @@ typedef struct ct_chain_lead {
 } ct_chain_lead;
 
 typedef struct ct_chain_chunk ct_chain_chunk;   /* profchain.c's */
-/* The first hint's entry: the chain entry and its id, so that a call the hint finds reads the
- * entry's two lines of frames and nothing else of it. */
-typedef struct ct_chain_next {
-    const ct_chain_seen *seen;
-    const void *id;
-} ct_chain_next;
 typedef struct __attribute__((aligned(64))) ct_chain_cache {
-    /* (the chain of this thread's previous lookup, `last`: ct_profrun_me.chain_last) */
-    ct_chain_next after[CT_CHAIN_AFTER];      /* by (site, anchor, last) */
+    /* (the entry of this thread's previous lookup: ct_profrun_me.last) */
+    ct_chain_seen *after[CT_CHAIN_AFTER];     /* by (site, the previous lookup's chain) */
     ct_chain_seen *hint[CT_CHAIN_HINTS];      /* by (site, anchor, the frame above the site) */
     ct_chain_lead lead[CT_CHAIN_SETS];
     ct_chain_seen *sets[CT_CHAIN_SETS];       /* each set's list, the last found first */
@@ -438,29 +438,16 @@ typedef struct __attribute__((aligned(64))) ct_chain_cache {
 } ct_chain_cache;
 #define ct_chain_mine (ct_profrun_me.chains)
 
-/* The first hint's entry: four per previous chain, by its id (`last >> 3`, dense: two previous
- * chains never share one) and the site's two low bits, so that a loop's calls never evict each
- * other's hint however many chains it has (a hash of (previous chain, site, anchor) put 1,200
- * chains in 4,096 entries: a quarter of the calls missed and walked a set's list of 300 chains,
- * ~2,100 instructions a call on advise_many_chains). The anchor is compared, not hashed. */
-static inline ct_chain_next *ct_chain_after(ct_chain_cache *c, const void *site,
-                                            const void *anchor)
-{
-    (void)anchor;
-    return &c->after[(((uintptr_t)ct_profrun_me.chain_last >> 1) | ((uintptr_t)site & 3))
-                     & (CT_CHAIN_AFTER - 1)];
-}
-
-/* ct_profchain_site where the first hint holds the chain, inline in the call path (the call and
- * its register saves were ~15 instructions of a ~60-instruction lookup); else the call. */
+/* The call's chain: the entry that followed the previous call's last time, where it is this
+ * call's (inline in the call path: one entry's two lines read, nothing else but the thread's
+ * line); else ct_profchain_site. */
 static inline const void *ct_profchain_fast(const void *site, const void *anchor)
 {
-    ct_chain_cache *c = ct_chain_mine;
-    if (__builtin_expect(c != NULL, 1)) {
-        const ct_chain_next *next = ct_chain_after(c, site, anchor);
-        const ct_chain_seen *s = next->seen;
-        if (__builtin_expect(s != NULL && ct_profchain_is(s, site, anchor), 1))
-            return ct_profrun_me.chain_last = next->id;
+    const ct_chain_seen *g = ct_profrun_me.guess;
+    if (__builtin_expect(g != NULL && ct_profchain_is(g, site, anchor), 1)) {
+        ct_profrun_me.last = (ct_chain_seen *)g;
+        ct_profrun_me.guess = g->follow;
+        return g->id;
     }
     return ct_profchain_site(site, anchor);
 }
@@ -505,9 +492,10 @@ typedef struct __attribute__((aligned(32))) ct_p2p_memo {
  * (calloc's fresh pages), so a process uses the memory of the entries its chains use. */
 #define CT_P2P_MEMOS CT_CHAIN_IDS
 _Static_assert((CT_P2P_MEMOS & (CT_P2P_MEMOS - 1)) == 0, "a power of two (a mask)");
-/* This thread's entries (its memo block's, profcall.c); NULL before its first point-to-point
- * call's full path, and under MPI_THREAD_MULTIPLE (their counters are not atomic). */
-#define ct_p2p_memos (ct_profrun_me.p2p_memos)
+/* This thread's entries (its memo block's first member, profcall.c); NULL before its first
+ * point-to-point call's full path, and under MPI_THREAD_MULTIPLE (their counters are not
+ * atomic). */
+#define ct_p2p_memos ((ct_p2p_memo *)ct_profrun_me.memos)
 
 /* Chain ids are consecutive pointers (profchain.c's dense array): `chain >> 3` gives every chain
  * an entry of its own, as profcall.c's ct_memo_at. */

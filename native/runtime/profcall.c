@@ -316,13 +316,14 @@ _Static_assert(CT_MEMOS == CT_P2P_MEMOS, "one loop flushes both (ct_memo_flush_a
 /* ~0.9 MB, allocated zeroed by calloc (fresh pages from the kernel, not written): a process
  * touches the pages of the entries its chains use, ~200 bytes a chain. */
 typedef struct ct_memo_block {
+    ct_p2p_memo p2p[CT_P2P_MEMOS];   /* first: the block's address is theirs (ct_p2p_memos) */
     ct_memo memos[CT_MEMOS];
-    ct_p2p_memo p2p[CT_P2P_MEMOS];
     struct ct_memo_block *next;
     void *allocated;              /* what calloc returned (the block is aligned in it) */
 } ct_memo_block;
 CT_HIDDEN atomic_ullong ct_memo_made[CT_MEMO_KINDS];
-#define ct_memos (ct_profrun_me.memos)   /* the thread's hot line (ct_p2p_memos: ct_memos->p2p) */
+#define ct_memos (ct_profrun_me.memos)   /* the thread's hot line (ct_p2p_memos: its p2p) */
+_Static_assert(offsetof(ct_memo_block, p2p) == 0, "ct_p2p_memos is the block's address");
 static _Atomic(ct_memo_block *) ct_memo_blocks;   /* every thread's, for MPI_Finalize */
 
 /* Sites are chain ids, consecutive entries of profchain.c's dense array: `site >> 3` gives every
@@ -395,7 +396,6 @@ static ct_memo_block *ct_memo_block_mine(void)
                                                       memory_order_release, memory_order_relaxed)) {
         }
         ct_memos = b;
-        ct_p2p_memos = b->p2p;
     }
     return ct_memos;
 }
@@ -760,17 +760,48 @@ static inline __attribute__((always_inline)) int ct_serve_args(int kind, const v
     return rc;
 }
 
-/* ct_profiled's repetition path, the call's arguments in registers: what it records and in what
- * order is the same (the chain, the communicator's state and the memo are looked up first here:
- * nothing is changed before the call is known to be a repetition; the library serves it, as
- * colltune_invoke_library would). 1: served, *rc its return code; 0: not a repetition, or another
- * mode serves the collective (its ct_full_<coll> then). */
+/* A memoised call's repetition that is sampled, timed or measures the call path's own time
+ * (about one call in eight on OpenFOAM): ct_profiled's repetition path, the call's arguments in
+ * registers; what it records and in what order is the same (the library serves it, as
+ * colltune_invoke_library would). Its entry `m` matched the call (ct_memo_args_is). */
+static inline __attribute__((always_inline)) int
+ct_profiled_memo(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                 MPI_Op op, int root, MPI_Comm comm, const void *site, ct_memo *m)
+{
+    ct_pcomm *st = m->st;
+    uint64_t seq = ct_call_number();
+    uint64_t wait = 0;
+    int sampled = ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
+    uint64_t t_in = sampled ? 0 : ct_own_entry();
+    int timed = ct_memo_timed(m, sampled);
+    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    int rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);
+    uint64_t t1 = timed ? ct_profrun_ticks() : 0;
+    if (CT_UNLIKELY(rc != MPI_SUCCESS)) {
+        ct_failed(kind, site, st->nprocs, timed, t1 - t0, sampled, wait);
+        return rc;
+    }
+    ct_fingerprint_args(&m->fp, st, kind, sendbuf, recvbuf, root);
+    ct_memo_done(st, m, seq, timed, t0, t1, sampled, wait, t_in);
+    return rc;
+}
+
+/* The path by arguments: 1, served (*rc its return code); 0, not a repetition, or another mode
+ * serves the collective (its ct_full_<coll> then, given the chain: ct_chain_handed); 2, a
+ * repetition to sample or time (ct_<coll>_timed, given the chain the same way). Nothing is
+ * changed before the call is known to be a repetition, nor before it is known to be an untimed
+ * one: the common call (~7 in 8 on OpenFOAM) runs as one straight piece of code (its lines are
+ * instruction-cache misses after the application's own work between two calls: ~6.5 a call
+ * when this path had the timed and sampled branches inline, callgrind's simulation), and does
+ * what ct_profiled_memo does for it: counted, the countdown brought down, served, its
+ * fingerprint and pattern. */
+enum { CT_ARGS_FULL, CT_ARGS_SERVED, CT_ARGS_TIMED };
 static inline __attribute__((always_inline)) int
 ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                  MPI_Op op, int root, MPI_Comm comm, int *rc)
 {
     if (CT_UNLIKELY(ct_profrun_by_modes[kind]))
-        return 0;
+        return CT_ARGS_FULL;
     /* its CFA: the same for the same stack depth at the call (no frame pointer needed) */
     const void *site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller
                                                                    : ct_profrun_site,
@@ -781,51 +812,105 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
                     || !ct_memo_args_is(m = ct_memo_at(b->memos, site, kind), site, kind, comm,
                                         count, type, op, root))) {
         ct_chain_handed = site;
-        return 0;
+        return CT_ARGS_FULL;
     }
     ct_pcomm *st = m->st;
+    /* (ct_profcomm_due, ct_own_entry and ct_memo_timed would all say "no") */
+    if (CT_UNLIKELY(st->calls == st->next_sample || m->time_all > 0 || ct_time_left <= 1)) {
+        ct_chain_handed = site;
+        return CT_ARGS_TIMED;
+    }
     uint64_t seq = ct_call_number();
-    uint64_t wait = 0;
-    int sampled = ct_profcomm_due(st) && ct_profcomm_sync(st, comm, &wait);
-    uint64_t t_in = sampled ? 0 : ct_own_entry();
-    int timed = ct_memo_timed(m, sampled);
-    uint64_t t0 = timed ? ct_profrun_ticks() : 0;
+    st->calls++;
+    ct_time_left--;
     *rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);
-    uint64_t t1 = timed ? ct_profrun_ticks() : 0;
     if (CT_UNLIKELY(*rc != MPI_SUCCESS)) {
-        ct_failed(kind, site, st->nprocs, timed, t1 - t0, sampled, wait);
-        return 1;
+        ct_failed(kind, site, st->nprocs, 0, 0, 0, 0);
+        return CT_ARGS_SERVED;
     }
     ct_fingerprint_args(&m->fp, st, kind, sendbuf, recvbuf, root);
-    ct_memo_done(st, m, seq, timed, t0, t1, sampled, wait, t_in);
-    return 1;
+    m->calls++;   /* into the slot at the entry's flush; its size, so its range, is the same */
+    ct_repeat_pattern(st, m, seq);
+    return CT_ARGS_SERVED;
+}
+
+/* A repetition ct_profiled_args handed over (CT_ARGS_TIMED): the chain it found, its entry. Out
+ * of the hot text; the same arguments as MPI_<Coll>, so that the hot path's jump here is a
+ * tail call. */
+static inline __attribute__((always_inline)) int
+ct_profiled_timed(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                  MPI_Op op, int root, MPI_Comm comm)
+{
+    const void *site = ct_chain_handed;
+    ct_chain_handed = NULL;
+    return ct_profiled_memo(kind, sendbuf, recvbuf, count, type, op, root, comm, site,
+                            ct_memo_at(ct_memos->memos, site, kind));
+}
+
+static __attribute__((noinline, cold)) int ct_allreduce_timed(const void *sendbuf, void *recvbuf,
+                                                              int count, MPI_Datatype datatype,
+                                                              MPI_Op op, MPI_Comm comm)
+{
+    return ct_profiled_timed(CT_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, -1, comm);
+}
+
+static __attribute__((noinline, cold)) int ct_reduce_timed(const void *sendbuf, void *recvbuf,
+                                                           int count, MPI_Datatype datatype,
+                                                           MPI_Op op, int root, MPI_Comm comm)
+{
+    return ct_profiled_timed(CT_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+static __attribute__((noinline, cold)) int ct_bcast_timed(void *buffer, int count,
+                                                          MPI_Datatype datatype, int root,
+                                                          MPI_Comm comm)
+{
+    return ct_profiled_timed(CT_COLL_BCAST, NULL, buffer, count, datatype, MPI_OP_NULL, root,
+                             comm);
 }
 
 int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm)
 {
     int rc;
-    if (ct_profiled_args(CT_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, -1, comm, &rc))
+    switch (ct_profiled_args(CT_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, -1, comm,
+                             &rc)) {
+    case CT_ARGS_SERVED:
         return rc;
-    return ct_full_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    case CT_ARGS_TIMED:
+        return ct_allreduce_timed(sendbuf, recvbuf, count, datatype, op, comm);
+    default:
+        return ct_full_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
 }
 
 int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, int root, MPI_Comm comm)
 {
     int rc;
-    if (ct_profiled_args(CT_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm, &rc))
+    switch (ct_profiled_args(CT_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm,
+                             &rc)) {
+    case CT_ARGS_SERVED:
         return rc;
-    return ct_full_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    case CT_ARGS_TIMED:
+        return ct_reduce_timed(sendbuf, recvbuf, count, datatype, op, root, comm);
+    default:
+        return ct_full_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    }
 }
 
 int ct_profrun_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     int rc;
-    if (ct_profiled_args(CT_COLL_BCAST, NULL, buffer, count, datatype, MPI_OP_NULL, root, comm,
-                         &rc))
+    switch (ct_profiled_args(CT_COLL_BCAST, NULL, buffer, count, datatype, MPI_OP_NULL, root,
+                             comm, &rc)) {
+    case CT_ARGS_SERVED:
         return rc;
-    return ct_full_bcast(buffer, count, datatype, root, comm);
+    case CT_ARGS_TIMED:
+        return ct_bcast_timed(buffer, count, datatype, root, comm);
+    default:
+        return ct_full_bcast(buffer, count, datatype, root, comm);
+    }
 }
 
 /* ---- MPI_Finalize (profrun.c calls it with ct_profrun_on cleared) ------------------------- */
@@ -844,5 +929,4 @@ void ct_profcall_finish(void)
         b = next;
     }
     ct_memos = NULL;
-    ct_p2p_memos = NULL;
 }

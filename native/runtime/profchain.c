@@ -85,10 +85,17 @@ static _Atomic(ct_chain_cache *) ct_chain_caches;
 
 /* ---- the unwind -------------------------------------------------------------------------- */
 
+/* A chain's frames as the unwind found them: where each return address is, and its value. */
+typedef struct ct_frames {
+    int frames;
+    const void *const *at[CT_CHAIN_DEPTH - 1];
+    const void *ra[CT_CHAIN_DEPTH - 1];
+} ct_frames;
+
 typedef struct ct_walk {
     const void *site;
     int found;                 /* the site's frame reached */
-    ct_chain_seen *seen;
+    ct_frames *seen;
 } ct_walk;
 
 /* One frame as an unwind reports it (libgcc's or profwalk.c's); nonzero: the chain is complete. */
@@ -100,7 +107,7 @@ static int ct_walk_take(void *arg, const void *ip, uintptr_t cfa)
         w->found = ip == w->site;
         return 0;
     }
-    ct_chain_seen *s = w->seen;
+    ct_frames *s = w->seen;
 #if defined(__x86_64__)
     /* an unwind pairs a return address with the CFA of the frame it returns from */
     const void *const *slot = (const void *const *)(cfa - sizeof(void *));
@@ -129,7 +136,7 @@ static _Unwind_Reason_Code ct_walk_frame(struct _Unwind_Context *ctx, void *arg)
 static int ct_unwind_check = -1;   /* -1: not read yet */
 static atomic_ullong ct_walks, ct_walks_checked, ct_walks_differ;
 
-static void ct_chain_frames(const void *site, ct_chain_seen *s)
+static void ct_chain_frames(const void *site, ct_frames *s)
 {
     s->frames = 0;
     ct_walk w = {site, 0, s};
@@ -142,7 +149,7 @@ static void ct_chain_frames(const void *site, ct_chain_seen *s)
         }
         if (!ct_unwind_check)
             return;
-        ct_chain_seen full;
+        ct_frames full;
         full.frames = 0;
         ct_walk v = {site, 0, &full};
         _Unwind_Backtrace(ct_walk_frame, &v);
@@ -179,7 +186,7 @@ static const void *ct_chain_id(ct_chain_slot *slot)
 }
 
 /* The chain's id (ct_chain_id); the site itself when the table is full. */
-static const void *ct_chain_intern(const void *site, const ct_chain_seen *s)
+static const void *ct_chain_intern(const void *site, const ct_frames *s)
 {
     ct_chain_key key;
     memset(&key, 0, sizeof key);
@@ -255,42 +262,86 @@ static inline ct_chain_seen **ct_chain_hint(ct_chain_cache *c, const void *above
     return &c->hint[h >> (64 - __builtin_ctz(CT_CHAIN_HINTS))];
 }
 
+/* The first hint's entry: four per previous chain, by its id (`id >> 3`, dense: two previous
+ * chains never share one) and the site's two low bits, so that a loop's calls never evict each
+ * other's hint however many chains it has (a hash of (previous chain, site, anchor) put 1,200
+ * chains in 4,096 entries: a quarter of the calls missed and walked a set's list of 300 chains,
+ * ~2,100 instructions a call on advise_many_chains). The anchor is compared, not hashed. */
+static inline ct_chain_seen **ct_chain_after(ct_chain_cache *c, const void *site)
+{
+    const ct_chain_seen *last = ct_profrun_me.last;
+    uintptr_t id = last != NULL ? (uintptr_t)last->id : 0;
+    return &c->after[((id >> 1) | ((uintptr_t)site & 3)) & (CT_CHAIN_AFTER - 1)];
+}
+
 /* The call at (site, anchor) is entry `s`: the first hint (after the previous call's chain)
  * holds it, and so does the second where `lead` (the set's lead, made this site and anchor's)
- * is given; it is the previous call's chain for the next lookup. */
+ * is given; it follows the previous call's entry, and is the previous one for the next lookup
+ * (whose first try is its follower). */
 static const void *ct_chain_hit(ct_chain_cache *c, ct_chain_lead *lead, ct_chain_seen *s)
 {
-    *ct_chain_after(c, s->site, s->anchor) = (ct_chain_next){s, s->id};
+    *ct_chain_after(c, s->site) = s;
     if (lead != NULL) {
         if (lead->site != s->site || lead->anchor != s->anchor)
-            *lead = (ct_chain_lead){s->site, s->anchor, s->at[0]};
+            *lead = (ct_chain_lead){s->site, s->anchor,
+                                    s->frames > 0 ? (const void *const *)((const char *)s->anchor
+                                                                          + s->off[0])
+                                                  : &ct_chain_none};
         *ct_chain_hint(c, *lead->above, s->site, s->anchor) = s;
     }
-    return ct_profrun_me.chain_last = s->id;
+    if (ct_profrun_me.last != NULL)
+        ct_profrun_me.last->follow = s;
+    ct_profrun_me.last = s;
+    ct_profrun_me.guess = s->follow;
+    return s->id;
+}
+
+/* An entry's slots as offsets from its anchor (0: the walk's frames do not fit in 32 bits, which
+ * a thread's stack never makes; then the entry is not kept). The unused frames repeat the last
+ * one; a chain that ends at its site reads the anchor's own word (ct_profchain_is). */
+static int ct_chain_fill(ct_chain_seen *s, const void *site, const void *anchor,
+                         const ct_frames *f)
+{
+    s->site = site;
+    s->anchor = anchor;
+    s->frames = f->frames;
+    for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++) {
+        int k = i < f->frames ? i : f->frames - 1;
+        if (k < 0) {
+            s->off[i] = 0;
+            s->ra[i] = NULL;
+            continue;
+        }
+        intptr_t off = (const char *)f->at[k] - (const char *)anchor;
+        if (off != (int32_t)off)
+            return 0;
+        s->off[i] = (int32_t)off;
+        s->ra[i] = f->ra[k];
+    }
+    return 1;
 }
 
 static __attribute__((noinline)) const void *ct_chain_unwind(const void *site, const void *anchor,
                                                               unsigned set)
 {
     ct_chain_cache *c = ct_chain_mine != NULL ? ct_chain_mine : ct_chain_cache_new();
-    ct_chain_seen scratch, *s = c != NULL ? ct_chain_entry_new(c) : NULL;
-    if (s == NULL)
-        s = &scratch;
     uint64_t t = ct_profrun_ticks();   /* a few microseconds: the budget counts each one */
-    s->id = NULL;
-    ct_chain_frames(site, s);
-    for (int i = s->frames; i < CT_CHAIN_DEPTH - 1; i++) {   /* (ct_profchain_is reads them) */
-        s->at[i] = &ct_chain_none;
-        s->ra[i] = NULL;
-    }
+    ct_frames f;
+    ct_chain_frames(site, &f);
     atomic_fetch_add_explicit(&ct_unwinds, 1, memory_order_relaxed);
-    s->site = site;
-    s->anchor = anchor;
-    const void *id = s->id = ct_chain_intern(site, s);
-    if (s != &scratch) {
+    const void *id = ct_chain_intern(site, &f);
+    ct_chain_seen *s = c != NULL ? ct_chain_entry_new(c) : NULL;
+    if (s != NULL && ct_chain_fill(s, site, anchor, &f)) {
+        s->id = id;
+        s->follow = NULL;
         s->next = c->sets[set];
         c->sets[set] = s;
         ct_chain_hit(c, &c->lead[set], s);
+    } else {
+        if (s != NULL)   /* (never met: its slot is taken, not listed) */
+            s->id = NULL;
+        ct_profrun_me.last = NULL;   /* (an entry not kept is nobody's follower) */
+        ct_profrun_me.guess = NULL;
     }
     ct_own_add(ct_profrun_ticks() - t, 1);
     return id;
@@ -312,14 +363,17 @@ static __attribute__((noinline)) const void *ct_chain_find(ct_chain_cache *c, un
     return ct_chain_unwind(site, anchor, set);
 }
 
-/* Not the first hint (ct_profchain_fast): the second, by the frame above the site where the
- * set's lead has it, then the list. */
+/* Not the previous entry's follower (ct_profchain_fast): the first hint, the second (by the
+ * frame above the site, where the set's lead has it), then the list. */
 const void *ct_profchain_site(const void *site, const void *anchor)
 {
     unsigned set = ct_chain_set_of(site, anchor);
     ct_chain_cache *c = ct_chain_mine;
     if (CT_UNLIKELY(c == NULL))
         return ct_chain_unwind(site, anchor, set);
+    ct_chain_seen *after = *ct_chain_after(c, site);
+    if (CT_LIKELY(after != NULL && ct_profchain_is(after, site, anchor)))
+        return ct_chain_hit(c, NULL, after);
     const ct_chain_lead *lead = &c->lead[set];
     if (CT_LIKELY(lead->site == site && lead->anchor == anchor)) {
         ct_chain_seen *hint = *ct_chain_hint(c, *lead->above, site, anchor);
@@ -376,4 +430,6 @@ void ct_profchain_finish(void)
         c = next;
     }
     ct_chain_mine = NULL;
+    ct_profrun_me.last = NULL;
+    ct_profrun_me.guess = NULL;
 }
