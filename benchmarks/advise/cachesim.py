@@ -13,6 +13,8 @@ whatever the machine's load. The geometry is fixed (this machine's L1d 48 KB 12-
     bash benchmarks/advise/openfoam.sh OUT prepare 100
     nice -n 19 .venv/bin/python benchmarks/advise/cachesim.py OUT --app openfoam --steps 100 \\
         --lib plain --lib new=/path/libcolltune.so [--lib old=/path/other.so]
+    nice -n 19 .venv/bin/python benchmarks/advise/cachesim.py OUT --app openfoam --steps 100 \\
+        --env COLLTUNE_PROFILE_RUN_SAMPLE=0 --lib main=MAIN.so --lib new=NEW.so   # two call paths alone
     nice -n 19 .venv/bin/python benchmarks/advise/cachesim.py OUT --app lammps --steps 250 --lib plain --lib new=...
     .venv/bin/python benchmarks/advise/cachesim.py OUT --app openfoam --read   # the table again
 
@@ -66,8 +68,10 @@ def result_line(app: str, text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def run(out: Path, app: str, steps: int, name: str, lib: str | None) -> dict:
+def run(out: Path, app: str, steps: int, name: str, lib: str | None, instr: bool = False,
+        env: dict[str, str] | None = None) -> dict:
     work, cmd, env_extra, setup = rank_script(out, app, steps)
+    env_extra = {**env_extra, **(env or {})}
     cg = out / f"cachesim-{app}-{name}.out"
     prof = out / f"cachesim-{app}-{name}-prof"
     shutil.rmtree(prof, ignore_errors=True)
@@ -77,7 +81,8 @@ def run(out: Path, app: str, steps: int, name: str, lib: str | None) -> dict:
         for d in work.glob("processor*/0.*"):
             shutil.rmtree(d, ignore_errors=True)
     script = work / f"cachesim-{name}.sh"
-    valgrind = ["valgrind", "--tool=callgrind", "--cache-sim=yes", *GEOMETRY, f"--callgrind-out-file={cg}"]
+    valgrind = ["valgrind", "--tool=callgrind", "--cache-sim=yes", *GEOMETRY, f"--callgrind-out-file={cg}",
+                *(["--dump-instr=yes"] if instr else [])]
     script.write_text("#!/bin/bash\n" + setup
                       + (f"export LD_PRELOAD={lib} COLLTUNE_PROFILE_RUN={prof}\n" if lib else "")
                       + "".join(f"export {k}={v}\n" for k, v in env_extra.items())
@@ -182,6 +187,12 @@ def main() -> None:
     ap.add_argument("--lib", action="append", default=[],
                     help="`plain` (no preload) or NAME=PATH of a libcolltune built for Debian's Open MPI")
     ap.add_argument("--read", action="store_true", help="print OUT/cachesim-APP.json again")
+    ap.add_argument("--env", action="append", default=[],
+                    help="K=V for every run, e.g. COLLTUNE_PROFILE_RUN_SAMPLE=0: no sampling "
+                         "synchronisations, whose number follows the run's timing under valgrind "
+                         "(the budget), so that two builds' call paths compare alone")
+    ap.add_argument("--instr", action="store_true",
+                    help="events per instruction too (callgrind --dump-instr=yes: which load misses)")
     ap.add_argument("--from", dest="earlier", action="append", default=[],
                     help="NAME=CALLGRIND_FILE[,LIB]: an earlier run of the same case and geometry (its "
                          "result not checked), e.g. `plain=OUT/cachesim-openfoam-plain.out`")
@@ -202,9 +213,10 @@ def main() -> None:
         name, _, path = spec.partition("=")
         if name != "plain" and not Path(path).is_file():
             raise SystemExit(f"--lib {spec}: give NAME=PATH of a built libcolltune.so (or `plain`)")
-        rows.append(run(a.out, a.app, a.steps, name, None if name == "plain" else str(Path(path).resolve())))
+        rows.append(run(a.out, a.app, a.steps, name, None if name == "plain" else str(Path(path).resolve()),
+                        a.instr, dict(e.split("=", 1) for e in a.env)))
         print(f"  {name}: done, result {rows[-1]['result']!r}", flush=True)
-    js.write_text(json.dumps({"app": a.app, "steps": a.steps, "geometry": GEOMETRY, "runs": rows,
+    js.write_text(json.dumps({"app": a.app, "steps": a.steps, "geometry": GEOMETRY, "env": a.env, "runs": rows,
                               "summary": summary(rows)}, indent=1) + "\n")
     show(a.app, rows)
 
