@@ -227,4 +227,5 @@ def test_unbound_ranks(openmpi, openmpi_build, programs, tmp_path):
     [f] = actionable(report)
     assert f["strategy"] == "mapping" and f["data"]["unbound"] == [0, 1]
     assert f["title"] == f"placement on {f['data']['host']}: ranks 0,1 are not bound (they may migrate between cores)"
+    assert f["brief"] == f"placement on {f['data']['host']}: ranks 0,1 not bound: bind each rank to its cores"
     assert report["environment"]["rank0"]["cpus"] == "unbound"

@@ -291,7 +291,9 @@ def test_long_names_and_sites_stay_in_80_columns():
     assert where.fit_site(label, 59) == "solver::PCG::solve (layers_app.cpp:19) <- mini::gSum <- ..."
     assert where.fit_site(label, 45) == "solver::PCG::solve (layers_app.cpp:19) <- ..."
     assert where.fit_site(label, 40) == "solver::PCG::solve (layers_app.cpp:19)"
-    assert where.fit_site(label, 30) == "solv...lve (layers_app.cpp:19)"
+    # then its namespaces (Class::method stays), and only then is its name cut (its end stays)
+    assert where.fit_site(label, 30) == "PCG::solve (layers_app.cpp:19)"
+    assert where.fit_site("solver::ConjugateGradients::solve (cg.cpp:19)", 30) == "Conjugat...::solve (cg.cpp:19)"
 
 
 def test_report_section_has_the_table(openmpi, openmpi_build, programs, tmp_path):

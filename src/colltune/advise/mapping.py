@@ -63,7 +63,10 @@ def findings(run: ProfileRun, family: str, launcher: str = "mpiexec") -> list[Fi
                           and set(a.affinity) & set(b.affinity)})
         starved = [r.rank for r in ranks if _threads(r) > len(r.affinity)]
         if unbound or overlap or starved:
-            what = []
+            what, brief = [], []
+            brief += [f"ranks {_list(unbound)} not bound"] if unbound else []
+            brief += ["bindings overlap"] if overlap else []
+            brief += [f"ranks {_list(starved)} short of cores"] if starved else []
             if unbound:
                 what.append(f"ranks {_list(unbound)} are not bound (they may migrate between cores)")
             if overlap:
@@ -73,7 +76,8 @@ def findings(run: ProfileRun, family: str, launcher: str = "mpiexec") -> list[Fi
             out.append(Finding("mapping", f"placement on {host}: " + "; ".join(what), facts,
                                {family: _change(family, launcher)},
                                data={"host": host, "unbound": unbound, "overlap": overlap,
-                                     "starved": starved}))
+                                     "starved": starved},
+                               brief=f"placement on {host}: {'; '.join(brief)}: bind each rank to its cores"))
     return out
 
 

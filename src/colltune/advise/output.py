@@ -5,6 +5,7 @@ itself is kept in the results database (colltune.store, table `advice`)."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import textwrap
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from colltune.advise import collectives, topology, where
+from colltune.advise import collectives, patterns, symbols, topology, where
 from colltune.advise.analyze import Advice
 from colltune.advise.findings import Finding
+from colltune.advise.profile_run import ProfileRun
 from colltune.advise.verify import Verification, fmt_time
 from colltune.errors import ColltuneError
 from colltune.tune import native_export
@@ -109,19 +111,67 @@ def _saving(f: Finding, wall_s: float, share: bool = True) -> str:
     return fmt_time(f.saving_s)
 
 
-def finding_lines(findings: list[Finding], wall_s: float) -> list[str]:
+def finding_row(f: Finding, width: int) -> str:
+    """A finding's brief in `width` columns: a call pattern's sites lose their namespaces, then
+    their names are cut in the middle (patterns.fit_brief); a run setting's brief is cut in the
+    middle."""
+    if f.strategy == "pattern":
+        return patterns.fit_brief(f, width)
+    return where.shorten(f.brief or f.title, width)
+
+
+def finding_lines(findings: list[Finding], wall_s: float, shown: int = SHOWN_FINDINGS) -> list[str]:
     """One line per finding (what, where, the change; its predicted saving first), 80 columns:
     the details are `--explain N`'s and the report's."""
     if not findings:
         return []
     lines = ["What to change, safe first, by predicted saving (--explain N: the details)",
              f"{'#':>2} {'saving':>9}  finding: what, where, the change"]
-    for i, f in enumerate(findings[:SHOWN_FINDINGS], 1):
+    for i, f in enumerate(findings[:shown], 1):
         head = f"{i:>2} {_saving(f, wall_s, share=False):>9}  "
-        lines.append(head + where.shorten(f.brief or f.title, where.WIDTH - len(head)))
-    if len(findings) > SHOWN_FINDINGS:
-        lines.append(f"   ... {len(findings) - SHOWN_FINDINGS} more findings (--explain N, advise.json)")
+        lines.append(head + finding_row(f, where.WIDTH - len(head)))
+    if len(findings) > shown:
+        lines.append(f"   ... {len(findings) - shown} more findings (--explain N, advise.json)")
     return lines
+
+
+# An address shown as a site (`hpcc+0x19a82`, `examl-avx2+0x43b9e, +0x43bbe`): an object and an
+# offset not inside a function's parentheses.
+_ADDRESS = re.compile(r"(?:^|(?<=[\s,]))([\w][\w.+-]*?)\+0x[0-9a-f]+\b")
+
+
+def why_addresses(lines: list[str], run: ProfileRun) -> list[str]:
+    """One line per kind of object whose sites the screen shows as addresses only, saying why (from
+    the object's own sections, symbols.object_info) and how to see lines: a stripped binary has no
+    symbol for its static functions and no line table."""
+    objects = list(dict.fromkeys(m[1] for line in lines for m in _ADDRESS.finditer(line)))
+    if not objects:
+        return []
+    paths = {Path(m.path).name: m.path for r in run.ranks for m in r.maps}
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name in objects:
+        info = symbols.object_info(paths[name]) if name in paths else None
+        if info is None:
+            why, fix = "no symbols (not readable here)", ""
+        elif not info.symbols and not info.lines:
+            why, fix = "no symbols (stripped, no debug info)", "rebuild with -g"
+        elif not info.lines:
+            why, fix = "no symbol at these addresses, no debug info", "rebuild with -g"
+        else:
+            why, fix = "no symbol at these addresses", ""
+        if fix and info is not None and info.debuglink:
+            fix = "install its -dbgsym package or rebuild with -g"
+        groups.setdefault((why, fix), []).append(name)
+    out = []
+    for (why, fix), names in groups.items():
+        objs = ", ".join(names)
+        stripped = why.startswith("no symbols (stripped")
+        forms = [f"{objs}: {why}: sites are addresses; {fix}" if fix else f"{objs}: {why}: sites are addresses"]
+        if stripped:
+            forms += [f"{objs}: stripped, no debug info: sites are addresses; rebuild with -g",
+                      f"{objs}: stripped (no symbols): sites are addresses"]
+        out.append(next((t for t in forms if len(t) <= where.WIDTH), where.shorten(forms[-1])))
+    return out
 
 
 def explain_lines(f: Finding, number: int, wall_s: float) -> list[str]:
@@ -147,33 +197,55 @@ def _own_cost(advice: Advice) -> str:
     return f", profiling ~{100 * max(costs):.1f}% of it" if costs else ""
 
 
-def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAULT_TOP) -> list[str]:
-    """The terminal summary: at most 80 columns, one screen before any details."""
+SCREEN = 40   # lines: advise's output before any details (--explain N, --verify's table)
+# What gives way when the next steps need the room, in order (call sites per collective, finding
+# rows, point-to-point rows, placement lines): finding rows down to 4, the second call site of
+# each collective, the second point-to-point row, rank 0's placement line, a fourth finding row.
+# The JSON and the report have all of them.
+FITS = ((2, SHOWN_FINDINGS, 2, 3), (2, 5, 2, 3), (2, 4, 2, 3), (1, 4, 2, 3), (1, 4, 1, 3), (1, 4, 1, 1),
+        (1, 3, 1, 1))
+
+
+def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAULT_TOP,
+                  room: int | None = None) -> list[str]:
+    """The terminal summary: at most 80 columns, one screen before any details. `room`: the lines
+    it may take where the next steps follow it (they take the rest of SCREEN, and say what
+    `advise --measure` would measure): the rows give way as FITS says."""
     s = advice.shares
     library = advice.run.ranks[0].library.split(",")[0]
-    lines = [where.shorten(f"colltune advise: {advice.run.nprocs} ranks, {library}; wall "
-                           f"{where.fmt_s(s['wall_s'])}{_own_cost(advice)}"),
-             where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
-                           f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
-                           f"{100 * s['p2p_share']:.1f}%")]
-    lines += where.text(advice.run, advice.time_table, top, sites=2, compact=True, tunability=advice.tunability)
-    lines += [where.shorten(line) for line in topology.describe(advice.environment)][:3]
-    lines += finding_lines(advice.findings, s["wall_s"])
-    if advice.missing:
-        lines.append(f"{len(advice.missing)} point(s) not in the database: `advise --measure` measures them")
+    head = [where.shorten(f"colltune advise: {advice.run.nprocs} ranks, {library}; wall "
+                          f"{where.fmt_s(s['wall_s'])}{_own_cost(advice)}"),
+            where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
+                          f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
+                          f"{100 * s['p2p_share']:.1f}%")]
+    tail = []
+    if advice.missing and room is None:
+        tail.append(f"{len(advice.missing)} point(s) not in the database: `advise --measure` measures them")
     if not advice.actionable:
-        lines.append("no advice: nothing to change")
+        tail.append("no advice: nothing to change")
     if files:
         names = ", ".join(Path(p).name for p in files.values())
-        lines.append(where.shorten(f"written: {names} (in {Path(next(iter(files.values()))).parent})"))
+        tail.append(where.shorten(f"written: {names} (in {Path(next(iter(files.values()))).parent})"))
+
+    def screen(sites: int, shown: int, p2p_rows: int, placement: int) -> list[str]:
+        table = where.text(advice.run, advice.time_table, top, sites=sites, compact=True,
+                           tunability=advice.tunability, p2p_rows=p2p_rows)
+        lines = head + table + topology.screen_lines(advice.environment, where.WIDTH)[:placement]
+        found = finding_lines(advice.findings, s["wall_s"], shown)
+        return lines + found + why_addresses(table + found, advice.run) + tail
+
+    for fit in FITS:
+        lines = screen(*fit)
+        if room is None or len(lines) <= room:
+            break
     return lines
 
 
 def print_summary(advice: Advice, files: dict[str, str], console: Console | None = None,
-                  top: int = where.DEFAULT_TOP) -> None:
+                  top: int = where.DEFAULT_TOP, room: int | None = None) -> None:
     console = console or Console()
     # Plain text of <= 80 columns (not a rich table): the same lines on any terminal and in logs.
-    for line in summary_lines(advice, files, top):
+    for line in summary_lines(advice, files, top, room):
         console.out(line, highlight=False)
 
 

@@ -43,7 +43,7 @@ from colltune.advise import callsites
 from colltune.advise.findings import Finding
 from colltune.advise.points import AppPoint
 from colltune.advise.profile_run import ProfileRun
-from colltune.advise.where import fmt_bytes, fmt_s
+from colltune.advise.where import class_method, cut_name, fmt_bytes, fmt_s, shorten
 
 NAMES = ("reduce_bcast", "small_reductions", "barrier_before_sync")
 # A pattern whose predicted saving is below this share of the run is not advised (it stays in the
@@ -218,34 +218,50 @@ CHANGES = {
 
 # The finding in one line: what, where (the application lines), the change.
 BRIEFS = {
-    "reduce_bcast": "Reduce+Bcast {pairs:,}x {pair_where}: one MPI_Allreduce",
-    "small_reductions": "reductions {pairs:,}x {pair_where}: fuse (check)",
-    "barrier_before_sync": "Barrier before {second_call} {pairs:,}x {first_line}: remove (check)",
+    "reduce_bcast": "Reduce+Bcast {pairs:,}x {where}: one MPI_Allreduce",
+    "small_reductions": "reductions {pairs:,}x {where}: fuse (check)",
+    "barrier_before_sync": "Barrier before {second_call} {pairs:,}x {where}: remove (check)",
 }
-
-
-def _line(site: str) -> str:
-    """The application line of a site label, compact: without the layer frames below it, the
-    function without its namespaces (`PCG::solve (PCG.C:142)`)."""
-    line = site.split(" <- ")[0]
-    function, paren, where = line.partition(" (")
-    return "::".join(function.split("::")[-2:]) + paren + where
-
-
-def _pair_where(first: str, second: str) -> str:
-    """Both sites' application lines; one function's two lines as `f (file.c:12, :14)`."""
-    a, b = _line(first), _line(second)
-    fa, _, la = a.partition(" (")
-    fb, _, lb = b.partition(" (")
-    if a == b:
-        return a
-    for sep in (":", "+"):   # file.c:12 and :14; lib.so+0x5fe53e and +0x5fe6ca
-        if fa == fb and sep in la and sep in lb and la.rsplit(sep, 1)[0] == lb.rsplit(sep, 1)[0]:
-            return f"{fa} ({la.rstrip(')')}, {sep}{lb.rsplit(sep, 1)[1]}"
-    return f"{a}, {b}"
-
+# Which sites a brief names: the barrier's alone (the collective after it is in the title), or both.
+BRIEF_SITES = {"reduce_bcast": 2, "small_reductions": 2, "barrier_before_sync": 1}
 
 _OBJECT_OFFSET = re.compile(r"^(\S+)(\+0x[0-9a-f]+)$")
+
+
+def _line(site: str, offset: bool = False) -> str:
+    """The application line of a site label, compact: without the layer frames below it, the
+    function without its namespaces (`PCG::solve (PCG.C:142)`); without a line, the function
+    alone (its `lib.so+0x...` is in the JSON), with `offset` its offset (`PCG::solve (+0x5fe53e)`)
+    to tell two sites of one function apart; without a symbol `object+0xoffset`."""
+    line = site.split(" <- ")[0]
+    function, paren, where_ = line.partition(" (")
+    if not paren:
+        return line
+    function = class_method(function)
+    where_ = where_.removesuffix(")")
+    if m := _OBJECT_OFFSET.match(where_):
+        return f"{function} ({m[2]})" if offset else function
+    return f"{function} ({where_})"
+
+
+def _pair_where(first: str, second: str, offset: bool = False) -> str:
+    """Both sites' application lines; one function's two lines as `f (file.c:12, :14)`, its two
+    offsets as `f (+0x5fe53e, +0x5fe6ca)`, one object's two addresses as `obj+0x1c45c, +0x1c4a0`."""
+    a, b = _line(first, True), _line(second, True)
+    if a == b:
+        return _line(first, offset)
+    fa, _, la = a.partition(" (")
+    fb, _, lb = b.partition(" (")
+    if fa == fb and la and lb:
+        la, lb = la.rstrip(")"), lb.rstrip(")")
+        if la.startswith("+0x"):   # one function's two offsets
+            return f"{fa} ({la}, {lb})"
+        if ":" in la and ":" in lb and la.rsplit(":", 1)[0] == lb.rsplit(":", 1)[0]:
+            return f"{fa} ({la}, :{lb.rsplit(':', 1)[1]})"
+    ma, mb = _OBJECT_OFFSET.match(a), _OBJECT_OFFSET.match(b)
+    if ma and mb and ma[1] == mb[1]:
+        return f"{a}, {mb[2]}"
+    return f"{_line(first, offset)}, {_line(second, offset)}"
 
 
 def _below(site: str) -> str:
@@ -262,27 +278,88 @@ def _below(site: str) -> str:
     return _line(frames[1])
 
 
-def _brief_where(p: Pattern, below: bool) -> dict[str, str]:
-    """The brief's `first_line` and `pair_where`; with `below`, the frames under one application
-    line too (several findings at one line, reached through different calls of its layer:
-    HPCC's three barrier pairs inside one helper function printed the same line three times)."""
-    first, pair = _line(p.first), _pair_where(p.first, p.second)
-    if below and _below(p.first):
-        first = f"{first} <- {_below(p.first)}"
-        if _line(p.first) == _line(p.second) and _below(p.second):
-            pair = f"{_line(p.first)} <- {_below(p.first)}, {_below(p.second)}"
-    return {"first_line": first, "pair_where": pair}
+def _brief_where(p: Pattern, detail: int) -> str:
+    """The brief's sites: detail 0 the application lines (functions without their offsets), 1
+    with the offsets of functions without a line, 2 with the frame below one application line
+    too (several findings at one line, reached through different calls of its layer: HPCC's
+    three barrier pairs inside one helper function printed the same line three times)."""
+    if BRIEF_SITES[p.name] == 1:
+        first = _line(p.first, detail > 0)
+        if detail > 1 and _below(p.first):
+            first = f"{first} <- {_below(p.first)}"
+        return first
+    pair = _pair_where(p.first, p.second, detail > 0)
+    if detail > 1 and _below(p.first):
+        if _line(p.first, True) == _line(p.second, True) and _below(p.second) not in ("", _below(p.first)):
+            pair = f"{_line(p.first, True)} <- {_below(p.first)}, {_below(p.second)}"
+        elif _line(p.first, True) == _line(p.second, True):
+            pair = f"{_line(p.first, True)} <- {_below(p.first)}"
+    return pair
+
+
+def _briefs(kept: list[Pattern]) -> list[str]:
+    """Each pattern's one line, its sites as short as they stay told apart: findings of one kind
+    whose sites read alike (the pair counts aside) get the offsets, then the frames below."""
+    def key(p: Pattern, detail: int) -> tuple[str, str, str]:
+        return p.name, p.second_call, _brief_where(p, detail)
+
+    details = [0] * len(kept)
+    for level in (1, 2):
+        seen = Counter(key(p, d) for p, d in zip(kept, details))
+        details = [level if seen[key(p, d)] > 1 else d for p, d in zip(kept, details)]
+    return [BRIEFS[p.name].format(**{**p.__dict__, "where": _brief_where(p, d)}) for p, d in zip(kept, details)]
+
+
+# Shorter words for a brief's what and change, tried in turn before its sites are shortened.
+SHORTER = {
+    "reduce_bcast": [("Reduce+Bcast {pairs:,}x ", ": one Allreduce")],
+    "small_reductions": [],
+    "barrier_before_sync": [("Barrier before {call} {pairs:,}x ", ": remove (check)"),
+                            ("Barrier+{call} {pairs:,}x ", ": remove (check)")],
+}
+_QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~]\w*)")
+_NAME = re.compile(r"(?<![\w.+])[A-Za-z_~]\w{14,}(?![\w.])")
+
+
+def fit_brief(f: Finding, width: int) -> str:
+    """A pattern finding's brief in `width` characters, dropping what the reader needs least
+    first: `MPI_` and longer words of its what and change (SHORTER), then its sites' classes and
+    namespaces, the longest name first (`virial_compute`), then the longest names are cut in the
+    middle, start and end kept (`ComputePre...ure_virial`); a file:line, an offset and an address
+    stay whole."""
+    brief = f.brief or f.title
+    name = f.data.get("pattern")
+    if len(brief) <= width or name not in BRIEFS:
+        return brief
+    fields = {**f.data, "call": str(f.data.get("second_call", "")).removeprefix("MPI_")}
+    head, _, tail = BRIEFS[name].partition("{where}")
+    head, tail = head.format(**fields), tail.format(**fields)
+    if not (brief.startswith(head) and brief.endswith(tail)):
+        return shorten(brief, width)
+    where_ = brief[len(head):len(brief) - len(tail)]
+    for short_head, short_tail in SHORTER[name]:
+        if len(head) + len(where_) + len(tail) <= width:
+            break
+        head, tail = short_head.format(**fields), short_tail.format(**fields)
+    room = width - len(head) - len(tail)
+    while len(where_) > room and (qualified := sorted(_QUALIFIED.finditer(where_),
+                                                      key=lambda m: -len(where_[m.start():].split(" ")[0]))):
+        m = qualified[0]
+        where_ = where_[:m.start()] + where_[m.end():]
+    while len(where_) > room:
+        names = sorted(_NAME.finditer(where_), key=lambda m: -len(m[0]))
+        if not names or len(names[0][0]) <= 15:
+            return shorten(head + where_ + tail, width)
+        m = names[0]
+        where_ = where_[:m.start()] + cut_name(m[0], len(m[0]) - (len(where_) - room)) + where_[m.end():]
+    return head + where_ + tail
 
 
 def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
     out = []
     kept = [p for p in patterns if p.saving_s is None or p.saving_s >= NEGLIGIBLE * wall_s]
-    briefs = Counter(BRIEFS[p.name].format(**{**p.__dict__, **_brief_where(p, False)}) for p in kept)
-    for p in kept:
-        where = _brief_where(p, False)
-        if briefs[BRIEFS[p.name].format(**{**p.__dict__, **where})] > 1:
-            where = _brief_where(p, True)
-        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times", **where}
+    for p, brief in zip(kept, _briefs(kept)):
+        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times"}
         evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
                     f"per call: {p.first} then {p.second}", OBSERVED[p.name].format(**fields)]
         if p.saving_s is not None:
@@ -298,7 +375,7 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
         out.append(Finding("pattern", TITLES[p.name].format(**fields), evidence,
                            {"source": CHANGES[p.name].format(**fields)},
                            None if p.saving_s is None else max(p.saving_s, 0.0),
-                           check=CHECKS[p.name], brief=BRIEFS[p.name].format(**fields),
+                           check=CHECKS[p.name], brief=brief,
                            data={"pattern": p.name, "first": p.first, "second": p.second,
                                  "first_call": p.first_call, "second_call": p.second_call,
                                  "nprocs": p.nprocs, "bin": p.bin, "pairs": p.pairs, "mean_bytes": p.mean_bytes,

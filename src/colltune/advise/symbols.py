@@ -175,3 +175,40 @@ def resolve(addresses: set[int], maps: list[Mapping]) -> dict[int, Site]:
             (func, loc), *outer = frames
             sites[a] = Site(a, binary, func, loc, tuple(outer))
     return sites
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What an ELF file holds to name its addresses (its section headers)."""
+
+    symbols: bool        # a full symbol table (.symtab): static functions too; stripped: none
+    lines: bool          # DWARF line tables (.debug_line): file:line
+    debuglink: bool      # .gnu_debuglink: its debug info is packaged apart (Debian's -dbgsym)
+
+
+def object_info(path: str) -> ObjectInfo | None:
+    """The sections of a 64-bit little-endian ELF file that decide how its addresses resolve
+    (None: not readable as one). addr2line also reads a separate debug file when it is installed:
+    `lines` is this file's own."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            shoff, = struct.unpack_from("<Q", head, 40)
+            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 58)
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            if shstrndx >= shnum:
+                return None
+            str_off, str_size = struct.unpack_from("<QQ", table, shstrndx * shentsize + 24)
+            f.seek(str_off)
+            strings = f.read(str_size)
+    except (OSError, struct.error):
+        return None
+    names = set()
+    for i in range(shnum):
+        name_off, = struct.unpack_from("<I", table, i * shentsize)
+        names.add(strings[name_off:strings.find(b"\0", name_off)].decode(errors="replace"))
+    return ObjectInfo(".symtab" in names, ".debug_line" in names or ".zdebug_line" in names,
+                      ".gnu_debuglink" in names)

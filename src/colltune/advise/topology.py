@@ -123,6 +123,52 @@ def describe(env: dict[str, Any]) -> list[str]:
     return out
 
 
+def _fit_parts(head: str, parts: list[str], width: int) -> str:
+    """`head` and as many of `parts` (most important first) as fit in `width` columns, "; "
+    between them: a part that does not fit is left out whole, never cut (advise.json has all)."""
+    out = head
+    for part in parts:
+        if part and len(out) + 2 + len(part) <= width:
+            out += (" " if out.endswith(":") else "; ") + part
+    return out
+
+
+def _noise_point(noise: str) -> str:
+    """The OS-noise fact in a few words: `unknown (no core is isolated: ...)` -> its reason's
+    first words."""
+    verdict, _, why = noise.partition(" (")
+    if verdict == "unknown":
+        return "OS noise unknown (" + ("no isolated core)" if "no core is isolated" in why
+                                       else "the kernel names no isolated core)")
+    return "no OS noise (isolated cores)" if noise.startswith("no") else "its cores take OS work"
+
+
+def screen_lines(env: dict[str, Any], width: int = 80) -> list[str]:
+    """describe()'s facts for the terminal, each line at most `width` columns: per host whether
+    it was busy (the point: savings are uncertain), its cores, NUMA nodes and ranks per node;
+    rank 0's binding, NUMA node and OS noise. Parts that do not fit are left out, never cut."""
+    out = []
+    for h in env["hosts"]:
+        load = (f"busy with other work (load {h['loadavg']:.1f} on {h['cores']} cores)" if h["busy"] else
+                f"load {h['loadavg']:.1f} on {h['cores']} cores" if h["loadavg"] is not None else
+                f"{h['cores']} cores")
+        nodes = h["numa_nodes"]
+        numa = (f"{len(nodes)} NUMA node{'s' if len(nodes) != 1 else ''}" + (f" (cpus {next(iter(nodes.values()))})"
+                                                                          if len(nodes) == 1 else "")
+                if nodes else "NUMA unknown")
+        spread = ("ranks per NUMA node " + ", ".join(f"{n}: {k}" for n, k in h["ranks_per_numa"].items())
+                  if h["ranks_per_numa"] else "")
+        devices = ", ".join(f"{d} on node {n if n is not None else '?'}" for d, n in h["devices"].items())
+        out.append(_fit_parts(f"host {h['host']}:", [load, numa, spread, devices and f"devices: {devices}"], width))
+    r0 = env["rank0"]
+    numa = f"NUMA {','.join(map(str, r0['numa']))}" if r0["numa"] else "NUMA unknown"
+    cpus = "not bound" if r0["cpus"] == "unbound" else f"cpus {r0['cpus']}"
+    local = f"local devices {', '.join(r0['local_devices'])}" if r0["local_devices"] else ""
+    out.append(_fit_parts(f"rank 0 on {r0['host']}:", [f"{cpus}, {numa}", _noise_point(r0["os_noise"]), local],
+                          width))
+    return out
+
+
 def busy_warning(env: dict[str, Any]) -> str:
     """The caveat for predicted savings when a host was busy with other work ("" if none was)."""
     busy = [h for h in env["hosts"] if h["busy"]]

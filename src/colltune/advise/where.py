@@ -30,6 +30,7 @@ rest is only seen.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -374,25 +375,75 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+_OBJECT_OFFSET = re.compile(r"^(?P<obj>\S+?)(?P<off>\+0x[0-9a-f]+)$")
+
+
+def class_method(function: str) -> str:
+    """A C++ name without its namespaces: `LAMMPS_NS::Thermo::lost_check` -> `Thermo::lost_check`
+    (the class and the method: what a reader finds in the source; template arguments are gone
+    already, callsites.short_function)."""
+    parts = function.split("::")
+    return "::".join(parts[-2:]) if len(parts) > 2 else function
+
+
+def cut_name(name: str, width: int) -> str:
+    """A function's name in `width` characters, cut in the middle: its start and its end stay
+    (`ComputePre...rial_compute`), at least 6 characters of each (15 in all: a narrower cut
+    would no longer name the function)."""
+    width = max(width, 15)
+    if len(name) <= width:
+        return name
+    tail = (width - 3) // 2
+    return name[:width - 3 - tail] + "..." + name[len(name) - tail:]
+
+
+def frame_forms(line: str) -> list[str]:
+    """An application frame's label from the longest to the shortest form a reader still acts on:
+    `function (lib.so+0xoff)` drops its object first (`function (+0xoff)`; the object is in the
+    JSON), then its namespaces (`Class::method`), then its offset; `function (file.c:12)` keeps
+    its file:line and drops its namespaces; `object+0xoff` (no symbol) stays whole."""
+    function, paren, where_ = line.partition(" (")
+    where_ = where_.removesuffix(")")
+    if not paren:
+        return [line]
+    short = class_method(function)
+    m = _OBJECT_OFFSET.match(where_)
+    if m:
+        forms = [line, f"{function} ({m['off']})", f"{short} ({m['off']})", short]
+    else:
+        forms = [line, f"{short} ({where_})"]
+    return list(dict.fromkeys(forms))
+
+
 def fit_site(label: str, width: int) -> str:
-    """A call site label in `width` characters: the layer frames below the application line go
-    first (`... <- ...`), then the function's name is cut in the middle; its file:line stays."""
+    """A call site label in `width` characters, dropping what the reader needs least first: the
+    object of `(lib.so+0xoff)` where the function is known, the layer frames below the
+    application line (`<- ...`), the namespaces, the offset; only then is the function's name cut
+    in the middle (its end stays); a file:line always stays."""
     if len(label) <= width:
         return label
     line, *below = label.split(" <- ")
-    for keep in range(len(below) - 1, -1, -1):
-        text = " <- ".join([line, *below[:keep], "..."])
+    forms = frame_forms(line)
+    # the layer frames go with the object dropped (`(+0xoff)`), or before a file:line's namespaces
+    with_layers = forms[1] if _OBJECT_OFFSET.match(line.partition(" (")[2].removesuffix(")")) else forms[0]
+    candidates = [" <- ".join([line, *below])]
+    candidates += [" <- ".join([with_layers, *below[:keep], *(["..."] if keep < len(below) else [])])
+                   for keep in range(len(below), -1, -1)]
+    candidates += forms[forms.index(with_layers):]
+    for text in candidates:
         if len(text) <= width:
             return text
-    function, paren, where = line.partition(" (")
-    if paren and len(where) + 6 < width:
-        return shorten(function, width - len(where) - 2) + paren + where
-    return shorten(line, width)
+    last = forms[-1]
+    function, paren, where_ = last.partition(" (")
+    if paren and len(where_) + 8 < width:
+        return cut_name(function, width - len(where_) - 2) + paren + where_
+    if m := _OBJECT_OFFSET.match(last):   # an address: its object cut, the offset whole
+        return cut_name(m["obj"], width - len(m["off"])) + m["off"]
+    return cut_name(last, width)
 
 
 def shorten(text: str, width: int = WIDTH) -> str:
-    """At most `width` characters, cut in the middle: a call site keeps its function's start and
-    its file:line or its layer frames' end (`solver::PCG::so...<- mini::reduce`)."""
+    """At most `width` characters, cut in the middle (what has no structure to drop first)."""
     if len(text) <= width:
         return text
     head = (width - 3 + 1) // 2
@@ -427,11 +478,12 @@ def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
 
 
 def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: int = 3,
-         compact: bool = False, tunability: Tunability | None = None) -> list[str]:
+         compact: bool = False, tunability: Tunability | None = None, p2p_rows: int = 2) -> list[str]:
     """The table as lines of at most 80 characters: the coverage (collective time, its tunable
     share, the rule, the `top` functions not tunable with why), the `top` collectives by own
     cost, then the `top` point-to-point calls; each with its rank spread and its call sites
-    (`compact`: without the rank spread, and at most 2 point-to-point calls with one site each)."""
+    (`compact`: without the rank spread, and at most `p2p_rows` point-to-point calls with one site
+    each)."""
     tunability = tunability or Tunability.of_run(run)
     coll = [r for r in table if r.kind == "coll"]
     p2p = [r for r in table if r.kind == "p2p"]
@@ -456,7 +508,7 @@ def text(run: ProfileRun, table: list[TimeRow], top: int = DEFAULT_TOP, sites: i
         lines.append(f"... {len(coll) - top} more collectives (--top N shows more)")
     if p2p:
         lines.append("point-to-point (own = time in the call, waiting for the partner included)")
-    p2p_top, p2p_sites = (min(top, 2), 1) if compact else (top, sites)
+    p2p_top, p2p_sites = (min(top, p2p_rows), 1) if compact else (top, sites)
     for row in p2p[:p2p_top]:
         lines += _row_lines(row, p2p_sites, compact)
     if len(p2p) > p2p_top:

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from colltune.advise import output, pipeline, where
+from colltune.advise.analyze import Advice
 from colltune.commands import nextsteps
 from colltune.errors import ColltuneError
 from colltune.mpi import libraries as mpi_mod
@@ -77,9 +78,15 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     lib = mpi_mod.resolve(mpi_spec) if mpi_spec else (
         (runenv.library_for_launcher(command[0]) if command else None) or mpi_mod.resolve(None))
     plan = pipeline.Plan(db_path, lib, command, out_dir, from_run, measure, verify, runs, mpi_spec, layers)
+    def summary(advice: Advice, files: dict[str, str]) -> None:
+        # One screen: the summary takes what the next steps (printed last) leave of it.
+        steps = nextsteps.after_advise(db_path, command, out_dir, files, verified=verify,
+                                       missing=len(advice.missing)) if command else []
+        room = output.SCREEN - len(nextsteps.printed_lines(steps, width=where.WIDTH)) if steps else None
+        output.print_summary(advice, files, top=top, room=room)
+
     try:
-        outcome = pipeline.advise(plan, on_advice=lambda advice, files: output.print_summary(advice, files, top=top),
-                                  on_round=_print_round)
+        outcome = pipeline.advise(plan, on_advice=summary, on_round=_print_round)
     except pipeline.MeasureError as exc:
         # The application ran; the benchmark of its points did not: say which step failed.
         failed = ColltuneError(
@@ -100,7 +107,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
         json_path.write_text((out_dir / "advise.json").read_text())
     if command:
         nextsteps.show(nextsteps.after_advise(db_path, command, out_dir, outcome.files, verified=verify,
-                                              missing=len(outcome.advice.missing)))
+                                              missing=len(outcome.advice.missing)), width=where.WIDTH)
 
 
 def _explain_saved(out_dir: Path, numbers: tuple[int, ...]) -> None:

@@ -9,13 +9,16 @@ a Slurm allocation (`srun`), running as root (Open MPI refuses it unless told), 
 settings (`--preset`). Paths are printed as the user gave them: the next step runs from the same
 directory.
 
-Every line is printed on its own line after `  $ `, never wrapped, so that it can be copied, and
-read back by tests (tests/test_journey.py).
+Every line is printed after `  $ ` so that it can be copied, and read back by tests
+(tests/test_journey.py, printed_steps). Given a width (advise's one screen of 80 columns), a
+longer line is wrapped at its words with the shell's continuation (` \\` at a line's end, the next
+piece indented): pasted whole it is still one command; a word is never split.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -139,15 +142,49 @@ def quoted(argv: Sequence[str]) -> str:
     return shlex.join(list(argv))
 
 
-def show(steps: Sequence[Step], title: str = "next steps", file: object = None, note: str | None = None) -> None:
-    """Print the steps: a title, then per step what it does and its line after `  $ `."""
+CONTINUED = " \\"       # the shell's line continuation, at the end of a wrapped piece
+INDENT = "    "            # a wrapped command's further pieces, under its first word (past `  $ `)
+# A shell word as printed: unquoted characters, backslash escapes, '...' and "..." strings.
+_WORD = re.compile(r"""(?:[^\s'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""")
+
+
+def wrapped(line: str, width: int | None) -> list[str]:
+    """A step's line as printed: `  $ LINE`, or within `width` columns its words packed into
+    pieces joined by the shell's continuation (each piece but the last ends with ` \\`, the next
+    starts with INDENT). A single word longer than the width stays whole on its own piece."""
+    if width is None or len(PROMPT) + len(line) <= width:
+        return [PROMPT + line]
+    out, current = [], PROMPT
+    for word in _WORD.findall(line):
+        fresh = current in (PROMPT, INDENT)
+        if not fresh and len(current) + 1 + len(word) + len(CONTINUED) > width:
+            out.append(current + CONTINUED)
+            current = INDENT
+            fresh = True
+        current += word if fresh else " " + word
+    return out + [current]
+
+
+def printed_lines(steps: Sequence[Step], title: str = "next steps", note: str | None = None,
+                  width: int | None = None) -> list[str]:
+    """What `show` prints: a title, then per step what it does and its line after `  $ `."""
+    if not steps:
+        return []
+    out = [f"{title}{f' ({note})' if note else ''}:"]
+    for step in steps:
+        out.append(f"  {step.what}:")
+        out += wrapped(step.line, width)
+    return out
+
+
+def show(steps: Sequence[Step], title: str = "next steps", file: object = None, note: str | None = None,
+         width: int | None = None) -> None:
+    """Print the steps (printed_lines); `width`: wrap each command line within it."""
     if not steps:
         return
     out = file if file is not None else sys.stdout
-    print(f"{title}{f' ({note})' if note else ''}:", file=out)  # type: ignore[arg-type]
-    for step in steps:
-        print(f"  {step.what}:", file=out)  # type: ignore[arg-type]
-        print(f"{PROMPT}{step.line}", file=out)  # type: ignore[arg-type]
+    for line in printed_lines(steps, title, note, width):
+        print(line, file=out)  # type: ignore[arg-type]
     out.flush()  # type: ignore[attr-defined]
 
 
@@ -156,10 +193,19 @@ def placeholder_note(steps: Sequence[Step]) -> str | None:
 
 
 def printed_steps(text: str) -> list[Step]:
-    """The steps `show` printed into `text`, in order (for tests and scripts)."""
+    """The steps `show` printed into `text`, in order (for tests and scripts); a wrapped line is
+    read back as the one line it continues."""
     lines = text.splitlines()
-    return [Step(lines[i - 1].strip().removesuffix(":"), line[len(PROMPT):])
-            for i, line in enumerate(lines) if line.startswith(PROMPT) and i > 0]
+    steps = []
+    for i, line in enumerate(lines):
+        if not line.startswith(PROMPT) or i == 0:
+            continue
+        command, k = line[len(PROMPT):], i
+        while command.endswith(CONTINUED) and k + 1 < len(lines) and lines[k + 1].startswith(INDENT):
+            k += 1
+            command = command[:-len(CONTINUED)] + " " + lines[k][len(INDENT):]
+        steps.append(Step(lines[i - 1].strip().removesuffix(":"), command))
+    return steps
 
 
 # ---------------------------------------------------------------------------------------------
