@@ -14,6 +14,7 @@ from advise_support import compile_advise_programs
 from click.testing import CliRunner
 
 from colltune.advise import profile_run
+from colltune.advise import share as share_mod
 from colltune.advise.analyze import analyze
 from colltune.commands.advise import command as advise_cmd
 from colltune.store import LaunchData, Store
@@ -86,9 +87,13 @@ def _db_with_bcast_point(path: Path, default_s: float, mockup_s: float, lib_s: f
                                          "lib:bcast:binomial": lib_s})
 
 
-def test_slow_collective_point(openmpi, openmpi_build, programs, tmp_path):
+def test_slow_collective_point(openmpi, openmpi_build, programs, tmp_path, monkeypatch):
     # The database is written here (the analysis is under test, not the measurement): the
-    # mock-up's median is 5x faster than the default, the library algorithm 2x.
+    # mock-up's median is 5x faster than the default, the library algorithm 2x. The share gate is
+    # off: on a loaded machine a descheduled rank's wait grows the wall until the run's own share
+    # falls below it (0.9% at load 2.8) and no finding is made; the gate is tested on fixed runs
+    # (test_waiting_for_late_ranks_is_not_worth_tuning, test_own_cost_above_the_share_is_advised).
+    monkeypatch.setattr(share_mod, "NOT_WORTH", 0.0)
     db = tmp_path / "db.duckdb"
     _db_with_bcast_point(db, 100e-6, 20e-6, 50e-6)
     report = advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
@@ -123,23 +128,39 @@ def test_measure_fills_exactly_the_missing_point(openmpi, openmpi_build, program
     assert set(m["msg_bytes"]) == {4096} and "default" in set(m["variant"]) and m["variant"].nunique() > 2
 
 
+SLOWCOLL = Path(__file__).resolve().parent / "data" / "advise-slowcoll"
+
+
 def test_report_section(openmpi, openmpi_build, programs, tmp_path):
+    # Fixed measurements (tests/data/advise-slowcoll: advise_slowcoll's 300 Bcast, own cost 15% of
+    # the run), not a run of it: a real run's own share is the machine's load's (a rank descheduled
+    # for 0.1 s makes the other wait and the wall grow: 0.9% at load 2.8, below share.NOT_WORTH,
+    # and the finding this page must show was not made). The command is given as a user
+    # re-analysing a run gives it: recorded with the advice, not run.
     from colltune.report.html import ReportContext
     from colltune.report.sections import advise as section
 
     db = tmp_path / "db.duckdb"
     _db_with_bcast_point(db, 100e-6, 20e-6, 50e-6)
-    advise(openmpi, tmp_path, ["-n", "2", "--bind-to", "core", str(programs["advise_slowcoll"])], db)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(advise_cmd, ["--db", str(db), "--out", str(out), "--from-profile-run", str(SLOWCOLL),
+                                          "--", str(openmpi.mpiexec), "-n", "2", "--bind-to", "core",
+                                          str(programs["advise_slowcoll"])], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
     ctx = ReportContext(db, None, stored=False)
     page = section.render(ctx)
     ctx.close()
     assert page is not None and page.count("<img") == 3
-    assert "bcast_as_scatter_allgather is 5.00x faster" in page
-    assert "rank 0 on " in page and "OS noise on its cores" in page   # the environment facts
+    # 5.00x: the database's medians; 3.00 ms: the run's own cost there (below 300 x 80 us)
+    assert ("<b>MPI_Bcast at 2 ranks, 4096..8191 bytes: bcast_as_scatter_allgather is 5.00x faster than the "
+            "library&#x27;s default</b> (predicted saving 3.00 ms)") in page
+    assert "2 ranks of Open MPI v5.0.11" in page and "predicted saving 3.00 ms.</p>" in page
+    assert ("rank 0 on node-b: cpus 0, NUMA 0; OS noise on its cores: unknown (no core is isolated: every "
+            "core takes OS work)") in page   # the environment facts
     with Store(db, read_only=True) as store:   # the advice is the database's (table `advice`)
         [row] = store.advice().to_dict("records")
-    assert row["command"].endswith("advise_slowcoll") and row["out_dir"] == str((tmp_path / "out").resolve())
-    assert json.loads(row["report"]) == json.loads((tmp_path / "out" / "advise.json").read_text())
+    assert row["command"].endswith("advise_slowcoll") and row["out_dir"] == str(out.resolve())
+    assert json.loads(row["report"]) == json.loads((out / "advise.json").read_text())
     assert Path(json.loads(row["report"])["files"]["profile"]).name == "advise.prof"
 
 
