@@ -189,6 +189,11 @@ def test_verify_without_advice_is_an_aa_comparison(openmpi, openmpi_build, progr
         "in-situ time in MPI calls: no advice, both sides ran the same (A/A): measured ")
     assert sorted(p.name for p in (out / "verify-runs").iterdir()) == [
         "advised-0", "advised-1", "default-0", "default-1"]
+    # the terminal's table: a row per figure in 80 columns, the verdict in a word
+    table = res.output[res.output.index("--verify: 2 runs per side"):].splitlines()
+    assert max(map(len, table)) <= 80, table
+    assert [(line[:16], line.split()[-1]) for line in table[2:4]] == [("wall time       ", "A/A"),
+                                                                     ("in-situ MPI time", "A/A")]
 
 
 FAST_ALLREDUCE = {"default": 100e-6, "allreduce_as_reduce_bcast": 20e-6}   # a mock-up 5x faster at 8 bytes

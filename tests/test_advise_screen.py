@@ -200,3 +200,53 @@ def test_the_five_applications_screens_pass_the_one_screen_check():
     assert measure.line.endswith(" --measure -- /usr/bin/mpiexec.openmpi --oversubscribe --bind-to none -n 2 -x "
                                  "OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 /usr/bin/hpcc")
     assert learn.line.split(" -- ")[0].split()[1:4] == ["learn", "run", "--batches"]
+
+
+def test_the_verify_table_holds_80_columns_with_a_long_cxx_pattern():
+    """`advise --verify`'s results (was a rich table that folded its labels and went as wide as
+    the terminal): one row per figure in <= 80 columns, points and patterns named by their
+    finding's number, a pattern's sites on a line of their own (cut to the label's room they no
+    longer name its function), the verdict in a word; the sentences are the JSON's and the report's."""
+    from colltune.advise import collectives
+    from colltune.advise.points import AppPoint
+    from colltune.advise.verify import Comparison, PatternFigure, PointFigure, Verification, point_label
+
+    pattern = patterns.Pattern("small_reductions",
+                               "Foam::GAMGSolver::solveCoarsestLevel (libOpenFOAM.so+0x5fe53e) <- Foam::reduce",
+                               "Foam::GAMGSolver::solveCoarsestLevel (libOpenFOAM.so+0x5fe6ca) <- Foam::reduce",
+                               "MPI_Allreduce", "MPI_Allreduce", 2, 3, 93194, 8.0, saving_per_pair_s=1.2e-6)
+    bcast = collectives.Choice(AppPoint("bcast", 2, 12, calls=300, own_s=0.03), 4096, 100e-6,
+                               "bcast_as_scatter_allgather", 20e-6)
+    allreduce = collectives.Choice(AppPoint("allreduce", 2, 3, calls=30000, own_s=0.3), 8, 10e-6,
+                                   "lib:allreduce:recursive_doubling", 8e-6)
+    found = collectives.findings([bcast, allreduce]) + patterns.findings([pattern], 12.0)
+    points = (PointFigure(("bcast", 2, 12), Comparison(point_label(bcast), [0.050, 0.051, 0.049, 0.052, 0.050],
+                                                       [0.026, 0.025, 0.027, 0.025, 0.026]), bcast.saving_s),
+              PointFigure(("allreduce", 2, 3), Comparison(point_label(allreduce), [0.35, 0.351, 0.349, 0.35, 0.36],
+                                                          [0.3, 0.31, 0.29, 0.3, 0.3]), allreduce.saving_s))
+    cost = PatternFigure(pattern, Comparison(pattern.name, [0.150, 0.151, 0.149, 0.15, 0.15],
+                                             [0.14, 0.15, 0.15, 0.15, 0.15]))
+    v = Verification(Comparison("wall time", [12.1, 12.3, 11.9, 12.0, 12.2], [12.0, 12.1, 11.8, 12.3, 12.0]),
+                     Comparison("in-situ own cost at the advised points", [0.4, 0.41, 0.39, 0.4, 0.4],
+                                [0.33, 0.32, 0.34, 0.33, 0.33]),
+                     bcast.saving_s + allreduce.saving_s, True, points, (cost,))
+    lines = output.verification_lines(v, found)
+    assert lines == [
+        "--verify: 5 runs per side, alternating; medians, +- ~95% noise of the gain",
+        "                         default  advised        measured gain predicted verdict",
+        "wall time                12.10 s  12.00 s 100.0 ms +- 157.0 ms   84.0 ms noise",
+        "in-situ own cost        400.0 ms 330.0 ms         70.0 ms +- 0   84.0 ms agree",
+        "#1 Bcast 4.0K-8.0K @2    50.0 ms  26.0 ms  24.0 ms +- 993.0 us   24.0 ms agree",
+        "#2 Allreduce 8-16 @2    350.0 ms 300.0 ms  50.0 ms +- 702.1 us   60.0 ms agree",
+        "#3 reductions 93,194x solveCoarsestLevel (+0x5fe53e, +0x5fe6ca): fuse (check)",
+        "                        150.0 ms 150.0 ms               0 +- 0  111.8 ms <= cost",
+        "the advised collectives changed as predicted; the wall time did not resolve it",
+        "both sides run a pattern's calls (a source change): it saves at most their cost",
+        'the verdicts in full: advise.json ("verification"), colltune report']
+    assert max(map(len, lines)) == 80
+    # the pattern's predicted saving above what its calls cost in situ: off
+    pattern.saving_per_pair_s = 2e-6
+    assert output.verification_lines(v, found)[7].endswith("  186.4 ms off")
+    # without the findings (nothing to number): the point's own name, the pattern's kind
+    assert [line[:24] for line in output.verification_lines(v)[4:7]] == [
+        "Bcast 4.0K-8.0K @2      ", "Allreduce 8-16 @2       ", "small_reductions        "]

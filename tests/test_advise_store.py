@@ -192,6 +192,8 @@ def test_verify_reports_each_pattern_in_situ(openmpi, openmpi_build, tmp_path):
         "(advise_patterns.c:32): a change to the source, not applied by --verify (both sides run the calls): "
         "they cost ")
     assert fuse["verdict"].endswith("; no saving predicted (the database lacks the fused call)")
-    assert "reduce_bcast: MPI_Reduce at planted (advise_patterns.c:31)" in res.output
+    # the terminal names the pattern by its finding's number and brief (the verdict is the JSON's)
+    number = 1 + [f["data"].get("pattern") for f in report["findings"]].index("reduce_bcast")
+    assert f"#{number} Reduce+Bcast 12x planted (advise_patterns.c:31, :32): one MPI_Allreduce" in res.output
     with Store(tmp_path / "none.duckdb", read_only=True) as store:   # the advice is recorded, verification too
         assert store.latest_advice() == report

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from colltune.advise import collectives, patterns, symbols, topology, where
 from colltune.advise.analyze import Advice
 from colltune.advise.findings import Finding
 from colltune.advise.profile_run import ProfileRun
-from colltune.advise.verify import Verification, fmt_time
+from colltune.advise.points import AppPoint
+from colltune.advise.verify import Comparison, PointFigure, Verification, fmt_time
 from colltune.errors import ColltuneError
 from colltune.tune import native_export
 from colltune.tune import profile as prof
@@ -261,24 +261,83 @@ def print_explained(findings: list[dict[str, Any]] | list[Finding], numbers: tup
             console.out(line, highlight=False)
 
 
-def print_verification(v: Verification, console: Console | None = None) -> None:
+# --verify's table rows named in a few words (their labels in full are the JSON's and the report's)
+VERIFY_LABELS = {"in-situ own cost at the advised points": "in-situ own cost",
+                 "in-situ time in MPI calls": "in-situ MPI time"}
+
+
+def _finding_number(findings: list[Finding], strategy: str, data: dict[str, Any]) -> int | None:
+    """The number of the finding (in the list above the table) whose data has `data`'s values."""
+    for i, f in enumerate(findings, 1):
+        if f.strategy == strategy and all(f.data.get(k) == v for k, v in data.items()):
+            return i
+    return None
+
+
+def _point_label(f: PointFigure, number: int | None) -> str:
+    collective, nprocs, _ = f.key
+    lo, hi = collectives.bin_range(AppPoint(collective, nprocs, f.key[2]))
+    text = f"{collective.title()} {where.fmt_bytes(lo)}-{where.fmt_bytes(hi + 1)} @{nprocs}"
+    return f"#{number} {text}" if number else text
+
+
+def verification_lines(v: Verification, findings: list[Finding] | None = None) -> list[str]:
+    """--verify in <= 80 columns: a row per figure (the wall time, the in-situ figure, each changed
+    point when there are several, each call pattern advised) with both sides' medians, the gain and
+    its noise, the prediction and the verdict in a word; points and patterns named by their
+    finding's number above; then what the figures conclude (Verification.agreement's lines after
+    its first two, which the rows say). The verdicts in full are in the JSON and the report."""
+    findings = findings or []
+    rows: list[tuple[str | Finding, Comparison, float | None, str]] = [
+        ("wall time", v.wall, v.predicted_s, v.wall.word(v.predicted_s, v.changed)),
+        (VERIFY_LABELS.get(v.insitu.label, v.insitu.label), v.insitu, v.predicted_s,
+         v.insitu.word(v.predicted_s, v.changed))]
+    for pf in v.points if len(v.points) > 1 else ():
+        number = _finding_number(findings, "collectives", dict(zip(("collective", "nprocs", "bin"), pf.key)))
+        rows.append((_point_label(pf, number), pf.comparison, pf.predicted_s, pf.comparison.word(pf.predicted_s)))
+    for tf in v.patterns:
+        p = tf.pattern
+        number = _finding_number(findings, "pattern", {"pattern": p.name, "first": p.first, "second": p.second,
+                                                       "nprocs": p.nprocs, "bin": p.bin})
+        label: str | Finding = findings[number - 1] if number else p.name
+        rows.append((label, tf.comparison, p.saving_s, tf.word()))
+    cells = [[fmt_time(statistics.median(c.default_s)), fmt_time(statistics.median(c.tuned_s)),
+              f"{fmt_time(c.gain_s)} +- {fmt_time(c.noise_s)}", "-" if predicted is None else fmt_time(predicted),
+              word] for _, c, predicted, word in rows]
+    head = ["default", "advised", "measured gain", "predicted", "verdict"]
+    widths = [max(len(r[i]) for r in [head, *cells]) for i in range(len(head))]
+    # the label takes what the figures leave (at least a cut name's 15 characters)
+    room = max(where.WIDTH - sum(widths) - len(widths), 15)
+
+    def line(label: str, figures: list[str]) -> str:
+        numbers = " ".join(f"{x:>{w}}" for x, w in zip(figures[:-1], widths))
+        return f"{label:<{room}} {numbers} {figures[-1]}".rstrip()
+
+    out = [f"--verify: {len(v.wall.default_s)} runs per side, alternating; medians, +- ~95% noise of the gain",
+           line("", head)]
+    for (label, *_), figures in zip(rows, cells):
+        if isinstance(label, Finding):
+            # a pattern: its finding's number and brief (its sites) on a line of their own, as
+            # the where-table's long names: cut to the label's room they no longer name a site
+            number = f"#{findings.index(label) + 1} "
+            out.append(number + finding_row(label, where.WIDTH - len(number)))
+            out.append(line("", figures))
+        else:
+            out.append(line(where.shorten(label, room), figures))
+    wrap = textwrap.TextWrapper(width=where.WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    for said in v.agreement().splitlines()[2:]:
+        out += wrap.wrap(said)
+    if v.patterns:
+        out.append("both sides run a pattern's calls (a source change): it saves at most their cost")
+    out.append('the verdicts in full: advise.json ("verification"), colltune report')
+    return out
+
+
+def print_verification(v: Verification, console: Console | None = None, findings: list[Finding] | None = None) -> None:
     console = console or Console()
-    n = len(v.wall.default_s)
-    table = Table(title=f"--verify: {n} runs per side, alternating; medians, +- the ~95% noise of "
-                        "their difference (shared machine)")
-    for col in ("", "default", "with the advice", "measured gain", "predicted gain"):
-        table.add_column(col, overflow="fold")
-    rows = [(v.wall, v.predicted_s), (v.insitu, v.predicted_s)]
-    rows += [(f.comparison, f.predicted_s) for f in v.points] if len(v.points) > 1 else []
-    rows += [(f.comparison, None) for f in v.patterns]
-    for c, predicted in rows:
-        table.add_row(c.label, fmt_time(statistics.median(c.default_s)), fmt_time(statistics.median(c.tuned_s)),
-                      f"{fmt_time(c.gain_s)} +- {fmt_time(c.noise_s)}",
-                      "source change" if predicted is None else fmt_time(predicted))
-    console.print(table)
-    console.print(v.agreement())
-    for line in v.details():
-        console.print(line, highlight=False)
+    # Plain text of <= 80 columns, as the summary: the same lines on any terminal and in logs.
+    for line in verification_lines(v, findings):
+        console.out(line, highlight=False)
 
 
 def verification_json(v: Verification) -> dict[str, Any]:

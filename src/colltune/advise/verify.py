@@ -105,6 +105,17 @@ class Comparison:
                     f"the noise, {measured}{ratio}: more runs would tell")
         return f"{self.label}: prediction {_ms(predicted_s)} off, {measured}{ratio}"
 
+    def word(self, predicted_s: float | None, changed: bool = True) -> str:
+        """The verdict in a word or two, for the terminal's table (verdict() says it in full):
+        agree, loose, off, noise (the prediction is below the noise), A/A (no advice), slower
+        (no gain predicted and the advice measured slower), - (no gain predicted)."""
+        if not changed:
+            return "A/A"
+        if not predicted_s:
+            return "slower" if self.gain_s < -self.noise_s else "-"
+        status = self.status(predicted_s)
+        return "noise" if status == "unresolvable" else status
+
     def agrees(self, predicted_s: float) -> bool:
         return self.status(predicted_s) == "agree"
 
@@ -165,6 +176,14 @@ class PatternFigure:
                     "and fusing them cannot save more than that")
         return (f"{text}; the predicted saving {fmt_time(saving)} is at most that cost; fuse the calls and "
                 "compare this figure at the new call site")
+
+    def word(self) -> str:
+        """The verdict in a word (verdict() says it in full): off where the predicted saving is
+        more than the calls cost in situ, `<= cost` where it is not, - without a prediction."""
+        saving, c = self.pattern.saving_s, self.comparison
+        if saving is None:
+            return "-"
+        return "off" if saving > statistics.median(c.default_s) + notch(c.default_s) else "<= cost"
 
     def as_json(self) -> dict[str, object]:
         p = self.pattern

@@ -99,7 +99,7 @@ def command(db_path: Path, mpi_spec: str | None, out_dir: Path, json_path: Path 
     if explain:
         output.print_explained(outcome.advice.findings, explain, outcome.advice.run.wall_ns / 1e9)
     if outcome.verification is not None:
-        output.print_verification(outcome.verification)
+        output.print_verification(outcome.verification, findings=outcome.advice.findings)
     if outcome.not_recorded:
         err_console.print(f"[yellow]note:[/] the advice is not recorded in {db_path} ({outcome.not_recorded}): "
                           f"`colltune report` will not show it; its files are in {out_dir}", highlight=False)
