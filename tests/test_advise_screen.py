@@ -125,6 +125,35 @@ def test_an_address_only_site_says_why_once_per_object(tmp_path: Path):
     assert output.why_addresses(["   1  1.4 s  solve (libfoo.so+0x8be0)"], run) == []
 
 
+def test_a_debian_object_says_which_dbgsym_package_has_its_lines(tmp_path: Path):
+    """Debian strips its packages' objects and ships their debug info apart (.gnu_debuglink; the
+    -dbgsym package of its debug archive installs it under /usr/lib/debug/.build-id/, where
+    addr2line looks): the why-line names that package, within 80 columns, instead of "rebuild";
+    an object whose functions are named (dynamic symbols) but that has no line table says why
+    file:line is missing. /usr/bin/ls and libz: stripped objects of every Debian system."""
+    ls = "/usr/bin/ls"   # dpkg lists it as /bin/ls (merged /usr): asked both ways
+    libz = str(Path("/usr/lib/x86_64-linux-gnu/libz.so.1").resolve())
+    assert symbols.object_info(ls) == symbols.ObjectInfo(symbols=False, lines=False, debuglink=True)
+    assert symbols.object_info(libz) == symbols.ObjectInfo(symbols=False, lines=False, debuglink=True)
+    assert (symbols.debian_package(ls), symbols.debian_package(libz)) == ("coreutils", "zlib1g")
+    _, stripped = _compile(tmp_path)
+    assert symbols.debian_package(str(stripped)) is None
+    run = SimpleNamespace(ranks=[SimpleNamespace(maps=[Mapping(0x1000, 0x2000, 0, ls),
+                                                       Mapping(0x3000, 0x4000, 0, libz)])])
+    name = Path(libz).name
+    lines = [" 2         -  Reduce+Bcast 528x ls+0x1c45c, +0x1c4a0: one Allreduce",
+             "             19   16.4 ms  deflate (+0x459668)"]
+    labels = ["ls+0x1c45c", f"deflate ({name}+0x459668) <- ls+0x1c4a0"]
+    why = output.why_addresses(lines, run, labels)
+    assert why == ["ls: stripped: apt install coreutils-dbgsym (Debian's debug archive)",
+                   f"{name}: no line table: apt install zlib1g-dbgsym (debug archive)"]
+    # without the labels (or with the function not on the screen) nothing is said of libz
+    assert output.why_addresses(lines, run) == why[:1]
+    assert output.why_addresses(lines[:1], run, labels) == why[:1]
+    # the longest form that fits: libz's "(Debian's debug archive)" would take 82 columns
+    assert [len(x) for x in why] == [67, 72]
+
+
 def test_a_long_command_wraps_at_its_words_and_pastes_as_one():
     line = ("/home/user/.venv/bin/colltune advise --db /scratch/runs/colltune.duckdb --out '/scratch/my runs/x' "
             "--measure -- /usr/bin/mpiexec.openmpi --oversubscribe -n 2 -x OMP_NUM_THREADS=1 /usr/bin/lmp "
@@ -189,12 +218,24 @@ def test_the_five_applications_screens_pass_the_one_screen_check():
     sys.path.insert(0, str(after.parents[1]))
     import check_screen
 
-    results = {app: check_screen.check(after / f"advise-{app}.txt", after / f"advise-{app}-findings.json", False)
-               for app in ("lammps", "qe", "hpcc", "examl", "openfoam")}
-    assert {app: (r["ok"], r["lines"] <= 40, r["wide"]) for app, r in results.items()} == {
-        app: (True, True, []) for app in results}
+    # round16/screens/: the same runs, session 16's front end (the -dbgsym lines)
+    now = after.parents[1] / "round16" / "screens"
+    for screens in (after, now):
+        results = {app: check_screen.check(screens / f"advise-{app}.txt", screens / f"advise-{app}-findings.json",
+                                           False) for app in ("lammps", "qe", "hpcc", "examl", "openfoam")}
+        assert {app: (r["ok"], r["lines"] <= 40, r["wide"]) for app, r in results.items()} == {
+            app: (True, True, []) for app in results}
     text = (after / "advise-hpcc.txt").read_text()
     assert "hpcc: stripped, no debug info: sites are addresses; rebuild with -g" in text.splitlines()
+    why = {app: [line for line in (now / f"advise-{app}.txt").read_text().splitlines() if "dbgsym" in line]
+           for app in ("lammps", "qe", "hpcc", "examl", "openfoam")}
+    assert why == {
+        "lammps": ["liblammps.so.0: no line table: apt install liblammps0-dbgsym (debug archive)"],
+        "qe": ["pw.x: stripped: apt install quantum-espresso-dbgsym (Debian's debug archive)"],
+        "hpcc": ["hpcc: stripped: apt install hpcc-dbgsym (Debian's debug archive)"],
+        "examl": ["examl-avx2: stripped: apt install examl-dbgsym (Debian's debug archive)"],
+        "openfoam": ["icoFoam: stripped: apt install openfoam-dbgsym (Debian's debug archive)",
+                     "libOpenFOAM.so, libfiniteVolume.so: no file:line: apt install libopenfoam-dbgsym"]}
     # the wrapped next steps read back as the commands advise printed before, whole
     [measure, learn] = nextsteps.printed_steps(text)
     assert measure.line.endswith(" --measure -- /usr/bin/mpiexec.openmpi --oversubscribe --bind-to none -n 2 -x "

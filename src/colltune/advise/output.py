@@ -138,20 +138,42 @@ def finding_lines(findings: list[Finding], wall_s: float, shown: int = SHOWN_FIN
 # An address shown as a site (`hpcc+0x19a82`, `examl-avx2+0x43b9e, +0x43bbe`): an object and an
 # offset not inside a function's parentheses.
 _ADDRESS = re.compile(r"(?:^|(?<=[\s,]))([\w][\w.+-]*?)\+0x[0-9a-f]+\b")
+# A named function's site without a line (`LAMMPS_NS::Input::file (liblammps.so.0+0x459668)`): its
+# object and offset, as the site's whole label has them.
+_NAMED = re.compile(r"^[^(]+ \(([^()\s]+?)(\+0x[0-9a-f]+)\)")
 
 
-def why_addresses(lines: list[str], run: ProfileRun) -> list[str]:
-    """One line per kind of object whose sites the screen shows as addresses only, saying why (from
-    the object's own sections, symbols.object_info) and how to see lines: a stripped binary has no
-    symbol for its static functions and no line table."""
+def _debug_fix(names: list[str], paths: dict[str, str]) -> str:
+    """How to get the objects' debug info where their packages ship it apart: Debian's -dbgsym
+    packages (the object has a .gnu_debuglink and dpkg knows its package), else ""."""
+    packages = [symbols.debian_package(paths[n]) if n in paths else None for n in names]
+    if not names or None in packages:
+        return ""
+    return "apt install " + " ".join(f"{p}-dbgsym" for p in dict.fromkeys(packages))
+
+
+def why_addresses(lines: list[str], run: ProfileRun, labels: list[str] | None = None) -> list[str]:
+    """One line per kind of object whose sites the screen shows as addresses only, or (`labels`:
+    the sites' whole labels) as functions without a file:line, saying why (from the object's own
+    sections, symbols.object_info) and how to see names and lines: a stripped binary has no symbol
+    for its static functions and no line table; a library's exported functions are named from its
+    dynamic symbols, with no line. Where the object's debug info is packaged apart
+    (.gnu_debuglink) and dpkg knows its package: the -dbgsym package that has it."""
     objects = list(dict.fromkeys(m[1] for line in lines for m in _ADDRESS.finditer(line)))
-    if not objects:
+    text = "\n".join(lines)
+    named = list(dict.fromkeys(m[1] for label in labels or [] if (m := _NAMED.match(label))
+                               and m[2] in text and m[1] not in objects))
+    if not objects and not named:
         return []
     paths = {Path(m.path).name: m.path for r in run.ranks for m in r.maps}
     groups: dict[tuple[str, str], list[str]] = {}
-    for name in objects:
+    for name in objects + named:
         info = symbols.object_info(paths[name]) if name in paths else None
-        if info is None:
+        if name in named:
+            if info is None or info.lines:
+                continue   # its lines are elsewhere (a separate debug file addr2line found) or unknown
+            why, fix = "functions named, no line table (no file:line)", "rebuild with -g"
+        elif info is None:
             why, fix = "no symbols (not readable here)", ""
         elif not info.symbols and not info.lines:
             why, fix = "no symbols (stripped, no debug info)", "rebuild with -g"
@@ -160,13 +182,25 @@ def why_addresses(lines: list[str], run: ProfileRun) -> list[str]:
         else:
             why, fix = "no symbol at these addresses", ""
         if fix and info is not None and info.debuglink:
-            fix = "install its -dbgsym package or rebuild with -g"
+            fix = _debug_fix([name], paths) or fix
         groups.setdefault((why, fix), []).append(name)
     out = []
     for (why, fix), names in groups.items():
         objs = ", ".join(names)
-        stripped = why.startswith("no symbols (stripped")
+        stripped, apt = why.startswith("no symbols (stripped"), fix.startswith("apt ")
+        addresses = "functions without file:line" if why.startswith("functions") else "sites are addresses"
         forms = [f"{objs}: {why}: sites are addresses; {fix}" if fix else f"{objs}: {why}: sites are addresses"]
+        if why.startswith("functions"):
+            forms = [f"{objs}: {why}; {fix}"]
+            if apt:
+                forms += [f"{objs}: no line table: {fix} (Debian's debug archive)",
+                          f"{objs}: no line table: {fix} (debug archive)", f"{objs}: no line table: {fix}",
+                          f"{objs}: no file:line: {fix}"]
+            forms += [f"{objs}: no line table: {addresses}"]
+        elif apt:
+            forms += [f"{objs}: stripped, {addresses}: {fix} (Debian's debug archive)",
+                      f"{objs}: stripped: {fix} (Debian's debug archive)",
+                      f"{objs}: stripped: {fix} (debug archive)", f"{objs}: stripped: {fix}"]
         if stripped:
             forms += [f"{objs}: stripped, no debug info: sites are addresses; rebuild with -g",
                       f"{objs}: stripped (no symbols): sites are addresses"]
@@ -227,12 +261,17 @@ def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAUL
         names = ", ".join(Path(p).name for p in files.values())
         tail.append(where.shorten(f"written: {names} (in {Path(next(iter(files.values()))).parent})"))
 
+    # the sites' whole labels (the screen shows them without their objects): which objects the
+    # functions shown without a file:line are in
+    labels = [site.label for row in advice.time_table for site in row.sites]
+    labels += [f.data[k] for f in advice.findings for k in ("first", "second") if isinstance(f.data.get(k), str)]
+
     def screen(sites: int, shown: int, p2p_rows: int, placement: int) -> list[str]:
         table = where.text(advice.run, advice.time_table, top, sites=sites, compact=True,
                            tunability=advice.tunability, p2p_rows=p2p_rows)
         lines = head + table + topology.screen_lines(advice.environment, where.WIDTH)[:placement]
         found = finding_lines(advice.findings, s["wall_s"], shown)
-        return lines + found + why_addresses(table + found, advice.run) + tail
+        return lines + found + why_addresses(table + found, advice.run, labels) + tail
 
     for fit in FITS:
         lines = screen(*fit)

@@ -10,6 +10,7 @@ debug info. Without debug info the function name is still found where the symbol
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import shutil
 import struct
@@ -212,3 +213,20 @@ def object_info(path: str) -> ObjectInfo | None:
         names.add(strings[name_off:strings.find(b"\0", name_off)].decode(errors="replace"))
     return ObjectInfo(".symtab" in names, ".debug_line" in names or ".zdebug_line" in names,
                       ".gnu_debuglink" in names)
+
+
+@functools.lru_cache(maxsize=None)
+def debian_package(path: str) -> str | None:
+    """The Debian package that installed `path` (dpkg's database), None where none did or dpkg is
+    absent: its debug info is then the package `NAME-dbgsym` of Debian's debug archive, which
+    installs it under /usr/lib/debug/.build-id/, where addr2line looks. A merged /usr lists a file
+    as dpkg installed it (/bin/ls for /usr/bin/ls): the path without /usr is asked too."""
+    tool = shutil.which("dpkg-query")
+    if tool is None:
+        return None
+    for candidate in dict.fromkeys([path, path.removeprefix("/usr") if path.startswith("/usr/") else path]):
+        proc = subprocess.run([tool, "-S", candidate], capture_output=True, text=True, check=False)
+        if proc.returncode == 0 and ": " in proc.stdout:
+            # `liblammps0:amd64: /usr/lib/...`: the first package, without its architecture
+            return proc.stdout.split(": ", 1)[0].split(", ")[0].split(":")[0]
+    return None
