@@ -98,6 +98,38 @@ def test_findings_alike_but_for_their_count_are_told_apart_by_the_frame_below():
                                         "Barrier before MPI_Allreduce 3x Timer::barrier_stop (+0x595d40): remove (check)"]
 
 
+def test_rows_alike_but_for_a_frame_further_down_say_where_their_chains_part():
+    # ExaML (benchmarks/advise/round15/after/: rows 2 and 3 both read `examl-avx2+0x1c45c <-
+    # +0x1a66e`): one line reached through one call of its caller, from two callers further down
+    # (0x19a37, 0x19aa8). The screen's rows name the frame where the chains part; the JSON's briefs
+    # stay (their data has the whole chains).
+    chain = "examl-avx2+0x1c45c <- examl-avx2+{} <- examl-avx2+{} <- examl-avx2+0x19565 <- examl-avx2+{}"
+
+    def pair(below: str, caller: str, pairs: int) -> patterns.Pattern:
+        return _pattern("reduce_bcast", chain.format(below, caller, "0x3b7fe"), chain.format(below, caller, "0x3b814"),
+                        pairs, "MPI_Bcast", "MPI_Reduce")
+
+    found = patterns.findings([pair("0x1a66e", "0x19a37", 528), pair("0x1a66e", "0x19aa8", 492),
+                               pair("0x1a6bc", "0x19a37", 484)], 1.0)
+    assert [f.brief for f in found] == ["Reduce+Bcast 528x examl-avx2+0x1c45c <- +0x1a66e: one MPI_Allreduce",
+                                        "Reduce+Bcast 492x examl-avx2+0x1c45c <- +0x1a66e: one MPI_Allreduce",
+                                        "Reduce+Bcast 484x examl-avx2+0x1c45c <- +0x1a6bc: one MPI_Allreduce"]
+    assert output.finding_lines(found, 0.0)[2:] == [
+        " 1         -  Reduce+Bcast 528x examl-avx2+0x1c45c via +0x19a37: one Allreduce",
+        " 2         -  Reduce+Bcast 492x examl-avx2+0x1c45c via +0x19aa8: one Allreduce",
+        " 3         -  Reduce+Bcast 484x examl-avx2+0x1c45c <- +0x1a6bc: one Allreduce"]
+    # a second pair of rows parting at the same callers: one frame no longer tells the four apart
+    # (`via +0x19a37` twice) and two do not fit a row: they read as before
+    found = patterns.findings([pair("0x1a66e", "0x19a37", 528), pair("0x1a66e", "0x19aa8", 492),
+                               pair("0x1a6bc", "0x19a37", 484), pair("0x1a6bc", "0x19aa8", 424)], 1.0)
+    assert patterns.told_apart(found) == {}
+    assert patterns.told_apart(found[:3]) == {0: "Reduce+Bcast 528x examl-avx2+0x1c45c via +0x19a37: one MPI_Allreduce",
+                                              1: "Reduce+Bcast 492x examl-avx2+0x1c45c via +0x19aa8: one MPI_Allreduce"}
+    # the same chains (the pair seen twice): nothing to tell
+    assert patterns.told_apart(patterns.findings([pair("0x1a66e", "0x19a37", 5), pair("0x1a66e", "0x19a37", 4)],
+                                                 1.0)) == {}
+
+
 def _compile(tmp_path: Path) -> tuple[Path, Path]:
     source = tmp_path / "tiny.c"
     source.write_text("int helper(int x) { return x * 3; }\nint main(void) { return helper(0); }\n")
@@ -236,6 +268,10 @@ def test_the_five_applications_screens_pass_the_one_screen_check():
         "examl": ["examl-avx2: stripped: apt install examl-dbgsym (Debian's debug archive)"],
         "openfoam": ["icoFoam: stripped: apt install openfoam-dbgsym (Debian's debug archive)",
                      "libOpenFOAM.so, libfiniteVolume.so: no file:line: apt install libopenfoam-dbgsym"]}
+    # ExaML's rows 2 and 3 (alike in round15/after/) name where their chains part
+    assert [line for line in (now / "advise-examl.txt").read_text().splitlines() if " via " in line] == [
+        " 2         -  Reduce+Bcast 528x examl-avx2+0x1c45c via +0x19a37: one Allreduce",
+        " 3         -  Reduce+Bcast 492x examl-avx2+0x1c45c via +0x19aa8: one Allreduce"]
     # the wrapped next steps read back as the commands advise printed before, whole
     [measure, learn] = nextsteps.printed_steps(text)
     assert measure.line.endswith(" --measure -- /usr/bin/mpiexec.openmpi --oversubscribe --bind-to none -n 2 -x "

@@ -4,6 +4,7 @@ itself is kept in the results database (colltune.store, table `advice`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -127,7 +128,10 @@ def finding_lines(findings: list[Finding], wall_s: float, shown: int = SHOWN_FIN
         return []
     lines = ["What to change, safe first, by predicted saving (--explain N: the details)",
              f"{'#':>2} {'saving':>9}  finding: what, where, the change"]
+    # rows that would read alike but for their counts name where their chains part
+    apart = patterns.told_apart(findings[:shown])
     for i, f in enumerate(findings[:shown], 1):
+        f = dataclasses.replace(f, brief=apart[i - 1]) if i - 1 in apart else f
         head = f"{i:>2} {_saving(f, wall_s, share=False):>9}  "
         lines.append(head + finding_row(f, where.WIDTH - len(head)))
     if len(findings) > shown:

@@ -310,6 +310,65 @@ def _briefs(kept: list[Pattern]) -> list[str]:
     return [BRIEFS[p.name].format(**{**p.__dict__, "where": _brief_where(p, d)}) for p, d in zip(kept, details)]
 
 
+_COUNT = re.compile(r"\b\d[\d,]*x ")
+
+
+def told_apart(findings: list[Finding]) -> dict[int, str]:
+    """Briefs for the pattern findings of `findings` (the rows a screen shows) that read alike but
+    for their counts, each naming the first frame where its chain parts from theirs (`via`;
+    ExaML: `examl-avx2+0x1c45c <- +0x1a66e` twice, one line reached through one layer call from
+    two callers further down -> `examl-avx2+0x1c45c via +0x19a37`, `... via +0x19aa8`), by index
+    into `findings`. The JSON's briefs stay as _briefs made them (its data has the whole chains)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, f in enumerate(findings):
+        if f.strategy == "pattern" and f.data.get("pattern") in BRIEFS:
+            groups[(f.data["pattern"], _COUNT.sub("", f.brief))].append(i)
+    out: dict[int, str] = {}
+    for members in (m for m in groups.values() if len(m) > 1):
+        for i in members:
+            d = findings[i].data
+            for side in ("first", "second"):
+                others = [findings[j].data[side] for j in members if j != i]
+                k = _parting(d[side], others)
+                if k is not None and k >= 1:
+                    break
+            else:
+                continue   # the same chains: nothing tells them apart
+            one = BRIEF_SITES[d["pattern"]] == 1 or _line(d["first"], True) == _line(d["second"], True)
+            where_ = _line(d[side], True) if one else _pair_where(d["first"], d["second"], True)
+            link = "<-" if k == 1 else "via"
+            fields = {**d, "call": str(d.get("second_call", "")).removeprefix("MPI_")}
+            out[i] = BRIEFS[d["pattern"]].format(**{**fields, "where": f"{where_} {link} {_frame(d[side], k)}"})
+    # A row told apart from its group must not now read as another row does (two groups parting at
+    # the same callers: `via +0x19a37` in each): those keep their briefs (one frame cannot tell
+    # them apart, and two do not fit a row).
+    def key(i: int) -> tuple[str, str]:
+        return str(findings[i].data.get("pattern")), _COUNT.sub("", out.get(i, findings[i].brief))
+
+    while clash := [i for i in out if sum(key(j) == key(i) for j in range(len(findings))) > 1]:
+        for i in clash:
+            del out[i]
+    return out
+
+
+def _parting(site: str, others: list[str]) -> int | None:
+    """The first frame of `site`'s chain that is not every other chain's frame there (None:
+    `site`'s chain is one of theirs)."""
+    frames = site.split(" <- ")
+    rest = [o.split(" <- ") for o in others]
+    return next((k for k, f in enumerate(frames) if any(len(o) <= k or o[k] != f for o in rest)), None)
+
+
+def _frame(site: str, k: int) -> str:
+    """Frame `k` of a site's chain, compact as _below gives the frame below: its offset alone in
+    the application frame's object, else its function as _line shortens it."""
+    frames = site.split(" <- ")
+    top, frame = _OBJECT_OFFSET.match(frames[0]), _OBJECT_OFFSET.match(frames[k])
+    if top and frame and top.group(1) == frame.group(1):
+        return frame.group(2)
+    return _line(frames[k])
+
+
 # Shorter words for a brief's what and change, tried in turn before its sites are shortened.
 SHORTER = {
     "reduce_bcast": [("Reduce+Bcast {pairs:,}x ", ": one Allreduce")],
