@@ -420,6 +420,16 @@ static inline ct_poll *ct_poll_at(ct_p2p_call call, const void *chain)
     return &ct_polls[((uintptr_t)chain >> 3) & (CT_POLLS - 1)];
 }
 
+/* An entry made where requests were followed: the same handles given (out of line: inline, its
+ * ~60 bytes of code sat in the middle of the Wait family's straight path, a line of it read on
+ * every call of a code that follows none, OpenFOAM's). */
+static __attribute__((noinline)) int ct_poll_same(const ct_poll *p, int count,
+                                                  const MPI_Request *requests)
+{
+    return p->requests == requests && p->count == count
+           && memcmp(p->handles, requests, (size_t)count * sizeof *requests) == 0;
+}
+
 /* The entry this call (at `chain`) repeats, or NULL. */
 static inline __attribute__((always_inline)) ct_poll *ct_poll_find(ct_p2p_call call, const void *chain,
                                                                    int count, const MPI_Request *requests)
@@ -428,8 +438,7 @@ static inline __attribute__((always_inline)) ct_poll *ct_poll_find(ct_p2p_call c
     if (p->chain != chain || p->call != (int)call
         || p->gen != atomic_load_explicit(&ct_req_gen, memory_order_relaxed))
         return NULL;
-    if (!p->any && (p->requests != requests || p->count != count
-                    || memcmp(p->handles, requests, (size_t)count * sizeof *requests) != 0))
+    if (!p->any && !ct_poll_same(p, count, requests))
         return NULL;
     return p;
 }
@@ -639,12 +648,16 @@ static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2
     ct_req_begin(&c->w, count, requests);
 }
 
-/* Inline in each wrapper, with ct_watch_end: a repetition's path is a few loads and compares. */
-static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c, ct_p2p_call call,
-                                                                 const void *site,
-                                                                 const void *anchor,
-                                                                 const void *chain, int count,
-                                                                 const MPI_Request *requests)
+/* Inline in each wrapper, with ct_watch_end: a repetition's path is a few loads and compares.
+ * `own`: the Wait family's timed path (ct_wait_timed_begin) read the own-time clock already
+ * (`t_in`, ct_own_begin's) and looked the chain up (`chain`, even NULL). */
+static inline __attribute__((always_inline)) void ct_watch_begin_own(ct_watchcall *c,
+                                                                     ct_p2p_call call,
+                                                                     const void *site,
+                                                                     const void *anchor,
+                                                                     const void *chain, int count,
+                                                                     const MPI_Request *requests,
+                                                                     int own, uint64_t t_in)
 {
     c->memo = NULL;
     c->t_in = 0;
@@ -653,9 +666,9 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
      * countdown's sample (its own time measured: it stands for itself, ct_watch_end) */
     c->sampled = ct_poll_sampling(call);
     if (ct_profrun_on) {
-        c->t_in = c->sampled ? ct_profrun_ticks() : ct_own_begin();
+        c->t_in = c->sampled ? ct_profrun_ticks() : own ? t_in : ct_own_begin();
         if (!ct_profrun_mt && !ct_profrun_inside && !c->sampled) {
-            c->chain = chain != NULL ? chain : ct_profchain_fast(site, anchor);
+            c->chain = chain != NULL || own ? chain : ct_profchain_fast(site, anchor);
             c->memo = ct_poll_find(call, c->chain, count, requests);
         }
         ct_poll *p = c->memo;
@@ -667,6 +680,15 @@ static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c
         }
     }
     ct_watch_begin_full(c, call, site, anchor, count, requests);
+}
+
+static inline __attribute__((always_inline)) void ct_watch_begin(ct_watchcall *c, ct_p2p_call call,
+                                                                 const void *site,
+                                                                 const void *anchor,
+                                                                 const void *chain, int count,
+                                                                 const MPI_Request *requests)
+{
+    ct_watch_begin_own(c, call, site, anchor, chain, count, requests, 0, 0);
 }
 
 /* A repetition that completed no followed request: what ct_req_end and the point-to-point part
@@ -814,47 +836,110 @@ void ct_watch_leave(ct_watchcall *c, int count, const MPI_Request *requests, int
 
 /* The Wait family's common call, before ct_watch_begin: a repetition of its chain's entry that
  * follows no request and is not timed (the entry's point's first CT_TIME_ALL calls are done,
- * the countdown is not at its call) records nothing but its count, after the library's call
- * (ct_poll_again's); its wrapper then needs no ct_watchcall (OpenFOAM's MPI_Waitall: ~145
- * instructions a call, ~40 of them that record's setting up). NULL: ct_watch_begin, given the
+ * the countdown is not at its call) records nothing but its count (ct_poll_again's), counted
+ * here, before the library's call, as a generated point-to-point wrapper counts its repetition:
+ * the wrapper then ends in a jump to the library, so it saves no register and keeps no frame
+ * but its anchor across the call, and needs no ct_watchcall (OpenFOAM's MPI_Waitall: ~145
+ * instructions a call, ~40 of them that record's setting up). 0: ct_wait_timed_begin, given the
  * chain found here (*chain; NULL: not looked up). */
-static inline __attribute__((always_inline)) ct_poll *ct_wait_again(ct_p2p_call call,
-                                                                    const void *site,
-                                                                    const void *anchor,
-                                                                    int count,
-                                                                    const MPI_Request *requests,
-                                                                    const void **chain)
+static inline __attribute__((always_inline)) int ct_wait_again(ct_p2p_call call, const void *site,
+                                                               const void *anchor, int count,
+                                                               const MPI_Request *requests,
+                                                               const void **chain)
 {
     *chain = NULL;
     if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside || ct_time_left <= 1)
-        return NULL;
+        return 0;
     *chain = ct_profchain_fast(site, anchor);
-    ct_poll *p = ct_poll_find(call, *chain, count, requests);
-    if (p == NULL || p->n != 0 || p->time_all != 0)
-        return NULL;
+    /* ct_poll_find's, for an entry made where no request was followed (the handles do not
+     * matter); any other goes to the timed path, given the chain, which counts a repetition of
+     * its entry the same (untimed there too where t_in and time_all are 0) */
+    ct_poll *p = ct_poll_at(call, *chain);
+    if (p->chain != *chain || p->call != (int)call
+        || p->gen != atomic_load_explicit(&ct_req_gen, memory_order_relaxed) || !p->any
+        || p->n != 0 || p->time_all != 0)
+        return 0;
+    (void)count, (void)requests;
     ct_time_left--;   /* (ct_own_begin's countdown) */
-    return p;
-}
-
-/* After the library's call: ct_poll_again's count, the entry untimed and given no followed
- * request. */
-static inline __attribute__((always_inline)) void ct_wait_counted(ct_poll *p)
-{
     if (p->point != NULL) {
         ct_seq++;
         p->calls++;
     }
+    return 1;
+}
+
+/* A Wait-family call ct_wait_again did not count, timed where it repeats its chain's entry and
+ * that entry was given no followed request (the point's first CT_TIME_ALL calls and the
+ * countdown's: OpenFOAM's Waitall, 13% of its calls in 100 steps): ct_watch_begin's, then
+ * ct_poll_again's and ct_watch_end's steps on that entry, in their order, in a path of their
+ * own (the generic one ran ~20 instruction-cache lines a call). Else (p NULL) the full path,
+ * ct_watch_begin_own given what was read here. */
+typedef struct ct_wait_timing {
+    ct_poll *p;                   /* the entry; NULL: the full path */
+    const void *chain;            /* looked up (where `own`) */
+    int own;                      /* t_in read (ct_own_begin) and the chain looked up */
+    uint64_t t_in, t0;            /* ct_watchcall's t_in, and w.t0 (0: not timed) */
+} ct_wait_timing;
+
+static inline __attribute__((always_inline)) void ct_wait_timed_begin(ct_wait_timing *t,
+                                                                      ct_p2p_call call,
+                                                                      const void *site,
+                                                                      const void *anchor,
+                                                                      const void *chain, int count,
+                                                                      const MPI_Request *requests)
+{
+    t->p = NULL;
+    t->own = 0;
+    t->chain = chain;
+    if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside)
+        return;   /* (ct_watch_begin: its clock, no memo) */
+    t->own = 1;
+    t->t_in = ct_own_begin();
+    if (chain == NULL)
+        t->chain = ct_profchain_fast(site, anchor);
+    ct_poll *p = ct_poll_find(call, t->chain, count, requests);
+    if (p == NULL || p->n != 0)
+        return;
+    t->t0 = t->t_in != 0 || p->time_all > 0 ? ct_profrun_ticks() : 0;
+    t->p = p;
+}
+
+/* After the library's call (t->p set). */
+static inline __attribute__((always_inline)) void ct_wait_timed_end(const ct_wait_timing *t)
+{
+    ct_poll *p = t->p;
+    if (p->point != NULL) {
+        ct_seq++;
+        p->calls++;
+    }
+    if (t->t0 == 0)
+        return;   /* (t_in is 0 too) */
+    uint64_t t1 = ct_profrun_ticks(), dt = t1 > t->t0 ? t1 - t->t0 : 0;
+    if (p->time_all > 0)
+        p->time_all--;
+    p->timed++;
+    p->ticks += dt;
+    if (dt > p->max)
+        p->max = dt;
+    if (t->t_in != 0)
+        ct_own_add(t->t0 - t->t_in + (ct_profrun_ticks() - t1), CT_TIME_EVERY);
 }
 
 /* ---- the wrappers --------------------------------------------------------------------------- */
 /* The Test wrappers' light path ends in its own jump to the library (gcc would merge it with the
  * bare path's: one more jump a poll, 2.2 M on HPCC's rank 0), and their jumps to the library go
- * through its GOT entry, not the PLT (one jump less a poll, light or bare). These four are in
- * every MPI library, so binding them when libcolltune is loaded cannot fail. */
+ * through its GOT entry, not the PLT (one jump less a poll, light or bare; for the Wait family,
+ * whose repetition now ends in that jump too: the PLT's line, a miss a call on OpenFOAM's
+ * Waitall). These eight are in every MPI library, so binding them when libcolltune is loaded
+ * cannot fail. */
 extern __typeof__(PMPI_Test) PMPI_Test __attribute__((noplt));
 extern __typeof__(PMPI_Testall) PMPI_Testall __attribute__((noplt));
 extern __typeof__(PMPI_Testany) PMPI_Testany __attribute__((noplt));
 extern __typeof__(PMPI_Testsome) PMPI_Testsome __attribute__((noplt));
+extern __typeof__(PMPI_Wait) PMPI_Wait __attribute__((noplt));
+extern __typeof__(PMPI_Waitall) PMPI_Waitall __attribute__((noplt));
+extern __typeof__(PMPI_Waitany) PMPI_Waitany __attribute__((noplt));
+extern __typeof__(PMPI_Waitsome) PMPI_Waitsome __attribute__((noplt));
 #if defined(__GNUC__) && !defined(__clang__)
 #define CT_OWN_TAIL_CALLS __attribute__((optimize("no-crossjumping")))
 #else
@@ -863,6 +948,11 @@ extern __typeof__(PMPI_Testsome) PMPI_Testsome __attribute__((noplt));
 
 /* The Wait/Test family: its point-to-point part (a call given other requests than followed
  * collective ones) goes to the profiling mode's p2p table (p2p.toml's Wait/Test family). */
+
+/* A Wait wrapper and its repetition's function each start a cache line: their code then takes
+ * the fewest lines it can (OpenFOAM's MPI_Waitall, 52 bytes, sat across two), whatever the
+ * code before them, so that a change elsewhere does not move their line count. */
+#define CT_LINE_START __attribute__((aligned(64)))
 
 /* Each Wait wrapper's path other than its repetition is a function of its own, out of the hot
  * text (cold): inline, it spread the repetition's ~80 instructions over a 1.8 KB function, and
@@ -874,27 +964,30 @@ static __attribute__((noinline, cold)) int ct_waited_full(const void *site, cons
                                                           MPI_Request *request,
                                                           MPI_Status *status)
 {
+    ct_wait_timing t;
+    ct_wait_timed_begin(&t, CT_P2P_WAIT, site, anchor, chain, 1, request);
+    if (t.p != NULL) {
+        int rc = PMPI_Wait(request, status);
+        ct_wait_timed_end(&t);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAIT, site, anchor, chain, 1, request);
+    ct_watch_begin_own(&c, CT_P2P_WAIT, site, anchor, t.chain, 1, request, t.own, t.t_in);
     int rc = PMPI_Wait(request, status);
     ct_watch_end(&c, 1, request, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
     return rc;
 }
 
-static __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
+static CT_LINE_START __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
     const void *anchor = __builtin_frame_address(0), *chain;
-    ct_poll *p = ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain);
-    if (CT_LIKELY(p != NULL)) {
-        int rc = PMPI_Wait(request, status);
-        ct_wait_counted(p);
-        return rc;
-    }
+    if (CT_LIKELY(ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain)))
+        return PMPI_Wait(request, status);
     return ct_waited_full(site, anchor, chain, request, status);
 }
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
+CT_LINE_START int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Wait(request, status);
@@ -907,55 +1000,61 @@ static __attribute__((noinline, cold)) int ct_waited_all_full(const void *site,
                                                               MPI_Request requests[],
                                                               MPI_Status statuses[])
 {
+    ct_wait_timing t;
+    ct_wait_timed_begin(&t, CT_P2P_WAITALL, site, anchor, chain, count, requests);
+    if (t.p != NULL) {
+        int rc = PMPI_Waitall(count, requests, statuses);
+        ct_wait_timed_end(&t);
+        return rc;
+    }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITALL, site, anchor, chain, count, requests);
+    ct_watch_begin_own(&c, CT_P2P_WAITALL, site, anchor, t.chain, count, requests, t.own, t.t_in);
     int rc = PMPI_Waitall(count, requests, statuses);
     /* MPI_ERR_IN_STATUS: some completed; the followed ones are then not counted (rare) */
     ct_watch_end(&c, count, requests, rc == MPI_SUCCESS, rc == MPI_SUCCESS, -1, NULL, 0);
     return rc;
 }
 
-static __attribute__((noinline)) int ct_watched_waitall(const void *site, int count,
+static CT_LINE_START __attribute__((noinline)) int ct_watched_waitall(const void *site, int count,
                                                         MPI_Request requests[],
                                                         MPI_Status statuses[])
 {
     const void *anchor = __builtin_frame_address(0), *chain;
-    ct_poll *p = ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain);
-    if (CT_LIKELY(p != NULL)) {
-        int rc = PMPI_Waitall(count, requests, statuses);
-        ct_wait_counted(p);
-        return rc;
-    }
+    if (CT_LIKELY(ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain)))
+        return PMPI_Waitall(count, requests, statuses);
     return ct_waited_all_full(site, anchor, chain, count, requests, statuses);
 }
 
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+CT_LINE_START int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Waitall(count, requests, statuses);
     return ct_watched_waitall(ct_watch_site(__builtin_return_address(0)), count, requests, statuses);
 }
 
-static __attribute__((noinline)) int ct_watched_waitany(const void *site, int count,
+static CT_LINE_START __attribute__((noinline)) int ct_watched_waitany(const void *site, int count,
                                                         MPI_Request requests[], int *index,
                                                         MPI_Status *status)
 {
     const void *anchor = __builtin_frame_address(0), *chain;
-    ct_poll *p = ct_wait_again(CT_P2P_WAITANY, site, anchor, count, requests, &chain);
-    if (CT_LIKELY(p != NULL)) {
+    if (CT_LIKELY(ct_wait_again(CT_P2P_WAITANY, site, anchor, count, requests, &chain)))
+        return PMPI_Waitany(count, requests, index, status);
+    ct_wait_timing t;
+    ct_wait_timed_begin(&t, CT_P2P_WAITANY, site, anchor, chain, count, requests);
+    if (t.p != NULL) {
         int rc = PMPI_Waitany(count, requests, index, status);
-        ct_wait_counted(p);
+        ct_wait_timed_end(&t);
         return rc;
     }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITANY, site, anchor, chain, count, requests);
+    ct_watch_begin_own(&c, CT_P2P_WAITANY, site, anchor, t.chain, count, requests, t.own, t.t_in);
     int rc = PMPI_Waitany(count, requests, index, status);
     int done = rc == MPI_SUCCESS && *index != MPI_UNDEFINED ? *index : -1;
     ct_watch_end(&c, count, requests, done >= 0, 0, done, NULL, 0);
     return rc;
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+CT_LINE_START int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Waitany(count, requests, index, status);
@@ -963,26 +1062,29 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
                               status);
 }
 
-static __attribute__((noinline)) int ct_watched_waitsome(const void *site, int incount, MPI_Request requests[],
+static CT_LINE_START __attribute__((noinline)) int ct_watched_waitsome(const void *site, int incount, MPI_Request requests[],
                                                          int *outcount, int indices[],
                                                          MPI_Status statuses[])
 {
     const void *anchor = __builtin_frame_address(0), *chain;
-    ct_poll *p = ct_wait_again(CT_P2P_WAITSOME, site, anchor, incount, requests, &chain);
-    if (CT_LIKELY(p != NULL)) {
+    if (CT_LIKELY(ct_wait_again(CT_P2P_WAITSOME, site, anchor, incount, requests, &chain)))
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    ct_wait_timing t;
+    ct_wait_timed_begin(&t, CT_P2P_WAITSOME, site, anchor, chain, incount, requests);
+    if (t.p != NULL) {
         int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-        ct_wait_counted(p);
+        ct_wait_timed_end(&t);
         return rc;
     }
     ct_watchcall c;
-    ct_watch_begin(&c, CT_P2P_WAITSOME, site, anchor, chain, incount, requests);
+    ct_watch_begin_own(&c, CT_P2P_WAITSOME, site, anchor, t.chain, incount, requests, t.own, t.t_in);
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     int n = rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED ? *outcount : 0;
     ct_watch_end(&c, incount, requests, n > 0, 0, -1, indices, n);
     return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+CT_LINE_START int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
