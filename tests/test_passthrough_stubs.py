@@ -158,10 +158,15 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
         "MPI_Iallreduce", "MPI_Iallgatherv", "MPI_Ialltoallv", "MPI_Allreduce_init", "MPI_Ineighbor_allgather"}
     # the served blocking wrappers (the decision point's) by the same rule
     text = (GEN.parent / "generated" / "ct_wrappers.c").read_text()
+    # (the profiled call path's rows in the hot text: ct_profrun.h's CT_HOT_TEXT)
     for coll in gen_wrappers.load().collectives:
-        stub = f"CT_SERVE_STUB({coll.mpi}, {gen_wrappers.index(coll)}, ct_serve_{coll.name})"
+        hot = coll.name in gen_wrappers.BY_ARGS
+        stub = (f"CT_SERVE_STUB_IN({coll.mpi}, {gen_wrappers.index(coll)}, ct_serve_{coll.name}, "
+                "CT_HOT_TEXT_SECTION)" if hot
+                else f"CT_SERVE_STUB({coll.mpi}, {gen_wrappers.index(coll)}, ct_serve_{coll.name})")
         assert (stub in text) == (len(coll.args) > 6), coll.mpi
-        assert (f"#if !CT_SERVE_STUBS\nint {coll.mpi}(" in text) == (len(coll.args) > 6), coll.mpi
+        wrapper = f"{'CT_HOT_TEXT ' if hot else ''}int {coll.mpi}("
+        assert (f"#if !CT_SERVE_STUBS\n{wrapper}" in text) == (len(coll.args) > 6), coll.mpi
     # the point-to-point wrappers by the same rule, with the C wrapper as the fallback
     text = (GEN.parent / "generated" / "ct_p2p_wrappers.c").read_text()
     for c in gen_p2p.load():
@@ -169,5 +174,8 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
             continue
         name = f"MPI_{c.name}"
         assert gen_p2p.stubbed(c) == (len(c.arg_names) > 6), name
-        assert (f"CT_STUB({name}, " in text) == gen_p2p.stubbed(c), name
-        assert (f"#if !CT_STUBS\nint {name}(" in text) == gen_p2p.stubbed(c), name
+        hot = c.name in gen_p2p.HOT
+        stub = f"CT_STUB_IN({name}, " if hot else f"CT_STUB({name}, "
+        assert (stub in text) == gen_p2p.stubbed(c), name
+        wrapper = f"{'CT_HOT_TEXT ' if hot else ''}int {name}("
+        assert (f"#if !CT_STUBS\n{wrapper}" in text) == gen_p2p.stubbed(c), name

@@ -63,6 +63,11 @@ def stubbed(c: Call) -> bool:
     return len(c.arg_names) > REGISTER_ARGS
 
 
+# The calls whose profiled path is in ct_profrun.h's CT_HOT_TEXT (next to the collectives' call
+# path): the ones an iterative code repeats every step (OpenFOAM's halo exchanges: Isend, Irecv).
+HOT = ("Send", "Recv", "Isend", "Irecv")
+
+
 def wrapper(c: Call) -> list[str]:
     """The profiled path is a separate function so that the pass-through path stays a compare and
     a tail jump (no register saves: the compiler would otherwise set up the profiled path's frame
@@ -80,20 +85,24 @@ def wrapper(c: Call) -> list[str]:
     (ct_slow_MPI_<name>) or to the library, and the C wrapper is the fallback elsewhere."""
     args = ", ".join(c.arg_names)
     size = f"{c.count}, {c.type}" if c.count else "0, MPI_DATATYPE_NULL"
-    timed = f"static __attribute__((noinline)) int ct_timed_{c.name}({c.args})"
+    hot = c.name in HOT
+    at = " CT_HOT_TEXT" if hot else ""
+    timed = f"static __attribute__((noinline)){at} int ct_timed_{c.name}({c.args})"
     head = [timed]
     if stubbed(c):
+        stub = (f'CT_STUB_IN(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)' if hot
+                else f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)")')
         head = [
             "#if CT_STUBS",
-            f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)")',
+            stub,
             f"CT_HIDDEN int ct_slow_MPI_{c.name}({c.args});",
-            f"CT_HIDDEN int ct_slow_MPI_{c.name}({c.args})",
+            f"CT_HIDDEN{at} int ct_slow_MPI_{c.name}({c.args})",
             "#else",
             timed,
             "#endif",
         ]
     fallback = [
-        f"int MPI_{c.name}({c.args})",
+        f"{at.strip()} int MPI_{c.name}({c.args})".strip(),
         "{",
         "    if (CT_LIKELY(!ct_p2p_on))",
         f"        return PMPI_{c.name}({args});",

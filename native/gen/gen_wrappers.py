@@ -110,11 +110,34 @@ BY_ARGS = ("allreduce", "reduce", "bcast")
 
 
 def by_args(coll: Collective) -> list[str]:
+    """A BY_ARGS row's serving body: the profiling test, then a tail jump either way (to the
+    call path by arguments, or to ct_modes_<name>, which builds the ct_call for the other modes).
+    With the ct_call built here, GCC set up its 136-byte frame before the test and the profiled
+    path ran through three code lines of the function (OpenFOAM's Allreduce, callgrind); without
+    it the function is a few instructions on one line, next to its wrapper and the call path in
+    CT_HOT_TEXT."""
     if coll.name not in BY_ARGS:
         return []
     return [
-        "    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))",
+        "    if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))",
         f"        return ct_profrun_{coll.name}({call_args(coll)});",
+        f"    return ct_modes_{coll.name}({call_args(coll)});",
+    ]
+
+
+def modes(coll: Collective) -> list[str]:
+    """ct_modes_<name>: a BY_ARGS row's call while it is not profiled (the serving body tested
+    that, so ct_dispatch directly), out of the hot text."""
+    if coll.name not in BY_ARGS:
+        return []
+    value = {FIELD[a.role]: a.name for a in coll.args}
+    return [
+        f"static __attribute__((noinline)) int ct_modes_{coll.name}({params(coll, False)})",
+        "{",
+        *fill_call(coll, value, "    "),
+        "    return ct_dispatch(&call);",
+        "}",
+        "",
     ]
 
 
@@ -154,9 +177,11 @@ SERVE_STUB_PRELUDE = [
     "#else",
     '#define CT_SERVE_STUB_ENDBR ""',
     "#endif",
-    "/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>. */",
-    "#define CT_SERVE_STUB(name, index, serve)                                         \\",
-    '    __asm__("\\t.pushsection .text\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    "/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>; in `section`",
+    " * (CT_SERVE_STUB: .text; CT_HOT_TEXT_SECTION for the BY_ARGS rows'). */",
+    "#define CT_SERVE_STUB(name, index, serve) CT_SERVE_STUB_IN(name, index, serve, \".text\")",
+    "#define CT_SERVE_STUB_IN(name, index, serve, section)                              \\",
+    '    __asm__("\\t.pushsection " section "\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
     '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_SERVE_STUB_ENDBR       \\',
     '            "\\tcmpb $0, ct_active+" #index "(%rip)\\n\\tjne " #serve "\\n"            \\',
     '            "\\tjmp P" #name "@PLT\\n\\t.cfi_endproc\\n\\t.size " #name ", .-" #name \\',
@@ -184,6 +209,9 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
     stub is the wrapper where the target allows (SERVE_STUB_PRELUDE)."""
     sig, args = params(coll, large), call_args(coll)
     serve = f"ct_serve_{name[4:].lower()}"
+    # a BY_ARGS row's int binding: the profiled repetition's code, CT_HOT_TEXT
+    hot = coll.name in BY_ARGS and not large
+    at = " CT_HOT_TEXT" if hot else ""
     serving = [
         "{",
         "    ct_profrun_site = __builtin_return_address(0);",
@@ -192,7 +220,7 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
         "",
     ]
     c_wrapper = [
-        f"int {name}({sig})",
+        f"{at.strip()} int {name}({sig})".strip(),
         "{",
         f"    if (CT_LIKELY(!ct_active[{enum(coll)}]))",
         f"        return P{name}({args});",
@@ -200,16 +228,22 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
         "}",
     ]
     if len(coll.args) <= REGISTER_ARGS:
-        return [f"static __attribute__((noinline)) int {serve}({sig})", *serving, *c_wrapper, ""]
+        # A BY_ARGS row's serving body needs no frame (by_args: a test and tail jumps), so it is
+        # inline in its wrapper: the profiled call runs through one piece of code instead of
+        # two functions on three lines, and the pass-through is still the test and a jump.
+        kind = "inline __attribute__((always_inline))" if hot else "__attribute__((noinline))"
+        return [f"static {kind} int {serve}({sig})", *serving, *c_wrapper, ""]
     i = index(coll)
+    stub = (f"CT_SERVE_STUB_IN({name}, {i}, {serve}, CT_HOT_TEXT_SECTION)" if hot
+            else f"CT_SERVE_STUB({name}, {i}, {serve})")
     return [
         "#if CT_SERVE_STUBS",
         f'_Static_assert({enum(coll)} == {i}, "{name}\'s stub tests ct_active[{i}]");',
-        f"CT_SERVE_STUB({name}, {i}, {serve})",
+        stub,
         f"CT_HIDDEN __attribute__((noinline)) int {serve}({sig});",
-        f"CT_HIDDEN __attribute__((noinline)) int {serve}({sig})",
+        f"CT_HIDDEN __attribute__((noinline)){at} int {serve}({sig})",
         "#else",
-        f"static __attribute__((noinline)) int {serve}({sig})",
+        f"static __attribute__((noinline)){at} int {serve}({sig})",
         "#endif",
         *serving,
         "#if !CT_SERVE_STUBS",
@@ -221,8 +255,10 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
 
 def wrapper(coll: Collective) -> list[str]:
     value = {FIELD[a.role]: a.name for a in coll.args}
+    if coll.name in BY_ARGS:
+        return [*full(coll), *modes(coll), *split(coll, coll.mpi, False, by_args(coll))]
     return [*full(coll),
-            *split(coll, coll.mpi, False, [*by_args(coll), *fill_call(coll, value, "    "), *DISPATCH])]
+            *split(coll, coll.mpi, False, [*fill_call(coll, value, "    "), *DISPATCH])]
 
 
 def ignored(coll: Collective, role: str) -> str | None:

@@ -63,9 +63,11 @@ static void *ct_f_next(const char *symbol)
 #else
 #define CT_STUB_ENDBR ""
 #endif
-/* MPI_<name>: `test` sets ZF when the wrapper passes through. */
-#define CT_STUB(name, test)                                                     \
-    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+/* MPI_<name>: `test` sets ZF when the wrapper passes through. In .text, or `section`
+ * (CT_STUB_IN: gen_p2p.py's hot calls, ct_profrun.h's CT_HOT_TEXT_SECTION). */
+#define CT_STUB(name, test) CT_STUB_IN(name, test, ".text")
+#define CT_STUB_IN(name, test, section)                                         \
+    __asm__("\t.pushsection " section "\n\t.globl " #name "\n\t.type " #name ", @function\n" \
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
             "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");

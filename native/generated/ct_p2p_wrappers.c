@@ -17,9 +17,11 @@
 #else
 #define CT_STUB_ENDBR ""
 #endif
-/* MPI_<name>: `test` sets ZF when the wrapper passes through. */
-#define CT_STUB(name, test)                                                     \
-    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+/* MPI_<name>: `test` sets ZF when the wrapper passes through. In .text, or `section`
+ * (CT_STUB_IN: gen_p2p.py's hot calls, ct_profrun.h's CT_HOT_TEXT_SECTION). */
+#define CT_STUB(name, test) CT_STUB_IN(name, test, ".text")
+#define CT_STUB_IN(name, test, section)                                         \
+    __asm__("\t.pushsection " section "\n\t.globl " #name "\n\t.type " #name ", @function\n" \
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
             "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
@@ -48,7 +50,7 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
     [CT_P2P_TESTSOME] = "Testsome",
 };
 
-static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
@@ -62,7 +64,7 @@ static __attribute__((noinline)) int ct_timed_Send(const void *buf, int count, M
     return rc;
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+CT_HOT_TEXT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
@@ -91,11 +93,11 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Isend, "cmpb $0, ct_p2p_on(%rip)")
+CT_STUB_IN(MPI_Isend, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
-CT_HIDDEN int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #else
-static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #endif
 {
     uint64_t t_in = ct_own_entry();
@@ -111,7 +113,7 @@ static __attribute__((noinline)) int ct_timed_Isend(const void *buf, int count, 
 }
 
 #if !CT_STUBS
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
+CT_HOT_TEXT int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
@@ -149,11 +151,11 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 #endif
 
 #if CT_STUBS
-CT_STUB(MPI_Recv, "cmpb $0, ct_p2p_on(%rip)")
+CT_STUB_IN(MPI_Recv, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
-CT_HIDDEN int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 #else
-static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 #endif
 {
     uint64_t t_in = ct_own_entry();
@@ -169,7 +171,7 @@ static __attribute__((noinline)) int ct_timed_Recv(void *buf, int count, MPI_Dat
 }
 
 #if !CT_STUBS
-int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+CT_HOT_TEXT int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
@@ -178,11 +180,11 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 #endif
 
 #if CT_STUBS
-CT_STUB(MPI_Irecv, "cmpb $0, ct_p2p_on(%rip)")
+CT_STUB_IN(MPI_Irecv, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request);
-CT_HIDDEN int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 #else
-static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 #endif
 {
     uint64_t t_in = ct_own_entry();
@@ -198,7 +200,7 @@ static __attribute__((noinline)) int ct_timed_Irecv(void *buf, int count, MPI_Da
 }
 
 #if !CT_STUBS
-int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+CT_HOT_TEXT int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
     if (CT_LIKELY(!ct_p2p_on))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);

@@ -17,9 +17,11 @@
 #else
 #define CT_SERVE_STUB_ENDBR ""
 #endif
-/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>. */
-#define CT_SERVE_STUB(name, index, serve)                                         \
-    __asm__("\t.pushsection .text\n\t.globl " #name "\n\t.type " #name ", @function\n" \
+/* MPI_<name>: to `serve` when ct_active[index] is set, else to PMPI_<name>; in `section`
+ * (CT_SERVE_STUB: .text; CT_HOT_TEXT_SECTION for the BY_ARGS rows'). */
+#define CT_SERVE_STUB(name, index, serve) CT_SERVE_STUB_IN(name, index, serve, ".text")
+#define CT_SERVE_STUB_IN(name, index, serve, section)                              \
+    __asm__("\t.pushsection " section "\n\t.globl " #name "\n\t.type " #name ", @function\n" \
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_SERVE_STUB_ENDBR       \
             "\tcmpb $0, ct_active+" #index "(%rip)\n\tjne " #serve "\n"            \
             "\tjmp P" #name "@PLT\n\t.cfi_endproc\n\t.size " #name ", .-" #name \
@@ -94,11 +96,8 @@ int ct_full_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return ct_profrun_dispatch(&call);
 }
 
-static __attribute__((noinline)) int ct_serve_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+static __attribute__((noinline)) int ct_modes_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    ct_profrun_site = __builtin_return_address(0);
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     const ct_call call = {
         .coll = CT_COLL_ALLREDUCE,
         .sendbuf = sendbuf,
@@ -117,12 +116,18 @@ static __attribute__((noinline)) int ct_serve_allreduce(const void *sendbuf, voi
         .root = -1,
         .comm = comm,
     };
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+static inline __attribute__((always_inline)) int ct_serve_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return ct_modes_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+CT_HOT_TEXT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_ALLREDUCE]))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -194,11 +199,8 @@ int ct_full_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_
     return ct_profrun_dispatch(&call);
 }
 
-static __attribute__((noinline)) int ct_serve_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+static __attribute__((noinline)) int ct_modes_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    ct_profrun_site = __builtin_return_address(0);
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_bcast(buffer, count, datatype, root, comm);
     const ct_call call = {
         .coll = CT_COLL_BCAST,
         .sendbuf = NULL,
@@ -217,12 +219,18 @@ static __attribute__((noinline)) int ct_serve_bcast(void *buffer, int count, MPI
         .root = root,
         .comm = comm,
     };
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+static inline __attribute__((always_inline)) int ct_serve_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    ct_profrun_site = __builtin_return_address(0);
+    if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_bcast(buffer, count, datatype, root, comm);
+    return ct_modes_bcast(buffer, count, datatype, root, comm);
+}
+
+CT_HOT_TEXT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_BCAST]))
         return PMPI_Bcast(buffer, count, datatype, root, comm);
@@ -294,18 +302,8 @@ int ct_full_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     return ct_profrun_dispatch(&call);
 }
 
-#if CT_SERVE_STUBS
-_Static_assert(CT_COLL_REDUCE == 5, "MPI_Reduce's stub tests ct_active[5]");
-CT_SERVE_STUB(MPI_Reduce, 5, ct_serve_reduce)
-CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
-CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
-#else
-static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
-#endif
+static __attribute__((noinline)) int ct_modes_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
-    ct_profrun_site = __builtin_return_address(0);
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     const ct_call call = {
         .coll = CT_COLL_REDUCE,
         .sendbuf = sendbuf,
@@ -324,13 +322,26 @@ static __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *
         .root = root,
         .comm = comm,
     };
-    if (CT_UNLIKELY(ct_profrun_on && !ct_profrun_inside))
-        return ct_profrun_dispatch(&call);
     return ct_dispatch(&call);
 }
 
+#if CT_SERVE_STUBS
+_Static_assert(CT_COLL_REDUCE == 5, "MPI_Reduce's stub tests ct_active[5]");
+CT_SERVE_STUB_IN(MPI_Reduce, 5, ct_serve_reduce, CT_HOT_TEXT_SECTION)
+CT_HIDDEN __attribute__((noinline)) int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+CT_HIDDEN __attribute__((noinline)) CT_HOT_TEXT int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#else
+static __attribute__((noinline)) CT_HOT_TEXT int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+#endif
+{
+    ct_profrun_site = __builtin_return_address(0);
+    if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
+        return ct_profrun_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return ct_modes_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
 #if !CT_SERVE_STUBS
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+CT_HOT_TEXT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     if (CT_LIKELY(!ct_active[CT_COLL_REDUCE]))
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);

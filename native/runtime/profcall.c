@@ -869,8 +869,8 @@ static __attribute__((noinline, cold)) int ct_bcast_timed(void *buffer, int coun
                              comm);
 }
 
-int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                         MPI_Op op, MPI_Comm comm)
+CT_HOT_TEXT int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     int rc;
     switch (ct_profiled_args(CT_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, -1, comm,
@@ -884,8 +884,8 @@ int ct_profrun_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     }
 }
 
-int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                      MPI_Op op, int root, MPI_Comm comm)
+CT_HOT_TEXT int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     int rc;
     switch (ct_profiled_args(CT_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm,
@@ -899,7 +899,8 @@ int ct_profrun_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     }
 }
 
-int ct_profrun_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+CT_HOT_TEXT int ct_profrun_bcast(void *buffer, int count, MPI_Datatype datatype, int root,
+                                 MPI_Comm comm)
 {
     int rc;
     switch (ct_profiled_args(CT_COLL_BCAST, NULL, buffer, count, datatype, MPI_OP_NULL, root,
