@@ -157,15 +157,18 @@ static inline uint64_t ct_own_entry(void)
 /* ---- per communicator (profcomm.c): sampling schedule and budget, call patterns ---------- */
 enum { CT_PAT_REDUCE_BCAST, CT_PAT_SMALL_REDUCTIONS, CT_PAT_BARRIER_SYNC, CT_PAT_COUNT };
 
-/* A call as patterns compare it with the next one on its communicator. */
+/* A call as patterns compare it with the next one on its communicator. What a memoised call's
+ * repetition reads and writes of it comes first: the buffers and the bytes
+ * (ct_profcomm_buffers_fit), on the memo entry's second line (profcall.c's ct_memo); the rest is
+ * compared only when the call before it is another than last time (ct_profcomm_pattern). */
 typedef struct ct_fingerprint {
-    const void *site;
-    int kind, root, count;
-    MPI_Datatype type;
-    MPI_Op op;
     const void *in;             /* the reduction's input buffer (its recvbuf when in place) */
     const void *out;            /* where this rank has the result, NULL where it has none */
     int64_t bytes;
+    int root, kind, count;
+    MPI_Datatype type;
+    MPI_Op op;
+    const void *site;
 } ct_fingerprint;
 
 /* A communicator's profiling state: a keyval attribute, allocated at its first profiled call.
@@ -263,11 +266,14 @@ static inline int ct_overlap(const void *a, int64_t na, const void *b, int64_t n
     return a != NULL && b != NULL && x < y + (uintptr_t)nb && y < x + (uintptr_t)na;
 }
 
+/* (`root`: cur's, as the caller has it at hand: a memo entry's key, whose line a repetition
+ * reads anyway, instead of the fingerprint's third line) */
 static inline int ct_profcomm_buffers_fit(const ct_pcomm *st, int pattern,
-                                          const ct_fingerprint *prev, const ct_fingerprint *cur)
+                                          const ct_fingerprint *prev, const ct_fingerprint *cur,
+                                          int root)
 {
     if (pattern == CT_PAT_REDUCE_BCAST)
-        return st->rank != cur->root || cur->in == prev->out;
+        return st->rank != root || cur->in == prev->out;
     if (pattern == CT_PAT_SMALL_REDUCTIONS)
         return !ct_overlap(cur->in, cur->bytes, prev->out, prev->bytes);
     return 1;

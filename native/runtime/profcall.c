@@ -289,24 +289,33 @@ static void ct_timed(ct_point *s, uint64_t ns, int sampled, uint64_t wait)
  * MPI_THREAD_MULTIPLE (one thread at a time calls MPI otherwise, so plain increments do). */
 typedef struct __attribute__((aligned(64))) ct_memo {
     /* the key (not the buffers: applications reduce into other buffers from call to call, ExaML
-     * almost every time) and the timing countdown: one cache line */
+     * almost every time), the timing countdown, the state and the fingerprint's id: one cache
+     * line */
     const void *site;
     MPI_Comm comm;
     MPI_Datatype type;
     MPI_Op op;
-    unsigned generation;
-    int kind, count, root;
-    uint32_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
     ct_pcomm *st;                 /* the communicator's state (valid with the generation) */
-    /* what a repetition reads and counts: one cache line */
-    uint64_t __attribute__((aligned(64))) id;   /* of the fingerprint (profcomm.c); 0: empty */
-    ct_point *slot;
-    int64_t bytes;
-    uint64_t calls, pairs;        /* repetitions, and pattern pairs, not yet in the counters */
+    uint64_t id;                  /* of the fingerprint (profcomm.c); 0: empty */
+    unsigned generation;
+    int count, root;
+    uint16_t kind;                /* a collective's id (ct_coll_id, CT_PR_BARRIER) */
+    uint16_t time_all;            /* repetitions still timed: the point's first CT_TIME_ALL */
+    /* what a repetition counts and rewrites: one cache line, the fingerprint's buffers and
+     * bytes its last three words (the bytes are the entry's too); the fingerprint's other
+     * fields and the point (read by a timed repetition, a pattern's change and a flush) on a
+     * third line that an untimed repetition does not read. With the fingerprint whole on a
+     * third line every repetition read three (OpenFOAM's reductions, callgrind). */
+    uint64_t __attribute__((aligned(64))) calls;   /* repetitions not yet in the counters */
+    uint64_t pairs;               /* ... and pattern pairs */
     ct_pat_memo pattern;
     ct_fingerprint fp;            /* its buffers rewritten by every repetition */
+    ct_point *slot;
 } ct_memo;
-_Static_assert(offsetof(ct_memo, id) == 64 && offsetof(ct_memo, fp) == 128, "ct_memo's hot lines");
+_Static_assert(offsetof(ct_memo, calls) == 64, "ct_memo's second line");
+_Static_assert(offsetof(ct_memo, fp) + offsetof(ct_fingerprint, bytes) + sizeof(int64_t) <= 128,
+               "a repetition's fingerprint fields on the entry's second line");
+_Static_assert(CT_NUM_COLLECTIVES < 65536 && CT_TIME_ALL < 65536, "ct_memo's 16-bit fields");
 /* Direct-mapped, an entry per chain id (ct_profrun_impl.h): two chains alternating in one entry
  * took the full path at every call (256 entries: QE's 1,214 chains shared them). */
 #define CT_MEMOS CT_CHAIN_IDS
@@ -370,11 +379,11 @@ static void ct_memo_flush(ct_memo *m)
 {
     if (m->calls > 0) {
         ct_bump(&m->slot->calls, m->calls);
-        ct_bump(&m->slot->bytes, m->calls * (uint64_t)m->bytes);
+        ct_bump(&m->slot->bytes, m->calls * (uint64_t)m->fp.bytes);
         m->calls = 0;
     }
     if (m->pairs > 0) {
-        ct_pat_bump(m->pattern.slot, m->pairs, m->pairs * (uint64_t)m->bytes);
+        ct_pat_bump(m->pattern.slot, m->pairs, m->pairs * (uint64_t)m->fp.bytes);
         m->pairs = 0;
     }
 }
@@ -401,7 +410,7 @@ static ct_memo_block *ct_memo_block_mine(void)
 }
 
 static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI_Comm comm,
-                            ct_pcomm *st, ct_point *slot, int64_t bytes)
+                            ct_pcomm *st, ct_point *slot)
 {
     ct_memo_block *b = ct_memo_block_mine();
     if (b == NULL)
@@ -411,20 +420,22 @@ static ct_memo *ct_memo_new(int kind, const ct_call *call, const void *site, MPI
         ct_memo_flush(m);
     atomic_fetch_add_explicit(&ct_memo_made[CT_MEMO_COLL], 1, memory_order_relaxed);
     m->site = site;
-    m->kind = kind;
+    m->kind = (uint16_t)kind;
     m->comm = comm;
     m->generation = ct_profcomm_cache.generation;
     m->st = st;
+    m->root = -1;   /* (MPI_Barrier's: compared with nothing, its fingerprint's) */
     if (call != NULL) {
         m->count = call->recvcount;
         m->type = call->recvtype;
         m->root = call->root;
         m->op = call->op;
     }
+    /* (its bytes are its fingerprint's, which ct_profcomm_after writes next: not here, where
+     * the fingerprint may still be the previous call's that it compares this one with) */
     m->slot = slot;
-    m->bytes = bytes;
     uint64_t seen = atomic_load_explicit(&slot->calls, memory_order_relaxed);
-    m->time_all = seen < CT_TIME_ALL ? (uint32_t)(CT_TIME_ALL - seen) : 0;
+    m->time_all = seen < CT_TIME_ALL ? (uint16_t)(CT_TIME_ALL - seen) : 0;
     return m;
 }
 
@@ -575,11 +586,11 @@ static inline void ct_repeat_pattern(ct_pcomm *st, ct_memo *m, uint64_t seq)
     if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
         if (CT_UNLIKELY(pm->after != st->prev_id)) {   /* first time after this call */
             if (m->pairs > 0 && pm->slot != NULL)
-                ct_pat_bump(pm->slot, m->pairs, m->pairs * (uint64_t)m->bytes);
+                ct_pat_bump(pm->slot, m->pairs, m->pairs * (uint64_t)m->fp.bytes);
             m->pairs = 0;
-            ct_profcomm_pattern(st, &m->fp, pm, m->bytes);
+            ct_profcomm_pattern(st, &m->fp, pm, m->fp.bytes);
         }
-        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &m->fp))
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &m->fp, m->root))
             m->pairs++;
     }
     st->prev = &m->fp;
@@ -615,7 +626,7 @@ static __attribute__((noinline, cold)) int ct_profiled_full(int kind, const ct_c
     }
     if (st != NULL && rc == MPI_SUCCESS) {
         ct_memo *m = s != NULL && ct_memoisable(kind, call)
-                         ? ct_memo_new(kind, call, site, comm, st, s, bytes)
+                         ? ct_memo_new(kind, call, site, comm, st, s)
                          : NULL;
         /* the memo entry keeps the fingerprint, else the communicator's state (NULLs) */
         ct_profcomm_after(st, m ? &m->fp : NULL, m ? &m->id : NULL, m ? &m->pattern : NULL, kind,

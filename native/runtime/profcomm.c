@@ -344,7 +344,7 @@ void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_m
     *pm = (ct_pat_memo){0, NULL, -1};
     if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
         ct_profcomm_pattern(st, &cur, pm, bytes);
-        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &cur))
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &cur, cur.root))
             ct_pat_bump(pm->slot, 1, (uint64_t)bytes);
     }
     if (fp == NULL) {
