@@ -116,7 +116,7 @@ def wrapper(c: Call) -> list[str]:
         *head,
         "{",
         "    uint64_t t_in = ct_own_entry();",
-        "    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());",
+        "    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());",
         f"    if (CT_LIKELY(ct_profrun_p2p_again({c.enum}, chain, {size})))",
         f"        return PMPI_{c.name}({args});",
         f"    ct_p2p_rec rec = ct_profrun_p2p_begin({c.enum}, chain, {size}, t_in);",

@@ -53,7 +53,7 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SEND, chain, count, datatype)))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, chain, count, datatype, t_in);
@@ -74,7 +74,7 @@ CT_HOT_TEXT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SSEND, chain, count, datatype)))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, chain, count, datatype, t_in);
@@ -101,7 +101,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Isend(const void *buf,
 #endif
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISEND, chain, count, datatype)))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, chain, count, datatype, t_in);
@@ -130,7 +130,7 @@ static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count,
 #endif
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISSEND, chain, count, datatype)))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, chain, count, datatype, t_in);
@@ -159,7 +159,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Recv(void *buf, int co
 #endif
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_RECV, chain, count, datatype)))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, chain, count, datatype, t_in);
@@ -188,7 +188,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Irecv(void *buf, int c
 #endif
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_IRECV, chain, count, datatype)))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, chain, count, datatype, t_in);
@@ -217,7 +217,7 @@ static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int 
 #endif
 {
     uint64_t t_in = ct_own_entry();
-    const void *chain = ct_profchain_fast(__builtin_return_address(0), __builtin_dwarf_cfa());
+    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SENDRECV, chain, sendcount, sendtype)))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, chain, sendcount, sendtype, t_in);

@@ -458,6 +458,12 @@ static inline const void *ct_profchain_fast(const void *site, const void *anchor
     return ct_profchain_site(site, anchor);
 }
 
+/* The same lookup out of line, one copy in CT_HOT_TEXT for the wrappers that repeat (the
+ * collectives' call path by arguments, the point-to-point wrappers): inline, each of them had
+ * its own ~150 bytes of it, and a burst of different calls (a halo exchange's Irecvs and
+ * Isends, then the solver's Allreduce) fetched each copy's lines anew (profchain.c). */
+CT_PROFRUN_HIDDEN const void *ct_profchain_shared(const void *site, const void *anchor);
+
 /* A new chain's frames walked with each return address's rule kept (profwalk.c): `take` gets
  * every (return address, CFA of the frame it returns from) pair libgcc's unwind would report,
  * from ct_profwalk's caller up, until it answers nonzero or the stack ends; 1: walked, 0: a frame

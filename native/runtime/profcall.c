@@ -814,9 +814,9 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
     if (CT_UNLIKELY(ct_profrun_by_modes[kind]))
         return CT_ARGS_FULL;
     /* its CFA: the same for the same stack depth at the call (no frame pointer needed) */
-    const void *site = ct_profchain_fast(ct_profrun_caller != NULL ? ct_profrun_caller
-                                                                   : ct_profrun_site,
-                                         __builtin_dwarf_cfa());
+    const void *site = ct_profchain_shared(ct_profrun_caller != NULL ? ct_profrun_caller
+                                                                     : ct_profrun_site,
+                                           __builtin_dwarf_cfa());
     ct_memo_block *b = ct_memos;   /* NULL under MPI_THREAD_MULTIPLE: its atomic counters */
     ct_memo *m;
     if (CT_UNLIKELY(b == NULL

@@ -365,6 +365,11 @@ static __attribute__((noinline)) const void *ct_chain_find(ct_chain_cache *c, un
 
 /* Not the previous entry's follower (ct_profchain_fast): the first hint, the second (by the
  * frame above the site, where the set's lead has it), then the list. */
+CT_HOT_TEXT const void *ct_profchain_shared(const void *site, const void *anchor)
+{
+    return ct_profchain_fast(site, anchor);
+}
+
 const void *ct_profchain_site(const void *site, const void *anchor)
 {
     unsigned set = ct_chain_set_of(site, anchor);
