@@ -45,6 +45,16 @@ def _pattern(name: str, first: str, second: str, pairs: int, second_call: str = 
     return patterns.Pattern(name, first, second, first_call, second_call, 2, 3, pairs, 8.0, saving_per_pair_s=None)
 
 
+def test_the_compact_table_drops_the_object_of_every_named_site():
+    assert where.without_object(LAMMPS) == "LAMMPS_NS::ComputePressure::virial_compute (+0x2f357d)"
+    # the application frame's object only; a file:line and an address stay
+    assert where.without_object("Foam::PCG::scalarSolve (libOpenFOAM.so+0x5fe401) <- Foam::reduce (libPstream.so+0x6daa)") \
+        == "Foam::PCG::scalarSolve (+0x5fe401) <- Foam::reduce (libPstream.so+0x6daa)"
+    assert where.without_object("PCG::solve (layers_app.cpp:19) <- mini::reduce") == \
+        "PCG::solve (layers_app.cpp:19) <- mini::reduce"
+    assert where.without_object("hpcc+0x8be0") == "hpcc+0x8be0"
+
+
 def test_pattern_rows_keep_the_application_function_within_80_columns():
     lammps = patterns.findings([
         _pattern("small_reductions", "LAMMPS_NS::ComputePE::compute_scalar (liblammps.so.0+0x2f23ed)",
@@ -268,6 +278,9 @@ def test_the_five_applications_screens_pass_the_one_screen_check():
         "examl": ["examl-avx2: stripped: apt install examl-dbgsym (Debian's debug archive)"],
         "openfoam": ["icoFoam: stripped: apt install openfoam-dbgsym (Debian's debug archive)",
                      "libOpenFOAM.so, libfiniteVolume.so: no file:line: apt install libopenfoam-dbgsym"]}
+    # every site of the compact table without its object (round15/after/ kept it where it fitted)
+    assert "             19   16.4 ms  LAMMPS_NS::Input::file (+0x459668)" in (
+        now / "advise-lammps.txt").read_text().splitlines()
     # ExaML's rows 2 and 3 (alike in round15/after/) name where their chains part
     assert [line for line in (now / "advise-examl.txt").read_text().splitlines() if " via " in line] == [
         " 2         -  Reduce+Bcast 528x examl-avx2+0x1c45c via +0x19a37: one Allreduce",

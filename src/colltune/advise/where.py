@@ -442,6 +442,17 @@ def fit_site(label: str, width: int) -> str:
     return cut_name(last, width)
 
 
+def without_object(label: str) -> str:
+    """A site's label with its application frame's object dropped (`f (lib.so+0xoff) <- g` ->
+    `f (+0xoff) <- g`): the compact table drops it from every site, not only from those too long
+    to keep it, so its rows read alike; the object is in the JSON and, where it has no line
+    table, in the screen's line that says so (output.why_addresses)."""
+    line, sep, below = label.partition(" <- ")
+    function, paren, where_ = line.partition(" (")
+    m = _OBJECT_OFFSET.match(where_.removesuffix(")")) if paren else None
+    return f"{function} ({m['off']}){sep}{below}" if m else label
+
+
 def shorten(text: str, width: int = WIDTH) -> str:
     """At most `width` characters, cut in the middle (what has no structure to drop first)."""
     if len(text) <= width:
@@ -469,7 +480,7 @@ def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
     for s in row.sites[:sites]:
         calls = f"~{s.calls:,}" if s.calls_interval else f"{s.calls:,}"
         head = f"    {calls:>11} {fmt_s(s.time_s):>9}  "
-        lines.append(head + fit_site(s.label, WIDTH - len(head)))
+        lines.append(head + fit_site(without_object(s.label) if compact else s.label, WIDTH - len(head)))
     if len(row.sites) > sites and not compact:
         lines.append(f"    ... {len(row.sites) - sites} more call sites (all in the JSON)")
     if not compact and any(s.calls_interval for s in row.sites[:sites]):
