@@ -22,7 +22,10 @@
 #include "ct_runtime.h"
 
 extern CT_HIDDEN unsigned char ct_watch;
-enum { CT_WATCH_SEE = 1, CT_WATCH_LEARN = 2 };
+/* CT_WATCH_MEMO: profiling below MPI_THREAD_MULTIPLE (ct_profrun_on && !ct_profrun_mt, set and
+ * cleared with ct_profrun_on, profrun.c), for the Wait family's straight path (requests.c), which
+ * then reads the line ct_watch and the request map's generation are on, not ct_profrun_on's too. */
+enum { CT_WATCH_SEE = 1, CT_WATCH_LEARN = 2, CT_WATCH_MEMO = 4 };
 /* What the nonblocking wrappers of the rows the decision point serves (MPI_I<coll> of a row
  * with dispatch) do besides passing through: CT_START_SEE as ct_watch, CT_START_SERVE where a
  * member of the collective's nonblocking form is forced (modes.c, ct_dispatch_started). One

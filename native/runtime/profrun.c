@@ -131,6 +131,8 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     ct_profrun_on = 1;
     ct_p2p_on = 1;
     ct_watch |= CT_WATCH_SEE;   /* the watched functions and their requests (watch.c) */
+    if (!ct_profrun_mt)
+        ct_watch |= CT_WATCH_MEMO;   /* (ct_watch.h) */
     ct_profrun_polls_start();
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);
@@ -221,6 +223,7 @@ void ct_profrun_finish(void)
     uint64_t wall = ct_profrun_ns() - ct_profrun_ns_init;
     double ns_per_tick = ct_profrun_ns_per_tick();   /* the run's own rate */
     ct_profrun_on = 0;
+    ct_watch &= (unsigned char)~CT_WATCH_MEMO;
     ct_p2p_on = 0;
     ct_profrun_polls_finish();
     ct_profcall_finish();

@@ -848,7 +848,9 @@ static inline __attribute__((always_inline)) int ct_wait_again(ct_p2p_call call,
                                                                const void **chain)
 {
     *chain = NULL;
-    if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside || ct_time_left <= 1)
+    /* (CT_WATCH_MEMO: ct_profrun_on && !ct_profrun_mt, on ct_watch's line, which the wrapper
+     * read, as is ct_req_gen below: ct_profrun_on's line is not read) */
+    if (!(ct_watch & CT_WATCH_MEMO) || ct_profrun_inside || ct_time_left <= 1)
         return 0;
     *chain = ct_profchain_fast(site, anchor);
     /* ct_poll_find's, for an entry made where no request was followed (the handles do not
