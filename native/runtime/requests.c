@@ -852,7 +852,9 @@ static inline __attribute__((always_inline)) int ct_wait_again(ct_p2p_call call,
      * read, as is ct_req_gen below: ct_profrun_on's line is not read) */
     if (!(ct_watch & CT_WATCH_MEMO) || ct_profrun_inside || ct_time_left <= 1)
         return 0;
-    *chain = ct_profchain_fast(site, anchor);
+    /* the lookup's one copy the point-to-point wrappers run too (ct_profrun_impl.h): a halo
+     * exchange's Isends and Irecvs have just fetched its lines */
+    *chain = ct_profchain_shared(site, anchor);
     /* ct_poll_find's, for an entry made where no request was followed (the handles do not
      * matter); any other goes to the timed path, given the chain, which counts a repetition of
      * its entry the same (untimed there too where t_in and time_all are 0) */
@@ -953,7 +955,9 @@ extern __typeof__(PMPI_Waitsome) PMPI_Waitsome __attribute__((noplt));
 
 /* A Wait wrapper and its repetition's function each start a cache line: their code then takes
  * the fewest lines it can (OpenFOAM's MPI_Waitall, 52 bytes, sat across two), whatever the
- * code before them, so that a change elsewhere does not move their line count. */
+ * code before them, so that a change elsewhere does not move their line count. MPI_Wait's and
+ * MPI_Waitall's, which codes repeat, are in the hot text with the other repeated calls' paths
+ * (CT_HOT_TEXT, ct_profrun.h: one page, next to the point-to-point wrappers'). */
 #define CT_LINE_START __attribute__((aligned(64)))
 
 /* Each Wait wrapper's path other than its repetition is a function of its own, out of the hot
@@ -980,7 +984,7 @@ static __attribute__((noinline, cold)) int ct_waited_full(const void *site, cons
     return rc;
 }
 
-static CT_LINE_START __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
+static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
     const void *anchor = __builtin_frame_address(0), *chain;
@@ -989,7 +993,7 @@ static CT_LINE_START __attribute__((noinline)) int ct_watched_wait(const void *s
     return ct_waited_full(site, anchor, chain, request, status);
 }
 
-CT_LINE_START int MPI_Wait(MPI_Request *request, MPI_Status *status)
+CT_HOT_TEXT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Wait(request, status);
@@ -1017,7 +1021,7 @@ static __attribute__((noinline, cold)) int ct_waited_all_full(const void *site,
     return rc;
 }
 
-static CT_LINE_START __attribute__((noinline)) int ct_watched_waitall(const void *site, int count,
+static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_waitall(const void *site, int count,
                                                         MPI_Request requests[],
                                                         MPI_Status statuses[])
 {
@@ -1027,7 +1031,7 @@ static CT_LINE_START __attribute__((noinline)) int ct_watched_waitall(const void
     return ct_waited_all_full(site, anchor, chain, count, requests, statuses);
 }
 
-CT_LINE_START int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+CT_HOT_TEXT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
         return PMPI_Waitall(count, requests, statuses);
