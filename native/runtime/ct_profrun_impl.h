@@ -371,21 +371,42 @@ CT_PROFRUN_HIDDEN __attribute__((cold)) const void *ct_profchain_site(const void
                                                                       const void *anchor);
 /* A chain as a thread met it: where its frames' return addresses were on the stack, as offsets
  * from the anchor (the same anchor, the same stack depth: the same slots). Entries never move
- * once made (hints and followers point at them). Everything a call reads of an entry is its two
- * cache lines, aligned: the compared fields, its id and its follower (the entry the thread met
- * next after it last time: its next call's first try). With the slots as pointers the compared
- * fields filled both lines, and a third line (the first hint's row, by the previous chain) was
- * read first on every call: ~1 L1 miss a call (callgrind's simulation, OpenFOAM). */
+ * once made (hints and followers point at them). An entry is one cache line, aligned, and a
+ * lookup that matches reads nothing else of it: the compared fields, its id and its follower
+ * (the entry the thread met next after it last time: its next call's first try). The frames'
+ * return addresses are not kept here but as one hash of them (ct_chain_mix; the chain's
+ * addresses are in profchain.c's intern table, which the rank file's `chain` lines read), and
+ * the slots as 16-bit offsets (a chain whose slots are farther than 32 KB from the anchor is not
+ * kept: unwound at each of its calls, its counts exact). With the seven addresses and 32-bit
+ * offsets an entry filled two lines, both read at every call (OpenFOAM, callgrind's simulation:
+ * one line less took libcolltune's D1 misses from 8.3 to 6.9 a call); as pointers, three. */
 typedef struct __attribute__((aligned(64))) ct_chain_seen {
     const void *site, *anchor;
-    const void *ra[CT_CHAIN_DEPTH - 1];       /* past `frames`: the last frame's again */
-    int32_t off[CT_CHAIN_DEPTH - 1];          /* the slots, from the anchor (ditto) */
-    int frames;                               /* return addresses above the site */
+    uint64_t hash;                            /* ct_chain_mix of the frames' return addresses */
     const void *id;                           /* its id (profchain.c); NULL: empty */
     struct ct_chain_seen *follow;             /* the entry met next after it, NULL: none yet */
-    struct ct_chain_seen *next;               /* its set's list (profchain.c) */
+    struct ct_chain_seen *next;               /* its set's list (profchain.c; a hit skips it) */
+    int16_t off[CT_CHAIN_DEPTH - 1];          /* the slots, from the anchor; past `frames`: the
+                                                 last frame's again */
+    int16_t frames;                           /* return addresses above the site */
 } ct_chain_seen;
-_Static_assert(sizeof(ct_chain_seen) == 128, "an entry: two cache lines");
+_Static_assert(sizeof(ct_chain_seen) == 64, "an entry: one cache line");
+/* The hash of a chain's frames, one step a frame: h = rotl(h ^ word, 29) * odd. Each step is a
+ * bijection of the word (for a given h) and of h (for a given word), so two stacks that differ in
+ * one slot alone never hash alike; two that differ in several collide only where the mix of
+ * 64-bit values meets by chance, ~2^-64 a compare of an entry with another chain's stack at the
+ * same site, anchor and slots (a call makes a few such compares at most: OpenFOAM's 100 steps,
+ * ~7 * 10^4 calls a rank, < 10^-13 a run). A false match would count the call at the other
+ * chain's site (its result untouched: the call is passed through all the same). The rotation
+ * brings the high bits down before the multiply (without it a word's top bit flipped in two
+ * slots cancelled). */
+#define CT_CHAIN_MIX_K 0x9E3779B97F4A7C15ull
+static inline uint64_t ct_chain_mix(uint64_t h, uint64_t word)
+{
+    h ^= word;
+    h = (h << 29) | (h >> 35);
+    return h * CT_CHAIN_MIX_K;
+}
 /* Is the call at (site, anchor) this chain? One load per frame, no unwind. Every frame is read,
  * without a branch (a loop that stopped at the first difference cost ~67 instructions a call in
  * loop control and compares, OpenFOAM): past a frame that differs the answer is "not this chain"
@@ -398,11 +419,11 @@ static inline int ct_profchain_is(const ct_chain_seen *s, const void *site, cons
 {
     if (s->site != site || s->anchor != anchor)
         return 0;
-    uintptr_t diff = 0;
+    uint64_t h = 0;
 #pragma GCC unroll 8
     for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++)
-        diff |= *(const uintptr_t *)((const char *)anchor + s->off[i]) ^ (uintptr_t)s->ra[i];
-    return diff == 0 || s->frames == 0;
+        h = ct_chain_mix(h, *(const uint64_t *)((const char *)anchor + s->off[i]));
+    return h == s->hash || s->frames == 0;
 }
 /* Each thread's chains as it met them (profchain.c): a list per set of (site, anchor) pairs, the
  * entry that followed each one (ct_chain_seen.follow: a loop makes its calls in the same order
@@ -445,7 +466,7 @@ typedef struct __attribute__((aligned(64))) ct_chain_cache {
 #define ct_chain_mine (ct_profrun_me.chains)
 
 /* The call's chain: the entry that followed the previous call's last time, where it is this
- * call's (inline in the call path: one entry's two lines read, nothing else but the thread's
+ * call's (inline in the call path: one entry's line read, nothing else but the thread's
  * line); else ct_profchain_site. */
 static inline const void *ct_profchain_fast(const void *site, const void *anchor)
 {

@@ -18,13 +18,14 @@
  * thread remembers the chains it saw last by (site, anchor): the anchor is an address in the
  * wrapper's own frame, so the same anchor means the same stack depth at the call, and then the
  * return address of each frame of a known chain sits at the same stack slot as when it was
- * unwound. A call reads those slots (one load per frame) and compares them with the chain's
- * addresses: all equal, it is that chain; else the next one its set remembers, else an unwind. All the
- * chain's slots are read (ct_profchain_is): a frame's position depends only on the frames below
- * it, so past a differing frame a slot may hold anything, and the answer is "not this chain"
- * all the same; every slot is in this thread's stack above the wrapper's frame. The slot of a
- * return address is the CFA of the frame it returns from, less 8, on x86-64 (the call pushed it
- * there); elsewhere a chain is its site alone.
+ * unwound. A call reads those slots (one load per frame) and compares their hash with the
+ * chain's (ct_chain_mix, ct_profrun_impl.h): equal, it is that chain; else the next one its set
+ * remembers, else an unwind. All the chain's slots are read (ct_profchain_is): a frame's
+ * position depends only on the frames below it, so past a differing frame a slot may hold
+ * anything, and the answer is "not this chain" all the same; every slot is in this thread's
+ * stack above the wrapper's frame. The slot of a return address is the CFA of the frame it
+ * returns from, less 8, on x86-64 (the call pushed it there); elsewhere a chain is its site
+ * alone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -296,28 +297,30 @@ static const void *ct_chain_hit(ct_chain_cache *c, ct_chain_lead *lead, ct_chain
     return s->id;
 }
 
-/* An entry's slots as offsets from its anchor (0: the walk's frames do not fit in 32 bits, which
- * a thread's stack never makes; then the entry is not kept). The unused frames repeat the last
- * one; a chain that ends at its site reads the anchor's own word (ct_profchain_is). */
+/* An entry's slots as offsets from its anchor and the hash of their return addresses (0: the
+ * walk's frames do not fit in 16 bits, farther than 32 KB from the anchor; then the entry is not
+ * kept and the chain is unwound at each call). The unused frames repeat the last one; a chain
+ * that ends at its site reads the anchor's own word (ct_profchain_is). */
 static int ct_chain_fill(ct_chain_seen *s, const void *site, const void *anchor,
                          const ct_frames *f)
 {
     s->site = site;
     s->anchor = anchor;
-    s->frames = f->frames;
+    s->frames = (int16_t)f->frames;
+    uint64_t h = 0;
     for (int i = 0; i < CT_CHAIN_DEPTH - 1; i++) {
         int k = i < f->frames ? i : f->frames - 1;
         if (k < 0) {
             s->off[i] = 0;
-            s->ra[i] = NULL;
             continue;
         }
         intptr_t off = (const char *)f->at[k] - (const char *)anchor;
-        if (off != (int32_t)off)
+        if (off != (int16_t)off)
             return 0;
-        s->off[i] = (int32_t)off;
-        s->ra[i] = f->ra[k];
+        s->off[i] = (int16_t)off;
+        h = ct_chain_mix(h, (uint64_t)(uintptr_t)f->ra[k]);
     }
+    s->hash = h;
     return 1;
 }
 
