@@ -143,7 +143,8 @@ def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, st
         for p in app.work.glob(pattern):
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     shutil.rmtree(prof, ignore_errors=True)
-    extra = ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"] if mode == "profiled" else []
+    extra = {"plain": [], "pass": ["-x", f"LD_PRELOAD={lib}"],
+             "profiled": ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[mode]
     argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core",
             *[x for k, v in ONE_THREAD.items() for x in ("-x", f"{k}={v}")], *extra, *app.program]
     load = float(Path("/proc/loadavg").read_text().split()[0])
@@ -163,7 +164,7 @@ def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, st
 
 
 def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: int, append: bool,
-               lib: str) -> None:
+               lib: str, other: str = "profiled") -> None:
     prof = app.work / "prof"
     first = 1
     if append and tsv.exists():
@@ -171,7 +172,7 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             first = 1 + max((int(r["block"]) for r in csv.DictReader(f, delimiter="\t")), default=0)
     rng = random.Random(seed * 1000 + first)
     deadline = time.monotonic() + minutes * 60 if minutes else math.inf
-    for mode in ("plain", "profiled"):   # not recorded: the files and libraries into the page cache
+    for mode in ("plain", other):   # not recorded: the files and libraries into the page cache
         run_one(app, mode, lib, prof)
     with open(tsv, "a" if first > 1 else "w", newline="") as f:
         w = csv.writer(f, delimiter="\t")
@@ -184,7 +185,7 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             order = rng.choice(("PQQP", "QPPQ"))
             walls = []
             for pos, letter in enumerate(order):
-                mode = "plain" if letter == "P" else "profiled"
+                mode = "plain" if letter == "P" else other
                 wall, load, result, own = run_one(app, mode, lib, prof)
                 w.writerow((b, order, pos, mode, f"{wall:.4f}", load, result, own[0], f"{own[1]:.3f}",
                             f"{own[2]:.3f}"))
@@ -214,7 +215,7 @@ def block_logs(runs: list[Run]) -> np.ndarray:
         rs = by[b]
         if len(rs) != 4:
             continue   # an interrupted block
-        q = sum(r.wall_s for r in rs if r.mode == "profiled")
+        q = sum(r.wall_s for r in rs if r.mode != "plain")
         p = sum(r.wall_s for r in rs if r.mode == "plain")
         logs.append(math.log(q / p))
     return np.array(logs)
@@ -226,7 +227,8 @@ def report(runs: list[Run], bar: float) -> list[str]:
     if n < 6:
         raise SystemExit(f"{n} complete blocks: at least 6 are needed for a 95% interval of the median")
     plain = np.array([r.wall_s for r in runs if r.mode == "plain"])
-    prof = np.array([r.wall_s for r in runs if r.mode == "profiled"])
+    prof = np.array([r.wall_s for r in runs if r.mode != "plain"])
+    other = next(r.mode for r in runs if r.mode != "plain")   # profiled, or pass (--pass)
     loads = [r.load for r in runs]
     mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
     half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
@@ -235,11 +237,11 @@ def report(runs: list[Run], bar: float) -> list[str]:
     m_lo, m_hi = math.exp(med.low), math.exp(med.high)
     lines = [
         f"{n} blocks ({len(runs)} runs, 2 ranks bound to the 2 cores); plain run median {np.median(plain):.3f} s "
-        f"(spread {np.std(plain, ddof=1) / np.mean(plain):.2%}), profiled median {np.median(prof):.3f} s; "
+        f"(spread {np.std(plain, ddof=1) / np.mean(plain):.2%}), {other} median {np.median(prof):.3f} s; "
         f"1-min load before a run {min(loads):.2f}-{max(loads):.2f}",
         f"a block's log ratio: sd {sd:.4f} (a block's ratio +-{sd:.2%})",
-        f"profiled / plain, mean: {math.exp(mean):.4f}, 95% interval {t_lo:.4f}-{t_hi:.4f} (Student t)",
-        f"profiled / plain, median: {math.exp(med.median):.4f}, {med.level:.1%} interval {m_lo:.4f}-{m_hi:.4f} "
+        f"{other} / plain, mean: {math.exp(mean):.4f}, 95% interval {t_lo:.4f}-{t_hi:.4f} (Student t)",
+        f"{other} / plain, median: {math.exp(med.median):.4f}, {med.level:.1%} interval {m_lo:.4f}-{m_hi:.4f} "
         "(distribution-free)",
     ]
     own = [r.own_ms for r in runs if r.mode == "profiled" and r.own_ms is not None]
@@ -275,18 +277,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bar", type=float, default=0.01, help="the overhead bar (default 0.01: 1%%)")
     ap.add_argument("--append", action="store_true", help="more blocks into OUT/seq-APP.tsv")
     ap.add_argument("--read", type=Path, help="only the statistics of an earlier run's TSV")
+    ap.add_argument("--pass", dest="pass_", action="store_true",
+                    help="Q runs preload libcolltune without profiling (the preload's own cost: the "
+                         "control for the profiled runs' figure); TSV OUT/seq-APP-pass.tsv")
     ap.add_argument("--lib", help="the libcolltune.so to preload (default: this tree's, built if needed)")
     args = ap.parse_args(argv)
     out = args.out.resolve()
     tsv = args.read
     if tsv is None:
         app = APPS[args.app](out, args.steps)
-        tsv = out / f"seq-{args.app}.tsv"
-        run_blocks(app, tsv, args.blocks, args.minutes, args.seed, args.append, args.lib or libcolltune())
+        tsv = out / f"seq-{args.app}{'-pass' if args.pass_ else ''}.tsv"
+        run_blocks(app, tsv, args.blocks, args.minutes, args.seed, args.append, args.lib or libcolltune(),
+                   "pass" if args.pass_ else "profiled")
     text = "\n".join(report(read_runs(tsv), args.bar))
     print(text)
     if args.read is None:
-        (out / f"seq-{args.app}.txt").write_text(text + "\n")
+        (out / f"{tsv.stem}.txt").write_text(text + "\n")
     return 0
 
 
