@@ -125,35 +125,31 @@ def by_args(coll: Collective) -> list[str]:
     ]
 
 
-def modes(coll: Collective) -> list[str]:
-    """ct_modes_<name>: a BY_ARGS row's call while it is not profiled (the serving body tested
-    that, so ct_dispatch directly), out of the hot text."""
+def _by_args_call(coll: Collective, head: str, target: str) -> list[str]:
+    """A BY_ARGS row's function `head`(the collective's arguments) that fills the ct_call from
+    them and hands it to `target`; nothing for the other rows."""
     if coll.name not in BY_ARGS:
         return []
     value = {FIELD[a.role]: a.name for a in coll.args}
     return [
-        f"static __attribute__((noinline)) int ct_modes_{coll.name}({params(coll, False)})",
+        f"{head}({params(coll, False)})",
         "{",
         *fill_call(coll, value, "    "),
-        "    return ct_dispatch(&call);",
+        f"    return {target}(&call);",
         "}",
         "",
     ]
+
+
+def modes(coll: Collective) -> list[str]:
+    """ct_modes_<name>: a BY_ARGS row's call while it is not profiled (the serving body tested
+    that, so ct_dispatch directly), out of the hot text."""
+    return _by_args_call(coll, f"static __attribute__((noinline)) int ct_modes_{coll.name}", "ct_dispatch")
 
 
 def full(coll: Collective) -> list[str]:
     """ct_full_<name>: a BY_ARGS row's profiled call that its ct_profrun_<name> did not serve."""
-    if coll.name not in BY_ARGS:
-        return []
-    value = {FIELD[a.role]: a.name for a in coll.args}
-    return [
-        f"int ct_full_{coll.name}({params(coll, False)})",
-        "{",
-        *fill_call(coll, value, "    "),
-        "    return ct_profrun_dispatch(&call);",
-        "}",
-        "",
-    ]
+    return _by_args_call(coll, f"int ct_full_{coll.name}", "ct_profrun_dispatch")
 
 
 # x86-64 SysV passes the first six integer arguments in registers, the rest on the stack.
