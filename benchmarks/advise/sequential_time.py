@@ -29,12 +29,28 @@ assumption on the noise's shape). The verdict is "at most 1%" only if BOTH upper
 1.01 (the claim must not depend on the choice of statistic), "over 1%" only if both lower ends
 are over it, else "not resolved", with the blocks that would resolve it at the spread seen.
 
+    bash benchmarks/advise/install.sh                       # ExaML, QE, HPCC, LAMMPS (apt-get)
     bash benchmarks/advise/openfoam.sh OUT prepare 200      # the OpenFOAM case (OUT/cavity)
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --blocks 12
+    .venv/bin/python benchmarks/advise/sequential_time.py OUT --app examl --check   # one P, one Q
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app lammps --steps 400 --blocks 12
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --read OUT/seq-openfoam.tsv
+    CELLS=100 bash benchmarks/advise/openfoam.sh OUT2 prepare 200   # 100x100: 5,000 cells a rank
+    .venv/bin/python benchmarks/advise/sequential_time.py OUT2 --app openfoam --cells 100 --blocks 12
     (--minutes M: start no block after M minutes; --append: more blocks into the same TSV;
-     --lib PATH: that libcolltune.so, not this tree's)
+     --lib PATH: that libcolltune.so, not this tree's; quiet_windows.sh: several in one window)
+
+The applications (APPS; 2 ranks bound to the 2 cores, OMP_NUM_THREADS=1, the inputs of the advise
+benchmarks, overhead.py's set-up reused for the three it has):
+  openfoam  icoFoam on the lid-driven cavity, 40x40 (--cells N: NxN), 200 steps (--steps, as
+            prepared by openfoam.sh); the last continuity line; ~1.0 s a run.
+  lammps    Lennard-Jones melt (in.lj, 4000 atoms), 250 steps (--steps); the last step's
+            potential energy; ~0.75 s.
+  examl     ExaML's 49-taxon example, GAMMA, the given tree's likelihood (`-f e -e 10`, overhead.py
+            --cost's input: the full search takes ~6 s); the likelihood.
+  qe        pw.x, SCF of an 8-atom silicon cell (si8.in); the total energy.
+  hpcc      HPCC, Debian's example input with N=1000 on a 1x2 grid (overhead.py --cost's; N=2000
+            takes ~2.4 s); Success=1, then HPL's residual norm (HPL_RnormI).
 """
 
 from __future__ import annotations
@@ -75,6 +91,14 @@ class App:
     result: re.Pattern[str]   # the result line in the run's output (or `log`)
     log: str | None = None    # a file the run writes its result to, else its stdout
     clean: tuple[str, ...] = ()   # globs removed before each run (outputs that change the next)
+    variant: str = ""         # in the TSV's name: an input other than the bar's (OpenFOAM's --cells)
+
+
+@dataclass(frozen=True)
+class Case:
+    """The size options of the command line; each application reads the ones it has."""
+    steps: int | None = None   # OpenFOAM, LAMMPS (None: the application's default)
+    cells: int | None = None   # OpenFOAM: cells a side (None: the bar's 40)
 
 
 def libcolltune() -> str:
@@ -82,22 +106,34 @@ def libcolltune() -> str:
     return str(build.ensure_built(libraries.resolve("/usr/bin/mpicc.openmpi")).libcolltune)
 
 
-def openfoam(out: Path, steps: int) -> App:
-    case = out / "cavity"
-    if not (case / "processor1").is_dir():
-        raise SystemExit(f"{case}: no decomposed case; first: bash benchmarks/advise/openfoam.sh {out} prepare {steps}")
-    end = float(re.search(r"^endTime\s+(\S+);", (case / "system" / "controlDict").read_text(), re.M).group(1))
+OPENFOAM_STEPS, OPENFOAM_CELLS, LAMMPS_STEPS = 200, 40, 250
+
+
+def openfoam(out: Path, case: Case) -> App:
+    steps, cells = case.steps or OPENFOAM_STEPS, case.cells or OPENFOAM_CELLS
+    work = out / "cavity"
+    size = "" if cells == OPENFOAM_CELLS else f"CELLS={cells} "
+    prepare = f"{size}bash benchmarks/advise/openfoam.sh {out} prepare {steps}"
+    if not (work / "processor1").is_dir():
+        raise SystemExit(f"{work}: no decomposed case; first: {prepare}")
+    end = float(re.search(r"^endTime\s+(\S+);", (work / "system" / "controlDict").read_text(), re.M).group(1))
     if round(end / 0.0005) != steps:
-        raise SystemExit(f"{case}: prepared for {round(end / 0.0005)} steps, not {steps}: "
-                         f"bash benchmarks/advise/openfoam.sh {out} prepare {steps}")
-    rank = case / "rank.sh"
+        raise SystemExit(f"{work}: prepared for {round(end / 0.0005)} steps, not {steps}: {prepare}")
+    mesh = re.search(r"^\s*hex\s*\([^)]*\)\s*\((\d+)\s+(\d+)\s+1\)",
+                     (work / "system" / "blockMeshDict").read_text(), re.M)
+    if mesh is None or (int(mesh[1]), int(mesh[2])) != (cells, cells):
+        got = f"{mesh[1]}x{mesh[2]}" if mesh else "an unknown mesh"
+        raise SystemExit(f"{work}: prepared with {got} cells, not {cells}x{cells}: {prepare}")
+    rank = work / "rank.sh"
     rank.write_text(OPENFOAM_RANK)
     rank.chmod(0o755)
-    return App("openfoam", case, ["./rank.sh"], re.compile(r"time step continuity errors.*"),
-               clean=("processor*/[1-9]*", "processor*/0.*"))
+    return App("openfoam", work, ["./rank.sh"], re.compile(r"time step continuity errors.*"),
+               clean=("processor*/[1-9]*", "processor*/0.*"),
+               variant="" if cells == OPENFOAM_CELLS else f"-{cells}cells")
 
 
-def lammps(out: Path, steps: int) -> App:
+def lammps(out: Path, case: Case) -> App:
+    steps = case.steps or LAMMPS_STEPS
     work = out / "lammps"
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "in.lj", work / "in.lj")
@@ -106,7 +142,42 @@ def lammps(out: Path, steps: int) -> App:
                re.compile(rf"^\s*{steps}\s+\S+\s+(\S+)", re.M), log="log.run", clean=("log.run",))
 
 
-APPS = {"openfoam": openfoam, "lammps": lammps}
+def _overhead_app(name: str, out: Path):   # -> overhead.py's apps.App with its --cost input
+    """overhead.py's set-up of an application (the same input files as the advise benchmarks),
+    with its --cost input (the smaller one: a run of 1-3 s here)."""
+    import overhead   # imports colltune: only when an application is run, not for --read
+    app, _prepare = overhead.APPS[name](out)
+    overhead.cost_input(name, app)
+    return app
+
+
+def examl(out: Path, case: Case) -> App:
+    # ExaML refuses to overwrite its output files (ExaML_info.NAME, ...): they go before each run
+    app = _overhead_app("examl", out)
+    return App("examl", app.work, [*app.program, "seq"], app.result, clean=("ExaML_*",))
+
+
+def qe(out: Path, case: Case) -> App:
+    # pw.x restarts from nothing only if its outdir (the wave functions, the charge density) is gone
+    app = _overhead_app("qe", out)
+    return App("qe", app.work, app.program, app.result, clean=("qe-out", "CRASH"))
+
+
+def hpcc(out: Path, case: Case) -> App:
+    # HPCC appends to hpccoutf.txt. Success=1 (every test passed) alone is a weak check: with it,
+    # HPL's residual norm from the summary, a number of the run's own (the same in every run: the
+    # same matrix, decomposition and reduction order)
+    app = _overhead_app("hpcc", out)
+    return App("hpcc", app.work, app.program, re.compile(r"^Success=1$(?:.|\n)*?^HPL_RnormI=(\S+)$", re.M),
+               log="hpccoutf.txt", clean=("hpccoutf.txt",))
+
+
+APPS = {"openfoam": openfoam, "lammps": lammps, "examl": examl, "qe": qe, "hpcc": hpcc}
+
+
+def tsv_name(app: App, other: str) -> str:
+    """The TSV of an application's blocks: seq-APP[-Ncells][-pass].tsv."""
+    return f"seq-{app.name}{app.variant}{'-pass' if other == 'pass' else ''}.tsv"
 
 
 @dataclass(frozen=True)
@@ -194,6 +265,24 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             print(f"block {b} {order}: " + ", ".join(walls), flush=True)
 
 
+def check(app: App, lib: str, other: str = "profiled") -> list[str]:
+    """One plain and one `other` run, not recorded (what quiet_windows.sh prepare runs: the
+    application, its input and the library work before the window, and what a run takes)."""
+    prof = app.work / "prof"
+    lines, results, walls = [], [], []
+    for mode in ("plain", other):
+        wall, load, result, own = run_one(app, mode, lib, prof)
+        results.append(result)
+        walls.append(wall)
+        account = f"; own account {own[2]:.1f} ms, {own[0]} synchronisations" if mode == "profiled" else ""
+        lines.append(f"{app.name}{app.variant} {mode}: {wall:.3f} s (load {load:.2f}){account}; result {result}")
+    if results[0] != results[1]:
+        raise RuntimeError(f"{app.name}: the {other} run's result differs from the plain run's: {results}")
+    # what --minutes to give for 100 blocks, if the machine stays as it is now (quiet: right)
+    lines.append(f"a block (2 + 2 runs) ~{2 * sum(walls):.1f} s: 100 blocks in ~{2 * sum(walls) * 100 / 60:.0f} min")
+    return lines
+
+
 def read_runs(tsv: Path) -> list[Run]:
     with open(tsv, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
@@ -221,35 +310,47 @@ def block_logs(runs: list[Run]) -> np.ndarray:
     return np.array(logs)
 
 
+MIN_BLOCKS = 6   # the fewest for a 95% distribution-free interval of the median
+
+
 def report(runs: list[Run], bar: float) -> list[str]:
+    """The statistics of a TSV's runs; under MIN_BLOCKS complete blocks (a dry run, a window cut
+    short) only the run times and the own account, and no verdict."""
     logs = block_logs(runs)
     n = len(logs)
-    if n < 6:
-        raise SystemExit(f"{n} complete blocks: at least 6 are needed for a 95% interval of the median")
+    if n == 0:
+        return [f"0 complete blocks ({len(runs)} runs): nothing to report"]
     plain = np.array([r.wall_s for r in runs if r.mode == "plain"])
     prof = np.array([r.wall_s for r in runs if r.mode != "plain"])
     other = next(r.mode for r in runs if r.mode != "plain")   # profiled, or pass (--pass)
     loads = [r.load for r in runs]
+    lines = [
+        f"{n} blocks ({len(runs)} runs, 2 ranks bound to the 2 cores); plain run median {np.median(plain):.3f} s "
+        f"(spread {np.std(plain, ddof=1) / np.mean(plain):.2%}), {other} median {np.median(prof):.3f} s; "
+        f"1-min load before a run {min(loads):.2f}-{max(loads):.2f}",
+    ]
+    own = [r.own_ms for r in runs if r.mode == "profiled" and r.own_ms is not None]
+    if own:
+        syncs = [r.syncs for r in runs if r.mode == "profiled" and r.syncs is not None]
+        account = (f"the profiled runs' own account (rank files): own cost median {np.median(own):.1f} ms "
+                   f"({np.median(own) / 1000 / np.median(prof):.2%} of the profiled median), "
+                   f"sampling synchronisations median {np.median(syncs):.0f}")
+    if n < MIN_BLOCKS:
+        return [*lines, *([account] if own else []),
+                f"no verdict: {n} complete blocks, at least {MIN_BLOCKS} are needed for a 95% interval of the median"]
     mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
     half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
     med = median_interval(logs)
     t_lo, t_hi = math.exp(mean - half), math.exp(mean + half)
     m_lo, m_hi = math.exp(med.low), math.exp(med.high)
-    lines = [
-        f"{n} blocks ({len(runs)} runs, 2 ranks bound to the 2 cores); plain run median {np.median(plain):.3f} s "
-        f"(spread {np.std(plain, ddof=1) / np.mean(plain):.2%}), {other} median {np.median(prof):.3f} s; "
-        f"1-min load before a run {min(loads):.2f}-{max(loads):.2f}",
+    lines += [
         f"a block's log ratio: sd {sd:.4f} (a block's ratio +-{sd:.2%})",
         f"{other} / plain, mean: {math.exp(mean):.4f}, 95% interval {t_lo:.4f}-{t_hi:.4f} (Student t)",
         f"{other} / plain, median: {math.exp(med.median):.4f}, {med.level:.1%} interval {m_lo:.4f}-{m_hi:.4f} "
         "(distribution-free)",
     ]
-    own = [r.own_ms for r in runs if r.mode == "profiled" and r.own_ms is not None]
     if own:
-        syncs = [r.syncs for r in runs if r.mode == "profiled" and r.syncs is not None]
-        lines.append(f"the profiled runs' own account (rank files): own cost median {np.median(own):.1f} ms "
-                     f"({np.median(own) / 1000 / np.median(prof):.2%} of the profiled median), "
-                     f"sampling synchronisations median {np.median(syncs):.0f}")
+        lines.append(account)
     if t_hi <= 1 + bar and m_hi <= 1 + bar:
         v = f"at most {bar:.0%}: both upper ends ({t_hi:.4f}, {m_hi:.4f}) are at most {1 + bar:.2f}"
     elif t_lo > 1 + bar and m_lo > 1 + bar:
@@ -270,30 +371,49 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="the work directory (openfoam.sh OUT prepare STEPS for OpenFOAM)")
     ap.add_argument("--app", choices=sorted(APPS), required=True)
-    ap.add_argument("--steps", type=int, default=200, help="time steps (OpenFOAM: as prepared)")
+    ap.add_argument("--steps", type=int, help=f"time steps (OpenFOAM: as prepared, default {OPENFOAM_STEPS}; "
+                                              f"LAMMPS: default {LAMMPS_STEPS})")
+    ap.add_argument("--cells", type=int, help=f"OpenFOAM: cells a side, as prepared (default {OPENFOAM_CELLS}, the "
+                                              "bar's; another size: TSV OUT/seq-openfoam-Ncells.tsv)")
     ap.add_argument("--blocks", type=int, default=12, help="blocks of four runs (PQQP or QPPQ)")
-    ap.add_argument("--minutes", type=float, help="start no block after this many minutes")
+    ap.add_argument("--minutes", type=float, help="start no block after this many minutes (counted from before "
+                                                   "the two unrecorded first runs)")
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--bar", type=float, default=0.01, help="the overhead bar (default 0.01: 1%%)")
     ap.add_argument("--append", action="store_true", help="more blocks into OUT/seq-APP.tsv")
     ap.add_argument("--read", type=Path, help="only the statistics of an earlier run's TSV")
+    ap.add_argument("--no-report", action="store_true",
+                    help="only the blocks, no statistics after them (quiet_windows.sh reads every TSV at the end)")
+    ap.add_argument("--check", action="store_true",
+                    help="only one plain and one profiled (--pass: preloaded) run, not recorded")
     ap.add_argument("--pass", dest="pass_", action="store_true",
                     help="Q runs preload libcolltune without profiling (the preload's own cost: the "
                          "control for the profiled runs' figure); TSV OUT/seq-APP-pass.tsv")
     ap.add_argument("--lib", help="the libcolltune.so to preload (default: this tree's, built if needed)")
     args = ap.parse_args(argv)
+    if args.cells is not None and args.app != "openfoam":
+        ap.error("--cells is OpenFOAM's")
+    if args.steps is not None and args.app not in ("openfoam", "lammps"):
+        ap.error(f"--steps: {args.app} has a fixed input")
     out = args.out.resolve()
+    other = "pass" if args.pass_ else "profiled"
     tsv = args.read
     if tsv is None:
-        app = APPS[args.app](out, args.steps)
-        tsv = out / f"seq-{args.app}{'-pass' if args.pass_ else ''}.tsv"
-        run_blocks(app, tsv, args.blocks, args.minutes, args.seed, args.append, args.lib or libcolltune(),
-                   "pass" if args.pass_ else "profiled")
-    text = "\n".join(report(read_runs(tsv), args.bar))
+        app = APPS[args.app](out, Case(args.steps, args.cells))
+        lib = args.lib or libcolltune()
+        if args.check:
+            print("\n".join(check(app, lib, other)))
+            return 0
+        tsv = out / tsv_name(app, other)
+        run_blocks(app, tsv, args.blocks, args.minutes, args.seed, args.append, lib, other)
+        if args.no_report:
+            return 0
+    runs = read_runs(tsv)
+    text = "\n".join(report(runs, args.bar))
     print(text)
     if args.read is None:
         (out / f"{tsv.stem}.txt").write_text(text + "\n")
-    return 0
+    return 0 if len(block_logs(runs)) >= MIN_BLOCKS else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,181 @@
+"""benchmarks/advise/sequential_time.py (issue 34's quiet-window wall-time measurement) without
+timing anything: its TSV read back, the blocks' ratios and the verdict on fixed data, an OpenFOAM
+case checked against --cells, and quiet_windows.sh's plan of a list of pairs."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ADVISE = Path(__file__).parents[1] / "benchmarks" / "advise"
+sys.path.insert(0, str(ADVISE))
+
+import sequential_time as st  # noqa: E402
+
+HEADER = "\t".join(st.FIELDS)
+
+
+def _tsv(tmp_path: Path, ratios: list[float], result: str = "-4.7774327", last: int = 4) -> Path:
+    """Blocks with plain runs of 1.0 s and two profiled runs each that sum to 2 x the block's
+    ratio (ratio - 0.01 s, then ratio + 0.01 s): each block's log ratio is log(ratio). `last`: how
+    many runs of the last block were written (4: complete)."""
+    rows = [HEADER]
+    for b, r in enumerate(ratios, 1):
+        order = "PQQP" if b % 2 else "QPPQ"
+        walls = {"P": [1.0, 1.0], "Q": [r + 0.01, r - 0.01]}
+        for pos, letter in enumerate(order):
+            if b == len(ratios) and pos >= last:
+                break
+            mode = "plain" if letter == "P" else "profiled"
+            own = ("0", "0.000", "0.000") if letter == "P" else ("13", "0.034", f"{10 + b:.3f}")
+            rows.append("\t".join((str(b), order, str(pos), mode, f"{walls[letter].pop():.4f}", "0.8", result, *own)))
+    path = tmp_path / "seq.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_tsv_reads_back_and_each_complete_block_gives_its_log_ratio(tmp_path: Path) -> None:
+    runs = st.read_runs(_tsv(tmp_path, [1.0, 1.02, 1.05, 0.98], last=3))
+    assert len(runs) == 15
+    assert runs[0] == st.Run(1, "PQQP", 0, "plain", 1.0, 0.8, "-4.7774327", 0.0, 0)
+    assert runs[1] == st.Run(1, "PQQP", 1, "profiled", 0.99, 0.8, "-4.7774327", 11.0, 13)
+    # the fourth block lost its last run (a window's end): left out
+    assert [round(x, 12) for x in st.block_logs(runs)] == [0.0, round(math.log(1.02), 12), round(math.log(1.05), 12)]
+
+
+def test_a_tsv_of_before_session_13_has_no_own_account(tmp_path: Path) -> None:
+    path = tmp_path / "old.tsv"
+    path.write_text("block\torder\tpos\tmode\twall_s\tload1\tresult\n1\tPQQP\t0\tplain\t1.0670\t2.1\tx\n")
+    assert st.read_runs(path) == [st.Run(1, "PQQP", 0, "plain", 1.067, 2.1, "x", None, None)]
+
+
+def test_a_changed_result_line_stops_the_statistics(tmp_path: Path) -> None:
+    runs = st.read_runs(_tsv(tmp_path, [1.0] * 6))
+    runs[5] = dataclasses.replace(runs[5], result="-4.7774328")
+    with pytest.raises(ValueError, match="2 different result lines"):
+        st.block_logs(runs)
+
+
+def test_the_verdict_over_the_bar(tmp_path: Path) -> None:
+    ratios = [1.02, 1.03, 1.025, 1.035, 1.02, 1.03, 1.025, 1.03]
+    lines = st.report(st.read_runs(_tsv(tmp_path, ratios)), 0.01)
+    # 8 blocks: the median's interval is the smallest and largest ratio (99.2%: 1 - 2 / 2^8)
+    assert lines == [
+        "8 blocks (32 runs, 2 ranks bound to the 2 cores); plain run median 1.000 s (spread 0.00%), "
+        "profiled median 1.027 s; 1-min load before a run 0.80-0.80",
+        "a block's log ratio: sd 0.0052 (a block's ratio +-0.52%)",
+        "profiled / plain, mean: 1.0269, 95% interval 1.0224-1.0313 (Student t)",
+        "profiled / plain, median: 1.0275, 99.2% interval 1.0200-1.0350 (distribution-free)",
+        "the profiled runs' own account (rank files): own cost median 14.5 ms (1.41% of the profiled median), "
+        "sampling synchronisations median 13",
+        "against the 1% bar: over 1%: both lower ends (1.0224, 1.0200) are over 1.01",
+        "the mean is at or over the bar: no number of blocks shows 'at most'",
+    ]
+
+
+def test_the_verdict_at_most_and_not_resolved(tmp_path: Path) -> None:
+    close = [1.0, 1.002, 0.998, 1.001, 0.999, 1.0, 1.003, 0.997]
+    lines = st.report(st.read_runs(_tsv(tmp_path, close)), 0.01)
+    assert lines[-2] == "against the 1% bar: at most 1%: both upper ends (1.0017, 1.0030) are at most 1.01"
+    assert lines[-1] == "blocks that would put both upper ends under 1.01 at this mean and spread: ~6"
+    wide = [0.95, 1.06, 1.0, 1.04, 0.97, 1.03, 1.01, 0.99]
+    lines = st.report(st.read_runs(_tsv(tmp_path, wide)), 0.01)
+    assert lines[-2] == "against the 1% bar: not resolved: an interval contains 1.01 or ends over it"
+    assert lines[-1] == "blocks that would put both upper ends under 1.01 at this mean and spread: ~434"
+
+
+def test_fewer_than_six_blocks_give_the_run_times_and_no_verdict(tmp_path: Path) -> None:
+    # a dry run's three blocks and the fourth's first two runs
+    lines = st.report(st.read_runs(_tsv(tmp_path, [1.01, 1.03, 1.02, 1.05], last=2)), 0.01)
+    assert lines == [
+        "3 blocks (14 runs, 2 ranks bound to the 2 cores); plain run median 1.000 s (spread 0.00%), "
+        "profiled median 1.020 s; 1-min load before a run 0.80-0.80",
+        "the profiled runs' own account (rank files): own cost median 12.0 ms (1.18% of the profiled median), "
+        "sampling synchronisations median 13",
+        "no verdict: 3 complete blocks, at least 6 are needed for a 95% interval of the median",
+    ]
+    assert st.report(st.read_runs(_tsv(tmp_path, [1.0], last=3)), 0.01) == \
+        ["0 complete blocks (3 runs): nothing to report"]
+
+
+def test_the_committed_dry_runs_read_back_without_a_verdict() -> None:
+    # benchmarks/advise/dry-session17: 3 blocks of each new application at nice 19, load 5.7-8.2
+    got = {app: st.report(st.read_runs(ADVISE / "dry-session17" / f"seq-{app}.tsv"), 0.01)
+           for app in ("examl", "qe", "hpcc", "openfoam-100cells")}
+    lines = "3 blocks (12 runs, 2 ranks bound to the 2 cores); plain run median {} s (spread {}), profiled median " \
+            "{} s; 1-min load before a run {}|the profiled runs' own account (rank files): own cost median {} ms " \
+            "({} of the profiled median), sampling synchronisations median {}|no verdict: 3 complete blocks, at " \
+            "least 6 are needed for a 95% interval of the median"
+    assert {app: "|".join(got[app]) for app in got} == {
+        "examl": lines.format("20.619", "28.12%", "15.411", "6.73-8.19", "36.2", "0.23%", "5989"),
+        "qe": lines.format("18.561", "21.92%", "26.287", "5.74-6.93", "10.9", "0.04%", "433"),
+        "hpcc": lines.format("2.438", "39.34%", "2.196", "6.68-7.06", "6.4", "0.29%", "204"),
+        "openfoam-100cells": lines.format("38.474", "17.61%", "39.940", "6.60-8.06", "114.0", "0.29%", "9935"),
+    }
+    assert {r.result for r in st.read_runs(ADVISE / "dry-session17" / "seq-hpcc.tsv")} == {"2.40163e-12"}
+
+
+def _cavity(out: Path, cells: int, end: str = "0.1") -> None:
+    case = out / "cavity"
+    (case / "processor1").mkdir(parents=True)
+    (case / "system").mkdir()
+    (case / "system" / "controlDict").write_text(f"deltaT          0.0005;\nendTime         {end};\n")
+    (case / "system" / "blockMeshDict").write_text(
+        f"blocks\n(\n    hex (0 1 2 3 4 5 6 7) ({cells} {cells} 1) simpleGrading (1 1 1)\n);\n")
+
+
+def test_an_openfoam_case_is_checked_against_cells_and_steps(tmp_path: Path) -> None:
+    _cavity(tmp_path / "bar", 40)
+    app = st.openfoam(tmp_path / "bar", st.Case())
+    assert (app.variant, st.tsv_name(app, "profiled"), st.tsv_name(app, "pass")) == \
+        ("", "seq-openfoam.tsv", "seq-openfoam-pass.tsv")
+    with pytest.raises(SystemExit, match=r"prepared with 40x40 cells, not 100x100: CELLS=100 bash "
+                                         r"benchmarks/advise/openfoam.sh \S+/bar prepare 200$"):
+        st.openfoam(tmp_path / "bar", st.Case(cells=100))
+    with pytest.raises(SystemExit, match=r"prepared for 200 steps, not 400: bash benchmarks/advise/openfoam.sh"):
+        st.openfoam(tmp_path / "bar", st.Case(steps=400))
+    _cavity(tmp_path / "big", 100)
+    app = st.openfoam(tmp_path / "big", st.Case(cells=100))
+    assert (app.variant, st.tsv_name(app, "pass")) == ("-100cells", "seq-openfoam-100cells-pass.tsv")
+    with pytest.raises(SystemExit, match="not 40x40"):
+        st.openfoam(tmp_path / "big", st.Case())
+
+
+def test_the_table_of_applications() -> None:
+    assert sorted(st.APPS) == ["examl", "hpcc", "lammps", "openfoam", "qe"]
+
+
+def _windows(tmp_path: Path, action: str, pairs: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(ADVISE / "quiet_windows.sh"), str(tmp_path / "out"), action, pairs],
+                          capture_output=True, text=True)
+
+
+def test_quiet_windows_plan_names_one_tsv_a_pair(tmp_path: Path) -> None:
+    got = _windows(tmp_path, "plan", "examl:12 hpcc:pass:6.5 openfoam@100:8 openfoam@40:profiled:3")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines() == [
+        "examl:12: sequential_time.py OUT --app examl --minutes 12 -> OUT/seq-examl.tsv",
+        "hpcc:pass:6.5: sequential_time.py OUT --app hpcc --pass --minutes 6.5 -> OUT/seq-hpcc-pass.tsv",
+        "openfoam@100:8: sequential_time.py OUT/openfoam-100 --app openfoam --cells 100 --minutes 8 "
+        "-> OUT/openfoam-100/seq-openfoam-100cells.tsv",
+        "openfoam@40:profiled:3: sequential_time.py OUT --app openfoam --minutes 3 -> OUT/seq-openfoam.tsv",
+        "blocks start within 29.5 minutes (each pair's last block comes on top)",
+    ]
+
+
+@pytest.mark.parametrize(("pairs", "error"), [
+    ("examl:12 examl:profiled:3", "examl:profiled:3 and examl:12: the same TSV seq-examl.tsv"),
+    ("lammps@100:5", "lammps@100:5: @CELLS is OpenFOAM's (a number)"),
+    ("qe:full:3", "qe:full:3: mode 'full' is neither profiled nor pass"),
+    ("vasp:3", "vasp:3: no application 'vasp'"),
+    ("qe", "qe: minutes ''"),
+])
+def test_quiet_windows_refuses_a_bad_list_before_running_anything(tmp_path: Path, pairs: str, error: str) -> None:
+    got = _windows(tmp_path, "run", pairs)
+    assert (got.returncode, got.stdout, got.stderr.strip()) == (2, "", error)
+    assert not (tmp_path / "out").exists()
