@@ -77,8 +77,15 @@ from paired_time import median_interval  # noqa: E402
 
 FIELDS = ("block", "order", "pos", "mode", "wall_s", "load1", "result", "syncs", "sync_ms", "own_ms")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+# The preload (and so libmpi's tree, libcolltune's DT_NEEDED) goes to icoFoam alone: OpenFOAM's
+# bashrc forks ~20 shells, dirname and uname, each of which would load it (~1,080 page faults and
+# ~11-14 ms of task clock a rank: pass35's counts, README "seventeenth round: what the preload
+# alone costs"), a cost of this script, not of the application; sessions 12-16's OpenFOAM windows
+# had it in their profiled and --pass runs.
 OPENFOAM_RANK = """#!/bin/bash
+preload=${LD_PRELOAD-}; unset LD_PRELOAD
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
+[ -n "$preload" ] && export LD_PRELOAD=$preload
 exec icoFoam -parallel
 """
 
