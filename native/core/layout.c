@@ -7,6 +7,32 @@
 
 static MPI_Comm ct_world_twin = MPI_COMM_NULL;   /* written by MPI_Init and MPI_Finalize alone */
 
+/* Open MPI makes the twin with MPI_Comm_create_group over MPI_COMM_WORLD's group, not
+ * MPI_Comm_dup: Open MPI (2.x to 5.x) agrees on a duplicate's context id by a nonblocking
+ * allreduce of the parent's libnbc module, which registers libnbc's progress function until
+ * MPI_COMM_WORLD is freed at MPI_Finalize, so every opal_progress of the run (each poll of each
+ * blocking call's wait) also called ompi_coll_libnbc_progress: +21 instructions a poll, 135,351
+ * polls in 2,000 MPI_Allreduce of a program that never made a communicator or a nonblocking
+ * collective itself (benchmarks/advise/README.md, "seventeenth round: what the preload alone
+ * costs"). MPI_Comm_create_group agrees by point-to-point messages in a tag space of its own
+ * (ompi_comm_allreduce_group_nb) and leaves libnbc as the application left it. At MPI_Init the
+ * two make the same communicator for colltune's use: MPI_COMM_WORLD's group, no topology, no
+ * attribute yet. The MPICH family keeps MPI_Comm_dup: measured on Open MPI only. */
+static int ct_world_twin_make(MPI_Comm *twin)
+{
+#if defined(COLLTUNE_ABI_FAMILY_OPENMPI)
+    MPI_Group world;
+    int rc = PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Comm_create_group(MPI_COMM_WORLD, world, 0, twin);
+    PMPI_Group_free(&world);
+    return rc;
+#else
+    return PMPI_Comm_dup(MPI_COMM_WORLD, twin);
+#endif
+}
+
 /* The duplicate returns its errors instead of taking MPI_COMM_WORLD's handler as it was at
  * MPI_Init (fatal by default): every caller checks the code and plays safe (the agreement turns
  * libcolltune off, a layout that fails leaves the call to the library), so that a failure of
@@ -16,7 +42,7 @@ int ct_world_twin_open(MPI_Comm *twin)
 {
     int rc = MPI_SUCCESS;
     if (ct_world_twin == MPI_COMM_NULL
-        && (rc = PMPI_Comm_dup(MPI_COMM_WORLD, &ct_world_twin)) == MPI_SUCCESS
+        && (rc = ct_world_twin_make(&ct_world_twin)) == MPI_SUCCESS
         && (rc = PMPI_Comm_set_errhandler(ct_world_twin, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
         PMPI_Comm_free(&ct_world_twin);
     if (rc != MPI_SUCCESS)

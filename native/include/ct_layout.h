@@ -23,7 +23,8 @@ typedef struct ct_layout {
  * travels there instead of in a third collective). Returns an MPI error code. */
 int ct_comm_layout(MPI_Comm comm, uint64_t *carry, ct_layout *out);
 
-/* colltune's private duplicate of MPI_COMM_WORLD (collective over MPI_COMM_WORLD), made once by
+/* colltune's private duplicate of MPI_COMM_WORLD (collective over MPI_COMM_WORLD; on Open MPI made
+ * by MPI_Comm_create_group, which leaves libnbc's progress unregistered: layout.c), made once by
  * MPI_Init for the settings' agreement and kept until MPI_Finalize, so that MPI_COMM_WORLD's
  * layout reductions run on it instead of on a duplicate of their own: one communicator agreed
  * on, not two (SimGrid's MPICH family sets up each new communicator with a ring of P^2 messages,
