@@ -547,15 +547,20 @@ void ct_libalg_finish(void)
     }
     if (ct_lib_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ct_lib_keyval);
-    ct_mpit_var *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        ct_mpit_var_close(all[i]);
-    for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
-        ct_mpit_var_close(&ct_alg[c]);
-        ct_mpit_var_close(&ct_alg_started[c]);
-    }
-    if (ct_mpit_up)
+    /* Every variable is opened after MPI_T is up (ct_libalg_setup): without it none is present,
+     * and a pass-through run, which never set MPI_T up, does not touch their pages (closing them
+     * faulted in ~4 zero pages a rank at MPI_Finalize, benchmarks/advise/README.md "what the
+     * preload alone costs"). */
+    if (ct_mpit_up) {
+        ct_mpit_var *all[] = {&ct_device, &ct_fallback, &ct_dynamic, &ct_han};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            ct_mpit_var_close(all[i]);
+        for (int c = 0; c < CT_NUM_COLLECTIVES; c++) {
+            ct_mpit_var_close(&ct_alg[c]);
+            ct_mpit_var_close(&ct_alg_started[c]);
+        }
         MPI_T_finalize();
+    }
     ct_mpit_up = 0;
     ct_nmembers = 0;
     ct_kind = CT_LIB_NONE;

@@ -39,7 +39,11 @@ static uint64_t ct_sizes;                             /* bit n: sized classes pr
 static char *ct_failure[CT_PROOF_IDS];               /* "class: case" of the first failure */
 static unsigned char ct_warned[CT_PROOF_IDS];
 static char ct_path[1024];
-static int ct_loaded, ct_stale;
+/* ct_written: ct_proof_load or a warning wrote the tables above; a pass-through run never does,
+ * and clearing tables it never touched made MPI_Finalize fault in their zero pages (~6 a rank,
+ * benchmarks/advise/README.md "what the preload alone costs"). Next to ct_loaded, whose page
+ * MPI_Init reads in every run. */
+static int ct_loaded, ct_stale, ct_written;
 
 static int ct_member_id(const char *name)
 {
@@ -124,6 +128,7 @@ uint64_t ct_proof_load(void)
     for (int c = 0; c < CT_NUM_COLLECTIVES; c++)
         ct_proof_possible(c, &ct_possible[c]);
     ct_proof_sized_set(&ct_sized);
+    ct_written = 1;
     const char *path = ct_proof_path();
     FILE *f = path != NULL ? fopen(path, "r") : NULL;
     if (f == NULL)
@@ -222,6 +227,7 @@ colltune_reason ct_proof_check(int id, const ct_call *call)
     if (!ct_warned[id]) {   /* decisions are uniform: every rank warns alike, rank 0 speaks */
         int missing = ct_first_missing(id, call);
         ct_warned[id] = 1;
+        ct_written = 1;
         int rank = 0, size = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         PMPI_Comm_size(call->comm, &size);
@@ -249,6 +255,9 @@ colltune_reason ct_proof_check(int id, const ct_call *call)
 
 void ct_proof_clear(void)
 {
+    if (!ct_written)
+        return;   /* every table still as loaded: zero */
+    ct_written = 0;
     for (int id = 0; id < CT_PROOF_IDS; id++) {
         free(ct_failure[id]);
         ct_failure[id] = NULL;
