@@ -430,7 +430,7 @@ def test_sampled_polls_are_estimates_with_their_interval(tmp_path):
         (3001, True, list(a.calls_interval)), (1001, True, list(b.calls_interval))]
     lines = where.text(run, [row])
     assert lines[-3].split()[0] == "~3,001" and lines[-2].split()[0] == "~1,001"
-    assert lines[-1] == "    ~ estimated from a sample of the polls (intervals in the JSON)"
+    assert lines[-1] == "    ~ estimated from a sample of the calls (intervals in the JSON)"
     assert _site_calls(sites[0]) == f"~3,001 ({a.calls_interval[0]:,}-{a.calls_interval[1]:,})"
     # An inconsistent file says so.
     f.write_text(f.read_text().replace("polls Test 4001 40", "polls Test 4001 41"))

@@ -82,7 +82,7 @@ _Static_assert(offsetof(ct_trace_record, duration) == 16, "trace record layout")
 
 /* Profiling runs (native/runtime/profrun.c, profcall.c, profcomm.c): dir/rank-N. */
 #define CT_PROFRUN_MAGIC "colltune-profile-run"
-#define CT_PROFRUN_VERSION 4
+#define CT_PROFRUN_VERSION 5
 /* point: name, site, nprocs, bin, calls, timed, timed_ns, max_ns, bytes, samples, own_ns, wait_ns, wait_min_ns, bytes_min, bytes_max */
 #define CT_PROFRUN_POINT_FORMAT "%s %p %d %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu"
 #define CT_PROFRUN_POINT_FIELDS 15

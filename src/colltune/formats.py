@@ -57,7 +57,7 @@ TRACE_OUTCOMES = ("fixed", "not_applicable", "exploit", "explore")
 # Profiling runs (colltune.advise.profile_run): (field, type) of the point and pattern
 # lines after their first word; types: word, ptr (hex or "(nil)"), int, u64
 PROFILE_RUN_MAGIC = "colltune-profile-run"
-PROFILE_RUN_VERSION = 4
+PROFILE_RUN_VERSION = 5
 PROFILE_RUN_POINT: tuple[tuple[str, str], ...] = (
     ("name", "word"),
     ("site", "ptr"),

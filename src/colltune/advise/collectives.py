@@ -125,12 +125,22 @@ def library_choices(choices: list[Choice]) -> dict[tuple[str, int], list[Segment
     return {k: sorted(v, key=lambda s: s.lo) for k, v in out.items()}
 
 
+def calls_text(p: AppPoint) -> str:
+    """The point's calls as the evidence quotes them: an estimate (a light path's sample) with
+    `~` and its 95% interval, and so the saving (calls x the difference) with them."""
+    if p.calls_interval is None:
+        return f"{p.calls} calls"
+    lo, hi = p.calls_interval
+    return f"~{p.calls} calls (estimated from a sample of the calls, 95% {lo}-{hi}; the predicted saving with them)"
+
+
 def findings(choices: list[Choice]) -> list[Finding]:
     out = []
     for c in choices:
         p = c.point
         lo, hi = bin_range(p)
-        where = ", ".join(f"{s} x{n}" for s, n in sorted(p.sites.items(), key=lambda kv: -kv[1])[:3])
+        where = ", ".join(f"{s} x{'~' if s in p.sites_estimated else ''}{n}"
+                          for s, n in sorted(p.sites.items(), key=lambda kv: -kv[1])[:3])
         kind = catalog.variant_kind(c.best)
         change = ({"colltune": f"colltune run --profile advise.prof -- mpiexec ... (rule {p.collective} "
                                 f"{p.nprocs} ranks {lo}..{hi} bytes -> {c.best})"}
@@ -141,12 +151,13 @@ def findings(choices: list[Choice]) -> list[Finding]:
             "collectives",
             f"MPI_{p.collective.title()} at {p.nprocs} ranks, {lo}..{hi} bytes: {c.best} is "
             f"{c.default_s / c.best_s:.2f}x faster than the library's default",
-            [f"{p.calls} calls, {p.total_s * 1e3:.2f} ms (own cost {p.own_s * 1e3:.2f} ms, waiting "
+            [f"{calls_text(p)}, {p.total_s * 1e3:.2f} ms (own cost {p.own_s * 1e3:.2f} ms, waiting "
              f"{p.wait_s * 1e3:.2f} ms) on the slowest rank; sites: {where}",
              f"database at {c.msg_bytes} bytes: default {c.default_s * 1e6:.1f} us, {c.best} "
              f"{c.best_s * 1e6:.1f} us (medians)"],
             change, c.saving_s,
             data={"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
+                  **({"calls_interval": list(p.calls_interval)} if p.calls_interval else {}),
                   "msg_bytes": c.msg_bytes, "default_s": c.default_s, "best": c.best,
                   "best_s": c.best_s}))
     return out

@@ -40,6 +40,7 @@ def as_json(advice: Advice, files: dict[str, str]) -> dict[str, Any]:
         "patterns": [{**p.__dict__, "saving_s": p.saving_s} for p in advice.call_patterns],
         "findings": [f.as_dict() for f in advice.findings],
         "points": [{"collective": p.collective, "nprocs": p.nprocs, "bin": p.bin, "calls": p.calls,
+                    **({"calls_interval": list(p.calls_interval)} if p.calls_interval else {}),
                     "mean_bytes": p.mean_bytes, "total_s": p.total_s, "own_s": p.own_s,
                     "wait_s": p.wait_s, "sites": p.sites,
                     "per_rank_s": {str(k): v for k, v in p.per_rank_s.items()}}

@@ -28,6 +28,9 @@ breaks).
 
 A pattern counts only where every rank saw it (the minimum over ranks): only the root can check
 that a broadcast sends the reduce's result, the other ranks only check order, root, count, type.
+Where a light path sampled the first calls (profile_run.scale_samples) the pairs are an estimate:
+`~` before them wherever they are quoted, their 95% interval (and the saving's) in the evidence and
+the JSON (`pairs_interval`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from colltune.advise import callsites
 from colltune.advise.findings import Finding
 from colltune.advise.points import AppPoint
 from colltune.advise.profile_run import ProfileRun
-from colltune.advise.where import class_method, cut_name, fmt_bytes, fmt_s, shorten
+from colltune.advise.where import class_method, cut_name, fmt_bytes, fmt_count, fmt_s, shorten
 
 NAMES = ("reduce_bcast", "small_reductions", "barrier_before_sync")
 # A pattern whose predicted saving is below this share of the run is not advised (it stays in the
@@ -64,6 +67,9 @@ class Pattern:
     mean_bytes: float      # of the second call
     saving_per_pair_s: float | None = None
     basis: str = ""        # where the saving comes from
+    # where some rank's pairs are an estimate (a light path's sample): the interval of `pairs`
+    # (the fewest of any rank lies between the fewest of their low and high ends); None: counted
+    pairs_interval: tuple[int, int] | None = None
 
     @property
     def saving_s(self) -> float | None:
@@ -83,14 +89,16 @@ def _calls_at(run: ProfileRun) -> dict[str, set[str]]:
 
 def find(run: ProfileRun) -> list[Pattern]:
     """Every pattern every rank saw, by pairs (most first)."""
-    per_rank: list[dict[tuple[str, str, str, int, int], tuple[int, int]]] = []
+    # per rank and pattern: pairs, bytes, the pairs' interval, whether any of them is an estimate
+    per_rank: list[dict[tuple[str, str, str, int, int], tuple[int, int, int, int, bool]]] = []
     for rank in run.ranks:
         labels = callsites.of(run, rank)
-        mine: dict[tuple[str, str, str, int, int], tuple[int, int]] = {}
+        mine: dict[tuple[str, str, str, int, int], tuple[int, int, int, int, bool]] = {}
         for p in rank.patterns:
             key = (p.name, labels[p.first].label, labels[p.second].label, p.nprocs, p.bin)
-            pairs, b = mine.get(key, (0, 0))
-            mine[key] = (pairs + p.pairs, b + p.bytes)
+            pairs, b, lo, hi, estimated = mine.get(key, (0, 0, 0, 0, False))
+            plo, phi = p.pairs_interval or (p.pairs, p.pairs)
+            mine[key] = (pairs + p.pairs, b + p.bytes, lo + plo, hi + phi, estimated or p.pairs_interval is not None)
         per_rank.append(mine)
     calls = _calls_at(run)
     out = []
@@ -98,8 +106,11 @@ def find(run: ProfileRun) -> list[Pattern]:
         name, first, second, nprocs, bin_ = key
         pairs = min(m[key][0] for m in per_rank)
         mean = sum(m[key][1] for m in per_rank) / sum(m[key][0] for m in per_rank)
+        interval = ((min(m[key][2] for m in per_rank), min(m[key][3] for m in per_rank))
+                    if any(m[key][4] for m in per_rank) else None)
         out.append(Pattern(name, first, second, "/".join(sorted(calls.get(first, {"?"}))),
-                           "/".join(sorted(calls.get(second, {"?"}))), nprocs, bin_, pairs, mean))
+                           "/".join(sorted(calls.get(second, {"?"}))), nprocs, bin_, pairs, mean,
+                           pairs_interval=interval))
     return sorted(out, key=lambda p: (-p.pairs, p.name, p.first, p.second))
 
 
@@ -218,9 +229,9 @@ CHANGES = {
 
 # The finding in one line: what, where (the application lines), the change.
 BRIEFS = {
-    "reduce_bcast": "Reduce+Bcast {pairs:,}x {where}: one MPI_Allreduce",
-    "small_reductions": "reductions {pairs:,}x {where}: fuse (check)",
-    "barrier_before_sync": "Barrier before {second_call} {pairs:,}x {where}: remove (check)",
+    "reduce_bcast": "Reduce+Bcast {npairs}x {where}: one MPI_Allreduce",
+    "small_reductions": "reductions {npairs}x {where}: fuse (check)",
+    "barrier_before_sync": "Barrier before {second_call} {npairs}x {where}: remove (check)",
 }
 # Which sites a brief names: the barrier's alone (the collective after it is in the title), or both.
 BRIEF_SITES = {"reduce_bcast": 2, "small_reductions": 2, "barrier_before_sync": 1}
@@ -307,10 +318,17 @@ def _briefs(kept: list[Pattern]) -> list[str]:
     for level in (1, 2):
         seen = Counter(key(p, d) for p, d in zip(kept, details))
         details = [level if seen[key(p, d)] > 1 else d for p, d in zip(kept, details)]
-    return [BRIEFS[p.name].format(**{**p.__dict__, "where": _brief_where(p, d)}) for p, d in zip(kept, details)]
+    return [BRIEFS[p.name].format(**{**counted(p.__dict__), "where": _brief_where(p, d)})
+            for p, d in zip(kept, details)]
 
 
-_COUNT = re.compile(r"\b\d[\d,]*x ")
+_COUNT = re.compile(r"~?\b\d[\d,]*x ")
+
+
+def counted(fields: dict) -> dict:
+    """A pattern's fields (its __dict__ or its finding's data) with `npairs`, its pairs as the
+    briefs quote them: `~` before an estimate."""
+    return {**fields, "npairs": fmt_count(fields["pairs"], fields.get("pairs_interval"))}
 
 
 def told_apart(findings: list[Finding]) -> dict[int, str]:
@@ -337,7 +355,7 @@ def told_apart(findings: list[Finding]) -> dict[int, str]:
             one = BRIEF_SITES[d["pattern"]] == 1 or _line(d["first"], True) == _line(d["second"], True)
             where_ = _line(d[side], True) if one else _pair_where(d["first"], d["second"], True)
             link = "<-" if k == 1 else "via"
-            fields = {**d, "call": str(d.get("second_call", "")).removeprefix("MPI_")}
+            fields = {**counted(d), "call": str(d.get("second_call", "")).removeprefix("MPI_")}
             out[i] = BRIEFS[d["pattern"]].format(**{**fields, "where": f"{where_} {link} {_frame(d[side], k)}"})
     # A row told apart from its group must not now read as another row does (two groups parting at
     # the same callers: `via +0x19a37` in each): those keep their briefs (one frame cannot tell
@@ -371,10 +389,10 @@ def _frame(site: str, k: int) -> str:
 
 # Shorter words for a brief's what and change, tried in turn before its sites are shortened.
 SHORTER = {
-    "reduce_bcast": [("Reduce+Bcast {pairs:,}x ", ": one Allreduce")],
+    "reduce_bcast": [("Reduce+Bcast {npairs}x ", ": one Allreduce")],
     "small_reductions": [],
-    "barrier_before_sync": [("Barrier before {call} {pairs:,}x ", ": remove (check)"),
-                            ("Barrier+{call} {pairs:,}x ", ": remove (check)")],
+    "barrier_before_sync": [("Barrier before {call} {npairs}x ", ": remove (check)"),
+                            ("Barrier+{call} {npairs}x ", ": remove (check)")],
 }
 _QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~]\w*)")
 _NAME = re.compile(r"(?<![\w.+])[A-Za-z_~]\w{14,}(?![\w.])")
@@ -390,7 +408,7 @@ def fit_brief(f: Finding, width: int) -> str:
     name = f.data.get("pattern")
     if len(brief) <= width or name not in BRIEFS:
         return brief
-    fields = {**f.data, "call": str(f.data.get("second_call", "")).removeprefix("MPI_")}
+    fields = {**counted(f.data), "call": str(f.data.get("second_call", "")).removeprefix("MPI_")}
     head, _, tail = BRIEFS[name].partition("{where}")
     head, tail = head.format(**fields), tail.format(**fields)
     if not (brief.startswith(head) and brief.endswith(tail)):
@@ -418,14 +436,21 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
     out = []
     kept = [p for p in patterns if p.saving_s is None or p.saving_s >= NEGLIGIBLE * wall_s]
     for p, brief in zip(kept, _briefs(kept)):
-        fields = {**p.__dict__, "times": "once" if p.pairs == 1 else f"{p.pairs:,} times"}
-        evidence = [f"{p.pairs:,} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
+        fields = counted(p.__dict__)
+        estimated = p.pairs_interval is not None
+        fields["times"] = ("once" if p.pairs == 1 and not estimated else f"{fields['npairs']} times")
+        evidence = [f"{fields['npairs']} pairs on every rank at {p.nprocs} ranks, {fmt_bytes(p.mean_bytes)} B "
                     f"per call: {p.first} then {p.second}", OBSERVED[p.name].format(**fields)]
+        if p.pairs_interval is not None:
+            evidence.insert(1, f"pairs estimated from a sample of the calls (a light path): 95% "
+                               f"{p.pairs_interval[0]:,}-{p.pairs_interval[1]:,}")
         if p.saving_s is not None:
-            evidence.append(f"predicted saving {fmt_s(max(p.saving_s, 0.0))} = {p.pairs:,} x "
-                            f"{fmt_s(max(p.saving_per_pair_s or 0.0, 0.0))} "
-                            f"({100 * max(p.saving_s, 0.0) / wall_s:.2f}% of the run); {p.basis}"
-                            if wall_s else p.basis)
+            per = max(p.saving_per_pair_s or 0.0, 0.0)
+            spread = (f", 95% {fmt_s(p.pairs_interval[0] * per)}-{fmt_s(p.pairs_interval[1] * per)}"
+                      if p.pairs_interval is not None else "")
+            evidence.append(f"predicted saving {fmt_s(max(p.saving_s, 0.0))} = {fields['npairs']} x "
+                            f"{fmt_s(per)} ({100 * max(p.saving_s, 0.0) / wall_s:.2f}% of the run{spread}); "
+                            f"{p.basis}" if wall_s else p.basis)
             if p.saving_s <= 0:
                 evidence.append("on this machine the fused call is not faster: no saving predicted")
         else:
@@ -437,6 +462,9 @@ def findings(patterns: list[Pattern], wall_s: float) -> list[Finding]:
                            check=CHECKS[p.name], brief=brief,
                            data={"pattern": p.name, "first": p.first, "second": p.second,
                                  "first_call": p.first_call, "second_call": p.second_call,
-                                 "nprocs": p.nprocs, "bin": p.bin, "pairs": p.pairs, "mean_bytes": p.mean_bytes,
+                                 "nprocs": p.nprocs, "bin": p.bin, "pairs": p.pairs,
+                                 "pairs_estimated": estimated,
+                                 **({"pairs_interval": list(p.pairs_interval)} if estimated else {}),
+                                 "mean_bytes": p.mean_bytes,
                                  "saving_per_pair_s": p.saving_per_pair_s}))
     return out

@@ -188,7 +188,8 @@ class PatternFigure:
     def as_json(self) -> dict[str, object]:
         p = self.pattern
         return {"pattern": p.name, "first": p.first, "second": p.second, "nprocs": p.nprocs, "bin": p.bin,
-                "pairs": p.pairs, "predicted_saving_s": p.saving_s, **self.comparison.as_json(),
+                "pairs": p.pairs, "pairs_interval": list(p.pairs_interval) if p.pairs_interval else None,
+                "predicted_saving_s": p.saving_s, **self.comparison.as_json(),
                 "verdict": self.verdict()}
 
 

@@ -43,7 +43,7 @@ from colltune.advise.findings import family_of
 from colltune.measure.proof import read_passed
 from colltune.mpi.algorithms import ALGORITHMS_AT_LAUNCH, LIBRARY_ALGORITHMS, started_algorithms
 from colltune.advise.points import own_and_wait
-from colltune.advise.profile_run import Point, ProfileRun, RequestCount
+from colltune.advise.profile_run import Point, ProfileRun, RequestCount, interval_of
 
 DEFAULT_TOP = 3
 
@@ -53,7 +53,7 @@ class SiteTime:
     label: str
     calls: int = 0
     time_s: float = 0.0
-    # an estimate's interval (polls sampled: profile_run.scale_polls), None: counted
+    # an estimate's interval (a light path's sample: profile_run.scale_samples), None: counted
     calls_interval: tuple[int, int] | None = None
 
 
@@ -241,10 +241,12 @@ def rows(run: ProfileRun, tunability: Tunability | None = None) -> list[TimeRow]
     out: dict[tuple[str, str], TimeRow] = {}
     sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])   # bytes, sized calls
     sites: dict[tuple[str, str], dict[str, SiteTime]] = defaultdict(dict)
+    spans: dict[tuple[tuple[str, str], str], tuple[int, int, bool]] = {}   # sites' calls interval
     for rank in run.ranks:
         labels = callsites.of(run, rank)
-        # calls, time, the calls' interval, whether any of them is an estimate
-        here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0, 0, 0, 0])
+        # calls, time; the points (an estimate's interval: profile_run.interval_of)
+        here: dict[tuple[tuple[str, str], str], list[float]] = defaultdict(lambda: [0, 0.0])
+        at: dict[tuple[tuple[str, str], str], list[Point]] = defaultdict(list)
         for p in rank.points:
             key = (p.kind, mpi_name(p))
             row = out.setdefault(key, TimeRow(p.kind, key[1], wait_s=None if p.kind == "p2p" else 0.0))
@@ -256,16 +258,18 @@ def rows(run: ProfileRun, tunability: Tunability | None = None) -> list[TimeRow]
             h = here[(key, labels[p.site].label)]
             h[0] += p.calls
             h[1] += p.total_ns / 1e9
-            lo, hi = p.calls_interval or (p.calls, p.calls)
-            h[2] += lo
-            h[3] += hi
-            h[4] = h[4] or p.calls_interval is not None
-        for (key, label), (calls, t, lo, hi, estimated) in here.items():
+            at[(key, labels[p.site].label)].append(p)
+        for (key, label), (calls, t) in here.items():
             s = sites[key].setdefault(label, SiteTime(label))
             s.calls, s.time_s = max(s.calls, int(calls)), max(s.time_s, t)
-            if estimated:   # the most of any rank: the interval's ends the most of any rank's
-                old = s.calls_interval or (0, 0)
-                s.calls_interval = (max(old[0], int(lo)), max(old[1], int(hi)))
+            # the most of any rank lies between the most of their low and high ends (a counted
+            # rank's ends are its calls)
+            interval = interval_of(rank, at[(key, label)])
+            lo, hi = interval or (int(calls), int(calls))
+            old = spans.get((key, label), (0, 0, False))
+            spans[(key, label)] = (max(old[0], lo), max(old[1], hi), old[2] or interval is not None)
+    for (key, label), (lo, hi, estimated) in spans.items():
+        sites[key][label].calls_interval = (lo, hi) if estimated else None
     for key, by_rank in _per_rank(run).items():
         row = out[key]
         slow = max(by_rank, key=lambda r: (by_rank[r][1], -r))
@@ -352,6 +356,11 @@ def fmt_s(s: float | None) -> str:
     if s > 0:   # a call pattern's saving per pair: tens of nanoseconds on one node
         return f"{s * 1e9:.0f} ns"
     return "0"
+
+
+def fmt_count(n: int, interval: tuple[int, int] | None) -> str:
+    """A count for people: `~` before an estimate (one with an interval, a light path's sample)."""
+    return f"~{n:,}" if interval is not None else f"{n:,}"
 
 
 def fmt_bytes(n: float) -> str:
@@ -461,6 +470,7 @@ def shorten(text: str, width: int = WIDTH) -> str:
     return text[:head] + "..." + text[len(text) - (width - 3 - head):]
 
 
+ESTIMATED = "    ~ estimated from a sample of the calls (intervals in the JSON)"
 HEAD = f"{'call':<20} {'calls/rank':>11} {'bytes (range)':>16} {'own':>9} {'waiting':>9} {'share':>6}"
 
 
@@ -478,13 +488,13 @@ def _row_lines(row: TimeRow, sites: int, compact: bool = False) -> list[str]:
         lines.append(f"    {row.completed:,} requests completed, waiting {fmt_s(row.wait_s)} in "
                      f"Wait/Test, overlap {fmt_s(row.overlap_s)}")
     for s in row.sites[:sites]:
-        calls = f"~{s.calls:,}" if s.calls_interval else f"{s.calls:,}"
+        calls = fmt_count(s.calls, s.calls_interval)
         head = f"    {calls:>11} {fmt_s(s.time_s):>9}  "
         lines.append(head + fit_site(without_object(s.label) if compact else s.label, WIDTH - len(head)))
     if len(row.sites) > sites and not compact:
         lines.append(f"    ... {len(row.sites) - sites} more call sites (all in the JSON)")
     if not compact and any(s.calls_interval for s in row.sites[:sites]):
-        lines.append("    ~ estimated from a sample of the polls (intervals in the JSON)")
+        lines.append(ESTIMATED)
     return lines
 
 

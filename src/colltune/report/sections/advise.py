@@ -38,7 +38,8 @@ def _plots(ctx: ReportContext, report: dict[str, Any]) -> str:
         ax.bar(np.array([p["bin"] for p in mine]) + 0.1 * len(blocks), [p["calls"] for p in mine],
                width=0.4, label=coll, alpha=0.8)
     ax.set_xlabel("message size bin (log2 bytes)")
-    ax.set_ylabel("calls")
+    # (a light path's sample: a size bin's calls are then an estimate, advise.json's calls_interval)
+    ax.set_ylabel("calls (some estimated)" if any(p.get("calls_interval") for p in points) else "calls")
     ax.legend(fontsize=8)
     ax.set_title("collective message sizes", fontsize=10, loc="left")
     blocks.append(ctx.figure(fig, "histogram of collective message sizes"))
@@ -75,12 +76,12 @@ def _where_table(report: dict[str, Any], top: int = 10) -> str:
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return ("<h3>Where the time goes</h3><p>Collectives by own cost, then point-to-point calls; "
             "figures of each call's slowest rank, share of the wall time "
-            f"{table['wall_s']:.3f} s; ~: a site's polls estimated from a sample (95% interval), "
+            f"{table['wall_s']:.3f} s; ~: a site's calls estimated from a sample (95% interval), "
             f"its function's total exact.</p><table><tr>{head}</tr>{''.join(body)}</table>")
 
 
 def _site_calls(site: dict) -> str:
-    """A call site's calls; an estimate (polls sampled) with `~` and its interval."""
+    """A call site's calls; an estimate (a light path's sample) with `~` and its interval."""
     if not site.get("calls_estimated"):
         return f"{site['calls']:,}"
     lo, hi = site["calls_interval"]
