@@ -22,6 +22,9 @@ def profiled(lib: MpiLibrary, art: build.Artifacts, nprocs: int, argv: Sequence[
              directory: Path, extra: Mapping[str, str] | None = None, **kw) -> Run:
     env = dict(runenv.rank_environment(lib, art, **kw))
     env["COLLTUNE_PROFILE_RUN"] = str(directory)
+    # every call recorded at its site (the exact path these tests count), unless a test asks for
+    # the light path (tests/test_advise_light_run.py)
+    env["COLLTUNE_PROFILE_RUN_LIGHT"] = "0"
     env.update(extra or {})
     run = run_mpi(lib, nprocs, [str(a) for a in argv], env)
     assert run.returncode == 0 and not run.timed_out, run.describe()

@@ -81,6 +81,9 @@ def wrapper(c: Call) -> list[str]:
     found inline (the wrapper's CFA its anchor: the same for the same stack depth at the call),
     and so is the common call, its chain's last call again and untimed
     (ct_profrun_p2p_again): counted, then a tail jump to the library; begin takes the others.
+    Before all that, once the light path is open (requests.c), a call that is not its function's
+    sample is only counted down (ct_light_call) and jumps to the library; the sample takes the
+    full path and is noted at its point (ct_light_noted).
     Where `stubbed`, the stub (STUB_PRELUDE) tests ct_p2p_on and jumps to the timed path itself
     (ct_slow_MPI_<name>) or to the library, and the C wrapper is the fallback elsewhere."""
     args = ", ".join(c.arg_names)
@@ -115,11 +118,16 @@ def wrapper(c: Call) -> list[str]:
     return [
         *head,
         "{",
+        f"    if (CT_LIKELY(ct_light_call({c.enum})))",
+        f"        return PMPI_{c.name}({args});",
+        f"    const int sampled = ct_light_due({c.enum}) && ct_light_take({c.enum});",
         "    uint64_t t_in = ct_own_entry();",
         "    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());",
-        f"    if (CT_LIKELY(ct_profrun_p2p_again({c.enum}, chain, {size})))",
+        f"    if (CT_LIKELY(!sampled && ct_profrun_p2p_again({c.enum}, chain, {size})))",
         f"        return PMPI_{c.name}({args});",
         f"    ct_p2p_rec rec = ct_profrun_p2p_begin({c.enum}, chain, {size}, t_in);",
+        "    if (CT_UNLIKELY(sampled))",
+        f"        ct_light_noted({c.enum}, (ct_point *)rec.slot);",
         "    if (CT_LIKELY(rec.t0 == 0))",
         f"        return PMPI_{c.name}({args});",
         f"    int rc = PMPI_{c.name}({args});",

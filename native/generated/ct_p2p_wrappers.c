@@ -52,11 +52,16 @@ const char *const ct_p2p_names[CT_P2P_COUNT] = {
 
 static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_SEND)))
+        return PMPI_Send(buf, count, datatype, dest, tag, comm);
+    const int sampled = ct_light_due(CT_P2P_SEND) && ct_light_take(CT_P2P_SEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SEND, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SEND, chain, count, datatype)))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SEND, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_SEND, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Send(buf, count, datatype, dest, tag, comm);
@@ -73,11 +78,16 @@ CT_HOT_TEXT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int 
 
 static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_SSEND)))
+        return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
+    const int sampled = ct_light_due(CT_P2P_SSEND) && ct_light_take(CT_P2P_SSEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SSEND, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SSEND, chain, count, datatype)))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SSEND, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_SSEND, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
     int rc = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
@@ -100,11 +110,16 @@ CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Isend(const void *buf, int count, MPI_Data
 static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #endif
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_ISEND)))
+        return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+    const int sampled = ct_light_due(CT_P2P_ISEND) && ct_light_take(CT_P2P_ISEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISEND, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_ISEND, chain, count, datatype)))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISEND, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_ISEND, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
@@ -129,11 +144,16 @@ CT_HIDDEN int ct_slow_MPI_Issend(const void *buf, int count, MPI_Datatype dataty
 static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #endif
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_ISSEND)))
+        return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
+    const int sampled = ct_light_due(CT_P2P_ISSEND) && ct_light_take(CT_P2P_ISSEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_ISSEND, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_ISSEND, chain, count, datatype)))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_ISSEND, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_ISSEND, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
@@ -158,11 +178,16 @@ CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype da
 static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 #endif
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_RECV)))
+        return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
+    const int sampled = ct_light_due(CT_P2P_RECV) && ct_light_take(CT_P2P_RECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_RECV, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_RECV, chain, count, datatype)))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_RECV, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_RECV, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
     int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, status);
@@ -187,11 +212,16 @@ CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype d
 static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 #endif
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_IRECV)))
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    const int sampled = ct_light_due(CT_P2P_IRECV) && ct_light_take(CT_P2P_IRECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_IRECV, chain, count, datatype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_IRECV, chain, count, datatype)))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_IRECV, chain, count, datatype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_IRECV, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
@@ -216,11 +246,16 @@ CT_HIDDEN int ct_slow_MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datat
 static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 #endif
 {
+    if (CT_LIKELY(ct_light_call(CT_P2P_SENDRECV)))
+        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+    const int sampled = ct_light_due(CT_P2P_SENDRECV) && ct_light_take(CT_P2P_SENDRECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
-    if (CT_LIKELY(ct_profrun_p2p_again(CT_P2P_SENDRECV, chain, sendcount, sendtype)))
+    if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SENDRECV, chain, sendcount, sendtype)))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     ct_p2p_rec rec = ct_profrun_p2p_begin(CT_P2P_SENDRECV, chain, sendcount, sendtype, t_in);
+    if (CT_UNLIKELY(sampled))
+        ct_light_noted(CT_P2P_SENDRECV, (ct_point *)rec.slot);
     if (CT_LIKELY(rec.t0 == 0))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);

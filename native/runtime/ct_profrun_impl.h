@@ -183,7 +183,13 @@ typedef struct __attribute__((aligned(64))) ct_pcomm {
     const uint64_t *prev_idp;
     uint64_t prev_id, prev_seq; /* prev_seq: its number in the thread's sequence of calls */
     int nprocs, rank;
-    int inter;
+    /* The low 32 bits of the number of the call that makes a pattern pair with the previous
+     * one here if it comes next (0: none): set by a call all of whose kind are recorded (its
+     * function's light path shut) or that is its function's sample, so that pairs are counted
+     * exactly, or through their first call's sample (follow_lead: its light id, -1: exact). */
+    uint32_t follow;
+    int16_t inter;
+    int16_t follow_lead;
     uint64_t period, samples;
     uint64_t last_sync_ns;      /* this rank's previous synchronisation here, 0: none yet */
     uint64_t own_id;
@@ -203,6 +209,10 @@ typedef struct ct_pat_slot {
     atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
     ct_pat_key key;
     atomic_ullong count, bytes;
+    /* of those, the pairs whose first call was its function's light-path sample (light id
+     * `lead`), and their bytes: estimated by that function's total over its sample */
+    uint64_t sampled, sampled_bytes;
+    int lead;
 } ct_pat_slot;
 
 /* A memoised call's pattern with the call it last followed directly: `after` is that call's
@@ -255,6 +265,18 @@ CT_PROFRUN_HIDDEN void ct_profcomm_pattern(ct_pcomm *st, const ct_fingerprint *f
                                            ct_pat_memo *pm, int64_t bytes);
 /* `pairs` pairs of `bytes` bytes (the second calls', summed) into a pattern's counter. */
 CT_PROFRUN_HIDDEN void ct_pat_bump(ct_pat_slot *slot, uint64_t pairs, uint64_t bytes);
+/* One of them (counted there too) whose first call was the light-path sample of light id
+ * `lead`: its pattern's pairs are estimated from those (profcomm.c's pattern_sampled line). */
+CT_PROFRUN_HIDDEN void ct_pat_sampled(ct_pat_slot *slot, uint64_t bytes, int lead);
+
+/* Does the call numbered `seq` make a pattern pair with the previous call on its communicator:
+ * directly after it on this thread, that call's fingerprint unchanged, and that call one whose
+ * pairs are counted (st->follow: its function's calls all recorded, or it was the sample)? */
+static inline int ct_profcomm_paired(const ct_pcomm *st, uint64_t seq)
+{
+    return st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id
+           && st->follow == (uint32_t)seq;
+}
 
 /* Do a pattern's two calls' buffers make it (Reduce+Bcast: the Bcast sends what the Reduce's
  * root received; small reductions back to back: the second's input does not overlap the first's
@@ -326,8 +348,22 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t 
  * armed values, less what is left of them). */
 #define ct_seq (ct_profrun_me.seq)
 extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite, ct_poll_sum;
-extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT];
+/* The light path's functions (requests.c): the point-to-point calls (their ct_p2p_call) and the
+ * collectives (CT_LIGHT_COLL + their id); each has a countdown (ct_poll_left). */
+#define CT_LIGHT_COLL CT_P2P_COUNT
+#define CT_LIGHT_IDS (CT_P2P_COUNT + CT_NUM_COLLECTIVES)
+extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_LIGHT_IDS];
 extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
+/* The number the thread's next call will take (ct_call_number's, without taking it). */
+static inline uint64_t ct_call_number_next(void)
+{
+    uint64_t n = ct_seq + 1 + ct_polls_counted_all;
+    if (__builtin_expect(ct_poll_sum, 0))
+        n += ct_polls_armed_all
+             - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
+                          + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
+    return n;
+}
 static inline uint64_t ct_call_number(void)
 {
     uint64_t n = ++ct_seq + ct_polls_counted_all;
@@ -337,12 +373,47 @@ static inline uint64_t ct_call_number(void)
                           + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
     return n;
 }
+/* The light path of repeated calls (requests.c, "the light path of repeated calls"): a call of
+ * a function with one (light id `id`) takes it when its countdown is above 1: counted down,
+ * numbered, and the wrapper goes to the library. Shut (CT_POLL_SHUT, far below) or at 1, it
+ * takes the full path; at 1 it is the function's sample (ct_light_due), which ct_light_take
+ * rearms and ct_light_noted records at its point after the full path (NULL: none). Only below
+ * MPI_THREAD_MULTIPLE (plain counters); a countdown that is shut never moves. */
+static inline int ct_light_call(int id)
+{
+    int32_t left = ct_poll_left[id];
+    if (__builtin_expect(left > 1, 1)) {
+        ct_poll_left[id] = left - 1;
+        ct_seq++;
+        return 1;
+    }
+    return 0;
+}
+static inline int ct_light_due(int id)
+{
+    return __builtin_expect(ct_poll_left[id] == 1, 0);
+}
+/* Is the function's light path open (so that a call on its full path is not its sample but a
+ * call made to go there: counted exactly, and no pattern's first call)? */
+static inline int ct_light_open(int id)
+{
+    return ct_poll_left[id] >= 0;
+}
+CT_PROFRUN_HIDDEN int ct_light_take(int id);
+CT_PROFRUN_HIDDEN void ct_light_noted(int id, ct_point *point);
+/* The light path opened once the thread's calls reach COLLTUNE_PROFILE_RUN_LIGHT (profcall.c's
+ * countdown rearm asks, every ~16 calls of the full path). */
+CT_PROFRUN_HIDDEN void ct_light_start_due(void);
+/* Each pattern's pairs counted through a sample kept with probability 1/2 (`halve(n)`: how many
+ * of n are kept), as the points' samples at a widening of the period (requests.c). */
+CT_PROFRUN_HIDDEN void ct_profcomm_light_halve(uint64_t (*halve)(uint64_t n));
+
 /* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
  * the points are written). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_finish(void);
 /* The polls' light path on or off (requests.c): on while profiling below MPI_THREAD_MULTIPLE
  * (profrun.c calls it once ct_profrun_on is set) and no collective request is followed. */
-CT_PROFRUN_HIDDEN void ct_profrun_polls_start(void);
+CT_PROFRUN_HIDDEN void ct_profrun_polls_start(uint64_t light_after);
 /* The polls lines of dir/rank-N: per Test-family function, its light path's polls and the
  * countdown's sample of them; the polls' period and its doublings (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_write(FILE *out);

@@ -145,6 +145,7 @@ static _Thread_local uint32_t ct_time_rng CT_TLS_MODEL;   /* (ct_time_left: ct_p
 
 __attribute__((noinline)) void ct_time_rearm(void)
 {
+    ct_light_start_due();   /* (here: every ~16 calls of the full path ask) */
     uint32_t x = ct_time_rng ? ct_time_rng : (0x9E3779B9u ^ (uint32_t)(uintptr_t)&ct_time_rng) | 1u;
     x ^= x << 13;
     x ^= x >> 17;
@@ -576,6 +577,31 @@ static inline ct_pcomm *ct_pcomm_of(MPI_Comm comm)
     return ct_profcomm_lookup(comm);
 }
 
+/* A sample of a light function (ct_profiled_args' ct_light_take) on its way through the full
+ * path, recorded at its point after it (ct_light_lead); below MPI_THREAD_MULTIPLE only. */
+static CT_HOT_DATA unsigned char ct_light_pending;
+
+/* After a collective's full path: whether the next call here makes a pattern pair with it
+ * (ct_profcomm_paired), and the sample noted at its point. A call whose function's light path
+ * is open and is not its sample was made to go there (a sampled synchronisation's call, a
+ * sample's follower): counted exactly, it is no pattern's first call (its next call is not made
+ * to follow it, so pairs after it would be those that happened to meet a sample). */
+static inline void ct_light_lead(ct_pcomm *st, int kind, uint64_t seq, ct_point *slot)
+{
+    int id = CT_LIGHT_COLL + kind;
+    if (CT_UNLIKELY(ct_light_pending)) {
+        ct_light_pending = 0;
+        ct_light_noted(id, slot);
+        st->follow = (uint32_t)(seq + 1);
+        st->follow_lead = (int16_t)id;
+    } else if (CT_UNLIKELY(ct_light_open(id)) && !ct_profrun_by_modes[kind]) {
+        st->follow = 0;
+    } else {
+        st->follow = (uint32_t)(seq + 1);
+        st->follow_lead = -1;
+    }
+}
+
 /* A memoised call's repetition becomes the previous call on its communicator. A pair it
  * completes with the call directly before it, by the pattern cached in the entry (asked of
  * profcomm.c only when that call is another than last time), is counted in m->pairs: added to
@@ -583,20 +609,24 @@ static inline ct_pcomm *ct_pcomm_of(MPI_Comm comm)
 static inline void ct_repeat_pattern(ct_pcomm *st, ct_memo *m, uint64_t seq)
 {
     ct_pat_memo *pm = &m->pattern;
-    if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
+    if (ct_profcomm_paired(st, seq)) {
         if (CT_UNLIKELY(pm->after != st->prev_id)) {   /* first time after this call */
             if (m->pairs > 0 && pm->slot != NULL)
                 ct_pat_bump(pm->slot, m->pairs, m->pairs * (uint64_t)m->fp.bytes);
             m->pairs = 0;
             ct_profcomm_pattern(st, &m->fp, pm, m->fp.bytes);
         }
-        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &m->fp, m->root))
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &m->fp, m->root)) {
             m->pairs++;
+            if (CT_UNLIKELY(st->follow_lead >= 0))
+                ct_pat_sampled(pm->slot, (uint64_t)m->fp.bytes, st->follow_lead);
+        }
     }
     st->prev = &m->fp;
     st->prev_idp = &m->id;
     st->prev_id = m->id;
     st->prev_seq = seq;
+    ct_light_lead(st, m->kind, seq, m->slot);
 }
 
 /* Every call that is not a memoised one's repetition: sizes, slots and fingerprints derived from
@@ -614,7 +644,7 @@ static __attribute__((noinline, cold)) int ct_profiled_full(int kind, const ct_c
         PMPI_Comm_size(comm, &nprocs);
     int64_t bytes = call == NULL ? 0 : ct_bytes_before(call);
     ct_point *s = bytes >= 0 ? ct_coll_slot(site, kind, nprocs, ct_bin(bytes)) : NULL;
-    int timed = sampled || s == NULL ? 1 : ct_time_this(s);
+    int timed = sampled || s == NULL || ct_light_pending ? 1 : ct_time_this(s);
     uint64_t t0 = timed ? ct_profrun_ticks() : 0;
     int rc = ct_serve(kind, call, comm);
     uint64_t t1 = timed ? ct_profrun_ticks() : 0, ns = t1 - t0;
@@ -631,6 +661,9 @@ static __attribute__((noinline, cold)) int ct_profiled_full(int kind, const ct_c
         /* the memo entry keeps the fingerprint, else the communicator's state (NULLs) */
         ct_profcomm_after(st, m ? &m->fp : NULL, m ? &m->id : NULL, m ? &m->pattern : NULL, kind,
                           site, call, bytes, seq);
+        ct_light_lead(st, kind, seq, s);
+    } else {
+        ct_light_pending = 0;   /* (failed: no sample) */
     }
     if (s != NULL) {
         /* the point keeps the decision's size bin; a v/w form's recorded size is its counts'
@@ -651,6 +684,7 @@ static __attribute__((noinline, cold)) void ct_failed(int kind, const void *site
                                                       int timed, uint64_t ns, int sampled,
                                                       uint64_t wait)
 {
+    ct_light_pending = 0;   /* (a sample that failed: in its function's total, not its point's) */
     ct_point *s = ct_coll_slot(site, kind, nprocs, -1);
     if (s != NULL) {
         ct_count(s, -1);
@@ -667,6 +701,8 @@ static inline __attribute__((always_inline)) int ct_memo_timed(ct_memo *m, int s
         m->time_all--;
         return 1;
     }
+    if (CT_UNLIKELY(ct_light_pending))
+        return 1;   /* a light path's sample stands for many calls: always timed */
     if (CT_UNLIKELY(ct_time_left <= 1)) {
         ct_time_rearm();
         return 2;
@@ -813,6 +849,24 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
 {
     if (CT_UNLIKELY(ct_profrun_by_modes[kind]))
         return CT_ARGS_FULL;
+    /* The light path (ct_light_call's, with the communicator's count and the calls that must
+     * take the full path: the sampled synchronisation's, a sample's follower). */
+    const int id = CT_LIGHT_COLL + kind;
+    int32_t left = ct_poll_left[id];
+    if (CT_LIKELY(left > 1)) {
+        ct_pcomm *st = ct_pcomm_of(comm);
+        if (CT_LIKELY(st != NULL && st->calls != st->next_sample
+                      && st->follow != (uint32_t)ct_call_number_next())) {
+            ct_poll_left[id] = left - 1;
+            ct_seq++;
+            st->calls++;
+            /* (a failed call: in its function's total, at no point) */
+            *rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);
+            return CT_ARGS_SERVED;
+        }
+    } else if (CT_UNLIKELY(left == 1)) {
+        ct_light_pending = (unsigned char)ct_light_take(id);
+    }
     /* its CFA: the same for the same stack depth at the call (no frame pointer needed) */
     const void *site = ct_profchain_shared(ct_profrun_caller != NULL ? ct_profrun_caller
                                                                      : ct_profrun_site,
@@ -827,7 +881,8 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
     }
     ct_pcomm *st = m->st;
     /* (ct_profcomm_due, ct_own_entry and ct_memo_timed would all say "no") */
-    if (CT_UNLIKELY(st->calls == st->next_sample || m->time_all > 0 || ct_time_left <= 1)) {
+    if (CT_UNLIKELY(st->calls == st->next_sample || m->time_all > 0 || ct_time_left <= 1
+                    || ct_light_pending)) {
         ct_chain_handed = site;
         return CT_ARGS_TIMED;
     }

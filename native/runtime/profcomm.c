@@ -102,13 +102,16 @@ static ct_pcomm *ct_state_new(MPI_Comm comm)
     if (st == NULL)
         return NULL;
     memset(st, 0, sizeof *st);
+    int inter = 0;
     if (PMPI_Comm_size(comm, &st->nprocs) != MPI_SUCCESS
-        || PMPI_Comm_test_inter(comm, &st->inter) != MPI_SUCCESS
+        || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS
         || PMPI_Comm_rank(comm, &st->rank) != MPI_SUCCESS
         || PMPI_Comm_set_attr(comm, ct_keyval, st) != MPI_SUCCESS) {
         free(st);
         return NULL;
     }
+    st->inter = (int16_t)(inter != 0);
+    st->follow_lead = -1;
     /* the second call (the first may carry the library's lazy setup); never without sampling */
     st->next_sample = ct_every != 0 ? 1 : UINT64_MAX;
     st->period = ct_every;
@@ -228,6 +231,28 @@ int ct_profcomm_sync(ct_pcomm *st, MPI_Comm comm, uint64_t *wait_ns)
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
+void ct_pat_sampled(ct_pat_slot *s, uint64_t bytes, int lead)
+{
+    /* below MPI_THREAD_MULTIPLE only (the light path): plain counters */
+    s->sampled++;
+    s->sampled_bytes += bytes;
+    s->lead = lead;
+}
+
+void ct_profcomm_light_halve(uint64_t (*halve)(uint64_t n))
+{
+    for (size_t i = 0; i < CT_PAT_SLOTS; i++) {
+        ct_pat_slot *s = &ct_pat_slots[i];
+        if (s->sampled == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
+            continue;
+        /* a dropped pair stays counted in the pattern's pairs, out of the sample (as a dropped
+         * point sample stays in its point's calls); its bytes, those of one bin, in proportion */
+        uint64_t kept = halve(s->sampled);
+        s->sampled_bytes = (uint64_t)((double)s->sampled_bytes * (double)kept / (double)s->sampled);
+        s->sampled = kept;
+    }
+}
+
 void ct_pat_bump(ct_pat_slot *s, uint64_t pairs, uint64_t bytes)
 {
     if (ct_profrun_mt) {
@@ -342,10 +367,13 @@ void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_m
     if (pm == NULL)
         pm = &local;
     *pm = (ct_pat_memo){0, NULL, -1};
-    if (st->prev_seq + 1 == seq && st->prev != NULL && *st->prev_idp == st->prev_id) {
+    if (ct_profcomm_paired(st, seq)) {
         ct_profcomm_pattern(st, &cur, pm, bytes);
-        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &cur, cur.root))
+        if (pm->pattern >= 0 && ct_profcomm_buffers_fit(st, pm->pattern, st->prev, &cur, cur.root)) {
             ct_pat_bump(pm->slot, 1, (uint64_t)bytes);
+            if (st->follow_lead >= 0)
+                ct_pat_sampled(pm->slot, (uint64_t)bytes, st->follow_lead);
+        }
     }
     if (fp == NULL) {
         fp = &st->own;
@@ -369,6 +397,11 @@ void ct_profcomm_write(FILE *out, double ns_per_tick)
         _Static_assert(CT_PROFRUN_PATTERN_FIELDS == 7, "formats.toml's pattern line: update the writer");
         fprintf(out, "pattern " CT_PROFRUN_PATTERN_FORMAT "\n", ct_pattern_names[k->pattern], k->first,
                 k->second, k->nprocs, k->bin, atomic_load(&s->count), atomic_load(&s->bytes));
+        if (s->sampled > 0)   /* (the lead: a collective's light id) */
+            fprintf(out, "pattern_sampled %s %p %p %d %d %llu %llu %s\n", ct_pattern_names[k->pattern],
+                    k->first, k->second, k->nprocs, k->bin, (unsigned long long)s->sampled,
+                    (unsigned long long)s->sampled_bytes,
+                    colltune_collective_name(s->lead - CT_LIGHT_COLL));
     }
     fprintf(out, "patterns_lost %llu\nsample_syncs %llu %llu %llu\n", atomic_load(&ct_pat_lost),
             atomic_load(&ct_syncs),

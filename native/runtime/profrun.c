@@ -69,6 +69,21 @@ void ct_profrun_prepare(uint64_t slots[CT_PROFRUN_SLOTS])
     slots[CT_PR_BUDGET_NOT] = ~slots[CT_PR_BUDGET];
 }
 
+/* COLLTUNE_PROFILE_RUN_LIGHT: the calls after which the light path opens (0: never). A
+ * malformed value keeps every call on the full path, as `0`, and says so. */
+static uint64_t ct_light_setting(int rank)
+{
+    long n = ct_count_setting(CT_ENV_PROFILE_RUN_LIGHT, CT_DEFAULT_PROFILE_RUN_LIGHT);
+    if (n < 0) {
+        if (rank == 0)
+                ct_message("warning: COLLTUNE_PROFILE_RUN_LIGHT=%s is not a count >= 0; every call "
+                       "takes the full path (exact counts at every site)",
+                       getenv(CT_ENV_PROFILE_RUN_LIGHT));
+        return 0;
+    }
+    return (uint64_t)n;
+}
+
 /* The directory made (with its parents) and tried at MPI_Init: a run of hours should not learn
  * at MPI_Finalize that its profile cannot be written. Every rank tries (EEXIST is fine); a rank
  * that cannot write says so and profiles on (its sampling must stay the same as the others'). */
@@ -133,7 +148,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     ct_watch |= CT_WATCH_SEE;   /* the watched functions and their requests (watch.c) */
     if (!ct_profrun_mt)
         ct_watch |= CT_WATCH_MEMO;   /* (ct_watch.h) */
-    ct_profrun_polls_start();
+    ct_profrun_polls_start(ct_light_setting(rank));
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);
 }
@@ -196,9 +211,16 @@ static void ct_write_slots(FILE *out, ct_point *table, ct_claims *claims, int co
                 ~atomic_load(&s->bytes_min_not), atomic_load(&s->bytes_max));
         if (coll)
             ct_write_requests(out, s, rate);
-        else if (atomic_load(&s->polls) > 0)
-            fprintf(out, "polled %s %p %llu\n", ct_p2p_names[k->kind], k->site,
-                    (unsigned long long)atomic_load(&s->polls));
+        unsigned long long polls = atomic_load(&s->polls);
+        if (polls == 0)
+            continue;
+        if (!coll && (k->kind == CT_P2P_TEST || k->kind == CT_P2P_TESTALL || k->kind == CT_P2P_TESTANY
+                      || k->kind == CT_P2P_TESTSOME))
+            fprintf(out, "polled %s %p %llu\n", ct_p2p_names[k->kind], k->site, polls);
+        else   /* a light function's sample (requests.c): the point's key, then its part */
+            fprintf(out, "sampled %s %s %p %d %d %llu\n", coll ? "coll" : "p2p",
+                    !coll ? ct_p2p_names[k->kind] : ct_kind_name(k->kind), k->site, k->nprocs,
+                    k->bin, polls);
     }
 }
 

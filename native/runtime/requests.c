@@ -75,25 +75,45 @@ CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_lite;
  * collective's instructions. */
 static unsigned char ct_poll_taken;
 CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_sum;
-CT_HIDDEN int32_t ct_poll_left[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
-static int32_t ct_poll_armed[CT_P2P_COUNT] = {[0 ... CT_P2P_COUNT - 1] = CT_POLL_SHUT};
-static int32_t ct_poll_kept[CT_P2P_COUNT];
-CT_HIDDEN uint64_t ct_polls_counted[CT_P2P_COUNT];
+CT_HIDDEN int32_t ct_poll_left[CT_LIGHT_IDS] = {[0 ... CT_LIGHT_IDS - 1] = CT_POLL_SHUT};
+static int32_t ct_poll_armed[CT_LIGHT_IDS] = {[0 ... CT_LIGHT_IDS - 1] = CT_POLL_SHUT};
+static int32_t ct_poll_kept[CT_LIGHT_IDS];
+CT_HIDDEN uint64_t ct_polls_counted[CT_LIGHT_IDS];
 /* their sums over the four (the first read by every call: ct_call_number) */
 CT_HIDDEN CT_HOT_DATA uint64_t ct_polls_counted_all;
 CT_HIDDEN uint64_t ct_polls_armed_all;
 static const ct_p2p_call ct_poll_fns[] = {CT_P2P_TEST, CT_P2P_TESTALL, CT_P2P_TESTANY, CT_P2P_TESTSOME};
 #define CT_POLL_FNS (sizeof ct_poll_fns / sizeof ct_poll_fns[0])
+/* The other functions with a light path (ct_light_call, below "the light path of repeated
+ * calls"): the generated point-to-point wrappers, MPI_Wait and MPI_Waitall, and the collectives
+ * of the call path by arguments (profcall.c). Unlike a poll, each of their light calls numbers
+ * itself (ct_seq), so their countdowns are not in ct_call_number's sums. */
+static const int ct_light_fns[] = {
+    CT_P2P_SEND, CT_P2P_SSEND, CT_P2P_ISEND, CT_P2P_ISSEND, CT_P2P_RECV, CT_P2P_IRECV,
+    CT_P2P_SENDRECV, CT_P2P_WAIT, CT_P2P_WAITALL, CT_LIGHT_COLL + CT_COLL_ALLREDUCE,
+    CT_LIGHT_COLL + CT_COLL_REDUCE, CT_LIGHT_COLL + CT_COLL_BCAST};
+#define CT_LIGHT_FNS (sizeof ct_light_fns / sizeof ct_light_fns[0])
+/* The light path of those opens after the run's first ct_light_after intercepted calls (0:
+ * never; COLLTUNE_PROFILE_RUN_LIGHT), ct_light_started from then on. */
+static uint64_t ct_light_after;
+static unsigned char ct_light_started;
+
+static int ct_is_poll_id(int f)
+{
+    return f == CT_P2P_TEST || f == CT_P2P_TESTALL || f == CT_P2P_TESTANY || f == CT_P2P_TESTSOME;
+}
 
 /* Function f's countdown (re)armed at `left` (the shut value while shut); the polls it counted
  * since its last arming go to ct_polls_counted. */
-static void ct_poll_arm(ct_p2p_call f, int32_t left)
+static void ct_poll_arm(int f, int32_t left)
 {
     if (ct_poll_lite) {
         uint64_t since = (uint64_t)((int64_t)ct_poll_armed[f] - ct_poll_left[f]);
         ct_polls_counted[f] += since;
-        ct_polls_counted_all += since;
-        ct_polls_armed_all += (uint64_t)((int64_t)left - ct_poll_armed[f]);
+        if (ct_is_poll_id(f)) {   /* (ct_call_number's sums: the polls' alone) */
+            ct_polls_counted_all += since;
+            ct_polls_armed_all += (uint64_t)((int64_t)left - ct_poll_armed[f]);
+        }
     }
     ct_poll_armed[f] = ct_poll_left[f] = left;
 }
@@ -103,8 +123,8 @@ static void ct_poll_lite_set(void)
     unsigned char open = ct_poll_lite_ok && atomic_load_explicit(&ct_req_live, memory_order_relaxed) == 0;
     if (open == ct_poll_lite)
         return;
-    for (size_t i = 0; i < CT_POLL_FNS; i++) {
-        ct_p2p_call f = ct_poll_fns[i];
+    for (size_t i = 0; i < CT_POLL_FNS + (ct_light_started ? CT_LIGHT_FNS : 0); i++) {
+        int f = i < CT_POLL_FNS ? (int)ct_poll_fns[i] : ct_light_fns[i - CT_POLL_FNS];
         if (open) {
             ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
         } else {
@@ -480,7 +500,7 @@ void ct_profrun_polls_finish(void)
  * with its interval); the totals stay exact. The Wait family (it blocks, and completes) and a
  * call given a followed collective request take the exact path (the map, the memo): a
  * nonblocking collective's waiting stays exact. */
-static uint64_t ct_polls_sampled[CT_P2P_COUNT], ct_polls_thinned[CT_P2P_COUNT];
+static uint64_t ct_polls_sampled[CT_LIGHT_IDS], ct_polls_thinned[CT_LIGHT_IDS];
 
 /* The polls' sampling period: one in ct_poll_every on average, gaps ct_poll_every/2 ..
  * 3 ct_poll_every/2 from an xorshift as the call path's (so that no cycle of the application's
@@ -537,17 +557,24 @@ static void ct_poll_widen(void)
         return;
     ct_poll_every *= 2;
     ct_poll_widened++;
-    for (size_t i = 0; i < CT_P2P_SLOTS; i++) {
-        ct_point *s = &ct_p2p_slots[i];
+    /* the point-to-point points (a poll's or a light function's sample: ct_p2p_call is its
+     * light id), then the collectives' (CT_LIGHT_COLL + their id; the watched functions'
+     * points, above the collectives' ids, have none) */
+    for (size_t i = 0; i < CT_P2P_SLOTS + CT_COLL_SLOTS; i++) {
+        int coll = i >= CT_P2P_SLOTS;
+        ct_point *s = coll ? &ct_coll_slots[i - CT_P2P_SLOTS] : &ct_p2p_slots[i];
         uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
         if (n == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
             continue;
+        int f = coll ? CT_LIGHT_COLL + s->key.kind : s->key.kind;
         uint64_t dropped = n - ct_poll_halve(n);
         atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
-        ct_polls_sampled[s->key.kind] -= dropped;
-        ct_polls_thinned[s->key.kind] += dropped;
+        ct_polls_sampled[f] -= dropped;
+        ct_polls_thinned[f] += dropped;
         ct_poll_sample -= dropped;
     }
+    /* the pattern pairs counted through a sample: halved alike (profcomm.c) */
+    ct_profcomm_light_halve(ct_poll_halve);
 }
 
 void ct_profrun_polls_over_budget(void)
@@ -559,12 +586,13 @@ void ct_profrun_polls_over_budget(void)
 
 static inline int ct_is_poll(ct_p2p_call call)
 {
-    return call == CT_P2P_TEST || call == CT_P2P_TESTALL || call == CT_P2P_TESTANY
-           || call == CT_P2P_TESTSOME;
+    return ct_is_poll_id((int)call);
 }
 
-void ct_profrun_polls_start(void)
+void ct_profrun_polls_start(uint64_t light_after)
 {
+    ct_light_after = light_after;
+    ct_light_started = 0;
     memset(ct_polls_counted, 0, sizeof ct_polls_counted);
     ct_polls_counted_all = 0;
     memset(ct_polls_sampled, 0, sizeof ct_polls_sampled);
@@ -573,6 +601,8 @@ void ct_profrun_polls_start(void)
     ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
     for (size_t i = 0; i < CT_POLL_FNS; i++)
         ct_poll_kept[ct_poll_fns[i]] = 1;   /* its first poll sampled (ct_poll_sum) */
+    for (size_t i = 0; i < CT_LIGHT_FNS; i++)
+        ct_poll_armed[ct_light_fns[i]] = ct_poll_left[ct_light_fns[i]] = CT_POLL_SHUT;
     ct_poll_taken = ct_poll_sum = 0;
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
@@ -581,10 +611,11 @@ void ct_profrun_polls_start(void)
 void ct_profrun_polls_write(FILE *out)
 {
     int any = 0;
-    for (int f = 0; f < CT_P2P_COUNT; f++)
+    for (int f = 0; f < CT_LIGHT_IDS; f++)
         if (ct_polls_counted[f] > ct_polls_thinned[f]) {   /* (shut by now: all counted) */
             any = 1;
-            fprintf(out, "polls %s %llu %llu\n", ct_p2p_names[f],
+            fprintf(out, "%s %s %llu %llu\n", ct_is_poll_id(f) ? "polls" : "light",
+                    f < CT_LIGHT_COLL ? ct_p2p_names[f] : colltune_collective_name(f - CT_LIGHT_COLL),
                     (unsigned long long)(ct_polls_counted[f] - ct_polls_thinned[f]),
                     (unsigned long long)ct_polls_sampled[f]);
         }
@@ -610,6 +641,8 @@ static inline __attribute__((always_inline)) int ct_poll_light(ct_p2p_call call)
  * shut, the countdown is put back far below 0. */
 static int ct_poll_sampling(ct_p2p_call call)
 {
+    if (call == CT_P2P_WAIT || call == CT_P2P_WAITALL)
+        return ct_light_due((int)call) && ct_light_take((int)call);
     if (!ct_is_poll(call))
         return 0;
     if (!ct_poll_lite) {
@@ -624,7 +657,7 @@ static int ct_poll_sampling(ct_p2p_call call)
 /* A poll the countdown sampled (counted in its function's total when the countdown was armed
  * again), after its full path recorded it at `point` (NULL: the table was full: no site's
  * sample). */
-static void ct_poll_sampled(ct_p2p_call call, ct_point *point)
+static void ct_poll_sampled(int call, ct_point *point)
 {
     if (point == NULL)
         return;
@@ -634,6 +667,47 @@ static void ct_poll_sampled(ct_p2p_call call, ct_point *point)
     ct_poll_sample_all++;
     if (++ct_poll_sample >= CT_POLL_SAMPLE)
         ct_poll_widen();
+}
+
+/* ---- the light path of repeated calls ---------------------------------------------------------
+ * OpenFOAM makes a call every ~7 us of its own work, which evicts what the previous call read:
+ * each line a profiled call reads is then a cache miss, and a call's full path (its chain's
+ * entry and the seven stack words that verify it, its memo entry, its communicator's state,
+ * the pattern's fingerprints) cost ~230 ns of wall time a call (benchmarks/advise/callcost.py),
+ * 3% of the run, where the budget is 1%. After the run's first ct_light_after calls, the
+ * functions of ct_light_fns take the polls' light path: a call counts its function's countdown
+ * down (ct_light_call, inline in its wrapper: the countdowns' line and the thread's hot line)
+ * and goes to the library; the countdown's call (one in ct_poll_every, jittered) is the
+ * function's sample and takes the full path, recorded at its point and as part of its sample
+ * (ct_point.polls; the `sampled` and `light` lines): advise estimates each site's calls from its
+ * part of the sample (an interval with it), the function's total is exact. A collective's light
+ * call still counts its communicator's calls (the synchronisations' schedule, the same on every
+ * rank) and leaves the sampled synchronisation's call and the call right after a sample (a
+ * pattern's second call) to the full path, counted exactly there. */
+
+int ct_light_take(int id)
+{
+    ct_poll_left[id] = 0;   /* (counted: its function's total includes its sample) */
+    ct_poll_arm(id, ct_poll_gap());
+    return 1;
+}
+
+void ct_light_noted(int id, ct_point *point)
+{
+    ct_poll_sampled(id, point);
+}
+
+void ct_light_start_due(void)
+{
+    if (ct_light_started || ct_light_after == 0 || ct_seq < ct_light_after || !ct_poll_lite_ok)
+        return;
+    ct_light_started = 1;
+    for (size_t i = 0; i < CT_LIGHT_FNS; i++) {
+        int f = ct_light_fns[i];
+        ct_poll_kept[f] = ct_poll_gap();
+        if (ct_poll_lite)
+            ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
+    }
 }
 
 static __attribute__((noinline)) void ct_watch_begin_full(ct_watchcall *c, ct_p2p_call call,
@@ -895,8 +969,8 @@ static inline __attribute__((always_inline)) void ct_wait_timed_begin(ct_wait_ti
     t->p = NULL;
     t->own = 0;
     t->chain = chain;
-    if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside)
-        return;   /* (ct_watch_begin: its clock, no memo) */
+    if (!ct_profrun_on || ct_profrun_mt || ct_profrun_inside || ct_light_due((int)call))
+        return;   /* (ct_watch_begin: its clock, no memo; a light sample: ct_poll_sampling) */
     t->own = 1;
     t->t_in = ct_own_begin();
     if (chain == NULL)
@@ -987,8 +1061,11 @@ static __attribute__((noinline, cold)) int ct_waited_full(const void *site, cons
 static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_wait(const void *site, MPI_Request *request,
                                                      MPI_Status *status)
 {
-    const void *anchor = __builtin_frame_address(0), *chain;
-    if (CT_LIKELY(ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain)))
+    const void *anchor = __builtin_frame_address(0), *chain = NULL;
+    if (CT_LIKELY(ct_light_call(CT_P2P_WAIT)))
+        return PMPI_Wait(request, status);
+    /* (the sample: the full path, ct_watch_begin_own's ct_poll_sampling) */
+    if (CT_LIKELY(!ct_light_due(CT_P2P_WAIT) && ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain)))
         return PMPI_Wait(request, status);
     return ct_waited_full(site, anchor, chain, request, status);
 }
@@ -1025,8 +1102,11 @@ static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_waitall(const void *
                                                         MPI_Request requests[],
                                                         MPI_Status statuses[])
 {
-    const void *anchor = __builtin_frame_address(0), *chain;
-    if (CT_LIKELY(ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain)))
+    const void *anchor = __builtin_frame_address(0), *chain = NULL;
+    if (CT_LIKELY(ct_light_call(CT_P2P_WAITALL)))
+        return PMPI_Waitall(count, requests, statuses);
+    if (CT_LIKELY(!ct_light_due(CT_P2P_WAITALL)
+                  && ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain)))
         return PMPI_Waitall(count, requests, statuses);
     return ct_waited_all_full(site, anchor, chain, count, requests, statuses);
 }

@@ -1,0 +1,85 @@
+"""The profiling mode's light path on a real MPI library (native/runtime/requests.c, "the light
+path of repeated calls"): per-function totals exact, each site's part of the sample, the calls
+made to take the full path counted exactly, patterns counted through their first call's sample.
+tests/programs/advise_light.c: a halo exchange at two sites (3 steps of 4 at halo_a), two small
+reductions back to back (norm_a, norm_b), a broadcast every 8th step."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from advise_support import PROGRAMS, profiled
+
+from colltune.mpi import build
+
+STEPS = 3000
+# a rank's calls of each function (advise_light.c's header)
+EXACT = {"Isend": 2 * STEPS, "Irecv": 2 * STEPS, "Waitall": STEPS, "allreduce": 2 * STEPS,
+         "bcast": STEPS // 8}
+
+
+def _words(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text().splitlines()]
+
+
+def _run(lib, art, tmp_path: Path, light: str) -> list[list[list[str]]]:
+    exe = build.compile_program(lib, [PROGRAMS / "advise_light.c"], tmp_path / "advise_light",
+                                ["-g", "-Wextra"])
+    # no synchronisations (SAMPLE 0), so no budget: the light period widens only by the sample's
+    # size, and no call is made to take the full path for a synchronisation
+    run = profiled(lib, art, 2, [exe, str(STEPS)], tmp_path / "p",
+                   {"COLLTUNE_PROFILE_RUN_LIGHT": light, "COLLTUNE_PROFILE_RUN_SAMPLE": "0"})
+    assert "light " in run.stdout, run.describe()
+    return [_words(tmp_path / "p" / f"rank-{r}") for r in (0, 1)]
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_light_path_totals_are_exact_and_samples_add_up(family, request, tmp_path):
+    lib, art = request.getfixturevalue(family), request.getfixturevalue(f"{family}_build")
+    for words in _run(lib, art, tmp_path, "1"):
+        counted: dict[str, int] = defaultdict(int)     # calls counted at the points
+        sampled: dict[str, int] = defaultdict(int)     # their part of the sample
+        points = {(w[1], w[2]): int(w[5]) for w in words if w[0] in ("coll", "p2p")}
+        for w in words:
+            if w[0] in ("coll", "p2p"):
+                counted[w[1]] += int(w[5])
+            if w[0] == "sampled":
+                assert (w[2], w[3]) in points and int(w[6]) <= points[(w[2], w[3])]
+                sampled[w[2]] += int(w[6])
+        light = {w[1]: (int(w[2]), int(w[3])) for w in words if w[0] == "light"}
+        assert sorted(light) == sorted(EXACT)
+        for name, (calls, sample) in light.items():
+            # the function's total: its light path's calls (sample included) and, at the points,
+            # the calls counted exactly (before it opened, or made to take the full path)
+            assert calls + counted[name] - sampled[name] == EXACT[name], name
+            assert sample == sampled[name] and sample > 0, name
+        # 21,375 calls at one in 64 (32..96): ~330 samples, under 2,048: the period never widened
+        assert [w[1:] for w in words if w[0] == "poll_period"] == [["64", "0"]]
+        # a pattern pair is counted when its first call is a sample (then its second is made to
+        # take the full path) or was made while the light path was shut
+        [pattern] = [w for w in words if w[0] == "pattern"]
+        [pattern_sampled] = [w for w in words if w[0] == "pattern_sampled"]
+        first = pattern[2]
+        first_sampled = {w[3]: int(w[6]) for w in words if w[:3] == ["sampled", "coll", "allreduce"]}
+        assert pattern_sampled[1:6] == pattern[1:6] and pattern_sampled[8] == "allreduce"
+        assert int(pattern_sampled[6]) == first_sampled[first]        # no sample dropped
+        assert int(pattern_sampled[7]) == 8 * int(pattern_sampled[6])  # 8 bytes each
+        # every call of norm_a before the light path opened made a pair (the one it opened in
+        # may not: norm_a's full path found it open, so it was no pattern's first call)
+        assert points[("allreduce", first)] - int(pattern[6]) in (0, 1)
+
+
+@pytest.mark.parametrize("family", ["openmpi"])
+def test_light_path_off_keeps_every_count_exact(family, request, tmp_path):
+    lib, art = request.getfixturevalue(family), request.getfixturevalue(f"{family}_build")
+    for words in _run(lib, art, tmp_path, "0"):
+        assert not [w for w in words if w[0] in ("light", "sampled", "pattern_sampled")]
+        counted: dict[str, int] = defaultdict(int)
+        for w in words:
+            if w[0] in ("coll", "p2p"):
+                counted[w[1]] += int(w[5])
+        assert dict(counted) == EXACT
+        [pattern] = [w for w in words if w[0] == "pattern"]
+        assert pattern[1] == "small_reductions" and int(pattern[6]) == STEPS
