@@ -83,3 +83,27 @@ def test_light_path_off_keeps_every_count_exact(family, request, tmp_path):
         assert dict(counted) == EXACT
         [pattern] = [w for w in words if w[0] == "pattern"]
         assert pattern[1] == "small_reductions" and int(pattern[6]) == STEPS
+
+
+def test_advise_reads_the_light_path_back_to_exact_totals(openmpi, openmpi_build, tmp_path):
+    # The same run read by advise (profile_run.scale_samples): each function's points sum to its
+    # exact total; every estimated point and the pattern carry an interval around their estimate.
+    from colltune.advise import callsites, profile_run
+
+    _run(openmpi, openmpi_build, tmp_path, "1")
+    run = profile_run.read(tmp_path / "p")
+    for r in run.ranks:
+        totals: dict[str, int] = defaultdict(int)
+        for p in r.points:
+            totals[p.name] += p.calls
+            if p.calls_interval is not None:
+                lo, hi = p.calls_interval
+                assert lo <= p.calls <= hi, p
+        assert dict(totals) == EXACT
+        labels = callsites.of(run, r)
+        isend = {labels[p.site].label.split(" (")[0] for p in r.points if p.name == "Isend"}
+        assert isend == {"halo_a", "halo_b"}
+        [pattern] = r.patterns
+        assert pattern.name == "small_reductions" and pattern.pairs_interval is not None
+        lo, hi = pattern.pairs_interval
+        assert lo <= pattern.pairs <= hi and pattern.bytes == 8 * pattern.pairs

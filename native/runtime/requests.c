@@ -704,7 +704,9 @@ void ct_light_start_due(void)
     ct_light_started = 1;
     for (size_t i = 0; i < CT_LIGHT_FNS; i++) {
         int f = ct_light_fns[i];
-        ct_poll_kept[f] = ct_poll_gap();
+        /* its first light call is its sample, as a poll's: a function with calls on the light
+         * path then has a sample where they are (else advise could place them nowhere) */
+        ct_poll_kept[f] = 1;
         if (ct_poll_lite)
             ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
     }
