@@ -179,3 +179,56 @@ def test_quiet_windows_refuses_a_bad_list_before_running_anything(tmp_path: Path
     got = _windows(tmp_path, "run", pairs)
     assert (got.returncode, got.stdout, got.stderr.strip()) == (2, "", error)
     assert not (tmp_path / "out").exists()
+
+
+def _modes_tsv(tmp_path: Path, blocks: list[dict[str, float]], orders: list[str]) -> Path:
+    """--modes blocks: each block's runs in its order (the modes' indexes in the first block's)."""
+    modes = list(blocks[0])
+    rows = [HEADER]
+    for b, (walls, order) in enumerate(zip(blocks, orders), 1):
+        for pos, i in enumerate(order):
+            mode = modes[int(i)]
+            own = ("0", "0.000", "0.000") if not mode.startswith("profiled") else ("9", "0.020", "3.000")
+            rows.append("\t".join((str(b), order, str(pos), mode, f"{walls[mode]:.4f}", "0.5", "r", *own)))
+    path = tmp_path / "seq-openfoam-modes.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_mode_is_plain_pass_or_profiled_with_its_own_settings() -> None:
+    assert st.parse_mode("profiled") == ("profiled", {})
+    assert st.parse_mode("profiled:COLLTUNE_PROFILE_RUN_SAMPLE=0:COLLTUNE_PROFILE_RUN_LIGHT=1") == (
+        "profiled", {"COLLTUNE_PROFILE_RUN_SAMPLE": "0", "COLLTUNE_PROFILE_RUN_LIGHT": "1"})
+    for bad, why in [("fast", "starts with plain, pass or profiled"), ("profiled:SAMPLE=0", "not a COLLTUNE_"),
+                     ("pass:COLLTUNE_X", "not a COLLTUNE_"), ("plain:COLLTUNE_PROFILE_RUN_LIGHT=0", "no colltune")]:
+        with pytest.raises(ValueError, match=why):
+            st.parse_mode(bad)
+
+
+def test_mode_blocks_give_each_mode_against_plain_and_the_profiled_against_pass(tmp_path: Path) -> None:
+    # six blocks, plain 1.0 s; pass 1.0 then 1.01 (three each); profiled 1.02 and 1.03 (three each)
+    blocks = [{"plain": 1.0, "pass": 1.0 + 0.01 * (b % 2), "profiled": 1.02 + 0.01 * (b % 2)} for b in range(6)]
+    path = _modes_tsv(tmp_path, blocks, ["012", "201", "120", "021", "102", "210"])
+    runs = st.read_runs(path)
+    assert [r.mode for r in runs[:3]] == ["plain", "pass", "profiled"]
+    assert [round(x, 12) for x in st.mode_logs(runs, "profiled", "pass")] == \
+        [round(math.log(1.02), 12), round(math.log(1.03 / 1.01), 12)] * 3
+    lines = st.report_modes(runs, 0.01)
+    assert lines[0] == "6 blocks of 3 modes (18 runs, 2 ranks bound to the 2 cores); 1-min load before a run 0.50-0.50"
+    assert lines[1:4] == ["plain: median run 1.000 s", "pass: median run 1.005 s", "profiled: median run 1.025 s"]
+    pass_plain = [line for line in lines if line.startswith("pass / plain")]
+    assert pass_plain and pass_plain[0].startswith("pass / plain: 6 blocks, mean 1.0050 (")
+    prof_plain = [line for line in lines if line.startswith("profiled / plain")][0]
+    assert prof_plain.startswith("profiled / plain: 6 blocks, mean 1.0250 (") and prof_plain.endswith("over 1%")
+    prof_pass = [line for line in lines if line.startswith("profiled / pass")][0]
+    assert prof_pass.startswith("profiled / pass: 6 blocks, mean 1.0199 (")
+    assert lines[-1] == "the profiled runs' own account (rank files): own cost median 3.0 ms"
+
+
+def test_the_command_line_refuses_bad_modes(tmp_path: Path) -> None:
+    script = ADVISE / "sequential_time.py"
+    for modes, error in [("plain", "two or more different modes"), ("plain,plain", "two or more different modes"),
+                         ("plain,fast", "starts with plain, pass or profiled")]:
+        run = subprocess.run([sys.executable, str(script), str(tmp_path), "--app", "openfoam", "--modes", modes],
+                             capture_output=True, text=True)
+        assert run.returncode == 2 and error in run.stderr, run.stderr

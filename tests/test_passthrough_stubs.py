@@ -84,7 +84,7 @@ def check_build(art: build.Artifacts) -> None:
     for fn in served:
         insns = code[fn.mpi]
         byte = gen_wrappers.index(fn.coll)
-        at = f"ct_active\\+0x{byte:x}" if byte else "ct_active"
+        at = f"ct_coll_line\\+0x{byte:x}" if byte else "ct_coll_line"   # ct_active (ct_hot.h)
         assert re.match(rf"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <{at}>$", insns[0]), (fn.mpi, insns[:3])
         assert re.match(rf"jne\s+[0-9a-f]+ <ct_serve_{fn.mpi[4:].lower()}>$", insns[1]), (fn.mpi, insns[:3])
         assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
@@ -121,7 +121,7 @@ def check_p2p(code: dict[str, list[str]]) -> None:
         name = f"MPI_{c.name}"
         insns = code[name]
         if name in stubbed:
-            assert re.match(r"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_on>$", insns[0]), insns[:3]
+            assert re.match(r"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_line>$", insns[0]), insns[:3]
             assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{name}>$", insns[1]), (name, insns[:3])
             assert re.match(rf"jmp\s+[0-9a-f]+ <P{name}@plt>$", insns[2]), (name, insns[:3])
         else:

@@ -12,6 +12,7 @@
 #                                                          # (paired_time.py: the verdict on 1%)
 #   bash benchmarks/advise/openfoam.sh OUT prepare 100     # only the case (OUT/cavity), for
 #                                                          # concurrent_time.py
+#   LIB=PATH bash benchmarks/advise/openfoam.sh OUT callgrind 200  # that libcolltune.so, not this tree's
 #   CELLS=200 bash benchmarks/advise/openfoam.sh OUT callgrind 20   # a 200x200 mesh instead of
 #                   # the issue's 40x40 (800 cells a rank): how the share scales with the case
 #
@@ -41,7 +42,7 @@ EOF
 bash -c 'source /usr/share/openfoam/etc/bashrc 2>/dev/null; blockMesh > log.blockMesh 2>&1; decomposePar -force > log.decompose 2>&1'
 export COLLTUNE_CACHE=${COLLTUNE_CACHE:-$out/cache}
 if [ "$mode" = callgrind ]; then
-  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")
+  lib=${LIB:-$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")}
   cat > cg.sh <<EOF
 #!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
@@ -62,7 +63,7 @@ elif [ "$mode" = time ]; then
   # launcher's wall time per run into OUT/time.tsv, and each run's last continuity line, which
   # must be the same in every run (the profiling never changes results).
   rounds=${4:-11}
-  lib=$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")
+  lib=${LIB:-$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")}
   cat > run.sh <<'EOF2'
 #!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null

@@ -37,8 +37,11 @@ are over it, else "not resolved", with the blocks that would resolve it at the s
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --read OUT/seq-openfoam.tsv
     CELLS=100 bash benchmarks/advise/openfoam.sh OUT2 prepare 200   # 100x100: 5,000 cells a rank
     .venv/bin/python benchmarks/advise/sequential_time.py OUT2 --app openfoam --cells 100 --blocks 12
+    .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --modes plain,pass,profiled --minutes 30
     (--minutes M: start no block after M minutes; --append: more blocks into the same TSV;
-     --lib PATH: that libcolltune.so, not this tree's; quiet_windows.sh: several in one window)
+     --lib PATH: that libcolltune.so, not this tree's; quiet_windows.sh: several in one window;
+     --modes: blocks of one run of each mode in a random order, so that modes measured in one
+     window can be set against each other, the preload's share apart from the profiling's)
 
 The applications (APPS; 2 ranks bound to the 2 cores, OMP_NUM_THREADS=1, the inputs of the advise
 benchmarks, overhead.py's set-up reused for the three it has):
@@ -216,13 +219,33 @@ def own_account(prof: Path) -> tuple[int, float, float]:
     return syncs, sync_ms, own_ms
 
 
+def parse_mode(label: str) -> tuple[str, dict[str, str]]:
+    """A mode of --modes: plain, pass or profiled, then settings of the run's own
+    (`profiled:COLLTUNE_PROFILE_RUN_SAMPLE=0:COLLTUNE_PROFILE_RUN_LIGHT=1`)."""
+    base, *settings = label.split(":")
+    if base not in ("plain", "pass", "profiled"):
+        raise ValueError(f"mode {label!r}: it starts with plain, pass or profiled")
+    env = {}
+    for item in settings:
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("COLLTUNE_") or any(c.isspace() for c in item):
+            raise ValueError(f"mode {label!r}: {item!r} is not a COLLTUNE_NAME=VALUE setting")
+        env[key] = value
+    if base == "plain" and env:
+        raise ValueError(f"mode {label!r}: a plain run has no colltune settings")
+    return base, env
+
+
 def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, str, tuple[int, float, float]]:
     for pattern in app.clean:
         for p in app.work.glob(pattern):
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     shutil.rmtree(prof, ignore_errors=True)
+    base, settings = parse_mode(mode)
     extra = {"plain": [], "pass": ["-x", f"LD_PRELOAD={lib}"],
-             "profiled": ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[mode]
+             "profiled": ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[base]
+    extra += [x for k, v in settings.items() for x in ("-x", f"{k}={v}")]
+    mode = base
     argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core",
             *[x for k, v in ONE_THREAD.items() for x in ("-x", f"{k}={v}")], *extra, *app.program]
     load = float(Path("/proc/loadavg").read_text().split()[0])
@@ -272,6 +295,41 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             print(f"block {b} {order}: " + ", ".join(walls), flush=True)
 
 
+def run_mode_blocks(app: App, tsv: Path, modes: list[str], blocks: int, minutes: float | None, seed: int,
+                    append: bool, lib: str) -> None:
+    """Blocks of one run of each mode, in an order drawn per block (seeded): every mode meets
+    the same stretch of the machine's drift, so modes can be compared with each other (windows
+    taken at different times differ by ~0.5%: README "eighteenth round"). `order`: the modes'
+    indexes in the order run."""
+    prof = app.work / "prof"
+    first = 1
+    if append and tsv.exists():
+        with open(tsv, newline="") as f:
+            first = 1 + max((int(r["block"]) for r in csv.DictReader(f, delimiter="\t")), default=0)
+    rng = random.Random(seed * 1000 + first)
+    deadline = time.monotonic() + minutes * 60 if minutes else math.inf
+    for mode in modes:   # not recorded: the files and libraries into the page cache
+        run_one(app, mode, lib, prof)
+    with open(tsv, "a" if first > 1 else "w", newline="") as f:
+        w = csv.writer(f, delimiter="\t")
+        if first == 1:
+            w.writerow(FIELDS)
+        for b in range(first, first + blocks):
+            if time.monotonic() > deadline:
+                print(f"--minutes {minutes}: stopped before block {b}", flush=True)
+                break
+            order = list(range(len(modes)))
+            rng.shuffle(order)
+            walls = []
+            for pos, i in enumerate(order):
+                wall, load, result, own = run_one(app, modes[i], lib, prof)
+                w.writerow((b, "".join(map(str, order)), pos, modes[i], f"{wall:.4f}", load, result, own[0],
+                            f"{own[1]:.3f}", f"{own[2]:.3f}"))
+                walls.append(f"{modes[i]} {wall:.3f}")
+            f.flush()
+            print(f"block {b}: " + ", ".join(walls), flush=True)
+
+
 def check(app: App, lib: str, other: str = "profiled") -> list[str]:
     """One plain and one `other` run, not recorded (what quiet_windows.sh prepare runs: the
     application, its input and the library work before the window, and what a run takes)."""
@@ -318,6 +376,62 @@ def block_logs(runs: list[Run]) -> np.ndarray:
 
 
 MIN_BLOCKS = 6   # the fewest for a 95% distribution-free interval of the median
+
+
+def mode_logs(runs: list[Run], mode: str, base: str) -> np.ndarray:
+    """A --modes TSV: each block's log(mode's wall / base's wall), over the blocks that have one
+    run of each; every run's result must be the same."""
+    if len({r.result for r in runs}) != 1:
+        raise ValueError(f"the runs end on {len({r.result for r in runs})} different result lines: "
+                         "the profiling changed a result (see the TSV's result column)")
+    by: dict[int, dict[str, list[float]]] = {}
+    for r in runs:
+        by.setdefault(r.block, {}).setdefault(r.mode, []).append(r.wall_s)
+    return np.array([math.log(m[mode][0] / m[base][0]) for _, m in sorted(by.items())
+                     if len(m.get(mode, ())) == 1 and len(m.get(base, ())) == 1])
+
+
+def ratio_lines(logs: np.ndarray, label: str, bar: float) -> list[str]:
+    """The mean (Student t) and median (distribution-free) of a ratio's logs with their 95%
+    intervals and the verdict against the bar: "at most" only if both upper ends are at most
+    1 + bar, "over" only if both lower ends are over it."""
+    n = len(logs)
+    mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    med = median_interval(logs)
+    t_lo, t_hi = math.exp(mean - half), math.exp(mean + half)
+    m_lo, m_hi = math.exp(med.low), math.exp(med.high)
+    if t_hi <= 1 + bar and m_hi <= 1 + bar:
+        v = f"at most {bar:.0%}"
+    elif t_lo > 1 + bar and m_lo > 1 + bar:
+        v = f"over {bar:.0%}"
+    else:
+        v = "not resolved"
+    return [f"{label}: {n} blocks, mean {math.exp(mean):.4f} ({t_lo:.4f}-{t_hi:.4f}), median "
+            f"{math.exp(med.median):.4f} ({m_lo:.4f}-{m_hi:.4f}, {med.level:.1%}); a block's ratio "
+            f"+-{sd:.2%}; against the {bar:.0%} bar: {v}"]
+
+
+def report_modes(runs: list[Run], bar: float) -> list[str]:
+    """A --modes TSV: each mode against plain, and each profiled mode against pass where both
+    were run (what the profiling adds to the preload)."""
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    loads = [r.load for r in runs]
+    lines = [f"{len({r.block for r in runs})} blocks of {len(modes)} modes ({len(runs)} runs, 2 ranks bound to "
+             f"the 2 cores); 1-min load before a run {min(loads):.2f}-{max(loads):.2f}"]
+    lines += [f"{m}: median run {np.median([r.wall_s for r in runs if r.mode == m]):.3f} s" for m in modes]
+    pairs = [(m, "plain") for m in modes if m != "plain" and "plain" in modes]
+    pairs += [(m, "pass") for m in modes if m.startswith("profiled") and "pass" in modes]
+    for mode, base in pairs:
+        logs = mode_logs(runs, mode, base)
+        if len(logs) < MIN_BLOCKS:
+            lines.append(f"{mode} / {base}: {len(logs)} blocks, no verdict (at least {MIN_BLOCKS} are needed)")
+        else:
+            lines += ratio_lines(logs, f"{mode} / {base}", bar)
+    own = [r.own_ms for r in runs if r.mode.startswith("profiled") and r.own_ms is not None]
+    if own:
+        lines.append(f"the profiled runs' own account (rank files): own cost median {np.median(own):.1f} ms")
+    return lines
 
 
 def report(runs: list[Run], bar: float) -> list[str]:
@@ -396,6 +510,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pass", dest="pass_", action="store_true",
                     help="Q runs preload libcolltune without profiling (the preload's own cost: the "
                          "control for the profiled runs' figure); TSV OUT/seq-APP-pass.tsv")
+    ap.add_argument("--modes", help="blocks of one run of each mode, in a random order each (a comma list of "
+                                    "plain, pass, profiled, each with its own COLLTUNE_ settings after colons: "
+                                    "plain,pass,profiled,profiled:COLLTUNE_PROFILE_RUN_SAMPLE=0); "
+                                    "TSV OUT/seq-APP-modes.tsv (--read knows such a TSV by its orders)")
     ap.add_argument("--lib", help="the libcolltune.so to preload (default: this tree's, built if needed)")
     args = ap.parse_args(argv)
     if args.cells is not None and args.app != "openfoam":
@@ -404,7 +522,30 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--steps: {args.app} has a fixed input")
     out = args.out.resolve()
     other = "pass" if args.pass_ else "profiled"
+    modes = [m for m in (args.modes or "").split(",") if m]
+    try:
+        for m in modes:
+            parse_mode(m)
+    except ValueError as e:
+        ap.error(f"--modes: {e}")
+    if args.modes is not None and (len(set(modes)) < 2 or len(set(modes)) != len(modes)):
+        ap.error("--modes: two or more different modes (e.g. plain,pass,profiled)")
+    if args.modes is not None and args.pass_:
+        ap.error("--modes and --pass: give pass as one of the modes")
     tsv = args.read
+    if tsv is None and modes:
+        app = APPS[args.app](out, Case(args.steps, args.cells))
+        tsv = out / f"seq-{app.name}{app.variant}-modes.tsv"
+        run_mode_blocks(app, tsv, modes, args.blocks, args.minutes, args.seed, args.append,
+                        args.lib or libcolltune())
+        if args.no_report:
+            return 0
+    if modes or any(r.order.isdigit() for r in read_runs(tsv)):   # (--modes blocks: their orders are indexes)
+        text = "\n".join(report_modes(read_runs(tsv), args.bar))
+        print(text)
+        if args.read is None:
+            (out / f"{tsv.stem}.txt").write_text(text + "\n")
+        return 0
     if tsv is None:
         app = APPS[args.app](out, Case(args.steps, args.cells))
         lib = args.lib or libcolltune()

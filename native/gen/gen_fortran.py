@@ -102,11 +102,12 @@ WATCH_SEE = Flag("(ct_watch & CT_WATCH_SEE)", "testb $1, ct_watch(%rip)")
 
 
 def pass_test(coll: Collective) -> str:
-    """pass_flag's test in assembly: ct_active's byte of the row (its index checked at compile
+    """pass_flag's test in assembly: ct_active's byte of the row (ct_coll_line's, ct_hot.h; its
+    index checked at compile
     time by active_index_checks)."""
     if pass_flag(coll) == WATCH_SEE.flag:
         return WATCH_SEE.test
-    return f"cmpb $0, ct_active+{served_rows().index(coll.name)}(%rip)"
+    return f"cmpb $0, ct_coll_line+{served_rows().index(coll.name)}(%rip)"
 
 
 def served_rows() -> list[str]:
@@ -114,7 +115,7 @@ def served_rows() -> list[str]:
 
 
 def active_index_checks() -> list[str]:
-    return [f'_Static_assert({gen_wrappers.enum(c)} == {i}, "ct_active+{i} in the stubs (gen_fortran.py)");'
+    return [f'_Static_assert({gen_wrappers.enum(c)} == {i}, "ct_coll_line+{i} in the stubs (gen_fortran.py)");'
             for i, c in enumerate(load().collectives)]
 
 
@@ -514,7 +515,8 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
     lines += ["}", ""]
     return lines + entries(c.name, params,
                            f'ct_f_{name}({args}, "{{sym}}", __builtin_return_address(0));',
-                           Short(f"ct_f_{name}", switch, args, f"cmpb $0, {switch}(%rip)"))
+                           Short(f"ct_f_{name}", switch, args,
+                                 f"cmpb $0, {'ct_watch' if c.completes else 'ct_p2p_line'}(%rip)"))
 
 
 def watched_params(fn: Function) -> list[tuple[str, str]]:

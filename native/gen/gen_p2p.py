@@ -93,8 +93,8 @@ def wrapper(c: Call) -> list[str]:
     timed = f"static __attribute__((noinline)){at} int ct_timed_{c.name}({c.args})"
     head = [timed]
     if stubbed(c):
-        stub = (f'CT_STUB_IN(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)' if hot
-                else f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_on(%rip)")')
+        stub = (f'CT_STUB_IN(MPI_{c.name}, "cmpb $0, ct_p2p_line(%rip)", CT_HOT_TEXT_SECTION)' if hot
+                else f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_line(%rip)")')
         head = [
             "#if CT_STUBS",
             stub,
@@ -120,7 +120,7 @@ def wrapper(c: Call) -> list[str]:
         "{",
         f"    if (CT_LIKELY(ct_light_call({c.enum})))",
         f"        return PMPI_{c.name}({args});",
-        f"    const int sampled = ct_light_due({c.enum}) && ct_light_take({c.enum});",
+        f"    const int sampled = ct_light_sample({c.enum});",
         "    uint64_t t_in = ct_own_entry();",
         "    const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());",
         f"    if (CT_LIKELY(!sampled && ct_profrun_p2p_again({c.enum}, chain, {size})))",

@@ -179,7 +179,7 @@ SERVE_STUB_PRELUDE = [
     "#define CT_SERVE_STUB_IN(name, index, serve, section)                              \\",
     '    __asm__("\\t.pushsection " section "\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
     '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_SERVE_STUB_ENDBR       \\',
-    '            "\\tcmpb $0, ct_active+" #index "(%rip)\\n\\tjne " #serve "\\n"            \\',
+    '            "\\tcmpb $0, ct_coll_line+" #index "(%rip)\\n\\tjne " #serve "\\n"          \\',
     '            "\\tjmp P" #name "@PLT\\n\\t.cfi_endproc\\n\\t.size " #name ", .-" #name \\',
     '            "\\n\\t.popsection\\n");',
     '_Static_assert(sizeof ct_active[0] == 1, "the stubs test one byte per collective");',
@@ -188,6 +188,11 @@ SERVE_STUB_PRELUDE = [
     "#endif",
     "",
 ]
+
+
+def comm_arg(coll: Collective) -> str:
+    """The name of the collective's communicator argument."""
+    return next(a.name for a in coll.args if FIELD.get(a.role) == "comm")
 
 
 def index(coll: Collective) -> int:
@@ -208,8 +213,15 @@ def split(coll: Collective, name: str, large: bool, body: list[str]) -> list[str
     # a BY_ARGS row's int binding: the profiled repetition's code, CT_HOT_TEXT
     hot = coll.name in BY_ARGS and not large
     at = " CT_HOT_TEXT" if hot else ""
+    # a BY_ARGS row's light path first (ct_profrun_impl.h's ct_light_collective): a repeated
+    # call that only counts goes to the library before anything else is written
+    light = [
+        f"    if (CT_LIKELY(ct_light_collective({enum(coll)}, {comm_arg(coll)})))",
+        f"        return P{name}({args});",
+    ] if hot else []
     serving = [
         "{",
+        *light,
         "    ct_profrun_site = __builtin_return_address(0);",
         *body,
         "}",
@@ -383,6 +395,7 @@ def generate() -> str:
         "#include <mpi.h>",
         "",
         '#include "../runtime/ct_profrun.h"',
+        '#include "../runtime/ct_profrun_impl.h"',
         '#include "../runtime/ct_runtime.h"',
         '#include "../runtime/ct_watch.h"',
         "",

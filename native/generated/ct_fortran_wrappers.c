@@ -85,29 +85,29 @@ _Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
 #endif
 
-_Static_assert(CT_COLL_ALLGATHER == 0, "ct_active+0 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_ALLREDUCE == 1, "ct_active+1 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_ALLTOALL == 2, "ct_active+2 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_BCAST == 3, "ct_active+3 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_GATHER == 4, "ct_active+4 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_REDUCE == 5, "ct_active+5 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_REDUCE_SCATTER_BLOCK == 6, "ct_active+6 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_REDUCE_SCATTER == 7, "ct_active+7 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_SCAN == 8, "ct_active+8 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_SCATTER == 9, "ct_active+9 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_ALLGATHERV == 10, "ct_active+10 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_ALLTOALLV == 11, "ct_active+11 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_ALLTOALLW == 12, "ct_active+12 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_BARRIER == 13, "ct_active+13 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_EXSCAN == 14, "ct_active+14 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_GATHERV == 15, "ct_active+15 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_REDUCE_LOCAL == 16, "ct_active+16 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_SCATTERV == 17, "ct_active+17 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_NEIGHBOR_ALLGATHER == 18, "ct_active+18 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_NEIGHBOR_ALLGATHERV == 19, "ct_active+19 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_NEIGHBOR_ALLTOALL == 20, "ct_active+20 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLV == 21, "ct_active+21 in the stubs (gen_fortran.py)");
-_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLW == 22, "ct_active+22 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLGATHER == 0, "ct_coll_line+0 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLREDUCE == 1, "ct_coll_line+1 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALL == 2, "ct_coll_line+2 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_BCAST == 3, "ct_coll_line+3 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_GATHER == 4, "ct_coll_line+4 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE == 5, "ct_coll_line+5 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_SCATTER_BLOCK == 6, "ct_coll_line+6 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_SCATTER == 7, "ct_coll_line+7 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCAN == 8, "ct_coll_line+8 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCATTER == 9, "ct_coll_line+9 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLGATHERV == 10, "ct_coll_line+10 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALLV == 11, "ct_coll_line+11 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_ALLTOALLW == 12, "ct_coll_line+12 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_BARRIER == 13, "ct_coll_line+13 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_EXSCAN == 14, "ct_coll_line+14 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_GATHERV == 15, "ct_coll_line+15 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_REDUCE_LOCAL == 16, "ct_coll_line+16 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_SCATTERV == 17, "ct_coll_line+17 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHER == 18, "ct_coll_line+18 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLGATHERV == 19, "ct_coll_line+19 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALL == 20, "ct_coll_line+20 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLV == 21, "ct_coll_line+21 in the stubs (gen_fortran.py)");
+_Static_assert(CT_COLL_NEIGHBOR_ALLTOALLW == 22, "ct_coll_line+22 in the stubs (gen_fortran.py)");
 
 typedef void ct_f_init_fn(MPI_Fint *ierr);
 
@@ -295,7 +295,7 @@ static void ct_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 
 void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_F_STUB(mpi_allgather_, "cmpb $0, ct_coll_line+0(%rip)", ct_f_allgather_next)
 CT_HIDDEN void ct_slow_mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -312,7 +312,7 @@ void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather__, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_F_STUB(mpi_allgather__, "cmpb $0, ct_coll_line+0(%rip)", ct_f_allgather_next)
 CT_HIDDEN void ct_slow_mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -329,7 +329,7 @@ void mpi_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_F_STUB(mpi_allgather, "cmpb $0, ct_coll_line+0(%rip)", ct_f_allgather_next)
 CT_HIDDEN void ct_slow_mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -346,7 +346,7 @@ void mpi_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLGATHER, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next)
+CT_F_STUB(MPI_ALLGATHER, "cmpb $0, ct_coll_line+0(%rip)", ct_f_allgather_next)
 CT_HIDDEN void ct_slow_MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -380,7 +380,7 @@ static __attribute__((noinline)) void ct_mpi_allgather_f08_rest(void *sendbuf, M
 
 void mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_f08_, "cmpb $0, ct_active+0(%rip)", ct_f_allgather_next_f08)
+CT_F_STUB(mpi_allgather_f08_, "cmpb $0, ct_coll_line+0(%rip)", ct_f_allgather_next_f08)
 CT_HIDDEN void ct_slow_mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -423,7 +423,7 @@ static void ct_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
 
 void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_F_STUB(mpi_allreduce_, "cmpb $0, ct_coll_line+1(%rip)", ct_f_allreduce_next)
 CT_HIDDEN void ct_slow_mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -440,7 +440,7 @@ void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dat
 
 void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce__, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_F_STUB(mpi_allreduce__, "cmpb $0, ct_coll_line+1(%rip)", ct_f_allreduce_next)
 CT_HIDDEN void ct_slow_mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -457,7 +457,7 @@ void mpi_allreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 
 void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_F_STUB(mpi_allreduce, "cmpb $0, ct_coll_line+1(%rip)", ct_f_allreduce_next)
 CT_HIDDEN void ct_slow_mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -474,7 +474,7 @@ void mpi_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 
 void MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLREDUCE, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next)
+CT_F_STUB(MPI_ALLREDUCE, "cmpb $0, ct_coll_line+1(%rip)", ct_f_allreduce_next)
 CT_HIDDEN void ct_slow_MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -508,7 +508,7 @@ static __attribute__((noinline)) void ct_mpi_allreduce_f08_rest(void *sendbuf, v
 
 void mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_f08_, "cmpb $0, ct_active+1(%rip)", ct_f_allreduce_next_f08)
+CT_F_STUB(mpi_allreduce_f08_, "cmpb $0, ct_coll_line+1(%rip)", ct_f_allreduce_next_f08)
 CT_HIDDEN void ct_slow_mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -551,7 +551,7 @@ static void ct_f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_F_STUB(mpi_alltoall_, "cmpb $0, ct_coll_line+2(%rip)", ct_f_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -568,7 +568,7 @@ void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall__, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_F_STUB(mpi_alltoall__, "cmpb $0, ct_coll_line+2(%rip)", ct_f_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -585,7 +585,7 @@ void mpi_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_F_STUB(mpi_alltoall, "cmpb $0, ct_coll_line+2(%rip)", ct_f_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -602,7 +602,7 @@ void mpi_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALL, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next)
+CT_F_STUB(MPI_ALLTOALL, "cmpb $0, ct_coll_line+2(%rip)", ct_f_alltoall_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -636,7 +636,7 @@ static __attribute__((noinline)) void ct_mpi_alltoall_f08_rest(void *sendbuf, MP
 
 void mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_f08_, "cmpb $0, ct_active+2(%rip)", ct_f_alltoall_next_f08)
+CT_F_STUB(mpi_alltoall_f08_, "cmpb $0, ct_coll_line+2(%rip)", ct_f_alltoall_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -777,7 +777,7 @@ static void ct_f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 
 void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_F_STUB(mpi_gather_, "cmpb $0, ct_coll_line+4(%rip)", ct_f_gather_next)
 CT_HIDDEN void ct_slow_mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -794,7 +794,7 @@ void mpi_gather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
 
 void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather__, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_F_STUB(mpi_gather__, "cmpb $0, ct_coll_line+4(%rip)", ct_f_gather_next)
 CT_HIDDEN void ct_slow_mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -811,7 +811,7 @@ void mpi_gather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_F_STUB(mpi_gather, "cmpb $0, ct_coll_line+4(%rip)", ct_f_gather_next)
 CT_HIDDEN void ct_slow_mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -828,7 +828,7 @@ void mpi_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *re
 
 void MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_GATHER, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next)
+CT_F_STUB(MPI_GATHER, "cmpb $0, ct_coll_line+4(%rip)", ct_f_gather_next)
 CT_HIDDEN void ct_slow_MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_GATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -862,7 +862,7 @@ static __attribute__((noinline)) void ct_mpi_gather_f08_rest(void *sendbuf, MPI_
 
 void mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_f08_, "cmpb $0, ct_active+4(%rip)", ct_f_gather_next_f08)
+CT_F_STUB(mpi_gather_f08_, "cmpb $0, ct_coll_line+4(%rip)", ct_f_gather_next_f08)
 CT_HIDDEN void ct_slow_mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -905,7 +905,7 @@ static void ct_f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 
 void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_F_STUB(mpi_reduce_, "cmpb $0, ct_coll_line+5(%rip)", ct_f_reduce_next)
 CT_HIDDEN void ct_slow_mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -922,7 +922,7 @@ void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
 
 void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce__, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_F_STUB(mpi_reduce__, "cmpb $0, ct_coll_line+5(%rip)", ct_f_reduce_next)
 CT_HIDDEN void ct_slow_mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -939,7 +939,7 @@ void mpi_reduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datat
 
 void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_F_STUB(mpi_reduce, "cmpb $0, ct_coll_line+5(%rip)", ct_f_reduce_next)
 CT_HIDDEN void ct_slow_mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -956,7 +956,7 @@ void mpi_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatyp
 
 void MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next)
+CT_F_STUB(MPI_REDUCE, "cmpb $0, ct_coll_line+5(%rip)", ct_f_reduce_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -990,7 +990,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_f08_rest(void *sendbuf, void
 
 void mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_f08_, "cmpb $0, ct_active+5(%rip)", ct_f_reduce_next_f08)
+CT_F_STUB(mpi_reduce_f08_, "cmpb $0, ct_coll_line+5(%rip)", ct_f_reduce_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1033,7 +1033,7 @@ static void ct_f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *re
 
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_F_STUB(mpi_reduce_scatter_block_, "cmpb $0, ct_coll_line+6(%rip)", ct_f_reduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1050,7 +1050,7 @@ void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount
 
 void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block__, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_F_STUB(mpi_reduce_scatter_block__, "cmpb $0, ct_coll_line+6(%rip)", ct_f_reduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1067,7 +1067,7 @@ void mpi_reduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcoun
 
 void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_F_STUB(mpi_reduce_scatter_block, "cmpb $0, ct_coll_line+6(%rip)", ct_f_reduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1084,7 +1084,7 @@ void mpi_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
 
 void MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next)
+CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK, "cmpb $0, ct_coll_line+6(%rip)", ct_f_reduce_scatter_block_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1118,7 +1118,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_scatter_block_f08_rest(void 
 
 void mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_f08_, "cmpb $0, ct_active+6(%rip)", ct_f_reduce_scatter_block_next_f08)
+CT_F_STUB(mpi_reduce_scatter_block_f08_, "cmpb $0, ct_coll_line+6(%rip)", ct_f_reduce_scatter_block_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1161,7 +1161,7 @@ static void ct_f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcoun
 
 void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_F_STUB(mpi_reduce_scatter_, "cmpb $0, ct_coll_line+7(%rip)", ct_f_reduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1178,7 +1178,7 @@ void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI
 
 void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter__, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_F_STUB(mpi_reduce_scatter__, "cmpb $0, ct_coll_line+7(%rip)", ct_f_reduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1195,7 +1195,7 @@ void mpi_reduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MP
 
 void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_F_STUB(mpi_reduce_scatter, "cmpb $0, ct_coll_line+7(%rip)", ct_f_reduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1212,7 +1212,7 @@ void mpi_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_
 
 void MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE_SCATTER, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next)
+CT_F_STUB(MPI_REDUCE_SCATTER, "cmpb $0, ct_coll_line+7(%rip)", ct_f_reduce_scatter_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1246,7 +1246,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_scatter_f08_rest(void *sendb
 
 void mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_f08_, "cmpb $0, ct_active+7(%rip)", ct_f_reduce_scatter_next_f08)
+CT_F_STUB(mpi_reduce_scatter_f08_, "cmpb $0, ct_coll_line+7(%rip)", ct_f_reduce_scatter_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1289,7 +1289,7 @@ static void ct_f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_F_STUB(mpi_scan_, "cmpb $0, ct_coll_line+8(%rip)", ct_f_scan_next)
 CT_HIDDEN void ct_slow_mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1306,7 +1306,7 @@ void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype
 
 void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan__, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_F_STUB(mpi_scan__, "cmpb $0, ct_coll_line+8(%rip)", ct_f_scan_next)
 CT_HIDDEN void ct_slow_mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1323,7 +1323,7 @@ void mpi_scan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatyp
 
 void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_F_STUB(mpi_scan, "cmpb $0, ct_coll_line+8(%rip)", ct_f_scan_next)
 CT_HIDDEN void ct_slow_mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1340,7 +1340,7 @@ void mpi_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
 
 void MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCAN, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next)
+CT_F_STUB(MPI_SCAN, "cmpb $0, ct_coll_line+8(%rip)", ct_f_scan_next)
 CT_HIDDEN void ct_slow_MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1374,7 +1374,7 @@ static __attribute__((noinline)) void ct_mpi_scan_f08_rest(void *sendbuf, void *
 
 void mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_f08_, "cmpb $0, ct_active+8(%rip)", ct_f_scan_next_f08)
+CT_F_STUB(mpi_scan_f08_, "cmpb $0, ct_coll_line+8(%rip)", ct_f_scan_next_f08)
 CT_HIDDEN void ct_slow_mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1417,7 +1417,7 @@ static void ct_f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 
 void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_F_STUB(mpi_scatter_, "cmpb $0, ct_coll_line+9(%rip)", ct_f_scatter_next)
 CT_HIDDEN void ct_slow_mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1434,7 +1434,7 @@ void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter__, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_F_STUB(mpi_scatter__, "cmpb $0, ct_coll_line+9(%rip)", ct_f_scatter_next)
 CT_HIDDEN void ct_slow_mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1451,7 +1451,7 @@ void mpi_scatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_F_STUB(mpi_scatter, "cmpb $0, ct_coll_line+9(%rip)", ct_f_scatter_next)
 CT_HIDDEN void ct_slow_mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1468,7 +1468,7 @@ void mpi_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
 
 void MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCATTER, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next)
+CT_F_STUB(MPI_SCATTER, "cmpb $0, ct_coll_line+9(%rip)", ct_f_scatter_next)
 CT_HIDDEN void ct_slow_MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1502,7 +1502,7 @@ static __attribute__((noinline)) void ct_mpi_scatter_f08_rest(void *sendbuf, MPI
 
 void mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_f08_, "cmpb $0, ct_active+9(%rip)", ct_f_scatter_next_f08)
+CT_F_STUB(mpi_scatter_f08_, "cmpb $0, ct_coll_line+9(%rip)", ct_f_scatter_next_f08)
 CT_HIDDEN void ct_slow_mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1545,7 +1545,7 @@ static void ct_f_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 
 void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_F_STUB(mpi_allgatherv_, "cmpb $0, ct_coll_line+10(%rip)", ct_f_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1562,7 +1562,7 @@ void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv__, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_F_STUB(mpi_allgatherv__, "cmpb $0, ct_coll_line+10(%rip)", ct_f_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1579,7 +1579,7 @@ void mpi_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_F_STUB(mpi_allgatherv, "cmpb $0, ct_coll_line+10(%rip)", ct_f_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1596,7 +1596,7 @@ void mpi_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLGATHERV, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next)
+CT_F_STUB(MPI_ALLGATHERV, "cmpb $0, ct_coll_line+10(%rip)", ct_f_allgatherv_next)
 CT_HIDDEN void ct_slow_MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1630,7 +1630,7 @@ static __attribute__((noinline)) void ct_mpi_allgatherv_f08_rest(void *sendbuf, 
 
 void mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_f08_, "cmpb $0, ct_active+10(%rip)", ct_f_allgatherv_next_f08)
+CT_F_STUB(mpi_allgatherv_f08_, "cmpb $0, ct_coll_line+10(%rip)", ct_f_allgatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1673,7 +1673,7 @@ static void ct_f_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispl
 
 void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_F_STUB(mpi_alltoallv_, "cmpb $0, ct_coll_line+11(%rip)", ct_f_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1690,7 +1690,7 @@ void mpi_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_
 
 void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv__, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_F_STUB(mpi_alltoallv__, "cmpb $0, ct_coll_line+11(%rip)", ct_f_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1707,7 +1707,7 @@ void mpi_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI
 
 void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_F_STUB(mpi_alltoallv, "cmpb $0, ct_coll_line+11(%rip)", ct_f_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1724,7 +1724,7 @@ void mpi_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_F
 
 void MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALLV, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next)
+CT_F_STUB(MPI_ALLTOALLV, "cmpb $0, ct_coll_line+11(%rip)", ct_f_alltoallv_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1758,7 +1758,7 @@ static __attribute__((noinline)) void ct_mpi_alltoallv_f08_rest(void *sendbuf, M
 
 void mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_f08_, "cmpb $0, ct_active+11(%rip)", ct_f_alltoallv_next_f08)
+CT_F_STUB(mpi_alltoallv_f08_, "cmpb $0, ct_coll_line+11(%rip)", ct_f_alltoallv_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1899,7 +1899,7 @@ static void ct_f_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 
 void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_F_STUB(mpi_exscan_, "cmpb $0, ct_coll_line+14(%rip)", ct_f_exscan_next)
 CT_HIDDEN void ct_slow_mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1916,7 +1916,7 @@ void mpi_exscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
 
 void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan__, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_F_STUB(mpi_exscan__, "cmpb $0, ct_coll_line+14(%rip)", ct_f_exscan_next)
 CT_HIDDEN void ct_slow_mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1933,7 +1933,7 @@ void mpi_exscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datat
 
 void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_F_STUB(mpi_exscan, "cmpb $0, ct_coll_line+14(%rip)", ct_f_exscan_next)
 CT_HIDDEN void ct_slow_mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1950,7 +1950,7 @@ void mpi_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatyp
 
 void MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_EXSCAN, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next)
+CT_F_STUB(MPI_EXSCAN, "cmpb $0, ct_coll_line+14(%rip)", ct_f_exscan_next)
 CT_HIDDEN void ct_slow_MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_EXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -1984,7 +1984,7 @@ static __attribute__((noinline)) void ct_mpi_exscan_f08_rest(void *sendbuf, void
 
 void mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_f08_, "cmpb $0, ct_active+14(%rip)", ct_f_exscan_next_f08)
+CT_F_STUB(mpi_exscan_f08_, "cmpb $0, ct_coll_line+14(%rip)", ct_f_exscan_next_f08)
 CT_HIDDEN void ct_slow_mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2027,7 +2027,7 @@ static void ct_f_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 
 void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_F_STUB(mpi_gatherv_, "cmpb $0, ct_coll_line+15(%rip)", ct_f_gatherv_next)
 CT_HIDDEN void ct_slow_mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2044,7 +2044,7 @@ void mpi_gatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv__, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_F_STUB(mpi_gatherv__, "cmpb $0, ct_coll_line+15(%rip)", ct_f_gatherv_next)
 CT_HIDDEN void ct_slow_mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2061,7 +2061,7 @@ void mpi_gatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_F_STUB(mpi_gatherv, "cmpb $0, ct_coll_line+15(%rip)", ct_f_gatherv_next)
 CT_HIDDEN void ct_slow_mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2078,7 +2078,7 @@ void mpi_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
 
 void MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_GATHERV, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next)
+CT_F_STUB(MPI_GATHERV, "cmpb $0, ct_coll_line+15(%rip)", ct_f_gatherv_next)
 CT_HIDDEN void ct_slow_MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_GATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2112,7 +2112,7 @@ static __attribute__((noinline)) void ct_mpi_gatherv_f08_rest(void *sendbuf, MPI
 
 void mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_f08_, "cmpb $0, ct_active+15(%rip)", ct_f_gatherv_next_f08)
+CT_F_STUB(mpi_gatherv_f08_, "cmpb $0, ct_coll_line+15(%rip)", ct_f_gatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2253,7 +2253,7 @@ static void ct_f_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs,
 
 void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_F_STUB(mpi_scatterv_, "cmpb $0, ct_coll_line+17(%rip)", ct_f_scatterv_next)
 CT_HIDDEN void ct_slow_mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2270,7 +2270,7 @@ void mpi_scatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fi
 
 void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv__, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_F_STUB(mpi_scatterv__, "cmpb $0, ct_coll_line+17(%rip)", ct_f_scatterv_next)
 CT_HIDDEN void ct_slow_mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2287,7 +2287,7 @@ void mpi_scatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_F
 
 void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_F_STUB(mpi_scatterv, "cmpb $0, ct_coll_line+17(%rip)", ct_f_scatterv_next)
 CT_HIDDEN void ct_slow_mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2304,7 +2304,7 @@ void mpi_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fin
 
 void MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCATTERV, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next)
+CT_F_STUB(MPI_SCATTERV, "cmpb $0, ct_coll_line+17(%rip)", ct_f_scatterv_next)
 CT_HIDDEN void ct_slow_MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2338,7 +2338,7 @@ static __attribute__((noinline)) void ct_mpi_scatterv_f08_rest(void *sendbuf, MP
 
 void mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_f08_, "cmpb $0, ct_active+17(%rip)", ct_f_scatterv_next_f08)
+CT_F_STUB(mpi_scatterv_f08_, "cmpb $0, ct_coll_line+17(%rip)", ct_f_scatterv_next_f08)
 CT_HIDDEN void ct_slow_mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2381,7 +2381,7 @@ static void ct_f_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint
 
 void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_F_STUB(mpi_neighbor_allgather_, "cmpb $0, ct_coll_line+18(%rip)", ct_f_neighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2398,7 +2398,7 @@ void mpi_neighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather__, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_F_STUB(mpi_neighbor_allgather__, "cmpb $0, ct_coll_line+18(%rip)", ct_f_neighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2415,7 +2415,7 @@ void mpi_neighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_F_STUB(mpi_neighbor_allgather, "cmpb $0, ct_coll_line+18(%rip)", ct_f_neighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2432,7 +2432,7 @@ void mpi_neighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 
 void MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHER, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHER, "cmpb $0, ct_coll_line+18(%rip)", ct_f_neighbor_allgather_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2466,7 +2466,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_allgather_f08_rest(void *s
 
 void mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_f08_, "cmpb $0, ct_active+18(%rip)", ct_f_neighbor_allgather_next_f08)
+CT_F_STUB(mpi_neighbor_allgather_f08_, "cmpb $0, ct_coll_line+18(%rip)", ct_f_neighbor_allgather_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2509,7 +2509,7 @@ static void ct_f_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
 
 void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_F_STUB(mpi_neighbor_allgatherv_, "cmpb $0, ct_coll_line+19(%rip)", ct_f_neighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2526,7 +2526,7 @@ void mpi_neighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv__, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_F_STUB(mpi_neighbor_allgatherv__, "cmpb $0, ct_coll_line+19(%rip)", ct_f_neighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2543,7 +2543,7 @@ void mpi_neighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 
 void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_F_STUB(mpi_neighbor_allgatherv, "cmpb $0, ct_coll_line+19(%rip)", ct_f_neighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2560,7 +2560,7 @@ void mpi_neighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV, "cmpb $0, ct_coll_line+19(%rip)", ct_f_neighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2594,7 +2594,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_f08_rest(void *
 
 void mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_f08_, "cmpb $0, ct_active+19(%rip)", ct_f_neighbor_allgatherv_next_f08)
+CT_F_STUB(mpi_neighbor_allgatherv_f08_, "cmpb $0, ct_coll_line+19(%rip)", ct_f_neighbor_allgatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2637,7 +2637,7 @@ static void ct_f_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint 
 
 void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_F_STUB(mpi_neighbor_alltoall_, "cmpb $0, ct_coll_line+20(%rip)", ct_f_neighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2654,7 +2654,7 @@ void mpi_neighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 
 void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall__, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_F_STUB(mpi_neighbor_alltoall__, "cmpb $0, ct_coll_line+20(%rip)", ct_f_neighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2671,7 +2671,7 @@ void mpi_neighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_F_STUB(mpi_neighbor_alltoall, "cmpb $0, ct_coll_line+20(%rip)", ct_f_neighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2688,7 +2688,7 @@ void mpi_neighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 
 void MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALL, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALL, "cmpb $0, ct_coll_line+20(%rip)", ct_f_neighbor_alltoall_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2722,7 +2722,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_f08_rest(void *se
 
 void mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_f08_, "cmpb $0, ct_active+20(%rip)", ct_f_neighbor_alltoall_next_f08)
+CT_F_STUB(mpi_neighbor_alltoall_f08_, "cmpb $0, ct_coll_line+20(%rip)", ct_f_neighbor_alltoall_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2765,7 +2765,7 @@ static void ct_f_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fin
 
 void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_F_STUB(mpi_neighbor_alltoallv_, "cmpb $0, ct_coll_line+21(%rip)", ct_f_neighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2782,7 +2782,7 @@ void mpi_neighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 
 void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv__, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_F_STUB(mpi_neighbor_alltoallv__, "cmpb $0, ct_coll_line+21(%rip)", ct_f_neighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2799,7 +2799,7 @@ void mpi_neighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdi
 
 void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_F_STUB(mpi_neighbor_alltoallv, "cmpb $0, ct_coll_line+21(%rip)", ct_f_neighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2816,7 +2816,7 @@ void mpi_neighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
 
 void MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV, "cmpb $0, ct_coll_line+21(%rip)", ct_f_neighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -2850,7 +2850,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_f08_rest(void *s
 
 void mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_f08_, "cmpb $0, ct_active+21(%rip)", ct_f_neighbor_alltoallv_next_f08)
+CT_F_STUB(mpi_neighbor_alltoallv_f08_, "cmpb $0, ct_coll_line+21(%rip)", ct_f_neighbor_alltoallv_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9433,7 +9433,7 @@ static void ct_f_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 
 void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_send_, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_F_STUB(mpi_send_, "cmpb $0, ct_p2p_line(%rip)", ct_f_send_next)
 CT_HIDDEN void ct_slow_mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9450,7 +9450,7 @@ void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, M
 
 void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_send__, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_F_STUB(mpi_send__, "cmpb $0, ct_p2p_line(%rip)", ct_f_send_next)
 CT_HIDDEN void ct_slow_mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9467,7 +9467,7 @@ void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, 
 
 void mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_send, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_F_STUB(mpi_send, "cmpb $0, ct_p2p_line(%rip)", ct_f_send_next)
 CT_HIDDEN void ct_slow_mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9484,7 +9484,7 @@ void mpi_send(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MP
 
 void MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next)
+CT_F_STUB(MPI_SEND, "cmpb $0, ct_p2p_line(%rip)", ct_f_send_next)
 CT_HIDDEN void ct_slow_MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9518,7 +9518,7 @@ static __attribute__((noinline)) void ct_mpi_send_f08_rest(void *buf, MPI_Fint *
 
 void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_send_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_send_next_f08)
+CT_F_STUB(mpi_send_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_send_next_f08)
 CT_HIDDEN void ct_slow_mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9563,7 +9563,7 @@ static void ct_f_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 
 void mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ssend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_F_STUB(mpi_ssend_, "cmpb $0, ct_p2p_line(%rip)", ct_f_ssend_next)
 CT_HIDDEN void ct_slow_mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9580,7 +9580,7 @@ void mpi_ssend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, 
 
 void mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ssend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_F_STUB(mpi_ssend__, "cmpb $0, ct_p2p_line(%rip)", ct_f_ssend_next)
 CT_HIDDEN void ct_slow_mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9597,7 +9597,7 @@ void mpi_ssend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest,
 
 void mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ssend, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_F_STUB(mpi_ssend, "cmpb $0, ct_p2p_line(%rip)", ct_f_ssend_next)
 CT_HIDDEN void ct_slow_mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9614,7 +9614,7 @@ void mpi_ssend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, M
 
 void MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SSEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next)
+CT_F_STUB(MPI_SSEND, "cmpb $0, ct_p2p_line(%rip)", ct_f_ssend_next)
 CT_HIDDEN void ct_slow_MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9648,7 +9648,7 @@ static __attribute__((noinline)) void ct_mpi_ssend_f08_rest(void *buf, MPI_Fint 
 
 void mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ssend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_ssend_next_f08)
+CT_F_STUB(mpi_ssend_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_ssend_next_f08)
 CT_HIDDEN void ct_slow_mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ssend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -9693,7 +9693,7 @@ static void ct_f_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 
 void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_isend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_F_STUB(mpi_isend_, "cmpb $0, ct_p2p_line(%rip)", ct_f_isend_next)
 CT_HIDDEN void ct_slow_mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9710,7 +9710,7 @@ void mpi_isend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, 
 
 void mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_isend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_F_STUB(mpi_isend__, "cmpb $0, ct_p2p_line(%rip)", ct_f_isend_next)
 CT_HIDDEN void ct_slow_mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9727,7 +9727,7 @@ void mpi_isend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest,
 
 void mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_isend, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_F_STUB(mpi_isend, "cmpb $0, ct_p2p_line(%rip)", ct_f_isend_next)
 CT_HIDDEN void ct_slow_mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9744,7 +9744,7 @@ void mpi_isend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, M
 
 void MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ISEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next)
+CT_F_STUB(MPI_ISEND, "cmpb $0, ct_p2p_line(%rip)", ct_f_isend_next)
 CT_HIDDEN void ct_slow_MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ISEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9778,7 +9778,7 @@ static __attribute__((noinline)) void ct_mpi_isend_f08_rest(void *buf, MPI_Fint 
 
 void mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_isend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_isend_next_f08)
+CT_F_STUB(mpi_isend_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_isend_next_f08)
 CT_HIDDEN void ct_slow_mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_isend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9823,7 +9823,7 @@ static void ct_f_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint
 
 void mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_issend_, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_F_STUB(mpi_issend_, "cmpb $0, ct_p2p_line(%rip)", ct_f_issend_next)
 CT_HIDDEN void ct_slow_mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9840,7 +9840,7 @@ void mpi_issend_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest,
 
 void mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_issend__, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_F_STUB(mpi_issend__, "cmpb $0, ct_p2p_line(%rip)", ct_f_issend_next)
 CT_HIDDEN void ct_slow_mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9857,7 +9857,7 @@ void mpi_issend__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest
 
 void mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_issend, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_F_STUB(mpi_issend, "cmpb $0, ct_p2p_line(%rip)", ct_f_issend_next)
 CT_HIDDEN void ct_slow_mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9874,7 +9874,7 @@ void mpi_issend(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, 
 
 void MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ISSEND, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next)
+CT_F_STUB(MPI_ISSEND, "cmpb $0, ct_p2p_line(%rip)", ct_f_issend_next)
 CT_HIDDEN void ct_slow_MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ISSEND(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9908,7 +9908,7 @@ static __attribute__((noinline)) void ct_mpi_issend_f08_rest(void *buf, MPI_Fint
 
 void mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_issend_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_issend_next_f08)
+CT_F_STUB(mpi_issend_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_issend_next_f08)
 CT_HIDDEN void ct_slow_mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_issend_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9953,7 +9953,7 @@ static void ct_f_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 
 void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_recv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_F_STUB(mpi_recv_, "cmpb $0, ct_p2p_line(%rip)", ct_f_recv_next)
 CT_HIDDEN void ct_slow_mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -9970,7 +9970,7 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source,
 
 void mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_recv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_F_STUB(mpi_recv__, "cmpb $0, ct_p2p_line(%rip)", ct_f_recv_next)
 CT_HIDDEN void ct_slow_mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -9987,7 +9987,7 @@ void mpi_recv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source
 
 void mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_recv, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_F_STUB(mpi_recv, "cmpb $0, ct_p2p_line(%rip)", ct_f_recv_next)
 CT_HIDDEN void ct_slow_mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10004,7 +10004,7 @@ void mpi_recv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, 
 
 void MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_RECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next)
+CT_F_STUB(MPI_RECV, "cmpb $0, ct_p2p_line(%rip)", ct_f_recv_next)
 CT_HIDDEN void ct_slow_MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_RECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10038,7 +10038,7 @@ static __attribute__((noinline)) void ct_mpi_recv_f08_rest(void *buf, MPI_Fint *
 
 void mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_recv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_recv_next_f08)
+CT_F_STUB(mpi_recv_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_recv_next_f08)
 CT_HIDDEN void ct_slow_mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_recv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10083,7 +10083,7 @@ static void ct_f_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 
 void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_irecv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_F_STUB(mpi_irecv_, "cmpb $0, ct_p2p_line(%rip)", ct_f_irecv_next)
 CT_HIDDEN void ct_slow_mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -10100,7 +10100,7 @@ void mpi_irecv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source
 
 void mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_irecv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_F_STUB(mpi_irecv__, "cmpb $0, ct_p2p_line(%rip)", ct_f_irecv_next)
 CT_HIDDEN void ct_slow_mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -10117,7 +10117,7 @@ void mpi_irecv__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *sourc
 
 void mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_irecv, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_F_STUB(mpi_irecv, "cmpb $0, ct_p2p_line(%rip)", ct_f_irecv_next)
 CT_HIDDEN void ct_slow_mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -10134,7 +10134,7 @@ void mpi_irecv(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source,
 
 void MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IRECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next)
+CT_F_STUB(MPI_IRECV, "cmpb $0, ct_p2p_line(%rip)", ct_f_irecv_next)
 CT_HIDDEN void ct_slow_MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IRECV(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -10168,7 +10168,7 @@ static __attribute__((noinline)) void ct_mpi_irecv_f08_rest(void *buf, MPI_Fint 
 
 void mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_irecv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_irecv_next_f08)
+CT_F_STUB(mpi_irecv_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_irecv_next_f08)
 CT_HIDDEN void ct_slow_mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_irecv_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -10213,7 +10213,7 @@ static void ct_f_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 
 void mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_sendrecv_, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_F_STUB(mpi_sendrecv_, "cmpb $0, ct_p2p_line(%rip)", ct_f_sendrecv_next)
 CT_HIDDEN void ct_slow_mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10230,7 +10230,7 @@ void mpi_sendrecv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_F
 
 void mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_sendrecv__, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_F_STUB(mpi_sendrecv__, "cmpb $0, ct_p2p_line(%rip)", ct_f_sendrecv_next)
 CT_HIDDEN void ct_slow_mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10247,7 +10247,7 @@ void mpi_sendrecv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_
 
 void mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_sendrecv, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_F_STUB(mpi_sendrecv, "cmpb $0, ct_p2p_line(%rip)", ct_f_sendrecv_next)
 CT_HIDDEN void ct_slow_mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10264,7 +10264,7 @@ void mpi_sendrecv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fi
 
 void MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SENDRECV, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next)
+CT_F_STUB(MPI_SENDRECV, "cmpb $0, ct_p2p_line(%rip)", ct_f_sendrecv_next)
 CT_HIDDEN void ct_slow_MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SENDRECV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else
@@ -10298,7 +10298,7 @@ static __attribute__((noinline)) void ct_mpi_sendrecv_f08_rest(void *sendbuf, MP
 
 void mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_sendrecv_f08_, "cmpb $0, ct_p2p_on(%rip)", ct_f_sendrecv_next_f08)
+CT_F_STUB(mpi_sendrecv_f08_, "cmpb $0, ct_p2p_line(%rip)", ct_f_sendrecv_next_f08)
 CT_HIDDEN void ct_slow_mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_sendrecv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, MPI_Fint *dest, MPI_Fint *sendtag, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *source, MPI_Fint *recvtag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 #else

@@ -54,7 +54,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Send(const void *buf, 
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_SEND)))
         return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    const int sampled = ct_light_due(CT_P2P_SEND) && ct_light_take(CT_P2P_SEND);
+    const int sampled = ct_light_sample(CT_P2P_SEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SEND, chain, count, datatype)))
@@ -80,7 +80,7 @@ static __attribute__((noinline)) int ct_timed_Ssend(const void *buf, int count, 
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_SSEND)))
         return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    const int sampled = ct_light_due(CT_P2P_SSEND) && ct_light_take(CT_P2P_SSEND);
+    const int sampled = ct_light_sample(CT_P2P_SSEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SSEND, chain, count, datatype)))
@@ -103,7 +103,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 }
 
 #if CT_STUBS
-CT_STUB_IN(MPI_Isend, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
+CT_STUB_IN(MPI_Isend, "cmpb $0, ct_p2p_line(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #else
@@ -112,7 +112,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Isend(const void *buf,
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_ISEND)))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    const int sampled = ct_light_due(CT_P2P_ISEND) && ct_light_take(CT_P2P_ISEND);
+    const int sampled = ct_light_sample(CT_P2P_ISEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_ISEND, chain, count, datatype)))
@@ -137,7 +137,7 @@ CT_HOT_TEXT int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int
 #endif
 
 #if CT_STUBS
-CT_STUB(MPI_Issend, "cmpb $0, ct_p2p_on(%rip)")
+CT_STUB(MPI_Issend, "cmpb $0, ct_p2p_line(%rip)")
 CT_HIDDEN int ct_slow_MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)
 #else
@@ -146,7 +146,7 @@ static __attribute__((noinline)) int ct_timed_Issend(const void *buf, int count,
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_ISSEND)))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    const int sampled = ct_light_due(CT_P2P_ISSEND) && ct_light_take(CT_P2P_ISSEND);
+    const int sampled = ct_light_sample(CT_P2P_ISSEND);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_ISSEND, chain, count, datatype)))
@@ -171,7 +171,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 #endif
 
 #if CT_STUBS
-CT_STUB_IN(MPI_Recv, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
+CT_STUB_IN(MPI_Recv, "cmpb $0, ct_p2p_line(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
 CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 #else
@@ -180,7 +180,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Recv(void *buf, int co
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_RECV)))
         return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    const int sampled = ct_light_due(CT_P2P_RECV) && ct_light_take(CT_P2P_RECV);
+    const int sampled = ct_light_sample(CT_P2P_RECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_RECV, chain, count, datatype)))
@@ -205,7 +205,7 @@ CT_HOT_TEXT int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source
 #endif
 
 #if CT_STUBS
-CT_STUB_IN(MPI_Irecv, "cmpb $0, ct_p2p_on(%rip)", CT_HOT_TEXT_SECTION)
+CT_STUB_IN(MPI_Irecv, "cmpb $0, ct_p2p_line(%rip)", CT_HOT_TEXT_SECTION)
 CT_HIDDEN int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN CT_HOT_TEXT int ct_slow_MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 #else
@@ -214,7 +214,7 @@ static __attribute__((noinline)) CT_HOT_TEXT int ct_timed_Irecv(void *buf, int c
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_IRECV)))
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    const int sampled = ct_light_due(CT_P2P_IRECV) && ct_light_take(CT_P2P_IRECV);
+    const int sampled = ct_light_sample(CT_P2P_IRECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_IRECV, chain, count, datatype)))
@@ -239,7 +239,7 @@ CT_HOT_TEXT int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int sourc
 #endif
 
 #if CT_STUBS
-CT_STUB(MPI_Sendrecv, "cmpb $0, ct_p2p_on(%rip)")
+CT_STUB(MPI_Sendrecv, "cmpb $0, ct_p2p_line(%rip)")
 CT_HIDDEN int ct_slow_MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
 CT_HIDDEN int ct_slow_MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 #else
@@ -248,7 +248,7 @@ static __attribute__((noinline)) int ct_timed_Sendrecv(const void *sendbuf, int 
 {
     if (CT_LIKELY(ct_light_call(CT_P2P_SENDRECV)))
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
-    const int sampled = ct_light_due(CT_P2P_SENDRECV) && ct_light_take(CT_P2P_SENDRECV);
+    const int sampled = ct_light_sample(CT_P2P_SENDRECV);
     uint64_t t_in = ct_own_entry();
     const void *chain = ct_profchain_shared(__builtin_return_address(0), __builtin_dwarf_cfa());
     if (CT_LIKELY(!sampled && ct_profrun_p2p_again(CT_P2P_SENDRECV, chain, sendcount, sendtype)))

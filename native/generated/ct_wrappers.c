@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include "../runtime/ct_profrun.h"
+#include "../runtime/ct_profrun_impl.h"
 #include "../runtime/ct_runtime.h"
 #include "../runtime/ct_watch.h"
 
@@ -23,7 +24,7 @@
 #define CT_SERVE_STUB_IN(name, index, serve, section)                              \
     __asm__("\t.pushsection " section "\n\t.globl " #name "\n\t.type " #name ", @function\n" \
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_SERVE_STUB_ENDBR       \
-            "\tcmpb $0, ct_active+" #index "(%rip)\n\tjne " #serve "\n"            \
+            "\tcmpb $0, ct_coll_line+" #index "(%rip)\n\tjne " #serve "\n"          \
             "\tjmp P" #name "@PLT\n\t.cfi_endproc\n\t.size " #name ", .-" #name \
             "\n\t.popsection\n");
 _Static_assert(sizeof ct_active[0] == 1, "the stubs test one byte per collective");
@@ -121,6 +122,8 @@ static __attribute__((noinline)) int ct_modes_allreduce(const void *sendbuf, voi
 
 static inline __attribute__((always_inline)) int ct_serve_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    if (CT_LIKELY(ct_light_collective(CT_COLL_ALLREDUCE, comm)))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     ct_profrun_site = __builtin_return_address(0);
     if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -224,6 +227,8 @@ static __attribute__((noinline)) int ct_modes_bcast(void *buffer, int count, MPI
 
 static inline __attribute__((always_inline)) int ct_serve_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    if (CT_LIKELY(ct_light_collective(CT_COLL_BCAST, comm)))
+        return PMPI_Bcast(buffer, count, datatype, root, comm);
     ct_profrun_site = __builtin_return_address(0);
     if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_bcast(buffer, count, datatype, root, comm);
@@ -334,6 +339,8 @@ CT_HIDDEN __attribute__((noinline)) CT_HOT_TEXT int ct_serve_reduce(const void *
 static __attribute__((noinline)) CT_HOT_TEXT int ct_serve_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 #endif
 {
+    if (CT_LIKELY(ct_light_collective(CT_COLL_REDUCE, comm)))
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     ct_profrun_site = __builtin_return_address(0);
     if (CT_LIKELY(ct_profrun_on && !ct_profrun_inside))
         return ct_profrun_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);

@@ -25,15 +25,16 @@
 
 #include <mpi.h>
 
+#include "ct_hot.h"
 #include "ct_p2p_calls.h"
 
 #define CT_PROFRUN_HIDDEN __attribute__((visibility("hidden")))
 /* The switches and counters every intercepted call reads, wherever they are defined (below,
- * modes.c's ct_active, watch.c's ct_watch, profcomm.c's generation, requests.c's polls' sums):
+ * watch.c's ct_watch, profcomm.c's generation, requests.c's polls' sums):
  * a section of their own, which the linker collects into one output section, so that they share
  * two cache lines instead of taking one in each file's .bss (after the application's own work
  * between two calls, each line a call reads is a cache miss, and what it brings in evicts the
- * application's). Definitions only (zero-initialised, never const). */
+ * application's). Definitions only (never const). The light path's own two lines: ct_hot.h. */
 #define CT_HOT_DATA __attribute__((section("ct_hot_data")))
 /* The same for code: the functions a repetition of a profiled call runs (the MPI_* wrappers of
  * the collectives and point-to-point calls the applications repeat, their serving functions,
@@ -73,7 +74,7 @@ CT_NOPLT(PMPI_Waitall);
 /* Process-wide, written once at MPI_Init (profrun.c) and cleared at MPI_Finalize, read on every
  * call without atomics (the ct_active rule: MPI_Init happens before any collective). */
 extern CT_PROFRUN_HIDDEN unsigned char ct_profrun_on;   /* profiling the collectives */
-extern CT_PROFRUN_HIDDEN unsigned char ct_p2p_on;       /* ... and the p2p wrappers */
+/* ct_p2p_on (ct_hot.h): ... and the p2p wrappers */
 extern CT_PROFRUN_HIDDEN int ct_profrun_mt;             /* MPI_THREAD_MULTIPLE: atomic counters */
 /* 1 where a mode other than profiling serves the collective (ct_active as the modes set it,
  * before the profiling mode turned every wrapper on): those go through ct_dispatch, the others

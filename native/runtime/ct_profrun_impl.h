@@ -237,6 +237,34 @@ extern CT_PROFRUN_HIDDEN _Thread_local ct_pcomm_cache ct_profcomm_cache
     CT_TLS_MODEL;
 extern CT_PROFRUN_HIDDEN atomic_uint ct_profcomm_generation;
 
+/* The collectives' light path in their wrappers (gen_wrappers.py's BY_ARGS rows, before their
+ * serving function): a call on the communicator the numbered light path took last (ct_hot.h's
+ * cache, set by profcall.c's ct_profiled_args, cleared when a state is freed), with its
+ * countdown above 1, no synchronisation due on it, no follower of a collective due and not made
+ * under a call colltune serves, counts its countdown, the light calls and the communicator's
+ * calls, and the wrapper goes to the library: its hot line and the communicator's state, two
+ * lines. Any other call goes on to the serving function, whose numbered light path takes what
+ * this one leaves (another communicator, a follower that is not one). Shut (CT_POLL_SHUT, so
+ * under MPI_THREAD_MULTIPLE always) or at 1, it is never taken. A library's collective made
+ * under the library's own would be counted here as the application's (the numbered path marks
+ * colltune's own calls; the libraries measured make none). */
+static inline __attribute__((always_inline)) int ct_light_collective(int coll, MPI_Comm comm)
+{
+    const int slot = ct_coll_slot_light(coll);
+    int32_t left = ct_coll_line.left[slot];
+    ct_pcomm *st = ct_coll_line.state;
+    if (__builtin_expect(left > 1 && comm == ct_coll_line.comm
+                             && (ct_coll_line.inside | ct_coll_line.follow) == 0 && st != NULL
+                             && st->calls != st->next_sample,
+                         1)) {
+        ct_coll_line.left[slot] = left - 1;
+        ct_coll_line.calls++;
+        st->calls++;
+        return 1;
+    }
+    return 0;
+}
+
 CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
 CT_PROFRUN_HIDDEN void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0);
 CT_PROFRUN_HIDDEN void ct_profcomm_finish(void);
@@ -349,29 +377,43 @@ CT_PROFRUN_HIDDEN void ct_profrun_p2p_add(ct_point *s, uint64_t calls, uint64_t 
 #define ct_seq (ct_profrun_me.seq)
 extern CT_PROFRUN_HIDDEN unsigned char ct_poll_lite, ct_poll_sum;
 /* The light path's functions (requests.c): the point-to-point calls (their ct_p2p_call) and the
- * collectives (CT_LIGHT_COLL + their id); each has a countdown (ct_poll_left). */
+ * collectives (CT_LIGHT_COLL + their id); each has a countdown (CT_LEFT, below). */
 #define CT_LIGHT_COLL CT_P2P_COUNT
 #define CT_LIGHT_IDS (CT_P2P_COUNT + CT_NUM_COLLECTIVES)
-extern CT_PROFRUN_HIDDEN int32_t ct_poll_left[CT_LIGHT_IDS];
+/* Its countdown (light id `id`): in the point-to-point or the collectives' hot line (ct_hot.h);
+ * a function without a light path reads ct_left_none, which stays shut. */
+extern CT_PROFRUN_HIDDEN int32_t ct_left_none;
+static inline int32_t *ct_left_of(int id)
+{
+    int slot = id < CT_LIGHT_COLL ? ct_p2p_slot(id) : ct_coll_slot_light(id - CT_LIGHT_COLL);
+    if (slot < 0)
+        return &ct_left_none;
+    return id < CT_LIGHT_COLL ? &ct_p2p_line.left[slot] : &ct_coll_line.left[slot];
+}
+#define CT_LEFT(id) (*ct_left_of(id))
 extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
+/* The calls numbered outside the thread's sequence: the polls' (counted by their countdowns)
+ * and the light calls' (counted in the hot lines). */
+static inline uint64_t ct_calls_elsewhere(void)
+{
+    uint64_t n = ct_polls_counted_all + ct_p2p_line.calls + ct_coll_line.calls;
+    if (__builtin_expect(ct_poll_sum, 0))   /* open, and polls may have taken it (requests.c) */
+        n += ct_polls_armed_all
+             - (uint64_t)((int64_t)ct_p2p_line.left[ct_p2p_slot(CT_P2P_TEST)]
+                          + ct_p2p_line.left[ct_p2p_slot(CT_P2P_TESTALL)]
+                          + ct_p2p_line.left[ct_p2p_slot(CT_P2P_TESTANY)]
+                          + ct_p2p_line.left[ct_p2p_slot(CT_P2P_TESTSOME)]);
+    return n;
+}
 /* The number the thread's next call will take (ct_call_number's, without taking it). */
 static inline uint64_t ct_call_number_next(void)
 {
-    uint64_t n = ct_seq + 1 + ct_polls_counted_all;
-    if (__builtin_expect(ct_poll_sum, 0))
-        n += ct_polls_armed_all
-             - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
-                          + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
-    return n;
+    return ct_seq + 1 + ct_calls_elsewhere();
 }
 static inline uint64_t ct_call_number(void)
 {
-    uint64_t n = ++ct_seq + ct_polls_counted_all;
-    if (__builtin_expect(ct_poll_sum, 0))   /* open, and polls may have taken it (requests.c) */
-        n += ct_polls_armed_all
-             - (uint64_t)((int64_t)ct_poll_left[CT_P2P_TEST] + ct_poll_left[CT_P2P_TESTALL]
-                          + ct_poll_left[CT_P2P_TESTANY] + ct_poll_left[CT_P2P_TESTSOME]);
-    return n;
+    uint64_t n = ++ct_seq;
+    return n + ct_calls_elsewhere();
 }
 /* The light path of repeated calls (requests.c, "the light path of repeated calls"): a call of
  * a function with one (light id `id`) takes it when its countdown is above 1: counted down,
@@ -381,25 +423,35 @@ static inline uint64_t ct_call_number(void)
  * MPI_THREAD_MULTIPLE (plain counters); a countdown that is shut never moves. */
 static inline int ct_light_call(int id)
 {
-    int32_t left = ct_poll_left[id];
+    int32_t left = CT_LEFT(id);
     if (__builtin_expect(left > 1, 1)) {
-        ct_poll_left[id] = left - 1;
-        ct_seq++;
+        CT_LEFT(id) = left - 1;
+        if (id < CT_LIGHT_COLL)
+            ct_p2p_line.calls++;
+        else
+            ct_coll_line.calls++;
         return 1;
     }
     return 0;
 }
 static inline int ct_light_due(int id)
 {
-    return __builtin_expect(ct_poll_left[id] == 1, 0);
+    return __builtin_expect(CT_LEFT(id) == 1, 0);
 }
 /* Is the function's light path open (so that a call on its full path is not its sample but a
  * call made to go there: counted exactly, and no pattern's first call)? */
 static inline int ct_light_open(int id)
 {
-    return ct_poll_left[id] >= 0;
+    return CT_LEFT(id) >= 0;
 }
 CT_PROFRUN_HIDDEN int ct_light_take(int id);
+/* Is this call (off the light path) its function's sample? Then rearmed. */
+static inline int ct_light_sample(int id)
+{
+    return ct_light_due(id) && ct_light_take(id);
+}
+/* A sample (a poll's or a light function's: its countdown's call), recorded at `point` after its
+ * full path (NULL: the table was full: in its function's total only, no site's sample). */
 CT_PROFRUN_HIDDEN void ct_light_noted(int id, ct_point *point);
 /* The light path opened once the thread's calls reach COLLTUNE_PROFILE_RUN_LIGHT (profcall.c's
  * countdown rearm asks, every ~16 calls of the full path). */

@@ -16,6 +16,7 @@
 
 #include "colltune.h"
 #include "ct_catalog.h"
+#include "ct_hot.h"
 #include "ct_formats.h"
 #include "ct_functions.h"
 #include "ct_proof.h"
@@ -44,8 +45,8 @@ typedef struct ct_decision {
     colltune_reason reason;   /* why `chosen` could not serve, or COLLTUNE_APPLICABLE */
 } ct_decision;
 
-/* 1 where some mode (or counting) wants to see calls of that collective. */
-extern CT_HIDDEN unsigned char ct_active[CT_NUM_COLLECTIVES];
+/* ct_active[coll]: 1 where some mode (or counting) wants to see calls of that collective; the
+ * first bytes of the collectives' hot line (ct_hot.h). */
 
 /* Decide who serves `call`. Pure function of the call's uniform arguments, the communicator
  * size and the settings (identical on all ranks, checked at MPI_Init): every rank of the

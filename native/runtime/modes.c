@@ -25,7 +25,6 @@
 #include "ct_settings.h"
 #include "ct_watch.h"
 
-CT_HIDDEN CT_HOT_DATA unsigned char ct_active[CT_NUM_COLLECTIVES];   /* (ct_profrun.h) */
 
 static int ct_force[CT_FORCE_SLOTS];
 static int ct_force_started_any;   /* some nonblocking or persistent form has a forced member */

@@ -248,16 +248,23 @@ static inline int64_t ct_bytes_before(const ct_call *call)
  * library's MPI_Allreduce directly, as colltune_invoke_library makes it: the reductions of an
  * iterative solver are most of a profiled code's collectives (OpenFOAM: 3,782 of 3,785), and the
  * catalog's switch behind its PLT entry was ~10 instructions a call. */
+static inline void ct_inside(int on)
+{
+    ct_profrun_inside = on;
+    if (!ct_profrun_mt)   /* (the collectives' light path reads its copy in their hot line) */
+        ct_coll_line.inside = (unsigned char)on;
+}
+
 static inline int ct_serve(int kind, const ct_call *call, MPI_Comm comm)
 {
-    ct_profrun_inside = 1;
+    ct_inside(1);
     int rc = call == NULL                 ? PMPI_Barrier(comm)
              : ct_profrun_by_modes[kind] ? ct_dispatch(call)
              : kind == CT_COLL_ALLREDUCE
                  ? PMPI_Allreduce(call->sendbuf, call->recvbuf, call->recvcount, call->recvtype,
                                   call->op, comm)
                  : colltune_invoke_library(call);
-    ct_profrun_inside = 0;
+    ct_inside(0);
     return rc;
 }
 
@@ -600,6 +607,8 @@ static inline void ct_light_lead(ct_pcomm *st, int kind, uint64_t seq, ct_point 
         st->follow = (uint32_t)(seq + 1);
         st->follow_lead = -1;
     }
+    if (!ct_profrun_mt)   /* (the wrappers' light path leaves a follower to the numbered one) */
+        ct_coll_line.follow = st->follow != 0;
 }
 
 /* A memoised call's repetition becomes the previous call on its communicator. A pair it
@@ -799,11 +808,11 @@ static inline __attribute__((always_inline)) int ct_serve_args(int kind, const v
                                                                MPI_Datatype type, MPI_Op op,
                                                                int root, MPI_Comm comm)
 {
-    ct_profrun_inside = 1;
+    ct_inside(1);
     int rc = kind == CT_COLL_ALLREDUCE ? PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm)
              : kind == CT_COLL_REDUCE  ? PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm)
                                        : PMPI_Bcast(recvbuf, count, type, root, comm);
-    ct_profrun_inside = 0;
+    ct_inside(0);
     return rc;
 }
 
@@ -852,14 +861,19 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
     /* The light path (ct_light_call's, with the communicator's count and the calls that must
      * take the full path: the sampled synchronisation's, a sample's follower). */
     const int id = CT_LIGHT_COLL + kind;
-    int32_t left = ct_poll_left[id];
+    int32_t left = CT_LEFT(id);
     if (CT_LIKELY(left > 1)) {
         ct_pcomm *st = ct_pcomm_of(comm);
         if (CT_LIKELY(st != NULL && st->calls != st->next_sample
                       && st->follow != (uint32_t)ct_call_number_next())) {
-            ct_poll_left[id] = left - 1;
-            ct_seq++;
+            CT_LEFT(id) = left - 1;
+            ct_coll_line.calls++;
             st->calls++;
+            /* the next call on this communicator takes the wrapper's light path (ct_hot.h):
+             * not a follower, it leaves none due (a number later than every follow's) */
+            ct_coll_line.comm = comm;
+            ct_coll_line.state = st;
+            ct_coll_line.follow = 0;
             /* (a failed call: in its function's total, at no point) */
             *rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);
             return CT_ARGS_SERVED;

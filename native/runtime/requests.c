@@ -61,11 +61,10 @@ static atomic_flag ct_req_lock = ATOMIC_FLAG_INIT;
  * A Test wrapper reads only its function's countdown (ct_poll_light), which is the state and
  * the count too: open, it counts down to the function's next sampled poll (> 0), and the
  * function's polls so far are ct_polls_counted (those before the countdown was last armed) +
- * ct_poll_armed - ct_poll_left, so a light poll is its decrement alone; shut, it holds
+ * ct_poll_armed - its countdown, so a light poll is its decrement alone; shut, it holds
  * CT_POLL_SHUT, far below 0, so every poll takes the full path, which puts it back there
  * (ct_poll_sampling): the racing decrements of MPI_THREAD_MULTIPLE, where it is always shut,
  * cannot bring it above 0. While shut, the countdown's remainder waits in ct_poll_kept. */
-#define CT_POLL_SHUT (INT32_MIN / 2)
 static unsigned char ct_poll_lite_ok;
 CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_lite;
 /* ct_call_number adds the light polls' count (the countdowns' sum) only while the light path is
@@ -75,7 +74,7 @@ CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_lite;
  * collective's instructions. */
 static unsigned char ct_poll_taken;
 CT_HIDDEN CT_HOT_DATA unsigned char ct_poll_sum;
-CT_HIDDEN int32_t ct_poll_left[CT_LIGHT_IDS] = {[0 ... CT_LIGHT_IDS - 1] = CT_POLL_SHUT};
+CT_HIDDEN int32_t ct_left_none = CT_POLL_SHUT;   /* (CT_LEFT: never armed) */
 static int32_t ct_poll_armed[CT_LIGHT_IDS] = {[0 ... CT_LIGHT_IDS - 1] = CT_POLL_SHUT};
 static int32_t ct_poll_kept[CT_LIGHT_IDS];
 CT_HIDDEN uint64_t ct_polls_counted[CT_LIGHT_IDS];
@@ -87,7 +86,7 @@ static const ct_p2p_call ct_poll_fns[] = {CT_P2P_TEST, CT_P2P_TESTALL, CT_P2P_TE
 /* The other functions with a light path (ct_light_call, below "the light path of repeated
  * calls"): the generated point-to-point wrappers, MPI_Wait and MPI_Waitall, and the collectives
  * of the call path by arguments (profcall.c). Unlike a poll, each of their light calls numbers
- * itself (ct_seq), so their countdowns are not in ct_call_number's sums. */
+ * itself (its hot line's `calls`), so their countdowns are not in ct_call_number's sums. */
 static const int ct_light_fns[] = {
     CT_P2P_SEND, CT_P2P_SSEND, CT_P2P_ISEND, CT_P2P_ISSEND, CT_P2P_RECV, CT_P2P_IRECV,
     CT_P2P_SENDRECV, CT_P2P_WAIT, CT_P2P_WAITALL, CT_LIGHT_COLL + CT_COLL_ALLREDUCE,
@@ -108,14 +107,14 @@ static int ct_is_poll_id(int f)
 static void ct_poll_arm(int f, int32_t left)
 {
     if (ct_poll_lite) {
-        uint64_t since = (uint64_t)((int64_t)ct_poll_armed[f] - ct_poll_left[f]);
+        uint64_t since = (uint64_t)((int64_t)ct_poll_armed[f] - CT_LEFT(f));
         ct_polls_counted[f] += since;
         if (ct_is_poll_id(f)) {   /* (ct_call_number's sums: the polls' alone) */
             ct_polls_counted_all += since;
             ct_polls_armed_all += (uint64_t)((int64_t)left - ct_poll_armed[f]);
         }
     }
-    ct_poll_armed[f] = ct_poll_left[f] = left;
+    ct_poll_armed[f] = CT_LEFT(f) = left;
 }
 
 static void ct_poll_lite_set(void)
@@ -126,9 +125,9 @@ static void ct_poll_lite_set(void)
     for (size_t i = 0; i < CT_POLL_FNS + (ct_light_started ? CT_LIGHT_FNS : 0); i++) {
         int f = i < CT_POLL_FNS ? (int)ct_poll_fns[i] : ct_light_fns[i - CT_POLL_FNS];
         if (open) {
-            ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
+            ct_poll_armed[f] = CT_LEFT(f) = ct_poll_kept[f];
         } else {
-            ct_poll_kept[f] = ct_poll_left[f] > 0 ? ct_poll_left[f] : 1;
+            ct_poll_kept[f] = CT_LEFT(f) > 0 ? CT_LEFT(f) : 1;
             ct_poll_arm(f, CT_POLL_SHUT);
         }
     }
@@ -602,8 +601,10 @@ void ct_profrun_polls_start(uint64_t light_after)
     for (size_t i = 0; i < CT_POLL_FNS; i++)
         ct_poll_kept[ct_poll_fns[i]] = 1;   /* its first poll sampled (ct_poll_sum) */
     for (size_t i = 0; i < CT_LIGHT_FNS; i++)
-        ct_poll_armed[ct_light_fns[i]] = ct_poll_left[ct_light_fns[i]] = CT_POLL_SHUT;
+        ct_poll_armed[ct_light_fns[i]] = CT_LEFT(ct_light_fns[i]) = CT_POLL_SHUT;
     ct_poll_taken = ct_poll_sum = 0;
+    ct_p2p_line.calls = ct_coll_line.calls = 0;
+    ct_coll_line.follow = 0;
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
 }
@@ -630,10 +631,10 @@ static inline __attribute__((always_inline)) int ct_poll_light(ct_p2p_call call)
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
     /* the decrement's own flags: two instructions (gcc reloads and tests the value for `> 0`) */
     int above;
-    __asm__("subl $1, %0" : "+m"(ct_poll_left[call]), "=@ccg"(above));
+    __asm__("subl $1, %0" : "+m"(CT_LEFT(call)), "=@ccg"(above));
     return CT_LIKELY(above);
 #else
-    return CT_LIKELY(--ct_poll_left[call] > 0);
+    return CT_LIKELY(--CT_LEFT(call) > 0);
 #endif
 }
 
@@ -642,11 +643,11 @@ static inline __attribute__((always_inline)) int ct_poll_light(ct_p2p_call call)
 static int ct_poll_sampling(ct_p2p_call call)
 {
     if (call == CT_P2P_WAIT || call == CT_P2P_WAITALL)
-        return ct_light_due((int)call) && ct_light_take((int)call);
+        return ct_light_sample((int)call);
     if (!ct_is_poll(call))
         return 0;
     if (!ct_poll_lite) {
-        ct_poll_left[call] = CT_POLL_SHUT;
+        CT_LEFT(call) = CT_POLL_SHUT;
         return 0;
     }
     ct_poll_arm(call, ct_poll_gap());   /* (this poll counted: it brought the countdown to 0) */
@@ -654,14 +655,13 @@ static int ct_poll_sampling(ct_p2p_call call)
     return 1;
 }
 
-/* A poll the countdown sampled (counted in its function's total when the countdown was armed
- * again), after its full path recorded it at `point` (NULL: the table was full: no site's
- * sample). */
-static void ct_poll_sampled(int call, ct_point *point)
+/* A call its countdown sampled, a poll's or a light function's (counted in its function's total
+ * when the countdown was armed again), after its full path recorded it at `point`. */
+void ct_light_noted(int id, ct_point *point)
 {
     if (point == NULL)
         return;
-    ct_polls_sampled[call]++;
+    ct_polls_sampled[id]++;
     atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     ct_poll_sample_all++;
@@ -687,14 +687,9 @@ static void ct_poll_sampled(int call, ct_point *point)
 
 int ct_light_take(int id)
 {
-    ct_poll_left[id] = 0;   /* (counted: its function's total includes its sample) */
+    CT_LEFT(id) = 0;   /* (counted: its function's total includes its sample) */
     ct_poll_arm(id, ct_poll_gap());
     return 1;
-}
-
-void ct_light_noted(int id, ct_point *point)
-{
-    ct_poll_sampled(id, point);
 }
 
 void ct_light_start_due(void)
@@ -708,7 +703,7 @@ void ct_light_start_due(void)
          * path then has a sample where they are (else advise could place them nowhere) */
         ct_poll_kept[f] = 1;
         if (ct_poll_lite)
-            ct_poll_armed[f] = ct_poll_left[f] = ct_poll_kept[f];
+            ct_poll_armed[f] = CT_LEFT(f) = ct_poll_kept[f];
     }
 }
 
@@ -866,7 +861,7 @@ static __attribute__((noinline)) void ct_watch_full(ct_watchcall *c, int count,
         ct_profrun_p2p_record(point, ticks);
     }
     if (c->sampled) {
-        ct_poll_sampled(c->call, point);
+        ct_light_noted(c->call, point);
         return;   /* no memo: the light path takes the next ones */
     }
     if (p2p && point == NULL)
