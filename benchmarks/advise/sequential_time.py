@@ -68,6 +68,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -264,8 +265,12 @@ def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, st
     return wall, load, " ".join(str(found[-1]).split()), own
 
 
-def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: int, append: bool,
-               lib: str, other: str = "profiled") -> None:
+def _run_drawn_blocks(app: App, tsv: Path, warm: tuple[str, ...] | list[str],
+                      draw: Callable[[random.Random], tuple[str, list[str]]], blocks: int,
+                      minutes: float | None, seed: int, append: bool, lib: str) -> None:
+    """Blocks of runs, each block's order drawn by `draw` (its `order` column, its modes in the
+    order run), after one unrecorded run of each mode of `warm` (the files and libraries into the
+    page cache); appended to the TSV's blocks with --append."""
     prof = app.work / "prof"
     first = 1
     if append and tsv.exists():
@@ -273,7 +278,7 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             first = 1 + max((int(r["block"]) for r in csv.DictReader(f, delimiter="\t")), default=0)
     rng = random.Random(seed * 1000 + first)
     deadline = time.monotonic() + minutes * 60 if minutes else math.inf
-    for mode in ("plain", other):   # not recorded: the files and libraries into the page cache
+    for mode in warm:
         run_one(app, mode, lib, prof)
     with open(tsv, "a" if first > 1 else "w", newline="") as f:
         w = csv.writer(f, delimiter="\t")
@@ -283,16 +288,24 @@ def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: in
             if time.monotonic() > deadline:
                 print(f"--minutes {minutes}: stopped before block {b}", flush=True)
                 break
-            order = rng.choice(("PQQP", "QPPQ"))
+            order, modes = draw(rng)
             walls = []
-            for pos, letter in enumerate(order):
-                mode = "plain" if letter == "P" else other
+            for pos, mode in enumerate(modes):
                 wall, load, result, own = run_one(app, mode, lib, prof)
                 w.writerow((b, order, pos, mode, f"{wall:.4f}", load, result, own[0], f"{own[1]:.3f}",
                             f"{own[2]:.3f}"))
-                walls.append(f"{letter} {wall:.3f}")
+                walls.append(f"{mode} {wall:.3f}")
             f.flush()
             print(f"block {b} {order}: " + ", ".join(walls), flush=True)
+
+
+def run_blocks(app: App, tsv: Path, blocks: int, minutes: float | None, seed: int, append: bool,
+               lib: str, other: str = "profiled") -> None:
+    def draw(rng: random.Random) -> tuple[str, list[str]]:
+        order = rng.choice(("PQQP", "QPPQ"))
+        return order, ["plain" if letter == "P" else other for letter in order]
+
+    _run_drawn_blocks(app, tsv, ("plain", other), draw, blocks, minutes, seed, append, lib)
 
 
 def run_mode_blocks(app: App, tsv: Path, modes: list[str], blocks: int, minutes: float | None, seed: int,
@@ -301,33 +314,12 @@ def run_mode_blocks(app: App, tsv: Path, modes: list[str], blocks: int, minutes:
     the same stretch of the machine's drift, so modes can be compared with each other (windows
     taken at different times differ by ~0.5%: README "eighteenth round"). `order`: the modes'
     indexes in the order run."""
-    prof = app.work / "prof"
-    first = 1
-    if append and tsv.exists():
-        with open(tsv, newline="") as f:
-            first = 1 + max((int(r["block"]) for r in csv.DictReader(f, delimiter="\t")), default=0)
-    rng = random.Random(seed * 1000 + first)
-    deadline = time.monotonic() + minutes * 60 if minutes else math.inf
-    for mode in modes:   # not recorded: the files and libraries into the page cache
-        run_one(app, mode, lib, prof)
-    with open(tsv, "a" if first > 1 else "w", newline="") as f:
-        w = csv.writer(f, delimiter="\t")
-        if first == 1:
-            w.writerow(FIELDS)
-        for b in range(first, first + blocks):
-            if time.monotonic() > deadline:
-                print(f"--minutes {minutes}: stopped before block {b}", flush=True)
-                break
-            order = list(range(len(modes)))
-            rng.shuffle(order)
-            walls = []
-            for pos, i in enumerate(order):
-                wall, load, result, own = run_one(app, modes[i], lib, prof)
-                w.writerow((b, "".join(map(str, order)), pos, modes[i], f"{wall:.4f}", load, result, own[0],
-                            f"{own[1]:.3f}", f"{own[2]:.3f}"))
-                walls.append(f"{modes[i]} {wall:.3f}")
-            f.flush()
-            print(f"block {b}: " + ", ".join(walls), flush=True)
+    def draw(rng: random.Random) -> tuple[str, list[str]]:
+        order = list(range(len(modes)))
+        rng.shuffle(order)
+        return "".join(map(str, order)), [modes[i] for i in order]
+
+    _run_drawn_blocks(app, tsv, modes, draw, blocks, minutes, seed, append, lib)
 
 
 def check(app: App, lib: str, other: str = "profiled") -> list[str]:
