@@ -220,3 +220,43 @@ def test_launch_gets_sigterm_when_its_starter_is_killed(tmp_path: Path) -> None:
     while not got.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert got.read_text() == "TERM"
+
+
+@pytest.mark.parametrize(("outcomes", "expected_calls", "fails"), [
+    ([(213, "The PMIx server's listener thread failed to start. We cannot\ncontinue."), (0, "")], 2, False),
+    ([(213, "The PMIx server's listener thread failed to start.")] * 3, 3, True),
+    ([(1, "rank 1 aborted: MPI_ERR_COUNT")], 1, True),   # the application's own failure: not again
+])
+def test_advise_starts_the_application_again_when_the_launcher_died_before_any_rank(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, outcomes: list[tuple[int, str]], expected_calls: int,
+        fails: bool) -> None:
+    from colltune.advise import launch as advise_launch
+    from colltune.mpi import build, runenv
+
+    calls: list[list[str]] = []
+
+    def fake_launch_once(argv, env, quiet):   # each launch finds an empty run directory
+        assert list((tmp_path / "run").iterdir()) == []
+        (tmp_path / "run" / f"rank-{len(calls)}").write_text("")
+        calls.append(list(argv))
+        return outcomes[len(calls) - 1]
+
+    monkeypatch.setattr(advise_launch, "_launch_once", fake_launch_once)
+    monkeypatch.setattr(launch, "LAUNCH_RETRY_PAUSE_S", 0.0)
+    monkeypatch.setattr(runenv, "rank_environment", lambda *a, **k: {})
+    art = build.Artifacts(tmp_path, tmp_path / "libcolltune.so", tmp_path / "b", tmp_path / "s", "openmpi")
+    command = ["mpiexec", "-n", "2", "./app"]
+    if fails:
+        with pytest.raises(advise_launch.AdviseError, match=f"exited with status {outcomes[-1][0]}"):
+            advise_launch.run_app(OMPI, art, command, run_dir=tmp_path / "run")
+    else:
+        assert advise_launch.run_app(OMPI, art, command, run_dir=tmp_path / "run").returncode == 0
+    assert len(calls) == expected_calls and all(argv == calls[0] for argv in calls)
+
+
+def test_an_advised_launch_passes_its_stderr_on_and_keeps_its_end(capfd: pytest.CaptureFixture[str]) -> None:
+    from colltune.advise import launch as advise_launch
+
+    code, tail = advise_launch._launch_once(["sh", "-c", "echo to-err >&2; echo to-out; exit 3"], {}, False)
+    assert (code, tail) == (3, "to-err\n")
+    assert capfd.readouterr() == ("to-out\n", "to-err\n")

@@ -177,3 +177,15 @@ def test_report_says_which_library_algorithms_the_proof_refuses(db: Path, tmp_pa
     html = report.write_report(copy, tmp_path / "with").read_text()
     assert "1 library algorithms measured; 1 of them are refused" in html
     assert "<td>lib:allreduce:ring</td><td>1</td><td>separate/builtin/int8</td>" in html
+
+
+def test_an_estimate_outside_its_interval_gets_no_error_bar_on_that_side() -> None:
+    # make demo's check once died drawing the A/A calibration: a copy's relative difference lay
+    # outside its 95% interval (an interval of another statistic need not contain the estimate)
+    import numpy as np
+
+    from colltune.report.context import interval_bars
+
+    below, above = interval_bars(np.array([0.25, -0.125, 0.0]), np.array([0.375, -0.25, np.nan]),
+                                 np.array([0.5, 0.125, 0.0625]))
+    assert below.tolist() == [0.0, 0.125, 0.0] and above.tolist() == [0.25, 0.25, 0.0625]

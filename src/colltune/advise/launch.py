@@ -37,30 +37,62 @@ def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *
     message when it fails after the first run succeeded."""
     env = dict(runenv.rank_environment(lib, art, profile=str(tuning_profile) if tuning_profile else None))
     if run_dir is not None:
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
         env["COLLTUNE_PROFILE_RUN"] = str(run_dir.resolve())
     env.update(extra or {})
     argv, launcher_extra = runenv.inject(lib, list(command), env)
-    t0 = time.perf_counter()
     launcher_env = launch.launcher_env(lib, nprocs=launch.nprocs_of(command))
-    proc = subprocess.run(argv, env={**launcher_env, **launcher_extra}, check=False,
-                          stdout=subprocess.DEVNULL if quiet else None)
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0 and rerun is not None:
+    # Open MPI 5's launcher sometimes dies before any rank exists (launch.LAUNCHER_DIED): nothing
+    # of the application ran, so it is started again, as every launch of colltune's own is.
+    for attempt in range(1, launch.LAUNCH_ATTEMPTS + 1):
+        if run_dir is not None:
+            if run_dir.exists():
+                shutil.rmtree(run_dir)
+            run_dir.mkdir(parents=True)
+        t0 = time.perf_counter()
+        returncode, stderr_tail = _launch_once(argv, {**launcher_env, **launcher_extra}, quiet)
+        seconds = time.perf_counter() - t0
+        if returncode == 0 or not launch.launcher_died(stderr_tail) or attempt == launch.LAUNCH_ATTEMPTS:
+            break
+        time.sleep(launch.LAUNCH_RETRY_PAUSE_S)
+    if returncode != 0 and rerun is not None:
         launcher, program = _split_program(command)
         raise AdviseError(
-            f"{rerun} exited with status {proc.returncode}, after the first run of `{shlex.join(command)}` had "
+            f"{rerun} exited with status {returncode}, after the first run of `{shlex.join(command)}` had "
             "succeeded: the application fails when it is started again in the same directory. An application "
             "that refuses to overwrite its own output files (ExaML does) needs a wrapper as the program that "
             f"removes them first: a script fresh.sh with the lines `#!/bin/sh`, `rm -f <its output files>`, "
             f"`exec {shlex.join(program)}` (chmod +x fresh.sh), then `colltune advise --verify ... -- "
             f"{shlex.join([*launcher, './fresh.sh'])}`")
-    if proc.returncode != 0:
-        raise AdviseError(f"the profiling run of the application exited with status {proc.returncode}: "
+    if returncode != 0:
+        raise AdviseError(f"the profiling run of the application exited with status {returncode}: "
                           f"`{shlex.join(command)}`; fix the command line (it must run without colltune too)")
-    return AppRun(proc.returncode, seconds)
+    return AppRun(returncode, seconds)
+
+
+STDERR_KEPT = 65536   # the last bytes of a launch's stderr that launch.launcher_died reads
+
+
+def _launch_once(argv: Sequence[str], env: Mapping[str, str], quiet: bool) -> tuple[int, str]:
+    """One launch: its exit status and the end of its stderr, which is passed on to colltune's
+    own standard error (file descriptor 2, where it went before it was read) as it comes, so the
+    user still sees the application's messages when they are written."""
+    proc = subprocess.Popen(argv, env=dict(env), stdout=subprocess.DEVNULL if quiet else None,
+                            stderr=subprocess.PIPE)
+    stderr = proc.stderr
+    assert stderr is not None
+    tail = b""
+    try:
+        for chunk in iter(lambda: stderr.read1(65536), b""):
+            tail = (tail + chunk)[-STDERR_KEPT:]
+            while chunk:
+                chunk = chunk[os.write(2, chunk):]
+    except BaseException:   # (as subprocess.run: an interrupted colltune leaves no launch behind)
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        stderr.close()
+    return proc.wait(), tail.decode(errors="replace")
 
 
 def _split_program(command: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -27,6 +27,7 @@ from colltune.compare import tables as ct
 from colltune.compare.data import environment_table
 from colltune.compare.judge import Comparison
 from colltune.paths import writable_dir
+from colltune.report.context import interval_bars
 from colltune.report.html import CSS, ReportContext, short_library_name
 from colltune.verify import tables as vt
 
@@ -219,7 +220,7 @@ def _calibration(rep: CompareReport) -> str:
     ax.axvspan(low, high, color="#2e7d32", alpha=0.12, lw=0)
     ax.axvline(1.0, color="#555", lw=0.8)
     r, lo, hi = cal["ratio"].to_numpy(float), cal["ci_low"].to_numpy(float), cal["ci_high"].to_numpy(float)
-    ax.errorbar(r, y, xerr=[np.nan_to_num(r - lo), np.nan_to_num(hi - r)], fmt="o", ms=3, color="#1565c0",
+    ax.errorbar(r, y, xerr=interval_bars(r, lo, hi), fmt="o", ms=3, color="#1565c0",
                 ecolor="#90caf9", elinewidth=2)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from colltune.measure import confirm
-from colltune.report.context import CHECKED_KINDS, ReportContext, Section
+from colltune.report.context import CHECKED_KINDS, ReportContext, Section, interval_bars
 from colltune.verify import check, stats, tables
 from colltune.verify.advice import KIND_INTRO, advice, library_family
 from colltune.verify.quality import point_penalties, quality_score
@@ -383,7 +383,7 @@ def _calibration(ctx: ReportContext) -> str:
     ax.axvspan(-tol, tol, color="#2e7d32", alpha=0.12, lw=0)
     ax.axvline(0, color="#555", lw=0.8)
     rd, lo, hi = aa["rel_diff"].to_numpy(), aa["ci_low"].to_numpy(), aa["ci_high"].to_numpy()
-    ax.errorbar(rd, y, xerr=[np.nan_to_num(rd - lo), np.nan_to_num(hi - rd)], fmt="o", ms=3, color="#1565c0",
+    ax.errorbar(rd, y, xerr=interval_bars(rd, lo, hi), fmt="o", ms=3, color="#1565c0",
                 ecolor="#90caf9", elinewidth=2)
     ax.set_yticks(y, [f"{c} {T.fmt_bytes(n)} ({p})" for c, n, p in zip(aa["collective"], aa["msg_bytes"],
                                                                          aa["nprocs"], strict=True)], fontsize=7)

@@ -117,6 +117,14 @@ class ReportContext:
         return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def interval_bars(center: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+    """matplotlib's error bar lengths (below, above) of estimates and their intervals: none
+    where an end is unknown, and none on a side where the estimate lies outside its interval
+    (an interval of another statistic than the estimate's, e.g. a median's around a ratio of
+    means, need not contain it; matplotlib refuses a negative length)."""
+    return [np.clip(np.nan_to_num(center - low), 0, None), np.clip(np.nan_to_num(high - center), 0, None)]
+
+
 def cell(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from colltune.report.context import interval_bars
 from colltune.report.html import ReportContext, Section
 from colltune.tune import validate as val
 from colltune.units import human_bytes
@@ -32,7 +33,7 @@ def _plot(ctx: ReportContext, table: pd.DataFrame) -> str:
         fig, ax = plt.subplots(figsize=(7.2, 3.0))
         xs = np.arange(len(grp))
         y = grp["speedup"].to_numpy(float)
-        err = np.vstack([y - grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float) - y])
+        err = np.vstack(interval_bars(y, grp["ci_low"].to_numpy(float), grp["ci_high"].to_numpy(float)))
         replaced = grp["profile_variant"].notna().to_numpy()
         colors = np.where(grp["slower"].to_numpy(bool), "#c62828",
                           np.where(grp["faster"].to_numpy(bool), "#2e7d32", "#555555"))
