@@ -160,3 +160,19 @@ def test_unproven_library_algorithms_are_one_line_and_refused_ones_name_their_cl
         "unproven: 1 library algorithm(s) measured here serve no call until `colltune selftest` proves this build: "
         "lib:gather:linear (docs/select.md, \"The proof\")",
         "refused: lib:allreduce:ring is measured but not served in in_place/none/any (docs/select.md, \"The proof\")"]
+
+
+def test_a_crash_exits_70_not_the_violations_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's own exit status for a traceback is 1, `check`'s "violations found": the Makefile's
+    demo took a crash in check's plots for a result."""
+    def crash(*args: object, **kwargs: object) -> None:
+        raise ValueError("'xerr' must not contain negative values")
+
+    monkeypatch.setattr(check, "check_db", crash)
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(_db(tmp_path, 1.0))])
+    assert r.exit_code == 70
+    assert "ValueError: 'xerr' must not contain negative values" in r.output
+    assert "colltune: internal error (exit 70): a bug in colltune" in r.output
+    monkeypatch.undo()
+    r = CliRunner().invoke(main, ["check", "--no-measure", "--db", str(tmp_path / "missing.duckdb")])
+    assert r.exit_code == 2   # expected failures keep their codes

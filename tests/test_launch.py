@@ -260,3 +260,17 @@ def test_an_advised_launch_passes_its_stderr_on_and_keeps_its_end(capfd: pytest.
     code, tail = advise_launch._launch_once(["sh", "-c", "echo to-err >&2; echo to-out; exit 3"], {}, False)
     assert (code, tail) == (3, "to-err\n")
     assert capfd.readouterr() == ("to-out\n", "to-err\n")
+
+
+def test_advise_notes_a_rank_script_and_not_a_program(tmp_path: Path) -> None:
+    from colltune.advise.launch import script_note
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\nsource /usr/share/openfoam/etc/bashrc\nexec icoFoam -parallel\n")
+    script.chmod(0o755)
+    note = script_note(["mpirun", "-np", "2", str(script)])
+    assert note == (f"colltune advise: note: the ranks start a script, {script}: its shell gets the profiling "
+                    "library and the MPI library too, and so does each command or subshell it runs (~0.1 ms "
+                    "each); for the cheapest profiling run put the application itself after the launcher, its "
+                    "environment set in the launcher's")
+    assert script_note(["mpirun", "-np", "2", "/bin/true"]) is None
+    assert script_note(["mpirun", "-np", "2", str(tmp_path / "missing")]) is None

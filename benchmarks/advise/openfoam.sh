@@ -64,9 +64,13 @@ elif [ "$mode" = time ]; then
   # must be the same in every run (the profiling never changes results).
   rounds=${4:-11}
   lib=${LIB:-$("$repo/.venv/bin/python" -c "from colltune.mpi import build, libraries as m; print(build.ensure_built(m.resolve('/usr/bin/mpicc.openmpi')).libcolltune)")}
+  # the library reaches icoFoam alone, as RANK_PRELOAD: a bash started with LD_PRELOAD would have
+  # Open MPI mapped in each subshell its bashrc forks (README, "twentieth round")
   cat > run.sh <<'EOF2'
 #!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
+[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
+unset RANK_PRELOAD
 exec icoFoam -parallel "$@"
 EOF2
   chmod +x run.sh
@@ -79,7 +83,7 @@ EOF2
       if [ "$m" = plain ]; then
         mpirun.openmpi --allow-run-as-root -np 2 ./run.sh > log.time 2>&1
       else
-        mpirun.openmpi --allow-run-as-root -np 2 -x LD_PRELOAD="$lib" -x COLLTUNE_PROFILE_RUN="$out/cavity/prof" ./run.sh > log.time 2>&1
+        mpirun.openmpi --allow-run-as-root -np 2 -x RANK_PRELOAD="$lib" -x COLLTUNE_PROFILE_RUN="$out/cavity/prof" ./run.sh > log.time 2>&1
       fi
       t1=$(date +%s.%N)
       cont=$(grep 'continuity errors' log.time | tail -1 | tr -s ' ' | tr '\t' ' ')
@@ -90,12 +94,9 @@ EOF2
   # the verdict against 1% and the rounds that would resolve it (paired_time.py)
   "$repo/.venv/bin/python" "$repo/benchmarks/advise/paired_time.py" "$out/time.tsv" | tee "$out/time.txt"
 else
-  cat > run.sh <<'EOF'
-#!/bin/bash
-source /usr/share/openfoam/etc/bashrc 2>/dev/null
-exec icoFoam -parallel "$@"
-EOF
-  chmod +x run.sh
-  "$repo/.venv/bin/colltune" advise --db "$out/none.duckdb" --out "$out/advise" \
-    -- mpirun.openmpi --allow-run-as-root -np 2 ./run.sh | sed -n '/^colltune advise:/,$p' > "$out/advise.txt"
+  # OpenFOAM's environment in the launcher's, the ranks icoFoam itself: what a user runs (a rank
+  # script would have the preload colltune gives the ranks in its own shell)
+  bash -c 'source /usr/share/openfoam/etc/bashrc 2>/dev/null; exec "$@"' bash \
+    "$repo/.venv/bin/colltune" advise --db "$out/none.duckdb" --out "$out/advise" \
+    -- mpirun.openmpi --allow-run-as-root -np 2 icoFoam -parallel | sed -n '/^colltune advise:/,$p' > "$out/advise.txt"
 fi

@@ -82,14 +82,14 @@ from paired_time import median_interval  # noqa: E402
 FIELDS = ("block", "order", "pos", "mode", "wall_s", "load1", "result", "syncs", "sync_ms", "own_ms")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 # The preload (and so libmpi's tree, libcolltune's DT_NEEDED) goes to icoFoam alone: OpenFOAM's
-# bashrc forks ~20 shells, dirname and uname, each of which would load it (~1,080 page faults and
-# ~11-14 ms of task clock a rank: pass35's counts, README "seventeenth round: what the preload
-# alone costs"), a cost of this script, not of the application; sessions 12-16's OpenFOAM windows
-# had it in their profiled and --pass runs.
+# bashrc forks ~20 subshells, and a bash started with LD_PRELOAD has libmpi's tree mapped in each
+# of them (~0.13 ms more a fork and exit), whatever it unsets afterwards (until the twentieth
+# round, this script's `unset LD_PRELOAD` came too late: +6.2 ms a rank, README "twentieth
+# round"). So mpirun hands the library over as RANK_PRELOAD, and only the exec of icoFoam has it.
 OPENFOAM_RANK = """#!/bin/bash
-preload=${LD_PRELOAD-}; unset LD_PRELOAD
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
-[ -n "$preload" ] && export LD_PRELOAD=$preload
+[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
+unset RANK_PRELOAD
 exec icoFoam -parallel
 """
 
@@ -103,6 +103,7 @@ class App:
     log: str | None = None    # a file the run writes its result to, else its stdout
     clean: tuple[str, ...] = ()   # globs removed before each run (outputs that change the next)
     variant: str = ""         # in the TSV's name: an input other than the bar's (OpenFOAM's --cells)
+    preload: str = "LD_PRELOAD"   # the variable mpirun gives the library in (OPENFOAM_RANK's)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def openfoam(out: Path, case: Case) -> App:
     rank.chmod(0o755)
     return App("openfoam", work, ["./rank.sh"], re.compile(r"time step continuity errors.*"),
                clean=("processor*/[1-9]*", "processor*/0.*"),
-               variant="" if cells == OPENFOAM_CELLS else f"-{cells}cells")
+               variant="" if cells == OPENFOAM_CELLS else f"-{cells}cells", preload="RANK_PRELOAD")
 
 
 def lammps(out: Path, case: Case) -> App:
@@ -243,8 +244,8 @@ def run_one(app: App, mode: str, lib: str, prof: Path) -> tuple[float, float, st
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     shutil.rmtree(prof, ignore_errors=True)
     base, settings = parse_mode(mode)
-    extra = {"plain": [], "pass": ["-x", f"LD_PRELOAD={lib}"],
-             "profiled": ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[base]
+    extra = {"plain": [], "pass": ["-x", f"{app.preload}={lib}"],
+             "profiled": ["-x", f"{app.preload}={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[base]
     extra += [x for k, v in settings.items() for x in ("-x", f"{k}={v}")]
     mode = base
     argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core",

@@ -2,7 +2,7 @@
 
 Exit codes shared by every subcommand: 0 success (for `check`: no violation), 1 the thing
 checked failed (violations, selftest mismatches, a failed launch), 2 usage or environment error,
-130 interrupted. Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
+70 an internal error (a bug of colltune's: its traceback, then what to report), 130 interrupted. Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
 
 Subcommands are imported only when invoked (or listed by `--help`): `colltune run` sits in front
 of every launch of an application and must not pay for pandas, DuckDB or SciPy, which the
@@ -11,8 +11,10 @@ measuring and judging commands import (benchmarks/frontend_start).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
+import traceback
 
 import click
 
@@ -45,6 +47,33 @@ class LazyGroup(click.Group):
             raise
         command: click.Command = module.command
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """A subcommand's unexpected exception exits INTERNAL_ERROR, not Python's 1, which is
+        also `check`'s "violations found" (the Makefile's demo accepted a crash as a result)."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit,
+                KeyboardInterrupt, EOFError):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:   # `colltune ... | head`: click's own handling
+                raise
+            _internal_error(ctx)
+        except Exception:
+            _internal_error(ctx)
+        return None
+
+
+INTERNAL_ERROR = 70   # sysexits.h's EX_SOFTWARE
+
+
+def _internal_error(ctx: click.Context) -> None:
+    traceback.print_exc()
+    click.echo(f"colltune: internal error (exit {INTERNAL_ERROR}): a bug in colltune, not a finding about "
+               "the MPI library or the application; report it with the traceback above and the command line",
+               err=True)
+    ctx.exit(INTERNAL_ERROR)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ def run_app(lib: MpiLibrary, art: build_mod.Artifacts, command: Sequence[str], *
     env.update(extra or {})
     argv, launcher_extra = runenv.inject(lib, list(command), env)
     launcher_env = launch.launcher_env(lib, nprocs=launch.nprocs_of(command))
+    if run_dir is not None and (note := script_note(command)) is not None:
+        print(note, file=sys.stderr, flush=True)
     # Open MPI 5's launcher sometimes dies before any rank exists (launch.LAUNCHER_DIED): nothing
     # of the application ran, so it is started again, as every launch of colltune's own is.
     for attempt in range(1, launch.LAUNCH_ATTEMPTS + 1):
@@ -93,6 +96,24 @@ def _launch_once(argv: Sequence[str], env: Mapping[str, str], quiet: bool) -> tu
     finally:
         stderr.close()
     return proc.wait(), tail.decode(errors="replace")
+
+
+def script_note(command: Sequence[str]) -> str | None:
+    """What a rank script costs the profiling run, when the ranks' program is one (`#!`): the
+    launcher gives the preload to the script's interpreter, which loads libcolltune and the MPI
+    library it links, and every subshell the script forks carries them (OpenFOAM's bashrc, ~20
+    subshells: +6.2 ms a rank, benchmarks/advise/README.md, "twentieth round")."""
+    program = _split_program(command)[1]
+    try:
+        with open(program[0], "rb") as f:
+            if f.read(2) != b"#!":
+                return None
+    except (OSError, IndexError):
+        return None
+    return (f"colltune advise: note: the ranks start a script, {program[0]}: its shell gets the profiling "
+            "library and the MPI library too, and so does each command or subshell it runs (~0.1 ms each); "
+            "for the cheapest profiling run put the application itself after the launcher, its environment "
+            "set in the launcher's")
 
 
 def _split_program(command: Sequence[str]) -> tuple[list[str], list[str]]:
