@@ -62,8 +62,12 @@ from paired_time import Estimate, median_interval, rounds_needed, verdict  # noq
 
 MODES = ("plain", "control", "profiled")
 FIELDS = ("round", "mode", "order", "wall_s", "window_s", "cpu_s", "load1", "continuity", "steps_ms")
+# The library comes as RANK_PRELOAD and is exported for the exec alone: a bash started with
+# LD_PRELOAD has Open MPI mapped in each subshell its bashrc forks (README, "twentieth round").
 RANK = """#!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
+[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
+unset RANK_PRELOAD
 exec /usr/bin/time -f '%U %S' -o "$CT_CPU_DIR/rank-$OMPI_COMM_WORLD_RANK" icoFoam -parallel
 """
 STEP = re.compile(r"^Time = ")
@@ -101,7 +105,7 @@ class Instance:
         (self.dir / "cpu").mkdir()
         (self.dir / "rank.sh").write_text(RANK)
         (self.dir / "rank.sh").chmod(0o755)
-        extra = ["-x", f"LD_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={self.dir / 'prof'}"] if mode == "profiled" else []
+        extra = ["-x", f"RANK_PRELOAD={lib}", "-x", f"COLLTUNE_PROFILE_RUN={self.dir / 'prof'}"] if mode == "profiled" else []
         self.argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "-x", f"CT_CPU_DIR={self.dir / 'cpu'}",
                      *extra, "./rank.sh"]
         self.steps: list[float] = []

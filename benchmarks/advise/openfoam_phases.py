@@ -43,8 +43,12 @@ PHASES = ("load", "pre", "init", "body", "fin", "exit")
 FIELDS = ("round", "steps", "mode", "rank", "wall_s", *PHASES, "tail", "cpu_user", "cpu_sys", "minflt",
           "body_user", "body_sys", "body_minflt", "fixed_user", "fixed_sys", "syncs", "sync_ms", "own_ms",
           "widened", "narrowed", "result")
+# The library comes as RANK_PRELOAD and is exported for the exec alone: a bash started with
+# LD_PRELOAD has Open MPI mapped in each subshell its bashrc forks (README, "twentieth round").
 RANK = """#!/bin/bash
 source /usr/share/openfoam/etc/bashrc 2>/dev/null
+[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
+unset RANK_PRELOAD
 echo "$EPOCHREALTIME" > "$PHASE_OUT.exec.$OMPI_COMM_WORLD_RANK"
 exec icoFoam -parallel
 """
@@ -85,7 +89,7 @@ def run_one(case: Path, steps: int, mode: str, shim: Path, lib: str, rnd: int) -
     prof, stamp = case / "prof", case / "phase"
     shutil.rmtree(prof, ignore_errors=True)
     preload = str(shim) if mode == "plain" else f"{shim}:{lib}"
-    env = ["-x", f"LD_PRELOAD={preload}", "-x", f"PHASE_OUT={stamp}", "-x", "OMP_NUM_THREADS=1"]
+    env = ["-x", f"RANK_PRELOAD={preload}", "-x", f"PHASE_OUT={stamp}", "-x", "OMP_NUM_THREADS=1"]
     if mode in ("profiled", "nosync"):
         env += ["-x", f"COLLTUNE_PROFILE_RUN={prof}"]
     if mode == "nosync":   # no sampling synchronisation: the call path alone
