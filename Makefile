@@ -56,8 +56,9 @@ DEMO_OUT := colltune-out
 
 # The main job: check the embedded Open MPI against the guidelines (its own algorithms too), then
 # write a tuning profile. `check` exits 1 when it finds violations (3: some comparisons undecided):
-# that is a result here, not a failure (a crash exits 70, colltune.cli.INTERNAL_ERROR). `tune` prints the next steps, each a command line that runs
-# as printed on this machine (docs/first-hour.md walks through them).
+# that is a result here, not a failure (a crash exits 70, colltune.cli.INTERNAL_ERROR). `tune`
+# prints the next steps, each a command line that runs as printed on this machine
+# (docs/first-hour.md walks through them).
 demo: setup build
 	$(COLLTUNE) check --preset quick --library-algorithms -n $(NPROCS) --db $(DEMO_OUT)/colltune.duckdb --out $(DEMO_OUT) || { rc=$$?; [ $$rc -eq 1 ] || [ $$rc -eq 3 ]; }
 	$(COLLTUNE) tune --db $(DEMO_OUT)/colltune.duckdb --out $(DEMO_OUT)/tuned.prof

@@ -2,7 +2,8 @@
 
 Exit codes shared by every subcommand: 0 success (for `check`: no violation), 1 the thing
 checked failed (violations, selftest mismatches, a failed launch), 2 usage or environment error,
-70 an internal error (a bug of colltune's: its traceback, then what to report), 130 interrupted. Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
+70 an internal error (a bug of colltune's: its traceback, then what to report), 130 interrupted.
+Expected failures are ColltuneError (colltune.errors), click shows them wherever they are raised.
 
 Subcommands are imported only when invoked (or listed by `--help`): `colltune run` sits in front
 of every launch of an application and must not pay for pandas, DuckDB or SciPy, which the
