@@ -232,3 +232,22 @@ def test_the_command_line_refuses_bad_modes(tmp_path: Path) -> None:
         run = subprocess.run([sys.executable, str(script), str(tmp_path), "--app", "openfoam", "--modes", modes],
                              capture_output=True, text=True)
         assert run.returncode == 2 and error in run.stderr, run.stderr
+
+
+def test_blocks_of_two_modes_are_run_then_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the default design (PQQP/QPPQ blocks, no --modes, no --read): its TSV is read once written
+    # (session 21: the check for a --modes TSV read the TSV before there was one, and crashed)
+    ratios = [1.02, 1.01, 1.03, 1.02, 1.01, 1.03]
+    app = dataclasses.make_dataclass("App", ["name", "variant"])("openfoam", "")
+    monkeypatch.setitem(st.APPS, "openfoam", lambda out, case: app)
+    made: list[tuple[Path, str]] = []
+
+    def run_blocks(app_, tsv: Path, blocks, minutes, seed, append, lib: str, other: str) -> None:
+        made.append((tsv, other))
+        tsv.write_text(_tsv(tmp_path / "fixture", ratios).read_text())
+
+    (tmp_path / "fixture").mkdir()
+    monkeypatch.setattr(st, "run_blocks", run_blocks)
+    assert st.main([str(tmp_path), "--app", "openfoam", "--lib", "/nonexistent/libcolltune.so"]) == 0
+    assert made == [(tmp_path / "seq-openfoam.tsv", "profiled")]
+    assert (tmp_path / "seq-openfoam.txt").read_text().startswith("6 blocks")

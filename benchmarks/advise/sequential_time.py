@@ -533,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.lib or libcolltune())
         if args.no_report:
             return 0
-    if modes or any(r.order.isdigit() for r in read_runs(tsv)):   # (--modes blocks: their orders are indexes)
+    if modes or (tsv is not None and any(r.order.isdigit() for r in read_runs(tsv))):   # (--modes: indexes)
         text = "\n".join(report_modes(read_runs(tsv), args.bar))
         print(text)
         if args.read is None:

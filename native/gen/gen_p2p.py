@@ -68,7 +68,41 @@ def stubbed(c: Call) -> bool:
 HOT = ("Send", "Recv", "Isend", "Irecv")
 
 
-def wrapper(c: Call) -> list[str]:
+# The light path of repeated calls (runtime/requests.c, ct_light_call) in the stub itself: a call
+# on it is the pass-through's compare of ct_p2p_line's first byte, its function's countdown (the
+# same line) counted down and the light calls counted (ditto), then the jump to the library. It
+# was the jump to ct_slow_MPI_<name> and there GCC's frame for the full path (six registers saved
+# and restored around the test: two more lines of code a call, each a miss at OpenFOAM's rate of a
+# call every few microseconds of the application's own work). A countdown at 1 (the function's
+# sample) or below (shut: the light path not open, MPI_THREAD_MULTIPLE) goes to ct_slow_MPI_<name>,
+# whose ct_light_call then says no. %eax is free at a call's entry (SysV: no argument in it for a
+# prototyped function). The library's function is reached through its GOT entry, not the PLT (a
+# line of code less a call, as CT_NOPLT in ct_profrun.h: MPI-1 functions only, bound at load).
+# LEFT and CALLS: ct_hot.h's offsets, asserted below.
+P2P_LINE_LEFT, P2P_LINE_CALLS = 4, 56
+LIGHT_STUB_PRELUDE = [
+    "#if CT_STUBS",
+    "/* MPI_<name> with its light path (gen_p2p.py): `slot` is its countdown in ct_p2p_line.left. */",
+    "#define CT_LIGHT_STUB_IN(name, slot, section)                                  \\",
+    '    __asm__("\\t.pushsection " section "\\n\\t.globl " #name "\\n\\t.type " #name ", @function\\n" \\',
+    '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_STUB_ENDBR             \\',
+    '            "\\tcmpb $0, ct_p2p_line(%rip)\\n\\tje 1f\\n"                             \\',
+    f'            "\\tmovl ct_p2p_line+{P2P_LINE_LEFT}+4*" #slot "(%rip), %eax\\n"                       \\',
+    '            "\\tcmpl $1, %eax\\n\\tjle ct_slow_" #name "\\n\\tsubl $1, %eax\\n"              \\',
+    f'            "\\tmovl %eax, ct_p2p_line+{P2P_LINE_LEFT}+4*" #slot "(%rip)\\n"                       \\',
+    f'            "\\taddq $1, ct_p2p_line+{P2P_LINE_CALLS}(%rip)\\n"                             \\',
+    '            "1:\\tjmp *P" #name "@GOTPCREL(%rip)\\n"                              \\',
+    '            "\\t.cfi_endproc\\n\\t.size " #name ", .-" #name "\\n\\t.popsection\\n");',
+    f"_Static_assert(offsetof(ct_hot_p2p_line, left) == {P2P_LINE_LEFT} && sizeof(int32_t) == 4,",
+    '               "the light stubs count ct_p2p_line.left down at this offset (gen_p2p.py)");',
+    f"_Static_assert(offsetof(ct_hot_p2p_line, calls) == {P2P_LINE_CALLS},",
+    '               "the light stubs count ct_p2p_line.calls at this offset (gen_p2p.py)");',
+    "#endif",
+    "",
+]
+
+
+def wrapper(c: Call, index: int, light: bool) -> list[str]:
     """The profiled path is a separate function so that the pass-through path stays a compare and
     a tail jump (no register saves: the compiler would otherwise set up the profiled path's frame
     before the test). The profiled path has the wrapper's signature, so it is reached by a tail
@@ -84,8 +118,9 @@ def wrapper(c: Call) -> list[str]:
     Before all that, once the light path is open (requests.c), a call that is not its function's
     sample is only counted down (ct_light_call) and jumps to the library; the sample takes the
     full path and is noted at its point (ct_light_noted).
-    Where `stubbed`, the stub (STUB_PRELUDE) tests ct_p2p_on and jumps to the timed path itself
-    (ct_slow_MPI_<name>) or to the library, and the C wrapper is the fallback elsewhere."""
+    Where `stubbed`, the stub (LIGHT_STUB_PRELUDE) tests ct_p2p_on, takes the light path itself
+    and jumps to the timed path (ct_slow_MPI_<name>) or to the library, and the C wrapper is the
+    fallback elsewhere."""
     args = ", ".join(c.arg_names)
     size = f"{c.count}, {c.type}" if c.count else "0, MPI_DATATYPE_NULL"
     hot = c.name in HOT
@@ -93,11 +128,14 @@ def wrapper(c: Call) -> list[str]:
     timed = f"static __attribute__((noinline)){at} int ct_timed_{c.name}({c.args})"
     head = [timed]
     if stubbed(c):
-        stub = (f'CT_STUB_IN(MPI_{c.name}, "cmpb $0, ct_p2p_line(%rip)", CT_HOT_TEXT_SECTION)' if hot
-                else f'CT_STUB(MPI_{c.name}, "cmpb $0, ct_p2p_line(%rip)")')
+        section = "CT_HOT_TEXT_SECTION" if hot else '".text"'
+        stub = ([f'_Static_assert({c.enum} == {index} && {c.enum} <= CT_P2P_WAITALL, '
+                 f'"MPI_{c.name}\'s stub counts ct_p2p_line.left[{index}] down (ct_p2p_slot)");',
+                 f"CT_LIGHT_STUB_IN(MPI_{c.name}, {index}, {section})"] if light
+                else [f'CT_STUB_IN(MPI_{c.name}, "cmpb $0, ct_p2p_line(%rip)", {section})'])
         head = [
             "#if CT_STUBS",
-            stub,
+            *stub,
             f"CT_HIDDEN int ct_slow_MPI_{c.name}({c.args});",
             f"CT_HIDDEN{at} int ct_slow_MPI_{c.name}({c.args})",
             "#else",
@@ -152,6 +190,7 @@ def generate() -> str:
         '#include "../runtime/ct_watch.h"',
         "",
         *STUB_PRELUDE,
+        *LIGHT_STUB_PRELUDE,
         f"_Static_assert(CT_P2P_COUNT == {len(calls)}, \"ct_p2p_calls.h is stale: run native/gen/gen_p2p.py\");",
         "",
         "const char *const ct_p2p_names[CT_P2P_COUNT] = {",
@@ -159,9 +198,11 @@ def generate() -> str:
         "};",
         "",
     ]
-    for c in calls:
+    # the functions with a countdown (ct_hot.h's ct_p2p_slot): Send .. Waitall, in the table's order
+    last_light = [c.name for c in calls].index("Waitall")
+    for index, c in enumerate(calls):
         if c.wrapped:
-            lines += wrapper(c)
+            lines += wrapper(c, index, index <= last_light)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -5,7 +5,9 @@
  * call read) every line a call reads is a cache miss, and each costs the application more than
  * the instructions around it (benchmarks/advise/callcost.py). A call on the light path of
  * repeated calls (requests.c) needs its wrapper's switch, its function's countdown, the count of
- * light calls (the numbering of calls) and, a collective, the communicator it is made on: spread
+ * light calls (the numbering of calls) and, a collective, the communicator it is made on and
+ * how many calls it may make before its next sample (so that the communicator's own state, one
+ * more line, is read only by the full path: session 21): spread
  * over the hot data section, the countdowns' array and the thread's TLS line (through a GOT
  * entry for its offset) they were five lines a collective and three a point-to-point call
  * (session 18). Here each kind of call finds all of them in one line of its own: the
@@ -47,7 +49,15 @@ typedef struct __attribute__((aligned(64))) ct_hot_coll_line {
      * collective asks the numbered path */
     unsigned char follow;
     int32_t left[CT_LIGHT_COLLS];   /* the countdowns (requests.c's light ids CT_LIGHT_COLL + coll) */
-    uint64_t calls;                 /* light calls made, in every call's number */
+    /* The wrappers' light calls on `comm` not yet added to its state's count of calls (nor to
+     * ct_coll_light_calls): its state's line is not read on the light path, and its count is
+     * brought up to date (ct_coll_line_flush) before any full path reads it. In every call's
+     * number meanwhile (ct_calls_elsewhere). */
+    uint32_t pending;
+    /* The light calls `comm` may still take before its next sampled call (its state's
+     * next_sample - calls when the numbered light path armed it), 0: none (the wrappers' light
+     * path closed until the numbered one arms it again, which it does after every full path). */
+    uint32_t until;
     /* the communicator of the last collective the numbered light path took, and its state
      * (profcomm.c; cleared when a communicator's state is freed) */
     MPI_Comm comm;

@@ -240,10 +240,11 @@ extern CT_PROFRUN_HIDDEN atomic_uint ct_profcomm_generation;
 /* The collectives' light path in their wrappers (gen_wrappers.py's BY_ARGS rows, before their
  * serving function): a call on the communicator the numbered light path took last (ct_hot.h's
  * cache, set by profcall.c's ct_profiled_args, cleared when a state is freed), with its
- * countdown above 1, no synchronisation due on it, no follower of a collective due and not made
- * under a call colltune serves, counts its countdown, the light calls and the communicator's
- * calls, and the wrapper goes to the library: its hot line and the communicator's state, two
- * lines. Any other call goes on to the serving function, whose numbered light path takes what
+ * countdown above 1, no synchronisation due on it (the line's `until`), no follower of a
+ * collective due and not made under a call colltune serves, counts its countdown and the
+ * communicator's calls in the line (`pending`), and the wrapper goes to the library: one line,
+ * the pass-through's (the communicator's state was a second, ~25 ns a call at OpenFOAM's rate of
+ * evictions). Any other call goes on to the serving function, whose numbered light path takes what
  * this one leaves (another communicator, a follower that is not one). Shut (CT_POLL_SHUT, so
  * under MPI_THREAD_MULTIPLE always) or at 1, it is never taken. A library's collective made
  * under the library's own would be counted here as the application's (the numbered path marks
@@ -252,17 +253,46 @@ static inline __attribute__((always_inline)) int ct_light_collective(int coll, M
 {
     const int slot = ct_coll_slot_light(coll);
     int32_t left = ct_coll_line.left[slot];
-    ct_pcomm *st = ct_coll_line.state;
+    uint32_t until = ct_coll_line.until;
     if (__builtin_expect(left > 1 && comm == ct_coll_line.comm
-                             && (ct_coll_line.inside | ct_coll_line.follow) == 0 && st != NULL
-                             && st->calls != st->next_sample,
+                             && (ct_coll_line.inside | ct_coll_line.follow) == 0 && until != 0,
                          1)) {
         ct_coll_line.left[slot] = left - 1;
-        ct_coll_line.calls++;
-        st->calls++;
+        ct_coll_line.pending++;
+        ct_coll_line.until = until - 1;
         return 1;
     }
     return 0;
+}
+
+/* The collectives' light calls counted in ct_coll_line.pending and added since (every call's
+ * number; profstate.c). */
+extern CT_PROFRUN_HIDDEN uint64_t ct_coll_light_calls;
+
+/* Before a full path reads or counts a communicator's calls (ct_profiled_args, ct_profcomm_due):
+ * the wrappers' light calls added to their communicator's count, and their light path closed
+ * until the numbered one arms it again (a full path may change the count or the next sample).
+ * No write where nothing is armed, so never under MPI_THREAD_MULTIPLE. */
+static inline void ct_coll_line_flush(void)
+{
+    uint32_t n = ct_coll_line.pending;
+    if (__builtin_expect(n != 0, 0)) {
+        ct_coll_line.state->calls += n;
+        ct_coll_light_calls += n;
+        ct_coll_line.pending = 0;
+    }
+    if (ct_coll_line.until != 0)
+        ct_coll_line.until = 0;
+}
+
+/* The numbered light path took a call on `st`'s communicator: the wrappers may take its next
+ * calls up to its next sample. */
+static inline void ct_coll_line_arm(MPI_Comm comm, ct_pcomm *st)
+{
+    uint64_t left = st->next_sample > st->calls ? st->next_sample - st->calls : 0;
+    ct_coll_line.comm = comm;
+    ct_coll_line.state = st;
+    ct_coll_line.until = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
 }
 
 CT_PROFRUN_HIDDEN int ct_profcomm_prepare(void);                 /* the keyval; 0: failed */
@@ -275,6 +305,7 @@ CT_PROFRUN_HIDDEN uint64_t ct_profcomm_gap(uint64_t period, uint64_t k);
 /* Counts the call; 1 if it is one to sample (then ct_profcomm_sync). */
 static inline int ct_profcomm_due(ct_pcomm *st)
 {
+    ct_coll_line_flush();
     return __builtin_expect(st->calls++ == st->next_sample, 0);
 }
 
@@ -396,7 +427,8 @@ extern CT_PROFRUN_HIDDEN uint64_t ct_polls_counted_all, ct_polls_armed_all;
  * and the light calls' (counted in the hot lines). */
 static inline uint64_t ct_calls_elsewhere(void)
 {
-    uint64_t n = ct_polls_counted_all + ct_p2p_line.calls + ct_coll_line.calls;
+    uint64_t n = ct_polls_counted_all + ct_p2p_line.calls + ct_coll_light_calls
+                 + ct_coll_line.pending;
     if (__builtin_expect(ct_poll_sum, 0))   /* open, and polls may have taken it (requests.c) */
         n += ct_polls_armed_all
              - (uint64_t)((int64_t)ct_p2p_line.left[ct_p2p_slot(CT_P2P_TEST)]
@@ -429,7 +461,7 @@ static inline int ct_light_call(int id)
         if (id < CT_LIGHT_COLL)
             ct_p2p_line.calls++;
         else
-            ct_coll_line.calls++;
+            ct_coll_light_calls++;
         return 1;
     }
     return 0;

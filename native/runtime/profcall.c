@@ -856,6 +856,7 @@ static inline __attribute__((always_inline)) int
 ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                  MPI_Op op, int root, MPI_Comm comm, int *rc)
 {
+    ct_coll_line_flush();
     if (CT_UNLIKELY(ct_profrun_by_modes[kind]))
         return CT_ARGS_FULL;
     /* The light path (ct_light_call's, with the communicator's count and the calls that must
@@ -867,12 +868,11 @@ ct_profiled_args(int kind, const void *sendbuf, void *recvbuf, int count, MPI_Da
         if (CT_LIKELY(st != NULL && st->calls != st->next_sample
                       && st->follow != (uint32_t)ct_call_number_next())) {
             CT_LEFT(id) = left - 1;
-            ct_coll_line.calls++;
+            ct_coll_light_calls++;
             st->calls++;
             /* the next call on this communicator takes the wrapper's light path (ct_hot.h):
              * not a follower, it leaves none due (a number later than every follow's) */
-            ct_coll_line.comm = comm;
-            ct_coll_line.state = st;
+            ct_coll_line_arm(comm, st);
             ct_coll_line.follow = 0;
             /* (a failed call: in its function's total, at no point) */
             *rc = ct_serve_args(kind, sendbuf, recvbuf, count, type, op, root, comm);

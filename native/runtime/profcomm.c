@@ -73,6 +73,7 @@ static int ct_state_free(MPI_Comm comm, int keyval, void *value, void *extra)
     (void)comm, (void)keyval, (void)extra;
     atomic_fetch_add_explicit(&ct_profcomm_generation, 1, memory_order_relaxed);
     if (!ct_profrun_mt && ct_coll_line.state == value) {   /* (the wrappers' light path's) */
+        ct_coll_line_flush();
         ct_coll_line.comm = MPI_COMM_NULL;
         ct_coll_line.state = NULL;
     }
@@ -96,6 +97,8 @@ void ct_profcomm_start(uint64_t every, uint64_t budget_ppm, uint64_t ns0)
 void ct_profcomm_finish(void)
 {
     ct_profcomm_cache.comm = MPI_COMM_NULL;
+    if (ct_coll_line.state != NULL)
+        ct_coll_line_flush();
     ct_coll_line.comm = MPI_COMM_NULL;
     ct_coll_line.state = NULL;
     if (ct_keyval != MPI_KEYVAL_INVALID)

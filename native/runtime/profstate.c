@@ -17,6 +17,7 @@ CT_HIDDEN CT_HOT_DATA ct_hot_p2p_line ct_p2p_line = {
     .left = {[0 ... CT_P2P_LIGHT_SLOTS - 1] = CT_POLL_SHUT},
 };
 CT_HIDDEN CT_HOT_DATA int ct_profrun_mt;
+CT_HIDDEN CT_HOT_DATA uint64_t ct_coll_light_calls;
 CT_HIDDEN CT_HOT_DATA unsigned char ct_profrun_by_modes[CT_NUM_COLLECTIVES];
 CT_HIDDEN _Thread_local ct_profrun_thread ct_profrun_me;
 

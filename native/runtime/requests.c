@@ -603,7 +603,8 @@ void ct_profrun_polls_start(uint64_t light_after)
     for (size_t i = 0; i < CT_LIGHT_FNS; i++)
         ct_poll_armed[ct_light_fns[i]] = CT_LEFT(ct_light_fns[i]) = CT_POLL_SHUT;
     ct_poll_taken = ct_poll_sum = 0;
-    ct_p2p_line.calls = ct_coll_line.calls = 0;
+    ct_p2p_line.calls = ct_coll_light_calls = 0;
+    ct_coll_line.pending = ct_coll_line.until = 0;
     ct_coll_line.follow = 0;
     ct_poll_lite_ok = !ct_profrun_mt;   /* plain counters: one thread at a time in MPI */
     ct_poll_lite_set();
@@ -1059,17 +1060,21 @@ static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_wait(const void *sit
                                                      MPI_Status *status)
 {
     const void *anchor = __builtin_frame_address(0), *chain = NULL;
-    if (CT_LIKELY(ct_light_call(CT_P2P_WAIT)))
-        return PMPI_Wait(request, status);
-    /* (the sample: the full path, ct_watch_begin_own's ct_poll_sampling) */
+    /* (MPI_Wait took the light path's calls; the sample: the full path, ct_watch_begin_own's
+     * ct_poll_sampling) */
     if (CT_LIKELY(!ct_light_due(CT_P2P_WAIT) && ct_wait_again(CT_P2P_WAIT, site, anchor, 1, request, &chain)))
         return PMPI_Wait(request, status);
     return ct_waited_full(site, anchor, chain, request, status);
 }
 
+/* The light path's calls leave in the wrapper itself, before the site is read: that read is of
+ * the thread's line (a Fortran wrapper's caller) through its GOT entry, two cache lines a call
+ * that only a full-path call needs, and ct_watched_wait's own lines of code are two more. */
 CT_HOT_TEXT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (CT_LIKELY(!ct_watch))
+        return PMPI_Wait(request, status);
+    if (CT_LIKELY(ct_light_call(CT_P2P_WAIT)))
         return PMPI_Wait(request, status);
     return ct_watched_wait(ct_watch_site(__builtin_return_address(0)), request, status);
 }
@@ -1100,8 +1105,6 @@ static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_waitall(const void *
                                                         MPI_Status statuses[])
 {
     const void *anchor = __builtin_frame_address(0), *chain = NULL;
-    if (CT_LIKELY(ct_light_call(CT_P2P_WAITALL)))
-        return PMPI_Waitall(count, requests, statuses);
     if (CT_LIKELY(!ct_light_due(CT_P2P_WAITALL)
                   && ct_wait_again(CT_P2P_WAITALL, site, anchor, count, requests, &chain)))
         return PMPI_Waitall(count, requests, statuses);
@@ -1111,6 +1114,8 @@ static CT_HOT_TEXT __attribute__((noinline)) int ct_watched_waitall(const void *
 CT_HOT_TEXT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (CT_LIKELY(!ct_watch))
+        return PMPI_Waitall(count, requests, statuses);
+    if (CT_LIKELY(ct_light_call(CT_P2P_WAITALL)))   /* (as MPI_Wait's) */
         return PMPI_Waitall(count, requests, statuses);
     return ct_watched_waitall(ct_watch_site(__builtin_return_address(0)), count, requests, statuses);
 }
