@@ -523,5 +523,5 @@ def test_fortran_entries_pass_through_in_six_instructions(debian) -> None:
         path = straight_path(code[sym])
         assert len(path) == 6 and path[-1] == "jmp    *%rax", (sym, path)
         assert re.match(r"(cmpb\s+\$0x0|testb\s+\$0x1),0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ "
-                        r"<(ct_coll_line(\+0x[0-9a-f]+)?|ct_watch|ct_p2p_line)>$", path[0]) or \
+                        r"<(ct_coll_line(\+0x[0-9a-f]+)?|ct_p2p_line(\+0x1)?)>$", path[0]) or \
             re.match(r"mov\s+0x[0-9a-f]+\(%rip\),%rax\s+# [0-9a-f]+ <ct_f\w+_next(_f08)?>$", path[0]), (sym, path)

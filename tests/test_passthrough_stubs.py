@@ -76,7 +76,9 @@ def check_build(art: build.Artifacts) -> None:
             check_served_started(fn, insns)
             continue
         assert len(insns) >= 3, (fn.mpi, insns)
-        assert re.match(r"testb\s+\$0x1,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_watch>$", insns[0]), (fn.mpi, insns[:3])
+        # ct_watch is ct_p2p_line's second byte (ct_hot.h)
+        assert re.match(r"testb\s+\$0x1,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_line\+0x1>$", insns[0]), \
+            (fn.mpi, insns[:3])
         assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{fn.mpi}>$", insns[1]), (fn.mpi, insns[:3])
         assert re.match(rf"jmp\s+[0-9a-f]+ <P{fn.mpi}@plt>$", insns[2]), (fn.mpi, insns[:3])
     served = [f for f in fns if gen_forms.stubbed(f) and gen_forms.served(f)]
@@ -111,8 +113,11 @@ def check_served_started(fn: gen_forms.Function, insns: list[str]) -> None:
 
 def check_p2p(code: dict[str, list[str]]) -> None:
     """The profiling mode's point-to-point wrappers (gen_p2p.py): the ones with stack arguments
-    (MPI_Sendrecv, 15 instructions before its PMPI jump as C; Isend, Irecv, Recv...) are the same
-    stubs, testing ct_p2p_on and jumping to their timed path; the others stay C, under 5."""
+    (MPI_Sendrecv, 15 instructions before its PMPI jump as C; Isend, Irecv, Recv...) are stubs
+    that test ct_p2p_on and pass through in three instructions, and take the light path
+    themselves (their countdown in ct_p2p_line counted down, the light calls counted, the same
+    jump: nine instructions, one line of data), leaving the rest to their timed path; the others
+    stay C, under 5."""
     calls = [c for c in gen_p2p.load() if c.wrapped]
     stubbed = {f"MPI_{c.name}" for c in calls if gen_p2p.stubbed(c)}
     assert {"MPI_Sendrecv", "MPI_Isend", "MPI_Irecv", "MPI_Recv"} <= stubbed
@@ -121,9 +126,19 @@ def check_p2p(code: dict[str, list[str]]) -> None:
         name = f"MPI_{c.name}"
         insns = code[name]
         if name in stubbed:
+            rip, left = r"0x[0-9a-f]+\(%rip\)", rf"\s+# [0-9a-f]+ <ct_p2p_line\+0x{4 + 4 * calls.index(c):x}>$"
             assert re.match(r"cmpb\s+\$0x0,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_line>$", insns[0]), insns[:3]
-            assert re.match(rf"jne\s+[0-9a-f]+ <ct_slow_{name}>$", insns[1]), (name, insns[:3])
-            assert re.match(rf"jmp\s+[0-9a-f]+ <P{name}@plt>$", insns[2]), (name, insns[:3])
+            # (off: the je to the stub's last instruction, the jump to the library)
+            assert re.match(rf"je\s+[0-9a-f]+ <{name}\+0x[0-9a-f]+>$", insns[1]), (name, insns[:9])
+            assert re.match(rf"mov\s+{rip},%eax{left}", insns[2]), (name, insns[:9])
+            assert re.match(r"cmp\s+\$0x1,%eax$", insns[3]), (name, insns[:9])
+            assert re.match(rf"jle\s+[0-9a-f]+ <ct_slow_{name}>$", insns[4]), (name, insns[:9])
+            assert re.match(r"sub\s+\$0x1,%eax$", insns[5]), (name, insns[:9])
+            assert re.match(rf"mov\s+%eax,{rip}{left}", insns[6]), (name, insns[:9])
+            assert re.match(r"addq\s+\$0x1,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_line\+0x38>$", insns[7]), \
+                (name, insns[:9])
+            assert re.match(rf"jmp\s+\*0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <P{name}(@Base)?>$", insns[8]), \
+                (name, insns[:9])
         else:
             path = straight_path(insns)
             assert len(path) < 5 and re.search(rf"<P{name}(@plt|@Base)?>", path[-1]), (name, path)
@@ -175,7 +190,9 @@ def test_stubs_are_the_wrappers_with_stack_arguments() -> None:
         name = f"MPI_{c.name}"
         assert gen_p2p.stubbed(c) == (len(c.arg_names) > 6), name
         hot = c.name in gen_p2p.HOT
-        stub = f"CT_STUB_IN({name}, " if hot else f"CT_STUB({name}, "
+        section = "CT_HOT_TEXT_SECTION" if hot else '".text"'
+        # (every stubbed call has a countdown: Send .. Waitall, its index in the table)
+        stub = f"CT_LIGHT_STUB_IN({name}, {gen_p2p.load().index(c)}, {section})"
         assert (stub in text) == gen_p2p.stubbed(c), name
         wrapper = f"{'CT_HOT_TEXT ' if hot else ''}int {name}("
         assert (f"#if !CT_STUBS\n{wrapper}" in text) == gen_p2p.stubbed(c), name

@@ -251,7 +251,8 @@ STUB_PRELUDE = [
     '            "\\t.p2align 4\\n" #name ":\\n\\t.cfi_startproc\\n" CT_STUB_ENDBR             \\',
     '            "\\t" test "\\n\\tjne ct_slow_" #name "\\n\\tjmp P" #name "@PLT\\n"            \\',
     '            "\\t.cfi_endproc\\n\\t.size " #name ", .-" #name "\\n\\t.popsection\\n");',
-    '_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");',
+    '_Static_assert(CT_WATCH_SEE == 1 && offsetof(ct_hot_p2p_line, watch) == 1,',
+    '               "the stubs test bit 0 of ct_watch, ct_p2p_line+1");',
     "#else",
     "#define CT_STUBS 0",
     "#endif",
@@ -297,7 +298,7 @@ def entry(fn: Function, pairs: list[tuple[str, str]]) -> list[str]:
     # the watched forms test the C wrapper's flag (ct_watch's bit CT_WATCH_SEE, ZF set when it
     # passes through); the served started forms have their own stub
     stub = (f"CT_SERVED_STUB({fn.mpi}, ct_serve_{fn.name})" if served_started(fn)
-            else f'CT_STUB({fn.mpi}, "testb $1, ct_watch(%rip)")')
+            else f'CT_STUB({fn.mpi}, "testb $1, ct_p2p_line+1(%rip)")')
     return [
         "#if CT_STUBS",
         stub,

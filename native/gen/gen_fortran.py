@@ -98,7 +98,7 @@ class Flag:
     test: str   # x86-64, ZF set when the flag is 0
 
 
-WATCH_SEE = Flag("(ct_watch & CT_WATCH_SEE)", "testb $1, ct_watch(%rip)")
+WATCH_SEE = Flag("(ct_watch & CT_WATCH_SEE)", "testb $1, ct_p2p_line+1(%rip)")   # (ct_hot.h)
 
 
 def pass_test(coll: Collective) -> str:
@@ -423,7 +423,7 @@ def request_calls() -> list[str]:
             "",
         ]
         lines += entries(name, params, f'ct_f_{name}({args}, "{{sym}}");', Short(f"ct_f_{name}", "ct_watch", args,
-                                                                      "cmpb $0, ct_watch(%rip)"))
+                                                                      "cmpb $0, ct_p2p_line+1(%rip)"))
     return lines
 
 
@@ -516,7 +516,7 @@ def p2p_wrapper(c: gen_p2p.Call) -> list[str]:
     return lines + entries(c.name, params,
                            f'ct_f_{name}({args}, "{{sym}}", __builtin_return_address(0));',
                            Short(f"ct_f_{name}", switch, args,
-                                 f"cmpb $0, {'ct_watch' if c.completes else 'ct_p2p_line'}(%rip)"))
+                                 f"cmpb $0, {'ct_p2p_line+1' if c.completes else 'ct_p2p_line'}(%rip)"))
 
 
 def watched_params(fn: Function) -> list[tuple[str, str]]:

@@ -159,7 +159,8 @@ const ct_fn_info ct_fns[CT_NUM_FUNCTIONS] = {
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
             "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
-_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+_Static_assert(CT_WATCH_SEE == 1 && offsetof(ct_hot_p2p_line, watch) == 1,
+               "the stubs test bit 0 of ct_watch, ct_p2p_line+1");
 #else
 #define CT_STUBS 0
 #endif
@@ -2045,7 +2046,7 @@ static __attribute__((noinline)) int ct_watched_ireduce_scatter_c(const void *se
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ireduce_scatter_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ireduce_scatter_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2138,7 +2139,7 @@ static __attribute__((noinline)) int ct_watched_reduce_scatter_init_c(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Reduce_scatter_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Reduce_scatter_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count *recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2687,7 +2688,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_c(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Allgatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -2779,7 +2780,7 @@ static __attribute__((noinline)) int ct_watched_iallgatherv_c(const void *sendbu
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iallgatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Iallgatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -2874,7 +2875,7 @@ static __attribute__((noinline)) int ct_watched_allgatherv_init_c(const void *se
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Allgatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Allgatherv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -2912,7 +2913,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_c(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Alltoallv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -3017,7 +3018,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallv_c(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoallv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ialltoallv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3125,7 +3126,7 @@ static __attribute__((noinline)) int ct_watched_alltoallv_init_c(const void *sen
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Alltoallv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3163,7 +3164,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_c(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Alltoallw_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 #else
@@ -3268,7 +3269,7 @@ static __attribute__((noinline)) int ct_watched_ialltoallw_c(const void *sendbuf
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ialltoallw_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ialltoallw_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3376,7 +3377,7 @@ static __attribute__((noinline)) int ct_watched_alltoallw_init_c(const void *sen
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Alltoallw_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Alltoallw_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -3775,7 +3776,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_c(const void *sendbuf, M
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Gatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Gatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm)
 #else
@@ -3882,7 +3883,7 @@ static __attribute__((noinline)) int ct_watched_igatherv_c(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Igatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Igatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -3992,7 +3993,7 @@ static __attribute__((noinline)) int ct_watched_gatherv_init_c(const void *sendb
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Gatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Gatherv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4055,7 +4056,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_c(const void *sendbuf, 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scatterv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Scatterv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Scatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 #else
@@ -4162,7 +4163,7 @@ static __attribute__((noinline)) int ct_watched_iscatterv_c(const void *sendbuf,
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Iscatterv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Iscatterv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Iscatterv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4272,7 +4273,7 @@ static __attribute__((noinline)) int ct_watched_scatterv_init_c(const void *send
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Scatterv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Scatterv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *displs, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4302,7 +4303,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_c(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgather_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgather_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -4392,7 +4393,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgather_c(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgather_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_allgather_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4485,7 +4486,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgather_init_c(const 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgather_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgather_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4515,7 +4516,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_c(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -4605,7 +4606,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_allgatherv_c(const voi
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_allgatherv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_allgatherv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4698,7 +4699,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_allgatherv_init_c(const
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_allgatherv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_allgatherv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4728,7 +4729,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_c(const void *
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoall_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoall_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -4818,7 +4819,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoall_c(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoall_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoall_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -4911,7 +4912,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoall_init_c(const v
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoall_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoall_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -4949,7 +4950,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_c(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm)
 #else
@@ -5054,7 +5055,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallv_c(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallv_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoallv_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 #else
@@ -5162,7 +5163,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallv_init_c(const 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallv_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallv_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, MPI_Datatype sendtype, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else
@@ -5200,7 +5201,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_c(const void 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallw_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm)
 #else
@@ -5305,7 +5306,7 @@ static __attribute__((noinline)) int ct_watched_ineighbor_alltoallw_c(const void
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Ineighbor_alltoallw_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Ineighbor_alltoallw_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Request *request)
 #else
@@ -5413,7 +5414,7 @@ static __attribute__((noinline)) int ct_watched_neighbor_alltoallw_init_c(const 
 }
 
 #if CT_STUBS
-CT_STUB(MPI_Neighbor_alltoallw_init_c, "testb $1, ct_watch(%rip)")
+CT_STUB(MPI_Neighbor_alltoallw_init_c, "testb $1, ct_p2p_line+1(%rip)")
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request);
 CT_HIDDEN int ct_slow_MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Aint *sdispls, const MPI_Datatype *sendtypes, void *recvbuf, const MPI_Count *recvcounts, const MPI_Aint *rdispls, const MPI_Datatype *recvtypes, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 #else

@@ -71,7 +71,8 @@ static void *ct_f_next(const char *symbol)
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
             "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
-_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+_Static_assert(CT_WATCH_SEE == 1 && offsetof(ct_hot_p2p_line, watch) == 1,
+               "the stubs test bit 0 of ct_watch, ct_p2p_line+1");
 #else
 #define CT_STUBS 0
 #endif
@@ -2898,7 +2899,7 @@ static void ct_fw_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgather_, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_F_STUB(mpi_iallgather_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgather_next)
 CT_HIDDEN void ct_slow_mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -2915,7 +2916,7 @@ void mpi_iallgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgather__, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_F_STUB(mpi_iallgather__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgather_next)
 CT_HIDDEN void ct_slow_mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -2932,7 +2933,7 @@ void mpi_iallgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgather, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_F_STUB(mpi_iallgather, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgather_next)
 CT_HIDDEN void ct_slow_mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -2949,7 +2950,7 @@ void mpi_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next)
+CT_F_STUB(MPI_IALLGATHER, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgather_next)
 CT_HIDDEN void ct_slow_MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -2983,7 +2984,7 @@ static __attribute__((noinline)) void ct_mpi_iallgather_f08_rest(void *sendbuf, 
 
 void mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallgather_next_f08)
+CT_F_STUB(mpi_iallgather_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgather_next_f08)
 CT_HIDDEN void ct_slow_mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3032,7 +3033,7 @@ static void ct_fw_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
 
 void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_init_, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_F_STUB(mpi_allgather_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3049,7 +3050,7 @@ void mpi_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 
 void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_init__, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_F_STUB(mpi_allgather_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3066,7 +3067,7 @@ void mpi_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 
 void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_init, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_F_STUB(mpi_allgather_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3083,7 +3084,7 @@ void mpi_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 
 void MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLGATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next)
+CT_F_STUB(MPI_ALLGATHER_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgather_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3117,7 +3118,7 @@ static __attribute__((noinline)) void ct_mpi_allgather_init_f08_rest(void *sendb
 
 void mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allgather_init_next_f08)
+CT_F_STUB(mpi_allgather_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgather_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3167,7 +3168,7 @@ static void ct_fw_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
 
 void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallreduce_, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_F_STUB(mpi_iallreduce_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallreduce_next)
 CT_HIDDEN void ct_slow_mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3184,7 +3185,7 @@ void mpi_iallreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 
 void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallreduce__, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_F_STUB(mpi_iallreduce__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallreduce_next)
 CT_HIDDEN void ct_slow_mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3201,7 +3202,7 @@ void mpi_iallreduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 
 void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallreduce, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_F_STUB(mpi_iallreduce, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallreduce_next)
 CT_HIDDEN void ct_slow_mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3218,7 +3219,7 @@ void mpi_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dat
 
 void MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLREDUCE, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next)
+CT_F_STUB(MPI_IALLREDUCE, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallreduce_next)
 CT_HIDDEN void ct_slow_MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3252,7 +3253,7 @@ static __attribute__((noinline)) void ct_mpi_iallreduce_f08_rest(void *sendbuf, 
 
 void mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallreduce_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallreduce_next_f08)
+CT_F_STUB(mpi_iallreduce_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallreduce_next_f08)
 CT_HIDDEN void ct_slow_mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallreduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3301,7 +3302,7 @@ static void ct_fw_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, 
 
 void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_init_, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_F_STUB(mpi_allreduce_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allreduce_init_next)
 CT_HIDDEN void ct_slow_mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3318,7 +3319,7 @@ void mpi_allreduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
 
 void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_init__, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_F_STUB(mpi_allreduce_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allreduce_init_next)
 CT_HIDDEN void ct_slow_mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3335,7 +3336,7 @@ void mpi_allreduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
 
 void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_init, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_F_STUB(mpi_allreduce_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allreduce_init_next)
 CT_HIDDEN void ct_slow_mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3352,7 +3353,7 @@ void mpi_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 
 void MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLREDUCE_INIT, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next)
+CT_F_STUB(MPI_ALLREDUCE_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allreduce_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLREDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3386,7 +3387,7 @@ static __attribute__((noinline)) void ct_mpi_allreduce_init_f08_rest(void *sendb
 
 void mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allreduce_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allreduce_init_next_f08)
+CT_F_STUB(mpi_allreduce_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allreduce_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allreduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3436,7 +3437,7 @@ static void ct_fw_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 
 void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoall_, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_F_STUB(mpi_ialltoall_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoall_next)
 CT_HIDDEN void ct_slow_mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3453,7 +3454,7 @@ void mpi_ialltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoall__, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_F_STUB(mpi_ialltoall__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoall_next)
 CT_HIDDEN void ct_slow_mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3470,7 +3471,7 @@ void mpi_ialltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoall, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_F_STUB(mpi_ialltoall, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoall_next)
 CT_HIDDEN void ct_slow_mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3487,7 +3488,7 @@ void mpi_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next)
+CT_F_STUB(MPI_IALLTOALL, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoall_next)
 CT_HIDDEN void ct_slow_MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3521,7 +3522,7 @@ static __attribute__((noinline)) void ct_mpi_ialltoall_f08_rest(void *sendbuf, M
 
 void mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoall_next_f08)
+CT_F_STUB(mpi_ialltoall_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoall_next_f08)
 CT_HIDDEN void ct_slow_mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3570,7 +3571,7 @@ static void ct_fw_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
 
 void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_F_STUB(mpi_alltoall_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3587,7 +3588,7 @@ void mpi_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 
 void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_F_STUB(mpi_alltoall_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3604,7 +3605,7 @@ void mpi_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 
 void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_init, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_F_STUB(mpi_alltoall_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3621,7 +3622,7 @@ void mpi_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 
 void MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALL_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next)
+CT_F_STUB(MPI_ALLTOALL_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoall_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3655,7 +3656,7 @@ static __attribute__((noinline)) void ct_mpi_alltoall_init_f08_rest(void *sendbu
 
 void mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoall_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoall_init_next_f08)
+CT_F_STUB(mpi_alltoall_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoall_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3705,7 +3706,7 @@ static void ct_fw_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_
 
 void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ibcast_, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_F_STUB(mpi_ibcast_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ibcast_next)
 CT_HIDDEN void ct_slow_mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3722,7 +3723,7 @@ void mpi_ibcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *ro
 
 void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ibcast__, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_F_STUB(mpi_ibcast__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ibcast_next)
 CT_HIDDEN void ct_slow_mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3739,7 +3740,7 @@ void mpi_ibcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *r
 
 void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ibcast, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_F_STUB(mpi_ibcast, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ibcast_next)
 CT_HIDDEN void ct_slow_mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3756,7 +3757,7 @@ void mpi_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *roo
 
 void MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IBCAST, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next)
+CT_F_STUB(MPI_IBCAST, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ibcast_next)
 CT_HIDDEN void ct_slow_MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IBCAST(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3790,7 +3791,7 @@ static __attribute__((noinline)) void ct_mpi_ibcast_f08_rest(void *buffer, MPI_F
 
 void mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ibcast_f08_, "testb $1, ct_watch(%rip)", ct_fw_ibcast_next_f08)
+CT_F_STUB(mpi_ibcast_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ibcast_next_f08)
 CT_HIDDEN void ct_slow_mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ibcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3839,7 +3840,7 @@ static void ct_fw_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, 
 
 void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_bcast_init_, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_F_STUB(mpi_bcast_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_bcast_init_next)
 CT_HIDDEN void ct_slow_mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3856,7 +3857,7 @@ void mpi_bcast_init_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint
 
 void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_bcast_init__, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_F_STUB(mpi_bcast_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_bcast_init_next)
 CT_HIDDEN void ct_slow_mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3873,7 +3874,7 @@ void mpi_bcast_init__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fin
 
 void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_bcast_init, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_F_STUB(mpi_bcast_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_bcast_init_next)
 CT_HIDDEN void ct_slow_mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3890,7 +3891,7 @@ void mpi_bcast_init(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 
 void MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_BCAST_INIT, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next)
+CT_F_STUB(MPI_BCAST_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_bcast_init_next)
 CT_HIDDEN void ct_slow_MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_BCAST_INIT(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3924,7 +3925,7 @@ static __attribute__((noinline)) void ct_mpi_bcast_init_f08_rest(void *buffer, M
 
 void mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_bcast_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_bcast_init_next_f08)
+CT_F_STUB(mpi_bcast_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_bcast_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_bcast_init_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3974,7 +3975,7 @@ static void ct_fw_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 
 void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igather_, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_F_STUB(mpi_igather_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igather_next)
 CT_HIDDEN void ct_slow_mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -3991,7 +3992,7 @@ void mpi_igather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igather__, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_F_STUB(mpi_igather__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igather_next)
 CT_HIDDEN void ct_slow_mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4008,7 +4009,7 @@ void mpi_igather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igather, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_F_STUB(mpi_igather, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igather_next)
 CT_HIDDEN void ct_slow_mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4025,7 +4026,7 @@ void mpi_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *r
 
 void MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IGATHER, "testb $1, ct_watch(%rip)", ct_fw_igather_next)
+CT_F_STUB(MPI_IGATHER, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igather_next)
 CT_HIDDEN void ct_slow_MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4059,7 +4060,7 @@ static __attribute__((noinline)) void ct_mpi_igather_f08_rest(void *sendbuf, MPI
 
 void mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igather_f08_, "testb $1, ct_watch(%rip)", ct_fw_igather_next_f08)
+CT_F_STUB(mpi_igather_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igather_next_f08)
 CT_HIDDEN void ct_slow_mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4108,7 +4109,7 @@ static void ct_fw_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_init_, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_F_STUB(mpi_gather_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gather_init_next)
 CT_HIDDEN void ct_slow_mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4125,7 +4126,7 @@ void mpi_gather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_init__, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_F_STUB(mpi_gather_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gather_init_next)
 CT_HIDDEN void ct_slow_mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4142,7 +4143,7 @@ void mpi_gather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 
 void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_init, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_F_STUB(mpi_gather_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gather_init_next)
 CT_HIDDEN void ct_slow_mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4159,7 +4160,7 @@ void mpi_gather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_GATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next)
+CT_F_STUB(MPI_GATHER_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gather_init_next)
 CT_HIDDEN void ct_slow_MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_GATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4193,7 +4194,7 @@ static __attribute__((noinline)) void ct_mpi_gather_init_f08_rest(void *sendbuf,
 
 void mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_gather_init_next_f08)
+CT_F_STUB(mpi_gather_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gather_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4243,7 +4244,7 @@ static void ct_fw_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
 
 void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_F_STUB(mpi_ireduce_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4260,7 +4261,7 @@ void mpi_ireduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datat
 
 void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_F_STUB(mpi_ireduce__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_next)
 CT_HIDDEN void ct_slow_mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4277,7 +4278,7 @@ void mpi_ireduce__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 
 void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_F_STUB(mpi_ireduce, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_next)
 CT_HIDDEN void ct_slow_mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4294,7 +4295,7 @@ void mpi_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
 
 void MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IREDUCE, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next)
+CT_F_STUB(MPI_IREDUCE, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_next)
 CT_HIDDEN void ct_slow_MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IREDUCE(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4328,7 +4329,7 @@ static __attribute__((noinline)) void ct_mpi_ireduce_f08_rest(void *sendbuf, voi
 
 void mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_next_f08)
+CT_F_STUB(mpi_ireduce_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_next_f08)
 CT_HIDDEN void ct_slow_mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4377,7 +4378,7 @@ static void ct_fw_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
 
 void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_F_STUB(mpi_reduce_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4394,7 +4395,7 @@ void mpi_reduce_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 
 void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_F_STUB(mpi_reduce_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4411,7 +4412,7 @@ void mpi_reduce_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *
 
 void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_F_STUB(mpi_reduce_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4428,7 +4429,7 @@ void mpi_reduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 
 void MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next)
+CT_F_STUB(MPI_REDUCE_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_init_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4462,7 +4463,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_init_f08_rest(void *sendbuf,
 
 void mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_init_next_f08)
+CT_F_STUB(mpi_reduce_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4512,7 +4513,7 @@ static void ct_fw_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *
 
 void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_block_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_F_STUB(mpi_ireduce_scatter_block_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4529,7 +4530,7 @@ void mpi_ireduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcoun
 
 void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_block__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_F_STUB(mpi_ireduce_scatter_block__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4546,7 +4547,7 @@ void mpi_ireduce_scatter_block__(void *sendbuf, void *recvbuf, MPI_Fint *recvcou
 
 void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_block, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_F_STUB(mpi_ireduce_scatter_block, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_block_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4563,7 +4564,7 @@ void mpi_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount
 
 void MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IREDUCE_SCATTER_BLOCK, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next)
+CT_F_STUB(MPI_IREDUCE_SCATTER_BLOCK, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_block_next)
 CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER_BLOCK(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4597,7 +4598,7 @@ static __attribute__((noinline)) void ct_mpi_ireduce_scatter_block_f08_rest(void
 
 void mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_block_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_block_next_f08)
+CT_F_STUB(mpi_ireduce_scatter_block_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_block_next_f08)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_block_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4646,7 +4647,7 @@ static void ct_fw_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fi
 
 void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_F_STUB(mpi_reduce_scatter_block_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_block_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4663,7 +4664,7 @@ void mpi_reduce_scatter_block_init_(void *sendbuf, void *recvbuf, MPI_Fint *recv
 
 void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_F_STUB(mpi_reduce_scatter_block_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_block_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4680,7 +4681,7 @@ void mpi_reduce_scatter_block_init__(void *sendbuf, void *recvbuf, MPI_Fint *rec
 
 void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_F_STUB(mpi_reduce_scatter_block_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_block_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4697,7 +4698,7 @@ void mpi_reduce_scatter_block_init(void *sendbuf, void *recvbuf, MPI_Fint *recvc
 
 void MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next)
+CT_F_STUB(MPI_REDUCE_SCATTER_BLOCK_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_block_init_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_BLOCK_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4731,7 +4732,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_scatter_block_init_f08_rest(
 
 void mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_block_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_block_init_next_f08)
+CT_F_STUB(mpi_reduce_scatter_block_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_block_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_block_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4781,7 +4782,7 @@ static void ct_fw_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvco
 
 void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_F_STUB(mpi_ireduce_scatter_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4798,7 +4799,7 @@ void mpi_ireduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MP
 
 void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter__, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_F_STUB(mpi_ireduce_scatter__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4815,7 +4816,7 @@ void mpi_ireduce_scatter__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, M
 
 void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_F_STUB(mpi_ireduce_scatter, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_next)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4832,7 +4833,7 @@ void mpi_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI
 
 void MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IREDUCE_SCATTER, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next)
+CT_F_STUB(MPI_IREDUCE_SCATTER, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_next)
 CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IREDUCE_SCATTER(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4866,7 +4867,7 @@ static __attribute__((noinline)) void ct_mpi_ireduce_scatter_f08_rest(void *send
 
 void mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ireduce_scatter_f08_, "testb $1, ct_watch(%rip)", ct_fw_ireduce_scatter_next_f08)
+CT_F_STUB(mpi_ireduce_scatter_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ireduce_scatter_next_f08)
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ireduce_scatter_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4915,7 +4916,7 @@ static void ct_fw_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *re
 
 void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_init_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_F_STUB(mpi_reduce_scatter_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4932,7 +4933,7 @@ void mpi_reduce_scatter_init_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts
 
 void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_init__, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_F_STUB(mpi_reduce_scatter_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4949,7 +4950,7 @@ void mpi_reduce_scatter_init__(void *sendbuf, void *recvbuf, MPI_Fint *recvcount
 
 void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_init, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_F_STUB(mpi_reduce_scatter_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -4966,7 +4967,7 @@ void mpi_reduce_scatter_init(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
 
 void MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_REDUCE_SCATTER_INIT, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next)
+CT_F_STUB(MPI_REDUCE_SCATTER_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_init_next)
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_REDUCE_SCATTER_INIT(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5000,7 +5001,7 @@ static __attribute__((noinline)) void ct_mpi_reduce_scatter_init_f08_rest(void *
 
 void mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_reduce_scatter_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_reduce_scatter_init_next_f08)
+CT_F_STUB(mpi_reduce_scatter_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_reduce_scatter_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_reduce_scatter_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5050,7 +5051,7 @@ static void ct_fw_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
 
 void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscan_, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_F_STUB(mpi_iscan_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscan_next)
 CT_HIDDEN void ct_slow_mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5067,7 +5068,7 @@ void mpi_iscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatyp
 
 void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscan__, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_F_STUB(mpi_iscan__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscan_next)
 CT_HIDDEN void ct_slow_mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5084,7 +5085,7 @@ void mpi_iscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
 
 void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscan, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_F_STUB(mpi_iscan, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscan_next)
 CT_HIDDEN void ct_slow_mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5101,7 +5102,7 @@ void mpi_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype
 
 void MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ISCAN, "testb $1, ct_watch(%rip)", ct_fw_iscan_next)
+CT_F_STUB(MPI_ISCAN, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscan_next)
 CT_HIDDEN void ct_slow_MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ISCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5135,7 +5136,7 @@ static __attribute__((noinline)) void ct_mpi_iscan_f08_rest(void *sendbuf, void 
 
 void mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscan_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscan_next_f08)
+CT_F_STUB(mpi_iscan_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscan_next_f08)
 CT_HIDDEN void ct_slow_mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5184,7 +5185,7 @@ static void ct_fw_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
 
 void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_init_, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_F_STUB(mpi_scan_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scan_init_next)
 CT_HIDDEN void ct_slow_mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5201,7 +5202,7 @@ void mpi_scan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dat
 
 void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_init__, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_F_STUB(mpi_scan_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scan_init_next)
 CT_HIDDEN void ct_slow_mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5218,7 +5219,7 @@ void mpi_scan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 
 void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_init, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_F_STUB(mpi_scan_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scan_init_next)
 CT_HIDDEN void ct_slow_mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5235,7 +5236,7 @@ void mpi_scan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 
 void MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCAN_INIT, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next)
+CT_F_STUB(MPI_SCAN_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scan_init_next)
 CT_HIDDEN void ct_slow_MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5269,7 +5270,7 @@ static __attribute__((noinline)) void ct_mpi_scan_init_f08_rest(void *sendbuf, v
 
 void mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scan_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scan_init_next_f08)
+CT_F_STUB(mpi_scan_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scan_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5319,7 +5320,7 @@ static void ct_fw_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 
 void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatter_, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_F_STUB(mpi_iscatter_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatter_next)
 CT_HIDDEN void ct_slow_mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5336,7 +5337,7 @@ void mpi_iscatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatter__, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_F_STUB(mpi_iscatter__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatter_next)
 CT_HIDDEN void ct_slow_mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5353,7 +5354,7 @@ void mpi_iscatter__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatter, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_F_STUB(mpi_iscatter, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatter_next)
 CT_HIDDEN void ct_slow_mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5370,7 +5371,7 @@ void mpi_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ISCATTER, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next)
+CT_F_STUB(MPI_ISCATTER, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatter_next)
 CT_HIDDEN void ct_slow_MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ISCATTER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5404,7 +5405,7 @@ static __attribute__((noinline)) void ct_mpi_iscatter_f08_rest(void *sendbuf, MP
 
 void mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatter_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscatter_next_f08)
+CT_F_STUB(mpi_iscatter_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatter_next_f08)
 CT_HIDDEN void ct_slow_mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatter_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5453,7 +5454,7 @@ static void ct_fw_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 
 void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_init_, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_F_STUB(mpi_scatter_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5470,7 +5471,7 @@ void mpi_scatter_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 
 void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_init__, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_F_STUB(mpi_scatter_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5487,7 +5488,7 @@ void mpi_scatter_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 
 void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_init, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_F_STUB(mpi_scatter_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatter_init_next)
 CT_HIDDEN void ct_slow_mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5504,7 +5505,7 @@ void mpi_scatter_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCATTER_INIT, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next)
+CT_F_STUB(MPI_SCATTER_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatter_init_next)
 CT_HIDDEN void ct_slow_MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCATTER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5538,7 +5539,7 @@ static __attribute__((noinline)) void ct_mpi_scatter_init_f08_rest(void *sendbuf
 
 void mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatter_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scatter_init_next_f08)
+CT_F_STUB(mpi_scatter_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatter_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatter_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5589,7 +5590,7 @@ static void ct_fw_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgatherv_, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_F_STUB(mpi_iallgatherv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgatherv_next)
 CT_HIDDEN void ct_slow_mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5606,7 +5607,7 @@ void mpi_iallgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgatherv__, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_F_STUB(mpi_iallgatherv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgatherv_next)
 CT_HIDDEN void ct_slow_mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5623,7 +5624,7 @@ void mpi_iallgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 
 void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgatherv, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_F_STUB(mpi_iallgatherv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgatherv_next)
 CT_HIDDEN void ct_slow_mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5640,7 +5641,7 @@ void mpi_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, voi
 
 void MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next)
+CT_F_STUB(MPI_IALLGATHERV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgatherv_next)
 CT_HIDDEN void ct_slow_MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5674,7 +5675,7 @@ static __attribute__((noinline)) void ct_mpi_iallgatherv_f08_rest(void *sendbuf,
 
 void mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iallgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_iallgatherv_next_f08)
+CT_F_STUB(mpi_iallgatherv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iallgatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iallgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5724,7 +5725,7 @@ static void ct_fw_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
 
 void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_F_STUB(mpi_allgatherv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5741,7 +5742,7 @@ void mpi_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype
 
 void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_F_STUB(mpi_allgatherv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5758,7 +5759,7 @@ void mpi_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 
 void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_init, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_F_STUB(mpi_allgatherv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5775,7 +5776,7 @@ void mpi_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
 
 void MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLGATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next)
+CT_F_STUB(MPI_ALLGATHERV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgatherv_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5809,7 +5810,7 @@ static __attribute__((noinline)) void ct_mpi_allgatherv_init_f08_rest(void *send
 
 void mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_allgatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_allgatherv_init_next_f08)
+CT_F_STUB(mpi_allgatherv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_allgatherv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5867,7 +5868,7 @@ static void ct_fw_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 
 void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallv_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_F_STUB(mpi_ialltoallv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5884,7 +5885,7 @@ void mpi_ialltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI
 
 void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallv__, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_F_STUB(mpi_ialltoallv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5901,7 +5902,7 @@ void mpi_ialltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MP
 
 void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallv, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_F_STUB(mpi_ialltoallv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5918,7 +5919,7 @@ void mpi_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_
 
 void MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next)
+CT_F_STUB(MPI_IALLTOALLV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallv_next)
 CT_HIDDEN void ct_slow_MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -5952,7 +5953,7 @@ static __attribute__((noinline)) void ct_mpi_ialltoallv_f08_rest(void *sendbuf, 
 
 void mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallv_next_f08)
+CT_F_STUB(mpi_ialltoallv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallv_next_f08)
 CT_HIDDEN void ct_slow_mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6009,7 +6010,7 @@ static void ct_fw_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
 
 void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_F_STUB(mpi_alltoallv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6026,7 +6027,7 @@ void mpi_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
 
 void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_F_STUB(mpi_alltoallv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6043,7 +6044,7 @@ void mpi_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls
 
 void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_init, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_F_STUB(mpi_alltoallv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6060,7 +6061,7 @@ void mpi_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, 
 
 void MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALLV_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next)
+CT_F_STUB(MPI_ALLTOALLV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallv_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6094,7 +6095,7 @@ static __attribute__((noinline)) void ct_mpi_alltoallv_init_f08_rest(void *sendb
 
 void mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallv_init_next_f08)
+CT_F_STUB(mpi_alltoallv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6151,7 +6152,7 @@ static void ct_fw_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdisp
 
 void mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_F_STUB(mpi_alltoallw_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -6168,7 +6169,7 @@ void mpi_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_
 
 void mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_F_STUB(mpi_alltoallw__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -6185,7 +6186,7 @@ void mpi_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI
 
 void mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_F_STUB(mpi_alltoallw, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -6202,7 +6203,7 @@ void mpi_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_F
 
 void MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next)
+CT_F_STUB(MPI_ALLTOALLW, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -6236,7 +6237,7 @@ static __attribute__((noinline)) void ct_mpi_alltoallw_f08_rest(void *sendbuf, M
 
 void mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_next_f08)
+CT_F_STUB(mpi_alltoallw_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -6292,7 +6293,7 @@ static void ct_fw_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 
 void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallw_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_F_STUB(mpi_ialltoallw_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6309,7 +6310,7 @@ void mpi_ialltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI
 
 void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallw__, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_F_STUB(mpi_ialltoallw__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6326,7 +6327,7 @@ void mpi_ialltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MP
 
 void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallw, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_F_STUB(mpi_ialltoallw, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6343,7 +6344,7 @@ void mpi_ialltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_
 
 void MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next)
+CT_F_STUB(MPI_IALLTOALLW, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallw_next)
 CT_HIDDEN void ct_slow_MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6377,7 +6378,7 @@ static __attribute__((noinline)) void ct_mpi_ialltoallw_f08_rest(void *sendbuf, 
 
 void mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ialltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_ialltoallw_next_f08)
+CT_F_STUB(mpi_ialltoallw_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ialltoallw_next_f08)
 CT_HIDDEN void ct_slow_mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ialltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6434,7 +6435,7 @@ static void ct_fw_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
 
 void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_init_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_F_STUB(mpi_alltoallw_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6451,7 +6452,7 @@ void mpi_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
 
 void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_init__, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_F_STUB(mpi_alltoallw_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6468,7 +6469,7 @@ void mpi_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls
 
 void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_init, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_F_STUB(mpi_alltoallw_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6485,7 +6486,7 @@ void mpi_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, 
 
 void MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ALLTOALLW_INIT, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next)
+CT_F_STUB(MPI_ALLTOALLW_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_init_next)
 CT_HIDDEN void ct_slow_MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6519,7 +6520,7 @@ static __attribute__((noinline)) void ct_mpi_alltoallw_init_f08_rest(void *sendb
 
 void mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_alltoallw_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_alltoallw_init_next_f08)
+CT_F_STUB(mpi_alltoallw_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_alltoallw_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6778,7 +6779,7 @@ static void ct_fw_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
 
 void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iexscan_, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_F_STUB(mpi_iexscan_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iexscan_next)
 CT_HIDDEN void ct_slow_mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6795,7 +6796,7 @@ void mpi_iexscan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datat
 
 void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iexscan__, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_F_STUB(mpi_iexscan__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iexscan_next)
 CT_HIDDEN void ct_slow_mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6812,7 +6813,7 @@ void mpi_iexscan__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *data
 
 void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iexscan, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_F_STUB(mpi_iexscan, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iexscan_next)
 CT_HIDDEN void ct_slow_mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6829,7 +6830,7 @@ void mpi_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
 
 void MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IEXSCAN, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next)
+CT_F_STUB(MPI_IEXSCAN, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iexscan_next)
 CT_HIDDEN void ct_slow_MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IEXSCAN(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6863,7 +6864,7 @@ static __attribute__((noinline)) void ct_mpi_iexscan_f08_rest(void *sendbuf, voi
 
 void mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iexscan_f08_, "testb $1, ct_watch(%rip)", ct_fw_iexscan_next_f08)
+CT_F_STUB(mpi_iexscan_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iexscan_next_f08)
 CT_HIDDEN void ct_slow_mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iexscan_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6912,7 +6913,7 @@ static void ct_fw_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI
 
 void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_init_, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_F_STUB(mpi_exscan_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_exscan_init_next)
 CT_HIDDEN void ct_slow_mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6929,7 +6930,7 @@ void mpi_exscan_init_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 
 void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_init__, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_F_STUB(mpi_exscan_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_exscan_init_next)
 CT_HIDDEN void ct_slow_mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6946,7 +6947,7 @@ void mpi_exscan_init__(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *
 
 void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_init, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_F_STUB(mpi_exscan_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_exscan_init_next)
 CT_HIDDEN void ct_slow_mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6963,7 +6964,7 @@ void mpi_exscan_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *da
 
 void MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_EXSCAN_INIT, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next)
+CT_F_STUB(MPI_EXSCAN_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_exscan_init_next)
 CT_HIDDEN void ct_slow_MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_EXSCAN_INIT(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -6997,7 +6998,7 @@ static __attribute__((noinline)) void ct_mpi_exscan_init_f08_rest(void *sendbuf,
 
 void mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_exscan_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_exscan_init_next_f08)
+CT_F_STUB(mpi_exscan_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_exscan_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_exscan_init_f08_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7056,7 +7057,7 @@ static void ct_fw_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtyp
 
 void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igatherv_, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_F_STUB(mpi_igatherv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igatherv_next)
 CT_HIDDEN void ct_slow_mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7073,7 +7074,7 @@ void mpi_igatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void 
 
 void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igatherv__, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_F_STUB(mpi_igatherv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igatherv_next)
 CT_HIDDEN void ct_slow_mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7090,7 +7091,7 @@ void mpi_igatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 
 void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igatherv, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_F_STUB(mpi_igatherv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igatherv_next)
 CT_HIDDEN void ct_slow_mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7107,7 +7108,7 @@ void mpi_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 
 void MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_IGATHERV, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next)
+CT_F_STUB(MPI_IGATHERV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igatherv_next)
 CT_HIDDEN void ct_slow_MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_IGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7141,7 +7142,7 @@ static __attribute__((noinline)) void ct_mpi_igatherv_f08_rest(void *sendbuf, MP
 
 void mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_igatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_igatherv_next_f08)
+CT_F_STUB(mpi_igatherv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_igatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_igatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7199,7 +7200,7 @@ static void ct_fw_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 
 void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_F_STUB(mpi_gatherv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7216,7 +7217,7 @@ void mpi_gatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 
 void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_F_STUB(mpi_gatherv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7233,7 +7234,7 @@ void mpi_gatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, 
 
 void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_init, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_F_STUB(mpi_gatherv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7250,7 +7251,7 @@ void mpi_gatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, vo
 
 void MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_GATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next)
+CT_F_STUB(MPI_GATHERV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gatherv_init_next)
 CT_HIDDEN void ct_slow_MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_GATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7284,7 +7285,7 @@ static __attribute__((noinline)) void ct_mpi_gatherv_init_f08_rest(void *sendbuf
 
 void mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_gatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_gatherv_init_next_f08)
+CT_F_STUB(mpi_gatherv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_gatherv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_gatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7343,7 +7344,7 @@ static void ct_fw_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displ
 
 void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatterv_, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_F_STUB(mpi_iscatterv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatterv_next)
 CT_HIDDEN void ct_slow_mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7360,7 +7361,7 @@ void mpi_iscatterv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_F
 
 void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatterv__, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_F_STUB(mpi_iscatterv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatterv_next)
 CT_HIDDEN void ct_slow_mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7377,7 +7378,7 @@ void mpi_iscatterv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_
 
 void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatterv, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_F_STUB(mpi_iscatterv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatterv_next)
 CT_HIDDEN void ct_slow_mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7394,7 +7395,7 @@ void mpi_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fi
 
 void MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_ISCATTERV, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next)
+CT_F_STUB(MPI_ISCATTERV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatterv_next)
 CT_HIDDEN void ct_slow_MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_ISCATTERV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7428,7 +7429,7 @@ static __attribute__((noinline)) void ct_mpi_iscatterv_f08_rest(void *sendbuf, M
 
 void mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_iscatterv_f08_, "testb $1, ct_watch(%rip)", ct_fw_iscatterv_next_f08)
+CT_F_STUB(mpi_iscatterv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_iscatterv_next_f08)
 CT_HIDDEN void ct_slow_mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_iscatterv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7486,7 +7487,7 @@ static void ct_fw_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *d
 
 void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_init_, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_F_STUB(mpi_scatterv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatterv_init_next)
 CT_HIDDEN void ct_slow_mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7503,7 +7504,7 @@ void mpi_scatterv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, M
 
 void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_init__, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_F_STUB(mpi_scatterv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatterv_init_next)
 CT_HIDDEN void ct_slow_mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7520,7 +7521,7 @@ void mpi_scatterv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, 
 
 void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_init, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_F_STUB(mpi_scatterv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatterv_init_next)
 CT_HIDDEN void ct_slow_mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7537,7 +7538,7 @@ void mpi_scatterv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MP
 
 void MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_SCATTERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next)
+CT_F_STUB(MPI_SCATTERV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatterv_init_next)
 CT_HIDDEN void ct_slow_MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_SCATTERV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7571,7 +7572,7 @@ static __attribute__((noinline)) void ct_mpi_scatterv_init_f08_rest(void *sendbu
 
 void mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_scatterv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_scatterv_init_next_f08)
+CT_F_STUB(mpi_scatterv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_scatterv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_scatterv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7621,7 +7622,7 @@ static void ct_fw_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fi
 
 void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgather_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_F_STUB(mpi_ineighbor_allgather_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7638,7 +7639,7 @@ void mpi_ineighbor_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgather__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_F_STUB(mpi_ineighbor_allgather__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7655,7 +7656,7 @@ void mpi_ineighbor_allgather__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 
 void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgather, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_F_STUB(mpi_ineighbor_allgather, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgather_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7672,7 +7673,7 @@ void mpi_ineighbor_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_INEIGHBOR_ALLGATHER, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next)
+CT_F_STUB(MPI_INEIGHBOR_ALLGATHER, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgather_next)
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHER(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7706,7 +7707,7 @@ static __attribute__((noinline)) void ct_mpi_ineighbor_allgather_f08_rest(void *
 
 void mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgather_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgather_next_f08)
+CT_F_STUB(mpi_ineighbor_allgather_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgather_next_f08)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgather_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7755,7 +7756,7 @@ static void ct_fw_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MP
 
 void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_F_STUB(mpi_neighbor_allgather_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7772,7 +7773,7 @@ void mpi_neighbor_allgather_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
 
 void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_F_STUB(mpi_neighbor_allgather_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7789,7 +7790,7 @@ void mpi_neighbor_allgather_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint 
 
 void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_F_STUB(mpi_neighbor_allgather_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgather_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7806,7 +7807,7 @@ void mpi_neighbor_allgather_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
 
 void MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHER_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHER_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgather_init_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHER_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7840,7 +7841,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_allgather_init_f08_rest(vo
 
 void mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgather_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgather_init_next_f08)
+CT_F_STUB(mpi_neighbor_allgather_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgather_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgather_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7890,7 +7891,7 @@ static void ct_fw_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_F
 
 void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgatherv_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_F_STUB(mpi_ineighbor_allgatherv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7907,7 +7908,7 @@ void mpi_ineighbor_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sen
 
 void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgatherv__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_F_STUB(mpi_ineighbor_allgatherv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7924,7 +7925,7 @@ void mpi_ineighbor_allgatherv__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
 
 void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgatherv, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_F_STUB(mpi_ineighbor_allgatherv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7941,7 +7942,7 @@ void mpi_ineighbor_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_INEIGHBOR_ALLGATHERV, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next)
+CT_F_STUB(MPI_INEIGHBOR_ALLGATHERV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgatherv_next)
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLGATHERV(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -7975,7 +7976,7 @@ static __attribute__((noinline)) void ct_mpi_ineighbor_allgatherv_f08_rest(void 
 
 void mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_allgatherv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_allgatherv_next_f08)
+CT_F_STUB(mpi_ineighbor_allgatherv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_allgatherv_next_f08)
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_allgatherv_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8024,7 +8025,7 @@ static void ct_fw_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, M
 
 void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_F_STUB(mpi_neighbor_allgatherv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8041,7 +8042,7 @@ void mpi_neighbor_allgatherv_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint 
 
 void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_F_STUB(mpi_neighbor_allgatherv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8058,7 +8059,7 @@ void mpi_neighbor_allgatherv_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint
 
 void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_F_STUB(mpi_neighbor_allgatherv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgatherv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8075,7 +8076,7 @@ void mpi_neighbor_allgatherv_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
 
 void MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLGATHERV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgatherv_init_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLGATHERV_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8109,7 +8110,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_allgatherv_init_f08_rest(v
 
 void mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_allgatherv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_allgatherv_init_next_f08)
+CT_F_STUB(mpi_neighbor_allgatherv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_allgatherv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_allgatherv_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8159,7 +8160,7 @@ static void ct_fw_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fin
 
 void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoall_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_F_STUB(mpi_ineighbor_alltoall_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8176,7 +8177,7 @@ void mpi_ineighbor_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendt
 
 void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoall__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_F_STUB(mpi_ineighbor_alltoall__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8193,7 +8194,7 @@ void mpi_ineighbor_alltoall__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *send
 
 void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoall, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_F_STUB(mpi_ineighbor_alltoall, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoall_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8210,7 +8211,7 @@ void mpi_ineighbor_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendty
 
 void MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_INEIGHBOR_ALLTOALL, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next)
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALL, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoall_next)
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALL(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8244,7 +8245,7 @@ static __attribute__((noinline)) void ct_mpi_ineighbor_alltoall_f08_rest(void *s
 
 void mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoall_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoall_next_f08)
+CT_F_STUB(mpi_ineighbor_alltoall_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoall_next_f08)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoall_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8293,7 +8294,7 @@ static void ct_fw_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI
 
 void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_F_STUB(mpi_neighbor_alltoall_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8310,7 +8311,7 @@ void mpi_neighbor_alltoall_init_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *s
 
 void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_F_STUB(mpi_neighbor_alltoall_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8327,7 +8328,7 @@ void mpi_neighbor_alltoall_init__(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *
 
 void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_F_STUB(mpi_neighbor_alltoall_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoall_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8344,7 +8345,7 @@ void mpi_neighbor_alltoall_init(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *se
 
 void MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALL_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALL_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoall_init_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALL_INIT(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8378,7 +8379,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoall_init_f08_rest(voi
 
 void mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoall_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoall_init_next_f08)
+CT_F_STUB(mpi_neighbor_alltoall_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoall_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoall_init_f08_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8436,7 +8437,7 @@ static void ct_fw_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_F
 
 void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallv_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_F_STUB(mpi_ineighbor_alltoallv_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8453,7 +8454,7 @@ void mpi_ineighbor_alltoallv_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdi
 
 void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallv__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_F_STUB(mpi_ineighbor_alltoallv__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8470,7 +8471,7 @@ void mpi_ineighbor_alltoallv__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sd
 
 void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallv, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_F_STUB(mpi_ineighbor_alltoallv, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8487,7 +8488,7 @@ void mpi_ineighbor_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdis
 
 void MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_INEIGHBOR_ALLTOALLV, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next)
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALLV, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallv_next)
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLV(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8521,7 +8522,7 @@ static __attribute__((noinline)) void ct_mpi_ineighbor_alltoallv_f08_rest(void *
 
 void mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallv_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallv_next_f08)
+CT_F_STUB(mpi_ineighbor_alltoallv_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallv_next_f08)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallv_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8578,7 +8579,7 @@ static void ct_fw_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, M
 
 void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_F_STUB(mpi_neighbor_alltoallv_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8595,7 +8596,7 @@ void mpi_neighbor_alltoallv_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint 
 
 void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_F_STUB(mpi_neighbor_alltoallv_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8612,7 +8613,7 @@ void mpi_neighbor_alltoallv_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint
 
 void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_F_STUB(mpi_neighbor_alltoallv_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallv_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8629,7 +8630,7 @@ void mpi_neighbor_alltoallv_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *
 
 void MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLV_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallv_init_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLV_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8663,7 +8664,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoallv_init_f08_rest(vo
 
 void mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallv_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallv_init_next_f08)
+CT_F_STUB(mpi_neighbor_alltoallv_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallv_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallv_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8720,7 +8721,7 @@ static void ct_fw_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Ai
 
 void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_F_STUB(mpi_neighbor_alltoallw_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -8737,7 +8738,7 @@ void mpi_neighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdis
 
 void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_F_STUB(mpi_neighbor_alltoallw__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -8754,7 +8755,7 @@ void mpi_neighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdi
 
 void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_F_STUB(mpi_neighbor_alltoallw, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -8771,7 +8772,7 @@ void mpi_neighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdisp
 
 void MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -8805,7 +8806,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoallw_f08_rest(void *s
 
 void mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_next_f08)
+CT_F_STUB(mpi_neighbor_alltoallw_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *ierr)
 #else
@@ -8861,7 +8862,7 @@ static void ct_fw_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_A
 
 void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallw_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_F_STUB(mpi_ineighbor_alltoallw_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8878,7 +8879,7 @@ void mpi_ineighbor_alltoallw_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdi
 
 void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallw__, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_F_STUB(mpi_ineighbor_alltoallw__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8895,7 +8896,7 @@ void mpi_ineighbor_alltoallw__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sd
 
 void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallw, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_F_STUB(mpi_ineighbor_alltoallw, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8912,7 +8913,7 @@ void mpi_ineighbor_alltoallw(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdis
 
 void MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_INEIGHBOR_ALLTOALLW, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next)
+CT_F_STUB(MPI_INEIGHBOR_ALLTOALLW, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallw_next)
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_INEIGHBOR_ALLTOALLW(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -8946,7 +8947,7 @@ static __attribute__((noinline)) void ct_mpi_ineighbor_alltoallw_f08_rest(void *
 
 void mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_ineighbor_alltoallw_f08_, "testb $1, ct_watch(%rip)", ct_fw_ineighbor_alltoallw_next_f08)
+CT_F_STUB(mpi_ineighbor_alltoallw_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_ineighbor_alltoallw_next_f08)
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_ineighbor_alltoallw_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9003,7 +9004,7 @@ static void ct_fw_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, M
 
 void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_init_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_F_STUB(mpi_neighbor_alltoallw_init_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9020,7 +9021,7 @@ void mpi_neighbor_alltoallw_init_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint 
 
 void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_init__, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_F_STUB(mpi_neighbor_alltoallw_init__, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9037,7 +9038,7 @@ void mpi_neighbor_alltoallw_init__(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint
 
 void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_init, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_F_STUB(mpi_neighbor_alltoallw_init, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_init_next)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9054,7 +9055,7 @@ void mpi_neighbor_alltoallw_init(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *
 
 void MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW_INIT, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next)
+CT_F_STUB(MPI_NEIGHBOR_ALLTOALLW_INIT, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_init_next)
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_MPI_NEIGHBOR_ALLTOALLW_INIT(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else
@@ -9088,7 +9089,7 @@ static __attribute__((noinline)) void ct_mpi_neighbor_alltoallw_init_f08_rest(vo
 
 void mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 #if CT_STUBS
-CT_F_STUB(mpi_neighbor_alltoallw_init_f08_, "testb $1, ct_watch(%rip)", ct_fw_neighbor_alltoallw_init_next_f08)
+CT_F_STUB(mpi_neighbor_alltoallw_init_f08_, "testb $1, ct_p2p_line+1(%rip)", ct_fw_neighbor_alltoallw_init_next_f08)
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr);
 CT_HIDDEN void ct_slow_mpi_neighbor_alltoallw_init_f08_(void *sendbuf, MPI_Fint *sendcounts, MPI_Aint *sdispls, MPI_Fint *sendtypes, void *recvbuf, MPI_Fint *recvcounts, MPI_Aint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 #else

@@ -25,7 +25,8 @@
             "\t.p2align 4\n" #name ":\n\t.cfi_startproc\n" CT_STUB_ENDBR             \
             "\t" test "\n\tjne ct_slow_" #name "\n\tjmp P" #name "@PLT\n"            \
             "\t.cfi_endproc\n\t.size " #name ", .-" #name "\n\t.popsection\n");
-_Static_assert(CT_WATCH_SEE == 1, "the stubs test bit 0 of ct_watch");
+_Static_assert(CT_WATCH_SEE == 1 && offsetof(ct_hot_p2p_line, watch) == 1,
+               "the stubs test bit 0 of ct_watch, ct_p2p_line+1");
 #else
 #define CT_STUBS 0
 #endif

@@ -70,12 +70,16 @@ typedef struct __attribute__((aligned(64))) ct_hot_coll_line {
 
 typedef struct __attribute__((aligned(64))) ct_hot_p2p_line {
     unsigned char on;   /* the point-to-point wrappers profile (ct_p2p_on) */
+    /* ct_watch (ct_watch.h): the Wait/Test family's and the watched functions' switch, here so
+     * that MPI_Wait's and MPI_Waitall's light path read one line, as MPI_Isend's */
+    unsigned char watch;
     int32_t left[CT_P2P_LIGHT_SLOTS];
     uint64_t calls;     /* light calls made, in every call's number */
 } ct_hot_p2p_line;
 
 _Static_assert(offsetof(ct_hot_coll_line, active) == 0, "the stubs test ct_coll_line+<collective>");
 _Static_assert(offsetof(ct_hot_p2p_line, on) == 0, "the stubs test ct_p2p_line's first byte");
+_Static_assert(offsetof(ct_hot_p2p_line, watch) == 1, "the stubs test ct_watch as ct_p2p_line+1");
 _Static_assert(sizeof(ct_hot_coll_line) == 64, "one line (more collectives: move the cache out)");
 _Static_assert(sizeof(ct_hot_p2p_line) == 64, "one line");
 _Static_assert(CT_P2P_WAITALL + 3 == CT_P2P_TEST && CT_P2P_TESTSOME + 1 == CT_P2P_COUNT,
@@ -86,6 +90,7 @@ extern __attribute__((visibility("hidden"))) ct_hot_p2p_line ct_p2p_line;
 
 #define ct_active (ct_coll_line.active)
 #define ct_p2p_on (ct_p2p_line.on)
+#define ct_watch (ct_p2p_line.watch)
 
 /* Its slot in ct_p2p_line.left, -1: none. */
 static inline int ct_p2p_slot(int call)

@@ -21,7 +21,8 @@
 #include "ct_profrun.h"
 #include "ct_runtime.h"
 
-extern CT_HIDDEN unsigned char ct_watch;
+/* ct_watch: ct_hot.h's (a byte of the point-to-point calls' hot line; the assembly stubs test
+ * it as ct_p2p_line+1) */
 /* CT_WATCH_MEMO: profiling below MPI_THREAD_MULTIPLE (ct_profrun_on && !ct_profrun_mt, set and
  * cleared with ct_profrun_on, profrun.c), for the Wait family's straight path (requests.c), which
  * then reads the line ct_watch and the request map's generation are on, not ct_profrun_on's too. */

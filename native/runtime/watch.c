@@ -20,7 +20,6 @@
 #include "ct_profrun_impl.h"
 #include "ct_watch.h"
 
-CT_HIDDEN CT_HOT_DATA unsigned char ct_watch;   /* (ct_profrun.h) */
 CT_HIDDEN unsigned char ct_start_watch;
 
 enum { CT_FN_CALLS, CT_FN_BYTES, CT_FN_SIZED, CT_FN_STARTED, CT_FN_COMPLETED, CT_FN_FIELDS };
