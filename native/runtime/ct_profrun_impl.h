@@ -18,54 +18,61 @@
 #include "ct_profrun.h"
 #include "ct_runtime.h"   /* ct_call, the collectives' ids: the fingerprint inline below */
 
-/* ---- fixed open-addressing tables (profcall.c's points, profcomm.c's patterns) ------------- */
-/* A slot is `atomic_int state` (0 empty, 1 being claimed, 2 ready) and, `key_at` bytes in, its
- * key of `key_bytes` (a struct without padding: compared and copied as bytes); every other field
- * starts at zero. The slot of `key` in a table of `n` (a power of two) slots of `stride` bytes,
- * probing from hash `h`: an empty slot is claimed by CAS and gets the key before it is
- * published; a slot being claimed by another thread is waited for (a few stores). NULL when the
- * table is full. No lock: MPI_THREAD_MULTIPLE safe. Inline: the sizes are constants. */
-/* The slots a table's claims took, in claim order (`at[k]`, k < `n`), where the table's reader
- * must not read every slot: a whole table read at MPI_Finalize faulted in every page of it. */
-typedef struct ct_claims {
-    atomic_uint n;
-    uint32_t *at;                     /* as many as the table has slots */
-} ct_claims;
+/* ---- hashed tables of dense entries (profcall.c's points, profchain.c's chains, profcomm.c's
+ * patterns) -------------------------------------------------------------------------------- */
+/* An entry is `atomic_int state` (0 empty, 2 ready) and, `key_at` bytes in, its key of
+ * `key_bytes` (a struct without padding: compared and copied as bytes); every other field starts
+ * at zero. The hash picks a cell of `cells` (n, a power of two, open addressing); a cell holds
+ * its entry's index + 1, and the entries are handed out densely in the order they are claimed
+ * (entries 0 .. used - 1 of an array of n). Dense because each entry is a page fault the first
+ * time it is read and one more when it is written: a key hashed straight to a slot of a sparse
+ * table faulted in a page of its own, 130 points and 133 chains of an OpenFOAM rank ~500 faults
+ * (1-3 us each in a VM), and a reader of every entry (the polls' widening, MPI_Finalize's writer)
+ * faulted in the whole table; now the cells' few pages and one page per ~25 entries. */
+#define CT_CELL_BUSY UINT32_MAX   /* a cell being claimed: its entry's key not yet written */
+typedef struct ct_table {
+    atomic_uint used;                 /* entries claimed (each cell claims one: at most n) */
+    atomic_uint *cells;               /* n: 0 empty, CT_CELL_BUSY, else the entry's index + 1 */
+} ct_table;
 
-static inline void *ct_table_probe_noted(void *table, size_t n, size_t stride, uint64_t h,
-                                         size_t key_at, const void *key, size_t key_bytes,
-                                         ct_claims *claims)
+/* The entry of `key` in `table` (n entries of `stride` bytes, cells in `t`), probing from hash
+ * `h`: an empty cell is claimed by CAS, its entry gets the key before the cell is published; a
+ * cell being claimed by another thread is waited for (a few stores). NULL when the table is
+ * full. No lock: MPI_THREAD_MULTIPLE safe. Inline: the sizes are constants. */
+static inline void *ct_table_probe(void *table, ct_table *t, size_t n, size_t stride, uint64_t h,
+                                   size_t key_at, const void *key, size_t key_bytes)
 {
     for (size_t probe = 0; probe < n; probe++) {
-        size_t at = (h + probe) & (n - 1);
-        char *slot = (char *)table + at * stride;
-        atomic_int *state = (atomic_int *)slot;
-        int st = atomic_load_explicit(state, memory_order_acquire);
-        if (st == 0) {
-            int expected = 0;
-            if (atomic_compare_exchange_strong_explicit(state, &expected, 1, memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                memcpy(slot + key_at, key, key_bytes);
-                if (claims != NULL)   /* each slot is claimed once: at most n notes */
-                    claims->at[atomic_fetch_add_explicit(&claims->n, 1, memory_order_relaxed)] =
-                        (uint32_t)at;
-                atomic_store_explicit(state, 2, memory_order_release);
-                return slot;
+        atomic_uint *cell = &t->cells[(h + probe) & (n - 1)];
+        unsigned c = atomic_load_explicit(cell, memory_order_acquire);
+        if (c == 0) {
+            unsigned expected = 0;
+            if (atomic_compare_exchange_strong_explicit(cell, &expected, CT_CELL_BUSY,
+                                                        memory_order_acquire, memory_order_relaxed)) {
+                unsigned i = atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed);
+                char *entry = (char *)table + (size_t)i * stride;
+                memcpy(entry + key_at, key, key_bytes);
+                /* ready for the readers of entries 0 .. used - 1 (ct_table_entry), then found */
+                atomic_store_explicit((atomic_int *)entry, 2, memory_order_release);
+                atomic_store_explicit(cell, i + 1, memory_order_release);
+                return entry;
             }
-            st = expected;
+            c = expected;
         }
-        while (st == 1)
-            st = atomic_load_explicit(state, memory_order_acquire);
-        if (memcmp(slot + key_at, key, key_bytes) == 0)
-            return slot;
+        while (c == CT_CELL_BUSY)
+            c = atomic_load_explicit(cell, memory_order_acquire);
+        char *entry = (char *)table + (size_t)(c - 1) * stride;
+        if (memcmp(entry + key_at, key, key_bytes) == 0)
+            return entry;
     }
     return NULL;
 }
 
-static inline void *ct_table_probe(void *table, size_t n, size_t stride, uint64_t h,
-                                   size_t key_at, const void *key, size_t key_bytes)
+/* How many entries a reader of the whole table reads (0 .. this - 1, in claim order); an entry
+ * whose state is not 2 is still being claimed by another thread (skip it). */
+static inline size_t ct_table_used(ct_table *t)
 {
-    return ct_table_probe_noted(table, n, stride, h, key_at, key, key_bytes, NULL);
+    return atomic_load_explicit(&t->used, memory_order_acquire);
 }
 
 /* ---- the points (profcall.c counts into them, profrun.c writes them at MPI_Finalize) ------- */
@@ -91,7 +98,7 @@ _Static_assert(sizeof(ct_point_key) == sizeof(void *) + 4 * sizeof(int), "no pad
 /* Minima are kept as their bitwise complement under a maximum, so that a zeroed slot means "none
  * yet" and a claimed slot needs nothing but its key. Durations in ticks (ct_profrun_ticks). */
 typedef struct ct_point {
-    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
+    atomic_int state;                 /* 0 empty, 2 ready (ct_table_probe) */
     ct_point_key key;
     atomic_ullong calls, bytes, bytes_min_not, bytes_max;
     atomic_ullong timed, timed_ns, max_ns;   /* the calls whose time was taken */
@@ -105,8 +112,8 @@ typedef struct ct_point {
 
 extern CT_PROFRUN_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
 extern CT_PROFRUN_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
-/* the slots claimed in each (profrun.c writes those only) */
-extern CT_PROFRUN_HIDDEN ct_claims ct_coll_claims, ct_p2p_claims;
+/* their cells (profrun.c and the polls' widening read entries 0 .. used - 1) */
+extern CT_PROFRUN_HIDDEN ct_table ct_coll_table, ct_p2p_table;
 /* calls not counted: their table was full */
 extern CT_PROFRUN_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
 
@@ -206,7 +213,7 @@ _Static_assert(sizeof(ct_pat_key) == 2 * sizeof(void *) + 4 * sizeof(int), "no p
 
 /* A pattern's counter (profcomm.c's table). */
 typedef struct ct_pat_slot {
-    atomic_int state;           /* 0 empty, 1 being claimed, 2 ready */
+    atomic_int state;           /* 0 empty, 2 ready (ct_table_probe) */
     ct_pat_key key;
     atomic_ullong count, bytes;
     /* of those, the pairs whose first call was its function's light-path sample (light id

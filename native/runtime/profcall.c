@@ -4,9 +4,9 @@
  * while profiling; it is timed, sampled and recorded here and served by ct_dispatch (modes.c)
  * where another mode serves it, else by the library (MPI_Barrier too: a row of the table).
  *
- * Fixed open-addressing tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe,
- * no lock). A slot is claimed once by CAS on its state; when a table is full the call is only
- * counted in `lost` (written out, so the front end can say what it misses). A call site's last
+ * Fixed hashed tables of relaxed atomic counters (MPI_THREAD_MULTIPLE safe, no lock; dense
+ * entries: ct_table_probe). An entry is claimed once by CAS on its cell; when a table is full
+ * the call is only counted in `lost` (written out, so the front end can say what it misses). A call site's last
  * call is memoised per thread (ct_memo): a loop's repetitions skip the size, the slot lookup and
  * the pattern comparison, and only one in CT_TIME_EVERY reads the clock. (The clock is
  * profclock.c's, the per-communicator state profcomm.c's; MPI_Finalize's file is profrun.c's.)
@@ -44,8 +44,8 @@ _Static_assert((CT_HOT & (CT_HOT - 1)) == 0, "a power of two (a mask)");
 CT_HIDDEN ct_point ct_coll_slots[CT_COLL_SLOTS];
 CT_HIDDEN ct_point ct_p2p_slots[CT_P2P_SLOTS];
 CT_HIDDEN atomic_ullong ct_coll_lost, ct_p2p_lost;
-static uint32_t ct_coll_claimed[CT_COLL_SLOTS], ct_p2p_claimed[CT_P2P_SLOTS];
-CT_HIDDEN ct_claims ct_coll_claims = {0, ct_coll_claimed}, ct_p2p_claims = {0, ct_p2p_claimed};
+static atomic_uint ct_coll_cells[CT_COLL_SLOTS], ct_p2p_cells[CT_P2P_SLOTS];
+CT_HIDDEN ct_table ct_coll_table = {0, ct_coll_cells}, ct_p2p_table = {0, ct_p2p_cells};
 
 /* This thread's intercepted MPI calls, numbered (1, 2, ...): "directly after" for patterns
  * (ct_seq: a field of the thread's hot line, ct_profrun_me). */
@@ -77,9 +77,8 @@ static ct_point *ct_find(ct_point *table, size_t n, atomic_ullong *lost, const c
     uint64_t h = ((uint64_t)(uintptr_t)key->site * 0x9E3779B97F4A7C15ull)
                  ^ ((uint64_t)key->kind << 40 ^ (uint64_t)(key->bin + 1) << 32 ^ (uint64_t)key->nprocs);
     h ^= h >> 29;
-    ct_point *s = ct_table_probe_noted(table, n, sizeof *table, h, offsetof(ct_point, key), key,
-                                       sizeof *key,
-                                       table == ct_coll_slots ? &ct_coll_claims : &ct_p2p_claims);
+    ct_point *s = ct_table_probe(table, table == ct_coll_slots ? &ct_coll_table : &ct_p2p_table, n,
+                                 sizeof *table, h, offsetof(ct_point, key), key, sizeof *key);
     if (s == NULL)
         atomic_fetch_add_explicit(lost, 1, memory_order_relaxed);
     return s;

@@ -57,12 +57,14 @@ typedef struct ct_chain_key {
 } ct_chain_key;
 
 typedef struct ct_chain_slot {
-    atomic_int state;                 /* 0 empty, 1 being claimed, 2 ready (ct_table_probe) */
+    atomic_int state;                 /* 0 empty, 2 ready (ct_table_probe) */
     ct_chain_key key;
     _Atomic(const void *) id;         /* its entry of ct_chain_ids (not part of the key) */
 } ct_chain_slot;
 
 static ct_chain_slot ct_chains[CT_CHAIN_SLOTS];
+static atomic_uint ct_chain_cells[CT_CHAIN_SLOTS];
+static ct_table ct_chain_table = {0, ct_chain_cells};
 /* The chains' ids: entry n is the n-th chain's slot. An id was the slot's address, whose memo
  * entry (`id >> 3`) followed the hash of the chain's return addresses, so the load addresses:
  * which of OpenFOAM's chains shared an entry (and took the full path at every call) changed from
@@ -198,8 +200,8 @@ static const void *ct_chain_intern(const void *site, const ct_frames *s)
     for (int i = 0; i < s->frames; i++)
         h = (h ^ (uint64_t)(uintptr_t)s->ra[i]) * 0x100000001B3ull;
     h ^= h >> 29;
-    ct_chain_slot *slot = ct_table_probe(ct_chains, CT_CHAIN_SLOTS, sizeof *ct_chains, h,
-                                         offsetof(ct_chain_slot, key), &key, sizeof key);
+    ct_chain_slot *slot = ct_table_probe(ct_chains, &ct_chain_table, CT_CHAIN_SLOTS, sizeof *ct_chains,
+                                         h, offsetof(ct_chain_slot, key), &key, sizeof key);
     if (slot == NULL) {
         atomic_fetch_add_explicit(&ct_chains_lost, 1, memory_order_relaxed);
         return site;
@@ -415,31 +417,14 @@ static void ct_chain_line(FILE *out, const ct_chain_slot *s)
     fputc('\n', out);
 }
 
-/* The chain lines in the table's order. Only the slots the ids name are read (marked, then
- * written in slot order, as a scan of the table wrote them): reading every slot faulted in the
- * table's ~80 untouched pages at each MPI_Finalize (a 2-rank Open MPI run: 79 of a profiled
- * rank's ~134 extra page faults). An id whose slot holds another id lost a race: that slot is
- * written for its own id. Every slot is read where an id may be missing (ct_profchain_ids). */
+/* The chain lines, in the order the chains were interned (the table's claimed entries only:
+ * reading every slot of a sparse table faulted in its ~80 untouched pages at each MPI_Finalize).
+ * An entry whose id lost a race to another thread's is written for the id it holds. */
 static void ct_chain_lines(FILE *out)
 {
-    int ids = ct_profchain_ids();
-    if (ids < 0) {
-        for (size_t i = 0; i < CT_CHAIN_SLOTS; i++)
-            ct_chain_line(out, &ct_chains[i]);
-        return;
-    }
-    uint64_t named[CT_CHAIN_SLOTS / 64];
-    memset(named, 0, sizeof named);
-    for (int n = 0; n < ids; n++) {
-        const ct_chain_slot *s = ct_chain_ids[n];
-        if (s == NULL || atomic_load(&s->id) != (const void *)&ct_chain_ids[n])
-            continue;
-        size_t i = (size_t)(s - ct_chains);
-        named[i / 64] |= 1ull << (i % 64);
-    }
-    for (size_t w = 0; w < CT_CHAIN_SLOTS / 64; w++)
-        for (uint64_t bits = named[w]; bits != 0; bits &= bits - 1)
-            ct_chain_line(out, &ct_chains[w * 64 + (size_t)__builtin_ctzll(bits)]);
+    size_t used = ct_table_used(&ct_chain_table);
+    for (size_t i = 0; i < used; i++)
+        ct_chain_line(out, &ct_chains[i]);
 }
 
 void ct_profchain_write(FILE *out)

@@ -64,6 +64,8 @@ static atomic_ullong ct_syncs, ct_latency_ns, ct_latencies;   /* latencies in ti
 CT_HIDDEN atomic_ullong ct_own_ticks;           /* the call path's own time (ct_own_add) */
 static atomic_ullong ct_widened, ct_narrowed;   /* the period's changes, every communicator */
 static ct_pat_slot ct_pat_slots[CT_PAT_SLOTS];
+static atomic_uint ct_pat_cells[CT_PAT_SLOTS];
+static ct_table ct_pat_table = {0, ct_pat_cells};
 /* the slot this thread counted last */
 static _Thread_local ct_pat_slot *ct_pat_last CT_TLS_MODEL;
 static atomic_ullong ct_pat_lost;
@@ -250,7 +252,7 @@ void ct_pat_sampled(ct_pat_slot *s, uint64_t bytes, int lead)
 
 void ct_profcomm_light_halve(uint64_t (*halve)(uint64_t n))
 {
-    for (size_t i = 0; i < CT_PAT_SLOTS; i++) {
+    for (size_t i = 0, used = ct_table_used(&ct_pat_table); i < used; i++) {
         ct_pat_slot *s = &ct_pat_slots[i];
         if (s->sampled == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
             continue;
@@ -287,7 +289,7 @@ static ct_pat_slot *ct_pat_slot_of(int pattern, const void *first, const void *s
         uint64_t h = ((uint64_t)(uintptr_t)first * 31u + (uint64_t)(uintptr_t)second)
                      * 0x9E3779B97F4A7C15ull ^ (uint64_t)pattern << 8 ^ (uint64_t)(key.bin + 1);
         h ^= h >> 29;
-        s = ct_table_probe(ct_pat_slots, CT_PAT_SLOTS, sizeof *ct_pat_slots, h,
+        s = ct_table_probe(ct_pat_slots, &ct_pat_table, CT_PAT_SLOTS, sizeof *ct_pat_slots, h,
                            offsetof(ct_pat_slot, key), &key, sizeof key);
         if (s == NULL) {
             atomic_fetch_add_explicit(&ct_pat_lost, 1, memory_order_relaxed);
@@ -398,7 +400,7 @@ void ct_profcomm_after(ct_pcomm *st, ct_fingerprint *fp, uint64_t *idp, ct_pat_m
 
 void ct_profcomm_write(FILE *out, double ns_per_tick)
 {
-    for (size_t i = 0; i < CT_PAT_SLOTS; i++) {
+    for (size_t i = 0, used = ct_table_used(&ct_pat_table); i < used; i++) {
         ct_pat_slot *s = &ct_pat_slots[i];
         if (atomic_load(&s->state) != 2 || atomic_load(&s->count) == 0)
             continue;

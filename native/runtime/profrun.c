@@ -187,20 +187,12 @@ static void ct_write_requests(FILE *out, ct_point *s, double rate)
             ct_ns(atomic_load(&s->req_span_ns), rate));
 }
 
-static int ct_index_order(const void *a, const void *b)
+/* The claimed entries only, in the order they were claimed. */
+static void ct_write_slots(FILE *out, ct_point *table, ct_table *cells, int coll, double rate)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The claimed slots only (in table order, as a scan of the table wrote them): reading every
- * slot faulted in the tables' ~200 untouched pages at each MPI_Finalize. */
-static void ct_write_slots(FILE *out, ct_point *table, ct_claims *claims, int coll, double rate)
-{
-    size_t n = atomic_load(&claims->n);
-    qsort(claims->at, n, sizeof *claims->at, ct_index_order);
+    size_t n = ct_table_used(cells);
     for (size_t i = 0; i < n; i++) {
-        ct_point *s = &table[claims->at[i]];
+        ct_point *s = &table[i];
         if (atomic_load(&s->state) != 2 || atomic_load(&s->calls) == 0)
             continue;
         unsigned long long samples = atomic_load(&s->samples);
@@ -239,8 +231,8 @@ static void ct_write_points(FILE *out, double ns_per_tick)
             (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_COLL]),
             (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_P2P]),
             (unsigned long long)atomic_load(&ct_memo_made[CT_MEMO_POLL]));
-    ct_write_slots(out, ct_coll_slots, &ct_coll_claims, 1, ns_per_tick);
-    ct_write_slots(out, ct_p2p_slots, &ct_p2p_claims, 0, ns_per_tick);
+    ct_write_slots(out, ct_coll_slots, &ct_coll_table, 1, ns_per_tick);
+    ct_write_slots(out, ct_p2p_slots, &ct_p2p_table, 0, ns_per_tick);
     ct_profrun_polls_write(out);
 }
 

@@ -346,37 +346,32 @@ static uint64_t ct_rule_read(uintptr_t pc)
 /* ---- the rules kept ---------------------------------------------------------------------- */
 
 #define CT_RULES 4096   /* return addresses: OpenFOAM's 133 chains have a few hundred */
-#define CT_RULE_PROBES 16
-_Static_assert((CT_RULES & (CT_RULES - 1)) == 0, "a power of two (a mask)");
 typedef struct ct_rule_slot {
-    atomic_uintptr_t pc;      /* 0: empty; claimed by CAS */
-    atomic_ullong rule;       /* 0: being read by the thread that claimed the slot */
+    atomic_int state;         /* 0 empty, 2 ready (ct_table_probe) */
+    int zero;
+    uintptr_t pc;             /* the key */
+    atomic_ullong rule;       /* 0: being read by the thread that claimed the entry */
 } ct_rule_slot;
+_Static_assert(offsetof(ct_rule_slot, pc) == 2 * sizeof(int), "no padding before the key");
 static ct_rule_slot ct_rules[CT_RULES];
+static atomic_uint ct_rule_cells[CT_RULES];
+static ct_table ct_rule_table = {0, ct_rule_cells};
 
 static uint64_t ct_rule_of(uintptr_t pc)
 {
-    uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
-    for (unsigned probe = 0; probe < CT_RULE_PROBES; probe++) {
-        ct_rule_slot *slot = &ct_rules[((h >> 52) + probe) & (CT_RULES - 1)];
-        uintptr_t at = atomic_load_explicit(&slot->pc, memory_order_acquire);
-        if (at == 0) {
-            if (!atomic_compare_exchange_strong_explicit(&slot->pc, &at, pc, memory_order_acq_rel,
-                                                         memory_order_acquire)) {
-                if (at != pc)
-                    continue;
-            } else {
-                uint64_t rule = ct_rule_read(pc);
-                atomic_store_explicit(&slot->rule, rule, memory_order_release);
-                return rule;
-            }
-        }
-        if (at == pc) {
-            uint64_t rule = atomic_load_explicit(&slot->rule, memory_order_acquire);
-            return rule != 0 ? rule : ct_rule_read(pc);
-        }
-    }
-    return ct_rule_read(pc);   /* the table is full around it: read every time */
+    uint64_t h = ((uint64_t)pc * 0x9E3779B97F4A7C15ull) >> 52;
+    ct_rule_slot *slot = ct_table_probe(ct_rules, &ct_rule_table, CT_RULES, sizeof *ct_rules, h,
+                                        offsetof(ct_rule_slot, pc), &pc, sizeof pc);
+    if (slot == NULL)
+        return ct_rule_read(pc);   /* the table is full: read every time */
+    uint64_t rule = atomic_load_explicit(&slot->rule, memory_order_acquire);
+    if (rule != 0)
+        return rule;
+    /* new here, or another thread's still being read: a pc's rule is always the same one, so
+     * whichever thread stores it stores the same value */
+    rule = ct_rule_read(pc);
+    atomic_store_explicit(&slot->rule, rule, memory_order_release);
+    return rule;
 }
 
 /* ---- the walk ---------------------------------------------------------------------------- */

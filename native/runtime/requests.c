@@ -558,19 +558,22 @@ static void ct_poll_widen(void)
     ct_poll_widened++;
     /* the point-to-point points (a poll's or a light function's sample: ct_p2p_call is its
      * light id), then the collectives' (CT_LIGHT_COLL + their id; the watched functions'
-     * points, above the collectives' ids, have none) */
-    for (size_t i = 0; i < CT_P2P_SLOTS + CT_COLL_SLOTS; i++) {
-        int coll = i >= CT_P2P_SLOTS;
-        ct_point *s = coll ? &ct_coll_slots[i - CT_P2P_SLOTS] : &ct_p2p_slots[i];
-        uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
-        if (n == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
-            continue;
-        int f = coll ? CT_LIGHT_COLL + s->key.kind : s->key.kind;
-        uint64_t dropped = n - ct_poll_halve(n);
-        atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
-        ct_polls_sampled[f] -= dropped;
-        ct_polls_thinned[f] += dropped;
-        ct_poll_sample -= dropped;
+     * points, above the collectives' ids, have none): the claimed entries only */
+    for (int coll = 0; coll < 2; coll++) {
+        ct_point *table = coll ? ct_coll_slots : ct_p2p_slots;
+        size_t used = ct_table_used(coll ? &ct_coll_table : &ct_p2p_table);
+        for (size_t i = 0; i < used; i++) {
+            ct_point *s = &table[i];
+            uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
+            if (n == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
+                continue;
+            int f = coll ? CT_LIGHT_COLL + s->key.kind : s->key.kind;
+            uint64_t dropped = n - ct_poll_halve(n);
+            atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
+            ct_polls_sampled[f] -= dropped;
+            ct_polls_thinned[f] += dropped;
+            ct_poll_sample -= dropped;
+        }
     }
     /* the pattern pairs counted through a sample: halved alike (profcomm.c) */
     ct_profcomm_light_halve(ct_poll_halve);
