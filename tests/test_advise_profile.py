@@ -370,7 +370,7 @@ def test_summary_states_the_profiling_cost():
     def advice(*ranks: tuple[int | None, int]) -> SimpleNamespace:
         return SimpleNamespace(run=SimpleNamespace(ranks=[SimpleNamespace(own_cost_ns=c, wall_ns=w) for c, w in ranks]))
 
-    assert output._own_cost(advice((5_000_000, 10**9), (12_000_000, 10**9))) == ", profiling ~1.2% of it"
+    assert output._own_cost(advice((5_000_000, 10**9), (12_000_000, 10**9))) == ", profiling's own time ~1.2%"
     assert output._own_cost(advice((None, 10**9))) == ""
 
 

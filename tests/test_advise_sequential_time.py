@@ -251,3 +251,30 @@ def test_blocks_of_two_modes_are_run_then_reported(tmp_path: Path, monkeypatch: 
     assert st.main([str(tmp_path), "--app", "openfoam", "--lib", "/nonexistent/libcolltune.so"]) == 0
     assert made == [(tmp_path / "seq-openfoam.tsv", "profiled")]
     assert (tmp_path / "seq-openfoam.txt").read_text().startswith("6 blocks")
+
+
+def test_page_faults_reads_perf_report_rows() -> None:
+    """page_faults.py (the faults of a profiled OpenFOAM run): perf report's rows by function
+    and by object, the comment lines skipped, a function's rows summed."""
+    import page_faults as pf
+
+    report = ("# Samples: 7K of event 'page-faults'\n#\n# Samples  Symbol\n"
+              "           33  [.] ct_chain_unwind\n            22  [.] ct_find.constprop.0\n"
+              "             5  [k] clear_page_erms\n             2  [.] ct_chain_unwind\n\n")
+    assert pf.parse_report(report) == {"ct_chain_unwind": 35, "ct_find.constprop.0": 22, "clear_page_erms": 5}
+    by_object = "# Shared Object\n  6976  libOpenFOAM.so\n   120  [kernel.kallsyms]\n    84  libcolltune.so\n"
+    assert pf.parse_report(by_object) == {"libOpenFOAM.so": 6976, "[kernel.kallsyms]": 120, "libcolltune.so": 84}
+
+
+def test_page_faults_configurations(tmp_path: Path) -> None:
+    import page_faults as pf
+
+    lib = tmp_path / "libcolltune.so"
+    lib.write_bytes(b"")
+    assert pf.parse_config(f"now={lib}") == ("now", str(lib), "profiled")
+    assert pf.parse_config(f"off={lib}:pass") == ("off", str(lib), "pass")
+    assert pf.parse_config("plain=-:plain") == ("plain", "-", "plain")
+    for bad, says in ((f"now={tmp_path / 'missing.so'}", "no file"), (f"now={lib}:fast", "NAME=LIBCOLLTUNE"),
+                      ("=x", "NAME=LIBCOLLTUNE"), ("now=-", "NAME=LIBCOLLTUNE")):
+        with pytest.raises(SystemExit, match=says):
+            pf.parse_config(bad)

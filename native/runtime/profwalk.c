@@ -346,9 +346,10 @@ static uint64_t ct_rule_read(uintptr_t pc)
 /* ---- the rules kept ---------------------------------------------------------------------- */
 
 #define CT_RULES 4096   /* return addresses: OpenFOAM's 133 chains have a few hundred */
+_Static_assert((CT_RULES & (CT_RULES - 1)) == 0, "a power of two (ct_table_probe)");
 typedef struct ct_rule_slot {
     atomic_int state;         /* 0 empty, 2 ready (ct_table_probe) */
-    int zero;
+    int zero;                 /* (ct_table_probe compares the key as bytes: no padding) */
     uintptr_t pc;             /* the key */
     atomic_ullong rule;       /* 0: being read by the thread that claimed the entry */
 } ct_rule_slot;

@@ -230,10 +230,12 @@ def explain_lines(f: Finding, number: int, wall_s: float) -> list[str]:
 
 
 def _own_cost(advice: Advice) -> str:
-    """What the profiling run cost, as its budget measured it (the costliest rank's own time over
-    its wall time; libcolltune's own_cost line), or nothing where the files do not say."""
+    """The profiling run's own time as its budget measured it (the costliest rank's own time over
+    its wall time; libcolltune's own_cost line), or nothing where the files do not say. Named
+    "own time", not its cost: the wall time pays more than the account sees (page faults, caches,
+    the preload; benchmarks/advise/README.md, the twentieth round)."""
     costs = [r.own_cost_ns / r.wall_ns for r in advice.run.ranks if r.own_cost_ns is not None and r.wall_ns]
-    return f", profiling ~{100 * max(costs):.1f}% of it" if costs else ""
+    return f", profiling's own time ~{100 * max(costs):.1f}%" if costs else ""
 
 
 SCREEN = 40   # lines: advise's output before any details (--explain N, --verify's table)
