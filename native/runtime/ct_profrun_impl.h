@@ -52,7 +52,7 @@ static inline void *ct_table_probe(void *table, ct_table *t, size_t n, size_t st
                 unsigned i = atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed);
                 char *entry = (char *)table + (size_t)i * stride;
                 memcpy(entry + key_at, key, key_bytes);
-                /* ready for the readers of entries 0 .. used - 1 (ct_table_entry), then found */
+                /* ready for the readers of entries 0 .. used - 1 (ct_table_used), then found */
                 atomic_store_explicit((atomic_int *)entry, 2, memory_order_release);
                 atomic_store_explicit(cell, i + 1, memory_order_release);
                 return entry;
