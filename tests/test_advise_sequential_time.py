@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ADVISE = Path(__file__).parents[1] / "benchmarks" / "advise"
@@ -68,7 +69,7 @@ def test_the_verdict_over_the_bar(tmp_path: Path) -> None:
     assert lines == [
         "8 blocks (32 runs, 2 ranks bound to the 2 cores); plain run median 1.000 s (spread 0.00%), "
         "profiled median 1.027 s; 1-min load before a run 0.80-0.80",
-        "a block's log ratio: sd 0.0052 (a block's ratio +-0.52%)",
+        "a block's log ratio: sd 0.0052 (a block's ratio +-0.52%), skewness -0.04",
         "profiled / plain, mean: 1.0269, 95% interval 1.0224-1.0313 (Student t)",
         "profiled / plain, median: 1.0275, 99.2% interval 1.0200-1.0350 (distribution-free)",
         "the profiled runs' own account (rank files): own cost median 14.5 ms (1.41% of the profiled median), "
@@ -240,17 +241,23 @@ def test_blocks_of_two_modes_are_run_then_reported(tmp_path: Path, monkeypatch: 
     ratios = [1.02, 1.01, 1.03, 1.02, 1.01, 1.03]
     app = dataclasses.make_dataclass("App", ["name", "variant"])("openfoam", "")
     monkeypatch.setitem(st.APPS, "openfoam", lambda out, case: app)
-    made: list[tuple[Path, str]] = []
+    made: list[tuple[Path, str, int, float | None]] = []
 
     def run_blocks(app_, tsv: Path, blocks, minutes, seed, append, lib: str, other: str) -> None:
-        made.append((tsv, other))
+        made.append((tsv, other, blocks, minutes))
         tsv.write_text(_tsv(tmp_path / "fixture", ratios).read_text())
 
     (tmp_path / "fixture").mkdir()
     monkeypatch.setattr(st, "run_blocks", run_blocks)
-    assert st.main([str(tmp_path), "--app", "openfoam", "--lib", "/nonexistent/libcolltune.so"]) == 0
-    assert made == [(tmp_path / "seq-openfoam.tsv", "profiled")]
+    lib = ["--lib", "/nonexistent/libcolltune.so"]
+    assert st.main([str(tmp_path), "--app", "openfoam", *lib]) == 0
+    assert made == [(tmp_path / "seq-openfoam.tsv", "profiled", 12, None)]
     assert (tmp_path / "seq-openfoam.txt").read_text().startswith("6 blocks")
+    # --minutes alone: the minutes decide (it once stopped a 100-minute window at 12 blocks)
+    assert st.main([str(tmp_path), "--app", "openfoam", "--minutes", "100", *lib]) == 0
+    assert st.main([str(tmp_path), "--app", "openfoam", "--minutes", "100", "--blocks", "40", *lib]) == 0
+    assert made[1:] == [(tmp_path / "seq-openfoam.tsv", "profiled", 1_000_000, 100.0),
+                        (tmp_path / "seq-openfoam.tsv", "profiled", 40, 100.0)]
 
 
 def test_page_faults_reads_perf_report_rows() -> None:
@@ -278,3 +285,50 @@ def test_page_faults_configurations(tmp_path: Path) -> None:
                       ("=x", "NAME=LIBCOLLTUNE"), ("now=-", "NAME=LIBCOLLTUNE")):
         with pytest.raises(SystemExit, match=says):
             pf.parse_config(bad)
+
+
+def test_the_openfoam_rank_scripts_are_one_text_with_their_own_last_lines() -> None:
+    # the library reaches icoFoam alone (README, "twentieth round"): a harness with its own copy
+    # of these lines once kept the old `unset LD_PRELOAD`, too late
+    import concurrent_time
+    import openfoam_phases
+
+    head = ("#!/bin/bash\nsource /usr/share/openfoam/etc/bashrc 2>/dev/null\n"
+            '[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD\nunset RANK_PRELOAD\n')
+    stamp = 'echo "$EPOCHREALTIME" > "$PHASE_OUT.exec.$OMPI_COMM_WORLD_RANK"\n'
+    assert st.OPENFOAM_RANK == head + "exec icoFoam -parallel\n"
+    assert openfoam_phases.RANK == head + stamp + "exec icoFoam -parallel\n"
+    assert openfoam_phases.RANK_FILE == head + stamp + \
+        "exec icoFoam -parallel > log.rank$OMPI_COMM_WORLD_RANK 2>&1\n"
+    assert concurrent_time.RANK == head + ("exec /usr/bin/time -f '%U %S' -o "
+                                           '"$CT_CPU_DIR/rank-$OMPI_COMM_WORLD_RANK" icoFoam -parallel\n')
+
+
+def test_windows_pool_with_their_blocks_apart_and_looks_widen_the_intervals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # window D was looked at twice (952 and 1,311 blocks) before window F: pooled, each interval
+    # at 1 - 0.05 / 3, so that stopping at whichever look first passed is still a 5% error
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").mkdir()
+    d = _tsv(tmp_path / "d", [1.02, 1.01, 1.03, 1.02, 1.01, 1.03])
+    f = _tsv(tmp_path / "f", [1.00, 1.01, 0.99, 1.00, 1.02, 1.00])
+    runs = st.read_pooled([d, f])
+    assert sorted({r.block for r in runs}) == [1, 2, 3, 4, 5, 6, *range(1_000_001, 1_000_007)]
+    assert np.allclose(st.block_logs(runs), np.log([1.02, 1.01, 1.03, 1.02, 1.01, 1.03,
+                                                    1.00, 1.01, 0.99, 1.00, 1.02, 1.00]))
+    assert st.looks_confidence(1) == 0.95 and st.looks_confidence(3) == 1 - 0.05 / 3
+    with pytest.raises(ValueError, match="at least 1"):
+        st.looks_confidence(0)
+    once, thrice = st.report(runs, 0.01), st.report(runs, 0.01, st.looks_confidence(3))
+    assert once[2] == "profiled / plain, mean: 1.0116, 95% interval 1.0036-1.0197 (Student t)"
+    assert thrice[2] == "profiled / plain, mean: 1.0116, 98.33% interval 1.0013-1.0220 (Student t)"
+    # 12 blocks: the order statistics' levels over 95% and 98.33% are 96.1% (the 3rd and 10th of
+    # the sorted ratios) and 99.4% (the 2nd and 11th)
+    assert once[3] == "profiled / plain, median: 1.0100, 96.1% interval 1.0000-1.0200 (distribution-free)"
+    assert thrice[3] == "profiled / plain, median: 1.0100, 99.4% interval 1.0000-1.0300 (distribution-free)"
+    assert st.main([str(tmp_path), "--app", "openfoam", "--read", str(d), "--read", str(f), "--looks", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[2] == thrice[2] and err == ""
+    assert st.main([str(tmp_path), "--app", "openfoam", "--read", str(d), "--read", str(f)]) == 0
+    assert capsys.readouterr().err == ("note: 2 windows pooled at --looks 1: each window was looked at on "
+                                       "its own before; give --looks\n")

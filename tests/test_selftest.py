@@ -239,6 +239,42 @@ def test_parse_and_aggregate() -> None:
         st.parse(lines[:-1], 2)
 
 
+def test_saturating_sums_are_named_not_failures() -> None:
+    """The matrix's table counts mismatches before the proof; the line after the proof names
+    the variants the library finding explains (Open MPI's saturating 8-bit sums), and only
+    those: a mismatch in another datatype stays a failure."""
+    from pathlib import Path
+
+    from colltune.commands import selftest as cmd
+    from colltune.measure import proof as pf
+
+    def variant(name: str, failures: int) -> st.VariantResult:
+        return st.VariantResult(collective="allreduce", variant=name, guideline="GL6", cases=9,
+                                failures=failures, not_applicable={}, reason_mismatches=0,
+                                nonuniform=0)
+
+    def failure(name: str, datatype: str) -> st.Failure:
+        return st.Failure(nprocs=3, variant=name, rank=0, what="result", detail="byte 0",
+                          case={"datatype": datatype, "op": "MPI_SUM", "count": 7})
+
+    lib = mpi.MpiLibrary(name="openmpi", family="openmpi", version="Open MPI v5.0.7",
+                         mpicc=Path("/usr/bin/mpicc"), mpiexec=Path("/usr/bin/mpiexec"))
+    launch_ = st.Launch(nprocs=3, library="Open MPI v5.0.7", seconds=1.0,
+                        variants=(variant("a", 2), variant("b", 1), variant("c", 0)),
+                        failures=(failure("a", "MPI_UINT8_T"), failure("a", "MPI_UINT8_T"),
+                                  failure("b", "MPI_INT")), summary={})
+    report = st.Report(library=lib, launches=(launch_,))
+    proof = pf.Proof(library=lib, nprocs=(3,), members={}, findings=["8-bit sums saturate"],
+                     seconds=1.0)
+    a, b, c = report.variants
+    assert [cmd._explained(v, report, proof) for v in (a, b, c)] == [True, False, False]
+    assert not cmd._explained(a, report, None)   # no proof ran: nothing is explained
+    assert cmd._explained_note([a], report) == (
+        "[yellow]not failures:[/] the 2 mismatch lines of a (GL6) are all MPI_SUM on MPI_UINT8_T, "
+        "which the library saturates (the finding above): the library's results, not the "
+        "variants'; the proof refuses those classes")
+
+
 def test_cli_selftest(openmpi_build: Artifacts) -> None:
     result = CliRunner().invoke(main, ["selftest", "-n", "2", "--quick", "--no-big", "--quiet",
                                        "-c", "bcast"])

@@ -59,17 +59,13 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from paired_time import Estimate, median_interval, rounds_needed, verdict  # noqa: E402
+from sequential_time import openfoam_rank  # noqa: E402
 
 MODES = ("plain", "control", "profiled")
 FIELDS = ("round", "mode", "order", "wall_s", "window_s", "cpu_s", "load1", "continuity", "steps_ms")
-# The library comes as RANK_PRELOAD and is exported for the exec alone: a bash started with
-# LD_PRELOAD has Open MPI mapped in each subshell its bashrc forks (README, "twentieth round").
-RANK = """#!/bin/bash
-source /usr/share/openfoam/etc/bashrc 2>/dev/null
-[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
-unset RANK_PRELOAD
-exec /usr/bin/time -f '%U %S' -o "$CT_CPU_DIR/rank-$OMPI_COMM_WORLD_RANK" icoFoam -parallel
-"""
+# sequential_time.py's rank script (the library as RANK_PRELOAD, exported for the exec alone),
+# icoFoam's CPU times written by /usr/bin/time
+RANK = openfoam_rank(run="exec /usr/bin/time -f '%U %S' -o \"$CT_CPU_DIR/rank-$OMPI_COMM_WORLD_RANK\" icoFoam -parallel")
 STEP = re.compile(r"^Time = ")
 CONTINUITY = re.compile(r"time step continuity errors.*")
 

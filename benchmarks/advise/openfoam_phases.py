@@ -7,8 +7,10 @@ constructor, around MPI_Init(_thread) and MPI_Finalize, and at its destructor, p
 script stamps the clock just before `exec icoFoam`. Three modes: plain (the shim only), pass
 (libcolltune preloaded after it, profiling off: the pass-through's and the library load's cost)
 and profiled (COLLTUNE_PROFILE_RUN set, chains on); nosync (--modes): profiled without the sampling
-synchronisations (COLLTUNE_PROFILE_RUN_SAMPLE=0). Two run lengths (e.g. 100 and 400 steps)
-separate a fixed cost from a per-step one. Runs in a fresh random order per round (seeded), one
+synchronisations (COLLTUNE_PROFILE_RUN_SAMPLE=0); plain-file (--modes): plain with icoFoam's output
+written to a file by the rank script instead of through mpirun (the ranks' involuntary context
+switches, ivcs, show what forwarding ~2,000 lines a run costs the ranks' cores). Two run lengths
+(e.g. 100 and 400 steps) separate a fixed cost from a per-step one. Runs in a fresh random order per round (seeded), one
 at a time, ranks bound to the 2 cores, as sequential_time.py runs them.
 
 Phases per rank (seconds): load = exec -> shim constructor (ld.so maps and relocates every
@@ -37,21 +39,22 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-MODES = ("plain", "pass", "profiled", "nosync")
+sys.path.insert(0, str(HERE))
+from sequential_time import libcolltune, openfoam_rank  # noqa: E402
+
+MODES = ("plain", "plain-file", "pass", "profiled", "nosync")
 MARKS = ("ctor", "init0", "init1", "fin0", "fin1", "dtor")
 PHASES = ("load", "pre", "init", "body", "fin", "exit")
 FIELDS = ("round", "steps", "mode", "rank", "wall_s", *PHASES, "tail", "cpu_user", "cpu_sys", "minflt",
           "body_user", "body_sys", "body_minflt", "fixed_user", "fixed_sys", "syncs", "sync_ms", "own_ms",
-          "widened", "narrowed", "result")
-# The library comes as RANK_PRELOAD and is exported for the exec alone: a bash started with
-# LD_PRELOAD has Open MPI mapped in each subshell its bashrc forks (README, "twentieth round").
-RANK = """#!/bin/bash
-source /usr/share/openfoam/etc/bashrc 2>/dev/null
-[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
-unset RANK_PRELOAD
-echo "$EPOCHREALTIME" > "$PHASE_OUT.exec.$OMPI_COMM_WORLD_RANK"
-exec icoFoam -parallel
-"""
+          "widened", "narrowed", "ivcs", "body_ivcs", "result")
+# sequential_time.py's rank script (the library as RANK_PRELOAD, exported for the exec alone),
+# with the clock stamped before the exec
+EXEC_STAMP = 'echo "$EPOCHREALTIME" > "$PHASE_OUT.exec.$OMPI_COMM_WORLD_RANK"'
+RANK = openfoam_rank(EXEC_STAMP)
+# plain-file: the output into the case (log.rank0, log.rank1), not through mpirun's forwarding,
+# which wakes a kworker (the pty's flush_to_ldisc) and mpirun on the ranks' cores at every line
+RANK_FILE = openfoam_rank(EXEC_STAMP, "exec icoFoam -parallel > log.rank$OMPI_COMM_WORLD_RANK 2>&1")
 
 
 def build_shim(out: Path) -> Path:
@@ -88,19 +91,21 @@ def run_one(case: Path, steps: int, mode: str, shim: Path, lib: str, rnd: int) -
             shutil.rmtree(p)
     prof, stamp = case / "prof", case / "phase"
     shutil.rmtree(prof, ignore_errors=True)
-    preload = str(shim) if mode == "plain" else f"{shim}:{lib}"
+    preload = str(shim) if mode.startswith("plain") else f"{shim}:{lib}"
     env = ["-x", f"RANK_PRELOAD={preload}", "-x", f"PHASE_OUT={stamp}", "-x", "OMP_NUM_THREADS=1"]
     if mode in ("profiled", "nosync"):
         env += ["-x", f"COLLTUNE_PROFILE_RUN={prof}"]
     if mode == "nosync":   # no sampling synchronisation: the call path alone
         env += ["-x", "COLLTUNE_PROFILE_RUN_SAMPLE=0"]
-    argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core", *env, "./rank.sh"]
+    argv = ["mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core", *env,
+            "./rank-file.sh" if mode == "plain-file" else "./rank.sh"]
     t0 = time.time()
     proc = subprocess.run(argv, cwd=case, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     t1 = time.time()
     if proc.returncode != 0:
         raise RuntimeError(f"{mode}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
-    cont = re.findall(r"time step continuity errors.*", proc.stdout)
+    output = (case / "log.rank0").read_text() if mode == "plain-file" else proc.stdout
+    cont = re.findall(r"time step continuity errors.*", output)
     if mode in ("profiled", "nosync") and not (prof / "rank-0").exists():
         raise RuntimeError("the profiled run wrote no rank-0")
     rows = []
@@ -119,7 +124,9 @@ def run_one(case: Path, steps: int, mode: str, shim: Path, lib: str, rnd: int) -
             "body": t["fin0"] - t["init1"], "fin": t["fin1"] - t["fin0"], "exit": t["dtor"] - t["fin1"],
             "tail": t1 - last, "cpu_user": user, "cpu_sys": sys_, "minflt": int(flt),
             "body_user": bu, "body_sys": bs, "body_minflt": int(bf),
-            "fixed_user": user - bu, "fixed_sys": sys_ - bs, **own[r], "result": " ".join(cont[-1].split()) if cont else "-"})
+            "fixed_user": user - bu, "fixed_sys": sys_ - bs, **own[r],
+            "ivcs": int(m["dtor"][5]), "body_ivcs": int(m["fin0"][5] - m["init1"][5]),
+            "result": " ".join(cont[-1].split()) if cont else "-"})
     return rows
 
 
@@ -127,7 +134,7 @@ def summarize(rows: list[dict]) -> list[str]:
     lines = []
     steps = sorted({int(r["steps"]) for r in rows})
     cols = ("wall_s", *PHASES, "tail", "cpu_user", "cpu_sys", "minflt", "fixed_user", "fixed_sys",
-            "body_user", "body_sys", "syncs", "sync_ms", "own_ms")
+            "body_user", "body_sys", "body_ivcs", "syncs", "sync_ms", "own_ms")
     cols = tuple(c for c in cols if c in rows[0])   # (the first TSV, 21:46 UTC, has no own account)
     for s in steps:
         for rank in (0, 1):
@@ -140,7 +147,7 @@ def summarize(rows: list[dict]) -> list[str]:
                     continue
                 med = {c: float(np.median([float(r[c]) for r in sel])) for c in cols}
                 base = base or med
-                scale = {c: 1 if c in ("minflt", "syncs", "sync_ms", "own_ms") else 1000 for c in cols}
+                scale = {c: 1 if c in ("minflt", "body_ivcs", "syncs", "sync_ms", "own_ms") else 1000 for c in cols}
                 lines.append(f"  {mode:9s}" + "".join(f"{med[c] * scale[c]:11.1f}" for c in cols) + f"  n={len(sel)}")
                 if mode != "plain":
                     lines.append(f"  {'- plain':9s}" + "".join(f"{(med[c] - base[c]) * scale[c]:11.1f}" for c in cols))
@@ -161,8 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.read, newline="") as f:
             print("\n".join(summarize(list(csv.DictReader(f, delimiter="\t")))))
         return 0
-    sys.path.insert(0, str(HERE))
-    from sequential_time import libcolltune   # noqa: E402
     lib = args.lib or libcolltune()
     modes = args.modes.split(",")
     work = args.cases[0].resolve()
@@ -171,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     for out in args.cases:
         case = out.resolve() / "cavity"
         end = float(re.search(r"^endTime\s+(\S+);", (case / "system" / "controlDict").read_text(), re.M).group(1))
-        (case / "rank.sh").write_text(RANK)
-        (case / "rank.sh").chmod(0o755)
+        for name, text in (("rank.sh", RANK), ("rank-file.sh", RANK_FILE)):
+            (case / name).write_text(text)
+            (case / name).chmod(0o755)
         cases.append((case, round(end / 0.0005)))
     rng = random.Random(args.seed)
     rows: list[dict] = []

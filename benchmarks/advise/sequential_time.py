@@ -35,10 +35,13 @@ are over it, else "not resolved", with the blocks that would resolve it at the s
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app examl --check   # one P, one Q
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app lammps --steps 400 --blocks 12
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --read OUT/seq-openfoam.tsv
+    .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --read D.tsv --read F.tsv --looks 3
     CELLS=100 bash benchmarks/advise/openfoam.sh OUT2 prepare 200   # 100x100: 5,000 cells a rank
     .venv/bin/python benchmarks/advise/sequential_time.py OUT2 --app openfoam --cells 100 --blocks 12
     .venv/bin/python benchmarks/advise/sequential_time.py OUT --app openfoam --modes plain,pass,profiled --minutes 30
-    (--minutes M: start no block after M minutes; --append: more blocks into the same TSV;
+    (--minutes M: start no block after M minutes, as many as fit unless --blocks N caps them;
+     --append: more blocks into the same TSV; --read A --read B: two windows' blocks pooled, with
+     --looks K: each interval at 1 - 0.05 / K for data looked at K times, Bonferroni;
      --lib PATH: that libcolltune.so, not this tree's; quiet_windows.sh: several in one window;
      --modes: blocks of one run of each mode in a random order, so that modes measured in one
      window can be set against each other, the preload's share apart from the profiling's)
@@ -69,7 +72,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -86,12 +89,19 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 # of them (~0.13 ms more a fork and exit), whatever it unsets afterwards (until the twentieth
 # round, this script's `unset LD_PRELOAD` came too late: +6.2 ms a rank, README "twentieth
 # round"). So mpirun hands the library over as RANK_PRELOAD, and only the exec of icoFoam has it.
-OPENFOAM_RANK = """#!/bin/bash
-source /usr/share/openfoam/etc/bashrc 2>/dev/null
-[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD
-unset RANK_PRELOAD
-exec icoFoam -parallel
-"""
+# The one rank script of the OpenFOAM harnesses (openfoam_phases.py and concurrent_time.py add a
+# line before the exec or wrap it); openfoam.sh, in bash, writes the same lines.
+
+
+def openfoam_rank(before: str = "", run: str = "exec icoFoam -parallel") -> str:
+    return ("#!/bin/bash\n"
+            "source /usr/share/openfoam/etc/bashrc 2>/dev/null\n"
+            '[ -n "${RANK_PRELOAD-}" ] && export LD_PRELOAD=$RANK_PRELOAD\n'
+            "unset RANK_PRELOAD\n"
+            + (f"{before}\n" if before else "") + f"{run}\n")
+
+
+OPENFOAM_RANK = openfoam_rank()
 
 
 @dataclass(frozen=True)
@@ -341,6 +351,18 @@ def check(app: App, lib: str, other: str = "profiled") -> list[str]:
     return lines
 
 
+def read_pooled(tsvs: list[Path]) -> list[Run]:
+    """The runs of several windows' TSVs as one window's: each file's blocks numbered apart
+    (BLOCK_STRIDE * its index + its own number), so that no two files' blocks merge."""
+    runs: list[Run] = []
+    for i, tsv in enumerate(tsvs):
+        runs += [replace(r, block=i * BLOCK_STRIDE + r.block) for r in read_runs(tsv)]
+    return runs
+
+
+BLOCK_STRIDE = 1_000_000
+
+
 def read_runs(tsv: Path) -> list[Run]:
     with open(tsv, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
@@ -384,14 +406,14 @@ def mode_logs(runs: list[Run], mode: str, base: str) -> np.ndarray:
                      if len(m.get(mode, ())) == 1 and len(m.get(base, ())) == 1])
 
 
-def ratio_lines(logs: np.ndarray, label: str, bar: float) -> list[str]:
-    """The mean (Student t) and median (distribution-free) of a ratio's logs with their 95%
-    intervals and the verdict against the bar: "at most" only if both upper ends are at most
-    1 + bar, "over" only if both lower ends are over it."""
+def ratio_lines(logs: np.ndarray, label: str, bar: float, confidence: float = 0.95) -> list[str]:
+    """The mean (Student t) and median (distribution-free) of a ratio's logs with their
+    intervals (95%, or `confidence`) and the verdict against the bar: "at most" only if both
+    upper ends are at most 1 + bar, "over" only if both lower ends are over it."""
     n = len(logs)
     mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    med = median_interval(logs)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    med = median_interval(logs, confidence)
     t_lo, t_hi = math.exp(mean - half), math.exp(mean + half)
     m_lo, m_hi = math.exp(med.low), math.exp(med.high)
     if t_hi <= 1 + bar and m_hi <= 1 + bar:
@@ -405,7 +427,7 @@ def ratio_lines(logs: np.ndarray, label: str, bar: float) -> list[str]:
             f"+-{sd:.2%}; against the {bar:.0%} bar: {v}"]
 
 
-def report_modes(runs: list[Run], bar: float) -> list[str]:
+def report_modes(runs: list[Run], bar: float, confidence: float = 0.95) -> list[str]:
     """A --modes TSV: each mode against plain, and each profiled mode against pass where both
     were run (what the profiling adds to the preload)."""
     modes = list(dict.fromkeys(r.mode for r in runs))
@@ -420,16 +442,30 @@ def report_modes(runs: list[Run], bar: float) -> list[str]:
         if len(logs) < MIN_BLOCKS:
             lines.append(f"{mode} / {base}: {len(logs)} blocks, no verdict (at least {MIN_BLOCKS} are needed)")
         else:
-            lines += ratio_lines(logs, f"{mode} / {base}", bar)
+            lines += ratio_lines(logs, f"{mode} / {base}", bar, confidence)
     own = [r.own_ms for r in runs if r.mode.startswith("profiled") and r.own_ms is not None]
     if own:
         lines.append(f"the profiled runs' own account (rank files): own cost median {np.median(own):.1f} ms")
     return lines
 
 
-def report(runs: list[Run], bar: float) -> list[str]:
+def percent(confidence: float) -> str:
+    return f"{confidence:.0%}" if abs(confidence * 100 - round(confidence * 100)) < 1e-9 else f"{confidence:.2%}"
+
+
+def looks_confidence(looks: int) -> float:
+    """Each interval's level when the data were looked at `looks` times (the windows' interim
+    reports, a window continued with --append, windows pooled): Bonferroni, 1 - 0.05 / looks,
+    so that a verdict reached at any of the looks is still wrong at most 5% of the time."""
+    if looks < 1:
+        raise ValueError(f"--looks {looks}: at least 1")
+    return 1 - 0.05 / looks
+
+
+def report(runs: list[Run], bar: float, confidence: float = 0.95) -> list[str]:
     """The statistics of a TSV's runs; under MIN_BLOCKS complete blocks (a dry run, a window cut
-    short) only the run times and the own account, and no verdict."""
+    short) only the run times and the own account, and no verdict. Intervals at 95%, or
+    `confidence` (looks_confidence)."""
     logs = block_logs(runs)
     n = len(logs)
     if n == 0:
@@ -453,13 +489,15 @@ def report(runs: list[Run], bar: float) -> list[str]:
         return [*lines, *([account] if own else []),
                 f"no verdict: {n} complete blocks, at least {MIN_BLOCKS} are needed for a 95% interval of the median"]
     mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    med = median_interval(logs)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    med = median_interval(logs, confidence)
     t_lo, t_hi = math.exp(mean - half), math.exp(mean + half)
     m_lo, m_hi = math.exp(med.low), math.exp(med.high)
     lines += [
-        f"a block's log ratio: sd {sd:.4f} (a block's ratio +-{sd:.2%})",
-        f"{other} / plain, mean: {math.exp(mean):.4f}, 95% interval {t_lo:.4f}-{t_hi:.4f} (Student t)",
+        # skewness: whether the median's position against the mean says anything (session 22
+        # read window D's median above its mean as a skew; the ratios' skewness was 0.02)
+        f"a block's log ratio: sd {sd:.4f} (a block's ratio +-{sd:.2%}), skewness {float(stats.skew(logs)):+.2f}",
+        f"{other} / plain, mean: {math.exp(mean):.4f}, {percent(confidence)} interval {t_lo:.4f}-{t_hi:.4f} (Student t)",
         f"{other} / plain, median: {math.exp(med.median):.4f}, {med.level:.1%} interval {m_lo:.4f}-{m_hi:.4f} "
         "(distribution-free)",
     ]
@@ -474,11 +512,24 @@ def report(runs: list[Run], bar: float) -> list[str]:
     lines.append(f"against the {bar:.0%} bar: {v}")
     margin = math.log1p(bar) - mean
     if margin > 0:
-        need = math.ceil((float(stats.norm.ppf(0.975)) * 1.2533 * sd / margin) ** 2)   # the median's, the wider
+        need = math.ceil((float(stats.norm.ppf(0.5 + confidence / 2)) * 1.2533 * sd / margin) ** 2)   # the median's
         lines.append(f"blocks that would put both upper ends under {1 + bar:.2f} at this mean and spread: ~{max(6, need)}")
     else:
         lines.append("the mean is at or over the bar: no number of blocks shows 'at most'")
     return lines
+
+
+DEFAULT_BLOCKS = 12
+UNBOUNDED_BLOCKS = 1_000_000
+
+
+def block_count(blocks: int | None, minutes: float | None) -> int:
+    """--minutes alone: as many blocks as the minutes hold (it once stopped at the default's 12,
+    a window of 40 s, session 23); --blocks alone or neither: that many; both: whichever ends
+    first."""
+    if blocks is not None:
+        return blocks
+    return UNBOUNDED_BLOCKS if minutes is not None else DEFAULT_BLOCKS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -489,13 +540,19 @@ def main(argv: list[str] | None = None) -> int:
                                               f"LAMMPS: default {LAMMPS_STEPS})")
     ap.add_argument("--cells", type=int, help=f"OpenFOAM: cells a side, as prepared (default {OPENFOAM_CELLS}, the "
                                               "bar's; another size: TSV OUT/seq-openfoam-Ncells.tsv)")
-    ap.add_argument("--blocks", type=int, default=12, help="blocks of four runs (PQQP or QPPQ)")
+    ap.add_argument("--blocks", type=int, help=f"blocks of four runs (PQQP or QPPQ; default {DEFAULT_BLOCKS}, "
+                                               "with --minutes as many as its minutes hold)")
     ap.add_argument("--minutes", type=float, help="start no block after this many minutes (counted from before "
                                                    "the two unrecorded first runs)")
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--bar", type=float, default=0.01, help="the overhead bar (default 0.01: 1%%)")
     ap.add_argument("--append", action="store_true", help="more blocks into OUT/seq-APP.tsv")
-    ap.add_argument("--read", type=Path, help="only the statistics of an earlier run's TSV")
+    ap.add_argument("--read", type=Path, action="append",
+                    help="only the statistics of an earlier run's TSV; repeated: the windows' blocks pooled "
+                         "(give --looks)")
+    ap.add_argument("--looks", type=int, default=1,
+                    help="how many times these data have been looked at (interim reports, --append, pooled "
+                         "windows): each interval at 1 - 0.05 / LOOKS (Bonferroni; default 1: 95%%)")
     ap.add_argument("--no-report", action="store_true",
                     help="only the blocks, no statistics after them (quiet_windows.sh reads every TSV at the end)")
     ap.add_argument("--check", action="store_true",
@@ -509,6 +566,10 @@ def main(argv: list[str] | None = None) -> int:
                                     "TSV OUT/seq-APP-modes.tsv (--read knows such a TSV by its orders)")
     ap.add_argument("--lib", help="the libcolltune.so to preload (default: this tree's, built if needed)")
     args = ap.parse_args(argv)
+    args.blocks = block_count(args.blocks, args.minutes)
+    if args.looks < 1:
+        ap.error(f"--looks {args.looks}: at least 1")
+    confidence = looks_confidence(args.looks)
     if args.cells is not None and args.app != "openfoam":
         ap.error("--cells is OpenFOAM's")
     if args.steps is not None and args.app not in ("openfoam", "lammps"):
@@ -525,37 +586,39 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--modes: two or more different modes (e.g. plain,pass,profiled)")
     if args.modes is not None and args.pass_:
         ap.error("--modes and --pass: give pass as one of the modes")
-    tsv = args.read
-    if tsv is None and modes:
+    tsvs: list[Path] = args.read or []
+    if len(tsvs) > 1 and args.looks == 1:
+        print(f"note: {len(tsvs)} windows pooled at --looks 1: each window was looked at on its own "
+              "before; give --looks", file=sys.stderr)
+    if not tsvs and modes:
         app = APPS[args.app](out, Case(args.steps, args.cells))
-        tsv = out / f"seq-{app.name}{app.variant}-modes.tsv"
-        run_mode_blocks(app, tsv, modes, args.blocks, args.minutes, args.seed, args.append,
+        tsvs = [out / f"seq-{app.name}{app.variant}-modes.tsv"]
+        run_mode_blocks(app, tsvs[0], modes, args.blocks, args.minutes, args.seed, args.append,
                         args.lib or libcolltune())
         if args.no_report:
             return 0
-    if modes or (tsv is not None and any(r.order.isdigit() for r in read_runs(tsv))):   # (--modes: indexes)
-        text = "\n".join(report_modes(read_runs(tsv), args.bar))
+    if modes or (tsvs and any(r.order.isdigit() for r in read_pooled(tsvs))):   # (--modes: indexes)
+        text = "\n".join(report_modes(read_pooled(tsvs), args.bar, confidence))
         print(text)
         if args.read is None:
-            (out / f"{tsv.stem}.txt").write_text(text + "\n")
+            (out / f"{tsvs[0].stem}.txt").write_text(text + "\n")
         return 0
-    if tsv is None:
+    if not tsvs:
         app = APPS[args.app](out, Case(args.steps, args.cells))
         lib = args.lib or libcolltune()
         if args.check:
             print("\n".join(check(app, lib, other)))
             return 0
-        tsv = out / tsv_name(app, other)
-        run_blocks(app, tsv, args.blocks, args.minutes, args.seed, args.append, lib, other)
+        tsvs = [out / tsv_name(app, other)]
+        run_blocks(app, tsvs[0], args.blocks, args.minutes, args.seed, args.append, lib, other)
         if args.no_report:
             return 0
-    runs = read_runs(tsv)
-    text = "\n".join(report(runs, args.bar))
+    runs = read_pooled(tsvs)
+    text = "\n".join(report(runs, args.bar, confidence))
     print(text)
     if args.read is None:
-        (out / f"{tsv.stem}.txt").write_text(text + "\n")
+        (out / f"{tsvs[0].stem}.txt").write_text(text + "\n")
     return 0 if len(block_logs(runs)) >= MIN_BLOCKS else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
