@@ -271,8 +271,8 @@ def test_saturating_sums_are_named_not_failures() -> None:
     assert not cmd._explained(a, report, None)   # no proof ran: nothing is explained
     assert cmd._explained_note([a], report) == (
         "[yellow]not failures:[/] the 2 mismatch lines of a (GL6) are all MPI_SUM on MPI_UINT8_T, "
-        "which the library saturates (the finding above): the library's results, not the "
-        "variants'; the proof refuses those classes")
+        "which the library's own reduction saturates on some of its paths (the finding above): "
+        "its arithmetic, not the variants'; the proof refuses those classes")
 
 
 def test_cli_selftest(openmpi_build: Artifacts) -> None:

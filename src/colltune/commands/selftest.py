@@ -239,8 +239,9 @@ def _explained_note(explained: list[st.VariantResult], report: st.Report) -> str
     lines = sum(1 for r in report.launches for f in r.failures if f.variant in names)
     listed = ", ".join(f"{v.variant} ({v.guideline})" for v in explained)
     return (f"[yellow]not failures:[/] the {lines} mismatch lines of {listed} are all MPI_SUM on "
-            f"{'/'.join(SATURATING)}, which the library saturates (the finding above): "
-            f"the library's results, not the variants'; the proof refuses those classes")
+            f"{'/'.join(SATURATING)}, which the library's own reduction saturates on some of "
+            f"its paths (the finding above): its arithmetic, not the variants'; the proof "
+            f"refuses those classes")
 
 
 def _members_table(proof: pf.Proof) -> Table:
