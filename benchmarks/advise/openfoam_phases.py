@@ -10,8 +10,8 @@ and profiled (COLLTUNE_PROFILE_RUN set, chains on); nosync (--modes): profiled w
 synchronisations (COLLTUNE_PROFILE_RUN_SAMPLE=0); plain-file (--modes): plain with icoFoam's output
 written to a file by the rank script instead of through mpirun (the ranks' involuntary context
 switches, ivcs, show what forwarding ~2,000 lines a run costs the ranks' cores). Two run lengths
-(e.g. 100 and 400 steps) separate a fixed cost from a per-step one. Runs in a fresh random order per round (seeded), one
-at a time, ranks bound to the 2 cores, as sequential_time.py runs them.
+(e.g. 100 and 400 steps) separate a fixed cost from a per-step one. Runs in a fresh random order
+per round (seeded), one at a time, ranks bound to the 2 cores, as sequential_time.py runs them.
 
 Phases per rank (seconds): load = exec -> shim constructor (ld.so maps and relocates every
 library, libcolltune's among them); pre = constructor -> MPI_Init (OpenFOAM's own start-up);

@@ -567,9 +567,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lib", help="the libcolltune.so to preload (default: this tree's, built if needed)")
     args = ap.parse_args(argv)
     args.blocks = block_count(args.blocks, args.minutes)
-    if args.looks < 1:
-        ap.error(f"--looks {args.looks}: at least 1")
-    confidence = looks_confidence(args.looks)
+    try:
+        confidence = looks_confidence(args.looks)
+    except ValueError as e:
+        ap.error(str(e))
     if args.cells is not None and args.app != "openfoam":
         ap.error("--cells is OpenFOAM's")
     if args.steps is not None and args.app not in ("openfoam", "lammps"):
