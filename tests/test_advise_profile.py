@@ -170,7 +170,7 @@ def test_ranks_sampling_differently_sample_nothing(openmpi, openmpi_build, progr
 
 def test_sampling_stays_within_its_budget(openmpi, openmpi_build, programs, tmp_path):
     # advise_calls makes 200,000 Allreduce of 8 bytes: at the default period (16) that is 12,500
-    # synchronisations. With a budget of 1 millionth of the run (plus the fixed 1 ms) the ranks
+    # synchronisations. With a budget of 1 millionth of the run (its head start 250 ns) the ranks
     # double the period together: every rank made the same number of synchronisations (none
     # hung), far fewer than the fixed period's. (Their cost against the budget is a timing: on a
     # loaded machine a descheduled synchronisation raises the learned latency after the fact, so
@@ -203,11 +203,11 @@ def widened_syncs(calls: int) -> int:
 def test_point_to_point_cost_widens_the_period(openmpi, openmpi_build, programs, tmp_path):
     # advise_halo phased: 200,000 MPI_Sendrecv first (no collective, so no sample), then 3,000
     # MPI_Allreduce. The budget counts the call path's own time, point-to-point calls included:
-    # with a budget of 1 millionth (plus the fixed 1 ms) it is over budget at the first sampled
+    # with a budget of 1 millionth (its head start 250 ns) it is over budget at the first sampled
     # call (the second Allreduce; 200,000 calls of tens of nanoseconds each), and stays over, so
     # every synchronisation doubles the period. The schedule is then exact: replayed here. (When
     # only the synchronisations counted, the period never widened here: 185 synchronisations, the
-    # fixed period's, for 2 ms of sampling against the 1 ms allowance.)
+    # fixed period's, for 2 ms of sampling against the 1 ms fixed allowance of the time.)
     reductions = 3000
     profiled(openmpi, openmpi_build, 2, [programs["advise_halo"], "100000", str(reductions)],
              tmp_path / "p", {"COLLTUNE_PROFILE_RUN_BUDGET": "1"})
@@ -238,7 +238,7 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
     #   exact binomial interval.
     # - The sampled polls' own time is in the budget (each stands for itself; the light polls'
     #   few instructions each are not measured): ~6,000 full paths of a few hundred
-    #   instructions, ~1 ms against the 1 ms allowance (so the period may widen; the schedule
+    #   instructions, ~1 ms against a budget of a few microseconds (so the period widens; the schedule
     #   with p2p's cost over it from the first call is test_point_to_point_cost_widens_the_period's).
     # - The MPI_Testany polls, given a collective's request, are every one counted and timed,
     #   their time shared half and half: the collective's waiting is the MPI_Testany point's
