@@ -287,6 +287,33 @@ def test_page_faults_configurations(tmp_path: Path) -> None:
             pf.parse_config(bad)
 
 
+def test_cpu_share_configurations_and_table(tmp_path: Path) -> None:
+    """cpu_share.py: a configuration's settings go to its runs; libcolltune's samples split into
+    its MPI_* entry points (the light path) and the rest; shares of the application's samples."""
+    import cpu_share as cs
+
+    lib = tmp_path / "libcolltune.so"
+    lib.write_bytes(b"")
+    assert cs.parse_config(f"now={lib}") == cs.Config("now", str(lib), "profiled", {})
+    assert cs.parse_config(f"b={lib}:profiled:COLLTUNE_PROFILE_RUN_BUDGET=2500") == \
+        cs.Config("b", str(lib), "profiled", {"COLLTUNE_PROFILE_RUN_BUDGET": "2500"})
+    assert cs.parse_config(f"off={lib}:pass") == cs.Config("off", str(lib), "pass", {})
+    for bad, says in ((f"now={tmp_path / 'missing.so'}", "no file"), (f"now={lib}:plain", "NAME=LIBCOLLTUNE"),
+                      (f"now={lib}:fast", "starts with plain"), (f"now={lib}:profiled:BUDGET=1", "not a COLLTUNE_"),
+                      ("=x", "NAME=LIBCOLLTUNE"), ("now=", "NAME=LIBCOLLTUNE")):
+        with pytest.raises(SystemExit, match=says):
+            cs.parse_config(bad)
+    s = cs.split(80000, {"MPI_Allreduce": 49, "MPI_Irecv": 20, "ct_profchain_site": 65, "ct_light_take": 30})
+    assert s == cs.Shares(80000, 69, 95)
+    assert s.percent(s.light + s.rest) == pytest.approx(0.205) and cs.Shares(0, 0, 0).percent(0) == 0.0
+    configs = [cs.parse_config(f"now={lib}"), cs.parse_config(f"b={lib}:profiled:COLLTUNE_PROFILE_RUN_BUDGET=2500")]
+    rows = {"now": [cs.Shares(40000, 40, 60), cs.Shares(50000, 50, 100), cs.Shares(20000, 10, 30)],
+            "b": [cs.Shares(10000, 10, 40)]}
+    assert cs.table(configs, rows, "icoFoam", 3).splitlines()[3:] == [
+        "| now (profiled) | 40000 | 0.25% (0.25, 0.30, 0.20) | 0.10% (0.10, 0.10, 0.05) | 0.15% (0.15, 0.20, 0.15) |",
+        "| b (profiled COLLTUNE_PROFILE_RUN_BUDGET=2500) | 10000 | 0.50% (0.50) | 0.10% (0.10) | 0.40% (0.40) |"]
+
+
 def test_the_openfoam_rank_scripts_are_one_text_with_their_own_last_lines() -> None:
     # the library reaches icoFoam alone (README, "twentieth round"): a harness with its own copy
     # of these lines once kept the old `unset LD_PRELOAD`, too late

@@ -44,8 +44,13 @@ def parse_config(text: str) -> tuple[str, str, str]:
     return name, lib, mode
 
 
-def record(app: seq.App, lib: str, mode: str, data: Path) -> None:
-    """One run under perf record (the result line checked as sequential_time.py does)."""
+PAGE_FAULTS = ("-e", "page-faults", "-c", "1")   # every fault a sample
+
+
+def record(app: seq.App, lib: str, mode: str, data: Path, event: tuple[str, ...] = PAGE_FAULTS,
+           settings: dict[str, str] | None = None) -> None:
+    """One run under perf record (the result line checked as sequential_time.py does), the
+    COLLTUNE_* `settings` given to every rank."""
     for pattern in app.clean:
         for p in app.work.glob(pattern):
             shutil.rmtree(p) if p.is_dir() else p.unlink()
@@ -53,7 +58,8 @@ def record(app: seq.App, lib: str, mode: str, data: Path) -> None:
     shutil.rmtree(prof, ignore_errors=True)
     extra = {"plain": [], "pass": ["-x", f"{app.preload}={lib}"],
              "profiled": ["-x", f"{app.preload}={lib}", "-x", f"COLLTUNE_PROFILE_RUN={prof}"]}[mode]
-    argv = ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-o", str(data), "--",
+    extra += [x for k, v in (settings or {}).items() for x in ("-x", f"{k}={v}")]
+    argv = ["perf", "record", "-q", *event, "-o", str(data), "--",
             "mpirun.openmpi", "--allow-run-as-root", "-np", "2", "--bind-to", "core",
             *[x for k, v in seq.ONE_THREAD.items() for x in ("-x", f"{k}={v}")], *extra, *app.program]
     proc = subprocess.run(argv, cwd=app.work, capture_output=True, text=True, stdin=subprocess.DEVNULL)
