@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -226,6 +227,30 @@ def test_mode_blocks_give_each_mode_against_plain_and_the_profiled_against_pass(
     assert lines[-1] == "the profiled runs' own account (rank files): own cost median 3.0 ms"
 
 
+def test_mode_windows_pool_with_their_blocks_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # two --modes windows read together (--read A --read B): twelve blocks, none merged, the
+    # ratio over both windows' blocks; the intervals at --looks 2
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    orders = ["012", "201", "120", "021", "102", "210"]
+    a = _modes_tsv(tmp_path / "a", [{"plain": 1.0, "pass": 1.0, "profiled": 1.02 + 0.01 * (b % 2)}
+                                    for b in range(6)], orders)
+    b = _modes_tsv(tmp_path / "b", [{"plain": 1.0, "pass": 1.0, "profiled": 1.00 + 0.01 * (b % 2)}
+                                    for b in range(6)], orders)
+    runs = st.read_pooled([a, b])
+    assert sorted({r.block for r in runs}) == [1, 2, 3, 4, 5, 6, *range(1_000_001, 1_000_007)]
+    assert [round(x, 12) for x in st.mode_logs(runs, "profiled", "plain")] == \
+        [round(math.log(x), 12) for x in [1.02, 1.03] * 3 + [1.00, 1.01] * 3]
+    geometric = (1.02 * 1.03 * 1.00 * 1.01) ** 0.25
+    lines = st.report_modes(runs, 0.01, st.looks_confidence(2))
+    assert lines[0] == "12 blocks of 3 modes (36 runs, 2 ranks bound to the 2 cores); 1-min load before a run 0.50-0.50"
+    [prof_plain] = [line for line in lines if line.startswith("profiled / plain")]
+    assert prof_plain.startswith(f"profiled / plain: 12 blocks, mean {geometric:.4f} (")
+    assert st.main([str(tmp_path), "--app", "openfoam", "--read", str(a), "--read", str(b), "--looks", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == lines and err == ""
+
+
 def test_the_command_line_refuses_bad_modes(tmp_path: Path) -> None:
     script = ADVISE / "sequential_time.py"
     for modes, error in [("plain", "two or more different modes"), ("plain,plain", "two or more different modes"),
@@ -307,11 +332,20 @@ def test_cpu_share_configurations_and_table(tmp_path: Path) -> None:
     assert s == cs.Shares(80000, 69, 95)
     assert s.percent(s.light + s.rest) == pytest.approx(0.205) and cs.Shares(0, 0, 0).percent(0) == 0.0
     configs = [cs.parse_config(f"now={lib}"), cs.parse_config(f"b={lib}:profiled:COLLTUNE_PROFILE_RUN_BUDGET=2500")]
-    rows = {"now": [cs.Shares(40000, 40, 60), cs.Shares(50000, 50, 100), cs.Shares(20000, 10, 30)],
-            "b": [cs.Shares(10000, 10, 40)]}
+    assert cs.split(100, {}, 1.25, 12) == cs.Shares(100, 0, 0, 1.25, 12)
+    assert cs.comm_of(st.App("openfoam", tmp_path, ["./rank.sh"], re.compile("x"))) == "icoFoam"
+    assert cs.comm_of(st.App("examl", tmp_path, ["/usr/lib/examl/bin/examl-avx2", "-t"], re.compile("x"))) == "examl-avx2"
+    assert cs.comm_of(st.App("x", tmp_path, ["/opt/a/a_program_named_long"], re.compile("x"))) == "a_program_named"
+    configs.append(cs.parse_config(f"off={lib}:pass"))
+    rows = {"now": [cs.Shares(40000, 40, 60, 0.9, 12), cs.Shares(50000, 50, 100, 1.1, 14),
+                    cs.Shares(20000, 10, 30, 0.8, 11)],
+            "b": [cs.Shares(10000, 10, 40, 1.5, 440)], "off": [cs.Shares(30000, 15, 0)]}
     assert cs.table(configs, rows, "icoFoam", 3).splitlines()[3:] == [
-        "| now (profiled) | 40000 | 0.25% (0.25, 0.30, 0.20) | 0.10% (0.10, 0.10, 0.05) | 0.15% (0.15, 0.20, 0.15) |",
-        "| b (profiled COLLTUNE_PROFILE_RUN_BUDGET=2500) | 10000 | 0.50% (0.50) | 0.10% (0.10) | 0.40% (0.40) |"]
+        "| now (profiled) | 40000 | 0.25% (0.25, 0.30, 0.20) | 0.10% (0.10, 0.10, 0.05) | 0.15% (0.15, 0.20, 0.15) "
+        "| 0.90 (0.90, 1.10, 0.80) | 12 (12, 14, 11) |",
+        "| b (profiled COLLTUNE_PROFILE_RUN_BUDGET=2500) | 10000 | 0.50% (0.50) | 0.10% (0.10) | 0.40% (0.40) "
+        "| 1.50 (1.50) | 440 (440) |",
+        "| off (pass) | 30000 | 0.05% (0.05) | 0.05% (0.05) | 0.00% (0.00) | - | - |"]
 
 
 def test_the_openfoam_rank_scripts_are_one_text_with_their_own_last_lines() -> None:
