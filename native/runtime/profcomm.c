@@ -168,6 +168,8 @@ static double ct_own_cost(void)
  * call path against a budget in nanoseconds since MPI_Init. */
 static unsigned ct_level(void)
 {
+    if (ct_budget_ppm == 0)   /* no budget (never over it); the budget below is never 0 else */
+        return 0;
     uint64_t budget = (ct_profrun_ns() - ct_ns0 + CT_BUDGET_HEAD_START_NS) / 1000000u * ct_budget_ppm;
     double level = ct_own_cost() * ct_profrun_ns_per_tick() * CT_LEVEL_OVER / (double)budget;
     return level > 255 ? 255u : (unsigned)level;
