@@ -94,6 +94,23 @@ def check_build(art: build.Artifacts) -> None:
         path = straight_path(code[fn.mpi])
         assert len(path) < 10 and re.search(rf"<P{fn.mpi}(@plt|@Base)?>", path[-1]), (fn.mpi, path)
     check_p2p(code)
+    check_polls(code)
+
+
+def check_polls(code: dict[str, list[str]]) -> None:
+    """The Test family (requests.c, ct_poll_passes): one straight path for pass-through and a
+    profiled poll's light path, the function's countdown in ct_p2p_line counted down, its branch,
+    the jump to the library: three instructions, the countdowns consecutive (Test .. Testsome)."""
+    offsets = []
+    for name in ("MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"):
+        insns = code[name]
+        m = re.match(r"subl\s+\$0x1,0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <ct_p2p_line\+0x([0-9a-f]+)>$", insns[0])
+        assert m, (name, insns[:3])
+        offsets.append(int(m.group(1), 16))
+        assert re.match(rf"jle\s+[0-9a-f]+ <{name}\+0x[0-9a-f]+>$", insns[1]), (name, insns[:3])
+        assert re.match(rf"jmp\s+\*0x[0-9a-f]+\(%rip\)\s+# [0-9a-f]+ <P{name}(@Base)?>$", insns[2]), \
+            (name, insns[:3])
+    assert offsets == [offsets[0] + 4 * i for i in range(4)] and offsets[-1] + 4 <= 0x38, offsets
 
 
 def check_served_started(fn: gen_forms.Function, insns: list[str]) -> None:

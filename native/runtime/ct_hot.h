@@ -33,6 +33,9 @@
 /* A shut countdown: far below 0, so that every call takes the full path (requests.c), and the
  * racing decrements of MPI_THREAD_MULTIPLE cannot bring it above 0. */
 #define CT_POLL_SHUT (INT32_MIN / 2)
+/* An idle poll's countdown (nothing watching: requests.c, ct_poll_passes): far above 0, so that
+ * a poll passes through on its decrement alone, put back when it reaches 0. */
+#define CT_POLL_IDLE (INT32_MAX / 2)
 
 /* The collectives with a light path (gen_wrappers.py's BY_ARGS rows), their countdowns' slots. */
 enum { CT_LIGHT_ALLREDUCE, CT_LIGHT_REDUCE, CT_LIGHT_BCAST, CT_LIGHT_COLLS };

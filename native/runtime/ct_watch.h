@@ -8,7 +8,8 @@
  * (COLLTUNE_PROFILE_RUN), CT_WATCH_LEARN while the learning mode follows the requests of the
  * nonblocking calls it decides on a tracing rank (their reward ends in the Wait/Test that
  * completes them): the watched wrappers and MPI_Start/Wait/Test... test it and pass straight to
- * PMPI_* when it is 0. Written only inside MPI_Init and MPI_Finalize, like ct_active.
+ * PMPI_* when it is 0 (the Test family: through their countdowns, ct_polls_watch_written).
+ * Written only inside MPI_Init and MPI_Finalize, like ct_active.
  */
 #ifndef CT_WATCH_H
 #define CT_WATCH_H
@@ -27,6 +28,10 @@
  * cleared with ct_profrun_on, profrun.c), for the Wait family's straight path (requests.c), which
  * then reads the line ct_watch and the request map's generation are on, not ct_profrun_on's too. */
 enum { CT_WATCH_SEE = 1, CT_WATCH_LEARN = 2, CT_WATCH_MEMO = 4 };
+/* The Test family's wrappers test their countdown alone, which stands for ct_watch too
+ * (requests.c, ct_poll_passes): called after each write of ct_watch, it puts the countdowns idle
+ * when ct_watch is 0 and shut when it is not and the polls' light path is not open. */
+CT_HIDDEN void ct_polls_watch_written(void);
 /* What the nonblocking wrappers of the rows the decision point serves (MPI_I<coll> of a row
  * with dispatch) do besides passing through: CT_START_SEE as ct_watch, CT_START_SERVE where a
  * member of the collective's nonblocking form is forced (modes.c, ct_dispatch_started). One

@@ -329,6 +329,7 @@ void ct_modes_watch_started(void)
     ct_start_watch = (unsigned char)((ct_watch & CT_WATCH_SEE ? CT_START_SEE : 0)
                                      | (ct_force_started_any || ct_prof_started_any || learns
                                             ? CT_START_SERVE : 0));
+    ct_polls_watch_written();
 }
 
 const char *colltune_route_name(int coll)
@@ -372,6 +373,7 @@ void ct_modes_clear(void)
     ct_force_started_any = ct_prof_started_any = 0;
     ct_counting = 0;
     ct_watch = 0;
+    ct_polls_watch_written();
     ct_start_watch = 0;
     ct_req_clear();
     ct_commlayout_stop();

@@ -154,6 +154,7 @@ void ct_profrun_start(const uint64_t agreed[CT_PROFRUN_SLOTS], int rank, int npr
     ct_watch |= CT_WATCH_SEE;   /* the watched functions and their requests (watch.c) */
     if (!ct_profrun_mt)
         ct_watch |= CT_WATCH_MEMO;   /* (ct_watch.h) */
+    ct_polls_watch_written();   /* (shut until the polls' light path opens, just below) */
     ct_profrun_polls_start(ct_light_setting(rank));
     ct_profrun_clock_start();
     ct_profcomm_start(every, agreed[CT_PR_BUDGET], ct_profrun_ns_init);
@@ -246,6 +247,7 @@ void ct_profrun_finish(void)
     ct_watch &= (unsigned char)~CT_WATCH_MEMO;
     ct_p2p_on = 0;
     ct_profrun_polls_finish();
+    ct_polls_watch_written();
     ct_profcall_finish();
     ct_profcomm_finish();
     ct_profchain_finish();
