@@ -491,8 +491,9 @@ void ct_profrun_polls_finish(void)
  * back (to count a completing poll at its site) 26 instructions, still 2.1%. A Test-family call
  * made while no collective request is followed is counted in its function's total only, by
  * its function's countdown (above), before the library's call, which is then the wrapper's
- * tail call: 2 instructions over the bare pass-through (the countdown's decrement and its
- * branch; a separate count was one more, 2.2 M instructions of HPCC's 2.7 G on rank 0). The
+ * tail call: the pass-through's own instructions (the countdown's decrement, its branch, the
+ * jump: ct_poll_passes; a test of ct_watch before them was 2 more, a separate count one more
+ * again, each 2.2 M instructions of HPCC's 2.7 G on rank 0). The
  * countdowns' calls (one in ct_poll_every on average, below) take the full path instead: their chain's point
  * counts and times them, and they are its sample (ct_point.polls, ct_polls_sampled), completing
  * or not. advise scales a site's sample by its function's total over its sample (an estimate
