@@ -29,8 +29,10 @@
  * then reads the line ct_watch and the request map's generation are on, not ct_profrun_on's too. */
 enum { CT_WATCH_SEE = 1, CT_WATCH_LEARN = 2, CT_WATCH_MEMO = 4 };
 /* The Test family's wrappers test their countdown alone, which stands for ct_watch too
- * (requests.c, ct_poll_passes): called after each write of ct_watch, it puts the countdowns idle
- * when ct_watch is 0 and shut when it is not and the polls' light path is not open. */
+ * (requests.c, ct_poll_passes): called once MPI_Init has set ct_watch (ct_modes_watch_started,
+ * after the modes' and the profiling mode's writes) and after each later write (profiling's
+ * end, MPI_Finalize's), it puts the countdowns idle when ct_watch is 0 and shut when it is not
+ * and the polls' light path is not open. */
 CT_HIDDEN void ct_polls_watch_written(void);
 /* What the nonblocking wrappers of the rows the decision point serves (MPI_I<coll> of a row
  * with dispatch) do besides passing through: CT_START_SEE as ct_watch, CT_START_SERVE where a
