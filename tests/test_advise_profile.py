@@ -230,16 +230,18 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
     # MPI_Allreduce at a budget of 1 millionth; then an MPI_Iallreduce polled by MPI_Testany
     # together with a receive that cannot complete yet (a followed request: the exact path).
     # - The Test totals are exact. Only the polls' countdown's reached the points, each timed:
-    #   one in 64 (gaps 32..96, a countdown per function), the period doubled whenever the
-    #   sample reached 2,048 and at the first synchronisation (over the budget, polls sampled
-    #   since the last), each time half the
-    #   sample dropped at random (counted at its site, out of the function's total). A site's
-    #   calls are its sample scaled to the total, rounded so that the sites sum to it, with the
-    #   exact binomial interval.
+    #   one in 64 (gaps 32..96, a countdown per function), the period doubled at every 64th
+    #   sample taken (the run is over its budget from the first: the sample's own asking,
+    #   requests.c's CT_POLL_BUDGET_EVERY) and at synchronisations (over the budget, polls
+    #   sampled since the last), each time half the sample dropped at random (counted at its
+    #   site, out of the function's total). A site's calls are its sample scaled to the total,
+    #   rounded so that the sites sum to it, with the exact binomial interval.
     # - The sampled polls' own time is in the budget (each stands for itself; the light polls'
-    #   few instructions each are not measured): ~6,000 full paths of a few hundred
-    #   instructions, ~1 ms against a budget of a few microseconds (so the period widens; the schedule
-    #   with p2p's cost over it from the first call is test_point_to_point_cost_widens_the_period's).
+    #   few instructions each are not measured): full paths of a few hundred instructions
+    #   against a budget of a few microseconds (the schedule with p2p's cost over it from the
+    #   first call is test_point_to_point_cost_widens_the_period's).
+    # - Under a budget of the whole run (never over it) the period doubles only when the sample
+    #   reaches 2,048: 4 doublings in 2,000,000 polls (a 5th near), the sample 1,024..2,047.
     # - The MPI_Testany polls, given a collective's request, are every one counted and timed,
     #   their time shared half and half: the collective's waiting is the MPI_Testany point's
     #   time, to the nanosecond (both are sums of the same shares).
@@ -278,12 +280,11 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
         assert r.own_cost_ns - latency > 20 * sum(n for n, _ in raw.values())
         dropped = sum(n for n, _ in raw.values()) - sum(samples.values())
         assert (name, total) == ("Test", made - dropped) and sum(samples.values()) == sampled
-        # the period doubled by the sample's size: taken at 1/64 up to 2,048, then half of it
-        # dropped at each doubling, it is 1,024..2,047 (4 doublings in 2,000,000 polls, a 5th
-        # near); and once more if the first synchronisation found the budget over (polls sampled
-        # since): half of it again
-        assert r.poll_period == 64 * 2 ** r.poll_widened and 4 <= r.poll_widened <= 6
-        assert 400 < sampled < 2048
+        # over the budget at every 64th sample taken: the period doubled there, half the sample
+        # dropped, so it settles at 64..127 (more doublings at synchronisations: half again);
+        # 2,000,000 polls at 64 samples a period take ~9 doublings from 1 in 64
+        assert r.poll_period == 64 * 2 ** r.poll_widened and 8 <= r.poll_widened <= 13
+        assert 16 <= sampled < 192
         labels = callsites.of(prof, r)
         tests = {labels[p.site].label.split(" (")[0]: p for p in r.points if p.kind == "p2p" and p.name == "Test"}
         assert sorted(tests) == ["test_a", "test_b", "test_c"] or sorted(tests) == ["test_a", "test_b"]
@@ -314,6 +315,16 @@ def test_polling_is_sampled_in_the_budget_and_its_time_goes_to_the_collective(fa
         [iallreduce] = [q for q in r.requests if q.name == "iallreduce"]
         assert iallreduce.completed == 1 and iallreduce.wait_ns == ta.total_ns > 0
         assert iallreduce.wait_ns <= iallreduce.span_ns
+
+    # the sample's size alone: taken at 1/64 up to 2,048, then half of it dropped at each
+    # doubling (binomial: 1,024 +- 23 kept)
+    roomy = profiled(lib, art, 2, [exe, str(polls), str(reductions)], tmp_path / "q",
+                     {"COLLTUNE_PROFILE_RUN_BUDGET": "1000000"})
+    assert f"poll {2.0 * reductions + 3.0:.1f}" in roomy.stdout, roomy.describe()
+    for r in profile_run.read(tmp_path / "q").ranks:
+        [(_, (total, sampled))] = r.polls.items()
+        assert r.poll_period == 64 * 2 ** r.poll_widened and 4 <= r.poll_widened <= 5
+        assert 900 < sampled < 2048
 
 
 def test_many_chains_at_one_site_are_unwound_once(openmpi, openmpi_build, programs, tmp_path):

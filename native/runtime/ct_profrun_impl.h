@@ -512,6 +512,9 @@ CT_PROFRUN_HIDDEN void ct_profrun_polls_write(FILE *out);
  * doubled, half the sample so far dropped at random, if polls were sampled since the last time
  * (requests.c; a polling phase over, its sample is kept whole). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_over_budget(void);
+/* This rank's own cost at or over its budget now (profcomm.c's level): the polls' sample asks
+ * between synchronisations (requests.c). */
+CT_PROFRUN_HIDDEN int ct_profcomm_over_budget(void);
 
 /* ---- call chains (profchain.c) ----------------------------------------------------------- */
 /* A chain: the site and up to CT_CHAIN_DEPTH - 1 return addresses above it. */

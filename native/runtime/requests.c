@@ -521,6 +521,10 @@ static uint64_t ct_polls_sampled[CT_LIGHT_IDS], ct_polls_thinned[CT_LIGHT_IDS];
 #define CT_POLL_EVERY 64
 #define CT_POLL_SAMPLE 2048
 #define CT_POLL_MAX_PERIOD (1u << 24)
+/* The budget asked once per this many samples taken (a clock read and a division, ~60 ns): over
+ * it, the period doubles there, as at a synchronisation. While a run stays over its budget the
+ * sample is halved at each ask and grows by this many between: it settles at 64..127 polls. */
+#define CT_POLL_BUDGET_EVERY 64
 static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
 static uint64_t ct_poll_sample, ct_poll_widened;   /* the sample's size (every function's) */
 static uint64_t ct_poll_sampled_at_sync;           /* ct_poll_sample_all at the last over_budget */
@@ -697,7 +701,8 @@ void ct_light_noted(int id, ct_point *point)
     atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     ct_poll_sample_all++;
-    if (++ct_poll_sample >= CT_POLL_SAMPLE)
+    if (++ct_poll_sample >= CT_POLL_SAMPLE
+        || (ct_poll_sample_all % CT_POLL_BUDGET_EVERY == 0 && ct_profcomm_over_budget()))
         ct_poll_widen();
 }
 
