@@ -508,9 +508,10 @@ static uint64_t ct_polls_sampled[CT_LIGHT_IDS], ct_polls_thinned[CT_LIGHT_IDS];
  * reads): sampling at a fixed rate made them most of a polling code's profiling cost (HPCC: 34,000
  * of them, 0.7% of its instructions). The period doubles when the sample reaches CT_POLL_SAMPLE
  * (a site's estimate needs a sample of that size, not one that grows with the run: it then stays
- * between a half and the whole of it, and the samples taken grow with the log of the polls) and
- * when the profiling run is over its budget where polls were sampled since the last time
- * (profcomm.c, at a synchronisation, as the collectives' period). At each
+ * between a half and the whole of it, and the samples taken grow with the log of the polls), when
+ * the profiling run is over its budget where polls were sampled since the last time (profcomm.c,
+ * at a synchronisation, as the collectives' period) and when the sample itself finds this rank
+ * over its budget (CT_POLL_BUDGET_EVERY). At each
  * doubling half of the sample so far is dropped, each at random, so that what is kept is a sample
  * at the new period of every poll so far; a dropped one stays counted at its site (its calls),
  * out of its function's total. Never narrowed: samples dropped cannot be taken back. Process-wide,
