@@ -191,3 +191,44 @@ def test_light_path_across_communicators_keeps_results_totals_and_synchronisatio
     # communicator's count only when a full path needs it (a Barrier on the same communicator, a
     # sample, another communicator), were all counted before the schedule was read
     assert syncs == [_comms_syncs(steps, 4)] * 2, syncs
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_a_function_with_few_calls_keeps_its_own_sample_beside_a_polling_loop(family, request, tmp_path):
+    # advise_light with 1,000 MPI_Test polls a step before the halo exchange: 3,000,000 polls a
+    # rank against 3,000 MPI_Waitall. Each light function has its own period (requests.c): the
+    # polls' widens as their sample reaches 2,048 (no budget acts: it is the whole run), the
+    # others' stays at one in 64, gaps 32..96 from the first light call, so a function with L
+    # light calls keeps 1 + (L - 1 - 95) / 96 .. 1 + (L - 1) / 32 samples. One process-wide period
+    # (before) left MPI_Waitall 2 samples of 2,995 calls, and a site's time stood on one call.
+    lib, art = request.getfixturevalue(family), request.getfixturevalue(f"{family}_build")
+    from colltune.advise import callsites, profile_run
+
+    exe = build.compile_program(lib, [PROGRAMS / "advise_light.c"], tmp_path / "advise_light",
+                                ["-g", "-Wextra"])
+    polls = 1000
+    run = profiled(lib, art, 2, [exe, str(STEPS), str(polls)], tmp_path / "p",
+                   {"COLLTUNE_PROFILE_RUN_LIGHT": "1", "COLLTUNE_PROFILE_RUN_BUDGET": "1000000"})
+    assert "light " in run.stdout, run.describe()
+    prof = profile_run.read(tmp_path / "p")
+    for r in prof.ranks:
+        words = _words(tmp_path / "p" / f"rank-{r.rank}")
+        light = {w[1]: (int(w[2]), int(w[3])) for w in words if w[0] in ("light", "polls")}
+        [(period, widened)] = [(int(w[1]), int(w[2])) for w in words if w[0] == "poll_period"]
+        test_calls, test_sample = light["Test"]
+        # exact: the light polls, and at the site those dropped from the sample (and the last
+        # loop's, one or a few)
+        at_site = sum(int(w[5]) for w in words if w[:2] == ["p2p", "Test"])
+        assert STEPS * polls < test_calls + at_site - test_sample <= STEPS * polls + 10
+        assert 1024 <= test_sample < 2048
+        assert period == 64 * 2 ** widened and widened >= 4   # the polls' period, the widest
+        for name in ("Isend", "Irecv", "Waitall", "allreduce", "bcast"):
+            calls, sample = light[name]
+            assert 1 + (calls - 96) // 96 <= sample <= 1 + (calls - 1) // 32, (r.rank, name, calls, sample)
+        # MPI_Waitall's two sites, each estimated from its part of ~47 samples: the true calls
+        # (3 steps of 4 at halo_a) within the estimate's 95% interval
+        labels = callsites.of(prof, r)
+        waitall = {labels[p.site].label.split(" (")[0]: p for p in r.points if p.name == "Waitall"}
+        for site, true in (("halo_a", STEPS * 3 // 4), ("halo_b", STEPS // 4)):
+            lo, hi = waitall[site].calls_interval
+            assert lo <= true <= hi and waitall[site].sample >= 5, (r.rank, site, waitall[site])

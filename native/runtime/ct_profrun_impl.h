@@ -495,9 +495,10 @@ CT_PROFRUN_HIDDEN void ct_light_noted(int id, ct_point *point);
 /* The light path opened once the thread's calls reach COLLTUNE_PROFILE_RUN_LIGHT (profcall.c's
  * countdown rearm asks, every ~16 calls of the full path). */
 CT_PROFRUN_HIDDEN void ct_light_start_due(void);
-/* Each pattern's pairs counted through a sample kept with probability 1/2 (`halve(n)`: how many
- * of n are kept), as the points' samples at a widening of the period (requests.c). */
-CT_PROFRUN_HIDDEN void ct_profcomm_light_halve(uint64_t (*halve)(uint64_t n));
+/* Each pattern's pairs counted through a sample of light id `lead` kept with probability 1/2
+ * (`halve(n)`: how many of n are kept), at most `most` (its points' sample kept), as the points'
+ * samples at a widening of that function's period (requests.c). */
+CT_PROFRUN_HIDDEN void ct_profcomm_light_halve(int lead, uint64_t most, uint64_t (*halve)(uint64_t n));
 
 /* The memoised polling calls' repetitions into their points (requests.c; MPI_Finalize, before
  * the points are written). */
@@ -508,9 +509,10 @@ CT_PROFRUN_HIDDEN void ct_profrun_polls_start(uint64_t light_after);
 /* The polls lines of dir/rank-N: per Test-family function, its light path's polls and the
  * countdown's sample of them; the polls' period and its doublings (MPI_Finalize). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_write(FILE *out);
-/* The run is over its budget (profcomm.c, at a synchronisation): the polls' sampling period
- * doubled, half the sample so far dropped at random, if polls were sampled since the last time
- * (requests.c; a polling phase over, its sample is kept whole). */
+/* The run is over its budget (profcomm.c, at a synchronisation): the sampling periods of the
+ * light functions that cost the most since the last time doubled, half of their sample so far
+ * dropped at random, if any was sampled since then (requests.c; a polling phase over, its sample
+ * is kept whole). */
 CT_PROFRUN_HIDDEN void ct_profrun_polls_over_budget(void);
 /* This rank's own cost at or over its budget now (profcomm.c's level): the polls' sample asks
  * between synchronisations (requests.c). */

@@ -263,15 +263,19 @@ void ct_pat_sampled(ct_pat_slot *s, uint64_t bytes, int lead)
     s->lead = lead;
 }
 
-void ct_profcomm_light_halve(uint64_t (*halve)(uint64_t n))
+void ct_profcomm_light_halve(int lead, uint64_t most, uint64_t (*halve)(uint64_t n))
 {
     for (size_t i = 0, used = ct_table_used(&ct_pat_table); i < used; i++) {
         ct_pat_slot *s = &ct_pat_slots[i];
-        if (s->sampled == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
+        if (s->sampled == 0 || s->lead != lead || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
             continue;
         /* a dropped pair stays counted in the pattern's pairs, out of the sample (as a dropped
-         * point sample stays in its point's calls); its bytes, those of one bin, in proportion */
+         * point sample stays in its point's calls); its bytes, those of one bin, in proportion.
+         * Halved apart from the points' samples, so capped at what they kept: a pair's first
+         * call is one of them. */
         uint64_t kept = halve(s->sampled);
+        if (kept > most)
+            kept = most;
         s->sampled_bytes = (uint64_t)((double)s->sampled_bytes * (double)kept / (double)s->sampled);
         s->sampled = kept;
     }

@@ -494,7 +494,7 @@ void ct_profrun_polls_finish(void)
  * tail call: the pass-through's own instructions (the countdown's decrement, its branch, the
  * jump: ct_poll_passes; a test of ct_watch before them was 2 more, a separate count one more
  * again, each 2.2 M instructions of HPCC's 2.7 G on rank 0). The
- * countdowns' calls (one in ct_poll_every on average, below) take the full path instead: their chain's point
+ * countdowns' calls (one in its ct_poll_every on average, below) take the full path instead: their chain's point
  * counts and times them, and they are its sample (ct_point.polls, ct_polls_sampled), completing
  * or not. advise scales a site's sample by its function's total over its sample (an estimate
  * with its interval); the totals stay exact. The Wait family (it blocks, and completes) and a
@@ -502,34 +502,43 @@ void ct_profrun_polls_finish(void)
  * nonblocking collective's waiting stays exact. */
 static uint64_t ct_polls_sampled[CT_LIGHT_IDS], ct_polls_thinned[CT_LIGHT_IDS];
 
-/* The polls' sampling period: one in ct_poll_every on average, gaps ct_poll_every/2 ..
- * 3 ct_poll_every/2 from an xorshift as the call path's (so that no cycle of the application's
- * polls is missed). A sampled poll's full path costs ~600 instructions (chain, point, clock
- * reads): sampling at a fixed rate made them most of a polling code's profiling cost (HPCC: 34,000
- * of them, 0.7% of its instructions). The period doubles when the sample reaches CT_POLL_SAMPLE
- * (a site's estimate needs a sample of that size, not one that grows with the run: it then stays
- * between a half and the whole of it, and the samples taken grow with the log of the polls), when
- * the profiling run is over its budget where polls were sampled since the last time (profcomm.c,
- * at a synchronisation, as the collectives' period) and when the sample itself finds this rank
- * over its budget (CT_POLL_BUDGET_EVERY). At each
- * doubling half of the sample so far is dropped, each at random, so that what is kept is a sample
- * at the new period of every poll so far; a dropped one stays counted at its site (its calls),
- * out of its function's total. Never narrowed: samples dropped cannot be taken back. Process-wide,
- * as the light path is only below MPI_THREAD_MULTIPLE (plain counters). A sample of 1,024-2,047
- * gives a site with a quarter of its function's polls a 95% interval of about +-7.5-10.6% of its
- * estimate (+-2.5-3.5% with three quarters); 2,048-4,095 halved that by sqrt(2) for ~2 M more
+/* The sampling period, each function's own: one in ct_poll_every[f] of its light calls on
+ * average, gaps ct_poll_every[f]/2 .. 3 ct_poll_every[f]/2 from an xorshift as the call path's
+ * (so that no cycle of the application's calls is missed). A sampled call's full path costs ~600
+ * instructions (chain, point, clock reads): sampling at a fixed rate made them most of a polling
+ * code's profiling cost (HPCC: 34,000 of them, 0.7% of its instructions). A function's period
+ * doubles when its sample reaches CT_POLL_SAMPLE (a site's estimate needs a sample of that size,
+ * not one that grows with the run: it then stays between a half and the whole of it, and the
+ * samples taken grow with the log of the calls), and, for the functions whose samples cost the
+ * most (ct_poll_widen_costly), when the profiling run is over its budget: at a synchronisation
+ * where samples were taken since the last time (profcomm.c, as the collectives' period) and when
+ * the sample itself finds this rank over its budget (CT_POLL_BUDGET_EVERY). At a function's
+ * doubling half of its sample so far is dropped, each at random, so that what is kept is a
+ * sample at the new period of its every call so far; a dropped one stays counted at its site
+ * (its calls), out of its function's total. Never narrowed: samples dropped cannot be taken back.
+ * Per function because advise estimates a site's calls from its function's sample alone: one
+ * process-wide period, widened by HPCC's 2.2 M polls to 131,072, left rank 1's MPI_Sendrecv
+ * (8,173 light calls) its first call alone as sample, a cold 347 us one that stood for all of
+ * them (benchmarks/advise/README.md, "What advise loses"). Process-wide state, as the light path
+ * is only below MPI_THREAD_MULTIPLE (plain counters). A sample of 1,024-2,047 gives a site with
+ * a quarter of its function's calls a 95% interval of about +-7.5-10.6% of its estimate
+ * (+-2.5-3.5% with three quarters); 2,048-4,095 halved that by sqrt(2) for ~2 M more
  * instructions on HPCC's rank 0 (0.07% of its own), which the 1% budget could not pay. */
 #define CT_POLL_EVERY 64
 #define CT_POLL_SAMPLE 2048
 #define CT_POLL_MAX_PERIOD (1u << 24)
 /* The budget asked once per this many samples taken (a clock read and a division, ~60 ns): over
- * it, the period doubles there, as at a synchronisation. While a run stays over its budget the
- * sample is halved at each ask and grows by this many between: it settles at 64..127 polls. */
+ * it, the costly functions' periods double there, as at a synchronisation. While a run stays
+ * over its budget their sample is halved at each ask and grows by this many between: it settles
+ * at 64..127 calls. */
 #define CT_POLL_BUDGET_EVERY 64
-static uint32_t ct_poll_every = CT_POLL_EVERY, ct_poll_rng = 0x9E3779B9u;
-static uint64_t ct_poll_sample, ct_poll_widened;   /* the sample's size (every function's) */
+static uint32_t ct_poll_every[CT_LIGHT_IDS] = {[0 ... CT_LIGHT_IDS - 1] = CT_POLL_EVERY};
+static uint32_t ct_poll_rng = 0x9E3779B9u;
+static uint32_t ct_poll_widened[CT_LIGHT_IDS];   /* its period's doublings */
+/* samples taken since the last widening for the budget: who cost it (dropped ones included) */
+static uint64_t ct_poll_taken_since[CT_LIGHT_IDS];
 static uint64_t ct_poll_sampled_at_sync;           /* ct_poll_sample_all at the last over_budget */
-static uint64_t ct_poll_sample_all;                /* polls sampled, dropped ones included */
+static uint64_t ct_poll_sample_all;                /* samples taken, dropped ones included */
 
 static uint32_t ct_poll_random(void)
 {
@@ -540,9 +549,9 @@ static uint32_t ct_poll_random(void)
     return ct_poll_rng = x;
 }
 
-static int32_t ct_poll_gap(void)
+static int32_t ct_poll_gap(int f)
 {
-    return (int32_t)(ct_poll_every / 2 + ct_poll_random() % (ct_poll_every + 1));
+    return (int32_t)(ct_poll_every[f] / 2 + ct_poll_random() % (ct_poll_every[f] + 1));
 }
 
 /* Each of `n` samples kept with probability 1/2: how many are kept. */
@@ -556,39 +565,55 @@ static uint64_t ct_poll_halve(uint64_t n)
     return kept;
 }
 
-static void ct_poll_widen(void)
+/* Function f's period doubled, half of its sample dropped. */
+static void ct_poll_widen(int f)
 {
-    if (!ct_poll_lite_ok || ct_poll_every >= CT_POLL_MAX_PERIOD)
+    if (!ct_poll_lite_ok || ct_poll_every[f] >= CT_POLL_MAX_PERIOD)
         return;
-    ct_poll_every *= 2;
-    ct_poll_widened++;
-    /* the point-to-point points (a poll's or a light function's sample: ct_p2p_call is its
-     * light id), then the collectives' (CT_LIGHT_COLL + their id; the watched functions'
+    ct_poll_every[f] *= 2;
+    ct_poll_widened[f]++;
+    /* its points: the point-to-point table's (a poll's or a light function's sample: ct_p2p_call
+     * is its light id) or the collectives' (CT_LIGHT_COLL + their id; the watched functions'
      * points, above the collectives' ids, have none): the claimed entries only */
-    for (int coll = 0; coll < 2; coll++) {
-        ct_point *table = coll ? ct_coll_slots : ct_p2p_slots;
-        size_t used = ct_table_used(coll ? &ct_coll_table : &ct_p2p_table);
-        for (size_t i = 0; i < used; i++) {
-            ct_point *s = &table[i];
-            uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
-            if (n == 0 || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
-                continue;
-            int f = coll ? CT_LIGHT_COLL + s->key.kind : s->key.kind;
-            uint64_t dropped = n - ct_poll_halve(n);
-            atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
-            ct_polls_sampled[f] -= dropped;
-            ct_polls_thinned[f] += dropped;
-            ct_poll_sample -= dropped;
-        }
+    int coll = f >= CT_LIGHT_COLL;
+    int kind = coll ? f - CT_LIGHT_COLL : f;
+    ct_point *table = coll ? ct_coll_slots : ct_p2p_slots;
+    size_t used = ct_table_used(coll ? &ct_coll_table : &ct_p2p_table);
+    for (size_t i = 0; i < used; i++) {
+        ct_point *s = &table[i];
+        uint64_t n = atomic_load_explicit(&s->polls, memory_order_relaxed);
+        if (n == 0 || s->key.kind != kind || atomic_load_explicit(&s->state, memory_order_relaxed) != 2)
+            continue;
+        uint64_t dropped = n - ct_poll_halve(n);
+        atomic_store_explicit(&s->polls, n - dropped, memory_order_relaxed);
+        ct_polls_sampled[f] -= dropped;
+        ct_polls_thinned[f] += dropped;
     }
-    /* the pattern pairs counted through a sample: halved alike (profcomm.c) */
-    ct_profcomm_light_halve(ct_poll_halve);
+    /* the pattern pairs counted through its sample: halved alike (profcomm.c), never more than
+     * the sample kept (advise reads a pattern's sampled pairs as a part of that sample) */
+    ct_profcomm_light_halve(f, ct_polls_sampled[f], ct_poll_halve);
+}
+
+/* Over the budget: the periods of the functions whose samples cost the most since the last
+ * time (at least a quarter of the most any one took) doubled. A function with few calls keeps
+ * its period, and so a sample of its own sites, while a polling loop's period widens; were it to
+ * cost as much in turn, it would be widened too. */
+static void ct_poll_widen_costly(void)
+{
+    uint64_t most = 0;
+    for (int f = 0; f < CT_LIGHT_IDS; f++)
+        if (ct_poll_taken_since[f] > most)
+            most = ct_poll_taken_since[f];
+    for (int f = 0; most > 0 && f < CT_LIGHT_IDS; f++)
+        if (ct_poll_taken_since[f] > 0 && ct_poll_taken_since[f] >= most / 4)
+            ct_poll_widen(f);
+    memset(ct_poll_taken_since, 0, sizeof ct_poll_taken_since);
 }
 
 void ct_profrun_polls_over_budget(void)
 {
     if (ct_poll_sample_all > ct_poll_sampled_at_sync)
-        ct_poll_widen();
+        ct_poll_widen_costly();
     ct_poll_sampled_at_sync = ct_poll_sample_all;
 }
 
@@ -605,8 +630,11 @@ void ct_profrun_polls_start(uint64_t light_after)
     ct_polls_counted_all = 0;
     memset(ct_polls_sampled, 0, sizeof ct_polls_sampled);
     memset(ct_polls_thinned, 0, sizeof ct_polls_thinned);
-    ct_poll_every = CT_POLL_EVERY;
-    ct_poll_sample = ct_poll_widened = ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
+    for (int f = 0; f < CT_LIGHT_IDS; f++)
+        ct_poll_every[f] = CT_POLL_EVERY;
+    memset(ct_poll_widened, 0, sizeof ct_poll_widened);
+    memset(ct_poll_taken_since, 0, sizeof ct_poll_taken_since);
+    ct_poll_sample_all = ct_poll_sampled_at_sync = 0;
     for (size_t i = 0; i < CT_POLL_FNS; i++)
         ct_poll_kept[ct_poll_fns[i]] = 1;   /* its first poll sampled (ct_poll_sum) */
     for (size_t i = 0; i < CT_LIGHT_FNS; i++)
@@ -621,17 +649,19 @@ void ct_profrun_polls_start(uint64_t light_after)
 
 void ct_profrun_polls_write(FILE *out)
 {
-    int any = 0;
+    int any = 0, widest = 0;
     for (int f = 0; f < CT_LIGHT_IDS; f++)
         if (ct_polls_counted[f] > ct_polls_thinned[f]) {   /* (shut by now: all counted) */
             any = 1;
+            if (ct_poll_every[f] > ct_poll_every[widest])
+                widest = f;
             fprintf(out, "%s %s %llu %llu\n", ct_is_poll_id(f) ? "polls" : "light",
                     f < CT_LIGHT_COLL ? ct_p2p_names[f] : colltune_collective_name(f - CT_LIGHT_COLL),
                     (unsigned long long)(ct_polls_counted[f] - ct_polls_thinned[f]),
                     (unsigned long long)ct_polls_sampled[f]);
         }
     if (any)
-        fprintf(out, "poll_period %u %llu\n", ct_poll_every, (unsigned long long)ct_poll_widened);
+        fprintf(out, "poll_period %u %u\n", ct_poll_every[widest], ct_poll_widened[widest]);
 }
 
 /* Before the library's call: 1 for the light path. (A poll made from inside a call colltune
@@ -687,7 +717,7 @@ static int ct_poll_sampling(ct_p2p_call call)
         CT_LEFT(call) = CT_POLL_SHUT;
         return 0;
     }
-    ct_poll_arm(call, ct_poll_gap());   /* (this poll counted: it brought the countdown to 0) */
+    ct_poll_arm(call, ct_poll_gap((int)call));   /* (this poll counted: it brought the countdown to 0) */
     ct_poll_taken = ct_poll_sum = 1;
     return 1;
 }
@@ -702,9 +732,11 @@ void ct_light_noted(int id, ct_point *point)
     atomic_store_explicit(&point->polls, atomic_load_explicit(&point->polls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     ct_poll_sample_all++;
-    if (++ct_poll_sample >= CT_POLL_SAMPLE
-        || (ct_poll_sample_all % CT_POLL_BUDGET_EVERY == 0 && ct_profcomm_over_budget()))
-        ct_poll_widen();
+    ct_poll_taken_since[id]++;
+    if (ct_polls_sampled[id] >= CT_POLL_SAMPLE)
+        ct_poll_widen(id);
+    else if (ct_poll_sample_all % CT_POLL_BUDGET_EVERY == 0 && ct_profcomm_over_budget())
+        ct_poll_widen_costly();
 }
 
 /* ---- the light path of repeated calls ---------------------------------------------------------
@@ -715,7 +747,7 @@ void ct_light_noted(int id, ct_point *point)
  * 3% of the run, where the budget is 1%. After the run's first ct_light_after calls, the
  * functions of ct_light_fns take the polls' light path: a call counts its function's countdown
  * down (ct_light_call, inline in its wrapper: the countdowns' line and the thread's hot line)
- * and goes to the library; the countdown's call (one in ct_poll_every, jittered) is the
+ * and goes to the library; the countdown's call (one in its ct_poll_every, jittered) is the
  * function's sample and takes the full path, recorded at its point and as part of its sample
  * (ct_point.polls; the `sampled` and `light` lines): advise estimates each site's calls from its
  * part of the sample (an interval with it), the function's total is exact. A collective's light
@@ -726,7 +758,7 @@ void ct_light_noted(int id, ct_point *point)
 int ct_light_take(int id)
 {
     CT_LEFT(id) = 0;   /* (counted: its function's total includes its sample) */
-    ct_poll_arm(id, ct_poll_gap());
+    ct_poll_arm(id, ct_poll_gap(id));
     return 1;
 }
 

@@ -43,8 +43,8 @@ PROFILE_RUN_POINT / PROFILE_RUN_PATTERN), the rest (docs/advise.md "File format"
   pattern_sampled NAME FIRST SECOND NPROCS BIN PAIRS BYTES LEAD
                                                  the part of that `pattern` line's pairs and bytes
                                                  whose first call was a sample of function LEAD
-  poll_period PERIOD WIDENED                     the sampling period (polls and light path) at the
-                                                 end, its doublings
+  poll_period PERIOD WIDENED                     the widest light function's sampling period (each
+                                                 has its own) at the end, its doublings
   end
 BIN is floor(log2(bytes)), -1 for calls without a size (failed calls, waits). Every call is
 counted; TIMED of them were timed (all of a point's first 64, then about one in 16, and every
@@ -262,7 +262,7 @@ class RankProfile:
     # the end and its doublings (each dropped half the sample so far, at random).
     polls: dict[str, tuple[int, int]] = field(default_factory=dict)
     polled: dict[tuple[str, int], int] = field(default_factory=dict)
-    poll_period: int | None = None   # the sampling period, polls and light path alike (format 5)
+    poll_period: int | None = None   # the widest light function's sampling period (format 5)
     poll_widened: int = 0
     # The other repeated functions' light path (format 5): per function (Isend, allreduce) its
     # calls while the light path was open and their sample (`light`); per point its part of
