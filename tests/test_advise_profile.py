@@ -385,6 +385,22 @@ def test_summary_states_the_profiling_cost():
     assert output._own_cost(advice((None, 10**9))) == ""
 
 
+def test_summary_head_drops_the_library_version_before_cutting_a_figure():
+    # Session 30's ExaML screen: "colltune advise: 2 ranks, Open MPI v4.1...all 9.16 s, ...": the
+    # middle cut took "w" of "wall". The version goes first; the figures stay whole.
+    from colltune.advise import output
+
+    own = ", profiling's own time ~0.1%"
+    assert output._head_line(2, "Open MPI v4.1.4", "9.16 s", own) == \
+        "colltune advise: 2 ranks, Open MPI; wall 9.16 s, profiling's own time ~0.1%"
+    assert output._head_line(2, "Open MPI v4.1.4", "9.16 s", "") == \
+        "colltune advise: 2 ranks, Open MPI v4.1.4; wall 9.16 s"
+    assert output._head_line(2, "MPICH Version:\t4.0.2", "9.16 s", own) == \
+        "colltune advise: 2 ranks, MPICH Version; wall 9.16 s, profiling's own time ~0.1%"
+    long = output._head_line(2, "A very long vendor MPI library name without any version", "1.00 s", own)
+    assert len(long) == 80 and long.startswith("colltune advise: 2 ranks, A very") and long.endswith("time ~0.1%")
+
+
 def _memcheck_blocks(log: Path) -> list[str]:
     """valgrind's report as blocks (an error, a loss record), its `==PID==` prefixes removed."""
     lines = [line.split("== ", 1)[-1] if line.startswith("==") else line

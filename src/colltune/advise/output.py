@@ -238,6 +238,18 @@ def _own_cost(advice: Advice) -> str:
     return f", profiling's own time ~{100 * max(costs):.1f}%" if costs else ""
 
 
+def _head_line(nprocs: int, library: str, wall: str, own_cost: str) -> str:
+    """The summary's first line in 80 columns: where it is too wide the library loses its version
+    first (the JSON keeps it whole), so that the wall time and the profiling's own time are never
+    cut in the middle ("Open MPI v4.1...all 9.16 s")."""
+    short = re.sub(r"[\s,:;]*\S*\d\S*$", "", library) or library
+    for name in (library, short):
+        line = f"colltune advise: {nprocs} ranks, {name}; wall {wall}{own_cost}"
+        if len(line) <= where.WIDTH:
+            return line
+    return where.shorten(line)
+
+
 SCREEN = 40   # lines: advise's output before any details (--explain N, --verify's table)
 # What gives way when the next steps need the room, in order (call sites per collective, finding
 # rows, point-to-point rows, placement lines): finding rows down to 4, the second call site of
@@ -254,8 +266,7 @@ def summary_lines(advice: Advice, files: dict[str, str], top: int = where.DEFAUL
     `advise --measure` would measure): the rows give way as FITS says."""
     s = advice.shares
     library = advice.run.ranks[0].library.split(",")[0]
-    head = [where.shorten(f"colltune advise: {advice.run.nprocs} ranks, {library}; wall "
-                          f"{where.fmt_s(s['wall_s'])}{_own_cost(advice)}"),
+    head = [_head_line(advice.run.nprocs, library, where.fmt_s(s["wall_s"]), _own_cost(advice)),
             where.shorten(f"collectives {100 * s['collective_share']:.1f}% of the run "
                           f"({100 * s['wait_fraction']:.0f}% of it waiting); point-to-point "
                           f"{100 * s['p2p_share']:.1f}%")]

@@ -34,13 +34,19 @@ def finding(run: ProfileRun, points: list[AppPoint]) -> Finding:
                 f"{100 * s['wait_fraction']:.0f}% of their time is waiting for late ranks "
                 "(load imbalance: an algorithm cannot remove it)",
                 f"point-to-point {s['p2p_s']:.3f} s = {100 * s['p2p_share']:.1f}%"]
+    # The brief is the terminal's row (at most 65 columns after its number and saving), so it
+    # keeps the figures whole where the title would be cut in the middle.
     if s["collective_share"] < NOT_WORTH:
         title = f"collectives take {pct:.1f}% of the run: not worth tuning"
+        brief = title
     elif s["own_share"] < NOT_WORTH:
         title = (f"collectives take {pct:.1f}% of the run, but their own cost only "
                  f"{100 * s['own_share']:.1f}%: the rest is waiting for late ranks (a matter of load "
                  "balance, not of algorithms): not worth tuning")
+        brief = f"collectives {pct:.1f}% of the run, {100 * s['own_share']:.1f}% their own: not worth tuning"
     else:
-        title = (f"collectives take {pct:.1f}% of the run, at most {100 * s['own_s'] / s['wall_s']:.1f}% "
+        own_pct = 100 * s["own_s"] / s["wall_s"]
+        title = (f"collectives take {pct:.1f}% of the run, at most {own_pct:.1f}% "
                  "is their own cost (the most any collective tuning can save)")
-    return Finding("share", title, evidence, {}, None, data=s)
+        brief = f"collectives {pct:.1f}% of the run: tuning saves at most {own_pct:.1f}%"
+    return Finding("share", title, evidence, {}, None, data=s, brief=brief)
